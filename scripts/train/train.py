@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+"""Train one headscope model from scratch (seeded), resuming from its checkpoint, then export it.
+
+  /usr/bin/python3 scripts/train/train.py --model headscope-base     # or heads-1, heads-2, heads-4, heads-8
+  /usr/bin/python3 scripts/train/train.py --smoke                    # tiny end-to-end check, < 1 min, temp dir only
+
+Steps for --model NAME (config in scripts/train/configs.json):
+  1. data: .cache/data/{train,val}.txt (runs scripts/data/fetch_corpus.sh + prepare_corpus.py if missing)
+  2. tokenizer: .cache/tokenizer-<V>/ (byte-level BPE, scripts/train/bpe.py) trained on train.txt if missing
+  3. token ids cached in .cache/data/{train,val}-<V>.npy (uint16)
+  4. training: AdamW (betas 0.9/0.95, decoupled weight decay on matrices), linear warmup + cosine decay,
+     batches of random 128-token windows; logs to .cache/train/NAME/log.txt and log.json; checkpoint
+     .cache/train/NAME/ckpt.pt (weights, optimizer, RNG states, step, best weights) every few minutes
+     and at every evaluation. Rerunning the same command resumes where it stopped.
+  5. export (scripts/train/export.py): web/models/NAME/ with F16 weights, tokenizer, card, reference.json.
+     The exported weights are those with the best validation loss seen at an evaluation.
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "common"))
+sys.path.insert(0, HERE)
+
+from gpt2_torch import GPT2  # noqa: E402
+import bpe  # noqa: E402
+
+CACHE = os.path.join(ROOT, ".cache")
+MODEL_KEYS = ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size")
+
+
+def load_configs():
+    with open(os.path.join(HERE, "configs.json")) as f:
+        return {k: v for k, v in json.load(f).items() if not k.startswith("_")}
+
+
+def model_cfg(tc):
+    cfg = {k: tc[k] for k in MODEL_KEYS}
+    cfg["layer_norm_epsilon"] = 1e-5
+    cfg["bos_token_id"] = cfg["eos_token_id"] = tc["vocab_size"] - 1  # <|endoftext|> is the last id
+    return cfg
+
+
+# ------------------------------------------------------------------------------------------- data
+def ensure_data():
+    train_txt = os.path.join(CACHE, "data", "train.txt")
+    if not os.path.exists(train_txt):
+        subprocess.check_call(["bash", os.path.join(ROOT, "scripts", "data", "fetch_corpus.sh")])
+        subprocess.check_call([sys.executable, os.path.join(ROOT, "scripts", "data", "prepare_corpus.py")])
+    return train_txt, os.path.join(CACHE, "data", "val.txt")
+
+
+def ensure_tokenizer(vocab_size, train_txt, folder=None, log=print):
+    folder = folder or os.path.join(CACHE, f"tokenizer-{vocab_size}")
+    if not os.path.exists(os.path.join(folder, "merges.txt")):
+        log(f"training tokenizer, vocab {vocab_size} -> {folder}")
+        with open(train_txt, encoding="utf-8") as f:
+            text = f.read()
+        vocab, merges = bpe.train(bpe.count_words(text), vocab_size, log=log)
+        tmp = folder + ".tmp"
+        bpe.save(tmp, vocab, merges)
+        os.replace(tmp, folder) if not os.path.exists(folder) else None
+    return folder
+
+
+def encode_file(enc, path, cache_path):
+    if os.path.exists(cache_path):
+        return np.load(cache_path)
+    with open(path, encoding="utf-8") as f:
+        ids = np.array(enc.encode_docs(f.read()), dtype=np.uint16)
+    np.save(cache_path + ".tmp.npy", ids)
+    os.replace(cache_path + ".tmp.npy", cache_path)
+    return ids
+
+
+# ------------------------------------------------------------------------------------------- training
+def lr_at(step, tc):
+    if step < tc["warmup"]:
+        return tc["lr"] * (step + 1) / tc["warmup"]
+    p = min(1.0, (step - tc["warmup"]) / max(1, tc["steps"] - tc["warmup"]))
+    lo = tc["lr"] * tc["min_lr_ratio"]
+    return lo + 0.5 * (tc["lr"] - lo) * (1 + math.cos(math.pi * p))
+
+
+def make_optimizer(model, tc):
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": tc["weight_decay"]},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=tc["lr"], betas=(0.9, 0.95), eps=1e-8)
+
+
+def get_batch(ids, rng, B, T):
+    starts = rng.integers(0, len(ids) - T - 1, size=B)
+    x = np.stack([ids[s:s + T + 1] for s in starts]).astype(np.int64)
+    x = torch.from_numpy(x)
+    return x[:, :-1], x[:, 1:]
+
+
+def eval_windows(val_ids, n, T):
+    """n fixed, evenly spaced windows of T+1 tokens over the validation set."""
+    starts = np.linspace(0, len(val_ids) - T - 2, n).astype(np.int64)
+    x = torch.from_numpy(np.stack([val_ids[s:s + T + 1] for s in starts]).astype(np.int64))
+    return x[:, :-1], x[:, 1:]
+
+
+@torch.no_grad()
+def evaluate(model, X, Y, B):
+    model.eval()
+    tot, n = 0.0, 0
+    for i in range(0, len(X), B):
+        lg = model(X[i:i + B])
+        tot += F.cross_entropy(lg.reshape(-1, lg.shape[-1]), Y[i:i + B].reshape(-1), reduction="sum").item()
+        n += Y[i:i + B].numel()
+    model.train()
+    return tot / n
+
+
+class Logger:
+    def __init__(self, folder, quiet=False):
+        self.txt = os.path.join(folder, "log.txt")
+        self.quiet = quiet
+
+    def __call__(self, msg):
+        line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {msg}"
+        with open(self.txt, "a") as f:
+            f.write(line + "\n")
+        if not self.quiet:
+            print(line, flush=True)
+
+
+def save_ckpt(path, state):
+    tmp = path + ".tmp"
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def train_model(name, tc, ids_train, ids_val, work, log, ckpt_minutes=3.0):
+    """Trains (or resumes) and returns the checkpoint state dict after the last step."""
+    torch.manual_seed(tc["seed"])
+    cfg = model_cfg(tc)
+    model = GPT2(cfg)
+    opt = make_optimizer(model, tc)
+    rng = np.random.default_rng(tc["seed"])
+    ckpt_path = os.path.join(work, "ckpt.pt")
+    state = {"step": 0, "history": [], "best_val": float("inf"), "best_step": -1, "best_model": None,
+             "train_seconds": 0.0, "tokens_seen": 0, "config": tc, "model_cfg": cfg}
+    if os.path.exists(ckpt_path):
+        ck = torch.load(ckpt_path, map_location="cpu")
+        if ck["config"] != tc:
+            log("WARNING: config changed since the checkpoint was written; resuming anyway with the new config")
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        rng.bit_generator.state = ck["np_rng"]
+        torch.set_rng_state(ck["torch_rng"])
+        state = {k: ck[k] for k in state}
+        state["config"] = tc
+        log(f"resumed {name} at step {state['step']} (best val {state['best_val']:.4f} at {state['best_step']})")
+    else:
+        n_params = sum(p.numel() for p in model.parameters())
+        log(f"start {name}: {json.dumps(cfg)} params {n_params} train tokens {len(ids_train)} val tokens {len(ids_val)}")
+    B, T = tc["batch_size"], tc["n_positions"]
+    Xv, Yv = eval_windows(ids_val, tc["eval_batches"] * B, T)
+
+    def checkpoint():
+        save_ckpt(ckpt_path, dict(state, model=model.state_dict(), optimizer=opt.state_dict(),
+                                  np_rng=rng.bit_generator.state, torch_rng=torch.get_rng_state()))
+        with open(os.path.join(work, "log.json"), "w") as f:
+            json.dump({"model": name, "config": tc, "history": state["history"], "step": state["step"],
+                       "best_val": state["best_val"], "best_step": state["best_step"],
+                       "train_seconds": state["train_seconds"], "tokens_seen": state["tokens_seen"]}, f, indent=1)
+
+    t_last_ckpt = time.time()
+    t_seg = time.time()
+    run_loss, run_n = 0.0, 0
+    while state["step"] < tc["steps"]:
+        step = state["step"]
+        lr = lr_at(step, tc)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        x, y = get_batch(ids_train, rng, B, T)
+        logits = model(x)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), tc["grad_clip"])
+        opt.step()
+        if not math.isfinite(loss.item()):
+            raise RuntimeError(f"loss is {loss.item()} at step {step}")
+        run_loss += loss.item()
+        run_n += 1
+        state["step"] = step + 1
+        state["tokens_seen"] += B * T
+        now = time.time()
+        state["train_seconds"] += now - t_seg
+        t_seg = now
+        last = state["step"] == tc["steps"]
+        if state["step"] % tc["eval_every"] == 0 or last or state["step"] == 1:
+            vl = evaluate(model, Xv, Yv, B)
+            tl = run_loss / max(run_n, 1)
+            run_loss, run_n = 0.0, 0
+            tps = state["tokens_seen"] / max(state["train_seconds"], 1e-9)
+            state["history"].append({"step": state["step"], "train_loss": round(tl, 4), "val_loss": round(vl, 4),
+                                     "lr": lr, "tokens_seen": state["tokens_seen"],
+                                     "train_seconds": round(state["train_seconds"], 1)})
+            if vl < state["best_val"]:
+                state["best_val"], state["best_step"] = vl, state["step"]
+                state["best_model"] = {k: v.clone() for k, v in model.state_dict().items()}
+            log(f"step {state['step']}/{tc['steps']} train {tl:.4f} val {vl:.4f} lr {lr:.2e} "
+                f"tok/s {tps:.0f} elapsed {state['train_seconds'] / 60:.1f} min")
+            checkpoint()
+            t_last_ckpt = time.time()
+            t_seg = time.time()  # evaluation and checkpoint time is not training time
+        elif time.time() - t_last_ckpt > ckpt_minutes * 60:
+            checkpoint()
+            t_last_ckpt = time.time()
+            t_seg = time.time()
+    if state["best_model"] is None:
+        state["best_model"] = model.state_dict()
+    checkpoint()
+    return state
+
+
+# ------------------------------------------------------------------------------------------- commands
+def run_model(name, no_export=False):
+    torch.set_num_threads(2)
+    configs = load_configs()
+    if name not in configs:
+        sys.exit(f"unknown model {name}; known: {', '.join(configs)}")
+    tc = configs[name]
+    work = os.path.join(CACHE, "train", name)
+    os.makedirs(work, exist_ok=True)
+    log = Logger(work)
+    train_txt, val_txt = ensure_data()
+    tok_dir = ensure_tokenizer(tc["vocab_size"], train_txt, log=log)
+    enc = bpe.Encoder.load(tok_dir)
+    assert len(enc.encoder) == tc["vocab_size"], "tokenizer size differs from config"
+    ids_train = encode_file(enc, train_txt, os.path.join(CACHE, "data", f"train-{tc['vocab_size']}.npy"))
+    ids_val = encode_file(enc, val_txt, os.path.join(CACHE, "data", f"val-{tc['vocab_size']}.npy"))
+    state = train_model(name, tc, ids_train, ids_val, work, log)
+    log(f"done: best val {state['best_val']:.4f} at step {state['best_step']}, "
+        f"{state['tokens_seen']} tokens in {state['train_seconds'] / 60:.1f} min")
+    if not no_export:
+        import export
+        out = os.path.join(ROOT, "web", "models", name)
+        export.export_model(name, tc, state, tok_dir, val_txt, out, log=log)
+        log(f"exported to {out}")
+
+
+SMOKE_TEXT = """The chef, who trained in Paris, cooked the meal quickly. The cat sat on the mat because it was tired.
+In the morning the president spoke to the members of the congress about the state of the union.
+She said that the book, which he had given her, was lost on the train. They walked to the river and sat down.
+A small model learns which words follow which, and its attention heads look back at earlier words.
+"""
+
+
+def run_smoke():
+    """Tiny end-to-end run in a temp dir: tokenizer, training, checkpoint + resume, export, reload check."""
+    torch.set_num_threads(1)
+    t0 = time.time()
+    tmp = tempfile.mkdtemp(prefix="headscope-smoke-")
+    try:
+        text = "\n<|endoftext|>\n".join([SMOKE_TEXT] * 4)
+        txt = os.path.join(tmp, "train.txt")
+        with open(txt, "w") as f:
+            f.write(text)
+        tc = {"n_layer": 2, "n_head": 2, "n_embd": 32, "n_positions": 64, "vocab_size": 300,
+              "batch_size": 8, "steps": 30, "lr": 0.01, "warmup": 5, "min_lr_ratio": 0.1,
+              "weight_decay": 0.1, "grad_clip": 1.0, "seed": 1, "eval_every": 15, "eval_batches": 2}
+        log = Logger(tmp, quiet=True)
+        tok_dir = ensure_tokenizer(tc["vocab_size"], txt, folder=os.path.join(tmp, "tok"), log=log)
+        enc = bpe.Encoder.load(tok_dir)
+        assert len(enc.encoder) == tc["vocab_size"], len(enc.encoder)
+        with open(os.path.join(tok_dir, "merges.txt")) as f:
+            assert f.readline() == "#version: 0.2\n"
+        s = "The chef, who trained in Paris, cooked the meal quickly."
+        assert enc.decode(enc.encode(s)) == s, "tokenizer round trip failed"
+        ids = np.array(enc.encode_docs(text), dtype=np.uint16)
+        work = os.path.join(tmp, "work")
+        os.makedirs(work)
+        # first half, then "restart" and resume from the checkpoint
+        half = dict(tc, steps=15)
+        st1 = train_model("smoke", half, ids, ids, work, log)
+        assert st1["step"] == 15
+        ck = torch.load(os.path.join(work, "ckpt.pt"))
+        ck["config"] = tc  # continue the same run with the full step count
+        torch.save(ck, os.path.join(work, "ckpt.pt"))
+        st = train_model("smoke", tc, ids, ids, work, log)
+        h = st["history"]
+        assert st["step"] == 30 and len(h) >= 3, h
+        assert h[-1]["val_loss"] < h[0]["val_loss"] - 0.5, f"loss did not fall: {h}"
+        import export
+        out = os.path.join(tmp, "export")
+        export.export_model("smoke", tc, st, tok_dir, txt, out, log=log, smoke=True)
+        for fn in ("config.json", "model.safetensors", "vocab.json", "merges.txt", "README.md", "card.json",
+                   "reference.json"):
+            assert os.path.exists(os.path.join(out, fn)), fn
+        with open(os.path.join(out, "reference.json")) as f:
+            ref = json.load(f)
+        m = GPT2.load_hf(out)
+        c = ref["cases"][0]
+        with torch.no_grad():
+            lg, d = m(torch.tensor([c["ids"]]), want_details=True)
+        assert np.allclose(lg[0, -1].numpy(), c["logits_last"], rtol=1e-4, atol=1e-4)
+        att = torch.stack([a[0] for a in d["att"]]).reshape(-1).numpy()
+        assert np.allclose(att, c["attention"], atol=1e-5)
+        assert c["ids"] == enc.encode(c["text"])
+        print(f"smoke OK: loss {h[0]['val_loss']:.3f} -> {h[-1]['val_loss']:.3f}, {time.time() - t0:.1f} s")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", help="model name from scripts/train/configs.json")
+    ap.add_argument("--smoke", action="store_true", help="tiny end-to-end run in a temp dir")
+    ap.add_argument("--no-export", action="store_true")
+    a = ap.parse_args()
+    if a.smoke:
+        run_smoke()
+    elif a.model:
+        run_model(a.model, a.no_export)
+    else:
+        ap.error("--model NAME or --smoke")
+
+
+if __name__ == "__main__":
+    main()
