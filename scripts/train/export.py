@@ -298,6 +298,7 @@ def readme(c):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
+    ap.add_argument("--out", help="output folder (default web/models/MODEL)")
     a = ap.parse_args()
     import train
     tc = train.load_configs()[a.model]
@@ -306,7 +307,7 @@ def main():
         ck["best_model"] = ck["model"]
     tok_dir = os.path.join(ROOT, ".cache", f"tokenizer-{tc['vocab_size']}")
     export_model(a.model, tc, ck, tok_dir, os.path.join(ROOT, ".cache", "data", "val.txt"),
-                 os.path.join(ROOT, "web", "models", a.model))
+                 a.out or os.path.join(ROOT, "web", "models", a.model))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+sys.dont_write_bytecode = True  # the smoke run must write nothing outside its temp dir
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "common"))
@@ -75,7 +76,13 @@ def ensure_tokenizer(vocab_size, train_txt, folder=None, log=print):
     return folder
 
 
-def encode_file(enc, path, cache_path):
+def encode_file(enc, path, cache_path, tok_dir):
+    import hashlib
+    h = hashlib.sha256()
+    for fn in (path, os.path.join(tok_dir, "merges.txt")):
+        with open(fn, "rb") as f:
+            h.update(f.read())
+    cache_path = cache_path.replace(".npy", f"-{h.hexdigest()[:12]}.npy")  # stale caches are never reused
     if os.path.exists(cache_path):
         return np.load(cache_path)
     with open(path, encoding="utf-8") as f:
@@ -246,8 +253,8 @@ def run_model(name, no_export=False):
     tok_dir = ensure_tokenizer(tc["vocab_size"], train_txt, log=log)
     enc = bpe.Encoder.load(tok_dir)
     assert len(enc.encoder) == tc["vocab_size"], "tokenizer size differs from config"
-    ids_train = encode_file(enc, train_txt, os.path.join(CACHE, "data", f"train-{tc['vocab_size']}.npy"))
-    ids_val = encode_file(enc, val_txt, os.path.join(CACHE, "data", f"val-{tc['vocab_size']}.npy"))
+    ids_train = encode_file(enc, train_txt, os.path.join(CACHE, "data", f"train-{tc['vocab_size']}.npy"), tok_dir)
+    ids_val = encode_file(enc, val_txt, os.path.join(CACHE, "data", f"val-{tc['vocab_size']}.npy"), tok_dir)
     state = train_model(name, tc, ids_train, ids_val, work, log)
     log(f"done: best val {state['best_val']:.4f} at step {state['best_step']}, "
         f"{state['tokens_seen']} tokens in {state['train_seconds'] / 60:.1f} min")

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Rebuild every shipped model from scratch (or resume): data -> tokenizer -> models -> export -> cards.
+#
+#   bash scripts/train/all.sh            # everything (about 1 h 45 min on 2 CPU cores)
+#   MODELS="heads-1 heads-2" bash scripts/train/all.sh   # a subset
+#
+# Needs: /usr/bin/python3 with python3-torch, python3-numpy, python3-regex (Debian bookworm), npm.
+# Intermediate files go to .cache/ (gitignored); rerunning resumes every model from its checkpoint
+# and re-exports it. Outputs: web/models/{DATA.md,provenance.json,index.json,README.md} and
+# web/models/<model>/{config.json,model.safetensors,vocab.json,merges.txt,README.md,card.json,reference.json}.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+PY=/usr/bin/python3
+cd "$ROOT"
+bash scripts/data/fetch_corpus.sh
+$PY scripts/data/prepare_corpus.py
+$PY scripts/train/train.py --smoke
+for m in ${MODELS:-headscope-base heads-1 heads-2 heads-4 heads-8}; do
+  $PY scripts/train/train.py --model "$m"
+done
+$PY scripts/train/summarize.py

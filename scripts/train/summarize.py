@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Collect the model cards into web/models/index.json and web/models/README.md (with the head-count
+family comparison), and check the size budget (each model folder <= 5 MB, all together <= 20 MB).
+
+  /usr/bin/python3 scripts/train/summarize.py
+"""
+import json
+import os
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+MODELS = os.path.join(ROOT, "web", "models")
+MB = 1_000_000
+ORDER = ["headscope-base", "heads-1", "heads-2", "heads-4", "heads-8"]
+
+
+def folder_bytes(d):
+    return sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if os.path.isfile(os.path.join(d, f)))
+
+
+def main():
+    cards = []
+    for name in sorted(os.listdir(MODELS), key=lambda n: (ORDER.index(n) if n in ORDER else 99, n)):
+        p = os.path.join(MODELS, name, "card.json")
+        if os.path.exists(p):
+            with open(p) as f:
+                cards.append(json.load(f))
+    entries = []
+    ok = True
+    total = 0
+    for c in cards:
+        d = os.path.join(MODELS, c["name"])
+        b = folder_bytes(d)
+        total += b
+        if b > 5 * MB:
+            print(f"SIZE: {c['name']} is {b} bytes > 5 MB", file=sys.stderr)
+            ok = False
+        best_prev = max(c["heads"], key=lambda h: h["prev_token"])
+        a = c["architecture"]
+        entries.append({
+            "name": c["name"], "path": c["name"] + "/", "family": c.get("family"), "description": c["description"],
+            "n_layer": a["n_layer"], "n_head": a["n_head"], "n_embd": a["n_embd"], "n_positions": a["n_positions"],
+            "vocab_size": a["vocab_size"], "parameters": c["parameters"], "folder_bytes": b,
+            "val_loss": c["loss"]["val"], "val_perplexity": c["loss"]["val_perplexity"],
+            "train_loss": c["loss"]["train"], "tokens_seen": c["training"]["tokens_seen"],
+            "train_seconds": c["training"]["train_seconds"],
+            "pytorch_forward_ms_T128_1thread": c["speed"]["pytorch_forward_ms_T128_1thread"],
+            "strongest_prev_token_head": {"layer": best_prev["layer"], "head": best_prev["head"],
+                                          "score": best_prev["prev_token"]},
+            "default": c["name"] == "headscope-base"})
+    if total > 20 * MB:
+        print(f"SIZE: all models {total} bytes > 20 MB", file=sys.stderr)
+        ok = False
+    with open(os.path.join(MODELS, "index.json"), "w") as f:
+        json.dump({"format": "headscope-models-1", "default": "headscope-base", "total_bytes": total,
+                   "models": entries}, f, indent=1)
+        f.write("\n")
+    L = ["# Shipped models", "",
+         "Trained by `scripts/train/all.sh` (see `scripts/train/README.md`); data and licences in "
+         "[DATA.md](DATA.md), checksums in `provenance.json`. Each folder holds a Hugging Face GPT-2 layout "
+         "model (F16 safetensors, GPT-2 format BPE tokenizer), a model card (README.md + card.json) and "
+         "`reference.json` (PyTorch logits and attention the C++ engine is tested against).", "",
+         "| model | layers x heads | d_model | params | folder | tokens seen | train time | val loss | val ppl | "
+         "fwd ms (T=128, PyTorch 1 thread) | strongest prev-token head |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for e in entries:
+        s = e["strongest_prev_token_head"]
+        L.append(f"| [{e['name']}]({e['name']}/README.md) | {e['n_layer']} x {e['n_head']} | {e['n_embd']} | "
+                 f"{e['parameters']:,} | {e['folder_bytes'] / MB:.2f} MB | {e['tokens_seen'] / 1e6:.1f} M | "
+                 f"{e['train_seconds'] / 60:.1f} min | {e['val_loss']:.3f} | {e['val_perplexity']:.1f} | "
+                 f"{e['pytorch_forward_ms_T128_1thread']:.1f} | L{s['layer']}H{s['head']} {s['score']:.2f} |")
+    L += ["", f"Total: {total / MB:.2f} MB.", "",
+          "The `heads-*` family shares data, tokenizer, width (d_model 128), depth (3 layers), context (128), "
+          "seed and training budget (steps x batch); only the number of heads per layer differs, so the head "
+          "size is 128 / heads. Parameter counts are identical: splitting d_model into more heads adds no "
+          "weights, it changes how the same attention budget is divided.", ""]
+    with open(os.path.join(MODELS, "README.md"), "w") as f:
+        f.write("\n".join(L))
+    print("\n".join(L))
+    if not ok:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
