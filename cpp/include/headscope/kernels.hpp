@@ -1,0 +1,99 @@
+// The numerical kernels of the forward pass, each in two versions:
+//   <op>_forward            xsimd kernel, written once over xsimd::batch<float> (kernels_simd.cpp)
+//   <op>_forward_reference  plain scalar loops, the algorithmic reference (kernels_reference.cpp)
+// tests/cpp/test_kernels.cpp checks one against the other over edge sizes.
+//
+// Naming and argument order follow llm.c: outputs first, then inputs, then sizes.
+// Legend for the shapes in comments:
+//   T  tokens (rows),  C  n_embd,  NH  heads,  HS  head size = C / NH,
+//   K  inner dimension of a matrix product,  N  its output columns,  V  vocabulary.
+// All matrices are row-major float32. Kernels never allocate and never throw.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace headscope::kernels {
+
+// ---------------------------------------------------------------------------------------------
+// Which implementation the public kernels use in this build.
+struct SimdInfo {
+  std::string arch;   // xsimd architecture name ("sse4.1" in the wasm build: Emscripten maps it to SIMD128)
+  int float_lanes;    // floats per xsimd batch; 1 when built with HEADSCOPE_SIMD=OFF
+  bool simd;          // false when every kernel forwards to its scalar reference
+};
+SimdInfo simd_info();
+
+// ---------------------------------------------------------------------------------------------
+// Linear layers. Weights arrive in Hugging Face's Conv1D layout W (K, N): y = x @ W + b.
+// At load time they are repacked into column panels so the GEMM micro-kernel streams them:
+// panel p holds columns [p*panel_width, (p+1)*panel_width) as a (K, panel_width) row-major block,
+// the last panel zero-padded. panel_width is two xsimd batches (8 floats with SIMD128).
+struct PackedLinear {
+  int K = 0, N = 0;
+  int panel_width = 1;
+  std::vector<float> panels;  // ceil(N / panel_width) * K * panel_width
+  std::vector<float> bias;    // N, or empty when the layer has no bias
+  std::size_t bytes() const { return (panels.size() + bias.size()) * sizeof(float); }
+};
+// weight (K, N) Conv1D layout, bias (N) or nullptr
+PackedLinear pack_linear(const float* weight, const float* bias, int K, int N);
+int linear_panel_width();
+
+// out (T, N) = inp (T, K) @ W (K, N) + bias (N)
+void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) noexcept;
+// out (T, N) = inp[:, k_begin:k_end] @ W[k_begin:k_end, :], no bias; inp has row stride inp_stride.
+// One head's contribution through W_O is this with the head's column range of the concatenation.
+void matmul_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W,
+                         int k_begin, int k_end, int T) noexcept;
+// weight (K, N) Conv1D layout, bias (N) or nullptr; out (T, N)
+void matmul_forward_reference(float* out, const float* inp, const float* weight, const float* bias,
+                              int T, int K, int N) noexcept;
+
+// out (T, N) = inp (T, K) @ weight^T with weight (N, K) row-major (nn.Linear layout).
+// The tied LM head: logits = x @ wte^T with wte (V, C).
+void matmul_transposed_forward(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept;
+void matmul_transposed_forward_reference(float* out, const float* inp, const float* weight, int T, int K,
+                                         int N) noexcept;
+
+// ---------------------------------------------------------------------------------------------
+// out (T, C) = (inp - mean) / sqrt(var + eps) * weight + bias, per row; biased variance as in PyTorch.
+void layernorm_forward(float* out, const float* inp, const float* weight, const float* bias, int T, int C,
+                       float eps) noexcept;
+void layernorm_forward_reference(float* out, const float* inp, const float* weight, const float* bias, int T,
+                                 int C, float eps) noexcept;
+
+// out (N) = gelu_new(inp): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). out may equal inp.
+void gelu_forward(float* out, const float* inp, std::size_t N) noexcept;
+void gelu_forward_reference(float* out, const float* inp, std::size_t N) noexcept;
+// out (N) = 0.5 x (1 + erf(x / sqrt 2)), for checkpoints whose activation_function is "gelu".
+void gelu_erf_forward(float* out, const float* inp, std::size_t N) noexcept;
+void gelu_erf_forward_reference(float* out, const float* inp, std::size_t N) noexcept;
+
+// row (N) <- softmax(row), in place, max-subtracted.
+void softmax_forward(float* row, int N) noexcept;
+void softmax_forward_reference(float* row, int N) noexcept;
+
+// out (N) = a (N) + b (N). out may alias a or b.
+void add_forward(float* out, const float* a, const float* b, std::size_t N) noexcept;
+void add_forward_reference(float* out, const float* a, const float* b, std::size_t N) noexcept;
+
+// sum_i a[i] * b[i]
+float dot(const float* a, const float* b, int N) noexcept;
+float dot_reference(const float* a, const float* b, int N) noexcept;
+
+// ---------------------------------------------------------------------------------------------
+// Causal multi-head self-attention for query rows [t_begin, T), keys and values of rows [0, T).
+//   qkv (T, 3C): row t is [q_t | k_t | v_t], head h owns columns [h*HS, (h+1)*HS) of each third
+//   att (NH, att_stride, att_stride): att[h][t][j] = softmax_j(q_t . k_j / sqrt(HS)) for j <= t,
+//                                    and exactly 0 for t < j < att_stride (the causal mask)
+//   out (T, C): row t is the concatenation over heads of sum_j att[h][t][j] v_j
+// Rows below t_begin of att and out are left untouched: that is the incremental update's cache.
+// Requires T <= att_stride.
+void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
+                       int att_stride) noexcept;
+void attention_forward_reference(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
+                                 int att_stride) noexcept;
+
+}  // namespace headscope::kernels

@@ -1,0 +1,144 @@
+// Model: a GPT-2-family transformer that records what every attention head did.
+//
+// Data path: text -> Tokenizer (byte-level BPE) -> ids -> embeddings -> L pre-LayerNorm blocks
+// (causal multi-head attention, MLP) -> final LayerNorm -> tied LM head -> logits.
+// After run(), the model holds the last run's tokens, logits, attention probabilities of every
+// layer and head, and each head's contribution to the residual stream.
+//
+// Legend: T tokens, C n_embd, L n_layer, NH n_head, HS head size, V vocab_size, F n_inner.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "headscope/config.hpp"
+#include "headscope/kernels.hpp"
+#include "headscope/tokenizer.hpp"
+
+namespace headscope {
+
+struct HeadRef {
+  int layer = 0;
+  int head = 0;
+  bool operator==(const HeadRef&) const = default;
+};
+
+struct RunOptions {
+  // Heads whose outputs are zeroed before the output projection W_O ("switched off").
+  std::vector<HeadRef> ablate;
+  // Keep logits for every position, not only the last (costs T x V floats).
+  bool all_logits = false;
+  // Keep each head's full contribution vectors (L x NH x T x C floats); their norms are always kept.
+  bool keep_contributions = false;
+};
+
+struct RunInfo {
+  int tokens = 0;           // T, tokens the model saw
+  int reused_tokens = 0;    // leading tokens whose keys/values came from the previous run's cache
+  int dropped_tokens = 0;   // tokens cut from the start because the text exceeded n_positions
+  uint32_t first_byte = 0;  // byte offset in the text of the first token the model saw
+};
+
+// The weights of one block, packed for the kernels at load time.
+struct BlockWeights {
+  std::vector<float> ln_1_weight, ln_1_bias;  // (C)
+  kernels::PackedLinear c_attn;               // (C, 3C) -> q | k | v
+  kernels::PackedLinear c_proj;               // (C, C)  W_O, rows h*HS..(h+1)*HS belong to head h
+  std::vector<float> ln_2_weight, ln_2_bias;  // (C)
+  kernels::PackedLinear c_fc;                 // (C, F)
+  kernels::PackedLinear mlp_proj;             // (F, C)
+};
+
+class Model {
+ public:
+  // A folder in the Hugging Face GPT-2 layout: config.json, model.safetensors, vocab.json, merges.txt.
+  static Model load_directory(const std::filesystem::path& dir);
+  // The same four files as in-memory buffers (what a browser hands over).
+  static Model load_buffers(std::string_view config_json, std::span<const uint8_t> safetensors,
+                            std::string_view vocab_json, std::string_view merges_txt);
+
+  const ModelConfig& config() const { return config_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  std::size_t parameter_count() const { return parameter_count_; }
+  std::size_t weight_bytes() const;
+
+  // Tokenizes and runs `text`. Throws Error on empty text or invalid UTF-8.
+  // Text longer than n_positions tokens: the LAST n_positions tokens are kept (the ones next to the
+  // cursor, which a reader typing at the end is looking at); RunInfo::dropped_tokens says how many
+  // were cut. When the new tokens begin with the previous run's tokens (typing at the end) and the
+  // options match, the cached keys and values of that prefix are reused; results equal a full run.
+  RunInfo run(std::string_view text, const RunOptions& options = {});
+  // Runs token ids directly (1 <= size <= n_positions, each id < vocab_size).
+  RunInfo run_ids(std::span<const int32_t> ids, const RunOptions& options = {});
+  void clear_cache() { cached_tokens_ = 0; }
+
+  // ---- results of the last run (throw Error if there was none, or on a bad layer/head) ----
+  int T() const { return T_; }
+  const std::vector<Token>& tokens() const { return tokens_; }
+  const std::vector<int32_t>& ids() const { return ids_; }
+  std::span<const float> logits_last() const;             // (V)
+  std::vector<float> logits_all() const;                  // (T, V); requires RunOptions::all_logits
+  std::vector<float> attention(int layer, int head) const;  // (T, T), row = query, column = key
+  std::vector<float> attention_all() const;               // (L, NH, T, T)
+  void copy_attention_all(float* out) const;              // same, into L*NH*T*T floats
+  std::vector<float> hidden_states() const;               // (L+1, T, C): residual entering each block, then after the last
+  // Head h's contribution to the residual stream at each position: its output (T, HS) @ W_O[h*HS:(h+1)*HS, :].
+  // The attention layer's output is the sum of these over heads plus W_O's bias: concatenating the
+  // heads and multiplying by W_O is the same as adding up what each head writes through its rows of W_O.
+  std::vector<float> contribution(int layer, int head) const;  // (T, C); requires keep_contributions
+  std::vector<float> contribution_norms() const;                // (L, NH, T): L2 norm of each contribution row
+
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+  ~Model();
+
+ private:
+  Model() = default;
+  void build(std::string_view config_json, std::span<const uint8_t> safetensors, std::string_view vocab_json,
+             std::string_view merges_txt);
+  void ensure_capacity(int T);
+  void forward(int t_begin);
+  void check_layer_head(int layer, int head) const;
+  void require_run() const;
+
+  ModelConfig config_;
+  std::optional<Tokenizer> tokenizer_;  // always set after build(); optional only because Tokenizer has no empty state
+  std::size_t parameter_count_ = 0;
+
+  // weights
+  std::vector<float> wte_;  // (V, C), also the LM head
+  std::vector<float> wpe_;  // (n_positions, C)
+  std::vector<BlockWeights> blocks_;
+  std::vector<float> ln_f_weight_, ln_f_bias_;
+
+  // activations, allocated for cap_ positions (grown on demand, at most n_positions)
+  int cap_ = 0;
+  std::vector<float> residual_;   // (L+1, cap, C)
+  std::vector<float> qkv_;        // (L, cap, 3C): the key/value cache lives here
+  std::vector<float> att_;        // (L, NH, cap, cap)
+  std::vector<float> head_out_;   // (L, cap, C): concatenated head outputs, after ablation
+  std::vector<float> contrib_;    // (L, NH, cap, C) when keep_contributions
+  std::vector<float> contrib_norm_;  // (L, NH, cap)
+  std::vector<float> scratch_ln_;    // (cap, C)
+  std::vector<float> scratch_proj_;  // (cap, C)
+  std::vector<float> scratch_head_;  // (cap, C)
+  std::vector<float> scratch_fc_;    // (cap, F)
+  std::vector<float> logits_last_;   // (V)
+  std::vector<float> logits_all_;    // (cap, V) with all_logits
+
+  // state of the last run
+  int T_ = 0;
+  bool has_run_ = false;
+  std::vector<Token> tokens_;
+  std::vector<int32_t> ids_;
+  RunOptions options_;
+  std::vector<uint8_t> ablate_mask_;  // (L, NH), 1 = switched off
+  int cached_tokens_ = 0;             // leading positions whose activations are valid for options_
+};
+
+}  // namespace headscope

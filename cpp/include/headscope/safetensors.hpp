@@ -1,0 +1,47 @@
+// SafeTensors: a validating reader for the safetensors format over an in-memory buffer.
+// Layout: u64 little-endian header length N, N bytes of JSON, then the tensor bytes; each tensor's
+// data_offsets are relative to the end of the header. Everything is checked before any byte of
+// tensor data is read or any buffer is sized from a value in the file.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace headscope {
+
+struct TensorInfo {
+  std::string dtype;             // "F32", "F16", "BF16" are readable; others are listed but rejected on read
+  std::vector<int64_t> shape;
+  std::size_t begin = 0, end = 0;  // byte range within the data section
+};
+
+class SafeTensors {
+ public:
+  // Validates the header: length within the file, JSON well-formed, every entry with a dtype,
+  // shape and data_offsets, offsets inside the data section, byte size = element count x dtype size
+  // (overflow-checked), no two tensors overlapping. `bytes` must outlive this object.
+  // `source` names the file in error messages.
+  SafeTensors(std::span<const uint8_t> bytes, std::string source = "model.safetensors");
+
+  bool contains(const std::string& name) const { return tensors_.count(name) != 0; }
+  const TensorInfo& info(const std::string& name) const;  // throws if missing
+  const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
+
+  // The tensor converted to float32; throws unless its shape equals `expected_shape` and its dtype
+  // is F32, F16 or BF16.
+  std::vector<float> read_f32(const std::string& name, const std::vector<int64_t>& expected_shape) const;
+
+ private:
+  std::span<const uint8_t> data_;  // the data section
+  std::string source_;
+  std::map<std::string, TensorInfo> tensors_;
+};
+
+std::string shape_to_string(const std::vector<int64_t>& shape);
+float f16_to_f32(uint16_t h);
+float bf16_to_f32(uint16_t b);
+
+}  // namespace headscope

@@ -1,0 +1,372 @@
+// xsimd kernels of the forward pass. Each is written once over `batch` (xsimd::batch<float> of the
+// build's default architecture): a SIMD loop over whole batches, then a scalar tail.
+//   wasm:    -msimd128 -msse4.1 -> xsimd's sse4.1 arch, which Emscripten lowers to SIMD128 (4 lanes)
+//   native:  whatever the compiler targets (SSE2 by default, AVX-512 with -march=native here)
+// With HEADSCOPE_SIMD=0 every public kernel forwards to its scalar reference (kernels_reference.cpp);
+// that build is the "scalar" subject of the benchmarks.
+// Shapes use the legend in kernels.hpp.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "headscope/kernels.hpp"
+
+#ifndef HEADSCOPE_SIMD
+#define HEADSCOPE_SIMD 1
+#endif
+
+#if HEADSCOPE_SIMD
+#include <xsimd/xsimd.hpp>
+#endif
+
+namespace headscope::kernels {
+
+#if HEADSCOPE_SIMD
+
+using batch = xsimd::batch<float>;
+constexpr int kLanes = static_cast<int>(batch::size);
+// GEMM register tile: kTileRows rows of the input x kPanel columns (two batches) of the output.
+// 4 x 8 with SIMD128 keeps 8 accumulators + 2 weight batches + 1 broadcast in V8's ~15 registers.
+constexpr int kTileRows = 4;
+constexpr int kPanel = 2 * kLanes;
+
+SimdInfo simd_info() { return {batch::arch_type::name(), kLanes, true}; }
+int linear_panel_width() { return kPanel; }
+
+static float horizontal_max(const batch& b) {
+  alignas(64) float lanes[kLanes];
+  b.store_aligned(lanes);
+  float m = lanes[0];
+  for (int i = 1; i < kLanes; i++) m = std::max(m, lanes[i]);
+  return m;
+}
+
+// --- GEMM -----------------------------------------------------------------------------------
+// One register tile: out (ROWS, kPanel) (+)= inp (ROWS, k_begin:k_end) @ panel (k_begin:k_end, kPanel).
+// Only the first n_valid columns are stored (the last panel of a matrix is zero-padded).
+template <int ROWS>
+static inline void gemm_tile(float* out, int out_stride, const float* inp, int inp_stride, const float* panel,
+                             int k_begin, int k_end, const float* bias, int n_valid) noexcept {
+  batch acc0[ROWS], acc1[ROWS];
+  const batch b_lo = bias ? batch::load_unaligned(bias) : batch(0.0f);
+  const batch b_hi = bias ? batch::load_unaligned(bias + kLanes) : batch(0.0f);
+  for (int r = 0; r < ROWS; r++) {
+    acc0[r] = b_lo;
+    acc1[r] = b_hi;
+  }
+  const float* w = panel + (std::size_t)k_begin * kPanel;
+  for (int k = k_begin; k < k_end; k++, w += kPanel) {
+    const batch w0 = batch::load_unaligned(w);
+    const batch w1 = batch::load_unaligned(w + kLanes);
+    for (int r = 0; r < ROWS; r++) {
+      const batch a(inp[(std::size_t)r * inp_stride + k]);
+      acc0[r] = xsimd::fma(a, w0, acc0[r]);
+      acc1[r] = xsimd::fma(a, w1, acc1[r]);
+    }
+  }
+  for (int r = 0; r < ROWS; r++) {
+    float* o = out + (std::size_t)r * out_stride;
+    if (n_valid == kPanel) {
+      acc0[r].store_unaligned(o);
+      acc1[r].store_unaligned(o + kLanes);
+    } else {
+      alignas(64) float tmp[kPanel];
+      acc0[r].store_aligned(tmp);
+      acc1[r].store_aligned(tmp + kLanes);
+      std::memcpy(o, tmp, sizeof(float) * n_valid);
+    }
+  }
+}
+
+static void gemm_packed(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin,
+                        int k_end, bool with_bias, int T) noexcept {
+  const int N = W.N;
+  const int panels = (N + kPanel - 1) / kPanel;
+  for (int p = 0; p < panels; p++) {
+    const float* panel = W.panels.data() + (std::size_t)p * W.K * kPanel;
+    const int n0 = p * kPanel;
+    const int n_valid = std::min(kPanel, N - n0);
+    const float* bias = with_bias && !W.bias.empty() ? W.bias.data() + n0 : nullptr;
+    int t = 0;
+    for (; t + kTileRows <= T; t += kTileRows)
+      gemm_tile<kTileRows>(out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride, inp_stride, panel,
+                           k_begin, k_end, bias, n_valid);
+    switch (T - t) {
+      case 3: gemm_tile<3>(out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride, inp_stride, panel, k_begin, k_end, bias, n_valid); break;
+      case 2: gemm_tile<2>(out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride, inp_stride, panel, k_begin, k_end, bias, n_valid); break;
+      case 1: gemm_tile<1>(out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride, inp_stride, panel, k_begin, k_end, bias, n_valid); break;
+      default: break;
+    }
+  }
+}
+
+PackedLinear pack_linear(const float* weight, const float* bias, int K, int N) {
+  PackedLinear W;
+  W.K = K;
+  W.N = N;
+  W.panel_width = kPanel;
+  const int panels = (N + kPanel - 1) / kPanel;
+  W.panels.assign((std::size_t)panels * K * kPanel, 0.0f);
+  for (int p = 0; p < panels; p++)
+    for (int k = 0; k < K; k++)
+      for (int c = 0; c < kPanel && p * kPanel + c < N; c++)
+        W.panels[((std::size_t)p * K + k) * kPanel + c] = weight[(std::size_t)k * N + p * kPanel + c];
+  if (bias) {
+    // padded to whole panels so the tile can load a full batch pair from the last one
+    W.bias.assign((std::size_t)panels * kPanel, 0.0f);
+    std::copy(bias, bias + N, W.bias.begin());
+  }
+  return W;
+}
+
+void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) noexcept {
+  gemm_packed(out, inp, W.K, W, 0, W.K, true, T);
+}
+
+void matmul_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin,
+                         int k_end, int T) noexcept {
+  gemm_packed(out, inp, inp_stride, W, k_begin, k_end, false, T);
+}
+
+// --- LM head: rows of the weight are contiguous, so each output is a dot product -------------
+void matmul_transposed_forward(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept {
+  constexpr int kRowsAtOnce = 4;  // four weight rows share each load of the input
+  for (int t = 0; t < T; t++) {
+    const float* x = inp + (std::size_t)t * K;
+    float* o = out + (std::size_t)t * N;
+    int n = 0;
+    for (; n + kRowsAtOnce <= N; n += kRowsAtOnce) {
+      const float* w0 = weight + (std::size_t)n * K;
+      const float* w1 = w0 + K;
+      const float* w2 = w1 + K;
+      const float* w3 = w2 + K;
+      batch a0(0.0f), a1(0.0f), a2(0.0f), a3(0.0f);
+      int k = 0;
+      for (; k + kLanes <= K; k += kLanes) {
+        const batch xv = batch::load_unaligned(x + k);
+        a0 = xsimd::fma(xv, batch::load_unaligned(w0 + k), a0);
+        a1 = xsimd::fma(xv, batch::load_unaligned(w1 + k), a1);
+        a2 = xsimd::fma(xv, batch::load_unaligned(w2 + k), a2);
+        a3 = xsimd::fma(xv, batch::load_unaligned(w3 + k), a3);
+      }
+      float s0 = xsimd::hadd(a0), s1 = xsimd::hadd(a1), s2 = xsimd::hadd(a2), s3 = xsimd::hadd(a3);
+      for (; k < K; k++) {
+        s0 += x[k] * w0[k];
+        s1 += x[k] * w1[k];
+        s2 += x[k] * w2[k];
+        s3 += x[k] * w3[k];
+      }
+      o[n] = s0;
+      o[n + 1] = s1;
+      o[n + 2] = s2;
+      o[n + 3] = s3;
+    }
+    for (; n < N; n++) o[n] = dot(x, weight + (std::size_t)n * K, K);
+  }
+}
+
+// --- element-wise and row-wise ops ------------------------------------------------------------
+float dot(const float* a, const float* b, int N) noexcept {
+  batch acc(0.0f);
+  int i = 0;
+  for (; i + kLanes <= N; i += kLanes) acc = xsimd::fma(batch::load_unaligned(a + i), batch::load_unaligned(b + i), acc);
+  float s = xsimd::hadd(acc);
+  for (; i < N; i++) s += a[i] * b[i];
+  return s;
+}
+
+void layernorm_forward(float* out, const float* inp, const float* weight, const float* bias, int T, int C,
+                       float eps) noexcept {
+  for (int t = 0; t < T; t++) {
+    const float* x = inp + (std::size_t)t * C;
+    float* o = out + (std::size_t)t * C;
+    // two passes (mean, then squared deviations) as in PyTorch: one-pass E[x^2]-E[x]^2 loses
+    // precision when the residual stream has a large mean
+    batch sum(0.0f);
+    int i = 0;
+    for (; i + kLanes <= C; i += kLanes) sum += batch::load_unaligned(x + i);
+    float s = xsimd::hadd(sum);
+    for (; i < C; i++) s += x[i];
+    const float mean = s / C;
+    const batch mean_b(mean);
+    batch sq(0.0f);
+    i = 0;
+    for (; i + kLanes <= C; i += kLanes) {
+      const batch d = batch::load_unaligned(x + i) - mean_b;
+      sq = xsimd::fma(d, d, sq);
+    }
+    float v = xsimd::hadd(sq);
+    for (; i < C; i++) v += (x[i] - mean) * (x[i] - mean);
+    const float rstd = 1.0f / std::sqrt(v / C + eps);
+    const batch rstd_b(rstd);
+    i = 0;
+    for (; i + kLanes <= C; i += kLanes) {
+      const batch n = (batch::load_unaligned(x + i) - mean_b) * rstd_b;
+      xsimd::fma(n, batch::load_unaligned(weight + i), batch::load_unaligned(bias + i)).store_unaligned(o + i);
+    }
+    for (; i < C; i++) o[i] = (x[i] - mean) * rstd * weight[i] + bias[i];
+  }
+}
+
+void gelu_forward(float* out, const float* inp, std::size_t N) noexcept {
+  const float s = std::sqrt(2.0f / 3.14159265358979323846f);
+  const batch s_b(s), c_b(0.044715f), half(0.5f), one(1.0f);
+  std::size_t i = 0;
+  for (; i + kLanes <= N; i += kLanes) {
+    const batch x = batch::load_unaligned(inp + i);
+    const batch inner = s_b * xsimd::fma(c_b * x, x * x, x);
+    (half * x * (one + xsimd::tanh(inner))).store_unaligned(out + i);
+  }
+  for (; i < N; i++) {
+    const float x = inp[i];
+    out[i] = 0.5f * x * (1.0f + std::tanh(s * (x + 0.044715f * x * x * x)));
+  }
+}
+
+void gelu_erf_forward(float* out, const float* inp, std::size_t N) noexcept {
+  const batch inv_sqrt2(0.70710678118654752f), half(0.5f), one(1.0f);
+  std::size_t i = 0;
+  for (; i + kLanes <= N; i += kLanes) {
+    const batch x = batch::load_unaligned(inp + i);
+    (half * x * (one + xsimd::erf(x * inv_sqrt2))).store_unaligned(out + i);
+  }
+  for (; i < N; i++) out[i] = 0.5f * inp[i] * (1.0f + std::erf(inp[i] * 0.70710678118654752f));
+}
+
+void softmax_forward(float* row, int N) noexcept {
+  batch maxb(-std::numeric_limits<float>::infinity());
+  int i = 0;
+  for (; i + kLanes <= N; i += kLanes) maxb = xsimd::max(maxb, batch::load_unaligned(row + i));
+  float maxv = horizontal_max(maxb);
+  for (; i < N; i++) maxv = std::max(maxv, row[i]);
+  const batch maxv_b(maxv);
+  batch sumb(0.0f);
+  i = 0;
+  for (; i + kLanes <= N; i += kLanes) {
+    const batch e = xsimd::exp(batch::load_unaligned(row + i) - maxv_b);
+    e.store_unaligned(row + i);
+    sumb += e;
+  }
+  float sum = xsimd::hadd(sumb);
+  for (; i < N; i++) {
+    row[i] = std::exp(row[i] - maxv);
+    sum += row[i];
+  }
+  const float inv = 1.0f / sum;
+  const batch inv_b(inv);
+  i = 0;
+  for (; i + kLanes <= N; i += kLanes) (batch::load_unaligned(row + i) * inv_b).store_unaligned(row + i);
+  for (; i < N; i++) row[i] *= inv;
+}
+
+void add_forward(float* out, const float* a, const float* b, std::size_t N) noexcept {
+  std::size_t i = 0;
+  for (; i + kLanes <= N; i += kLanes) (batch::load_unaligned(a + i) + batch::load_unaligned(b + i)).store_unaligned(out + i);
+  for (; i < N; i++) out[i] = a[i] + b[i];
+}
+
+// --- attention ----------------------------------------------------------------------------------
+void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
+                       int att_stride) noexcept {
+  const int HS = C / NH;
+  const int hs_simd = HS - HS % kLanes;  // head-size columns covered by whole batches
+  const float scale = 1.0f / std::sqrt((float)HS);
+  const std::size_t row3 = 3 * (std::size_t)C;
+  for (int h = 0; h < NH; h++) {
+    for (int t = t_begin; t < T; t++) {
+      const float* q = qkv + t * row3 + h * HS;
+      const float* keys = qkv + C + h * HS;        // key j at keys + j * row3
+      const float* values = qkv + 2 * C + h * HS;  // value j at values + j * row3
+      float* a = att + ((std::size_t)h * att_stride + t) * att_stride;
+
+      // scores: kLanes keys at a time, one accumulator per key, reduced together by haddp
+      int j = 0;
+      for (; j + kLanes <= t + 1; j += kLanes) {
+        batch acc[kLanes];
+        for (int u = 0; u < kLanes; u++) acc[u] = batch(0.0f);
+        for (int d = 0; d < hs_simd; d += kLanes) {
+          const batch qv = batch::load_unaligned(q + d);
+          for (int u = 0; u < kLanes; u++)
+            acc[u] = xsimd::fma(qv, batch::load_unaligned(keys + (j + u) * row3 + d), acc[u]);
+        }
+        batch scores = xsimd::haddp(acc);
+        if (hs_simd < HS) {
+          alignas(64) float tail[kLanes];
+          for (int u = 0; u < kLanes; u++) {
+            const float* k = keys + (j + u) * row3;
+            float s = 0.0f;
+            for (int d = hs_simd; d < HS; d++) s += q[d] * k[d];
+            tail[u] = s;
+          }
+          scores += batch::load_aligned(tail);
+        }
+        (scores * batch(scale)).store_unaligned(a + j);
+      }
+      for (; j <= t; j++) a[j] = dot(q, keys + j * row3, HS) * scale;
+
+      softmax_forward(a, t + 1);
+      std::fill(a + t + 1, a + att_stride, 0.0f);  // causal mask: the future gets exactly 0
+
+      // y = sum_j a[j] v_j, a batch of head-size columns at a time
+      float* y = out + (std::size_t)t * C + h * HS;
+      for (int d = 0; d < hs_simd; d += kLanes) {
+        batch acc(0.0f);
+        for (int jj = 0; jj <= t; jj++) acc = xsimd::fma(batch(a[jj]), batch::load_unaligned(values + jj * row3 + d), acc);
+        acc.store_unaligned(y + d);
+      }
+      for (int d = hs_simd; d < HS; d++) {
+        float acc = 0.0f;
+        for (int jj = 0; jj <= t; jj++) acc += a[jj] * values[jj * row3 + d];
+        y[d] = acc;
+      }
+    }
+  }
+}
+
+#else  // HEADSCOPE_SIMD == 0: the scalar build forwards everything to the references
+
+SimdInfo simd_info() { return {"scalar", 1, false}; }
+int linear_panel_width() { return 0; }  // one panel spanning all columns: the Conv1D layout unchanged
+
+PackedLinear pack_linear(const float* weight, const float* bias, int K, int N) {
+  PackedLinear W;
+  W.K = K;
+  W.N = N;
+  W.panel_width = N;
+  W.panels.assign(weight, weight + (std::size_t)K * N);
+  if (bias) W.bias.assign(bias, bias + N);
+  return W;
+}
+void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) noexcept {
+  matmul_forward_reference(out, inp, W.panels.data(), W.bias.empty() ? nullptr : W.bias.data(), T, W.K, W.N);
+}
+void matmul_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin,
+                         int k_end, int T) noexcept {
+  for (int t = 0; t < T; t++)
+    for (int n = 0; n < W.N; n++) {
+      float acc = 0.0f;
+      for (int k = k_begin; k < k_end; k++) acc += inp[(std::size_t)t * inp_stride + k] * W.panels[(std::size_t)k * W.N + n];
+      out[(std::size_t)t * W.N + n] = acc;
+    }
+}
+void matmul_transposed_forward(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept {
+  matmul_transposed_forward_reference(out, inp, weight, T, K, N);
+}
+float dot(const float* a, const float* b, int N) noexcept { return dot_reference(a, b, N); }
+void layernorm_forward(float* out, const float* inp, const float* weight, const float* bias, int T, int C,
+                       float eps) noexcept {
+  layernorm_forward_reference(out, inp, weight, bias, T, C, eps);
+}
+void gelu_forward(float* out, const float* inp, std::size_t N) noexcept { gelu_forward_reference(out, inp, N); }
+void gelu_erf_forward(float* out, const float* inp, std::size_t N) noexcept { gelu_erf_forward_reference(out, inp, N); }
+void softmax_forward(float* row, int N) noexcept { softmax_forward_reference(row, N); }
+void add_forward(float* out, const float* a, const float* b, std::size_t N) noexcept { add_forward_reference(out, a, b, N); }
+void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
+                       int att_stride) noexcept {
+  attention_forward_reference(out, att, qkv, t_begin, T, C, NH, att_stride);
+}
+
+#endif
+
+}  // namespace headscope::kernels

@@ -1,0 +1,383 @@
+#include "headscope/model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "headscope/error.hpp"
+#include "headscope/safetensors.hpp"
+
+namespace headscope {
+namespace {
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("cannot open " + path.string());
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) throw Error("cannot read " + path.string());
+  return ss.str();
+}
+
+// Hugging Face GPT-2 checkpoints name tensors "h.0.attn.c_attn.weight" (GPT2Model) or
+// "transformer.h.0..." (GPT2LMHeadModel); both are accepted.
+class TensorReader {
+ public:
+  explicit TensorReader(const SafeTensors& st) : st_(st) {
+    if (!st.contains("wte.weight") && st.contains("transformer.wte.weight")) prefix_ = "transformer.";
+  }
+  std::vector<float> read(const std::string& name, std::vector<int64_t> shape, std::size_t& count) const {
+    std::vector<float> v = st_.read_f32(prefix_ + name, shape);
+    // Non-finite weights would silently turn every output into NaN: reject the file instead.
+    for (std::size_t i = 0; i < v.size(); i++)
+      if (!std::isfinite(v[i]))
+        throw Error("model.safetensors: tensor \"" + prefix_ + name + "\" contains NaN or Inf (element " +
+                    std::to_string(i) + ")");
+    count += v.size();
+    return v;
+  }
+
+ private:
+  const SafeTensors& st_;
+  std::string prefix_;
+};
+
+}  // namespace
+
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+Model Model::load_directory(const std::filesystem::path& dir) {
+  if (!std::filesystem::is_directory(dir)) throw Error("model folder not found: " + dir.string());
+  const std::string config = read_file(dir / "config.json");
+  const std::filesystem::path weights_path = dir / "model.safetensors";
+  if (!std::filesystem::exists(weights_path))
+    throw Error("no model.safetensors in " + dir.string() + " (only the safetensors format is supported)");
+  const std::string weights = read_file(weights_path);
+  const std::string vocab = read_file(dir / "vocab.json");
+  const std::string merges = read_file(dir / "merges.txt");
+  return load_buffers(config, std::span(reinterpret_cast<const uint8_t*>(weights.data()), weights.size()), vocab,
+                      merges);
+}
+
+Model Model::load_buffers(std::string_view config_json, std::span<const uint8_t> safetensors,
+                          std::string_view vocab_json, std::string_view merges_txt) {
+  Model m;
+  m.build(config_json, safetensors, vocab_json, merges_txt);
+  return m;
+}
+
+void Model::build(std::string_view config_json, std::span<const uint8_t> safetensors, std::string_view vocab_json,
+                  std::string_view merges_txt) {
+  config_ = parse_config(config_json);
+  tokenizer_ = Tokenizer::from_json(vocab_json, merges_txt);
+  const ModelConfig& c = config_;
+  if (tokenizer_->vocab_size() > c.vocab_size)
+    throw Error("vocab.json has " + std::to_string(tokenizer_->vocab_size()) + " tokens but config.json says vocab_size " +
+                std::to_string(c.vocab_size));
+
+  const SafeTensors st(safetensors, "model.safetensors");
+  const TensorReader r(st);
+  const int64_t C = c.n_embd, F = c.n_inner;
+  std::size_t n = 0;
+  wte_ = r.read("wte.weight", {c.vocab_size, C}, n);
+  wpe_ = r.read("wpe.weight", {c.n_positions, C}, n);
+  blocks_.clear();
+  for (int l = 0; l < c.n_layer; l++) {
+    const std::string p = "h." + std::to_string(l) + ".";
+    BlockWeights b;
+    b.ln_1_weight = r.read(p + "ln_1.weight", {C}, n);
+    b.ln_1_bias = r.read(p + "ln_1.bias", {C}, n);
+    {
+      const auto w = r.read(p + "attn.c_attn.weight", {C, 3 * C}, n);
+      const auto bias = r.read(p + "attn.c_attn.bias", {3 * C}, n);
+      b.c_attn = kernels::pack_linear(w.data(), bias.data(), (int)C, (int)(3 * C));
+    }
+    {
+      const auto w = r.read(p + "attn.c_proj.weight", {C, C}, n);
+      const auto bias = r.read(p + "attn.c_proj.bias", {C}, n);
+      b.c_proj = kernels::pack_linear(w.data(), bias.data(), (int)C, (int)C);
+    }
+    b.ln_2_weight = r.read(p + "ln_2.weight", {C}, n);
+    b.ln_2_bias = r.read(p + "ln_2.bias", {C}, n);
+    {
+      const auto w = r.read(p + "mlp.c_fc.weight", {C, F}, n);
+      const auto bias = r.read(p + "mlp.c_fc.bias", {F}, n);
+      b.c_fc = kernels::pack_linear(w.data(), bias.data(), (int)C, (int)F);
+    }
+    {
+      const auto w = r.read(p + "mlp.c_proj.weight", {F, C}, n);
+      const auto bias = r.read(p + "mlp.c_proj.bias", {C}, n);
+      b.mlp_proj = kernels::pack_linear(w.data(), bias.data(), (int)F, (int)C);
+    }
+    blocks_.push_back(std::move(b));
+  }
+  ln_f_weight_ = r.read("ln_f.weight", {C}, n);
+  ln_f_bias_ = r.read("ln_f.bias", {C}, n);
+  parameter_count_ = n;
+  cap_ = 0;
+  has_run_ = false;
+  cached_tokens_ = 0;
+}
+
+std::size_t Model::weight_bytes() const {
+  std::size_t b = (wte_.size() + wpe_.size() + ln_f_weight_.size() + ln_f_bias_.size()) * sizeof(float);
+  for (const auto& blk : blocks_)
+    b += (blk.ln_1_weight.size() * 4) * sizeof(float) + blk.c_attn.bytes() + blk.c_proj.bytes() + blk.c_fc.bytes() +
+         blk.mlp_proj.bytes();
+  return b;
+}
+
+void Model::ensure_capacity(int T) {
+  if (T <= cap_) return;
+  // Grow geometrically so typing does not reallocate on every token; a reallocation drops the cache.
+  const int cap = std::min(config_.n_positions, std::max({T, 2 * cap_, 16}));
+  const std::size_t L = config_.n_layer, NH = config_.n_head, C = config_.n_embd, F = config_.n_inner;
+  residual_.assign((L + 1) * cap * C, 0.0f);
+  qkv_.assign(L * cap * 3 * C, 0.0f);
+  att_.assign(L * NH * cap * cap, 0.0f);
+  head_out_.assign(L * cap * C, 0.0f);
+  contrib_.clear();
+  contrib_norm_.assign(L * NH * cap, 0.0f);
+  scratch_ln_.assign(cap * C, 0.0f);
+  scratch_proj_.assign(cap * C, 0.0f);
+  scratch_head_.assign(cap * C, 0.0f);
+  scratch_fc_.assign(cap * F, 0.0f);
+  logits_all_.clear();
+  cap_ = cap;
+  cached_tokens_ = 0;
+}
+
+RunInfo Model::run(std::string_view text, const RunOptions& options) {
+  if (text.empty()) throw Error("text is empty");
+  std::vector<Token> tokens = tokenizer_->encode(text);  // throws on invalid UTF-8
+  if (tokens.empty()) throw Error("text is empty");
+  int dropped = 0;
+  if ((int)tokens.size() > config_.n_positions) {
+    dropped = (int)tokens.size() - config_.n_positions;
+    tokens.erase(tokens.begin(), tokens.begin() + dropped);
+  }
+  std::vector<int32_t> ids(tokens.size());
+  for (std::size_t i = 0; i < tokens.size(); i++) ids[i] = tokens[i].id;
+  RunInfo info = run_ids(ids, options);
+  tokens_ = std::move(tokens);
+  info.dropped_tokens = dropped;
+  info.first_byte = tokens_.front().byte_start;
+  return info;
+}
+
+RunInfo Model::run_ids(std::span<const int32_t> ids, const RunOptions& options) {
+  const ModelConfig& c = config_;
+  const int T = (int)ids.size();
+  if (T == 0) throw Error("no tokens to run");
+  if (T > c.n_positions)
+    throw Error(std::to_string(T) + " tokens exceed the model's context of " + std::to_string(c.n_positions));
+  for (int t = 0; t < T; t++)
+    if (ids[t] < 0 || ids[t] >= c.vocab_size)
+      throw Error("token id " + std::to_string(ids[t]) + " at position " + std::to_string(t) + " is outside [0, " +
+                  std::to_string(c.vocab_size) + ")");
+  std::vector<uint8_t> mask((std::size_t)c.n_layer * c.n_head, 0);
+  for (const HeadRef& h : options.ablate) {
+    check_layer_head(h.layer, h.head);
+    mask[(std::size_t)h.layer * c.n_head + h.head] = 1;
+  }
+
+  ensure_capacity(T);
+  // Reuse the cached prefix only if it was computed with the same switched-off heads and holds
+  // everything this run must return.
+  int reuse = 0;
+  const bool options_compatible = has_run_ && mask == ablate_mask_ && (!options.all_logits || options_.all_logits) &&
+                                  (!options.keep_contributions || options_.keep_contributions);
+  if (options_compatible) {
+    const int limit = std::min({cached_tokens_, T, (int)ids_.size()});
+    while (reuse < limit && ids_[reuse] == ids[reuse]) reuse++;
+  }
+  if (options.keep_contributions && contrib_.size() != (std::size_t)c.n_layer * c.n_head * cap_ * c.n_embd) {
+    contrib_.assign((std::size_t)c.n_layer * c.n_head * cap_ * c.n_embd, 0.0f);
+    reuse = 0;
+  }
+  if (options.all_logits && logits_all_.size() != (std::size_t)cap_ * c.vocab_size) {
+    logits_all_.assign((std::size_t)cap_ * c.vocab_size, 0.0f);
+    reuse = 0;
+  }
+
+  ids_.assign(ids.begin(), ids.end());
+  tokens_.clear();
+  for (int t = 0; t < T; t++) {
+    // run_ids has no source text: spans index the concatenation of the tokens' bytes
+    Token tok;
+    tok.id = ids[t];
+    tok.text = tokenizer_->token_display(ids[t]);
+    tok.byte_start = t ? tokens_.back().byte_end : 0;
+    tok.byte_end = tok.byte_start + (uint32_t)tokenizer_->token_bytes(ids[t]).size();
+    tokens_.push_back(std::move(tok));
+  }
+  options_ = options;
+  ablate_mask_ = std::move(mask);
+  T_ = T;
+  has_run_ = true;
+  forward(reuse);
+  cached_tokens_ = T;
+  RunInfo info;
+  info.tokens = T;
+  info.reused_tokens = reuse;
+  return info;
+}
+
+// Computes positions [t_begin, T_) of every layer; positions below t_begin are the cache.
+void Model::forward(int t_begin) {
+  namespace k = kernels;
+  const ModelConfig& c = config_;
+  const int T = T_, n = T - t_begin;  // n: rows computed in this call
+  const int C = c.n_embd, NH = c.n_head, HS = c.head_size(), F = c.n_inner, V = c.vocab_size;
+  const std::size_t cap = cap_;
+
+  if (n > 0) {
+    for (int t = t_begin; t < T; t++)
+      k::add_forward(&residual_[(std::size_t)t * C], &wte_[(std::size_t)ids_[t] * C], &wpe_[(std::size_t)t * C], C);
+
+    for (int l = 0; l < c.n_layer; l++) {
+      const BlockWeights& w = blocks_[l];
+      const float* x = &residual_[(l * cap + t_begin) * C];       // (n, C) stream entering the block
+      float* x_next = &residual_[((l + 1) * cap + t_begin) * C];  // (n, C) stream leaving it
+      float* qkv = &qkv_[l * cap * 3 * C];                        // (cap, 3C)
+      float* head_out = &head_out_[l * cap * C];                  // (cap, C)
+      float* att = &att_[l * NH * cap * cap];                     // (NH, cap, cap)
+
+      // attention: every head reads the same LayerNormed input through its own slice of c_attn
+      k::layernorm_forward(scratch_ln_.data(), x, w.ln_1_weight.data(), w.ln_1_bias.data(), n, C, c.layer_norm_epsilon);
+      k::matmul_forward(qkv + (std::size_t)t_begin * 3 * C, scratch_ln_.data(), w.c_attn, n);
+      k::attention_forward(head_out, att, qkv, t_begin, T, C, NH, (int)cap);
+
+      // W_O, one head at a time: out = bias + sum_h head_out[:, h] @ W_O[h rows]. A switched-off head
+      // writes nothing. Summing per head gives each head's contribution for free.
+      float* proj = scratch_proj_.data();  // (n, C)
+      for (int r = 0; r < n; r++) std::copy(w.c_proj.bias.begin(), w.c_proj.bias.begin() + C, proj + (std::size_t)r * C);
+      for (int h = 0; h < NH; h++) {
+        float* norms = &contrib_norm_[(l * NH + h) * cap];
+        float* kept = options_.keep_contributions ? &contrib_[((l * NH + h) * cap + t_begin) * C] : nullptr;
+        if (ablate_mask_[(std::size_t)l * NH + h]) {
+          for (int t = t_begin; t < T; t++) {
+            std::fill(head_out + (std::size_t)t * C + h * HS, head_out + (std::size_t)t * C + (h + 1) * HS, 0.0f);
+            norms[t] = 0.0f;
+          }
+          if (kept) std::fill(kept, kept + (std::size_t)n * C, 0.0f);
+          continue;
+        }
+        float* contrib = kept ? kept : scratch_head_.data();  // (n, C)
+        k::matmul_rows_forward(contrib, head_out + (std::size_t)t_begin * C, C, w.c_proj, h * HS, (h + 1) * HS, n);
+        for (int r = 0; r < n; r++) {
+          const float* row = contrib + (std::size_t)r * C;
+          norms[t_begin + r] = std::sqrt(k::dot(row, row, C));
+        }
+        k::add_forward(proj, proj, contrib, (std::size_t)n * C);
+      }
+      k::add_forward(x_next, x, proj, (std::size_t)n * C);
+
+      // MLP
+      k::layernorm_forward(scratch_ln_.data(), x_next, w.ln_2_weight.data(), w.ln_2_bias.data(), n, C, c.layer_norm_epsilon);
+      k::matmul_forward(scratch_fc_.data(), scratch_ln_.data(), w.c_fc, n);
+      if (c.activation == Activation::gelu_tanh)
+        k::gelu_forward(scratch_fc_.data(), scratch_fc_.data(), (std::size_t)n * F);
+      else
+        k::gelu_erf_forward(scratch_fc_.data(), scratch_fc_.data(), (std::size_t)n * F);
+      k::matmul_forward(proj, scratch_fc_.data(), w.mlp_proj, n);
+      k::add_forward(x_next, x_next, proj, (std::size_t)n * C);
+    }
+  }
+
+  // final LayerNorm and tied LM head; the last row always (T may have shrunk: text deleted at the end)
+  const float* final_stream = &residual_[(std::size_t)c.n_layer * cap * C];
+  if (options_.all_logits && n > 0) {
+    k::layernorm_forward(scratch_ln_.data(), final_stream + (std::size_t)t_begin * C, ln_f_weight_.data(),
+                         ln_f_bias_.data(), n, C, c.layer_norm_epsilon);
+    k::matmul_transposed_forward(&logits_all_[(std::size_t)t_begin * V], scratch_ln_.data(), wte_.data(), n, C, V);
+  }
+  logits_last_.resize(V);
+  k::layernorm_forward(scratch_ln_.data(), final_stream + (std::size_t)(T - 1) * C, ln_f_weight_.data(),
+                       ln_f_bias_.data(), 1, C, c.layer_norm_epsilon);
+  k::matmul_transposed_forward(logits_last_.data(), scratch_ln_.data(), wte_.data(), 1, C, V);
+}
+
+// ---- results ---------------------------------------------------------------------------------
+
+void Model::require_run() const {
+  if (!has_run_) throw Error("no results yet: call run() first");
+}
+
+void Model::check_layer_head(int layer, int head) const {
+  if (layer < 0 || layer >= config_.n_layer)
+    throw Error("layer " + std::to_string(layer) + " is outside [0, " + std::to_string(config_.n_layer) + ")");
+  if (head < 0 || head >= config_.n_head)
+    throw Error("head " + std::to_string(head) + " is outside [0, " + std::to_string(config_.n_head) + ")");
+}
+
+std::span<const float> Model::logits_last() const {
+  require_run();
+  return logits_last_;
+}
+
+std::vector<float> Model::logits_all() const {
+  require_run();
+  if (!options_.all_logits) throw Error("logits for all positions were not kept: run with all_logits");
+  const std::size_t V = config_.vocab_size;
+  return std::vector<float>(logits_all_.begin(), logits_all_.begin() + (std::ptrdiff_t)(T_ * V));
+}
+
+std::vector<float> Model::attention(int layer, int head) const {
+  require_run();
+  check_layer_head(layer, head);
+  std::vector<float> out((std::size_t)T_ * T_);
+  const float* src = &att_[((std::size_t)layer * config_.n_head + head) * cap_ * cap_];
+  for (int t = 0; t < T_; t++) std::copy(src + (std::size_t)t * cap_, src + (std::size_t)t * cap_ + T_, &out[(std::size_t)t * T_]);
+  return out;
+}
+
+void Model::copy_attention_all(float* out) const {
+  require_run();
+  const std::size_t TT = (std::size_t)T_ * T_;
+  for (int l = 0; l < config_.n_layer; l++)
+    for (int h = 0; h < config_.n_head; h++) {
+      const float* src = &att_[((std::size_t)l * config_.n_head + h) * cap_ * cap_];
+      float* dst = out + ((std::size_t)l * config_.n_head + h) * TT;
+      for (int t = 0; t < T_; t++) std::copy(src + (std::size_t)t * cap_, src + (std::size_t)t * cap_ + T_, dst + (std::size_t)t * T_);
+    }
+}
+
+std::vector<float> Model::attention_all() const {
+  require_run();
+  std::vector<float> out((std::size_t)config_.n_layer * config_.n_head * T_ * T_);
+  copy_attention_all(out.data());
+  return out;
+}
+
+std::vector<float> Model::hidden_states() const {
+  require_run();
+  const std::size_t C = config_.n_embd, rows = (std::size_t)T_ * C;
+  std::vector<float> out((config_.n_layer + 1) * rows);
+  for (int l = 0; l <= config_.n_layer; l++)
+    std::copy_n(&residual_[l * cap_ * C], rows, &out[l * rows]);
+  return out;
+}
+
+std::vector<float> Model::contribution(int layer, int head) const {
+  require_run();
+  check_layer_head(layer, head);
+  if (!options_.keep_contributions) throw Error("head contributions were not kept: run with keep_contributions");
+  const std::size_t C = config_.n_embd;
+  const float* src = &contrib_[((std::size_t)layer * config_.n_head + head) * cap_ * C];
+  return std::vector<float>(src, src + (std::size_t)T_ * C);
+}
+
+std::vector<float> Model::contribution_norms() const {
+  require_run();
+  std::vector<float> out((std::size_t)config_.n_layer * config_.n_head * T_);
+  for (std::size_t lh = 0; lh < (std::size_t)config_.n_layer * config_.n_head; lh++)
+    std::copy_n(&contrib_norm_[lh * cap_], T_, &out[lh * T_]);
+  return out;
+}
+
+}  // namespace headscope

@@ -1,0 +1,162 @@
+#include "headscope/safetensors.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "headscope/error.hpp"
+
+namespace headscope {
+namespace {
+
+using json = nlohmann::json;
+
+// The reference implementation caps headers at 100 MB; real GPT-2 headers are ~15 KB.
+constexpr uint64_t kMaxHeaderBytes = 100u << 20;
+
+std::size_t dtype_size(const std::string& dtype) {
+  if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
+  if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
+  if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
+  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL" || dtype == "F8_E4M3" || dtype == "F8_E5M2") return 1;
+  return 0;
+}
+
+}  // namespace
+
+std::string shape_to_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); i++) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: renormalize
+      int e = -1;
+      do {
+        e++;
+        mant <<= 1;
+      } while ((mant & 0x400) == 0);
+      bits = sign | (uint32_t)(127 - 15 - e) << 23 | (mant & 0x3ff) << 13;
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | mant << 13;  // inf / nan
+  } else {
+    bits = sign | (exp + 127 - 15) << 23 | mant << 13;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float bf16_to_f32(uint16_t b) {
+  const uint32_t bits = (uint32_t)b << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+SafeTensors::SafeTensors(std::span<const uint8_t> bytes, std::string source) : source_(std::move(source)) {
+  const std::string& src = source_;
+  if (bytes.size() < 8) throw Error(src + ": file is " + std::to_string(bytes.size()) + " bytes, too short for a safetensors header");
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; i--) header_len = (header_len << 8) | bytes[i];
+  if (header_len > bytes.size() - 8)
+    throw Error(src + ": header length " + std::to_string(header_len) + " is larger than the file (" +
+                std::to_string(bytes.size()) + " bytes); truncated or not a safetensors file");
+  if (header_len > kMaxHeaderBytes) throw Error(src + ": header length " + std::to_string(header_len) + " exceeds 100 MB");
+  const char* hp = reinterpret_cast<const char*>(bytes.data() + 8);
+  json header;
+  try {
+    header = json::parse(hp, hp + header_len);
+  } catch (const json::exception& e) {
+    throw Error(src + ": header is not valid JSON: " + e.what());
+  }
+  if (!header.is_object()) throw Error(src + ": header is not a JSON object");
+  data_ = bytes.subspan(8 + header_len);
+
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;
+  for (auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") continue;
+    const std::string where = src + ": tensor \"" + name + "\": ";
+    if (!entry.is_object()) throw Error(where + "entry is not an object");
+    TensorInfo t;
+    auto dt = entry.find("dtype");
+    if (dt == entry.end() || !dt->is_string()) throw Error(where + "missing dtype");
+    t.dtype = dt->get<std::string>();
+    const std::size_t elem = dtype_size(t.dtype);
+    if (elem == 0) throw Error(where + "unknown dtype \"" + t.dtype + "\"");
+    auto sh = entry.find("shape");
+    if (sh == entry.end() || !sh->is_array()) throw Error(where + "missing shape");
+    if (sh->size() > 8) throw Error(where + "has " + std::to_string(sh->size()) + " dimensions");
+    uint64_t count = 1;
+    for (auto& d : *sh) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 0) throw Error(where + "shape entries must be non-negative integers");
+      const uint64_t dim = d.get<uint64_t>();
+      if (dim != 0 && count > std::numeric_limits<uint64_t>::max() / dim / elem)
+        throw Error(where + "shape " + sh->dump() + " overflows");
+      count *= dim;
+      t.shape.push_back((int64_t)dim);
+    }
+    auto off = entry.find("data_offsets");
+    if (off == entry.end() || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
+        !(*off)[1].is_number_unsigned())
+      throw Error(where + "data_offsets must be two non-negative integers");
+    const uint64_t b = (*off)[0].get<uint64_t>(), e = (*off)[1].get<uint64_t>();
+    if (b > e || e > data_.size())
+      throw Error(where + "data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
+                  "] lie outside the data section (" + std::to_string(data_.size()) + " bytes)");
+    if (e - b != count * elem)
+      throw Error(where + "dtype " + t.dtype + " and shape " + shape_to_string(t.shape) + " need " +
+                  std::to_string(count * elem) + " bytes but data_offsets give " + std::to_string(e - b));
+    t.begin = (std::size_t)b;
+    t.end = (std::size_t)e;
+    if (e > b) ranges.emplace_back(t.begin, t.end);
+    tensors_.emplace(name, std::move(t));
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (std::size_t i = 1; i < ranges.size(); i++)
+    if (ranges[i].first < ranges[i - 1].second)
+      throw Error(src + ": tensors overlap at data bytes [" + std::to_string(ranges[i].first) + ", " +
+                  std::to_string(ranges[i - 1].second) + ")");
+}
+
+const TensorInfo& SafeTensors::info(const std::string& name) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) throw Error(source_ + ": missing tensor \"" + name + "\"");
+  return it->second;
+}
+
+std::vector<float> SafeTensors::read_f32(const std::string& name, const std::vector<int64_t>& expected_shape) const {
+  const TensorInfo& t = info(name);
+  if (t.shape != expected_shape)
+    throw Error(source_ + ": tensor \"" + name + "\" has shape " + shape_to_string(t.shape) + ", expected " +
+                shape_to_string(expected_shape));
+  const uint8_t* p = data_.data() + t.begin;
+  const std::size_t bytes = t.end - t.begin;
+  std::vector<float> out;
+  if (t.dtype == "F32") {
+    out.resize(bytes / 4);
+    std::memcpy(out.data(), p, bytes);  // little-endian hosts only (x86, wasm, arm64)
+  } else if (t.dtype == "F16" || t.dtype == "BF16") {
+    out.resize(bytes / 2);
+    const bool is_f16 = t.dtype == "F16";
+    for (std::size_t i = 0; i < out.size(); i++) {
+      const uint16_t h = (uint16_t)(p[2 * i] | (p[2 * i + 1] << 8));
+      out[i] = is_f16 ? f16_to_f32(h) : bf16_to_f32(h);
+    }
+  } else {
+    throw Error(source_ + ": tensor \"" + name + "\" has dtype " + t.dtype + "; only F32, F16 and BF16 are supported");
+  }
+  return out;
+}
+
+}  // namespace headscope

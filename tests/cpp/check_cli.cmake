@@ -1,0 +1,28 @@
+# Runs the CLI with --json on a fixture model and checks stdout is one JSON document of the
+# documented shape; then checks that a bad model folder gives a non-zero exit and a message.
+execute_process(COMMAND ${CLI} run --model ${MODEL} --text "The chef, who trained in Paris, cooked the meal quickly." --json
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "CLI failed (${rc}): ${err}")
+endif()
+string(JSON ntok LENGTH "${out}" tokens)
+string(JSON nids LENGTH "${out}" ids)
+string(JSON nlogits LENGTH "${out}" logits_last)
+string(JSON nlayers LENGTH "${out}" attention)
+string(JSON nheads LENGTH "${out}" attention 0)
+string(JSON nrows LENGTH "${out}" attention 0 0)
+string(JSON ncols LENGTH "${out}" attention 0 0 0)
+string(JSON config_json_unused ERROR_VARIABLE e0 GET "${out}" tokens 0)
+file(READ ${MODEL}/config.json cfg)
+string(JSON V GET "${cfg}" vocab_size)
+string(JSON L GET "${cfg}" n_layer)
+string(JSON H GET "${cfg}" n_head)
+if(NOT ntok EQUAL nids OR NOT nrows EQUAL ntok OR NOT ncols EQUAL ntok OR NOT nlogits EQUAL V OR NOT nlayers EQUAL L OR NOT nheads EQUAL H)
+  message(FATAL_ERROR "unexpected JSON shape: tokens ${ntok} ids ${nids} logits ${nlogits} (V ${V}) layers ${nlayers} (${L}) heads ${nheads} (${H}) rows ${nrows} cols ${ncols}")
+endif()
+execute_process(COMMAND ${CLI} run --model ${MODEL}/does-not-exist --text "x" --json
+                OUTPUT_VARIABLE out2 ERROR_VARIABLE err2 RESULT_VARIABLE rc2)
+if(rc2 EQUAL 0 OR NOT err2 MATCHES "not found" OR NOT out2 STREQUAL "")
+  message(FATAL_ERROR "bad model folder: expected a non-zero exit, a message on stderr and nothing on stdout; got ${rc2}, '${err2}', '${out2}'")
+endif()
+message(STATUS "CLI JSON ok: ${ntok} tokens, ${nlayers} layers x ${nheads} heads, V ${V}")

@@ -1,0 +1,214 @@
+// Malformed input: every case raises headscope::Error with a message naming the problem.
+// Hostile safetensors files are built in memory from a fixture by editing its header or bytes.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "headscope/config.hpp"
+#include "headscope/error.hpp"
+#include "headscope/model.hpp"
+#include "headscope/safetensors.hpp"
+#include "test_util.hpp"
+
+using headscope::Error;
+using headscope::Model;
+using nlohmann::json;
+using test_util::read_bytes;
+using test_util::read_text;
+
+namespace {
+
+const std::string kDir = std::string(HEADSCOPE_FIXTURES_DIR) + "/models/odd-hs12";
+
+struct Files {
+  std::string config = read_text(kDir + "/config.json");
+  std::vector<uint8_t> weights = read_bytes(kDir + "/model.safetensors");
+  std::string vocab = read_text(kDir + "/vocab.json");
+  std::string merges = read_text(kDir + "/merges.txt");
+  Model load() const { return Model::load_buffers(config, weights, vocab, merges); }
+};
+
+// A safetensors file split into its JSON header and data section, to be edited and re-joined.
+struct Parts {
+  json header;
+  std::vector<uint8_t> data;
+  explicit Parts(const std::vector<uint8_t>& file) {
+    uint64_t n = 0;
+    std::memcpy(&n, file.data(), 8);
+    header = json::parse(file.begin() + 8, file.begin() + 8 + (std::ptrdiff_t)n);
+    data.assign(file.begin() + 8 + (std::ptrdiff_t)n, file.end());
+  }
+  std::vector<uint8_t> join() const {
+    const std::string h = header.dump();
+    std::vector<uint8_t> out(8);
+    const uint64_t n = h.size();
+    std::memcpy(out.data(), &n, 8);
+    out.insert(out.end(), h.begin(), h.end());
+    out.insert(out.end(), data.begin(), data.end());
+    return out;
+  }
+};
+
+std::vector<uint8_t> edited(const std::vector<uint8_t>& file, const std::function<void(Parts&)>& edit) {
+  Parts p(file);
+  edit(p);
+  return p.join();
+}
+
+#define REQUIRE_ERROR_CONTAINS(expr, text) \
+  REQUIRE_THROWS_WITH(expr, Catch::Matchers::Contains(text))
+
+}  // namespace
+
+TEST_CASE("the unedited fixture loads (the edits below are what breaks it)", "[errors]") {
+  const Files f;
+  REQUIRE_NOTHROW(f.load());
+}
+
+TEST_CASE("config.json errors name the key", "[errors][config]") {
+  const Files f;
+  auto with = [&](const std::function<void(json&)>& edit) {
+    json j = json::parse(f.config);
+    edit(j);
+    Files g = f;
+    g.config = j.dump();
+    return g;
+  };
+  REQUIRE_ERROR_CONTAINS(with([](json& j) { j.erase("n_head"); }).load(), "missing key \"n_head\"");
+  REQUIRE_ERROR_CONTAINS(with([](json& j) { j["n_layer"] = -2; }).load(), "\"n_layer\" = -2 is outside");
+  REQUIRE_ERROR_CONTAINS(with([](json& j) { j["n_embd"] = 1 << 30; }).load(), "\"n_embd\" = 1073741824 is outside");
+  REQUIRE_ERROR_CONTAINS(with([](json& j) { j["n_positions"] = 0; }).load(), "\"n_positions\" = 0");
+  REQUIRE_ERROR_CONTAINS(with([](json& j) { j["vocab_size"] = "many"; }).load(), "\"vocab_size\" must be an integer");
+  REQUIRE_ERROR_CONTAINS(with([](json& j) { j["n_head"] = 5; }).load(), "n_embd (48) is not divisible by n_head (5)");
+  REQUIRE_ERROR_CONTAINS(with([](json& j) { j["layer_norm_epsilon"] = -1; }).load(), "layer_norm_epsilon");
+  REQUIRE_ERROR_CONTAINS(with([](json& j) { j["activation_function"] = "relu"; }).load(), "activation_function \"relu\"");
+  REQUIRE_ERROR_CONTAINS(with([](json& j) { j["scale_attn_by_inverse_layer_idx"] = true; }).load(), "not supported");
+  REQUIRE_ERROR_CONTAINS(with([](json& j) { j["vocab_size"] = 100; }).load(), "vocab.json has 257 tokens");
+  Files bad = f;
+  bad.config = "{\"n_embd\": 48,";
+  REQUIRE_ERROR_CONTAINS(bad.load(), "config.json: not valid JSON");
+  bad.config = "[1, 2]";
+  REQUIRE_ERROR_CONTAINS(bad.load(), "expected a JSON object");
+}
+
+TEST_CASE("safetensors errors: structure of the file", "[errors][safetensors]") {
+  const Files f;
+  Files g = f;
+  g.weights.resize(5);
+  REQUIRE_ERROR_CONTAINS(g.load(), "too short for a safetensors header");
+
+  g = f;
+  g.weights.resize(g.weights.size() - 100);  // truncated inside the data section
+  REQUIRE_ERROR_CONTAINS(g.load(), "lie outside the data section");
+
+  g = f;
+  const uint64_t huge = std::numeric_limits<uint64_t>::max() - 3;
+  std::memcpy(g.weights.data(), &huge, 8);
+  REQUIRE_ERROR_CONTAINS(g.load(), "is larger than the file");
+
+  g = f;
+  const uint64_t just_over = g.weights.size() - 7;
+  std::memcpy(g.weights.data(), &just_over, 8);
+  REQUIRE_ERROR_CONTAINS(g.load(), "is larger than the file");
+
+  g = f;
+  g.weights[8] = 'x';  // the header's opening brace
+  REQUIRE_ERROR_CONTAINS(g.load(), "header is not valid JSON");
+}
+
+TEST_CASE("safetensors errors: tensors", "[errors][safetensors]") {
+  const Files f;
+  const std::string t = "h.0.attn.c_attn.weight";
+  Files g = f;
+  g.weights = edited(f.weights, [&](Parts& p) {
+    p.header["h.0.attn.c_attn.weightX"] = p.header[t];
+    p.header.erase(t);
+  });
+  REQUIRE_ERROR_CONTAINS(g.load(), "missing tensor \"h.0.attn.c_attn.weight\"");
+
+  g.weights = edited(f.weights, [&](Parts& p) { p.header[t]["shape"] = {144, 48}; });
+  REQUIRE_ERROR_CONTAINS(g.load(), "has shape [144, 48], expected [48, 144]");
+
+  g.weights = edited(f.weights, [&](Parts& p) { p.header[t]["dtype"] = "I32"; });
+  REQUIRE_ERROR_CONTAINS(g.load(), "has dtype I32; only F32, F16 and BF16");
+
+  g.weights = edited(f.weights, [&](Parts& p) { p.header[t]["dtype"] = "F16"; });  // half the bytes it claims
+  REQUIRE_ERROR_CONTAINS(g.load(), "need 13824 bytes but data_offsets give 27648");
+
+  g.weights = edited(f.weights, [&](Parts& p) { p.header[t]["dtype"] = "Q4"; });
+  REQUIRE_ERROR_CONTAINS(g.load(), "unknown dtype \"Q4\"");
+
+  g.weights = edited(f.weights, [&](Parts& p) { p.header[t]["shape"] = {-48, 144}; });
+  REQUIRE_ERROR_CONTAINS(g.load(), "non-negative integers");
+
+  g.weights = edited(f.weights, [&](Parts& p) {  // element count overflows 64 bits
+    p.header[t]["shape"] = {4294967296ull, 4294967296ull, 16};
+  });
+  REQUIRE_ERROR_CONTAINS(g.load(), "overflows");
+
+  g.weights = edited(f.weights, [&](Parts& p) {
+    const uint64_t end = p.data.size();
+    p.header[t]["data_offsets"] = {end - 10, end + 27638};
+  });
+  REQUIRE_ERROR_CONTAINS(g.load(), "lie outside the data section");
+
+  g.weights = edited(f.weights, [&](Parts& p) {  // a second tensor pointing into the first one's bytes
+    auto other = p.header["h.0.attn.c_proj.bias"];
+    const uint64_t b = p.header[t]["data_offsets"][0].get<uint64_t>() + 4;
+    other["data_offsets"] = {b, b + 192};
+    p.header["h.0.attn.c_proj.bias"] = other;
+  });
+  REQUIRE_ERROR_CONTAINS(g.load(), "tensors overlap");
+
+  g.weights = edited(f.weights, [&](Parts& p) {  // NaN weight: rejected (documented in the README)
+    const uint64_t b = p.header[t]["data_offsets"][0].get<uint64_t>();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::memcpy(p.data.data() + b + 40, &nan, 4);
+  });
+  REQUIRE_ERROR_CONTAINS(g.load(), "contains NaN or Inf (element 10)");
+
+  g.weights = edited(f.weights, [&](Parts& p) { p.header[t] = "nope"; });
+  REQUIRE_ERROR_CONTAINS(g.load(), "entry is not an object");
+}
+
+TEST_CASE("missing files in a model folder", "[errors][files]") {
+  REQUIRE_ERROR_CONTAINS(Model::load_directory("/nonexistent/headscope-model"), "model folder not found");
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "headscope-test-missing";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(kDir + "/config.json", dir / "config.json", std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::remove(dir / "model.safetensors");
+  REQUIRE_ERROR_CONTAINS(Model::load_directory(dir), "no model.safetensors");
+  std::filesystem::copy_file(kDir + "/model.safetensors", dir / "model.safetensors", std::filesystem::copy_options::overwrite_existing);
+  REQUIRE_ERROR_CONTAINS(Model::load_directory(dir), "cannot open");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("bad text, ids and head references", "[errors][input]") {
+  Model m = Files().load();
+  REQUIRE_ERROR_CONTAINS(m.logits_last(), "call run() first");
+  REQUIRE_ERROR_CONTAINS(m.run(""), "text is empty");
+  REQUIRE_ERROR_CONTAINS(m.run("ab\xff" "cd"), "invalid UTF-8 at byte 2");
+  REQUIRE_ERROR_CONTAINS(m.run("\xed\xa0\x80"), "invalid UTF-8");  // a UTF-16 surrogate encoded in UTF-8
+  REQUIRE_ERROR_CONTAINS(m.run("\xc3"), "invalid UTF-8");           // truncated sequence
+  const std::vector<int32_t> bad_ids = {1, 2, 300};
+  REQUIRE_ERROR_CONTAINS(m.run_ids(bad_ids), "token id 300 at position 2");
+  const std::vector<int32_t> too_many(33, 5);
+  REQUIRE_ERROR_CONTAINS(m.run_ids(too_many), "33 tokens exceed the model's context of 32");
+  headscope::RunOptions opt;
+  opt.ablate = {{2, 0}};
+  REQUIRE_ERROR_CONTAINS(m.run("hi", opt), "layer 2 is outside [0, 2)");
+  opt.ablate = {{0, 4}};
+  REQUIRE_ERROR_CONTAINS(m.run("hi", opt), "head 4 is outside [0, 4)");
+  m.run("hi");
+  REQUIRE_ERROR_CONTAINS(m.attention(0, -1), "head -1");
+  REQUIRE_ERROR_CONTAINS(m.logits_all(), "run with all_logits");
+  REQUIRE_ERROR_CONTAINS(m.contribution(0, 0), "run with keep_contributions");
+  // after errors, the model still works
+  REQUIRE(m.run("hi").tokens == 2);
+}

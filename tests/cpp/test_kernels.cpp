@@ -1,0 +1,262 @@
+// Every xsimd kernel against its scalar reference (kernels_reference.cpp) over edge sizes:
+// 1, lanes-1, lanes, lanes+1, ..., odd head sizes and T = 1. Each check states its tolerance and why.
+#include <Eigen/Dense>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "headscope/kernels.hpp"
+
+namespace k = headscope::kernels;
+
+namespace {
+
+// Sizes around every lane count in use (4 with SIMD128/SSE, 8 AVX2, 16 AVX-512) and the 8-wide
+// GEMM panel, plus sizes that are not multiples of anything.
+const std::vector<int> kEdgeSizes = {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65};
+
+std::vector<float> random_vector(std::size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Unit roundoff of float32. A sum of K products computed in any order is within
+// gamma_K * sum|a_k b_k| of the exact value (Higham, Accuracy and Stability, 3.1), gamma_K = K u / (1 - K u).
+// Two such computations (reference, SIMD with another order and with or without fused multiply-add)
+// differ by at most twice that.
+constexpr double kUnitRoundoff = 5.9604644775390625e-08;
+double dot_error_bound(int K, double sum_abs) {
+  const double gamma = (K + 1) * kUnitRoundoff / (1.0 - (K + 1) * kUnitRoundoff);
+  return 2.0 * gamma * sum_abs + 1e-30;
+}
+
+}  // namespace
+
+TEST_CASE("the build uses the SIMD path it was configured for", "[kernels][simd]") {
+  const k::SimdInfo info = k::simd_info();
+  INFO("arch " << info.arch << ", lanes " << info.float_lanes);
+#if HEADSCOPE_SIMD_EXPECTED
+  REQUIRE(info.simd);
+  REQUIRE(info.float_lanes >= 4);
+  REQUIRE(k::linear_panel_width() == 2 * info.float_lanes);
+#ifdef __EMSCRIPTEN__
+  // xsimd's sse4.1 arch, lowered by Emscripten to SIMD128: 4 float lanes.
+  REQUIRE(info.arch == "sse4.1");
+  REQUIRE(info.float_lanes == 4);
+#endif
+#else
+  REQUIRE_FALSE(info.simd);
+#endif
+}
+
+TEST_CASE("matmul_forward equals the reference and Eigen", "[kernels][matmul]") {
+  std::mt19937 rng(1);
+  for (int T : {1, 2, 3, 4, 5, 9, 17}) {
+    for (int K : kEdgeSizes) {
+      for (int N : {1, 3, 4, 5, 7, 8, 9, 16, 17, 63, 64, 65}) {
+        const auto inp = random_vector((std::size_t)T * K, rng), w = random_vector((std::size_t)K * N, rng),
+                   b = random_vector(N, rng);
+        std::vector<float> ref((std::size_t)T * N), got((std::size_t)T * N, -1.0f);
+        k::matmul_forward_reference(ref.data(), inp.data(), w.data(), b.data(), T, K, N);
+        const k::PackedLinear packed = k::pack_linear(w.data(), b.data(), K, N);
+        k::matmul_forward(got.data(), inp.data(), packed, T);
+
+        // Eigen as a second, independent reference for the scalar loops themselves
+        using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+        const RowMat eig = (Eigen::Map<const RowMat>(inp.data(), T, K) * Eigen::Map<const RowMat>(w.data(), K, N))
+                               .rowwise() + Eigen::Map<const Eigen::RowVectorXf>(b.data(), N);
+        for (int t = 0; t < T; t++)
+          for (int n = 0; n < N; n++) {
+            double sum_abs = std::fabs(b[n]);
+            for (int kk = 0; kk < K; kk++) sum_abs += std::fabs(inp[(std::size_t)t * K + kk] * w[(std::size_t)kk * N + n]);
+            const double tol = dot_error_bound(K + 1, sum_abs);  // K products + the bias
+            INFO("T=" << T << " K=" << K << " N=" << N << " at (" << t << ", " << n << ")");
+            REQUIRE(std::fabs(got[(std::size_t)t * N + n] - ref[(std::size_t)t * N + n]) <= tol);
+            REQUIRE(std::fabs(eig(t, n) - ref[(std::size_t)t * N + n]) <= tol);
+          }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul_rows_forward: a row range of W with a strided input, as for one head through W_O",
+          "[kernels][matmul]") {
+  std::mt19937 rng(2);
+  for (int HS : {1, 3, 4, 5, 12, 20, 64}) {
+    for (int NH : {1, 3, 4}) {
+      const int C = HS * NH;
+      for (int T : {1, 4, 7}) {
+        const auto inp = random_vector((std::size_t)T * C, rng), w = random_vector((std::size_t)C * C, rng);
+        const k::PackedLinear packed = k::pack_linear(w.data(), nullptr, C, C);
+        for (int h = 0; h < NH; h++) {
+          std::vector<float> got((std::size_t)T * C);
+          k::matmul_rows_forward(got.data(), inp.data(), C, packed, h * HS, (h + 1) * HS, T);
+          // reference: the head's columns of the input, copied out, times the head's rows of W
+          std::vector<float> sub_inp((std::size_t)T * HS), sub_w((std::size_t)HS * C), ref((std::size_t)T * C);
+          for (int t = 0; t < T; t++)
+            for (int d = 0; d < HS; d++) sub_inp[(std::size_t)t * HS + d] = inp[(std::size_t)t * C + h * HS + d];
+          std::copy(w.begin() + (std::ptrdiff_t)h * HS * C, w.begin() + (std::ptrdiff_t)(h + 1) * HS * C, sub_w.begin());
+          k::matmul_forward_reference(ref.data(), sub_inp.data(), sub_w.data(), nullptr, T, HS, C);
+          for (std::size_t i = 0; i < ref.size(); i++) {
+            double sum_abs = 0;
+            const int t = (int)(i / C), n = (int)(i % C);
+            for (int d = 0; d < HS; d++) sum_abs += std::fabs(sub_inp[(std::size_t)t * HS + d] * sub_w[(std::size_t)d * C + n]);
+            INFO("HS=" << HS << " NH=" << NH << " T=" << T << " head " << h << " index " << i);
+            REQUIRE(std::fabs(got[i] - ref[i]) <= dot_error_bound(HS, sum_abs));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul_transposed_forward (tied LM head) equals the reference", "[kernels][matmul]") {
+  std::mt19937 rng(3);
+  for (int T : {1, 2, 5}) {
+    for (int K : kEdgeSizes) {
+      for (int N : {1, 3, 4, 5, 9, 65, 257}) {
+        const auto inp = random_vector((std::size_t)T * K, rng), w = random_vector((std::size_t)N * K, rng);
+        std::vector<float> ref((std::size_t)T * N), got((std::size_t)T * N);
+        k::matmul_transposed_forward_reference(ref.data(), inp.data(), w.data(), T, K, N);
+        k::matmul_transposed_forward(got.data(), inp.data(), w.data(), T, K, N);
+        for (int t = 0; t < T; t++)
+          for (int n = 0; n < N; n++) {
+            double sum_abs = 0;
+            for (int kk = 0; kk < K; kk++) sum_abs += std::fabs(inp[(std::size_t)t * K + kk] * w[(std::size_t)n * K + kk]);
+            INFO("T=" << T << " K=" << K << " N=" << N << " at (" << t << ", " << n << ")");
+            REQUIRE(std::fabs(got[(std::size_t)t * N + n] - ref[(std::size_t)t * N + n]) <= dot_error_bound(K, sum_abs));
+          }
+      }
+    }
+  }
+}
+
+TEST_CASE("dot and add equal the reference", "[kernels]") {
+  std::mt19937 rng(4);
+  for (int N : kEdgeSizes) {
+    const auto a = random_vector(N, rng), b = random_vector(N, rng);
+    double sum_abs = 0;
+    for (int i = 0; i < N; i++) sum_abs += std::fabs(a[i] * b[i]);
+    INFO("N=" << N);
+    REQUIRE(std::fabs(k::dot(a.data(), b.data(), N) - k::dot_reference(a.data(), b.data(), N)) <= dot_error_bound(N, sum_abs));
+    std::vector<float> got(N), ref(N);
+    k::add_forward(got.data(), a.data(), b.data(), N);
+    k::add_forward_reference(ref.data(), a.data(), b.data(), N);
+    REQUIRE(got == ref);  // one correctly rounded addition per element: bitwise equal
+  }
+}
+
+TEST_CASE("layernorm_forward equals the reference", "[kernels][layernorm]") {
+  std::mt19937 rng(5);
+  for (int T : {1, 3}) {
+    for (int C : kEdgeSizes) {
+      // an offset mean, as in a real residual stream, exercises the two-pass variance
+      auto inp = random_vector((std::size_t)T * C, rng, 3.0f);
+      for (auto& x : inp) x += 5.0f;
+      const auto w = random_vector(C, rng), b = random_vector(C, rng);
+      std::vector<float> ref((std::size_t)T * C), got((std::size_t)T * C);
+      k::layernorm_forward_reference(ref.data(), inp.data(), w.data(), b.data(), T, C, 1e-5f);
+      k::layernorm_forward(got.data(), inp.data(), w.data(), b.data(), T, C, 1e-5f);
+      for (int i = 0; i < T * C; i++) {
+        // Mean and variance are sums of C terms in another order: relative error ~C u in the
+        // normalized value (|x - mean| * rstd is O(1..4)), scaled by |w|, plus |b| rounding.
+        const double tol = 4.0 * (C + 2) * kUnitRoundoff * (4.0 * std::fabs(w[i % C]) + std::fabs(b[i % C])) + 1e-6;
+        INFO("T=" << T << " C=" << C << " i=" << i);
+        REQUIRE(std::fabs(got[i] - ref[i]) <= tol);
+      }
+    }
+  }
+}
+
+TEST_CASE("gelu_forward and gelu_erf_forward equal the reference", "[kernels][gelu]") {
+  std::mt19937 rng(6);
+  for (int N : kEdgeSizes) {
+    auto x = random_vector(N, rng, 4.0f);
+    x[0] = 0.0f;
+    if (N > 2) x[1] = -12.0f, x[2] = 12.0f;  // saturated tanh / erf
+    std::vector<float> ref(N), got(N), ref_erf(N), got_erf(N);
+    k::gelu_forward_reference(ref.data(), x.data(), N);
+    k::gelu_forward(got.data(), x.data(), N);
+    k::gelu_erf_forward_reference(ref_erf.data(), x.data(), N);
+    k::gelu_erf_forward(got_erf.data(), x.data(), N);
+    for (int i = 0; i < N; i++) {
+      // xsimd's tanh and erf are within a few ulp of std's; through 0.5 x (1 + .) that is a few
+      // ulp of |x| at most: 8 ulp of |x| plus 1e-7 absolute (near zero).
+      const double tol = 8.0 * kUnitRoundoff * std::fabs(x[i]) + 1e-7;
+      INFO("N=" << N << " x=" << x[i]);
+      REQUIRE(std::fabs(got[i] - ref[i]) <= tol);
+      REQUIRE(std::fabs(got_erf[i] - ref_erf[i]) <= tol);
+    }
+  }
+}
+
+TEST_CASE("softmax_forward equals the reference", "[kernels][softmax]") {
+  std::mt19937 rng(7);
+  for (int N : kEdgeSizes) {
+    const auto x = random_vector(N, rng, 5.0f);
+    std::vector<float> ref = x, got = x;
+    k::softmax_forward_reference(ref.data(), N);
+    k::softmax_forward(got.data(), N);
+    double sum = 0;
+    for (int i = 0; i < N; i++) {
+      // exp within a few ulp, the sum of N terms within N u relative: (N + 8) u relative.
+      INFO("N=" << N << " i=" << i);
+      REQUIRE(std::fabs(got[i] - ref[i]) <= (N + 8) * kUnitRoundoff * ref[i] + 1e-12);
+      sum += got[i];
+    }
+    REQUIRE(std::fabs(sum - 1.0) <= (N + 4) * kUnitRoundoff);
+  }
+}
+
+TEST_CASE("attention_forward equals the reference over head sizes, lengths and cache offsets", "[kernels][attention]") {
+  std::mt19937 rng(8);
+  for (int HS : {1, 3, 4, 5, 7, 8, 9, 12, 16, 20, 63, 64, 65}) {
+    for (int NH : {1, 3}) {
+      const int C = HS * NH;
+      for (int T : {1, 3, 4, 5, 8, 9, 17, 65}) {
+        for (int t_begin : {0, T / 2, T - 1}) {
+          const int stride = T + 3;  // rows longer than T, as in the model's capacity-sized buffers
+          const auto qkv = random_vector((std::size_t)T * 3 * C, rng, 0.7f);
+          std::vector<float> att_ref((std::size_t)NH * stride * stride, 7.0f), att_got = att_ref;
+          std::vector<float> out_ref((std::size_t)T * C, 7.0f), out_got = out_ref;
+          k::attention_forward_reference(out_ref.data(), att_ref.data(), qkv.data(), t_begin, T, C, NH, stride);
+          k::attention_forward(out_got.data(), att_got.data(), qkv.data(), t_begin, T, C, NH, stride);
+          for (int h = 0; h < NH; h++)
+            for (int t = 0; t < stride; t++)
+              for (int j = 0; j < stride; j++) {
+                const std::size_t i = ((std::size_t)h * stride + t) * stride + j;
+                INFO("HS=" << HS << " NH=" << NH << " T=" << T << " t_begin=" << t_begin << " h=" << h << " t=" << t << " j=" << j);
+                if (t < t_begin || t >= T) {
+                  REQUIRE(att_got[i] == 7.0f);  // rows outside [t_begin, T) untouched (the cache)
+                } else if (j > t) {
+                  REQUIRE(att_got[i] == 0.0f);  // causal mask: exactly zero
+                } else {
+                  // scores are dots of HS terms (scaled by 1/sqrt(HS) <= 1, |q|,|k| ~ 0.7): the
+                  // softmax turns an absolute score error e into a relative probability error ~2e.
+                  double sum_abs = 0;
+                  for (int d = 0; d < HS; d++)
+                    sum_abs += std::fabs(qkv[(std::size_t)t * 3 * C + h * HS + d] * qkv[(std::size_t)j * 3 * C + C + h * HS + d]);
+                  const double tol = (2.0 * dot_error_bound(HS, sum_abs) + (t + 9) * kUnitRoundoff) * att_ref[i] + 1e-9;
+                  REQUIRE(std::fabs(att_got[i] - att_ref[i]) <= tol);
+                }
+              }
+          for (int t = 0; t < T; t++)
+            for (int c = 0; c < C; c++) {
+              const std::size_t i = (std::size_t)t * C + c;
+              INFO("out: HS=" << HS << " NH=" << NH << " T=" << T << " t_begin=" << t_begin << " t=" << t << " c=" << c);
+              if (t < t_begin) {
+                REQUIRE(out_got[i] == 7.0f);
+              } else {
+                // a convex combination of t+1 values (|v| < ~4): the probability errors above plus
+                // t+1 rounded additions; 1e-5 absolute covers both with margin at T <= 65.
+                REQUIRE(std::fabs(out_got[i] - out_ref[i]) <= 1e-5 + 1e-5 * std::fabs(out_ref[i]));
+              }
+            }
+        }
+      }
+    }
+  }
+}

