@@ -25,9 +25,13 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-import torch
-import torch.nn.functional as F
+# Passive OpenMP waiting: with busy-wait barriers (the default) training slows down 2-3x when the
+# cores are shared with other work (measured here: 3.8 s/step vs 1.4 s/step during C++ builds).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 sys.dont_write_bytecode = True  # the smoke run must write nothing outside its temp dir
 HERE = os.path.dirname(os.path.abspath(__file__))
