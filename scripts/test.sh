@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Sets up a fresh machine (scripts/setup.sh) and runs every test suite of headscope:
+#   1. C++ engine, native, ASan + UBSan (Catch2 through ctest, preset native-debug)
+#   2. the same Catch2 suite compiled to WebAssembly with SIMD128, under node (preset wasm-release)
+#   3. JavaScript package tests (node --test) and browser end-to-end tests, once those exist
+#   4. the training pipeline's smoke run, when PyTorch is installed
+# Every step runs even if an earlier one failed; the last line is the summary; the exit code is
+# non-zero if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NODE_PATH=/usr/share/nodejs   # Debian's emscripten needs Debian's acorn (TOOLCHAIN.md, quirk 1)
+JOBS="${JOBS:-2}"
+
+scripts/setup.sh || { echo "headscope tests: setup failed"; exit 1; }
+
+declare -a names results
+step() {  # step NAME COMMAND...
+  local name="$1"; shift
+  echo; echo "=== $name ==="
+  local start=$SECONDS
+  if "$@"; then results+=("PASS"); else results+=("FAIL"); fi
+  names+=("$name ($((SECONDS - start))s)")
+}
+
+ctest_preset() {
+  local preset="$1"
+  cmake --preset "$preset" >/dev/null &&
+    cmake --build --preset "$preset" -j "$JOBS" &&
+    ctest --preset "$preset" -j 1
+}
+
+step "C++ native (ASan+UBSan)" ctest_preset native-debug
+step "C++ wasm SIMD128 under node" ctest_preset wasm-release
+if [ -f tests/js/run.sh ]; then
+  step "JavaScript package" tests/js/run.sh
+fi
+if [ -f tests/e2e/run.sh ]; then
+  step "browser end-to-end" tests/e2e/run.sh
+fi
+if /usr/bin/python3 -c "import torch" 2>/dev/null && [ -f scripts/train/train.py ]; then
+  step "training smoke run" /usr/bin/python3 scripts/train/train.py --smoke
+fi
+
+echo
+pass=0; fail=0
+for i in "${!names[@]}"; do
+  echo "  ${results[$i]}  ${names[$i]}"
+  [ "${results[$i]}" = PASS ] && pass=$((pass + 1)) || fail=$((fail + 1))
+done
+echo "headscope tests: $pass of $((pass + fail)) suites passed, $fail failed"
+[ "$fail" -eq 0 ]
