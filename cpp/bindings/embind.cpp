@@ -1,0 +1,155 @@
+// embind bindings: this file only binds. Every C++ exception becomes a JavaScript Error carrying
+// the C++ message (JS-based exceptions in Emscripten 3.1.6 would otherwise surface as a bare
+// number), and every array returned to JavaScript is a copy (a new Float32Array), never a view into
+// wasm memory, so memory growth cannot detach what callers hold. The JavaScript API that adapts
+// these to the public interface is web/lib/headscope.js.
+#include <emscripten/bind.h>
+#include <emscripten/val.h>
+#include <malloc.h>
+
+#include <string>
+#include <vector>
+
+#include "headscope/error.hpp"
+#include "headscope/kernels.hpp"
+#include "headscope/model.hpp"
+
+using emscripten::val;
+using headscope::Model;
+
+namespace {
+
+[[noreturn]] void throw_js_error(const char* message) { val::global("Error").new_(std::string(message)).throw_(); }
+
+// Runs fn, turning any C++ exception into a JavaScript Error with the same message.
+template <class F>
+auto guarded(F&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    throw_js_error(e.what());
+  } catch (...) {
+    throw_js_error("headscope: unknown C++ exception");
+  }
+}
+
+val f32_copy(const float* data, std::size_t n) {
+  return val::global("Float32Array").new_(emscripten::typed_memory_view(n, data));
+}
+val f32_copy(const std::vector<float>& v) { return f32_copy(v.data(), v.size()); }
+
+std::vector<uint8_t> bytes_of(const val& u8) {
+  if (!u8.instanceof(val::global("Uint8Array"))) throw headscope::Error("weights must be a Uint8Array");
+  return emscripten::convertJSArrayToNumberVector<uint8_t>(u8);
+}
+
+std::string string_of(const val& v, const char* what) {
+  if (!v.isString()) throw headscope::Error(std::string(what) + " must be a string");
+  return v.as<std::string>();
+}
+
+Model* load(val config_json, val weights, val vocab_json, val merges_txt) {
+  return guarded([&] {
+    const std::string config = string_of(config_json, "config.json");
+    const std::string vocab = string_of(vocab_json, "vocab.json");
+    const std::string merges = string_of(merges_txt, "merges.txt");
+    const std::vector<uint8_t> w = bytes_of(weights);
+    return new Model(Model::load_buffers(config, w, vocab, merges));
+  });
+}
+
+val token_array(const std::vector<headscope::Token>& tokens) {
+  val out = val::array();
+  for (const headscope::Token& t : tokens) {
+    val o = val::object();
+    o.set("id", t.id);
+    o.set("text", t.text);
+    o.set("byteStart", t.byte_start);
+    o.set("byteEnd", t.byte_end);
+    out.call<void>("push", o);
+  }
+  return out;
+}
+
+// ablate: flat [layer0, head0, layer1, head1, ...]
+val run(Model& m, val text, val ablate_pairs, bool all_logits, bool keep_contributions) {
+  return guarded([&] {
+    if (!text.isString()) throw headscope::Error("text must be a string, got " + text.typeOf().as<std::string>());
+    headscope::RunOptions opt;
+    opt.all_logits = all_logits;
+    opt.keep_contributions = keep_contributions;
+    const std::vector<int> flat = emscripten::convertJSArrayToNumberVector<int>(ablate_pairs);
+    if (flat.size() % 2) throw headscope::Error("ablate must hold [layer, head] pairs");
+    for (std::size_t i = 0; i < flat.size(); i += 2) opt.ablate.push_back({flat[i], flat[i + 1]});
+    const headscope::RunInfo info = m.run(text.as<std::string>(), opt);
+    val out = val::object();
+    out.set("tokens", token_array(m.tokens()));
+    out.set("reusedTokens", info.reused_tokens);
+    out.set("droppedTokens", info.dropped_tokens);
+    out.set("firstByte", info.first_byte);
+    return out;
+  });
+}
+
+val config_object(const Model& m) {
+  const auto& c = m.config();
+  val o = val::object();
+  o.set("vocabSize", c.vocab_size);
+  o.set("nPositions", c.n_positions);
+  o.set("nEmbd", c.n_embd);
+  o.set("nLayer", c.n_layer);
+  o.set("nHead", c.n_head);
+  o.set("nInner", c.n_inner);
+  o.set("headSize", c.head_size());
+  o.set("layerNormEpsilon", c.layer_norm_epsilon);
+  o.set("activation", c.activation_name);
+  return o;
+}
+
+val simd_object() {
+  const auto s = headscope::kernels::simd_info();
+  val o = val::object();
+  o.set("arch", s.arch);
+  o.set("floatLanes", s.float_lanes);
+  o.set("simd", s.simd);
+  return o;
+}
+
+// Bytes currently allocated by malloc in the wasm heap: what a leak would grow.
+double heap_used_bytes() { return (double)mallinfo().uordblks; }
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(headscope) {
+  using namespace emscripten;
+  function("load", &load, allow_raw_pointers());
+  function("simdInfo", &simd_object);
+  function("heapUsedBytes", &heap_used_bytes);
+  class_<Model>("Model")
+      .function("run", &run)
+      .function("config", &config_object)
+      .function("parameterCount", optional_override([](const Model& m) { return (double)m.parameter_count(); }))
+      .function("weightBytes", optional_override([](const Model& m) { return (double)m.weight_bytes(); }))
+      .function("tokenText", optional_override([](const Model& m, int id) {
+                  return guarded([&] { return m.tokenizer().token_display(id); });
+                }))
+      .function("tokenize", optional_override([](const Model& m, val text) {
+                  return guarded([&] { return token_array(m.tokenizer().encode(string_of(text, "text"))); });
+                }))
+      .function("logitsLast", optional_override([](const Model& m) {
+                  return guarded([&] { const auto s = m.logits_last(); return f32_copy(s.data(), s.size()); });
+                }))
+      .function("logitsAll", optional_override([](const Model& m) { return guarded([&] { return f32_copy(m.logits_all()); }); }))
+      .function("attention", optional_override([](const Model& m, int layer, int head) {
+                  return guarded([&] { return f32_copy(m.attention(layer, head)); });
+                }))
+      .function("attentionAll", optional_override([](const Model& m) { return guarded([&] { return f32_copy(m.attention_all()); }); }))
+      .function("contribution", optional_override([](const Model& m, int layer, int head) {
+                  return guarded([&] { return f32_copy(m.contribution(layer, head)); });
+                }))
+      .function("contributionNorms", optional_override([](const Model& m) {
+                  return guarded([&] { return f32_copy(m.contribution_norms()); });
+                }))
+      .function("hiddenStates", optional_override([](const Model& m) { return guarded([&] { return f32_copy(m.hidden_states()); }); }))
+      .function("clearCache", &Model::clear_cache);
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds the WebAssembly module (preset wasm-release) and assembles dist/, the npm package's
+# payload: the JS API, its types, the worker, the .wasm and the shipped models.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export NODE_PATH=/usr/share/nodejs
+cmake --preset wasm-release >/dev/null
+cmake --build --preset wasm-release --target headscope_wasm -j "${JOBS:-2}"
+rm -rf dist.tmp && mkdir -p dist.tmp/models
+cp build/wasm-release/headscope_wasm.js build/wasm-release/headscope_wasm.wasm dist.tmp/
+cp web/lib/*.js web/lib/*.d.ts dist.tmp/
+for m in web/models/*/; do
+  [ -f "$m/model.safetensors" ] || continue
+  name=$(basename "$m")
+  mkdir -p "dist.tmp/models/$name"
+  for f in config.json model.safetensors vocab.json merges.txt card.json README.md; do
+    [ -f "$m/$f" ] && cp "$m/$f" "dist.tmp/models/$name/"
+  done
+done
+rm -rf dist && mv dist.tmp dist
+echo "dist/: $(du -sh dist | cut -f1)"

@@ -1,0 +1,159 @@
+// Types for headscope's JavaScript API (headscope.js).
+//
+// Memory: a model lives in WebAssembly memory, which JavaScript's garbage collector does not free.
+// Call `dispose()` when done with a model. Every array a result holds is a copy (its own
+// ArrayBuffer), never a view into wasm memory, so it stays valid after later runs and memory growth.
+
+/** Names of the models shipped inside the package (folders under `headscope/models/`). */
+export declare const shippedModels: readonly string[];
+/** The shipped model `loadModel()` uses when called without a source: `"headscope-base"`. */
+export declare const defaultModelName: string;
+
+/** The four files of a model in the Hugging Face GPT-2 layout, as buffers or strings. */
+export interface ModelFiles {
+  /** config.json (GPT2Config keys). */
+  config: ArrayBuffer | ArrayBufferView | string;
+  /** model.safetensors; F32, F16 or BF16 tensors with GPT-2 names. */
+  weights: ArrayBuffer | ArrayBufferView;
+  /** vocab.json: GPT-2 byte-level BPE vocabulary. */
+  vocab: ArrayBuffer | ArrayBufferView | string;
+  /** merges.txt: BPE merges by rank. */
+  merges: ArrayBuffer | ArrayBufferView | string;
+  /** A name for `info.name`; defaults to "custom". */
+  name?: string;
+}
+
+/**
+ * Where to load a model from: a shipped model's name, the URL of a folder holding config.json,
+ * model.safetensors, vocab.json and merges.txt (http(s): in browsers, file: in Node), or the files.
+ */
+export type ModelSource = string | URL | ModelFiles;
+
+export interface LoadProgress {
+  /** Bytes received so far, over all four files. */
+  loaded: number;
+  /** Bytes expected; 0 while unknown (a server that sends no Content-Length). */
+  total: number;
+}
+
+export interface LoadOptions {
+  /** Called as bytes arrive, for a progress bar. */
+  onProgress?: (progress: LoadProgress) => void;
+  /** Aborts the downloads. */
+  signal?: AbortSignal;
+}
+
+/** Loads the WebAssembly module (once) and a model. Rejects with an Error naming the problem. */
+export declare function loadModel(source?: ModelSource, options?: LoadOptions): Promise<HeadscopeModel>;
+
+/** Bytes currently allocated in the wasm heap (for leak checks in long-running pages). */
+export declare function wasmHeapUsedBytes(): Promise<number>;
+
+export interface ModelConfig {
+  vocabSize: number;
+  /** Context length: longer text keeps its last nPositions tokens. */
+  nPositions: number;
+  nEmbd: number;
+  nLayer: number;
+  nHead: number;
+  nInner: number;
+  /** nEmbd / nHead: the width of each head's query, key and value. */
+  headSize: number;
+  layerNormEpsilon: number;
+  activation: string;
+}
+
+export interface ModelInfo {
+  /** The shipped model's name, the folder's last path segment, or ModelFiles.name. */
+  name: string;
+  config: ModelConfig;
+  parameterCount: number;
+  /** Bytes of float32 weights held in wasm memory. */
+  weightBytes: number;
+  /** Which kernels this build runs: `{ arch: "sse4.1", floatLanes: 4, simd: true }` is SIMD128. */
+  simd: { arch: string; floatLanes: number; simd: boolean };
+}
+
+export interface Token {
+  /** The token's text for display (U+FFFD where a token holds part of a character). */
+  text: string;
+  /** Vocabulary id. */
+  id: number;
+  /** [start, end): UTF-16 indices into the text passed to run(). A token that holds part of a
+   *  character (emoji are often split) covers that whole character, so neighbours may overlap. */
+  start: number;
+  end: number;
+}
+
+export interface RunOptions {
+  /** [layer, head] pairs whose outputs are removed before W_O: the model runs without them. */
+  ablate?: Array<[number, number]>;
+  /** How many next-token predictions topNext holds (default 10). */
+  topK?: number;
+  /** Also compute logits at every position and the mean next-token loss on the text (`loss`). */
+  allLogits?: boolean;
+}
+
+export interface Prediction {
+  id: number;
+  token: string;
+  prob: number;
+}
+
+export interface RunResult {
+  /** The text as run; lone UTF-16 surrogates were replaced by U+FFFD (same length). */
+  text: string;
+  /** The tokens the model saw, in order. */
+  tokens: Token[];
+  /** Number of tokens the model saw. */
+  T: number;
+  nLayer: number;
+  nHead: number;
+  /** Tokens cut from the START of the text because it exceeded the context (nPositions). */
+  droppedTokens: number;
+  /** Leading tokens whose keys and values were reused from the previous run (typing at the end). */
+  reusedTokens: number;
+  /** Attention probabilities, [nLayer, nHead, T, T]: row = query token, column = key token;
+   *  rows sum to 1 and entries above the diagonal are 0 (a token cannot see later tokens). */
+  attentionAll: Float32Array;
+  /** One head's T x T attention (a copy). Throws on a layer or head out of range. */
+  attention(layer: number, head: number): Float32Array;
+  /** [nLayer, nHead, T]: the L2 norm of what each head writes into the residual stream at each
+   *  token (its output times its rows of W_O). A layer's attention output is the sum of these
+   *  vectors plus W_O's bias. */
+  contributionNorms: Float32Array;
+  /** One head's contribution norms, T floats (a copy). */
+  headContribution(layer: number, head: number): Float32Array;
+  /** Logits for the token after the last one, vocabSize floats. */
+  logitsLast: Float32Array;
+  /** The topK most likely next tokens, most likely first. */
+  topNext: Prediction[];
+  /** Mean next-token cross-entropy (nats) over the text; only with `allLogits`. NaN when T = 1. */
+  loss?: number;
+}
+
+export declare class HeadscopeModel {
+  private constructor();
+  /** Configuration and size. Throws after dispose(). */
+  readonly info: ModelInfo;
+  /** True after dispose(). */
+  readonly disposed: boolean;
+  /**
+   * Runs the model on `text`. Text that extends the previous run's text reuses its cache.
+   * Throws an Error for non-string or empty text, or ablate entries out of range.
+   */
+  run(text: string, options?: RunOptions): RunResult;
+  /** The tokens of `text`, without running the model. */
+  tokenize(text: string): Token[];
+  /** The display text of vocabulary entry `id`. */
+  tokenText(id: number): string;
+  /** Frees the model's wasm memory; every later call throws. Safe to call twice. */
+  dispose(): void;
+}
+
+/** Builds a RunResult from its data fields (used by the worker client). */
+export declare function makeResult(data: Omit<RunResult, 'attention' | 'headContribution'>): RunResult;
+/** The typed-array fields of a RunResult, transferred across worker boundaries. */
+export declare const RESULT_BUFFERS: readonly string[];
+/** Loads the WebAssembly module once; resolves to the raw embind module (internal). */
+export declare function loadCore(): Promise<unknown>;

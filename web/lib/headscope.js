@@ -1,0 +1,362 @@
+// headscope's JavaScript API: adapts the embind module (cpp/bindings/embind.cpp) to the public
+// interface documented in headscope.d.ts. Works in browsers, Web Workers and Node 20 (ES module).
+//
+// This layer only adapts: it loads the .wasm and the model files, converts UTF-8 byte spans into
+// string indices, turns results into plain objects and typed-array copies, and guards against use
+// after dispose(). All numerics happen in C++.
+import createHeadscopeCore from './headscope_wasm.js';
+
+/** Names of the models shipped in this package (folders under ./models/). */
+export const shippedModels = Object.freeze(['headscope-base', 'heads-1', 'heads-2', 'heads-4', 'heads-8']);
+/** The model loadModel() uses when called without a source. */
+export const defaultModelName = 'headscope-base';
+
+const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined'
+  && typeof importScripts === 'undefined';
+
+// Written as literal `new URL(..., import.meta.url)` so bundlers (Vite, webpack 5, esbuild)
+// see these files and emit them next to the bundle.
+const WASM_URL = new URL('./headscope_wasm.wasm', import.meta.url);
+const DEFAULT_MODEL_FILES = {
+  config: new URL('./models/headscope-base/config.json', import.meta.url),
+  weights: new URL('./models/headscope-base/model.safetensors', import.meta.url),
+  vocab: new URL('./models/headscope-base/vocab.json', import.meta.url),
+  merges: new URL('./models/headscope-base/merges.txt', import.meta.url),
+};
+
+let corePromise = null;
+
+/** Loads (once) and returns the WebAssembly module. */
+export function loadCore() {
+  if (!corePromise) {
+    corePromise = (async () => {
+      const options = {};
+      if (isNode) {
+        // This Emscripten's glue would use fetch() on a file path in Node 20: hand it the bytes.
+        options.wasmBinary = await readLocalFile(WASM_URL);
+      } else {
+        options.locateFile = () => WASM_URL.href;
+      }
+      return createHeadscopeCore(options);
+    })();
+    corePromise.catch(() => { corePromise = null; });
+  }
+  return corePromise;
+}
+
+async function readLocalFile(url) {
+  const fsName = 'node:fs/promises'; // a variable, so bundlers for the browser leave it alone
+  const fs = await import(/* @vite-ignore */ fsName);
+  const buf = await fs.readFile(url);
+  return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+
+// Fetches one file, reporting bytes as they arrive; file: URLs are read from disk in Node.
+async function fetchBytes(url, onChunk, signal) {
+  if (url.protocol === 'file:') {
+    if (!isNode) throw new Error(`cannot read ${url.href} outside Node`);
+    let bytes;
+    try {
+      bytes = await readLocalFile(url);
+    } catch (e) {
+      throw new Error(`cannot read ${url.href}: ${e.message}`);
+    }
+    onChunk(bytes.byteLength, bytes.byteLength);
+    return bytes;
+  }
+  let response;
+  try {
+    response = await fetch(url, { signal });
+  } catch (e) {
+    throw new Error(`cannot fetch ${url.href}: ${e.message}`);
+  }
+  if (!response.ok) throw new Error(`cannot fetch ${url.href}: HTTP ${response.status}`);
+  const total = Number(response.headers.get('content-length')) || 0;
+  if (!response.body || !response.body.getReader) {
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    onChunk(bytes.byteLength, bytes.byteLength);
+    return bytes;
+  }
+  const reader = response.body.getReader();
+  const chunks = [];
+  let loaded = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    loaded += value.byteLength;
+    onChunk(value.byteLength, total);
+  }
+  const bytes = new Uint8Array(loaded);
+  let offset = 0;
+  for (const c of chunks) { bytes.set(c, offset); offset += c.byteLength; }
+  return bytes;
+}
+
+function modelFileUrls(source) {
+  if (source === undefined || source === null || source === defaultModelName) return { name: defaultModelName, urls: DEFAULT_MODEL_FILES };
+  if (typeof source === 'string' && shippedModels.includes(source)) {
+    const base = new URL(`./models/${source}/`, import.meta.url);
+    return { name: source, urls: folderUrls(base) };
+  }
+  if (source instanceof URL || typeof source === 'string') {
+    let base;
+    try {
+      base = new URL(String(source), typeof location === 'object' ? location.href : undefined);
+    } catch {
+      throw new Error(`unknown model "${source}": not a shipped model (${shippedModels.join(', ')}) and not a URL`);
+    }
+    if (!base.pathname.endsWith('/')) base = new URL(base.href + '/');
+    const parts = base.pathname.split('/').filter(Boolean);
+    return { name: parts[parts.length - 1] || base.href, urls: folderUrls(base) };
+  }
+  return null;
+}
+
+function folderUrls(base) {
+  return {
+    config: new URL('config.json', base),
+    weights: new URL('model.safetensors', base),
+    vocab: new URL('vocab.json', base),
+    merges: new URL('merges.txt', base),
+  };
+}
+
+const textDecoder = new TextDecoder('utf-8', { fatal: false });
+function asText(v, what) {
+  if (typeof v === 'string') return v;
+  if (v instanceof ArrayBuffer) return textDecoder.decode(new Uint8Array(v));
+  if (ArrayBuffer.isView(v)) return textDecoder.decode(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+  throw new Error(`${what} must be a string, ArrayBuffer or typed array`);
+}
+function asBytes(v, what) {
+  if (v instanceof ArrayBuffer) return new Uint8Array(v);
+  if (ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+  throw new Error(`${what} must be an ArrayBuffer or typed array`);
+}
+
+/**
+ * Loads a model: a shipped model's name (default: headscope-base), the URL of a folder in the
+ * Hugging Face GPT-2 layout, or the four files as buffers.
+ */
+export async function loadModel(source, options = {}) {
+  const { onProgress, signal } = options;
+  const core = await loadCore();
+  let files;
+  let name;
+  const located = modelFileUrls(source);
+  if (located) {
+    name = located.name;
+    const { urls } = located;
+    const keys = ['config', 'weights', 'vocab', 'merges'];
+    const totals = Object.fromEntries(keys.map((k) => [k, 0]));
+    const loadedBy = Object.fromEntries(keys.map((k) => [k, 0]));
+    const report = () => {
+      if (!onProgress) return;
+      const loaded = keys.reduce((s, k) => s + loadedBy[k], 0);
+      const total = keys.reduce((s, k) => s + Math.max(totals[k], loadedBy[k]), 0);
+      onProgress({ loaded, total });
+    };
+    const fetched = await Promise.all(keys.map((k) => fetchBytes(urls[k], (n, total) => {
+      loadedBy[k] += n;
+      totals[k] = total;
+      report();
+    }, signal)));
+    files = Object.fromEntries(keys.map((k, i) => [k, fetched[i]]));
+  } else if (typeof source === 'object') {
+    for (const k of ['config', 'weights', 'vocab', 'merges'])
+      if (!(k in source)) throw new Error(`model source object is missing "${k}" (expected { config, weights, vocab, merges })`);
+    files = source;
+    name = source.name ?? 'custom';
+  } else {
+    throw new Error(`model source must be a shipped model name, a folder URL or { config, weights, vocab, merges }, got ${typeof source}`);
+  }
+  const handle = core.load(asText(files.config, 'config'), asBytes(files.weights, 'weights'),
+    asText(files.vocab, 'vocab'), asText(files.merges, 'merges'));
+  return new HeadscopeModel(core, handle, name);
+}
+
+// Maps UTF-8 byte offsets of `text` to UTF-16 indices. A byte inside a character maps to the
+// character's start (for starts) or end (for ends), so a token that splits an emoji still covers it.
+function byteToIndexMaps(text) {
+  const starts = [];  // byte offset -> index of the character containing it
+  const ends = [];
+  let index = 0;
+  for (const ch of text) {
+    const cp = ch.codePointAt(0);
+    const nbytes = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    for (let b = 0; b < nbytes; b++) {
+      starts.push(index);
+      ends.push(index + ch.length);
+    }
+    index += ch.length;
+  }
+  starts.push(index);
+  ends.push(index);
+  return { start: (b) => starts[b], end: (b) => (b === 0 ? 0 : ends[b - 1]) };
+}
+
+// Lone UTF-16 surrogates cannot be encoded as UTF-8; they become U+FFFD (same length, so string
+// indices are unchanged).
+function toWellFormed(text) {
+  if (typeof text !== 'string') throw new Error(`text must be a string, got ${text === null ? 'null' : typeof text}`);
+  return typeof text.toWellFormed === 'function' ? text.toWellFormed()
+    : text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+}
+
+function softmax(logits) {
+  let max = -Infinity;
+  for (const x of logits) if (x > max) max = x;
+  const p = new Float64Array(logits.length);
+  let sum = 0;
+  for (let i = 0; i < logits.length; i++) sum += (p[i] = Math.exp(logits[i] - max));
+  for (let i = 0; i < p.length; i++) p[i] /= sum;
+  return p;
+}
+
+function topK(probs, k, tokenText) {
+  const idx = [];
+  for (let i = 0; i < probs.length; i++) {
+    if (idx.length < k || probs[i] > probs[idx[idx.length - 1]]) {
+      idx.push(i);
+      idx.sort((a, b) => probs[b] - probs[a]);
+      if (idx.length > k) idx.pop();
+    }
+  }
+  return idx.map((id) => ({ id, token: tokenText(id), prob: probs[id] }));
+}
+
+/** Builds the result object (also used by the worker client on transferred data). */
+export function makeResult(data) {
+  const { T, nLayer, nHead } = data;
+  const TT = T * T;
+  const checkLH = (layer, head) => {
+    if (!Number.isInteger(layer) || layer < 0 || layer >= nLayer) throw new Error(`layer ${layer} is outside [0, ${nLayer})`);
+    if (!Number.isInteger(head) || head < 0 || head >= nHead) throw new Error(`head ${head} is outside [0, ${nHead})`);
+  };
+  return {
+    ...data,
+    attention(layer, head) {
+      checkLH(layer, head);
+      const o = (layer * nHead + head) * TT;
+      return data.attentionAll.slice(o, o + TT);
+    },
+    headContribution(layer, head) {
+      checkLH(layer, head);
+      const o = (layer * nHead + head) * T;
+      return data.contributionNorms.slice(o, o + T);
+    },
+  };
+}
+
+/** Data fields of a result: what crosses a worker boundary (typed arrays are transferred). */
+export const RESULT_BUFFERS = ['attentionAll', 'contributionNorms', 'logitsLast'];
+
+export class HeadscopeModel {
+  #core;
+  #handle;
+  #info;
+  #tokenTextCache = new Map();
+
+  constructor(core, handle, name) {
+    this.#core = core;
+    this.#handle = handle;
+    const config = handle.config();
+    this.#info = Object.freeze({
+      name,
+      config: Object.freeze(config),
+      parameterCount: handle.parameterCount(),
+      weightBytes: handle.weightBytes(),
+      simd: Object.freeze(core.simdInfo()),
+    });
+  }
+
+  #live() {
+    if (!this.#handle) throw new Error('this headscope model was disposed; load it again with loadModel()');
+    return this.#handle;
+  }
+
+  get info() { this.#live(); return this.#info; }
+  get disposed() { return this.#handle === null; }
+
+  /** Text of one vocabulary entry, for display. */
+  tokenText(id) {
+    const h = this.#live();
+    let s = this.#tokenTextCache.get(id);
+    if (s === undefined) {
+      s = h.tokenText(id);
+      if (this.#tokenTextCache.size < 100000) this.#tokenTextCache.set(id, s);
+    }
+    return s;
+  }
+
+  /** Tokens of `text` without running the model. */
+  tokenize(text) {
+    const h = this.#live();
+    const wellFormed = toWellFormed(text);
+    const map = byteToIndexMaps(wellFormed);
+    return h.tokenize(wellFormed).map((t) => ({ text: t.text, id: t.id, start: map.start(t.byteStart), end: map.end(t.byteEnd) }));
+  }
+
+  run(text, options = {}) {
+    const h = this.#live();
+    const wellFormed = toWellFormed(text);
+    const { ablate = [], topK: k = 10, allLogits = false } = options;
+    if (!Array.isArray(ablate)) throw new Error('ablate must be an array of [layer, head] pairs');
+    const flat = [];
+    for (const pair of ablate) {
+      if (!Array.isArray(pair) || pair.length !== 2 || !pair.every(Number.isInteger))
+        throw new Error(`ablate entries must be [layer, head] pairs of integers, got ${JSON.stringify(pair)}`);
+      flat.push(pair[0], pair[1]);
+    }
+    const info = h.run(wellFormed, flat, !!allLogits, false);
+    const map = byteToIndexMaps(wellFormed);
+    const tokens = info.tokens.map((t) => ({ text: t.text, id: t.id, start: map.start(t.byteStart), end: map.end(t.byteEnd) }));
+    const { nLayer, nHead } = this.#info.config;
+    const T = tokens.length;
+    const logitsLast = h.logitsLast();
+    const probs = softmax(logitsLast);
+    const data = {
+      text: wellFormed,
+      tokens,
+      T,
+      nLayer,
+      nHead,
+      droppedTokens: info.droppedTokens,
+      reusedTokens: info.reusedTokens,
+      attentionAll: h.attentionAll(),
+      contributionNorms: h.contributionNorms(),
+      logitsLast,
+      topNext: topK(probs, k, (id) => this.tokenText(id)),
+    };
+    if (allLogits) {
+      // mean next-token cross-entropy over the text: position t predicts token t+1
+      const V = this.#info.config.vocabSize;
+      const all = h.logitsAll();
+      let sum = 0;
+      for (let t = 0; t + 1 < T; t++) {
+        const row = all.subarray(t * V, (t + 1) * V);
+        let max = -Infinity;
+        for (const x of row) if (x > max) max = x;
+        let z = 0;
+        for (const x of row) z += Math.exp(x - max);
+        sum += Math.log(z) + max - row[tokens[t + 1].id];
+      }
+      data.loss = T > 1 ? sum / (T - 1) : NaN;
+    }
+    return makeResult(data);
+  }
+
+  /** Frees the model's wasm memory. Any later call throws. Safe to call twice. */
+  dispose() {
+    if (this.#handle) {
+      this.#handle.delete();
+      this.#handle = null;
+    }
+  }
+}
+
+/** Bytes allocated in the wasm heap right now (for leak checks). */
+export async function wasmHeapUsedBytes() {
+  return (await loadCore()).heapUsedBytes();
+}

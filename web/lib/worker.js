@@ -1,0 +1,44 @@
+// The Web Worker side of headscope-worker.js: holds one model and answers requests in order.
+// Result typed arrays are transferred to the page, not copied.
+import { loadModel, RESULT_BUFFERS } from './headscope.js';
+
+let model = null;
+
+function plain(result) {
+  // functions do not cross postMessage; the client rebuilds them with makeResult()
+  const { attention, headContribution, ...data } = result;
+  return data;
+}
+
+self.onmessage = async (event) => {
+  const { id, method, args } = event.data;
+  try {
+    let value;
+    let transfer = [];
+    if (method === 'load') {
+      if (model) model.dispose();
+      model = await loadModel(args.source, {
+        onProgress: (p) => self.postMessage({ id, progress: p }),
+      });
+      value = model.info;
+    } else if (!model) {
+      throw new Error('no model loaded in this worker');
+    } else if (method === 'run') {
+      value = plain(model.run(args.text, args.options));
+      transfer = RESULT_BUFFERS.map((k) => value[k].buffer);
+    } else if (method === 'tokenize') {
+      value = model.tokenize(args.text);
+    } else if (method === 'tokenText') {
+      value = model.tokenText(args.id);
+    } else if (method === 'dispose') {
+      model.dispose();
+      model = null;
+      value = true;
+    } else {
+      throw new Error(`unknown method ${method}`);
+    }
+    self.postMessage({ id, ok: true, value }, transfer);
+  } catch (e) {
+    self.postMessage({ id, ok: false, error: e instanceof Error ? e.message : String(e) });
+  }
+};
