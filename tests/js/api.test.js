@@ -1,0 +1,150 @@
+// The JavaScript API in Node: shapes, attention invariants, ablation, errors, dispose, and the
+// results against the native CLI's --json output.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { loadModel, shippedModels, defaultModelName } from '../../dist/headscope.js';
+import { repo, testModelUrl, testModelDir, defaultModelShipped } from './helpers.js';
+
+const SENTENCE = 'The chef, who trained in Paris, cooked the meal quickly.';
+const model = await loadModel(testModelUrl);
+
+test('info describes the model and the SIMD build', () => {
+  const { config, parameterCount, simd } = model.info;
+  assert.ok(config.nLayer >= 1 && config.nHead >= 1);
+  assert.equal(config.headSize * config.nHead, config.nEmbd);
+  assert.ok(parameterCount > config.vocabSize * config.nEmbd);
+  assert.deepEqual(simd, { arch: 'sse4.1', floatLanes: 4, simd: true }); // SIMD128 path
+});
+
+test('shapes, rows summing to 1 and causal zeros', () => {
+  const r = model.run(SENTENCE);
+  const { nLayer: L, nHead: H } = model.info.config;
+  const T = r.tokens.length;
+  assert.equal(r.T, T);
+  assert.equal(r.attentionAll.length, L * H * T * T);
+  assert.equal(r.contributionNorms.length, L * H * T);
+  assert.equal(r.logitsLast.length, model.info.config.vocabSize);
+  assert.equal(r.topNext.length, 10);
+  for (let l = 0; l < L; l++) for (let h = 0; h < H; h++) {
+    const a = r.attention(l, h);
+    assert.equal(a.length, T * T);
+    for (let t = 0; t < T; t++) {
+      let sum = 0;
+      for (let j = 0; j < T; j++) {
+        if (j > t) assert.equal(a[t * T + j], 0, `layer ${l} head ${h}: future token ${j} seen from ${t}`);
+        sum += a[t * T + j];
+      }
+      // t+1 float32 probabilities: 1e-5 covers their rounding (tests/cpp/test_model.cpp)
+      assert.ok(Math.abs(sum - 1) < 1e-5, `layer ${l} head ${h} row ${t} sums to ${sum}`);
+    }
+    assert.equal(r.headContribution(l, h).length, T);
+  }
+  // top predictions are sorted probabilities
+  for (let i = 1; i < r.topNext.length; i++) assert.ok(r.topNext[i - 1].prob >= r.topNext[i].prob);
+});
+
+test('token spans index the input string', () => {
+  const text = 'Héllo wörld 😀 — chef';
+  const r = model.run(text);
+  assert.equal(r.tokens[0].start, 0);
+  assert.equal(r.tokens.at(-1).end, text.length);
+  for (let i = 1; i < r.tokens.length; i++) assert.ok(r.tokens[i].start >= r.tokens[i - 1].start);
+  // ASCII tokens map back exactly onto their text
+  for (const t of r.tokens) if (/^[\x20-\x7e]+$/.test(t.text)) assert.equal(text.slice(t.start, t.end), t.text);
+});
+
+test('typing at the end reuses the cache and equals a fresh run', async () => {
+  model.run('The chef, who trained');
+  const typed = model.run('The chef, who trained in');
+  assert.ok(typed.reusedTokens > 0);
+  const fresh = await loadModel(testModelUrl);
+  const full = fresh.run('The chef, who trained in');
+  fresh.dispose();
+  assert.deepEqual(typed.attentionAll, full.attentionAll); // bit for bit, as in the C++ test
+  assert.deepEqual(typed.logitsLast, full.logitsLast);
+});
+
+test('ablating a head changes predictions; ablating nothing changes nothing', () => {
+  const base = model.run(SENTENCE);
+  const none = model.run(SENTENCE, { ablate: [] });
+  assert.deepEqual(none.logitsLast, base.logitsLast);
+  const ablated = model.run(SENTENCE, { ablate: [[0, 0], [model.info.config.nLayer - 1, 1]] });
+  let maxDiff = 0;
+  for (let i = 0; i < base.logitsLast.length; i++) maxDiff = Math.max(maxDiff, Math.abs(base.logitsLast[i] - ablated.logitsLast[i]));
+  assert.ok(maxDiff > 1e-3, `ablation moved logits by only ${maxDiff}`);
+  assert.ok(ablated.headContribution(0, 0).every((x) => x === 0));
+  // layer 0's attention is computed before any ablation takes effect
+  assert.deepEqual(ablated.attention(0, 0), base.attention(0, 0));
+});
+
+test('loss on the text with allLogits', () => {
+  const r = model.run(SENTENCE, { allLogits: true });
+  assert.ok(Number.isFinite(r.loss) && r.loss > 0);
+  const one = model.run('a', { allLogits: true });
+  assert.ok(Number.isNaN(one.loss));
+});
+
+test('results equal the native CLI --json output', () => {
+  const cli = ['build/native-release/headscope', 'build/native-debug/headscope'].map((p) => repo + p).find(existsSync);
+  assert.ok(cli, 'native CLI not built (scripts/test.sh builds it first)');
+  const out = JSON.parse(execFileSync(cli, ['run', '--model', testModelDir, '--text', SENTENCE, '--json'], { maxBuffer: 1 << 28 }));
+  const r = model.run(SENTENCE);
+  assert.deepEqual(r.tokens.map((t) => t.id), out.ids);
+  assert.deepEqual(r.tokens.map((t) => t.text), out.tokens);
+  // Native (SSE2/AVX, -O1 or -O3) and wasm SIMD128 builds run the same kernels with different
+  // instruction selection and tile widths, so float32 sums differ in order: logits agree to
+  // 1e-4 relative + 1e-4 absolute (as against PyTorch), attention to 1e-5 absolute.
+  out.logits_last.forEach((x, i) => assert.ok(Math.abs(x - r.logitsLast[i]) <= 1e-4 + 1e-4 * Math.abs(x), `logit ${i}: ${x} vs ${r.logitsLast[i]}`));
+  const T = r.T, { nLayer: L, nHead: H } = model.info.config;
+  for (let l = 0; l < L; l++) for (let h = 0; h < H; h++) for (let t = 0; t < T; t++) for (let j = 0; j < T; j++) {
+    const x = out.attention[l][h][t][j], y = r.attentionAll[((l * H + h) * T + t) * T + j];
+    assert.ok(Math.abs(x - y) <= 1e-5, `attention ${l},${h},${t},${j}: ${x} vs ${y}`);
+  }
+});
+
+test('bad inputs throw Errors with messages', async () => {
+  for (const bad of [42, null, undefined, {}, ['a']]) assert.throws(() => model.run(bad), { name: 'Error', message: /text must be a string/ });
+  assert.throws(() => model.run(''), { message: /text is empty/ });
+  assert.throws(() => model.run('x', { ablate: [[99, 0]] }), { message: /layer 99 is outside/ });
+  assert.throws(() => model.run('x', { ablate: [[0]] }), { message: /\[layer, head\] pairs/ });
+  assert.throws(() => model.run('x', { ablate: 'all' }), { message: /ablate must be an array/ });
+  assert.throws(() => model.run('x').attention(0, 999), { message: /head 999 is outside/ });
+  await assert.rejects(loadModel('no-such-model'), { message: /unknown model "no-such-model": not a shipped model/ });
+  await assert.rejects(loadModel(new URL('file:///nonexistent/folder/')), { message: /cannot read file:\/\/\/nonexistent\/folder\/config\.json/ });
+  await assert.rejects(loadModel(42), { message: /model source must be/ });
+  await assert.rejects(loadModel({ config: '{}' }), { message: /missing "weights"/ });
+  const files = {
+    config: readFileSync(new URL('config.json', testModelUrl)),
+    weights: readFileSync(new URL('model.safetensors', testModelUrl)),
+    vocab: readFileSync(new URL('vocab.json', testModelUrl)),
+    merges: readFileSync(new URL('merges.txt', testModelUrl)),
+  };
+  const corrupt = new Uint8Array(files.weights);
+  corrupt.fill(0x41, 8, 40); // clobber the start of the JSON header
+  await assert.rejects(loadModel({ ...files, weights: corrupt }), { name: 'Error', message: /model\.safetensors: header is not valid JSON/ });
+  await assert.rejects(loadModel({ ...files, weights: files.weights.subarray(0, 1000) }), { message: /model\.safetensors/ });
+  await assert.rejects(loadModel({ ...files, config: '{"n_embd": 5' }), { message: /config\.json: not valid JSON/ });
+  const ok = await loadModel({ ...files, name: 'from-buffers' });
+  assert.equal(ok.info.name, 'from-buffers');
+  ok.dispose();
+});
+
+test('dispose: later calls throw a clear Error; disposing twice is fine', async () => {
+  const m = await loadModel(testModelUrl);
+  m.dispose();
+  m.dispose();
+  assert.equal(m.disposed, true);
+  assert.throws(() => m.run('x'), { message: /disposed/ });
+  assert.throws(() => m.info, { message: /disposed/ });
+  assert.throws(() => m.tokenize('x'), { message: /disposed/ });
+});
+
+test('shipped model names and the default', { skip: !defaultModelShipped && 'the default model is not built into dist/ yet' }, async () => {
+  assert.ok(shippedModels.includes(defaultModelName));
+  const m = await loadModel();
+  assert.equal(m.info.name, defaultModelName);
+  assert.ok(m.run(SENTENCE).T > 5);
+  m.dispose();
+});

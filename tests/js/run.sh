@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# JavaScript package tests: builds dist/ and the native CLI (the --json peer), runs node --test on
+# tests/js/*.test.js (API, heap, consumer install of the packed tarball).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+scripts/build-package.sh
+if [ ! -x build/native-release/headscope ] && [ ! -x build/native-debug/headscope ]; then
+  cmake --preset native-release >/dev/null && cmake --build --preset native-release --target headscope
+fi
+node --test --test-reporter=spec tests/js/
