@@ -1,0 +1,327 @@
+// End-to-end tests of the demo page, the web component, the iframe mode and the strict-CSP page,
+// in Debian's headless Chromium driven by playwright-core. Run with tests/e2e/run.sh.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { startServer, launch, openPage, shot, withModel, demoReady, cspViolations, ARTIFACTS, usingDefaultModel } from './helpers.mjs';
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer();
+  browser = await launch();
+  console.log(`# model: ${usingDefaultModel ? 'headscope-base (default)' : 'fixture odd-hs12'}; server ${server.base}`);
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+const url = (p) => withModel(server.base + p);
+
+async function noProblems(page, problems) {
+  assert.deepEqual(await cspViolations(page), [], 'CSP violations');
+  assert.deepEqual(problems, [], 'console errors, page errors or dialogs');
+}
+
+async function renders(page) {
+  return Number(await page.evaluate(() => document.body.dataset.renders || 0));
+}
+
+async function widgetsReady(page, selector = 'headscope-view') {
+  await page.waitForFunction((sel) => {
+    const all = [...document.querySelectorAll(sel)];
+    return all.length > 0 && all.every((w) => Number(w.dataset.tokens) > 0);
+  }, selector, { timeout: 30000 });
+}
+
+test('page loads the model with a progress bar and shows the grid of all heads', async () => {
+  const { page, context, problems } = await openPage(browser, url('index.html'));
+  assert.equal(await page.locator('#progress').count(), 1);
+  await demoReady(page);
+  const { nLayer, nHead, T } = await page.evaluate(() => {
+    const r = window.headscopeDemo.result;
+    return { nLayer: r.nLayer, nHead: r.nHead, T: r.T };
+  });
+  assert.equal(await page.locator('#grid [role="gridcell"]').count(), nLayer * nHead);
+  assert.equal(await page.locator('#grid canvas').count(), nLayer * nHead);
+  assert.equal(await page.locator('#tokens .token').count(), T);
+  assert.equal(await page.inputValue('#text'), 'The chef, who trained in Paris, cooked the meal quickly.');
+  // every grid canvas has content (not blank)
+  const blank = await page.evaluate(() => [...document.querySelectorAll('#grid canvas')].filter((c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    for (let i = 4; i < d.length; i += 4) if (d[i] !== d[0] || d[i + 1] !== d[1] || d[i + 2] !== d[2]) return false;
+    return true;
+  }).length);
+  assert.equal(blank, 0, 'blank grid cells');
+  assert.ok(await page.locator('#combine svg rect[data-head]').count() === nHead, 'one bar per head');
+  assert.ok(await page.locator('#topk li').count() >= 5, 'top-k predictions');
+  await page.waitForTimeout(100);
+  await shot(page, 'demo-light', { fullPage: true });
+  await noProblems(page, problems);
+  await context.close();
+});
+
+test('typing re-runs the model and updates tokens, heatmaps and the grid', async () => {
+  const { page, context, problems } = await openPage(browser, url('index.html'));
+  await demoReady(page);
+  const gridPixels = () => page.evaluate(() => document.querySelector('#grid canvas').toDataURL());
+  const before = { tokens: await page.locator('#tokens .token').allTextContents(), grid: await gridPixels() };
+  await page.fill('#text', '');
+  await page.locator('#text').pressSequentially('Hello there', { delay: 15 });
+  await page.waitForFunction(() => window.headscopeDemo.result.text === 'Hello there');
+  await page.waitForTimeout(100);
+  const tokens = await page.locator('#tokens .token').allTextContents();
+  assert.notDeepEqual(tokens, before.tokens);
+  assert.equal(tokens.join('').replace(/·/g, ' '), 'Hello there');
+  assert.notEqual(await gridPixels(), before.grid, 'grid heatmaps changed');
+  const T = tokens.length;
+  assert.equal(await page.locator('#detail-view svg text[data-row]').count(), T, 'heatmap has a row label per token');
+  // fast typing: at most one run in flight, and the last text always runs
+  await page.locator('#text').pressSequentially(' and a quick brown fox', { delay: 0 });
+  await page.waitForFunction(() => window.headscopeDemo.result.text === 'Hello there and a quick brown fox');
+  await page.waitForTimeout(150);
+  assert.equal(await page.evaluate(() => window.headscopeDemo.result.text), 'Hello there and a quick brown fox');
+  // a long text is cut to the context, and the page says so
+  const ctx = await page.evaluate(() => window.headscopeDemo.result.T);
+  await page.fill('#text', 'word '.repeat(400));
+  await page.waitForFunction(() => window.headscopeDemo.result.droppedTokens > 0);
+  await page.waitForTimeout(100);
+  assert.match(await page.textContent('#notice'), /tokens were cut/);
+  assert.ok(ctx > 0);
+  await shot(page, 'demo-truncated');
+  await noProblems(page, problems);
+  await context.close();
+});
+
+test('clicking a head opens its detail; arrow keys move across the grid; screen-reader text follows', async () => {
+  const { page, context, problems } = await openPage(browser, url('index.html'));
+  await demoReady(page);
+  const { nLayer, nHead } = await page.evaluate(() => window.headscopeDemo.result);
+  const l = nLayer - 1;
+  const h = Math.min(2, nHead - 1);
+  await page.click(`#grid [data-layer="${l}"][data-head="${h}"]`);
+  await page.waitForFunction(([l2, h2]) => document.getElementById('detail-caption').textContent.startsWith(`Layer ${l2}, head ${h2}:`), [l, h]);
+  assert.equal(await page.getAttribute(`#grid [data-layer="${l}"][data-head="${h}"]`, 'aria-selected'), 'true');
+  assert.match(await page.textContent('#live'), new RegExp(`^Layer ${l}, head ${h}: '.+' attends most to '.+' \\(\\d\\.\\d\\d\\)$`));
+  const detailTitle = await page.textContent('#detail-view svg text');
+  assert.equal(detailTitle, `Layer ${l}, head ${h}: attention weights`);
+  // keyboard: the focused cell moves with the arrows
+  await page.keyboard.press('ArrowUp');
+  await page.keyboard.press('ArrowLeft');
+  const focused = await page.evaluate(() => ({ l: document.activeElement.dataset.layer, h: document.activeElement.dataset.head }));
+  assert.deepEqual(focused, { l: String(l - 1), h: String(h - 1) });
+  await page.waitForFunction(([l2, h2]) => document.getElementById('live').textContent.startsWith(`Layer ${l2}, head ${h2}:`), [l - 1, h - 1]);
+  await page.keyboard.press('Enter');
+  // hovering a heatmap cell shows the exact weight
+  const svg = page.locator('#detail-view svg');
+  const cell = svg.locator('rect').nth(3);
+  const box = await cell.boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  const tip = page.locator('.hs-tooltip');
+  await tip.waitFor({ state: 'visible' });
+  assert.match(await tip.textContent(), /'.*' → '.*': \d\.\d{4}/);
+  await shot(page, 'demo-head-detail');
+  await noProblems(page, problems);
+  await context.close();
+});
+
+test('lines view responds to hover and shows several heads in distinct colours', async () => {
+  const { page, context, problems } = await openPage(browser, url('index.html'));
+  await demoReady(page);
+  await page.click('#tab-lines');
+  await page.waitForSelector('#detail-view svg [data-side="q"]');
+  const allLines = await page.locator('#detail-view svg line').count();
+  assert.ok(allLines > 0);
+  const T = await page.evaluate(() => window.headscopeDemo.result.T);
+  const q = Math.min(8, T - 1);
+  await page.hover(`#detail-view svg [data-side="q"][data-index="${q}"]`);
+  await page.waitForFunction((i) => document.querySelector('#detail-view svg').dataset.focus === `q${i}`, q);
+  const focusedLines = await page.locator('#detail-view svg line').count();
+  assert.ok(focusedLines > 0 && focusedLines < allLines, `hover isolates one token's lines (${focusedLines} of ${allLines})`);
+  assert.ok(focusedLines <= q + 1);
+  await shot(page, 'demo-lines-hover');
+  // what attends to a token
+  await page.hover('#detail-view svg [data-side="k"][data-index="0"]');
+  await page.waitForFunction(() => document.querySelector('#detail-view svg').dataset.focus === 'k0');
+  // several heads at once
+  await page.mouse.move(0, 0);
+  const chips = page.locator('#head-chips .head-chip');
+  await chips.nth(1).click();
+  await chips.nth(2).click();
+  await page.waitForFunction(() => window.headscopeDemo.state.heads.length === 3);
+  await page.waitForTimeout(100);
+  const colours = await page.evaluate(() => [...new Set([...document.querySelectorAll('#detail-view svg line')].map((l) => l.getAttribute('stroke')))]);
+  assert.equal(colours.length, 3, `three heads in three colours: ${colours}`);
+  await shot(page, 'demo-lines-3-heads');
+  await noProblems(page, problems);
+  await context.close();
+});
+
+test('export produces a valid PNG and a parseable SVG', async () => {
+  const { page, context, problems } = await openPage(browser, url('index.html'));
+  await demoReady(page);
+  for (const which of ['detail', 'grid']) {
+    const [pngDl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-export="${which}"][data-format="png"]`)]);
+    const png = await readFile(await pngDl.path());
+    const pngFile = path.join(ARTIFACTS, `export-${which}.png`);
+    await pngDl.saveAs(pngFile);
+    assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'PNG signature');
+    assert.equal(png.toString('latin1', 12, 16), 'IHDR');
+    const width = png.readUInt32BE(16);
+    const height = png.readUInt32BE(20);
+    const [svgDl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-export="${which}"][data-format="svg"]`)]);
+    const svgText = await readFile(await svgDl.path(), 'utf8');
+    await svgDl.saveAs(path.join(ARTIFACTS, `export-${which}.svg`));
+    const parsed = await page.evaluate((text) => {
+      const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+      const root = doc.documentElement;
+      return { error: doc.getElementsByTagName('parsererror').length, name: root.localName, ns: root.namespaceURI, w: Number(root.getAttribute('width')), h: Number(root.getAttribute('height')), texts: doc.getElementsByTagName('text').length };
+    }, svgText);
+    assert.equal(parsed.error, 0, 'SVG parses');
+    assert.equal(parsed.name, 'svg');
+    assert.equal(parsed.ns, 'http://www.w3.org/2000/svg');
+    assert.ok(parsed.texts > 3, 'SVG has text labels');
+    assert.equal(width, Math.round(parsed.w * 2), 'PNG is the SVG at 2x');
+    assert.equal(height, Math.round(parsed.h * 2));
+  }
+  await noProblems(page, problems);
+  await context.close();
+});
+
+test('hostile text renders inertly (no dialog, no <img>)', async () => {
+  const hostile = '<img src=x onerror=alert(1)>';
+  const { page, context, problems } = await openPage(browser, url('index.html'));
+  await demoReady(page);
+  await page.fill('#text', hostile);
+  await page.waitForFunction((t) => window.headscopeDemo.result?.text === t, hostile);
+  await page.waitForTimeout(200);
+  await page.click('#tab-lines');
+  await page.waitForTimeout(100);
+  const imgs = await page.evaluate(() => document.querySelectorAll('img, image').length);
+  assert.equal(imgs, 0, 'no image element was created');
+  const strip = (await page.locator('#tokens .token').allTextContents()).join('').replace(/·/g, ' ');
+  assert.equal(strip, hostile, 'tokens are shown as text');
+  const labels = await page.evaluate(() => [...document.querySelectorAll('#detail-view svg text')].map((t) => t.textContent));
+  assert.ok(labels.some((t) => t.includes('<')) && labels.some((t) => t.includes('>')), 'token labels are text nodes');
+  await shot(page, 'demo-hostile');
+  // the web component and the iframe state too
+  await page.goto(url(`embed.html?text=${encodeURIComponent(hostile)}&view=lines`));
+  await widgetsReady(page);
+  await page.waitForTimeout(100);
+  assert.equal(await page.evaluate(() => document.querySelectorAll('img').length + document.querySelector('headscope-view').shadowRoot.querySelectorAll('img, image').length), 0);
+  await noProblems(page, problems);
+  await context.close();
+});
+
+test('web component: several widgets on one page share one model load', async () => {
+  const { page, context, problems } = await openPage(browser, 'about:blank');
+  const weights = [];
+  page.on('request', (r) => { if (r.url().endsWith('model.safetensors')) weights.push(r.url()); });
+  await page.goto(url('component.html'));
+  await widgetsReady(page);
+  assert.equal(weights.length, 1, `one weights download for three widgets: ${weights}`);
+  assert.equal(await page.locator('headscope-view').count(), 3);
+  // lines widget: layer 1 head 3 clamped to the model's size; caption in the shadow DOM
+  const caption = await page.locator('#w-heatmap .hs-caption').textContent();
+  assert.match(caption, /^Layer \d+, head \d+: '.+' attends most to '.+'/);
+  assert.ok(await page.locator('#w-lines svg line').count() > 0);
+  assert.ok(await page.locator('#w-heatmap svg rect').count() > 10);
+  assert.ok(await page.locator('#w-grid canvas').count() >= 4);
+  // attributes drive the widget
+  await page.evaluate(() => document.getElementById('w-heatmap').setAttribute('head', '0'));
+  await page.waitForFunction(() => document.getElementById('w-heatmap').shadowRoot.querySelector('.hs-caption').textContent.includes('head 0:'));
+  // editable widget: typing re-runs
+  const before = await page.evaluate(() => document.getElementById('w-grid').result.T);
+  await page.locator('#w-grid textarea').fill('Short.');
+  await page.waitForFunction((b) => document.getElementById('w-grid').result.T !== b, before);
+  // hover in the lines widget
+  await page.hover('#w-lines svg [data-side="q"][data-index="3"]');
+  await page.waitForFunction(() => document.getElementById('w-lines').shadowRoot.querySelector('svg').dataset.focus === 'q3');
+  // component export API
+  const svg = await page.evaluate(() => document.getElementById('w-lines').exportSvg());
+  assert.match(svg, /^<\?xml[^]*<svg[^]*<\/svg>$/);
+  const pngSize = await page.evaluate(async () => (await document.getElementById('w-heatmap').exportPng()).size);
+  assert.ok(pngSize > 1000);
+  await page.waitForTimeout(100);
+  await shot(page, 'component-page', { fullPage: true });
+  await noProblems(page, problems);
+  await context.close();
+});
+
+test('iframe mode: the URL holds the state; "copy embed code" makes a working snippet', async () => {
+  const { page, context, problems } = await openPage(browser, url('index.html?layer=1&head=2&view=lines'));
+  await demoReady(page);
+  assert.equal(await page.getAttribute('#tab-lines', 'aria-selected'), 'true', 'view from the URL');
+  assert.match(await page.textContent('#detail-caption'), /^Layer 1, head 2:/);
+  await page.fill('#text', 'The cat sat on the mat.');
+  await page.waitForFunction(() => window.headscopeDemo.result.text === 'The cat sat on the mat.');
+  await page.click('#embed-button');
+  const snippet = await page.inputValue('#embed-code');
+  assert.match(snippet, /^<iframe src="[^"]+embed\.html\?[^"]+" width="\d+" height="\d+" title="[^"]+"/);
+  const src = /src="([^"]+)"/.exec(snippet)[1].replace(/&amp;/g, '&');
+  const q = new URL(src).searchParams;
+  assert.equal(q.get('text'), 'The cat sat on the mat.');
+  assert.equal(q.get('layer'), '1');
+  assert.equal(q.get('head'), '2');
+  assert.equal(q.get('view'), 'lines');
+  // a plain article page holding only the snippet
+  const host = await context.newPage();
+  host.on('console', (m) => { if (m.type() === 'error') problems.push(`iframe host console: ${m.text()}`); });
+  await host.setContent(`<!doctype html><html><body><h1>An article</h1>${snippet}</body></html>`);
+  const frame = host.frameLocator('iframe');
+  await frame.locator('headscope-view svg [data-side="q"]').first().waitFor({ timeout: 30000 });
+  assert.ok(await frame.locator('headscope-view svg line').count() > 0);
+  assert.match(await frame.locator('headscope-view .hs-caption').textContent(), /^Layer 1, head 2: '.+' attends most to/);
+  await host.waitForTimeout(100);
+  await shot(host, 'iframe-embed');
+  // the embed page alone, heatmap state
+  await page.goto(url('embed.html?text=Hello%20world%2C%20hello%20again.&layer=0&head=1&view=heatmap&theme=dark'));
+  await widgetsReady(page);
+  assert.match(await page.locator('headscope-view .hs-caption').textContent(), /^Layer 0, head 1:/);
+  await page.waitForTimeout(100);
+  await shot(page, 'embed-heatmap-dark');
+  await noProblems(page, problems);
+  await context.close();
+});
+
+test('strict CSP page works with no violations', async () => {
+  const { page, context, problems } = await openPage(browser, 'about:blank');
+  const response = await page.goto(url('csp.html'));
+  assert.match(response.headers()['content-security-policy'], /script-src 'self' 'wasm-unsafe-eval'/);
+  await widgetsReady(page);
+  await page.locator('#csp-heatmap textarea').fill('Typing under a strict policy.');
+  await page.waitForFunction(() => document.getElementById('csp-heatmap').result.text === 'Typing under a strict policy.');
+  await page.waitForTimeout(150);
+  assert.ok(await page.locator('#csp-lines svg line').count() > 0);
+  await shot(page, 'csp-page', { fullPage: true });
+  await noProblems(page, problems);
+  await context.close();
+});
+
+test('phone width with touch, dark theme and reduced motion', async () => {
+  const { page, context, problems } = await openPage(browser, url('index.html'), {
+    viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true, colorScheme: 'dark', reducedMotion: 'reduce',
+  });
+  await demoReady(page);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(overflow <= 0, `no horizontal page scroll at phone width (${overflow}px)`);
+  assert.equal(await page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--hs-scheme').trim()), 'dark');
+  await page.tap('#grid [data-layer="1"][data-head="1"]');
+  await page.waitForFunction(() => document.getElementById('detail-caption').textContent.startsWith('Layer 1, head 1:'));
+  await page.click('#tab-lines');
+  await page.tap('#detail-view svg [data-side="q"][data-index="4"]');
+  await page.waitForFunction(() => document.querySelector('#detail-view svg').dataset.focus === 'q4');
+  await page.waitForTimeout(100);
+  await shot(page, 'phone-dark', { fullPage: true });
+  // theme toggle back to light
+  await page.click('#theme-toggle');
+  assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'light');
+  await page.waitForTimeout(100);
+  await shot(page, 'phone-light-toggled');
+  await noProblems(page, problems);
+  await context.close();
+});

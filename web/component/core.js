@@ -1,0 +1,139 @@
+// Model loading shared by every widget on a page, the "at most one run in flight" runner, and the
+// URL form of a view's state (used by the iframe mode and the "copy embed code" button).
+import { loadModelInWorker } from './headscope-worker.js';
+
+const models = new Map(); // model source key -> { promise, listeners:Set, progress }
+
+function keyOf(source) {
+  return source ? String(source) : '';
+}
+
+/**
+ * Loads a model once per page, in one Web Worker, however many widgets ask for it.
+ * `source` is a shipped model name, a folder URL, or empty for the default model.
+ * `onProgress({loaded, total})` is called while the files download.
+ */
+export function getModel(source, { onProgress } = {}) {
+  const key = keyOf(source);
+  let entry = models.get(key);
+  if (!entry) {
+    entry = { listeners: new Set(), progress: null, promise: null };
+    models.set(key, entry);
+    entry.promise = loadModelInWorker(key || undefined, {
+      onProgress: (p) => {
+        entry.progress = p;
+        for (const fn of entry.listeners) fn(p);
+      },
+    });
+    entry.promise.catch(() => models.delete(key));
+    entry.promise.finally(() => entry.listeners.clear()).catch(() => {});
+  }
+  if (onProgress) {
+    entry.listeners.add(onProgress);
+    if (entry.progress) onProgress(entry.progress);
+  }
+  return entry.promise;
+}
+
+/** How many distinct model loads this page started (for tests: widgets share one). */
+export function modelLoadCount() {
+  return models.size;
+}
+
+/**
+ * Runs the model for the latest request only: at most one run in flight; when it finishes, the
+ * newest text (if it changed meanwhile) runs next. Intermediate texts are skipped.
+ */
+export class Runner {
+  constructor(model, { onResult, onError } = {}) {
+    this.model = model;
+    this.onResult = onResult;
+    this.onError = onError;
+    this.pending = null;
+    this.busy = false;
+    this.runs = 0;
+  }
+
+  request(text, options = {}) {
+    this.pending = { text, options };
+    if (!this.busy) this.#pump();
+  }
+
+  async #pump() {
+    this.busy = true;
+    while (this.pending) {
+      const req = this.pending;
+      this.pending = null;
+      try {
+        const t0 = performance.now();
+        const result = await this.model.run(req.text, { topK: 10, ...req.options });
+        this.runs++;
+        result.runMs = performance.now() - t0;
+        this.onResult?.(result, req);
+      } catch (e) {
+        this.onError?.(e, req);
+      }
+    }
+    this.busy = false;
+  }
+
+  /** Resolves once nothing is pending or running. */
+  async idle() {
+    while (this.busy || this.pending) await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+export const VIEWS = ['grid', 'heatmap', 'lines'];
+export const DEFAULT_TEXT = 'The chef, who trained in Paris, cooked the meal quickly.';
+
+/** Reads { model, text, layer, head, heads, token, view } from URL query parameters. */
+export function stateFromQuery(search) {
+  const q = new URLSearchParams(search);
+  const int = (name) => {
+    const v = q.get(name);
+    if (v === null || v === '') return undefined;
+    const n = Number(v);
+    return Number.isInteger(n) && n >= 0 ? n : undefined;
+  };
+  const state = {};
+  if (q.has('model')) state.model = q.get('model');
+  if (q.has('text')) state.text = q.get('text');
+  const layer = int('layer');
+  const head = int('head');
+  const token = int('token');
+  if (layer !== undefined) state.layer = layer;
+  if (head !== undefined) state.head = head;
+  if (token !== undefined) state.token = token;
+  if (q.has('heads')) state.heads = parseHeads(q.get('heads'));
+  const view = q.get('view');
+  if (VIEWS.includes(view)) state.view = view;
+  return state;
+}
+
+export function parseHeads(s) {
+  if (!s) return [];
+  return [...new Set(String(s).split(',').map((x) => Number(x.trim())).filter((n) => Number.isInteger(n) && n >= 0))];
+}
+
+/** The query string (without '?') holding a state. */
+export function stateToQuery(state) {
+  const q = new URLSearchParams();
+  if (state.model) q.set('model', state.model);
+  if (state.text !== undefined) q.set('text', state.text);
+  if (Number.isInteger(state.layer)) q.set('layer', String(state.layer));
+  if (Number.isInteger(state.head)) q.set('head', String(state.head));
+  if (state.heads && state.heads.length > 1) q.set('heads', state.heads.join(','));
+  if (Number.isInteger(state.token)) q.set('token', String(state.token));
+  if (state.view) q.set('view', state.view);
+  return q.toString();
+}
+
+function escapeAttr(s) {
+  return String(s).replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** The <iframe> snippet that shows `state` from the page at `embedUrl` (absolute URL of embed.html). */
+export function embedSnippet(embedUrl, state, { width = 720, height = 560 } = {}) {
+  const src = `${embedUrl}?${stateToQuery(state)}`;
+  return `<iframe src="${escapeAttr(src)}" width="${width}" height="${height}" title="headscope: attention heads of a small GPT-2" loading="lazy" style="border:0;max-width:100%"></iframe>`;
+}

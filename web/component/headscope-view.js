@@ -1,0 +1,266 @@
+// <headscope-view>: a framework-free web component showing one view of a model's attention.
+//
+//   <script type="module" src="headscope-view.js"></script>
+//   <headscope-view text="The chef, who trained in Paris, cooked the meal quickly."
+//                   layer="1" head="3" view="lines"></headscope-view>
+//
+// Attributes: text, layer, head (counted from 0), view = grid | heatmap | lines, model (a shipped
+// model's name or a model folder URL; default: the package's default model), heads ("0,3": several
+// heads at once in the lines view), token (the focused token index; default the last),
+// editable (shows a text box), theme = light | dark (default: the reader's preference).
+// Every widget on a page that names the same model shares one download and one Web Worker.
+//
+// This module also exports the building blocks the demo page uses (views, runner, state helpers).
+import viewsCss from './views.css';
+import hostCss from './host.css';
+import { getModel, Runner, DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery, embedSnippet, modelLoadCount } from './core.js';
+import { GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken, gridScene, heatmapScene, linesScene, combineScene, clamp } from './views.js';
+import { readTheme, tokenLabel, tokenWords } from './theme.js';
+import { sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg } from './scene.js';
+
+export {
+  getModel, Runner, DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery, embedSnippet, modelLoadCount,
+  GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
+  gridScene, heatmapScene, linesScene, combineScene, readTheme, tokenLabel, tokenWords,
+  sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg, viewsCss,
+};
+
+let sheets = null;
+function styleSheets() {
+  // Constructed stylesheets: allowed under `style-src 'self'`, unlike <style> elements.
+  if (!sheets) {
+    sheets = [hostCss, viewsCss].map((text) => {
+      const s = new CSSStyleSheet();
+      s.replaceSync(text);
+      return s;
+    });
+  }
+  return sheets;
+}
+
+function intAttr(el, name, fallback) {
+  const v = el.getAttribute(name);
+  if (v === null || v === '') return fallback;
+  const n = Number(v);
+  return Number.isInteger(n) && n >= 0 ? n : fallback;
+}
+
+export class HeadscopeViewElement extends HTMLElement {
+  static get observedAttributes() {
+    return ['text', 'layer', 'head', 'heads', 'view', 'model', 'token', 'editable', 'theme'];
+  }
+
+  #root;
+  #els = null;
+  #runner = null;
+  #modelKey = null;
+  #result = null;
+  #view = null;
+  #viewName = null;
+  #renderQueued = false;
+  #readyResolve;
+  #loadError = null;
+
+  constructor() {
+    super();
+    this.#root = this.attachShadow({ mode: 'open' });
+    this.#root.adoptedStyleSheets = styleSheets();
+    /** Resolves after the first successful render. */
+    this.ready = new Promise((r) => { this.#readyResolve = r; });
+  }
+
+  /** The latest run result (see the package's RunResult). */
+  get result() { return this.#result; }
+
+  /** The widget's state in the form used by URLs. */
+  get state() {
+    const r = this.#result;
+    const nL = r ? r.nLayer : Infinity;
+    const nH = r ? r.nHead : Infinity;
+    const layer = clamp(intAttr(this, 'layer', 0), 0, nL - 1);
+    const head = clamp(intAttr(this, 'head', 0), 0, nH - 1);
+    const heads = parseHeads(this.getAttribute('heads')).filter((h) => h < nH);
+    const token = intAttr(this, 'token', null);
+    const view = VIEWS.includes(this.getAttribute('view')) ? this.getAttribute('view') : 'heatmap';
+    return {
+      model: this.getAttribute('model') || undefined,
+      text: this.#text(),
+      layer, head, heads: heads.length ? heads : [head], token, view, ablate: [],
+    };
+  }
+
+  #text() {
+    if (this.#els?.textarea && !this.#els.textarea.hidden) return this.#els.textarea.value;
+    const t = this.getAttribute('text');
+    return t === null ? DEFAULT_TEXT : t;
+  }
+
+  connectedCallback() {
+    if (!this.#els) this.#build();
+    this.#ensureModel();
+  }
+
+  attributeChangedCallback(name, oldValue, newValue) {
+    if (!this.#els || oldValue === newValue) return;
+    if (name === 'model') { this.#ensureModel(); return; }
+    if (name === 'text') {
+      if (this.#els.textarea.value !== (newValue ?? '')) this.#els.textarea.value = newValue ?? DEFAULT_TEXT;
+      this.#run();
+      return;
+    }
+    if (name === 'editable') this.#els.textarea.hidden = !this.hasAttribute('editable');
+    this.#queueRender();
+  }
+
+  #build() {
+    const d = this.ownerDocument;
+    const mk = (tag, cls, text) => {
+      const e = d.createElement(tag);
+      if (cls) e.className = cls;
+      if (text !== undefined) e.textContent = text;
+      return e;
+    };
+    const wrap = mk('div', 'hs-widget');
+    wrap.setAttribute('part', 'widget');
+    const status = mk('div', 'hs-status');
+    status.setAttribute('role', 'status');
+    const statusText = mk('span', 'hs-status-text', 'Loading the model…');
+    const progress = mk('span', 'hs-progress');
+    const fill = mk('span', 'hs-progress-fill');
+    progress.appendChild(fill);
+    status.append(statusText, progress);
+    const textarea = mk('textarea', 'hs-text');
+    textarea.setAttribute('aria-label', 'Text the model reads');
+    textarea.rows = 2;
+    textarea.spellcheck = false;
+    textarea.value = this.getAttribute('text') ?? DEFAULT_TEXT;
+    textarea.hidden = !this.hasAttribute('editable');
+    textarea.addEventListener('input', () => this.#run());
+    const caption = mk('p', 'hs-caption');
+    caption.setAttribute('part', 'caption');
+    const notice = mk('p', 'hs-notice');
+    notice.hidden = true;
+    const scroll = mk('div', 'hs-scroll');
+    const viewHost = mk('div', 'hs-view');
+    scroll.appendChild(viewHost);
+    const live = mk('div', 'hs-sr');
+    live.setAttribute('aria-live', 'polite');
+    wrap.append(status, textarea, caption, notice, scroll, live);
+    this.#root.appendChild(wrap);
+    const tooltip = new Tooltip(scroll);
+    this.#els = { wrap, status, statusText, fill, textarea, caption, notice, scroll, viewHost, live, tooltip };
+  }
+
+  #ensureModel() {
+    const key = this.getAttribute('model') || '';
+    if (this.#modelKey === key && (this.#runner || !this.#loadError)) return;
+    this.#modelKey = key;
+    this.#runner = null;
+    this.#loadError = null;
+    const { status, statusText, fill } = this.#els;
+    status.hidden = false;
+    status.classList.remove('hs-error');
+    statusText.textContent = 'Loading the model…';
+    getModel(key, {
+      onProgress: ({ loaded, total }) => {
+        if (total > 0) fill.style.width = `${Math.min(100, (100 * loaded) / total).toFixed(1)}%`;
+      },
+    }).then((model) => {
+      if (this.#modelKey !== key) return;
+      this.#runner = new Runner(model, {
+        onResult: (result) => { this.#result = result; this.#queueRender(); },
+        onError: (e) => this.#showError(`The model could not run: ${e.message}`),
+      });
+      status.hidden = true;
+      this.#run();
+    }, (e) => {
+      if (this.#modelKey !== key) return;
+      this.#loadError = e;
+      this.#showError(`The model could not be loaded: ${e.message}`);
+    });
+  }
+
+  #showError(message) {
+    const { status, statusText } = this.#els;
+    status.hidden = false;
+    status.classList.add('hs-error');
+    statusText.textContent = message;
+  }
+
+  #run() {
+    const text = this.#text();
+    if (!this.#runner) return;
+    if (text.length === 0) { this.#els.caption.textContent = 'Type some text to see the attention heads.'; return; }
+    this.#runner.request(text);
+  }
+
+  #queueRender() {
+    if (this.#renderQueued || !this.#result) return;
+    this.#renderQueued = true;
+    requestAnimationFrame(() => {
+      this.#renderQueued = false;
+      this.#render();
+    });
+  }
+
+  #render() {
+    const result = this.#result;
+    if (!result || !this.#els) return;
+    const state = this.state;
+    const theme = readTheme(this);
+    const { viewHost, caption, live, notice, tooltip } = this.#els;
+    if (this.#viewName !== state.view) {
+      viewHost.replaceChildren();
+      this.#viewName = state.view;
+      const selectToken = (t) => this.setAttribute('token', String(t));
+      if (state.view === 'grid') {
+        this.#view = new GridView(viewHost, {
+          onSelect: (l, h, { focus } = {}) => {
+            this.setAttribute('layer', String(l));
+            this.setAttribute('head', String(h));
+            this.#view.select(l, h, focus);
+            this.dispatchEvent(new CustomEvent('headscope-select', { detail: { layer: l, head: h }, bubbles: true, composed: true }));
+          },
+        });
+      } else if (state.view === 'lines') {
+        this.#view = new LinesView(viewHost, { onSelectToken: selectToken });
+      } else {
+        this.#view = new HeatmapView(viewHost, { tooltip, onSelectToken: selectToken });
+      }
+    }
+    this.#view.update(result, state, theme);
+    const sentence = describeHead(result, state.layer, state.head, focusToken(result, state));
+    caption.textContent = state.view === 'grid'
+      ? `Every head of the model (${result.nLayer} layers × ${result.nHead} heads). Selected: ${sentence}`
+      : sentence;
+    if (live.textContent !== sentence) live.textContent = sentence;
+    if (result.droppedTokens > 0) {
+      notice.hidden = false;
+      notice.textContent = `The text is longer than the model's context: the first ${result.droppedTokens} tokens were cut; showing the last ${result.T}.`;
+    } else {
+      notice.hidden = true;
+    }
+    this.dataset.tokens = String(result.T);
+    this.dispatchEvent(new CustomEvent('headscope-render', { detail: { T: result.T, view: state.view }, bubbles: true, composed: true }));
+    this.#readyResolve?.(this);
+  }
+
+  /** The current view as a scene (display list). */
+  scene() {
+    const r = this.#result;
+    if (!r) throw new Error('nothing rendered yet');
+    const state = this.state;
+    const theme = readTheme(this);
+    if (state.view === 'grid') return gridScene(r, state, theme).scene;
+    if (state.view === 'lines') return linesScene(r, state, theme, this.#view?.focus ?? null).scene;
+    return heatmapScene(r, state, theme).scene;
+  }
+
+  /** The current view as an SVG document (string). */
+  exportSvg() { return sceneToSvgString(this.scene(), 'headscope'); }
+
+  /** The current view as a PNG Blob (2x resolution). */
+  exportPng(scale = 2) { return sceneToPngBlob(this.scene(), scale); }
+}
+
+if (!customElements.get('headscope-view')) customElements.define('headscope-view', HeadscopeViewElement);

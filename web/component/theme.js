@@ -1,0 +1,76 @@
+// Colours and token labels shared by every view.
+// Heatmaps use single-hue/perceptually ordered scales (readable with any colour vision):
+// d3's Blues on light backgrounds, Inferno on dark ones. Several heads at once use the
+// Okabe-Ito palette (designed to stay distinct for colour-blind readers).
+import { interpolateBlues, interpolateInferno } from 'd3-scale-chromatic';
+
+const OKABE_ITO = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#F0E442', '#000000'];
+const OKABE_ITO_DARK = ['#56B4E9', '#E69F00', '#009E73', '#CC79A7', '#D55E00', '#0072B2', '#F0E442', '#FFFFFF'];
+
+function parseRgb(css) {
+  const m = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(css);
+  if (m) return [Number(m[1]), Number(m[2]), Number(m[3])];
+  const h = /^#([0-9a-f]{6})$/i.exec(css.trim());
+  if (h) return [0, 2, 4].map((i) => parseInt(h[1].slice(i, i + 2), 16));
+  return [128, 128, 128];
+}
+
+function makeLut(interp, lo = 0, hi = 1) {
+  const lut = new Uint8ClampedArray(256 * 3);
+  const css = new Array(256);
+  for (let i = 0; i < 256; i++) {
+    const c = interp(lo + ((hi - lo) * i) / 255);
+    const [r, g, b] = parseRgb(c);
+    lut[i * 3] = r; lut[i * 3 + 1] = g; lut[i * 3 + 2] = b;
+    css[i] = `rgb(${r},${g},${b})`;
+  }
+  return { lut, css };
+}
+
+const LUTS = {
+  light: makeLut(interpolateBlues, 0.02, 1),
+  dark: makeLut(interpolateInferno, 0, 0.97),
+};
+
+/** Reads the theme of `el` (light or dark, from the CSS custom properties set by the page). */
+export function readTheme(el) {
+  const cs = getComputedStyle(el);
+  const v = (name, fallback) => (cs.getPropertyValue(name) || '').trim() || fallback;
+  const dark = v('--hs-scheme', 'light') === 'dark';
+  return {
+    dark,
+    fg: v('--hs-fg', dark ? '#e8e8ea' : '#1b1d22'),
+    bg: v('--hs-bg', dark ? '#16181d' : '#ffffff'),
+    muted: v('--hs-muted', dark ? '#a0a4ad' : '#5b606b'),
+    faint: v('--hs-faint', dark ? '#2a2d35' : '#eef0f4'),
+    accent: v('--hs-accent', dark ? '#ffd166' : '#d1006b'),
+    font: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif',
+    heads: dark ? OKABE_ITO_DARK : OKABE_ITO,
+    lut: dark ? LUTS.dark : LUTS.light,
+  };
+}
+
+/** CSS colour for an attention weight in [0, 1]. */
+export function heat(theme, w) {
+  const i = Math.max(0, Math.min(255, Math.round(w * 255)));
+  return theme.lut.css[i];
+}
+
+/** Colour of the i-th head shown at once. */
+export function headColour(theme, i) {
+  return theme.heads[i % theme.heads.length];
+}
+
+/** A token's text made visible for labels: spaces as '·', newlines and tabs as arrows. */
+export function tokenLabel(text, max = 16) {
+  let s = String(text).replace(/\r\n|\n|\r/g, '↵').replace(/\t/g, '⇥').replace(/ /g, '·');
+  if (s === '') s = '∅';
+  if ([...s].length > max) s = [...s].slice(0, max - 1).join('') + '…';
+  return s;
+}
+
+/** A token's text for sentences (screen readers, tooltips): trimmed, quoted by the caller. */
+export function tokenWords(text) {
+  const s = String(text).replace(/\s+/g, ' ').trim();
+  return s === '' ? (String(text).includes('\n') ? 'line break' : 'space') : s;
+}

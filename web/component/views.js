@@ -1,0 +1,644 @@
+// The views: model overview grid, head detail heatmap, lines view, "how heads combine" bars and
+// next-token predictions. Each view is a small class with update(result, state, theme); the
+// scene-based ones (heatmap, lines, combine, and the grid's export) build a display list
+// (scene.js) that is shown as SVG and exported as SVG or PNG.
+//
+// `state` is shared by all views of one page or widget:
+//   { layer, head, heads: [head indices shown together in the lines view], token: selected query
+//     token index or null for the last token, ablate: [[layer, head]...] (reserved for ablation) }
+// Layers and heads are counted from 0, as in the engine's API and CLI.
+import { sceneToSvg, textWidth } from './scene.js';
+import { heat, headColour, tokenLabel, tokenWords } from './theme.js';
+
+const fmt2 = (w) => w.toFixed(2);
+const fmt4 = (w) => w.toFixed(4);
+
+export function clamp(v, lo, hi) { return Math.max(lo, Math.min(hi, v)); }
+
+/** The query token index the views focus on (the selected one, or the last token). */
+export function focusToken(result, state) {
+  const t = state.token;
+  return Number.isInteger(t) && t >= 0 && t < result.T ? t : result.T - 1;
+}
+
+function weightAt(result, layer, head, q, k) {
+  const T = result.T;
+  return result.attentionAll[((layer * result.nHead + head) * T + q) * T + k];
+}
+
+/** The key token that query `q` attends to most in one head: { k, w }. */
+export function strongestKey(result, layer, head, q) {
+  let best = 0;
+  let bw = -1;
+  for (let k = 0; k <= q; k++) {
+    const w = weightAt(result, layer, head, q, k);
+    if (w > bw) { bw = w; best = k; }
+  }
+  return { k: best, w: bw };
+}
+
+/** Screen-reader sentence for a head, e.g. "Layer 1, head 3: 'cooked' attends most to 'chef' (0.62)". */
+export function describeHead(result, layer, head, q) {
+  if (!result || result.T === 0) return `Layer ${layer}, head ${head}`;
+  const { k, w } = strongestKey(result, layer, head, q);
+  const from = tokenWords(result.tokens[q].text);
+  const to = tokenWords(result.tokens[k].text);
+  const self = k === q ? ' (itself)' : '';
+  return `Layer ${layer}, head ${head}: '${from}' attends most to '${to}'${self} (${fmt2(w)})`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenes
+
+/** Heatmap of one head: rows are query tokens, columns are the key tokens they attend to. */
+export function heatmapScene(result, state, theme) {
+  const { T, tokens } = result;
+  const { layer, head } = state;
+  const q0 = focusToken(result, state);
+  const cell = T <= 16 ? 26 : T <= 32 ? 18 : T <= 64 ? 12 : 8;
+  const fs = cell >= 18 ? 12 : cell >= 12 ? 10 : 8;
+  const labels = tokens.map((t) => tokenLabel(t.text, 14));
+  const labelW = Math.max(30, ...labels.map((s) => textWidth(s, fs))) + 8;
+  const angle = -55;
+  const sin = Math.sin((-angle * Math.PI) / 180);
+  const cos = Math.cos((-angle * Math.PI) / 180);
+  const titleH = 40;
+  const x0 = labelW + 22;
+  const y0 = titleH + labelW * sin + 12;
+  const gridW = T * cell;
+  const width = Math.max(x0 + gridW + labelW * cos + 12, 320);
+  const legendH = 46;
+  const height = y0 + gridW + legendH;
+  const items = [];
+  items.push({ type: 'text', x: 8, y: 12, text: `Layer ${layer}, head ${head}: attention weights`, size: 14, weight: 'bold', fill: theme.fg });
+  items.push({ type: 'text', x: 8, y: 30, text: 'row = a token; its row shows how much it looks at each earlier token (columns)', size: 11, fill: theme.muted });
+  // axis titles
+  items.push({ type: 'text', x: 10, y: y0 + gridW / 2, text: 'token (query) →', size: 10, fill: theme.muted, anchor: 'middle', rotate: -90 });
+  items.push({ type: 'rect', x: x0, y: y0, w: gridW, h: gridW, fill: theme.faint });
+  for (let q = 0; q < T; q++) {
+    for (let k = 0; k <= q; k++) {
+      const w = weightAt(result, layer, head, q, k);
+      items.push({ type: 'rect', x: x0 + k * cell, y: y0 + q * cell, w: cell, h: cell, fill: heat(theme, w) });
+    }
+  }
+  items.push({ type: 'rect', x: x0 - 0.5, y: y0 + q0 * cell - 0.5, w: (q0 + 1) * cell + 1, h: cell + 1, fill: 'none', stroke: theme.accent, strokeWidth: 2 });
+  for (let i = 0; i < T; i++) {
+    const bold = i === q0 ? 'bold' : undefined;
+    items.push({ type: 'text', x: x0 - 5, y: y0 + i * cell + cell / 2, text: labels[i], size: fs, fill: theme.fg, anchor: 'end', weight: bold, data: { row: i } });
+    items.push({ type: 'text', x: x0 + i * cell + cell / 2, y: y0 - 5, text: labels[i], size: fs, fill: theme.fg, rotate: angle, weight: bold });
+  }
+  // colour legend
+  const ly = y0 + gridW + 18;
+  const lw = Math.min(200, width - x0 - 40);
+  const steps = 40;
+  for (let i = 0; i < steps; i++) {
+    items.push({ type: 'rect', x: x0 + (i * lw) / steps, y: ly, w: lw / steps + 0.5, h: 10, fill: heat(theme, i / (steps - 1)) });
+  }
+  items.push({ type: 'text', x: x0, y: ly + 20, text: '0', size: 10, fill: theme.muted, anchor: 'middle' });
+  items.push({ type: 'text', x: x0 + lw, y: ly + 20, text: '1', size: 10, fill: theme.muted, anchor: 'middle' });
+  items.push({ type: 'text', x: x0 + lw + 12, y: ly + 5, text: 'attention weight', size: 10, fill: theme.muted });
+  return { scene: { width, height, background: theme.bg, font: theme.font, items }, layout: { x0, y0, cell, T } };
+}
+
+/** Lines view: tokens in two columns, a line from each token to each earlier token it attends to. */
+export function linesScene(result, state, theme, focus) {
+  const { T, tokens } = result;
+  const heads = state.heads && state.heads.length ? state.heads : [state.head];
+  const fs = 12;
+  const rowH = T <= 40 ? 20 : 16;
+  const labels = tokens.map((t) => tokenLabel(t.text, 16));
+  const labelW = Math.max(40, ...labels.map((s) => textWidth(s, fs))) + 12;
+  const gap = 150;
+  const xL = 8 + labelW;
+  const xR = xL + gap;
+  const width = xR + labelW + 8;
+  const y0 = 58;
+  const legendRows = Math.ceil(heads.length / 4);
+  const height = y0 + T * rowH + 14 + legendRows * 18;
+  const items = [];
+  const title = heads.length === 1 ? `Layer ${state.layer}, head ${heads[0]}` : `Layer ${state.layer}, heads ${heads.join(', ')}`;
+  items.push({ type: 'text', x: 8, y: 12, text: title, size: 14, weight: 'bold', fill: theme.fg });
+  items.push({ type: 'text', x: xL, y: 40, text: 'token', size: 11, fill: theme.muted, anchor: 'end' });
+  items.push({ type: 'text', x: xR, y: 40, text: 'attends to', size: 11, fill: theme.muted });
+  const fSide = focus?.side;
+  const fIdx = focus?.index;
+  items.push({
+    type: 'text', x: 8, y: 28, size: 11, fill: theme.muted,
+    text: fSide === 'q' ? `where '${tokenWords(tokens[fIdx].text)}' looks (line opacity = weight)`
+      : fSide === 'k' ? `which tokens look at '${tokenWords(tokens[fIdx].text)}'`
+        : 'line opacity = attention weight; hover or tap a token',
+  });
+  const yOf = (i) => y0 + i * rowH + rowH / 2;
+  if (fSide) {
+    const x = fSide === 'q' ? 4 : xR + 2;
+    items.push({ type: 'rect', x, y: y0 + fIdx * rowH + 1, w: labelW + 2, h: rowH - 2, fill: theme.faint, rx: 3 });
+  }
+  heads.forEach((h, i) => {
+    const colour = headColour(theme, i);
+    const dy = (i - (heads.length - 1) / 2) * 1.5;
+    for (let q = 0; q < T; q++) {
+      if (fSide === 'q' && q !== fIdx) continue;
+      for (let k = 0; k <= q; k++) {
+        if (fSide === 'k' && k !== fIdx) continue;
+        const w = weightAt(result, state.layer, h, q, k);
+        if (w < 0.01) continue;
+        items.push({ type: 'line', x1: xL + 4, y1: yOf(q) + dy, x2: xR - 4, y2: yOf(k) + dy, stroke: colour, width: fSide ? 3 : 2, opacity: clamp(w, 0, 1) });
+      }
+    }
+  });
+  // per-token weights next to the other column when one token and one head are focused
+  const single = heads.length === 1 ? heads[0] : null;
+  for (let i = 0; i < T; i++) {
+    const bold = fIdx === i ? 'bold' : undefined;
+    items.push({ type: 'text', x: xL - 2, y: yOf(i), text: labels[i], size: fs, fill: theme.fg, anchor: 'end', weight: fSide === 'q' ? bold : undefined });
+    items.push({ type: 'text', x: xR + 6, y: yOf(i), text: labels[i], size: fs, fill: theme.fg, weight: fSide === 'k' ? bold : undefined });
+    items.push({ type: 'rect', x: 4, y: y0 + i * rowH, w: labelW + 4, h: rowH, hit: true, data: { side: 'q', index: i }, attrs: { tabindex: i === 0 ? 0 : -1, role: 'button', 'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': show where it looks` } });
+    items.push({ type: 'rect', x: xR, y: y0 + i * rowH, w: labelW + 4, h: rowH, hit: true, data: { side: 'k', index: i }, attrs: { tabindex: -1, role: 'button', 'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': show what looks at it` } });
+    if (single !== null && fSide === 'q' && i <= fIdx) {
+      const w = weightAt(result, state.layer, single, fIdx, i);
+      if (w >= 0.005) items.push({ type: 'text', x: xR - 8, y: yOf(i) - 6, text: fmt2(w), size: 9, fill: theme.muted, anchor: 'end' });
+    }
+  }
+  // legend: one colour per head
+  heads.forEach((h, i) => {
+    const lx = 8 + (i % 4) * 90;
+    const ly = y0 + T * rowH + 14 + Math.floor(i / 4) * 18;
+    items.push({ type: 'rect', x: lx, y: ly - 5, w: 18, h: 10, fill: headColour(theme, i), rx: 2 });
+    items.push({ type: 'text', x: lx + 24, y: ly, text: `head ${h}`, size: 11, fill: theme.fg });
+  });
+  return { scene: { width, height, background: theme.bg, font: theme.font, items }, layout: { xL, xR, y0, rowH, T } };
+}
+
+/** "How heads combine": each head's contribution norm at the focused token in one layer. */
+export function combineScene(result, state, theme) {
+  const { T, nHead, tokens } = result;
+  const layer = state.layer;
+  const t = focusToken(result, state);
+  const norms = [];
+  for (let h = 0; h < nHead; h++) norms.push(result.contributionNorms[(layer * nHead + h) * T + t]);
+  const max = Math.max(1e-9, ...norms);
+  const rowH = 22;
+  const labelW = 62;
+  const barW = 230;
+  const y0 = 46;
+  const width = labelW + barW + 70;
+  const height = y0 + nHead * rowH + 8;
+  const items = [];
+  items.push({ type: 'text', x: 8, y: 12, text: `Layer ${layer}, token '${tokenLabel(tokens[t].text, 20)}'`, size: 14, weight: 'bold', fill: theme.fg });
+  items.push({ type: 'text', x: 8, y: 30, text: 'size of what each head adds (its output × its rows of W_O)', size: 11, fill: theme.muted });
+  for (let h = 0; h < nHead; h++) {
+    const y = y0 + h * rowH;
+    const sel = h === state.head;
+    items.push({ type: 'text', x: labelW - 6, y: y + rowH / 2, text: `head ${h}`, size: 12, fill: theme.fg, anchor: 'end', weight: sel ? 'bold' : undefined });
+    items.push({ type: 'rect', x: labelW, y: y + 3, w: barW, h: rowH - 6, fill: theme.faint, rx: 2 });
+    items.push({ type: 'rect', x: labelW, y: y + 3, w: Math.max(1, (barW * norms[h]) / max), h: rowH - 6, fill: sel ? theme.accent : headColour(theme, 0), rx: 2, data: { head: h } });
+    items.push({ type: 'text', x: labelW + barW + 6, y: y + rowH / 2, text: norms[h].toFixed(2), size: 11, fill: theme.muted });
+  }
+  return { scene: { width, height, background: theme.bg, font: theme.font, items }, norms };
+}
+
+/** The whole model as one picture (for export): layers down, heads across. */
+export function gridScene(result, state, theme) {
+  const { T, nLayer, nHead } = result;
+  const px = clamp(Math.floor(72 / Math.max(1, T)), 1, 8);
+  const size = px * T;
+  const gap = 10;
+  const x0 = 34;
+  const y0 = 50;
+  const width = x0 + nHead * (size + gap) + 4;
+  const height = y0 + nLayer * (size + gap) + 4;
+  const items = [];
+  items.push({ type: 'text', x: 8, y: 12, text: `All ${nLayer * nHead} heads: layers down, heads across`, size: 14, weight: 'bold', fill: theme.fg });
+  for (let h = 0; h < nHead; h++) items.push({ type: 'text', x: x0 + h * (size + gap) + size / 2, y: y0 - 10, text: `H${h}`, size: 11, fill: theme.muted, anchor: 'middle' });
+  for (let l = 0; l < nLayer; l++) {
+    items.push({ type: 'text', x: x0 - 6, y: y0 + l * (size + gap) + size / 2, text: `L${l}`, size: 11, fill: theme.muted, anchor: 'end' });
+    for (let h = 0; h < nHead; h++) {
+      const cx = x0 + h * (size + gap);
+      const cy = y0 + l * (size + gap);
+      items.push({ type: 'rect', x: cx, y: cy, w: size, h: size, fill: theme.faint });
+      for (let q = 0; q < T; q++) {
+        items.push({ type: 'rect', x: cx, y: cy + q * px, w: (q + 1) * px, h: px, fill: heat(theme, 0) });
+        for (let k = 0; k <= q; k++) {
+          const w = weightAt(result, l, h, q, k);
+          if (w < 0.02) continue;
+          items.push({ type: 'rect', x: cx + k * px, y: cy + q * px, w: px, h: px, fill: heat(theme, w) });
+        }
+      }
+      if (l === state.layer && h === state.head) items.push({ type: 'rect', x: cx - 2, y: cy - 2, w: size + 4, h: size + 4, fill: 'none', stroke: theme.accent, strokeWidth: 2 });
+    }
+  }
+  return { scene: { width, height, background: theme.bg, font: theme.font, items } };
+}
+
+// ---------------------------------------------------------------------------------------------
+// View classes
+
+function el(doc, tag, cls, text) {
+  const e = doc.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+/** Shows a scene as SVG inside `host`; keeps the last scene for export. */
+class SceneView {
+  constructor(host, { title } = {}) {
+    this.host = host;
+    this.doc = host.ownerDocument;
+    this.title = title;
+    this.scene = null;
+    this.svg = null;
+  }
+
+  show(scene, label) {
+    const svg = sceneToSvg(scene, { doc: this.doc, title: label });
+    svg.setAttribute('class', 'hs-svg');
+    svg.setAttribute('role', 'img');
+    if (label) svg.setAttribute('aria-label', label);
+    if (this.svg) this.svg.replaceWith(svg); else this.host.appendChild(svg);
+    this.svg = svg;
+    this.scene = scene;
+    return svg;
+  }
+
+  /** Pointer position in scene coordinates. */
+  toScene(event) {
+    const r = this.svg.getBoundingClientRect();
+    if (!r.width || !r.height) return null;
+    return { x: ((event.clientX - r.left) * this.scene.width) / r.width, y: ((event.clientY - r.top) * this.scene.height) / r.height };
+  }
+}
+
+/** Head detail: T x T heatmap with token labels and a tooltip with the exact weight. */
+export class HeatmapView extends SceneView {
+  constructor(host, { tooltip, onSelectToken } = {}) {
+    super(host);
+    this.tooltip = tooltip;
+    this.onSelectToken = onSelectToken;
+    this.result = null;
+    this.layout = null;
+    this.hover = null;
+    host.addEventListener('pointermove', (e) => this.#pointer(e));
+    host.addEventListener('pointerdown', (e) => this.#pointer(e));
+    host.addEventListener('pointerleave', () => this.#clearHover());
+    host.addEventListener('click', (e) => {
+      const c = this.#cellAt(e);
+      if (c) this.onSelectToken?.(c.q);
+    });
+  }
+
+  update(result, state, theme) {
+    this.result = result;
+    this.state = state;
+    this.theme = theme;
+    const { scene, layout } = heatmapScene(result, state, theme);
+    this.layout = layout;
+    this.show(scene, `Attention heatmap, layer ${state.layer}, head ${state.head}, ${result.T} tokens`);
+    this.highlight = null;
+    if (this.hover) this.#showHover(this.hover.q, this.hover.k, this.hover.event);
+  }
+
+  #cellAt(event) {
+    if (!this.layout || !this.svg) return null;
+    const p = this.toScene(event);
+    if (!p) return null;
+    const { x0, y0, cell, T } = this.layout;
+    const k = Math.floor((p.x - x0) / cell);
+    const q = Math.floor((p.y - y0) / cell);
+    if (q < 0 || q >= T || k < 0 || k >= T) return null;
+    return { q, k };
+  }
+
+  #pointer(event) {
+    const c = this.#cellAt(event);
+    if (!c) { this.#clearHover(); return; }
+    this.hover = { ...c, event: { clientX: event.clientX, clientY: event.clientY } };
+    this.#showHover(c.q, c.k, this.hover.event);
+  }
+
+  #showHover(q, k, event) {
+    const { result, state, layout } = this;
+    if (!result || q >= result.T || k >= result.T) { this.#clearHover(); return; }
+    const w = k <= q ? weightAt(result, state.layer, state.head, q, k) : 0;
+    const from = tokenWords(result.tokens[q].text);
+    const to = tokenWords(result.tokens[k].text);
+    const text = k <= q ? `'${from}' → '${to}': ${fmt4(w)}` : `'${from}' cannot see the later token '${to}' (0)`;
+    if (!this.highlight) {
+      this.highlight = this.doc.createElementNS('http://www.w3.org/2000/svg', 'rect');
+      this.highlight.setAttribute('fill', 'none');
+      this.highlight.setAttribute('stroke', this.theme.fg);
+      this.highlight.setAttribute('stroke-width', '2');
+      this.highlight.setAttribute('pointer-events', 'none');
+      this.svg.appendChild(this.highlight);
+    }
+    this.highlight.setAttribute('x', layout.x0 + k * layout.cell);
+    this.highlight.setAttribute('y', layout.y0 + q * layout.cell);
+    this.highlight.setAttribute('width', layout.cell);
+    this.highlight.setAttribute('height', layout.cell);
+    this.tooltip?.show(text, event.clientX, event.clientY);
+  }
+
+  #clearHover() {
+    this.hover = null;
+    this.highlight?.remove();
+    this.highlight = null;
+    this.tooltip?.hide();
+  }
+}
+
+/** Lines view: hover (or tap, or focus with the keyboard) a token to isolate its lines. */
+export class LinesView extends SceneView {
+  constructor(host, { onSelectToken } = {}) {
+    super(host);
+    this.onSelectToken = onSelectToken;
+    this.focus = null;   // { side: 'q'|'k', index }
+    this.pinned = false;
+    host.addEventListener('pointerover', (e) => {
+      if (this.pinned || e.pointerType === 'touch') return;
+      const t = this.#target(e);
+      if (t && !this.#same(t)) this.setFocus(t);
+    });
+    host.addEventListener('pointerleave', () => { if (!this.pinned) this.setFocus(null); });
+    host.addEventListener('click', (e) => {
+      const t = this.#target(e);
+      if (!t) { this.pinned = false; this.setFocus(null); return; }
+      const same = this.#same(t) && this.pinned;
+      this.pinned = !same;
+      this.setFocus(same ? null : t);
+      if (t.side === 'q' && !same) this.onSelectToken?.(t.index);
+    });
+    host.addEventListener('focusin', (e) => {
+      const t = this.#target(e);
+      // keyboard focus only: a click focuses too, and the click handler deals with that
+      if (t && !this.#same(t) && e.target.matches(':focus-visible')) { this.pinned = true; this.setFocus(t, true); }
+    });
+    host.addEventListener('keydown', (e) => {
+      const t = this.#target(e);
+      if (!t) return;
+      let { side, index } = t;
+      if (e.key === 'ArrowDown') index++;
+      else if (e.key === 'ArrowUp') index--;
+      else if (e.key === 'ArrowLeft' || e.key === 'ArrowRight') side = side === 'q' ? 'k' : 'q';
+      else if (e.key === 'Escape') { this.pinned = false; this.setFocus(null); return; }
+      else if (e.key === 'Enter' || e.key === ' ') { if (side === 'q') this.onSelectToken?.(index); e.preventDefault(); return; }
+      else return;
+      e.preventDefault();
+      index = clamp(index, 0, (this.result?.T ?? 1) - 1);
+      this.setFocus({ side, index }, true);
+    });
+  }
+
+  #same(t) {
+    return !!this.focus && this.focus.side === t.side && this.focus.index === t.index;
+  }
+
+  #target(e) {
+    const node = e.target?.closest?.('[data-side]');
+    if (!node) return null;
+    return { side: node.dataset.side, index: Number(node.dataset.index) };
+  }
+
+  setFocus(focus, moveKeyboardFocus = false) {
+    this.focus = focus;
+    this.#render();
+    if (moveKeyboardFocus && focus && this.svg) {
+      const node = this.svg.querySelector(`[data-side="${focus.side}"][data-index="${focus.index}"]`);
+      if (node) {
+        for (const n of this.svg.querySelectorAll('[tabindex="0"]')) n.setAttribute('tabindex', '-1');
+        node.setAttribute('tabindex', '0');
+        if (node.getRootNode().activeElement !== node) node.focus({ preventScroll: true });
+      }
+    }
+  }
+
+  update(result, state, theme) {
+    this.result = result;
+    this.state = state;
+    this.theme = theme;
+    if (this.focus && this.focus.index >= result.T) { this.focus = null; this.pinned = false; }
+    const hadFocus = this.svg && this.svg.contains(this.host.getRootNode().activeElement);
+    this.#render();
+    if (hadFocus && this.focus) this.setFocus(this.focus, true);
+  }
+
+  #render() {
+    if (!this.result) return;
+    const { scene } = linesScene(this.result, this.state, this.theme, this.focus);
+    const heads = this.state.heads?.length ? this.state.heads : [this.state.head];
+    this.show(scene, `Lines view, layer ${this.state.layer}, heads ${heads.join(', ')}`);
+    this.svg.dataset.focus = this.focus ? `${this.focus.side}${this.focus.index}` : '';
+  }
+}
+
+/** How heads combine: bars of each head's contribution norm at the focused token. */
+export class CombineView extends SceneView {
+  constructor(host, { onSelectHead } = {}) {
+    super(host);
+    host.addEventListener('click', (e) => {
+      const node = e.target?.closest?.('[data-head]');
+      if (node) onSelectHead?.(Number(node.dataset.head));
+    });
+  }
+
+  update(result, state, theme) {
+    const { scene } = combineScene(result, state, theme);
+    this.show(scene, `How the heads of layer ${state.layer} combine at token ${focusToken(result, state)}`);
+  }
+}
+
+/** Next-token predictions, top-k with probabilities (HTML list). */
+export class TopKView {
+  constructor(host) {
+    this.host = host;
+    this.doc = host.ownerDocument;
+    this.list = el(this.doc, 'ol', 'hs-topk');
+    host.appendChild(this.list);
+  }
+
+  update(result) {
+    const frag = this.doc.createDocumentFragment();
+    const max = Math.max(1e-9, ...result.topNext.map((p) => p.prob));
+    for (const p of result.topNext) {
+      const li = el(this.doc, 'li', 'hs-topk-item');
+      li.appendChild(el(this.doc, 'span', 'hs-topk-token', tokenLabel(p.token, 20)));
+      const bar = el(this.doc, 'span', 'hs-topk-bar');
+      const fill = el(this.doc, 'span', 'hs-topk-fill');
+      fill.style.width = `${((100 * p.prob) / max).toFixed(1)}%`; // CSSOM: allowed under a strict CSP
+      bar.appendChild(fill);
+      li.appendChild(bar);
+      li.appendChild(el(this.doc, 'span', 'hs-topk-prob', `${(100 * p.prob).toFixed(1)}%`));
+      frag.appendChild(li);
+    }
+    this.list.replaceChildren(frag);
+  }
+}
+
+/** Model overview: L x H small heatmaps drawn on canvases; arrow keys move, Enter/click opens. */
+export class GridView {
+  constructor(host, { onSelect, onOpen } = {}) {
+    this.host = host;
+    this.doc = host.ownerDocument;
+    this.onSelect = onSelect;
+    this.onOpen = onOpen;
+    this.shape = '';
+    this.grid = el(this.doc, 'div', 'hs-grid');
+    this.grid.setAttribute('role', 'grid');
+    this.grid.setAttribute('aria-label', 'All attention heads: layers down, heads across. Arrow keys move, Enter opens.');
+    host.appendChild(this.grid);
+    this.grid.addEventListener('click', (e) => {
+      const c = e.target.closest('[data-layer]');
+      if (!c) return;
+      this.onSelect?.(Number(c.dataset.layer), Number(c.dataset.head), { focus: true });
+      this.onOpen?.(Number(c.dataset.layer), Number(c.dataset.head));
+    });
+    this.grid.addEventListener('keydown', (e) => this.#key(e));
+  }
+
+  #key(e) {
+    const c = e.target.closest('[data-layer]');
+    if (!c || !this.result) return;
+    let l = Number(c.dataset.layer);
+    let h = Number(c.dataset.head);
+    const { nLayer, nHead } = this.result;
+    switch (e.key) {
+      case 'ArrowRight': h++; break;
+      case 'ArrowLeft': h--; break;
+      case 'ArrowDown': l++; break;
+      case 'ArrowUp': l--; break;
+      case 'Home': h = 0; if (e.ctrlKey) l = 0; break;
+      case 'End': h = nHead - 1; if (e.ctrlKey) l = nLayer - 1; break;
+      case 'Enter': case ' ':
+        e.preventDefault();
+        this.onOpen?.(l, h);
+        return;
+      default: return;
+    }
+    e.preventDefault();
+    l = clamp(l, 0, nLayer - 1);
+    h = clamp(h, 0, nHead - 1);
+    this.onSelect?.(l, h, { focus: true });
+  }
+
+  #build(nLayer, nHead) {
+    const d = this.doc;
+    this.grid.replaceChildren();
+    this.grid.style.setProperty('--hs-cols', String(nHead));
+    this.cells = [];
+    const header = el(d, 'div', 'hs-grid-row hs-grid-head');
+    header.setAttribute('role', 'row');
+    const corner = el(d, 'span', 'hs-grid-corner');
+    corner.setAttribute('role', 'columnheader');
+    corner.setAttribute('aria-label', 'layer');
+    header.appendChild(corner);
+    for (let h = 0; h < nHead; h++) {
+      const ch = el(d, 'span', 'hs-grid-label', `H${h}`);
+      ch.setAttribute('role', 'columnheader');
+      ch.setAttribute('aria-label', `head ${h}`);
+      header.appendChild(ch);
+    }
+    this.grid.appendChild(header);
+    for (let l = 0; l < nLayer; l++) {
+      const row = el(d, 'div', 'hs-grid-row');
+      row.setAttribute('role', 'row');
+      const rh = el(d, 'span', 'hs-grid-label', `L${l}`);
+      rh.setAttribute('role', 'rowheader');
+      rh.setAttribute('aria-label', `layer ${l}`);
+      row.appendChild(rh);
+      const cellsRow = [];
+      for (let h = 0; h < nHead; h++) {
+        const cell = el(d, 'div', 'hs-cell');
+        cell.setAttribute('role', 'gridcell');
+        cell.setAttribute('tabindex', '-1');
+        cell.setAttribute('aria-label', `Layer ${l}, head ${h}`);
+        cell.dataset.layer = String(l);
+        cell.dataset.head = String(h);
+        const canvas = d.createElement('canvas');
+        canvas.setAttribute('aria-hidden', 'true');
+        cell.appendChild(canvas);
+        const badge = el(d, 'span', 'hs-cell-badge'); // reserved for head-role badges
+        badge.setAttribute('aria-hidden', 'true');
+        cell.appendChild(badge);
+        row.appendChild(cell);
+        cellsRow.push({ cell, canvas, badge });
+      }
+      this.cells.push(cellsRow);
+      this.grid.appendChild(row);
+    }
+  }
+
+  update(result, state, theme) {
+    this.result = result;
+    const { nLayer, nHead, T } = result;
+    const shape = `${nLayer}x${nHead}`;
+    if (shape !== this.shape) { this.#build(nLayer, nHead); this.shape = shape; }
+    const lut = theme.lut.lut;
+    const faint = parseCss(theme.faint);
+    for (let l = 0; l < nLayer; l++) {
+      for (let h = 0; h < nHead; h++) {
+        const { cell, canvas } = this.cells[l][h];
+        const n = Math.max(1, T);
+        if (canvas.width !== n) { canvas.width = n; canvas.height = n; }
+        const ctx = canvas.getContext('2d');
+        const img = ctx.createImageData(n, n);
+        const px = img.data;
+        const base = (l * nHead + h) * T * T;
+        for (let q = 0; q < T; q++) {
+          for (let k = 0; k < T; k++) {
+            const o = (q * n + k) * 4;
+            if (k > q) { px[o] = faint[0]; px[o + 1] = faint[1]; px[o + 2] = faint[2]; px[o + 3] = 255; continue; }
+            const i = Math.max(0, Math.min(255, Math.round(result.attentionAll[base + q * T + k] * 255))) * 3;
+            px[o] = lut[i]; px[o + 1] = lut[i + 1]; px[o + 2] = lut[i + 2]; px[o + 3] = 255;
+          }
+        }
+        ctx.putImageData(img, 0, 0);
+        const selected = l === state.layer && h === state.head;
+        cell.setAttribute('aria-selected', selected ? 'true' : 'false');
+        cell.setAttribute('tabindex', selected ? '0' : '-1');
+        cell.classList.toggle('hs-selected', selected);
+      }
+    }
+  }
+
+  select(layer, head, focus) {
+    if (!this.cells) return;
+    this.cells.forEach((row, l) => row.forEach(({ cell }, h) => {
+      const selected = l === layer && h === head;
+      cell.setAttribute('aria-selected', selected ? 'true' : 'false');
+      cell.setAttribute('tabindex', selected ? '0' : '-1');
+      cell.classList.toggle('hs-selected', selected);
+      if (selected && focus) cell.focus();
+    }));
+  }
+}
+
+function parseCss(c) {
+  const m = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(c);
+  if (m) return [Number(m[1]), Number(m[2]), Number(m[3])];
+  const h = /^#([0-9a-f]{6})$/i.exec(c.trim());
+  if (h) return [0, 2, 4].map((i) => parseInt(h[1].slice(i, i + 2), 16));
+  return [200, 200, 200];
+}
+
+/** A tooltip that follows the pointer (text only). */
+export class Tooltip {
+  constructor(container) {
+    this.container = container;
+    this.el = el(container.ownerDocument, 'div', 'hs-tooltip');
+    this.el.setAttribute('aria-hidden', 'true');
+    this.el.hidden = true;
+    container.appendChild(this.el);
+  }
+
+  show(text, clientX, clientY) {
+    this.el.textContent = text;
+    this.el.hidden = false;
+    const box = this.container.getBoundingClientRect();
+    const w = this.el.offsetWidth;
+    let x = clientX - box.left + 12;
+    if (x + w > box.width) x = Math.max(0, clientX - box.left - w - 12);
+    this.el.style.left = `${x}px`;
+    this.el.style.top = `${clientY - box.top + 14}px`;
+  }
+
+  hide() { this.el.hidden = true; }
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Assembles the static demo site, OUT (default build/web/), from the package in dist/ (built by
+# scripts/build-package.sh) and the page sources in web/demo/ and web/component/.
+# The result works from any static file server: no CDN, no network.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+OUT="${1:-$ROOT/build/web}"
+DIST="$ROOT/dist"
+for f in headscope.js headscope-worker.js worker.js headscope_wasm.js headscope_wasm.wasm; do
+  [ -f "$DIST/$f" ] || { echo "web/demo/build.sh: $DIST/$f is missing; run scripts/build-package.sh first" >&2; exit 1; }
+done
+TMP="$OUT.tmp"
+rm -rf "$TMP" && mkdir -p "$TMP"
+cp "$DIST"/*.js "$DIST"/*.wasm "$TMP"/
+[ -d "$DIST/models" ] && cp -r "$DIST/models" "$TMP/models"
+"$ROOT/web/component/build.sh" "$TMP"
+cp "$ROOT/web/component/views.css" "$TMP/"
+for f in favicon.svg index.html embed.html component.html csp.html demo.css embed.css article.css article.js embed.js; do
+  cp "$ROOT/web/demo/$f" "$TMP/"
+done
+"$ROOT/node_modules/.bin/esbuild" "$ROOT/web/demo/demo.js" --bundle --format=esm --target=es2022 --charset=utf8 \
+  --external:./headscope-view.js --outfile="$TMP/demo.js" --log-level=warning
+rm -rf "$OUT" && mv "$TMP" "$OUT"
+echo "web/demo/build.sh: site in ${OUT#$ROOT/} ($(du -sh "$OUT" | cut -f1))"

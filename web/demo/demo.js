@@ -1,0 +1,332 @@
+// The headscope demo page. Built on the package's public API (headscope-worker.js, through the
+// component module's shared model cache) and the views exported by headscope-view.js.
+import {
+  getModel, Runner, DEFAULT_TEXT, stateFromQuery, stateToQuery, embedSnippet,
+  GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
+  gridScene, heatmapScene, linesScene, combineScene, readTheme, tokenLabel, tokenWords,
+  sceneToSvgString, sceneToPngBlob, downloadBlob,
+} from './headscope-view.js';
+
+const $ = (id) => document.getElementById(id);
+const reducedMotion = () => window.matchMedia('(prefers-reduced-motion: reduce)').matches;
+
+// ---- state --------------------------------------------------------------------------------
+const fromUrl = stateFromQuery(location.search);
+const state = {
+  model: fromUrl.model,
+  text: fromUrl.text ?? DEFAULT_TEXT,
+  layer: fromUrl.layer ?? 0,
+  head: fromUrl.head ?? 0,
+  heads: fromUrl.heads ?? [],
+  token: fromUrl.token ?? null,
+  view: fromUrl.view === 'lines' ? 'lines' : 'heatmap', // the detail panel's tab
+  ablate: [], // reserved: heads switched off (issue 6)
+};
+let result = null;
+let info = null;
+let theme = null;
+let runner = null;
+
+// ---- theme ---------------------------------------------------------------------------------
+const THEME_KEY = 'headscope-theme';
+function storedTheme() {
+  try { return localStorage.getItem(THEME_KEY); } catch { return null; }
+}
+function currentScheme() {
+  const forced = document.documentElement.dataset.theme;
+  if (forced) return forced;
+  return window.matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
+}
+function applyTheme(name) {
+  if (name) document.documentElement.dataset.theme = name;
+  const dark = currentScheme() === 'dark';
+  const btn = $('theme-toggle');
+  btn.textContent = dark ? 'Light theme' : 'Dark theme';
+  btn.setAttribute('aria-pressed', dark ? 'true' : 'false');
+  theme = readTheme(document.documentElement);
+  render();
+}
+$('theme-toggle').addEventListener('click', () => {
+  const next = currentScheme() === 'dark' ? 'light' : 'dark';
+  try { localStorage.setItem(THEME_KEY, next); } catch { /* private mode */ }
+  applyTheme(next);
+});
+window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => applyTheme());
+const urlTheme = new URLSearchParams(location.search).get('theme');
+applyTheme(urlTheme === 'dark' || urlTheme === 'light' ? urlTheme : storedTheme());
+
+// ---- views ---------------------------------------------------------------------------------
+const tooltip = new Tooltip($('detail-scroll'));
+const grid = new GridView($('grid'), {
+  onSelect: (l, h, { focus } = {}) => selectHead(l, h, focus),
+  onOpen: () => {
+    const detail = $('detail');
+    const r = detail.getBoundingClientRect();
+    if (r.top > window.innerHeight || r.bottom < 0) detail.scrollIntoView({ behavior: reducedMotion() ? 'auto' : 'smooth', block: 'start' });
+  },
+});
+let detailView = null;
+function makeDetailView() {
+  const host = $('detail-view');
+  host.replaceChildren();
+  tooltip.hide();
+  const onSelectToken = (t) => selectToken(t);
+  detailView = state.view === 'lines' ? new LinesView(host, { onSelectToken }) : new HeatmapView(host, { tooltip, onSelectToken });
+  detailView.kind = state.view;
+}
+makeDetailView();
+const combine = new CombineView($('combine'), { onSelectHead: (h) => selectHead(state.layer, h, false) });
+const topk = new TopKView($('topk'));
+
+function announce(text) {
+  const live = $('live');
+  if (live.textContent !== text) live.textContent = text;
+}
+
+function selectHead(layer, head, focus) {
+  const changed = layer !== state.layer || head !== state.head;
+  state.layer = layer;
+  state.head = head;
+  if (!state.heads.includes(head) || changed) state.heads = [head];
+  grid.select(layer, head, focus);
+  render();
+  if (result) announce(describeHead(result, layer, head, focusToken(result, state)));
+}
+
+function selectToken(t) {
+  state.token = result && t === result.T - 1 ? null : t;
+  render();
+  if (result) announce(describeHead(result, state.layer, state.head, focusToken(result, state)));
+}
+
+function setView(view) {
+  if (view === state.view) return;
+  state.view = view;
+  for (const tab of document.querySelectorAll('[role="tab"]')) {
+    const on = tab.dataset.view === view;
+    tab.setAttribute('aria-selected', on ? 'true' : 'false');
+    tab.tabIndex = on ? 0 : -1;
+  }
+  $('detail-view').setAttribute('aria-labelledby', `tab-${view}`);
+  makeDetailView();
+  render();
+}
+for (const tab of document.querySelectorAll('[role="tab"]')) {
+  tab.addEventListener('click', () => setView(tab.dataset.view));
+  tab.addEventListener('keydown', (e) => {
+    if (e.key !== 'ArrowLeft' && e.key !== 'ArrowRight') return;
+    const next = tab.dataset.view === 'heatmap' ? 'lines' : 'heatmap';
+    setView(next);
+    $(`tab-${next}`).focus();
+  });
+}
+setViewTabs();
+function setViewTabs() {
+  for (const tab of document.querySelectorAll('[role="tab"]')) {
+    const on = tab.dataset.view === state.view;
+    tab.setAttribute('aria-selected', on ? 'true' : 'false');
+    tab.tabIndex = on ? 0 : -1;
+  }
+}
+
+$('layer-select').addEventListener('change', (e) => selectHead(Number(e.target.value), state.head, false));
+$('head-select').addEventListener('change', (e) => selectHead(state.layer, Number(e.target.value), false));
+
+function fillSelect(select, n, value, word) {
+  if (select.options.length !== n) {
+    select.replaceChildren(...Array.from({ length: n }, (_, i) => new Option(`${word} ${i}`, String(i))));
+  }
+  select.value = String(value);
+}
+
+function renderHeadChips() {
+  const box = $('head-chips');
+  box.hidden = state.view !== 'lines';
+  if (box.hidden || !result) return;
+  const shown = state.heads.length ? state.heads : [state.head];
+  const chips = [];
+  for (let h = 0; h < result.nHead; h++) {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.className = 'head-chip';
+    const on = shown.includes(h);
+    b.setAttribute('aria-pressed', on ? 'true' : 'false');
+    const sw = document.createElement('span');
+    sw.className = 'swatch';
+    if (on) sw.style.background = theme.heads[shown.indexOf(h) % theme.heads.length];
+    b.append(sw, document.createTextNode(`head ${h}`));
+    b.addEventListener('click', () => {
+      let next = shown.includes(h) ? shown.filter((x) => x !== h) : [...shown, h];
+      if (next.length === 0) next = [h];
+      state.heads = next;
+      if (!next.includes(state.head)) state.head = next[0];
+      grid.select(state.layer, state.head, false);
+      render();
+      box.querySelectorAll('button')[h]?.focus();
+    });
+    chips.push(b);
+  }
+  box.replaceChildren(...chips);
+}
+
+function renderTokens() {
+  const strip = $('tokens');
+  const focused = focusToken(result, state);
+  const frag = document.createDocumentFragment();
+  result.tokens.forEach((t, i) => {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.className = 'token';
+    b.textContent = tokenLabel(t.text, 24); // text, never markup
+    b.setAttribute('aria-pressed', i === focused ? 'true' : 'false');
+    b.setAttribute('aria-label', `token ${i}: ${tokenWords(t.text)}`);
+    b.dataset.index = String(i);
+    frag.appendChild(b);
+  });
+  strip.replaceChildren(frag);
+}
+$('tokens').addEventListener('click', (e) => {
+  const b = e.target.closest('[data-index]');
+  if (b) selectToken(Number(b.dataset.index));
+});
+
+let renderQueued = false;
+function render() {
+  if (renderQueued) return;
+  renderQueued = true;
+  requestAnimationFrame(() => {
+    renderQueued = false;
+    renderNow();
+  });
+}
+
+let urlTimer = 0;
+function renderNow() {
+  if (!result || !theme) return;
+  state.layer = Math.min(state.layer, result.nLayer - 1);
+  state.head = Math.min(state.head, result.nHead - 1);
+  state.heads = state.heads.filter((h) => h < result.nHead);
+  if (Number.isInteger(state.token) && state.token >= result.T) state.token = null;
+  fillSelect($('layer-select'), result.nLayer, state.layer, 'layer');
+  fillSelect($('head-select'), result.nHead, state.head, 'head');
+  renderTokens();
+  grid.update(result, state, theme);
+  if (detailView.kind !== state.view) makeDetailView();
+  detailView.update(result, state, theme);
+  renderHeadChips();
+  combine.update(result, state, theme);
+  topk.update(result);
+  $('detail-caption').textContent = describeHead(result, state.layer, state.head, focusToken(result, state));
+  const notice = $('notice');
+  if (result.droppedTokens > 0) {
+    notice.hidden = false;
+    notice.textContent = `This text is longer than the model's context of ${info.config.nPositions} tokens: the first ${result.droppedTokens} tokens were cut, and the views show the last ${result.T}.`;
+  } else {
+    notice.hidden = true;
+  }
+  $('stats').textContent = `${result.T} tokens · model ran in ${result.runMs.toFixed(1)} ms`;
+  document.body.dataset.tokens = String(result.T);
+  document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
+  clearTimeout(urlTimer);
+  urlTimer = setTimeout(() => {
+    history.replaceState(null, '', `${location.pathname}?${stateToQuery(urlState())}`);
+  }, 300);
+}
+
+function urlState() {
+  return {
+    model: state.model, text: state.text, layer: state.layer, head: state.head,
+    heads: state.heads, token: state.token ?? undefined, view: state.view,
+  };
+}
+
+// ---- export and embed -----------------------------------------------------------------------
+function sceneFor(which) {
+  if (which === 'grid') return gridScene(result, state, theme).scene;
+  if (which === 'combine') return combineScene(result, state, theme).scene;
+  if (state.view === 'lines') return linesScene(result, state, theme, detailView.focus ?? null).scene;
+  return heatmapScene(result, state, theme).scene;
+}
+for (const b of document.querySelectorAll('[data-export]')) {
+  b.addEventListener('click', async () => {
+    if (!result) return;
+    const which = b.dataset.export;
+    const name = which === 'grid' ? 'grid' : which === 'combine' ? `combine-L${state.layer}` : `${state.view}-L${state.layer}H${state.head}`;
+    const scene = sceneFor(which);
+    if (b.dataset.format === 'svg') {
+      downloadBlob(new Blob([sceneToSvgString(scene, `headscope ${name}`)], { type: 'image/svg+xml' }), `headscope-${name}.svg`);
+    } else {
+      downloadBlob(await sceneToPngBlob(scene, 2), `headscope-${name}.png`);
+    }
+  });
+}
+
+$('embed-button').addEventListener('click', async () => {
+  const embedUrl = new URL('embed.html', location.href).href;
+  const snippet = embedSnippet(embedUrl, urlState());
+  $('embed-box').hidden = false;
+  const code = $('embed-code');
+  code.value = snippet;
+  code.select();
+  const status = $('embed-status');
+  try {
+    await navigator.clipboard.writeText(snippet);
+    status.textContent = 'Copied to the clipboard.';
+  } catch {
+    status.textContent = 'Selected: press Ctrl+C (or ⌘C) to copy.';
+  }
+});
+
+// ---- model ---------------------------------------------------------------------------------
+const textBox = $('text');
+textBox.value = state.text;
+textBox.addEventListener('input', () => {
+  state.text = textBox.value;
+  if (state.text.length === 0) {
+    $('stats').textContent = 'Type some text to see the heads respond.';
+    return;
+  }
+  runner?.request(state.text);
+});
+
+async function start() {
+  const fill = $('progress-fill');
+  const bar = $('progress');
+  try {
+    const model = await getModel(state.model, {
+      onProgress: ({ loaded, total }) => {
+        if (!total) return;
+        const pct = Math.min(100, (100 * loaded) / total);
+        fill.style.width = `${pct.toFixed(1)}%`;
+        bar.setAttribute('aria-valuenow', pct.toFixed(0));
+        $('loading-text').textContent = `Loading the model… ${(loaded / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB`;
+      },
+    });
+    info = model.info;
+    const c = info.config;
+    $('model-info').textContent = `Model: ${info.name}, ${c.nLayer} layers × ${c.nHead} heads, ${(info.parameterCount / 1e6).toFixed(2)} M parameters, context ${c.nPositions} tokens; engine: WebAssembly ${info.simd.simd ? `SIMD (${info.simd.arch})` : 'scalar'} in a Web Worker.`;
+    runner = new Runner(model, {
+      onResult: (r) => {
+        const first = !result;
+        result = r;
+        if (first) {
+          $('loading').hidden = true;
+          $('app').hidden = false;
+          document.body.dataset.ready = 'true';
+        }
+        render();
+      },
+      onError: (e) => { $('stats').textContent = `The model could not run on this text: ${e.message}`; },
+    });
+    runner.request(state.text);
+  } catch (e) {
+    $('loading').classList.add('error');
+    const hint = state.model ? '' : ' The default model may not have been built yet; open this page with ?model=<folder URL> to use another model.';
+    $('loading-text').textContent = `The model could not be loaded: ${e.message}.${hint}`;
+    document.body.dataset.error = 'true';
+  }
+}
+start();
+
+// for the end-to-end tests and curious readers
+window.headscopeDemo = { state, get result() { return result; }, get runs() { return runner?.runs ?? 0; } };
