@@ -12,6 +12,10 @@
 namespace headscope {
 namespace {
 
+// 1.5 GB of float32 activations: within wasm32's 2 GB memory (the npm module's MAXIMUM_MEMORY)
+// next to a small model's weights. Real GPT-2 (124M) at its full 1024 tokens needs about 0.8 GB.
+constexpr uint64_t kMaxActivationFloats = 384ull << 20;
+
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error("cannot open " + path.string());
@@ -136,6 +140,15 @@ void Model::ensure_capacity(int T) {
   // Grow geometrically so typing does not reallocate on every token; a reallocation drops the cache.
   const int cap = std::min(config_.n_positions, std::max({T, 2 * cap_, 16}));
   const std::size_t L = config_.n_layer, NH = config_.n_head, C = config_.n_embd, F = config_.n_inner;
+  // Sizes come from config.json and the text: add them up in 64 bits and refuse before allocating,
+  // so a hostile config cannot overflow a 32-bit size_t (wasm) into a small buffer.
+  const uint64_t c64 = cap, floats = (uint64_t)(L + 1) * c64 * C + (uint64_t)L * c64 * 3 * C +
+                                     (uint64_t)L * NH * c64 * c64 + (uint64_t)L * c64 * C + (uint64_t)L * NH * c64 +
+                                     3 * c64 * C + c64 * F;
+  if (floats > kMaxActivationFloats)
+    throw Error("running " + std::to_string(T) + " tokens needs " + std::to_string(floats * 4 >> 20) +
+                " MB of activations, more than the " + std::to_string(kMaxActivationFloats * 4 >> 20) +
+                " MB limit; use a shorter text");
   residual_.assign((L + 1) * cap * C, 0.0f);
   qkv_.assign(L * cap * 3 * C, 0.0f);
   att_.assign(L * NH * cap * cap, 0.0f);
@@ -195,6 +208,10 @@ RunInfo Model::run_ids(std::span<const int32_t> ids, const RunOptions& options) 
     const int limit = std::min({cached_tokens_, T, (int)ids_.size()});
     while (reuse < limit && ids_[reuse] == ids[reuse]) reuse++;
   }
+  if (options.keep_contributions && (uint64_t)c.n_layer * c.n_head * cap_ * c.n_embd > kMaxActivationFloats)
+    throw Error("keeping head contributions for " + std::to_string(T) + " tokens needs too much memory; use a shorter text");
+  if (options.all_logits && (uint64_t)cap_ * c.vocab_size > kMaxActivationFloats)
+    throw Error("logits for all " + std::to_string(T) + " positions need too much memory; use a shorter text");
   if (options.keep_contributions && contrib_.size() != (std::size_t)c.n_layer * c.n_head * cap_ * c.n_embd) {
     contrib_.assign((std::size_t)c.n_layer * c.n_head * cap_ * c.n_embd, 0.0f);
     reuse = 0;

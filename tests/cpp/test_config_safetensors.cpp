@@ -212,3 +212,43 @@ TEST_CASE("bad text, ids and head references", "[errors][input]") {
   // after errors, the model still works
   REQUIRE(m.run("hi").tokens == 2);
 }
+
+TEST_CASE("a context too large for memory is refused before allocating", "[errors][memory]") {
+  // tiny-hs4 (2 layers, 2 heads) with n_positions raised to 65536 and a matching position table:
+  // 20,000 tokens would need 2 x 2 x 20000^2 attention floats (6.4 GB). The engine must say so
+  // instead of overflowing a 32-bit size (wasm) or aborting in the allocator.
+  const std::string dir = std::string(HEADSCOPE_FIXTURES_DIR) + "/models/tiny-hs4";
+  json config = json::parse(read_text(dir + "/config.json"));
+  const int C = config["n_embd"].get<int>();
+  config["n_positions"] = 65536;
+  const std::vector<uint8_t> weights = edited(read_bytes(dir + "/model.safetensors"), [&](Parts& p) {
+    const uint64_t begin = p.data.size();
+    p.data.resize(p.data.size() + (std::size_t)65536 * C * 4, 0);  // zeros: a valid F32 table
+    p.header["wpe.weight"]["shape"] = {65536, C};
+    p.header["wpe.weight"]["data_offsets"] = {begin, p.data.size()};
+  });
+  Model m = Model::load_buffers(config.dump(), weights, read_text(dir + "/vocab.json"), read_text(dir + "/merges.txt"));
+  REQUIRE(m.run(std::string(100, 'a')).tokens == 100);  // ordinary lengths still work
+  REQUIRE_ERROR_CONTAINS(m.run(std::string(20000, 'a')), "MB limit; use a shorter text");
+  REQUIRE(m.run("still usable").tokens == 12);
+}
+
+TEST_CASE("hostile text: NUL bytes, right-to-left, combining marks, emoji, a megabyte", "[input][hostile]") {
+  Model m = Files().load();  // odd-hs12: byte-level vocabulary, context 32
+  for (const std::string text : {std::string("a\0b\0", 4), std::string("\xd7\xa9\xd7\x9c\xd7\x95\xd7\x9d \xd8\xb9\xd8\xa7\xd9\x84\xd9\x85"),
+                                 std::string("e\xcc\x81\xcc\x82\xcc\x83\xcc\x84"), std::string("\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa7 \xf0\x9f\x87\xab\xf0\x9f\x87\xb7"),
+                                 std::string("\xe2\x80\xae" "reversed\xe2\x80\xac")}) {
+    INFO("text bytes " << text.size());
+    const auto info = m.run(text);
+    REQUIRE(info.tokens == (int)std::min<std::size_t>(text.size(), 32));  // one token per byte here
+    REQUIRE(m.tokens().back().byte_end == text.size());
+    for (float x : m.logits_last()) REQUIRE(std::isfinite(x));
+  }
+  // a megabyte of pasted text: tokenized in full, the last 32 tokens kept
+  std::string big;
+  while (big.size() < (1u << 20)) big += "The chef, who trained in Paris, cooked the meal quickly. ";
+  const auto info = m.run(big);
+  REQUIRE(info.tokens == 32);
+  REQUIRE(info.dropped_tokens == (int)big.size() - 32);
+  REQUIRE(info.first_byte == big.size() - 32);
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang-14, -fsanitize=fuzzer,address,undefined) and runs each for
+# SECONDS (default 60; CI uses this), after replaying the committed regression inputs.
+#   scripts/fuzz.sh [SECONDS] [TARGET...]      e.g. scripts/fuzz.sh 3600 tokenizer
+# Targets: safetensors, config, vocab, tokenizer (tests/fuzz/fuzz_<target>.cpp).
+# Seeds: tests/fuzz/corpus/<target>/ (committed). New corpus entries go to build/fuzz/corpus/.
+# A crash is written to build/fuzz/crashes/<target>/ and fails the run: fix it, then copy the input
+# into tests/fuzz/regressions/<target>/ so it is replayed on every run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_EACH="${1:-60}"
+shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(safetensors config vocab tokenizer)
+OUT=build/fuzz
+mkdir -p "$OUT"
+CXX=clang++-14
+FLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+       -Icpp/include -Icpp/src)
+SOURCES=(cpp/src/config.cpp cpp/src/safetensors.cpp cpp/src/tokenizer.cpp cpp/src/kernels_reference.cpp cpp/src/kernels_simd.cpp cpp/src/model.cpp)
+
+# the engine once as objects, then one link per target
+mkdir -p "$OUT/obj"
+objs=()
+for s in "${SOURCES[@]}"; do
+  o="$OUT/obj/$(basename "$s" .cpp).o"
+  if [ ! -f "$o" ] || [ "$s" -nt "$o" ] || [ -n "$(find cpp/include cpp/src -newer "$o" -name '*.hpp' -o -newer "$o" -name '*.inc' | head -1)" ]; then
+    $CXX "${FLAGS[@]/-fsanitize=fuzzer,address,undefined/-fsanitize=fuzzer-no-link,address,undefined}" -c "$s" -o "$o"
+  fi
+  objs+=("$o")
+done
+
+export HEADSCOPE_FUZZ_MODEL_DIR="$PWD/tests/fixtures/models/tiny-hs4"
+export HEADSCOPE_FUZZ_GPT2_DIR="$PWD/$OUT/gpt2-tokenizer"
+[ -f "$HEADSCOPE_FUZZ_GPT2_DIR/vocab.json" ] || node scripts/make_tokenizer_cases.mjs "$HEADSCOPE_FUZZ_GPT2_DIR" >/dev/null
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
+
+status=0
+for t in "${TARGETS[@]}"; do
+  bin="$OUT/fuzz_$t"
+  $CXX "${FLAGS[@]}" "tests/fuzz/fuzz_$t.cpp" "${objs[@]}" -o "$bin"
+  mkdir -p "$OUT/corpus/$t" "$OUT/crashes/$t"
+  regressions=(tests/fuzz/regressions/$t/*)
+  if [ -e "${regressions[0]}" ]; then
+    echo "fuzz $t: replaying ${#regressions[@]} regression inputs"
+    "$bin" -rss_limit_mb=4096 "${regressions[@]}" >/dev/null 2>"$OUT/$t.regressions.log" || { echo "fuzz $t: REGRESSION"; tail -30 "$OUT/$t.regressions.log"; status=1; }
+  fi
+  echo "fuzz $t: ${SECONDS_EACH}s"
+  if ! "$bin" -max_total_time="$SECONDS_EACH" -timeout=20 -rss_limit_mb=4096 -max_len=65536 \
+       -artifact_prefix="$OUT/crashes/$t/" -print_final_stats=1 "$OUT/corpus/$t" "tests/fuzz/corpus/$t" >"$OUT/$t.log" 2>&1; then
+    echo "fuzz $t: FAILED (input saved in $OUT/crashes/$t/)"
+    grep -E "ERROR|SUMMARY|runtime error" "$OUT/$t.log" | head -10
+    status=1
+  else
+    grep -E "stat::number_of_executed_units|cov:" "$OUT/$t.log" | tail -2 | tr '\n' ' '; echo
+  fi
+done
+exit $status
