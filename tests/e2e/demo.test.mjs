@@ -106,7 +106,7 @@ test('clicking a head opens its detail; arrow keys move across the grid; screen-
   await page.click(`#grid [data-layer="${l}"][data-head="${h}"]`);
   await page.waitForFunction(([l2, h2]) => document.getElementById('detail-caption').textContent.startsWith(`Layer ${l2}, head ${h2}:`), [l, h]);
   assert.equal(await page.getAttribute(`#grid [data-layer="${l}"][data-head="${h}"]`, 'aria-selected'), 'true');
-  assert.match(await page.textContent('#live'), new RegExp(`^Layer ${l}, head ${h}: '.+' attends most to '.+' \\(\\d\\.\\d\\d\\)$`));
+  assert.match(await page.textContent('#live'), new RegExp(`^Layer ${l}, head ${h}: ('.+'|a space|a line break) attends most to ('.+'|itself|a space|a line break) \\(\\d\\.\\d\\d\\)$`));
   const detailTitle = await page.textContent('#detail-view svg text');
   assert.equal(detailTitle, `Layer ${l}, head ${h}: attention weights`);
   // keyboard: the focused cell moves with the arrows
@@ -123,7 +123,7 @@ test('clicking a head opens its detail; arrow keys move across the grid; screen-
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
   const tip = page.locator('.hs-tooltip');
   await tip.waitFor({ state: 'visible' });
-  assert.match(await tip.textContent(), /'.*' → '.*': \d\.\d{4}/);
+  assert.match(await tip.textContent(), /('.*'|a space|a line break) → ('.*'|a space|a line break): \d\.\d{4}/);
   await shot(page, 'demo-head-detail');
   await noProblems(page, problems);
   await context.close();
@@ -227,7 +227,7 @@ test('web component: several widgets on one page share one model load', async ()
   assert.equal(await page.locator('headscope-view').count(), 3);
   // lines widget: layer 1 head 3 clamped to the model's size; caption in the shadow DOM
   const caption = await page.locator('#w-heatmap .hs-caption').textContent();
-  assert.match(caption, /^Layer \d+, head \d+: '.+' attends most to '.+'/);
+  assert.match(caption, /^Layer \d+, head \d+: .+ attends most to .+ \(\d\.\d\d\)$/);
   assert.ok(await page.locator('#w-lines svg line').count() > 0);
   assert.ok(await page.locator('#w-heatmap svg rect').count() > 10);
   assert.ok(await page.locator('#w-grid canvas').count() >= 4);
@@ -275,7 +275,7 @@ test('iframe mode: the URL holds the state; "copy embed code" makes a working sn
   const frame = host.frameLocator('iframe');
   await frame.locator('headscope-view svg [data-side="q"]').first().waitFor({ timeout: 30000 });
   assert.ok(await frame.locator('headscope-view svg line').count() > 0);
-  assert.match(await frame.locator('headscope-view .hs-caption').textContent(), /^Layer 1, head 2: '.+' attends most to/);
+  assert.match(await frame.locator('headscope-view .hs-caption').textContent(), /^Layer 1, head 2: .+ attends most to/);
   await host.waitForTimeout(100);
   await shot(host, 'iframe-embed');
   // the embed page alone, heatmap state
@@ -307,6 +307,8 @@ test('phone width with touch, dark theme and reduced motion', async () => {
     viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true, colorScheme: 'dark', reducedMotion: 'reduce',
   });
   await demoReady(page);
+  await page.waitForTimeout(100);
+  await shot(page, 'phone-dark-top');
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   assert.ok(overflow <= 0, `no horizontal page scroll at phone width (${overflow}px)`);
   assert.equal(await page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--hs-scheme').trim()), 'dark');
@@ -316,7 +318,12 @@ test('phone width with touch, dark theme and reduced motion', async () => {
   await page.tap('#detail-view svg [data-side="q"][data-index="4"]');
   await page.waitForFunction(() => document.querySelector('#detail-view svg').dataset.focus === 'q4');
   await page.waitForTimeout(100);
-  await shot(page, 'phone-dark', { fullPage: true });
+  await shot(page, 'phone-dark-full', { fullPage: true });
+  await page.locator('#detail').scrollIntoViewIfNeeded();
+  await page.evaluate(() => document.getElementById('detail').scrollIntoView());
+  await shot(page, 'phone-dark-detail');
+  await page.evaluate(() => document.querySelector('.panel-combine').scrollIntoView());
+  await shot(page, 'phone-dark-combine');
   // theme toggle back to light
   await page.click('#theme-toggle');
   assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'light');

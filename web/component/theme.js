@@ -69,8 +69,15 @@ export function tokenLabel(text, max = 16) {
   return s;
 }
 
-/** A token's text for sentences (screen readers, tooltips): trimmed, quoted by the caller. */
+/** A token's text for sentences (screen readers, tooltips): trimmed; "space" for whitespace. */
 export function tokenWords(text) {
   const s = String(text).replace(/\s+/g, ' ').trim();
   return s === '' ? (String(text).includes('\n') ? 'line break' : 'space') : s;
+}
+
+/** A token for sentences: 'chef' in quotes, or a space / a line break without quotes. */
+export function quoteToken(text) {
+  const s = String(text).replace(/\s+/g, ' ').trim();
+  if (s !== '') return `'${s}'`;
+  return String(text).includes('\n') ? 'a line break' : 'a space';
 }

@@ -8,7 +8,7 @@
 //     token index or null for the last token, ablate: [[layer, head]...] (reserved for ablation) }
 // Layers and heads are counted from 0, as in the engine's API and CLI.
 import { sceneToSvg, textWidth } from './scene.js';
-import { heat, headColour, tokenLabel, tokenWords } from './theme.js';
+import { heat, headColour, tokenLabel, tokenWords, quoteToken } from './theme.js';
 
 const fmt2 = (w) => w.toFixed(2);
 const fmt4 = (w) => w.toFixed(4);
@@ -41,10 +41,9 @@ export function strongestKey(result, layer, head, q) {
 export function describeHead(result, layer, head, q) {
   if (!result || result.T === 0) return `Layer ${layer}, head ${head}`;
   const { k, w } = strongestKey(result, layer, head, q);
-  const from = tokenWords(result.tokens[q].text);
-  const to = tokenWords(result.tokens[k].text);
-  const self = k === q ? ' (itself)' : '';
-  return `Layer ${layer}, head ${head}: '${from}' attends most to '${to}'${self} (${fmt2(w)})`;
+  const from = quoteToken(result.tokens[q].text);
+  const to = k === q ? 'itself' : quoteToken(result.tokens[k].text);
+  return `Layer ${layer}, head ${head}: ${from} attends most to ${to} (${fmt2(w)})`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -108,10 +107,10 @@ export function linesScene(result, state, theme, focus) {
   const rowH = T <= 40 ? 20 : 16;
   const labels = tokens.map((t) => tokenLabel(t.text, 16));
   const labelW = Math.max(40, ...labels.map((s) => textWidth(s, fs))) + 12;
-  const gap = 150;
+  const gap = 170;
   const xL = 8 + labelW;
   const xR = xL + gap;
-  const width = xR + labelW + 8;
+  const width = Math.max(xR + labelW + 8, 400);
   const y0 = 58;
   const legendRows = Math.ceil(heads.length / 4);
   const height = y0 + T * rowH + 14 + legendRows * 18;
@@ -124,8 +123,8 @@ export function linesScene(result, state, theme, focus) {
   const fIdx = focus?.index;
   items.push({
     type: 'text', x: 8, y: 28, size: 11, fill: theme.muted,
-    text: fSide === 'q' ? `where '${tokenWords(tokens[fIdx].text)}' looks (line opacity = weight)`
-      : fSide === 'k' ? `which tokens look at '${tokenWords(tokens[fIdx].text)}'`
+    text: fSide === 'q' ? `where ${quoteToken(tokens[fIdx].text)} looks (line opacity = weight)`
+      : fSide === 'k' ? `which tokens look at ${quoteToken(tokens[fIdx].text)}`
         : 'line opacity = attention weight; hover or tap a token',
   });
   const yOf = (i) => y0 + i * rowH + rowH / 2;
@@ -320,9 +319,9 @@ export class HeatmapView extends SceneView {
     const { result, state, layout } = this;
     if (!result || q >= result.T || k >= result.T) { this.#clearHover(); return; }
     const w = k <= q ? weightAt(result, state.layer, state.head, q, k) : 0;
-    const from = tokenWords(result.tokens[q].text);
-    const to = tokenWords(result.tokens[k].text);
-    const text = k <= q ? `'${from}' → '${to}': ${fmt4(w)}` : `'${from}' cannot see the later token '${to}' (0)`;
+    const from = quoteToken(result.tokens[q].text);
+    const to = quoteToken(result.tokens[k].text);
+    const text = k <= q ? `${from} → ${to}: ${fmt4(w)}` : `${from} cannot see the later token ${to} (0)`;
     if (!this.highlight) {
       this.highlight = this.doc.createElementNS('http://www.w3.org/2000/svg', 'rect');
       this.highlight.setAttribute('fill', 'none');

@@ -13,7 +13,7 @@ if (state.heads?.length) view.setAttribute('heads', state.heads.join(','));
 const theme = query.get('theme');
 if (theme === 'light' || theme === 'dark') {
   view.setAttribute('theme', theme);
-  document.documentElement.style.colorScheme = theme;
+  document.body.dataset.theme = theme;
 }
 if (query.get('edit') === '1') view.setAttribute('editable', '');
 document.getElementById('widget').appendChild(view);
