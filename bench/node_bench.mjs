@@ -1,0 +1,169 @@
+// Node 20 side of the benchmark: our wasm SIMD build, our wasm scalar build and onnxruntime-web
+// (wasm backend, one thread) on the same model and the same shapes, measured side by side.
+// Usage: node bench/node_bench.mjs --model DIR --onnx DIR --builds DIR --out FILE [--quick] [--simd-only]
+// With --simd-only (used for the `node --no-liftoff` cross-check) only our SIMD build is timed.
+import { readFileSync, writeFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import * as ort from 'onnxruntime-web';
+import { ROOT, compare, loadBenchModule, readModelFiles, maxAbsDiff, benchIds, stats } from './lib.mjs';
+
+const args = process.argv.slice(2);
+const arg = (k, d) => { const i = args.indexOf(k); return i >= 0 ? args[i + 1] : d; };
+const quick = args.includes('--quick');
+const simdOnly = args.includes('--simd-only');
+const modelDir = arg('--model');
+const onnxDir = arg('--onnx');
+const buildsDir = arg('--builds', path.join(ROOT, 'build', 'bench'));
+const outFile = arg('--out');
+const log = (...a) => console.error('[node]', ...a);
+const budget = quick ? 0.4 : 1;  // scales every minMs
+
+const files = readModelFiles(modelDir);
+const cfg = JSON.parse(files.config);
+const L = cfg.n_layer, NH = cfg.n_head, C = cfg.n_embd, F = cfg.n_inner ?? 4 * C, P = cfg.n_positions, V = cfg.vocab_size;
+const ids = benchIds(P, V);
+
+// ---- subjects ---------------------------------------------------------------------------------
+const subj = {};
+subj.simd = await loadBenchModule(path.join(buildsDir, 'wasm-simd'));
+if (!simdOnly) subj.scalar = await loadBenchModule(path.join(buildsDir, 'wasm-scalar'));
+const ours = Object.keys(subj);
+const models = {};
+for (const k of ours) {
+  models[k] = subj[k].loadModel(files.config, files.weights, files.vocab, files.merges);
+  models[k].setIds(ids);
+}
+log('subjects:', ours.map((k) => `${k} (${JSON.stringify(subj[k].simdInfo())})`).join(', '), simdOnly ? '' : '+ onnxruntime-web');
+
+let ortForward = null;
+const ortGemm = {};
+if (!simdOnly) {
+  ort.env.wasm.numThreads = 1;
+  ort.env.logLevel = 'error';
+  const opts = { executionProviders: ['wasm'], graphOptimizationLevel: 'all' };
+  ortForward = await ort.InferenceSession.create(readFileSync(path.join(onnxDir, 'forward.onnx')), opts);
+  const manifest = JSON.parse(readFileSync(path.join(onnxDir, 'manifest.json'), 'utf8'));
+  for (const g of manifest.gemm) ortGemm[`${g.K}x${g.N}`] = await ort.InferenceSession.create(readFileSync(path.join(onnxDir, g.file)), opts);
+}
+const ortIds = (T) => ({ ids: new ort.Tensor('int64', BigInt64Array.from(ids.slice(0, T), BigInt), [1, T]) });
+
+const results = { env: { node: process.version, v8: process.versions.v8, execArgv: process.execArgv, quick }, subjects: {} };
+for (const k of ours) results.subjects[k] = subj[k].simdInfo();
+if (!simdOnly) results.subjects.ort = { package: 'onnxruntime-web', version: JSON.parse(readFileSync(path.join(ROOT, 'node_modules/onnxruntime-web/package.json'), 'utf8')).version, backend: 'wasm', threads: 1 };
+
+// ---- agreement: check the outputs agree before timing anything ---------------------------------
+if (!simdOnly) {
+  results.agreement = [];
+  for (const T of [16, P]) {
+    const r = await ortForward.run(ortIds(T));
+    for (const k of ours) {
+      const o = models[k].forwardOut(T);
+      const a = maxAbsDiff(o.attention, r.attention.data);
+      const l = maxAbsDiff(o.logitsLast, r.logits_last.data);
+      let lmax = 0;
+      for (const x of r.logits_last.data) lmax = Math.max(lmax, Math.abs(x));
+      results.agreement.push({ subject: k, T, attention_max_abs_diff: a, logits_max_abs_diff: l, logits_max_abs: lmax });
+      log(`agreement ${k} vs ort, T=${T}: attention ${a.toExponential(2)}, logits ${l.toExponential(2)} (|logits| <= ${lmax.toFixed(2)})`);
+      if (!(a < 1e-4) || !(l < 1e-3 * Math.max(1, lmax))) throw new Error(`outputs disagree with onnxruntime-web (${k}, T=${T}): not timing`);
+    }
+  }
+}
+
+// ---- GEMM at the model's shapes --------------------------------------------------------------
+const shapes = [[C, 3 * C, 'c_attn'], [C, C, 'c_proj'], [C, F, 'c_fc'], [F, C, 'mlp_proj']];
+const Ms = [16, 64, P];
+results.gemm = [];
+for (const [K, N, layer] of shapes) {
+  const g = {};
+  for (const k of ours) g[k] = new subj[k].Gemm(K, N, P);
+  const x = new Float32Array(P * K).map((_, i) => Math.sin(i));
+  for (const M of Ms) {
+    const cases = {};
+    for (const k of ours) cases[k] = { fn: () => g[k].run(M) };
+    if (!simdOnly) {
+      const feeds = { x: new ort.Tensor('float32', x.subarray(0, M * K), [M, K]) };
+      cases.ort = { fn: () => ortGemm[`${K}x${N}`].run(feeds) };
+    }
+    const s = await compare(cases, { minMs: 150 * budget, minRuns: 30 });
+    const flop = 2 * M * K * N;
+    const row = { layer, M, K, N };
+    for (const [k, st] of Object.entries(s)) row[k] = { ...st, gflops: flop / (st.median_ms * 1e6) };
+    results.gemm.push(row);
+    log(`gemm ${layer} M=${M} K=${K} N=${N}: ` + Object.entries(row).filter(([, v]) => v.gflops).map(([k, v]) => `${k} ${v.gflops.toFixed(1)}`).join(', ') + ' GFLOP/s');
+  }
+  for (const k of ours) g[k].delete();
+}
+
+// ---- attention kernel alone (all heads of one layer) --------------------------------------------
+results.attention = [];
+const att = {};
+for (const k of ours) att[k] = new subj[k].Attention(C, NH, P);
+for (const T of [16, 64, P]) {
+  const cases = {};
+  for (const k of ours) cases[k] = { fn: () => att[k].run(T, 0) };
+  const s = await compare(cases, { minMs: 150 * budget });
+  results.attention.push({ T, ...s });
+  log(`attention T=${T}: ` + Object.entries(s).map(([k, v]) => `${k} ${v.median_ms.toFixed(3)} ms`).join(', '));
+}
+
+// ---- full forward against T (median, p95), with the attention kernel's share ------------------
+results.forward = [];
+const Ts = [];
+for (let T = 8; T <= P; T += T < 16 ? 8 : 16) Ts.push(T);
+for (const T of Ts) {
+  const cases = {};
+  for (const k of ours) cases[k] = { fn: () => models[k].forwardOut(T) };
+  if (!simdOnly) { const feeds = ortIds(T); cases.ort = { fn: () => ortForward.run(feeds) }; }
+  const s = await compare(cases, { minMs: 300 * budget, minRuns: 15, warm: 4 });
+  const a = await compare(Object.fromEntries(ours.map((k) => [k, { fn: () => att[k].run(T, 0) }])), { minMs: 80 * budget, warm: 3 });
+  const row = { T, ...s, attention_kernel_ms: Object.fromEntries(ours.map((k) => [k, a[k].median_ms * L])) };
+  results.forward.push(row);
+  log(`forward T=${T}: ` + Object.entries(s).map(([k, v]) => `${k} ${v.median_ms.toFixed(2)}/${v.p95_ms.toFixed(2)} ms`).join(', ') +
+      `; attention share (simd) ${(100 * row.attention_kernel_ms.simd / s.simd.median_ms).toFixed(0)}%`);
+}
+for (const k of ours) att[k].delete();
+
+// ---- one-token incremental update (T-1 tokens cached, one typed) -----------------------------
+results.incremental = [];
+for (const T of [16, 64, P]) {
+  const cases = {};
+  for (const k of ours) cases[k] = { fn: () => models[k].incremental(T), before: () => models[k].prime(T) };
+  if (!simdOnly) { const feeds = ortIds(T); cases.ort = { fn: () => ortForward.run(feeds) }; }  // no KV cache in the graph: a full run
+  const s = await compare(cases, { minMs: 150 * budget, minRuns: 20 });
+  results.incremental.push({ T, ...s });
+  log(`incremental T=${T}: ` + Object.entries(s).map(([k, v]) => `${k} ${v.median_ms.toFixed(3)} ms`).join(', '));
+}
+if (models.simd.incremental(P) !== P) { models.simd.prime(P); if (models.simd.incremental(P) !== P - 1) throw new Error('incremental run did not reuse the cache'); }
+
+// ---- sizes and memory ----------------------------------------------------------------------------
+results.memory = {};
+for (const k of ours) results.memory[`${k}_bench_module_heap_bytes`] = subj[k].heapBytes();
+if (!simdOnly) {
+  const ortWasm = path.join(ROOT, 'node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.wasm');
+  results.sizes = {
+    ort_wasm_bytes: statSync(ortWasm).size,
+    onnx_model_bytes: statSync(path.join(onnxDir, 'forward.onnx')).size,
+    model_safetensors_bytes: statSync(path.join(modelDir, 'model.safetensors')).size,
+  };
+}
+// the npm package's module itself (its JS API over headscope_wasm): wasm memory after the longest run
+if (!simdOnly) {
+  const api = await import(pathToFileURL(path.resolve(buildsDir, 'pkg', 'headscope.js')).href);
+  const m = await api.loadModel({ ...files, name: 'bench' });
+  const core = await api.loadCore();
+  const before = core.HEAP8.length;
+  const text = 'The history of the country is told in the speeches of its presidents. '.repeat(40);
+  const t0 = performance.now();
+  const r = m.run(text);
+  const t1 = performance.now();
+  results.memory.package_wasm_memory_after_load_bytes = before;
+  results.memory.package_wasm_memory_peak_bytes = core.HEAP8.length;
+  results.memory.package_heap_used_bytes = core.heapUsedBytes();
+  results.package_api = { T: r.T, first_run_ms: t1 - t0 };
+  log(`package module: wasm memory ${(before / 2 ** 20).toFixed(1)} MiB after load, ${(core.HEAP8.length / 2 ** 20).toFixed(1)} MiB after a T=${r.T} run`);
+  m.dispose();
+}
+writeFileSync(outFile, JSON.stringify(results, null, 1));
+log('wrote', outFile);
+process.exit(0);

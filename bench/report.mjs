@@ -1,0 +1,204 @@
+// Turns the raw measurements of scripts/bench.sh (build/bench/*.json) into bench/results.json,
+// bench/results.md and bench/latency.svg, and prints the ratios.
+// Usage: node bench/report.mjs --builds build/bench --model DIR
+import { readFileSync, writeFileSync, existsSync, statSync } from 'node:fs';
+import path from 'node:path';
+import os from 'node:os';
+import { ROOT } from './lib.mjs';
+
+const args = process.argv.slice(2);
+const arg = (k, d) => { const i = args.indexOf(k); return i >= 0 ? args[i + 1] : d; };
+const B = arg('--builds', path.join(ROOT, 'build', 'bench'));
+const modelDir = arg('--model');
+const load = (f) => (existsSync(path.join(B, f)) ? JSON.parse(readFileSync(path.join(B, f), 'utf8')) : null);
+const node = load('node.json');
+const native = load('native.json');
+const noLiftoff = load('node-noliftoff.json');
+const page = load('page.json');
+const f32x4 = load('f32x4.json');
+const cfg = JSON.parse(readFileSync(path.join(modelDir, 'config.json'), 'utf8'));
+
+const geomean = (xs) => Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
+const fwd = (T) => node.forward.find((r) => r.T === T);
+const nat = (T) => native.forward.find((r) => r.T === T);
+const KEY_T = [16, 64, cfg.n_positions];
+
+// ---- ratios (speed ratios: higher is better for us) ------------------------------------------------
+const ratios = {
+  simd_over_scalar: geomean(KEY_T.map((T) => fwd(T).scalar.median_ms / fwd(T).simd.median_ms)),
+  ours_over_ort_forward: geomean(KEY_T.map((T) => fwd(T).ort.median_ms / fwd(T).simd.median_ms)),
+  ours_over_ort_gemm: geomean(node.gemm.map((g) => g.simd.gflops / g.ort.gflops)),
+  wasm_over_native: geomean(KEY_T.map((T) => nat(T).time.median_ms / fwd(T).simd.median_ms)),
+};
+const inc = (T) => node.incremental.find((r) => r.T === T);
+const detail = {
+  simd_over_scalar_gemm: geomean(node.gemm.map((g) => g.simd.gflops / g.scalar.gflops)),
+  simd_over_scalar_attention: geomean(node.attention.map((a) => a.scalar.median_ms / a.simd.median_ms)),
+  simd_over_scalar_incremental: geomean(KEY_T.map((T) => inc(T).scalar.median_ms / inc(T).simd.median_ms)),
+  ours_incremental_over_ort_forward: geomean(KEY_T.map((T) => inc(T).ort.median_ms / inc(T).simd.median_ms)),
+  wasm_over_native_gemm: geomean(node.gemm.map((g) => {
+    const n = native.gemm.find((x) => x.K === g.K && x.N === g.N && x.M === g.M);
+    return g.simd.gflops / n.gflops;
+  })),
+  ours_gemm_gflops_geomean: geomean(node.gemm.map((g) => g.simd.gflops)),
+  ort_gemm_gflops_geomean: geomean(node.gemm.map((g) => g.ort.gflops)),
+};
+if (noLiftoff) {
+  detail.no_liftoff_over_default_forward = geomean(KEY_T.map((T) => fwd(T).simd.median_ms / noLiftoff.forward.find((r) => r.T === T).simd.median_ms));
+  detail.no_liftoff_over_default_gemm = geomean(node.gemm.map((g) => noLiftoff.gemm.find((x) => x.K === g.K && x.N === g.N && x.M === g.M).simd.gflops / g.simd.gflops));
+}
+
+// ---- targets (issue 7) -----------------------------------------------------------------------------
+const pm = page?.modes;
+const k2p = pm ? Math.min(...Object.values(pm).map((m) => m.keystroke_to_paint_T_le_64?.p95_ms ?? Infinity)) : null;
+const targets = [
+  { target: 'wasm SIMD >= 3x wasm scalar (full forward)', value: ratios.simd_over_scalar, goal: 3, met: ratios.simd_over_scalar >= 3 },
+  { target: 'GEMM >= 1.5x onnxruntime-web (same shapes)', value: ratios.ours_over_ort_gemm, goal: 1.5, met: ratios.ours_over_ort_gemm >= 1.5 },
+  { target: 'GEMM about 50 GFLOP/s', value: detail.ours_gemm_gflops_geomean, goal: 50, met: detail.ours_gemm_gflops_geomean >= 50 },
+  { target: 'full forward no slower than onnxruntime-web', value: ratios.ours_over_ort_forward, goal: 1, met: ratios.ours_over_ort_forward >= 1 },
+  { target: 'incremental update far faster than onnxruntime-web', value: detail.ours_incremental_over_ort_forward, goal: 3, met: detail.ours_incremental_over_ort_forward >= 3 },
+  { target: 'wasm >= 0.5x native end to end', value: ratios.wasm_over_native, goal: 0.5, met: ratios.wasm_over_native >= 0.5 },
+];
+if (k2p !== null) targets.push({ target: 'keystroke-to-paint p95 < 16 ms for T <= 64 (best mode)', value: k2p, goal: 16, met: k2p < 16, unit: 'ms' });
+
+const sizes = {
+  wasm_bytes: statSync(path.join(B, 'wasm-simd', 'headscope_wasm.wasm')).size,
+  wasm_scalar_bytes: statSync(path.join(B, 'wasm-scalar', 'headscope_wasm.wasm')).size,
+  glue_js_bytes: statSync(path.join(B, 'wasm-simd', 'headscope_wasm.js')).size,
+  ...node.sizes,
+};
+const results = {
+  generated: new Date().toISOString(),
+  machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, loadavg: os.loadavg() },
+  model: { dir: path.relative(ROOT, path.resolve(modelDir)), config: { n_layer: cfg.n_layer, n_head: cfg.n_head, n_embd: cfg.n_embd, n_positions: cfg.n_positions, vocab_size: cfg.vocab_size } },
+  ratios, detail, targets, sizes, memory: node.memory, f32x4_instructions: f32x4,
+  subjects: { ...node.subjects, native: native.simd },
+  agreement: node.agreement,
+  node: node.env,
+  forward: node.forward.map((r) => ({ ...r, native: nat(r.T).time, native_attention_kernel_ms: nat(r.T).attention_kernel_ms })),
+  incremental: node.incremental.map((r) => ({ ...r, native: native.incremental.find((x) => x.T === r.T)?.time })),
+  gemm: node.gemm.map((g) => ({ ...g, native: native.gemm.find((x) => x.K === g.K && x.N === g.N && x.M === g.M) })),
+  attention: node.attention.map((a) => ({ ...a, native: native.attention.find((x) => x.T === a.T)?.time })),
+  no_liftoff: noLiftoff && { forward: noLiftoff.forward.map((r) => ({ T: r.T, simd: r.simd })), gemm: noLiftoff.gemm.map((g) => ({ M: g.M, K: g.K, N: g.N, simd: g.simd })) },
+  page: page && { chromium: page.chromium, modes: Object.fromEntries(Object.entries(page.modes).map(([k, v]) => { const { keys, ...rest } = v; return [k, rest]; })) },
+};
+writeFileSync(path.join(ROOT, 'bench', 'results.json'), JSON.stringify(results, null, 1) + '\n');
+
+// ---- markdown ------------------------------------------------------------------------------------
+const f = (x, d = 2) => (x === undefined || x === null || !isFinite(x) ? '–' : x.toFixed(d));
+const ms = (s) => (s ? `${f(s.median_ms)} / ${f(s.p95_ms)}` : '–');
+const md = [];
+md.push('# headscope benchmarks', '');
+md.push(`Generated by \`npm run bench\` (scripts/bench.sh) on ${results.generated.slice(0, 16).replace('T', ' ')} UTC; `
+  + `${results.machine.cpus} cores (${results.machine.cpu}), load average ${results.machine.loadavg.map((x) => x.toFixed(1)).join(' ')} `
+  + '(the cores are shared with other jobs: absolute times are noisy, ratios come from interleaved runs in one process).', '');
+md.push(`Model: \`${results.model.dir}\` (${cfg.n_layer} layers, ${cfg.n_head} heads, n_embd ${cfg.n_embd}, context ${cfg.n_positions}, vocabulary ${cfg.vocab_size}). `
+  + `Subjects: our wasm build with SIMD128 (${node.subjects.simd.arch} lowered to SIMD128, ${f32x4?.simd ?? '?'} f32x4 instructions), the same sources without SIMD `
+  + `(preset wasm-scalar: every kernel runs its scalar reference; ${f32x4?.scalar ?? '?'} f32x4 instructions), our native build (-O3 -march=native, ${native.simd.arch}), `
+  + `onnxruntime-web ${node.subjects.ort.version} (wasm backend, 1 thread) on the same model exported with torch.onnx. Node ${node.env.node} (V8 ${node.env.v8}); `
+  + `exported functions called repeatedly from JavaScript after a warm-up.`, '');
+md.push(`Outputs agree before timing: attention max |diff| ${node.agreement.map((a) => a.attention_max_abs_diff.toExponential(1)).join(', ')}; `
+  + `last-position logits max |diff| ${node.agreement.map((a) => a.logits_max_abs_diff.toExponential(1)).join(', ')} (ours vs onnxruntime-web, T = 16 and ${cfg.n_positions}).`, '');
+md.push('## Ratios and targets', '');
+md.push('| ratio (speed, higher is better for us) | value |', '|---|---|');
+md.push(`| simd_over_scalar (full forward, geomean T = ${KEY_T.join(', ')}) | ${f(ratios.simd_over_scalar)} |`);
+md.push(`| ours_over_ort_forward (full forward, geomean T = ${KEY_T.join(', ')}) | ${f(ratios.ours_over_ort_forward)} |`);
+md.push(`| ours_over_ort_gemm (geomean over ${node.gemm.length} shapes) | ${f(ratios.ours_over_ort_gemm)} |`);
+md.push(`| wasm_over_native (full forward, geomean T = ${KEY_T.join(', ')}) | ${f(ratios.wasm_over_native)} |`);
+md.push(`| SIMD over scalar: GEMM / attention / incremental | ${f(detail.simd_over_scalar_gemm, 1)} / ${f(detail.simd_over_scalar_attention, 1)} / ${f(detail.simd_over_scalar_incremental, 1)} |`);
+md.push(`| our incremental update over onnxruntime-web's full run | ${f(detail.ours_incremental_over_ort_forward, 1)} |`);
+md.push(`| wasm over native, GEMM only | ${f(detail.wasm_over_native_gemm)} |`);
+if (noLiftoff) md.push(`| \`node --no-liftoff\` over default tiering (SIMD build): forward / GEMM | ${f(detail.no_liftoff_over_default_forward)} / ${f(detail.no_liftoff_over_default_gemm)} |`);
+md.push('');
+md.push('| target | measured | met |', '|---|---|---|');
+for (const t of targets) md.push(`| ${t.target} | ${f(t.value)}${t.unit ? ' ' + t.unit : ''} | ${t.met ? 'yes' : '**no**'} |`);
+md.push('');
+md.push('## Full forward latency (ms, median / p95)', '');
+md.push('Full run of T tokens from an empty cache, returning the attention of every layer and head and the last logits to JavaScript.', '');
+md.push('| T | wasm SIMD | wasm scalar | native | onnxruntime-web | ours / ORT | attention share (SIMD) |', '|---|---|---|---|---|---|---|');
+for (const r of results.forward)
+  md.push(`| ${r.T} | ${ms(r.simd)} | ${ms(r.scalar)} | ${ms(r.native)} | ${ms(r.ort)} | ${f(r.ort.median_ms / r.simd.median_ms)}x | ${f(100 * Math.min(1, r.attention_kernel_ms.simd / r.simd.median_ms), 0)}% |`);
+md.push('');
+md.push('## One-token incremental update (ms, median / p95)', '');
+md.push('T-1 tokens cached, one token typed at the end. onnxruntime-web has no cache in this graph: its column is a full run of T tokens.', '');
+md.push('| T | wasm SIMD | wasm scalar | native | onnxruntime-web (full run) |', '|---|---|---|---|---|');
+for (const r of results.incremental) md.push(`| ${r.T} | ${ms(r.simd)} | ${ms(r.scalar)} | ${ms(r.native)} | ${ms(r.ort)} |`);
+md.push('');
+md.push('## GEMM at the model\'s shapes (GFLOP/s from the median)', '');
+md.push('y (M, N) = x (M, K) @ W (K, N) + b; ours: `matmul_forward` on weights packed at load time; ORT: one Gemm node per session run (its per-run overhead included, as a user would call it).', '');
+md.push('| layer | M | K | N | wasm SIMD | wasm scalar | native | onnxruntime-web | ours / ORT |', '|---|---|---|---|---|---|---|---|---|');
+for (const g of results.gemm)
+  md.push(`| ${g.layer} | ${g.M} | ${g.K} | ${g.N} | ${f(g.simd.gflops, 1)} | ${f(g.scalar.gflops, 2)} | ${f(g.native?.gflops, 1)} | ${f(g.ort.gflops, 1)} | ${f(g.simd.gflops / g.ort.gflops)} |`);
+md.push('');
+md.push('## Attention kernel alone (one layer, all heads; ms, median / p95)', '');
+md.push('| T | wasm SIMD | wasm scalar | native |', '|---|---|---|---|');
+for (const a of results.attention) md.push(`| ${a.T} | ${ms(a.simd)} | ${ms(a.scalar)} | ${ms(a.native)} |`);
+md.push('');
+if (page) {
+  md.push(`## Page level (headless Chromium ${page.chromium})`, '');
+  md.push('Minimal page of our own (bench/page/): a text box whose every keystroke reruns the model through the package\'s JS API and repaints all attention maps. '
+    + 'Keystroke-to-paint: from the keydown event to the task after the next frame\'s paint. Cold load: from navigation start (fresh browser context) to the first painted attention maps.', '');
+  md.push('| mode | cold load to first attention (ms, median) | keystroke-to-paint T <= 64 (median / p95 ms) | to frame (median / p95) | run (median / p95) | draw (median) | keystroke-to-paint T > 64 (median / p95) |', '|---|---|---|---|---|---|---|');
+  for (const [k, m] of Object.entries(page.modes))
+    md.push(`| ${k === 'main' ? 'model on the page thread' : 'model in a Web Worker'} | ${f(m.cold_to_first_attention_painted.median_ms, 0)} | ${ms(m.keystroke_to_paint_T_le_64)} | ${ms(m.keystroke_to_frame_T_le_64)} | ${ms(m.run_T_le_64)} | ${f(m.draw_T_le_64?.median_ms)} | ${ms(m.keystroke_to_paint_T_gt_64)} |`);
+  md.push('');
+}
+md.push('## Sizes and memory', '');
+md.push('| item | bytes |', '|---|---|');
+md.push(`| our .wasm (SIMD) | ${sizes.wasm_bytes} |`, `| our .wasm (scalar) | ${sizes.wasm_scalar_bytes} |`, `| our JS glue | ${sizes.glue_js_bytes} |`);
+md.push(`| model.safetensors | ${sizes.model_safetensors_bytes} |`, `| onnxruntime-web .wasm | ${sizes.ort_wasm_bytes} |`, `| forward.onnx | ${sizes.onnx_model_bytes} |`);
+if (node.memory.package_wasm_memory_peak_bytes)
+  md.push(`| wasm memory after load / after a T = ${node.package_api.T} run (package module) | ${node.memory.package_wasm_memory_after_load_bytes} / ${node.memory.package_wasm_memory_peak_bytes} |`);
+md.push('');
+md.push('![latency against T](latency.svg)', '');
+writeFileSync(path.join(ROOT, 'bench', 'results.md'), md.join('\n'));
+
+// ---- plot: latency against T with the attention share ------------------------------------------
+const W = 900, H = 380, m = { l: 60, r: 20, t: 40, b: 50 }, gap = 70;
+const pw = (W - m.l - m.r - gap) * 0.6, pw2 = (W - m.l - m.r - gap) - pw, ph = H - m.t - m.b;
+const Ts = results.forward.map((r) => r.T), Tmax = Math.max(...Ts);
+const ymax = Math.max(...results.forward.flatMap((r) => [r.simd.median_ms, r.ort.median_ms, r.native.median_ms])) * 1.1;
+const x1 = (T) => m.l + (T / Tmax) * pw, y1 = (v) => m.t + ph - (v / ymax) * ph;
+const x2 = (T) => m.l + pw + gap + (T / Tmax) * pw2, y2 = (p) => m.t + ph - (p / 100) * ph;
+const line = (pts, color, dash = '') => `<polyline fill="none" stroke="${color}" stroke-width="2" ${dash ? `stroke-dasharray="${dash}"` : ''} points="${pts.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(' ')}"/>`;
+const dots = (pts, color) => pts.map(([x, y]) => `<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="3" fill="${color}"/>`).join('');
+const s = [];
+s.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
+s.push(`<rect width="${W}" height="${H}" fill="white"/>`);
+s.push(`<text x="${m.l}" y="20" font-size="14" font-weight="bold">Full forward latency against T (median) and the attention kernel's share</text>`);
+// axes and grid, left
+for (let i = 0; i <= 5; i++) {
+  const v = (ymax * i) / 5;
+  s.push(`<line x1="${m.l}" x2="${m.l + pw}" y1="${y1(v)}" y2="${y1(v)}" stroke="#eee"/><text x="${m.l - 6}" y="${y1(v) + 4}" text-anchor="end">${v.toFixed(ymax < 10 ? 1 : 0)}</text>`);
+}
+for (const T of Ts) s.push(`<text x="${x1(T)}" y="${m.t + ph + 16}" text-anchor="middle">${T}</text>`);
+s.push(`<text x="${m.l + pw / 2}" y="${H - 12}" text-anchor="middle">T (tokens)</text><text transform="translate(16 ${m.t + ph / 2}) rotate(-90)" text-anchor="middle">ms</text>`);
+s.push(`<line x1="${m.l}" x2="${m.l}" y1="${m.t}" y2="${m.t + ph}" stroke="#333"/><line x1="${m.l}" x2="${m.l + pw}" y1="${m.t + ph}" y2="${m.t + ph}" stroke="#333"/>`);
+// attention part of the SIMD forward, shaded
+const att = results.forward.map((r) => [x1(r.T), y1(Math.min(r.attention_kernel_ms.simd, r.simd.median_ms))]);
+s.push(`<polygon fill="#f4a261" fill-opacity="0.45" points="${[[x1(Ts[0]), y1(0)], ...att, [x1(Tmax), y1(0)]].map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(' ')}"/>`);
+const series = [
+  ['ours, wasm SIMD', '#1d3557', results.forward.map((r) => [x1(r.T), y1(r.simd.median_ms)]), ''],
+  ['onnxruntime-web', '#e63946', results.forward.map((r) => [x1(r.T), y1(r.ort.median_ms)]), '6 3'],
+  ['ours, native', '#2a9d8f', results.forward.map((r) => [x1(r.T), y1(r.native.median_ms)]), '2 3'],
+];
+for (const [, c, pts, d] of series) s.push(line(pts, c, d), dots(pts, c));
+let ly = m.t + 8;
+for (const [name, c, , d] of series) { s.push(`<line x1="${m.l + 10}" x2="${m.l + 34}" y1="${ly}" y2="${ly}" stroke="${c}" stroke-width="2" ${d ? `stroke-dasharray="${d}"` : ''}/><text x="${m.l + 40}" y="${ly + 4}">${name}</text>`); ly += 16; }
+s.push(`<rect x="${m.l + 10}" y="${ly - 6}" width="24" height="10" fill="#f4a261" fill-opacity="0.45"/><text x="${m.l + 40}" y="${ly + 4}">attention kernel (L layers), wasm SIMD</text>`);
+// right panel: share
+for (let i = 0; i <= 5; i++) s.push(`<line x1="${x2(0)}" x2="${x2(Tmax)}" y1="${y2(i * 20)}" y2="${y2(i * 20)}" stroke="#eee"/><text x="${x2(0) - 6}" y="${y2(i * 20) + 4}" text-anchor="end">${i * 20}%</text>`);
+for (const T of Ts.filter((_, i) => i % 2 === 0 || Ts[i] === Tmax)) s.push(`<text x="${x2(T)}" y="${m.t + ph + 16}" text-anchor="middle">${T}</text>`);
+s.push(`<line x1="${x2(0)}" x2="${x2(0)}" y1="${m.t}" y2="${m.t + ph}" stroke="#333"/><line x1="${x2(0)}" x2="${x2(Tmax)}" y1="${m.t + ph}" y2="${m.t + ph}" stroke="#333"/>`);
+s.push(`<text x="${x2(Tmax / 2)}" y="${H - 12}" text-anchor="middle">T (tokens)</text><text x="${x2(0)}" y="${m.t - 8}">attention share of the forward</text>`);
+const shareS = results.forward.map((r) => [x2(r.T), y2(100 * Math.min(1, r.attention_kernel_ms.simd / r.simd.median_ms))]);
+const shareN = results.forward.map((r) => [x2(r.T), y2(100 * Math.min(1, r.native_attention_kernel_ms / r.native.median_ms))]);
+s.push(line(shareS, '#1d3557'), dots(shareS, '#1d3557'), line(shareN, '#2a9d8f', '2 3'), dots(shareN, '#2a9d8f'));
+s.push('</svg>');
+writeFileSync(path.join(ROOT, 'bench', 'latency.svg'), s.join('\n'));
+
+console.log('\nheadscope benchmark ratios (speed, higher is better for us):');
+for (const [k, v] of Object.entries(ratios)) console.log(`  ${k.padEnd(24)} ${v.toFixed(2)}`);
+console.log('targets:');
+for (const t of targets) console.log(`  ${t.met ? 'met   ' : 'MISSED'} ${t.target}: ${t.value.toFixed(2)}${t.unit ? ' ' + t.unit : ''}`);
+console.log('wrote bench/results.json, bench/results.md, bench/latency.svg');

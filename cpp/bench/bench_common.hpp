@@ -1,0 +1,57 @@
+// Shared by the benchmark embind module (bench_embind.cpp) and the native benchmark (bench_native.cpp):
+// the kernels at the model's shapes on deterministic random data, so both subjects time exactly the
+// same calls. Nothing here is part of the engine.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "headscope/kernels.hpp"
+
+namespace headscope::bench {
+
+inline std::vector<float> random_floats(std::size_t n, uint32_t seed, float scale = 1.0f) {
+  std::vector<float> v(n);
+  uint32_t s = seed * 2654435761u + 12345u;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = scale * ((float)(s >> 8) / (float)(1u << 24) * 2.0f - 1.0f);
+  }
+  return v;
+}
+
+// y (M, N) = x (M, K) @ W (K, N) + b through the engine's packed GEMM (matmul_forward).
+struct GemmCase {
+  int K, N, max_M;
+  kernels::PackedLinear W;
+  std::vector<float> weight, bias, inp, out;
+  GemmCase(int K_, int N_, int max_M_) : K(K_), N(N_), max_M(max_M_) {
+    weight = random_floats((std::size_t)K * N, 1, 0.05f);
+    bias = random_floats(N, 2, 0.1f);
+    inp = random_floats((std::size_t)max_M * K, 3);
+    out.assign((std::size_t)max_M * N, 0.0f);
+    W = kernels::pack_linear(weight.data(), bias.data(), K, N);
+  }
+  void run(int M) { kernels::matmul_forward(out.data(), inp.data(), W, M); }
+  // W_O as the model does it: one head's rows at a time (NH products with K = HS), no bias
+  void run_heads(int M, int NH) {
+    const int HS = K / NH;
+    for (int h = 0; h < NH; h++) kernels::matmul_rows_forward(out.data(), inp.data(), K, W, h * HS, (h + 1) * HS, M);
+  }
+};
+
+// attention_forward over a (T, 3C) qkv buffer with the model's C and NH, att stride = n_positions.
+struct AttentionCase {
+  int C, NH, cap;
+  std::vector<float> qkv, att, out;
+  AttentionCase(int C_, int NH_, int cap_) : C(C_), NH(NH_), cap(cap_) {
+    qkv = random_floats((std::size_t)cap * 3 * C, 4);
+    att.assign((std::size_t)NH * cap * cap, 0.0f);
+    out.assign((std::size_t)cap * C, 0.0f);
+  }
+  void run(int T, int t_begin) { kernels::attention_forward(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap); }
+  void run_reference(int T, int t_begin) {
+    kernels::attention_forward_reference(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap);
+  }
+};
+
+}  // namespace headscope::bench

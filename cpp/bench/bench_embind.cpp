@@ -1,0 +1,92 @@
+// Benchmark embind module: the engine's kernels at the model's shapes and the model itself, as
+// exported functions that bench/*.mjs call repeatedly from JavaScript after a warm-up (V8 tiers a
+// wasm function up from Liftoff to TurboFan only for later calls, TOOLCHAIN.md). Built from the same
+// sources in the wasm-release (SIMD128) and wasm-scalar (HEADSCOPE_SIMD=OFF) trees.
+#include <emscripten/bind.h>
+#include <emscripten/heap.h>
+#include <emscripten/val.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench_common.hpp"
+#include "bench_variants.hpp"
+#include "headscope/model.hpp"
+
+using emscripten::val;
+using namespace headscope;
+
+namespace {
+
+val f32_copy(const float* data, std::size_t n) {
+  return val::global("Float32Array").new_(emscripten::typed_memory_view(n, data));
+}
+
+struct BenchModel {
+  Model m;
+  std::vector<int32_t> ids;
+  std::vector<float> att_out;
+  explicit BenchModel(Model&& mm) : m(std::move(mm)) {}
+  void set_ids(val arr) { ids = emscripten::convertJSArrayToNumberVector<int32_t>(arr); }
+  // Full forward of the first T ids from an empty cache (what a new text costs).
+  void forward(int T) {
+    m.clear_cache();
+    m.run_ids(std::span<const int32_t>(ids.data(), T));
+  }
+  // The same, returning what onnxruntime returns to JavaScript: copies of the attention
+  // probabilities (L, NH, T, T) and the last logits.
+  val forward_out(int T) {
+    forward(T);
+    val o = val::object();
+    const auto& c = m.config();
+    att_out.resize((std::size_t)c.n_layer * c.n_head * T * T);
+    m.copy_attention_all(att_out.data());
+    o.set("attention", f32_copy(att_out.data(), att_out.size()));
+    const auto l = m.logits_last();
+    o.set("logitsLast", f32_copy(l.data(), l.size()));
+    return o;
+  }
+  // Typing at the end: the first T-1 tokens are cached, token T is new.
+  void prime(int T) { m.run_ids(std::span<const int32_t>(ids.data(), T - 1)); }
+  int incremental(int T) { return m.run_ids(std::span<const int32_t>(ids.data(), T)).reused_tokens; }
+};
+
+BenchModel* load_model(std::string config, val weights, std::string vocab, std::string merges) {
+  const std::vector<uint8_t> w = emscripten::convertJSArrayToNumberVector<uint8_t>(weights);
+  return new BenchModel(Model::load_buffers(config, w, vocab, merges));
+}
+
+val simd_object() {
+  const auto s = kernels::simd_info();
+  val o = val::object();
+  o.set("arch", s.arch);
+  o.set("floatLanes", s.float_lanes);
+  o.set("simd", s.simd);
+  return o;
+}
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(headscope_bench) {
+  using namespace emscripten;
+  function("simdInfo", &simd_object);
+  function("heapBytes", optional_override([]() { return (double)emscripten_get_heap_size(); }));
+  class_<bench::GemmCase>("Gemm")
+      .constructor<int, int, int>()
+      .function("run", &bench::GemmCase::run)
+      .function("runHeads", &bench::GemmCase::run_heads)
+      .function("output", optional_override([](bench::GemmCase& g, int M) { return f32_copy(g.out.data(), (std::size_t)M * g.N); }));
+  class_<bench::AttentionCase>("Attention")
+      .constructor<int, int, int>()
+      .function("run", &bench::AttentionCase::run)
+      .function("runReference", &bench::AttentionCase::run_reference);
+  class_<BenchModel>("Model")
+      .function("setIds", &BenchModel::set_ids)
+      .function("forward", &BenchModel::forward)
+      .function("forwardOut", &BenchModel::forward_out)
+      .function("prime", &BenchModel::prime)
+      .function("incremental", &BenchModel::incremental);
+  function("loadModel", &load_model, allow_raw_pointers());
+  bench::register_variants();
+}

@@ -1,0 +1,120 @@
+// Native benchmark (-O3 -march=native, preset native-release): the same kernels at the model's shapes
+// and the same model calls as the wasm benchmark module, timed with steady_clock. Prints JSON.
+// Usage: headscope_bench_native MODEL_DIR [--quick]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench_common.hpp"
+#include "headscope/model.hpp"
+
+using namespace headscope;
+
+namespace {
+
+struct Stats {
+  double median_ms, p95_ms;
+  int runs;
+};
+
+// warm-up, then repeated calls until min_runs and min_ms are both reached (capped at max_runs)
+Stats time_it(const std::function<void()>& fn, const std::function<void()>& before = {}, int min_runs = 20,
+              double min_ms = 150, int max_runs = 2000) {
+  using clk = std::chrono::steady_clock;
+  for (int i = 0; i < 3; i++) {
+    if (before) before();
+    fn();
+  }
+  std::vector<double> v;
+  double total = 0;
+  while (((int)v.size() < min_runs || total < min_ms) && (int)v.size() < max_runs) {
+    if (before) before();
+    const auto t0 = clk::now();
+    fn();
+    const double ms = std::chrono::duration<double, std::milli>(clk::now() - t0).count();
+    v.push_back(ms);
+    total += ms;
+  }
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v[std::min(v.size() - 1, (std::size_t)(0.95 * v.size()))], (int)v.size()};
+}
+
+std::string stats_json(const Stats& s) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "{\"median_ms\": %.6f, \"p95_ms\": %.6f, \"runs\": %d}", s.median_ms, s.p95_ms, s.runs);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s MODEL_DIR [--quick]\n", argv[0]);
+    return 2;
+  }
+  const bool quick = argc > 2 && std::strcmp(argv[2], "--quick") == 0;
+  const double min_ms = quick ? 40 : 150;
+  Model model = Model::load_directory(argv[1]);
+  const auto& c = model.config();
+  const int C = c.n_embd, F = c.n_inner, NH = c.n_head, P = c.n_positions;
+  std::vector<int32_t> ids(P);
+  for (int i = 0; i < P; i++) ids[i] = (int32_t)((i * 7919 + 13) % c.vocab_size);
+
+  std::printf("{\n  \"simd\": {\"arch\": \"%s\", \"float_lanes\": %d},\n", kernels::simd_info().arch.c_str(),
+              kernels::simd_info().float_lanes);
+  // GEMM at the model's shapes
+  std::printf("  \"gemm\": [\n");
+  const int shapes[4][2] = {{C, 3 * C}, {C, C}, {C, F}, {F, C}};
+  const int Ms[] = {16, 64, 128};
+  bool first = true;
+  for (auto& s : shapes) {
+    bench::GemmCase g(s[0], s[1], P);
+    for (int M : Ms) {
+      const Stats st = time_it([&] { g.run(M); }, {}, 50, min_ms / 3);
+      const double gflops = 2.0 * M * s[0] * s[1] / (st.median_ms * 1e6);
+      std::printf("%s    {\"K\": %d, \"N\": %d, \"M\": %d, \"gflops\": %.3f, \"time\": %s}", first ? "" : ",\n", s[0],
+                  s[1], M, gflops, stats_json(st).c_str());
+      first = false;
+    }
+  }
+  std::printf("\n  ],\n");
+  // attention kernel alone, all heads of one layer
+  std::printf("  \"attention\": [\n");
+  bench::AttentionCase a(C, NH, P);
+  first = true;
+  for (int T : {16, 64, 128}) {
+    const Stats st = time_it([&] { a.run(T, 0); }, {}, 30, min_ms / 3);
+    std::printf("%s    {\"T\": %d, \"time\": %s}", first ? "" : ",\n", T, stats_json(st).c_str());
+    first = false;
+  }
+  std::printf("\n  ],\n");
+  // full forward against T, and the attention kernel at the same T (for the attention share)
+  std::printf("  \"forward\": [\n");
+  first = true;
+  std::vector<int> Ts;
+  for (int T = 8; T <= P; T += (T < 16 ? 8 : 16)) Ts.push_back(T);
+  for (int T : Ts) {
+    const Stats st = time_it([&] { model.run_ids(std::span<const int32_t>(ids.data(), T)); }, [&] { model.clear_cache(); },
+                             10, min_ms);
+    const Stats at = time_it([&] { a.run(T, 0); }, {}, 10, min_ms / 4);
+    std::printf("%s    {\"T\": %d, \"time\": %s, \"attention_kernel_ms\": %.6f}", first ? "" : ",\n", T,
+                stats_json(st).c_str(), at.median_ms * c.n_layer);
+    first = false;
+  }
+  std::printf("\n  ],\n");
+  // one-token incremental update: T-1 tokens cached, one typed
+  std::printf("  \"incremental\": [\n");
+  first = true;
+  for (int T : {16, 64, 128}) {
+    const Stats st = time_it([&] { model.run_ids(std::span<const int32_t>(ids.data(), T)); },
+                             [&] { model.run_ids(std::span<const int32_t>(ids.data(), T - 1)); }, 20, min_ms / 2);
+    std::printf("%s    {\"T\": %d, \"time\": %s}", first ? "" : ",\n", T, stats_json(st).c_str());
+    first = false;
+  }
+  std::printf("\n  ]\n}\n");
+  return 0;
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# `npm run bench` (issue 7): builds the benchmark subjects, runs them side by side and writes
+# bench/results.json, bench/results.md and bench/latency.svg; prints the ratios at the end.
+#   subjects: our wasm SIMD128 build, the same code without SIMD (preset wasm-scalar), our native
+#   build (-O3 -march=native), onnxruntime-web 1.30 (wasm backend, one thread) on the same model
+#   exported with torch.onnx; page-level figures in headless Chromium.
+# Options (environment): BENCH_QUICK=1 shorter runs; BENCH_MODEL=DIR another model folder;
+# BENCH_SKIP_PAGE=1 no browser; JOBS=N build parallelism.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export NODE_PATH=/usr/share/nodejs   # Debian's emscripten needs Debian's acorn (TOOLCHAIN.md)
+JOBS="${JOBS:-2}"
+OUT=build/bench
+mkdir -p "$OUT" .cache/bench
+QUICK=()
+[ "${BENCH_QUICK:-0}" = 1 ] && QUICK=(--quick)
+log() { echo "[bench $(date +%H:%M:%S)] $*" >&2; }
+
+# ---- the model: the default model, or a random stand-in of the same shape until it is trained ----
+MODEL="${BENCH_MODEL:-web/models/headscope-base}"
+if [ ! -f "$MODEL/model.safetensors" ]; then
+  MODEL=.cache/bench/random-base
+  if [ ! -f "$MODEL/model.safetensors" ]; then
+    log "web/models/headscope-base not trained yet: generating a random model of its shape"
+    /usr/bin/python3 bench/make_model.py "$MODEL"
+  fi
+fi
+log "model: $MODEL"
+
+# ---- builds (own build trees under build/bench, so they never collide with other builds) ---------
+build() {  # build PRESET DIR TARGET...
+  local preset="$1" dir="$2"; shift 2
+  cmake --preset "$preset" -B "$dir" -DHEADSCOPE_BUILD_TESTS=OFF >/dev/null
+  cmake --build "$dir" -j "$JOBS" --target "$@" | grep -v '^\[' || true
+  test -f "$dir/CMakeCache.txt"
+}
+log "building native-release, wasm-release (SIMD128) and wasm-scalar"
+build native-release "$OUT/native" headscope_bench_native
+build wasm-release "$OUT/wasm-simd" headscope_bench_wasm headscope_wasm
+build wasm-scalar "$OUT/wasm-scalar" headscope_bench_wasm headscope_wasm
+for d in "$OUT/wasm-simd" "$OUT/wasm-scalar"; do
+  [ -f "$d/headscope_bench_wasm.wasm" ] || { log "missing $d/headscope_bench_wasm.wasm"; exit 1; }
+done
+simd_ops=$(wasm-objdump -d "$OUT/wasm-simd/headscope_wasm.wasm" 2>/dev/null | grep -c 'f32x4' || true)
+scalar_ops=$(wasm-objdump -d "$OUT/wasm-scalar/headscope_wasm.wasm" 2>/dev/null | grep -c 'f32x4' || true)
+log "f32x4 instructions: SIMD build $simd_ops, scalar build $scalar_ops"
+echo "{\"simd\": ${simd_ops:-0}, \"scalar\": ${scalar_ops:-0}}" > "$OUT/f32x4.json"
+
+# the npm package's payload from the SIMD tree, for the browser page
+rm -rf "$OUT/pkg" && mkdir -p "$OUT/pkg"
+cp web/lib/*.js "$OUT/pkg/" && cp "$OUT/wasm-simd/headscope_wasm.js" "$OUT/wasm-simd/headscope_wasm.wasm" "$OUT/pkg/"
+
+# ---- onnxruntime-web's subject: the same model through torch.onnx -----------------------------------
+ONNX=.cache/bench/onnx
+if [ ! -f "$ONNX/manifest.json" ] || [ "$MODEL/model.safetensors" -nt "$ONNX/manifest.json" ] ||
+   [ bench/export_onnx.py -nt "$ONNX/manifest.json" ] || ! grep -q "\"$(realpath "$MODEL")\"" "$ONNX/source.txt" 2>/dev/null; then
+  log "exporting ONNX graphs with torch.onnx"
+  /usr/bin/python3 bench/export_onnx.py "$MODEL" "$ONNX" 2>&1 | grep -v -i warn || true
+  echo "\"$(realpath "$MODEL")\"" > "$ONNX/source.txt"
+fi
+
+# ---- runs -------------------------------------------------------------------------------------------
+log "native"
+"$OUT/native/headscope_bench_native" "$MODEL" "${QUICK[@]}" > "$OUT/native.json"
+log "node: wasm SIMD, wasm scalar, onnxruntime-web (default tiering: Liftoff, then TurboFan)"
+node bench/node_bench.mjs --model "$MODEL" --onnx "$ONNX" --builds "$OUT" --out "$OUT/node.json" "${QUICK[@]}"
+log "node --no-liftoff: cross-check of the SIMD build"
+node --no-liftoff bench/node_bench.mjs --model "$MODEL" --onnx "$ONNX" --builds "$OUT" --out "$OUT/node-noliftoff.json" --simd-only --quick
+if [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
+  log "headless Chromium: cold load, keystroke-to-paint"
+  node bench/page_bench.mjs --model "$MODEL" --pkg "$OUT/pkg" --out "$OUT/page.json" "${QUICK[@]}" || log "page benchmark failed (see above)"
+fi
+log "report"
+node bench/report.mjs --builds "$OUT" --model "$MODEL"
