@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Rebuild every shipped model from scratch (or resume): data -> tokenizer -> models -> export -> cards.
+# Models are trained one after another (they were trained partly in parallel here; the result is the same).
 #
 #   bash scripts/train/all.sh            # everything (about 1 h 45 min on 2 CPU cores)
 #   MODELS="heads-1 heads-2" bash scripts/train/all.sh   # a subset

@@ -69,11 +69,16 @@ def main():
                  f"{e['parameters']:,} | {e['folder_bytes'] / MB:.2f} MB | {e['tokens_seen'] / 1e6:.1f} M | "
                  f"{e['train_seconds'] / 60:.1f} min | {e['val_loss']:.3f} | {e['val_perplexity']:.1f} | "
                  f"{e['pytorch_forward_ms_T128_1thread']:.1f} | L{s['layer']}H{s['head']} {s['score']:.2f} |")
-    L += ["", f"Total: {total / MB:.2f} MB.", "",
-          "The `heads-*` family shares data, tokenizer, width (d_model 128), depth (3 layers), context (128), "
-          "seed and training budget (steps x batch); only the number of heads per layer differs, so the head "
-          "size is 128 / heads. Parameter counts are identical: splitting d_model into more heads adds no "
-          "weights, it changes how the same attention budget is divided.", ""]
+    fam = [e for e in entries if e["family"] == "heads"]
+    L += ["", f"Total: {total / MB:.2f} MB.", ""]
+    if fam:
+        f0 = fam[0]
+        L += [f"The `heads-*` family shares data, tokenizer, width (d_model {f0['n_embd']}), depth "
+              f"({f0['n_layer']} layers), context ({f0['n_positions']}), seed and training budget "
+              f"({f0['tokens_seen']:,} tokens); only the number of heads per layer differs, so the head size is "
+              f"{f0['n_embd']} / heads. Parameter counts are identical: splitting d_model into more heads adds "
+              "no weights, it changes how the same attention budget is divided. Forward times are PyTorch on a "
+              "shared CPU and only roughly comparable.", ""]
     with open(os.path.join(MODELS, "README.md"), "w") as f:
         f.write("\n".join(L))
     print("\n".join(L))
