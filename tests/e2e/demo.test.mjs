@@ -125,6 +125,13 @@ test('clicking a head opens its detail; arrow keys move across the grid; screen-
   await tip.waitFor({ state: 'visible' });
   assert.match(await tip.textContent(), /('.*'|a space|a line break) → ('.*'|a space|a line break): \d\.\d{4}/);
   await shot(page, 'demo-head-detail');
+  // keyboard on the heatmap: arrows move a cursor cell and read its weight
+  await page.mouse.move(0, 0);
+  await page.focus('#detail-view .hs-heatmap');
+  await page.keyboard.press('ArrowUp');
+  await page.keyboard.press('Home');
+  await page.waitForFunction(() => / → .*: \d\.\d{4}$/.test(document.getElementById('live').textContent));
+  await tip.waitFor({ state: 'visible' });
   await noProblems(page, problems);
   await context.close();
 });

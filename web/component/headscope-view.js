@@ -15,13 +15,13 @@ import viewsCss from './views.css';
 import hostCss from './host.css';
 import { getModel, Runner, DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery, embedSnippet, modelLoadCount } from './core.js';
 import { GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken, gridScene, heatmapScene, linesScene, combineScene, clamp } from './views.js';
-import { readTheme, tokenLabel, tokenWords } from './theme.js';
+import { readTheme, tokenLabel, tokenWords, heat, quoteToken } from './theme.js';
 import { sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg } from './scene.js';
 
 export {
   getModel, Runner, DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery, embedSnippet, modelLoadCount,
   GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
-  gridScene, heatmapScene, linesScene, combineScene, readTheme, tokenLabel, tokenWords,
+  gridScene, heatmapScene, linesScene, combineScene, readTheme, tokenLabel, tokenWords, heat, quoteToken,
   sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg, viewsCss,
 };
 
@@ -225,7 +225,7 @@ export class HeadscopeViewElement extends HTMLElement {
       } else if (state.view === 'lines') {
         this.#view = new LinesView(viewHost, { onSelectToken: selectToken });
       } else {
-        this.#view = new HeatmapView(viewHost, { tooltip, onSelectToken: selectToken });
+        this.#view = new HeatmapView(viewHost, { tooltip, onSelectToken: selectToken, onAnnounce: (t) => { live.textContent = t; } });
       }
     }
     this.#view.update(result, state, theme);

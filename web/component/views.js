@@ -270,13 +270,24 @@ class SceneView {
 
 /** Head detail: T x T heatmap with token labels and a tooltip with the exact weight. */
 export class HeatmapView extends SceneView {
-  constructor(host, { tooltip, onSelectToken } = {}) {
+  constructor(outer, { tooltip, onSelectToken, onAnnounce } = {}) {
+    const host = outer.ownerDocument.createElement('div');
+    host.className = 'hs-heatmap';
+    outer.appendChild(host);
     super(host);
     this.tooltip = tooltip;
     this.onSelectToken = onSelectToken;
+    this.onAnnounce = onAnnounce;
     this.result = null;
     this.layout = null;
     this.hover = null;
+    // keyboard: the heatmap is one focusable element; arrows move a cursor cell
+    host.tabIndex = 0;
+    host.setAttribute('role', 'application');
+    host.setAttribute('aria-roledescription', 'attention heatmap');
+    host.setAttribute('aria-label', 'Attention heatmap. Arrow keys move between cells and read the weight; Enter focuses that row\'s token.');
+    host.addEventListener('keydown', (e) => this.#key(e));
+    host.addEventListener('blur', () => this.#clearHover());
     host.addEventListener('pointermove', (e) => this.#pointer(e));
     host.addEventListener('pointerdown', (e) => this.#pointer(e));
     host.addEventListener('pointerleave', () => this.#clearHover());
@@ -295,6 +306,37 @@ export class HeatmapView extends SceneView {
     this.show(scene, `Attention heatmap, layer ${state.layer}, head ${state.head}, ${result.T} tokens`);
     this.highlight = null;
     if (this.hover) this.#showHover(this.hover.q, this.hover.k, this.hover.event);
+  }
+
+  #key(e) {
+    if (!this.result) return;
+    const T = this.result.T;
+    let { q, k } = this.hover ?? { q: focusToken(this.result, this.state), k: 0 };
+    switch (e.key) {
+      case 'ArrowUp': q--; break;
+      case 'ArrowDown': q++; break;
+      case 'ArrowLeft': k--; break;
+      case 'ArrowRight': k++; break;
+      case 'Home': k = 0; break;
+      case 'End': k = q; break;
+      case 'Enter': case ' ':
+        e.preventDefault();
+        if (this.hover) this.onSelectToken?.(this.hover.q);
+        return;
+      case 'Escape': this.#clearHover(); return;
+      default: return;
+    }
+    e.preventDefault();
+    q = clamp(q, 0, T - 1);
+    k = clamp(k, 0, q);
+    const r = this.svg.getBoundingClientRect();
+    const { x0, y0, cell } = this.layout;
+    const sx = r.width / this.scene.width;
+    const sy = r.height / this.scene.height;
+    const event = { clientX: r.left + (x0 + (k + 1) * cell) * sx, clientY: r.top + (y0 + (q + 0.5) * cell) * sy };
+    this.hover = { q, k, event };
+    const text = this.#showHover(q, k, event);
+    if (text) this.onAnnounce?.(text);
   }
 
   #cellAt(event) {
@@ -335,6 +377,7 @@ export class HeatmapView extends SceneView {
     this.highlight.setAttribute('width', layout.cell);
     this.highlight.setAttribute('height', layout.cell);
     this.tooltip?.show(text, event.clientX, event.clientY);
+    return text;
   }
 
   #clearHover() {
@@ -594,6 +637,7 @@ export class GridView {
         cell.setAttribute('aria-selected', selected ? 'true' : 'false');
         cell.setAttribute('tabindex', selected ? '0' : '-1');
         cell.classList.toggle('hs-selected', selected);
+        cell.title = T > 0 ? describeHead(result, l, h, focusToken(result, state)) : `Layer ${l}, head ${h}`;
       }
     }
   }

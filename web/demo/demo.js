@@ -3,7 +3,7 @@
 import {
   getModel, Runner, DEFAULT_TEXT, stateFromQuery, stateToQuery, embedSnippet,
   GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
-  gridScene, heatmapScene, linesScene, combineScene, readTheme, tokenLabel, tokenWords,
+  gridScene, heatmapScene, linesScene, combineScene, readTheme, tokenLabel, tokenWords, heat,
   sceneToSvgString, sceneToPngBlob, downloadBlob,
 } from './headscope-view.js';
 
@@ -71,7 +71,7 @@ function makeDetailView() {
   host.replaceChildren();
   tooltip.hide();
   const onSelectToken = (t) => selectToken(t);
-  detailView = state.view === 'lines' ? new LinesView(host, { onSelectToken }) : new HeatmapView(host, { tooltip, onSelectToken });
+  detailView = state.view === 'lines' ? new LinesView(host, { onSelectToken }) : new HeatmapView(host, { tooltip, onSelectToken, onAnnounce: announce });
   detailView.kind = state.view;
 }
 makeDetailView();
@@ -173,13 +173,21 @@ function renderTokens() {
   const strip = $('tokens');
   const focused = focusToken(result, state);
   const frag = document.createDocumentFragment();
+  // each chip is tinted by how much the focused token looks at it in the selected head
+  const T = result.T;
+  const base = ((state.layer * result.nHead + state.head) * T + focused) * T;
   result.tokens.forEach((t, i) => {
     const b = document.createElement('button');
     b.type = 'button';
     b.className = 'token';
     b.textContent = tokenLabel(t.text, 24); // text, never markup
     b.setAttribute('aria-pressed', i === focused ? 'true' : 'false');
-    b.setAttribute('aria-label', `token ${i}: ${tokenWords(t.text)}`);
+    const w = i <= focused ? result.attentionAll[base + i] : 0;
+    if (i <= focused) {
+      b.style.backgroundColor = heat(theme, w); // CSSOM, allowed under the strict CSP
+      b.style.color = w > 0.5 ? (theme.dark ? '#000' : '#fff') : theme.fg;
+    }
+    b.setAttribute('aria-label', `token ${i}: ${tokenWords(t.text)}${i <= focused ? `, weight ${w.toFixed(2)}` : ''}`);
     b.dataset.index = String(i);
     frag.appendChild(b);
   });
