@@ -242,6 +242,26 @@ def export_model(name, tc, state, tok_dir, val_txt, out, log=print, smoke=False)
     return card
 
 
+def head_summary(c):
+    hs = c["heads"]
+    prev = sorted(hs, key=lambda h: -h["prev_token"])
+    first = sorted(hs, key=lambda h: -h["first_token"])
+    ents = sorted(hs, key=lambda h: h["entropy"])
+    name = lambda h: f"L{h['layer']}H{h['head']}"  # noqa: E731
+    clear_prev = [h for h in prev if h["prev_token"] >= 0.5]
+    out = []
+    if clear_prev:
+        out.append("Previous-token heads (score >= 0.5): " +
+                   ", ".join(f"{name(h)} ({h['prev_token']:.2f})" for h in clear_prev) + ".")
+    else:
+        out.append(f"No head puts half its attention on the previous token; the strongest is {name(prev[0])} "
+                   f"({prev[0]['prev_token']:.2f}).")
+    out.append(f"Most first-token attention: {name(first[0])} ({first[0]['first_token']:.2f}). "
+               f"Sharpest head (lowest entropy): {name(ents[0])} ({ents[0]['entropy']:.2f} nats); broadest: "
+               f"{name(ents[-1])} ({ents[-1]['entropy']:.2f} nats).")
+    return " ".join(out)
+
+
 def readme(c):
     a = c["architecture"]
     tr = c["training"]
@@ -274,6 +294,7 @@ def readme(c):
          f"| validation ({lo['val_tokens']:,} tokens) | {lo['val']:.4f} | {lo['val_perplexity']} |",
          "", f"PyTorch forward pass, 128 tokens, 1 thread: {c['speed']['pytorch_forward_ms_T128_1thread']} ms.",
          "", "## Attention heads (measured after training)", "", c["head_stats_note"], "",
+         head_summary(c), "",
          "| layer | head | prev-token | first-token | entropy | observed behaviour |", "|---|---|---|---|---|---|"]
     for h in c["heads"]:
         L.append(f"| {h['layer']} | {h['head']} | {h['prev_token']:.3f} | {h['first_token']:.3f} | "
