@@ -54,8 +54,8 @@ export function heatmapScene(result, state, theme) {
   const { T, tokens } = result;
   const { layer, head } = state;
   const q0 = focusToken(result, state);
-  const cell = T <= 16 ? 26 : T <= 32 ? 18 : T <= 64 ? 12 : 8;
-  const fs = cell >= 18 ? 12 : cell >= 12 ? 10 : 8;
+  const cell = T <= 16 ? 26 : T <= 32 ? 18 : T <= 64 ? 13 : T <= 100 ? 11 : 9;
+  const fs = cell >= 18 ? 12 : cell >= 13 ? 10 : 9;
   const labels = tokens.map((t) => tokenLabel(t.text, 14));
   const labelW = Math.max(30, ...labels.map((s) => textWidth(s, fs))) + 8;
   const angle = -55;
@@ -183,7 +183,7 @@ export function combineScene(result, state, theme) {
   const width = labelW + barW + 70;
   const height = y0 + nHead * rowH + 8;
   const items = [];
-  items.push({ type: 'text', x: 8, y: 12, text: `Layer ${layer}, token '${tokenLabel(tokens[t].text, 20)}'`, size: 14, weight: 'bold', fill: theme.fg });
+  items.push({ type: 'text', x: 8, y: 12, text: `Layer ${layer}, token ${t}: ${quoteToken(tokens[t].text)}`, size: 14, weight: 'bold', fill: theme.fg });
   items.push({ type: 'text', x: 8, y: 30, text: 'size of what each head adds (its output × its rows of W_O)', size: 11, fill: theme.muted });
   for (let h = 0; h < nHead; h++) {
     const y = y0 + h * rowH;
@@ -254,6 +254,8 @@ class SceneView {
     svg.setAttribute('class', 'hs-svg');
     svg.setAttribute('role', 'img');
     if (label) svg.setAttribute('aria-label', label);
+    // shrink to the container, but not below ~70% of the natural size (then scroll sideways)
+    svg.style.minWidth = `${Math.round(Math.min(scene.width, Math.max(300, scene.width * 0.7)))}px`;
     if (this.svg) this.svg.replaceWith(svg); else this.host.appendChild(svg);
     this.svg = svg;
     this.scene = scene;
@@ -499,16 +501,15 @@ export class TopKView {
 
   update(result) {
     const frag = this.doc.createDocumentFragment();
-    const max = Math.max(1e-9, ...result.topNext.map((p) => p.prob));
     for (const p of result.topNext) {
       const li = el(this.doc, 'li', 'hs-topk-item');
       li.appendChild(el(this.doc, 'span', 'hs-topk-token', tokenLabel(p.token, 20)));
       const bar = el(this.doc, 'span', 'hs-topk-bar');
       const fill = el(this.doc, 'span', 'hs-topk-fill');
-      fill.style.width = `${((100 * p.prob) / max).toFixed(1)}%`; // CSSOM: allowed under a strict CSP
+      fill.style.width = `${(100 * p.prob).toFixed(2)}%`; // CSSOM: allowed under a strict CSP
       bar.appendChild(fill);
       li.appendChild(bar);
-      li.appendChild(el(this.doc, 'span', 'hs-topk-prob', `${(100 * p.prob).toFixed(1)}%`));
+      li.appendChild(el(this.doc, 'span', 'hs-topk-prob', formatPercent(p.prob)));
       frag.appendChild(li);
     }
     this.list.replaceChildren(frag);
@@ -652,6 +653,14 @@ export class GridView {
       if (selected && focus) cell.focus();
     }));
   }
+}
+
+/** 0.4213 -> "42.1%", 0.000123 -> "0.012%". */
+export function formatPercent(p) {
+  const v = 100 * p;
+  if (v >= 0.1) return `${v.toFixed(1)}%`;
+  if (v <= 0) return '0%';
+  return `${v.toPrecision(2)}%`;
 }
 
 function parseCss(c) {

@@ -209,8 +209,10 @@ function render() {
 }
 
 let urlTimer = 0;
+let lastRenderMs = 0;
 function renderNow() {
   if (!result || !theme) return;
+  const t0 = performance.now();
   state.layer = Math.min(state.layer, result.nLayer - 1);
   state.head = Math.min(state.head, result.nHead - 1);
   state.heads = state.heads.filter((h) => h < result.nHead);
@@ -234,6 +236,7 @@ function renderNow() {
   }
   $('stats').textContent = `${result.T} tokens · model ran in ${result.runMs.toFixed(1)} ms`;
   document.body.dataset.tokens = String(result.T);
+  lastRenderMs = performance.now() - t0;
   document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
   clearTimeout(urlTimer);
   urlTimer = setTimeout(() => {
@@ -337,4 +340,4 @@ async function start() {
 start();
 
 // for the end-to-end tests and curious readers
-window.headscopeDemo = { state, get result() { return result; }, get runs() { return runner?.runs ?? 0; } };
+window.headscopeDemo = { state, get result() { return result; }, get runs() { return runner?.runs ?? 0; }, get renderMs() { return lastRenderMs; } };
