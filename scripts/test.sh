@@ -3,7 +3,8 @@
 #   1. C++ engine, native, ASan + UBSan (Catch2 through ctest, preset native-debug)
 #   2. the same Catch2 suite compiled to WebAssembly with SIMD128, under node (preset wasm-release)
 #   3. JavaScript package tests (node --test) and browser end-to-end tests, once those exist
-#   4. the training pipeline's smoke run, when PyTorch is installed
+#   4. libFuzzer targets (loaders, tokenizer), FUZZ_SECONDS each (default 30)
+#   5. the training pipeline's smoke run, when PyTorch is installed
 # Every step runs even if an earlier one failed; the last line is the summary; the exit code is
 # non-zero if anything failed.
 set -uo pipefail
@@ -31,6 +32,7 @@ ctest_preset() {
 
 step "C++ native (ASan+UBSan)" ctest_preset native-debug
 step "C++ wasm SIMD128 under node" ctest_preset wasm-release
+step "fuzzing (${FUZZ_SECONDS:-30} s per target)" scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
 if [ -f tests/js/run.sh ]; then
   step "JavaScript package" tests/js/run.sh
 fi

@@ -1,8 +1,10 @@
-// embind bindings: this file only binds. Every C++ exception becomes a JavaScript Error carrying
-// the C++ message (JS-based exceptions in Emscripten 3.1.6 would otherwise surface as a bare
-// number), and every array returned to JavaScript is a copy (a new Float32Array), never a view into
-// wasm memory, so memory growth cannot detach what callers hold. The JavaScript API that adapts
-// these to the public interface is web/lib/headscope.js.
+// embind bindings: this file only binds. Two rules:
+//  - No C++ exception crosses into JavaScript. A JS exception unwinding through wasm frames skips
+//    destructors and embind's argument cleanup, so every throw would leak; instead each bound
+//    function catches, records the message, and returns null. The JS layer (web/lib/headscope.js)
+//    turns a null into an Error carrying lastError(): the C++ message.
+//  - Every array returned to JavaScript is a copy (a new Float32Array), never a view into wasm
+//    memory, so memory growth cannot detach what callers hold.
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 #include <malloc.h>
@@ -19,18 +21,23 @@ using headscope::Model;
 
 namespace {
 
-[[noreturn]] void throw_js_error(const char* message) { val::global("Error").new_(std::string(message)).throw_(); }
+std::string g_last_error;
 
-// Runs fn, turning any C++ exception into a JavaScript Error with the same message.
-template <class F>
-auto guarded(F&& fn) -> decltype(fn()) {
+// Runs fn; on any C++ exception records its message and returns `failed` instead.
+template <class F, class R = decltype(std::declval<F>()())>
+R guarded(F&& fn, R failed) {
   try {
     return fn();
   } catch (const std::exception& e) {
-    throw_js_error(e.what());
+    g_last_error = e.what();
   } catch (...) {
-    throw_js_error("headscope: unknown C++ exception");
+    g_last_error = "headscope: unknown C++ exception";
   }
+  return failed;
+}
+template <class F>
+val guarded(F&& fn) {
+  return guarded(std::forward<F>(fn), val::null());
 }
 
 val f32_copy(const float* data, std::size_t n) {
@@ -49,13 +56,13 @@ std::string string_of(const val& v, const char* what) {
 }
 
 Model* load(val config_json, val weights, val vocab_json, val merges_txt) {
-  return guarded([&] {
+  return guarded([&]() -> Model* {
     const std::string config = string_of(config_json, "config.json");
     const std::string vocab = string_of(vocab_json, "vocab.json");
     const std::string merges = string_of(merges_txt, "merges.txt");
     const std::vector<uint8_t> w = bytes_of(weights);
     return new Model(Model::load_buffers(config, w, vocab, merges));
-  });
+  }, static_cast<Model*>(nullptr));
 }
 
 val token_array(const std::vector<headscope::Token>& tokens) {
@@ -123,6 +130,7 @@ double heap_used_bytes() { return (double)mallinfo().uordblks; }
 EMSCRIPTEN_BINDINGS(headscope) {
   using namespace emscripten;
   function("load", &load, allow_raw_pointers());
+  function("lastError", optional_override([]() { return g_last_error; }));
   function("simdInfo", &simd_object);
   function("heapUsedBytes", &heap_used_bytes);
   class_<Model>("Model")
@@ -131,7 +139,7 @@ EMSCRIPTEN_BINDINGS(headscope) {
       .function("parameterCount", optional_override([](const Model& m) { return (double)m.parameter_count(); }))
       .function("weightBytes", optional_override([](const Model& m) { return (double)m.weight_bytes(); }))
       .function("tokenText", optional_override([](const Model& m, int id) {
-                  return guarded([&] { return m.tokenizer().token_display(id); });
+                  return guarded([&] { return val(m.tokenizer().token_display(id)); });
                 }))
       .function("tokenize", optional_override([](const Model& m, val text) {
                   return guarded([&] { return token_array(m.tokenizer().encode(string_of(text, "text"))); });

@@ -26,6 +26,13 @@ const DEFAULT_MODEL_FILES = {
 
 let corePromise = null;
 
+// The bindings never throw (a throw out of wasm would leak); they return null and keep the C++
+// message for lastError().
+function checked(core, value) {
+  if (value === null) throw new Error(core.lastError());
+  return value;
+}
+
 /** Loads (once) and returns the WebAssembly module. */
 export function loadCore() {
   if (!corePromise) {
@@ -171,8 +178,8 @@ export async function loadModel(source, options = {}) {
   } else {
     throw new Error(`model source must be a shipped model name, a folder URL or { config, weights, vocab, merges }, got ${typeof source}`);
   }
-  const handle = core.load(asText(files.config, 'config'), asBytes(files.weights, 'weights'),
-    asText(files.vocab, 'vocab'), asText(files.merges, 'merges'));
+  const handle = checked(core, core.load(asText(files.config, 'config'), asBytes(files.weights, 'weights'),
+    asText(files.vocab, 'vocab'), asText(files.merges, 'merges')));
   return new HeadscopeModel(core, handle, name);
 }
 
@@ -284,7 +291,8 @@ export class HeadscopeModel {
     const h = this.#live();
     let s = this.#tokenTextCache.get(id);
     if (s === undefined) {
-      s = h.tokenText(id);
+      if (!Number.isInteger(id)) throw new Error(`token id must be an integer, got ${id}`);
+      s = checked(this.#core, h.tokenText(id));
       if (this.#tokenTextCache.size < 100000) this.#tokenTextCache.set(id, s);
     }
     return s;
@@ -295,7 +303,7 @@ export class HeadscopeModel {
     const h = this.#live();
     const wellFormed = toWellFormed(text);
     const map = byteToIndexMaps(wellFormed);
-    return h.tokenize(wellFormed).map((t) => ({ text: t.text, id: t.id, start: map.start(t.byteStart), end: map.end(t.byteEnd) }));
+    return checked(this.#core, h.tokenize(wellFormed)).map((t) => ({ text: t.text, id: t.id, start: map.start(t.byteStart), end: map.end(t.byteEnd) }));
   }
 
   run(text, options = {}) {
@@ -309,12 +317,13 @@ export class HeadscopeModel {
         throw new Error(`ablate entries must be [layer, head] pairs of integers, got ${JSON.stringify(pair)}`);
       flat.push(pair[0], pair[1]);
     }
-    const info = h.run(wellFormed, flat, !!allLogits, false);
+    const core = this.#core;
+    const info = checked(core, h.run(wellFormed, flat, !!allLogits, false));
     const map = byteToIndexMaps(wellFormed);
     const tokens = info.tokens.map((t) => ({ text: t.text, id: t.id, start: map.start(t.byteStart), end: map.end(t.byteEnd) }));
     const { nLayer, nHead } = this.#info.config;
     const T = tokens.length;
-    const logitsLast = h.logitsLast();
+    const logitsLast = checked(core, h.logitsLast());
     const probs = softmax(logitsLast);
     const data = {
       text: wellFormed,
@@ -324,15 +333,15 @@ export class HeadscopeModel {
       nHead,
       droppedTokens: info.droppedTokens,
       reusedTokens: info.reusedTokens,
-      attentionAll: h.attentionAll(),
-      contributionNorms: h.contributionNorms(),
+      attentionAll: checked(core, h.attentionAll()),
+      contributionNorms: checked(core, h.contributionNorms()),
       logitsLast,
       topNext: topK(probs, k, (id) => this.tokenText(id)),
     };
     if (allLogits) {
       // mean next-token cross-entropy over the text: position t predicts token t+1
       const V = this.#info.config.vocabSize;
-      const all = h.logitsAll();
+      const all = checked(core, h.logitsAll());
       let sum = 0;
       for (let t = 0; t + 1 < T; t++) {
         const row = all.subarray(t * V, (t + 1) * V);
