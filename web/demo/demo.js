@@ -183,7 +183,7 @@ function renderTokens() {
     b.textContent = tokenLabel(t.text, 24); // text, never markup
     b.setAttribute('aria-pressed', i === focused ? 'true' : 'false');
     const w = i <= focused ? result.attentionAll[base + i] : 0;
-    if (i <= focused) {
+    if (i <= focused && w >= 0.02) {
       b.style.backgroundColor = heat(theme, w); // CSSOM, allowed under the strict CSP
       b.style.color = w > 0.5 ? (theme.dark ? '#000' : '#fff') : theme.fg;
     }
