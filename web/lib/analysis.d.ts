@@ -1,0 +1,54 @@
+// Types for analysis.js: what heads turned out to do (role scores) and head knock-out.
+// The scores describe patterns found after training on the given text; no head is assigned a job.
+import type { RunResult, RunOptions } from './headscope.js';
+
+/** Scores in [0, 1]; NaN when the text has no row that qualifies (e.g. no repeated token). Formulas in analysis.js. */
+export interface HeadScores {
+  /** Mean attention to the previous token. */
+  previous: number;
+  /** Mean attention to the first token (an attention sink). */
+  first: number;
+  /** Mean attention to the token itself. */
+  self: number;
+  /** Mean attention to earlier copies of the same token. */
+  duplicate: number;
+  /** Mean attention to the token that followed the current token's previous occurrence. */
+  induction: number;
+  /** Mean normalized entropy: 1 = uniform over the past, 0 = one token. */
+  broad: number;
+}
+export type Role = keyof HeadScores;
+
+/** Score at which a head earns each badge. */
+export declare const ROLE_THRESHOLDS: Readonly<Record<Role, number>>;
+/** A plain-words description of each role. */
+export declare const ROLE_DESCRIPTIONS: Readonly<Record<Role, string>>;
+
+/** Scores of one head from its T*T attention and the T token ids. */
+export declare function headScores(att: Float32Array | number[], ids: number[], T?: number): HeadScores;
+/** Scores of every head of a run: [layer][head]. */
+export declare function allHeadScores(result: RunResult): HeadScores[][];
+/** Roles whose score reaches its threshold, strongest first. */
+export declare function headBadges(scores: HeadScores, thresholds?: Readonly<Record<Role, number>>): Role[];
+
+/** Anything with the model API, synchronous (HeadscopeModel) or in a worker (WorkerModel). */
+interface AnyModel {
+  readonly info: { config: { vocabSize: number; nLayer: number; nHead: number } };
+  run(text: string, options?: RunOptions): RunResult | Promise<RunResult>;
+  tokenize(text: string): unknown;
+  tokenText(id: number): string | Promise<string>;
+}
+
+/** Two copies of a seeded random sequence of whole-word tokens: the probe for induction heads. */
+export declare function inductionProbeText(model: AnyModel, options?: { length?: number; seed?: number }): Promise<string>;
+
+export interface KnockoutEntry {
+  layer: number;
+  head: number;
+  /** Mean next-token loss on the text with this head switched off. */
+  loss: number;
+  /** loss - baseLoss: how much the text needed this head. */
+  delta: number;
+}
+/** Switches off each head in turn (on top of `ablate`) and ranks heads by the loss increase. */
+export declare function knockoutRanking(model: AnyModel, text: string, options?: { ablate?: Array<[number, number]> }): Promise<{ baseLoss: number; heads: KnockoutEntry[] }>;
