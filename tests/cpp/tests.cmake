@@ -27,7 +27,7 @@ add_test(NAME gpt2_tokenizer_cases
   COMMAND ${NODE_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/make_tokenizer_cases.mjs ${CMAKE_BINARY_DIR}/gpt2-tokenizer)
 set_tests_properties(gpt2_tokenizer_cases PROPERTIES FIXTURES_SETUP gpt2_tokenizer)
 
-add_test(NAME catch2_suite COMMAND headscope_tests --reporter compact --warn NoAssertions)
+add_test(NAME catch2_suite COMMAND headscope_tests --use-colour no --warn NoAssertions)
 set_tests_properties(catch2_suite PROPERTIES FIXTURES_REQUIRED gpt2_tokenizer TIMEOUT 900)
 
 if(EMSCRIPTEN AND HEADSCOPE_SIMD)
