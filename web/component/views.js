@@ -179,12 +179,26 @@ export function combineScene(result, state, theme) {
   const rowH = 22;
   const labelW = 62;
   const barW = 230;
-  const y0 = 46;
   const width = labelW + barW + 70;
-  const height = y0 + nHead * rowH + 8;
   const items = [];
   items.push({ type: 'text', x: 8, y: 12, text: `Layer ${layer}, token ${t}: ${quoteToken(tokens[t].text)}`, size: 14, weight: 'bold', fill: theme.fg });
-  items.push({ type: 'text', x: 8, y: 30, text: 'size of what each head adds (its output × its rows of W_O)', size: 11, fill: theme.muted });
+  // the combination step: head outputs side by side -> × W_O -> one update
+  const dy = 40;
+  items.push({ type: 'text', x: 8, y: dy, text: 'head outputs, side by side', size: 10, fill: theme.muted });
+  const segW = Math.min(26, 170 / nHead);
+  for (let h = 0; h < nHead; h++) {
+    const x = 8 + h * segW;
+    items.push({ type: 'rect', x, y: dy + 10, w: segW - 2, h: 18, fill: heat(theme, 0.15 + (0.85 * norms[h]) / max), rx: 2, data: { head: h } });
+    if (segW >= 16) items.push({ type: 'text', x: x + (segW - 2) / 2, y: dy + 38, text: `h${h}`, size: 9, fill: theme.muted, anchor: 'middle' });
+  }
+  const ax = 8 + nHead * segW + 8;
+  items.push({ type: 'text', x: ax, y: dy + 19, text: '× W_O →', size: 12, fill: theme.fg, weight: 'bold' });
+  items.push({ type: 'rect', x: ax + 62, y: dy + 10, w: 70, h: 18, fill: theme.faint, stroke: theme.muted, strokeWidth: 1, rx: 3 });
+  items.push({ type: 'text', x: ax + 97, y: dy + 19, text: 'one update', size: 10, fill: theme.fg, anchor: 'middle' });
+  items.push({ type: 'text', x: ax + 62, y: dy + 38, text: 'added to the token', size: 9, fill: theme.muted });
+  const y0 = dy + 72;
+  items.push({ type: 'text', x: 8, y: y0 - 12, text: 'size of each head\'s share (its output × its rows of W_O)', size: 11, fill: theme.muted });
+  const height = y0 + nHead * rowH + 8;
   for (let h = 0; h < nHead; h++) {
     const y = y0 + h * rowH;
     const sel = h === state.head;
