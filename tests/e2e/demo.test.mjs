@@ -57,7 +57,7 @@ test('page loads the model with a progress bar and shows the grid of all heads',
     return true;
   }).length);
   assert.equal(blank, 0, 'blank grid cells');
-  assert.ok(await page.locator('#combine svg rect[data-head]').count() === nHead, 'one bar per head');
+  assert.ok(await page.locator('#combine svg rect.hs-bar').count() === nHead, 'one bar per head');
   assert.ok(await page.locator('#topk li').count() >= 5, 'top-k predictions');
   await page.waitForTimeout(100);
   await shot(page, 'demo-light', { fullPage: true });

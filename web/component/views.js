@@ -204,7 +204,7 @@ export function combineScene(result, state, theme) {
     const sel = h === state.head;
     items.push({ type: 'text', x: labelW - 6, y: y + rowH / 2, text: `head ${h}`, size: 12, fill: theme.fg, anchor: 'end', weight: sel ? 'bold' : undefined });
     items.push({ type: 'rect', x: labelW, y: y + 3, w: barW, h: rowH - 6, fill: theme.faint, rx: 2 });
-    items.push({ type: 'rect', x: labelW, y: y + 3, w: Math.max(1, (barW * norms[h]) / max), h: rowH - 6, fill: sel ? theme.accent : headColour(theme, 0), rx: 2, data: { head: h } });
+    items.push({ type: 'rect', x: labelW, y: y + 3, w: Math.max(1, (barW * norms[h]) / max), h: rowH - 6, fill: sel ? theme.accent : headColour(theme, 0), rx: 2, data: { head: h }, cls: 'hs-bar' });
     items.push({ type: 'text', x: labelW + barW + 6, y: y + rowH / 2, text: norms[h].toFixed(2), size: 11, fill: theme.muted });
   }
   return { scene: { width, height, background: theme.bg, font: theme.font, items }, norms };
