@@ -274,7 +274,11 @@ for (const b of document.querySelectorAll('[data-export]')) {
 
 $('embed-button').addEventListener('click', async () => {
   const embedUrl = new URL('embed.html', location.href).href;
-  const snippet = embedSnippet(embedUrl, urlState());
+  // size the iframe to the view it shows (caption, widget padding and the credit line around it)
+  const scene = sceneFor('detail');
+  const width = Math.round(Math.min(960, Math.max(360, scene.width + 24)));
+  const height = Math.round(scene.height + 100);
+  const snippet = embedSnippet(embedUrl, urlState(), { width, height });
   $('embed-box').hidden = false;
   const code = $('embed-code');
   code.value = snippet;
