@@ -102,7 +102,7 @@ def forward_ms(model, T, reps=10):
         t = time.perf_counter()
         model(x)
         ts.append(time.perf_counter() - t)
-    torch.set_num_threads(2)
+    torch.set_num_threads(int(os.environ.get("HEADSCOPE_THREADS", "2")))
     return 1000 * float(np.median(ts))
 
 
@@ -139,7 +139,7 @@ def chef_links(model, enc):
 
 
 def export_model(name, tc, state, tok_dir, val_txt, out, log=print, smoke=False):
-    torch.set_num_threads(2)
+    torch.set_num_threads(int(os.environ.get("HEADSCOPE_THREADS", "2")))
     cfg = dict(state["model_cfg"])
     os.makedirs(out, exist_ok=True)
     m = GPT2(cfg)

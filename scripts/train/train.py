@@ -248,7 +248,8 @@ def train_model(name, tc, ids_train, ids_val, work, log, ckpt_minutes=3.0):
 
 # ------------------------------------------------------------------------------------------- commands
 def run_model(name, no_export=False):
-    torch.set_num_threads(2)
+    # 2 threads by default; under heavy sharing several 1-thread runs use the cores better (HEADSCOPE_THREADS=1)
+    torch.set_num_threads(int(os.environ.get("HEADSCOPE_THREADS", "2")))
     configs = load_configs()
     if name not in configs:
         sys.exit(f"unknown model {name}; known: {', '.join(configs)}")
