@@ -72,7 +72,7 @@ export function heatmapScene(result, state, theme) {
   items.push({ type: 'text', x: 8, y: 12, text: `Layer ${layer}, head ${head}: attention weights`, size: 14, weight: 'bold', fill: theme.fg });
   items.push({ type: 'text', x: 8, y: 30, text: 'row = a token; its row shows how much it looks at each earlier token (columns)', size: 11, fill: theme.muted });
   // axis titles
-  items.push({ type: 'text', x: 10, y: y0 + gridW / 2, text: 'token (query) →', size: 10, fill: theme.muted, anchor: 'middle', rotate: -90 });
+  items.push({ type: 'text', x: 10, y: y0 + gridW / 2, text: '← token (query)', size: 10, fill: theme.muted, anchor: 'middle', rotate: -90 });
   items.push({ type: 'rect', x: x0, y: y0, w: gridW, h: gridW, fill: theme.faint });
   for (let q = 0; q < T; q++) {
     for (let k = 0; k <= q; k++) {
@@ -108,9 +108,10 @@ export function linesScene(result, state, theme, focus) {
   const labels = tokens.map((t) => tokenLabel(t.text, 16));
   const labelW = Math.max(40, ...labels.map((s) => textWidth(s, fs))) + 12;
   const gap = 170;
-  const xL = 8 + labelW;
+  const contentW = 2 * labelW + gap + 16;
+  const width = Math.max(contentW, 400);
+  const xL = (width - contentW) / 2 + 8 + labelW; // the two columns, centred
   const xR = xL + gap;
-  const width = Math.max(xR + labelW + 8, 400);
   const y0 = 58;
   const legendRows = Math.ceil(heads.length / 4);
   const height = y0 + T * rowH + 14 + legendRows * 18;
@@ -129,7 +130,7 @@ export function linesScene(result, state, theme, focus) {
   });
   const yOf = (i) => y0 + i * rowH + rowH / 2;
   if (fSide) {
-    const x = fSide === 'q' ? 4 : xR + 2;
+    const x = fSide === 'q' ? xL - labelW - 4 : xR + 2;
     items.push({ type: 'rect', x, y: y0 + fIdx * rowH + 1, w: labelW + 2, h: rowH - 2, fill: theme.faint, rx: 3 });
   }
   heads.forEach((h, i) => {
@@ -151,7 +152,7 @@ export function linesScene(result, state, theme, focus) {
     const bold = fIdx === i ? 'bold' : undefined;
     items.push({ type: 'text', x: xL - 2, y: yOf(i), text: labels[i], size: fs, fill: theme.fg, anchor: 'end', weight: fSide === 'q' ? bold : undefined });
     items.push({ type: 'text', x: xR + 6, y: yOf(i), text: labels[i], size: fs, fill: theme.fg, weight: fSide === 'k' ? bold : undefined });
-    items.push({ type: 'rect', x: 4, y: y0 + i * rowH, w: labelW + 4, h: rowH, hit: true, data: { side: 'q', index: i }, attrs: { tabindex: i === 0 ? 0 : -1, role: 'button', 'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': show where it looks` } });
+    items.push({ type: 'rect', x: xL - labelW - 4, y: y0 + i * rowH, w: labelW + 4, h: rowH, hit: true, data: { side: 'q', index: i }, attrs: { tabindex: i === 0 ? 0 : -1, role: 'button', 'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': show where it looks` } });
     items.push({ type: 'rect', x: xR, y: y0 + i * rowH, w: labelW + 4, h: rowH, hit: true, data: { side: 'k', index: i }, attrs: { tabindex: -1, role: 'button', 'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': show what looks at it` } });
     if (single !== null && fSide === 'q' && i <= fIdx) {
       const w = weightAt(result, state.layer, single, fIdx, i);
