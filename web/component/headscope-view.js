@@ -95,9 +95,17 @@ export class HeadscopeViewElement extends HTMLElement {
     return t === null ? DEFAULT_TEXT : t;
   }
 
+  #onScheme = () => this.#queueRender();
+
   connectedCallback() {
     if (!this.#els) this.#build();
     this.#ensureModel();
+    // colours are baked into the SVG: re-render when the reader's colour scheme changes
+    window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', this.#onScheme);
+  }
+
+  disconnectedCallback() {
+    window.matchMedia('(prefers-color-scheme: dark)').removeEventListener('change', this.#onScheme);
   }
 
   attributeChangedCallback(name, oldValue, newValue) {

@@ -12,7 +12,15 @@ done
 TMP="$OUT.tmp"
 rm -rf "$TMP" && mkdir -p "$TMP"
 cp "$DIST"/*.js "$DIST"/*.wasm "$TMP"/
-[ -d "$DIST/models" ] && cp -r "$DIST/models" "$TMP/models"
+mkdir -p "$TMP/models"
+[ -d "$DIST/models" ] && cp -r "$DIST/models/." "$TMP/models/"
+# models/index.json: the models this site holds (the page's model picker reads it)
+node -e '
+const fs = require("fs"), path = require("path");
+const dir = process.argv[1];
+const names = fs.readdirSync(dir).filter((n) => fs.existsSync(path.join(dir, n, "model.safetensors"))).sort();
+fs.writeFileSync(path.join(dir, "index.json"), JSON.stringify({ models: names.map((name) => ({ name, card: fs.existsSync(path.join(dir, name, "card.json")) })) }, null, 1));
+' "$TMP/models"
 "$ROOT/web/component/build.sh" "$TMP"
 cp "$ROOT/web/component/views.css" "$TMP/"
 for f in favicon.svg index.html embed.html component.html csp.html demo.css embed.css article.css article.js embed.js; do

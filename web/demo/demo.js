@@ -342,6 +342,27 @@ async function start() {
   }
 }
 start();
+listModels();
+
+// The models this site holds (models/index.json, written by web/demo/build.sh): a picker.
+async function listModels() {
+  let models = [];
+  try {
+    const res = await fetch('models/index.json');
+    if (res.ok) models = (await res.json()).models.map((m) => m.name);
+  } catch { /* a site without the index: no picker */ }
+  const current = state.model || 'headscope-base';
+  if (!models.includes(current)) models.push(current);
+  if (models.length < 2) return;
+  const select = $('model-select');
+  select.replaceChildren(...models.map((m) => new Option(m.length > 40 ? `…${m.slice(-39)}` : m, m)));
+  select.value = current;
+  $('model-pick').hidden = false;
+  select.addEventListener('change', () => {
+    const next = { ...urlState(), model: select.value === 'headscope-base' ? undefined : select.value };
+    location.search = stateToQuery(next);
+  });
+}
 
 // for the end-to-end tests and curious readers
 window.headscopeDemo = { state, get result() { return result; }, get runs() { return runner?.runs ?? 0; }, get renderMs() { return lastRenderMs; } };
