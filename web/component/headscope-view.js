@@ -96,16 +96,17 @@ export class HeadscopeViewElement extends HTMLElement {
   }
 
   #onScheme = () => this.#queueRender();
+  #schemeQuery = window.matchMedia('(prefers-color-scheme: dark)');
 
   connectedCallback() {
     if (!this.#els) this.#build();
     this.#ensureModel();
     // colours are baked into the SVG: re-render when the reader's colour scheme changes
-    window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', this.#onScheme);
+    this.#schemeQuery.addEventListener('change', this.#onScheme);
   }
 
   disconnectedCallback() {
-    window.matchMedia('(prefers-color-scheme: dark)').removeEventListener('change', this.#onScheme);
+    this.#schemeQuery.removeEventListener('change', this.#onScheme);
   }
 
   attributeChangedCallback(name, oldValue, newValue) {
