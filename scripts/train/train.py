@@ -101,8 +101,11 @@ def lr_at(step, tc):
     if step < tc["warmup"]:
         return tc["lr"] * (step + 1) / tc["warmup"]
     horizon = tc["steps"]
-    if "cosine_horizon_until" in tc and step < tc["cosine_horizon_until"][0]:
-        horizon = tc["cosine_horizon_until"][1]  # the plan before a mid-run budget change (see schedule_note)
+    # mid-run budget changes (see schedule_note): [[until_step, horizon], ...] in increasing order
+    for until, h in tc.get("cosine_horizons", []):
+        if step < until:
+            horizon = h
+            break
     p = min(1.0, (step - tc["warmup"]) / max(1, horizon - tc["warmup"]))
     lo = tc["lr"] * tc["min_lr_ratio"]
     return lo + 0.5 * (tc["lr"] - lo) * (1 + math.cos(math.pi * p))
