@@ -13,5 +13,7 @@ fi
 [ -x node_modules/.bin/esbuild ] && [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
 web/demo/build.sh build/e2e-site
 rm -rf build/e2e-artifacts && mkdir -p build/e2e-artifacts
-node --test --test-concurrency=1 --test-timeout=120000 tests/e2e/
-echo "e2e artifacts (screenshots, exports): build/e2e-artifacts/"
+status=0
+node --test --test-concurrency=1 --test-timeout=120000 tests/e2e/ 2>&1 | tee build/e2e-artifacts/test-output.txt || status=$?
+echo "e2e artifacts (screenshots, exports, test-output.txt): build/e2e-artifacts/"
+exit "$status"
