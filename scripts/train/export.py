@@ -212,7 +212,8 @@ def export_model(name, tc, state, tok_dir, val_txt, out, log=print, smoke=False)
                                   f"betas 0.9/0.95, weight decay {tc['weight_decay']}, grad clip {tc['grad_clip']}",
                      "seed": tc["seed"], "exported_step": state["best_step"],
                      "hardware": "2 shared CPU cores, PyTorch 1.13 (Debian), float32",
-                     "command": f"/usr/bin/python3 scripts/train/train.py --model {name}"},
+                     "command": f"/usr/bin/python3 scripts/train/train.py --model {name}",
+                     "schedule_note": tc.get("schedule_note", "")},
         "loss": {"train": train_loss, "train_perplexity": round(math.exp(train_loss), 2),
                  "val": round(val_loss, 4), "val_perplexity": round(math.exp(val_loss), 2),
                  "val_tokens": val_tokens,
@@ -287,7 +288,9 @@ def readme(c):
          f"({tr['tokens_per_second']:,} tokens/s) on {tr['hardware']}",
          f"- Optimizer: {tr['optimizer']}; seed {tr['seed']}; exported weights from step {tr['exported_step']} "
          "(best validation loss at an evaluation)",
-         f"- Reproduce: `{tr['command']}`",
+         f"- Reproduce: `{tr['command']}`"] + ([f"- Schedule: {tr['schedule_note']}"] if tr["schedule_note"] else []) + [
+         "- Training time was measured on cores shared with compiler and browser jobs, so tokens/s is lower "
+         "than the same run gets on an idle machine.",
          "", "## Loss", "",
          "| | loss (nats/token) | perplexity |", "|---|---|---|",
          f"| train | {lo['train']:.4f} | {lo['train_perplexity']} |",
