@@ -15,11 +15,12 @@ const quick = args.includes('--quick');
 const modelDir = path.resolve(arg('--model'));
 const pkgDir = path.resolve(arg('--pkg'));
 const outFile = arg('--out');
+const demoDir = arg('--demo') ? path.resolve(arg('--demo')) : null;  // the built demo site (web/demo/build.sh), if any
 const log = (...a) => console.error('[page]', ...a);
 
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.json': 'application/json',
   '.wasm': 'application/wasm', '.txt': 'text/plain', '.safetensors': 'application/octet-stream' };
-const mounts = [['/pkg/', pkgDir], ['/model/', modelDir], ['/', path.join(ROOT, 'bench', 'page')]];
+const mounts = [['/pkg/', pkgDir], ['/model/', modelDir], ...(demoDir ? [['/demo/', demoDir]] : []), ['/', path.join(ROOT, 'bench', 'page')]];
 const server = createServer(async (req, res) => {
   const url = new URL(req.url, 'http://x');
   let p = decodeURIComponent(url.pathname);
@@ -81,6 +82,16 @@ for (const mode of ['main', 'worker']) {
     await page.waitForFunction((k) => window.__bench.keys.length >= k, n, { timeout: 30000 });
   }
   const keys = await page.evaluate(() => window.__bench.keys);
+  const probe = await page.evaluate(() => window.__bench.probe || null);
+  let inWorker = null, onPage = null;
+  if (mode === 'main') {
+    // the same incremental run timed inside a worker and on the page, no messaging in the timed part
+    const t = 'The quick brown fox jumps over the lazy dog near the river bank, while the old farmer watches from his porch and thinks about';
+    inWorker = stats(await page.evaluate(([x, n]) => window.__runInWorker(x, n), [t, quick ? 30 : 80]));
+    onPage = stats(await page.evaluate(([x, n]) => window.__runHere(x, n), [t, quick ? 30 : 80]));
+    log(`incremental run inside a worker: median ${inWorker.median_ms.toFixed(2)} ms; on the page: ${onPage.median_ms.toFixed(2)} ms`);
+  }
+  const ping = mode === 'worker' ? await page.evaluate((n) => window.__pingWorker(n), quick ? 40 : 100) : null;
   await context.close();
   const upTo64 = keys.filter((k) => k.T <= 64);
   const summary = (ks, f) => (ks.length ? stats(ks.map(f)) : null);
@@ -92,14 +103,99 @@ for (const mode of ['main', 'worker']) {
     keystroke_to_paint_T_le_64: summary(upTo64, (k) => k.to_paint_ms),
     keystroke_to_frame_T_le_64: summary(upTo64, (k) => k.to_frame_ms),
     run_T_le_64: summary(upTo64, (k) => k.run_ms),
+    work_T_le_64: summary(upTo64, (k) => k.work_ms),
+    next_frame_fraction_T_le_64: upTo64.filter((k) => k.frames <= 1).length / Math.max(1, upTo64.length),
+    frames_late_T_le_64: summary(upTo64, (k) => k.frames),
     draw_T_le_64: summary(upTo64, (k) => k.draw_ms),
     keystroke_to_paint_T_gt_64: summary(keys.filter((k) => k.T > 64), (k) => k.to_paint_ms),
+    worker_round_trip: ping && stats(ping),
+    incremental_run_inside_worker: inWorker,
+    worker_parts_T_le_64: probe && {
+      message_to_worker: stats(probe.filter((x) => x.T <= 64).map((x) => x.to_worker_ms)),
+      run_in_worker: stats(probe.filter((x) => x.T <= 64).map((x) => x.worker_run_ms)),
+      message_back: stats(probe.filter((x) => x.T <= 64).map((x) => x.back_ms)),
+    },
+    incremental_run_on_page: onPage,
     keys,
   };
   const r = results.modes[mode];
+  if (probe) { const q = r.worker_parts_T_le_64; log(`worker run parts (median / p95 ms): message to worker ${q.message_to_worker.median_ms.toFixed(1)}/${q.message_to_worker.p95_ms.toFixed(1)}, run ${q.run_in_worker.median_ms.toFixed(1)}/${q.run_in_worker.p95_ms.toFixed(1)}, message back ${q.message_back.median_ms.toFixed(1)}/${q.message_back.p95_ms.toFixed(1)}`); }
+  if (ping) log(`empty message round trip page -> worker -> page: median ${r.worker_round_trip.median_ms.toFixed(2)} ms, p95 ${r.worker_round_trip.p95_ms.toFixed(2)} ms`);
   log(`${mode}: cold load to first attention ${r.cold_to_first_attention_painted.median_ms.toFixed(0)} ms (median of ${cold.length}); `
     + `keystroke-to-paint T<=64 median ${r.keystroke_to_paint_T_le_64.median_ms.toFixed(1)} p95 ${r.keystroke_to_paint_T_le_64.p95_ms.toFixed(1)} ms `
-    + `(run ${r.run_T_le_64.median_ms.toFixed(1)}, draw ${r.draw_T_le_64.median_ms.toFixed(1)}), ${keys.length} keys, T up to ${r.max_T}`);
+    + `(work ${r.work_T_le_64.median_ms.toFixed(1)}/${r.work_T_le_64.p95_ms.toFixed(1)}, in the next frame ${(100 * r.next_frame_fraction_T_le_64).toFixed(0)}%; run ${r.run_T_le_64.median_ms.toFixed(1)}, draw ${r.draw_T_le_64.median_ms.toFixed(1)}), ${keys.length} keys, T up to ${r.max_T}`);
+}
+// ---- the project's demo page (web/demo, model in a Web Worker), measured from outside -------------
+// An init script records keydown timestamps and watches body[data-renders], which the demo bumps at
+// the end of each render (inside a requestAnimationFrame callback); the paint is that frame's.
+const DEMO_PROBE = `(() => {
+  const b = (window.__demoBench = { keys: [], renders: 0, pending: null, firstRender: null });
+  let frame = 0;
+  const tick = () => { frame++; requestAnimationFrame(tick); };
+  requestAnimationFrame(tick);
+  document.addEventListener('keydown', (e) => { b.pending = { t: e.timeStamp, frame }; }, true);
+  const watch = () => new MutationObserver(() => {
+    const n = Number(document.body.dataset.renders || 0);
+    if (n === b.renders) return;
+    b.renders = n;
+    const rendered = performance.now(), f = frame, p = b.pending;
+    b.pending = null;
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => {
+      const painted = performance.now();
+      if (b.firstRender === null) b.firstRender = { rendered, painted };
+      const ran = /ran in ([0-9.]+) ms/.exec(document.getElementById('stats')?.textContent || '');
+      if (p) b.keys.push({ T: Number(document.body.dataset.tokens || 0), to_render_ms: rendered - p.t, to_paint_ms: painted - p.t, frames: f - p.frame, run_ms: ran ? Number(ran[1]) : null });
+    };
+    ch.port2.postMessage(0);
+  }).observe(document.body, { attributes: true, attributeFilter: ['data-renders'] });
+  if (document.body) watch(); else document.addEventListener('DOMContentLoaded', watch);
+})();`;
+if (demoDir) {
+  try {
+    const cold = [];
+    let keys = [];
+    for (let i = 0; i < (quick ? 2 : 3); i++) {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      await page.addInitScript(DEMO_PROBE);
+      page.on('pageerror', (e) => log('demo page error:', e.message));
+      await page.goto(`${base}demo/index.html?model=${encodeURIComponent('/model/')}&text=The`);
+      await page.waitForFunction(() => window.__demoBench && window.__demoBench.firstRender, null, { timeout: 120000 });
+      cold.push(await page.evaluate(() => window.__demoBench.firstRender.painted));
+      if (i === 0) {
+        await page.focus('#text');
+        await page.keyboard.press('End');
+        const chars = quick ? TEXT.slice(0, 240) : TEXT;
+        for (let k = 0; k < chars.length; k++) {
+          await page.keyboard.type(chars[k]);
+          try { await page.waitForFunction((n) => window.__demoBench.keys.length >= n, k + 1, { timeout: 5000 }); } catch { log('demo: no render for key', k); }
+        }
+        keys = await page.evaluate(() => window.__demoBench.keys);
+      }
+      await context.close();
+    }
+    const upTo64 = keys.filter((k) => k.T <= 64);
+    results.demo = {
+      page: 'web/demo (built by web/demo/build.sh), model in a Web Worker',
+      cold_runs_ms: cold,
+      cold_to_first_attention_painted: stats(cold),
+      keystrokes: keys.length,
+      max_T: keys.length ? Math.max(...keys.map((k) => k.T)) : 0,
+      keystroke_to_paint_T_le_64: upTo64.length ? stats(upTo64.map((k) => k.to_paint_ms)) : null,
+      keystroke_to_render_T_le_64: upTo64.length ? stats(upTo64.map((k) => k.to_render_ms)) : null,
+      run_T_le_64: upTo64.some((k) => k.run_ms !== null) ? stats(upTo64.filter((k) => k.run_ms !== null).map((k) => k.run_ms)) : null,
+      next_frame_fraction_T_le_64: upTo64.filter((k) => k.frames <= 1).length / Math.max(1, upTo64.length),
+      keystroke_to_paint_T_gt_64: keys.some((k) => k.T > 64) ? stats(keys.filter((k) => k.T > 64).map((k) => k.to_paint_ms)) : null,
+      keys,
+    };
+    const d = results.demo;
+    log(`demo: cold load to first attention ${d.cold_to_first_attention_painted.median_ms.toFixed(0)} ms; keystroke-to-paint T<=64 `
+      + (d.keystroke_to_paint_T_le_64 ? `median ${d.keystroke_to_paint_T_le_64.median_ms.toFixed(1)} p95 ${d.keystroke_to_paint_T_le_64.p95_ms.toFixed(1)} ms, next frame ${(100 * d.next_frame_fraction_T_le_64).toFixed(0)}%` : 'no data'));
+  } catch (e) {
+    log('demo page could not be measured:', e.message);
+    results.demo = { error: String(e.message) };
+  }
 }
 await browser.close();
 server.close();

@@ -34,8 +34,10 @@ build() {  # build PRESET DIR TARGET...
   cmake --build "$dir" -j "$JOBS" --target "$@" | grep -v '^\[' || true
   test -f "$dir/CMakeCache.txt"
 }
-log "building native-release, wasm-release (SIMD128) and wasm-scalar"
+log "building native-release (-march=native and plain SSE2), wasm-release (SIMD128) and wasm-scalar"
 build native-release "$OUT/native" headscope_bench_native
+cmake --preset native-release -B "$OUT/native-sse" -DHEADSCOPE_BUILD_TESTS=OFF -DHEADSCOPE_NATIVE_ARCH=OFF >/dev/null
+cmake --build "$OUT/native-sse" -j "$JOBS" --target headscope_bench_native | grep -v '^\[' || true
 build wasm-release "$OUT/wasm-simd" headscope_bench_wasm headscope_wasm
 build wasm-scalar "$OUT/wasm-scalar" headscope_bench_wasm headscope_wasm
 for d in "$OUT/wasm-simd" "$OUT/wasm-scalar"; do
@@ -49,6 +51,20 @@ echo "{\"simd\": ${simd_ops:-0}, \"scalar\": ${scalar_ops:-0}}" > "$OUT/f32x4.js
 # the npm package's payload from the SIMD tree, for the browser page
 rm -rf "$OUT/pkg" && mkdir -p "$OUT/pkg"
 cp web/lib/*.js "$OUT/pkg/" && cp "$OUT/wasm-simd/headscope_wasm.js" "$OUT/wasm-simd/headscope_wasm.wasm" "$OUT/pkg/"
+# the package's worker with timestamps around the run (bench/page splits a worker run into its parts)
+sed -e 's#value = plain(model.run(args.text, args.options));#const t0_ = performance.now(); value = plain(model.run(args.text, args.options)); value.__workerRunMs = performance.now() - t0_; value.__recvAt = performance.timeOrigin + t0_; value.__sentAt = performance.timeOrigin + performance.now();#' \
+  web/lib/worker.js > "$OUT/pkg/probe-worker.js"
+grep -q __workerRunMs "$OUT/pkg/probe-worker.js" || log "note: web/lib/worker.js changed; worker runs are not split into parts"
+
+# the project's demo site (web/demo), built from the package in dist/, for the page-level figures
+DEMO_ARGS=()
+if [ -x web/demo/build.sh ] && [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
+  if scripts/build-package.sh >/dev/null && web/demo/build.sh "$PWD/$OUT/web" >/dev/null; then
+    DEMO_ARGS=(--demo "$OUT/web")
+  else
+    log "could not build the demo site: page-level figures from bench/page only"
+  fi
+fi
 
 # ---- onnxruntime-web's subject: the same model through torch.onnx -----------------------------------
 ONNX=.cache/bench/onnx
@@ -62,13 +78,16 @@ fi
 # ---- runs -------------------------------------------------------------------------------------------
 log "native"
 "$OUT/native/headscope_bench_native" "$MODEL" "${QUICK[@]}" > "$OUT/native.json"
+"$OUT/native-sse/headscope_bench_native" "$MODEL" --quick > "$OUT/native-sse.json"
+log "calibration: SIMD128 throughput now, engine GEMM against a hand-written 4x8 tile"
+node bench/variants.mjs --builds "$OUT" --out "$OUT/variants.json" --quick
 log "node: wasm SIMD, wasm scalar, onnxruntime-web (default tiering: Liftoff, then TurboFan)"
 node bench/node_bench.mjs --model "$MODEL" --onnx "$ONNX" --builds "$OUT" --out "$OUT/node.json" "${QUICK[@]}"
 log "node --no-liftoff: cross-check of the SIMD build"
 node --no-liftoff bench/node_bench.mjs --model "$MODEL" --onnx "$ONNX" --builds "$OUT" --out "$OUT/node-noliftoff.json" --simd-only --quick
 if [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
   log "headless Chromium: cold load, keystroke-to-paint"
-  node bench/page_bench.mjs --model "$MODEL" --pkg "$OUT/pkg" --out "$OUT/page.json" "${QUICK[@]}" || log "page benchmark failed (see above)"
+  node bench/page_bench.mjs --model "$MODEL" --pkg "$OUT/pkg" --out "$OUT/page.json" "${DEMO_ARGS[@]}" "${QUICK[@]}" || log "page benchmark failed (see above)"
 fi
 log "report"
 node bench/report.mjs --builds "$OUT" --model "$MODEL"

@@ -10,12 +10,19 @@ const textBox = document.getElementById('text');
 const canvas = document.getElementById('maps');
 const ctx = canvas.getContext('2d');
 
+// A frame counter: a requestAnimationFrame loop that runs all the time, so "painted in the next
+// frame" can be told apart from "painted one or more frames late".
+let frame = 0;
+const tick = () => { frame++; requestAnimationFrame(tick); };
+requestAnimationFrame(tick);
+
 const afterPaint = () => new Promise((resolve) => {
   requestAnimationFrame((frameTime) => {
     const raf = performance.now();
+    const shownInFrame = frame;  // tick registered earlier, so it already ran in this frame
     // a message posted from rAF is handled after that frame's paint
     const ch = new MessageChannel();
-    ch.port1.onmessage = () => resolve({ raf, painted: performance.now(), frameTime });
+    ch.port1.onmessage = () => resolve({ raf, painted: performance.now(), frameTime, shownInFrame });
     ch.port2.postMessage(0);
   });
 });
@@ -52,7 +59,10 @@ async function main() {
   let model;
   if (mode === 'worker') {
     const { loadModelInWorker } = await import('/pkg/headscope-worker.js');
-    model = await loadModelInWorker(modelUrl);
+    // The package's worker with timestamps added (scripts/bench.sh derives /pkg/probe-worker.js from
+    // web/lib/worker.js with sed): splits a run into message to the worker, run, message back.
+    const worker = params.get('probe') !== '0' ? new Worker('/pkg/probe-worker.js', { type: 'module' }) : undefined;
+    model = await loadModelInWorker(modelUrl, worker ? { worker } : {});
   } else {
     const { loadModel } = await import('/pkg/headscope.js');
     model = await loadModel(modelUrl);
@@ -70,11 +80,11 @@ async function main() {
     T: r0.T,
   });
 
-  let keydownAt = 0;
-  textBox.addEventListener('keydown', (e) => { keydownAt = e.timeStamp; });
+  let keydownAt = 0, keydownFrame = 0;
+  textBox.addEventListener('keydown', (e) => { keydownAt = e.timeStamp; keydownFrame = frame; });
   let busy = Promise.resolve();
   textBox.addEventListener('input', () => {
-    const start = keydownAt;
+    const start = keydownAt, startFrame = keydownFrame;
     const text = textBox.value;
     busy = busy.then(async () => {
       const t1 = performance.now();
@@ -83,10 +93,49 @@ async function main() {
       draw(r);
       const t3 = performance.now();
       const f = await afterPaint();
+      if (r.__workerRunMs !== undefined) {
+        bench.probe = bench.probe || [];
+        bench.probe.push({ T: r.T, worker_run_ms: r.__workerRunMs, to_worker_ms: r.__recvAt - (performance.timeOrigin + t1), back_ms: performance.timeOrigin + t2 - r.__sentAt });
+      }
       bench.keys.push({ T: r.T, reused: r.reusedTokens, queued_ms: t1 - start, run_ms: t2 - t1, draw_ms: t3 - t2,
-        to_frame_ms: f.raf - start, to_paint_ms: f.painted - start });
+        work_ms: t3 - start, frames: f.shownInFrame - startFrame, to_frame_ms: f.raf - start, to_paint_ms: f.painted - start });
     });
   });
+  window.__benchModel = model;
   bench.ready = true;
 }
 main().catch((e) => { bench.error = String(e && e.stack || e); });
+
+// Round trip of an empty message to a worker and back, n times: the cost of the thread hops alone.
+window.__pingWorker = async (n) => {
+  const w = new Worker(new URL('./ping-worker.js', import.meta.url));
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await new Promise((resolve) => { w.onmessage = resolve; w.postMessage(i); });
+    out.push(performance.now() - t0);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  w.terminate();
+  return out;
+};
+
+// The same incremental run (typing one character at the end of `text`), timed n times in a module
+// worker and on this thread, without messaging in the timed part.
+window.__runInWorker = (text, n) => new Promise((resolve) => {
+  const w = new Worker(new URL('./run-worker.js', import.meta.url), { type: 'module' });
+  w.onmessage = (e) => { w.terminate(); resolve(e.data); };
+  w.postMessage({ text, n });
+});
+
+window.__runHere = async (text, n) => {
+  const model = window.__benchModel;
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    await model.run(text.slice(0, text.length - 1));
+    const t0 = performance.now();
+    await model.run(text);
+    out.push(performance.now() - t0);
+  }
+  return out;
+};

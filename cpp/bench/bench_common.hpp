@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "headscope/kernels.hpp"
+#include "kernels_candidates.hpp"
 
 namespace headscope::bench {
 
@@ -33,6 +34,11 @@ struct GemmCase {
   }
   void run(int M) { kernels::matmul_forward(out.data(), inp.data(), W, M); }
   // W_O as the model does it: one head's rows at a time (NH products with K = HS), no bias
+  void run_candidate(int M) { candidates::matmul_split_k(out.data(), inp.data(), W, M); }
+  void run_heads_candidate(int M, int NH) {
+    const int HS = K / NH;
+    for (int h = 0; h < NH; h++) candidates::matmul_rows_split_k(out.data(), inp.data(), K, W, h * HS, (h + 1) * HS, M);
+  }
   void run_heads(int M, int NH) {
     const int HS = K / NH;
     for (int h = 0; h < NH; h++) kernels::matmul_rows_forward(out.data(), inp.data(), K, W, h * HS, (h + 1) * HS, M);
@@ -49,9 +55,25 @@ struct AttentionCase {
     out.assign((std::size_t)cap * C, 0.0f);
   }
   void run(int T, int t_begin) { kernels::attention_forward(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap); }
+  void run_candidate(int T, int t_begin) {
+    candidates::attention_av_one_pass(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap);
+  }
   void run_reference(int T, int t_begin) {
     kernels::attention_forward_reference(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap);
   }
+};
+
+// The tied LM head for the last position: logits (V) = x (C) @ wte^T, wte (V, C).
+struct LmHeadCase {
+  int C, V;
+  std::vector<float> wte, x, out;
+  LmHeadCase(int C_, int V_) : C(C_), V(V_) {
+    wte = random_floats((std::size_t)V * C, 5, 0.05f);
+    x = random_floats(C, 6);
+    out.assign(V, 0.0f);
+  }
+  void run() { kernels::matmul_transposed_forward(out.data(), x.data(), wte.data(), 1, C, V); }
+  void run_candidate() { candidates::lm_head_8rows(out.data(), x.data(), wte.data(), 1, C, V); }
 };
 
 }  // namespace headscope::bench

@@ -76,11 +76,24 @@ EMSCRIPTEN_BINDINGS(headscope_bench) {
       .constructor<int, int, int>()
       .function("run", &bench::GemmCase::run)
       .function("runHeads", &bench::GemmCase::run_heads)
+      .function("runCandidate", &bench::GemmCase::run_candidate)
+      .function("runHeadsCandidate", &bench::GemmCase::run_heads_candidate)
       .function("output", optional_override([](bench::GemmCase& g, int M) { return f32_copy(g.out.data(), (std::size_t)M * g.N); }));
   class_<bench::AttentionCase>("Attention")
       .constructor<int, int, int>()
       .function("run", &bench::AttentionCase::run)
-      .function("runReference", &bench::AttentionCase::run_reference);
+      .function("runReference", &bench::AttentionCase::run_reference)
+      .function("runCandidate", &bench::AttentionCase::run_candidate)
+      .function("output", optional_override([](bench::AttentionCase& a, int T) {
+                  return f32_copy(a.out.data(), (std::size_t)T * a.C);
+                }))
+      .function("probs", optional_override([](bench::AttentionCase& a) { return f32_copy(a.att.data(), a.att.size()); }));
+  class_<bench::LmHeadCase>("LmHead")
+      .constructor<int, int>()
+      .function("run", &bench::LmHeadCase::run)
+      .function("runCandidate", &bench::LmHeadCase::run_candidate)
+      .function("output", optional_override([](bench::LmHeadCase& l) { return f32_copy(l.out.data(), l.out.size()); }));
+  function("candidatesAvailable", &bench::candidates::available);
   class_<BenchModel>("Model")
       .function("setIds", &BenchModel::set_ids)
       .function("forward", &BenchModel::forward)
