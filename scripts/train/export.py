@@ -223,7 +223,7 @@ def export_model(name, tc, state, tok_dir, val_txt, out, log=print, smoke=False)
         "history": hist,
         "speed": {"pytorch_forward_ms_T128_1thread": round(fwd, 2)},
         "heads": heads,
-        "head_stats_note": "on 64 evenly spaced 128-token windows of validation text; prev_token = mean "
+        "head_stats_note": "Measured on 64 evenly spaced 128-token windows of validation text; prev_token = mean "
                            "attention from position t to t-1 (t >= 1), first_token = mean attention to position 0 "
                            "(t >= 1), entropy = mean attention entropy in nats (uniform over n keys = ln n). "
                            "Roles are descriptions of what was measured after training, not assigned.",
