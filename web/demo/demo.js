@@ -319,7 +319,24 @@ async function start() {
     });
     info = model.info;
     const c = info.config;
-    $('model-info').textContent = `Model: ${info.name}, ${c.nLayer} layers × ${c.nHead} heads, ${(info.parameterCount / 1e6).toFixed(2)} M parameters, context ${c.nPositions} tokens; engine: WebAssembly ${info.simd.simd ? `SIMD (${info.simd.arch})` : 'scalar'} in a Web Worker.`;
+    const card = await loadCard(state.model || 'headscope-base');
+    let cardText = '';
+    if (card) {
+      if (card.loss?.val !== undefined) cardText += ` Validation loss ${Number(card.loss.val).toFixed(3)} nats per token (perplexity ${card.loss.val_perplexity}).`;
+      if (card.description) cardText += ` ${card.description}`;
+      // Start on the head the model card found linking 'cooked' back to 'chef' in the article's
+      // sentence, unless the URL chose a head or the text differs.
+      const link = card.chef_sentence?.links?.['cooked->chef'];
+      const top = link?.top?.[0];
+      if (top && fromUrl.layer === undefined && fromUrl.head === undefined && state.text === card.chef_sentence.text
+        && top.layer < c.nLayer && top.head < c.nHead) {
+        state.layer = top.layer;
+        state.head = top.head;
+        state.heads = [top.head];
+        if (fromUrl.token === undefined && Number.isInteger(link.query_token)) state.token = link.query_token;
+      }
+    }
+    $('model-info').textContent = `Model: ${info.name}, ${c.nLayer} layers × ${c.nHead} heads, ${(info.parameterCount / 1e6).toFixed(2)} M parameters, context ${c.nPositions} tokens; engine: WebAssembly ${info.simd.simd ? `SIMD (${info.simd.arch})` : 'scalar'} in a Web Worker.${cardText}`;
     runner = new Runner(model, {
       onResult: (r) => {
         const first = !result;
@@ -344,13 +361,33 @@ async function start() {
 start();
 listModels();
 
-// The models this site holds (models/index.json, written by web/demo/build.sh): a picker.
-async function listModels() {
-  let models = [];
+// The models this site holds (models/index.json, written by web/demo/build.sh).
+let indexPromise = null;
+function modelIndex() {
+  if (!indexPromise) {
+    indexPromise = fetch('models/index.json')
+      .then((res) => (res.ok ? res.json() : { models: [] }))
+      .then((j) => (Array.isArray(j.models) ? j.models : []))
+      .catch(() => []);
+  }
+  return indexPromise;
+}
+
+/** The model card (card.json) of a shipped model, when the site has one; else null. */
+async function loadCard(name) {
   try {
-    const res = await fetch('models/index.json');
-    if (res.ok) models = (await res.json()).models.map((m) => m.name);
-  } catch { /* a site without the index: no picker */ }
+    const entry = (await modelIndex()).find((m) => m.name === name);
+    if (!entry?.card) return null;
+    const res = await fetch(`models/${encodeURIComponent(name)}/card.json`);
+    return res.ok ? await res.json() : null;
+  } catch {
+    return null;
+  }
+}
+
+// A model picker, when the site holds more than one model.
+async function listModels() {
+  const models = (await modelIndex()).map((m) => m.name);
   const current = state.model || 'headscope-base';
   if (!models.includes(current)) models.push(current);
   if (models.length < 2) return;
