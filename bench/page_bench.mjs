@@ -92,6 +92,30 @@ for (const mode of ['main', 'worker']) {
     log(`incremental run inside a worker: median ${inWorker.median_ms.toFixed(2)} ms; on the page: ${onPage.median_ms.toFixed(2)} ms`);
   }
   const ping = mode === 'worker' ? await page.evaluate((n) => window.__pingWorker(n), quick ? 40 : 100) : null;
+  // the same empty round trip, sent from an input handler right after a keystroke
+  let pingAfterKey = null;
+  if (mode === 'worker') {
+    await page.evaluate(() => {
+      const w = new Worker('./ping-worker.js');
+      window.__rtt = [];
+      const box = document.createElement('input');
+      box.id = 'pingbox';
+      document.body.appendChild(box);
+      box.addEventListener('input', () => {
+        const t0 = performance.now();
+        w.onmessage = () => window.__rtt.push(performance.now() - t0);
+        w.postMessage(0);
+      });
+    });
+    await page.focus('#pingbox');
+    const n = quick ? 30 : 60;
+    for (let i = 0; i < n; i++) {
+      await page.keyboard.type('a');
+      await page.waitForFunction((k) => window.__rtt.length >= k, i + 1);
+    }
+    pingAfterKey = stats(await page.evaluate(() => window.__rtt));
+    log(`empty round trip sent right after a keystroke: median ${pingAfterKey.median_ms.toFixed(2)} ms, p95 ${pingAfterKey.p95_ms.toFixed(2)} ms`);
+  }
   await context.close();
   const upTo64 = keys.filter((k) => k.T <= 64);
   const summary = (ks, f) => (ks.length ? stats(ks.map(f)) : null);
@@ -109,6 +133,7 @@ for (const mode of ['main', 'worker']) {
     draw_T_le_64: summary(upTo64, (k) => k.draw_ms),
     keystroke_to_paint_T_gt_64: summary(keys.filter((k) => k.T > 64), (k) => k.to_paint_ms),
     worker_round_trip: ping && stats(ping),
+    worker_round_trip_after_keystroke: pingAfterKey,
     incremental_run_inside_worker: inWorker,
     worker_parts_T_le_64: probe && {
       message_to_worker: stats(probe.filter((x) => x.T <= 64).map((x) => x.to_worker_ms)),

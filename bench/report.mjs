@@ -170,8 +170,20 @@ if (page) {
   const wp = page.modes.worker?.worker_parts_T_le_64;
   if (wp) md.push('', `Worker mode, one run split into its parts (T <= 64, median / p95 ms): message to the worker ${ms(wp.message_to_worker)}, model run inside the worker ${ms(wp.run_in_worker)}, message back to the page ${ms(wp.message_back)}.`);
   const rt = page.modes.worker?.worker_round_trip;
-  if (rt) md.push('', `An empty message page -> worker -> page takes ${f(rt.median_ms)} ms median, ${f(rt.p95_ms)} ms p95 on this loaded machine: the thread hops alone.`, '');
+  const rk = page.modes.worker?.worker_round_trip_after_keystroke;
+  if (rt) md.push('', `An empty message page -> worker -> page takes ${f(rt.median_ms)} ms median (${f(rt.p95_ms)} ms p95) when the page is idle`
+    + (rk ? `, but ${f(rk.median_ms)} ms median (${f(rk.p95_ms)} ms p95) when sent from an input handler right after a keystroke: Chromium's main-thread scheduler runs the next frame before the worker's reply, so a result computed in a worker is painted one frame later than the same result computed on the page.` : '.'), '');
   md.push('', 'Frames arrive every 16.7 ms: a keystroke whose work is done lands in the next frame, so keystroke-to-paint = work + the wait for that frame + the paint (software raster in headless Chromium).', '');
+}
+if (variants?.candidates?.length || native.candidates?.length) {
+  md.push('## Candidate kernels (cpp/bench/kernels_candidates.cpp) against the engine\'s', '');
+  md.push('Same results as the engine\'s kernels (checked before timing); speed-up of the candidate from interleaved medians.', '');
+  md.push('| kernel | wasm SIMD: engine ms | candidate ms | speed-up | native: speed-up |', '|---|---|---|---|---|');
+  for (const c of variants?.candidates ?? []) {
+    const n = native.candidates?.find((x) => c.name.startsWith(x.name));
+    md.push(`| ${c.name} | ${f(c.engine_ms, 4)} | ${f(c.candidate_ms, 4)} | ${f(c.speedup)}x | ${n ? f(n.speedup) + 'x' : '–'} |`);
+  }
+  md.push('');
 }
 md.push('## Sizes and memory', '');
 md.push('| item | bytes |', '|---|---|');

@@ -74,7 +74,15 @@ if (m.candidatesAvailable()) {
     at.runCandidate(T, 0); const o1 = at.output(T), p1 = at.probs();
     if (maxAbsDiff(o0, o1) > 1e-5 || maxAbsDiff(p0, p1) > 0) throw new Error(`attention_av_one_pass differs at T=${T}`);
     await cmp(`attention T=${T} (one layer, all heads)`, () => at.run(T, 0), () => at.runCandidate(T, 0));
+    at.runBlocked(T, 0); const o2 = at.output(T), p2 = at.probs();
+    const dOut = maxAbsDiff(o0, o2), dProb = maxAbsDiff(p0, p2);
+    if (dOut > 1e-5 || dProb > 1e-6) throw new Error(`attention_blocked differs at T=${T}: out ${dOut}, probs ${dProb}`);
+    await cmp(`attention blocked T=${T} (one layer, all heads)`, () => at.run(T, 0), () => at.runBlocked(T, 0));
   }
+  // partial update: rows 100..127 (a paste at the end)
+  at.run(P, 0); at.run(P, P - 28); const o3 = at.output(P), p3 = at.probs();
+  at.runBlocked(P, 0); at.runBlocked(P, P - 28); const o4 = at.output(P), p4 = at.probs();
+  if (maxAbsDiff(o3, o4) > 1e-5 || maxAbsDiff(p3, p4) > 1e-6) throw new Error('attention_blocked differs on a partial update');
   await cmp(`attention, one new row at T=${P}`, () => at.run(P, P - 1), () => at.runCandidate(P, P - 1));
   at.delete();
 }

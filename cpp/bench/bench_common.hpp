@@ -58,6 +58,9 @@ struct AttentionCase {
   void run_candidate(int T, int t_begin) {
     candidates::attention_av_one_pass(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap);
   }
+  void run_blocked(int T, int t_begin) {
+    candidates::attention_blocked(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap);
+  }
   void run_reference(int T, int t_begin) {
     kernels::attention_forward_reference(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap);
   }

@@ -84,6 +84,7 @@ EMSCRIPTEN_BINDINGS(headscope_bench) {
       .function("run", &bench::AttentionCase::run)
       .function("runReference", &bench::AttentionCase::run_reference)
       .function("runCandidate", &bench::AttentionCase::run_candidate)
+      .function("runBlocked", &bench::AttentionCase::run_blocked)
       .function("output", optional_override([](bench::AttentionCase& a, int T) {
                   return f32_copy(a.out.data(), (std::size_t)T * a.C);
                 }))

@@ -147,6 +147,8 @@ int main(int argc, char** argv) {
       char name[64];
       std::snprintf(name, sizeof name, "attention T=%d", T);
       cand(name, [&] { a.run(T, 0); }, [&] { a.run_candidate(T, 0); });
+      std::snprintf(name, sizeof name, "attention blocked T=%d", T);
+      cand(name, [&] { a.run(T, 0); }, [&] { a.run_blocked(T, 0); });
     }
   }
   std::printf("\n  ]\n}\n");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #if HEADSCOPE_SIMD
 #include <xsimd/xsimd.hpp>
@@ -201,6 +202,141 @@ void attention_av_one_pass(float* out, float* att, const float* qkv, int t_begin
   }
 }
 
+// ---- attention, register-tiled ----------------------------------------------------------------
+// scores for ROWS query rows x one panel of kPanel keys: acc over the head dimension
+template <int ROWS>
+static inline void score_tile(float* a_rows, int att_stride, const float* q, std::size_t row3, const float* kpanel, int HS,
+                              float scale, int n_valid) noexcept {
+  batch acc0[ROWS], acc1[ROWS];
+  for (int r = 0; r < ROWS; r++) acc0[r] = acc1[r] = batch(0.0f);
+  for (int d = 0; d < HS; d++) {
+    const batch k0 = batch::load_aligned(kpanel + d * kPanel), k1 = batch::load_aligned(kpanel + d * kPanel + kLanes);
+    for (int r = 0; r < ROWS; r++) {
+      const batch qv(q[r * row3 + d]);
+      acc0[r] = xsimd::fma(qv, k0, acc0[r]);
+      acc1[r] = xsimd::fma(qv, k1, acc1[r]);
+    }
+  }
+  const batch s(scale);
+  for (int r = 0; r < ROWS; r++) {
+    float* o = a_rows + (std::size_t)r * att_stride;
+    if (n_valid == kPanel) {
+      (acc0[r] * s).store_unaligned(o);
+      (acc1[r] * s).store_unaligned(o + kLanes);
+    } else {
+      alignas(64) float tmp[kPanel];
+      (acc0[r] * s).store_aligned(tmp);
+      (acc1[r] * s).store_aligned(tmp + kLanes);
+      std::memcpy(o, tmp, sizeof(float) * n_valid);
+    }
+  }
+}
+
+// y rows (ROWS) [d0, d0 + NB*kLanes) = sum_{j < n} a[r][j] v_j
+template <int ROWS, int NB>
+static inline void av_tile(float* y, int y_stride, const float* a, int att_stride, const float* values, std::size_t row3,
+                           int n) noexcept {
+  batch acc[ROWS][NB];
+  for (int r = 0; r < ROWS; r++)
+    for (int b = 0; b < NB; b++) acc[r][b] = batch(0.0f);
+  for (int j = 0; j < n; j++) {
+    const float* v = values + j * row3;
+    batch vb[NB];
+    for (int b = 0; b < NB; b++) vb[b] = batch::load_unaligned(v + b * kLanes);
+    for (int r = 0; r < ROWS; r++) {
+      const batch ar(a[(std::size_t)r * att_stride + j]);
+      for (int b = 0; b < NB; b++) acc[r][b] = xsimd::fma(ar, vb[b], acc[r][b]);
+    }
+  }
+  for (int r = 0; r < ROWS; r++)
+    for (int b = 0; b < NB; b++) acc[r][b].store_unaligned(y + (std::size_t)r * y_stride + b * kLanes);
+}
+
+template <int ROWS>
+static inline void av_rows(float* y, int y_stride, const float* a, int att_stride, const float* values, std::size_t row3,
+                           int n, int hs_simd) noexcept {
+  int d = 0;
+  for (; d + 5 * kLanes <= hs_simd; d += 5 * kLanes) av_tile<ROWS, 5>(y + d, y_stride, a, att_stride, values + d, row3, n);
+  switch ((hs_simd - d) / kLanes) {
+    case 4: av_tile<ROWS, 4>(y + d, y_stride, a, att_stride, values + d, row3, n); break;
+    case 3: av_tile<ROWS, 3>(y + d, y_stride, a, att_stride, values + d, row3, n); break;
+    case 2: av_tile<ROWS, 2>(y + d, y_stride, a, att_stride, values + d, row3, n); break;
+    case 1: av_tile<ROWS, 1>(y + d, y_stride, a, att_stride, values + d, row3, n); break;
+    default: break;
+  }
+}
+
+void attention_blocked(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
+                       int att_stride) noexcept {
+  if (T - t_begin < 8) {
+    attention_av_one_pass(out, att, qkv, t_begin, T, C, NH, att_stride);
+    return;
+  }
+  const int HS = C / NH;
+  const int hs_simd = HS - HS % kLanes;
+  const float scale = 1.0f / std::sqrt((float)HS);
+  const std::size_t row3 = 3 * (std::size_t)C;
+  const int panels = (T + kPanel - 1) / kPanel;
+  static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> kpack;
+  if (kpack.size() < (std::size_t)panels * kPanel * HS) kpack.resize((std::size_t)panels * kPanel * HS);
+  for (int h = 0; h < NH; h++) {
+    const float* q0 = qkv + h * HS;
+    const float* keys = qkv + C + h * HS;
+    const float* values = qkv + 2 * C + h * HS;
+    float* att_h = att + (std::size_t)h * att_stride * att_stride;
+    // pack keys 0..T-1: panel p, dimension d, lane u <- k_{p*kPanel+u}[d] (zero past T)
+    for (int p = 0; p < panels; p++) {
+      float* kp = kpack.data() + (std::size_t)p * kPanel * HS;
+      for (int u = 0; u < kPanel; u++) {
+        const int j = p * kPanel + u;
+        if (j < T) {
+          const float* kr = keys + j * row3;
+          for (int d = 0; d < HS; d++) kp[d * kPanel + u] = kr[d];
+        } else {
+          for (int d = 0; d < HS; d++) kp[d * kPanel + u] = 0.0f;
+        }
+      }
+    }
+    // scores, 4 query rows at a time, key panels up to the last row's position (causal)
+    for (int t0 = t_begin; t0 < T; t0 += 4) {
+      const int rows = std::min(4, T - t0);
+      const int t_last = t0 + rows - 1;
+      for (int p = 0; p * kPanel <= t_last; p++) {
+        const int n_valid = std::min(kPanel, att_stride - p * kPanel);
+        float* a_rows = att_h + (std::size_t)t0 * att_stride + p * kPanel;
+        const float* q = q0 + t0 * row3;
+        const float* kp = kpack.data() + (std::size_t)p * kPanel * HS;
+        switch (rows) {
+          case 4: score_tile<4>(a_rows, att_stride, q, row3, kp, HS, scale, n_valid); break;
+          case 3: score_tile<3>(a_rows, att_stride, q, row3, kp, HS, scale, n_valid); break;
+          case 2: score_tile<2>(a_rows, att_stride, q, row3, kp, HS, scale, n_valid); break;
+          default: score_tile<1>(a_rows, att_stride, q, row3, kp, HS, scale, n_valid); break;
+        }
+      }
+      // softmax over the causal prefix; everything after it exactly 0 (overwrites the extra scores)
+      for (int t = t0; t <= t_last; t++) {
+        float* a = att_h + (std::size_t)t * att_stride;
+        k::softmax_forward(a, t + 1);
+        std::fill(a + t + 1, a + att_stride, 0.0f);
+      }
+    }
+    // y = P V, two rows at a time over j <= the second row's position (the first row's P is 0 there)
+    int t = t_begin;
+    for (; t + 2 <= T; t += 2)
+      av_rows<2>(out + (std::size_t)t * C + h * HS, C, att_h + (std::size_t)t * att_stride, att_stride, values, row3, t + 2, hs_simd);
+    if (t < T) av_rows<1>(out + (std::size_t)t * C + h * HS, C, att_h + (std::size_t)t * att_stride, att_stride, values, row3, t + 1, hs_simd);
+    for (int tt = t_begin; tt < T; tt++) {
+      const float* a = att_h + (std::size_t)tt * att_stride;
+      float* y = out + (std::size_t)tt * C + h * HS;
+      for (int dd = hs_simd; dd < HS; dd++) {
+        float acc = 0.0f;
+        for (int jj = 0; jj <= tt; jj++) acc += a[jj] * values[jj * row3 + dd];
+        y[dd] = acc;
+      }
+    }
+  }
+}
+
 #else
 bool available() { return false; }
 void lm_head_8rows(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept {
@@ -213,6 +349,10 @@ void matmul_rows_split_k(float* out, const float* inp, int inp_stride, const k::
 }
 void attention_av_one_pass(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
                            int att_stride) noexcept {
+  k::attention_forward(out, att, qkv, t_begin, T, C, NH, att_stride);
+}
+void attention_blocked(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
+                       int att_stride) noexcept {
   k::attention_forward(out, att, qkv, t_begin, T, C, NH, att_stride);
 }
 #endif

@@ -16,5 +16,11 @@ void matmul_rows_split_k(float* out, const float* inp, int inp_stride, const ker
 // (HS/lanes independent accumulators) instead of one pass over j per batch (one dependent chain)
 void attention_av_one_pass(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
                            int att_stride) noexcept;
+// attention_forward with register-tiled products: keys of a head packed into kPanel-wide panels
+// (a small transpose per call), scores as 4-query x kPanel-key tiles, the weighted sum of values as
+// 2-row x up-to-5-batch tiles. Rows computed per call below 8 (the incremental update) take the
+// one-pass path above. Uses a thread_local scratch for the packed keys (a port would pass scratch in).
+void attention_blocked(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
+                       int att_stride) noexcept;
 bool available();  // false in the scalar build
 }  // namespace headscope::bench::candidates
