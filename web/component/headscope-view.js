@@ -177,7 +177,7 @@ export class HeadscopeViewElement extends HTMLElement {
     }).then((model) => {
       if (this.#modelKey !== key) return;
       this.#runner = new Runner(model, {
-        onResult: (result) => { this.#result = result; this.#queueRender(); },
+        onResult: (result) => { this.#result = result; this.#renderQueued = false; this.#render(); },
         onError: (e) => this.#showError(`The model could not run: ${e.message}`),
       });
       status.hidden = true;
@@ -207,6 +207,7 @@ export class HeadscopeViewElement extends HTMLElement {
     if (this.#renderQueued || !this.#result) return;
     this.#renderQueued = true;
     requestAnimationFrame(() => {
+      if (!this.#renderQueued) return; // a result rendered in between
       this.#renderQueued = false;
       this.#render();
     });

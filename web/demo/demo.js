@@ -198,14 +198,22 @@ $('tokens').addEventListener('click', (e) => {
   if (b) selectToken(Number(b.dataset.index));
 });
 
+// UI events (hover, selection, theme) render in the next animation frame, coalesced; a new model
+// result renders at once (it arrives at most once per run), so it is painted in the coming frame
+// instead of waiting one more.
 let renderQueued = false;
 function render() {
   if (renderQueued) return;
   renderQueued = true;
   requestAnimationFrame(() => {
+    if (!renderQueued) return;
     renderQueued = false;
     renderNow();
   });
+}
+function renderImmediately() {
+  renderQueued = false;
+  renderNow();
 }
 
 let urlTimer = 0;
@@ -346,7 +354,7 @@ async function start() {
           $('app').hidden = false;
           document.body.dataset.ready = 'true';
         }
-        render();
+        renderImmediately();
       },
       onError: (e) => { $('stats').textContent = `The model could not run on this text: ${e.message}`; },
     });
