@@ -117,10 +117,10 @@ test('clicking a head opens its detail; arrow keys move across the grid; screen-
   await page.waitForFunction(([l2, h2]) => document.getElementById('live').textContent.startsWith(`Layer ${l2}, head ${h2}:`), [l - 1, h - 1]);
   await page.keyboard.press('Enter');
   // hovering a heatmap cell shows the exact weight
-  const svg = page.locator('#detail-view svg');
-  const cell = svg.locator('rect').nth(3);
-  const box = await cell.boundingBox();
-  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  const cells = page.locator('#detail-view canvas.hs-heatmap-cells');
+  const box = await cells.boundingBox();
+  const T = await page.evaluate(() => window.headscopeDemo.result.T);
+  await page.mouse.move(box.x + (box.width * 1.5) / T, box.y + (box.height * 2.5) / T); // query 2, key 1
   const tip = page.locator('.hs-tooltip');
   await tip.waitFor({ state: 'visible' });
   assert.match(await tip.textContent(), /('.*'|a space|a line break) → ('.*'|a space|a line break): \d\.\d{4}/);

@@ -50,7 +50,9 @@ export function describeHead(result, layer, head, q) {
 // Scenes
 
 /** Heatmap of one head: rows are query tokens, columns are the key tokens they attend to. */
-export function heatmapScene(result, state, theme) {
+export function heatmapScene(result, state, theme, { image = false } = {}) {
+  // image: leave the cells (and the background) out; the page paints them on a canvas underneath,
+  // which is much cheaper than T*T SVG rectangles on every keystroke. Exports use the full scene.
   const { T, tokens } = result;
   const { layer, head } = state;
   const q0 = focusToken(result, state);
@@ -73,11 +75,13 @@ export function heatmapScene(result, state, theme) {
   items.push({ type: 'text', x: 8, y: 30, text: 'row = a token; its row shows how much it looks at each earlier token (columns)', size: 11, fill: theme.muted });
   // axis titles
   items.push({ type: 'text', x: 10, y: y0 + gridW / 2, text: '← token (query)', size: 10, fill: theme.muted, anchor: 'middle', rotate: -90 });
-  items.push({ type: 'rect', x: x0, y: y0, w: gridW, h: gridW, fill: theme.faint });
-  for (let q = 0; q < T; q++) {
-    for (let k = 0; k <= q; k++) {
-      const w = weightAt(result, layer, head, q, k);
-      items.push({ type: 'rect', x: x0 + k * cell, y: y0 + q * cell, w: cell, h: cell, fill: heat(theme, w) });
+  if (!image) {
+    items.push({ type: 'rect', x: x0, y: y0, w: gridW, h: gridW, fill: theme.faint });
+    for (let q = 0; q < T; q++) {
+      for (let k = 0; k <= q; k++) {
+        const w = weightAt(result, layer, head, q, k);
+        items.push({ type: 'rect', x: x0 + k * cell, y: y0 + q * cell, w: cell, h: cell, fill: heat(theme, w) });
+      }
     }
   }
   items.push({ type: 'rect', x: x0 - 0.5, y: y0 + q0 * cell - 0.5, w: (q0 + 1) * cell + 1, h: cell + 1, fill: 'none', stroke: theme.accent, strokeWidth: 2 });
@@ -96,7 +100,30 @@ export function heatmapScene(result, state, theme) {
   items.push({ type: 'text', x: x0, y: ly + 20, text: '0', size: 10, fill: theme.muted, anchor: 'middle' });
   items.push({ type: 'text', x: x0 + lw, y: ly + 20, text: '1', size: 10, fill: theme.muted, anchor: 'middle' });
   items.push({ type: 'text', x: x0 + lw + 12, y: ly + 5, text: 'attention weight', size: 10, fill: theme.muted });
-  return { scene: { width, height, background: theme.bg, font: theme.font, items }, layout: { x0, y0, cell, T } };
+  return { scene: { width, height, background: image ? null : theme.bg, font: theme.font, items }, layout: { x0, y0, cell, T, width, height } };
+}
+
+/** Paints one head's T x T attention on a canvas, one pixel per cell (upper triangle: faint). */
+export function paintAttention(canvas, result, layer, head, theme) {
+  const T = result.T;
+  const n = Math.max(1, T);
+  if (canvas.width !== n || canvas.height !== n) { canvas.width = n; canvas.height = n; }
+  const ctx = canvas.getContext('2d');
+  const img = ctx.createImageData(n, n);
+  const px = img.data;
+  const lut = theme.lut.lut;
+  const faint = parseCss(theme.faint);
+  const base = (layer * result.nHead + head) * T * T;
+  const A = result.attentionAll;
+  for (let q = 0; q < T; q++) {
+    for (let k = 0; k < T; k++) {
+      const o = (q * n + k) * 4;
+      if (k > q) { px[o] = faint[0]; px[o + 1] = faint[1]; px[o + 2] = faint[2]; px[o + 3] = 255; continue; }
+      const i = Math.max(0, Math.min(255, Math.round(A[base + q * T + k] * 255))) * 3;
+      px[o] = lut[i]; px[o + 1] = lut[i + 1]; px[o + 2] = lut[i + 2]; px[o + 3] = 255;
+    }
+  }
+  ctx.putImageData(img, 0, 0);
 }
 
 /** Lines view: tokens in two columns, a line from each token to each earlier token it attends to. */
@@ -318,9 +345,23 @@ export class HeatmapView extends SceneView {
     this.result = result;
     this.state = state;
     this.theme = theme;
-    const { scene, layout } = heatmapScene(result, state, theme);
+    const { scene, layout } = heatmapScene(result, state, theme, { image: true });
     this.layout = layout;
     this.show(scene, `Attention heatmap, layer ${state.layer}, head ${state.head}, ${result.T} tokens`);
+    if (!this.canvas) {
+      this.canvas = this.doc.createElement('canvas');
+      this.canvas.className = 'hs-heatmap-cells';
+      this.canvas.setAttribute('aria-hidden', 'true');
+    }
+    if (this.canvas.nextSibling !== this.svg) this.host.insertBefore(this.canvas, this.svg);
+    paintAttention(this.canvas, result, state.layer, state.head, theme);
+    // place the canvas over the grid area, in percentages of the picture (CSSOM: CSP-safe)
+    const pct = (v, total) => `${((100 * v) / total).toFixed(4)}%`;
+    const side = layout.T * layout.cell;
+    this.canvas.style.left = pct(layout.x0, layout.width);
+    this.canvas.style.top = pct(layout.y0, layout.height);
+    this.canvas.style.width = pct(side, layout.width);
+    this.canvas.style.height = pct(side, layout.height);
     this.highlight = null;
     if (this.hover) this.#showHover(this.hover.q, this.hover.k, this.hover.event);
   }
@@ -629,26 +670,10 @@ export class GridView {
     const { nLayer, nHead, T } = result;
     const shape = `${nLayer}x${nHead}`;
     if (shape !== this.shape) { this.#build(nLayer, nHead); this.shape = shape; }
-    const lut = theme.lut.lut;
-    const faint = parseCss(theme.faint);
     for (let l = 0; l < nLayer; l++) {
       for (let h = 0; h < nHead; h++) {
         const { cell, canvas } = this.cells[l][h];
-        const n = Math.max(1, T);
-        if (canvas.width !== n) { canvas.width = n; canvas.height = n; }
-        const ctx = canvas.getContext('2d');
-        const img = ctx.createImageData(n, n);
-        const px = img.data;
-        const base = (l * nHead + h) * T * T;
-        for (let q = 0; q < T; q++) {
-          for (let k = 0; k < T; k++) {
-            const o = (q * n + k) * 4;
-            if (k > q) { px[o] = faint[0]; px[o + 1] = faint[1]; px[o + 2] = faint[2]; px[o + 3] = 255; continue; }
-            const i = Math.max(0, Math.min(255, Math.round(result.attentionAll[base + q * T + k] * 255))) * 3;
-            px[o] = lut[i]; px[o + 1] = lut[i + 1]; px[o + 2] = lut[i + 2]; px[o + 3] = 255;
-          }
-        }
-        ctx.putImageData(img, 0, 0);
+        paintAttention(canvas, result, l, h, theme);
         const selected = l === state.layer && h === state.head;
         cell.setAttribute('aria-selected', selected ? 'true' : 'false');
         cell.setAttribute('tabindex', selected ? '0' : '-1');
