@@ -16,7 +16,7 @@ export function stats(samples) {
 // the wasm up to TurboFan), then `rounds` rounds in which every subject runs in turn for about
 // minMs/rounds, so a load spike on the shared machine hits all subjects alike.
 // subjects: { name: { fn, before? } }; fn may be async. Returns { name: stats }.
-export async function compare(subjects, { warm = 8, minRuns = 15, minMs = 250, rounds = 6, maxRuns = 3000 } = {}) {
+export async function compare(subjects, { warm = 8, minRuns = 15, minMs = 250, rounds = 20, maxRuns = 3000 } = {}) {
   const names = Object.keys(subjects);
   const samples = Object.fromEntries(names.map((n) => [n, []]));
   for (const n of names) {
@@ -47,11 +47,11 @@ export async function compare(subjects, { warm = 8, minRuns = 15, minMs = 250, r
 }
 
 // The benchmark embind module of one build tree (createHeadscopeBench), given the .wasm bytes.
-export async function loadBenchModule(dir) {
-  const js = path.join(dir, 'headscope_bench_wasm.js');
+export async function loadBenchModule(dir, name = 'headscope_bench_wasm') {
+  const js = path.join(dir, `${name}.js`);
   if (!existsSync(js)) throw new Error(`${js} not found: run scripts/bench.sh (it builds the benchmark modules)`);
   const { default: factory } = await import(pathToFileURL(path.resolve(js)).href);
-  return factory({ wasmBinary: readFileSync(path.join(dir, 'headscope_bench_wasm.wasm')) });
+  return factory({ wasmBinary: readFileSync(path.join(dir, `${name}.wasm`)) });
 }
 
 export function readModelFiles(dir) {

@@ -2,7 +2,7 @@
 // (wasm backend, one thread) on the same model and the same shapes, measured side by side.
 // Usage: node bench/node_bench.mjs --model DIR --onnx DIR --builds DIR --out FILE [--quick] [--simd-only]
 // With --simd-only (used for the `node --no-liftoff` cross-check) only our SIMD build is timed.
-import { readFileSync, writeFileSync, statSync } from 'node:fs';
+import { readFileSync, writeFileSync, statSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as ort from 'onnxruntime-web';
@@ -29,8 +29,13 @@ const subj = {};
 subj.simd = await loadBenchModule(path.join(buildsDir, 'wasm-simd'));
 if (!simdOnly) subj.scalar = await loadBenchModule(path.join(buildsDir, 'wasm-scalar'));
 const ours = Object.keys(subj);
+// the SIMD build's Model compiled against the candidate kernels (cpp/bench/candidate_swap.hpp):
+// timed next to `simd` for the full forward and the incremental update only
+const withCand = !simdOnly && existsSync(path.join(buildsDir, 'wasm-simd', 'headscope_bench_wasm_cand.js'));
+if (withCand) subj.cand = await loadBenchModule(path.join(buildsDir, 'wasm-simd'), 'headscope_bench_wasm_cand');
+const oursAll = Object.keys(subj);
 const models = {};
-for (const k of ours) {
+for (const k of oursAll) {
   models[k] = subj[k].loadModel(files.config, files.weights, files.vocab, files.merges);
   models[k].setIds(ids);
 }
@@ -57,7 +62,7 @@ if (!simdOnly) {
   results.agreement = [];
   for (const T of [16, P]) {
     const r = await ortForward.run(ortIds(T));
-    for (const k of ours) {
+    for (const k of oursAll) {
       const o = models[k].forwardOut(T);
       const a = maxAbsDiff(o.attention, r.attention.data);
       const l = maxAbsDiff(o.logitsLast, r.logits_last.data);
@@ -116,6 +121,7 @@ for (const T of Ts) {
   const key = [16, 64, P].includes(T);  // the scalar build only at the tabulated T (it is slow)
   const subs = ours.filter((k) => key || k !== 'scalar');
   for (const k of subs) cases[k] = { fn: () => models[k].forwardOut(T) };
+  if (withCand) cases.cand = { fn: () => models.cand.forwardOut(T) };
   if (!simdOnly) { const feeds = ortIds(T); cases.ort = { fn: () => ortForward.run(feeds) }; }
   const s = await compare(cases, { minMs: 300 * budget, minRuns: key ? 15 : 8, warm: 4 });
   const a = await compare(Object.fromEntries(subs.map((k) => [k, { fn: () => att[k].run(T, 0) }])), { minMs: 80 * budget, warm: 3 });
@@ -130,7 +136,7 @@ for (const k of ours) att[k].delete();
 results.incremental = [];
 for (const T of [16, 64, P]) {
   const cases = {};
-  for (const k of ours) cases[k] = { fn: () => models[k].incremental(T), before: () => models[k].prime(T) };
+  for (const k of oursAll) cases[k] = { fn: () => models[k].incremental(T), before: () => models[k].prime(T) };
   if (!simdOnly) { const feeds = ortIds(T); cases.ort = { fn: () => ortForward.run(feeds) }; }  // no KV cache in the graph: a full run
   const s = await compare(cases, { minMs: 150 * budget, minRuns: 20 });
   results.incremental.push({ T, ...s });

@@ -67,6 +67,17 @@ if (m.candidatesAvailable()) {
     if (K === C && N === C) await cmp(`W_O per head M=1 (${NH} x K=${C / NH})`, () => g.runHeads(1, NH), () => g.runHeadsCandidate(1, NH));
     g.delete();
   }
+  // the softmax rows of one layer (all heads, causal lengths 1..T)
+  for (const T of [64, P]) {
+    const sm = new m.Softmax(NH, T);
+    sm.run(); const s0 = sm.output(); sm.runCandidate(); const s1 = sm.output();
+    let rel = 0;
+    for (let i = 0; i < s0.length; i++) if (s0[i] > 1e-30) rel = Math.max(rel, Math.abs(s1[i] - s0[i]) / s0[i]);
+    if (rel > 1e-5) throw new Error(`softmax_poly relative error ${rel}`);
+    out.softmax_poly_max_rel_error = Math.max(out.softmax_poly_max_rel_error ?? 0, rel);
+    await cmp(`softmax rows of one layer, T=${T} (poly exp; max rel. error ${rel.toExponential(1)})`, () => sm.run(), () => sm.runCandidate());
+    sm.delete();
+  }
   // attention, full and incremental (one new row)
   const at = new m.Attention(C, NH, P);
   for (const T of [16, 64, P]) {

@@ -18,3 +18,18 @@ else()
   add_executable(headscope_bench_native ${HEADSCOPE_BENCH_DIR}/bench_native.cpp)
   target_link_libraries(headscope_bench_native PRIVATE headscope_bench_variants headscope_core)
 endif()
+
+# The same benchmark module with the engine's Model compiled against the candidate kernels
+# (candidate_swap.hpp), so whole-model gains are measured side by side before anything is proposed.
+if(EMSCRIPTEN AND HEADSCOPE_SIMD)
+  add_library(headscope_model_candidates STATIC ${HEADSCOPE_BENCH_DIR}/model_candidates.cpp ${HEADSCOPE_BENCH_DIR}/candidate_swap.cpp)
+  target_include_directories(headscope_model_candidates PRIVATE ${CMAKE_SOURCE_DIR}/cpp/src ${HEADSCOPE_BENCH_DIR})
+  target_link_libraries(headscope_model_candidates PUBLIC headscope_bench_variants headscope_core)
+  target_compile_definitions(headscope_model_candidates PRIVATE HEADSCOPE_SIMD=1)
+  add_executable(headscope_bench_wasm_cand ${HEADSCOPE_BENCH_DIR}/bench_embind.cpp)
+  # the candidates' Model first, so the linker never pulls model.o out of libheadscope_core.a
+  target_link_libraries(headscope_bench_wasm_cand PRIVATE headscope_model_candidates headscope_bench_variants headscope_core)
+  get_target_property(_bench_link_opts headscope_bench_wasm LINK_OPTIONS)
+  target_link_options(headscope_bench_wasm_cand PRIVATE ${_bench_link_opts})
+  set_target_properties(headscope_bench_wasm_cand PROPERTIES SUFFIX ".js")
+endif()

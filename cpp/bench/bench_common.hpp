@@ -66,6 +66,24 @@ struct AttentionCase {
   }
 };
 
+// All causal softmax rows of one layer at T (NH * T rows of lengths 1..T), as attention does them.
+struct SoftmaxCase {
+  int NH, T;
+  std::vector<float> src, rows;
+  SoftmaxCase(int NH_, int T_) : NH(NH_), T(T_) {
+    src = random_floats((std::size_t)NH * T * T, 7, 4.0f);
+    rows = src;
+  }
+  template <class F>
+  void each(F&& f) {
+    std::copy(src.begin(), src.end(), rows.begin());
+    for (int h = 0; h < NH; h++)
+      for (int t = 0; t < T; t++) f(rows.data() + ((std::size_t)h * T + t) * T, t + 1);
+  }
+  void run() { each([](float* r, int n) { kernels::softmax_forward(r, n); }); }
+  void run_candidate() { each([](float* r, int n) { candidates::softmax_poly(r, n); }); }
+};
+
 // The tied LM head for the last position: logits (V) = x (C) @ wte^T, wte (V, C).
 struct LmHeadCase {
   int C, V;

@@ -94,6 +94,11 @@ EMSCRIPTEN_BINDINGS(headscope_bench) {
       .function("run", &bench::LmHeadCase::run)
       .function("runCandidate", &bench::LmHeadCase::run_candidate)
       .function("output", optional_override([](bench::LmHeadCase& l) { return f32_copy(l.out.data(), l.out.size()); }));
+  class_<bench::SoftmaxCase>("Softmax")
+      .constructor<int, int>()
+      .function("run", &bench::SoftmaxCase::run)
+      .function("runCandidate", &bench::SoftmaxCase::run_candidate)
+      .function("output", optional_override([](bench::SoftmaxCase& s) { return f32_copy(s.rows.data(), s.rows.size()); }));
   function("candidatesAvailable", &bench::candidates::available);
   class_<BenchModel>("Model")
       .function("setIds", &BenchModel::set_ids)

@@ -143,6 +143,12 @@ int main(int argc, char** argv) {
       std::snprintf(name, sizeof name, "GEMM M=1 K=%d N=%d", s[0], s[1]);
       cand(name, [&] { g.run(1); }, [&] { g.run_candidate(1); });
     }
+    for (int T : {64, 128}) {
+      bench::SoftmaxCase sm(NH, T);
+      char name[64];
+      std::snprintf(name, sizeof name, "softmax rows of one layer, T=%d", T);
+      cand(name, [&] { sm.run(); }, [&] { sm.run_candidate(); });
+    }
     for (int T : {16, 64, 128}) {
       char name[64];
       std::snprintf(name, sizeof name, "attention T=%d", T);

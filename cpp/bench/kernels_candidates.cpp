@@ -141,8 +141,17 @@ static inline void weighted_values(float* y, const float* a, const float* values
   for (int b = 0; b < NB; b++) acc[b].store_unaligned(y + b * kLanes);
 }
 
+template <bool POLY>
+static void attention_one_pass(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
+                               int att_stride) noexcept;
 void attention_av_one_pass(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
                            int att_stride) noexcept {
+  attention_one_pass<false>(out, att, qkv, t_begin, T, C, NH, att_stride);
+}
+void softmax_poly(float* row, int N) noexcept;
+template <bool POLY>
+static void attention_one_pass(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
+                               int att_stride) noexcept {
   const int HS = C / NH;
   const int hs_simd = HS - HS % kLanes;
   const float scale = 1.0f / std::sqrt((float)HS);
@@ -176,7 +185,7 @@ void attention_av_one_pass(float* out, float* att, const float* qkv, int t_begin
         (scores * batch(scale)).store_unaligned(a + j);
       }
       for (; j <= t; j++) a[j] = k::dot(q, keys + j * row3, HS) * scale;
-      k::softmax_forward(a, t + 1);
+      if constexpr (POLY) softmax_poly(a, t + 1); else k::softmax_forward(a, t + 1);
       std::fill(a + t + 1, a + att_stride, 0.0f);
 
       // y = sum_j a[j] v_j: up to 8 head-size batches per pass over j, each its own accumulator
@@ -200,6 +209,58 @@ void attention_av_one_pass(float* out, float* att, const float* qkv, int t_begin
       }
     }
   }
+}
+
+// ---- softmax with a polynomial exp ------------------------------------------------------------------
+using ibatch = xsimd::batch<int32_t>;
+// exp(x) for x <= 0 (clamped at -87.3: results below ~1e-38 become ~1e-38, never denormal)
+static inline batch exp_nonpositive(batch x) noexcept {
+  x = xsimd::max(x, batch(-87.33654f));
+  // t = x log2(e) + 1.5 * 2^23: the float add rounds to the nearest integer n, kept in t's low bits
+  const batch magic(12582912.0f);
+  const batch t = xsimd::fma(x, batch(1.44269504088896341f), magic);
+  const batch n = t - magic;
+  batch r = xsimd::fnma(n, batch(0.693359375f), x);  // x - n ln2, in two parts
+  r = xsimd::fnma(n, batch(-2.12194440e-4f), r);
+  batch y(1.9875691500e-4f);
+  y = xsimd::fma(y, r, batch(1.3981999507e-3f));
+  y = xsimd::fma(y, r, batch(8.3334519073e-3f));
+  y = xsimd::fma(y, r, batch(4.1665795894e-2f));
+  y = xsimd::fma(y, r, batch(1.6666665459e-1f));
+  y = xsimd::fma(y, r, batch(5.0000001201e-1f));
+  y = xsimd::fma(y, r * r, r + batch(1.0f));
+  // 2^n: n + 127 into the exponent field
+  const ibatch ni = xsimd::bitwise_cast<ibatch>(t) - xsimd::bitwise_cast<ibatch>(magic);
+  const batch scale = xsimd::bitwise_cast<batch>((ni + ibatch(127)) << 23);
+  return y * scale;
+}
+
+void softmax_poly(float* row, int N) noexcept {
+  batch maxb(-std::numeric_limits<float>::infinity());
+  int i = 0;
+  for (; i + kLanes <= N; i += kLanes) maxb = xsimd::max(maxb, batch::load_unaligned(row + i));
+  alignas(64) float lanes[kLanes];
+  maxb.store_aligned(lanes);
+  float maxv = lanes[0];
+  for (int l = 1; l < kLanes; l++) maxv = std::max(maxv, lanes[l]);
+  for (; i < N; i++) maxv = std::max(maxv, row[i]);
+  const batch maxv_b(maxv);
+  batch sumb(0.0f);
+  i = 0;
+  for (; i + kLanes <= N; i += kLanes) {
+    const batch e = exp_nonpositive(batch::load_unaligned(row + i) - maxv_b);
+    e.store_unaligned(row + i);
+    sumb += e;
+  }
+  float sum = xsimd::hadd(sumb);
+  for (; i < N; i++) {
+    row[i] = std::exp(row[i] - maxv);
+    sum += row[i];
+  }
+  const batch inv_b(1.0f / sum);
+  i = 0;
+  for (; i + kLanes <= N; i += kLanes) (batch::load_unaligned(row + i) * inv_b).store_unaligned(row + i);
+  for (; i < N; i++) row[i] *= 1.0f / sum;
 }
 
 // ---- attention, register-tiled ----------------------------------------------------------------
@@ -269,7 +330,7 @@ static inline void av_rows(float* y, int y_stride, const float* a, int att_strid
 void attention_blocked(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
                        int att_stride) noexcept {
   if (T - t_begin < 8) {
-    attention_av_one_pass(out, att, qkv, t_begin, T, C, NH, att_stride);
+    attention_one_pass<true>(out, att, qkv, t_begin, T, C, NH, att_stride);
     return;
   }
   const int HS = C / NH;
@@ -316,7 +377,7 @@ void attention_blocked(float* out, float* att, const float* qkv, int t_begin, in
       // softmax over the causal prefix; everything after it exactly 0 (overwrites the extra scores)
       for (int t = t0; t <= t_last; t++) {
         float* a = att_h + (std::size_t)t * att_stride;
-        k::softmax_forward(a, t + 1);
+        softmax_poly(a, t + 1);
         std::fill(a + t + 1, a + att_stride, 0.0f);
       }
     }
@@ -355,6 +416,7 @@ void attention_blocked(float* out, float* att, const float* qkv, int t_begin, in
                        int att_stride) noexcept {
   k::attention_forward(out, att, qkv, t_begin, T, C, NH, att_stride);
 }
+void softmax_poly(float* row, int N) noexcept { k::softmax_forward(row, N); }
 #endif
 
 }  // namespace headscope::bench::candidates

@@ -19,8 +19,11 @@ void attention_av_one_pass(float* out, float* att, const float* qkv, int t_begin
 // attention_forward with register-tiled products: keys of a head packed into kPanel-wide panels
 // (a small transpose per call), scores as 4-query x kPanel-key tiles, the weighted sum of values as
 // 2-row x up-to-5-batch tiles. Rows computed per call below 8 (the incremental update) take the
-// one-pass path above. Uses a thread_local scratch for the packed keys (a port would pass scratch in).
+// one-pass path above. Its softmax is softmax_poly. Uses a thread_local scratch for the packed keys (a port would pass scratch in).
 void attention_blocked(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
                        int att_stride) noexcept;
+// softmax_forward with a polynomial exp (Cephes expf coefficients, the 2^n scale built with integer
+// ops: no round or float->int conversion instructions) for max-subtracted inputs (x <= 0)
+void softmax_poly(float* row, int N) noexcept;
 bool available();  // false in the scalar build
 }  // namespace headscope::bench::candidates
