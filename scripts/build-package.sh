@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the WebAssembly module (preset wasm-release) and assembles dist/, the npm package's
-# payload: the JS API, its types, the worker, the .wasm and the shipped models.
+# payload: the JS API, its types, the worker, the web component, the .wasm and the shipped models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NODE_PATH=/usr/share/nodejs
@@ -17,5 +17,7 @@ for m in web/models/*/; do
     [ -f "$m/$f" ] && cp "$m/$f" "dist.tmp/models/$name/"
   done
 done
+# the <headscope-view> web component, bundled into one module beside the API (esbuild, devDependency)
+web/component/build.sh "$PWD/dist.tmp"
 rm -rf dist && mv dist.tmp dist
 echo "dist/: $(du -sh dist | cut -f1)"
