@@ -291,10 +291,10 @@ class SceneView {
     this.svg = null;
   }
 
-  show(scene, label) {
+  show(scene, label, role = 'img') {
     const svg = sceneToSvg(scene, { doc: this.doc, title: label });
     svg.setAttribute('class', 'hs-svg');
-    svg.setAttribute('role', 'img');
+    svg.setAttribute('role', role); // 'group' when the picture holds focusable parts
     if (label) svg.setAttribute('aria-label', label);
     // shrink to the container, but not below ~70% of the natural size (then scroll sideways)
     svg.style.minWidth = `${Math.round(Math.min(scene.width, Math.max(300, scene.width * 0.7)))}px`;
@@ -525,7 +525,7 @@ export class LinesView extends SceneView {
     if (!this.result) return;
     const { scene } = linesScene(this.result, this.state, this.theme, this.focus);
     const heads = this.state.heads?.length ? this.state.heads : [this.state.head];
-    this.show(scene, `Lines view, layer ${this.state.layer}, heads ${heads.join(', ')}`);
+    this.show(scene, `Lines view, layer ${this.state.layer}, heads ${heads.join(', ')}`, 'group');
     this.svg.dataset.focus = this.focus ? `${this.focus.side}${this.focus.index}` : '';
   }
 }
