@@ -181,6 +181,23 @@ if (!simdOnly) {
   results.memory.package_heap_used_bytes = core.heapUsedBytes();
   results.package_api = { T: r.T, first_run_ms: t1 - t0, core_instantiate_ms: tl1 - tl0, model_load_ms: tl2 - tl1 };
   log(`package module: wasm memory ${(before / 2 ** 20).toFixed(1)} MiB after load, ${(core.HEAP8.length / 2 ** 20).toFixed(1)} MiB after a T=${r.T} run`);
+  // one keystroke at the end of a ~64-token text through the package's JS API, and its parts:
+  // the embind calls HeadscopeModel.run makes, timed one by one on the same core
+  const typed = 'The quick brown fox jumps over the lazy dog near the river bank, while the old farmer watches from his porch and thinks about the harvest, the weather and the long winter that will come';
+  const prev = typed.slice(0, -1);
+  const h = core.load(files.config, files.weights, files.vocab, files.merges);
+  const parts = {
+    api_run: { fn: () => m.run(typed), before: () => m.run(prev) },
+    core_run: { fn: () => h.run(typed, [], false, false), before: () => h.run(prev, [], false, false) },
+    attention_copy: { fn: () => h.attentionAll() },
+    norms_copy: { fn: () => h.contributionNorms() },
+    logits_copy: { fn: () => h.logitsLast() },
+    tokenize: { fn: () => h.tokenize(typed) },
+  };
+  const ps = await compare(parts, { minMs: 200 * budget, minRuns: 30 });
+  results.package_run_parts = { T: m.run(typed).T, ...ps };
+  log(`package API, one keystroke at T=${results.package_run_parts.T}: run() ${ps.api_run.median_ms.toFixed(2)} ms; core run ${ps.core_run.median_ms.toFixed(2)}, attention copy ${ps.attention_copy.median_ms.toFixed(3)}, norms ${ps.norms_copy.median_ms.toFixed(3)}, logits ${ps.logits_copy.median_ms.toFixed(3)}, tokenize ${ps.tokenize.median_ms.toFixed(3)} ms`);
+  h.delete();
   m.dispose();
 }
 writeFileSync(outFile, JSON.stringify(results, null, 1));

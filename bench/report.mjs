@@ -202,6 +202,8 @@ md.push('| item | bytes |', '|---|---|');
 md.push(`| our .wasm (SIMD) | ${sizes.wasm_bytes} |`, `| our .wasm (scalar) | ${sizes.wasm_scalar_bytes} |`, `| our JS glue | ${sizes.glue_js_bytes} |`);
 md.push(`| model.safetensors | ${sizes.model_safetensors_bytes} |`, `| onnxruntime-web .wasm | ${sizes.ort_wasm_bytes} |`, `| forward.onnx | ${sizes.onnx_model_bytes} |`);
 if (node.memory.package_heap_used_bytes) md.push(`| malloc'd wasm heap in use after a T = ${node.package_api.T} run (package module) | ${node.memory.package_heap_used_bytes} |`);
+const pp = node.package_run_parts;
+if (pp) md.push('', `One keystroke at the end of a ${pp.T}-token text through the package's JS API (Node, median ms): \`run()\` ${f(pp.api_run.median_ms)}, of which the embind \`run\` call ${f(pp.core_run.median_ms)} (tokenizing the whole text ${f(pp.tokenize.median_ms)}, the incremental forward about ${f(inc(64).simd.median_ms)}, the rest building the token objects through emval), copying the attention out ${f(pp.attention_copy.median_ms, 3)}, and about ${f(pp.api_run.median_ms - pp.core_run.median_ms - pp.attention_copy.median_ms - pp.norms_copy.median_ms - pp.logits_copy.median_ms)} in JavaScript (softmax over the vocabulary, top-k, byte-to-index maps).`, '');
 if (node.package_api?.model_load_ms !== undefined) md.push('', `Cold start in Node (package module, files already in memory): instantiate the .wasm ${f(node.package_api.core_instantiate_ms, 0)} ms, load and pack the model ${f(node.package_api.model_load_ms, 0)} ms, first run (T = ${node.package_api.T}) ${f(node.package_api.first_run_ms, 0)} ms.`, '');
 if (node.memory.package_wasm_memory_peak_bytes)
   md.push(`| wasm memory after load / after a T = ${node.package_api.T} run (package module) | ${node.memory.package_wasm_memory_after_load_bytes} / ${node.memory.package_wasm_memory_peak_bytes} |`);
@@ -239,7 +241,9 @@ writeFileSync(path.join(ROOT, 'bench', 'results.md'), md.join('\n'));
 const W = 900, H = 380, m = { l: 60, r: 20, t: 40, b: 50 }, gap = 70;
 const pw = (W - m.l - m.r - gap) * 0.6, pw2 = (W - m.l - m.r - gap) - pw, ph = H - m.t - m.b;
 const Ts = results.forward.map((r) => r.T), Tmax = Math.max(...Ts);
-const ymax = Math.max(...results.forward.flatMap((r) => [r.simd.median_ms, r.ort.median_ms, r.native.median_ms, r.cand?.median_ms ?? 0])) * 1.1;
+const yraw = Math.max(...results.forward.flatMap((r) => [r.simd.median_ms, r.ort.median_ms, r.native.median_ms, r.cand?.median_ms ?? 0])) * 1.05;
+const ystep = (() => { const e = 10 ** Math.floor(Math.log10(yraw / 5)); for (const k of [1, 2, 5, 10]) if (k * e * 5 >= yraw) return k * e; return 10 * e; })();
+const ymax = ystep * 5;
 const x1 = (T) => m.l + (T / Tmax) * pw, y1 = (v) => m.t + ph - (v / ymax) * ph;
 const x2 = (T) => m.l + pw + gap + (T / Tmax) * pw2, y2 = (p) => m.t + ph - (p / 100) * ph;
 const line = (pts, color, dash = '') => `<polyline fill="none" stroke="${color}" stroke-width="2" ${dash ? `stroke-dasharray="${dash}"` : ''} points="${pts.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(' ')}"/>`;
@@ -251,7 +255,7 @@ s.push(`<text x="${m.l}" y="20" font-size="14" font-weight="bold">Full forward l
 // axes and grid, left
 for (let i = 0; i <= 5; i++) {
   const v = (ymax * i) / 5;
-  s.push(`<line x1="${m.l}" x2="${m.l + pw}" y1="${y1(v)}" y2="${y1(v)}" stroke="#eee"/><text x="${m.l - 6}" y="${y1(v) + 4}" text-anchor="end">${v.toFixed(ymax < 10 ? 1 : 0)}</text>`);
+  s.push(`<line x1="${m.l}" x2="${m.l + pw}" y1="${y1(v)}" y2="${y1(v)}" stroke="#eee"/><text x="${m.l - 6}" y="${y1(v) + 4}" text-anchor="end">${+v.toFixed(6)}</text>`);
 }
 for (const T of Ts) s.push(`<text x="${x1(T)}" y="${m.t + ph + 16}" text-anchor="middle">${T}</text>`);
 s.push(`<text x="${m.l + pw / 2}" y="${H - 12}" text-anchor="middle">T (tokens)</text><text transform="translate(16 ${m.t + ph / 2}) rotate(-90)" text-anchor="middle">ms</text>`);
