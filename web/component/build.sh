@@ -11,3 +11,9 @@ mkdir -p "$OUT"
   --bundle --format=esm --target=es2022 --charset=utf8 --legal-comments=eof \
   --loader:.css=text --external:./headscope-worker.js \
   --outfile="$OUT/headscope-view.js" --log-level=warning
+# issue 6: <headscope-lab> (switch heads off, role badges, predict-then-reveal); shares the model
+# cache of headscope-view.js and uses the package's analysis.js, both imported at run time
+"$ROOT/node_modules/.bin/esbuild" "$ROOT/web/component/headscope-lab.js" \
+  --bundle --format=esm --target=es2022 --charset=utf8 --legal-comments=eof \
+  --loader:.css=text --external:./headscope-view.js --external:./analysis.js \
+  --outfile="$OUT/headscope-lab.js" --log-level=warning

@@ -6,6 +6,7 @@ import {
   gridScene, heatmapScene, linesScene, combineScene, readTheme, tokenLabel, tokenWords, heat,
   sceneToSvgString, sceneToPngBlob, downloadBlob,
 } from './headscope-view.js';
+import { installLab } from './lab.js'; // issue 6: switch heads off, role badges, quiz (web/demo/lab.js)
 
 const $ = (id) => document.getElementById(id);
 const reducedMotion = () => window.matchMedia('(prefers-reduced-motion: reduce)').matches;
@@ -26,6 +27,7 @@ let result = null;
 let info = null;
 let theme = null;
 let runner = null;
+let lab = null; // issue 6 (web/demo/lab.js)
 
 // ---- theme ---------------------------------------------------------------------------------
 const THEME_KEY = 'headscope-theme';
@@ -229,6 +231,7 @@ function renderNow() {
   fillSelect($('head-select'), result.nHead, state.head, 'head');
   renderTokens();
   grid.update(result, state, theme);
+  lab?.update(result); // issue 6: crossed-out heads, badges, loss (web/demo/lab.js)
   if (detailView.kind !== state.view) makeDetailView();
   detailView.update(result, state, theme);
   renderHeadChips();
@@ -358,6 +361,8 @@ async function start() {
       },
       onError: (e) => { $('stats').textContent = `The model could not run on this text: ${e.message}`; },
     });
+    // issue 6: the lab panel (web/demo/lab.js); its runs carry the switched-off heads
+    lab = installLab({ state, runner, grid, getModel: () => getModel(state.model), getResult: () => result, render, selectHead });
     runner.request(state.text);
   } catch (e) {
     $('loading').classList.add('error');

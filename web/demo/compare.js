@@ -1,0 +1,282 @@
+// compare.html: the head-count family (heads-1, heads-2, heads-4, heads-8: 2 layers, n_embd 128)
+// side by side on the same text: every head's attention, validation loss and perplexity and
+// parameter count (from each model's card.json), measured speed (median of timed run() calls in
+// each model's worker on the current text), and one sentence on the trade-off computed from those
+// numbers. Built on the package's public API (worker models through the component's shared cache)
+// and headscope/analysis (badges).
+// ?models=a,b,...: other models (names or folder URLs), e.g. for tests with fixtures.
+import { getModel, GridView, readTheme, DEFAULT_TEXT, describeHead } from './headscope-view.js';
+import { allHeadScores, headBadges } from './analysis.js';
+import { ROLE_SHORT, rolesSentence } from '../component/lab.js';
+
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+const SPEED_REPS = Number(params.get('reps')) || 5;
+
+const state = { text: params.get('text') ?? DEFAULT_TEXT, entries: [] };
+let theme = readTheme(document.documentElement);
+
+function headsOf(name) {
+  const m = /heads-(\d+)\/?$/.exec(name);
+  return m ? Number(m[1]) : NaN;
+}
+
+async function modelNames() {
+  const q = params.get('models');
+  if (q) return q.split(',').map((s) => s.trim()).filter(Boolean);
+  try {
+    const res = await fetch('models/index.json');
+    const j = res.ok ? await res.json() : { models: [] };
+    const names = (j.models || []).map((m) => m.name).filter((n) => /^heads-\d+$/.test(n));
+    if (names.length) return names.sort((a, b) => headsOf(a) - headsOf(b));
+  } catch { /* fall through */ }
+  return ['heads-1', 'heads-2', 'heads-4', 'heads-8'];
+}
+
+/** A shipped model's card.json, when the site's models/index.json says it has one; else null. */
+let indexPromise = null;
+async function loadCard(name) {
+  if (!indexPromise) {
+    indexPromise = fetch('models/index.json').then((r) => (r.ok ? r.json() : { models: [] })).catch(() => ({ models: [] }));
+  }
+  const entry = ((await indexPromise).models || []).find((m) => m.name === name);
+  if (!entry?.card) return null; // folder URLs and models without a card: the table says so
+  try {
+    const res = await fetch(`models/${encodeURIComponent(name)}/card.json`);
+    return res.ok ? await res.json() : null;
+  } catch { return null; }
+}
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const n = s.length;
+  return n ? (n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2) : NaN;
+}
+
+// ---- columns ---------------------------------------------------------------------------------
+function buildColumn(entry) {
+  const sec = el('section', 'panel compare-col');
+  sec.setAttribute('aria-labelledby', `cmp-title-${entry.index}`);
+  const h = el('h2', '', entry.label);
+  h.id = `cmp-title-${entry.index}`;
+  const status = el('p', 'stats compare-col-status', 'Loading…');
+  status.setAttribute('role', 'status');
+  const gridHost = el('div', 'compare-gridhost');
+  const caption = el('p', 'caption compare-caption');
+  sec.append(h, status, gridHost, caption);
+  $('cmp-models').appendChild(sec);
+  entry.els = { sec, status, gridHost, caption };
+  entry.sel = { layer: 0, head: 0, token: null };
+  entry.grid = new GridView(gridHost, {
+    onSelect: (l, hh, { focus } = {}) => {
+      entry.sel.layer = l;
+      entry.sel.head = hh;
+      entry.grid.select(l, hh, focus);
+      renderColumn(entry);
+      $('cmp-live').textContent = `${entry.label}: ${caption.textContent}`;
+    },
+  });
+}
+
+function renderColumn(entry) {
+  const r = entry.result;
+  if (!r) return;
+  entry.grid.update(r, { ...entry.sel, heads: [entry.sel.head], ablate: [] }, theme);
+  let scores = null;
+  try { scores = allHeadScores(r); } catch { /* too short */ }
+  entry.grid.cells?.forEach((row, l) => row.forEach(({ cell, badge }, h) => {
+    const s = scores?.[l]?.[h];
+    const roles = s ? headBadges(s).filter((x) => x !== 'induction') : [];
+    badge.textContent = roles.map((x) => ROLE_SHORT[x]).join(' ');
+    cell.setAttribute('aria-label', `${entry.label}, layer ${l}, head ${h}${s ? `: ${rolesSentence(s, roles)}` : ''}`);
+  }));
+  entry.els.caption.textContent = describeHead(r, entry.sel.layer, entry.sel.head, r.T - 1);
+  entry.els.status.textContent = `${r.nLayer} layers × ${r.nHead} head${r.nHead > 1 ? 's' : ''} of width ${entry.info.config.headSize} · ${r.T} tokens`;
+}
+
+// ---- runs and timing -------------------------------------------------------------------------
+let runSeq = 0;
+async function runAll() {
+  const seq = ++runSeq;
+  const text = state.text;
+  if (!text) return;
+  await Promise.all(state.entries.filter((e) => e.model).map(async (e) => {
+    try {
+      const r = await e.model.run(text, { topK: 5 });
+      if (seq !== runSeq) return;
+      e.result = r;
+      renderColumn(e);
+    } catch (err) {
+      e.els.status.textContent = `Could not run: ${err.message}`;
+    }
+  }));
+  if (seq !== runSeq) return;
+  document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
+  scheduleTiming();
+}
+
+let timingTimer = 0;
+let timingSeq = 0;
+function scheduleTiming() {
+  clearTimeout(timingTimer);
+  timingTimer = setTimeout(timeAll, 400);
+}
+
+/** Median wall time of SPEED_REPS run() calls per model, one model at a time (no contention). */
+async function timeAll() {
+  const seq = ++timingSeq;
+  const text = state.text;
+  for (const e of state.entries) e.speedMs = undefined;
+  renderTable();
+  for (const e of state.entries) {
+    if (!e.model) continue;
+    const times = [];
+    try {
+      await e.model.run(text, { topK: 1 }); // warm up
+      for (let i = 0; i < SPEED_REPS; i++) {
+        await e.model.run('.', { topK: 1 }); // a different text, so the timed run cannot reuse its cache
+        const t0 = performance.now();
+        await e.model.run(text, { topK: 1 });
+        times.push(performance.now() - t0);
+        if (seq !== timingSeq) return;
+      }
+    } catch { /* leave unmeasured */ }
+    if (seq !== timingSeq) return;
+    e.speedMs = median(times);
+    e.speedTokens = e.result?.T;
+    renderTable();
+  }
+  document.body.dataset.timed = String(Number(document.body.dataset.timed || 0) + 1);
+  renderSummary();
+}
+
+// ---- the table and the sentence ----------------------------------------------------------------
+function fmtParams(n) {
+  return n >= 1e6 ? `${(n / 1e6).toFixed(3)} M` : `${(n / 1e3).toFixed(1)} k`;
+}
+
+function renderTable() {
+  const t = $('cmp-table');
+  const rows = [
+    ['Heads per layer', (e) => (e.info ? String(e.info.config.nHead) : '…')],
+    ['Width of each head', (e) => (e.info ? String(e.info.config.headSize) : '…')],
+    ['Validation loss (nats/token)', (e) => (Number.isFinite(e.valLoss) ? e.valLoss.toFixed(3) : 'no card')],
+    ['Validation perplexity', (e) => (Number.isFinite(e.valPpl) ? e.valPpl.toFixed(1) : 'no card')],
+    ['Parameters', (e) => (e.params ? fmtParams(e.params) : '…')],
+    ['run() on this text, median', (e) => (Number.isFinite(e.speedMs) ? `${e.speedMs.toFixed(1)} ms` : e.model ? 'measuring…' : '…')],
+  ];
+  const thead = el('thead');
+  const hr = el('tr');
+  hr.appendChild(el('th', '', 'model'));
+  for (const e of state.entries) {
+    const th = el('th', '', e.label);
+    th.scope = 'col';
+    hr.appendChild(th);
+  }
+  thead.appendChild(hr);
+  const tbody = el('tbody');
+  for (const [name, f] of rows) {
+    const tr = el('tr');
+    const th = el('th', '', name);
+    th.scope = 'row';
+    tr.appendChild(th);
+    for (const e of state.entries) tr.appendChild(el('td', '', f(e)));
+    tbody.appendChild(tr);
+  }
+  t.replaceChildren(thead, tbody);
+}
+
+/** One plain sentence (or two) on the trade-off, from the numbers on the page. */
+export function tradeoffSentence(entries) {
+  const withLoss = entries.filter((e) => e.info && Number.isFinite(e.valLoss));
+  const parts = [];
+  const name = (e) => `the ${e.info.config.nHead}-head model`;
+  if (withLoss.length >= 2) {
+    const byHeads = [...withLoss].sort((a, b) => a.info.config.nHead - b.info.config.nHead);
+    const best = withLoss.reduce((a, b) => (b.valLoss < a.valLoss ? b : a));
+    const worst = withLoss.reduce((a, b) => (b.valLoss > a.valLoss ? b : a));
+    const fewest = byHeads[0];
+    const most = byHeads[byHeads.length - 1];
+    let s = `On the validation text ${name(best)} predicts best (loss ${best.valLoss.toFixed(3)}, perplexity ${best.valPpl.toFixed(1)}) and ${name(worst)} worst (${worst.valLoss.toFixed(3)}, perplexity ${worst.valPpl.toFixed(1)})`;
+    const gap = worst.valLoss - best.valLoss;
+    if (gap < 0.01) s += ': the number of heads made almost no difference';
+    else if (best === most) s += `: splitting the same width into more heads helped, by ${gap.toFixed(3)} nats per token from ${fewest.info.config.nHead} to ${most.info.config.nHead} heads`;
+    else if (best === fewest) s += `: here more, narrower heads did not help (${gap.toFixed(3)} nats per token worse at the end of the range)`;
+    else s += `: more heads helped up to ${best.info.config.nHead}, and ${most.info.config.nHead} narrower heads (width ${most.info.config.headSize}) gave some of that back`;
+    const ps = withLoss.map((e) => e.params).filter(Boolean);
+    if (ps.length) {
+      const spread = (Math.max(...ps) - Math.min(...ps)) / Math.max(...ps);
+      s += spread < 0.01 ? `, with the same number of parameters (${fmtParams(Math.max(...ps))})` : `, with ${fmtParams(Math.min(...ps))} to ${fmtParams(Math.max(...ps))} parameters`;
+    }
+    parts.push(`${s}.`);
+  }
+  const timed = entries.filter((e) => e.info && Number.isFinite(e.speedMs));
+  if (timed.length >= 2) {
+    const byHeads = [...timed].sort((a, b) => a.info.config.nHead - b.info.config.nHead);
+    const a = byHeads[0];
+    const b = byHeads[byHeads.length - 1];
+    const ratio = b.speedMs / a.speedMs;
+    const cost = ratio > 1.15 ? `${ratio.toFixed(1)}× the time` : ratio < 0.87 ? `less time (${ratio.toFixed(2)}×)` : 'about the same time';
+    parts.push(`In this browser ${name(b)} takes ${cost} of ${name(a)} on this text (${b.speedMs.toFixed(1)} vs ${a.speedMs.toFixed(1)} ms${ratio > 1.15 ? ': more, smaller attention patterns to compute' : ''}).`);
+  }
+  return parts.join(' ') || 'Waiting for the models and their cards…';
+}
+
+function renderSummary() {
+  $('cmp-summary').textContent = tradeoffSentence(state.entries);
+}
+
+// ---- start -----------------------------------------------------------------------------------
+async function start() {
+  const box = $('cmp-text');
+  box.value = state.text;
+  const names = await modelNames();
+  state.entries = names.map((name, index) => {
+    const n = headsOf(name);
+    return { name, index, label: Number.isFinite(n) ? `${n} head${n > 1 ? 's' : ''} (${name})` : name };
+  });
+  for (const e of state.entries) buildColumn(e);
+  renderTable();
+  let timer = 0;
+  box.addEventListener('input', () => {
+    state.text = box.value;
+    clearTimeout(timer);
+    timer = setTimeout(runAll, 120);
+  });
+  // load one after another: two cores, and each load compiles the same wasm
+  for (const e of state.entries) {
+    try {
+      e.model = await getModel(e.name);
+      e.info = e.model.info;
+      const card = await loadCard(e.name);
+      e.card = card;
+      e.valLoss = Number(card?.loss?.val);
+      e.valPpl = Number(card?.loss?.val_perplexity ?? Math.exp(e.valLoss));
+      e.params = card?.parameters ?? e.info.parameterCount;
+      const label = `${e.info.config.nHead} head${e.info.config.nHead > 1 ? 's' : ''}`;
+      e.label = e.name === `heads-${e.info.config.nHead}` ? label : `${label} (${e.name})`;
+      e.els.sec.querySelector('h2').textContent = e.label;
+      e.els.status.textContent = 'Running…';
+    } catch (err) {
+      e.els.status.textContent = `Could not load ${e.name}: ${err.message}`;
+    }
+  }
+  renderTable();
+  renderSummary();
+  document.body.dataset.ready = 'true';
+  await runAll();
+}
+
+window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
+  theme = readTheme(document.documentElement);
+  for (const e of state.entries) renderColumn(e);
+});
+window.headscopeCompare = state;
+start();
