@@ -17,7 +17,7 @@ const onnxDir = arg('--onnx');
 const buildsDir = arg('--builds', path.join(ROOT, 'build', 'bench'));
 const outFile = arg('--out');
 const log = (...a) => console.error('[node]', ...a);
-const budget = quick ? 0.4 : 1.5;  // scales every minMs
+const budget = quick ? 0.4 : 2.5;  // scales every minMs
 
 const files = readModelFiles(modelDir);
 const cfg = JSON.parse(files.config);

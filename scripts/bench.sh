@@ -85,6 +85,9 @@ log "node: wasm SIMD, wasm scalar, onnxruntime-web (default tiering: Liftoff, th
 node bench/node_bench.mjs --model "$MODEL" --onnx "$ONNX" --builds "$OUT" --out "$OUT/node.json" "${QUICK[@]}"
 log "node --no-liftoff: cross-check of the SIMD build"
 node --no-liftoff bench/node_bench.mjs --model "$MODEL" --onnx "$ONNX" --builds "$OUT" --out "$OUT/node-noliftoff.json" --simd-only --quick
+log "native again (each native figure keeps the faster of the two runs, around the Node runs)"
+"$OUT/native/headscope_bench_native" "$MODEL" "${QUICK[@]}" > "$OUT/native-2.json"
+"$OUT/native-sse/headscope_bench_native" "$MODEL" --quick > "$OUT/native-sse-2.json"
 if [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
   log "headless Chromium: cold load, keystroke-to-paint"
   node bench/page_bench.mjs --model "$MODEL" --pkg "$OUT/pkg" --out "$OUT/page.json" "${DEMO_ARGS[@]}" "${QUICK[@]}" || log "page benchmark failed (see above)"
