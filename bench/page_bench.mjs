@@ -152,27 +152,35 @@ for (const mode of ['main', 'worker']) {
 }
 // ---- the project's demo page (web/demo, model in a Web Worker), measured from outside -------------
 // An init script records keydown timestamps and watches body[data-renders], which the demo bumps at
-// the end of each render (inside a requestAnimationFrame callback); the paint is that frame's.
+// the end of each render; the paint is that frame's (render inside a frame) or the next one's.
 const DEMO_PROBE = `(() => {
   const b = (window.__demoBench = { keys: [], renders: 0, pending: null, firstRender: null });
-  let frame = 0;
-  const tick = () => { frame++; requestAnimationFrame(tick); };
+  // frame counter; inFrame is true from the first rAF callback of a frame until the task after its paint
+  let frame = 0, inFrame = false;
+  const after = new MessageChannel();
+  after.port1.onmessage = () => { inFrame = false; };
+  const tick = () => { frame++; inFrame = true; after.port2.postMessage(0); requestAnimationFrame(tick); };
   requestAnimationFrame(tick);
   document.addEventListener('keydown', (e) => { b.pending = { t: e.timeStamp, frame }; }, true);
   const watch = () => new MutationObserver(() => {
     const n = Number(document.body.dataset.renders || 0);
     if (n === b.renders) return;
     b.renders = n;
-    const rendered = performance.now(), f = frame, p = b.pending;
+    const rendered = performance.now(), p = b.pending;
+    const ran = /ran in ([0-9.]+) ms/.exec(document.getElementById('stats')?.textContent || '');
     b.pending = null;
-    const ch = new MessageChannel();
-    ch.port1.onmessage = () => {
-      const painted = performance.now();
-      if (b.firstRender === null) b.firstRender = { rendered, painted };
-      const ran = /ran in ([0-9.]+) ms/.exec(document.getElementById('stats')?.textContent || '');
-      if (p) b.keys.push({ T: Number(document.body.dataset.tokens || 0), to_render_ms: rendered - p.t, to_paint_ms: painted - p.t, frames: f - p.frame, run_ms: ran ? Number(ran[1]) : null });
+    // rendered inside a frame: painted at its end; rendered between frames: painted in the next one
+    const shown = inFrame ? frame : frame + 1;
+    const finish = () => {
+      const ch = new MessageChannel();
+      ch.port1.onmessage = () => {
+        const painted = performance.now();
+        if (b.firstRender === null) b.firstRender = { rendered, painted };
+        if (p) b.keys.push({ T: Number(document.body.dataset.tokens || 0), to_render_ms: rendered - p.t, to_paint_ms: painted - p.t, frames: shown - p.frame, run_ms: ran ? Number(ran[1]) : null });
+      };
+      ch.port2.postMessage(0);
     };
-    ch.port2.postMessage(0);
+    if (inFrame) finish(); else requestAnimationFrame(finish);
   }).observe(document.body, { attributes: true, attributeFilter: ['data-renders'] });
   if (document.body) watch(); else document.addEventListener('DOMContentLoaded', watch);
 })();`;
