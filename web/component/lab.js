@@ -288,12 +288,14 @@ export class Lab {
       const roles = s ? headBadges(s) : [];
       badge.textContent = roles.map((r) => ROLE_SHORT[r]).join(' ');
       cell.dataset.roles = roles.join(' ');
+      const hidden = res && this.quiz && this.quiz.layer === l && this.quiz.head === h && !this.quiz.revealed;
       const parts = [`Layer ${l}, head ${h}`];
       if (off) parts.push('switched off');
-      if (s) parts.push(rolesSentence(s, roles));
+      if (hidden) parts.push('pattern hidden until you answer the question');
+      else if (s) parts.push(rolesSentence(s, roles));
       if (this.switchMode) parts.push(off ? 'press Enter to switch on' : 'press Enter to switch off');
       cell.setAttribute('aria-label', parts.join(': '));
-      if (res && this.quiz && this.quiz.layer === l && this.quiz.head === h && !this.quiz.revealed) {
+      if (hidden) {
         cell.classList.add('hs-pattern-hidden');
         cell.title = `Layer ${l}, head ${h}: hidden until you answer`;
       } else cell.classList.remove('hs-pattern-hidden');

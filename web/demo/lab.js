@@ -83,6 +83,12 @@ export function installLab(ctx) {
     update(result);
     if (lab.ablate.length) writeUrl(lab.ablate);
     document.body.dataset.labAblated = String(lab.ablate.length);
+    // while a question is open, the token strip's accessible names must not give the weights away
+    if (lab.quiz && !lab.quiz.revealed) {
+      for (const b of document.querySelectorAll('#tokens .token')) {
+        b.setAttribute('aria-label', (b.getAttribute('aria-label') || '').replace(/, weight [0-9.]+$/, ''));
+      }
+    }
   };
   window.headscopeLab = lab; // for the end-to-end tests and curious readers
   return lab;
