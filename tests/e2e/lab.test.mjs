@@ -106,6 +106,10 @@ test('page: role badges, legend with formulas and thresholds, knock-out ranking'
     return out;
   });
   for (const [expected, shown] of check) assert.equal(shown, expected);
+  // the formulas open from the keyboard
+  await page.focus('#lab .hs-lab-formulas summary');
+  await page.keyboard.press('Enter');
+  assert.ok(await page.locator('#lab .hs-lab-legend').isVisible());
   const legend = await page.locator('#lab .hs-lab-legend').textContent();
   for (const word of ['previous', 'first token', 'self', 'duplicate', 'induction', 'broad', 'A[t][t−1]', '≥ 0.5', 'ln(t+1)']) {
     assert.ok(legend.includes(word), `legend mentions ${word}`);

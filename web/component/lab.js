@@ -154,6 +154,15 @@ export class Lab {
     const roles = el(d, 'div', 'hs-lab-block hs-lab-roles');
     roles.appendChild(el(d, 'h3', 'hs-lab-title', 'What the heads turned out to do'));
     roles.appendChild(el(d, 'p', 'hs-lab-explain', 'Badges on the grid are measured live on the current text (induction on a random word sequence repeated twice). They describe patterns found after training, not jobs anyone assigned; a head can show several, and on other text it may behave differently. A badge appears when a score reaches its threshold:'));
+    // a compact key, always visible; the formulas and thresholds one click away
+    const key = el(d, 'ul', 'hs-lab-key');
+    for (const r of Object.keys(ROLE_THRESHOLDS)) {
+      const li = el(d, 'li');
+      li.append(el(d, 'span', 'hs-lab-badge', ROLE_SHORT[r]), d.createTextNode(` ${ROLE_NAMES[r]}`));
+      key.appendChild(li);
+    }
+    const details = el(d, 'details', 'hs-lab-formulas');
+    details.appendChild(el(d, 'summary', '', 'How each score is computed (A = the head\'s attention; row t = the token that looks)'));
     const legend = el(d, 'dl', 'hs-lab-legend');
     for (const r of Object.keys(ROLE_THRESHOLDS)) {
       const dt = el(d, 'dt');
@@ -161,9 +170,10 @@ export class Lab {
       const dd = el(d, 'dd', '', `score = ${ROLE_FORMULAS[r]}; badge at ≥ ${ROLE_THRESHOLDS[r]}`);
       legend.append(dt, dd);
     }
+    details.appendChild(legend);
     const rolesStatus = el(d, 'p', 'hs-lab-roles-status');
     rolesStatus.setAttribute('role', 'status');
-    roles.append(legend, rolesStatus);
+    roles.append(key, details, rolesStatus);
     // predict, then reveal
     const quiz = el(d, 'div', 'hs-lab-block hs-lab-quiz');
     quiz.appendChild(el(d, 'h3', 'hs-lab-title', 'Predict, then reveal'));
