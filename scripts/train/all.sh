@@ -19,4 +19,5 @@ $PY scripts/train/train.py --smoke
 for m in ${MODELS:-headscope-base heads-1 heads-2 heads-4 heads-8}; do
   $PY scripts/train/train.py --model "$m"
 done
+$PY scripts/train/measure_speed.py
 $PY scripts/train/summarize.py

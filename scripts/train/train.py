@@ -97,7 +97,20 @@ def encode_file(enc, path, cache_path, tok_dir):
 
 
 # ------------------------------------------------------------------------------------------- training
+def total_steps(tc):
+    return tc["steps"] + tc.get("extra_stage", {}).get("steps", 0)
+
+
 def lr_at(step, tc):
+    if "extra_stage" in tc and step >= tc["steps"]:
+        # a second warmup + cosine stage appended after the main schedule (see schedule_note)
+        ex = tc["extra_stage"]
+        k = step - tc["steps"]
+        if k < ex["warmup"]:
+            return ex["lr"] * (k + 1) / ex["warmup"]
+        p = min(1.0, (k - ex["warmup"]) / max(1, ex["steps"] - ex["warmup"]))
+        lo = ex["lr"] * tc["min_lr_ratio"]
+        return lo + 0.5 * (ex["lr"] - lo) * (1 + math.cos(math.pi * p))
     if step < tc["warmup"]:
         return tc["lr"] * (step + 1) / tc["warmup"]
     horizon = tc["steps"]
@@ -201,7 +214,8 @@ def train_model(name, tc, ids_train, ids_val, work, log, ckpt_minutes=3.0):
     t_last_ckpt = time.time()
     t_seg = time.time()
     run_loss, run_n = 0.0, 0
-    while state["step"] < tc["steps"]:
+    n_steps = total_steps(tc)
+    while state["step"] < n_steps:
         step = state["step"]
         lr = lr_at(step, tc)
         for g in opt.param_groups:
@@ -222,7 +236,7 @@ def train_model(name, tc, ids_train, ids_val, work, log, ckpt_minutes=3.0):
         now = time.time()
         state["train_seconds"] += now - t_seg
         t_seg = now
-        last = state["step"] == tc["steps"]
+        last = state["step"] == n_steps
         if state["step"] % tc["eval_every"] == 0 or last or state["step"] == 1:
             vl = evaluate(model, Xv, Yv, B)
             tl = run_loss / max(run_n, 1)
@@ -234,7 +248,7 @@ def train_model(name, tc, ids_train, ids_val, work, log, ckpt_minutes=3.0):
             if vl < state["best_val"]:
                 state["best_val"], state["best_step"] = vl, state["step"]
                 state["best_model"] = {k: v.clone() for k, v in model.state_dict().items()}
-            log(f"step {state['step']}/{tc['steps']} train {tl:.4f} val {vl:.4f} lr {lr:.2e} "
+            log(f"step {state['step']}/{n_steps} train {tl:.4f} val {vl:.4f} lr {lr:.2e} "
                 f"tok/s {tps:.0f} elapsed {state['train_seconds'] / 60:.1f} min")
             checkpoint()
             t_last_ckpt = time.time()
