@@ -15,6 +15,7 @@ tests/js/ablation_shipped.test.js compares the WebAssembly engine against it.
 Without --heads: the two heads the model card ranks highest for 'cooked' -> 'chef' (else 1:3, 2:5).
 """
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -80,6 +81,7 @@ def main():
     out = {
         "format": "headscope-ablation-reference-1", "model": args.model, "text": args.text,
         "ids": ids, "T": len(ids), "ablate": heads,
+        "weights_sha256": hashlib.sha256(open(os.path.join(folder, "model.safetensors"), "rb").read()).hexdigest(),
         "note": "PyTorch (scripts/common/gpt2_torch.py), float32 arithmetic on the F16 weights read back from "
                 "model.safetensors; the listed heads' outputs are multiplied by 0 before c_proj (head_mask). "
                 "logits rounded to 7 significant digits; loss = mean next-token cross-entropy in nats.",

@@ -12,14 +12,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { loadModel } from '../../dist/headscope.js';
 
 const TOL = 2e-3;
-// the shipped model in the package (dist/models, as users get it) or, before packaging, web/models
+// the shipped model's folder that holds the reference (web/models; dist/models is a copy of it)
 // (HEADSCOPE_ABLATION_FOLDER: another folder holding a model and its ablation_reference.json)
 const override = process.env.HEADSCOPE_ABLATION_FOLDER && pathToFileURL(`${process.env.HEADSCOPE_ABLATION_FOLDER.replace(/\/$/, '')}/`);
-const candidates = ['../../dist/models/headscope-base/', '../../web/models/headscope-base/'].map((p) => new URL(p, import.meta.url));
+const candidates = ['../../web/models/headscope-base/'].map((p) => new URL(p, import.meta.url));
 const folder = override || candidates.find((u) => existsSync(new URL('model.safetensors', u)));
 const refUrl = override ? new URL('ablation_reference.json', override) : new URL('../../web/models/headscope-base/ablation_reference.json', import.meta.url);
 const have = folder && existsSync(refUrl);
@@ -29,6 +30,8 @@ test('engine ablation equals PyTorch with the same heads zeroed (shipped headsco
   const model = await loadModel(folder);
   try {
     assert.equal(ref.ablate.length, 2, 'two heads zeroed');
+    const sha = createHash('sha256').update(readFileSync(new URL('model.safetensors', folder))).digest('hex');
+    assert.equal(sha, ref.weights_sha256, 'the reference was made from these weights (after re-training, run scripts/train/ablation_reference.py again)');
     const toks = model.tokenize(ref.text).map((t) => t.id);
     assert.deepEqual(toks, ref.ids, 'same tokens as the reference');
     const abl = model.run(ref.text, { ablate: ref.ablate, allLogits: true });

@@ -1,10 +1,10 @@
 // The live head-role scores (headscope/analysis) agree with the shipped models' cards.
 // A card's per-head prev_token / first_token were measured by scripts/train/export.py on 64 windows
 // of validation text (which the card does not list), so on other text the numbers differ somewhat.
-// What must agree: the head the card names as the strongest previous-token head also has the
-// highest previous-token score on a long English paragraph; across heads, the live previous and
-// first scores rank the heads like the card does (Spearman correlation), and the card's
-// first-token head is among the live top two.
+// What must agree, on a long English paragraph: every head's previous- and first-token scores are
+// close to the card's; the card's strongest previous-token head leads live too (or, among near-ties,
+// both leaders are in each other's top three); and where the heads' scores spread enough to rank,
+// previous-token scores and entropy rank the heads alike (Spearman correlation).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
@@ -61,21 +61,36 @@ for (const { name, folder, card } of models) {
       const live = allHeadScores(r);
       const heads = card.heads;
       const liveOf = (h, k) => live[h.layer][h.head][k];
-      const argmax = (xs, f) => xs.reduce((a, b) => (f(b) > f(a) ? b : a));
-      const cardPrev = argmax(heads, (h) => h.prev_token);
-      const livePrev = argmax(heads, (h) => liveOf(h, 'previous'));
-      assert.deepEqual([livePrev.layer, livePrev.head], [cardPrev.layer, cardPrev.head],
-        `strongest previous-token head: card L${cardPrev.layer}H${cardPrev.head} (${cardPrev.prev_token}), live L${livePrev.layer}H${livePrev.head} (${liveOf(livePrev, 'previous').toFixed(3)})`);
-      const line = [`# ${name}: strongest previous-token head L${cardPrev.layer}H${cardPrev.head}: card ${cardPrev.prev_token}, live ${liveOf(cardPrev, 'previous').toFixed(3)}`];
-      if (heads.length >= 4) {
+      const name_ = (h) => `L${h.layer}H${h.head}`;
+      const byCard = [...heads].sort((a, b) => b.prev_token - a.prev_token);
+      const byLive = [...heads].sort((a, b) => liveOf(b, 'previous') - liveOf(a, 'previous'));
+      const line = [`# ${name}: strongest previous-token head: card ${name_(byCard[0])} (${byCard[0].prev_token}), live ${name_(byLive[0])} (${liveOf(byLive[0], 'previous').toFixed(3)})`];
+      // 1. the same quantities: every head's live previous/first score is within 0.05 of the card's
+      //    (different text, so not equal; the shipped models' heads score 0.01-0.2 on these)
+      let maxPrev = 0, maxFirst = 0;
+      for (const h of heads) {
+        maxPrev = Math.max(maxPrev, Math.abs(liveOf(h, 'previous') - h.prev_token));
+        maxFirst = Math.max(maxFirst, Math.abs(liveOf(h, 'first') - h.first_token));
+      }
+      line.push(`max |live - card| previous ${maxPrev.toFixed(3)}, first ${maxFirst.toFixed(3)}`);
+      assert.ok(maxPrev <= 0.05, `previous-token scores within 0.05 of the card (max diff ${maxPrev})`);
+      assert.ok(maxFirst <= 0.05, `first-token scores within 0.05 of the card (max diff ${maxFirst})`);
+      // 2. the strongest previous-token head: the same head when the card's leader stands out (by
+      //    0.02 or more); among near-ties, the card's leader is in the live top three and vice versa
+      if (heads.length > 1 && byCard[0].prev_token - byCard[1].prev_token >= 0.02) {
+        assert.equal(name_(byLive[0]), name_(byCard[0]), 'the card\'s strongest previous-token head leads live too');
+      } else {
+        assert.ok(byLive.slice(0, 3).includes(byCard[0]), `card's leader ${name_(byCard[0])} in the live top three`);
+        assert.ok(byCard.slice(0, 3).includes(byLive[0]), `live leader ${name_(byLive[0])} in the card's top three`);
+      }
+      // 3. where the heads differ enough to rank (a spread of 0.05 or more), the ranking agrees
+      const spread = byCard[0].prev_token - byCard[byCard.length - 1].prev_token;
+      if (heads.length >= 4 && spread >= 0.05) {
         const sp = spearman(heads.map((h) => h.prev_token), heads.map((h) => liveOf(h, 'previous')));
-        const sf = spearman(heads.map((h) => h.first_token), heads.map((h) => liveOf(h, 'first')));
-        line.push(`Spearman previous ${sp.toFixed(2)}, first ${sf.toFixed(2)}`);
-        assert.ok(sp >= 0.7, `previous-token scores rank heads like the card (Spearman ${sp.toFixed(2)})`);
-        assert.ok(sf >= 0.7, `first-token scores rank heads like the card (Spearman ${sf.toFixed(2)})`);
-        const cardFirst = argmax(heads, (h) => h.first_token);
-        const liveTop2 = [...heads].sort((a, b) => liveOf(b, 'first') - liveOf(a, 'first')).slice(0, 2);
-        assert.ok(liveTop2.includes(cardFirst), `card's strongest first-token head L${cardFirst.layer}H${cardFirst.head} among the live top two`);
+        const se = spearman(heads.map((h) => h.entropy), heads.map((h) => liveOf(h, 'broad')));
+        line.push(`Spearman previous ${sp.toFixed(2)}, card entropy vs live broad ${se.toFixed(2)}`);
+        assert.ok(sp >= 0.8, `previous-token scores rank heads like the card (Spearman ${sp.toFixed(2)})`);
+        assert.ok(se >= 0.8, `broad (normalized entropy) ranks heads like the card's entropy (Spearman ${se.toFixed(2)})`);
       }
       console.log(line.join('; '));
     } finally {
