@@ -11,7 +11,7 @@ import { ROLE_SHORT, rolesSentence } from '../component/lab.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
-const SPEED_REPS = Number(params.get('reps')) || 5;
+const SPEED_REPS = Number(params.get('reps')) || 7;
 
 const state = { text: params.get('text') ?? DEFAULT_TEXT, entries: [] };
 let theme = readTheme(document.documentElement);
@@ -85,9 +85,12 @@ function buildColumn(entry) {
   });
 }
 
+// the same cell size in every model's grid, so 1 and 8 heads compare at one scale
+const CELL_PX = 64;
 function renderColumn(entry) {
   const r = entry.result;
   if (!r) return;
+  entry.els.gridHost.style.width = `${Math.round(r.nHead * (CELL_PX + 4) + 36)}px`; // CSSOM: allowed under the CSP
   entry.grid.update(r, { ...entry.sel, heads: [entry.sel.head], ablate: [] }, theme);
   let scores = null;
   try { scores = allHeadScores(r); } catch { /* too short */ }
@@ -129,30 +132,29 @@ function scheduleTiming() {
   timingTimer = setTimeout(timeAll, 400);
 }
 
-/** Median wall time of SPEED_REPS run() calls per model, one model at a time (no contention). */
+/** Median wall time of SPEED_REPS run() calls per model. Round-robin over the models (one run in
+ *  flight at a time), so a busy moment on the machine hits every model alike. */
 async function timeAll() {
   const seq = ++timingSeq;
   const text = state.text;
-  for (const e of state.entries) e.speedMs = undefined;
+  const live = state.entries.filter((e) => e.model);
+  for (const e of state.entries) { e.speedMs = undefined; e.times = []; }
   renderTable();
-  for (const e of state.entries) {
-    if (!e.model) continue;
-    const times = [];
-    try {
-      await e.model.run(text, { topK: 1 }); // warm up
-      for (let i = 0; i < SPEED_REPS; i++) {
+  try {
+    for (const e of live) await e.model.run(text, { topK: 1 }); // warm up
+    for (let i = 0; i < SPEED_REPS; i++) {
+      for (const e of live) {
         await e.model.run('.', { topK: 1 }); // a different text, so the timed run cannot reuse its cache
         const t0 = performance.now();
         await e.model.run(text, { topK: 1 });
-        times.push(performance.now() - t0);
+        e.times.push(performance.now() - t0);
         if (seq !== timingSeq) return;
       }
-    } catch { /* leave unmeasured */ }
-    if (seq !== timingSeq) return;
-    e.speedMs = median(times);
-    e.speedTokens = e.result?.T;
-    renderTable();
-  }
+    }
+  } catch { /* leave unmeasured */ }
+  if (seq !== timingSeq) return;
+  for (const e of live) e.speedMs = median(e.times);
+  renderTable();
   document.body.dataset.timed = String(Number(document.body.dataset.timed || 0) + 1);
   renderSummary();
 }
