@@ -108,7 +108,12 @@ def lr_at(step, tc):
         k = step - tc["steps"]
         if k < ex["warmup"]:
             return ex["lr"] * (k + 1) / ex["warmup"]
-        p = min(1.0, (k - ex["warmup"]) / max(1, ex["steps"] - ex["warmup"]))
+        horizon = ex["steps"]
+        for until, h in ex.get("cosine_horizons", []):  # absolute step numbers, as in the main stage
+            if step < until:
+                horizon = h
+                break
+        p = min(1.0, (k - ex["warmup"]) / max(1, horizon - ex["warmup"]))
         lo = ex["lr"] * tc["min_lr_ratio"]
         return lo + 0.5 * (ex["lr"] - lo) * (1 + math.cos(math.pi * p))
     if step < tc["warmup"]:
