@@ -50,10 +50,17 @@ export function readTheme(el) {
   };
 }
 
+/**
+ * Colour scale position of an attention weight: the square root, so that the small weights of
+ * diffuse heads stay visible (0.25 sits in the middle of the scale). Legends say so.
+ */
+export function heatIndex(w) {
+  return w > 0 ? Math.min(255, Math.round(Math.sqrt(w) * 255)) : 0;
+}
+
 /** CSS colour for an attention weight in [0, 1]. */
 export function heat(theme, w) {
-  const i = Math.max(0, Math.min(255, Math.round(w * 255)));
-  return theme.lut.css[i];
+  return theme.lut.css[heatIndex(w)];
 }
 
 /** Colour of the i-th head shown at once. */

@@ -8,7 +8,7 @@
 //     token index or null for the last token, ablate: [[layer, head]...] (reserved for ablation) }
 // Layers and heads are counted from 0, as in the engine's API and CLI.
 import { sceneToSvg, textWidth } from './scene.js';
-import { heat, headColour, tokenLabel, tokenWords, quoteToken } from './theme.js';
+import { heat, heatIndex, headColour, tokenLabel, tokenWords, quoteToken } from './theme.js';
 
 const fmt2 = (w) => w.toFixed(2);
 const fmt4 = (w) => w.toFixed(4);
@@ -95,11 +95,14 @@ export function heatmapScene(result, state, theme, { image = false } = {}) {
   const lw = Math.min(200, width - x0 - 40);
   const steps = 40;
   for (let i = 0; i < steps; i++) {
-    items.push({ type: 'rect', x: x0 + (i * lw) / steps, y: ly, w: lw / steps + 0.5, h: 10, fill: heat(theme, i / (steps - 1)) });
+    const p = i / (steps - 1);
+    items.push({ type: 'rect', x: x0 + (i * lw) / steps, y: ly, w: lw / steps + 0.5, h: 10, fill: heat(theme, p * p) });
   }
-  items.push({ type: 'text', x: x0, y: ly + 20, text: '0', size: 10, fill: theme.muted, anchor: 'middle' });
-  items.push({ type: 'text', x: x0 + lw, y: ly + 20, text: '1', size: 10, fill: theme.muted, anchor: 'middle' });
-  items.push({ type: 'text', x: x0 + lw + 12, y: ly + 5, text: 'attention weight', size: 10, fill: theme.muted });
+  // square-root colour scale: weight 0.25 sits in the middle
+  for (const [p, label] of [[0, '0'], [0.5, '0.25'], [1, '1']]) {
+    items.push({ type: 'text', x: x0 + p * lw, y: ly + 20, text: label, size: 10, fill: theme.muted, anchor: 'middle' });
+  }
+  items.push({ type: 'text', x: x0 + lw + 12, y: ly + 5, text: 'attention weight (√ scale)', size: 10, fill: theme.muted });
   return { scene: { width, height, background: image ? null : theme.bg, font: theme.font, items }, layout: { x0, y0, cell, T, width, height } };
 }
 
@@ -119,7 +122,7 @@ export function paintAttention(canvas, result, layer, head, theme) {
     for (let k = 0; k < T; k++) {
       const o = (q * n + k) * 4;
       if (k > q) { px[o] = faint[0]; px[o + 1] = faint[1]; px[o + 2] = faint[2]; px[o + 3] = 255; continue; }
-      const i = Math.max(0, Math.min(255, Math.round(A[base + q * T + k] * 255))) * 3;
+      const i = heatIndex(A[base + q * T + k]) * 3;
       px[o] = lut[i]; px[o + 1] = lut[i + 1]; px[o + 2] = lut[i + 2]; px[o + 3] = 255;
     }
   }
@@ -261,7 +264,7 @@ export function gridScene(result, state, theme) {
         items.push({ type: 'rect', x: cx, y: cy + q * px, w: (q + 1) * px, h: px, fill: heat(theme, 0) });
         for (let k = 0; k <= q; k++) {
           const w = weightAt(result, l, h, q, k);
-          if (w < 0.02) continue;
+          if (w < 0.0005) continue;
           items.push({ type: 'rect', x: cx + k * px, y: cy + q * px, w: px, h: px, fill: heat(theme, w) });
         }
       }

@@ -187,7 +187,7 @@ function renderTokens() {
     const w = i <= focused ? result.attentionAll[base + i] : 0;
     if (i <= focused && w >= 0.02) {
       b.style.backgroundColor = heat(theme, w); // CSSOM, allowed under the strict CSP
-      b.style.color = w > 0.5 ? (theme.dark ? '#000' : '#fff') : theme.fg;
+      b.style.color = w > 0.36 ? (theme.dark ? '#000' : '#fff') : theme.fg; // dark half of the √ scale
     }
     b.setAttribute('aria-label', `token ${i}: ${tokenWords(t.text)}${i <= focused ? `, weight ${w.toFixed(2)}` : ''}`);
     b.dataset.index = String(i);
