@@ -67,12 +67,13 @@ export function heatmapScene(result, state, theme, { image = false } = {}) {
   const x0 = labelW + 22;
   const y0 = titleH + labelW * sin + 12;
   const gridW = T * cell;
-  const width = Math.max(x0 + gridW + labelW * cos + 12, 320);
+  const subtitle = 'row = a token; its row shows how much it looks at each earlier token (columns)';
+  const width = Math.max(x0 + gridW + labelW * cos + 12, textWidth(subtitle, 11) + 24, 320);
   const legendH = 46;
   const height = y0 + gridW + legendH;
   const items = [];
   items.push({ type: 'text', x: 8, y: 12, text: `Layer ${layer}, head ${head}: attention weights`, size: 14, weight: 'bold', fill: theme.fg });
-  items.push({ type: 'text', x: 8, y: 30, text: 'row = a token; its row shows how much it looks at each earlier token (columns)', size: 11, fill: theme.muted });
+  items.push({ type: 'text', x: 8, y: 30, text: subtitle, size: 11, fill: theme.muted });
   // axis titles
   items.push({ type: 'text', x: 10, y: y0 + gridW / 2, text: '← token (query)', size: 10, fill: theme.muted, anchor: 'middle', rotate: -90 });
   if (!image) {
