@@ -458,14 +458,21 @@ export class Lab {
     };
     let layer, head, q;
     if (surprising) {
-      // a head and token whose strongest key is clear (weight > 0.4) and is neither the token
-      // itself, the previous token nor the first token: those are the interesting guesses
-      const cands = [];
+      // a head and token with a clear answer: the strongest key takes >= 0.4 and is neither the
+      // token itself, the previous token nor the first token (the interesting guesses); failing
+      // that, any clear answer; failing that (a model with only diffuse heads), the clearest ones
+      const tiers = [[], [], []];
+      const all = [];
       for (let l = 0; l < r.nLayer; l++) for (let h = 0; h < r.nHead; h++) for (let t = 2; t < T; t++) {
         const k = argmax(l, h, t);
-        if (at(l, h, t, k) > 0.4 && k !== t && k !== t - 1 && k !== 0) cands.push([l, h, t]);
+        const w = at(l, h, t, k);
+        all.push([l, h, t, w]);
+        if (w >= 0.4 && k !== t && k !== t - 1 && k !== 0) tiers[0].push([l, h, t]);
+        else if (w >= 0.4) tiers[1].push([l, h, t]);
+        else if (w >= 0.25) tiers[2].push([l, h, t]);
       }
-      if (!cands.length) for (let l = 0; l < r.nLayer; l++) for (let h = 0; h < r.nHead; h++) cands.push([l, h, T - 1]);
+      all.sort((x, y) => y[3] - x[3]);
+      const cands = tiers.find((c) => c.length) || all.slice(0, 20);
       this.quizCount = (this.quizCount || 0) + 1;
       [layer, head, q] = cands[(this.quizCount * 7919) % cands.length];
     } else {
@@ -520,6 +527,7 @@ export class Lab {
       res.textContent = guess === answer
         ? `Right: it attends most to ${target} (weight ${w.toFixed(2)}). The numbers under the tokens are the head's weights; the grid and detail view show the pattern again.`
         : `Not quite: it attends most to ${target} (weight ${w.toFixed(2)}); your guess got ${r.attentionAll[((layer * r.nHead + head) * T + q) * T + guess].toFixed(2)}. The numbers under the tokens are the head's weights.`;
+      if (w < 0.2) res.textContent += ' This head spreads its attention thinly here: no token gets much more than the others, so there was no clear answer.';
       const again = el(d, 'button', 'hs-lab-btn hs-lab-quiz-next', 'Another question');
       again.type = 'button';
       again.addEventListener('click', () => this.startQuiz(true));
