@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"
 if [ "${HEADSCOPE_SKIP_BUILD:-0}" != 1 ]; then
   scripts/build-package.sh
-  [ -x node_modules/.bin/esbuild ] || npm ci --no-audit --no-fund
+  [ -x node_modules/.bin/esbuild ] || npm ci --no-audit --no-fund --ignore-scripts
   web/demo/build.sh build/web
 fi
 [ -f build/web/models/headscope-base/model.safetensors ] ||

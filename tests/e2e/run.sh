@@ -7,10 +7,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"
+# one run at a time per checkout: runs share build/e2e-site and build/e2e-artifacts
+mkdir -p build && exec 9>build/e2e.lock && flock 9
 if [ "${HEADSCOPE_E2E_SKIP_PACKAGE:-0}" != 1 ] || [ ! -f dist/headscope-worker.js ]; then
   scripts/build-package.sh
 fi
-[ -x node_modules/.bin/esbuild ] && [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
+[ -x node_modules/.bin/esbuild ] && [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund --ignore-scripts
 web/demo/build.sh build/e2e-site
 rm -rf build/e2e-artifacts && mkdir -p build/e2e-artifacts
 status=0
