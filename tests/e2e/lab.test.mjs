@@ -194,6 +194,19 @@ test('component: <headscope-lab> switches heads off and shares the model with <h
   await shadow('[data-layer="0"][data-head="1"]').focus();
   await page.keyboard.press('x');
   await page.waitForFunction(() => document.querySelector('headscope-lab').shadowRoot.querySelectorAll('.hs-ablated').length === 1);
+  // <headscope-view ablate="..."> runs with those heads off too: layer 1's attention changes
+  const viewAtt = () => page.evaluate(() => Array.from(document.querySelector('#w-lines').result.attention(1, 0)));
+  const attBefore = await viewAtt();
+  await page.evaluate(() => document.querySelector('#w-lines').setAttribute('ablate', '0:0,0:1'));
+  await page.waitForFunction((b) => {
+    const a = document.querySelector('#w-lines').result.attention(1, 0);
+    return a.some((x, i) => Math.abs(x - b[i]) > 1e-6);
+  }, attBefore);
+  await page.evaluate(() => document.querySelector('#w-lines').removeAttribute('ablate'));
+  await page.waitForFunction((b) => {
+    const a = document.querySelector('#w-lines').result.attention(1, 0);
+    return a.every((x, i) => Math.abs(x - b[i]) <= 1e-6);
+  }, attBefore);
   // the quiz works inside the component
   await shadow('.hs-lab-quiz-start').click();
   await page.waitForFunction(() => document.querySelector('headscope-lab').shadowRoot.querySelector('.hs-lab-quiz-body[data-state="asking"]'));

@@ -38,6 +38,13 @@ function styleSheets() {
   return sheets;
 }
 
+// issue 6: ablate="0:1,2:3" runs the model with those heads switched off (see <headscope-lab>)
+function parseAblatePairs(s) {
+  const out = [];
+  for (const m of String(s || '').matchAll(/(\d+)\s*:\s*(\d+)/g)) out.push([Number(m[1]), Number(m[2])]);
+  return out;
+}
+
 function intAttr(el, name, fallback) {
   const v = el.getAttribute(name);
   if (v === null || v === '') return fallback;
@@ -47,7 +54,7 @@ function intAttr(el, name, fallback) {
 
 export class HeadscopeViewElement extends HTMLElement {
   static get observedAttributes() {
-    return ['text', 'layer', 'head', 'heads', 'view', 'model', 'token', 'editable', 'theme'];
+    return ['text', 'layer', 'head', 'heads', 'view', 'model', 'token', 'editable', 'theme', 'ablate'];
   }
 
   #root;
@@ -85,7 +92,7 @@ export class HeadscopeViewElement extends HTMLElement {
     return {
       model: this.getAttribute('model') || undefined,
       text: this.#text(),
-      layer, head, heads: heads.length ? heads : [head], token, view, ablate: [],
+      layer, head, heads: heads.length ? heads : [head], token, view, ablate: parseAblatePairs(this.getAttribute('ablate')),
     };
   }
 
@@ -112,6 +119,7 @@ export class HeadscopeViewElement extends HTMLElement {
   attributeChangedCallback(name, oldValue, newValue) {
     if (!this.#els || oldValue === newValue) return;
     if (name === 'model') { this.#ensureModel(); return; }
+    if (name === 'ablate') { this.#run(); return; } // issue 6: heads switched off
     if (name === 'text') {
       if (this.#els.textarea.value !== (newValue ?? '')) this.#els.textarea.value = newValue ?? DEFAULT_TEXT;
       this.#run();
@@ -200,7 +208,7 @@ export class HeadscopeViewElement extends HTMLElement {
     const text = this.#text();
     if (!this.#runner) return;
     if (text.length === 0) { this.#els.caption.textContent = 'Type some text to see the attention heads.'; return; }
-    this.#runner.request(text);
+    this.#runner.request(text, { ablate: parseAblatePairs(this.getAttribute('ablate')) }); // issue 6: ablate="layer:head,..." 
   }
 
   #queueRender() {
