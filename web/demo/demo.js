@@ -96,6 +96,7 @@ function selectHead(layer, head, focus) {
 }
 
 function selectToken(t) {
+  tokenFromCard = false;
   state.token = result && t === result.T - 1 ? null : t;
   render();
   if (result) announce(describeHead(result, state.layer, state.head, focusToken(result, state)));
@@ -306,8 +307,10 @@ $('embed-button').addEventListener('click', async () => {
 // ---- model ---------------------------------------------------------------------------------
 const textBox = $('text');
 textBox.value = state.text;
+let tokenFromCard = false; // the card's 'cooked' token: dropped once the reader edits the text
 textBox.addEventListener('input', () => {
   state.text = textBox.value;
+  if (tokenFromCard) { state.token = null; tokenFromCard = false; }
   if (state.text.length === 0) {
     $('stats').textContent = 'Type some text to see the heads respond.';
     return;
@@ -344,7 +347,10 @@ async function start() {
         state.layer = top.layer;
         state.head = top.head;
         state.heads = [top.head];
-        if (fromUrl.token === undefined && Number.isInteger(link.query_token)) state.token = link.query_token;
+        if (fromUrl.token === undefined && Number.isInteger(link.query_token)) {
+          state.token = link.query_token;
+          tokenFromCard = true;
+        }
       }
     }
     $('model-info').textContent = `Model: ${info.name}, ${c.nLayer} layers × ${c.nHead} heads, ${(info.parameterCount / 1e6).toFixed(2)} M parameters, context ${c.nPositions} tokens; engine: WebAssembly ${info.simd.simd ? `SIMD (${info.simd.arch})` : 'scalar'} in a Web Worker.${cardText}`;
