@@ -233,6 +233,7 @@ def export_model(name, tc, state, tok_dir, val_txt, out, log=print, smoke=False)
                           "note": "weight = attention from the last token of the first word to all tokens of "
                                   "the second word, summed"},
     }
+    add_chef_baselines(card)
     with open(os.path.join(out, "card.json"), "w") as f:
         json.dump(card, f, indent=1)
         f.write("\n")
@@ -261,6 +262,13 @@ def head_summary(c):
                f"Sharpest head (lowest entropy): {name(ents[0])} ({ents[0]['entropy']:.2f} nats); broadest: "
                f"{name(ents[-1])} ({ents[-1]['entropy']:.2f} nats).")
     return " ".join(out)
+
+
+def add_chef_baselines(card):
+    """Uniform attention over the q+1 visible tokens would give len(keys)/(q+1): the chance level."""
+    for v in card["chef_sentence"]["links"].values():
+        v["uniform_baseline"] = round(len(v["key_tokens"]) / (v["query_token"] + 1), 4)
+    return card
 
 
 def readme(c):
@@ -308,8 +316,9 @@ def readme(c):
     for k, v in ch["links"].items():
         src, dst = k.split("->")
         tops = "; ".join(f"layer {t['layer']} head {t['head']}: {t['weight']:.3f}" for t in v["top"])
+        base = v.get("uniform_baseline")
         L.append(f"- \"{src}\" -> \"{dst}\" (query token {v['query_token']}, key tokens {v['key_tokens']}): "
-                 f"strongest {tops}")
+                 f"strongest {tops}" + (f" (uniform attention would give {base:.3f})" if base is not None else ""))
     L += ["", "## Files", "",
           "- `config.json`, `model.safetensors`: Hugging Face GPT-2 layout (tensor names without the "
           "`transformer.` prefix, Conv1D [in, out] weights, LM head tied to `wte.weight`)",

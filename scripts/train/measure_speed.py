@@ -52,6 +52,7 @@ def main():
                          "pytorch_forward_ms_T128_1thread_median": round(1000 * ts[len(ts) // 2], 2),
                          "note": f"PyTorch 1.13 CPU, 1 thread, batch 1, 128 tokens; minimum and median of {a.reps} "
                                  "runs, all models measured in one process, interleaved"}
+        export.add_chef_baselines(card)
         with open(p, "w") as f:
             json.dump(card, f, indent=1)
             f.write("\n")
