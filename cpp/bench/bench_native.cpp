@@ -19,6 +19,7 @@ namespace {
 struct Stats {
   double median_ms, p95_ms;
   int runs;
+  double min_ms;
 };
 
 // warm-up, then repeated calls until min_runs and min_ms are both reached (capped at max_runs)
@@ -40,12 +41,13 @@ Stats time_it(const std::function<void()>& fn, const std::function<void()>& befo
     total += ms;
   }
   std::sort(v.begin(), v.end());
-  return {v[v.size() / 2], v[std::min(v.size() - 1, (std::size_t)(0.95 * v.size()))], (int)v.size()};
+  return {v[v.size() / 2], v[std::min(v.size() - 1, (std::size_t)(0.95 * v.size()))], (int)v.size(), v[0]};
 }
 
 std::string stats_json(const Stats& s) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "{\"median_ms\": %.6f, \"p95_ms\": %.6f, \"runs\": %d}", s.median_ms, s.p95_ms, s.runs);
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "{\"median_ms\": %.6f, \"p95_ms\": %.6f, \"min_ms\": %.6f, \"runs\": %d}", s.median_ms, s.p95_ms,
+                s.min_ms, s.runs);
   return buf;
 }
 
