@@ -153,7 +153,7 @@ export class Lab {
     // roles legend
     const roles = el(d, 'div', 'hs-lab-block hs-lab-roles');
     roles.appendChild(el(d, 'h3', 'hs-lab-title', 'What the heads turned out to do'));
-    roles.appendChild(el(d, 'p', 'hs-lab-explain', 'Badges on the grid are measured live on the current text (induction on a random word sequence repeated twice). They describe patterns found after training, not jobs anyone assigned; a head can show several, and on other text it may behave differently. A badge appears when a score reaches its threshold:'));
+    roles.appendChild(el(d, 'p', 'hs-lab-explain', 'Badges on the grid are measured live on the current text (induction on a random word sequence repeated twice). They describe patterns found after training, not jobs anyone assigned; a head can show several, and on other text it may behave differently. A badge appears when a score reaches its threshold (in small grid cells, as a dot; hover or focus the head for its words):'));
     // a compact key, always visible; the formulas and thresholds one click away
     const key = el(d, 'ul', 'hs-lab-key');
     for (const r of Object.keys(ROLE_THRESHOLDS)) {
@@ -308,7 +308,11 @@ export class Lab {
       if (hidden) {
         cell.classList.add('hs-pattern-hidden');
         cell.title = `Layer ${l}, head ${h}: hidden until you answer`;
-      } else cell.classList.remove('hs-pattern-hidden');
+      } else {
+        cell.classList.remove('hs-pattern-hidden');
+        const base = cell.title.split(' · found after training')[0];
+        cell.title = roles.length ? `${base} · found after training: ${roles.map((x) => ROLE_NAMES[x]).join(', ')}` : base;
+      }
     }));
   }
 
