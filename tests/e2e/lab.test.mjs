@@ -97,6 +97,7 @@ test('page: role badges, legend with formulas and thresholds, knock-out ranking'
   // ?off= restores switched-off heads
   await page.waitForFunction(() => document.querySelectorAll('#grid .hs-ablated').length === 1);
   // badges match the package's headBadges on the displayed result (computed in the page)
+  await page.waitForFunction(() => window.headscopeLab.scoresResult === window.headscopeDemo.result);
   const check = await page.evaluate(async () => {
     const { allHeadScores, headBadges } = await import('./analysis.js');
     const r = window.headscopeDemo.result;

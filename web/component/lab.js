@@ -258,14 +258,28 @@ export class Lab {
   // ---- after every render of a result -------------------------------------------------------
   /** Call after the views rendered `result` (which was run with the current ablation). */
   update(result) {
-    this.result = result;
+    // Scores once per result (a page re-renders one result for every hover or selection), computed
+    // just after the frame that paints the result (a few ms for 32 heads x 128 tokens), so typing
+    // stays within a frame; until then the cells keep the previous badges.
+    if (result !== this.result) {
+      this.result = result;
+      clearTimeout(this.scoreTimer);
+      this.scoreTimer = setTimeout(() => this.#score(), 0);
+    }
     this.#ensureProbe();
-    try {
-      this.scores = liveScores(result, this.probeScores);
-    } catch { this.scores = null; }
     this.decorate();
     this.#scheduleLoss();
     if (this.quiz && this.quiz.text !== result.text) this.endQuiz();
+  }
+
+  #score() {
+    const r = this.result;
+    if (!r) return;
+    try {
+      this.scores = liveScores(r, this.probeScores);
+    } catch { this.scores = null; }
+    this.scoresResult = r;
+    this.decorate();
   }
 
   #ensureProbe() {
@@ -278,7 +292,7 @@ export class Lab {
       this.probeScores = allHeadScores(r);
       this.probeText = probe;
       this.els.rolesStatus.textContent = `Induction measured on: "${probe.trim()}" (16 random words, twice).`;
-      if (this.result) { this.scores = liveScores(this.result, this.probeScores); this.decorate(); }
+      if (this.result) this.#score();
       this.o.onRoles?.();
     })().catch((e) => {
       this.els.rolesStatus.textContent = `The induction probe could not run: ${e.message}`;
