@@ -60,7 +60,7 @@ test('page: switch heads off by click and keyboard; later layers, predictions an
   if (nLayer > 1) assert.notDeepEqual(await lastLayerAtt(), before.att, 'later layers\' attention changed');
   assert.notEqual(await page.evaluate(() => window.headscopeDemo.result.topNext[0].prob), before.top);
   // the loss with and without, and the next-token table
-  await page.waitForSelector('#lab .hs-lab-next tbody tr');
+  await page.waitForSelector('#lab .hs-lab-loss[data-ablate="0:0,0:1"] .hs-lab-next tbody tr');
   const line = page.locator('#lab .hs-lab-lossline');
   const base = Number(await line.getAttribute('data-base'));
   const abl = Number(await line.getAttribute('data-ablated'));

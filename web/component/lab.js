@@ -401,6 +401,7 @@ export class Lab {
     }
     box.replaceChildren(frag);
     box.dataset.ready = 'true';
+    box.dataset.ablate = formatAblate(ablate); // which heads these numbers are for
   }
 
   // ---- knock-out ----------------------------------------------------------------------------
