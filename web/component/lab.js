@@ -338,7 +338,8 @@ export class Lab {
     if (sig === this.lossSig) return;
     this.lossSig = sig;
     clearTimeout(this.lossTimer);
-    this.lossTimer = setTimeout(() => this.#computeLoss(text, ablate, sig), 120);
+    // when typing pauses: these allLogits runs share the worker with the views' runs
+    this.lossTimer = setTimeout(() => this.#computeLoss(text, ablate, sig), 350);
   }
 
   async #computeLoss(text, ablate, sig) {
