@@ -69,13 +69,13 @@ export function formatAblate(pairs) {
   return pairs.map(([l, h]) => `${l}:${h}`).join(',');
 }
 
-/** Role scores of every head of `result`, with the induction score from the probe run (if any). */
+/** Role scores of every head of `result`, with the induction score from the probe run. */
+// (the induction score always comes from the probe: on ordinary text few tokens repeat, and a
+// handful of rows would decide it; NaN, so no badge, until the probe has run)
 export function liveScores(result, probeScores) {
   const scores = allHeadScores(result);
-  if (probeScores) {
-    for (let l = 0; l < scores.length; l++) {
-      for (let h = 0; h < scores[l].length; h++) scores[l][h].induction = probeScores[l]?.[h]?.induction ?? NaN;
-    }
+  for (let l = 0; l < scores.length; l++) {
+    for (let h = 0; h < scores[l].length; h++) scores[l][h].induction = probeScores?.[l]?.[h]?.induction ?? NaN;
   }
   return scores;
 }
