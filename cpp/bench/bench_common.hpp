@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "headscope/kernels.hpp"
-#include "kernels_candidates.hpp"
+#include "kernels_previous.hpp"
 
 namespace headscope::bench {
 
@@ -33,11 +33,11 @@ struct GemmCase {
     W = kernels::pack_linear(weight.data(), bias.data(), K, N);
   }
   void run(int M) { kernels::matmul_forward(out.data(), inp.data(), W, M); }
+  void run_split_k(int M) { previous::matmul_split_k(out.data(), inp.data(), W, M); }
   // W_O as the model does it: one head's rows at a time (NH products with K = HS), no bias
-  void run_candidate(int M) { candidates::matmul_split_k(out.data(), inp.data(), W, M); }
-  void run_heads_candidate(int M, int NH) {
+  void run_heads_split_k(int M, int NH) {
     const int HS = K / NH;
-    for (int h = 0; h < NH; h++) candidates::matmul_rows_split_k(out.data(), inp.data(), K, W, h * HS, (h + 1) * HS, M);
+    for (int h = 0; h < NH; h++) previous::matmul_rows_split_k(out.data(), inp.data(), K, W, h * HS, (h + 1) * HS, M);
   }
   void run_heads(int M, int NH) {
     const int HS = K / NH;
@@ -48,18 +48,18 @@ struct GemmCase {
 // attention_forward over a (T, 3C) qkv buffer with the model's C and NH, att stride = n_positions.
 struct AttentionCase {
   int C, NH, cap;
-  std::vector<float> qkv, att, out;
+  std::vector<float> qkv, att, out, key_panels;
   AttentionCase(int C_, int NH_, int cap_) : C(C_), NH(NH_), cap(cap_) {
     qkv = random_floats((std::size_t)cap * 3 * C, 4);
     att.assign((std::size_t)NH * cap * cap, 0.0f);
     out.assign((std::size_t)cap * C, 0.0f);
+    key_panels.assign(kernels::attention_key_panels_floats(cap, C, NH), 0.0f);
   }
-  void run(int T, int t_begin) { kernels::attention_forward(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap); }
-  void run_candidate(int T, int t_begin) {
-    candidates::attention_av_one_pass(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap);
+  void run(int T, int t_begin) {
+    kernels::attention_forward(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap, key_panels.data());
   }
-  void run_blocked(int T, int t_begin) {
-    candidates::attention_blocked(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap);
+  void run_previous(int T, int t_begin) {
+    previous::attention_rows_two_pass(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap);
   }
   void run_reference(int T, int t_begin) {
     kernels::attention_forward_reference(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap);
@@ -81,7 +81,7 @@ struct SoftmaxCase {
       for (int t = 0; t < T; t++) f(rows.data() + ((std::size_t)h * T + t) * T, t + 1);
   }
   void run() { each([](float* r, int n) { kernels::softmax_forward(r, n); }); }
-  void run_candidate() { each([](float* r, int n) { candidates::softmax_poly(r, n); }); }
+  void run_previous() { each([](float* r, int n) { previous::softmax_xsimd_exp(r, n); }); }
 };
 
 // The tied LM head for the last position: logits (V) = x (C) @ wte^T, wte (V, C).
@@ -94,7 +94,7 @@ struct LmHeadCase {
     out.assign(V, 0.0f);
   }
   void run() { kernels::matmul_transposed_forward(out.data(), x.data(), wte.data(), 1, C, V); }
-  void run_candidate() { candidates::lm_head_8rows(out.data(), x.data(), wte.data(), 1, C, V); }
+  void run_8rows() { previous::lm_head_8rows(out.data(), x.data(), wte.data(), 1, C, V); }
 };
 
 }  // namespace headscope::bench

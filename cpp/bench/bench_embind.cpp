@@ -76,15 +76,14 @@ EMSCRIPTEN_BINDINGS(headscope_bench) {
       .constructor<int, int, int>()
       .function("run", &bench::GemmCase::run)
       .function("runHeads", &bench::GemmCase::run_heads)
-      .function("runCandidate", &bench::GemmCase::run_candidate)
-      .function("runHeadsCandidate", &bench::GemmCase::run_heads_candidate)
+      .function("runSplitK", &bench::GemmCase::run_split_k)
+      .function("runHeadsSplitK", &bench::GemmCase::run_heads_split_k)
       .function("output", optional_override([](bench::GemmCase& g, int M) { return f32_copy(g.out.data(), (std::size_t)M * g.N); }));
   class_<bench::AttentionCase>("Attention")
       .constructor<int, int, int>()
       .function("run", &bench::AttentionCase::run)
       .function("runReference", &bench::AttentionCase::run_reference)
-      .function("runCandidate", &bench::AttentionCase::run_candidate)
-      .function("runBlocked", &bench::AttentionCase::run_blocked)
+      .function("runPrevious", &bench::AttentionCase::run_previous)
       .function("output", optional_override([](bench::AttentionCase& a, int T) {
                   return f32_copy(a.out.data(), (std::size_t)T * a.C);
                 }))
@@ -92,14 +91,14 @@ EMSCRIPTEN_BINDINGS(headscope_bench) {
   class_<bench::LmHeadCase>("LmHead")
       .constructor<int, int>()
       .function("run", &bench::LmHeadCase::run)
-      .function("runCandidate", &bench::LmHeadCase::run_candidate)
+      .function("run8Rows", &bench::LmHeadCase::run_8rows)
       .function("output", optional_override([](bench::LmHeadCase& l) { return f32_copy(l.out.data(), l.out.size()); }));
   class_<bench::SoftmaxCase>("Softmax")
       .constructor<int, int>()
       .function("run", &bench::SoftmaxCase::run)
-      .function("runCandidate", &bench::SoftmaxCase::run_candidate)
+      .function("runPrevious", &bench::SoftmaxCase::run_previous)
       .function("output", optional_override([](bench::SoftmaxCase& s) { return f32_copy(s.rows.data(), s.rows.size()); }));
-  function("candidatesAvailable", &bench::candidates::available);
+  function("previousAvailable", &bench::previous::available);
   class_<BenchModel>("Model")
       .function("setIds", &BenchModel::set_ids)
       .function("forward", &BenchModel::forward)

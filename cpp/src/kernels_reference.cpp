@@ -56,6 +56,10 @@ void gelu_erf_forward_reference(float* out, const float* inp, std::size_t N) noe
   for (std::size_t i = 0; i < N; i++) out[i] = 0.5f * inp[i] * (1.0f + std::erf(inp[i] * 0.70710678118654752f));
 }
 
+void exp_nonpositive_forward_reference(float* out, const float* inp, std::size_t N) noexcept {
+  for (std::size_t i = 0; i < N; i++) out[i] = std::exp(inp[i]);
+}
+
 void softmax_forward_reference(float* row, int N) noexcept {
   float maxv = -std::numeric_limits<float>::infinity();
   for (int i = 0; i < N; i++) maxv = std::fmax(maxv, row[i]);

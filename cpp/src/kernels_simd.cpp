@@ -45,6 +45,10 @@ static float horizontal_max(const batch& b) {
 // --- GEMM -----------------------------------------------------------------------------------
 // One register tile: out (ROWS, kPanel) (+)= inp (ROWS, k_begin:k_end) @ panel (k_begin:k_end, kPanel).
 // Only the first n_valid columns are stored (the last panel of a matrix is zero-padded).
+// Every output element is one multiply-add chain over k in order, whichever tile computes its row, so a
+// row computed alone (the incremental update's new token) is bit-identical to the same row computed
+// with others (a full run). Splitting k into several chains for the 1-row tile was measured 1.18x on
+// those products but only 1.03x on the whole update, and it would lose that identity (cpp/bench).
 template <int ROWS>
 static inline void gemm_tile(float* out, int out_stride, const float* inp, int inp_stride, const float* panel,
                              int k_begin, int k_end, const float* bias, int n_valid) noexcept {
@@ -234,6 +238,40 @@ void gelu_erf_forward(float* out, const float* inp, std::size_t N) noexcept {
   for (; i < N; i++) out[i] = 0.5f * inp[i] * (1.0f + std::erf(inp[i] * 0.70710678118654752f));
 }
 
+// exp(x) for x <= 0, the only inputs a max-subtracted softmax produces. xsimd::exp handles the whole
+// range with a round-to-integer and range checks that cost more than the polynomial in SIMD128;
+// this is Cephes' expf polynomial with 2^n built by integer ops (no float->int instruction):
+// max relative error 3.2e-7 (about 5 ulp), measured against std::exp in tests/cpp/test_kernels.cpp.
+// Inputs below -87.3 are clamped there, giving ~1e-38 instead of a denormal or 0 (the softmax's sum
+// is >= 1, so the difference is below float resolution).
+using ibatch = xsimd::batch<int32_t>;
+static inline batch exp_nonpositive(batch x) noexcept {
+  x = xsimd::max(x, batch(-87.33654f));
+  // t = x log2(e) + 1.5 * 2^23: the float add rounds x log2(e) to the nearest integer n, kept in t's low bits
+  const batch magic(12582912.0f);
+  const batch t = xsimd::fma(x, batch(1.44269504088896341f), magic);
+  const batch n = t - magic;
+  batch r = xsimd::fnma(n, batch(0.693359375f), x);  // r = x - n ln2, ln2 split in two for exactness
+  r = xsimd::fnma(n, batch(-2.12194440e-4f), r);
+  batch y(1.9875691500e-4f);
+  y = xsimd::fma(y, r, batch(1.3981999507e-3f));
+  y = xsimd::fma(y, r, batch(8.3334519073e-3f));
+  y = xsimd::fma(y, r, batch(4.1665795894e-2f));
+  y = xsimd::fma(y, r, batch(1.6666665459e-1f));
+  y = xsimd::fma(y, r, batch(5.0000001201e-1f));
+  y = xsimd::fma(y, r * r, r + batch(1.0f));  // e^r, |r| <= ln2 / 2
+  // 2^n: n + 127 shifted into the exponent field
+  const ibatch ni = xsimd::bitwise_cast<ibatch>(t) - xsimd::bitwise_cast<ibatch>(magic);
+  const batch two_n = xsimd::bitwise_cast<batch>((ni + ibatch(127)) << 23);
+  return y * two_n;
+}
+
+void exp_nonpositive_forward(float* out, const float* inp, std::size_t N) noexcept {
+  std::size_t i = 0;
+  for (; i + kLanes <= N; i += kLanes) exp_nonpositive(batch::load_unaligned(inp + i)).store_unaligned(out + i);
+  for (; i < N; i++) out[i] = std::exp(inp[i]);
+}
+
 void softmax_forward(float* row, int N) noexcept {
   batch maxb(-std::numeric_limits<float>::infinity());
   int i = 0;
@@ -244,7 +282,7 @@ void softmax_forward(float* row, int N) noexcept {
   batch sumb(0.0f);
   i = 0;
   for (; i + kLanes <= N; i += kLanes) {
-    const batch e = xsimd::exp(batch::load_unaligned(row + i) - maxv_b);
+    const batch e = exp_nonpositive(batch::load_unaligned(row + i) - maxv_b);
     e.store_unaligned(row + i);
     sumb += e;
   }
@@ -267,60 +305,153 @@ void add_forward(float* out, const float* a, const float* b, std::size_t N) noex
 }
 
 // --- attention ----------------------------------------------------------------------------------
-void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
-                       int att_stride) noexcept {
+// Register-tiled: per head, the keys live in kPanel-wide panels (key_panels, appended to as tokens
+// arrive, like the KV cache), the scores are computed as up-to-4-query x kPanel-key tiles and the
+// weighted sum of values as 2-row x up-to-5-batch tiles, so each loaded key or value feeds several
+// rows. Each score is one multiply-add chain over the head dimension in order, and each output one
+// chain over the keys in order, whatever the tile: computing rows one at a time (typing) gives
+// bit-identical results to computing them together (a full run). Measured against the previous
+// row-at-a-time kernel in bench/results.md.
+
+int attention_key_panel_width() { return kPanel; }
+
+std::size_t attention_key_panels_floats(int att_stride, int C, int NH) {
+  const int HS = C / NH;
+  return (std::size_t)NH * ((att_stride + kPanel - 1) / kPanel) * kPanel * (std::size_t)HS;
+}
+
+// Scores of ROWS query rows against one panel of kPanel keys, accumulated over the head dimension.
+// a_rows (ROWS, att_stride) <- [:, 0:n_valid]; q row r at q + r * row3; key_panel (HS, kPanel)
+template <int ROWS>
+static inline void score_tile(float* a_rows, int att_stride, const float* q, std::size_t row3, const float* key_panel,
+                              int HS, float scale, int n_valid) noexcept {
+  batch acc0[ROWS], acc1[ROWS];
+  for (int r = 0; r < ROWS; r++) acc0[r] = acc1[r] = batch(0.0f);
+  for (int d = 0; d < HS; d++) {
+    const batch k0 = batch::load_unaligned(key_panel + d * kPanel);
+    const batch k1 = batch::load_unaligned(key_panel + d * kPanel + kLanes);
+    for (int r = 0; r < ROWS; r++) {
+      const batch qv(q[r * row3 + d]);
+      acc0[r] = xsimd::fma(qv, k0, acc0[r]);
+      acc1[r] = xsimd::fma(qv, k1, acc1[r]);
+    }
+  }
+  const batch s(scale);
+  for (int r = 0; r < ROWS; r++) {
+    float* o = a_rows + (std::size_t)r * att_stride;
+    if (n_valid == kPanel) {
+      (acc0[r] * s).store_unaligned(o);
+      (acc1[r] * s).store_unaligned(o + kLanes);
+    } else {
+      alignas(64) float tmp[kPanel];
+      (acc0[r] * s).store_aligned(tmp);
+      (acc1[r] * s).store_aligned(tmp + kLanes);
+      std::memcpy(o, tmp, sizeof(float) * n_valid);
+    }
+  }
+}
+
+// y rows (ROWS) [0, NB*kLanes) = sum_{j < n} a[r][j] v_j: each loaded value batch feeds ROWS rows
+template <int ROWS, int NB>
+static inline void weighted_values_tile(float* y, int y_stride, const float* a, int att_stride, const float* values,
+                                        std::size_t row3, int n) noexcept {
+  batch acc[ROWS][NB];
+  for (int r = 0; r < ROWS; r++)
+    for (int b = 0; b < NB; b++) acc[r][b] = batch(0.0f);
+  for (int j = 0; j < n; j++) {
+    const float* v = values + j * row3;
+    batch vb[NB];
+    for (int b = 0; b < NB; b++) vb[b] = batch::load_unaligned(v + b * kLanes);
+    for (int r = 0; r < ROWS; r++) {
+      const batch ar(a[(std::size_t)r * att_stride + j]);
+      for (int b = 0; b < NB; b++) acc[r][b] = xsimd::fma(ar, vb[b], acc[r][b]);
+    }
+  }
+  for (int r = 0; r < ROWS; r++)
+    for (int b = 0; b < NB; b++) acc[r][b].store_unaligned(y + (std::size_t)r * y_stride + b * kLanes);
+}
+
+template <int ROWS>
+static inline void weighted_values_rows(float* y, int y_stride, const float* a, int att_stride, const float* values,
+                                        std::size_t row3, int n, int hs_simd) noexcept {
+  int d = 0;
+  for (; d + 5 * kLanes <= hs_simd; d += 5 * kLanes)
+    weighted_values_tile<ROWS, 5>(y + d, y_stride, a, att_stride, values + d, row3, n);
+  switch ((hs_simd - d) / kLanes) {
+    case 4: weighted_values_tile<ROWS, 4>(y + d, y_stride, a, att_stride, values + d, row3, n); break;
+    case 3: weighted_values_tile<ROWS, 3>(y + d, y_stride, a, att_stride, values + d, row3, n); break;
+    case 2: weighted_values_tile<ROWS, 2>(y + d, y_stride, a, att_stride, values + d, row3, n); break;
+    case 1: weighted_values_tile<ROWS, 1>(y + d, y_stride, a, att_stride, values + d, row3, n); break;
+    default: break;
+  }
+}
+
+// y [hs_simd, HS) = sum_{j < n} a[j] v_j, the head-size columns left over after whole batches
+static inline void weighted_values_tail(float* y, const float* a, const float* values, std::size_t row3, int n,
+                                        int hs_simd, int HS) noexcept {
+  for (int d = hs_simd; d < HS; d++) {
+    float acc = 0.0f;
+    for (int j = 0; j < n; j++) acc += a[j] * values[j * row3 + d];
+    y[d] = acc;
+  }
+}
+
+void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH, int att_stride,
+                       float* key_panels) noexcept {
   const int HS = C / NH;
   const int hs_simd = HS - HS % kLanes;  // head-size columns covered by whole batches
   const float scale = 1.0f / std::sqrt((float)HS);
   const std::size_t row3 = 3 * (std::size_t)C;
+  const int panels_per_head = (att_stride + kPanel - 1) / kPanel;
   for (int h = 0; h < NH; h++) {
-    for (int t = t_begin; t < T; t++) {
-      const float* q = qkv + t * row3 + h * HS;
-      const float* keys = qkv + C + h * HS;        // key j at keys + j * row3
-      const float* values = qkv + 2 * C + h * HS;  // value j at values + j * row3
-      float* a = att + ((std::size_t)h * att_stride + t) * att_stride;
-
-      // scores: kLanes keys at a time, one accumulator per key, reduced together by haddp
-      int j = 0;
-      for (; j + kLanes <= t + 1; j += kLanes) {
-        batch acc[kLanes];
-        for (int u = 0; u < kLanes; u++) acc[u] = batch(0.0f);
-        for (int d = 0; d < hs_simd; d += kLanes) {
-          const batch qv = batch::load_unaligned(q + d);
-          for (int u = 0; u < kLanes; u++)
-            acc[u] = xsimd::fma(qv, batch::load_unaligned(keys + (j + u) * row3 + d), acc[u]);
+    const float* q0 = qkv + h * HS;               // query t at q0 + t * row3
+    const float* keys = qkv + C + h * HS;         // key j at keys + j * row3
+    const float* values = qkv + 2 * C + h * HS;   // value j at values + j * row3
+    float* att_h = att + (std::size_t)h * att_stride * att_stride;
+    // this head's panels (panels_per_head, HS, kPanel): [p][d][u] = k_{p*kPanel+u}[d]. Append keys
+    // [t_begin, T); slots past T hold zeros or stale keys: their scores are overwritten below.
+    float* kp_h = key_panels + (std::size_t)h * panels_per_head * kPanel * HS;
+    for (int j = t_begin; j < T; j++) {
+      float* slot = kp_h + (std::size_t)(j / kPanel) * kPanel * HS + j % kPanel;
+      const float* kr = keys + j * row3;
+      for (int d = 0; d < HS; d++) slot[d * kPanel] = kr[d];
+    }
+    // scores, 4 query rows at a time, over the key panels up to the last row's position (causal)
+    for (int t0 = t_begin; t0 < T; t0 += 4) {
+      const int rows = std::min(4, T - t0);
+      const int t_last = t0 + rows - 1;
+      for (int p = 0; p * kPanel <= t_last; p++) {
+        const int n_valid = std::min(kPanel, att_stride - p * kPanel);  // never write past the row
+        float* a_rows = att_h + (std::size_t)t0 * att_stride + p * kPanel;
+        const float* q = q0 + t0 * row3;
+        const float* kp = kp_h + (std::size_t)p * kPanel * HS;
+        switch (rows) {
+          case 4: score_tile<4>(a_rows, att_stride, q, row3, kp, HS, scale, n_valid); break;
+          case 3: score_tile<3>(a_rows, att_stride, q, row3, kp, HS, scale, n_valid); break;
+          case 2: score_tile<2>(a_rows, att_stride, q, row3, kp, HS, scale, n_valid); break;
+          default: score_tile<1>(a_rows, att_stride, q, row3, kp, HS, scale, n_valid); break;
         }
-        batch scores = xsimd::haddp(acc);
-        if (hs_simd < HS) {
-          alignas(64) float tail[kLanes];
-          for (int u = 0; u < kLanes; u++) {
-            const float* k = keys + (j + u) * row3;
-            float s = 0.0f;
-            for (int d = hs_simd; d < HS; d++) s += q[d] * k[d];
-            tail[u] = s;
-          }
-          scores += batch::load_aligned(tail);
-        }
-        (scores * batch(scale)).store_unaligned(a + j);
       }
-      for (; j <= t; j++) a[j] = dot(q, keys + j * row3, HS) * scale;
-
-      softmax_forward(a, t + 1);
-      std::fill(a + t + 1, a + att_stride, 0.0f);  // causal mask: the future gets exactly 0
-
-      // y = sum_j a[j] v_j, a batch of head-size columns at a time
-      float* y = out + (std::size_t)t * C + h * HS;
-      for (int d = 0; d < hs_simd; d += kLanes) {
-        batch acc(0.0f);
-        for (int jj = 0; jj <= t; jj++) acc = xsimd::fma(batch(a[jj]), batch::load_unaligned(values + jj * row3 + d), acc);
-        acc.store_unaligned(y + d);
-      }
-      for (int d = hs_simd; d < HS; d++) {
-        float acc = 0.0f;
-        for (int jj = 0; jj <= t; jj++) acc += a[jj] * values[jj * row3 + d];
-        y[d] = acc;
+      // softmax over the causal prefix; everything after it exactly 0 (this also overwrites the
+      // scores the tiles computed past each row's position)
+      for (int t = t0; t <= t_last; t++) {
+        float* a = att_h + (std::size_t)t * att_stride;
+        softmax_forward(a, t + 1);
+        std::fill(a + t + 1, a + att_stride, 0.0f);
       }
     }
+    // y = P V, two rows at a time over j up to the second row's position (the first row's P is an
+    // exact 0 there, and a multiply-add of 0 leaves its sum unchanged)
+    int t = t_begin;
+    for (; t + 2 <= T; t += 2)
+      weighted_values_rows<2>(out + (std::size_t)t * C + h * HS, C, att_h + (std::size_t)t * att_stride, att_stride,
+                              values, row3, t + 2, hs_simd);
+    if (t < T)
+      weighted_values_rows<1>(out + (std::size_t)t * C + h * HS, C, att_h + (std::size_t)t * att_stride, att_stride,
+                              values, row3, t + 1, hs_simd);
+    for (int tt = t_begin; tt < T; tt++)
+      weighted_values_tail(out + (std::size_t)tt * C + h * HS, att_h + (std::size_t)tt * att_stride, values, row3,
+                           tt + 1, hs_simd, HS);
   }
 }
 
@@ -362,9 +493,14 @@ void gelu_forward(float* out, const float* inp, std::size_t N) noexcept { gelu_f
 void gelu_erf_forward(float* out, const float* inp, std::size_t N) noexcept { gelu_erf_forward_reference(out, inp, N); }
 void softmax_forward(float* row, int N) noexcept { softmax_forward_reference(row, N); }
 void add_forward(float* out, const float* a, const float* b, std::size_t N) noexcept { add_forward_reference(out, a, b, N); }
-void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
-                       int att_stride) noexcept {
+int attention_key_panel_width() { return 1; }
+std::size_t attention_key_panels_floats(int, int, int) { return 0; }
+void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH, int att_stride,
+                       float*) noexcept {
   attention_forward_reference(out, att, qkv, t_begin, T, C, NH, att_stride);
+}
+void exp_nonpositive_forward(float* out, const float* inp, std::size_t N) noexcept {
+  exp_nonpositive_forward_reference(out, inp, N);
 }
 
 #endif

@@ -144,7 +144,7 @@ void Model::ensure_capacity(int T) {
   // so a hostile config cannot overflow a 32-bit size_t (wasm) into a small buffer.
   const uint64_t c64 = cap, floats = (uint64_t)(L + 1) * c64 * C + (uint64_t)L * c64 * 3 * C +
                                      (uint64_t)L * NH * c64 * c64 + (uint64_t)L * c64 * C + (uint64_t)L * NH * c64 +
-                                     3 * c64 * C + c64 * F;
+                                     3 * c64 * C + c64 * F + (uint64_t)L * (c64 + 32) * C /* key panels: L x NH x <= (cap + panel) x HS */;
   if (floats > kMaxActivationFloats)
     throw Error("running " + std::to_string(T) + " tokens needs " + std::to_string(floats * 4 >> 20) +
                 " MB of activations, more than the " + std::to_string(kMaxActivationFloats * 4 >> 20) +
@@ -159,6 +159,7 @@ void Model::ensure_capacity(int T) {
   scratch_proj_.assign(cap * C, 0.0f);
   scratch_head_.assign(cap * C, 0.0f);
   scratch_fc_.assign(cap * F, 0.0f);
+  key_panels_.assign(L * kernels::attention_key_panels_floats((int)cap, (int)C, (int)NH), 0.0f);
   logits_all_.clear();
   cap_ = cap;
   cached_tokens_ = 0;
@@ -267,7 +268,8 @@ void Model::forward(int t_begin) {
       // attention: every head reads the same LayerNormed input through its own slice of c_attn
       k::layernorm_forward(scratch_ln_.data(), x, w.ln_1_weight.data(), w.ln_1_bias.data(), n, C, c.layer_norm_epsilon);
       k::matmul_forward(qkv + (std::size_t)t_begin * 3 * C, scratch_ln_.data(), w.c_attn, n);
-      k::attention_forward(head_out, att, qkv, t_begin, T, C, NH, (int)cap);
+      k::attention_forward(head_out, att, qkv, t_begin, T, C, NH, (int)cap,
+                           key_panels_.data() + l * k::attention_key_panels_floats((int)cap, C, NH));
 
       // W_O, one head at a time: out = bias + sum_h head_out[:, h] @ W_O[h rows]. A switched-off head
       // writes nothing. Summing per head gives each head's contribution for free.

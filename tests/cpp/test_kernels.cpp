@@ -3,6 +3,7 @@
 #include <Eigen/Dense>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -193,6 +194,31 @@ TEST_CASE("gelu_forward and gelu_erf_forward equal the reference", "[kernels][ge
   }
 }
 
+TEST_CASE("exp_nonpositive_forward is within 8 ulp of std::exp on x <= 0", "[kernels][softmax]") {
+  // every float from 0 down to -87.3 in ~3e5 steps, plus the ends; the polynomial's measured max
+  // relative error is 3.2e-7 (5.4 u), so 8 u is its bound with margin, still far below what the
+  // attention maps can show (differences below 1e-6 in a weight)
+  std::vector<float> x;
+  for (double v = 0.0; v > -87.33; v -= 2.9e-4) x.push_back((float)v);
+  for (float v : {-0.0f, -1e-30f, -1e-7f, -87.3f, -87.33654f}) x.push_back(v);
+  std::vector<float> got(x.size()), ref(x.size());
+  k::exp_nonpositive_forward(got.data(), x.data(), x.size());
+  k::exp_nonpositive_forward_reference(ref.data(), x.data(), x.size());
+  for (std::size_t i = 0; i < x.size(); i++) {
+    const double rel = std::fabs((double)got[i] - std::exp((double)x[i])) / std::exp((double)x[i]);
+    INFO("x=" << x[i] << " got=" << got[i] << " std::exp=" << ref[i]);
+    REQUIRE(rel <= 8 * kUnitRoundoff);
+  }
+  // below the clamp: tiny and positive, never NaN, never above the smallest normal float times 2
+  const float low[] = {-88.0f, -100.0f, -1e30f, -std::numeric_limits<float>::infinity()};
+  float out_low[4];
+  k::exp_nonpositive_forward(out_low, low, 4);
+  for (float v : out_low) {
+    REQUIRE(v >= 0.0f);
+    REQUIRE(v <= 2.4e-38f);
+  }
+}
+
 TEST_CASE("softmax_forward equals the reference", "[kernels][softmax]") {
   std::mt19937 rng(7);
   for (int N : kEdgeSizes) {
@@ -216,14 +242,20 @@ TEST_CASE("attention_forward equals the reference over head sizes, lengths and c
   for (int HS : {1, 3, 4, 5, 7, 8, 9, 12, 16, 20, 63, 64, 65}) {
     for (int NH : {1, 3}) {
       const int C = HS * NH;
-      for (int T : {1, 3, 4, 5, 8, 9, 17, 65}) {
+      for (int T : {1, 3, 4, 5, 8, 9, 17, 33, 65}) {
         for (int t_begin : {0, T / 2, T - 1}) {
           const int stride = T + 3;  // rows longer than T, as in the model's capacity-sized buffers
           const auto qkv = random_vector((std::size_t)T * 3 * C, rng, 0.7f);
           std::vector<float> att_ref((std::size_t)NH * stride * stride, 7.0f), att_got = att_ref;
           std::vector<float> out_ref((std::size_t)T * C, 7.0f), out_got = out_ref;
           k::attention_forward_reference(out_ref.data(), att_ref.data(), qkv.data(), t_begin, T, C, NH, stride);
-          k::attention_forward(out_got.data(), att_got.data(), qkv.data(), t_begin, T, C, NH, stride);
+          // the key panels start as garbage (finite): rows [0, t_begin) come from an earlier call, as in the model
+          std::vector<float> key_panels(k::attention_key_panels_floats(stride, C, NH), 9.0f);
+          if (t_begin > 0) {
+            std::vector<float> att_prev(att_got.size()), out_prev(out_got.size());
+            k::attention_forward(out_prev.data(), att_prev.data(), qkv.data(), 0, t_begin, C, NH, stride, key_panels.data());
+          }
+          k::attention_forward(out_got.data(), att_got.data(), qkv.data(), t_begin, T, C, NH, stride, key_panels.data());
           for (int h = 0; h < NH; h++)
             for (int t = 0; t < stride; t++)
               for (int j = 0; j < stride; j++) {
@@ -260,3 +292,33 @@ TEST_CASE("attention_forward equals the reference over head sizes, lengths and c
     }
   }
 }
+
+TEST_CASE("attention_forward row by row equals one call over all rows, bit for bit", "[kernels][attention]") {
+  // Typing computes one new row per call; a full run computes all rows in one call. The kernel's
+  // tiles group rows differently in the two cases but keep each score's and each output's sum in
+  // the same order, so the results must be identical: tolerance 0. (The model-level test checks
+  // the same through the whole forward on short texts; this one covers long rows and panel edges.)
+  std::mt19937 rng(11);
+  for (int HS : {1, 5, 8, 20, 64}) {
+    for (int NH : {1, 3}) {
+      const int C = HS * NH, T = 70, stride = 72;
+      const auto qkv = random_vector((std::size_t)T * 3 * C, rng, 0.7f);
+      std::vector<float> att_all((std::size_t)NH * stride * stride, 0.0f), att_rows = att_all;
+      std::vector<float> out_all((std::size_t)T * C, 0.0f), out_rows = out_all;
+      std::vector<float> panels_all(k::attention_key_panels_floats(stride, C, NH), 0.0f), panels_rows = panels_all;
+      k::attention_forward(out_all.data(), att_all.data(), qkv.data(), 0, T, C, NH, stride, panels_all.data());
+      for (int t = 0; t < T; t++)
+        k::attention_forward(out_rows.data(), att_rows.data(), qkv.data(), t, t + 1, C, NH, stride, panels_rows.data());
+      INFO("HS=" << HS << " NH=" << NH);
+      REQUIRE(att_rows == att_all);
+      REQUIRE(out_rows == out_all);
+      // and a paste: rows [0, 40) in one call, then [40, T) in another
+      std::vector<float> att_two(att_all.size(), 0.0f), out_two(out_all.size(), 0.0f), panels_two(panels_all.size(), 3.0f);
+      k::attention_forward(out_two.data(), att_two.data(), qkv.data(), 0, 40, C, NH, stride, panels_two.data());
+      k::attention_forward(out_two.data(), att_two.data(), qkv.data(), 40, T, C, NH, stride, panels_two.data());
+      REQUIRE(att_two == att_all);
+      REQUIRE(out_two == out_all);
+    }
+  }
+}
+

@@ -71,6 +71,11 @@ void gelu_forward_reference(float* out, const float* inp, std::size_t N) noexcep
 void gelu_erf_forward(float* out, const float* inp, std::size_t N) noexcept;
 void gelu_erf_forward_reference(float* out, const float* inp, std::size_t N) noexcept;
 
+// out (N) = exp(inp) for inp <= 0 (the softmax's max-subtracted scores): a polynomial in the SIMD build,
+// max relative error 3.2e-7; inputs below -87.3 give ~1e-38 instead of a denormal. out may equal inp.
+void exp_nonpositive_forward(float* out, const float* inp, std::size_t N) noexcept;
+void exp_nonpositive_forward_reference(float* out, const float* inp, std::size_t N) noexcept;
+
 // row (N) <- softmax(row), in place, max-subtracted.
 void softmax_forward(float* row, int N) noexcept;
 void softmax_forward_reference(float* row, int N) noexcept;
@@ -90,9 +95,16 @@ float dot_reference(const float* a, const float* b, int N) noexcept;
 //                                    and exactly 0 for t < j < att_stride (the causal mask)
 //   out (T, C): row t is the concatenation over heads of sum_j att[h][t][j] v_j
 // Rows below t_begin of att and out are left untouched: that is the incremental update's cache.
-// Requires T <= att_stride.
-void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
-                       int att_stride) noexcept;
+//   key_panels: attention_key_panels_floats(att_stride, C, NH) floats owned by the caller (so the
+//     kernel never allocates): the keys again, in the panel layout the SIMD kernel's register tiles
+//     read. Like att and out it is a cache: this call appends keys [t_begin, T), and keys [0, t_begin)
+//     must be there from earlier calls on the same qkv (a call with t_begin = 0 fills it). Unused by
+//     the scalar build. Its contents before the first call do not matter.
+// Requires T <= att_stride. Rows computed one call at a time equal rows computed together, bit for bit.
+int attention_key_panel_width();  // keys per panel; 1 in the scalar build
+std::size_t attention_key_panels_floats(int att_stride, int C, int NH);
+void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH, int att_stride,
+                       float* key_panels) noexcept;
 void attention_forward_reference(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
                                  int att_stride) noexcept;
 

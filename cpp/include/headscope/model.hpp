@@ -128,6 +128,7 @@ class Model {
   std::vector<float> scratch_proj_;  // (cap, C)
   std::vector<float> scratch_head_;  // (cap, C)
   std::vector<float> scratch_fc_;    // (cap, F)
+  std::vector<float> key_panels_;  // L x attention_key_panels_floats(cap, C, NH): the keys in the attention kernel's layout, cached with qkv_
   std::vector<float> logits_last_;   // (V)
   std::vector<float> logits_all_;    // (cap, V) with all_logits
 
