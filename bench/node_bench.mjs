@@ -29,10 +29,10 @@ const subj = {};
 subj.simd = await loadBenchModule(path.join(buildsDir, 'wasm-simd'));
 if (!simdOnly) subj.scalar = await loadBenchModule(path.join(buildsDir, 'wasm-scalar'));
 const ours = Object.keys(subj);
-// the SIMD build's Model compiled against the candidate kernels (cpp/bench/candidate_swap.hpp):
+// the SIMD build's Model compiled against the previous attention kernel (cpp/bench/previous_swap.hpp):
 // timed next to `simd` for the full forward and the incremental update only
-const withCand = !simdOnly && existsSync(path.join(buildsDir, 'wasm-simd', 'headscope_bench_wasm_cand.js'));
-if (withCand) subj.cand = await loadBenchModule(path.join(buildsDir, 'wasm-simd'), 'headscope_bench_wasm_cand');
+const withPrev = !simdOnly && existsSync(path.join(buildsDir, 'wasm-simd', 'headscope_bench_wasm_prev.js'));
+if (withPrev) subj.prev = await loadBenchModule(path.join(buildsDir, 'wasm-simd'), 'headscope_bench_wasm_prev');
 const oursAll = Object.keys(subj);
 const models = {};
 for (const k of oursAll) {
@@ -128,7 +128,7 @@ for (const T of Ts) {
   const key = [16, 64, P].includes(T);  // the scalar build only at the tabulated T (it is slow)
   const subs = ours.filter((k) => key || k !== 'scalar');
   for (const k of subs) cases[k] = { fn: () => models[k].forwardOut(T) };
-  if (withCand) cases.cand = { fn: () => models.cand.forwardOut(T) };
+  if (withPrev) cases.prev = { fn: () => models.prev.forwardOut(T) };
   if (!simdOnly) { const feeds = ortIds(T); cases.ort = { fn: () => ortForward.run(feeds) }; }
   const s = await compare(cases, { minMs: 300 * budget, minRuns: key ? 15 : 8, warm: 10 });
   const a = await compare(Object.fromEntries(subs.map((k) => [k, { fn: () => att[k].run(T, 0) }])), { minMs: 80 * budget, warm: 3 });

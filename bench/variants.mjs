@@ -1,5 +1,5 @@
-// Candidate kernels (cpp/bench/bench_variants.cpp) against the engine's, side by side in one process,
-// after a correctness check. Also a machine calibration (peak SIMD128 multiply-add rate right now).
+// The engine's kernels against their previous versions and against candidates not adopted
+// (cpp/bench/kernels_previous.cpp), side by side in one process, after a correctness check. Also a machine calibration (peak SIMD128 multiply-add rate right now).
 // Usage: node bench/variants.mjs [--builds build/bench] [--out FILE] [--quick]
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -39,62 +39,60 @@ for (const [K, N] of (args.includes("--reverse") ? [[F, C], [C, F], [C, C], [C, 
   }
   g.delete();
 }
-// ---- candidate kernels (cpp/bench/kernels_candidates.cpp) against the engine's -------------------
+// ---- the engine's kernels against the alternatives in cpp/bench/kernels_previous.cpp ------------------
+// kind "previous": the kernel before issue 7's port (what the change bought); kind "not adopted": a
+// candidate measured and left out. engine_speedup = alternative time / engine time (> 1: engine faster).
 const NH = Number(arg('--NH', 8)), V = Number(arg('--V', 5120));
-const cmp = async (name, engine, cand, opts = {}) => {
-  const s = await compare({ engine: { fn: engine }, candidate: { fn: cand } }, { minMs: quick ? 100 : 250, minRuns: 30, rounds: 10, ...opts });
-  const row = { name, engine_ms: s.engine.median_ms, candidate_ms: s.candidate.median_ms, engine_best_ms: s.engine.min_ms,
-    candidate_best_ms: s.candidate.min_ms, speedup: s.engine.median_ms / s.candidate.median_ms, speedup_best: s.engine.min_ms / s.candidate.min_ms };
-  out.candidates.push(row);
-  log(`${name}: engine ${row.engine_ms.toFixed(4)} ms, candidate ${row.candidate_ms.toFixed(4)} ms: ${row.speedup.toFixed(2)}x (best samples ${row.speedup_best.toFixed(2)}x)`);
+const versus = async (name, kind, engine, alternative, opts = {}) => {
+  const s = await compare({ engine: { fn: engine }, alternative: { fn: alternative } }, { minMs: quick ? 100 : 250, minRuns: 30, rounds: 10, ...opts });
+  const row = { name, kind, engine_ms: s.engine.median_ms, alternative_ms: s.alternative.median_ms, engine_best_ms: s.engine.min_ms,
+    alternative_best_ms: s.alternative.min_ms, engine_speedup: s.alternative.median_ms / s.engine.median_ms,
+    engine_speedup_best: s.alternative.min_ms / s.engine.min_ms };
+  out.alternatives.push(row);
+  log(`${name} (${kind}): engine ${row.engine_ms.toFixed(4)} ms, alternative ${row.alternative_ms.toFixed(4)} ms: engine ${row.engine_speedup.toFixed(2)}x (best samples ${row.engine_speedup_best.toFixed(2)}x)`);
 };
-out.candidates = [];
-if (m.candidatesAvailable()) {
-  // LM head, last position
+out.alternatives = [];
+if (m.previousAvailable()) {
+  // the softmax rows of one layer (all heads, causal lengths 1..T): polynomial exp against xsimd::exp
+  for (const T of [64, P]) {
+    const sm = new m.Softmax(NH, T);
+    sm.run(); const s0 = sm.output(); sm.runPrevious(); const s1 = sm.output();
+    let rel = 0;
+    for (let i = 0; i < s0.length; i++) if (s1[i] > 1e-30) rel = Math.max(rel, Math.abs(s0[i] - s1[i]) / s1[i]);
+    if (rel > 1e-5) throw new Error(`softmax with the polynomial exp: relative error ${rel}`);
+    out.softmax_poly_max_rel_error = Math.max(out.softmax_poly_max_rel_error ?? 0, rel);
+    await versus(`softmax rows of one layer, T=${T} (max rel. difference ${rel.toExponential(1)})`, 'previous', () => sm.run(), () => sm.runPrevious());
+    sm.delete();
+  }
+  // attention, full runs and the incremental update (one new row)
+  const at = new m.Attention(C, NH, P);
+  for (const T of [16, 64, P]) {
+    at.runPrevious(T, 0); const o0 = at.output(T), p0 = at.probs();
+    at.run(T, 0); const o1 = at.output(T), p1 = at.probs();
+    const dOut = maxAbsDiff(o0, o1), dProb = maxAbsDiff(p0, p1);
+    if (dOut > 1e-5 || dProb > 1e-6) throw new Error(`attention differs from the previous kernel at T=${T}: out ${dOut}, probs ${dProb}`);
+    await versus(`attention T=${T} (one layer, all heads)`, 'previous', () => at.run(T, 0), () => at.runPrevious(T, 0));
+  }
+  // one new row: the engine appends one key to its panels (filled by the full run just before)
+  at.run(P, 0);
+  await versus(`attention, one new row at T=${P}`, 'previous', () => at.run(P, P - 1), () => at.runPrevious(P, P - 1));
+  at.delete();
+  // not adopted: LM head with 8 weight rows per pass
   const lm = new m.LmHead(C, V);
-  lm.run(); const l0 = lm.output(); lm.runCandidate(); const l1 = lm.output();
+  lm.run(); const l0 = lm.output(); lm.run8Rows(); const l1 = lm.output();
   if (maxAbsDiff(l0, l1) > 1e-4) throw new Error('lm_head_8rows differs');
-  await cmp(`LM head (1 x ${C}) @ (${C} x ${V})`, () => lm.run(), () => lm.runCandidate());
+  await versus(`LM head (1 x ${C}) @ (${C} x ${V}), 8 rows per pass`, 'not adopted', () => lm.run(), () => lm.run8Rows());
   lm.delete();
-  // one-row GEMMs (the incremental update) and the per-head W_O at M = 1
+  // not adopted: split-k for the one-row GEMMs of the incremental update (and the per-head W_O)
   for (const [K, N] of [[C, 3 * C], [C, C], [C, F], [F, C]]) {
     const g = new m.Gemm(K, N, P);
     for (const M of [1, 2, 3, 5]) {
-      g.run(M); const a = g.output(M); g.runCandidate(M); const b = g.output(M);
+      g.run(M); const a = g.output(M); g.runSplitK(M); const b = g.output(M);
       if (maxAbsDiff(a, b) > 1e-4) throw new Error(`matmul_split_k differs at M=${M}`);
     }
-    await cmp(`GEMM M=1 K=${K} N=${N}`, () => g.run(1), () => g.runCandidate(1));
-    if (K === C && N === C) await cmp(`W_O per head M=1 (${NH} x K=${C / NH})`, () => g.runHeads(1, NH), () => g.runHeadsCandidate(1, NH));
+    await versus(`GEMM M=1 K=${K} N=${N}, split k`, 'not adopted', () => g.run(1), () => g.runSplitK(1));
+    if (K === C && N === C) await versus(`W_O per head M=1 (${NH} x K=${C / NH}), split k`, 'not adopted', () => g.runHeads(1, NH), () => g.runHeadsSplitK(1, NH));
     g.delete();
   }
-  // the softmax rows of one layer (all heads, causal lengths 1..T)
-  for (const T of [64, P]) {
-    const sm = new m.Softmax(NH, T);
-    sm.run(); const s0 = sm.output(); sm.runCandidate(); const s1 = sm.output();
-    let rel = 0;
-    for (let i = 0; i < s0.length; i++) if (s0[i] > 1e-30) rel = Math.max(rel, Math.abs(s1[i] - s0[i]) / s0[i]);
-    if (rel > 1e-5) throw new Error(`softmax_poly relative error ${rel}`);
-    out.softmax_poly_max_rel_error = Math.max(out.softmax_poly_max_rel_error ?? 0, rel);
-    await cmp(`softmax rows of one layer, T=${T} (poly exp; max rel. error ${rel.toExponential(1)})`, () => sm.run(), () => sm.runCandidate());
-    sm.delete();
-  }
-  // attention, full and incremental (one new row)
-  const at = new m.Attention(C, NH, P);
-  for (const T of [16, 64, P]) {
-    at.run(T, 0); const o0 = at.output(T), p0 = at.probs();
-    at.runCandidate(T, 0); const o1 = at.output(T), p1 = at.probs();
-    if (maxAbsDiff(o0, o1) > 1e-5 || maxAbsDiff(p0, p1) > 0) throw new Error(`attention_av_one_pass differs at T=${T}`);
-    await cmp(`attention T=${T} (one layer, all heads)`, () => at.run(T, 0), () => at.runCandidate(T, 0));
-    at.runBlocked(T, 0); const o2 = at.output(T), p2 = at.probs();
-    const dOut = maxAbsDiff(o0, o2), dProb = maxAbsDiff(p0, p2);
-    if (dOut > 1e-5 || dProb > 1e-6) throw new Error(`attention_blocked differs at T=${T}: out ${dOut}, probs ${dProb}`);
-    await cmp(`attention blocked T=${T} (one layer, all heads)`, () => at.run(T, 0), () => at.runBlocked(T, 0));
-  }
-  // partial update: rows 100..127 (a paste at the end)
-  at.run(P, 0); at.run(P, P - 28); const o3 = at.output(P), p3 = at.probs();
-  at.runBlocked(P, 0); at.runBlocked(P, P - 28); const o4 = at.output(P), p4 = at.probs();
-  if (maxAbsDiff(o3, o4) > 1e-5 || maxAbsDiff(p3, p4) > 1e-6) throw new Error('attention_blocked differs on a partial update');
-  await cmp(`attention, one new row at T=${P}`, () => at.run(P, P - 1), () => at.runCandidate(P, P - 1));
-  at.delete();
 }
 if (outFile) writeFileSync(outFile, JSON.stringify(out, null, 1));

@@ -38,7 +38,7 @@ log "building native-release (-march=native and plain SSE2), wasm-release (SIMD1
 build native-release "$OUT/native" headscope_bench_native
 cmake --preset native-release -B "$OUT/native-sse" -DHEADSCOPE_BUILD_TESTS=OFF -DHEADSCOPE_NATIVE_ARCH=OFF >/dev/null
 cmake --build "$OUT/native-sse" -j "$JOBS" --target headscope_bench_native | grep -v '^\[' || true
-build wasm-release "$OUT/wasm-simd" headscope_bench_wasm headscope_bench_wasm_cand headscope_wasm
+build wasm-release "$OUT/wasm-simd" headscope_bench_wasm headscope_bench_wasm_prev headscope_wasm
 build wasm-scalar "$OUT/wasm-scalar" headscope_bench_wasm headscope_wasm
 for d in "$OUT/wasm-simd" "$OUT/wasm-scalar"; do
   [ -f "$d/headscope_bench_wasm.wasm" ] || { log "missing $d/headscope_bench_wasm.wasm"; exit 1; }
