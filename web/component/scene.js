@@ -19,42 +19,151 @@ function setAttrs(el, attrs) {
   for (const [k, v] of Object.entries(attrs)) if (v !== undefined && v !== null) el.setAttribute(k, String(v));
 }
 
-function itemToSvg(doc, it, forExport) {
-  let el;
+const TAG = { rect: 'rect', line: 'line', text: 'text' };
+
+/** The presentation attributes of an item (undefined values are left out). */
+function itemAttrs(it, forExport) {
   if (it.type === 'rect') {
-    el = doc.createElementNS(SVG_NS, 'rect');
-    setAttrs(el, {
+    return {
       x: r2(it.x), y: r2(it.y), width: r2(it.w), height: r2(it.h), rx: it.rx,
       fill: it.hit ? 'transparent' : it.fill,
       'fill-opacity': it.opacity !== undefined && it.opacity !== 1 ? r2(it.opacity) : undefined,
       stroke: it.stroke, 'stroke-width': it.strokeWidth,
-    });
-    if (it.hit && !forExport) el.setAttribute('pointer-events', 'all');
-  } else if (it.type === 'line') {
-    el = doc.createElementNS(SVG_NS, 'line');
-    setAttrs(el, {
+      'pointer-events': it.hit && !forExport ? 'all' : undefined,
+    };
+  }
+  if (it.type === 'line') {
+    return {
       x1: r2(it.x1), y1: r2(it.y1), x2: r2(it.x2), y2: r2(it.y2), stroke: it.stroke,
       'stroke-width': it.width ?? 1, 'stroke-opacity': it.opacity !== undefined ? r2(it.opacity) : undefined,
       'stroke-linecap': 'round',
-    });
-  } else if (it.type === 'text') {
-    el = doc.createElementNS(SVG_NS, 'text');
-    setAttrs(el, {
+    };
+  }
+  if (it.type === 'text') {
+    return {
       x: r2(it.x), y: r2(it.y), fill: it.fill, 'font-size': it.size ?? 12,
       'text-anchor': it.anchor ?? 'start', 'dominant-baseline': 'central',
       'font-weight': it.weight,
       transform: it.rotate ? `rotate(${it.rotate} ${r2(it.x)} ${r2(it.y)})` : undefined,
-    });
-    el.textContent = it.text; // text node: user data is never parsed as markup
-  } else {
-    throw new Error(`unknown scene item ${it.type}`);
+    };
   }
+  throw new Error(`unknown scene item ${it.type}`);
+}
+
+function itemToSvg(doc, it, forExport) {
+  const el = doc.createElementNS(SVG_NS, TAG[it.type] ?? 'unknown');
+  setAttrs(el, itemAttrs(it, forExport));
+  if (it.type === 'text') el.textContent = it.text; // text node: user data is never parsed as markup
   if (!forExport) {
     if (it.data) for (const [k, v] of Object.entries(it.data)) el.dataset[k] = String(v);
     if (it.attrs) setAttrs(el, it.attrs); // DOM-only attributes (tabindex, role, aria-label)
     if (it.cls) el.setAttribute('class', it.cls);
   }
   return el;
+}
+
+// ---- live SVG, updated in place ---------------------------------------------------------------
+// A page that shows a new scene for every keystroke would otherwise rebuild hundreds of SVG nodes
+// each time (and the browser would restyle, lay out and repaint all of them). LiveSvg keeps one
+// element per scene item and, on update, only writes the attributes and texts that changed; items
+// are matched by position, so scenes built by the same function line up.
+
+const EMPTY = Object.freeze({});
+
+/** Writes `next` over `prev` (both attribute maps of one element): changed and removed only. */
+function patchAttrs(el, prev, next) {
+  for (const k in next) {
+    const v = next[k];
+    if (v === undefined || v === null) continue;
+    const s = String(v);
+    if (prev[k] === undefined || String(prev[k]) !== s) el.setAttribute(k, s);
+  }
+  for (const k in prev) {
+    if (prev[k] !== undefined && prev[k] !== null && (next[k] === undefined || next[k] === null)) el.removeAttribute(k);
+  }
+}
+
+/** An <svg> element showing one scene after another, reusing its elements. */
+export class LiveSvg {
+  constructor(doc = document) {
+    this.doc = doc;
+    this.svg = doc.createElementNS(SVG_NS, 'svg');
+    this.svg.setAttribute('xmlns', SVG_NS);
+    this.titleEl = doc.createElementNS(SVG_NS, 'title');
+    this.svg.appendChild(this.titleEl);
+    this.bg = doc.createElementNS(SVG_NS, 'rect');
+    this.bg.setAttribute('x', '0');
+    this.bg.setAttribute('y', '0');
+    this.svg.appendChild(this.bg);
+    this.rootAttrs = EMPTY;
+    this.bgAttrs = EMPTY;
+    this.title = '';
+    this.els = [];   // one element per item, in order, right after the background
+    this.state = []; // per element: { type, attrs, text, data, cls }
+  }
+
+  /** Shows `scene`; `title` becomes the SVG's <title> (its accessible name). */
+  update(scene, title = '') {
+    const { doc, svg } = this;
+    const rootAttrs = {
+      viewBox: `0 0 ${r2(scene.width)} ${r2(scene.height)}`,
+      width: r2(scene.width), height: r2(scene.height),
+      'font-family': scene.font ?? 'system-ui, sans-serif',
+    };
+    patchAttrs(svg, this.rootAttrs, rootAttrs);
+    this.rootAttrs = rootAttrs;
+    if (title !== this.title) { this.titleEl.textContent = title; this.title = title; }
+    const bgAttrs = scene.background ? { width: r2(scene.width), height: r2(scene.height), fill: scene.background } : { width: 0, height: 0, fill: 'none' };
+    patchAttrs(this.bg, this.bgAttrs, bgAttrs);
+    this.bgAttrs = bgAttrs;
+    const items = scene.items;
+    const n = items.length;
+    let i = 0;
+    for (; i < n; i++) {
+      const it = items[i];
+      const el = this.els[i];
+      const st = this.state[i];
+      if (!el || st.type !== it.type) {
+        // a new element (or a different kind at this position): build it and keep going
+        const fresh = itemToSvg(doc, it, false);
+        const ref = el ?? (i > 0 ? this.els[i - 1].nextSibling : this.bg.nextSibling);
+        if (el) el.replaceWith(fresh); else svg.insertBefore(fresh, ref);
+        this.els[i] = fresh;
+        this.state[i] = { type: it.type, attrs: itemAttrs(it, false), text: it.text, data: it.data ?? EMPTY, cls: it.cls, extra: it.attrs ?? EMPTY };
+        continue;
+      }
+      const attrs = itemAttrs(it, false);
+      patchAttrs(el, st.attrs, attrs);
+      st.attrs = attrs;
+      if (it.type === 'text' && it.text !== st.text) { el.textContent = it.text; st.text = it.text; }
+      const data = it.data ?? EMPTY;
+      if (data !== st.data) {
+        for (const k in data) if (st.data[k] === undefined || String(st.data[k]) !== String(data[k])) el.dataset[k] = String(data[k]);
+        for (const k in st.data) if (data[k] === undefined) delete el.dataset[k];
+        st.data = data;
+      }
+      // DOM-only attributes (tabindex, role, aria-label) may also be changed by the views (keyboard
+      // focus moves tabindex): compare them with the element itself
+      const extra = it.attrs ?? EMPTY;
+      for (const k in extra) {
+        const v = extra[k];
+        if (v === undefined || v === null) continue;
+        const s = String(v);
+        if (el.getAttribute(k) !== s) el.setAttribute(k, s);
+      }
+      for (const k in st.extra) if (extra[k] === undefined) el.removeAttribute(k);
+      st.extra = extra;
+      if (it.cls !== st.cls) {
+        if (it.cls) el.setAttribute('class', it.cls); else el.removeAttribute('class');
+        st.cls = it.cls;
+      }
+    }
+    // fewer items than last time: drop the rest
+    for (let j = n; j < this.els.length; j++) this.els[j].remove();
+    this.els.length = n;
+    this.state.length = n;
+    return svg;
+  }
 }
 
 /** Builds an <svg> element for the scene. */

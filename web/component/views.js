@@ -7,7 +7,7 @@
 //   { layer, head, heads: [head indices shown together in the lines view], token: selected query
 //     token index or null for the last token, ablate: [[layer, head]...] (reserved for ablation) }
 // Layers and heads are counted from 0, as in the engine's API and CLI.
-import { sceneToSvg, textWidth } from './scene.js';
+import { LiveSvg, textWidth } from './scene.js';
 import { heat, heatIndex, headColour, tokenLabel, tokenWords, quoteToken } from './theme.js';
 
 const fmt2 = (w) => w.toFixed(2);
@@ -107,27 +107,51 @@ export function heatmapScene(result, state, theme, { image = false } = {}) {
   return { scene: { width, height, background: image ? null : theme.bg, font: theme.font, items }, layout: { x0, y0, cell, T, width, height } };
 }
 
+// Per canvas: its 2D context and a reusable ImageData (with a 32-bit view) of the current size.
+const paintCache = new WeakMap();
+// Per colour table: the 256 colours as 32-bit RGBA pixels in the platform's byte order (Int32:
+// values that fit a small integer keep V8's pixel loop free of heap numbers).
+const lut32Cache = new WeakMap();
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+function pixel32(r, g, b) {
+  return LITTLE_ENDIAN ? (255 << 24) | (b << 16) | (g << 8) | r : (r << 24) | (g << 16) | (b << 8) | 255;
+}
+function lut32Of(lut) {
+  let out = lut32Cache.get(lut);
+  if (!out) {
+    out = new Int32Array(256);
+    for (let i = 0; i < 256; i++) out[i] = pixel32(lut[i * 3], lut[i * 3 + 1], lut[i * 3 + 2]);
+    lut32Cache.set(lut, out);
+  }
+  return out;
+}
+
 /** Paints one head's T x T attention on a canvas, one pixel per cell (upper triangle: faint). */
 export function paintAttention(canvas, result, layer, head, theme) {
   const T = result.T;
   const n = Math.max(1, T);
+  let c = paintCache.get(canvas);
+  if (!c) { c = { ctx: null, img: null, u32: null }; paintCache.set(canvas, c); }
   if (canvas.width !== n || canvas.height !== n) { canvas.width = n; canvas.height = n; }
-  const ctx = canvas.getContext('2d');
-  const img = ctx.createImageData(n, n);
-  const px = img.data;
-  const lut = theme.lut.lut;
-  const faint = parseCss(theme.faint);
+  if (!c.ctx) c.ctx = canvas.getContext('2d');
+  if (!c.img || c.img.width !== n) {
+    c.img = c.ctx.createImageData(n, n);
+    c.u32 = new Int32Array(c.img.data.buffer, c.img.data.byteOffset, n * n);
+  }
+  const px = c.u32;
+  const lut = lut32Of(theme.lut.lut);
+  const [fr, fg, fb] = parseCss(theme.faint);
+  const faint = pixel32(fr, fg, fb);
   const base = (layer * result.nHead + head) * T * T;
   const A = result.attentionAll;
   for (let q = 0; q < T; q++) {
-    for (let k = 0; k < T; k++) {
-      const o = (q * n + k) * 4;
-      if (k > q) { px[o] = faint[0]; px[o + 1] = faint[1]; px[o + 2] = faint[2]; px[o + 3] = 255; continue; }
-      const i = heatIndex(A[base + q * T + k]) * 3;
-      px[o] = lut[i]; px[o + 1] = lut[i + 1]; px[o + 2] = lut[i + 2]; px[o + 3] = 255;
-    }
+    const row = q * n;
+    const src = base + q * T;
+    for (let k = 0; k <= q; k++) px[row + k] = lut[heatIndex(A[src + k])];
+    for (let k = q + 1; k < n; k++) px[row + k] = faint;
   }
-  ctx.putImageData(img, 0, 0);
+  if (T === 0) px[0] = 0; // nothing to show: transparent
+  c.ctx.putImageData(c.img, 0, 0);
 }
 
 /** Lines view: tokens in two columns, a line from each token to each earlier token it attends to. */
@@ -296,13 +320,19 @@ class SceneView {
   }
 
   show(scene, label, role = 'img') {
-    const svg = sceneToSvg(scene, { doc: this.doc, title: label });
-    svg.setAttribute('class', 'hs-svg');
-    svg.setAttribute('role', role); // 'group' when the picture holds focusable parts
-    if (label) svg.setAttribute('aria-label', label);
+    // one <svg> per view, updated in place (scene.js LiveSvg): typing changes a few attributes and
+    // texts instead of rebuilding every node
+    if (!this.live) {
+      this.live = new LiveSvg(this.doc);
+      this.live.svg.setAttribute('class', 'hs-svg');
+      this.host.appendChild(this.live.svg);
+    }
+    const svg = this.live.update(scene, label);
+    if (svg.getAttribute('role') !== role) svg.setAttribute('role', role); // 'group' when the picture holds focusable parts
+    if (label) { if (svg.getAttribute('aria-label') !== label) svg.setAttribute('aria-label', label); } else svg.removeAttribute('aria-label');
     // shrink to the container, but not below ~70% of the natural size (then scroll sideways)
-    svg.style.minWidth = `${Math.round(Math.min(scene.width, Math.max(300, scene.width * 0.7)))}px`;
-    if (this.svg) this.svg.replaceWith(svg); else this.host.appendChild(svg);
+    const minWidth = `${Math.round(Math.min(scene.width, Math.max(300, scene.width * 0.7)))}px`;
+    if (this.minWidth !== minWidth) { svg.style.minWidth = minWidth; this.minWidth = minWidth; }
     this.svg = svg;
     this.scene = scene;
     return svg;
@@ -362,10 +392,13 @@ export class HeatmapView extends SceneView {
     // place the canvas over the grid area, in percentages of the picture (CSSOM: CSP-safe)
     const pct = (v, total) => `${((100 * v) / total).toFixed(4)}%`;
     const side = layout.T * layout.cell;
-    this.canvas.style.left = pct(layout.x0, layout.width);
-    this.canvas.style.top = pct(layout.y0, layout.height);
-    this.canvas.style.width = pct(side, layout.width);
-    this.canvas.style.height = pct(side, layout.height);
+    const place = [pct(layout.x0, layout.width), pct(layout.y0, layout.height), pct(side, layout.width), pct(side, layout.height)];
+    if (!this.place || place.some((v, i) => v !== this.place[i])) {
+      [this.canvas.style.left, this.canvas.style.top, this.canvas.style.width, this.canvas.style.height] = place;
+      this.place = place;
+    }
+    // the hover outline is redrawn below (the SVG is reused, so drop the old one first)
+    this.highlight?.remove();
     this.highlight = null;
     if (this.hover) this.#showHover(this.hover.q, this.hover.k, this.hover.event);
   }
@@ -560,19 +593,31 @@ export class TopKView {
   }
 
   update(result) {
-    const frag = this.doc.createDocumentFragment();
-    for (const p of result.topNext) {
-      const li = el(this.doc, 'li', 'hs-topk-item');
-      li.appendChild(el(this.doc, 'span', 'hs-topk-token', tokenLabel(p.token, 20)));
-      const bar = el(this.doc, 'span', 'hs-topk-bar');
-      const fill = el(this.doc, 'span', 'hs-topk-fill');
-      fill.style.width = `${(100 * p.prob).toFixed(2)}%`; // CSSOM: allowed under a strict CSP
-      bar.appendChild(fill);
-      li.appendChild(bar);
-      li.appendChild(el(this.doc, 'span', 'hs-topk-prob', formatPercent(p.prob)));
-      frag.appendChild(li);
+    // one row per prediction, reused: only changed texts and widths are written
+    const rows = this.rows ?? (this.rows = []);
+    const n = result.topNext.length;
+    for (let i = 0; i < n; i++) {
+      const p = result.topNext[i];
+      let r = rows[i];
+      if (!r) {
+        const li = el(this.doc, 'li', 'hs-topk-item');
+        const token = el(this.doc, 'span', 'hs-topk-token');
+        const bar = el(this.doc, 'span', 'hs-topk-bar');
+        const fill = el(this.doc, 'span', 'hs-topk-fill');
+        bar.appendChild(fill);
+        const prob = el(this.doc, 'span', 'hs-topk-prob');
+        li.append(token, bar, prob);
+        r = rows[i] = { li, token, fill, prob, text: null, width: null, pct: null };
+      }
+      if (r.li.parentNode !== this.list) this.list.appendChild(r.li);
+      const text = tokenLabel(p.token, 20);
+      if (r.text !== text) { r.token.textContent = text; r.text = text; } // text, never markup
+      const width = `${(100 * p.prob).toFixed(2)}%`;
+      if (r.width !== width) { r.fill.style.width = width; r.width = width; } // CSSOM: allowed under a strict CSP
+      const pct = formatPercent(p.prob);
+      if (r.pct !== pct) { r.prob.textContent = pct; r.pct = pct; }
     }
-    this.list.replaceChildren(frag);
+    for (let i = n; i < rows.length; i++) rows[i].li.remove();
   }
 }
 
@@ -674,28 +719,34 @@ export class GridView {
     const { nLayer, nHead, T } = result;
     const shape = `${nLayer}x${nHead}`;
     if (shape !== this.shape) { this.#build(nLayer, nHead); this.shape = shape; }
+    const q = T > 0 ? focusToken(result, state) : 0;
     for (let l = 0; l < nLayer; l++) {
       for (let h = 0; h < nHead; h++) {
-        const { cell, canvas } = this.cells[l][h];
-        paintAttention(canvas, result, l, h, theme);
-        const selected = l === state.layer && h === state.head;
-        cell.setAttribute('aria-selected', selected ? 'true' : 'false');
-        cell.setAttribute('tabindex', selected ? '0' : '-1');
-        cell.classList.toggle('hs-selected', selected);
-        cell.title = T > 0 ? describeHead(result, l, h, focusToken(result, state)) : `Layer ${l}, head ${h}`;
+        const entry = this.cells[l][h];
+        paintAttention(entry.canvas, result, l, h, theme);
+        this.#mark(entry, l === state.layer && h === state.head, false);
+        // (the lab appends head roles to this title; it reads the base back from the element)
+        const title = T > 0 ? describeHead(result, l, h, q) : `Layer ${l}, head ${h}`;
+        if (entry.title !== title) { entry.cell.title = title; entry.title = title; }
       }
     }
   }
 
-  select(layer, head, focus) {
-    if (!this.cells) return;
-    this.cells.forEach((row, l) => row.forEach(({ cell }, h) => {
-      const selected = l === layer && h === head;
+  /** Selected state of one cell, written only when it changes. */
+  #mark(entry, selected, focus) {
+    if (entry.selected !== selected) {
+      const { cell } = entry;
       cell.setAttribute('aria-selected', selected ? 'true' : 'false');
       cell.setAttribute('tabindex', selected ? '0' : '-1');
       cell.classList.toggle('hs-selected', selected);
-      if (selected && focus) cell.focus();
-    }));
+      entry.selected = selected;
+    }
+    if (selected && focus) entry.cell.focus();
+  }
+
+  select(layer, head, focus) {
+    if (!this.cells) return;
+    this.cells.forEach((row, l) => row.forEach((entry, h) => this.#mark(entry, l === layer && h === head, focus)));
   }
 }
 
@@ -707,7 +758,17 @@ export function formatPercent(p) {
   return `${v.toPrecision(2)}%`;
 }
 
+const cssCache = new Map();
 function parseCss(c) {
+  let v = cssCache.get(c);
+  if (!v) {
+    v = parseCssUncached(c);
+    if (cssCache.size > 64) cssCache.clear();
+    cssCache.set(c, v);
+  }
+  return v;
+}
+function parseCssUncached(c) {
   const m = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(c);
   if (m) return [Number(m[1]), Number(m[2]), Number(m[3])];
   const h = /^#([0-9a-f]{6})$/i.exec(c.trim());
