@@ -30,6 +30,19 @@ export const ROLE_NAMES = Object.freeze({
   induction: 'induction', broad: 'broad',
 });
 
+/**
+ * Calls `fn` once, in a task after the next frame has been painted (so that work which can wait,
+ * such as the role scores, never delays the frame showing a new result). Pages that get no frames
+ * (hidden tabs) run it after 200 ms. Returns a function that cancels the call.
+ */
+function afterNextPaint(fn) {
+  let done = false;
+  const run = () => { if (!done) { done = true; fn(); } };
+  requestAnimationFrame(() => setTimeout(run, 0));
+  const timer = setTimeout(run, 200);
+  return () => { done = true; clearTimeout(timer); };
+}
+
 /** Heads below this loss change (nats per token) count as "barely matters" in the knock-out. */
 export const REDUNDANT_DELTA = 0.02;
 
@@ -263,8 +276,8 @@ export class Lab {
     // stays within a frame; until then the cells keep the previous badges.
     if (result !== this.result) {
       this.result = result;
-      clearTimeout(this.scoreTimer);
-      this.scoreTimer = setTimeout(() => this.#score(), 0);
+      this.cancelScore?.();
+      this.cancelScore = afterNextPaint(() => this.#score());
     }
     this.#ensureProbe();
     this.decorate();
@@ -304,29 +317,35 @@ export class Lab {
     const cells = this.o.grid?.cells;
     if (!cells) return;
     const res = this.result;
-    cells.forEach((row, l) => row.forEach(({ cell, badge }, h) => {
+    // called after every render: write only what changed (each write makes the browser restyle)
+    const setAttr = (node, name, value) => { if (node.getAttribute(name) !== value) node.setAttribute(name, value); };
+    cells.forEach((row, l) => row.forEach((entry, h) => {
+      const { cell, badge } = entry;
       const off = this.ablated.has(key(l, h));
-      cell.classList.toggle('hs-ablated', off);
-      cell.dataset.ablated = off ? 'true' : 'false';
+      if (cell.classList.contains('hs-ablated') !== off) cell.classList.toggle('hs-ablated', off);
+      setAttr(cell, 'data-ablated', off ? 'true' : 'false');
       const s = this.scores?.[l]?.[h];
       const roles = s ? headBadges(s) : [];
-      badge.textContent = roles.map((r) => ROLE_SHORT[r]).join(' ');
-      cell.dataset.roles = roles.join(' ');
+      const badgeText = roles.map((r) => ROLE_SHORT[r]).join(' ');
+      if (badge.textContent !== badgeText) badge.textContent = badgeText;
+      setAttr(cell, 'data-roles', roles.join(' '));
       const hidden = res && this.quiz && this.quiz.layer === l && this.quiz.head === h && !this.quiz.revealed;
       const parts = [`Layer ${l}, head ${h}`];
       if (off) parts.push('switched off');
       if (hidden) parts.push('pattern hidden until you answer the question');
       else if (s) parts.push(rolesSentence(s, roles));
       if (this.switchMode) parts.push(off ? 'press Enter to switch on' : 'press Enter to switch off');
-      cell.setAttribute('aria-label', parts.join(': '));
+      setAttr(cell, 'aria-label', parts.join(': '));
+      let title;
       if (hidden) {
-        cell.classList.add('hs-pattern-hidden');
-        cell.title = `Layer ${l}, head ${h}: hidden until you answer`;
+        title = `Layer ${l}, head ${h}: hidden until you answer`;
       } else {
-        cell.classList.remove('hs-pattern-hidden');
-        const base = cell.title.split(' · found after training')[0];
-        cell.title = roles.length ? `${base} · found after training: ${roles.map((x) => ROLE_NAMES[x]).join(', ')}` : base;
+        // the grid's own title for the cell (GridView keeps it as entry.title), then the roles
+        const base = entry.title ?? cell.title.split(' · found after training')[0];
+        title = roles.length ? `${base} · found after training: ${roles.map((x) => ROLE_NAMES[x]).join(', ')}` : base;
       }
+      if (cell.classList.contains('hs-pattern-hidden') !== !!hidden) cell.classList.toggle('hs-pattern-hidden', !!hidden);
+      if (cell.title !== title) cell.title = title;
     }));
   }
 
