@@ -139,14 +139,20 @@ function fillSelect(select, n, value, word) {
   if (select.options.length !== n) {
     select.replaceChildren(...Array.from({ length: n }, (_, i) => new Option(`${word} ${i}`, String(i))));
   }
-  select.value = String(value);
+  if (select.value !== String(value)) select.value = String(value);
 }
 
+let chipsKey = '';
 function renderHeadChips() {
   const box = $('head-chips');
-  box.hidden = state.view !== 'lines';
-  if (box.hidden || !result) return;
+  const hidden = state.view !== 'lines';
+  if (box.hidden !== hidden) box.hidden = hidden;
+  if (hidden || !result) return;
   const shown = state.heads.length ? state.heads : [state.head];
+  // typing does not change the chips: rebuild them only when the heads or the theme change
+  const key = `${result.nHead}|${shown.join(',')}|${theme.heads.join(',')}|${state.layer}|${state.head}`;
+  if (key === chipsKey && box.childElementCount === result.nHead) return;
+  chipsKey = key;
   const chips = [];
   for (let h = 0; h < result.nHead; h++) {
     const b = document.createElement('button');
@@ -172,29 +178,46 @@ function renderHeadChips() {
   box.replaceChildren(...chips);
 }
 
+// One button per token, reused from render to render: typing changes a few labels and tints
+// instead of rebuilding the strip (which made the browser restyle and lay out all of it).
+const tokenButtons = [];
+function setAttr(node, name, value) {
+  if (node.getAttribute(name) !== value) node.setAttribute(name, value);
+}
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text; // text, never markup
+}
 function renderTokens() {
   const strip = $('tokens');
   const focused = focusToken(result, state);
-  const frag = document.createDocumentFragment();
   // each chip is tinted by how much the focused token looks at it in the selected head
   const T = result.T;
   const base = ((state.layer * result.nHead + state.head) * T + focused) * T;
-  result.tokens.forEach((t, i) => {
-    const b = document.createElement('button');
-    b.type = 'button';
-    b.className = 'token';
-    b.textContent = tokenLabel(t.text, 24); // text, never markup
-    b.setAttribute('aria-pressed', i === focused ? 'true' : 'false');
-    const w = i <= focused ? result.attentionAll[base + i] : 0;
-    if (i <= focused && w >= 0.02) {
-      b.style.backgroundColor = heat(theme, w); // CSSOM, allowed under the strict CSP
-      b.style.color = w > 0.36 ? (theme.dark ? '#000' : '#fff') : theme.fg; // dark half of the √ scale
+  for (let i = 0; i < T; i++) {
+    const t = result.tokens[i];
+    let b = tokenButtons[i];
+    if (!b) {
+      b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'token';
+      b.dataset.index = String(i);
+      tokenButtons[i] = b;
     }
-    b.setAttribute('aria-label', `token ${i}: ${tokenWords(t.text)}${i <= focused ? `, weight ${w.toFixed(2)}` : ''}`);
-    b.dataset.index = String(i);
-    frag.appendChild(b);
-  });
-  strip.replaceChildren(frag);
+    if (b.parentNode !== strip) strip.appendChild(b); // the strip holds buttons 0..T-1 in order
+    setText(b, tokenLabel(t.text, 24));
+    setAttr(b, 'aria-pressed', i === focused ? 'true' : 'false');
+    const w = i <= focused ? result.attentionAll[base + i] : 0;
+    let bg = '';
+    let fg = '';
+    if (i <= focused && w >= 0.02) {
+      bg = heat(theme, w); // CSSOM, allowed under the strict CSP
+      fg = w > 0.36 ? (theme.dark ? '#000' : '#fff') : theme.fg; // dark half of the √ scale
+    }
+    if (b.hsBg !== bg) { b.style.backgroundColor = bg; b.hsBg = bg; }
+    if (b.hsFg !== fg) { b.style.color = fg; b.hsFg = fg; }
+    setAttr(b, 'aria-label', `token ${i}: ${tokenWords(t.text)}${i <= focused ? `, weight ${w.toFixed(2)}` : ''}`);
+  }
+  for (let i = T; i < tokenButtons.length && tokenButtons[i].parentNode; i++) tokenButtons[i].remove();
 }
 $('tokens').addEventListener('click', (e) => {
   const b = e.target.closest('[data-index]');
@@ -238,16 +261,16 @@ function renderNow() {
   renderHeadChips();
   combine.update(result, state, theme);
   topk.update(result);
-  $('detail-caption').textContent = describeHead(result, state.layer, state.head, focusToken(result, state));
+  setText($('detail-caption'), describeHead(result, state.layer, state.head, focusToken(result, state)));
   const notice = $('notice');
   if (result.droppedTokens > 0) {
     notice.hidden = false;
-    notice.textContent = `This text is longer than the model's context of ${info.config.nPositions} tokens: the first ${result.droppedTokens} tokens were cut, and the views show the last ${result.T}.`;
-  } else {
+    setText(notice, `This text is longer than the model's context of ${info.config.nPositions} tokens: the first ${result.droppedTokens} tokens were cut, and the views show the last ${result.T}.`);
+  } else if (!notice.hidden) {
     notice.hidden = true;
   }
-  $('stats').textContent = `${result.T} tokens · model ran in ${result.runMs.toFixed(1)} ms`;
-  document.body.dataset.tokens = String(result.T);
+  setText($('stats'), `${result.T} tokens · model ran in ${result.runMs.toFixed(1)} ms`);
+  setAttr(document.body, 'data-tokens', String(result.T));
   lastRenderMs = performance.now() - t0;
   document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
   clearTimeout(urlTimer);
