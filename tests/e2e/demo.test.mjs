@@ -97,6 +97,111 @@ test('typing re-runs the model and updates tokens, heatmaps and the grid', async
   await context.close();
 });
 
+// What every view of the demo shows, read from the DOM, next to what the latest result says it
+// should show. The views are updated in place while typing (no rebuild), so this checks that no view
+// keeps stale parts: labels, pixels, bars, predictions and the screen-reader text.
+async function viewsAgreeWithResult(page) {
+  return page.evaluate(() => {
+    const r = window.headscopeDemo.result;
+    const st = window.headscopeDemo.state;
+    const q = Number.isInteger(st.token) && st.token < r.T ? st.token : r.T - 1;
+    const label = (t, max) => {
+      let s = String(t).replace(/\r\n|\n|\r/g, '↵').replace(/\t/g, '⇥').replace(/ /g, '·');
+      if (s === '') s = '∅';
+      return [...s].length > max ? [...s].slice(0, max - 1).join('') + '…' : s;
+    };
+    const problems = [];
+    const tokens = [...document.querySelectorAll('#tokens .token')];
+    if (tokens.length !== r.T) problems.push(`token strip: ${tokens.length} buttons for ${r.T} tokens`);
+    tokens.forEach((b, i) => {
+      if (b.textContent !== label(r.tokens[i].text, 24)) problems.push(`token ${i}: '${b.textContent}'`);
+      if (b.dataset.index !== String(i)) problems.push(`token ${i}: data-index ${b.dataset.index}`);
+      if (!b.getAttribute('aria-label').startsWith(`token ${i}: `)) problems.push(`token ${i}: aria-label ${b.getAttribute('aria-label')}`);
+      if ((b.getAttribute('aria-pressed') === 'true') !== (i === q)) problems.push(`token ${i}: aria-pressed`);
+    });
+    for (const c of document.querySelectorAll('#grid canvas')) if (c.width !== r.T || c.height !== r.T) problems.push(`grid canvas ${c.width}x${c.height}`);
+    const sel = [...document.querySelectorAll('#grid [aria-selected="true"]')];
+    if (sel.length !== 1 || sel[0].dataset.layer !== String(st.layer) || sel[0].dataset.head !== String(st.head)) problems.push('grid selection');
+    const caption = document.getElementById('detail-caption').textContent;
+    if (!caption.startsWith(`Layer ${st.layer}, head ${st.head}: `)) problems.push(`caption: ${caption}`);
+    const cellTitle = document.querySelector(`#grid [data-layer="${st.layer}"][data-head="${st.head}"]`).title;
+    if (!cellTitle.startsWith(caption)) problems.push(`grid cell title '${cellTitle}' vs caption '${caption}'`);
+    if (st.view === 'heatmap') {
+      const rows = [...document.querySelectorAll('#detail-view svg text[data-row]')];
+      if (rows.length !== r.T) problems.push(`heatmap: ${rows.length} row labels for ${r.T} tokens`);
+      rows.forEach((t, i) => { if (t.textContent !== label(r.tokens[i].text, 14) || t.dataset.row !== String(i)) problems.push(`heatmap row ${i}: '${t.textContent}'`); });
+      const cv = document.querySelector('#detail-view canvas.hs-heatmap-cells');
+      if (cv.width !== r.T) problems.push(`heatmap canvas ${cv.width}`);
+      const title = document.querySelector('#detail-view svg text').textContent;
+      if (title !== `Layer ${st.layer}, head ${st.head}: attention weights`) problems.push(`heatmap title ${title}`);
+      if (document.querySelectorAll('#detail-view svg > title').length !== 1) problems.push('heatmap: one <title>');
+    } else {
+      const left = [...document.querySelectorAll('#detail-view svg [data-side="q"]')];
+      if (left.length !== r.T) problems.push(`lines: ${left.length} tokens for ${r.T}`);
+      const texts = [...document.querySelectorAll('#detail-view svg text')].map((t) => t.textContent);
+      for (const t of r.tokens) if (!texts.includes(label(t.text, 16))) problems.push(`lines: no label '${t.text}'`);
+    }
+    const bars = document.querySelectorAll('#combine svg rect.hs-bar');
+    if (bars.length !== r.nHead) problems.push(`combine: ${bars.length} bars`);
+    const combineTitle = document.querySelector('#combine svg text').textContent;
+    if (!combineTitle.startsWith(`Layer ${st.layer}, token ${q}: `)) problems.push(`combine title ${combineTitle}`);
+    const norms = [...document.querySelectorAll('#combine svg text')].map((t) => t.textContent).filter((s) => /^\d+\.\d\d$/.test(s));
+    const want = Array.from({ length: r.nHead }, (_, h) => r.contributionNorms[(st.layer * r.nHead + h) * r.T + q].toFixed(2));
+    if (norms.join(' ') !== want.join(' ')) problems.push(`combine norms ${norms} vs ${want}`);
+    const topk = [...document.querySelectorAll('#topk li .hs-topk-token')].map((x) => x.textContent);
+    const wantTop = r.topNext.map((p) => label(p.token, 20));
+    if (topk.join('|') !== wantTop.join('|')) problems.push(`top-k ${topk} vs ${wantTop}`);
+    if (!document.getElementById('stats').textContent.startsWith(`${r.T} tokens`)) problems.push('stats');
+    return problems;
+  });
+}
+
+test('while typing, every view keeps showing the latest result (tokens, grid, detail, combine, predictions)', async () => {
+  const { page, context, problems } = await openPage(browser, url('index.html'));
+  await demoReady(page);
+  assert.deepEqual(await viewsAgreeWithResult(page), [], 'after loading');
+  const snapshot = () => page.evaluate(() => ({
+    combine: document.querySelector('#combine svg').outerHTML,
+    topk: document.getElementById('topk').textContent,
+    heatmap: document.querySelector('#detail-view canvas.hs-heatmap-cells').toDataURL(),
+    caption: document.getElementById('detail-caption').textContent,
+  }));
+  // shorter, then longer text: views shrink and grow in place
+  await page.fill('#text', 'A');
+  await page.waitForFunction(() => window.headscopeDemo.result.text === 'A');
+  await page.waitForTimeout(50);
+  assert.deepEqual(await viewsAgreeWithResult(page), [], 'one token');
+  const short = await snapshot();
+  await page.locator('#text').pressSequentially(' cat sat on the mat, and the dog <b>barked</b>', { delay: 10 });
+  await page.waitForFunction(() => window.headscopeDemo.result.text.endsWith('barked</b>'));
+  await page.waitForTimeout(100);
+  assert.deepEqual(await viewsAgreeWithResult(page), [], 'after typing');
+  const long = await snapshot();
+  for (const k of Object.keys(short)) assert.notEqual(long[k], short[k], `${k} changed`);
+  assert.equal(await page.evaluate(() => document.querySelectorAll('#tokens b, #detail-view b, #combine b').length), 0, 'typed markup stays text');
+  // a token focused, another head, then the lines view, and typing again
+  await page.click('#tokens [data-index="2"]');
+  await page.click('#grid [data-layer="1"][data-head="2"]');
+  await page.waitForFunction(() => document.getElementById('detail-caption').textContent.startsWith('Layer 1, head 2:'));
+  await page.waitForTimeout(50);
+  assert.deepEqual(await viewsAgreeWithResult(page), [], 'token 2, layer 1 head 2');
+  await page.click('#tab-lines');
+  await page.waitForSelector('#detail-view svg [data-side="q"]');
+  await page.focus('#text');
+  await page.keyboard.press('End');
+  await page.locator('#text').pressSequentially(' again', { delay: 10 });
+  await page.waitForFunction(() => window.headscopeDemo.result.text.endsWith(' again'));
+  await page.waitForTimeout(100);
+  assert.deepEqual(await viewsAgreeWithResult(page), [], 'lines view after typing');
+  // deleting text: views shrink
+  for (let i = 0; i < 12; i++) await page.keyboard.press('Backspace');
+  await page.waitForFunction(() => !window.headscopeDemo.result.text.endsWith(' again') && window.headscopeDemo.result.text === document.getElementById('text').value);
+  await page.waitForTimeout(100);
+  assert.deepEqual(await viewsAgreeWithResult(page), [], 'after deleting');
+  await noProblems(page, problems);
+  await context.close();
+});
+
 test('clicking a head opens its detail; arrow keys move across the grid; screen-reader text follows', async () => {
   const { page, context, problems } = await openPage(browser, url('index.html'));
   await demoReady(page);
