@@ -213,29 +213,33 @@ void layernorm_forward(float* out, const float* inp, const float* weight, const 
   }
 }
 
-void gelu_forward(float* out, const float* inp, std::size_t N) noexcept {
-  const float s = std::sqrt(2.0f / 3.14159265358979323846f);
-  const batch s_b(s), c_b(0.044715f), half(0.5f), one(1.0f);
+// Element-wise kernels whose SIMD formula differs from the scalar one (tanh, erf, exp) run the tail
+// through the same SIMD code on a padded batch: each element's result then depends only on its value,
+// not on where the array ends, so a model row gives the same bits whether it is computed alone
+// (typing) or with others (a full run) -- with 16 lanes, n * n_inner is often not a multiple of 16.
+template <class F>
+static inline void map_batches(float* out, const float* inp, std::size_t N, F&& f) noexcept {
   std::size_t i = 0;
-  for (; i + kLanes <= N; i += kLanes) {
-    const batch x = batch::load_unaligned(inp + i);
+  for (; i + kLanes <= N; i += kLanes) f(batch::load_unaligned(inp + i)).store_unaligned(out + i);
+  if (i < N) {
+    alignas(64) float tmp[kLanes] = {};
+    std::memcpy(tmp, inp + i, sizeof(float) * (N - i));
+    f(batch::load_aligned(tmp)).store_aligned(tmp);
+    std::memcpy(out + i, tmp, sizeof(float) * (N - i));
+  }
+}
+
+void gelu_forward(float* out, const float* inp, std::size_t N) noexcept {
+  const batch s_b(std::sqrt(2.0f / 3.14159265358979323846f)), c_b(0.044715f), half(0.5f), one(1.0f);
+  map_batches(out, inp, N, [&](batch x) {
     const batch inner = s_b * xsimd::fma(c_b * x, x * x, x);
-    (half * x * (one + xsimd::tanh(inner))).store_unaligned(out + i);
-  }
-  for (; i < N; i++) {
-    const float x = inp[i];
-    out[i] = 0.5f * x * (1.0f + std::tanh(s * (x + 0.044715f * x * x * x)));
-  }
+    return half * x * (one + xsimd::tanh(inner));
+  });
 }
 
 void gelu_erf_forward(float* out, const float* inp, std::size_t N) noexcept {
   const batch inv_sqrt2(0.70710678118654752f), half(0.5f), one(1.0f);
-  std::size_t i = 0;
-  for (; i + kLanes <= N; i += kLanes) {
-    const batch x = batch::load_unaligned(inp + i);
-    (half * x * (one + xsimd::erf(x * inv_sqrt2))).store_unaligned(out + i);
-  }
-  for (; i < N; i++) out[i] = 0.5f * inp[i] * (1.0f + std::erf(inp[i] * 0.70710678118654752f));
+  map_batches(out, inp, N, [&](batch x) { return half * x * (one + xsimd::erf(x * inv_sqrt2)); });
 }
 
 // exp(x) for x <= 0, the only inputs a max-subtracted softmax produces. xsimd::exp handles the whole
@@ -267,9 +271,7 @@ static inline batch exp_nonpositive(batch x) noexcept {
 }
 
 void exp_nonpositive_forward(float* out, const float* inp, std::size_t N) noexcept {
-  std::size_t i = 0;
-  for (; i + kLanes <= N; i += kLanes) exp_nonpositive(batch::load_unaligned(inp + i)).store_unaligned(out + i);
-  for (; i < N; i++) out[i] = std::exp(inp[i]);
+  map_batches(out, inp, N, [](batch x) { return exp_nonpositive(x); });
 }
 
 void softmax_forward(float* row, int N) noexcept {

@@ -183,6 +183,7 @@ def save_ckpt(path, state):
 
 def train_model(name, tc, ids_train, ids_val, work, log, ckpt_minutes=3.0):
     """Trains (or resumes) and returns the checkpoint state dict after the last step."""
+    import export  # head_stats, for the previous-token score logged at each evaluation
     torch.manual_seed(tc["seed"])
     cfg = model_cfg(tc)
     model = GPT2(cfg)
@@ -247,14 +248,21 @@ def train_model(name, tc, ids_train, ids_val, work, log, ckpt_minutes=3.0):
             tl = run_loss / max(run_n, 1)
             run_loss, run_n = 0.0, 0
             tps = state["tokens_seen"] / max(state["train_seconds"], 1e-9)
+            # how sharp the strongest previous-token head is so far: heads specialize during training,
+            # and this shows when (16 validation windows; the card measures 64)
+            prev, _, _ = export.head_stats(model, ids_val, T, 16)
+            pl, ph = max(((l, h) for l in range(len(prev)) for h in range(len(prev[l]))),
+                         key=lambda lh: prev[lh[0]][lh[1]])
             state["history"].append({"step": state["step"], "train_loss": round(tl, 4), "val_loss": round(vl, 4),
                                      "lr": lr, "tokens_seen": state["tokens_seen"],
-                                     "train_seconds": round(state["train_seconds"], 1)})
+                                     "train_seconds": round(state["train_seconds"], 1),
+                                     "max_prev_token": {"layer": pl, "head": ph, "score": round(prev[pl][ph], 4)}})
             if vl < state["best_val"]:
                 state["best_val"], state["best_step"] = vl, state["step"]
                 state["best_model"] = {k: v.clone() for k, v in model.state_dict().items()}
             log(f"step {state['step']}/{n_steps} train {tl:.4f} val {vl:.4f} lr {lr:.2e} "
-                f"tok/s {tps:.0f} elapsed {state['train_seconds'] / 60:.1f} min")
+                f"tok/s {tps:.0f} elapsed {state['train_seconds'] / 60:.1f} min "
+                f"prev-token max L{pl}H{ph} {prev[pl][ph]:.3f}")
             checkpoint()
             t_last_ckpt = time.time()
             t_seg = time.time()  # evaluation and checkpoint time is not training time

@@ -219,6 +219,35 @@ TEST_CASE("exp_nonpositive_forward is within 8 ulp of std::exp on x <= 0", "[ker
   }
 }
 
+TEST_CASE("element-wise kernels give an element the same bits wherever the array ends", "[kernels][incremental]") {
+  // The model applies GELU to n * n_inner values at once, n = the rows computed in this call: one when
+  // typing, all of them in a full run. If the last partial batch took a different (scalar) formula,
+  // typing would differ from a full run whenever n * n_inner is not a multiple of the lane count.
+  std::mt19937 rng(12);
+  const auto x = random_vector(67, rng, 4.0f);
+  std::vector<float> neg(x.size());
+  for (std::size_t i = 0; i < x.size(); i++) neg[i] = -std::fabs(x[i]) * 5.0f;
+  using Fn = void (*)(float*, const float*, std::size_t) noexcept;
+  const std::pair<const char*, Fn> kernels[] = {{"gelu", k::gelu_forward}, {"gelu_erf", k::gelu_erf_forward}};
+  for (const auto& [name, fn] : kernels) {
+    std::vector<float> whole(x.size());
+    fn(whole.data(), x.data(), x.size());
+    for (std::size_t i = 0; i < x.size(); i++) {
+      float one;
+      fn(&one, &x[i], 1);
+      INFO(name << " i=" << i);
+      REQUIRE(one == whole[i]);
+    }
+  }
+  std::vector<float> whole(neg.size());
+  k::exp_nonpositive_forward(whole.data(), neg.data(), neg.size());
+  for (std::size_t i = 0; i < neg.size(); i++) {
+    float one;
+    k::exp_nonpositive_forward(&one, &neg[i], 1);
+    REQUIRE(one == whole[i]);
+  }
+}
+
 TEST_CASE("softmax_forward equals the reference", "[kernels][softmax]") {
   std::mt19937 rng(7);
   for (int N : kEdgeSizes) {
