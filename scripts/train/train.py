@@ -97,25 +97,7 @@ def encode_file(enc, path, cache_path, tok_dir):
 
 
 # ------------------------------------------------------------------------------------------- training
-def total_steps(tc):
-    return tc["steps"] + tc.get("extra_stage", {}).get("steps", 0)
-
-
 def lr_at(step, tc):
-    if "extra_stage" in tc and step >= tc["steps"]:
-        # a second warmup + cosine stage appended after the main schedule (see schedule_note)
-        ex = tc["extra_stage"]
-        k = step - tc["steps"]
-        if k < ex["warmup"]:
-            return ex["lr"] * (k + 1) / ex["warmup"]
-        horizon = ex["steps"]
-        for until, h in ex.get("cosine_horizons", []):  # absolute step numbers, as in the main stage
-            if step < until:
-                horizon = h
-                break
-        p = min(1.0, (k - ex["warmup"]) / max(1, horizon - ex["warmup"]))
-        lo = ex["lr"] * tc["min_lr_ratio"]
-        return lo + 0.5 * (ex["lr"] - lo) * (1 + math.cos(math.pi * p))
     if step < tc["warmup"]:
         return tc["lr"] * (step + 1) / tc["warmup"]
     horizon = tc["steps"]
@@ -220,7 +202,7 @@ def train_model(name, tc, ids_train, ids_val, work, log, ckpt_minutes=3.0):
     t_last_ckpt = time.time()
     t_seg = time.time()
     run_loss, run_n = 0.0, 0
-    n_steps = total_steps(tc)
+    n_steps = tc["steps"]
     while state["step"] < n_steps:
         step = state["step"]
         lr = lr_at(step, tc)
