@@ -108,7 +108,13 @@ def lr_at(step, tc):
             break
     p = min(1.0, (step - tc["warmup"]) / max(1, horizon - tc["warmup"]))
     lo = tc["lr"] * tc["min_lr_ratio"]
-    return lo + 0.5 * (tc["lr"] - lo) * (1 + math.cos(math.pi * p))
+    lr = lo + 0.5 * (tc["lr"] - lo) * (1 + math.cos(math.pi * p))
+    # a budget extended after the cosine had reached its floor: ramp linearly from the floor up to the
+    # new horizon's curve over n steps instead of jumping ([[at_step, n], ...], see schedule_note)
+    for at, n in tc.get("rewarm", []):
+        if at <= step < at + n:
+            lr = lo + (lr - lo) * (step - at + 1) / n
+    return lr
 
 
 def make_optimizer(model, tc):
