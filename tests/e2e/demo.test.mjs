@@ -47,15 +47,26 @@ test('page loads the model with a progress bar and shows the grid of all heads',
     return { nLayer: r.nLayer, nHead: r.nHead, T: r.T };
   });
   assert.equal(await page.locator('#grid [role="gridcell"]').count(), nLayer * nHead);
-  assert.equal(await page.locator('#grid canvas').count(), nLayer * nHead);
+  // the cells' heatmaps are painted on one canvas under them (one compositor layer, not L x H)
+  assert.equal(await page.locator('#grid canvas').count(), 1);
   assert.equal(await page.locator('#tokens .token').count(), T);
   assert.equal(await page.inputValue('#text'), 'The chef, who trained in Paris, cooked the meal quickly.');
-  // every grid canvas has content (not blank)
-  const blank = await page.evaluate(() => [...document.querySelectorAll('#grid canvas')].filter((c) => {
-    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-    for (let i = 4; i < d.length; i += 4) if (d[i] !== d[0] || d[i + 1] !== d[1] || d[i + 2] !== d[2]) return false;
-    return true;
-  }).length);
+  // every cell's part of the grid canvas has content (not one flat colour)
+  const blank = await page.evaluate(() => {
+    const canvas = document.querySelector('#grid canvas');
+    const box = canvas.getBoundingClientRect();
+    const ctx = canvas.getContext('2d');
+    return [...document.querySelectorAll('#grid [role="gridcell"]')].filter((cell) => {
+      const r = cell.getBoundingClientRect();
+      const x = Math.round(((r.left - box.left + 3) * canvas.width) / box.width);
+      const y = Math.round(((r.top - box.top + 3) * canvas.height) / box.height);
+      const w = Math.round(((r.width - 6) * canvas.width) / box.width);
+      const h = Math.round(((r.height - 6) * canvas.height) / box.height);
+      const d = ctx.getImageData(x, y, w, h).data;
+      for (let i = 4; i < d.length; i += 4) if (d[i] !== d[0] || d[i + 1] !== d[1] || d[i + 2] !== d[2]) return false;
+      return true;
+    }).length;
+  });
   assert.equal(blank, 0, 'blank grid cells');
   assert.ok(await page.locator('#combine svg rect.hs-bar').count() === nHead, 'one bar per head');
   assert.ok(await page.locator('#topk li').count() >= 5, 'top-k predictions');
@@ -119,7 +130,39 @@ async function viewsAgreeWithResult(page) {
       if (!b.getAttribute('aria-label').startsWith(`token ${i}: `)) problems.push(`token ${i}: aria-label ${b.getAttribute('aria-label')}`);
       if ((b.getAttribute('aria-pressed') === 'true') !== (i === q)) problems.push(`token ${i}: aria-pressed`);
     });
-    for (const c of document.querySelectorAll('#grid canvas')) if (c.width !== r.T || c.height !== r.T) problems.push(`grid canvas ${c.width}x${c.height}`);
+    // The grid canvas: every cell's tile shows its head's T x T cells, read at the centre of each
+    // (query, key) block. The selected head's blocks must have the detail heatmap's exact colours
+    // (same colour table) and, in every head, keys after the query the faint colour. Blocks of fewer
+    // than 3 device pixels are not read: the tile edges measured here from CSS may be off by one pixel.
+    const gridCanvas = document.querySelectorAll('#grid canvas');
+    if (gridCanvas.length !== 1) problems.push(`${gridCanvas.length} grid canvases`);
+    const gc = gridCanvas[0];
+    const gbox = gc.getBoundingClientRect();
+    const gpx = gc.getContext('2d').getImageData(0, 0, gc.width, gc.height).data;
+    const gridAt = (x, y) => [...gpx.slice((y * gc.width + x) * 4, (y * gc.width + x) * 4 + 4)].join(',');
+    const heat = st.view === 'heatmap' ? document.querySelector('#detail-view canvas.hs-heatmap-cells') : null;
+    const hpx = heat && r.T > 0 ? heat.getContext('2d').getImageData(0, 0, heat.width, heat.height).data : null;
+    const heatAt = (k, q) => [...hpx.slice((q * heat.width + k) * 4, (q * heat.width + k) * 4 + 4)].join(',');
+    let faint = null;
+    if (hpx && r.T > 1) faint = heatAt(r.T - 1, 0);
+    for (const cell of document.querySelectorAll('#grid [role="gridcell"]')) {
+      const cr = cell.getBoundingClientRect();
+      const sx = gc.width / gbox.width;
+      const x0 = (cr.left - gbox.left + 3) * sx;
+      const y0 = (cr.top - gbox.top + 3) * sx;
+      const bw = ((cr.width - 6) * sx) / r.T;
+      const bh = ((cr.height - 6) * sx) / r.T;
+      if (r.T === 0 || bw < 3 || bh < 3) continue;
+      const at = (q, k) => gridAt(Math.floor(x0 + (k + 0.5) * bw), Math.floor(y0 + (q + 0.5) * bh));
+      const selected = cell.dataset.layer === String(st.layer) && cell.dataset.head === String(st.head);
+      for (let q = 0; q < r.T; q++) {
+        for (let k = 0; k < r.T; k++) {
+          const got = at(q, k);
+          if (selected && hpx && got !== heatAt(k, q)) { problems.push(`grid cell L${st.layer}H${st.head} (${q}, ${k}): ${got} vs heatmap ${heatAt(k, q)}`); q = r.T; break; }
+          if (k > q && faint && got !== faint) { problems.push(`grid cell L${cell.dataset.layer}H${cell.dataset.head} (${q}, ${k}) not faint: ${got}`); q = r.T; break; }
+        }
+      }
+    }
     const sel = [...document.querySelectorAll('#grid [aria-selected="true"]')];
     if (sel.length !== 1 || sel[0].dataset.layer !== String(st.layer) || sel[0].dataset.head !== String(st.head)) problems.push('grid selection');
     const caption = document.getElementById('detail-caption').textContent;
@@ -344,7 +387,8 @@ test('web component: several widgets on one page share one model load', async ()
   assert.match(caption, /^Layer \d+, head \d+: .+ attends most to .+ \(\d\.\d\d\)$/);
   assert.ok(await page.locator('#w-lines svg line').count() > 0);
   assert.ok(await page.locator('#w-heatmap svg rect').count() > 10);
-  assert.ok(await page.locator('#w-grid canvas').count() >= 4);
+  assert.equal(await page.locator('#w-grid canvas').count(), 1, 'one canvas holds all the cells');
+  assert.ok(await page.locator('#w-grid [role="gridcell"]').count() >= 4);
   // attributes drive the widget
   await page.evaluate(() => document.getElementById('w-heatmap').setAttribute('head', '0'));
   await page.waitForFunction(() => document.getElementById('w-heatmap').shadowRoot.querySelector('.hs-caption').textContent.includes('head 0:'));
