@@ -108,6 +108,36 @@ test('typing re-runs the model and updates tokens, heatmaps and the grid', async
   await context.close();
 });
 
+test('the grid canvas never resizes the page it is measured from (no resize loop, even without the stylesheets)', async () => {
+  // The grid's heatmaps are painted on one canvas sized from the grid's box. If that canvas took part
+  // in layout, sizing it could change the grid (or the page's scrollbars) and so size it again, every
+  // frame. Without the pages' CSS the canvas's own inline layout must still keep it out of the flow.
+  const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
+  await context.route('**/*.css', (r) => r.abort());
+  const page = await context.newPage();
+  await page.addInitScript(() => {
+    const RO = window.ResizeObserver;
+    window.__resizeCallbacks = 0;
+    window.ResizeObserver = class extends RO { constructor(cb) { super((...a) => { window.__resizeCallbacks++; cb(...a); }); } };
+  });
+  await page.goto(url('index.html'));
+  await demoReady(page);
+  await page.waitForTimeout(300);
+  const atStart = await page.evaluate(() => window.__resizeCallbacks);
+  const n = await renders(page);
+  await page.focus('#text');
+  await page.keyboard.press('End');
+  await page.keyboard.type(' and then the waiter, who was new, dropped the plates', { delay: 20 });
+  await page.waitForFunction((k) => Number(document.body.dataset.renders) > k, n);
+  await page.waitForTimeout(500);
+  const callbacks = (await page.evaluate(() => window.__resizeCallbacks)) - atStart;
+  const layer = await page.evaluate(() => getComputedStyle(document.querySelector('#grid canvas').parentElement).position);
+  assert.equal(layer, 'absolute');
+  // typing may wrap the text box or the token strip and so resize the grid a few times, not every frame
+  assert.ok(callbacks <= 10, `${callbacks} resize callbacks while typing 53 characters`);
+  await context.close();
+});
+
 // What every view of the demo shows, read from the DOM, next to what the latest result says it
 // should show. The views are updated in place while typing (no rebuild), so this checks that no view
 // keeps stale parts: labels, pixels, bars, predictions and the screen-reader text.

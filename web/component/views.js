@@ -651,8 +651,18 @@ export class GridView {
     this.layout = null; // tile rectangles in device pixels, measured after layout changes
     // Resize (window, container, font, phone rotation) moves the cells: re-measure and repaint. The
     // observer runs after layout and before paint, so the new picture shows in the same frame.
+    // (The canvas sits in a clipping layer sized by CSS to the grid, so it cannot itself change the
+    // page's size: a canvas sized from this callback once made a scrollbar come and go every frame.)
     const RO = this.doc.defaultView?.ResizeObserver;
-    if (RO) new RO(() => { this.layout = null; this.#paint(); }).observe(this.grid);
+    if (RO) {
+      new RO(([entry]) => {
+        const { width, height } = entry.contentRect;
+        if (width === this.observed?.width && height === this.observed?.height) return;
+        this.observed = { width, height };
+        this.layout = null;
+        this.#paint();
+      }).observe(this.grid);
+    }
   }
 
   #key(e) {
@@ -684,10 +694,17 @@ export class GridView {
     const d = this.doc;
     this.grid.replaceChildren();
     this.grid.style.setProperty('--hs-cols', String(nHead));
+    const layer = el(d, 'div', 'hs-grid-layer');
+    layer.setAttribute('aria-hidden', 'true');
     this.canvas = d.createElement('canvas');
     this.canvas.className = 'hs-grid-canvas';
-    this.canvas.setAttribute('aria-hidden', 'true');
-    this.grid.appendChild(this.canvas); // first child: the positioned cells paint over it
+    // the layout that keeps the canvas out of the page's flow is set here, not only in views.css: a
+    // canvas in the flow would grow the grid it is sized from (CSSOM: allowed under a strict CSP)
+    Object.assign(layer.style, { position: 'absolute', inset: '0', overflow: 'hidden', pointerEvents: 'none' });
+    Object.assign(this.canvas.style, { display: 'block', width: '100%', height: '100%' });
+    this.grid.style.position = 'relative';
+    layer.appendChild(this.canvas);
+    this.grid.appendChild(layer); // first child: the positioned cells paint over it
     this.ctx = null;
     this.image = null;
     this.layout = null;
@@ -775,7 +792,7 @@ export class GridView {
         x: tx, y: ty, w: Math.max(1, px(r.right - g.left - inset) - tx), h: Math.max(1, px(r.bottom - g.top - inset) - ty),
       };
     }));
-    return { cssWidth: g.width, cssHeight: g.height, width: px(g.width), height: px(g.height), cells };
+    return { width: px(g.width), height: px(g.height), cells };
   }
 
   #paint() {
@@ -790,11 +807,6 @@ export class GridView {
       canvas.height = L.height;
       this.image = null;
     }
-    // CSS size from the measured box, so one canvas pixel is one device pixel (CSSOM: CSP-safe)
-    const cssW = `${L.cssWidth}px`;
-    const cssH = `${L.cssHeight}px`;
-    if (canvas.style.width !== cssW) canvas.style.width = cssW;
-    if (canvas.style.height !== cssH) canvas.style.height = cssH;
     if (!this.ctx) this.ctx = canvas.getContext('2d');
     if (!this.image) {
       this.image = this.ctx.createImageData(L.width, L.height);
