@@ -2,7 +2,8 @@
 //   cold load to first attention (fresh browser context, nothing cached), and keystroke-to-paint while
 //   typing, with the model on the page's thread (mode main) and in a Web Worker (mode worker).
 // Serves bench/page/ (a minimal page of our own), the npm package's payload (--pkg) and the model.
-// Usage: node bench/page_bench.mjs --model DIR --pkg DIR --out FILE [--quick]
+// Usage: node bench/page_bench.mjs --model DIR --pkg DIR --out FILE [--quick] [--demo SITE]
+//   PAGE_BENCH_DEMO_ONLY=1: only the demo page (skips the minimal page's main and worker modes)
 import { createServer } from 'node:http';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -18,7 +19,7 @@ const outFile = arg('--out');
 const demoDir = arg('--demo') ? path.resolve(arg('--demo')) : null;  // the built demo site (web/demo/build.sh), if any
 const log = (...a) => console.error('[page]', ...a);
 
-const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.json': 'application/json',
+const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.json': 'application/json', '.css': 'text/css', '.svg': 'image/svg+xml',
   '.wasm': 'application/wasm', '.txt': 'text/plain', '.safetensors': 'application/octet-stream' };
 const mounts = [['/pkg/', pkgDir], ['/model/', modelDir], ...(demoDir ? [['/demo/', demoDir]] : []), ['/', path.join(ROOT, 'bench', 'page')]];
 const server = createServer(async (req, res) => {
@@ -63,7 +64,7 @@ async function openPage(mode) {
 }
 
 const results = { chromium: version, modes: {} };
-for (const mode of ['main', 'worker']) {
+for (const mode of (process.env.PAGE_BENCH_DEMO_ONLY ? [] : ['main', 'worker'])) {
   // cold loads
   const cold = [];
   for (let i = 0; i < (quick ? 2 : 3); i++) {
