@@ -663,6 +663,14 @@ export class GridView {
         this.#paint();
       }).observe(this.grid);
     }
+    // a new device pixel ratio (window moved to another screen) changes the canvas's pixel size only:
+    // repaint when it changes (and #paint checks it on every update as well)
+    const win = this.doc.defaultView;
+    const watchPixelRatio = () => {
+      const mq = win?.matchMedia?.(`(resolution: ${win.devicePixelRatio}dppx)`);
+      mq?.addEventListener?.('change', () => { this.layout = null; this.#paint(); watchPixelRatio(); }, { once: true });
+    };
+    watchPixelRatio();
   }
 
   #key(e) {
@@ -792,12 +800,13 @@ export class GridView {
         x: tx, y: ty, w: Math.max(1, px(r.right - g.left - inset) - tx), h: Math.max(1, px(r.bottom - g.top - inset) - ty),
       };
     }));
-    return { width: px(g.width), height: px(g.height), cells };
+    return { dpr, width: px(g.width), height: px(g.height), cells };
   }
 
   #paint() {
     const result = this.result;
     if (!result || !this.cells) return;
+    if (this.layout && this.layout.dpr !== (this.doc.defaultView?.devicePixelRatio || 1)) this.layout = null;
     if (!this.layout) this.layout = this.#measure();
     const L = this.layout;
     if (!L) return; // not laid out; the resize observer paints once it is
