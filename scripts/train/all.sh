@@ -8,7 +8,8 @@
 # Needs: /usr/bin/python3 with python3-torch, python3-numpy, python3-regex (Debian bookworm), npm.
 # Intermediate files go to .cache/ (gitignored); rerunning resumes every model from its checkpoint
 # and re-exports it. Outputs: web/models/{DATA.md,provenance.json,index.json,README.md} and
-# web/models/<model>/{config.json,model.safetensors,vocab.json,merges.txt,README.md,card.json,reference.json}.
+# web/models/<model>/{config.json,model.safetensors,vocab.json,merges.txt,README.md,card.json,reference.json}
+# and web/models/headscope-base/ablation_reference.json.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 PY=/usr/bin/python3
@@ -19,5 +20,9 @@ $PY scripts/train/train.py --smoke
 for m in ${MODELS:-headscope-base heads-1 heads-2 heads-4 heads-8}; do
   $PY scripts/train/train.py --model "$m"
 done
+# the engine's ablation test compares against PyTorch with two heads zeroed on the default model
+if [[ " ${MODELS:-headscope-base} " == *" headscope-base "* ]]; then
+  $PY scripts/train/ablation_reference.py --model headscope-base
+fi
 $PY scripts/train/measure_speed.py
 $PY scripts/train/summarize.py

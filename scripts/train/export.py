@@ -231,7 +231,9 @@ def export_model(name, tc, state, tok_dir, val_txt, out, log=print, smoke=False)
                      "tokens_seen": state["tokens_seen"], "train_seconds": round(state["train_seconds"], 1),
                      "tokens_per_second": round(state["tokens_seen"] / max(state["train_seconds"], 1e-9)),
                      "optimizer": f"AdamW lr {tc['lr']} (warmup {tc['warmup']}, cosine to {tc['min_lr_ratio']}x), "
-                                  f"betas 0.9/0.95, weight decay {tc['weight_decay']}, grad clip {tc['grad_clip']}",
+                                  f"betas 0.9/0.95, weight decay {tc['weight_decay']}, grad clip {tc['grad_clip']}" +
+                                  (f"; position embeddings at {tc['wpe_lr_mult']}x the learning rate, no weight decay"
+                                   if tc.get("wpe_lr_mult") is not None else ""),
                      "seed": tc["seed"], "exported_step": state["best_step"],
                      "hardware": "2 shared CPU cores, PyTorch 1.13 (Debian), float32",
                      "command": f"/usr/bin/python3 scripts/train/train.py --model {name}",
