@@ -2,7 +2,7 @@
 # Rebuild every shipped model from scratch (or resume): data -> tokenizer -> models -> export -> cards.
 # Models are trained one after another (they were trained partly in parallel here; the result is the same).
 #
-#   bash scripts/train/all.sh            # everything (about 1 h 15 min on 2 idle CPU cores)
+#   bash scripts/train/all.sh            # everything (about 1 h 40 min on 2 idle CPU cores)
 #   MODELS="heads-1 heads-2" bash scripts/train/all.sh   # a subset
 #
 # Needs: /usr/bin/python3 with python3-torch, python3-numpy, python3-regex (Debian bookworm), npm.

@@ -324,8 +324,8 @@ def readme(c):
          f"- Optimizer: {tr['optimizer']}; seed {tr['seed']}; exported weights from step {tr['exported_step']} "
          "(best validation loss at an evaluation)",
          f"- Reproduce: `{tr['command']}`"] + ([f"- Schedule: {tr['schedule_note']}"] if tr["schedule_note"] else []) + [
-         "- Training time was measured on cores shared with compiler and browser jobs, so tokens/s is lower "
-         "than the same run gets on an idle machine.",
+         "- Training time was measured on 2 CPU cores that at times also ran other jobs (builds, browsers, "
+         "analysis), so tokens/s can be lower than the same run gets on an idle machine.",
          "", "## Loss", "",
          "| | loss (nats/token) | perplexity |", "|---|---|---|",
          f"| train | {lo['train']:.4f} | {lo['train_perplexity']} |",

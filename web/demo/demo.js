@@ -361,18 +361,19 @@ async function start() {
     if (card) {
       if (card.loss?.val !== undefined) cardText += ` Validation loss ${Number(card.loss.val).toFixed(3)} nats per token (perplexity ${card.loss.val_perplexity}).`;
       if (card.description) cardText += ` ${card.description}`;
-      // Start on the head the model card found linking 'cooked' back to 'chef' in the article's
-      // sentence, unless the URL chose a head or the text differs.
-      const link = card.chef_sentence?.links?.['cooked->chef'];
-      const top = link?.top?.[0];
-      if (top && fromUrl.layer === undefined && fromUrl.head === undefined && state.text === card.chef_sentence.text
-        && top.layer < c.nLayer && top.head < c.nHead) {
-        state.layer = top.layer;
-        state.head = top.head;
-        state.heads = [top.head];
-        if (fromUrl.token === undefined && Number.isInteger(link.query_token)) {
-          state.token = link.query_token;
-          tokenFromCard = true;
+      // Start on what the model card found most telling in the article's sentence (unless the URL chose
+      // a head or the text differs): the head linking 'cooked' or 'who' back to 'chef' most above chance,
+      // if one does clearly (1.5x uniform attention); else the strongest previous-token head, at 'cooked'.
+      if (fromUrl.layer === undefined && fromUrl.head === undefined && state.text === card.chef_sentence?.text) {
+        const start = openingHead(card);
+        if (start && start.layer < c.nLayer && start.head < c.nHead) {
+          state.layer = start.layer;
+          state.head = start.head;
+          state.heads = [start.head];
+          if (fromUrl.token === undefined && Number.isInteger(start.token)) {
+            state.token = start.token;
+            tokenFromCard = true;
+          }
         }
       }
     }
@@ -416,6 +417,24 @@ function modelIndex() {
 }
 
 /** The model card (card.json) of a shipped model, when the site has one; else null. */
+/** The head (and query token) the page opens on for the article's sentence, from the model card:
+ *  the link to 'chef' whose best head is furthest above uniform attention, when it is at least 1.5x
+ *  uniform; otherwise the strongest previous-token head (score >= 0.5) at the query token of 'cooked'. */
+function openingHead(card) {
+  const links = Object.values(card.chef_sentence?.links || {});
+  let best = null;
+  for (const link of links) {
+    const top = link.top?.[0];
+    if (!top || !(link.uniform_baseline > 0)) continue;
+    const ratio = top.weight / link.uniform_baseline;
+    if (ratio >= 1.5 && (!best || ratio > best.ratio)) best = { layer: top.layer, head: top.head, token: link.query_token, ratio };
+  }
+  if (best) return best;
+  const prev = (card.heads || []).filter((h) => h.prev_token >= 0.5).sort((a, b) => b.prev_token - a.prev_token)[0];
+  if (prev) return { layer: prev.layer, head: prev.head, token: card.chef_sentence?.links?.['cooked->chef']?.query_token };
+  return null;
+}
+
 async function loadCard(name) {
   try {
     const entry = (await modelIndex()).find((m) => m.name === name);
