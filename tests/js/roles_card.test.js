@@ -1,7 +1,7 @@
 // The live head-role scores (headscope/analysis) agree with the shipped models' cards.
 // A card's per-head prev_token / first_token were measured by scripts/train/export.py on 64 windows
 // of validation text (which the card does not list), so on other text the numbers differ somewhat.
-// What must agree, on a long English paragraph: every head's previous- and first-token scores are
+// What must agree, averaged over eight 128-token windows of a long English paragraph: every head's previous- and first-token scores are
 // close to the card's; the card's strongest previous-token head leads live too (or, among near-ties,
 // both leaders are in each other's top three); and where the heads' scores spread enough to rank,
 // previous-token scores and entropy rank the heads alike (Spearman correlation).
@@ -34,6 +34,11 @@ function shippedWithCards() {
   return out;
 }
 
+/** Adds two heads' score objects key by key (the numeric scores of allHeadScores). */
+function sumScores(a, b) {
+  return Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v + b[k]]));
+}
+
 function ranks(xs) {
   const idx = xs.map((x, i) => [x, i]).sort((a, b) => a[0] - b[0]);
   const r = new Array(xs.length);
@@ -56,9 +61,19 @@ for (const { name, folder, card } of models) {
   test(`role scores agree with the model card of ${name}`, async () => {
     const model = await loadModel(folder);
     try {
-      const r = model.run(PARAGRAPH, { topK: 1 });
-      assert.ok(r.T >= 100, `a long paragraph (${r.T} tokens)`);
-      const live = allHeadScores(r);
+      // Like the card, average over windows that start at different tokens: a content-dependent head
+      // can single out one salient first token (e.g. ' father' in one window), which says nothing
+      // about a first-token sink. Eight windows: the paragraph cut 0, 4, ..., 28 words before its end.
+      const words = PARAGRAPH.split(' ');
+      let live = null;
+      const N = 8;
+      for (let k = 0; k < N; k++) {
+        const r = model.run(words.slice(0, words.length - 4 * k).join(' '), { topK: 1 });
+        assert.ok(r.T >= 100, `a long paragraph (${r.T} tokens)`);
+        const s = allHeadScores(r);
+        live = live ? live.map((L, l) => L.map((h, i) => sumScores(h, s[l][i]))) : s;
+      }
+      live = live.map((L) => L.map((h) => Object.fromEntries(Object.entries(h).map(([k, v]) => [k, v / N]))));
       const heads = card.heads;
       const liveOf = (h, k) => live[h.layer][h.head][k];
       const name_ = (h) => `L${h.layer}H${h.head}`;
@@ -66,7 +81,8 @@ for (const { name, folder, card } of models) {
       const byLive = [...heads].sort((a, b) => liveOf(b, 'previous') - liveOf(a, 'previous'));
       const line = [`# ${name}: strongest previous-token head: card ${name_(byCard[0])} (${byCard[0].prev_token}), live ${name_(byLive[0])} (${liveOf(byLive[0], 'previous').toFixed(3)})`];
       // 1. the same quantities: every head's live previous/first score is within 0.05 of the card's
-      //    (different text, so not equal; the shipped models' heads score 0.01-0.2 on these)
+      //    (different text, so not equal: the shipped models differ by at most 0.016 here, while their
+      //    heads' scores range over 0.01-0.62, so a wrong head order or a wrong model fails)
       let maxPrev = 0, maxFirst = 0;
       for (const h of heads) {
         maxPrev = Math.max(maxPrev, Math.abs(liveOf(h, 'previous') - h.prev_token));
