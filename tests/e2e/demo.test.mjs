@@ -76,6 +76,34 @@ test('page loads the model with a progress bar and shows the grid of all heads',
   await context.close();
 });
 
+test('the page opens on the head its model card finds most telling in the article\'s sentence', { skip: usingDefaultModel ? false : 'needs the default model and its card' }, async () => {
+  const { page, context, problems } = await openPage(browser, url('index.html'));
+  await demoReady(page);
+  const card = await page.evaluate(async () => (await fetch('models/headscope-base/card.json')).json());
+  // The rule (web/demo/demo.js, openingHead): the link to 'chef' whose best head is furthest above
+  // uniform attention, if at least 1.5x; otherwise the strongest previous-token head (score >= 0.5),
+  // focused on the last token of 'cooked'.
+  let want = null;
+  for (const link of Object.values(card.chef_sentence.links)) {
+    const ratio = link.top[0].weight / link.uniform_baseline;
+    if (ratio >= 1.5 && (!want || ratio > want.ratio)) want = { layer: link.top[0].layer, head: link.top[0].head, token: link.query_token, ratio };
+  }
+  if (!want) {
+    const prev = [...card.heads].sort((a, b) => b.prev_token - a.prev_token)[0];
+    assert.ok(prev.prev_token >= 0.5, 'the default model has a clear previous-token head (issue 3)');
+    want = { layer: prev.layer, head: prev.head, token: card.chef_sentence.links['cooked->chef'].query_token };
+  }
+  const got = await page.evaluate(() => {
+    const s = window.headscopeDemo.state;
+    return { layer: s.layer, head: s.head, token: s.token };
+  });
+  assert.deepEqual(got, { layer: want.layer, head: want.head, token: want.token });
+  // the detail view says so in words
+  assert.match(await page.locator('#detail-caption').textContent(), new RegExp(`^Layer ${want.layer}, head ${want.head}: `));
+  await noProblems(page, problems);
+  await context.close();
+});
+
 test('typing re-runs the model and updates tokens, heatmaps and the grid', async () => {
   const { page, context, problems } = await openPage(browser, url('index.html'));
   await demoReady(page);
