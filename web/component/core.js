@@ -12,6 +12,8 @@ function keyOf(source) {
  * Loads a model once per page, in one Web Worker, however many widgets ask for it.
  * `source` is a shipped model name, a folder URL, or empty for the default model.
  * `onProgress({loaded, total})` is called while the files download.
+ * Where no worker can be started (a page policy without blob: workers), the model runs on the
+ * page thread: a slower page beats a dead widget.
  */
 export function getModel(source, { onProgress } = {}) {
   const key = keyOf(source);
@@ -20,6 +22,7 @@ export function getModel(source, { onProgress } = {}) {
     entry = { listeners: new Set(), progress: null, promise: null };
     models.set(key, entry);
     entry.promise = loadModelInWorker(key || undefined, {
+      pageThreadFallback: true,
       onProgress: (p) => {
         entry.progress = p;
         for (const fn of entry.listeners) fn(p);

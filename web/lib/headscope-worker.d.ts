@@ -6,8 +6,24 @@ import type { LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token
 export interface WorkerLoadOptions {
   /** Called as model bytes arrive. */
   onProgress?: (progress: LoadProgress) => void;
-  /** Use this worker instead of starting `new Worker(new URL('./worker.js', import.meta.url), {type: 'module'})`. */
+  /**
+   * Use this worker instead of starting worker.js (beside this module). By default worker.js is
+   * started directly when it is on the page's origin, and through a same-origin `blob:` module that
+   * imports it when it is not (files from a CDN). A worker given here must run worker.js.
+   */
   worker?: Worker;
+  /**
+   * If no worker can be started (the page's Content-Security-Policy forbids the worker's URL in
+   * worker-src, or worker.js cannot be read), load the model on the page thread instead, behind the
+   * same promise API (`thread` is then 'page'), and say why once with console.info. Default false:
+   * the promise rejects with a WorkerStartError.
+   */
+  pageThreadFallback?: boolean;
+}
+
+/** The worker could not be started; the model was never loaded. */
+export declare class WorkerStartError extends Error {
+  readonly name: 'WorkerStartError';
 }
 
 export interface WorkerModel {
@@ -15,6 +31,8 @@ export interface WorkerModel {
   readonly info: ModelInfo;
   /** True after dispose(). */
   readonly disposed: boolean;
+  /** Where the model runs: in a Web Worker, or on the page thread (pageThreadFallback). */
+  readonly thread: 'worker' | 'page';
   /** As HeadscopeModel.run, in the worker. Rejects with an Error carrying the engine's message. */
   run(text: string, options?: RunOptions): Promise<RunResult>;
   /** As HeadscopeModel.tokenize, in the worker. */

@@ -1,6 +1,10 @@
 // The same API as headscope.js, running in a Web Worker so the page stays smooth: every method
 // returns a promise. Result buffers are transferred from the worker, not copied.
-import { makeResult } from './headscope.js';
+//
+// Browsers start a Worker only from a same-origin URL. When this file comes from another origin
+// (a CDN), the worker is started from a same-origin `blob:` module that imports worker.js by its
+// absolute URL; worker.js then resolves the .wasm and the shipped models from its own URL.
+import { loadModel, makeResult, shippedModels } from './headscope.js';
 
 class WorkerModel {
   #worker;
@@ -8,23 +12,39 @@ class WorkerModel {
   #nextId = 1;
   #info = null;
   #disposed = false;
+  #started;
 
-  constructor(worker) {
+  constructor(worker, startRequirement = 'worker.js could not be started') {
     this.#worker = worker;
-    worker.onmessage = (event) => {
-      const { id, ok, value, error, progress } = event.data;
-      const p = this.#pending.get(id);
-      if (!p) return;
-      if (progress) { p.onProgress?.(progress); return; }
-      this.#pending.delete(id);
-      if (ok) p.resolve(value); else p.reject(new Error(error));
-    };
-    worker.onerror = (event) => {
-      const err = new Error(`headscope worker failed: ${event.message || 'unknown error'}`);
-      for (const p of this.#pending.values()) p.reject(err);
-      this.#pending.clear();
-    };
+    // Settles when worker.js has loaded its modules (it posts { ready: true }), or rejects with a
+    // WorkerStartError if the worker fails before that: a script it could not read, a policy
+    // that forbids it. Errors after that point are the model's, not the worker's.
+    let ready = false;
+    this.#started = new Promise((resolve, reject) => {
+      worker.onmessage = (event) => {
+        if (event.data?.ready) { ready = true; resolve(); return; }
+        const { id, ok, value, error, progress } = event.data;
+        const p = this.#pending.get(id);
+        if (!p) return;
+        if (progress) { p.onProgress?.(progress); return; }
+        this.#pending.delete(id);
+        if (ok) p.resolve(value); else p.reject(new Error(error));
+      };
+      worker.onerror = (event) => {
+        event.preventDefault?.();
+        if (!ready) {
+          reject(new WorkerStartError(event.message || startRequirement));
+          return;
+        }
+        const err = new Error(`headscope worker failed: ${event.message || 'unknown error'}`);
+        for (const p of this.#pending.values()) p.reject(err);
+        this.#pending.clear();
+      };
+    });
   }
+
+  /** Resolves once the worker runs; rejects with a WorkerStartError if it never does. */
+  started() { return this.#started; }
 
   call(method, args, onProgress) {
     if (this.#disposed) return Promise.reject(new Error('this headscope model was disposed; load it again'));
@@ -36,9 +56,13 @@ class WorkerModel {
   }
 
   async _load(source, onProgress) {
-    this.#info = await this.call('load', { source: source instanceof URL ? source.href : source }, onProgress);
+    await this.#started;
+    this.#info = await this.call('load', { source: absoluteSource(source) }, onProgress);
     return this;
   }
+
+  /** Where the model runs: 'worker'. */
+  get thread() { return 'worker'; }
 
   /** Configuration, parameter count and name of the loaded model. */
   get info() {
@@ -66,13 +90,102 @@ class WorkerModel {
   }
 }
 
+/** The same promise API as WorkerModel, for a model that runs on the page thread. */
+class PageThreadModel {
+  #model;
+  constructor(model) { this.#model = model; }
+  /** Where the model runs: 'page'. */
+  get thread() { return 'page'; }
+  get info() { return this.#model.info; }
+  get disposed() { return this.#model.disposed; }
+  async run(text, options = {}) { return this.#model.run(text, options); }
+  async tokenize(text) { return this.#model.tokenize(text); }
+  async tokenText(id) { return this.#model.tokenText(id); }
+  dispose() { this.#model.dispose(); }
+}
+
+/** The worker could not be started (as opposed to a model that failed to load inside it). */
+export class WorkerStartError extends Error {
+  constructor(reason) {
+    super(`no Web Worker could be started: ${reason}`);
+    this.name = 'WorkerStartError';
+  }
+}
+
+// The worker resolves relative URLs against its own script, so a folder URL the page wrote
+// relative to itself is made absolute here, against the page.
+function absoluteSource(source) {
+  if (source instanceof URL) return source.href;
+  if (typeof source !== 'string' || shippedModels.includes(source)) return source;
+  const base = globalThis.document?.baseURI ?? globalThis.location?.href;
+  try {
+    return new URL(source, base).href;
+  } catch {
+    return source; // not a URL: the worker's loadModel names the problem
+  }
+}
+
+/**
+ * Starts worker.js: directly when it is same-origin, else through a same-origin blob: module.
+ * `requirement` says what the browser needs for that, for the message when it refuses: browsers
+ * report a refused worker as a bare error event.
+ */
+function startWorker() {
+  if (typeof location === 'undefined' || new URL(import.meta.url).origin === location.origin) {
+    const requirement = "worker.js could not be started (the page's Content-Security-Policy must allow 'self' in worker-src)";
+    // this literal form is what bundlers (Vite, webpack 5) recognise, to bundle and emit the worker
+    return { worker: new Worker(new URL('./worker.js', import.meta.url), { type: 'module' }), release() {}, requirement };
+  }
+  // Not a literal: bundlers would inline a small file as a data: URL here, which no worker can import.
+  const url = new URL(WORKER_FILE, import.meta.url);
+  // a module worker fetches its imports as worker scripts: worker-src covers the CDN's files too
+  const requirement = `${url.href} could not be started from this page (the page's Content-Security-Policy `
+    + `must allow blob: and ${url.origin} in worker-src, and ${url.origin} must send Access-Control-Allow-Origin)`;
+  const bootstrap = new Blob([`import ${JSON.stringify(url.href)};\n`], { type: 'text/javascript' });
+  const blobUrl = URL.createObjectURL(bootstrap);
+  try {
+    return { worker: new Worker(blobUrl, { type: 'module' }), release: () => URL.revokeObjectURL(blobUrl), requirement };
+  } catch (e) {
+    URL.revokeObjectURL(blobUrl);
+    throw new WorkerStartError(`${e.message}; ${requirement}`);
+  }
+}
+
+const WORKER_FILE = './worker.js';
+let fallbackAnnounced = false;
+
 /**
  * Loads a model inside a new module Web Worker. `source` and `onProgress` are as for loadModel();
  * a source given as buffers is copied to the worker (structured clone).
+ *
+ * With `pageThreadFallback: true`, a worker that cannot be started (a Content-Security-Policy
+ * without blob: or 'self' in worker-src, a worker script that cannot be read) is not an error:
+ * the model is loaded on the page thread instead, behind the same promise API, and the reason is
+ * logged once per page with console.info.
  */
 export async function loadModelInWorker(source, options = {}) {
-  const worker = options.worker ?? new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
-  const model = new WorkerModel(worker);
+  let model;
+  let release = () => {};
+  try {
+    let worker = options.worker;
+    let requirement;
+    if (!worker) ({ worker, release, requirement } = startWorker());
+    model = new WorkerModel(worker, requirement);
+    await model.started();
+  } catch (e) {
+    model?.dispose();
+    release();
+    const startError = e instanceof WorkerStartError ? e : new WorkerStartError(e?.message ?? String(e));
+    if (!options.pageThreadFallback) throw startError;
+    if (!fallbackAnnounced) {
+      fallbackAnnounced = true;
+      console.info(`headscope: ${startError.message}. The model runs on the page thread instead: `
+        + 'the page cannot respond while a run is in progress (a few milliseconds per keystroke for the '
+        + 'shipped models, much longer for long texts or large checkpoints).');
+    }
+    return new PageThreadModel(await loadModel(source, { onProgress: options.onProgress }));
+  }
+  release();
   try {
     return await model._load(source, options.onProgress);
   } catch (e) {

@@ -42,13 +42,53 @@ export function loadCore() {
         // This Emscripten's glue would use fetch() on a file path in Node 20: hand it the bytes.
         options.wasmBinary = await readLocalFile(WASM_URL);
       } else {
-        options.locateFile = () => WASM_URL.href;
+        // Compiled here rather than by the glue, so that a .wasm that cannot be read (no CORS
+        // header on a CDN, a policy) is an Error naming the file, not an abort.
+        const compiled = await compileWasm(WASM_URL);
+        let instantiateFailed;
+        const failure = new Promise((_, reject) => { instantiateFailed = reject; });
+        options.instantiateWasm = (imports, receiveInstance) => {
+          WebAssembly.instantiate(compiled, imports).then((instance) => receiveInstance(instance, compiled), instantiateFailed);
+          return {};
+        };
+        return Promise.race([createHeadscopeCore(options), failure]);
       }
       return createHeadscopeCore(options);
     })();
     corePromise.catch(() => { corePromise = null; });
   }
   return corePromise;
+}
+
+async function compileWasm(url) {
+  const response = await fetchResponse(url);
+  const type = response.headers.get('content-type') || '';
+  // compileStreaming needs the application/wasm type; a server without it still works, unstreamed
+  if (typeof WebAssembly.compileStreaming === 'function' && type.startsWith('application/wasm'))
+    return WebAssembly.compileStreaming(response);
+  return WebAssembly.compile(await response.arrayBuffer());
+}
+
+// Why a fetch was refused, for files on another origin: the browser hides the reason (CORS or a
+// Content-Security-Policy) behind a bare "Failed to fetch".
+function crossOriginHint(url) {
+  const here = globalThis.location?.origin;
+  if (!here || here === 'null' || url.origin === here || !/^https?:$/.test(url.protocol)) return '';
+  return `. ${url.origin} is another origin than this page (${here}): its server must send the header `
+    + `"Access-Control-Allow-Origin: *" (or this page's origin), and the page's Content-Security-Policy `
+    + `must allow ${url.origin} in connect-src`;
+}
+
+async function fetchResponse(url, signal) {
+  let response;
+  try {
+    response = await fetch(url, { signal });
+  } catch (e) {
+    if (e?.name === 'AbortError') throw e;
+    throw new Error(`cannot fetch ${url.href}: ${e.message}${crossOriginHint(url)}`);
+  }
+  if (!response.ok) throw new Error(`cannot fetch ${url.href}: HTTP ${response.status}`);
+  return response;
 }
 
 async function readLocalFile(url) {
@@ -71,13 +111,7 @@ async function fetchBytes(url, onChunk, signal) {
     onChunk(bytes.byteLength, bytes.byteLength);
     return bytes;
   }
-  let response;
-  try {
-    response = await fetch(url, { signal });
-  } catch (e) {
-    throw new Error(`cannot fetch ${url.href}: ${e.message}`);
-  }
-  if (!response.ok) throw new Error(`cannot fetch ${url.href}: HTTP ${response.status}`);
+  const response = await fetchResponse(url, signal);
   const total = Number(response.headers.get('content-length')) || 0;
   if (!response.body || !response.body.getReader) {
     const bytes = new Uint8Array(await response.arrayBuffer());

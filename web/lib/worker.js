@@ -42,3 +42,7 @@ self.onmessage = async (event) => {
     self.postMessage({ id, ok: false, error: e instanceof Error ? e.message : String(e) });
   }
 };
+
+// Tells the page that this module and its imports loaded: failures before this are the worker's
+// (the page may then run the model itself), failures after it are the model's.
+self.postMessage({ ready: true });
