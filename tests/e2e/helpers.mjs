@@ -22,20 +22,34 @@ export function withModel(url) {
   return url + (url.includes('?') ? '&' : '?') + MODEL_QUERY;
 }
 
-export async function startServer() {
-  const child = spawn(process.execPath, [path.join(ROOT, 'web/demo/serve.mjs'), '--root', SITE, '--port', '0', '--quiet',
-    '--mount', `/fixtures/=${path.join(ROOT, 'tests/fixtures/models')}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+/**
+ * Starts web/demo/serve.mjs on a free port of 127.0.0.1. By default it serves the test site with
+ * the fixtures mounted, quietly; `root` and `args` (e.g. ['--cors', '--csp', 'none']) change that.
+ * With `log: true` the returned `requests` array collects the paths the server was asked for.
+ */
+export async function startServer({ root = SITE, args = null, log = false } = {}) {
+  const serverArgs = args ?? ['--mount', `/fixtures/=${path.join(ROOT, 'tests/fixtures/models')}`];
+  const child = spawn(process.execPath, [path.join(ROOT, 'web/demo/serve.mjs'), '--root', root, '--port', '0',
+    ...(log ? [] : ['--quiet']), ...serverArgs], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const requests = [];
   const base = await new Promise((resolve, reject) => {
     let out = '';
+    let started = false;
     child.stdout.on('data', (d) => {
       out += d;
-      const m = /at (http:\/\/\S+\/)/.exec(out);
-      if (m) resolve(m[1]);
+      const lines = out.split('\n');
+      out = lines.pop();
+      for (const line of lines) {
+        const m = /at (http:\/\/\S+\/)/.exec(line);
+        if (!started && m) { started = true; resolve(m[1]); continue; }
+        const r = /^GET (\S+)$/.exec(line);
+        if (r) requests.push(r[1]);
+      }
     });
     child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
     setTimeout(() => reject(new Error('server did not start')), 10000);
   });
-  return { base, close: () => child.kill() };
+  return { base, requests, close: () => child.kill() };
 }
 
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',

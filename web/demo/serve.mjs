@@ -1,19 +1,25 @@
 // A small static file server for the demo (node's http module only; no network access needed).
 //   node web/demo/serve.mjs --root build/web [--port 8080] [--host 127.0.0.1] [--mount /prefix/=DIR]...
+//                           [--csp POLICY|none] [--cors [EXT,...]]
 // Every response carries the strict Content-Security-Policy the page is built for, so the demo is
-// always exercised under it. Range requests are not needed (files are fetched whole).
+// always exercised under it (--csp replaces it; the tests use that for articles with their own
+// policies). --cors adds "Access-Control-Allow-Origin: *" as a CDN does, to every file or only to
+// files with the listed extensions (e.g. --cors .js, a CDN misconfigured for everything else).
+// Range requests are not needed (files are fetched whole).
 import { createServer } from 'node:http';
 import { createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
 
 const args = process.argv.slice(2);
-const opt = { root: 'build/web', port: Number(process.env.PORT || 8080), host: process.env.HOST || '127.0.0.1', mounts: [], quiet: false };
+const opt = { root: 'build/web', port: Number(process.env.PORT || 8080), host: process.env.HOST || '127.0.0.1', mounts: [], quiet: false, csp: null, cors: null };
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
   if (a === '--root') opt.root = args[++i];
   else if (a === '--port') opt.port = Number(args[++i]);
   else if (a === '--host') opt.host = args[++i];
   else if (a === '--quiet') opt.quiet = true;
+  else if (a === '--csp') opt.csp = args[++i];
+  else if (a === '--cors') opt.cors = args[i + 1]?.startsWith('.') ? args[++i].split(',') : ['*'];
   else if (a === '--mount') {
     const [prefix, dir] = args[++i].split('=');
     opt.mounts.push({ prefix: prefix.endsWith('/') ? prefix : `${prefix}/`, dir: path.resolve(dir) });
@@ -45,7 +51,10 @@ function resolve(urlPath) {
 
 const server = createServer(async (req, res) => {
   const url = new URL(req.url, 'http://localhost');
-  const headers = { 'Content-Security-Policy': CSP, 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-cache' };
+  const headers = { 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-cache' };
+  const csp = opt.csp ?? CSP;
+  if (csp !== 'none') headers['Content-Security-Policy'] = csp;
+  if (opt.cors && (opt.cors.includes('*') || opt.cors.includes(path.extname(url.pathname)))) headers['Access-Control-Allow-Origin'] = '*';
   if (req.method !== 'GET' && req.method !== 'HEAD') { res.writeHead(405, headers); res.end(); return; }
   let file = resolve(url.pathname);
   if (!file) { res.writeHead(400, headers); res.end('bad path'); return; }
