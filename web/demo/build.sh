@@ -23,15 +23,12 @@ fs.writeFileSync(path.join(dir, "index.json"), JSON.stringify({ models: names.ma
 ' "$TMP/models"
 "$ROOT/web/component/build.sh" "$TMP"
 cp "$ROOT/web/component/views.css" "$TMP/"
-for f in favicon.svg index.html embed.html component.html csp.html demo.css embed.css article.css article.js embed.js; do
+for f in favicon.svg index.html embed.html component.html csp.html demo.css embed.css article.css article.js; do
   cp "$ROOT/web/demo/$f" "$TMP/"
 done
-"$ROOT/node_modules/.bin/esbuild" "$ROOT/web/demo/demo.js" --bundle --format=esm --target=es2022 --charset=utf8 \
-  --external:./headscope-view.js --external:./analysis.js --outfile="$TMP/demo.js" --log-level=warning
-# issue 6: the lab's styles and the head-count comparison page
+node "$ROOT/web/bundle.mjs" --out "$TMP" demo
+# the lab's styles, the head-count comparison page and the lab component's article
 cp "$ROOT/web/demo/lab.css" "$ROOT/web/demo/compare.html" "$ROOT/web/demo/lab-component.html" "$ROOT/web/demo/lab-component.js" "$TMP/"
 cp "$ROOT/web/component/lab.css" "$TMP/lab-views.css"
-"$ROOT/node_modules/.bin/esbuild" "$ROOT/web/demo/compare.js" --bundle --format=esm --target=es2022 --charset=utf8 \
-  --external:./headscope-view.js --external:./analysis.js --outfile="$TMP/compare.js" --log-level=warning
 rm -rf "$OUT" && mv "$TMP" "$OUT"
 echo "web/demo/build.sh: site in ${OUT#$ROOT/} ($(du -sh "$OUT" | cut -f1))"

@@ -5,8 +5,8 @@
 // numbers. Built on the package's public API (worker models through the component's shared cache)
 // and headscope/analysis (badges).
 // ?models=a,b,...: other models (names or folder URLs), e.g. for tests with fixtures.
-import { getModel, GridView, readTheme, DEFAULT_TEXT, describeHead } from './headscope-view.js';
-import { allHeadScores, headBadges } from './analysis.js';
+import { getModel, GridView, readTheme, DEFAULT_TEXT, describeHead } from '../component/headscope-view.js';
+import { allHeadScores, headBadges } from '../lib/analysis.js';
 import { ROLE_SHORT, rolesSentence } from '../component/lab.js';
 import { tradeoffSentence, fmtParams } from './tradeoff.js';
 

@@ -1,6 +1,6 @@
 // iframe mode: the URL query holds the whole state (model, text, layer, head, heads, token,
 // view, and optionally theme=light|dark and edit=1); this page renders just that widget.
-import { stateFromQuery, stateToQuery, DEFAULT_TEXT } from './headscope-view.js';
+import { stateFromQuery, stateToQuery, DEFAULT_TEXT } from '../component/headscope-view.js';
 
 const query = new URLSearchParams(location.search);
 const state = stateFromQuery(location.search);
