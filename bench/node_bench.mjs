@@ -166,25 +166,27 @@ if (!simdOnly) {
 if (!simdOnly) {
   const api = await import(pathToFileURL(path.resolve(buildsDir, 'pkg', 'headscope.js')).href);
   const tl0 = performance.now();
-  await api.loadCore();
+  await api.wasmMemoryBytes(); // loads the engine
   const tl1 = performance.now();
   const m = await api.loadModel({ ...files, name: 'bench' });
   const tl2 = performance.now();
-  const core = await api.loadCore();
-  const before = core.HEAP8.length;
+  const before = await api.wasmMemoryBytes();
   const text = 'The history of the country is told in the speeches of its presidents. '.repeat(40);
   const t0 = performance.now();
   const r = m.run(text);
   const t1 = performance.now();
   results.memory.package_wasm_memory_after_load_bytes = before;
-  results.memory.package_wasm_memory_peak_bytes = core.HEAP8.length;
-  results.memory.package_heap_used_bytes = core.heapUsedBytes();
+  results.memory.package_wasm_memory_peak_bytes = await api.wasmMemoryBytes();
+  results.memory.package_heap_used_bytes = await api.wasmHeapUsedBytes();
   results.package_api = { T: r.T, first_run_ms: t1 - t0, core_instantiate_ms: tl1 - tl0, model_load_ms: tl2 - tl1 };
-  log(`package module: wasm memory ${(before / 2 ** 20).toFixed(1)} MiB after load, ${(core.HEAP8.length / 2 ** 20).toFixed(1)} MiB after a T=${r.T} run`);
+  log(`package module: wasm memory ${(before / 2 ** 20).toFixed(1)} MiB after load, ${(results.memory.package_wasm_memory_peak_bytes / 2 ** 20).toFixed(1)} MiB after a T=${r.T} run`);
   // one keystroke at the end of a ~64-token text through the package's JS API, and its parts:
   // the embind calls HeadscopeModel.run makes, timed one by one on the same core
   const typed = 'The quick brown fox jumps over the lazy dog near the river bank, while the old farmer watches from his porch and thinks about the harvest, the weather and the long winter that will come';
   const prev = typed.slice(0, -1);
+  // the embind module itself (not part of the package's API), instantiated beside the package's
+  const glue = await import(pathToFileURL(path.resolve(buildsDir, 'pkg', 'headscope_wasm.js')).href);
+  const core = await glue.default({ wasmBinary: readFileSync(path.resolve(buildsDir, 'pkg', 'headscope_wasm.wasm')) });
   const h = core.load(files.config, files.weights, files.vocab, files.merges);
   const parts = {
     api_run: { fn: () => m.run(typed), before: () => m.run(prev) },

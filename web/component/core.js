@@ -1,6 +1,6 @@
 // Model loading shared by every widget on a page, the "at most one run in flight" runner, and the
 // URL form of a view's state (used by the iframe mode and the "copy embed code" button).
-import { loadModelInWorker } from './headscope-worker.js';
+import { loadModelInWorker } from '../lib/headscope-worker.js';
 
 const models = new Map(); // model source key -> { promise, listeners:Set, progress }
 
@@ -46,19 +46,22 @@ export function modelLoadCount() {
 /**
  * Runs the model for the latest request only: at most one run in flight; when it finishes, the
  * newest text (if it changed meanwhile) runs next. Intermediate texts are skipped.
+ * `requestOptions()` (optional) returns run options added to every request, such as the page's
+ * switched-off heads; options given to request() take precedence.
  */
 export class Runner {
-  constructor(model, { onResult, onError } = {}) {
+  constructor(model, { onResult, onError, requestOptions } = {}) {
     this.model = model;
     this.onResult = onResult;
     this.onError = onError;
+    this.requestOptions = requestOptions;
     this.pending = null;
     this.busy = false;
     this.runs = 0;
   }
 
   request(text, options = {}) {
-    this.pending = { text, options };
+    this.pending = { text, options: { ...this.requestOptions?.(), ...options } };
     if (!this.busy) this.#pump();
   }
 

@@ -4,7 +4,8 @@
 // Browsers start a Worker only from a same-origin URL. When this file comes from another origin
 // (a CDN), the worker is started from a same-origin `blob:` module that imports worker.js by its
 // absolute URL; worker.js then resolves the .wasm and the shipped models from its own URL.
-import { loadModel, makeResult, shippedModels } from './headscope.js';
+import { loadModel, shippedModels } from './headscope.js';
+import { makeResult } from './result.js';
 
 class WorkerModel {
   #worker;

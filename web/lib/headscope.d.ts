@@ -48,6 +48,8 @@ export declare function loadModel(source?: ModelSource, options?: LoadOptions): 
 
 /** Bytes currently allocated in the wasm heap (for leak checks in long-running pages). */
 export declare function wasmHeapUsedBytes(): Promise<number>;
+/** Size of the engine's WebAssembly memory in bytes (it only grows). Loads the engine if needed. */
+export declare function wasmMemoryBytes(): Promise<number>;
 
 export interface ModelConfig {
   vocabSize: number;
@@ -151,9 +153,4 @@ export declare class HeadscopeModel {
   dispose(): void;
 }
 
-/** Builds a RunResult from its data fields (used by the worker client). */
-export declare function makeResult(data: Omit<RunResult, 'attention' | 'headContribution'>): RunResult;
-/** The typed-array fields of a RunResult, transferred across worker boundaries. */
-export declare const RESULT_BUFFERS: readonly string[];
-/** Loads the WebAssembly module once; resolves to the raw embind module (internal). */
-export declare function loadCore(): Promise<unknown>;
+

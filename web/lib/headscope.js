@@ -5,6 +5,7 @@
 // string indices, turns results into plain objects and typed-array copies, and guards against use
 // after dispose(). All numerics happen in C++.
 import createHeadscopeCore from './headscope_wasm.js';
+import { makeResult } from './result.js';
 
 /** Names of the models shipped in this package (folders under ./models/). */
 export const shippedModels = Object.freeze(['headscope-base', 'heads-1', 'heads-2', 'heads-4', 'heads-8']);
@@ -33,8 +34,8 @@ function checked(core, value) {
   return value;
 }
 
-/** Loads (once) and returns the WebAssembly module. */
-export function loadCore() {
+// Loads (once) and returns the WebAssembly module.
+function loadCore() {
   if (!corePromise) {
     corePromise = (async () => {
       const options = {};
@@ -267,32 +268,6 @@ function topK(probs, k, tokenText) {
   return idx.map((id) => ({ id, token: tokenText(id), prob: probs[id] }));
 }
 
-/** Builds the result object (also used by the worker client on transferred data). */
-export function makeResult(data) {
-  const { T, nLayer, nHead } = data;
-  const TT = T * T;
-  const checkLH = (layer, head) => {
-    if (!Number.isInteger(layer) || layer < 0 || layer >= nLayer) throw new Error(`layer ${layer} is outside [0, ${nLayer})`);
-    if (!Number.isInteger(head) || head < 0 || head >= nHead) throw new Error(`head ${head} is outside [0, ${nHead})`);
-  };
-  return {
-    ...data,
-    attention(layer, head) {
-      checkLH(layer, head);
-      const o = (layer * nHead + head) * TT;
-      return data.attentionAll.slice(o, o + TT);
-    },
-    headContribution(layer, head) {
-      checkLH(layer, head);
-      const o = (layer * nHead + head) * T;
-      return data.contributionNorms.slice(o, o + T);
-    },
-  };
-}
-
-/** Data fields of a result: what crosses a worker boundary (typed arrays are transferred). */
-export const RESULT_BUFFERS = ['attentionAll', 'contributionNorms', 'logitsLast'];
-
 export class HeadscopeModel {
   #core;
   #handle;
@@ -399,7 +374,12 @@ export class HeadscopeModel {
   }
 }
 
-/** Bytes allocated in the wasm heap right now (for leak checks). */
+/** Bytes allocated in the wasm heap right now (for leak checks). Loads the engine if needed. */
 export async function wasmHeapUsedBytes() {
   return (await loadCore()).heapUsedBytes();
+}
+
+/** Size of the engine's WebAssembly memory in bytes (it only grows). Loads the engine if needed. */
+export async function wasmMemoryBytes() {
+  return (await loadCore()).HEAP8.length;
 }

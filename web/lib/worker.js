@@ -1,14 +1,9 @@
 // The Web Worker side of headscope-worker.js: holds one model and answers requests in order.
 // Result typed arrays are transferred to the page, not copied.
-import { loadModel, RESULT_BUFFERS } from './headscope.js';
+import { loadModel } from './headscope.js';
+import { resultForTransfer } from './result.js';
 
 let model = null;
-
-function plain(result) {
-  // functions do not cross postMessage; the client rebuilds them with makeResult()
-  const { attention, headContribution, ...data } = result;
-  return data;
-}
 
 self.onmessage = async (event) => {
   const { id, method, args } = event.data;
@@ -24,8 +19,8 @@ self.onmessage = async (event) => {
     } else if (!model) {
       throw new Error('no model loaded in this worker');
     } else if (method === 'run') {
-      value = plain(model.run(args.text, args.options));
-      transfer = RESULT_BUFFERS.map((k) => value[k].buffer);
+      // the methods stay behind; the client adds them back with makeResult()
+      ({ data: value, transfer } = resultForTransfer(model.run(args.text, args.options)));
     } else if (method === 'tokenize') {
       value = model.tokenize(args.text);
     } else if (method === 'tokenText') {
