@@ -14,7 +14,14 @@
 import viewsCss from './views.css';
 import hostCss from './host.css';
 import { getModel, Runner, DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery, embedSnippet, modelLoadCount } from './core.js';
-import { GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken, gridScene, heatmapScene, linesScene, combineScene, clamp } from './views.js';
+import { describeHead, focusToken, clamp } from './views/describe.js';
+import { GridView, gridScene } from './views/grid.js';
+import { HeatmapView, heatmapScene } from './views/heatmap.js';
+import { LinesView, linesScene } from './views/lines.js';
+import { CombineView, combineScene } from './views/combine.js';
+import { TopKView } from './views/topk.js';
+import { Tooltip } from './views/tooltip.js';
+import { parseAblate } from '../lib/result.js';
 import { readTheme, tokenLabel, tokenWords, heat, quoteToken } from './theme.js';
 import { sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg } from './scene.js';
 
@@ -36,13 +43,6 @@ function styleSheets() {
     });
   }
   return sheets;
-}
-
-// issue 6: ablate="0:1,2:3" runs the model with those heads switched off (see <headscope-lab>)
-function parseAblatePairs(s) {
-  const out = [];
-  for (const m of String(s || '').matchAll(/(\d+)\s*:\s*(\d+)/g)) out.push([Number(m[1]), Number(m[2])]);
-  return out;
 }
 
 function intAttr(el, name, fallback) {
@@ -92,7 +92,7 @@ export class HeadscopeViewElement extends HTMLElement {
     return {
       model: this.getAttribute('model') || undefined,
       text: this.#text(),
-      layer, head, heads: heads.length ? heads : [head], token, view, ablate: parseAblatePairs(this.getAttribute('ablate')),
+      layer, head, heads: heads.length ? heads : [head], token, view, ablate: parseAblate(this.getAttribute('ablate')),
     };
   }
 
@@ -119,7 +119,7 @@ export class HeadscopeViewElement extends HTMLElement {
   attributeChangedCallback(name, oldValue, newValue) {
     if (!this.#els || oldValue === newValue) return;
     if (name === 'model') { this.#ensureModel(); return; }
-    if (name === 'ablate') { this.#run(); return; } // issue 6: heads switched off
+    if (name === 'ablate') { this.#run(); return; }
     if (name === 'text') {
       if (this.#els.textarea.value !== (newValue ?? '')) this.#els.textarea.value = newValue ?? DEFAULT_TEXT;
       this.#run();
@@ -208,7 +208,7 @@ export class HeadscopeViewElement extends HTMLElement {
     const text = this.#text();
     if (!this.#runner) return;
     if (text.length === 0) { this.#els.caption.textContent = 'Type some text to see the attention heads.'; return; }
-    this.#runner.request(text, { ablate: parseAblatePairs(this.getAttribute('ablate')) }); // issue 6: ablate="layer:head,..." 
+    this.#runner.request(text, { ablate: parseAblate(this.getAttribute('ablate')) });
   }
 
   #queueRender() {

@@ -35,7 +35,15 @@ const LUTS = {
 /** Reads the theme of `el` (light or dark, from the CSS custom properties set by the page). */
 export function readTheme(el) {
   const cs = getComputedStyle(el);
-  const v = (name, fallback) => (cs.getPropertyValue(name) || '').trim() || fallback;
+  return themeFrom((name) => cs.getPropertyValue(name));
+}
+
+/**
+ * A theme from CSS custom property values: `property(name)` returns the value or '' when unset.
+ * Pure, so scene builders run in Node: `themeFrom(() => '')` is the default light theme.
+ */
+export function themeFrom(property) {
+  const v = (name, fallback) => (property(name) || '').trim() || fallback;
   const dark = v('--hs-scheme', 'light') === 'dark';
   return {
     dark,

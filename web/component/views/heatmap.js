@@ -1,0 +1,206 @@
+// Head detail as a heatmap: rows are query tokens, columns the key tokens they attend to.
+// heatmapScene() is the pure scene builder (tested in Node); HeatmapView shows it, with the cells
+// painted on a canvas under the SVG labels, a tooltip and keyboard navigation.
+import { textWidth } from '../scene.js';
+import { heat, tokenLabel, quoteToken } from '../theme.js';
+import { attentionAt } from '../../lib/result.js';
+import { focusToken, clamp } from './describe.js';
+import { paintAttention } from './paint.js';
+import { SceneView } from './scene-view.js';
+
+const fmt4 = (w) => w.toFixed(4);
+
+/** Heatmap of one head: rows are query tokens, columns are the key tokens they attend to. */
+export function heatmapScene(result, state, theme, { image = false } = {}) {
+  // image: leave the cells (and the background) out; the page paints them on a canvas underneath,
+  // which is much cheaper than T*T SVG rectangles on every keystroke. Exports use the full scene.
+  const { T, tokens } = result;
+  const { layer, head } = state;
+  const q0 = focusToken(result, state);
+  const cell = T <= 16 ? 26 : T <= 32 ? 18 : T <= 64 ? 13 : T <= 100 ? 11 : 9;
+  const fs = cell >= 18 ? 12 : cell >= 13 ? 10 : 9;
+  const labels = tokens.map((t) => tokenLabel(t.text, 14));
+  const labelW = Math.max(30, ...labels.map((s) => textWidth(s, fs))) + 8;
+  const angle = -55;
+  const sin = Math.sin((-angle * Math.PI) / 180);
+  const cos = Math.cos((-angle * Math.PI) / 180);
+  const titleH = 40;
+  const x0 = labelW + 22;
+  const y0 = titleH + labelW * sin + 12;
+  const gridW = T * cell;
+  const subtitle = 'row = a token; its row shows how much it looks at each earlier token (columns)';
+  const width = Math.max(x0 + gridW + labelW * cos + 12, textWidth(subtitle, 11) + 24, 320);
+  const legendH = 46;
+  const height = y0 + gridW + legendH;
+  const items = [];
+  items.push({ type: 'text', x: 8, y: 12, text: `Layer ${layer}, head ${head}: attention weights`, size: 14, weight: 'bold', fill: theme.fg });
+  items.push({ type: 'text', x: 8, y: 30, text: subtitle, size: 11, fill: theme.muted });
+  // axis titles
+  items.push({ type: 'text', x: 10, y: y0 + gridW / 2, text: '← token (query)', size: 10, fill: theme.muted, anchor: 'middle', rotate: -90 });
+  if (!image) {
+    items.push({ type: 'rect', x: x0, y: y0, w: gridW, h: gridW, fill: theme.faint });
+    for (let q = 0; q < T; q++) {
+      for (let k = 0; k <= q; k++) {
+        const w = attentionAt(result, layer, head, q, k);
+        items.push({ type: 'rect', x: x0 + k * cell, y: y0 + q * cell, w: cell, h: cell, fill: heat(theme, w) });
+      }
+    }
+  }
+  items.push({ type: 'rect', x: x0 - 0.5, y: y0 + q0 * cell - 0.5, w: (q0 + 1) * cell + 1, h: cell + 1, fill: 'none', stroke: theme.accent, strokeWidth: 2 });
+  for (let i = 0; i < T; i++) {
+    const bold = i === q0 ? 'bold' : undefined;
+    items.push({ type: 'text', x: x0 - 5, y: y0 + i * cell + cell / 2, text: labels[i], size: fs, fill: theme.fg, anchor: 'end', weight: bold, data: { row: i } });
+    items.push({ type: 'text', x: x0 + i * cell + cell / 2, y: y0 - 5, text: labels[i], size: fs, fill: theme.fg, rotate: angle, weight: bold });
+  }
+  // colour legend
+  const ly = y0 + gridW + 18;
+  const lw = Math.min(200, width - x0 - 40);
+  const steps = 40;
+  for (let i = 0; i < steps; i++) {
+    const p = i / (steps - 1);
+    items.push({ type: 'rect', x: x0 + (i * lw) / steps, y: ly, w: lw / steps + 0.5, h: 10, fill: heat(theme, p * p) });
+  }
+  // square-root colour scale: weight 0.25 sits in the middle
+  for (const [p, label] of [[0, '0'], [0.5, '0.25'], [1, '1']]) {
+    items.push({ type: 'text', x: x0 + p * lw, y: ly + 20, text: label, size: 10, fill: theme.muted, anchor: 'middle' });
+  }
+  items.push({ type: 'text', x: x0 + lw + 12, y: ly + 5, text: 'attention weight (√ scale)', size: 10, fill: theme.muted });
+  return { scene: { width, height, background: image ? null : theme.bg, font: theme.font, items }, layout: { x0, y0, cell, T, width, height } };
+}
+
+/** Head detail: T x T heatmap with token labels and a tooltip with the exact weight. */
+export class HeatmapView extends SceneView {
+  constructor(outer, { tooltip, onSelectToken, onAnnounce } = {}) {
+    const host = outer.ownerDocument.createElement('div');
+    host.className = 'hs-heatmap';
+    outer.appendChild(host);
+    super(host);
+    this.tooltip = tooltip;
+    this.onSelectToken = onSelectToken;
+    this.onAnnounce = onAnnounce;
+    this.result = null;
+    this.layout = null;
+    this.hover = null;
+    // keyboard: the heatmap is one focusable element; arrows move a cursor cell
+    host.tabIndex = 0;
+    host.setAttribute('role', 'application');
+    host.setAttribute('aria-roledescription', 'attention heatmap');
+    host.setAttribute('aria-label', 'Attention heatmap. Arrow keys move between cells and read the weight; Enter focuses that row\'s token.');
+    host.addEventListener('keydown', (e) => this.#key(e));
+    host.addEventListener('blur', () => this.#clearHover());
+    host.addEventListener('pointermove', (e) => this.#pointer(e));
+    host.addEventListener('pointerdown', (e) => this.#pointer(e));
+    host.addEventListener('pointerleave', () => this.#clearHover());
+    host.addEventListener('click', (e) => {
+      const c = this.#cellAt(e);
+      if (c) this.onSelectToken?.(c.q);
+    });
+  }
+
+  update(result, state, theme) {
+    this.result = result;
+    this.state = state;
+    this.theme = theme;
+    const { scene, layout } = heatmapScene(result, state, theme, { image: true });
+    this.layout = layout;
+    this.show(scene, `Attention heatmap, layer ${state.layer}, head ${state.head}, ${result.T} tokens`);
+    if (!this.canvas) {
+      this.canvas = this.doc.createElement('canvas');
+      this.canvas.className = 'hs-heatmap-cells';
+      this.canvas.setAttribute('aria-hidden', 'true');
+    }
+    if (this.canvas.nextSibling !== this.svg) this.host.insertBefore(this.canvas, this.svg);
+    paintAttention(this.canvas, result, state.layer, state.head, theme);
+    // place the canvas over the grid area, in percentages of the picture (CSSOM: CSP-safe)
+    const pct = (v, total) => `${((100 * v) / total).toFixed(4)}%`;
+    const side = layout.T * layout.cell;
+    const place = [pct(layout.x0, layout.width), pct(layout.y0, layout.height), pct(side, layout.width), pct(side, layout.height)];
+    if (!this.place || place.some((v, i) => v !== this.place[i])) {
+      [this.canvas.style.left, this.canvas.style.top, this.canvas.style.width, this.canvas.style.height] = place;
+      this.place = place;
+    }
+    // the hover outline is redrawn below (the SVG is reused, so drop the old one first)
+    this.highlight?.remove();
+    this.highlight = null;
+    if (this.hover) this.#showHover(this.hover.q, this.hover.k, this.hover.event);
+  }
+
+  #key(e) {
+    if (!this.result) return;
+    const T = this.result.T;
+    let { q, k } = this.hover ?? { q: focusToken(this.result, this.state), k: 0 };
+    switch (e.key) {
+      case 'ArrowUp': q--; break;
+      case 'ArrowDown': q++; break;
+      case 'ArrowLeft': k--; break;
+      case 'ArrowRight': k++; break;
+      case 'Home': k = 0; break;
+      case 'End': k = q; break;
+      case 'Enter': case ' ':
+        e.preventDefault();
+        if (this.hover) this.onSelectToken?.(this.hover.q);
+        return;
+      case 'Escape': this.#clearHover(); return;
+      default: return;
+    }
+    e.preventDefault();
+    q = clamp(q, 0, T - 1);
+    k = clamp(k, 0, q);
+    const r = this.svg.getBoundingClientRect();
+    const { x0, y0, cell } = this.layout;
+    const sx = r.width / this.scene.width;
+    const sy = r.height / this.scene.height;
+    const event = { clientX: r.left + (x0 + (k + 1) * cell) * sx, clientY: r.top + (y0 + (q + 0.5) * cell) * sy };
+    this.hover = { q, k, event };
+    const text = this.#showHover(q, k, event);
+    if (text) this.onAnnounce?.(text);
+  }
+
+  #cellAt(event) {
+    if (!this.layout || !this.svg) return null;
+    const p = this.toScene(event);
+    if (!p) return null;
+    const { x0, y0, cell, T } = this.layout;
+    const k = Math.floor((p.x - x0) / cell);
+    const q = Math.floor((p.y - y0) / cell);
+    if (q < 0 || q >= T || k < 0 || k >= T) return null;
+    return { q, k };
+  }
+
+  #pointer(event) {
+    const c = this.#cellAt(event);
+    if (!c) { this.#clearHover(); return; }
+    this.hover = { ...c, event: { clientX: event.clientX, clientY: event.clientY } };
+    this.#showHover(c.q, c.k, this.hover.event);
+  }
+
+  #showHover(q, k, event) {
+    const { result, state, layout } = this;
+    if (!result || q >= result.T || k >= result.T) { this.#clearHover(); return; }
+    const w = k <= q ? attentionAt(result, state.layer, state.head, q, k) : 0;
+    const from = quoteToken(result.tokens[q].text);
+    const to = quoteToken(result.tokens[k].text);
+    const text = k <= q ? `${from} → ${to}: ${fmt4(w)}` : `${from} cannot see the later token ${to} (0)`;
+    if (!this.highlight) {
+      this.highlight = this.doc.createElementNS('http://www.w3.org/2000/svg', 'rect');
+      this.highlight.setAttribute('fill', 'none');
+      this.highlight.setAttribute('stroke', this.theme.fg);
+      this.highlight.setAttribute('stroke-width', '2');
+      this.highlight.setAttribute('pointer-events', 'none');
+      this.svg.appendChild(this.highlight);
+    }
+    this.highlight.setAttribute('x', layout.x0 + k * layout.cell);
+    this.highlight.setAttribute('y', layout.y0 + q * layout.cell);
+    this.highlight.setAttribute('width', layout.cell);
+    this.highlight.setAttribute('height', layout.cell);
+    this.tooltip?.show(text, event.clientX, event.clientY);
+    return text;
+  }
+
+  #clearHover() {
+    this.hover = null;
+    this.highlight?.remove();
+    this.highlight = null;
+    this.tooltip?.hide();
+  }
+}

@@ -1,0 +1,164 @@
+// The lines view: tokens in two columns and a line from each token to each earlier token it
+// attends to (opacity = weight), for one head or several in colours. linesScene() is the pure scene
+// builder; LinesView adds hover, tap and keyboard focus on a token.
+import { textWidth } from '../scene.js';
+import { headColour, tokenLabel, tokenWords, quoteToken } from '../theme.js';
+import { attentionAt } from '../../lib/result.js';
+import { clamp } from './describe.js';
+import { SceneView } from './scene-view.js';
+
+const fmt2 = (w) => w.toFixed(2);
+
+/** Lines view: tokens in two columns, a line from each token to each earlier token it attends to. */
+export function linesScene(result, state, theme, focus) {
+  const { T, tokens } = result;
+  const heads = state.heads && state.heads.length ? state.heads : [state.head];
+  const fs = 12;
+  const rowH = T <= 40 ? 20 : 16;
+  const labels = tokens.map((t) => tokenLabel(t.text, 16));
+  const labelW = Math.max(40, ...labels.map((s) => textWidth(s, fs))) + 12;
+  const gap = 170;
+  const contentW = 2 * labelW + gap + 16;
+  const width = Math.max(contentW, 400);
+  const xL = (width - contentW) / 2 + 8 + labelW; // the two columns, centred
+  const xR = xL + gap;
+  const y0 = 58;
+  const legendRows = Math.ceil(heads.length / 4);
+  const height = y0 + T * rowH + 14 + legendRows * 18;
+  const items = [];
+  const title = heads.length === 1 ? `Layer ${state.layer}, head ${heads[0]}` : `Layer ${state.layer}, heads ${heads.join(', ')}`;
+  items.push({ type: 'text', x: 8, y: 12, text: title, size: 14, weight: 'bold', fill: theme.fg });
+  items.push({ type: 'text', x: xL, y: 40, text: 'token', size: 11, fill: theme.muted, anchor: 'end' });
+  items.push({ type: 'text', x: xR, y: 40, text: 'attends to', size: 11, fill: theme.muted });
+  const fSide = focus?.side;
+  const fIdx = focus?.index;
+  items.push({
+    type: 'text', x: 8, y: 28, size: 11, fill: theme.muted,
+    text: fSide === 'q' ? `where ${quoteToken(tokens[fIdx].text)} looks (line opacity = weight)`
+      : fSide === 'k' ? `which tokens look at ${quoteToken(tokens[fIdx].text)}`
+        : 'line opacity = attention weight; hover or tap a token',
+  });
+  const yOf = (i) => y0 + i * rowH + rowH / 2;
+  if (fSide) {
+    const x = fSide === 'q' ? xL - labelW - 4 : xR + 2;
+    items.push({ type: 'rect', x, y: y0 + fIdx * rowH + 1, w: labelW + 2, h: rowH - 2, fill: theme.faint, rx: 3 });
+  }
+  heads.forEach((h, i) => {
+    const colour = headColour(theme, i);
+    const dy = (i - (heads.length - 1) / 2) * 1.5;
+    for (let q = 0; q < T; q++) {
+      if (fSide === 'q' && q !== fIdx) continue;
+      for (let k = 0; k <= q; k++) {
+        if (fSide === 'k' && k !== fIdx) continue;
+        const w = attentionAt(result, state.layer, h, q, k);
+        if (w < 0.01) continue;
+        items.push({ type: 'line', x1: xL + 4, y1: yOf(q) + dy, x2: xR - 4, y2: yOf(k) + dy, stroke: colour, width: fSide ? 3 : 2, opacity: clamp(w, 0, 1) });
+      }
+    }
+  });
+  // per-token weights next to the other column when one token and one head are focused
+  const single = heads.length === 1 ? heads[0] : null;
+  for (let i = 0; i < T; i++) {
+    const bold = fIdx === i ? 'bold' : undefined;
+    items.push({ type: 'text', x: xL - 2, y: yOf(i), text: labels[i], size: fs, fill: theme.fg, anchor: 'end', weight: fSide === 'q' ? bold : undefined });
+    items.push({ type: 'text', x: xR + 6, y: yOf(i), text: labels[i], size: fs, fill: theme.fg, weight: fSide === 'k' ? bold : undefined });
+    items.push({ type: 'rect', x: xL - labelW - 4, y: y0 + i * rowH, w: labelW + 4, h: rowH, hit: true, data: { side: 'q', index: i }, attrs: { tabindex: i === 0 ? 0 : -1, role: 'button', 'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': show where it looks` } });
+    items.push({ type: 'rect', x: xR, y: y0 + i * rowH, w: labelW + 4, h: rowH, hit: true, data: { side: 'k', index: i }, attrs: { tabindex: -1, role: 'button', 'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': show what looks at it` } });
+    if (single !== null && fSide === 'q' && i <= fIdx) {
+      const w = attentionAt(result, state.layer, single, fIdx, i);
+      if (w >= 0.005) items.push({ type: 'text', x: xR - 8, y: yOf(i) - 6, text: fmt2(w), size: 9, fill: theme.muted, anchor: 'end' });
+    }
+  }
+  // legend: one colour per head
+  heads.forEach((h, i) => {
+    const lx = 8 + (i % 4) * 90;
+    const ly = y0 + T * rowH + 14 + Math.floor(i / 4) * 18;
+    items.push({ type: 'rect', x: lx, y: ly - 5, w: 18, h: 10, fill: headColour(theme, i), rx: 2 });
+    items.push({ type: 'text', x: lx + 24, y: ly, text: `head ${h}`, size: 11, fill: theme.fg });
+  });
+  return { scene: { width, height, background: theme.bg, font: theme.font, items }, layout: { xL, xR, y0, rowH, T } };
+}
+
+/** Lines view: hover (or tap, or focus with the keyboard) a token to isolate its lines. */
+export class LinesView extends SceneView {
+  constructor(host, { onSelectToken } = {}) {
+    super(host);
+    this.onSelectToken = onSelectToken;
+    this.focus = null;   // { side: 'q'|'k', index }
+    this.pinned = false;
+    host.addEventListener('pointerover', (e) => {
+      if (this.pinned || e.pointerType === 'touch') return;
+      const t = this.#target(e);
+      if (t && !this.#same(t)) this.setFocus(t);
+    });
+    host.addEventListener('pointerleave', () => { if (!this.pinned) this.setFocus(null); });
+    host.addEventListener('click', (e) => {
+      const t = this.#target(e);
+      if (!t) { this.pinned = false; this.setFocus(null); return; }
+      const same = this.#same(t) && this.pinned;
+      this.pinned = !same;
+      this.setFocus(same ? null : t);
+      if (t.side === 'q' && !same) this.onSelectToken?.(t.index);
+    });
+    host.addEventListener('focusin', (e) => {
+      const t = this.#target(e);
+      // keyboard focus only: a click focuses too, and the click handler deals with that
+      if (t && !this.#same(t) && e.target.matches(':focus-visible')) { this.pinned = true; this.setFocus(t, true); }
+    });
+    host.addEventListener('keydown', (e) => {
+      const t = this.#target(e);
+      if (!t) return;
+      let { side, index } = t;
+      if (e.key === 'ArrowDown') index++;
+      else if (e.key === 'ArrowUp') index--;
+      else if (e.key === 'ArrowLeft' || e.key === 'ArrowRight') side = side === 'q' ? 'k' : 'q';
+      else if (e.key === 'Escape') { this.pinned = false; this.setFocus(null); return; }
+      else if (e.key === 'Enter' || e.key === ' ') { if (side === 'q') this.onSelectToken?.(index); e.preventDefault(); return; }
+      else return;
+      e.preventDefault();
+      index = clamp(index, 0, (this.result?.T ?? 1) - 1);
+      this.setFocus({ side, index }, true);
+    });
+  }
+
+  #same(t) {
+    return !!this.focus && this.focus.side === t.side && this.focus.index === t.index;
+  }
+
+  #target(e) {
+    const node = e.target?.closest?.('[data-side]');
+    if (!node) return null;
+    return { side: node.dataset.side, index: Number(node.dataset.index) };
+  }
+
+  setFocus(focus, moveKeyboardFocus = false) {
+    this.focus = focus;
+    this.#render();
+    if (moveKeyboardFocus && focus && this.svg) {
+      const node = this.svg.querySelector(`[data-side="${focus.side}"][data-index="${focus.index}"]`);
+      if (node) {
+        for (const n of this.svg.querySelectorAll('[tabindex="0"]')) n.setAttribute('tabindex', '-1');
+        node.setAttribute('tabindex', '0');
+        if (node.getRootNode().activeElement !== node) node.focus({ preventScroll: true });
+      }
+    }
+  }
+
+  update(result, state, theme) {
+    this.result = result;
+    this.state = state;
+    this.theme = theme;
+    if (this.focus && this.focus.index >= result.T) { this.focus = null; this.pinned = false; }
+    const hadFocus = this.svg && this.svg.contains(this.host.getRootNode().activeElement);
+    this.#render();
+    if (hadFocus && this.focus) this.setFocus(this.focus, true);
+  }
+
+  #render() {
+    if (!this.result) return;
+    const { scene } = linesScene(this.result, this.state, this.theme, this.focus);
+    const heads = this.state.heads?.length ? this.state.heads : [this.state.head];
+    this.show(scene, `Lines view, layer ${this.state.layer}, heads ${heads.join(', ')}`, 'group');
+    this.svg.dataset.focus = this.focus ? `${this.focus.side}${this.focus.index}` : '';
+  }
+}

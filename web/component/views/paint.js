@@ -1,0 +1,108 @@
+// Canvas painting of attention: one head into its own canvas (the detail heatmap), every head into
+// its tile of one shared canvas (the grid). Pixels are written through a 32-bit view of ImageData
+// with the theme's 256-colour table, which is far cheaper than a fillRect per cell.
+import { heatIndex } from '../theme.js';
+import { headOffset } from '../../lib/result.js';
+
+// Per canvas: its 2D context and a reusable ImageData (with a 32-bit view) of the current size.
+const paintCache = new WeakMap();
+// Per colour table: the 256 colours as 32-bit RGBA pixels in the platform's byte order (Int32:
+// values that fit a small integer keep V8's pixel loop free of heap numbers).
+const lut32Cache = new WeakMap();
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+function pixel32(r, g, b) {
+  return LITTLE_ENDIAN ? (255 << 24) | (b << 16) | (g << 8) | r : (r << 24) | (g << 16) | (b << 8) | 255;
+}
+function lut32Of(lut) {
+  let out = lut32Cache.get(lut);
+  if (!out) {
+    out = new Int32Array(256);
+    for (let i = 0; i < 256; i++) out[i] = pixel32(lut[i * 3], lut[i * 3 + 1], lut[i * 3 + 2]);
+    lut32Cache.set(lut, out);
+  }
+  return out;
+}
+
+/** Paints one head's T x T attention on a canvas, one pixel per cell (upper triangle: faint). */
+export function paintAttention(canvas, result, layer, head, theme) {
+  const T = result.T;
+  const n = Math.max(1, T);
+  let c = paintCache.get(canvas);
+  if (!c) { c = { ctx: null, img: null, u32: null }; paintCache.set(canvas, c); }
+  if (canvas.width !== n || canvas.height !== n) { canvas.width = n; canvas.height = n; }
+  if (!c.ctx) c.ctx = canvas.getContext('2d');
+  if (!c.img || c.img.width !== n) {
+    c.img = c.ctx.createImageData(n, n);
+    c.u32 = new Int32Array(c.img.data.buffer, c.img.data.byteOffset, n * n);
+  }
+  const px = c.u32;
+  const lut = lut32Of(theme.lut.lut);
+  const [fr, fg, fb] = parseCss(theme.faint);
+  const faint = pixel32(fr, fg, fb);
+  const base = headOffset(result, layer, head);
+  const A = result.attentionAll;
+  for (let q = 0; q < T; q++) {
+    const row = q * n;
+    const src = base + q * T;
+    for (let k = 0; k <= q; k++) px[row + k] = lut[heatIndex(A[src + k])];
+    for (let k = q + 1; k < n; k++) px[row + k] = faint;
+  }
+  if (T === 0) px[0] = 0; // nothing to show: transparent
+  c.ctx.putImageData(c.img, 0, 0);
+}
+
+
+/**
+ * Paints every head's T x T attention into its tile of a canvas-sized pixel buffer (Int32 RGBA,
+ * layout from GridView#measure): the cell's box in the faint colour, then each tile pixel (x, y) shows
+ * query floor(y * T / h), key floor(x * T / w) - the upper triangle (keys after the query) faint.
+ * Pixels outside every cell are left as they are (transparent: the page shows through).
+ */
+export function paintGrid(px, layout, result, theme) {
+  const { T, nHead } = result;
+  const W = layout.width;
+  const lut = lut32Of(theme.lut.lut);
+  const [fr, fg, fb] = parseCss(theme.faint);
+  const faint = pixel32(fr, fg, fb);
+  const A = result.attentionAll;
+  const rowColours = new Int32Array(Math.max(1, T)); // one query row, coloured once per tile row
+  let colKey = new Int32Array(0);
+  layout.cells.forEach((row, l) => row.forEach((t, h) => {
+    const [bx, by, bw, bh] = t.box;
+    for (let y = by; y < by + bh; y++) px.fill(faint, y * W + bx, y * W + bx + bw);
+    if (T === 0) return;
+    if (colKey.length < t.w) colKey = new Int32Array(t.w);
+    for (let x = 0; x < t.w; x++) colKey[x] = Math.min(T - 1, Math.floor((x * T) / t.w));
+    const base = headOffset(result, l, h);
+    let q = -1;
+    for (let y = 0; y < t.h; y++) {
+      const qy = Math.min(T - 1, Math.floor((y * T) / t.h));
+      if (qy !== q) {
+        q = qy;
+        const src = base + q * T;
+        for (let k = 0; k <= q; k++) rowColours[k] = lut[heatIndex(A[src + k])];
+        for (let k = q + 1; k < T; k++) rowColours[k] = faint;
+      }
+      const o = (t.y + y) * W + t.x;
+      for (let x = 0; x < t.w; x++) px[o + x] = rowColours[colKey[x]];
+    }
+  }));
+}
+
+const cssCache = new Map();
+function parseCss(c) {
+  let v = cssCache.get(c);
+  if (!v) {
+    v = parseCssUncached(c);
+    if (cssCache.size > 64) cssCache.clear();
+    cssCache.set(c, v);
+  }
+  return v;
+}
+function parseCssUncached(c) {
+  const m = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(c);
+  if (m) return [Number(m[1]), Number(m[2]), Number(m[3])];
+  const h = /^#([0-9a-f]{6})$/i.exec(c.trim());
+  if (h) return [0, 2, 4].map((i) => parseInt(h[1].slice(i, i + 2), 16));
+  return [200, 200, 200];
+}
