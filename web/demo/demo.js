@@ -5,8 +5,9 @@ import {
   GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
   gridScene, heatmapScene, linesScene, combineScene, readTheme, tokenLabel, tokenWords, heat,
   sceneToSvgString, sceneToPngBlob, downloadBlob,
-} from './headscope-view.js';
-import { installLab } from './lab.js'; // issue 6: switch heads off, role badges, quiz (web/demo/lab.js)
+} from '../component/headscope-view.js';
+import { attentionIndex } from '../lib/result.js';
+import { installLab } from './lab.js';
 
 const $ = (id) => document.getElementById(id);
 const reducedMotion = () => window.matchMedia('(prefers-reduced-motion: reduce)').matches;
@@ -21,13 +22,13 @@ const state = {
   heads: fromUrl.heads ?? [],
   token: fromUrl.token ?? null,
   view: fromUrl.view === 'lines' ? 'lines' : 'heatmap', // the detail panel's tab
-  ablate: [], // reserved: heads switched off (issue 6)
+  ablate: [], // heads switched off, [[layer, head], ...]
 };
 let result = null;
 let info = null;
 let theme = null;
 let runner = null;
-let lab = null; // issue 6 (web/demo/lab.js)
+let lab = null; // the lab panel (web/demo/lab.js)
 
 // ---- theme ---------------------------------------------------------------------------------
 const THEME_KEY = 'headscope-theme';
@@ -192,7 +193,9 @@ function renderTokens() {
   const focused = focusToken(result, state);
   // each chip is tinted by how much the focused token looks at it in the selected head
   const T = result.T;
-  const base = ((state.layer * result.nHead + state.head) * T + focused) * T;
+  const base = attentionIndex(result, state.layer, state.head, focused, 0);
+  // while a question of "predict, then reveal" is open, the names must not give the weights away
+  const weightsHidden = !!lab?.quiz && !lab.quiz.revealed;
   for (let i = 0; i < T; i++) {
     const t = result.tokens[i];
     let b = tokenButtons[i];
@@ -215,7 +218,7 @@ function renderTokens() {
     }
     if (b.hsBg !== bg) { b.style.backgroundColor = bg; b.hsBg = bg; }
     if (b.hsFg !== fg) { b.style.color = fg; b.hsFg = fg; }
-    setAttr(b, 'aria-label', `token ${i}: ${tokenWords(t.text)}${i <= focused ? `, weight ${w.toFixed(2)}` : ''}`);
+    setAttr(b, 'aria-label', `token ${i}: ${tokenWords(t.text)}${i <= focused && !weightsHidden ? `, weight ${w.toFixed(2)}` : ''}`);
   }
   for (let i = T; i < tokenButtons.length && tokenButtons[i].parentNode; i++) tokenButtons[i].remove();
 }
@@ -255,7 +258,7 @@ function renderNow() {
   fillSelect($('head-select'), result.nHead, state.head, 'head');
   renderTokens();
   grid.update(result, state, theme);
-  lab?.update(result); // issue 6: crossed-out heads, badges, loss (web/demo/lab.js)
+  lab?.update(result); // crossed-out heads, badges, loss
   if (detailView.kind !== state.view) makeDetailView();
   detailView.update(result, state, theme);
   renderHeadChips();
@@ -379,6 +382,7 @@ async function start() {
     }
     $('model-info').textContent = `Model: ${info.name}, ${c.nLayer} layers × ${c.nHead} heads, ${(info.parameterCount / 1e6).toFixed(2)} M parameters, context ${c.nPositions} tokens; engine: WebAssembly ${info.simd.simd ? `SIMD (${info.simd.arch})` : 'scalar'} in a Web Worker.${cardText}`;
     runner = new Runner(model, {
+      requestOptions: () => ({ ablate: state.ablate }),
       onResult: (r) => {
         const first = !result;
         result = r;
@@ -391,7 +395,7 @@ async function start() {
       },
       onError: (e) => { $('stats').textContent = `The model could not run on this text: ${e.message}`; },
     });
-    // issue 6: the lab panel (web/demo/lab.js); its runs carry the switched-off heads
+    // the lab panel (web/demo/lab.js); its runs carry the switched-off heads
     lab = installLab({ state, runner, grid, getModel: () => getModel(state.model), getResult: () => result, render, selectHead });
     runner.request(state.text);
   } catch (e) {

@@ -1,7 +1,8 @@
-// The demo page's lab panel (issue 6): switch heads off, head-role badges, knock-out ranking,
+// The demo page's lab panel: switch heads off, head-role badges, knock-out ranking,
 // predict-then-reveal. The logic lives in web/component/lab.js (shared with <headscope-lab>);
 // this file places it on the page and connects it to demo.js's runner, grid and state.
-// demo.js calls installLab() once the model is loaded and lab.update(result) after each render.
+// demo.js calls installLab() once the model is loaded and lab.update(result) after each render;
+// its runner adds state.ablate, which the lab keeps current, to every run.
 import { Lab, parseAblate, formatAblate } from '../component/lab.js';
 
 const $ = (id) => document.getElementById(id);
@@ -57,15 +58,16 @@ export function installLab(ctx) {
       writeUrl(pairs);
     },
     onSelect: (l, h) => ctx.selectHead(l, h, false),
+    onUpdated: () => {
+      if (lab.ablate.length) writeUrl(lab.ablate);
+      document.body.dataset.labAblated = String(lab.ablate.length);
+    },
     onHidePattern: (l) => {
       document.body.classList.toggle('lab-quiz-asking', l !== null);
       ctx.render();
     },
   });
 
-  // every run of the page's views carries the switched-off heads
-  const request = runner.request.bind(runner);
-  runner.request = (text, options = {}) => request(text, { ...options, ablate: lab.ablate });
   state.ablate = lab.ablate;
   if (initial.length) runner.request(state.text);
 
@@ -78,18 +80,6 @@ export function installLab(ctx) {
       history.replaceState(null, '', `${location.pathname}?${q.toString()}`);
     }, 400);
   }
-  const update = lab.update.bind(lab);
-  lab.update = (result) => {
-    update(result);
-    if (lab.ablate.length) writeUrl(lab.ablate);
-    document.body.dataset.labAblated = String(lab.ablate.length);
-    // while a question is open, the token strip's accessible names must not give the weights away
-    if (lab.quiz && !lab.quiz.revealed) {
-      for (const b of document.querySelectorAll('#tokens .token')) {
-        b.setAttribute('aria-label', (b.getAttribute('aria-label') || '').replace(/, weight [0-9.]+$/, ''));
-      }
-    }
-  };
   window.headscopeLab = lab; // for the end-to-end tests and curious readers
   return lab;
 }
