@@ -86,7 +86,7 @@ if (noLiftoff) {
   detail.no_liftoff_over_default_gemm = geomean(node.gemm.map((g) => noLiftoff.gemm.find((x) => x.K === g.K && x.N === g.N && x.M === g.M).simd.gflops / g.simd.gflops));
 }
 
-// ---- targets (issue 7) -----------------------------------------------------------------------------
+// ---- targets --------------------------------------------------------------------------------------
 const pm = page?.modes;
 const demoK = page?.demo?.keystroke_to_paint_T_le_64;
 const k2pSource = demoK ? 'web/demo' : 'bench/page, model on the page thread';

@@ -40,7 +40,7 @@ for (const [K, N] of (args.includes("--reverse") ? [[F, C], [C, F], [C, C], [C, 
   g.delete();
 }
 // ---- the engine's kernels against the alternatives in cpp/bench/kernels_previous.cpp ------------------
-// kind "previous": the kernel before issue 7's port (what the change bought); kind "not adopted": a
+// kind "previous": the kernel before the register-tiled port (what the change bought); kind "not adopted": a
 // candidate measured and left out. engine_speedup = alternative time / engine time (> 1: engine faster).
 const NH = Number(arg('--NH', 8)), V = Number(arg('--V', 5120));
 const versus = async (name, kind, engine, alternative, opts = {}) => {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm run bench` (issue 7): builds the benchmark subjects, runs them side by side and writes
+# `npm run bench`: builds the benchmark subjects, runs them side by side and writes
 # bench/results.json, bench/results.md and bench/latency.svg; prints the ratios at the end.
 #   subjects: our wasm SIMD128 build, the same code without SIMD (preset wasm-scalar), our native
 #   build (-O3 -march=native), onnxruntime-web 1.30 (wasm backend, one thread) on the same model

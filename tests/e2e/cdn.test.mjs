@@ -16,7 +16,7 @@ const FIXTURES = path.join(ROOT, 'tests/fixtures/models');
 // import, the engine, and the default model's four files. Nothing else.
 const EXPECTED_FILES = [
   '/headscope-view.js', '/headscope-lab.js', '/analysis.js', '/headscope-worker.js', '/headscope.js',
-  '/headscope_wasm.js', '/worker.js', '/headscope_wasm.wasm',
+  '/headscope_wasm.js', '/result.js', '/worker.js', '/headscope_wasm.wasm',
   '/models/headscope-base/config.json', '/models/headscope-base/model.safetensors',
   '/models/headscope-base/vocab.json', '/models/headscope-base/merges.txt',
 ];

@@ -90,7 +90,7 @@ test('the page opens on the head its model card finds most telling in the articl
   }
   if (!want) {
     const prev = [...card.heads].sort((a, b) => b.prev_token - a.prev_token)[0];
-    assert.ok(prev.prev_token >= 0.5, 'the default model has a clear previous-token head (issue 3)');
+    assert.ok(prev.prev_token >= 0.5, 'the default model has a clear previous-token head');
     want = { layer: prev.layer, head: prev.head, token: card.chef_sentence.links['cooked->chef'].query_token };
   }
   const got = await page.evaluate(() => {

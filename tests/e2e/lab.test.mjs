@@ -1,4 +1,4 @@
-// End-to-end tests of issue 6 in headless Chromium: switching heads off (page and component),
+// End-to-end tests of the lab in headless Chromium: switching heads off (page and component),
 // head-role badges and their legend, knock-out ranking, predict-then-reveal, and the head-count
 // comparison page. Screenshots in build/e2e-artifacts/lab-*.png. Run with tests/e2e/run.sh.
 import { test, before, after } from 'node:test';

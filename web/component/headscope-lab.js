@@ -1,4 +1,4 @@
-// <headscope-lab>: the embeddable lab (issue 6): every head in a grid with role badges; switch
+// <headscope-lab>: the embeddable lab: every head in a grid with role badges; switch
 // heads off by clicking them (switch-off mode) or pressing X; next-token predictions and loss with
 // and without them; "knock out each head in turn"; predict-then-reveal questions.
 //
