@@ -2,16 +2,17 @@
 // (wasm backend, one thread) on the same model and the same shapes, measured side by side.
 // Usage: node bench/node_bench.mjs --model DIR --onnx DIR --builds DIR --out FILE [--quick] [--simd-only]
 // With --simd-only (used for the `node --no-liftoff` cross-check) only our SIMD build is timed.
+import { parseArgs } from 'node:util';
 import { readFileSync, writeFileSync, statSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as ort from 'onnxruntime-web';
 import { ROOT, compare, loadBenchModule, readModelFiles, maxAbsDiff, benchIds, stats } from './lib.mjs';
 
-const args = process.argv.slice(2);
-const arg = (k, d) => { const i = args.indexOf(k); return i >= 0 ? args[i + 1] : d; };
-const quick = args.includes('--quick');
-const simdOnly = args.includes('--simd-only');
+const { values: opt } = parseArgs({ options: { 'quick': { type: 'boolean', default: false }, 'simd-only': { type: 'boolean', default: false }, 'model': { type: 'string' }, 'onnx': { type: 'string' }, 'builds': { type: 'string' }, 'out': { type: 'string' } } });
+const arg = (k, d) => opt[k.replace(/^--/, '')] ?? d;
+const quick = opt['quick'];
+const simdOnly = opt['simd-only'];
 const modelDir = arg('--model');
 const onnxDir = arg('--onnx');
 const buildsDir = arg('--builds', path.join(ROOT, 'build', 'bench'));

@@ -4,40 +4,30 @@
 // Serves bench/page/ (a minimal page of our own), the npm package's payload (--pkg) and the model.
 // Usage: node bench/page_bench.mjs --model DIR --pkg DIR --out FILE [--quick] [--demo SITE]
 //   PAGE_BENCH_DEMO_ONLY=1: only the demo page (skips the minimal page's main and worker modes)
-import { createServer } from 'node:http';
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { ROOT, stats } from './lib.mjs';
+import { startStaticServer } from '../web/demo/static-server.mjs';
 
-const args = process.argv.slice(2);
-const arg = (k, d) => { const i = args.indexOf(k); return i >= 0 ? args[i + 1] : d; };
-const quick = args.includes('--quick');
-const modelDir = path.resolve(arg('--model'));
-const pkgDir = path.resolve(arg('--pkg'));
-const outFile = arg('--out');
-const demoDir = arg('--demo') ? path.resolve(arg('--demo')) : null;  // the built demo site (web/demo/build.sh), if any
+const { values: opt } = parseArgs({
+  options: { model: { type: 'string' }, pkg: { type: 'string' }, out: { type: 'string' }, quick: { type: 'boolean', default: false }, demo: { type: 'string' } },
+});
+if (!opt.model || !opt.pkg || !opt.out) throw new Error('usage: node bench/page_bench.mjs --model DIR --pkg DIR --out FILE [--quick] [--demo SITE]');
+const quick = opt.quick;
+const modelDir = path.resolve(opt.model);
+const pkgDir = path.resolve(opt.pkg);
+const outFile = opt.out;
+const demoDir = opt.demo ? path.resolve(opt.demo) : null;  // the built demo site (web/demo/build.sh), if any
 const log = (...a) => console.error('[page]', ...a);
 
-const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.json': 'application/json', '.css': 'text/css', '.svg': 'image/svg+xml',
-  '.wasm': 'application/wasm', '.txt': 'text/plain', '.safetensors': 'application/octet-stream' };
-const mounts = [['/pkg/', pkgDir], ['/model/', modelDir], ...(demoDir ? [['/demo/', demoDir]] : []), ['/', path.join(ROOT, 'bench', 'page')]];
-const server = createServer(async (req, res) => {
-  const url = new URL(req.url, 'http://x');
-  let p = decodeURIComponent(url.pathname);
-  if (p === '/') p = '/index.html';
-  const m = mounts.find(([prefix]) => p.startsWith(prefix));
-  const file = path.join(m[1], p.slice(m[0].length));
-  if (!file.startsWith(m[1])) { res.writeHead(403).end(); return; }
-  try {
-    const body = await readFile(file);
-    res.writeHead(200, { 'content-type': TYPES[path.extname(file)] || 'application/octet-stream', 'cache-control': 'no-store',
-      'content-security-policy': "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'" });
-    res.end(body);
-  } catch { res.writeHead(404).end(); }
+const server = await startStaticServer({
+  root: path.join(ROOT, 'bench', 'page'),
+  mounts: [['/pkg/', pkgDir], ['/model/', modelDir], ...(demoDir ? [['/demo/', demoDir]] : [])],
+  csp: "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'",
 });
-await new Promise((r) => server.listen(0, '127.0.0.1', r));
-const base = `http://127.0.0.1:${server.address().port}/`;
+const base = server.url;
 
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',
@@ -235,6 +225,6 @@ if (demoDir) {
   }
 }
 await browser.close();
-server.close();
+await server.close();
 await writeFile(outFile, JSON.stringify(results, null, 1));
 log('wrote', outFile);

@@ -1,13 +1,14 @@
 // Turns the raw measurements of scripts/bench.sh (build/bench/*.json) into bench/results.json,
 // bench/results.md and bench/latency.svg, and prints the ratios.
 // Usage: node bench/report.mjs --builds build/bench --model DIR
+import { parseArgs } from 'node:util';
 import { readFileSync, writeFileSync, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { ROOT } from './lib.mjs';
 
-const args = process.argv.slice(2);
-const arg = (k, d) => { const i = args.indexOf(k); return i >= 0 ? args[i + 1] : d; };
+const { values: opt } = parseArgs({ options: { 'builds': { type: 'string' }, 'model': { type: 'string' } } });
+const arg = (k, d) => opt[k.replace(/^--/, '')] ?? d;
 const B = arg('--builds', path.join(ROOT, 'build', 'bench'));
 const modelDir = arg('--model');
 const load = (f) => (existsSync(path.join(B, f)) ? JSON.parse(readFileSync(path.join(B, f), 'utf8')) : null);

@@ -1,15 +1,16 @@
 // The engine's kernels against their previous versions and against candidates not adopted
 // (cpp/bench/kernels_previous.cpp), side by side in one process, after a correctness check. Also a machine calibration (peak SIMD128 multiply-add rate right now).
 // Usage: node bench/variants.mjs [--builds build/bench] [--out FILE] [--quick]
+import { parseArgs } from 'node:util';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ROOT, compare, loadBenchModule, maxAbsDiff } from './lib.mjs';
 
-const args = process.argv.slice(2);
-const arg = (k, d) => { const i = args.indexOf(k); return i >= 0 ? args[i + 1] : d; };
+const { values: opt } = parseArgs({ options: { 'builds': { type: 'string' }, 'out': { type: 'string' }, 'quick': { type: 'boolean', default: false }, 'C': { type: 'string' }, 'P': { type: 'string' }, 'NH': { type: 'string' }, 'V': { type: 'string' } } });
+const arg = (k, d) => opt[k.replace(/^--/, '')] ?? d;
 const B = arg('--builds', path.join(ROOT, 'build', 'bench'));
 const outFile = arg('--out');
-const quick = args.includes('--quick');
+const quick = opt['quick'];
 const C = Number(arg('--C', 160)), F = 4 * C, P = Number(arg('--P', 128));
 const log = (...a) => console.error('[variants]', ...a);
 const m = await loadBenchModule(path.join(B, 'wasm-simd'));

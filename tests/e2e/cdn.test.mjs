@@ -27,16 +27,14 @@ let cdn;          // dist/ with CORS on every file
 let cdnJsOnly;    // dist/ with CORS on .js files only: scripts load, the .wasm cannot be read
 let thirdOrigin;  // model folders without any CORS header
 
-const ip = (base) => base.replace('//localhost:', '//127.0.0.1:');
-
 async function serve(options) {
-  const s = await startServer(options);
+  const s = await startServer({ mounts: [], ...options });
   servers.push(s);
-  return { ...s, base: ip(s.base) };
+  return s;
 }
 
 /** Writes an article page that loads the widgets from `from` and serves it under `csp`. */
-async function article(name, { from, csp = 'none', body }) {
+async function article(name, { from, csp = null, body }) {
   const dir = path.join(ARTICLES, name);
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, 'favicon.ico'), ''); // the browser asks for it; a 404 would be a console error
@@ -54,7 +52,7 @@ ${body}
 </body>
 </html>
 `);
-  const s = await serve({ root: dir, args: ['--csp', csp] });
+  const s = await serve({ root: dir, csp });
   return s.base;
 }
 
@@ -104,13 +102,13 @@ function consoleInfos(page) {
 before(async () => {
   rmSync(ARTICLES, { recursive: true, force: true });
   browser = await launch();
-  cdn = await serve({ root: DIST, args: ['--cors', '--csp', 'none'], log: true });
-  cdnJsOnly = await serve({ root: DIST, args: ['--cors', '.js', '--csp', 'none'] });
-  thirdOrigin = await serve({ root: FIXTURES, args: ['--csp', 'none'] });
+  cdn = await serve({ root: DIST, cors: ['*'], csp: null });
+  cdnJsOnly = await serve({ root: DIST, cors: ['.js'], csp: null });
+  thirdOrigin = await serve({ root: FIXTURES, csp: null });
 });
 after(async () => {
   await browser?.close();
-  for (const s of servers) s.close();
+  await Promise.all(servers.map((s) => s.close()));
 });
 
 test('an article on one origin runs both widgets from the package on another; one worker, one model load, only the needed files', async (t) => {

@@ -1,11 +1,11 @@
-// Shared setup for the end-to-end tests: the static server (web/demo/serve.mjs, with the strict
-// CSP header on every response), headless Chromium through playwright-core, console/CSP error
+// Shared setup for the end-to-end tests: the static server (web/demo/static-server.mjs, with the
+// strict CSP header on every response), headless Chromium through playwright-core, console/CSP error
 // collection and screenshots under build/e2e-artifacts/.
-import { spawn } from 'node:child_process';
 import { mkdirSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { startStaticServer, DEMO_CSP } from '../../web/demo/static-server.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const SITE = process.env.HEADSCOPE_SITE || path.join(ROOT, 'build/e2e-site');
@@ -23,33 +23,15 @@ export function withModel(url) {
 }
 
 /**
- * Starts web/demo/serve.mjs on a free port of 127.0.0.1. By default it serves the test site with
- * the fixtures mounted, quietly; `root` and `args` (e.g. ['--cors', '--csp', 'none']) change that.
- * With `log: true` the returned `requests` array collects the paths the server was asked for.
+ * Serves a folder on a free port of 127.0.0.1 (web/demo/static-server.mjs, the demo's own server).
+ * By default: the test site with the fixtures mounted, under the demo's strict CSP. Options:
+ * root, mounts, csp (null: none), cors (as in static-server.mjs). `requests` collects the paths
+ * asked for, in order.
  */
-export async function startServer({ root = SITE, args = null, log = false } = {}) {
-  const serverArgs = args ?? ['--mount', `/fixtures/=${path.join(ROOT, 'tests/fixtures/models')}`];
-  const child = spawn(process.execPath, [path.join(ROOT, 'web/demo/serve.mjs'), '--root', root, '--port', '0',
-    ...(log ? [] : ['--quiet']), ...serverArgs], { stdio: ['ignore', 'pipe', 'inherit'] });
+export async function startServer({ root = SITE, mounts = [['/fixtures/', path.join(ROOT, 'tests/fixtures/models')]], csp = DEMO_CSP, cors = null } = {}) {
   const requests = [];
-  const base = await new Promise((resolve, reject) => {
-    let out = '';
-    let started = false;
-    child.stdout.on('data', (d) => {
-      out += d;
-      const lines = out.split('\n');
-      out = lines.pop();
-      for (const line of lines) {
-        const m = /at (http:\/\/\S+\/)/.exec(line);
-        if (!started && m) { started = true; resolve(m[1]); continue; }
-        const r = /^GET (\S+)$/.exec(line);
-        if (r) requests.push(r[1]);
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
-    setTimeout(() => reject(new Error('server did not start')), 10000);
-  });
-  return { base, requests, close: () => child.kill() };
+  const server = await startStaticServer({ root, mounts, csp, cors, log: (method, p) => requests.push(p) });
+  return { base: server.url, requests, close: server.close };
 }
 
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { repo, testModelDir } from './helpers.js';
-import { serveStatic } from './static-server.js';
+import { startStaticServer } from '../../web/demo/static-server.mjs';
 
 const scratch = mkdtempSync(join(tmpdir(), 'headscope-consumer-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -72,7 +72,7 @@ test('a Vite build bundles the .wasm and runs on the main thread and in a Worker
   const assets = readdirSync(join(project, 'dist', 'assets'));
   assert.ok(assets.some((f) => f.endsWith('.wasm')), `no .wasm among the bundle's assets: ${assets.join(', ')}`);
 
-  const server = await serveStatic(join(project, 'dist'), { csp: "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'" });
+  const server = await startStaticServer({ root: join(project, 'dist'), csp: "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'" });
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],

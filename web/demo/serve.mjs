@@ -1,80 +1,54 @@
-// A small static file server for the demo (node's http module only; no network access needed).
-//   node web/demo/serve.mjs --root build/web [--port 8080] [--host 127.0.0.1] [--mount /prefix/=DIR]...
-//                           [--csp POLICY|none] [--cors [EXT,...]]
-// Every response carries the strict Content-Security-Policy the page is built for, so the demo is
+// Serves the demo site (or any folder) on loopback, for `npm start`, scripts/serve.sh and the tests.
+//   node web/demo/serve.mjs [--root build/web] [--port 8080] [--host 127.0.0.1] [--mount /prefix/=DIR]...
+//                           [--csp POLICY|none] [--cors [EXT,...]] [--quiet]
+// Every response carries the strict Content-Security-Policy the pages are built for, so the demo is
 // always exercised under it (--csp replaces it; the tests use that for articles with their own
 // policies). --cors adds "Access-Control-Allow-Origin: *" as a CDN does, to every file or only to
 // files with the listed extensions (e.g. --cors .js, a CDN misconfigured for everything else).
-// Range requests are not needed (files are fetched whole).
-import { createServer } from 'node:http';
-import { createReadStream, promises as fs } from 'node:fs';
-import path from 'node:path';
+// Each request is logged as "GET /path" unless --quiet.
+import { parseArgs } from 'node:util';
+import { startStaticServer, DEMO_CSP } from './static-server.mjs';
 
-const args = process.argv.slice(2);
-const opt = { root: 'build/web', port: Number(process.env.PORT || 8080), host: process.env.HOST || '127.0.0.1', mounts: [], quiet: false, csp: null, cors: null };
-for (let i = 0; i < args.length; i++) {
-  const a = args[i];
-  if (a === '--root') opt.root = args[++i];
-  else if (a === '--port') opt.port = Number(args[++i]);
-  else if (a === '--host') opt.host = args[++i];
-  else if (a === '--quiet') opt.quiet = true;
-  else if (a === '--csp') opt.csp = args[++i];
-  else if (a === '--cors') opt.cors = args[i + 1]?.startsWith('.') ? args[++i].split(',') : ['*'];
-  else if (a === '--mount') {
-    const [prefix, dir] = args[++i].split('=');
-    opt.mounts.push({ prefix: prefix.endsWith('/') ? prefix : `${prefix}/`, dir: path.resolve(dir) });
-  } else { console.error(`serve.mjs: unknown argument ${a}`); process.exit(2); }
+let values;
+try {
+  ({ values } = parseArgs({
+    options: {
+      root: { type: 'string', default: 'build/web' },
+      port: { type: 'string', default: process.env.PORT || '8080' },
+      host: { type: 'string', default: process.env.HOST || '127.0.0.1' },
+      mount: { type: 'string', multiple: true, default: [] },
+      csp: { type: 'string' },
+      cors: { type: 'string' },
+      quiet: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+    // `--cors` alone means every file: parseArgs needs a value, so it is rewritten to `--cors=*`
+    args: process.argv.slice(2).flatMap((a, i, all) => (a === '--cors' && (all[i + 1] === undefined || all[i + 1].startsWith('--')) ? ['--cors=*'] : [a])),
+  }));
+} catch (e) {
+  console.error(`serve.mjs: ${e.message}`);
+  process.exit(2);
 }
-opt.root = path.resolve(opt.root);
-
-export const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'";
-const TYPES = {
-  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8', '.json': 'application/json; charset=utf-8', '.wasm': 'application/wasm',
-  '.txt': 'text/plain; charset=utf-8', '.md': 'text/plain; charset=utf-8', '.svg': 'image/svg+xml', '.png': 'image/png',
-  '.safetensors': 'application/octet-stream', '.ico': 'image/x-icon',
-};
-
-function resolve(urlPath) {
-  let decoded;
-  try { decoded = decodeURIComponent(urlPath); } catch { return null; }
-  if (decoded.includes('\0')) return null;
-  let base = opt.root;
-  let rel = decoded;
-  for (const m of opt.mounts) {
-    if (decoded.startsWith(m.prefix)) { base = m.dir; rel = decoded.slice(m.prefix.length - 1); break; }
-  }
-  const full = path.resolve(base, `.${path.posix.normalize(rel)}`);
-  if (full !== base && !full.startsWith(base + path.sep)) return null;
-  return full;
+if (values.help) {
+  console.log('usage: node web/demo/serve.mjs [--root DIR] [--port N] [--host H] [--mount /prefix/=DIR]... [--csp POLICY|none] [--cors [EXT,...]] [--quiet]');
+  process.exit(0);
 }
+const port = Number(values.port);
+if (!Number.isInteger(port) || port < 0 || port > 65535) {
+  console.error(`serve.mjs: --port must be a port number, got ${values.port}`);
+  process.exit(2);
+}
+const mounts = values.mount.map((m) => {
+  const eq = m.indexOf('=');
+  if (eq <= 0) { console.error(`serve.mjs: --mount takes /prefix/=DIR, got ${m}`); process.exit(2); }
+  return [m.slice(0, eq), m.slice(eq + 1)];
+});
+const csp = values.csp === undefined ? DEMO_CSP : values.csp === 'none' ? null : values.csp;
+const cors = values.cors === undefined ? null : values.cors.split(',');
 
-const server = createServer(async (req, res) => {
-  const url = new URL(req.url, 'http://localhost');
-  const headers = { 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-cache' };
-  const csp = opt.csp ?? CSP;
-  if (csp !== 'none') headers['Content-Security-Policy'] = csp;
-  if (opt.cors && (opt.cors.includes('*') || opt.cors.includes(path.extname(url.pathname)))) headers['Access-Control-Allow-Origin'] = '*';
-  if (req.method !== 'GET' && req.method !== 'HEAD') { res.writeHead(405, headers); res.end(); return; }
-  let file = resolve(url.pathname);
-  if (!file) { res.writeHead(400, headers); res.end('bad path'); return; }
-  try {
-    let st = await fs.stat(file);
-    if (st.isDirectory()) {
-      if (!url.pathname.endsWith('/')) { res.writeHead(301, { ...headers, Location: `${url.pathname}/${url.search}` }); res.end(); return; }
-      file = path.join(file, 'index.html');
-      st = await fs.stat(file);
-    }
-    res.writeHead(200, { ...headers, 'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream', 'Content-Length': st.size });
-    if (req.method === 'HEAD') { res.end(); return; }
-    createReadStream(file).pipe(res);
-  } catch {
-    res.writeHead(404, { ...headers, 'Content-Type': 'text/plain; charset=utf-8' });
-    res.end('not found');
-  }
-  if (!opt.quiet) console.log(`${req.method} ${url.pathname}`);
+const server = await startStaticServer({
+  root: values.root, host: values.host, port, mounts, csp, cors,
+  log: values.quiet ? null : (method, path) => console.log(`${method} ${path}`),
 });
-server.listen(opt.port, opt.host, () => {
-  const a = server.address();
-  console.log(`headscope demo: serving ${opt.root} at http://${opt.host === '127.0.0.1' ? 'localhost' : opt.host}:${a.port}/`);
-});
+const shown = values.host === '127.0.0.1' ? `http://localhost:${server.port}/` : server.url;
+console.log(`headscope demo: serving ${values.root} at ${shown}`);
