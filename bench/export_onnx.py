@@ -3,6 +3,7 @@
   forward.onnx     the same GPT-2 (scripts/common/gpt2_torch.py GPT2.load_hf), input ids (1, T) int64,
                    outputs what headscope's run returns: logits of the last position (1, V) and the
                    attention probabilities of every layer and head (L, NH, T, T). T is dynamic.
+  forward_all_logits.onnx  the same with the logits of every position (T, V), as run(text, { allLogits })
   gemm_K_N.onnx    y (M, N) = x (M, K) @ W (K, N) + b, the model's linear layers (first block's weights),
                    M dynamic: ORT's Gemm at the same shapes as our matmul_forward.
 Usage: /usr/bin/python3 bench/export_onnx.py MODEL_DIR OUT_DIR
@@ -21,11 +22,13 @@ OPSET = 17  # LayerNormalization is a single op from 17 on; onnxruntime-web 1.30
 
 
 class Forward(nn.Module):
-    """GPT-2 forward returning the last position's logits and all attention probabilities."""
+    """GPT-2 forward returning the last position's logits (or, with all_logits, every position's)
+    and all attention probabilities."""
 
-    def __init__(self, m):
+    def __init__(self, m, all_logits=False):
         super().__init__()
         self.m = m
+        self.all_logits = all_logits
 
     def forward(self, idx):
         m = self.m
@@ -50,8 +53,10 @@ class Forward(nn.Module):
             y = (att @ v).transpose(1, 2).reshape(B, T_, C)
             x = x + attn.c_proj(y)
             x = x + block.mlp(block.ln_2(x))
-        last = m.ln_f(x[:, -1, :])
-        logits = last @ m.wte.weight.t()
+        if self.all_logits:
+            logits = m.ln_f(x[0]) @ m.wte.weight.t()
+        else:
+            logits = m.ln_f(x[:, -1, :]) @ m.wte.weight.t()
         return logits, torch.stack(atts)
 
 
@@ -84,6 +89,14 @@ def main():
         torch.onnx.export(f, (ids,), os.path.join(out, "forward.onnx"), input_names=["ids"],
                           output_names=["logits_last", "attention"],
                           dynamic_axes={"ids": {1: "T"}, "attention": {2: "T", 3: "T"}}, opset_version=OPSET)
+        # the same with every position's logits: what the package's run(text, { allLogits }) returns
+        fa = Forward(m, all_logits=True)
+        logits_all, _ = fa(ids)
+        assert torch.allclose(logits_all[-1], ref_logits, atol=1e-4), "all-logits wrapper differs from GPT2.forward"
+        torch.onnx.export(fa, (ids,), os.path.join(out, "forward_all_logits.onnx"), input_names=["ids"],
+                          output_names=["logits", "attention"],
+                          dynamic_axes={"ids": {1: "T"}, "logits": {0: "T"}, "attention": {2: "T", 3: "T"}},
+                          opset_version=OPSET)
         b0 = m.h[0]
         shapes = []
         for name, lin in [("c_attn", b0.attn.c_attn), ("c_proj", b0.attn.c_proj), ("c_fc", b0.mlp.c_fc),

@@ -191,16 +191,39 @@ if (!simdOnly) {
   const h = core.load(files.config, files.weights, files.vocab, files.merges);
   const parts = {
     api_run: { fn: () => m.run(typed), before: () => m.run(prev) },
-    core_run: { fn: () => h.run(typed, [], false, false), before: () => h.run(prev, [], false, false) },
-    attention_copy: { fn: () => h.attentionAll() },
-    norms_copy: { fn: () => h.contributionNorms() },
-    logits_copy: { fn: () => h.logitsLast() },
+    core_run: { fn: () => h.run(typed, [], false, 10), before: () => h.run(prev, [], false, 10) },
     tokenize: { fn: () => h.tokenize(typed) },
   };
   const ps = await compare(parts, { minMs: 200 * budget, minRuns: 30 });
   results.package_run_parts = { T: m.run(typed).T, ...ps };
-  log(`package API, one keystroke at T=${results.package_run_parts.T}: run() ${ps.api_run.median_ms.toFixed(2)} ms; core run ${ps.core_run.median_ms.toFixed(2)}, attention copy ${ps.attention_copy.median_ms.toFixed(3)}, norms ${ps.norms_copy.median_ms.toFixed(3)}, logits ${ps.logits_copy.median_ms.toFixed(3)}, tokenize ${ps.tokenize.median_ms.toFixed(3)} ms`);
+  log(`package API, one keystroke at T=${results.package_run_parts.T}: run() ${ps.api_run.median_ms.toFixed(2)} ms; its one engine call ${ps.core_run.median_ms.toFixed(2)} ms, tokenize alone ${ps.tokenize.median_ms.toFixed(3)} ms`);
   h.delete();
+
+  // ---- all logits (the lab's loss): the package's whole run() with allLogits, which also returns
+  // the loss, top-k and attention, against onnxruntime-web's graph with every position's logits and
+  // the attention. Full runs on both sides: before each timed run ours runs a text that differs from
+  // the first token on, so nothing is reused from the cache.
+  const ortAll = await ort.InferenceSession.create(readFileSync(path.join(onnxDir, 'forward_all_logits.onnx')),
+    { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+  const words = typed.split(' ');
+  const textOf = (T, first) => {
+    let text = first;
+    for (let i = 0; m.tokenize(text).length < T; i++) text += ` ${words[i % words.length]}`;
+    return text;
+  };
+  results.all_logits = [];
+  for (const T of [16, 64, P]) {
+    const text = textOf(T, 'The');
+    const other = textOf(T, 'A');
+    const Tours = m.run(text, { allLogits: true }).T;
+    const feeds = ortIds(Tours);
+    const s = await compare({
+      ours: { fn: () => m.run(text, { allLogits: true }), before: () => m.run(other, { allLogits: true }) },
+      ort: { fn: () => ortAll.run(feeds) },
+    }, { minMs: 300 * budget, minRuns: 10, warm: 5 });
+    results.all_logits.push({ T: Tours, ...s });
+    log(`all logits T=${Tours}: package run(allLogits) ${s.ours.median_ms.toFixed(2)} ms (with the loss), onnxruntime-web ${s.ort.median_ms.toFixed(2)} ms`);
+  }
   m.dispose();
 }
 writeFileSync(outFile, JSON.stringify(results, null, 1));

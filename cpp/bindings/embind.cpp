@@ -15,6 +15,7 @@
 #include "headscope/error.hpp"
 #include "headscope/kernels.hpp"
 #include "headscope/model.hpp"
+#include "headscope/predictions.hpp"
 
 using emscripten::val;
 using headscope::Model;
@@ -44,6 +45,9 @@ val f32_copy(const float* data, std::size_t n) {
   return val::global("Float32Array").new_(emscripten::typed_memory_view(n, data));
 }
 val f32_copy(const std::vector<float>& v) { return f32_copy(v.data(), v.size()); }
+val i32_copy(const std::vector<int32_t>& v) {
+  return val::global("Int32Array").new_(emscripten::typed_memory_view(v.size(), v.data()));
+}
 
 std::vector<uint8_t> bytes_of(const val& u8) {
   if (!u8.instanceof(val::global("Uint8Array"))) throw headscope::Error("weights must be a Uint8Array");
@@ -78,22 +82,55 @@ val token_array(const std::vector<headscope::Token>& tokens) {
   return out;
 }
 
-// ablate: flat [layer0, head0, layer1, head1, ...]
-val run(Model& m, val text, val ablate_pairs, bool all_logits, bool keep_contributions) {
+// One call per run: everything the JavaScript result needs, built once.
+//   ablate: flat [layer0, head0, layer1, head1, ...]; all_logits: also the mean next-token loss;
+//   top_k: how many next-token candidates.
+// Tokens come as parallel arrays (ids, UTF-8 byte spans, display texts); the JS layer maps the
+// spans to string indices. Shapes: attentionAll (L, NH, T, T), contributionNorms (L, NH, T),
+// logitsLast (V).
+val run(Model& m, val text, val ablate_pairs, bool all_logits, int top_k) {
   return guarded([&] {
     if (!text.isString()) throw headscope::Error("text must be a string, got " + text.typeOf().as<std::string>());
+    if (top_k < 0) throw headscope::Error("topK must be at least 0, got " + std::to_string(top_k));
     headscope::RunOptions opt;
     opt.all_logits = all_logits;
-    opt.keep_contributions = keep_contributions;
     const std::vector<int> flat = emscripten::convertJSArrayToNumberVector<int>(ablate_pairs);
     if (flat.size() % 2) throw headscope::Error("ablate must hold [layer, head] pairs");
     for (std::size_t i = 0; i < flat.size(); i += 2) opt.ablate.push_back({flat[i], flat[i + 1]});
     const headscope::RunInfo info = m.run(text.as<std::string>(), opt);
+
+    const std::vector<headscope::Token>& tokens = m.tokens();
+    std::vector<int32_t> starts, ends;
+    starts.reserve(tokens.size());
+    ends.reserve(tokens.size());
+    val texts = val::array();
+    for (const headscope::Token& t : tokens) {
+      starts.push_back((int32_t)t.byte_start);
+      ends.push_back((int32_t)t.byte_end);
+      texts.call<void>("push", val(t.text));
+    }
     val out = val::object();
-    out.set("tokens", token_array(m.tokens()));
+    out.set("tokenIds", i32_copy(m.ids()));
+    out.set("tokenByteStarts", i32_copy(starts));
+    out.set("tokenByteEnds", i32_copy(ends));
+    out.set("tokenTexts", texts);
     out.set("reusedTokens", info.reused_tokens);
     out.set("droppedTokens", info.dropped_tokens);
-    out.set("firstByte", info.first_byte);
+    out.set("attentionAll", f32_copy(m.attention_all()));
+    out.set("contributionNorms", f32_copy(m.contribution_norms()));
+    const auto last = m.logits_last();
+    out.set("logitsLast", f32_copy(last.data(), last.size()));
+    val top = val::array();
+    for (const headscope::TokenProbability& p : headscope::top_k_probabilities(last, top_k)) {
+      val o = val::object();
+      o.set("id", p.id);
+      o.set("token", m.tokenizer().token_display(p.id));
+      o.set("prob", p.prob);
+      top.call<void>("push", o);
+    }
+    out.set("topNext", top);
+    if (all_logits)
+      out.set("loss", headscope::mean_next_token_loss(m.logits_all(), m.ids(), m.config().vocab_size));
     return out;
   });
 }
@@ -143,21 +180,5 @@ EMSCRIPTEN_BINDINGS(headscope) {
                 }))
       .function("tokenize", optional_override([](const Model& m, val text) {
                   return guarded([&] { return token_array(m.tokenizer().encode(string_of(text, "text"))); });
-                }))
-      .function("logitsLast", optional_override([](const Model& m) {
-                  return guarded([&] { const auto s = m.logits_last(); return f32_copy(s.data(), s.size()); });
-                }))
-      .function("logitsAll", optional_override([](const Model& m) { return guarded([&] { return f32_copy(m.logits_all()); }); }))
-      .function("attention", optional_override([](const Model& m, int layer, int head) {
-                  return guarded([&] { return f32_copy(m.attention(layer, head)); });
-                }))
-      .function("attentionAll", optional_override([](const Model& m) { return guarded([&] { return f32_copy(m.attention_all()); }); }))
-      .function("contribution", optional_override([](const Model& m, int layer, int head) {
-                  return guarded([&] { return f32_copy(m.contribution(layer, head)); });
-                }))
-      .function("contributionNorms", optional_override([](const Model& m) {
-                  return guarded([&] { return f32_copy(m.contribution_norms()); });
-                }))
-      .function("hiddenStates", optional_override([](const Model& m) { return guarded([&] { return f32_copy(m.hidden_states()); }); }))
-      .function("clearCache", &Model::clear_cache);
+                }));
 }

@@ -5,7 +5,8 @@ add_executable(headscope_tests
   tests/cpp/test_kernels.cpp
   tests/cpp/test_config_safetensors.cpp
   tests/cpp/test_model.cpp
-  tests/cpp/test_tokenizer.cpp)
+  tests/cpp/test_tokenizer.cpp
+  tests/cpp/test_predictions.cpp)
 target_link_libraries(headscope_tests PRIVATE headscope_core)
 target_include_directories(headscope_tests PRIVATE tests/cpp)
 target_compile_definitions(headscope_tests PRIVATE

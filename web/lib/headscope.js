@@ -246,28 +246,6 @@ function toWellFormed(text) {
     : text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
 }
 
-function softmax(logits) {
-  let max = -Infinity;
-  for (const x of logits) if (x > max) max = x;
-  const p = new Float64Array(logits.length);
-  let sum = 0;
-  for (let i = 0; i < logits.length; i++) sum += (p[i] = Math.exp(logits[i] - max));
-  for (let i = 0; i < p.length; i++) p[i] /= sum;
-  return p;
-}
-
-function topK(probs, k, tokenText) {
-  const idx = [];
-  for (let i = 0; i < probs.length; i++) {
-    if (idx.length < k || probs[i] > probs[idx[idx.length - 1]]) {
-      idx.push(i);
-      idx.sort((a, b) => probs[b] - probs[a]);
-      if (idx.length > k) idx.pop();
-    }
-  }
-  return idx.map((id) => ({ id, token: tokenText(id), prob: probs[id] }));
-}
-
 export class HeadscopeModel {
   #core;
   #handle;
@@ -315,53 +293,44 @@ export class HeadscopeModel {
     return checked(this.#core, h.tokenize(wellFormed)).map((t) => ({ text: t.text, id: t.id, start: map.start(t.byteStart), end: map.end(t.byteEnd) }));
   }
 
+  /**
+   * Runs the model on `text`. One call into the engine returns everything: tokens, attention,
+   * contribution norms, the last logits, the top-k next tokens and (with allLogits) the loss, all
+   * computed in C++; this layer maps byte spans to string indices and adds the accessors.
+   */
   run(text, options = {}) {
     const h = this.#live();
     const wellFormed = toWellFormed(text);
     const { ablate = [], topK: k = 10, allLogits = false } = options;
     if (!Array.isArray(ablate)) throw new Error('ablate must be an array of [layer, head] pairs');
+    if (!Number.isInteger(k) || k < 0) throw new Error(`topK must be a non-negative integer, got ${k}`);
     const flat = [];
     for (const pair of ablate) {
       if (!Array.isArray(pair) || pair.length !== 2 || !pair.every(Number.isInteger))
         throw new Error(`ablate entries must be [layer, head] pairs of integers, got ${JSON.stringify(pair)}`);
       flat.push(pair[0], pair[1]);
     }
-    const core = this.#core;
-    const info = checked(core, h.run(wellFormed, flat, !!allLogits, false));
+    const out = checked(this.#core, h.run(wellFormed, flat, !!allLogits, k));
     const map = byteToIndexMaps(wellFormed);
-    const tokens = info.tokens.map((t) => ({ text: t.text, id: t.id, start: map.start(t.byteStart), end: map.end(t.byteEnd) }));
+    const { tokenIds, tokenByteStarts, tokenByteEnds, tokenTexts } = out;
+    const tokens = new Array(tokenIds.length);
+    for (let i = 0; i < tokens.length; i++)
+      tokens[i] = { text: tokenTexts[i], id: tokenIds[i], start: map.start(tokenByteStarts[i]), end: map.end(tokenByteEnds[i]) };
     const { nLayer, nHead } = this.#info.config;
-    const T = tokens.length;
-    const logitsLast = checked(core, h.logitsLast());
-    const probs = softmax(logitsLast);
     const data = {
       text: wellFormed,
       tokens,
-      T,
+      T: tokens.length,
       nLayer,
       nHead,
-      droppedTokens: info.droppedTokens,
-      reusedTokens: info.reusedTokens,
-      attentionAll: checked(core, h.attentionAll()),
-      contributionNorms: checked(core, h.contributionNorms()),
-      logitsLast,
-      topNext: topK(probs, k, (id) => this.tokenText(id)),
+      droppedTokens: out.droppedTokens,
+      reusedTokens: out.reusedTokens,
+      attentionAll: out.attentionAll,
+      contributionNorms: out.contributionNorms,
+      logitsLast: out.logitsLast,
+      topNext: out.topNext,
     };
-    if (allLogits) {
-      // mean next-token cross-entropy over the text: position t predicts token t+1
-      const V = this.#info.config.vocabSize;
-      const all = checked(core, h.logitsAll());
-      let sum = 0;
-      for (let t = 0; t + 1 < T; t++) {
-        const row = all.subarray(t * V, (t + 1) * V);
-        let max = -Infinity;
-        for (const x of row) if (x > max) max = x;
-        let z = 0;
-        for (const x of row) z += Math.exp(x - max);
-        sum += Math.log(z) + max - row[tokens[t + 1].id];
-      }
-      data.loss = T > 1 ? sum / (T - 1) : NaN;
-    }
+    if (allLogits) data.loss = out.loss;
     return makeResult(data);
   }
 
