@@ -326,6 +326,7 @@ test('clicking a head opens its detail; arrow keys move across the grid; screen-
   await page.keyboard.press('Enter');
   // hovering a heatmap cell shows the exact weight
   const cells = page.locator('#detail-view canvas.hs-heatmap-cells');
+  await cells.scrollIntoViewIfNeeded(); // clicking the grid's last row may have scrolled it away
   const box = await cells.boundingBox();
   const T = await page.evaluate(() => window.headscopeDemo.result.T);
   await page.mouse.move(box.x + (box.width * 1.5) / T, box.y + (box.height * 2.5) / T); // query 2, key 1

@@ -38,6 +38,15 @@ export function getModel(source, { onProgress } = {}) {
   return entry.promise;
 }
 
+/**
+ * Loads a model given as buffers ({ name, config, weights, vocab, merges }: a folder from the
+ * reader's disk) in a worker of its own; not shared or cached. The buffers are moved to the worker,
+ * not copied: a checkpoint of hundreds of MB is not held twice.
+ */
+export function loadModelFromBuffers(buffers, { onProgress } = {}) {
+  return loadModelInWorker(buffers, { pageThreadFallback: true, transferBuffers: true, onProgress });
+}
+
 /** How many distinct model loads this page started (for tests: widgets share one). */
 export function modelLoadCount() {
   return models.size;

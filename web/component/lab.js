@@ -87,8 +87,18 @@ export class Lab {
   answerQuiz(k) { this.quizPanel.answer(k); }
   endQuiz() { this.quizPanel.end(); }
 
+  #listeners = new AbortController();
+
+  /** Stops listening to the grid (before a new Lab takes it over, e.g. for another model). */
+  dispose() {
+    this.#listeners.abort();
+    this.cancelScore?.();
+    this.switchOff.dispose();
+  }
+
   #wireGrid() {
     const gh = this.o.gridHost;
+    const { signal } = this.#listeners;
     // capture phase: runs before the grid's own click (which selects a head)
     gh.addEventListener('click', (e) => {
       if (!this.switchOff.switchMode) return;
@@ -98,7 +108,7 @@ export class Lab {
       e.preventDefault();
       this.switchOff.toggle(Number(c.dataset.layer), Number(c.dataset.head));
       c.focus();
-    }, true);
+    }, { capture: true, signal });
     gh.addEventListener('keydown', (e) => {
       const c = e.target.closest?.('[data-layer]');
       if (!c) return;
@@ -108,7 +118,7 @@ export class Lab {
         e.preventDefault();
         this.switchOff.toggle(Number(c.dataset.layer), Number(c.dataset.head));
       }
-    }, true);
+    }, { capture: true, signal });
   }
 
   /** Call after the views rendered `result` (which was run with the current ablation). */

@@ -1,62 +1,48 @@
-// The headscope demo page. Built on the package's public API (headscope-worker.js, through the
-// component module's shared model cache) and the views exported by headscope-view.js.
+// The headscope demo page's controller. Built on the package's public API (headscope-worker.js,
+// through the component module's shared model cache) and the views exported by headscope-view.js.
+// One state object (`page`), one render path (renderNow), and one way to switch models (useModel).
 import {
-  getModel, Runner, DEFAULT_TEXT, stateFromQuery, stateToQuery, embedSnippet,
+  getModel, loadModelFromBuffers, Runner, DEFAULT_TEXT, stateFromQuery, stateToQuery,
   GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
-  gridScene, heatmapScene, linesScene, combineScene, readTheme, tokenLabel, tokenWords, heat,
-  sceneToSvgString, sceneToPngBlob, downloadBlob,
+  gridScene, heatmapScene, linesScene, combineScene,
 } from '../component/headscope-view.js';
-import { attentionIndex } from '../lib/result.js';
 import { installLab } from './lab.js';
+import { installSharing } from './share.js';
+import { installThemeToggle } from './theme-toggle.js';
+import { TokenStrip } from './token-strip.js';
+import { HeadChips } from './head-chips.js';
+import { modelIndex, loadCard, openingHead, modelSize } from './models.js';
+import { installLocalModelPicker, readModelFiles } from './local-model.js';
 
 const $ = (id) => document.getElementById(id);
 const reducedMotion = () => window.matchMedia('(prefers-reduced-motion: reduce)').matches;
+const setText = (node, text) => { if (node.textContent !== text) node.textContent = text; }; // text, never markup
 
 // ---- state --------------------------------------------------------------------------------
 const fromUrl = stateFromQuery(location.search);
-const state = {
-  model: fromUrl.model,
-  text: fromUrl.text ?? DEFAULT_TEXT,
-  layer: fromUrl.layer ?? 0,
-  head: fromUrl.head ?? 0,
-  heads: fromUrl.heads ?? [],
-  token: fromUrl.token ?? null,
-  view: fromUrl.view === 'lines' ? 'lines' : 'heatmap', // the detail panel's tab
-  ablate: [], // heads switched off, [[layer, head], ...]
+const page = {
+  state: {
+    model: fromUrl.model,                 // a shipped name or folder URL; undefined: the default model
+    text: fromUrl.text ?? DEFAULT_TEXT,
+    layer: fromUrl.layer ?? 0,
+    head: fromUrl.head ?? 0,
+    heads: fromUrl.heads ?? [],
+    token: fromUrl.token ?? null,
+    view: fromUrl.view === 'lines' ? 'lines' : 'heatmap', // the detail panel's tab
+    ablate: [],                           // heads switched off, [[layer, head], ...]
+  },
+  model: null,          // the loaded model (worker client)
+  modelName: '',        // its name as the page shows it (a local folder's name for a folder from disk)
+  local: false,         // true for a model read from the reader's disk (no URL can name it)
+  info: null,
+  result: null,
+  theme: null,
+  runner: null,
+  lab: null,
+  tokenFromCard: false, // the card's 'cooked' token: dropped once the reader edits the text
+  lastRenderMs: 0,
 };
-let result = null;
-let info = null;
-let theme = null;
-let runner = null;
-let lab = null; // the lab panel (web/demo/lab.js)
-
-// ---- theme ---------------------------------------------------------------------------------
-const THEME_KEY = 'headscope-theme';
-function storedTheme() {
-  try { return localStorage.getItem(THEME_KEY); } catch { return null; }
-}
-function currentScheme() {
-  const forced = document.documentElement.dataset.theme;
-  if (forced) return forced;
-  return window.matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
-}
-function applyTheme(name) {
-  if (name) document.documentElement.dataset.theme = name;
-  const dark = currentScheme() === 'dark';
-  const btn = $('theme-toggle');
-  btn.textContent = dark ? 'Light theme' : 'Dark theme';
-  btn.setAttribute('aria-pressed', dark ? 'true' : 'false');
-  theme = readTheme(document.documentElement);
-  render();
-}
-$('theme-toggle').addEventListener('click', () => {
-  const next = currentScheme() === 'dark' ? 'light' : 'dark';
-  try { localStorage.setItem(THEME_KEY, next); } catch { /* private mode */ }
-  applyTheme(next);
-});
-window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => applyTheme());
-const urlTheme = new URLSearchParams(location.search).get('theme');
-applyTheme(urlTheme === 'dark' || urlTheme === 'light' ? urlTheme : storedTheme());
+const { state } = page;
 
 // ---- views ---------------------------------------------------------------------------------
 const tooltip = new Tooltip($('detail-scroll'));
@@ -80,10 +66,19 @@ function makeDetailView() {
 makeDetailView();
 const combine = new CombineView($('combine'), { onSelectHead: (h) => selectHead(state.layer, h, false) });
 const topk = new TopKView($('topk'));
+const tokens = new TokenStrip($('tokens'), { onSelect: (t) => selectToken(t) });
+const chips = new HeadChips($('head-chips'), {
+  onChange: (heads, head) => {
+    state.heads = heads;
+    state.head = head;
+    grid.select(state.layer, state.head, false);
+    render();
+  },
+});
+installThemeToggle($('theme-toggle'), (theme) => { page.theme = theme; render(); });
 
 function announce(text) {
-  const live = $('live');
-  if (live.textContent !== text) live.textContent = text;
+  setText($('live'), text);
 }
 
 function selectHead(layer, head, focus) {
@@ -93,29 +88,34 @@ function selectHead(layer, head, focus) {
   if (!state.heads.includes(head) || changed) state.heads = [head];
   grid.select(layer, head, focus);
   render();
-  if (result) announce(describeHead(result, layer, head, focusToken(result, state)));
+  if (page.result) announce(describeHead(page.result, layer, head, focusToken(page.result, state)));
 }
 
 function selectToken(t) {
-  tokenFromCard = false;
-  state.token = result && t === result.T - 1 ? null : t;
+  page.tokenFromCard = false;
+  state.token = page.result && t === page.result.T - 1 ? null : t;
   render();
-  if (result) announce(describeHead(result, state.layer, state.head, focusToken(result, state)));
+  if (page.result) announce(describeHead(page.result, state.layer, state.head, focusToken(page.result, state)));
 }
 
-function setView(view) {
-  if (view === state.view) return;
-  state.view = view;
-  for (const tab of document.querySelectorAll('[role="tab"]')) {
-    const on = tab.dataset.view === view;
+// the detail panel's tabs: heatmap | lines
+const tabs = [...document.querySelectorAll('[role="tab"]')];
+function markTabs() {
+  for (const tab of tabs) {
+    const on = tab.dataset.view === state.view;
     tab.setAttribute('aria-selected', on ? 'true' : 'false');
     tab.tabIndex = on ? 0 : -1;
   }
-  $('detail-view').setAttribute('aria-labelledby', `tab-${view}`);
+  $('detail-view').setAttribute('aria-labelledby', `tab-${state.view}`);
+}
+function setView(view) {
+  if (view === state.view) return;
+  state.view = view;
+  markTabs();
   makeDetailView();
   render();
 }
-for (const tab of document.querySelectorAll('[role="tab"]')) {
+for (const tab of tabs) {
   tab.addEventListener('click', () => setView(tab.dataset.view));
   tab.addEventListener('keydown', (e) => {
     if (e.key !== 'ArrowLeft' && e.key !== 'ArrowRight') return;
@@ -124,14 +124,7 @@ for (const tab of document.querySelectorAll('[role="tab"]')) {
     $(`tab-${next}`).focus();
   });
 }
-setViewTabs();
-function setViewTabs() {
-  for (const tab of document.querySelectorAll('[role="tab"]')) {
-    const on = tab.dataset.view === state.view;
-    tab.setAttribute('aria-selected', on ? 'true' : 'false');
-    tab.tabIndex = on ? 0 : -1;
-  }
-}
+markTabs();
 
 $('layer-select').addEventListener('change', (e) => selectHead(Number(e.target.value), state.head, false));
 $('head-select').addEventListener('change', (e) => selectHead(state.layer, Number(e.target.value), false));
@@ -143,90 +136,7 @@ function fillSelect(select, n, value, word) {
   if (select.value !== String(value)) select.value = String(value);
 }
 
-let chipsKey = '';
-function renderHeadChips() {
-  const box = $('head-chips');
-  const hidden = state.view !== 'lines';
-  if (box.hidden !== hidden) box.hidden = hidden;
-  if (hidden || !result) return;
-  const shown = state.heads.length ? state.heads : [state.head];
-  // typing does not change the chips: rebuild them only when the heads or the theme change
-  const key = `${result.nHead}|${shown.join(',')}|${theme.heads.join(',')}|${state.layer}|${state.head}`;
-  if (key === chipsKey && box.childElementCount === result.nHead) return;
-  chipsKey = key;
-  const chips = [];
-  for (let h = 0; h < result.nHead; h++) {
-    const b = document.createElement('button');
-    b.type = 'button';
-    b.className = 'head-chip';
-    const on = shown.includes(h);
-    b.setAttribute('aria-pressed', on ? 'true' : 'false');
-    const sw = document.createElement('span');
-    sw.className = 'swatch';
-    if (on) sw.style.background = theme.heads[shown.indexOf(h) % theme.heads.length];
-    b.append(sw, document.createTextNode(`head ${h}`));
-    b.addEventListener('click', () => {
-      let next = shown.includes(h) ? shown.filter((x) => x !== h) : [...shown, h];
-      if (next.length === 0) next = [h];
-      state.heads = next;
-      if (!next.includes(state.head)) state.head = next[0];
-      grid.select(state.layer, state.head, false);
-      render();
-      box.querySelectorAll('button')[h]?.focus();
-    });
-    chips.push(b);
-  }
-  box.replaceChildren(...chips);
-}
-
-// One button per token, reused from render to render: typing changes a few labels and tints
-// instead of rebuilding the strip (which made the browser restyle and lay out all of it).
-const tokenButtons = [];
-function setAttr(node, name, value) {
-  if (node.getAttribute(name) !== value) node.setAttribute(name, value);
-}
-function setText(node, text) {
-  if (node.textContent !== text) node.textContent = text; // text, never markup
-}
-function renderTokens() {
-  const strip = $('tokens');
-  const focused = focusToken(result, state);
-  // each chip is tinted by how much the focused token looks at it in the selected head
-  const T = result.T;
-  const base = attentionIndex(result, state.layer, state.head, focused, 0);
-  // while a question of "predict, then reveal" is open, the names must not give the weights away
-  const weightsHidden = !!lab?.quiz && !lab.quiz.revealed;
-  for (let i = 0; i < T; i++) {
-    const t = result.tokens[i];
-    let b = tokenButtons[i];
-    if (!b) {
-      b = document.createElement('button');
-      b.type = 'button';
-      b.className = 'token';
-      b.dataset.index = String(i);
-      tokenButtons[i] = b;
-    }
-    if (b.parentNode !== strip) strip.appendChild(b); // the strip holds buttons 0..T-1 in order
-    setText(b, tokenLabel(t.text, 24));
-    setAttr(b, 'aria-pressed', i === focused ? 'true' : 'false');
-    const w = i <= focused ? result.attentionAll[base + i] : 0;
-    let bg = '';
-    let fg = '';
-    if (i <= focused && w >= 0.02) {
-      bg = heat(theme, w); // CSSOM, allowed under the strict CSP
-      fg = w > 0.36 ? (theme.dark ? '#000' : '#fff') : theme.fg; // dark half of the √ scale
-    }
-    if (b.hsBg !== bg) { b.style.backgroundColor = bg; b.hsBg = bg; }
-    if (b.hsFg !== fg) { b.style.color = fg; b.hsFg = fg; }
-    setAttr(b, 'aria-label', `token ${i}: ${tokenWords(t.text)}${i <= focused && !weightsHidden ? `, weight ${w.toFixed(2)}` : ''}`);
-  }
-  for (let i = T; i < tokenButtons.length && tokenButtons[i].parentNode; i++) tokenButtons[i].remove();
-}
-$('tokens').addEventListener('click', (e) => {
-  const b = e.target.closest('[data-index]');
-  if (b) selectToken(Number(b.dataset.index));
-});
-
+// ---- the one render path ------------------------------------------------------------------
 // UI events (hover, selection, theme) render in the next animation frame, coalesced; a new model
 // result renders at once (it arrives at most once per run), so it is painted in the coming frame
 // instead of waiting one more.
@@ -246,8 +156,8 @@ function renderImmediately() {
 }
 
 let urlTimer = 0;
-let lastRenderMs = 0;
 function renderNow() {
+  const { result, theme } = page;
   if (!result || !theme) return;
   const t0 = performance.now();
   state.layer = Math.min(state.layer, result.nLayer - 1);
@@ -256,25 +166,27 @@ function renderNow() {
   if (Number.isInteger(state.token) && state.token >= result.T) state.token = null;
   fillSelect($('layer-select'), result.nLayer, state.layer, 'layer');
   fillSelect($('head-select'), result.nHead, state.head, 'head');
-  renderTokens();
+  // while a question of "predict, then reveal" is open, the names must not give the weights away
+  const quiz = page.lab?.quiz;
+  tokens.update(result, state, theme, { weightsHidden: !!quiz && !quiz.revealed });
   grid.update(result, state, theme);
-  lab?.update(result); // crossed-out heads, badges, loss
+  page.lab?.update(result); // crossed-out heads, badges, loss
   if (detailView.kind !== state.view) makeDetailView();
   detailView.update(result, state, theme);
-  renderHeadChips();
+  chips.update(result, state, theme);
   combine.update(result, state, theme);
   topk.update(result);
   setText($('detail-caption'), describeHead(result, state.layer, state.head, focusToken(result, state)));
   const notice = $('notice');
   if (result.droppedTokens > 0) {
     notice.hidden = false;
-    setText(notice, `This text is longer than the model's context of ${info.config.nPositions} tokens: the first ${result.droppedTokens} tokens were cut, and the views show the last ${result.T}.`);
+    setText(notice, `This text is longer than the model's context of ${page.info.config.nPositions} tokens: the first ${result.droppedTokens} tokens were cut, and the views show the last ${result.T}.`);
   } else if (!notice.hidden) {
     notice.hidden = true;
   }
   setText($('stats'), `${result.T} tokens · model ran in ${result.runMs.toFixed(1)} ms`);
-  setAttr(document.body, 'data-tokens', String(result.T));
-  lastRenderMs = performance.now() - t0;
+  if (document.body.dataset.tokens !== String(result.T)) document.body.dataset.tokens = String(result.T);
+  page.lastRenderMs = performance.now() - t0;
   document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
   clearTimeout(urlTimer);
   urlTimer = setTimeout(() => {
@@ -282,67 +194,97 @@ function renderNow() {
   }, 300);
 }
 
+// A model from the reader's disk has no URL: the URL keeps the text and the view, not the model.
 function urlState() {
   return {
-    model: state.model, text: state.text, layer: state.layer, head: state.head,
+    model: page.local ? undefined : state.model, text: state.text, layer: state.layer, head: state.head,
     heads: state.heads, token: state.token ?? undefined, view: state.view,
   };
 }
 
 // ---- export and embed -----------------------------------------------------------------------
 function sceneFor(which) {
+  const { result, theme } = page;
   if (which === 'grid') return gridScene(result, state, theme).scene;
   if (which === 'combine') return combineScene(result, state, theme).scene;
   if (state.view === 'lines') return linesScene(result, state, theme, detailView.focus ?? null).scene;
   return heatmapScene(result, state, theme).scene;
 }
-for (const b of document.querySelectorAll('[data-export]')) {
-  b.addEventListener('click', async () => {
-    if (!result) return;
-    const which = b.dataset.export;
-    const name = which === 'grid' ? 'grid' : which === 'combine' ? `combine-L${state.layer}` : `${state.view}-L${state.layer}H${state.head}`;
-    const scene = sceneFor(which);
-    if (b.dataset.format === 'svg') {
-      downloadBlob(new Blob([sceneToSvgString(scene, `headscope ${name}`)], { type: 'image/svg+xml' }), `headscope-${name}.svg`);
-    } else {
-      downloadBlob(await sceneToPngBlob(scene, 2), `headscope-${name}.png`);
-    }
-  });
-}
+installSharing({ sceneFor, hasResult: () => !!page.result, state, urlState });
 
-$('embed-button').addEventListener('click', async () => {
-  const embedUrl = new URL('embed.html', location.href).href;
-  // size the iframe to the view it shows (caption, widget padding and the credit line around it)
-  const scene = sceneFor('detail');
-  const width = Math.round(Math.min(960, Math.max(360, scene.width + 24)));
-  const height = Math.round(scene.height + 100);
-  const snippet = embedSnippet(embedUrl, urlState(), { width, height });
-  $('embed-box').hidden = false;
-  const code = $('embed-code');
-  code.value = snippet;
-  code.select();
-  const status = $('embed-status');
-  try {
-    await navigator.clipboard.writeText(snippet);
-    status.textContent = 'Copied to the clipboard.';
-  } catch {
-    status.textContent = 'Selected: press Ctrl+C (or ⌘C) to copy.';
-  }
-});
-
-// ---- model ---------------------------------------------------------------------------------
+// ---- text ----------------------------------------------------------------------------------
 const textBox = $('text');
 textBox.value = state.text;
-let tokenFromCard = false; // the card's 'cooked' token: dropped once the reader edits the text
 textBox.addEventListener('input', () => {
   state.text = textBox.value;
-  if (tokenFromCard) { state.token = null; tokenFromCard = false; }
+  if (page.tokenFromCard) { state.token = null; page.tokenFromCard = false; }
   if (state.text.length === 0) {
     $('stats').textContent = 'Type some text to see the heads respond.';
     return;
   }
-  runner?.request(state.text);
+  page.runner?.request(state.text);
 });
+
+// ---- models --------------------------------------------------------------------------------
+/**
+ * Makes `model` the page's model: a new runner and lab, the texts that name it, a run of the text.
+ * The previous model (if any) keeps working until this point, and is then disposed of if it was
+ * the page's own (shipped models stay in the shared cache for other widgets).
+ */
+function useModel(model, { name, local = false, card = null }) {
+  const previous = page.local ? page.model : null;
+  page.model = model;
+  page.info = model.info;
+  page.modelName = name;
+  page.local = local;
+  const c = page.info.config;
+  const size = modelSize(page.info);
+  $('tagline').textContent = `Every attention head of ${name} (${c.nLayer} layers × ${c.nHead} heads, ${size}), live as you type. Everything runs in your browser.`;
+  document.title = `headscope: ${name}, every attention head live as you type`;
+  let cardText = '';
+  if (card?.loss?.val !== undefined) cardText += ` Validation loss ${Number(card.loss.val).toFixed(3)} nats per token (perplexity ${card.loss.val_perplexity}).`;
+  if (card?.description) cardText += ` ${card.description}`;
+  const where = model.thread === 'page' ? 'on the page thread (no Web Worker could start)' : 'in a Web Worker';
+  $('model-info').textContent = `Model: ${name}${local ? ' (from your disk, not uploaded)' : ''}, ${c.nLayer} layers × ${c.nHead} heads, ${size}, context ${c.nPositions} tokens; engine: WebAssembly ${page.info.simd.simd ? `SIMD (${page.info.simd.arch})` : 'scalar'} ${where}.${cardText}`;
+  page.runner = new Runner(model, {
+    requestOptions: () => ({ ablate: state.ablate }),
+    onResult: (r) => {
+      if (page.runner?.model !== model) return; // a result of the model just replaced
+      const first = !page.result;
+      page.result = r;
+      if (first) {
+        $('loading').hidden = true;
+        $('app').hidden = false;
+        document.body.dataset.ready = 'true';
+      }
+      renderImmediately();
+    },
+    onError: (e) => { $('stats').textContent = `The model could not run on this text: ${e.message}`; },
+  });
+  page.lab?.dispose();
+  state.ablate = [];
+  page.lab = installLab({
+    state, runner: page.runner, grid, getModel: async () => model, getResult: () => page.result, render, selectHead,
+  });
+  document.body.dataset.model = name;
+  page.runner.request(state.text);
+  if (previous && previous !== model) previous.dispose();
+}
+
+/** Opens the card's head on the article's sentence, unless the URL chose a head or the text differs. */
+function openOnCardHead(card) {
+  if (!card || fromUrl.layer !== undefined || fromUrl.head !== undefined || state.text !== card.chef_sentence?.text) return;
+  const start = openingHead(card);
+  const c = page.info.config;
+  if (!start || start.layer >= c.nLayer || start.head >= c.nHead) return;
+  state.layer = start.layer;
+  state.head = start.head;
+  state.heads = [start.head];
+  if (fromUrl.token === undefined && Number.isInteger(start.token)) {
+    state.token = start.token;
+    page.tokenFromCard = true;
+  }
+}
 
 async function start() {
   const fill = $('progress-fill');
@@ -357,47 +299,11 @@ async function start() {
         $('loading-text').textContent = `Loading the model… ${(loaded / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB`;
       },
     });
-    info = model.info;
-    const c = info.config;
+    const name = model.info.name;
     const card = await loadCard(state.model || 'headscope-base');
-    let cardText = '';
-    if (card) {
-      if (card.loss?.val !== undefined) cardText += ` Validation loss ${Number(card.loss.val).toFixed(3)} nats per token (perplexity ${card.loss.val_perplexity}).`;
-      if (card.description) cardText += ` ${card.description}`;
-      // Start on what the model card found most telling in the article's sentence (unless the URL chose
-      // a head or the text differs): the head linking 'cooked' or 'who' back to 'chef' most above chance,
-      // if one does clearly (1.5x uniform attention); else the strongest previous-token head, at 'cooked'.
-      if (fromUrl.layer === undefined && fromUrl.head === undefined && state.text === card.chef_sentence?.text) {
-        const start = openingHead(card);
-        if (start && start.layer < c.nLayer && start.head < c.nHead) {
-          state.layer = start.layer;
-          state.head = start.head;
-          state.heads = [start.head];
-          if (fromUrl.token === undefined && Number.isInteger(start.token)) {
-            state.token = start.token;
-            tokenFromCard = true;
-          }
-        }
-      }
-    }
-    $('model-info').textContent = `Model: ${info.name}, ${c.nLayer} layers × ${c.nHead} heads, ${(info.parameterCount / 1e6).toFixed(2)} M parameters, context ${c.nPositions} tokens; engine: WebAssembly ${info.simd.simd ? `SIMD (${info.simd.arch})` : 'scalar'} in a Web Worker.${cardText}`;
-    runner = new Runner(model, {
-      requestOptions: () => ({ ablate: state.ablate }),
-      onResult: (r) => {
-        const first = !result;
-        result = r;
-        if (first) {
-          $('loading').hidden = true;
-          $('app').hidden = false;
-          document.body.dataset.ready = 'true';
-        }
-        renderImmediately();
-      },
-      onError: (e) => { $('stats').textContent = `The model could not run on this text: ${e.message}`; },
-    });
-    // the lab panel (web/demo/lab.js); its runs carry the switched-off heads
-    lab = installLab({ state, runner, grid, getModel: () => getModel(state.model), getResult: () => result, render, selectHead });
-    runner.request(state.text);
+    page.info = model.info;
+    openOnCardHead(card);
+    useModel(model, { name, card });
   } catch (e) {
     $('loading').classList.add('error');
     const hint = state.model ? '' : ' The default model may not have been built yet; open this page with ?model=<folder URL> to use another model.';
@@ -405,66 +311,65 @@ async function start() {
     document.body.dataset.error = 'true';
   }
 }
-start();
-listModels();
 
-// The models this site holds (models/index.json, written by web/demo/build.sh).
-let indexPromise = null;
-function modelIndex() {
-  if (!indexPromise) {
-    indexPromise = fetch('models/index.json')
-      .then((res) => (res.ok ? res.json() : { models: [] }))
-      .then((j) => (Array.isArray(j.models) ? j.models : []))
-      .catch(() => []);
-  }
-  return indexPromise;
-}
-
-/** The model card (card.json) of a shipped model, when the site has one; else null. */
-/** The head (and query token) the page opens on for the article's sentence, from the model card:
- *  the link to 'chef' whose best head is furthest above uniform attention, when it is at least 1.5x
- *  uniform; otherwise the strongest previous-token head (score >= 0.5) at the query token of 'cooked'. */
-function openingHead(card) {
-  const links = Object.values(card.chef_sentence?.links || {});
-  let best = null;
-  for (const link of links) {
-    const top = link.top?.[0];
-    if (!top || !(link.uniform_baseline > 0)) continue;
-    const ratio = top.weight / link.uniform_baseline;
-    if (ratio >= 1.5 && (!best || ratio > best.ratio)) best = { layer: top.layer, head: top.head, token: link.query_token, ratio };
-  }
-  if (best) return best;
-  const prev = (card.heads || []).filter((h) => h.prev_token >= 0.5).sort((a, b) => b.prev_token - a.prev_token)[0];
-  if (prev) return { layer: prev.layer, head: prev.head, token: card.chef_sentence?.links?.['cooked->chef']?.query_token };
-  return null;
-}
-
-async function loadCard(name) {
-  try {
-    const entry = (await modelIndex()).find((m) => m.name === name);
-    if (!entry?.card) return null;
-    const res = await fetch(`models/${encodeURIComponent(name)}/card.json`);
-    return res.ok ? await res.json() : null;
-  } catch {
-    return null;
-  }
-}
-
-// A model picker, when the site holds more than one model.
+// A model picker: the site's models, and a folder opened from disk.
+const picker = $('model-select');
 async function listModels() {
   const models = (await modelIndex()).map((m) => m.name);
   const current = state.model || 'headscope-base';
   if (!models.includes(current)) models.push(current);
-  if (models.length < 2) return;
-  const select = $('model-select');
-  select.replaceChildren(...models.map((m) => new Option(m.length > 40 ? `…${m.slice(-39)}` : m, m)));
-  select.value = current;
-  $('model-pick').hidden = false;
-  select.addEventListener('change', () => {
-    const next = { ...urlState(), model: select.value === 'headscope-base' ? undefined : select.value };
-    location.search = stateToQuery(next);
-  });
+  picker.replaceChildren(...models.map((m) => new Option(m.length > 40 ? `…${m.slice(-39)}` : m, m)));
+  picker.value = current;
+  $('model-pick').hidden = models.length < 2;
 }
+picker.addEventListener('change', () => {
+  if (picker.value.startsWith('local:')) return; // the folder already open
+  const next = { ...urlState(), model: picker.value === 'headscope-base' ? undefined : picker.value };
+  location.search = stateToQuery(next);
+});
+
+// Opening a folder from disk: the previous model stays in use until the new one has loaded.
+const localStatus = $('local-status');
+async function openLocal(picked) {
+  setText(localStatus, `Reading ${picked.name} (${(picked.bytes / 1e6).toFixed(0)} MB) from your disk…`);
+  document.body.dataset.localLoading = 'true';
+  try {
+    const buffers = await readModelFiles(picked);
+    setText(localStatus, `Loading ${picked.name} into the engine…`);
+    const model = await loadModelFromBuffers(buffers);
+    useModel(model, { name: picked.name, local: true });
+    const option = new Option(`${picked.name} (from disk)`, `local:${picked.name}`);
+    for (const o of [...picker.options]) if (o.value.startsWith('local:')) o.remove();
+    picker.add(option);
+    picker.value = option.value;
+    $('model-pick').hidden = false;
+    setText(localStatus, `Opened ${picked.name} from your disk (${modelSize(model.info)}). Nothing was uploaded.`);
+  } catch (e) {
+    const still = page.modelName ? ` Still showing ${page.modelName}.` : '';
+    setText(localStatus, `Could not open ${picked.name}: ${e.message}.${still}`);
+  } finally {
+    delete document.body.dataset.localLoading;
+  }
+}
+installLocalModelPicker({
+  folderInput: $('folder-input'),
+  filesInput: $('files-input'),
+  dropTarget: document.body,
+  onModel: (picked) => { openLocal(picked); },
+  onError: (e) => {
+    const still = page.modelName ? ` Still showing ${page.modelName}.` : '';
+    setText(localStatus, `Could not open that model: ${e.message}${still}`);
+  },
+});
+
+start();
+listModels();
 
 // for the end-to-end tests and curious readers
-window.headscopeDemo = { state, get result() { return result; }, get runs() { return runner?.runs ?? 0; }, get renderMs() { return lastRenderMs; } };
+window.headscopeDemo = {
+  state,
+  get result() { return page.result; },
+  get runs() { return page.runner?.runs ?? 0; },
+  get renderMs() { return page.lastRenderMs; },
+  get model() { return page.model; },
+};

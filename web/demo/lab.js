@@ -15,7 +15,8 @@ export function installLab(ctx) {
   const { state, runner, grid } = ctx;
   const initial = parseAblate(new URLSearchParams(location.search).get('off'));
 
-  // the panel, after the grid's panel
+  // the panel, after the grid's panel (replacing the previous model's)
+  document.getElementById('lab')?.remove();
   const section = document.createElement('section');
   section.className = 'panel panel-lab';
   section.id = 'lab';

@@ -19,6 +19,11 @@ export interface WorkerLoadOptions {
    * the promise rejects with a WorkerStartError.
    */
   pageThreadFallback?: boolean;
+  /**
+   * With a source given as buffers: move them to the worker instead of copying them (a checkpoint
+   * of hundreds of MB is not held twice). The caller's ArrayBuffers are left empty (detached).
+   */
+  transferBuffers?: boolean;
 }
 
 /** The worker could not be started; the model was never loaded. */

@@ -47,18 +47,23 @@ class WorkerModel {
   /** Resolves once the worker runs; rejects with a WorkerStartError if it never does. */
   started() { return this.#started; }
 
-  call(method, args, onProgress) {
+  call(method, args, onProgress, transfer = []) {
     if (this.#disposed) return Promise.reject(new Error('this headscope model was disposed; load it again'));
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, onProgress });
-      this.#worker.postMessage({ id, method, args });
+      this.#worker.postMessage({ id, method, args }, transfer);
     });
   }
 
-  async _load(source, onProgress) {
+  async _load(source, onProgress, transferBuffers) {
     await this.#started;
-    this.#info = await this.call('load', { source: absoluteSource(source) }, onProgress);
+    // buffers given as the model source are copied to the worker, or with transferBuffers moved
+    // (no second copy of a checkpoint of hundreds of MB; the caller's buffers become empty)
+    const transfer = transferBuffers && source && typeof source === 'object' && !(source instanceof URL)
+      ? [...new Set(Object.values(source).map((v) => (ArrayBuffer.isView(v) ? v.buffer : v)).filter((v) => v instanceof ArrayBuffer))]
+      : [];
+    this.#info = await this.call('load', { source: absoluteSource(source) }, onProgress, transfer);
     return this;
   }
 
@@ -188,7 +193,7 @@ export async function loadModelInWorker(source, options = {}) {
   }
   release();
   try {
-    return await model._load(source, options.onProgress);
+    return await model._load(source, options.onProgress, options.transferBuffers);
   } catch (e) {
     model.dispose();
     throw e;

@@ -45,6 +45,12 @@ export class SwitchOffPanel {
     this.#renderOffList();
   }
 
+  /** Cancels a pending loss computation. */
+  dispose() {
+    clearTimeout(this.lossTimer);
+    this.lossSeq++;
+  }
+
   /** The switched-off heads, sorted: [[layer, head], ...]. */
   get ablate() {
     return [...this.ablated.values()].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
