@@ -8,8 +8,8 @@ import {
 } from '../../web/lib/result.js';
 import { themeFrom, heat } from '../../web/component/theme.js';
 import { describeHead, focusToken, strongestKey } from '../../web/component/views/describe.js';
-import { heatmapScene } from '../../web/component/views/heatmap.js';
-import { linesScene } from '../../web/component/views/lines.js';
+import { heatmapScene, fitCell } from '../../web/component/views/heatmap.js';
+import { linesScene, DEFAULT_LINKS } from '../../web/component/views/lines.js';
 import { combineScene } from '../../web/component/views/combine.js';
 import { gridScene } from '../../web/component/views/grid.js';
 import { formatPercent } from '../../web/component/views/topk.js';
@@ -104,20 +104,52 @@ test('heatmap scene: one cell per visible (query, key) pair in its weight\'s col
   assert.equal(image.items.length, scene.items.length - cells.length - 1);
 });
 
-test('lines scene: a line per pair with weight >= 0.01, opacity = weight; focusing a token keeps only its lines', () => {
+test('lines scene: the strongest links of each token (default 3, or every pair with links 0), opacity = weight', () => {
   const r = syntheticResult({ T: 6 });
-  const state = { layer: 0, head: 1, heads: [1] };
-  const lines = linesScene(r, state, theme, null).scene.items.filter((it) => it.type === 'line');
-  let expected = 0;
-  for (let q = 0; q < 6; q++) for (let k = 0; k <= q; k++) if (attentionAt(r, 0, 1, q, k) >= 0.01) expected++;
-  assert.equal(lines.length, expected);
-  for (const line of lines) assert.ok(line.opacity > 0 && line.opacity <= 1);
-  const focused = linesScene(r, state, theme, { side: 'q', index: 4 }).scene.items.filter((it) => it.type === 'line');
-  assert.equal(focused.length, 5, 'token 4 looks at keys 0..4');
-  assert.deepEqual(focused.map((l) => l.opacity).sort(), [0, 1, 2, 3, 4].map((k) => attentionAt(r, 0, 1, 4, k)).sort());
+  const lineWeights = (state, focus = null) => linesScene(r, state, theme, focus).scene.items.filter((it) => it.type === 'line').map((l) => l.opacity);
+  // every pair with weight >= 0.01
+  const all = [];
+  for (let q = 0; q < 6; q++) for (let k = 0; k <= q; k++) if (attentionAt(r, 0, 1, q, k) >= 0.01) all.push(attentionAt(r, 0, 1, q, k));
+  assert.deepEqual(lineWeights({ layer: 0, head: 1, heads: [1], links: 0 }).sort(), all.sort());
+  // the default: per query row, its DEFAULT_LINKS largest weights
+  const top = [];
+  for (let q = 0; q < 6; q++) {
+    const row = Array.from({ length: q + 1 }, (_, k) => attentionAt(r, 0, 1, q, k)).sort((a, b) => b - a);
+    top.push(...row.slice(0, DEFAULT_LINKS).filter((w) => w >= 0.01));
+  }
+  assert.equal(DEFAULT_LINKS, 3);
+  assert.deepEqual(lineWeights({ layer: 0, head: 1, heads: [1] }).sort(), top.sort());
+  assert.equal(lineWeights({ layer: 0, head: 1, heads: [1], links: 1 }).length, 6, 'one link per token');
+  for (const w of lineWeights({ layer: 0, head: 1, heads: [1] })) assert.ok(w > 0 && w <= 1);
+  // focusing a query token shows every link of it
+  const focused = lineWeights({ layer: 0, head: 1, heads: [1] }, { side: 'q', index: 4 });
+  assert.deepEqual(focused.sort(), [0, 1, 2, 3, 4].map((k) => attentionAt(r, 0, 1, 4, k)).sort());
   // several heads at once: one colour per head
   const multi = linesScene(r, { layer: 0, head: 0, heads: [0, 2] }, theme, null).scene.items.filter((it) => it.type === 'line');
   assert.equal(new Set(multi.map((l) => l.stroke)).size, 2);
+});
+
+test('heatmap scene at long texts: labels thinned to what fits, rows windowed for export', () => {
+  const T = 300;
+  const r = syntheticResult({ T, nLayer: 1, nHead: 2 });
+  const state = { layer: 0, head: 1, token: 123 };
+  assert.equal(fitCell(T), 3);
+  const { scene, layout } = heatmapScene(r, state, theme, { image: true });
+  const rowLabels = scene.items.filter((it) => it.type === 'text' && it.data?.row !== undefined).map((it) => it.data.row);
+  // 9 px labels on 3 px rows: every 4th row is labelled, plus the focused token
+  assert.equal(layout.step, 4);
+  assert.ok(rowLabels.includes(123), 'the focused token is labelled');
+  assert.ok(rowLabels.every((i) => i % 4 === 0 || i === 123));
+  assert.equal(rowLabels.length, Math.ceil(T / 4) + 1);
+  // zoomed in and windowed to rows 100..139: the cells of those rows only, keys up to 139
+  const win = heatmapScene(r, state, theme, { cell: 12, rows: [100, 140] });
+  const cells = win.scene.items.filter((it) => it.type === 'rect' && it.w === 12 && it.h === 12);
+  let expected = 0;
+  for (let q = 100; q < 140; q++) expected += q + 1;
+  assert.equal(cells.length, expected);
+  assert.deepEqual([win.layout.from, win.layout.to], [100, 140]);
+  const first = cells.find((c) => c.y === win.layout.y0 && c.x === win.layout.x0);
+  assert.equal(first.fill, heat(theme, attentionAt(r, 0, 1, 100, 0)), 'the window starts at row 100');
 });
 
 test('combine scene: one bar per head, lengths proportional to the contribution norms at the focused token', () => {

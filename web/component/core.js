@@ -101,7 +101,7 @@ export class Runner {
 export const VIEWS = ['grid', 'heatmap', 'lines'];
 export const DEFAULT_TEXT = 'The chef, who trained in Paris, cooked the meal quickly.';
 
-/** Reads { model, text, layer, head, heads, token, view } from URL query parameters. */
+/** Reads { model, text, layer, head, heads, token, links, view } from URL query parameters. */
 export function stateFromQuery(search) {
   const q = new URLSearchParams(search);
   const int = (name) => {
@@ -116,9 +116,11 @@ export function stateFromQuery(search) {
   const layer = int('layer');
   const head = int('head');
   const token = int('token');
+  const links = int('links');
   if (layer !== undefined) state.layer = layer;
   if (head !== undefined) state.head = head;
   if (token !== undefined) state.token = token;
+  if (links !== undefined) state.links = links;
   if (q.has('heads')) state.heads = parseHeads(q.get('heads'));
   const view = q.get('view');
   if (VIEWS.includes(view)) state.view = view;
@@ -139,6 +141,7 @@ export function stateToQuery(state) {
   if (Number.isInteger(state.head)) q.set('head', String(state.head));
   if (state.heads && state.heads.length > 1) q.set('heads', state.heads.join(','));
   if (Number.isInteger(state.token)) q.set('token', String(state.token));
+  if (Number.isInteger(state.links)) q.set('links', String(state.links));
   if (state.view) q.set('view', state.view);
   return q.toString();
 }

@@ -54,7 +54,7 @@ function intAttr(el, name, fallback) {
 
 export class HeadscopeViewElement extends HTMLElement {
   static get observedAttributes() {
-    return ['text', 'layer', 'head', 'heads', 'view', 'model', 'token', 'editable', 'theme', 'ablate'];
+    return ['text', 'layer', 'head', 'heads', 'view', 'model', 'token', 'editable', 'theme', 'ablate', 'links'];
   }
 
   #root;
@@ -88,11 +88,12 @@ export class HeadscopeViewElement extends HTMLElement {
     const head = clamp(intAttr(this, 'head', 0), 0, nH - 1);
     const heads = parseHeads(this.getAttribute('heads')).filter((h) => h < nH);
     const token = intAttr(this, 'token', null);
+    const links = intAttr(this, 'links', undefined);
     const view = VIEWS.includes(this.getAttribute('view')) ? this.getAttribute('view') : 'heatmap';
     return {
       model: this.getAttribute('model') || undefined,
       text: this.#text(),
-      layer, head, heads: heads.length ? heads : [head], token, view, ablate: parseAblate(this.getAttribute('ablate')),
+      layer, head, heads: heads.length ? heads : [head], token, links, view, ablate: parseAblate(this.getAttribute('ablate')),
     };
   }
 
@@ -229,6 +230,7 @@ export class HeadscopeViewElement extends HTMLElement {
     const { viewHost, caption, live, notice, tooltip } = this.#els;
     if (this.#viewName !== state.view) {
       viewHost.replaceChildren();
+      this.#els.scroll.classList.remove('hs-zoomed');
       this.#viewName = state.view;
       const selectToken = (t) => this.setAttribute('token', String(t));
       if (state.view === 'grid') {
@@ -271,7 +273,7 @@ export class HeadscopeViewElement extends HTMLElement {
     const theme = readTheme(this);
     if (state.view === 'grid') return gridScene(r, state, theme).scene;
     if (state.view === 'lines') return linesScene(r, state, theme, this.#view?.focus ?? null).scene;
-    return heatmapScene(r, state, theme).scene;
+    return heatmapScene(r, state, theme, this.#view?.exportOptions?.() ?? {}).scene;
   }
 
   /** The current view as an SVG document (string). */

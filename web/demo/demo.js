@@ -29,6 +29,7 @@ const page = {
     heads: fromUrl.heads ?? [],
     token: fromUrl.token ?? null,
     view: fromUrl.view === 'lines' ? 'lines' : 'heatmap', // the detail panel's tab
+    links: fromUrl.links,                 // links per token in the lines view (0: all; default 3)
     ablate: [],                           // heads switched off, [[layer, head], ...]
   },
   model: null,          // the loaded model (worker client)
@@ -58,6 +59,7 @@ let detailView = null;
 function makeDetailView() {
   const host = $('detail-view');
   host.replaceChildren();
+  $('detail-scroll').classList.remove('hs-zoomed');
   tooltip.hide();
   const onSelectToken = (t) => selectToken(t);
   detailView = state.view === 'lines' ? new LinesView(host, { onSelectToken }) : new HeatmapView(host, { tooltip, onSelectToken, onAnnounce: announce });
@@ -126,6 +128,10 @@ for (const tab of tabs) {
 }
 markTabs();
 
+const linksSelect = $('links-select');
+if (Number.isInteger(state.links)) linksSelect.value = String(state.links);
+linksSelect.addEventListener('change', () => { state.links = Number(linksSelect.value); render(); });
+
 $('layer-select').addEventListener('change', (e) => selectHead(Number(e.target.value), state.head, false));
 $('head-select').addEventListener('change', (e) => selectHead(state.layer, Number(e.target.value), false));
 
@@ -174,6 +180,8 @@ function renderNow() {
   if (detailView.kind !== state.view) makeDetailView();
   detailView.update(result, state, theme);
   chips.update(result, state, theme);
+  const linksPick = $('links-pick');
+  if (linksPick.hidden !== (state.view !== 'lines')) linksPick.hidden = state.view !== 'lines';
   combine.update(result, state, theme);
   topk.update(result);
   setText($('detail-caption'), describeHead(result, state.layer, state.head, focusToken(result, state)));
@@ -198,7 +206,7 @@ function renderNow() {
 function urlState() {
   return {
     model: page.local ? undefined : state.model, text: state.text, layer: state.layer, head: state.head,
-    heads: state.heads, token: state.token ?? undefined, view: state.view,
+    heads: state.heads, token: state.token ?? undefined, view: state.view, links: state.links,
   };
 }
 
@@ -208,7 +216,7 @@ function sceneFor(which) {
   if (which === 'grid') return gridScene(result, state, theme).scene;
   if (which === 'combine') return combineScene(result, state, theme).scene;
   if (state.view === 'lines') return linesScene(result, state, theme, detailView.focus ?? null).scene;
-  return heatmapScene(result, state, theme).scene;
+  return heatmapScene(result, state, theme, detailView.exportOptions?.() ?? {}).scene; // what the reader sees, zoomed
 }
 installSharing({ sceneFor, hasResult: () => !!page.result, state, urlState });
 

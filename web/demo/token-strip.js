@@ -52,5 +52,17 @@ export class TokenStrip {
       setAttr(b, 'aria-label', `token ${i}: ${tokenWords(t.text)}${i <= focused && !weightsHidden ? `, weight ${w.toFixed(2)}` : ''}`);
     }
     for (let i = T; i < this.buttons.length && this.buttons[i].parentNode; i++) this.buttons[i].remove();
+    // a strip longer than its box scrolls: bring the focused token into view when it changes
+    // (short texts never overflow: skip the layout read that the check costs)
+    if (T > 60 && (focused !== this.focused || T !== this.T)) {
+      this.focused = focused;
+      this.T = T;
+      const strip = this.host;
+      if (strip.scrollHeight > strip.clientHeight) {
+        const b = this.buttons[focused];
+        if (b.offsetTop < strip.scrollTop || b.offsetTop + b.offsetHeight > strip.scrollTop + strip.clientHeight)
+          strip.scrollTop = b.offsetTop - strip.clientHeight / 2;
+      }
+    }
   }
 }

@@ -10,50 +10,71 @@ import { SceneView } from './scene-view.js';
 
 const fmt4 = (w) => w.toFixed(4);
 
-/** Heatmap of one head: rows are query tokens, columns are the key tokens they attend to. */
-export function heatmapScene(result, state, theme, { image = false } = {}) {
-  // image: leave the cells (and the background) out; the page paints them on a canvas underneath,
-  // which is much cheaper than T*T SVG rectangles on every keystroke. Exports use the full scene.
+/** The cell size (px) that fits a T x T heatmap in about 1100 px: 26 for short texts, 1 at T = 1024. */
+export function fitCell(T) {
+  return T <= 16 ? 26 : T <= 32 ? 18 : T <= 64 ? 13 : T <= 100 ? 11 : T <= 128 ? 9 : Math.max(1, Math.floor(1100 / T));
+}
+
+/**
+ * Heatmap of one head: rows are query tokens, columns are the key tokens they attend to.
+ *   image: leave the cells (and the background) out; the page paints them on a canvas underneath,
+ *          which is much cheaper than T*T SVG rectangles on every keystroke. Exports use the cells.
+ *   cell:  the cell size in px (default fitCell(T)); a view zooms by passing a larger one.
+ *   rows:  [from, to): only these query rows (and keys 0..to-1), for exporting the zoomed part.
+ * Token labels are thinned to what fits (every step-th, and always the focused token).
+ * layout: { x0, y0, cell, T, from, to, width, height, step } maps scene points to cells.
+ */
+export function heatmapScene(result, state, theme, { image = false, cell = fitCell(result.T), rows = null } = {}) {
   const { T, tokens } = result;
   const { layer, head } = state;
   const q0 = focusToken(result, state);
-  const cell = T <= 16 ? 26 : T <= 32 ? 18 : T <= 64 ? 13 : T <= 100 ? 11 : 9;
+  const from = rows ? clamp(rows[0], 0, T) : 0;
+  const to = rows ? clamp(rows[1], from, T) : T;
   const fs = cell >= 18 ? 12 : cell >= 13 ? 10 : 9;
-  const labels = tokens.map((t) => tokenLabel(t.text, 14));
-  const labelW = Math.max(30, ...labels.map((s) => textWidth(s, fs))) + 8;
+  const step = Math.max(1, Math.ceil((fs + 1) / cell)); // a label every `step` cells: no overlaps
+  const shown = (i) => i % step === 0 || i === q0;
+  const labels = tokens.map((t, i) => (shown(i) ? tokenLabel(t.text, 14) : ''));
+  const labelW = Math.max(30, ...labels.slice(0, to).map((s) => textWidth(s, fs))) + 8;
   const angle = -55;
   const sin = Math.sin((-angle * Math.PI) / 180);
   const cos = Math.cos((-angle * Math.PI) / 180);
   const titleH = 40;
   const x0 = labelW + 22;
   const y0 = titleH + labelW * sin + 12;
-  const gridW = T * cell;
-  const subtitle = 'row = a token; its row shows how much it looks at each earlier token (columns)';
+  const gridW = to * cell;        // keys 0..to-1
+  const gridH = (to - from) * cell; // queries from..to-1
+  const subtitle = from > 0 || to < T
+    ? `tokens ${from}–${to - 1} of ${T}; row = a token, its row shows how much it looks at each earlier token`
+    : 'row = a token; its row shows how much it looks at each earlier token (columns)';
   const width = Math.max(x0 + gridW + labelW * cos + 12, textWidth(subtitle, 11) + 24, 320);
   const legendH = 46;
-  const height = y0 + gridW + legendH;
+  const height = y0 + gridH + legendH;
+  const yOf = (q) => y0 + (q - from) * cell;
   const items = [];
   items.push({ type: 'text', x: 8, y: 12, text: `Layer ${layer}, head ${head}: attention weights`, size: 14, weight: 'bold', fill: theme.fg });
   items.push({ type: 'text', x: 8, y: 30, text: subtitle, size: 11, fill: theme.muted });
   // axis titles
-  items.push({ type: 'text', x: 10, y: y0 + gridW / 2, text: '← token (query)', size: 10, fill: theme.muted, anchor: 'middle', rotate: -90 });
+  items.push({ type: 'text', x: 10, y: y0 + gridH / 2, text: '← token (query)', size: 10, fill: theme.muted, anchor: 'middle', rotate: -90 });
   if (!image) {
-    items.push({ type: 'rect', x: x0, y: y0, w: gridW, h: gridW, fill: theme.faint });
-    for (let q = 0; q < T; q++) {
+    items.push({ type: 'rect', x: x0, y: y0, w: gridW, h: gridH, fill: theme.faint });
+    for (let q = from; q < to; q++) {
       for (let k = 0; k <= q; k++) {
         const w = attentionAt(result, layer, head, q, k);
-        items.push({ type: 'rect', x: x0 + k * cell, y: y0 + q * cell, w: cell, h: cell, fill: heat(theme, w) });
+        items.push({ type: 'rect', x: x0 + k * cell, y: yOf(q), w: cell, h: cell, fill: heat(theme, w) });
       }
     }
   }
-  items.push({ type: 'rect', x: x0 - 0.5, y: y0 + q0 * cell - 0.5, w: (q0 + 1) * cell + 1, h: cell + 1, fill: 'none', stroke: theme.accent, strokeWidth: 2 });
-  for (let i = 0; i < T; i++) {
+  if (q0 >= from && q0 < to) {
+    items.push({ type: 'rect', x: x0 - 0.5, y: yOf(q0) - 0.5, w: (q0 + 1) * cell + 1, h: cell + 1, fill: 'none', stroke: theme.accent, strokeWidth: 2 });
+  }
+  for (let i = 0; i < to; i++) {
+    if (!labels[i]) continue;
     const bold = i === q0 ? 'bold' : undefined;
-    items.push({ type: 'text', x: x0 - 5, y: y0 + i * cell + cell / 2, text: labels[i], size: fs, fill: theme.fg, anchor: 'end', weight: bold, data: { row: i } });
+    if (i >= from) items.push({ type: 'text', x: x0 - 5, y: yOf(i) + cell / 2, text: labels[i], size: fs, fill: theme.fg, anchor: 'end', weight: bold, data: { row: i } });
     items.push({ type: 'text', x: x0 + i * cell + cell / 2, y: y0 - 5, text: labels[i], size: fs, fill: theme.fg, rotate: angle, weight: bold });
   }
   // colour legend
-  const ly = y0 + gridW + 18;
+  const ly = y0 + gridH + 18;
   const lw = Math.min(200, width - x0 - 40);
   const steps = 40;
   for (let i = 0; i < steps; i++) {
@@ -65,16 +86,49 @@ export function heatmapScene(result, state, theme, { image = false } = {}) {
     items.push({ type: 'text', x: x0 + p * lw, y: ly + 20, text: label, size: 10, fill: theme.muted, anchor: 'middle' });
   }
   items.push({ type: 'text', x: x0 + lw + 12, y: ly + 5, text: 'attention weight (√ scale)', size: 10, fill: theme.muted });
-  return { scene: { width, height, background: image ? null : theme.bg, font: theme.font, items }, layout: { x0, y0, cell, T, width, height } };
+  return {
+    scene: { width, height, background: image ? null : theme.bg, font: theme.font, items },
+    layout: { x0, y0, cell, T, from, to, width, height, step },
+  };
 }
 
 /** Head detail: T x T heatmap with token labels and a tooltip with the exact weight. */
+// Zoom factors over the fitted cell size; cells never grow beyond MAX_CELL px.
+const ZOOMS = [1, 2, 4, 8, 16, 32];
+const MAX_CELL = 26;
+// An export draws one SVG rectangle per cell: above this many, it keeps the rows around the focus.
+const MAX_EXPORT_CELLS = 200_000;
+
 export class HeatmapView extends SceneView {
   constructor(outer, { tooltip, onSelectToken, onAnnounce } = {}) {
-    const host = outer.ownerDocument.createElement('div');
+    const doc = outer.ownerDocument;
+    // zoom controls, shown when the text is long enough for the fitted cells to be small
+    const tools = doc.createElement('div');
+    tools.className = 'hs-zoom';
+    tools.setAttribute('role', 'group');
+    tools.setAttribute('aria-label', 'Heatmap zoom');
+    const mkButton = (text, label, fn) => {
+      const b = doc.createElement('button');
+      b.type = 'button';
+      b.className = 'hs-zoom-btn';
+      b.textContent = text;
+      b.setAttribute('aria-label', label);
+      b.addEventListener('click', fn);
+      return b;
+    };
+    const zoomOut = mkButton('−', 'Zoom out', () => this.setZoom(this.zoom / 2));
+    const zoomIn = mkButton('+', 'Zoom in', () => this.setZoom(this.zoom * 2));
+    const zoomText = doc.createElement('span');
+    zoomText.className = 'hs-zoom-text';
+    tools.append(zoomOut, zoomIn, zoomText);
+    tools.hidden = true;
+    outer.appendChild(tools);
+    const host = doc.createElement('div');
     host.className = 'hs-heatmap';
     outer.appendChild(host);
     super(host);
+    this.tools = { bar: tools, zoomOut, zoomIn, zoomText };
+    this.zoom = 1;
     this.tooltip = tooltip;
     this.onSelectToken = onSelectToken;
     this.onAnnounce = onAnnounce;
@@ -85,7 +139,7 @@ export class HeatmapView extends SceneView {
     host.tabIndex = 0;
     host.setAttribute('role', 'application');
     host.setAttribute('aria-roledescription', 'attention heatmap');
-    host.setAttribute('aria-label', 'Attention heatmap. Arrow keys move between cells and read the weight; Enter focuses that row\'s token.');
+    host.setAttribute('aria-label', 'Attention heatmap. Arrow keys move between cells and read the weight; Enter focuses that row\'s token; + and − zoom.');
     host.addEventListener('keydown', (e) => this.#key(e));
     host.addEventListener('blur', () => this.#clearHover());
     host.addEventListener('pointermove', (e) => this.#pointer(e));
@@ -97,11 +151,97 @@ export class HeatmapView extends SceneView {
     });
   }
 
+  /**
+   * Cell size at the current zoom. For long texts the fitted size comes from the panel's width
+   * (fractional: the canvas scales one pixel per cell), so that the picture is drawn at its own size,
+   * labels at their font size and thinned to fit, instead of being shrunk by the browser.
+   */
+  #cell(result, state, theme) {
+    const T = result.T;
+    let fitted = fitCell(T);
+    const width = this.host.closest('.hs-scroll')?.clientWidth ?? 0;
+    if (T > 128 && width > 0) {
+      const probe = heatmapScene(result, state, theme, { image: true, cell: 1 }).layout;
+      const reserve = probe.width - T; // labels and margins around the grid
+      fitted = Math.min(fitted, Math.max(0.25, (width - reserve - 4) / T));
+    }
+    this.fitted = fitted;
+    return Math.min(MAX_CELL, fitted * this.zoom);
+  }
+
+  /** Zooms to `zoom` x the fitted size (clamped to what makes sense for this text) and redraws. */
+  setZoom(zoom) {
+    const max = ZOOMS.filter((z) => (this.fitted ?? 1) * z <= MAX_CELL).pop() ?? 1;
+    this.zoom = clamp(zoom, 1, max);
+    this.followRow = null; // scroll to the focused row again
+    if (this.result) this.update(this.result, this.state, this.theme);
+  }
+
+  /** Options for heatmapScene that export what the reader sees: the zoom, and the rows in view. */
+  exportOptions() {
+    const { result, layout } = this;
+    if (!result || !layout) return {};
+    let [from, to] = this.#visibleRows();
+    const q0 = focusToken(result, this.state);
+    // keep the export's rectangle count bounded: rows around the focus
+    while ((to - from) * to > MAX_EXPORT_CELLS && to - from > 16) {
+      if (q0 - from > to - q0) from++; else to--;
+    }
+    return { cell: layout.cell, rows: from === 0 && to === result.T ? null : [from, to] };
+  }
+
+  #visibleRows() {
+    const { layout } = this;
+    const scroller = this.host.closest('.hs-scroll');
+    if (!scroller || !this.svg) return [0, layout.T];
+    const view = scroller.getBoundingClientRect();
+    const pic = this.svg.getBoundingClientRect();
+    if (!pic.height) return [0, layout.T];
+    const sy = pic.height / this.scene.height;
+    const rowAt = (clientY) => Math.floor(((clientY - pic.top) / sy - layout.y0) / layout.cell);
+    const from = clamp(rowAt(Math.max(view.top, pic.top)), 0, layout.T);
+    const to = clamp(rowAt(Math.min(view.bottom, pic.bottom)) + 1, from, layout.T);
+    return to > from ? [from, to] : [0, layout.T];
+  }
+
+  // Keeps the focused row in view when zoomed: typing at the end follows the new token.
+  #follow(q0) {
+    const scroller = this.host.closest('.hs-scroll');
+    if (!scroller || this.zoom === 1 || this.followRow === q0) return;
+    this.followRow = q0;
+    const pic = this.svg.getBoundingClientRect();
+    const view = scroller.getBoundingClientRect();
+    if (!pic.height) return;
+    const sy = pic.height / this.scene.height;
+    const rowTop = pic.top + (this.layout.y0 + q0 * this.layout.cell) * sy;
+    const rowBottom = rowTop + this.layout.cell * sy;
+    if (rowTop < view.top || rowBottom > view.bottom) scroller.scrollTop += rowTop - (view.top + view.height / 2);
+    const colRight = pic.left + (this.layout.x0 + (q0 + 1) * this.layout.cell) * sy;
+    if (colRight > view.right || colRight < view.left) scroller.scrollLeft += colRight - (view.left + view.width * 0.8);
+  }
+
   update(result, state, theme) {
     this.result = result;
     this.state = state;
     this.theme = theme;
-    const { scene, layout } = heatmapScene(result, state, theme, { image: true });
+    const { bar, zoomOut, zoomIn, zoomText } = this.tools;
+    let cell = this.#cell(result, state, theme);
+    const zoomable = this.fitted * 2 <= MAX_CELL && result.T > 64;
+    if (bar.hidden === zoomable) bar.hidden = !zoomable;
+    if (!zoomable && this.zoom !== 1) {
+      this.zoom = 1;
+      cell = this.#cell(result, state, theme);
+    }
+    const scroller = this.host.closest('.hs-scroll');
+    if (scroller && scroller.classList.contains('hs-zoomed') !== this.zoom > 1) scroller.classList.toggle('hs-zoomed', this.zoom > 1);
+    if (zoomable) {
+      zoomOut.disabled = this.zoom <= 1;
+      zoomIn.disabled = cell * 2 > MAX_CELL;
+      const q0 = focusToken(result, state);
+      const text = this.zoom === 1 ? `all ${result.T} tokens` : `zoom ${this.zoom}× · following token ${q0} ${quoteToken(result.tokens[q0].text)}`;
+      if (zoomText.textContent !== text) zoomText.textContent = text;
+    }
+    const { scene, layout } = heatmapScene(result, state, theme, { image: true, cell });
     this.layout = layout;
     this.show(scene, `Attention heatmap, layer ${state.layer}, head ${state.head}, ${result.T} tokens`);
     if (!this.canvas) {
@@ -123,6 +263,7 @@ export class HeatmapView extends SceneView {
     this.highlight?.remove();
     this.highlight = null;
     if (this.hover) this.#showHover(this.hover.q, this.hover.k, this.hover.event);
+    this.#follow(focusToken(result, state));
   }
 
   #key(e) {
@@ -141,6 +282,8 @@ export class HeatmapView extends SceneView {
         if (this.hover) this.onSelectToken?.(this.hover.q);
         return;
       case 'Escape': this.#clearHover(); return;
+      case '+': case '=': e.preventDefault(); this.setZoom(this.zoom * 2); return;
+      case '-': case '_': e.preventDefault(); this.setZoom(this.zoom / 2); return;
       default: return;
     }
     e.preventDefault();

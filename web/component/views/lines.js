@@ -9,9 +9,25 @@ import { SceneView } from './scene-view.js';
 
 const fmt2 = (w) => w.toFixed(2);
 
-/** Lines view: tokens in two columns, a line from each token to each earlier token it attends to. */
+/** How many links per token the lines view draws by default: the strongest three. */
+export const DEFAULT_LINKS = 3;
+
+/** The keys of row q with the k largest weights (k <= 0: all keys 0..q), as a Set. */
+function strongestKeys(result, layer, head, q, k) {
+  if (k <= 0 || k > q) return null; // every key
+  const order = Array.from({ length: q + 1 }, (_, j) => j);
+  order.sort((a, b) => attentionAt(result, layer, head, q, b) - attentionAt(result, layer, head, q, a) || a - b);
+  return new Set(order.slice(0, k));
+}
+
+/**
+ * Lines view: tokens in two columns, a line from each token to the earlier tokens it attends to
+ * most: the strongest `state.links` per token and head (default DEFAULT_LINKS; 0 = every pair), and
+ * every link of a focused query token. Weights below 0.01 are never drawn.
+ */
 export function linesScene(result, state, theme, focus) {
   const { T, tokens } = result;
+  const links = Number.isInteger(state.links) && state.links >= 0 ? state.links : DEFAULT_LINKS;
   const heads = state.heads && state.heads.length ? state.heads : [state.head];
   const fs = 12;
   const rowH = T <= 40 ? 20 : 16;
@@ -35,8 +51,8 @@ export function linesScene(result, state, theme, focus) {
   items.push({
     type: 'text', x: 8, y: 28, size: 11, fill: theme.muted,
     text: fSide === 'q' ? `where ${quoteToken(tokens[fIdx].text)} looks (line opacity = weight)`
-      : fSide === 'k' ? `which tokens look at ${quoteToken(tokens[fIdx].text)}`
-        : 'line opacity = attention weight; hover or tap a token',
+      : fSide === 'k' ? `which tokens look at ${quoteToken(tokens[fIdx].text)}${links ? ` (among their ${links} strongest links)` : ''}`
+        : `line opacity = attention weight; ${links ? `the ${links} strongest link${links === 1 ? '' : 's'} of each token; ` : ''}hover or tap a token`,
   });
   const yOf = (i) => y0 + i * rowH + rowH / 2;
   if (fSide) {
@@ -48,8 +64,10 @@ export function linesScene(result, state, theme, focus) {
     const dy = (i - (heads.length - 1) / 2) * 1.5;
     for (let q = 0; q < T; q++) {
       if (fSide === 'q' && q !== fIdx) continue;
+      const keep = fSide === 'q' ? null : strongestKeys(result, state.layer, h, q, links);
       for (let k = 0; k <= q; k++) {
         if (fSide === 'k' && k !== fIdx) continue;
+        if (keep && !keep.has(k)) continue;
         const w = attentionAt(result, state.layer, h, q, k);
         if (w < 0.01) continue;
         items.push({ type: 'line', x1: xL + 4, y1: yOf(q) + dy, x2: xR - 4, y2: yOf(k) + dy, stroke: colour, width: fSide ? 3 : 2, opacity: clamp(w, 0, 1) });
