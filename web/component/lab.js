@@ -177,6 +177,8 @@ export class Lab {
       if (hidden) parts.push('pattern hidden until you answer the question');
       else if (s) parts.push(rolesSentence(s, roles));
       if (this.switchOff.switchMode) parts.push(off ? 'press Enter to switch on' : 'press Enter to switch off');
+      // the accessible name holds the visible badge text too (WCAG 2.5.3, label in name)
+      if (badgeText) parts.push(`badge: ${badgeText}`);
       setAttr(cell, 'aria-label', parts.join(': '));
       let title;
       if (hidden) {

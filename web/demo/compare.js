@@ -98,8 +98,10 @@ function renderColumn(entry) {
   entry.grid.cells?.forEach((row, l) => row.forEach(({ cell, badge }, h) => {
     const s = scores?.[l]?.[h];
     const roles = s ? headBadges(s).filter((x) => x !== 'induction') : [];
-    badge.textContent = roles.map((x) => ROLE_SHORT[x]).join(' ');
-    cell.setAttribute('aria-label', `${entry.label}, layer ${l}, head ${h}${s ? `: ${rolesSentence(s, roles)}` : ''}`);
+    const badgeText = roles.map((x) => ROLE_SHORT[x]).join(' ');
+    badge.textContent = badgeText;
+    // the accessible name holds the visible badge text too (WCAG 2.5.3, label in name)
+    cell.setAttribute('aria-label', `${entry.label}, layer ${l}, head ${h}${s ? `: ${rolesSentence(s, roles)}` : ''}${badgeText ? `; badge: ${badgeText}` : ''}`);
   }));
   entry.els.caption.textContent = describeHead(r, entry.sel.layer, entry.sel.head, r.T - 1);
   entry.els.status.textContent = `${r.nLayer} layers × ${r.nHead} head${r.nHead > 1 ? 's' : ''} of width ${entry.info.config.headSize} · ${r.T} tokens`;

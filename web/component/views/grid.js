@@ -139,7 +139,7 @@ export class GridView {
     header.setAttribute('role', 'row');
     const corner = el(d, 'span', 'hs-grid-corner');
     corner.setAttribute('role', 'columnheader');
-    corner.setAttribute('aria-label', 'layer');
+    corner.appendChild(el(d, 'span', 'hs-sr', 'layer')); // read, not shown
     header.appendChild(corner);
     for (let h = 0; h < nHead; h++) {
       const ch = el(d, 'span', 'hs-grid-label', `H${h}`);
