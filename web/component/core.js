@@ -1,6 +1,8 @@
 // Model loading shared by every widget on a page, the "at most one run in flight" runner, and the
 // URL form of a view's state (used by the iframe mode and the "copy embed code" button).
 import { loadModelInWorker } from '../lib/headscope-worker.js';
+import { loadModel } from '../lib/headscope.js';
+import { FastTypingModel } from './fast-typing.js';
 
 const models = new Map(); // model source key -> { promise, listeners:Set, progress }
 
@@ -45,6 +47,23 @@ export function getModel(source, { onProgress } = {}) {
  */
 export function loadModelFromBuffers(buffers, { onProgress } = {}) {
   return loadModelInWorker(buffers, { pageThreadFallback: true, transferBuffers: true, onProgress });
+}
+
+/** Models up to this many weight bytes also get a page-thread instance for typing (fast-typing.js). */
+export const FAST_TYPING_MAX_BYTES = 64e6;
+
+/**
+ * The shared worker model of `source` (as getModel), for a page where one reader types: a small
+ * model also gets a second instance on the page thread, which runs short incremental updates so that
+ * a keystroke is painted in the next frame. A large model, or one already on the page thread, is
+ * returned as it is.
+ */
+export async function getFastTypingModel(source, options = {}) {
+  const model = await getModel(source, options);
+  if (model.thread === 'page' || model.info.weightBytes > FAST_TYPING_MAX_BYTES) return model;
+  // the files are in the HTTP cache by now: the second instance costs memory, not a download
+  const page = loadModel(source || undefined).catch(() => null);
+  return new FastTypingModel(model, page);
 }
 
 /** How many distinct model loads this page started (for tests: widgets share one). */

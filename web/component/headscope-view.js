@@ -13,7 +13,7 @@
 // This module also exports the building blocks the demo page uses (views, runner, state helpers).
 import viewsCss from './views.css';
 import hostCss from './host.css';
-import { getModel, loadModelFromBuffers, Runner, DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery, embedSnippet, modelLoadCount } from './core.js';
+import { getModel, getFastTypingModel, loadModelFromBuffers, Runner, DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery, embedSnippet, modelLoadCount } from './core.js';
 import { describeHead, focusToken, clamp } from './views/describe.js';
 import { GridView, gridScene } from './views/grid.js';
 import { HeatmapView, heatmapScene } from './views/heatmap.js';
@@ -26,7 +26,7 @@ import { readTheme, tokenLabel, tokenWords, heat, quoteToken } from './theme.js'
 import { sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg } from './scene.js';
 
 export {
-  getModel, loadModelFromBuffers, Runner, DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery, embedSnippet, modelLoadCount,
+  getModel, getFastTypingModel, loadModelFromBuffers, Runner, DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery, embedSnippet, modelLoadCount,
   GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
   gridScene, heatmapScene, linesScene, combineScene, readTheme, tokenLabel, tokenWords, heat, quoteToken,
   sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg, viewsCss,

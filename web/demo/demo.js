@@ -2,7 +2,7 @@
 // through the component module's shared model cache) and the views exported by headscope-view.js.
 // One state object (`page`), one render path (renderNow), and one way to switch models (useModel).
 import {
-  getModel, loadModelFromBuffers, Runner, DEFAULT_TEXT, stateFromQuery, stateToQuery,
+  getModel, getFastTypingModel, loadModelFromBuffers, Runner, DEFAULT_TEXT, stateFromQuery, stateToQuery,
   GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
   gridScene, heatmapScene, linesScene, combineScene,
 } from '../component/headscope-view.js';
@@ -252,7 +252,8 @@ function useModel(model, { name, local = false, card = null }) {
   let cardText = '';
   if (card?.loss?.val !== undefined) cardText += ` Validation loss ${Number(card.loss.val).toFixed(3)} nats per token (perplexity ${card.loss.val_perplexity}).`;
   if (card?.description) cardText += ` ${card.description}`;
-  const where = model.thread === 'page' ? 'on the page thread (no Web Worker could start)' : 'in a Web Worker';
+  const where = model.thread === 'page' ? 'on the page thread (no Web Worker could start)'
+    : model.fastTyping ? 'in a Web Worker, with short updates while typing on the page thread' : 'in a Web Worker';
   $('model-info').textContent = `Model: ${name}${local ? ' (from your disk, not uploaded)' : ''}, ${c.nLayer} layers × ${c.nHead} heads, ${size}, context ${c.nPositions} tokens; engine: WebAssembly ${page.info.simd.simd ? `SIMD (${page.info.simd.arch})` : 'scalar'} ${where}.${cardText}`;
   page.runner = new Runner(model, {
     requestOptions: () => ({ ablate: state.ablate }),
@@ -260,6 +261,7 @@ function useModel(model, { name, local = false, card = null }) {
       if (page.runner?.model !== model) return; // a result of the model just replaced
       const first = !page.result;
       page.result = r;
+      if (r.ranOnPage) page.lastPageResult = r;
       if (first) {
         $('loading').hidden = true;
         $('app').hidden = false;
@@ -298,7 +300,7 @@ async function start() {
   const fill = $('progress-fill');
   const bar = $('progress');
   try {
-    const model = await getModel(state.model, {
+    const model = await getFastTypingModel(state.model, {
       onProgress: ({ loaded, total }) => {
         if (!total) return;
         const pct = Math.min(100, (100 * loaded) / total);
@@ -380,4 +382,5 @@ window.headscopeDemo = {
   get runs() { return page.runner?.runs ?? 0; },
   get renderMs() { return page.lastRenderMs; },
   get model() { return page.model; },
+  get lastPageResult() { return page.lastPageResult ?? null; }, // the last result computed on the page thread
 };

@@ -55,9 +55,20 @@ export function linesScene(result, state, theme, focus) {
         : `line opacity = attention weight; ${links ? `the ${links} strongest link${links === 1 ? '' : 's'} of each token; ` : ''}hover or tap a token`,
   });
   const yOf = (i) => y0 + i * rowH + rowH / 2;
+  // the focused token's highlight, under its target; always one item (empty without a focus), so
+  // the targets after it keep their positions
   if (fSide) {
     const x = fSide === 'q' ? xL - labelW - 4 : xR + 2;
     items.push({ type: 'rect', x, y: y0 + fIdx * rowH + 1, w: labelW + 2, h: rowH - 2, fill: theme.faint, rx: 3 });
+  } else {
+    items.push({ type: 'rect', x: 0, y: 0, w: 0, h: 0, fill: 'none' });
+  }
+  // The pointer and keyboard targets come first, 2T of them after a fixed number of items: the live
+  // SVG reuses elements by position, so each target stays the same element (under the pointer, with
+  // the keyboard focus) when the focus changes how many lines follow. Texts let the pointer through.
+  for (let i = 0; i < T; i++) {
+    items.push({ type: 'rect', x: xL - labelW - 4, y: y0 + i * rowH, w: labelW + 4, h: rowH, hit: true, data: { side: 'q', index: i }, attrs: { tabindex: i === 0 ? 0 : -1, role: 'button', 'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': show where it looks` } });
+    items.push({ type: 'rect', x: xR, y: y0 + i * rowH, w: labelW + 4, h: rowH, hit: true, data: { side: 'k', index: i }, attrs: { tabindex: -1, role: 'button', 'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': show what looks at it` } });
   }
   heads.forEach((h, i) => {
     const colour = headColour(theme, i);
@@ -80,8 +91,6 @@ export function linesScene(result, state, theme, focus) {
     const bold = fIdx === i ? 'bold' : undefined;
     items.push({ type: 'text', x: xL - 2, y: yOf(i), text: labels[i], size: fs, fill: theme.fg, anchor: 'end', weight: fSide === 'q' ? bold : undefined });
     items.push({ type: 'text', x: xR + 6, y: yOf(i), text: labels[i], size: fs, fill: theme.fg, weight: fSide === 'k' ? bold : undefined });
-    items.push({ type: 'rect', x: xL - labelW - 4, y: y0 + i * rowH, w: labelW + 4, h: rowH, hit: true, data: { side: 'q', index: i }, attrs: { tabindex: i === 0 ? 0 : -1, role: 'button', 'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': show where it looks` } });
-    items.push({ type: 'rect', x: xR, y: y0 + i * rowH, w: labelW + 4, h: rowH, hit: true, data: { side: 'k', index: i }, attrs: { tabindex: -1, role: 'button', 'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': show what looks at it` } });
     if (single !== null && fSide === 'q' && i <= fIdx) {
       const w = attentionAt(result, state.layer, single, fIdx, i);
       if (w >= 0.005) items.push({ type: 'text', x: xR - 8, y: yOf(i) - 6, text: fmt2(w), size: 9, fill: theme.muted, anchor: 'end' });

@@ -1,0 +1,87 @@
+// Every keystroke painted in the next frame: a small model runs twice on the page, once in its Web
+// Worker and once on the page thread. Typing at the end of the text is an incremental update of a
+// few tokens (the engine reuses its key/value cache), which costs well under a millisecond on the
+// page thread for the shipped models; the worker's round trip costs a frame. So short incremental
+// updates run here, where the result is painted in the same frame as the keystroke, and everything
+// else (a changed start of the text, switched-off heads, all logits, long texts) in the worker.
+// Both instances are the same engine on the same weights, so their results are the same numbers
+// (an incremental update equals a full run bit for bit).
+
+/** Runs on the page thread only when the last run here took less than this (ms). */
+export const PAGE_THREAD_BUDGET_MS = 4;
+
+const sameAblate = (a = [], b = []) => a.length === b.length && a.every(([l, h], i) => l === b[i][0] && h === b[i][1]);
+
+/**
+ * The promise API of a worker model (run, tokenize, tokenText, info, dispose), with short
+ * incremental runs on `pageModel` (a HeadscopeModel on the page thread, or a promise of one).
+ * `ranOnPage` on a result says where it ran.
+ */
+export class FastTypingModel {
+  #worker;
+  #page = null;
+  #last = null; // the page instance's last run: { text, ablate, ms, computed: tokens not reused }
+  #primeTimer = 0;
+
+  constructor(workerModel, pageModel) {
+    this.#worker = workerModel;
+    Promise.resolve(pageModel).then((m) => { this.#page = m; }, () => { this.#page = null; });
+  }
+
+  get info() { return this.#worker.info; }
+  get thread() { return this.#worker.thread; }
+  get disposed() { return this.#worker.disposed; }
+  /** True: short incremental runs may run on the page thread. */
+  get fastTyping() { return true; }
+
+  /** True when `text` can run on the page thread within a frame (see the module comment). */
+  #fitsHere(text, { ablate = [], allLogits = false } = {}) {
+    const last = this.#last;
+    if (!this.#page || !last || allLogits || !sameAblate(ablate, last.ablate)) return false;
+    // the last run's time scaled to a keystroke's few new tokens (a priming run computed them all)
+    if (last.ms * Math.min(1, 4 / Math.max(1, last.computed)) >= PAGE_THREAD_BUDGET_MS) return false;
+    // an edit at the end: the engine reuses every token before it
+    return text.startsWith(last.text.slice(0, Math.max(0, last.text.length - 24))) && Math.abs(text.length - last.text.length) <= 24;
+  }
+
+  async run(text, options = {}) {
+    if (this.#fitsHere(text, options)) {
+      const t0 = performance.now();
+      const result = this.#page.run(text, options);
+      this.#last = { text, ablate: options.ablate ?? [], ms: performance.now() - t0, computed: result.T - result.reusedTokens };
+      result.ranOnPage = true;
+      return result;
+    }
+    const result = await this.#worker.run(text, options);
+    result.ranOnPage = false;
+    if (!options.allLogits) this.#prime(text, options);
+    return result;
+  }
+
+  // After a worker run, the page instance runs the same text when the page is idle, so that the next
+  // keystroke finds its cache ready (and the time it took decides whether the page thread is fast
+  // enough for this model and text).
+  #prime(text, options) {
+    clearTimeout(this.#primeTimer);
+    this.#primeTimer = setTimeout(() => {
+      if (!this.#page || this.#page.disposed) return;
+      try {
+        const t0 = performance.now();
+        const r = this.#page.run(text, { ablate: options.ablate, topK: 1 });
+        this.#last = { text, ablate: options.ablate ?? [], ms: performance.now() - t0, computed: r.T - r.reusedTokens };
+      } catch {
+        this.#last = null; // the worker already reported any problem with this text
+      }
+    }, 50);
+  }
+
+  tokenize(text) { return this.#worker.tokenize(text); }
+  tokenText(id) { return this.#worker.tokenText(id); }
+
+  dispose() {
+    clearTimeout(this.#primeTimer);
+    this.#page?.dispose();
+    this.#page = null;
+    this.#worker.dispose();
+  }
+}
