@@ -191,7 +191,7 @@ if (!simdOnly) {
   const h = core.load(files.config, files.weights, files.vocab, files.merges);
   const parts = {
     api_run: { fn: () => m.run(typed), before: () => m.run(prev) },
-    core_run: { fn: () => h.run(typed, [], false, 10), before: () => h.run(prev, [], false, 10) },
+    core_run: { fn: () => h.run(typed, [], false, 10, true), before: () => h.run(prev, [], false, 10, true) },
     tokenize: { fn: () => h.tokenize(typed) },
   };
   const ps = await compare(parts, { minMs: 200 * budget, minRuns: 30 });

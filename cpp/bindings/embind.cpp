@@ -84,11 +84,12 @@ val token_array(const std::vector<headscope::Token>& tokens) {
 
 // One call per run: everything the JavaScript result needs, built once.
 //   ablate: flat [layer0, head0, layer1, head1, ...]; all_logits: also the mean next-token loss;
-//   top_k: how many next-token candidates.
+//   top_k: how many next-token candidates; results: false runs the model (filling its cache) and
+//   returns only { tokens, reusedTokens, droppedTokens }, for long texts run in steps.
 // Tokens come as parallel arrays (ids, UTF-8 byte spans, display texts); the JS layer maps the
 // spans to string indices. Shapes: attentionAll (L, NH, T, T), contributionNorms (L, NH, T),
 // logitsLast (V).
-val run(Model& m, val text, val ablate_pairs, bool all_logits, int top_k) {
+val run(Model& m, val text, val ablate_pairs, bool all_logits, int top_k, bool results) {
   return guarded([&] {
     if (!text.isString()) throw headscope::Error("text must be a string, got " + text.typeOf().as<std::string>());
     if (top_k < 0) throw headscope::Error("topK must be at least 0, got " + std::to_string(top_k));
@@ -98,6 +99,13 @@ val run(Model& m, val text, val ablate_pairs, bool all_logits, int top_k) {
     if (flat.size() % 2) throw headscope::Error("ablate must hold [layer, head] pairs");
     for (std::size_t i = 0; i < flat.size(); i += 2) opt.ablate.push_back({flat[i], flat[i + 1]});
     const headscope::RunInfo info = m.run(text.as<std::string>(), opt);
+    if (!results) {
+      val out = val::object();
+      out.set("tokens", info.tokens);
+      out.set("reusedTokens", info.reused_tokens);
+      out.set("droppedTokens", info.dropped_tokens);
+      return out;
+    }
 
     const std::vector<headscope::Token>& tokens = m.tokens();
     std::vector<int32_t> starts, ends;

@@ -150,3 +150,26 @@ test('shipped model names and the default', { skip: !defaultModelShipped && 'the
   assert.ok(m.run(SENTENCE).T > 5);
   m.dispose();
 });
+
+test('prefill then run equals one run, bit for bit (how the worker runs long texts in steps)', async () => {
+  const text = 'The chef, who trained in Paris, cooked the meal quickly. The guests waited in the garden.';
+  const fresh = await loadModel(testModelUrl);
+  const whole = fresh.run(text, { allLogits: true });
+  fresh.run('Something else entirely.'); // the cache now holds another text
+  const cut = text.indexOf(' cooked');
+  const info = fresh.prefill(text.slice(0, cut), { allLogits: true }); // the options of the run that follows
+  assert.ok(info.tokens > 0 && info.tokens < whole.T);
+  assert.equal(info.reusedTokens, 0, 'the other text shares no prefix');
+  const stepped = fresh.run(text, { allLogits: true });
+  assert.ok(stepped.reusedTokens >= info.tokens - 1, `reused ${stepped.reusedTokens} of ${info.tokens} prefilled tokens`);
+  assert.deepEqual(Array.from(stepped.attentionAll), Array.from(whole.attentionAll));
+  assert.deepEqual(Array.from(stepped.logitsLast), Array.from(whole.logitsLast));
+  assert.equal(stepped.loss, whole.loss);
+  // with other options the cache cannot be reused: a full run, still the same numbers
+  fresh.prefill(text.slice(0, cut));
+  const full = fresh.run(text, { allLogits: true });
+  assert.equal(full.reusedTokens, 0);
+  assert.deepEqual(Array.from(full.attentionAll), Array.from(whole.attentionAll));
+  assert.throws(() => fresh.run(text, { topK: -1 }), /topK must be a non-negative integer/);
+  fresh.dispose();
+});

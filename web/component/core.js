@@ -76,12 +76,20 @@ export function modelLoadCount() {
  * newest text (if it changed meanwhile) runs next. Intermediate texts are skipped.
  * `requestOptions()` (optional) returns run options added to every request, such as the page's
  * switched-off heads; options given to request() take precedence.
+ * A long run (one that reports progress: a big model on a long text) is cancelled when a newer
+ * request arrives, since its result would be stale; `onProgress({ tokens, total })` follows it,
+ * `cancel()` stops it, and `onCancel(request)` hears that it stopped.
  */
 export class Runner {
-  constructor(model, { onResult, onError, requestOptions } = {}) {
+  #abort = null;
+  #long = false;
+
+  constructor(model, { onResult, onError, requestOptions, onProgress, onCancel } = {}) {
     this.model = model;
     this.onResult = onResult;
     this.onError = onError;
+    this.onProgress = onProgress;
+    this.onCancel = onCancel;
     this.requestOptions = requestOptions;
     this.pending = null;
     this.busy = false;
@@ -90,7 +98,14 @@ export class Runner {
 
   request(text, options = {}) {
     this.pending = { text, options: { ...this.requestOptions?.(), ...options } };
+    if (this.busy && this.#long) this.#abort?.abort();
     if (!this.busy) this.#pump();
+  }
+
+  /** Stops the run in flight (between its steps, if it is long) and drops any pending request. */
+  cancel() {
+    this.pending = null;
+    this.#abort?.abort();
   }
 
   async #pump() {
@@ -98,22 +113,35 @@ export class Runner {
     while (this.pending) {
       const req = this.pending;
       this.pending = null;
+      const abort = new AbortController();
+      this.#abort = abort;
+      this.#long = false;
       try {
         const t0 = performance.now();
-        const result = await this.model.run(req.text, { topK: 10, ...req.options });
+        const result = await this.model.run(req.text, {
+          topK: 10, ...req.options, signal: abort.signal,
+          onProgress: (p) => { this.#long = true; this.onProgress?.(p, req); },
+        });
         this.runs++;
         result.runMs = performance.now() - t0;
         this.onResult?.(result, req);
       } catch (e) {
-        this.onError?.(e, req);
+        if (e?.name === 'AbortError') this.onCancel?.(req); else this.onError?.(e, req);
       }
     }
+    this.#abort = null;
     this.busy = false;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const resolve of waiters) resolve();
   }
 
+  #idleWaiters = [];
+
   /** Resolves once nothing is pending or running. */
-  async idle() {
-    while (this.busy || this.pending) await new Promise((r) => setTimeout(r, 10));
+  idle() {
+    if (!this.busy && !this.pending) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 }
 

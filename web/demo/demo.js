@@ -233,6 +233,19 @@ textBox.addEventListener('input', () => {
   page.runner?.request(state.text);
 });
 
+// ---- long runs: progress and cancel ----------------------------------------------------------
+// A long run (a big model on a long text) reports its progress in steps of tokens; the page stays
+// responsive meanwhile (the run is in the worker), and Cancel stops it between two steps.
+function showProgress(tokens, total) {
+  $('run-progress').hidden = false;
+  setText($('run-progress-text'), `Running the model: ${tokens} of ${total} tokens…`);
+  $('run-progress-fill').style.width = `${((100 * tokens) / Math.max(1, total)).toFixed(1)}%`;
+}
+function hideProgress() {
+  if (!$('run-progress').hidden) $('run-progress').hidden = true;
+}
+$('run-cancel').addEventListener('click', () => page.runner?.cancel());
+
 // ---- models --------------------------------------------------------------------------------
 /**
  * Makes `model` the page's model: a new runner and lab, the texts that name it, a run of the text.
@@ -257,8 +270,14 @@ function useModel(model, { name, local = false, card = null }) {
   $('model-info').textContent = `Model: ${name}${local ? ' (from your disk, not uploaded)' : ''}, ${c.nLayer} layers × ${c.nHead} heads, ${size}, context ${c.nPositions} tokens; engine: WebAssembly ${page.info.simd.simd ? `SIMD (${page.info.simd.arch})` : 'scalar'} ${where}.${cardText}`;
   page.runner = new Runner(model, {
     requestOptions: () => ({ ablate: state.ablate }),
+    onProgress: ({ tokens, total }) => showProgress(tokens, total),
+    onCancel: () => {
+      hideProgress();
+      if (!page.runner?.pending) setText($('stats'), 'The run was cancelled: edit the text to run the model again.');
+    },
     onResult: (r) => {
       if (page.runner?.model !== model) return; // a result of the model just replaced
+      hideProgress();
       const first = !page.result;
       page.result = r;
       if (r.ranOnPage) page.lastPageResult = r;

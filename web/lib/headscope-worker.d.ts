@@ -38,8 +38,16 @@ export interface WorkerModel {
   readonly disposed: boolean;
   /** Where the model runs: in a Web Worker, or on the page thread (pageThreadFallback). */
   readonly thread: 'worker' | 'page';
-  /** As HeadscopeModel.run, in the worker. Rejects with an Error carrying the engine's message. */
-  run(text: string, options?: RunOptions): Promise<RunResult>;
+  /**
+   * As HeadscopeModel.run, in the worker. Rejects with an Error carrying the engine's message.
+   * A long run (about 200 ms of work or more: a big model on a long text) goes in steps of tokens:
+   * `onProgress` hears about each, and aborting `signal` stops it between steps (the promise then
+   * rejects with an Error named 'AbortError'). The result equals a run in one go.
+   */
+  run(text: string, options?: RunOptions & {
+    onProgress?: (progress: { tokens: number; total: number }) => void;
+    signal?: AbortSignal;
+  }): Promise<RunResult>;
   /** As HeadscopeModel.tokenize, in the worker. */
   tokenize(text: string): Promise<Token[]>;
   /** As HeadscopeModel.tokenText, in the worker. */

@@ -29,7 +29,10 @@ class WorkerModel {
         if (!p) return;
         if (progress) { p.onProgress?.(progress); return; }
         this.#pending.delete(id);
-        if (ok) p.resolve(value); else p.reject(new Error(error));
+        if (ok) { p.resolve(value); return; }
+        const err = new Error(error);
+        if (event.data.aborted) err.name = 'AbortError';
+        p.reject(err);
       };
       worker.onerror = (event) => {
         event.preventDefault?.();
@@ -47,12 +50,14 @@ class WorkerModel {
   /** Resolves once the worker runs; rejects with a WorkerStartError if it never does. */
   started() { return this.#started; }
 
-  call(method, args, onProgress, transfer = []) {
+  call(method, args, onProgress, transfer = [], signal = null) {
     if (this.#disposed) return Promise.reject(new Error('this headscope model was disposed; load it again'));
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, onProgress });
       this.#worker.postMessage({ id, method, args }, transfer);
+      // the worker checks for a cancel between the steps of a long run
+      signal?.addEventListener('abort', () => { if (this.#pending.has(id)) this.#worker.postMessage({ id: 0, method: 'cancel', args: { id } }); }, { once: true });
     });
   }
 
@@ -77,10 +82,19 @@ class WorkerModel {
   }
   get disposed() { return this.#disposed; }
 
-  /** Runs the model on `text`; resolves to the same result object as HeadscopeModel.run. */
-  async run(text, options = {}) {
+  /**
+   * Runs the model on `text`; resolves to the same result object as HeadscopeModel.run. A long run
+   * (about 200 ms of work or more) goes in steps: `onProgress({ tokens, total })` hears about each,
+   * and aborting `signal` stops it between steps (the promise rejects with an AbortError).
+   */
+  async run(text, { onProgress, signal, ...options } = {}) {
     if (typeof text !== 'string') throw new Error(`text must be a string, got ${text === null ? 'null' : typeof text}`);
-    return makeResult(await this.call('run', { text, options }));
+    if (signal?.aborted) {
+      const e = new Error('the run was cancelled');
+      e.name = 'AbortError';
+      throw e;
+    }
+    return makeResult(await this.call('run', { text, options }, onProgress, [], signal));
   }
 
   tokenize(text) { return this.call('tokenize', { text }); }
@@ -104,7 +118,7 @@ class PageThreadModel {
   get thread() { return 'page'; }
   get info() { return this.#model.info; }
   get disposed() { return this.#model.disposed; }
-  async run(text, options = {}) { return this.#model.run(text, options); }
+  async run(text, { onProgress, signal, ...options } = {}) { return this.#model.run(text, options); }
   async tokenize(text) { return this.#model.tokenize(text); }
   async tokenText(id) { return this.#model.tokenText(id); }
   dispose() { this.#model.dispose(); }

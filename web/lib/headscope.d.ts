@@ -149,6 +149,11 @@ export declare class HeadscopeModel {
   tokenize(text: string): Token[];
   /** The display text of vocabulary entry `id`. */
   tokenText(id: number): string;
+  /**
+   * Runs the model on `text` without building a result, leaving the text in the engine's cache: a
+   * later run() of a text that extends it only computes the new tokens.
+   */
+  prefill(text: string, options?: { ablate?: Array<[number, number]>; allLogits?: boolean }): { tokens: number; reusedTokens: number; droppedTokens: number };
   /** Frees the model's wasm memory; every later call throws. Safe to call twice. */
   dispose(): void;
 }

@@ -310,7 +310,7 @@ export class HeadscopeModel {
         throw new Error(`ablate entries must be [layer, head] pairs of integers, got ${JSON.stringify(pair)}`);
       flat.push(pair[0], pair[1]);
     }
-    const out = checked(this.#core, h.run(wellFormed, flat, !!allLogits, k));
+    const out = checked(this.#core, h.run(wellFormed, flat, !!allLogits, k, true));
     const map = byteToIndexMaps(wellFormed);
     const { tokenIds, tokenByteStarts, tokenByteEnds, tokenTexts } = out;
     const tokens = new Array(tokenIds.length);
@@ -332,6 +332,19 @@ export class HeadscopeModel {
     };
     if (allLogits) data.loss = out.loss;
     return makeResult(data);
+  }
+
+  /**
+   * Runs the model on `text` without building a result: the engine's key/value cache then holds
+   * the text, and a later run() of a text that extends it only computes the new tokens (the result
+   * equals a full run). For long texts run in steps, with progress and a chance to cancel in
+   * between. Give it the ablate and allLogits options of that later run. Returns
+   * { tokens, reusedTokens, droppedTokens }.
+   */
+  prefill(text, { ablate = [], allLogits = false } = {}) {
+    const h = this.#live();
+    // the same options as the run that follows: the engine reuses a cache made with the same ones
+    return checked(this.#core, h.run(toWellFormed(text), ablate.flat(), !!allLogits, 0, false));
   }
 
   /** Frees the model's wasm memory. Any later call throws. Safe to call twice. */

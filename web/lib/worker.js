@@ -1,13 +1,55 @@
 // The Web Worker side of headscope-worker.js: holds one model and answers requests in order.
 // Result typed arrays are transferred to the page, not copied.
+//
+// A long run (a big model on a long text) is done in steps of tokens: the engine's cache takes the
+// text a piece at a time (prefill), the page hears the progress after each piece, and a cancel
+// message that arrived meanwhile stops it. The final run then only computes the last piece, and its
+// result equals a run in one go (the engine reuses cached tokens only where they match).
 import { loadModel } from './headscope.js';
 import { resultForTransfer } from './result.js';
 
-let model = null;
+// Runs cheaper than this many (parameters x tokens) go in one step: about 200 ms of work in wasm.
+const STEPPED_RUN_WORK = 6e9;
+const STEPS = 8;
 
-self.onmessage = async (event) => {
-  const { id, method, args } = event.data;
+let model = null;
+const queue = [];
+const cancelled = new Set();
+let busy = false;
+
+const yieldToMessages = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+function cancelledError() {
+  const e = new Error('the run was cancelled');
+  e.name = 'AbortError';
+  return e;
+}
+
+async function runInSteps(id, text, options) {
+  const { nPositions } = model.info.config;
+  const tokens = model.tokenize(text);
+  const T = tokens.length;
+  if (T * model.info.parameterCount < STEPPED_RUN_WORK || T > nPositions || T < 2 * STEPS) return model.run(text, options);
+  const step = Math.ceil(T / STEPS);
+  for (let end = step; end < T; end += step) {
+    // cut where a token starts with white space: the prefix then ends on a whole word, so it is
+    // tokenized as the start of the full text is (a cut elsewhere only costs a recomputation)
+    let k = end;
+    while (k < T && !/\s/.test(text[tokens[k].start] ?? '')) k++;
+    if (k >= T) break;
+    model.prefill(text.slice(0, tokens[k].start), { ablate: options.ablate, allLogits: options.allLogits });
+    self.postMessage({ id, progress: { tokens: k, total: T } });
+    await yieldToMessages();
+    if (cancelled.has(id)) throw cancelledError();
+    end = k;
+  }
+  self.postMessage({ id, progress: { tokens: T, total: T } });
+  return model.run(text, options);
+}
+
+async function handle({ id, method, args }) {
   try {
+    if (cancelled.has(id)) throw cancelledError();
     let value;
     let transfer = [];
     if (method === 'load') {
@@ -20,7 +62,7 @@ self.onmessage = async (event) => {
       throw new Error('no model loaded in this worker');
     } else if (method === 'run') {
       // the methods stay behind; the client adds them back with makeResult()
-      ({ data: value, transfer } = resultForTransfer(model.run(args.text, args.options)));
+      ({ data: value, transfer } = resultForTransfer(await runInSteps(id, args.text, args.options)));
     } else if (method === 'tokenize') {
       value = model.tokenize(args.text);
     } else if (method === 'tokenText') {
@@ -34,8 +76,24 @@ self.onmessage = async (event) => {
     }
     self.postMessage({ id, ok: true, value }, transfer);
   } catch (e) {
-    self.postMessage({ id, ok: false, error: e instanceof Error ? e.message : String(e) });
+    self.postMessage({ id, ok: false, error: e instanceof Error ? e.message : String(e), aborted: e?.name === 'AbortError' });
+  } finally {
+    for (const c of cancelled) if (c <= id) cancelled.delete(c); // requests are numbered in order
   }
+}
+
+self.onmessage = async (event) => {
+  const message = event.data;
+  // a cancel acts at once (between the steps of a long run); everything else waits its turn
+  if (message.method === 'cancel') {
+    cancelled.add(message.args.id);
+    return;
+  }
+  queue.push(message);
+  if (busy) return;
+  busy = true;
+  while (queue.length) await handle(queue.shift());
+  busy = false;
 };
 
 // Tells the page that this module and its imports loaded: failures before this are the worker's

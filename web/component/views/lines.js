@@ -52,7 +52,7 @@ export function linesScene(result, state, theme, focus) {
     type: 'text', x: 8, y: 28, size: 11, fill: theme.muted,
     text: fSide === 'q' ? `where ${quoteToken(tokens[fIdx].text)} looks (line opacity = weight)`
       : fSide === 'k' ? `which tokens look at ${quoteToken(tokens[fIdx].text)}${links ? ` (among their ${links} strongest links)` : ''}`
-        : `line opacity = attention weight; ${links ? `the ${links} strongest link${links === 1 ? '' : 's'} of each token; ` : ''}hover or tap a token`,
+        : `opacity = weight; ${links ? `${links} strongest link${links === 1 ? '' : 's'} per token; ` : ''}hover or tap a token`,
   });
   const yOf = (i) => y0 + i * rowH + rowH / 2;
   // the focused token's highlight, under its target; always one item (empty without a focus), so
