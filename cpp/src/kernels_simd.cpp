@@ -6,9 +6,11 @@
 // that build is the "scalar" subject of the benchmarks.
 // Shapes use the legend in kernels.hpp.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "headscope/kernels.hpp"
 
@@ -26,13 +28,25 @@ namespace headscope::kernels {
 
 using batch = xsimd::batch<float>;
 constexpr int kLanes = static_cast<int>(batch::size);
-// GEMM register tile: kTileRows rows of the input x kPanel columns (two batches) of the output.
-// 4 x 8 with SIMD128 keeps 8 accumulators + 2 weight batches + 1 broadcast in V8's ~15 registers.
-constexpr int kTileRows = 4;
+// GEMM register tile: kTileRows rows of the input x kPanel columns (two batches) of the output, one
+// accumulator per row and batch. The tile is as tall as the register file allows next to the two
+// weight batches and the broadcast input value:
+//   SIMD128 (V8 keeps ~15 registers usable): 4 x 8  -> 8 accumulators
+//   AVX2 (16 ymm):                           6 x 16 -> 12 accumulators
+//   AVX-512 (32 zmm):                        8 x 32 -> 16 accumulators
 constexpr int kPanel = 2 * kLanes;
+constexpr int kTileRows = kLanes >= 16 ? 8 : kLanes == 8 ? 6 : 4;
+// Cache blocking (cpp/bench measures the choice). Depth is cut into slices of kDepthBlock: one panel's
+// slice (kDepthBlock x kPanel floats: 8 KB with SIMD128, 32 KB with AVX-512) stays in L1 while every
+// row tile of a block of kRowBlock input rows streams past it, and that input block
+// (kRowBlock x kDepthBlock floats, 128 KB) stays in L2 while all panels stream past it. Without the
+// blocking a long text re-reads its whole (T, K) input from memory once per panel.
+constexpr int kDepthBlock = 256;
+constexpr int kRowBlock = kTileRows * (128 / kTileRows);  // whole tiles: no remainder tile inside a long input
 
 SimdInfo simd_info() { return {batch::arch_type::name(), kLanes, true}; }
 int linear_panel_width() { return kPanel; }
+GemmBlocking gemm_blocking() { return {kTileRows, kDepthBlock, kRowBlock}; }
 
 static float horizontal_max(const batch& b) {
   alignas(64) float lanes[kLanes];
@@ -43,24 +57,44 @@ static float horizontal_max(const batch& b) {
 }
 
 // --- GEMM -----------------------------------------------------------------------------------
-// One register tile: out (ROWS, kPanel) (+)= inp (ROWS, k_begin:k_end) @ panel (k_begin:k_end, kPanel).
-// Only the first n_valid columns are stored (the last panel of a matrix is zero-padded).
-// Every output element is one multiply-add chain over k in order, whichever tile computes its row, so a
-// row computed alone (the incremental update's new token) is bit-identical to the same row computed
-// with others (a full run). Splitting k into several chains for the 1-row tile was measured 1.18x on
-// those products but only 1.03x on the whole update, and it would lose that identity (cpp/bench).
+// How a register tile's accumulators start: from the bias (first depth slice of a layer with bias),
+// from zero (first slice without bias), or from the partial sums an earlier slice stored in out.
+enum class TileStart { bias, zero, out };
+
+// One register tile over one depth slice:
+//   out (ROWS, kPanel) = start + inp (ROWS, k0:k1) @ panel (k0:k1, kPanel)
+// Only the first n_valid columns are read and stored (the last panel of a matrix is zero-padded).
+// Every output element is one multiply-add chain over k in increasing order, whichever tile computes
+// its row; storing the partial sum between depth slices and reloading it is exact. So a row computed
+// alone (the incremental update's new token) is bit-identical to the same row computed with others
+// (a full run), at any T.
 template <int ROWS>
-static inline void gemm_tile(float* out, int out_stride, const float* inp, int inp_stride, const float* panel,
-                             int k_begin, int k_end, const float* bias, int n_valid) noexcept {
+static inline void gemm_tile(float* out, int out_stride, const float* inp, int inp_stride, const float* panel_k0,
+                             int depth, TileStart start, const float* bias, int n_valid) noexcept {
   batch acc0[ROWS], acc1[ROWS];
-  const batch b_lo = bias ? batch::load_unaligned(bias) : batch(0.0f);
-  const batch b_hi = bias ? batch::load_unaligned(bias + kLanes) : batch(0.0f);
-  for (int r = 0; r < ROWS; r++) {
-    acc0[r] = b_lo;
-    acc1[r] = b_hi;
+  if (start == TileStart::out) {
+    for (int r = 0; r < ROWS; r++) {
+      const float* o = out + (std::size_t)r * out_stride;
+      if (n_valid == kPanel) {
+        acc0[r] = batch::load_unaligned(o);
+        acc1[r] = batch::load_unaligned(o + kLanes);
+      } else {
+        alignas(64) float tmp[kPanel] = {};
+        std::memcpy(tmp, o, sizeof(float) * n_valid);
+        acc0[r] = batch::load_aligned(tmp);
+        acc1[r] = batch::load_aligned(tmp + kLanes);
+      }
+    }
+  } else {
+    const batch b_lo = start == TileStart::bias ? batch::load_unaligned(bias) : batch(0.0f);
+    const batch b_hi = start == TileStart::bias ? batch::load_unaligned(bias + kLanes) : batch(0.0f);
+    for (int r = 0; r < ROWS; r++) {
+      acc0[r] = b_lo;
+      acc1[r] = b_hi;
+    }
   }
-  const float* w = panel + (std::size_t)k_begin * kPanel;
-  for (int k = k_begin; k < k_end; k++, w += kPanel) {
+  const float* w = panel_k0;
+  for (int k = 0; k < depth; k++, w += kPanel) {
     const batch w0 = batch::load_unaligned(w);
     const batch w1 = batch::load_unaligned(w + kLanes);
     for (int r = 0; r < ROWS; r++) {
@@ -83,24 +117,42 @@ static inline void gemm_tile(float* out, int out_stride, const float* inp, int i
   }
 }
 
+using GemmTileFn = void (*)(float*, int, const float*, int, const float*, int, TileStart, const float*, int) noexcept;
+template <std::size_t... R>
+static constexpr std::array<GemmTileFn, sizeof...(R)> gemm_tiles(std::index_sequence<R...>) {
+  return {&gemm_tile<(int)R + 1>...};
+}
+// kGemmTiles[r - 1] computes r rows: the full tile and every remainder height
+static constexpr auto kGemmTiles = gemm_tiles(std::make_index_sequence<kTileRows>{});
+
+// out (T, N) = [bias +] inp[:, k_begin:k_end] @ W[k_begin:k_end, :]; inp has row stride inp_stride.
+// Loop order: depth slice > row block > panel > row tile (comments at kDepthBlock).
 static void gemm_packed(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin,
                         int k_end, bool with_bias, int T) noexcept {
   const int N = W.N;
   const int panels = (N + kPanel - 1) / kPanel;
-  for (int p = 0; p < panels; p++) {
-    const float* panel = W.panels.data() + (std::size_t)p * W.K * kPanel;
-    const int n0 = p * kPanel;
-    const int n_valid = std::min(kPanel, N - n0);
-    const float* bias = with_bias && !W.bias.empty() ? W.bias.data() + n0 : nullptr;
-    int t = 0;
-    for (; t + kTileRows <= T; t += kTileRows)
-      gemm_tile<kTileRows>(out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride, inp_stride, panel,
-                           k_begin, k_end, bias, n_valid);
-    switch (T - t) {
-      case 3: gemm_tile<3>(out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride, inp_stride, panel, k_begin, k_end, bias, n_valid); break;
-      case 2: gemm_tile<2>(out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride, inp_stride, panel, k_begin, k_end, bias, n_valid); break;
-      case 1: gemm_tile<1>(out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride, inp_stride, panel, k_begin, k_end, bias, n_valid); break;
-      default: break;
+  const bool has_bias = with_bias && !W.bias.empty();
+  if (k_begin == k_end) {  // an empty product: the bias, or zeros
+    for (int t = 0; t < T; t++)
+      for (int n = 0; n < N; n++) out[(std::size_t)t * N + n] = has_bias ? W.bias[n] : 0.0f;
+    return;
+  }
+  for (int k0 = k_begin; k0 < k_end; k0 += kDepthBlock) {
+    const int depth = std::min(kDepthBlock, k_end - k0);
+    const TileStart start = k0 > k_begin ? TileStart::out : has_bias ? TileStart::bias : TileStart::zero;
+    for (int t0 = 0; t0 < T; t0 += kRowBlock) {
+      const int t1 = std::min(T, t0 + kRowBlock);
+      for (int p = 0; p < panels; p++) {
+        const float* panel_k0 = W.panels.data() + ((std::size_t)p * W.K + k0) * kPanel;
+        const int n0 = p * kPanel;
+        const int n_valid = std::min(kPanel, N - n0);
+        const float* bias = has_bias ? W.bias.data() + n0 : nullptr;
+        for (int t = t0; t < t1; t += kTileRows) {
+          const int rows = std::min(kTileRows, t1 - t);
+          kGemmTiles[rows - 1](out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride + k0, inp_stride,
+                               panel_k0, depth, start, bias, n_valid);
+        }
+      }
     }
   }
 }
@@ -461,6 +513,7 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
 
 SimdInfo simd_info() { return {"scalar", 1, false}; }
 int linear_panel_width() { return 0; }  // one panel spanning all columns: the Conv1D layout unchanged
+GemmBlocking gemm_blocking() { return {1, 1, 1}; }
 
 PackedLinear pack_linear(const float* weight, const float* bias, int K, int N) {
   PackedLinear W;

@@ -40,6 +40,13 @@ struct PackedLinear {
 // weight (K, N) Conv1D layout, bias (N) or nullptr
 PackedLinear pack_linear(const float* weight, const float* bias, int K, int N);
 int linear_panel_width();
+// How matmul_forward cuts the work (for tests that sweep its edges): register tiles of tile_rows
+// input rows x panel_width columns; depth (K) in slices of depth_block, input rows in blocks of
+// row_block. All 1 in the scalar build (the plain triple loop).
+struct GemmBlocking {
+  int tile_rows, depth_block, row_block;
+};
+GemmBlocking gemm_blocking();
 
 // out (T, N) = inp (T, K) @ W (K, N) + bias (N)
 void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) noexcept;
