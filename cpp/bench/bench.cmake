@@ -17,6 +17,9 @@ if(EMSCRIPTEN)
 else()
   add_executable(headscope_bench_native ${HEADSCOPE_BENCH_DIR}/bench_native.cpp)
   target_link_libraries(headscope_bench_native PRIVATE headscope_bench_variants headscope_core)
+  # the blocked xsimd GEMM against Eigen's at GPT-2 small's shapes
+  add_executable(headscope_gemm_native ${HEADSCOPE_BENCH_DIR}/gemm_native.cpp)
+  target_link_libraries(headscope_gemm_native PRIVATE headscope_core)
 endif()
 
 # The same benchmark module with the engine's Model compiled against the previous kernels
