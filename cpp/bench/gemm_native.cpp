@@ -1,12 +1,12 @@
 // Native GEMM at GPT-2 small's shapes: the engine's blocked xsimd kernel (matmul_forward on weights
 // packed at load time) against Eigen's GEMM (Eigen 3.4, vectorized with this build's -march=native),
-// y (M, N) = x (M, K) @ W (K, N) + b. Prints one JSON line per shape.
+// y (M, N) = x (M, K) @ W (K, N) + b. Prints one JSON line per shape; medians of thread CPU time.
 // Usage: headscope_gemm_native [--quick]
 #include <Eigen/Dense>
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <random>
 #include <string>
@@ -18,14 +18,21 @@ namespace {
 
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+// This thread's CPU time: the cores are shared with other jobs, and time spent descheduled would
+// otherwise land on whichever kernel happened to be running.
+double thread_cpu_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
 double median_ms(const std::function<void()>& fn, int runs) {
-  using clk = std::chrono::steady_clock;
   fn();  // warm-up
   std::vector<double> v;
   for (int i = 0; i < runs; i++) {
-    const auto t0 = clk::now();
+    const double t0 = thread_cpu_ms();
     fn();
-    v.push_back(std::chrono::duration<double, std::milli>(clk::now() - t0).count());
+    v.push_back(thread_cpu_ms() - t0);
   }
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
