@@ -6,9 +6,10 @@
 //   {"tokens": [strings], "ids": [ints], "logits_last": [V floats], "attention": [L][H][T][T],
 //    "dropped_tokens": int}
 // bench prints one JSON line: {"tokens", "repeat", "load_ms", "forward_ms", "incremental_ms",
-//   "forward_cpu_ms", "incremental_cpu_ms", "peak_rss_mb", "weight_mb", "simd"}; forward_ms is the
+//   "forward_cpu_ms", "incremental_cpu_ms", "rss_after_load_mb", "peak_rss_mb", "weight_mb", "simd"}; forward_ms is the
 //   median full run of T tokens from an empty cache, incremental_ms the median one-token update at T
-//   (T-1 tokens cached), *_cpu_ms the same in process CPU time, peak_rss_mb VmHWM.
+//   (T-1 tokens cached), *_cpu_ms the same in process CPU time, rss_after_load_mb VmRSS right after
+//   loading, peak_rss_mb VmHWM at the end (the activations for T tokens included).
 // Errors go to stderr with a non-zero exit code.
 #include <algorithm>
 #include <chrono>
@@ -107,12 +108,13 @@ std::vector<float> softmax(std::span<const float> logits) {
   return p;
 }
 
-// Peak resident memory of this process (VmHWM), in MB; -1 where /proc is unavailable.
-double peak_rss_mb() {
+// A memory figure of this process from /proc/self/status ("VmHWM" peak resident, "VmRSS" resident
+// now), in MB; -1 where /proc is unavailable.
+double status_mb(const std::string& key) {
   std::ifstream f("/proc/self/status");
   std::string line;
   while (std::getline(f, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // "VmHWM:  123 kB"
+    if (line.rfind(key + ":", 0) == 0) return std::stod(line.substr(key.size() + 1)) / 1024.0;  // "VmHWM:  123 kB"
   return -1;
 }
 
@@ -135,6 +137,7 @@ int bench(const Args& a) {
   const auto t_load = clk::now();
   headscope::Model model = headscope::Model::load_directory(a.model);
   const double load_ms = ms_since(t_load);
+  const double rss_after_load_mb = status_mb("VmRSS");
   const auto& c = model.config();
   const int T = a.tokens;
   if (T > c.n_positions)
@@ -170,7 +173,8 @@ int bench(const Args& a) {
   j["incremental_ms"] = inc.empty() ? nullptr : nlohmann::json(median(inc));
   j["forward_cpu_ms"] = median(full_cpu);
   j["incremental_cpu_ms"] = inc_cpu.empty() ? nullptr : nlohmann::json(median(inc_cpu));
-  j["peak_rss_mb"] = peak_rss_mb();
+  j["rss_after_load_mb"] = rss_after_load_mb;
+  j["peak_rss_mb"] = status_mb("VmHWM");
   j["weight_mb"] = model.weight_bytes() / 1048576.0;
   j["simd"] = headscope::kernels::simd_info().arch;
   std::cout << j.dump() << "\n";

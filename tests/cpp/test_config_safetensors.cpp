@@ -233,6 +233,40 @@ TEST_CASE("a context too large for memory is refused before allocating", "[error
   REQUIRE(m.run("still usable").tokens == 12);
 }
 
+TEST_CASE("a model too large for memory is refused with its size before any weight is allocated", "[errors][memory]") {
+  // odd-hs12's files with config.json claiming n_embd 16384 and 100 layers: about 1.3 TB of float32
+  // weights, beyond any machine's physical memory and beyond wasm32's 4 GB. The loader must name the
+  // size (never std::bad_alloc, never a crash) before it reads or allocates a single tensor.
+  const Files f;
+  json config = json::parse(f.config);
+  config["n_embd"] = 16384;
+  config["n_head"] = 128;
+  config["n_layer"] = 100;
+  config["n_inner"] = nullptr;
+  try {
+    Model::load_buffers(config.dump(), f.weights, f.vocab, f.merges);
+    FAIL("no error");
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    INFO(msg);
+    // 100 layers x (12 C^2 + 13 C) floats x 4 bytes = 1288.5 GB, plus at most one layer's 4.3 GB
+    // read before packing and the memory already in use: the message's figure lies in [1288, 1300]
+    const std::size_t at = msg.find("needs about ");
+    REQUIRE(at != std::string::npos);
+    const double gb = std::stod(msg.substr(at + 12));
+    REQUIRE(gb >= 1288.0);
+    REQUIRE(gb <= 1300.0);
+    REQUIRE(msg.find(" GB") != std::string::npos);
+#ifdef __EMSCRIPTEN__
+    REQUIRE(msg.find("of wasm memory") != std::string::npos);
+    REQUIRE(msg.find("the limit is") != std::string::npos);
+#else
+    REQUIRE(msg.find("this machine has") != std::string::npos);
+#endif
+  }
+  REQUIRE(f.load().config().n_layer == 2);  // the real config still loads
+}
+
 TEST_CASE("hostile text: NUL bytes, right-to-left, combining marks, emoji, a megabyte", "[input][hostile]") {
   Model m = Files().load();  // odd-hs12: byte-level vocabulary, context 32
   for (const std::string text : {std::string("a\0b\0", 4), std::string("\xd7\xa9\xd7\x9c\xd7\x95\xd7\x9d \xd8\xb9\xd8\xa7\xd9\x84\xd9\x85"),
