@@ -12,7 +12,7 @@ if(EMSCRIPTEN)
   target_link_options(headscope_bench_wasm PRIVATE
     --bind --profiling-funcs -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createHeadscopeBench
     -sENVIRONMENT=web,worker -sFILESYSTEM=0
-    -sALLOW_MEMORY_GROWTH=1 -sINITIAL_MEMORY=32MB -sMAXIMUM_MEMORY=2GB -sTOTAL_STACK=1MB)
+    -sALLOW_MEMORY_GROWTH=1 -sINITIAL_MEMORY=32MB -sMAXIMUM_MEMORY=4GB -sTOTAL_STACK=1MB)
   set_target_properties(headscope_bench_wasm PROPERTIES SUFFIX ".js")
 else()
   add_executable(headscope_bench_native ${HEADSCOPE_BENCH_DIR}/bench_native.cpp)

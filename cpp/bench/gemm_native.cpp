@@ -1,6 +1,7 @@
 // Native GEMM at GPT-2 small's shapes: the engine's blocked xsimd kernel (matmul_forward on weights
 // packed at load time) against Eigen's GEMM (Eigen 3.4, vectorized with this build's -march=native),
-// y (M, N) = x (M, K) @ W (K, N) + b. Prints one JSON line per shape; medians of thread CPU time.
+// y (M, N) = x (M, K) @ W (K, N) + b; then the attention kernel of one layer at T = 64, 256, 1024.
+// Prints one JSON line per case; medians of thread CPU time.
 // Usage: headscope_gemm_native [--quick]
 #include <Eigen/Dense>
 #include <algorithm>
@@ -69,6 +70,21 @@ int run(int argc, char** argv) {
       std::printf("{\"M\": %d, \"K\": %d, \"N\": %d, \"ours_gflops\": %.1f, \"eigen_gflops\": %.1f, \"ours_over_eigen\": %.2f}\n",
                   M, K, N, flop / ours / 1e6, flop / eigen / 1e6, eigen / ours);
       std::fflush(stdout);
+    }
+  }
+  // attention of one layer (NH 12, head size 64), all rows from an empty cache, att stride 1024 as in
+  // the model at full context: the kernel alone, in GFLOP/s of its causal products (QK^T and PV)
+  {
+    const int NH = 12, HS = 64, cap = 1024;
+    std::vector<float> qkv((std::size_t)cap * 3 * C), att((std::size_t)NH * cap * cap), out((std::size_t)cap * C),
+        cache(headscope::kernels::attention_key_panels_floats(cap, C, NH));
+    for (auto& v : qkv) v = d(rng);
+    for (int T : {64, 256, 1024}) {
+      const double ms = median_ms(
+          [&] { headscope::kernels::attention_forward(out.data(), att.data(), qkv.data(), 0, T, C, NH, cap, cache.data()); },
+          quick ? 3 : 9);
+      const double flop = NH * 2.0 * 2 * HS * (double)T * (T + 1) / 2;
+      std::printf("{\"attention_T\": %d, \"ms\": %.3f, \"gflops\": %.1f}\n", T, ms, flop / ms / 1e6);
     }
   }
   return 0;

@@ -15,7 +15,7 @@ target_compile_definitions(headscope_tests PRIVATE
   HEADSCOPE_SIMD_EXPECTED=$<BOOL:${HEADSCOPE_SIMD}>)
 if(EMSCRIPTEN)
   # NODERAWFS: the tests read fixtures by their real absolute paths, as natively.
-  target_link_options(headscope_tests PRIVATE -sNODERAWFS=1 -sTOTAL_STACK=8MB -sINITIAL_MEMORY=64MB)
+  target_link_options(headscope_tests PRIVATE -sNODERAWFS=1 -sTOTAL_STACK=8MB -sINITIAL_MEMORY=64MB -sMAXIMUM_MEMORY=4GB)
   # .cjs: the package is "type": "module", and this runner is CommonJS glue for node
   set_target_properties(headscope_tests PROPERTIES SUFFIX ".cjs")
 endif()
