@@ -9,7 +9,8 @@
    RSS) and PyTorch computing the same outputs (every attention map, last-position logits).
    Prints a table and writes the rows as JSON.
 Usage: /usr/bin/python3 bench/native_vs_torch.py [--cli build/native-release/headscope]
-         [--model build/gpt2-small] [--tokens 64,256,1024] [--repeat 5] [--json OUT]
+         [--model build/gpt2-small] [--tokens 64,256,1024] [--repeat 5] [--json OUT] [--markdown OUT]
+(--markdown writes the table, the targets and the machine's load, e.g. to bench/gpt2-small-native.md)
 """
 import argparse
 import json
@@ -100,13 +101,13 @@ def main():
     ap.add_argument("--tokens", default="64,256,1024")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json")
+    ap.add_argument("--markdown")
     a = ap.parse_args()
     torch.set_num_threads(1)
     if not os.path.exists(os.path.join(a.model, "model.safetensors")):
         subprocess.run([sys.executable, os.path.join(ROOT, "bench", "make_gpt2_small.py"), a.model], check=True)
     model = GPT2.load_hf(a.model).eval()
     ok, d_logits, d_att = check_correctness(a.cli, a.model, model)
-    torch_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rows = []
     for T in [int(t) for t in a.tokens.split(",")]:
         ours = json.loads(subprocess.run([a.cli, "bench", "--model", a.model, "--tokens", str(T), "--repeat",
@@ -114,26 +115,55 @@ def main():
         pt_ms, pt_cpu_ms = time_torch(model, T, a.repeat, model.cfg["vocab_size"])
         rows.append({"tokens": T, "ours": ours, "torch_ms": pt_ms, "torch_cpu_ms": pt_cpu_ms,
                      "speed_ratio": pt_ms / ours["forward_ms"], "cpu_speed_ratio": pt_cpu_ms / ours["forward_cpu_ms"]})
+    torch_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     base = rows[0]
-    print(f"\nsimd {rows[0]['ours']['simd']}, torch {torch.__version__} with 1 thread; medians of {a.repeat}; "
-          "wall time / CPU time (the cores are shared: CPU time leaves out waiting for a core)")
-    print("| T | headscope full forward ms | PyTorch ms | headscope / PyTorch speed | headscope ms per token"
-          " (vs first T) | PyTorch ms per token | incremental update ms | load ms | peak RSS MB |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    lines = [f"simd {rows[0]['ours']['simd']}, torch {torch.__version__} with 1 thread; medians of {a.repeat}; "
+             "each cell wall time / CPU time (the cores are shared with other jobs: CPU time leaves out the "
+             "time a process waited for a core, so its ratios are the fairer comparison)", "",
+             "| T | headscope full forward ms | PyTorch ms | headscope / PyTorch speed | headscope ms per token"
+             f" (vs T = {base['tokens']}) | PyTorch ms per token | incremental update ms | load ms | RSS after load / peak MB |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         o = r["ours"]
         per_tok = o["forward_ms"] / r["tokens"]
         per_tok_cpu = o["forward_cpu_ms"] / r["tokens"]
-        rel = per_tok / (base["ours"]["forward_ms"] / base["tokens"])
-        rel_cpu = per_tok_cpu / (base["ours"]["forward_cpu_ms"] / base["tokens"])
-        print(f"| {r['tokens']} | {o['forward_ms']:.1f} / {o['forward_cpu_ms']:.1f} | "
-              f"{r['torch_ms']:.1f} / {r['torch_cpu_ms']:.1f} | {r['speed_ratio']:.2f}x / {r['cpu_speed_ratio']:.2f}x | "
-              f"{per_tok:.2f} ({rel:.2f}x) / {per_tok_cpu:.2f} ({rel_cpu:.2f}x) | "
-              f"{r['torch_ms'] / r['tokens']:.2f} / {r['torch_cpu_ms'] / r['tokens']:.2f} | "
-              f"{o['incremental_ms']:.1f} / {o['incremental_cpu_ms']:.1f} | {o['load_ms']:.0f} | {o['peak_rss_mb']:.0f} |")
-    print(f"weights {rows[0]['ours']['weight_mb']:.0f} MB as the engine holds them; "
-          f"file {os.path.getsize(os.path.join(a.model, 'model.safetensors')) / 2**20:.0f} MB; "
-          f"this PyTorch process peak RSS {torch_rss_mb:.0f} MB")
+        r["per_token_vs_first"] = per_tok / (base["ours"]["forward_ms"] / base["tokens"])
+        r["per_token_vs_first_cpu"] = per_tok_cpu / (base["ours"]["forward_cpu_ms"] / base["tokens"])
+        lines.append(
+            f"| {r['tokens']} | {o['forward_ms']:.1f} / {o['forward_cpu_ms']:.1f} | "
+            f"{r['torch_ms']:.1f} / {r['torch_cpu_ms']:.1f} | {r['speed_ratio']:.2f}x / {r['cpu_speed_ratio']:.2f}x | "
+            f"{per_tok:.2f} ({r['per_token_vs_first']:.2f}x) / {per_tok_cpu:.2f} ({r['per_token_vs_first_cpu']:.2f}x) | "
+            f"{r['torch_ms'] / r['tokens']:.2f} / {r['torch_cpu_ms'] / r['tokens']:.2f} | "
+            f"{o['incremental_ms']:.1f} / {o['incremental_cpu_ms']:.1f} | {o['load_ms']:.0f} | "
+            f"{o['rss_after_load_mb']:.0f} / {o['peak_rss_mb']:.0f} |")
+    weight_mb = rows[0]["ours"]["weight_mb"]
+    rss_ratio = rows[0]["ours"]["rss_after_load_mb"] / weight_mb
+    lines += ["", f"Weights {weight_mb:.0f} MB as the engine holds them (float32, packed); file "
+              f"{os.path.getsize(os.path.join(a.model, 'model.safetensors')) / 2**20:.0f} MB (with the mask buffers); "
+              f"resident after loading {rows[0]['ours']['rss_after_load_mb']:.0f} MB = {rss_ratio:.2f}x the weights; "
+              f"this PyTorch process's peak RSS {torch_rss_mb:.0f} MB.",
+              f"Correctness on a {len(TEXT)}-character text: logits max |diff| {d_logits:.1e}, attention max |diff| "
+              f"{d_att:.1e} ({'within' if ok else 'OUTSIDE'} the tolerances stated in bench/native_vs_torch.py).",
+              f"Load average during the run: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores.", "",
+              "| target | measured (wall / CPU) | met (CPU) |", "|---|---|---|"]
+    for r in rows:
+        lines.append(f"| native >= 1.5x PyTorch (1 thread) at T = {r['tokens']} | {r['speed_ratio']:.2f}x / "
+                     f"{r['cpu_speed_ratio']:.2f}x | {'yes' if r['cpu_speed_ratio'] >= 1.5 else '**no**'} |")
+    last = rows[-1]
+    lines.append(f"| time per token at T = {last['tokens']} <= 2x that at T = {base['tokens']} | "
+                 f"{last['per_token_vs_first']:.2f}x / {last['per_token_vs_first_cpu']:.2f}x | "
+                 f"{'yes' if last['per_token_vs_first_cpu'] <= 2 else '**no**'} |")
+    lines.append(f"| resident after loading <= 1.15x the weights | {rss_ratio:.2f}x | {'yes' if rss_ratio <= 1.15 else '**no**'} |")
+    print("\n" + "\n".join(lines))
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write("# GPT-2 small's shape, native engine against PyTorch\n\n"
+                    "Written by `/usr/bin/python3 bench/native_vs_torch.py --markdown bench/gpt2-small-native.md` "
+                    f"on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: a random checkpoint of GPT-2 small's exact "
+                    "shape (bench/make_gpt2_small.py, 12 layers, 12 heads, d_model 768, vocabulary 50257, with the "
+                    "hub's tensor names and `h.N.attn.bias` buffers), `headscope bench` (preset native-release) against "
+                    "PyTorch computing the same outputs (every attention map, last-position logits), interleaved per T.\n\n")
+            f.write("\n".join(lines) + "\n")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"correct": ok, "logits_max_diff": d_logits, "attention_max_diff": d_att, "rows": rows}, f, indent=1)
