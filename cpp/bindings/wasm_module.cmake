@@ -12,3 +12,4 @@ target_link_options(headscope_wasm PRIVATE
   -sALLOW_MEMORY_GROWTH=1 -sINITIAL_MEMORY=32MB -sMAXIMUM_MEMORY=4GB
   -sTOTAL_STACK=1MB)
 set_target_properties(headscope_wasm PROPERTIES SUFFIX ".js")
+headscope_wasm_postlink(headscope_wasm)

@@ -17,6 +17,9 @@
 #ifndef HEADSCOPE_SIMD
 #define HEADSCOPE_SIMD 1
 #endif
+#ifndef HEADSCOPE_RELAXED_SIMD
+#define HEADSCOPE_RELAXED_SIMD 0
+#endif
 
 #if HEADSCOPE_SIMD
 #include <xsimd/xsimd.hpp>
@@ -44,7 +47,20 @@ constexpr int kTileRows = kLanes >= 16 ? 8 : kLanes == 8 ? 6 : 4;
 constexpr int kDepthBlock = 256;
 constexpr int kRowBlock = kTileRows * (128 / kTileRows);  // whole tiles: no remainder tile inside a long input
 
-SimdInfo simd_info() { return {batch::arch_type::name(), kLanes, true}; }
+SimdInfo simd_info() { return {batch::arch_type::name(), kLanes, true, HEADSCOPE_RELAXED_SIMD != 0}; }
+
+// a * b + c, the multiply-add of the products (GEMM, attention, dot). With relaxed SIMD in wasm it is
+// one f32x4.relaxed_madd. Debian's clang 14 only knows the pre-standard builtin, whose bytes
+// scripts/wasm_relaxed_madd.py rewrites after linking into the standard opcode (a * b + c, operands
+// in this order; checked under node). Without it: xsimd's fma (one FMA natively with -march=native,
+// a multiply and an add in SIMD128).
+#if HEADSCOPE_RELAXED_SIMD
+static inline batch madd(const batch& a, const batch& b, const batch& c) noexcept {
+  return batch(__builtin_wasm_fma_f32x4(a.data, b.data, c.data));
+}
+#else
+static inline batch madd(const batch& a, const batch& b, const batch& c) noexcept { return xsimd::fma(a, b, c); }
+#endif
 int linear_panel_width() { return kPanel; }
 GemmBlocking gemm_blocking() { return {kTileRows, kDepthBlock, kRowBlock}; }
 
@@ -99,8 +115,8 @@ static inline void gemm_tile(float* out, int out_stride, const float* inp, int i
     const batch w1 = batch::load_unaligned(w + kLanes);
     for (int r = 0; r < ROWS; r++) {
       const batch a(inp[(std::size_t)r * inp_stride + k]);
-      acc0[r] = xsimd::fma(a, w0, acc0[r]);
-      acc1[r] = xsimd::fma(a, w1, acc1[r]);
+      acc0[r] = madd(a, w0, acc0[r]);
+      acc1[r] = madd(a, w1, acc1[r]);
     }
   }
   for (int r = 0; r < ROWS; r++) {
@@ -201,10 +217,10 @@ void matmul_transposed_forward(float* out, const float* inp, const float* weight
       int k = 0;
       for (; k + kLanes <= K; k += kLanes) {
         const batch xv = batch::load_unaligned(x + k);
-        a0 = xsimd::fma(xv, batch::load_unaligned(w0 + k), a0);
-        a1 = xsimd::fma(xv, batch::load_unaligned(w1 + k), a1);
-        a2 = xsimd::fma(xv, batch::load_unaligned(w2 + k), a2);
-        a3 = xsimd::fma(xv, batch::load_unaligned(w3 + k), a3);
+        a0 = madd(xv, batch::load_unaligned(w0 + k), a0);
+        a1 = madd(xv, batch::load_unaligned(w1 + k), a1);
+        a2 = madd(xv, batch::load_unaligned(w2 + k), a2);
+        a3 = madd(xv, batch::load_unaligned(w3 + k), a3);
       }
       float s0 = xsimd::hadd(a0), s1 = xsimd::hadd(a1), s2 = xsimd::hadd(a2), s3 = xsimd::hadd(a3);
       for (; k < K; k++) {
@@ -226,7 +242,7 @@ void matmul_transposed_forward(float* out, const float* inp, const float* weight
 float dot(const float* a, const float* b, int N) noexcept {
   batch acc(0.0f);
   int i = 0;
-  for (; i + kLanes <= N; i += kLanes) acc = xsimd::fma(batch::load_unaligned(a + i), batch::load_unaligned(b + i), acc);
+  for (; i + kLanes <= N; i += kLanes) acc = madd(batch::load_unaligned(a + i), batch::load_unaligned(b + i), acc);
   float s = xsimd::hadd(acc);
   for (; i < N; i++) s += a[i] * b[i];
   return s;
@@ -399,8 +415,8 @@ static inline void score_tile(float* a_rows, int att_stride, const float* q, std
     const batch k1 = batch::load_unaligned(key_panel + d * kPanel + kLanes);
     for (int r = 0; r < ROWS; r++) {
       const batch qv(q[r * row3 + d]);
-      acc0[r] = xsimd::fma(qv, k0, acc0[r]);
-      acc1[r] = xsimd::fma(qv, k1, acc1[r]);
+      acc0[r] = madd(qv, k0, acc0[r]);
+      acc1[r] = madd(qv, k1, acc1[r]);
     }
   }
   const batch s(scale);
@@ -432,7 +448,7 @@ static inline void weighted_values_tile(float* y, int y_stride, const float* a, 
     for (int b = 0; b < NB; b++) vb[b] = batch::load_unaligned(v + b * kLanes);
     for (int r = 0; r < ROWS; r++) {
       const batch ar(a[(std::size_t)r * att_stride + j]);
-      for (int b = 0; b < NB; b++) acc[r][b] = xsimd::fma(ar, vb[b], acc[r][b]);
+      for (int b = 0; b < NB; b++) acc[r][b] = madd(ar, vb[b], acc[r][b]);
     }
   }
   for (int r = 0; r < ROWS; r++)

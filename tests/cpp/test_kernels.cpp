@@ -49,6 +49,11 @@ TEST_CASE("the build uses the SIMD path it was configured for", "[kernels][simd]
   REQUIRE(info.arch == "sse4.1");
   REQUIRE(info.float_lanes == 4);
 #endif
+#if defined(HEADSCOPE_RELAXED_SIMD) && HEADSCOPE_RELAXED_SIMD
+  REQUIRE(info.relaxed_madd);
+#else
+  REQUIRE_FALSE(info.relaxed_madd);
+#endif
 #else
   REQUIRE_FALSE(info.simd);
 #endif

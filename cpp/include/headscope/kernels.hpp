@@ -22,6 +22,9 @@ struct SimdInfo {
   std::string arch;   // xsimd architecture name ("sse4.1" in the wasm build: Emscripten maps it to SIMD128)
   int float_lanes;    // floats per xsimd batch; 1 when built with HEADSCOPE_SIMD=OFF
   bool simd;          // false when every kernel forwards to its scalar reference
+  // wasm built with relaxed SIMD (HEADSCOPE_RELAXED_SIMD): GEMM, attention and dot products multiply
+  // and add with f32x4.relaxed_madd (fused where the CPU has FMA, as in V8 on x86-64)
+  bool relaxed_madd = false;
 };
 SimdInfo simd_info();
 
