@@ -9,6 +9,7 @@ target_compile_definitions(headscope_bench_variants PRIVATE HEADSCOPE_SIMD=$<BOO
 if(EMSCRIPTEN)
   add_executable(headscope_bench_wasm ${HEADSCOPE_BENCH_DIR}/bench_embind.cpp)
   target_link_libraries(headscope_bench_wasm PRIVATE headscope_bench_variants headscope_core)
+  target_include_directories(headscope_bench_wasm PRIVATE ${CMAKE_SOURCE_DIR}/cpp/bindings)
   target_link_options(headscope_bench_wasm PRIVATE
     --bind --profiling-funcs -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createHeadscopeBench
     -sENVIRONMENT=web,worker -sFILESYSTEM=0
@@ -33,6 +34,7 @@ if(EMSCRIPTEN AND HEADSCOPE_SIMD)
   add_executable(headscope_bench_wasm_prev ${HEADSCOPE_BENCH_DIR}/bench_embind.cpp)
   # the previous kernels' Model first, so the linker never pulls model.o out of libheadscope_core.a
   target_link_libraries(headscope_bench_wasm_prev PRIVATE headscope_model_previous headscope_bench_variants headscope_core)
+  target_include_directories(headscope_bench_wasm_prev PRIVATE ${CMAKE_SOURCE_DIR}/cpp/bindings)
   get_target_property(_bench_link_opts headscope_bench_wasm LINK_OPTIONS)
   target_link_options(headscope_bench_wasm_prev PRIVATE ${_bench_link_opts})
   set_target_properties(headscope_bench_wasm_prev PROPERTIES SUFFIX ".js")

@@ -15,6 +15,7 @@
 #include "headscope/error.hpp"
 #include "headscope/kernels.hpp"
 #include "headscope/model.hpp"
+#include "js_bytes.hpp"
 
 using emscripten::val;
 using headscope::Model;
@@ -50,30 +51,13 @@ std::string string_of(const val& v, const char* what) {
   return v.as<std::string>();
 }
 
-// The checkpoint stays in its JavaScript Uint8Array; each tensor's bytes are copied from it straight
-// into the wasm memory that keeps them, so the file is never held twice inside the module.
-class JsBytes final : public headscope::ByteSource {
- public:
-  explicit JsBytes(val u8) : u8_(std::move(u8)), size_(u8_["length"].as<double>()) {}
-  uint64_t size() const override { return (uint64_t)size_; }
-  void read(uint64_t offset, std::size_t n, uint8_t* dst) const override {
-    if (n == 0) return;
-    // the view is made right before the copy: nothing in between can grow (and detach) wasm memory
-    val(emscripten::typed_memory_view(n, dst)).call<void>("set", u8_.call<val>("subarray", (double)offset, (double)(offset + n)));
-  }
-
- private:
-  val u8_;
-  double size_;
-};
-
 Model* load(val config_json, val weights, val vocab_json, val merges_txt) {
   return guarded([&]() -> Model* {
     const std::string config = string_of(config_json, "config.json");
     const std::string vocab = string_of(vocab_json, "vocab.json");
     const std::string merges = string_of(merges_txt, "merges.txt");
     if (!weights.instanceof(val::global("Uint8Array"))) throw headscope::Error("weights must be a Uint8Array");
-    return new Model(Model::load_source(config, std::make_shared<JsBytes>(weights), vocab, merges, 0));
+    return new Model(Model::load_source(config, std::make_shared<headscope::JsBytes>(weights), vocab, merges, 0));
   }, static_cast<Model*>(nullptr));
 }
 
