@@ -5,9 +5,10 @@
 // onnxruntime-web before anything is timed.
 // Usage: node --experimental-wasm-relaxed-simd bench/wasm_gpt2_small.mjs --model DIR --onnx DIR
 //          [--simd build/wasm-release] [--relaxed build/wasm-relaxed] [--tokens 64,256,1024] [--quick]
+//          [--markdown OUT]
 // (--onnx: bench/export_onnx.py MODEL_DIR OUT_DIR; without the node flag the relaxed build is skipped.)
 import path from 'node:path';
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync, writeFileSync } from 'node:fs';
 import * as ort from 'onnxruntime-web';
 import { ROOT, compare, loadBenchModule, readModelFiles, maxAbsDiff, benchIds } from './lib.mjs';
 
@@ -80,18 +81,28 @@ for (const T of Ts) {
 }
 
 const ks = Object.keys(models);
-console.log(`\nnode ${process.version} (V8 ${process.versions.v8}), onnxruntime-web ` +
+const lines = [];
+lines.push(`node ${process.version} (V8 ${process.versions.v8}), onnxruntime-web ` +
   `${JSON.parse(readFileSync(path.join(ROOT, 'node_modules/onnxruntime-web/package.json'), 'utf8')).version} ` +
-  `(wasm, 1 thread); full forward returning every attention map and the last logits, median ms; load ${require_load()}`);
-console.log(`| T | ${ks.map((k) => `ours ${k}`).join(' | ')} | onnxruntime-web | ${ks.map((k) => `${k} / ORT speed`).join(' | ')} | ${ks.map((k) => `${k} ms per token`).join(' | ')} | ${ks.map((k) => `${k} incremental`).join(' | ')} |`);
-console.log(`|${'---|'.repeat(2 + 4 * ks.length)}`);
+  '(wasm backend, 1 thread); full forward returning every attention map and the last logits to JavaScript, ' +
+  `median wall ms of interleaved runs; incremental: one token typed at T; ${heapLine()}; load average ` +
+  `${(await import('node:os')).loadavg().map((x) => x.toFixed(1)).join(' ')}.`, '');
+lines.push(`| T | ${ks.map((k) => `ours ${k}`).join(' | ')} | onnxruntime-web | ${ks.map((k) => `${k} / ORT speed`).join(' | ')} | ${ks.map((k) => `${k} ms per token`).join(' | ')} | ${ks.map((k) => `${k} incremental ms`).join(' | ')} |`);
+lines.push(`|${'---|'.repeat(2 + 4 * ks.length)}`);
 for (const r of rows) {
   const o = r.forward.ort.median_ms;
-  console.log(`| ${r.T} | ${ks.map((k) => r.forward[k].median_ms.toFixed(1)).join(' | ')} | ${o.toFixed(1)} | ` +
+  lines.push(`| ${r.T} | ${ks.map((k) => r.forward[k].median_ms.toFixed(1)).join(' | ')} | ${o.toFixed(1)} | ` +
     `${ks.map((k) => (o / r.forward[k].median_ms).toFixed(2) + 'x').join(' | ')} | ` +
     `${ks.map((k) => (r.forward[k].median_ms / r.T).toFixed(2)).join(' | ')} | ` +
     `${ks.map((k) => r.incremental[k].median_ms.toFixed(1)).join(' | ')} |`);
 }
-function require_load() {
-  return ks.map((k) => `${k} wasm heap ${(subjects[k].heapBytes() / 2 ** 20).toFixed(0)} MB`).join(', ');
+console.log(lines.join('\n'));
+const mdOut = arg('--markdown');
+if (mdOut) {
+  writeFileSync(mdOut, '# GPT-2 small\'s shape in wasm, against onnxruntime-web\n\nWritten by `node --experimental-wasm-relaxed-simd ' +
+    'bench/wasm_gpt2_small.mjs --markdown ...` on ' + new Date().toISOString().slice(0, 16).replace('T', ' ') +
+    ' UTC, on the checkpoint of bench/make_gpt2_small.py.\n\n' + lines.join('\n') + '\n');
+}
+function heapLine() {
+  return ks.map((k) => `${k} wasm memory ${(subjects[k].heapBytes() / 2 ** 20).toFixed(0)} MB`).join(', ');
 }
