@@ -119,7 +119,8 @@ val simd_object() {
 }
 
 // Bytes currently allocated by malloc in the wasm heap: what a leak would grow.
-double heap_used_bytes() { return (double)mallinfo().uordblks; }
+// mallinfo's fields are int: above 2 GB (the module may grow to 4 GB) read them as unsigned
+double heap_used_bytes() { return (double)(unsigned)mallinfo().uordblks; }
 
 }  // namespace
 

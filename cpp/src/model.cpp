@@ -89,7 +89,8 @@ void check_weights_fit(const ModelConfig& c, uint64_t resident_bytes) {
   const uint64_t temporary = 4 * (uint64_t)c.n_embd * std::max<uint64_t>(3 * (uint64_t)c.n_embd, c.n_inner);
 #ifdef __EMSCRIPTEN__
   const uint64_t limit = emscripten_get_heap_max();
-  const uint64_t in_use = (uint64_t)mallinfo().uordblks;  // includes resident_bytes when they live in wasm memory
+  // includes resident_bytes when they live in wasm memory; mallinfo's int fields read as unsigned (up to 4 GB)
+  const uint64_t in_use = (uint64_t)(unsigned)mallinfo().uordblks;
   const uint64_t needed = in_use + weights + temporary;
   (void)resident_bytes;
   if (needed > limit)
