@@ -217,7 +217,8 @@ void Model::ensure_capacity(int T) {
   // so a hostile config cannot overflow a 32-bit size_t (wasm) into a small buffer.
   const uint64_t c64 = cap, floats = (uint64_t)(L + 1) * c64 * C + (uint64_t)L * c64 * 3 * C +
                                      (uint64_t)L * NH * c64 * c64 + (uint64_t)L * c64 * C + (uint64_t)L * NH * c64 +
-                                     3 * c64 * C + c64 * F + (uint64_t)L * (c64 + 32) * C /* key panels: L x NH x <= (cap + panel) x HS */;
+                                     3 * c64 * C + c64 * F +
+                                     (uint64_t)L * (2 * c64 + 32) * C /* key panels and values: L x NH x <= (2 cap + panel) x HS */;
   if (floats > kMaxActivationFloats)
     throw Error("running " + std::to_string(T) + " tokens needs " + std::to_string(floats * 4 >> 20) +
                 " MB of activations, more than the " + std::to_string(kMaxActivationFloats * 4 >> 20) +
