@@ -5,7 +5,8 @@
 #   build (-O3 -march=native), onnxruntime-web 1.30 (wasm backend, one thread) on the same model
 #   exported with torch.onnx; page-level figures in headless Chromium.
 # Options (environment): BENCH_QUICK=1 shorter runs; BENCH_MODEL=DIR another model folder;
-# BENCH_SKIP_PAGE=1 no browser; JOBS=N build parallelism.
+# BENCH_SKIP_PAGE=1 no browser; JOBS=N build parallelism; BENCH_GPT2=1 also bench/gpt2_small.sh
+# (GPT-2 small's shape: native against PyTorch, wasm SIMD128/relaxed against onnxruntime-web).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NODE_PATH=/usr/share/nodejs   # Debian's emscripten needs Debian's acorn (TOOLCHAIN.md)
@@ -94,3 +95,7 @@ if [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
 fi
 log "report"
 node bench/report.mjs --builds "$OUT" --model "$MODEL"
+# GPT-2 small's shape (random checkpoint, native vs PyTorch, wasm vs onnxruntime-web): long, opt-in
+if [ "${BENCH_GPT2:-0}" = 1 ]; then
+  bench/gpt2_small.sh
+fi

@@ -9,14 +9,19 @@ target_compile_definitions(headscope_bench_variants PRIVATE HEADSCOPE_SIMD=$<BOO
 if(EMSCRIPTEN)
   add_executable(headscope_bench_wasm ${HEADSCOPE_BENCH_DIR}/bench_embind.cpp)
   target_link_libraries(headscope_bench_wasm PRIVATE headscope_bench_variants headscope_core)
+  target_include_directories(headscope_bench_wasm PRIVATE ${CMAKE_SOURCE_DIR}/cpp/bindings)
   target_link_options(headscope_bench_wasm PRIVATE
     --bind --profiling-funcs -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createHeadscopeBench
     -sENVIRONMENT=web,worker -sFILESYSTEM=0
-    -sALLOW_MEMORY_GROWTH=1 -sINITIAL_MEMORY=32MB -sMAXIMUM_MEMORY=2GB -sTOTAL_STACK=1MB)
+    -sALLOW_MEMORY_GROWTH=1 -sINITIAL_MEMORY=32MB -sMAXIMUM_MEMORY=4GB -sTOTAL_STACK=1MB)
   set_target_properties(headscope_bench_wasm PROPERTIES SUFFIX ".js")
+  headscope_wasm_postlink(headscope_bench_wasm)
 else()
   add_executable(headscope_bench_native ${HEADSCOPE_BENCH_DIR}/bench_native.cpp)
   target_link_libraries(headscope_bench_native PRIVATE headscope_bench_variants headscope_core)
+  # the blocked xsimd GEMM against Eigen's at GPT-2 small's shapes
+  add_executable(headscope_gemm_native ${HEADSCOPE_BENCH_DIR}/gemm_native.cpp)
+  target_link_libraries(headscope_gemm_native PRIVATE headscope_core)
 endif()
 
 # The same benchmark module with the engine's Model compiled against the previous kernels
@@ -29,7 +34,9 @@ if(EMSCRIPTEN AND HEADSCOPE_SIMD)
   add_executable(headscope_bench_wasm_prev ${HEADSCOPE_BENCH_DIR}/bench_embind.cpp)
   # the previous kernels' Model first, so the linker never pulls model.o out of libheadscope_core.a
   target_link_libraries(headscope_bench_wasm_prev PRIVATE headscope_model_previous headscope_bench_variants headscope_core)
+  target_include_directories(headscope_bench_wasm_prev PRIVATE ${CMAKE_SOURCE_DIR}/cpp/bindings)
   get_target_property(_bench_link_opts headscope_bench_wasm LINK_OPTIONS)
   target_link_options(headscope_bench_wasm_prev PRIVATE ${_bench_link_opts})
   set_target_properties(headscope_bench_wasm_prev PROPERTIES SUFFIX ".js")
+  headscope_wasm_postlink(headscope_bench_wasm_prev)
 endif()

@@ -13,6 +13,7 @@
 #include "bench_common.hpp"
 #include "bench_variants.hpp"
 #include "headscope/model.hpp"
+#include "js_bytes.hpp"
 
 using emscripten::val;
 using namespace headscope;
@@ -53,8 +54,8 @@ struct BenchModel {
 };
 
 BenchModel* load_model(std::string config, val weights, std::string vocab, std::string merges) {
-  const std::vector<uint8_t> w = emscripten::convertJSArrayToNumberVector<uint8_t>(weights);
-  return new BenchModel(Model::load_buffers(config, w, vocab, merges));
+  // tensor by tensor from the Uint8Array, as the package loads (a GPT-2-small file is 548 MB)
+  return new BenchModel(Model::load_source(config, std::make_shared<JsBytes>(weights), vocab, merges, 0));
 }
 
 val simd_object() {
@@ -63,6 +64,7 @@ val simd_object() {
   o.set("arch", s.arch);
   o.set("floatLanes", s.float_lanes);
   o.set("simd", s.simd);
+  o.set("relaxedMadd", s.relaxed_madd);
   return o;
 }
 

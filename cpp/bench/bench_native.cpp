@@ -53,10 +53,10 @@ std::string stats_json(const Stats& s) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (argc < 2) {
+static int run(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     std::fprintf(stderr, "usage: %s MODEL_DIR [--quick]\n", argv[0]);
-    return 2;
+    return argc < 2 ? 1 : 0;
   }
   const bool quick = argc > 2 && std::strcmp(argv[2], "--quick") == 0;
   const double min_ms = quick ? 40 : 150;
@@ -160,4 +160,14 @@ int main(int argc, char** argv) {
   }
   std::printf("\n  ]\n}\n");
   return 0;
+}
+
+// Every failure (a missing folder, a bad checkpoint) is reported as a message, never an abort.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+    return 1;
+  }
 }

@@ -16,6 +16,7 @@
 #include "headscope/kernels.hpp"
 #include "headscope/model.hpp"
 #include "headscope/predictions.hpp"
+#include "js_bytes.hpp"
 
 using emscripten::val;
 using headscope::Model;
@@ -49,11 +50,6 @@ val i32_copy(const std::vector<int32_t>& v) {
   return val::global("Int32Array").new_(emscripten::typed_memory_view(v.size(), v.data()));
 }
 
-std::vector<uint8_t> bytes_of(const val& u8) {
-  if (!u8.instanceof(val::global("Uint8Array"))) throw headscope::Error("weights must be a Uint8Array");
-  return emscripten::convertJSArrayToNumberVector<uint8_t>(u8);
-}
-
 std::string string_of(const val& v, const char* what) {
   if (!v.isString()) throw headscope::Error(std::string(what) + " must be a string");
   return v.as<std::string>();
@@ -64,8 +60,8 @@ Model* load(val config_json, val weights, val vocab_json, val merges_txt) {
     const std::string config = string_of(config_json, "config.json");
     const std::string vocab = string_of(vocab_json, "vocab.json");
     const std::string merges = string_of(merges_txt, "merges.txt");
-    const std::vector<uint8_t> w = bytes_of(weights);
-    return new Model(Model::load_buffers(config, w, vocab, merges));
+    if (!weights.instanceof(val::global("Uint8Array"))) throw headscope::Error("weights must be a Uint8Array");
+    return new Model(Model::load_source(config, std::make_shared<headscope::JsBytes>(weights), vocab, merges, 0));
   }, static_cast<Model*>(nullptr));
 }
 
@@ -168,7 +164,8 @@ val simd_object() {
 }
 
 // Bytes currently allocated by malloc in the wasm heap: what a leak would grow.
-double heap_used_bytes() { return (double)mallinfo().uordblks; }
+// mallinfo's fields are int: above 2 GB (the module may grow to 4 GB) read them as unsigned
+double heap_used_bytes() { return (double)(unsigned)mallinfo().uordblks; }
 
 }  // namespace
 

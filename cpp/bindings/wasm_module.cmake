@@ -9,6 +9,7 @@ target_link_options(headscope_wasm PRIVATE
   -sDYNAMIC_EXECUTION=0
   -sENVIRONMENT=web,worker      # with node in the list this Emscripten's ES module breaks in Node (TOOLCHAIN.md); Node passes wasmBinary
   -sFILESYSTEM=0
-  -sALLOW_MEMORY_GROWTH=1 -sINITIAL_MEMORY=32MB -sMAXIMUM_MEMORY=2GB
+  -sALLOW_MEMORY_GROWTH=1 -sINITIAL_MEMORY=32MB -sMAXIMUM_MEMORY=4GB
   -sTOTAL_STACK=1MB)
 set_target_properties(headscope_wasm PROPERTIES SUFFIX ".js")
+headscope_wasm_postlink(headscope_wasm)

@@ -1,13 +1,22 @@
 // headscope: the native command-line tool.
 //   headscope run --model DIR --text "..." [--json] [--top K] [--ablate L:H[,L:H...]]
 //   headscope info --model DIR
+//   headscope bench --model DIR --tokens T [--repeat N]
 // --json prints exactly one JSON document on stdout (other tools rely on it, keep it stable):
 //   {"tokens": [strings], "ids": [ints], "logits_last": [V floats], "attention": [L][H][T][T],
 //    "dropped_tokens": int}
+// bench prints one JSON line: {"tokens", "repeat", "load_ms", "forward_ms", "incremental_ms",
+//   "forward_cpu_ms", "incremental_cpu_ms", "rss_after_load_mb", "peak_rss_mb", "weight_mb", "simd"}; forward_ms is the
+//   median full run of T tokens from an empty cache, incremental_ms the median one-token update at T
+//   (T-1 tokens cached), *_cpu_ms the same in process CPU time, rss_after_load_mb VmRSS right after
+//   loading, peak_rss_mb VmHWM at the end (the activations for T tokens included).
 // Errors go to stderr with a non-zero exit code.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -23,12 +32,14 @@ const char* kUsage =
     "usage:\n"
     "  headscope run --model DIR --text TEXT [--json] [--top K] [--ablate L:H[,L:H...]]\n"
     "  headscope info --model DIR\n"
+    "  headscope bench --model DIR --tokens T [--repeat N]\n"
     "DIR is a folder in the Hugging Face GPT-2 layout (config.json, model.safetensors, vocab.json, merges.txt).\n";
 
 struct Args {
   std::string command, model, text;
   bool json = false, has_text = false;
   int top = 10;
+  int tokens = 0, repeat = 5;
   std::vector<headscope::HeadRef> ablate;
 };
 
@@ -50,11 +61,19 @@ std::vector<headscope::HeadRef> parse_ablate(const std::string& s) {
   return out;
 }
 
+int parse_count(const std::string& option, const std::string& v) {
+  int n = 0;
+  std::size_t used = 0;
+  try { n = std::stoi(v, &used); } catch (const std::exception&) { used = 0; }
+  if (used != v.size() || n < 1) throw headscope::Error(option + " expects a positive whole number, got \"" + v + "\"");
+  return n;
+}
+
 Args parse_args(int argc, char** argv) {
   if (argc < 2) throw headscope::Error("missing command");
   Args a;
   a.command = argv[1];
-  if (a.command != "run" && a.command != "info") throw headscope::Error("unknown command \"" + a.command + "\"");
+  if (a.command != "run" && a.command != "info" && a.command != "bench") throw headscope::Error("unknown command \"" + a.command + "\"");
   for (int i = 2; i < argc; i++) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -70,10 +89,13 @@ Args parse_args(int argc, char** argv) {
       if (a.top < 1) throw headscope::Error("--top must be at least 1");
     }
     else if (arg == "--ablate") a.ablate = parse_ablate(value());
+    else if (arg == "--tokens") a.tokens = parse_count(arg, value());
+    else if (arg == "--repeat") a.repeat = parse_count(arg, value());
     else throw headscope::Error("unknown option \"" + arg + "\"");
   }
   if (a.model.empty()) throw headscope::Error("--model DIR is required");
   if (a.command == "run" && !a.has_text) throw headscope::Error("--text is required");
+  if (a.command == "bench" && a.tokens == 0) throw headscope::Error("--tokens T is required");
   return a;
 }
 
@@ -86,7 +108,81 @@ std::vector<float> softmax(std::span<const float> logits) {
   return p;
 }
 
+// A memory figure of this process from /proc/self/status ("VmHWM" peak resident, "VmRSS" resident
+// now), in MB; -1 where /proc is unavailable.
+double status_mb(const std::string& key) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind(key + ":", 0) == 0) return std::stod(line.substr(key.size() + 1)) / 1024.0;  // "VmHWM:  123 kB"
+  return -1;
+}
+
+// CPU time of this process: on cores shared with other jobs, wall time also counts the time the
+// process waited for a core; both are reported.
+double process_cpu_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int bench(const Args& a) {
+  using clk = std::chrono::steady_clock;
+  const auto ms_since = [](clk::time_point t0) { return std::chrono::duration<double, std::milli>(clk::now() - t0).count(); };
+  const auto t_load = clk::now();
+  headscope::Model model = headscope::Model::load_directory(a.model);
+  const double load_ms = ms_since(t_load);
+  const double rss_after_load_mb = status_mb("VmRSS");
+  const auto& c = model.config();
+  const int T = a.tokens;
+  if (T > c.n_positions)
+    throw headscope::Error("--tokens " + std::to_string(T) + " exceeds the model's context of " + std::to_string(c.n_positions));
+  // Token ids spread over the vocabulary; speed does not depend on which ids they are.
+  std::vector<int32_t> ids(T);
+  for (int i = 0; i < T; i++) ids[i] = (int32_t)(((int64_t)i * 7919 + 13) % c.vocab_size);
+  const std::span<const int32_t> all(ids), prefix(ids.data(), T - 1);
+  std::vector<double> full, inc, full_cpu, inc_cpu;
+  model.run_ids(all);  // warm-up: allocates the activations for T positions
+  for (int r = 0; r < a.repeat; r++) {
+    model.clear_cache();
+    auto t0 = clk::now();
+    double c0 = process_cpu_ms();
+    model.run_ids(all);
+    full.push_back(ms_since(t0));
+    full_cpu.push_back(process_cpu_ms() - c0);
+    if (T > 1) {
+      model.clear_cache();
+      model.run_ids(prefix);
+      t0 = clk::now();
+      c0 = process_cpu_ms();
+      model.run_ids(all);
+      inc.push_back(ms_since(t0));
+      inc_cpu.push_back(process_cpu_ms() - c0);
+    }
+  }
+  nlohmann::json j;
+  j["tokens"] = T;
+  j["repeat"] = a.repeat;
+  j["load_ms"] = load_ms;
+  j["forward_ms"] = median(full);
+  j["incremental_ms"] = inc.empty() ? nullptr : nlohmann::json(median(inc));
+  j["forward_cpu_ms"] = median(full_cpu);
+  j["incremental_cpu_ms"] = inc_cpu.empty() ? nullptr : nlohmann::json(median(inc_cpu));
+  j["rss_after_load_mb"] = rss_after_load_mb;
+  j["peak_rss_mb"] = status_mb("VmHWM");
+  j["weight_mb"] = model.weight_bytes() / 1048576.0;
+  j["simd"] = headscope::kernels::simd_info().arch;
+  std::cout << j.dump() << "\n";
+  return 0;
+}
+
 int run(const Args& a) {
+  if (a.command == "bench") return bench(a);
   headscope::Model model = headscope::Model::load_directory(a.model);
   const auto& c = model.config();
   if (a.command == "info") {
@@ -143,6 +239,10 @@ int run(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::cout << kUsage;
+    return 0;
+  }
   try {
     return run(parse_args(argc, argv));
   } catch (const headscope::Error& e) {

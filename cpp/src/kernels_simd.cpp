@@ -6,14 +6,19 @@
 // that build is the "scalar" subject of the benchmarks.
 // Shapes use the legend in kernels.hpp.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "headscope/kernels.hpp"
 
 #ifndef HEADSCOPE_SIMD
 #define HEADSCOPE_SIMD 1
+#endif
+#ifndef HEADSCOPE_RELAXED_SIMD
+#define HEADSCOPE_RELAXED_SIMD 0
 #endif
 
 #if HEADSCOPE_SIMD
@@ -26,13 +31,38 @@ namespace headscope::kernels {
 
 using batch = xsimd::batch<float>;
 constexpr int kLanes = static_cast<int>(batch::size);
-// GEMM register tile: kTileRows rows of the input x kPanel columns (two batches) of the output.
-// 4 x 8 with SIMD128 keeps 8 accumulators + 2 weight batches + 1 broadcast in V8's ~15 registers.
-constexpr int kTileRows = 4;
+// GEMM register tile: kTileRows rows of the input x kPanel columns (two batches) of the output, one
+// accumulator per row and batch. The tile is as tall as the register file allows next to the two
+// weight batches and the broadcast input value:
+//   SIMD128 (V8 keeps ~15 registers usable): 4 x 8  -> 8 accumulators
+//   AVX2 (16 ymm):                           6 x 16 -> 12 accumulators
+//   AVX-512 (32 zmm):                        8 x 32 -> 16 accumulators
 constexpr int kPanel = 2 * kLanes;
+constexpr int kTileRows = kLanes >= 16 ? 8 : kLanes == 8 ? 6 : 4;
+// Cache blocking (cpp/bench measures the choice). Depth is cut into slices of kDepthBlock: one panel's
+// slice (kDepthBlock x kPanel floats: 8 KB with SIMD128, 32 KB with AVX-512) stays in L1 while every
+// row tile of a block of kRowBlock input rows streams past it, and that input block
+// (kRowBlock x kDepthBlock floats, 128 KB) stays in L2 while all panels stream past it. Without the
+// blocking a long text re-reads its whole (T, K) input from memory once per panel.
+constexpr int kDepthBlock = 256;
+constexpr int kRowBlock = kTileRows * (128 / kTileRows);  // whole tiles: no remainder tile inside a long input
 
-SimdInfo simd_info() { return {batch::arch_type::name(), kLanes, true}; }
+SimdInfo simd_info() { return {batch::arch_type::name(), kLanes, true, HEADSCOPE_RELAXED_SIMD != 0}; }
+
+// a * b + c, the multiply-add of the products (GEMM, attention, dot). With relaxed SIMD in wasm it is
+// one f32x4.relaxed_madd. Debian's clang 14 only knows the pre-standard builtin, whose bytes
+// scripts/wasm_relaxed_madd.py rewrites after linking into the standard opcode (a * b + c, operands
+// in this order; checked under node). Without it: xsimd's fma (one FMA natively with -march=native,
+// a multiply and an add in SIMD128).
+#if HEADSCOPE_RELAXED_SIMD
+static inline batch madd(const batch& a, const batch& b, const batch& c) noexcept {
+  return batch(__builtin_wasm_fma_f32x4(a.data, b.data, c.data));
+}
+#else
+static inline batch madd(const batch& a, const batch& b, const batch& c) noexcept { return xsimd::fma(a, b, c); }
+#endif
 int linear_panel_width() { return kPanel; }
+GemmBlocking gemm_blocking() { return {kTileRows, kDepthBlock, kRowBlock}; }
 
 static float horizontal_max(const batch& b) {
   alignas(64) float lanes[kLanes];
@@ -43,30 +73,50 @@ static float horizontal_max(const batch& b) {
 }
 
 // --- GEMM -----------------------------------------------------------------------------------
-// One register tile: out (ROWS, kPanel) (+)= inp (ROWS, k_begin:k_end) @ panel (k_begin:k_end, kPanel).
-// Only the first n_valid columns are stored (the last panel of a matrix is zero-padded).
-// Every output element is one multiply-add chain over k in order, whichever tile computes its row, so a
-// row computed alone (the incremental update's new token) is bit-identical to the same row computed
-// with others (a full run). Splitting k into several chains for the 1-row tile was measured 1.18x on
-// those products but only 1.03x on the whole update, and it would lose that identity (cpp/bench).
+// How a register tile's accumulators start: from the bias (first depth slice of a layer with bias),
+// from zero (first slice without bias), or from the partial sums an earlier slice stored in out.
+enum class TileStart { bias, zero, out };
+
+// One register tile over one depth slice:
+//   out (ROWS, kPanel) = start + inp (ROWS, k0:k1) @ panel (k0:k1, kPanel)
+// Only the first n_valid columns are read and stored (the last panel of a matrix is zero-padded).
+// Every output element is one multiply-add chain over k in increasing order, whichever tile computes
+// its row; storing the partial sum between depth slices and reloading it is exact. So a row computed
+// alone (the incremental update's new token) is bit-identical to the same row computed with others
+// (a full run), at any T.
 template <int ROWS>
-static inline void gemm_tile(float* out, int out_stride, const float* inp, int inp_stride, const float* panel,
-                             int k_begin, int k_end, const float* bias, int n_valid) noexcept {
+static inline void gemm_tile(float* out, int out_stride, const float* inp, int inp_stride, const float* panel_k0,
+                             int depth, TileStart start, const float* bias, int n_valid) noexcept {
   batch acc0[ROWS], acc1[ROWS];
-  const batch b_lo = bias ? batch::load_unaligned(bias) : batch(0.0f);
-  const batch b_hi = bias ? batch::load_unaligned(bias + kLanes) : batch(0.0f);
-  for (int r = 0; r < ROWS; r++) {
-    acc0[r] = b_lo;
-    acc1[r] = b_hi;
+  if (start == TileStart::out) {
+    for (int r = 0; r < ROWS; r++) {
+      const float* o = out + (std::size_t)r * out_stride;
+      if (n_valid == kPanel) {
+        acc0[r] = batch::load_unaligned(o);
+        acc1[r] = batch::load_unaligned(o + kLanes);
+      } else {
+        alignas(64) float tmp[kPanel] = {};
+        std::memcpy(tmp, o, sizeof(float) * n_valid);
+        acc0[r] = batch::load_aligned(tmp);
+        acc1[r] = batch::load_aligned(tmp + kLanes);
+      }
+    }
+  } else {
+    const batch b_lo = start == TileStart::bias ? batch::load_unaligned(bias) : batch(0.0f);
+    const batch b_hi = start == TileStart::bias ? batch::load_unaligned(bias + kLanes) : batch(0.0f);
+    for (int r = 0; r < ROWS; r++) {
+      acc0[r] = b_lo;
+      acc1[r] = b_hi;
+    }
   }
-  const float* w = panel + (std::size_t)k_begin * kPanel;
-  for (int k = k_begin; k < k_end; k++, w += kPanel) {
+  const float* w = panel_k0;
+  for (int k = 0; k < depth; k++, w += kPanel) {
     const batch w0 = batch::load_unaligned(w);
     const batch w1 = batch::load_unaligned(w + kLanes);
     for (int r = 0; r < ROWS; r++) {
       const batch a(inp[(std::size_t)r * inp_stride + k]);
-      acc0[r] = xsimd::fma(a, w0, acc0[r]);
-      acc1[r] = xsimd::fma(a, w1, acc1[r]);
+      acc0[r] = madd(a, w0, acc0[r]);
+      acc1[r] = madd(a, w1, acc1[r]);
     }
   }
   for (int r = 0; r < ROWS; r++) {
@@ -83,24 +133,42 @@ static inline void gemm_tile(float* out, int out_stride, const float* inp, int i
   }
 }
 
+using GemmTileFn = void (*)(float*, int, const float*, int, const float*, int, TileStart, const float*, int) noexcept;
+template <std::size_t... R>
+static constexpr std::array<GemmTileFn, sizeof...(R)> gemm_tiles(std::index_sequence<R...>) {
+  return {&gemm_tile<(int)R + 1>...};
+}
+// kGemmTiles[r - 1] computes r rows: the full tile and every remainder height
+static constexpr auto kGemmTiles = gemm_tiles(std::make_index_sequence<kTileRows>{});
+
+// out (T, N) = [bias +] inp[:, k_begin:k_end] @ W[k_begin:k_end, :]; inp has row stride inp_stride.
+// Loop order: depth slice > row block > panel > row tile (comments at kDepthBlock).
 static void gemm_packed(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin,
                         int k_end, bool with_bias, int T) noexcept {
   const int N = W.N;
   const int panels = (N + kPanel - 1) / kPanel;
-  for (int p = 0; p < panels; p++) {
-    const float* panel = W.panels.data() + (std::size_t)p * W.K * kPanel;
-    const int n0 = p * kPanel;
-    const int n_valid = std::min(kPanel, N - n0);
-    const float* bias = with_bias && !W.bias.empty() ? W.bias.data() + n0 : nullptr;
-    int t = 0;
-    for (; t + kTileRows <= T; t += kTileRows)
-      gemm_tile<kTileRows>(out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride, inp_stride, panel,
-                           k_begin, k_end, bias, n_valid);
-    switch (T - t) {
-      case 3: gemm_tile<3>(out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride, inp_stride, panel, k_begin, k_end, bias, n_valid); break;
-      case 2: gemm_tile<2>(out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride, inp_stride, panel, k_begin, k_end, bias, n_valid); break;
-      case 1: gemm_tile<1>(out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride, inp_stride, panel, k_begin, k_end, bias, n_valid); break;
-      default: break;
+  const bool has_bias = with_bias && !W.bias.empty();
+  if (k_begin == k_end) {  // an empty product: the bias, or zeros
+    for (int t = 0; t < T; t++)
+      for (int n = 0; n < N; n++) out[(std::size_t)t * N + n] = has_bias ? W.bias[n] : 0.0f;
+    return;
+  }
+  for (int k0 = k_begin; k0 < k_end; k0 += kDepthBlock) {
+    const int depth = std::min(kDepthBlock, k_end - k0);
+    const TileStart start = k0 > k_begin ? TileStart::out : has_bias ? TileStart::bias : TileStart::zero;
+    for (int t0 = 0; t0 < T; t0 += kRowBlock) {
+      const int t1 = std::min(T, t0 + kRowBlock);
+      for (int p = 0; p < panels; p++) {
+        const float* panel_k0 = W.panels.data() + ((std::size_t)p * W.K + k0) * kPanel;
+        const int n0 = p * kPanel;
+        const int n_valid = std::min(kPanel, N - n0);
+        const float* bias = has_bias ? W.bias.data() + n0 : nullptr;
+        for (int t = t0; t < t1; t += kTileRows) {
+          const int rows = std::min(kTileRows, t1 - t);
+          kGemmTiles[rows - 1](out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride + k0, inp_stride,
+                               panel_k0, depth, start, bias, n_valid);
+        }
+      }
     }
   }
 }
@@ -149,10 +217,10 @@ void matmul_transposed_forward(float* out, const float* inp, const float* weight
       int k = 0;
       for (; k + kLanes <= K; k += kLanes) {
         const batch xv = batch::load_unaligned(x + k);
-        a0 = xsimd::fma(xv, batch::load_unaligned(w0 + k), a0);
-        a1 = xsimd::fma(xv, batch::load_unaligned(w1 + k), a1);
-        a2 = xsimd::fma(xv, batch::load_unaligned(w2 + k), a2);
-        a3 = xsimd::fma(xv, batch::load_unaligned(w3 + k), a3);
+        a0 = madd(xv, batch::load_unaligned(w0 + k), a0);
+        a1 = madd(xv, batch::load_unaligned(w1 + k), a1);
+        a2 = madd(xv, batch::load_unaligned(w2 + k), a2);
+        a3 = madd(xv, batch::load_unaligned(w3 + k), a3);
       }
       float s0 = xsimd::hadd(a0), s1 = xsimd::hadd(a1), s2 = xsimd::hadd(a2), s3 = xsimd::hadd(a3);
       for (; k < K; k++) {
@@ -174,7 +242,7 @@ void matmul_transposed_forward(float* out, const float* inp, const float* weight
 float dot(const float* a, const float* b, int N) noexcept {
   batch acc(0.0f);
   int i = 0;
-  for (; i + kLanes <= N; i += kLanes) acc = xsimd::fma(batch::load_unaligned(a + i), batch::load_unaligned(b + i), acc);
+  for (; i + kLanes <= N; i += kLanes) acc = madd(batch::load_unaligned(a + i), batch::load_unaligned(b + i), acc);
   float s = xsimd::hadd(acc);
   for (; i < N; i++) s += a[i] * b[i];
   return s;
@@ -307,19 +375,32 @@ void add_forward(float* out, const float* a, const float* b, std::size_t N) noex
 }
 
 // --- attention ----------------------------------------------------------------------------------
-// Register-tiled: per head, the keys live in kPanel-wide panels (key_panels, appended to as tokens
-// arrive, like the KV cache), the scores are computed as up-to-4-query x kPanel-key tiles and the
-// weighted sum of values as 2-row x up-to-5-batch tiles, so each loaded key or value feeds several
-// rows. Each score is one multiply-add chain over the head dimension in order, and each output one
-// chain over the keys in order, whatever the tile: computing rows one at a time (typing) gives
-// bit-identical results to computing them together (a full run). Measured against the previous
-// row-at-a-time kernel in bench/results.md.
+// Per head, the keys and values are copied once, as tokens arrive (like the KV cache), into a
+// contiguous per-head cache (key_panels): keys in kPanel-wide panels (HS, kPanel) that the score
+// tiles read as whole batches, values as contiguous rows (T, HS). In qkv they sit 3C floats apart;
+// at T = 1024 one head's values would span 9 MB of addresses (thousands of pages, beyond the TLB),
+// contiguous they take 256 KB (HS 64) and stay in L2 next to the keys while every query block
+// streams past them. Queries go in blocks of kScoreRows rows: scores as kScoreRows x kPanel register
+// tiles over the key panels up to the block's last position, softmax, then the weighted sum of
+// values as kValueRows x up-to-5-batch tiles. Each score is one multiply-add chain over the head
+// dimension in order and each output one chain over the keys in order, whatever the tile (keys past
+// a row's position carry an exact 0 weight, and a multiply-add of 0 leaves a sum unchanged): rows
+// computed one call at a time (typing) equal rows computed together (a full run), bit for bit.
+// Register budget: SIMD128 and AVX2 4 x 2 batches of scores (8 accumulators), 2 rows x up to 5
+// batches of values (10); AVX-512 (32 registers) 12 x 32 scores (24), 6 rows x 4 batches (24, head
+// size 64). Measured at T = 1024 on GPT-2 small's heads: 12/6 ran 1.3x faster than 8/4 (cpp/bench).
+constexpr int kScoreRows = kLanes >= 16 ? 12 : 4;
+constexpr int kValueRows = kLanes >= 16 ? 6 : 2;
 
 int attention_key_panel_width() { return kPanel; }
 
+// one head's cache: key panels, then value rows
+static std::size_t head_cache_floats(int att_stride, int HS) {
+  return ((std::size_t)(att_stride + kPanel - 1) / kPanel) * kPanel * HS + (std::size_t)att_stride * HS;
+}
+
 std::size_t attention_key_panels_floats(int att_stride, int C, int NH) {
-  const int HS = C / NH;
-  return (std::size_t)NH * ((att_stride + kPanel - 1) / kPanel) * kPanel * (std::size_t)HS;
+  return (std::size_t)NH * head_cache_floats(att_stride, C / NH);
 }
 
 // Scores of ROWS query rows against one panel of kPanel keys, accumulated over the head dimension.
@@ -334,8 +415,8 @@ static inline void score_tile(float* a_rows, int att_stride, const float* q, std
     const batch k1 = batch::load_unaligned(key_panel + d * kPanel + kLanes);
     for (int r = 0; r < ROWS; r++) {
       const batch qv(q[r * row3 + d]);
-      acc0[r] = xsimd::fma(qv, k0, acc0[r]);
-      acc1[r] = xsimd::fma(qv, k1, acc1[r]);
+      acc0[r] = madd(qv, k0, acc0[r]);
+      acc1[r] = madd(qv, k1, acc1[r]);
     }
   }
   const batch s(scale);
@@ -353,20 +434,21 @@ static inline void score_tile(float* a_rows, int att_stride, const float* q, std
   }
 }
 
-// y rows (ROWS) [0, NB*kLanes) = sum_{j < n} a[r][j] v_j: each loaded value batch feeds ROWS rows
+// y rows (ROWS) [0, NB*kLanes) = sum_{j < n} a[r][j] v_j, values (n, HS) contiguous: each loaded
+// value batch feeds ROWS rows
 template <int ROWS, int NB>
 static inline void weighted_values_tile(float* y, int y_stride, const float* a, int att_stride, const float* values,
-                                        std::size_t row3, int n) noexcept {
+                                        int HS, int n) noexcept {
   batch acc[ROWS][NB];
   for (int r = 0; r < ROWS; r++)
     for (int b = 0; b < NB; b++) acc[r][b] = batch(0.0f);
   for (int j = 0; j < n; j++) {
-    const float* v = values + j * row3;
+    const float* v = values + (std::size_t)j * HS;
     batch vb[NB];
     for (int b = 0; b < NB; b++) vb[b] = batch::load_unaligned(v + b * kLanes);
     for (int r = 0; r < ROWS; r++) {
       const batch ar(a[(std::size_t)r * att_stride + j]);
-      for (int b = 0; b < NB; b++) acc[r][b] = xsimd::fma(ar, vb[b], acc[r][b]);
+      for (int b = 0; b < NB; b++) acc[r][b] = madd(ar, vb[b], acc[r][b]);
     }
   }
   for (int r = 0; r < ROWS; r++)
@@ -375,27 +457,42 @@ static inline void weighted_values_tile(float* y, int y_stride, const float* a, 
 
 template <int ROWS>
 static inline void weighted_values_rows(float* y, int y_stride, const float* a, int att_stride, const float* values,
-                                        std::size_t row3, int n, int hs_simd) noexcept {
+                                        int HS, int n, int hs_simd) noexcept {
   int d = 0;
   for (; d + 5 * kLanes <= hs_simd; d += 5 * kLanes)
-    weighted_values_tile<ROWS, 5>(y + d, y_stride, a, att_stride, values + d, row3, n);
+    weighted_values_tile<ROWS, 5>(y + d, y_stride, a, att_stride, values + d, HS, n);
   switch ((hs_simd - d) / kLanes) {
-    case 4: weighted_values_tile<ROWS, 4>(y + d, y_stride, a, att_stride, values + d, row3, n); break;
-    case 3: weighted_values_tile<ROWS, 3>(y + d, y_stride, a, att_stride, values + d, row3, n); break;
-    case 2: weighted_values_tile<ROWS, 2>(y + d, y_stride, a, att_stride, values + d, row3, n); break;
-    case 1: weighted_values_tile<ROWS, 1>(y + d, y_stride, a, att_stride, values + d, row3, n); break;
+    case 4: weighted_values_tile<ROWS, 4>(y + d, y_stride, a, att_stride, values + d, HS, n); break;
+    case 3: weighted_values_tile<ROWS, 3>(y + d, y_stride, a, att_stride, values + d, HS, n); break;
+    case 2: weighted_values_tile<ROWS, 2>(y + d, y_stride, a, att_stride, values + d, HS, n); break;
+    case 1: weighted_values_tile<ROWS, 1>(y + d, y_stride, a, att_stride, values + d, HS, n); break;
     default: break;
   }
 }
 
 // y [hs_simd, HS) = sum_{j < n} a[j] v_j, the head-size columns left over after whole batches
-static inline void weighted_values_tail(float* y, const float* a, const float* values, std::size_t row3, int n,
-                                        int hs_simd, int HS) noexcept {
+static inline void weighted_values_tail(float* y, const float* a, const float* values, int n, int hs_simd,
+                                        int HS) noexcept {
   for (int d = hs_simd; d < HS; d++) {
     float acc = 0.0f;
-    for (int j = 0; j < n; j++) acc += a[j] * values[j * row3 + d];
+    for (int j = 0; j < n; j++) acc += a[j] * values[(std::size_t)j * HS + d];
     y[d] = acc;
   }
+}
+
+template <int... R>
+static inline void score_tile_rows(int rows, std::integer_sequence<int, R...>, float* a_rows, int att_stride,
+                                   const float* q, std::size_t row3, const float* kp, int HS, float scale,
+                                   int n_valid) noexcept {
+  // dispatch the block's height (1..kScoreRows) to its template instance
+  ((rows == R + 1 ? (score_tile<R + 1>(a_rows, att_stride, q, row3, kp, HS, scale, n_valid), 0) : 0), ...);
+}
+
+template <int... R>
+static inline void weighted_values_rows_n(int rows, std::integer_sequence<int, R...>, float* y, int y_stride,
+                                          const float* a, int att_stride, const float* values, int HS, int n,
+                                          int hs_simd) noexcept {
+  ((rows == R + 1 ? (weighted_values_rows<R + 1>(y, y_stride, a, att_stride, values, HS, n, hs_simd), 0) : 0), ...);
 }
 
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH, int att_stride,
@@ -410,29 +507,25 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
     const float* keys = qkv + C + h * HS;         // key j at keys + j * row3
     const float* values = qkv + 2 * C + h * HS;   // value j at values + j * row3
     float* att_h = att + (std::size_t)h * att_stride * att_stride;
-    // this head's panels (panels_per_head, HS, kPanel): [p][d][u] = k_{p*kPanel+u}[d]. Append keys
-    // [t_begin, T); slots past T hold zeros or stale keys: their scores are overwritten below.
-    float* kp_h = key_panels + (std::size_t)h * panels_per_head * kPanel * HS;
+    // this head's cache: panels (panels_per_head, HS, kPanel) with [p][d][u] = k_{p*kPanel+u}[d],
+    // then values (att_stride, HS). Append rows [t_begin, T); panel slots past T hold zeros or stale
+    // keys: their scores are overwritten below.
+    float* kp_h = key_panels + (std::size_t)h * head_cache_floats(att_stride, HS);
+    float* vc_h = kp_h + (std::size_t)panels_per_head * kPanel * HS;
     for (int j = t_begin; j < T; j++) {
       float* slot = kp_h + (std::size_t)(j / kPanel) * kPanel * HS + j % kPanel;
       const float* kr = keys + j * row3;
       for (int d = 0; d < HS; d++) slot[d * kPanel] = kr[d];
+      std::memcpy(vc_h + (std::size_t)j * HS, values + j * row3, sizeof(float) * HS);
     }
-    // scores, 4 query rows at a time, over the key panels up to the last row's position (causal)
-    for (int t0 = t_begin; t0 < T; t0 += 4) {
-      const int rows = std::min(4, T - t0);
+    for (int t0 = t_begin; t0 < T; t0 += kScoreRows) {
+      const int rows = std::min(kScoreRows, T - t0);
       const int t_last = t0 + rows - 1;
+      // scores over the key panels up to the block's last position (causal)
       for (int p = 0; p * kPanel <= t_last; p++) {
         const int n_valid = std::min(kPanel, att_stride - p * kPanel);  // never write past the row
-        float* a_rows = att_h + (std::size_t)t0 * att_stride + p * kPanel;
-        const float* q = q0 + t0 * row3;
-        const float* kp = kp_h + (std::size_t)p * kPanel * HS;
-        switch (rows) {
-          case 4: score_tile<4>(a_rows, att_stride, q, row3, kp, HS, scale, n_valid); break;
-          case 3: score_tile<3>(a_rows, att_stride, q, row3, kp, HS, scale, n_valid); break;
-          case 2: score_tile<2>(a_rows, att_stride, q, row3, kp, HS, scale, n_valid); break;
-          default: score_tile<1>(a_rows, att_stride, q, row3, kp, HS, scale, n_valid); break;
-        }
+        score_tile_rows(rows, std::make_integer_sequence<int, kScoreRows>{}, att_h + (std::size_t)t0 * att_stride + p * kPanel,
+                        att_stride, q0 + t0 * row3, row3, kp_h + (std::size_t)p * kPanel * HS, HS, scale, n_valid);
       }
       // softmax over the causal prefix; everything after it exactly 0 (this also overwrites the
       // scores the tiles computed past each row's position)
@@ -441,19 +534,16 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
         softmax_forward(a, t + 1);
         std::fill(a + t + 1, a + att_stride, 0.0f);
       }
+      // y = P V, kValueRows rows at a time over j up to the sub-block's last position
+      for (int t = t0; t <= t_last; t += kValueRows) {
+        const int vrows = std::min(kValueRows, t_last + 1 - t);
+        weighted_values_rows_n(vrows, std::make_integer_sequence<int, kValueRows>{}, out + (std::size_t)t * C + h * HS, C,
+                               att_h + (std::size_t)t * att_stride, att_stride, vc_h, HS, t + vrows, hs_simd);
+      }
+      for (int t = t0; t <= t_last; t++)
+        weighted_values_tail(out + (std::size_t)t * C + h * HS, att_h + (std::size_t)t * att_stride, vc_h, t + 1,
+                             hs_simd, HS);
     }
-    // y = P V, two rows at a time over j up to the second row's position (the first row's P is an
-    // exact 0 there, and a multiply-add of 0 leaves its sum unchanged)
-    int t = t_begin;
-    for (; t + 2 <= T; t += 2)
-      weighted_values_rows<2>(out + (std::size_t)t * C + h * HS, C, att_h + (std::size_t)t * att_stride, att_stride,
-                              values, row3, t + 2, hs_simd);
-    if (t < T)
-      weighted_values_rows<1>(out + (std::size_t)t * C + h * HS, C, att_h + (std::size_t)t * att_stride, att_stride,
-                              values, row3, t + 1, hs_simd);
-    for (int tt = t_begin; tt < T; tt++)
-      weighted_values_tail(out + (std::size_t)tt * C + h * HS, att_h + (std::size_t)tt * att_stride, values, row3,
-                           tt + 1, hs_simd, HS);
   }
 }
 
@@ -461,6 +551,7 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
 
 SimdInfo simd_info() { return {"scalar", 1, false}; }
 int linear_panel_width() { return 0; }  // one panel spanning all columns: the Conv1D layout unchanged
+GemmBlocking gemm_blocking() { return {1, 1, 1}; }
 
 PackedLinear pack_linear(const float* weight, const float* bias, int K, int N) {
   PackedLinear W;

@@ -2,9 +2,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <new>
 #include <sstream>
+
+#ifdef __EMSCRIPTEN__
+#include <emscripten/heap.h>
+#include <malloc.h>
+#else
+#include <unistd.h>
+#endif
 
 #include "headscope/error.hpp"
 #include "headscope/safetensors.hpp"
@@ -12,7 +21,7 @@
 namespace headscope {
 namespace {
 
-// 1.5 GB of float32 activations: within wasm32's 2 GB memory (the npm module's MAXIMUM_MEMORY)
+// 1.5 GB of float32 activations: within wasm32's 4 GB memory (the npm module's MAXIMUM_MEMORY)
 // next to a small model's weights. Real GPT-2 (124M) at its full 1024 tokens needs about 0.8 GB.
 constexpr uint64_t kMaxActivationFloats = 384ull << 20;
 
@@ -33,20 +42,71 @@ class TensorReader {
     if (!st.contains("wte.weight") && st.contains("transformer.wte.weight")) prefix_ = "transformer.";
   }
   std::vector<float> read(const std::string& name, std::vector<int64_t> shape, std::size_t& count) const {
-    std::vector<float> v = st_.read_f32(prefix_ + name, shape);
+    std::size_t n = 1;
+    for (int64_t d : shape) n *= (std::size_t)d;
+    std::vector<float> v(n);
+    read_into(v.data(), name, shape, count);
+    return v;
+  }
+  // Straight into the storage that keeps the tensor: no second copy of it is ever made.
+  void read_into(float* out, const std::string& name, const std::vector<int64_t>& shape, std::size_t& count) const {
+    st_.read_f32_into(out, prefix_ + name, shape);
+    std::size_t n = 1;
+    for (int64_t d : shape) n *= (std::size_t)d;
     // Non-finite weights would silently turn every output into NaN: reject the file instead.
-    for (std::size_t i = 0; i < v.size(); i++)
-      if (!std::isfinite(v[i]))
+    for (std::size_t i = 0; i < n; i++)
+      if (!std::isfinite(out[i]))
         throw Error("model.safetensors: tensor \"" + prefix_ + name + "\" contains NaN or Inf (element " +
                     std::to_string(i) + ")");
-    count += v.size();
-    return v;
+    count += n;
   }
 
  private:
   const SafeTensors& st_;
   std::string prefix_;
 };
+
+// GB here are 2^30 bytes, so wasm32's 4 GB limit reads "4.0 GB".
+std::string gigabytes(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", (double)bytes / 1073741824.0);
+  return buf;
+}
+
+// Bytes the weights take once loaded: float32, the linear layers packed (panel padding is below 1%).
+uint64_t planned_weight_bytes(const ModelConfig& c) {
+  const uint64_t V = c.vocab_size, P = c.n_positions, C = c.n_embd, F = c.n_inner, L = c.n_layer;
+  const uint64_t per_layer = 4 * C /* LayerNorms */ + C * 3 * C + 3 * C + C * C + C + C * F + F + F * C + C;
+  return 4 * (V * C + P * C + L * per_layer + 2 * C);
+}
+
+// Refuses, with the sizes, a model whose weights cannot fit, before any of them is allocated:
+// in wasm against the module's maximum memory, natively against the machine's physical memory.
+// `resident_bytes` is memory the caller already holds for the load (a file copied into wasm memory).
+void check_weights_fit(const ModelConfig& c, uint64_t resident_bytes) {
+  const uint64_t weights = planned_weight_bytes(c);
+  // one linear layer's Conv1D-layout weight is read before it is packed
+  const uint64_t temporary = 4 * (uint64_t)c.n_embd * std::max<uint64_t>(3 * (uint64_t)c.n_embd, c.n_inner);
+#ifdef __EMSCRIPTEN__
+  const uint64_t limit = emscripten_get_heap_max();
+  // includes resident_bytes when they live in wasm memory; mallinfo's int fields read as unsigned (up to 4 GB)
+  const uint64_t in_use = (uint64_t)(unsigned)mallinfo().uordblks;
+  const uint64_t needed = in_use + weights + temporary;
+  (void)resident_bytes;
+  if (needed > limit)
+    throw Error("this model needs about " + gigabytes(needed) + " of wasm memory (" + gigabytes(weights) +
+                " of float32 weights" + (in_use > (64u << 20) ? ", " + gigabytes(in_use) + " already in use" : std::string()) +
+                "); the limit is " + gigabytes(limit) + "; try a smaller model");
+#else
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;  // unknown: leave it to the allocator
+  const uint64_t limit = (uint64_t)pages * (uint64_t)page;
+  const uint64_t needed = weights + temporary + resident_bytes;
+  if (needed > limit)
+    throw Error("this model needs about " + gigabytes(needed) + " of memory for its float32 weights; this machine has " +
+                gigabytes(limit) + "; try a smaller model");
+#endif
+}
 
 }  // namespace
 
@@ -60,22 +120,33 @@ Model Model::load_directory(const std::filesystem::path& dir) {
   const std::filesystem::path weights_path = dir / "model.safetensors";
   if (!std::filesystem::exists(weights_path))
     throw Error("no model.safetensors in " + dir.string() + " (only the safetensors format is supported)");
-  const std::string weights = read_file(weights_path);
   const std::string vocab = read_file(dir / "vocab.json");
   const std::string merges = read_file(dir / "merges.txt");
-  return load_buffers(config, std::span(reinterpret_cast<const uint8_t*>(weights.data()), weights.size()), vocab,
-                      merges);
+  // read tensor by tensor into the weights' own storage: the file is never held in memory
+  return load_source(config, file_source(weights_path), vocab, merges, 0);
 }
 
 Model Model::load_buffers(std::string_view config_json, std::span<const uint8_t> safetensors,
                           std::string_view vocab_json, std::string_view merges_txt) {
+  return load_source(config_json, memory_source(safetensors), vocab_json, merges_txt, safetensors.size());
+}
+
+Model Model::load_source(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
+                         std::string_view vocab_json, std::string_view merges_txt, uint64_t resident_bytes) {
   Model m;
-  m.build(config_json, safetensors, vocab_json, merges_txt);
+  const ModelConfig config = parse_config(config_json);
+  check_weights_fit(config, resident_bytes);
+  try {
+    m.build(config_json, std::move(safetensors), vocab_json, merges_txt);
+  } catch (const std::bad_alloc&) {
+    throw Error("out of memory while loading the model: its float32 weights need about " +
+                gigabytes(planned_weight_bytes(config)) + "; try a smaller model");
+  }
   return m;
 }
 
-void Model::build(std::string_view config_json, std::span<const uint8_t> safetensors, std::string_view vocab_json,
-                  std::string_view merges_txt) {
+void Model::build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
+                  std::string_view vocab_json, std::string_view merges_txt) {
   config_ = parse_config(config_json);
   tokenizer_ = Tokenizer::from_json(vocab_json, merges_txt);
   const ModelConfig& c = config_;
@@ -83,12 +154,14 @@ void Model::build(std::string_view config_json, std::span<const uint8_t> safeten
     throw Error("vocab.json has " + std::to_string(tokenizer_->vocab_size()) + " tokens but config.json says vocab_size " +
                 std::to_string(c.vocab_size));
 
-  const SafeTensors st(safetensors, "model.safetensors");
+  const SafeTensors st(std::move(safetensors), "model.safetensors");
   const TensorReader r(st);
   const int64_t C = c.n_embd, F = c.n_inner;
   std::size_t n = 0;
-  wte_ = r.read("wte.weight", {c.vocab_size, C}, n);
-  wpe_ = r.read("wpe.weight", {c.n_positions, C}, n);
+  wte_.assign((std::size_t)c.vocab_size * C, 0.0f);
+  r.read_into(wte_.data(), "wte.weight", {c.vocab_size, C}, n);
+  wpe_.assign((std::size_t)c.n_positions * C, 0.0f);
+  r.read_into(wpe_.data(), "wpe.weight", {c.n_positions, C}, n);
   blocks_.clear();
   for (int l = 0; l < c.n_layer; l++) {
     const std::string p = "h." + std::to_string(l) + ".";
@@ -144,22 +217,35 @@ void Model::ensure_capacity(int T) {
   // so a hostile config cannot overflow a 32-bit size_t (wasm) into a small buffer.
   const uint64_t c64 = cap, floats = (uint64_t)(L + 1) * c64 * C + (uint64_t)L * c64 * 3 * C +
                                      (uint64_t)L * NH * c64 * c64 + (uint64_t)L * c64 * C + (uint64_t)L * NH * c64 +
-                                     3 * c64 * C + c64 * F + (uint64_t)L * (c64 + 32) * C /* key panels: L x NH x <= (cap + panel) x HS */;
+                                     3 * c64 * C + c64 * F +
+                                     (uint64_t)L * (2 * c64 + 32) * C /* key panels and values: L x NH x <= (2 cap + panel) x HS */;
   if (floats > kMaxActivationFloats)
     throw Error("running " + std::to_string(T) + " tokens needs " + std::to_string(floats * 4 >> 20) +
                 " MB of activations, more than the " + std::to_string(kMaxActivationFloats * 4 >> 20) +
                 " MB limit; use a shorter text");
-  residual_.assign((L + 1) * cap * C, 0.0f);
-  qkv_.assign(L * cap * 3 * C, 0.0f);
-  att_.assign(L * NH * cap * cap, 0.0f);
-  head_out_.assign(L * cap * C, 0.0f);
-  contrib_.clear();
-  contrib_norm_.assign(L * NH * cap, 0.0f);
-  scratch_ln_.assign(cap * C, 0.0f);
-  scratch_proj_.assign(cap * C, 0.0f);
-  scratch_head_.assign(cap * C, 0.0f);
-  scratch_fc_.assign(cap * F, 0.0f);
-  key_panels_.assign(L * kernels::attention_key_panels_floats((int)cap, (int)C, (int)NH), 0.0f);
+  try {
+    residual_.assign((L + 1) * cap * C, 0.0f);
+    qkv_.assign(L * cap * 3 * C, 0.0f);
+    att_.assign(L * NH * cap * cap, 0.0f);
+    head_out_.assign(L * cap * C, 0.0f);
+    contrib_.clear();
+    contrib_norm_.assign(L * NH * cap, 0.0f);
+    scratch_ln_.assign(cap * C, 0.0f);
+    scratch_proj_.assign(cap * C, 0.0f);
+    scratch_head_.assign(cap * C, 0.0f);
+    scratch_fc_.assign(cap * F, 0.0f);
+    key_panels_.assign(L * kernels::attention_key_panels_floats((int)cap, (int)C, (int)NH), 0.0f);
+  } catch (const std::bad_alloc&) {
+    // leave no half-sized buffers behind: the next run starts from nothing
+    cap_ = 0;
+    has_run_ = false;
+    cached_tokens_ = 0;
+    for (auto* v : {&residual_, &qkv_, &att_, &head_out_, &contrib_norm_, &scratch_ln_, &scratch_proj_, &scratch_head_,
+                    &scratch_fc_, &key_panels_})
+      std::vector<float>().swap(*v);
+    throw Error("out of memory: running " + std::to_string(T) + " tokens needs about " + gigabytes(floats * 4) +
+                " of activations next to " + gigabytes(weight_bytes()) + " of weights; use a shorter text");
+  }
   logits_all_.clear();
   cap_ = cap;
   cached_tokens_ = 0;

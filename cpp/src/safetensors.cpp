@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -23,7 +24,48 @@ std::size_t dtype_size(const std::string& dtype) {
   return 0;
 }
 
+class MemorySource final : public ByteSource {
+ public:
+  explicit MemorySource(std::span<const uint8_t> bytes) : bytes_(bytes) {}
+  uint64_t size() const override { return bytes_.size(); }
+  void read(uint64_t offset, std::size_t n, uint8_t* dst) const override {
+    if (n) std::memcpy(dst, bytes_.data() + offset, n);
+  }
+
+ private:
+  std::span<const uint8_t> bytes_;
+};
+
+class FileSource final : public ByteSource {
+ public:
+  explicit FileSource(const std::filesystem::path& path) : path_(path), f_(path, std::ios::binary) {
+    if (!f_) throw Error("cannot open " + path.string());
+    f_.seekg(0, std::ios::end);
+    size_ = (uint64_t)f_.tellg();
+    if (!f_) throw Error("cannot read " + path.string());
+  }
+  uint64_t size() const override { return size_; }
+  void read(uint64_t offset, std::size_t n, uint8_t* dst) const override {
+    f_.seekg((std::streamoff)offset);
+    f_.read(reinterpret_cast<char*>(dst), (std::streamsize)n);
+    if (!f_ || (std::size_t)f_.gcount() != n)
+      throw Error("cannot read " + std::to_string(n) + " bytes at offset " + std::to_string(offset) + " of " + path_.string());
+  }
+
+ private:
+  std::filesystem::path path_;
+  mutable std::ifstream f_;  // reading moves its position: a source is used by one thread at a time
+  uint64_t size_ = 0;
+};
+
 }  // namespace
+
+std::shared_ptr<const ByteSource> memory_source(std::span<const uint8_t> bytes) {
+  return std::make_shared<MemorySource>(bytes);
+}
+std::shared_ptr<const ByteSource> file_source(const std::filesystem::path& path) {
+  return std::make_shared<FileSource>(path);
+}
 
 std::string shape_to_string(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -64,24 +106,39 @@ float bf16_to_f32(uint16_t b) {
   return f;
 }
 
-SafeTensors::SafeTensors(std::span<const uint8_t> bytes, std::string source) : source_(std::move(source)) {
+SafeTensors::SafeTensors(std::span<const uint8_t> bytes, std::string source)
+    : bytes_(memory_source(bytes)), source_(std::move(source)) {
+  parse();
+}
+
+SafeTensors::SafeTensors(std::shared_ptr<const ByteSource> bytes, std::string source)
+    : bytes_(std::move(bytes)), source_(std::move(source)) {
+  parse();
+}
+
+void SafeTensors::parse() {
   const std::string& src = source_;
-  if (bytes.size() < 8) throw Error(src + ": file is " + std::to_string(bytes.size()) + " bytes, too short for a safetensors header");
+  const uint64_t file_size = bytes_->size();
+  if (file_size < 8) throw Error(src + ": file is " + std::to_string(file_size) + " bytes, too short for a safetensors header");
+  uint8_t len_bytes[8];
+  bytes_->read(0, 8, len_bytes);
   uint64_t header_len = 0;
-  for (int i = 7; i >= 0; i--) header_len = (header_len << 8) | bytes[i];
-  if (header_len > bytes.size() - 8)
+  for (int i = 7; i >= 0; i--) header_len = (header_len << 8) | len_bytes[i];
+  if (header_len > file_size - 8)
     throw Error(src + ": header length " + std::to_string(header_len) + " is larger than the file (" +
-                std::to_string(bytes.size()) + " bytes); truncated or not a safetensors file");
+                std::to_string(file_size) + " bytes); truncated or not a safetensors file");
   if (header_len > kMaxHeaderBytes) throw Error(src + ": header length " + std::to_string(header_len) + " exceeds 100 MB");
-  const char* hp = reinterpret_cast<const char*>(bytes.data() + 8);
+  std::string header_text((std::size_t)header_len, '\0');
+  bytes_->read(8, (std::size_t)header_len, reinterpret_cast<uint8_t*>(header_text.data()));
   json header;
   try {
-    header = json::parse(hp, hp + header_len);
+    header = json::parse(header_text);
   } catch (const json::exception& e) {
     throw Error(src + ": header is not valid JSON: " + e.what());
   }
   if (!header.is_object()) throw Error(src + ": header is not a JSON object");
-  data_ = bytes.subspan(8 + header_len);
+  data_begin_ = 8 + header_len;
+  data_size_ = file_size - data_begin_;
 
   std::vector<std::pair<std::size_t, std::size_t>> ranges;
   for (auto& [name, entry] : header.items()) {
@@ -111,9 +168,9 @@ SafeTensors::SafeTensors(std::span<const uint8_t> bytes, std::string source) : s
         !(*off)[1].is_number_unsigned())
       throw Error(where + "data_offsets must be two non-negative integers");
     const uint64_t b = (*off)[0].get<uint64_t>(), e = (*off)[1].get<uint64_t>();
-    if (b > e || e > data_.size())
+    if (b > e || e > data_size_)
       throw Error(where + "data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
-                  "] lie outside the data section (" + std::to_string(data_.size()) + " bytes)");
+                  "] lie outside the data section (" + std::to_string(data_size_) + " bytes)");
     if (e - b != count * elem)
       throw Error(where + "dtype " + t.dtype + " and shape " + shape_to_string(t.shape) + " need " +
                   std::to_string(count * elem) + " bytes but data_offsets give " + std::to_string(e - b));
@@ -137,26 +194,38 @@ const TensorInfo& SafeTensors::info(const std::string& name) const {
 
 std::vector<float> SafeTensors::read_f32(const std::string& name, const std::vector<int64_t>& expected_shape) const {
   const TensorInfo& t = info(name);
+  std::size_t count = 1;
+  for (int64_t d : t.shape) count *= (std::size_t)d;
+  std::vector<float> out(count);
+  read_f32_into(out.data(), name, expected_shape);
+  return out;
+}
+
+void SafeTensors::read_f32_into(float* out, const std::string& name, const std::vector<int64_t>& expected_shape) const {
+  const TensorInfo& t = info(name);
   if (t.shape != expected_shape)
     throw Error(source_ + ": tensor \"" + name + "\" has shape " + shape_to_string(t.shape) + ", expected " +
                 shape_to_string(expected_shape));
-  const uint8_t* p = data_.data() + t.begin;
+  const uint64_t at = data_begin_ + t.begin;
   const std::size_t bytes = t.end - t.begin;
-  std::vector<float> out;
   if (t.dtype == "F32") {
-    out.resize(bytes / 4);
-    std::memcpy(out.data(), p, bytes);  // little-endian hosts only (x86, wasm, arm64)
+    bytes_->read(at, bytes, reinterpret_cast<uint8_t*>(out));  // little-endian hosts only (x86, wasm, arm64)
   } else if (t.dtype == "F16" || t.dtype == "BF16") {
-    out.resize(bytes / 2);
+    // converted in chunks, so a large tensor never needs a second full-size buffer
     const bool is_f16 = t.dtype == "F16";
-    for (std::size_t i = 0; i < out.size(); i++) {
-      const uint16_t h = (uint16_t)(p[2 * i] | (p[2 * i + 1] << 8));
-      out[i] = is_f16 ? f16_to_f32(h) : bf16_to_f32(h);
+    constexpr std::size_t kChunk = 1 << 16;  // elements
+    std::vector<uint8_t> raw(std::min(bytes, 2 * kChunk));
+    for (std::size_t i0 = 0; i0 < bytes / 2; i0 += kChunk) {
+      const std::size_t n = std::min(kChunk, bytes / 2 - i0);
+      bytes_->read(at + 2 * i0, 2 * n, raw.data());
+      for (std::size_t i = 0; i < n; i++) {
+        const uint16_t h = (uint16_t)(raw[2 * i] | (raw[2 * i + 1] << 8));
+        out[i0 + i] = is_f16 ? f16_to_f32(h) : bf16_to_f32(h);
+      }
     }
   } else {
     throw Error(source_ + ": tensor \"" + name + "\" has dtype " + t.dtype + "; only F32, F16 and BF16 are supported");
   }
-  return out;
 }
 
 }  // namespace headscope

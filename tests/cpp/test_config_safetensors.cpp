@@ -233,6 +233,56 @@ TEST_CASE("a context too large for memory is refused before allocating", "[error
   REQUIRE(m.run("still usable").tokens == 12);
 }
 
+TEST_CASE("a model too large for memory is refused with its size before any weight is allocated", "[errors][memory]") {
+  // odd-hs12's files with config.json claiming n_embd 16384 and 100 layers: about 1.2 TB of float32
+  // weights, beyond any machine's physical memory and beyond wasm32's 4 GB. The loader must name the
+  // size (never std::bad_alloc, never a crash) before it reads or allocates a single tensor.
+  const Files f;
+  json config = json::parse(f.config);
+  config["n_embd"] = 16384;
+  config["n_head"] = 128;
+  config["n_layer"] = 100;
+  config["n_inner"] = nullptr;
+  try {
+    Model::load_buffers(config.dump(), f.weights, f.vocab, f.merges);
+    FAIL("no error");
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    INFO(msg);
+    // 100 layers x (12 C^2 + 13 C) floats x 4 bytes = 1200.0 GB (2^30 bytes), plus at most one
+    // layer's 4 GB read before packing and the memory already in use: the figure lies in [1199, 1210]
+    const std::size_t at = msg.find("needs about ");
+    REQUIRE(at != std::string::npos);
+    const double gb = std::stod(msg.substr(at + 12));
+    REQUIRE(gb >= 1199.0);
+    REQUIRE(gb <= 1210.0);
+    REQUIRE(msg.find(" GB") != std::string::npos);
+#ifdef __EMSCRIPTEN__
+    REQUIRE(msg.find("of wasm memory") != std::string::npos);
+    REQUIRE(msg.find("the limit is") != std::string::npos);
+#else
+    REQUIRE(msg.find("this machine has") != std::string::npos);
+#endif
+  }
+  REQUIRE(f.load().config().n_layer == 2);  // the real config still loads
+}
+
+#ifdef __EMSCRIPTEN__
+#include <emscripten/heap.h>
+TEST_CASE("the wasm module can grow past 2 GB, to wasm32's 4 GB", "[memory][wasm]") {
+  // Built with -sMAXIMUM_MEMORY=4GB like the npm module: a checkpoint of gpt2-medium's shape needs
+  // about 1.4 GB of weights next to its activations. Pointers above 2 GB must work (no sign bugs).
+  REQUIRE(emscripten_get_heap_max() >= (4ull << 30) - (64u << 10));
+  std::vector<std::vector<uint8_t>> blocks;
+  for (int i = 0; i < 9; i++) blocks.emplace_back(256u << 20, (uint8_t)(i + 1));  // 2.25 GB
+  REQUIRE((uintptr_t)blocks.back().data() > (2ull << 30));
+  for (int i = 0; i < 9; i++) REQUIRE(blocks[i].back() == (uint8_t)(i + 1));
+  // with more than 2 GB in use, the loader's memory check (malloc statistics, int fields) must still
+  // see a small model fit rather than read a negative size as a huge one
+  REQUIRE(Files().load().config().n_layer == 2);
+}
+#endif
+
 TEST_CASE("hostile text: NUL bytes, right-to-left, combining marks, emoji, a megabyte", "[input][hostile]") {
   Model m = Files().load();  // odd-hs12: byte-level vocabulary, context 32
   for (const std::string text : {std::string("a\0b\0", 4), std::string("\xd7\xa9\xd7\x9c\xd7\x95\xd7\x9d \xd8\xb9\xd8\xa7\xd9\x84\xd9\x85"),

@@ -1,6 +1,7 @@
 // Every xsimd kernel against its scalar reference (kernels_reference.cpp) over edge sizes:
 // 1, lanes-1, lanes, lanes+1, ..., odd head sizes and T = 1. Each check states its tolerance and why.
 #include <Eigen/Dense>
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -48,6 +49,11 @@ TEST_CASE("the build uses the SIMD path it was configured for", "[kernels][simd]
   REQUIRE(info.arch == "sse4.1");
   REQUIRE(info.float_lanes == 4);
 #endif
+#if defined(HEADSCOPE_RELAXED_SIMD) && HEADSCOPE_RELAXED_SIMD
+  REQUIRE(info.relaxed_madd);
+#else
+  REQUIRE_FALSE(info.relaxed_madd);
+#endif
 #else
   REQUIRE_FALSE(info.simd);
 #endif
@@ -78,6 +84,50 @@ TEST_CASE("matmul_forward equals the reference and Eigen", "[kernels][matmul]") 
             REQUIRE(std::fabs(got[(std::size_t)t * N + n] - ref[(std::size_t)t * N + n]) <= tol);
             REQUIRE(std::fabs(eig(t, n) - ref[(std::size_t)t * N + n]) <= tol);
           }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul_forward across its cache blocks: edges of tiles, depth slices and row blocks", "[kernels][matmul]") {
+  // Sizes on both sides of every boundary where the blocked loop changes what it does: a partial
+  // register tile, a depth slice continued from stored partial sums, a second row block.
+  const k::GemmBlocking b = k::gemm_blocking();
+  const int P = std::max(1, k::linear_panel_width());
+  INFO("tile_rows " << b.tile_rows << " depth_block " << b.depth_block << " row_block " << b.row_block << " panel " << P);
+  std::mt19937 rng(11);
+  const std::vector<int> Ts = {1, b.tile_rows - 1, b.tile_rows, b.tile_rows + 1, b.row_block - 1, b.row_block,
+                               b.row_block + b.tile_rows + 1};
+  const std::vector<int> Ks = {b.depth_block - 1, b.depth_block, b.depth_block + 1, 2 * b.depth_block + 3};
+  const std::vector<int> Ns = {P - 1, P + 1, 3 * P};
+  for (int T : Ts) {
+    if (T < 1) continue;
+    for (int K : Ks) {
+      if (K < 1) continue;
+      for (int N : Ns) {
+        if (N < 1) continue;
+        const auto inp = random_vector((std::size_t)T * K, rng), w = random_vector((std::size_t)K * N, rng),
+                   bias = random_vector(N, rng);
+        std::vector<float> ref((std::size_t)T * N), got((std::size_t)T * N, -1.0f);
+        k::matmul_forward_reference(ref.data(), inp.data(), w.data(), bias.data(), T, K, N);
+        const k::PackedLinear packed = k::pack_linear(w.data(), bias.data(), K, N);
+        k::matmul_forward(got.data(), inp.data(), packed, T);
+        for (int t = 0; t < T; t++)
+          for (int n = 0; n < N; n++) {
+            double sum_abs = std::fabs(bias[n]);
+            for (int kk = 0; kk < K; kk++) sum_abs += std::fabs(inp[(std::size_t)t * K + kk] * w[(std::size_t)kk * N + n]);
+            INFO("T=" << T << " K=" << K << " N=" << N << " at (" << t << ", " << n << ")");
+            // K products + the bias in another order, possibly fused: Higham's bound (dot_error_bound)
+            REQUIRE(std::fabs(got[(std::size_t)t * N + n] - ref[(std::size_t)t * N + n]) <= dot_error_bound(K + 1, sum_abs));
+          }
+        // Each row alone (as the incremental update computes a new token) must give the same bits
+        // as the call over all rows: the typing-equals-full-run invariant rests on it.
+        std::vector<float> row((std::size_t)N);
+        for (int t : {0, T / 2, T - 1}) {
+          k::matmul_forward(row.data(), inp.data() + (std::size_t)t * K, packed, 1);
+          INFO("T=" << T << " K=" << K << " N=" << N << " row " << t << " alone");
+          REQUIRE(std::equal(row.begin(), row.end(), got.begin() + (std::ptrdiff_t)t * N));
+        }
       }
     }
   }
@@ -271,7 +321,9 @@ TEST_CASE("attention_forward equals the reference over head sizes, lengths and c
   for (int HS : {1, 3, 4, 5, 7, 8, 9, 12, 16, 20, 63, 64, 65}) {
     for (int NH : {1, 3}) {
       const int C = HS * NH;
-      for (int T : {1, 3, 4, 5, 8, 9, 17, 33, 65}) {
+      // around the query blocks (4 rows with SIMD128/AVX2, 12 with AVX-512), the value sub-blocks
+      // (2, 6) and the key panels (8, 16, 32 keys)
+      for (int T : {1, 3, 4, 5, 8, 9, 11, 12, 13, 17, 25, 33, 65}) {
         for (int t_begin : {0, T / 2, T - 1}) {
           const int stride = T + 3;  // rows longer than T, as in the model's capacity-sized buffers
           const auto qkv = random_vector((std::size_t)T * 3 * C, rng, 0.7f);

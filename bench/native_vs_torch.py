@@ -1,0 +1,174 @@
+"""Native engine against PyTorch (1 thread) on a random checkpoint of GPT-2 small's exact shape.
+
+1. Writes the checkpoint with bench/make_gpt2_small.py unless MODEL_DIR already holds one.
+2. Correctness: `headscope run --json` on a short text against scripts/common/gpt2_torch.py on the
+   same file: last-position logits and every layer's and head's attention, within the tolerances
+   stated below. Exits 1 if they are exceeded.
+3. Speed, side by side in this one run, interleaved per T (so both see the same machine load):
+   `headscope bench` (median full forward, median one-token incremental update, load time, peak
+   RSS) and PyTorch computing the same outputs (every attention map, last-position logits).
+   Prints a table and writes the rows as JSON.
+Usage: /usr/bin/python3 bench/native_vs_torch.py [--cli build/native-release/headscope]
+         [--model build/gpt2-small] [--tokens 64,256,1024] [--repeat 5] [--json OUT] [--markdown OUT]
+(--markdown writes the table, the targets and the machine's load, e.g. to bench/gpt2-small-native.md)
+"""
+import argparse
+import json
+import math
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "common"))
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from gpt2_torch import GPT2, gelu_new  # noqa: E402
+
+TEXT = ("Attention heads in a transformer each compute a weighted average of the value vectors of "
+        "earlier positions; some attend to the previous token.")
+
+
+@torch.no_grad()
+def torch_forward(model, ids):
+    """The outputs the engine returns: every attention map (L x (NH, T, T)) and the last logits (V)."""
+    T = ids.shape[0]
+    C = model.cfg["n_embd"]
+    NH = model.cfg["n_head"]
+    HS = C // NH
+    x = model.wte(ids) + model.wpe(torch.arange(T))
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    atts = []
+    for b in model.h:
+        q, k, v = b.attn.c_attn(b.ln_1(x)).split(C, dim=1)
+        q = q.view(T, NH, HS).transpose(0, 1)
+        k = k.view(T, NH, HS).transpose(0, 1)
+        v = v.view(T, NH, HS).transpose(0, 1)
+        att = ((q @ k.transpose(-2, -1)) / math.sqrt(HS)).masked_fill(~mask, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        atts.append(att)
+        y = (att @ v).transpose(0, 1).reshape(T, C)
+        x = x + b.attn.c_proj(y)
+        x = x + b.mlp.c_proj(gelu_new(b.mlp.c_fc(b.ln_2(x))))
+    logits = model.ln_f(x[-1]) @ model.wte.weight.t()
+    return logits, atts
+
+
+def check_correctness(cli, model_dir, model):
+    out = subprocess.run([cli, "run", "--model", model_dir, "--text", TEXT, "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    r = json.loads(out)
+    ids = torch.tensor(r["ids"])
+    logits, atts = torch_forward(model, ids)
+    ours_logits = torch.tensor(r["logits_last"])
+    ours_att = torch.tensor(r["attention"])  # (L, NH, T, T)
+    d_logits = (ours_logits - logits).abs().max().item()
+    d_att = (ours_att - torch.stack(atts)).abs().max().item()
+    # Tolerances. Both sides compute in float32 with different summation orders (and FMA on our
+    # side): each dot product of length K carries a relative error up to about K u (u = 6e-8), which
+    # for the longest one (K = 3072) is 1.8e-4 of its sum of |terms|; 12 residual layers compound
+    # this to about 2e-3 relative. The logits of this random model are O(1e-1 .. 1), so 2e-3 times
+    # the largest |logit| bounds them; attention probabilities lie in [0, 1] and come from scores
+    # of size O(1): 1e-4 absolute is two orders above what the scores' relative 1e-6 error gives
+    # through the softmax, below any visible difference.
+    tol_logits = 2e-3 * max(1.0, logits.abs().max().item())
+    tol_att = 1e-4
+    ok = d_logits <= tol_logits and d_att <= tol_att
+    print(f"correctness on {len(r['ids'])} tokens: logits max |diff| {d_logits:.2e} (tolerance {tol_logits:.1e}), "
+          f"attention max |diff| {d_att:.2e} (tolerance {tol_att:.0e}): {'ok' if ok else 'FAILED'}")
+    return ok, d_logits, d_att
+
+
+def time_torch(model, T, repeat, vocab):
+    ids = torch.tensor([(i * 7919 + 13) % vocab for i in range(T)])  # the same ids as headscope bench
+    torch_forward(model, ids)  # warm-up
+    wall, cpu = [], []
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), time.process_time()
+        torch_forward(model, ids)
+        wall.append((time.perf_counter() - t0) * 1000)
+        cpu.append((time.process_time() - c0) * 1000)
+    return statistics.median(wall), statistics.median(cpu)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "native-release", "headscope"))
+    ap.add_argument("--model", default=os.path.join(ROOT, "build", "gpt2-small"))
+    ap.add_argument("--tokens", default="64,256,1024")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--json")
+    ap.add_argument("--markdown")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    if not os.path.exists(os.path.join(a.model, "model.safetensors")):
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "make_gpt2_small.py"), a.model], check=True)
+    model = GPT2.load_hf(a.model).eval()
+    ok, d_logits, d_att = check_correctness(a.cli, a.model, model)
+    rows = []
+    for T in [int(t) for t in a.tokens.split(",")]:
+        ours = json.loads(subprocess.run([a.cli, "bench", "--model", a.model, "--tokens", str(T), "--repeat",
+                                          str(a.repeat)], check=True, capture_output=True, text=True).stdout)
+        pt_ms, pt_cpu_ms = time_torch(model, T, a.repeat, model.cfg["vocab_size"])
+        rows.append({"tokens": T, "ours": ours, "torch_ms": pt_ms, "torch_cpu_ms": pt_cpu_ms,
+                     "speed_ratio": pt_ms / ours["forward_ms"], "cpu_speed_ratio": pt_cpu_ms / ours["forward_cpu_ms"]})
+    torch_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    base = rows[0]
+    lines = [f"simd {rows[0]['ours']['simd']}, torch {torch.__version__} with 1 thread; medians of {a.repeat}; "
+             "each cell wall time / CPU time (the cores are shared with other jobs: CPU time leaves out the "
+             "time a process waited for a core, so its ratios are the fairer comparison)", "",
+             "| T | headscope full forward ms | PyTorch ms | headscope / PyTorch speed | headscope ms per token"
+             f" (vs T = {base['tokens']}) | PyTorch ms per token | incremental update ms | load ms | RSS after load / peak MB |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        o = r["ours"]
+        per_tok = o["forward_ms"] / r["tokens"]
+        per_tok_cpu = o["forward_cpu_ms"] / r["tokens"]
+        r["per_token_vs_first"] = per_tok / (base["ours"]["forward_ms"] / base["tokens"])
+        r["per_token_vs_first_cpu"] = per_tok_cpu / (base["ours"]["forward_cpu_ms"] / base["tokens"])
+        lines.append(
+            f"| {r['tokens']} | {o['forward_ms']:.1f} / {o['forward_cpu_ms']:.1f} | "
+            f"{r['torch_ms']:.1f} / {r['torch_cpu_ms']:.1f} | {r['speed_ratio']:.2f}x / {r['cpu_speed_ratio']:.2f}x | "
+            f"{per_tok:.2f} ({r['per_token_vs_first']:.2f}x) / {per_tok_cpu:.2f} ({r['per_token_vs_first_cpu']:.2f}x) | "
+            f"{r['torch_ms'] / r['tokens']:.2f} / {r['torch_cpu_ms'] / r['tokens']:.2f} | "
+            f"{o['incremental_ms']:.1f} / {o['incremental_cpu_ms']:.1f} | {o['load_ms']:.0f} | "
+            f"{o['rss_after_load_mb']:.0f} / {o['peak_rss_mb']:.0f} |")
+    weight_mb = rows[0]["ours"]["weight_mb"]
+    rss_ratio = rows[0]["ours"]["rss_after_load_mb"] / weight_mb
+    lines += ["", f"Weights {weight_mb:.0f} MB as the engine holds them (float32, packed); file "
+              f"{os.path.getsize(os.path.join(a.model, 'model.safetensors')) / 2**20:.0f} MB (with the mask buffers); "
+              f"resident after loading {rows[0]['ours']['rss_after_load_mb']:.0f} MB = {rss_ratio:.2f}x the weights; "
+              f"this PyTorch process's peak RSS {torch_rss_mb:.0f} MB.",
+              f"Correctness on a {len(TEXT)}-character text: logits max |diff| {d_logits:.1e}, attention max |diff| "
+              f"{d_att:.1e} ({'within' if ok else 'OUTSIDE'} the tolerances stated in bench/native_vs_torch.py).",
+              f"Load average during the run: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores.", "",
+              "| target | measured (wall / CPU) | met (CPU) |", "|---|---|---|"]
+    for r in rows:
+        lines.append(f"| native >= 1.5x PyTorch (1 thread) at T = {r['tokens']} | {r['speed_ratio']:.2f}x / "
+                     f"{r['cpu_speed_ratio']:.2f}x | {'yes' if r['cpu_speed_ratio'] >= 1.5 else '**no**'} |")
+    last = rows[-1]
+    lines.append(f"| time per token at T = {last['tokens']} <= 2x that at T = {base['tokens']} | "
+                 f"{last['per_token_vs_first']:.2f}x / {last['per_token_vs_first_cpu']:.2f}x | "
+                 f"{'yes' if last['per_token_vs_first_cpu'] <= 2 else '**no**'} |")
+    lines.append(f"| resident after loading <= 1.15x the weights | {rss_ratio:.2f}x | {'yes' if rss_ratio <= 1.15 else '**no**'} |")
+    print("\n" + "\n".join(lines))
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write("# GPT-2 small's shape, native engine against PyTorch\n\n"
+                    "Written by `/usr/bin/python3 bench/native_vs_torch.py --markdown bench/gpt2-small-native.md` "
+                    f"on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: a random checkpoint of GPT-2 small's exact "
+                    "shape (bench/make_gpt2_small.py, 12 layers, 12 heads, d_model 768, vocabulary 50257, with the "
+                    "hub's tensor names and `h.N.attn.bias` buffers), `headscope bench` (preset native-release) against "
+                    "PyTorch computing the same outputs (every attention map, last-position logits), interleaved per T.\n\n")
+            f.write("\n".join(lines) + "\n")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"correct": ok, "logits_max_diff": d_logits, "attention_max_diff": d_att, "rows": rows}, f, indent=1)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,13 @@
+# Fails unless WASM contains at least MIN_COUNT instructions named OP (wasm-objdump from Debian's wabt).
+find_program(OBJDUMP wasm-objdump REQUIRED)
+execute_process(COMMAND ${OBJDUMP} -d ${WASM} OUTPUT_VARIABLE dis RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "wasm-objdump failed on ${WASM}: it stops at opcodes it does not know")
+endif()
+string(REPLACE "." "\\." op_re "${OP}")
+string(REGEX MATCHALL "${op_re}" ops "${dis}")
+list(LENGTH ops n)
+message(STATUS "${WASM}: ${n} ${OP}")
+if(n LESS MIN_COUNT)
+  message(FATAL_ERROR "expected at least ${MIN_COUNT} ${OP} in ${WASM}, found ${n}")
+endif()
