@@ -3,7 +3,8 @@
 #   1. C++ engine, native, ASan + UBSan (Catch2 through ctest, preset native-debug)
 #   2. the same Catch2 suite built -O3 -march=native (preset native-release: the CLI's build, whose
 #      kernels run this machine's widest vectors, e.g. 16 lanes with AVX-512)
-#   3. the same Catch2 suite compiled to WebAssembly with SIMD128, under node (preset wasm-release)
+#   3. the same Catch2 suite compiled to WebAssembly with SIMD128, under node (preset wasm-release),
+#      and with relaxed SIMD's fused multiply-add (preset wasm-relaxed, node --experimental-wasm-relaxed-simd)
 #   4. JavaScript package tests (node --test) and browser end-to-end tests, once those exist
 #   5. libFuzzer targets (loaders, tokenizer), FUZZ_SECONDS each (default 30)
 #   6. the training pipeline's smoke run, when PyTorch is installed
@@ -35,6 +36,7 @@ ctest_preset() {
 step "C++ native (ASan+UBSan)" ctest_preset native-debug
 step "C++ native -O3 -march=native" ctest_preset native-release
 step "C++ wasm SIMD128 under node" ctest_preset wasm-release
+step "C++ wasm relaxed SIMD under node" ctest_preset wasm-relaxed
 step "fuzzing (${FUZZ_SECONDS:-30} s per target)" scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
 if [ -f tests/js/run.sh ]; then
   step "JavaScript package" tests/js/run.sh

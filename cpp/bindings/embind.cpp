@@ -160,6 +160,7 @@ val simd_object() {
   o.set("arch", s.arch);
   o.set("floatLanes", s.float_lanes);
   o.set("simd", s.simd);
+  o.set("relaxedMadd", s.relaxed_madd);
   return o;
 }
 

@@ -15,7 +15,8 @@ test('info describes the model and the SIMD build', () => {
   assert.ok(config.nLayer >= 1 && config.nHead >= 1);
   assert.equal(config.headSize * config.nHead, config.nEmbd);
   assert.ok(parameterCount > config.vocabSize * config.nEmbd);
-  assert.deepEqual(simd, { arch: 'sse4.1', floatLanes: 4, simd: true }); // SIMD128 path
+  // node 20 without --experimental-wasm-relaxed-simd: the SIMD128 build (the relaxed one: below)
+  assert.deepEqual(simd, { arch: 'sse4.1', floatLanes: 4, simd: true, relaxedMadd: false });
 });
 
 test('shapes, rows summing to 1 and causal zeros', () => {
@@ -172,4 +173,26 @@ test('prefill then run equals one run, bit for bit (how the worker runs long tex
   assert.deepEqual(Array.from(full.attentionAll), Array.from(whole.attentionAll));
   assert.throws(() => fresh.run(text, { topK: -1 }), /topK must be a non-negative integer/);
   fresh.dispose();
+});
+
+test('where the engine has relaxed SIMD, the package loads its relaxed build, and it agrees with SIMD128', () => {
+  // a child node that validates relaxed SIMD's standard opcode (as Chromium does by default)
+  const script = `
+    const { loadModel } = await import(${JSON.stringify(new URL('../../dist/headscope.js', import.meta.url).href)});
+    const m = await loadModel(new URL(${JSON.stringify(testModelUrl.href)}));
+    const r = m.run(${JSON.stringify(SENTENCE)});
+    process.stdout.write(JSON.stringify({ simd: m.info.simd, logits: Array.from(r.logitsLast), attention: Array.from(r.attentionAll) }));`;
+  const out = JSON.parse(execFileSync(process.execPath, ['--experimental-wasm-relaxed-simd', '--input-type=module', '-e', script], { maxBuffer: 1 << 28 }));
+  assert.deepEqual(out.simd, { arch: 'sse4.1', floatLanes: 4, simd: true, relaxedMadd: true });
+  const r = model.run(SENTENCE);
+  // Fused multiply-adds round once where SIMD128 rounds twice: the same bounds as native (FMA)
+  // against wasm above: logits 1e-4 relative + 1e-4 absolute, attention 1e-5 absolute.
+  let logitDiff = 0;
+  out.logits.forEach((x, i) => {
+    assert.ok(Math.abs(x - r.logitsLast[i]) <= 1e-4 + 1e-4 * Math.abs(x), `logit ${i}: ${x} vs ${r.logitsLast[i]}`);
+    logitDiff = Math.max(logitDiff, Math.abs(x - r.logitsLast[i]));
+  });
+  out.attention.forEach((x, i) => assert.ok(Math.abs(x - r.attentionAll[i]) <= 1e-5, `attention ${i}: ${x} vs ${r.attentionAll[i]}`));
+  // the two builds are different code: identical logits would mean the relaxed one was not used
+  assert.ok(logitDiff > 0, 'the relaxed build computes with fused multiply-adds');
 });

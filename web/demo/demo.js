@@ -267,7 +267,7 @@ function useModel(model, { name, local = false, card = null }) {
   if (card?.description) cardText += ` ${card.description}`;
   const where = model.thread === 'page' ? 'on the page thread (no Web Worker could start)'
     : model.fastTyping ? 'in a Web Worker, with short updates while typing on the page thread' : 'in a Web Worker';
-  $('model-info').textContent = `Model: ${name}${local ? ' (from your disk, not uploaded)' : ''}, ${c.nLayer} layers × ${c.nHead} heads, ${size}, context ${c.nPositions} tokens; engine: WebAssembly ${page.info.simd.simd ? `SIMD (${page.info.simd.arch})` : 'scalar'} ${where}.${cardText}`;
+  $('model-info').textContent = `Model: ${name}${local ? ' (from your disk, not uploaded)' : ''}, ${c.nLayer} layers × ${c.nHead} heads, ${size}, context ${c.nPositions} tokens; engine: WebAssembly ${page.info.simd.simd ? `SIMD128${page.info.simd.relaxedMadd ? ' with relaxed-SIMD multiply-add' : ''}` : 'scalar'} ${where}.${cardText}`;
   page.runner = new Runner(model, {
     requestOptions: () => ({ ablate: state.ablate }),
     onProgress: ({ tokens, total }) => showProgress(tokens, total),

@@ -72,8 +72,12 @@ export interface ModelInfo {
   parameterCount: number;
   /** Bytes of float32 weights held in wasm memory. */
   weightBytes: number;
-  /** Which kernels this build runs: `{ arch: "sse4.1", floatLanes: 4, simd: true }` is SIMD128. */
-  simd: { arch: string; floatLanes: number; simd: boolean };
+  /**
+   * Which kernels this build runs: `{ arch: "sse4.1", floatLanes: 4, simd: true }` is SIMD128;
+   * `relaxedMadd: true` is the relaxed-SIMD build (fused multiply-add), loaded where the engine
+   * validates relaxed SIMD (Chromium; node with --experimental-wasm-relaxed-simd).
+   */
+  simd: { arch: string; floatLanes: number; simd: boolean; relaxedMadd: boolean };
 }
 
 export interface Token {
