@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ROOT, compare, loadBenchModule, maxAbsDiff } from './lib.mjs';
 
-const { values: opt } = parseArgs({ options: { 'builds': { type: 'string' }, 'out': { type: 'string' }, 'quick': { type: 'boolean', default: false }, 'C': { type: 'string' }, 'P': { type: 'string' }, 'NH': { type: 'string' }, 'V': { type: 'string' } } });
+const { values: opt } = parseArgs({ options: { 'builds': { type: 'string' }, 'out': { type: 'string' }, 'quick': { type: 'boolean', default: false }, 'C': { type: 'string' }, 'P': { type: 'string' }, 'NH': { type: 'string' }, 'V': { type: 'string' }, 'reverse': { type: 'boolean', default: false } } });
 const arg = (k, d) => opt[k.replace(/^--/, '')] ?? d;
 const B = arg('--builds', path.join(ROOT, 'build', 'bench'));
 const outFile = arg('--out');
@@ -24,7 +24,7 @@ out.peak_throughput = { gflops_median: (iters * 48) / (pt.peak.median_ms * 1e6),
 log(`SIMD128 separate mul + add throughput right now: ${out.peak_throughput.gflops_median.toFixed(1)} GFLOP/s (median), ${out.peak_throughput.gflops_best.toFixed(1)} (best)`);
 log(`SIMD128 multiply-add peak right now: ${out.peak.gflops_median.toFixed(1)} GFLOP/s (median), ${out.peak.gflops_best.toFixed(1)} (best)`);
 
-for (const [K, N] of (args.includes("--reverse") ? [[F, C], [C, F], [C, C], [C, 3 * C]] : [[C, 3 * C], [C, C], [C, F], [F, C]])) {
+for (const [K, N] of (opt.reverse ? [[F, C], [C, F], [C, C], [C, 3 * C]] : [[C, 3 * C], [C, C], [C, F], [F, C]])) {
   const g = new m.Gemm4x8(K, N, P);
   for (const M of [16, 64, P]) {
     g.runEngine(M); const a = g.output(M);
