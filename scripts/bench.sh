@@ -41,6 +41,7 @@ cmake --preset native-release -B "$OUT/native-sse" -DHEADSCOPE_BUILD_TESTS=OFF -
 cmake --build "$OUT/native-sse" -j "$JOBS" --target headscope_bench_native | grep -v '^\[' || true
 build wasm-release "$OUT/wasm-simd" headscope_bench_wasm headscope_bench_wasm_prev headscope_wasm
 build wasm-scalar "$OUT/wasm-scalar" headscope_bench_wasm headscope_wasm
+build wasm-relaxed "$OUT/wasm-relaxed" headscope_wasm
 for d in "$OUT/wasm-simd" "$OUT/wasm-scalar"; do
   [ -f "$d/headscope_bench_wasm.wasm" ] || { log "missing $d/headscope_bench_wasm.wasm"; exit 1; }
 done
@@ -52,6 +53,8 @@ echo "{\"simd\": ${simd_ops:-0}, \"scalar\": ${scalar_ops:-0}}" > "$OUT/f32x4.js
 # the npm package's payload from the SIMD tree, for the browser page
 rm -rf "$OUT/pkg" && mkdir -p "$OUT/pkg"
 cp web/lib/*.js "$OUT/pkg/" && cp "$OUT/wasm-simd/headscope_wasm.js" "$OUT/wasm-simd/headscope_wasm.wasm" "$OUT/pkg/"
+# Chromium validates relaxed SIMD: the page loads this build, as a reader's browser does
+cp "$OUT/wasm-relaxed/headscope_wasm.wasm" "$OUT/pkg/headscope_wasm_relaxed.wasm"
 # the package's worker with timestamps around the run (bench/page splits a worker run into its parts)
 sed -e 's#value = plain(model.run(args.text, args.options));#const t0_ = performance.now(); value = plain(model.run(args.text, args.options)); value.__workerRunMs = performance.now() - t0_; value.__recvAt = performance.timeOrigin + t0_; value.__sentAt = performance.timeOrigin + performance.now();#' \
   web/lib/worker.js > "$OUT/pkg/probe-worker.js"

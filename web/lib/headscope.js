@@ -56,7 +56,14 @@ function loadCore() {
       } else {
         // Compiled here rather than by the glue, so that a .wasm that cannot be read (no CORS
         // header on a CDN, a policy) is an Error naming the file, not an abort.
-        const compiled = await compileWasm(wasmUrl);
+        let compiled;
+        try {
+          compiled = await compileWasm(wasmUrl);
+        } catch (e) {
+          // a copy of the package without the relaxed build (self-hosted, say): SIMD128 then
+          if (wasmUrl !== WASM_RELAXED_URL || !/HTTP 404/.test(e.message)) throw e;
+          compiled = await compileWasm(WASM_URL);
+        }
         let instantiateFailed;
         const failure = new Promise((_, reject) => { instantiateFailed = reject; });
         options.instantiateWasm = (imports, receiveInstance) => {
