@@ -116,23 +116,26 @@ test.describe('without the stylesheets', () => {
       window.ResizeObserver = class extends RO { constructor(cb) { super((...a) => { window.__resizeCallbacks++; cb(...a); }); } };
     });
     // The number of resize callbacks once they stop: ResizeObserver delivers once per frame, so
-    // 10 frames without a callback means layout has settled; a resize loop never goes quiet, and
-    // after 300 frames the count so far is returned (and fails the check below).
+    // 10 frames without a callback means layout has settled. A resize loop never goes quiet: after
+    // 300 frames or 10 s the count so far is returned (and fails the check below).
     const settledCallbacks = () => page.evaluate(() => new Promise((resolve) => {
       let last = window.__resizeCallbacks;
       let quiet = 0;
       let frames = 0;
+      const t0 = performance.now();
       const tick = () => {
         const now = window.__resizeCallbacks;
         quiet = now === last ? quiet + 1 : 0;
         last = now;
-        if (quiet >= 10 || ++frames >= 300) resolve(now);
+        if (quiet >= 10 || ++frames >= 300 || performance.now() - t0 > 10_000) resolve(now);
         else requestAnimationFrame(tick);
       };
       requestAnimationFrame(tick);
     }));
     await page.goto(site.url('index.html'));
     await demoReady(page);
+    // the canvas's layer is out of the flow, by its own inline style
+    expect(await page.locator('#grid canvas').evaluate((c) => getComputedStyle(c.parentElement).position)).toBe('absolute');
     const atStart = await settledCallbacks();
     const n = await renders(page);
     const typed = ' and then the waiter, who was new, dropped the plates';
@@ -142,7 +145,6 @@ test.describe('without the stylesheets', () => {
     await demoReady(page, n);
     await demoIdle(page);
     const callbacks = (await settledCallbacks()) - atStart;
-    await expect.poll(() => page.evaluate(() => getComputedStyle(document.querySelector('#grid canvas').parentElement).position)).toBe('absolute');
     // Typing may wrap the text box or the token strip and so resize things now and then (the count is
     // over every ResizeObserver on the page: 11 here without CSS), never on every frame (the loop this
     // guards against gave about 4 per keystroke): fewer callbacks than typed characters.
