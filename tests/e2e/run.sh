@@ -3,10 +3,11 @@
 # site into build/e2e-site/, then runs tests/e2e/*.test.mjs with @playwright/test
 # (tests/e2e/playwright.config.mjs: Debian's headless Chromium, one worker). The tests serve the
 # site themselves, under the strict CSP header. Screenshots and exported files land in
-# build/e2e-artifacts/, Playwright's traces of failed tests in build/e2e-artifacts/test-results/.
+# build/e2e-artifacts/; a failed test's screenshot (and trace, with --trace on) in
+# build/e2e-artifacts/test-results/.
 # Exit code non-zero on any failure; the last line is the summary.
 #   HEADSCOPE_E2E_SKIP_PACKAGE=1  reuse dist/ as it is (skip the wasm build)
-#   extra arguments go to `playwright test`, e.g. tests/e2e/run.sh -g 'strict CSP'
+#   extra arguments go to `playwright test`, e.g. tests/e2e/run.sh -g 'strict CSP' --trace on
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"
@@ -18,5 +19,5 @@ fi
 [ -x node_modules/.bin/esbuild ] && [ -x node_modules/.bin/playwright ] || npm ci --no-audit --no-fund --ignore-scripts
 web/demo/build.sh build/e2e-site
 rm -rf build/e2e-artifacts && mkdir -p build/e2e-artifacts
-echo "e2e artifacts (screenshots, exports, traces of failures, test-output.txt): build/e2e-artifacts/"
+echo "e2e artifacts (screenshots, exports, failures, test-output.txt): build/e2e-artifacts/"
 npx --no-install playwright test -c tests/e2e/playwright.config.mjs "$@" 2>&1 | tee build/e2e-artifacts/test-output.txt
