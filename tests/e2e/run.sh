@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Browser end-to-end tests: builds the package (scripts/build-package.sh, incremental) and the demo
-# site into build/e2e-site/, serves it with the strict CSP header, and runs tests/e2e/*.test.mjs
-# with node's test runner in Debian's headless Chromium (playwright-core). Screenshots and exported
-# files land in build/e2e-artifacts/. Exit code non-zero on any failure.
+# site into build/e2e-site/, then runs tests/e2e/*.test.mjs with @playwright/test
+# (tests/e2e/playwright.config.mjs: Debian's headless Chromium, one worker). The tests serve the
+# site themselves, under the strict CSP header. Screenshots and exported files land in
+# build/e2e-artifacts/; a failed test's screenshot (and trace, with --trace on) in
+# build/e2e-artifacts/test-results/.
+# Exit code non-zero on any failure; the last line is the summary.
 #   HEADSCOPE_E2E_SKIP_PACKAGE=1  reuse dist/ as it is (skip the wasm build)
+#   extra arguments go to `playwright test`, e.g. tests/e2e/run.sh -g 'strict CSP' --trace on
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"
@@ -12,10 +16,8 @@ mkdir -p build && exec 9>build/e2e.lock && flock 9
 if [ "${HEADSCOPE_E2E_SKIP_PACKAGE:-0}" != 1 ] || [ ! -f dist/headscope-worker.js ]; then
   scripts/build-package.sh
 fi
-[ -x node_modules/.bin/esbuild ] && [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund --ignore-scripts
+[ -x node_modules/.bin/esbuild ] && [ -x node_modules/.bin/playwright ] || npm ci --no-audit --no-fund --ignore-scripts
 web/demo/build.sh build/e2e-site
 rm -rf build/e2e-artifacts && mkdir -p build/e2e-artifacts
-status=0
-node --test --test-concurrency=1 --test-timeout=120000 tests/e2e/ 2>&1 | tee build/e2e-artifacts/test-output.txt || status=$?
-echo "e2e artifacts (screenshots, exports, test-output.txt): build/e2e-artifacts/"
-exit "$status"
+echo "e2e artifacts (screenshots, exports, failures, test-output.txt): build/e2e-artifacts/"
+npx --no-install playwright test -c tests/e2e/playwright.config.mjs "$@" 2>&1 | tee build/e2e-artifacts/test-output.txt

@@ -402,4 +402,5 @@ window.headscopeDemo = {
   get renderMs() { return page.lastRenderMs; },
   get model() { return page.model; },
   get lastPageResult() { return page.lastPageResult ?? null; }, // the last result computed on the page thread
+  idle: () => page.runner?.idle(), // resolves once no run is pending or in flight
 };

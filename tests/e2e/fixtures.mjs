@@ -1,0 +1,131 @@
+// Fixtures and helpers shared by the end-to-end tests (@playwright/test, Debian's Chromium; the
+// browser, its flags and the timeouts are in playwright.config.mjs).
+//
+//   import { test, expect } from './fixtures.mjs';
+//   test('...', async ({ page, site, problems }) => { await page.goto(site.url('index.html')); ... });
+//
+// - `site` (one per worker): the test site build/e2e-site/ with the test models mounted under
+//   /fixtures/, served by web/demo/static-server.mjs under the demo's strict CSP header.
+// - `context` / `page`: Playwright's, with every page of the context watched for console errors,
+//   page errors, dialogs and CSP violations. At the end of a test that passed so far, any of them
+//   fails it, unless the test declared it with problems.allow(/pattern/). Playwright closes the
+//   context after every test, passed or failed.
+// - shot(): a named screenshot in build/e2e-artifacts/, taken after the next painted frame.
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test as base, expect } from '@playwright/test';
+import { startStaticServer, DEMO_CSP } from '../../web/demo/static-server.mjs';
+
+export { expect };
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const SITE = process.env.HEADSCOPE_SITE || path.join(ROOT, 'build/e2e-site');
+export const ARTIFACTS = path.join(ROOT, 'build/e2e-artifacts');
+mkdirSync(ARTIFACTS, { recursive: true });
+
+/** The model the tests use: the shipped default when it was built, else a test fixture. */
+export const usingDefaultModel = existsSync(path.join(SITE, 'models/headscope-base/model.safetensors'));
+const MODEL_QUERY = usingDefaultModel ? '' : 'model=/fixtures/odd-hs12/';
+
+export function withModel(url) {
+  if (!MODEL_QUERY) return url;
+  return url + (url.includes('?') ? '&' : '?') + MODEL_QUERY;
+}
+
+/**
+ * Serves a folder on a free port of 127.0.0.1 (web/demo/static-server.mjs, the demo's own server).
+ * By default: the test site with the fixtures mounted, under the demo's strict CSP. Options:
+ * root, mounts, csp (null: none), cors (as in static-server.mjs). `requests` collects the paths
+ * asked for, in order.
+ */
+export async function startServer({ root = SITE, mounts = [['/fixtures/', path.join(ROOT, 'tests/fixtures/models')]], csp = DEMO_CSP, cors = null } = {}) {
+  const requests = [];
+  const server = await startStaticServer({ root, mounts, csp, cors, log: (method, p) => requests.push(p) });
+  return { base: server.url, requests, close: server.close };
+}
+
+/** What went wrong on the pages of one test: console errors, page errors, dialogs, CSP violations. */
+class PageProblems {
+  #seen = [];
+  #allowed = [];
+
+  /** Watches every page of `context`, present and future. */
+  async watch(context) {
+    const onConsole = (where) => (msg) => { if (msg.type() === 'error') this.#seen.push(`${where}console error: ${msg.text()}`); };
+    context.on('console', onConsole(''));
+    // the model runs in a Web Worker: its console is watched too
+    const watchWorkers = (page) => page.on('worker', (w) => w.on('console', onConsole('worker ')));
+    context.pages().forEach(watchWorkers);
+    context.on('page', watchWorkers);
+    context.on('weberror', (e) => this.#seen.push(`page error: ${e.error().message}`));
+    context.on('dialog', (d) => { this.#seen.push(`dialog: ${d.message()}`); d.dismiss().catch(() => {}); });
+    await context.exposeBinding('__headscopeTestCsp', (source, text) => this.#seen.push(`CSP violation: ${text}`));
+    await context.addInitScript(() => {
+      document.addEventListener('securitypolicyviolation', (e) => window.__headscopeTestCsp(`${e.violatedDirective} ${e.blockedURI}`));
+    });
+  }
+
+  /** Every problem so far, as 'console error: ...', 'worker console error: ...', 'page error: ...', 'dialog: ...',
+   *  'CSP violation: <directive> <url>'. */
+  get all() { return [...this.#seen]; }
+
+  /** The CSP violations so far, as '<directive> <blocked URL>'. */
+  get csp() { return this.#seen.filter((p) => p.startsWith('CSP violation: ')).map((p) => p.slice('CSP violation: '.length)); }
+
+  /** Declares problems this test expects (each pattern is matched against the strings of `all`). */
+  allow(...patterns) { this.#allowed.push(...patterns); }
+
+  /** The problems no allow() pattern matches. */
+  get unexpected() { return this.#seen.filter((p) => !this.#allowed.some((re) => re.test(p))); }
+}
+
+export const test = base.extend({
+  site: [async ({}, use) => {
+    const server = await startServer();
+    await use({ ...server, url: (p) => withModel(server.base + p) });
+    await server.close();
+  }, { scope: 'worker' }],
+
+  problems: async ({}, use) => {
+    await use(new PageProblems());
+  },
+
+  context: async ({ context, problems }, use, testInfo) => {
+    await problems.watch(context);
+    await use(context);
+    // a test that already failed keeps its own error as the report's first line
+    if (testInfo.status === testInfo.expectedStatus) {
+      expect(problems.unexpected, 'console errors, page errors, dialogs or CSP violations').toEqual([]);
+    }
+  },
+});
+
+/** Resolves after the page has painted two more frames (what a screenshot should show is on screen). */
+export async function nextFrames(page) {
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+}
+
+/** A screenshot named `name` in build/e2e-artifacts/, after the next painted frames. */
+export async function shot(page, name, options = {}) {
+  await nextFrames(page);
+  const file = path.join(ARTIFACTS, `${name}.png`);
+  await page.screenshot({ path: file, ...options });
+  return file;
+}
+
+/** How many times the demo page has rendered (body[data-renders]). */
+export async function renders(page) {
+  return Number((await page.locator('body').getAttribute('data-renders')) || 0);
+}
+
+/** Waits until the demo page has rendered a result, and more than `after` renders in all. */
+export async function demoReady(page, after = 0) {
+  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 60_000 });
+  if (after > 0) await expect.poll(() => renders(page), { timeout: 30_000 }).toBeGreaterThan(after);
+}
+
+/** Waits until the demo's runner has nothing pending or in flight. */
+export async function demoIdle(page) {
+  await page.evaluate(() => window.headscopeDemo.idle());
+}

@@ -1,0 +1,46 @@
+// Browser end-to-end tests on @playwright/test, in Debian's Chromium (/usr/bin/chromium; never
+// `npx playwright install`: this machine has no internet). Run through tests/e2e/run.sh, which builds
+// the package and the site first:  npx playwright test -c tests/e2e/playwright.config.mjs
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from '@playwright/test';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ARTIFACTS = path.join(HERE, '../../build/e2e-artifacts');
+
+export default defineConfig({
+  testDir: HERE,
+  testMatch: '*.test.mjs',
+  // one worker: the machine's two cores are shared with builds, and the timing-sensitive tests
+  // (memory while typing, resize callbacks) need a quiet browser
+  workers: 1,
+  fullyParallel: false,
+  forbidOnly: true,
+  retries: 0,
+  // a run is one model load per page on a loaded machine: generous, yet a hang fails in minutes
+  timeout: 120_000,
+  expect: { timeout: 15_000 },
+  // the list, then one summary line last (counts, failed tests named, duration)
+  reporter: [['list'], [path.join(HERE, 'summary-reporter.mjs')]],
+  // Playwright empties outputDir at the start; the tests' own screenshots and exports sit one level up
+  outputDir: path.join(ARTIFACTS, 'test-results'),
+  use: {
+    browserName: 'chromium',
+    launchOptions: {
+      executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+      // without the networking flags Chromium tries to reach outside hosts and stalls (TOOLCHAIN.md)
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+        '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    },
+    viewport: { width: 1280, height: 900 },
+    colorScheme: 'light',
+    reducedMotion: 'no-preference',
+    acceptDownloads: true,
+    actionTimeout: 30_000,
+    navigationTimeout: 30_000,
+    screenshot: 'only-on-failure',
+    // tracing every test makes the suite about a third slower on this machine; to debug a failure:
+    // tests/e2e/run.sh --trace on -g '<test name>'
+    trace: 'off',
+  },
+});
