@@ -6,7 +6,9 @@ add_executable(headscope_tests
   tests/cpp/test_config_safetensors.cpp
   tests/cpp/test_model.cpp
   tests/cpp/test_tokenizer.cpp
-  tests/cpp/test_predictions.cpp)
+  tests/cpp/test_predictions.cpp
+  tests/cpp/test_backward.cpp
+  tests/cpp/test_train_golden.cpp)
 target_link_libraries(headscope_tests PRIVATE headscope_core)
 target_include_directories(headscope_tests PRIVATE tests/cpp)
 target_compile_definitions(headscope_tests PRIVATE
