@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/fixtures/train/: the golden file the C++ training code is checked against (llm.c style).
 
+  batch.json         the same batch as JSON token-id rows (for `headscope train --batch`)
   config.json        a small GPT-2 (2 layers, 4 heads of size 5, C 20, V 23, 8 positions)
   golden.safetensors F32 tensors:
     <HF name>          every parameter (the starting weights), names as in GPT2.state_dict()
@@ -81,6 +82,9 @@ def main():
     cfg = GPT2(CFG).hf_config()
     with open(os.path.join(OUT, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
+        f.write("\n")
+    with open(os.path.join(OUT, "batch.json"), "w") as f:
+        json.dump(batch.tolist(), f)
         f.write("\n")
     save_file({k: v.contiguous() for k, v in out.items()}, os.path.join(OUT, "golden.safetensors"),
               {"format": "headscope-train-golden-1"})

@@ -16,6 +16,7 @@
 
 #include "headscope/error.hpp"
 #include "headscope/model.hpp"
+#include "train_command.hpp"
 
 namespace {
 
@@ -23,6 +24,7 @@ const char* kUsage =
     "usage:\n"
     "  headscope run --model DIR --text TEXT [--json] [--top K] [--ablate L:H[,L:H...]]\n"
     "  headscope info --model DIR\n"
+    "  headscope train ... (headscope train --help)\n"
     "DIR is a folder in the Hugging Face GPT-2 layout (config.json, model.safetensors, vocab.json, merges.txt).\n";
 
 struct Args {
@@ -143,6 +145,7 @@ int run(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "train") return headscope::cli::train_command(argc, argv);
   try {
     return run(parse_args(argc, argv));
   } catch (const headscope::Error& e) {

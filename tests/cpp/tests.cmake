@@ -45,3 +45,9 @@ if(NOT EMSCRIPTEN)
     COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:headscope> -DMODEL=${CMAKE_SOURCE_DIR}/tests/fixtures/models/odd-hs12
             -P ${CMAKE_SOURCE_DIR}/tests/cpp/check_cli.cmake)
 endif()
+
+if(NOT EMSCRIPTEN)
+  add_test(NAME cli_train
+    COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:headscope> -DFIXTURES=${CMAKE_SOURCE_DIR}/tests/fixtures/train
+            -DWORK=${CMAKE_BINARY_DIR}/cli-train -P ${CMAKE_SOURCE_DIR}/tests/cpp/check_train_cli.cmake)
+endif()
