@@ -2,7 +2,7 @@
 // Hugging Face GPT-2 layout (config.json, model.safetensors in F32, vocab.json, merges.txt) that
 // `headscope run`, loadModel() and the demo open.
 //
-//   headscope train (--config FILE.json | --init DIR) (--task induction | --batch FILE.json)
+//   headscope train (--config FILE.json | --init DIR) (--task induction|text:FILE | --batch FILE.json)
 //                   --steps N [--optimizer adamw|sgd] [--lr X] [--weight-decay X] [--clip X]
 //                   [--batch-size B] [--seq-len T] [--seed S] [--log-every K] --out DIR
 //
@@ -16,6 +16,9 @@
 //   vocabulary) repeated to fill the window, P drawn uniformly from [4, min(16, (T+1)/2)] per sequence,
 //   so the period varies and only copying from the previous occurrence predicts the repeats. A fresh
 //   batch every step, from --seed.
+// --task text:FILE: the file, encoded with the tokenizer of --init DIR (its vocab.json and merges.txt),
+//   gives each step B windows of T+1 consecutive tokens at random offsets. The text needs at least
+//   T+1 tokens. The output folder gets the same vocab.json and merges.txt.
 // SGD has no momentum, decay or clipping unless asked: --optimizer sgd --lr 1 --steps 1 moves every
 // weight by exactly minus its gradient (--clip and --weight-decay apply to SGD too when given).
 #include "train_command.hpp"
@@ -34,6 +37,7 @@
 #include "headscope/config.hpp"
 #include "headscope/error.hpp"
 #include "headscope/safetensors.hpp"
+#include "headscope/tokenizer.hpp"
 #include "headscope/train.hpp"
 
 namespace headscope::cli {
@@ -45,7 +49,7 @@ using headscope::Error;
 
 const char* kTrainUsage =
     "usage:\n"
-    "  headscope train (--config FILE.json | --init DIR) (--task induction | --batch FILE.json)\n"
+    "  headscope train (--config FILE.json | --init DIR) (--task induction|text:FILE | --batch FILE.json)\n"
     "                  --steps N [--optimizer adamw|sgd] [--lr X] [--weight-decay X] [--clip X]\n"
     "                  [--batch-size B] [--seq-len T] [--seed S] [--log-every K] --out DIR\n";
 
@@ -107,8 +111,10 @@ TrainArgs parse(int argc, char** argv) {
   }
   if (a.config.empty() == a.init.empty()) throw Error("train: give exactly one of --config FILE.json and --init DIR");
   if (a.task.empty() == a.batch.empty()) throw Error("train: give exactly one of --task and --batch FILE.json");
-  if (!a.task.empty() && a.task != "induction")
-    throw Error("train: unknown task \"" + a.task + "\" (this build knows: induction)");
+  if (!a.task.empty() && a.task != "induction" && !a.task.starts_with("text:"))
+    throw Error("train: unknown task \"" + a.task + "\" (induction or text:FILE)");
+  if (a.task.starts_with("text:") && a.init.empty())
+    throw Error("train: --task text:FILE needs --init DIR, whose vocab.json and merges.txt tokenize the text");
   if (a.steps < 1) throw Error("train: --steps N (at least 1) is required");
   if (a.out.empty()) throw Error("train: --out DIR is required");
   if (a.optimizer != "adamw" && a.optimizer != "sgd")
@@ -198,6 +204,19 @@ int train(const TrainArgs& a) {
 
   std::vector<std::vector<int>> fixed;
   if (!a.batch.empty()) fixed = read_batch(a.batch, config.vocab_size, config.n_positions);
+  std::vector<int32_t> text_ids;
+  if (a.task.starts_with("text:")) {
+    const std::string path = a.task.substr(5);
+    const fs::path dir(a.init);
+    const Tokenizer tok = Tokenizer::from_json(read_file(dir / "vocab.json", "--init vocab.json"),
+                                               read_file(dir / "merges.txt", "--init merges.txt"));
+    text_ids = tok.encode_ids(read_file(path, "--task text file"));
+    if (text_ids.empty()) throw Error("--task text:" + path + ": the text is empty");
+    for (int32_t id : text_ids)
+      if (id >= config.vocab_size)
+        throw Error("--task text:" + path + ": token id " + std::to_string(id) + " is outside the model's vocab_size " +
+                    std::to_string(config.vocab_size));
+  }
   const int B = fixed.empty() ? a.batch_size : (int)fixed.size();
   const int T = fixed.empty() ? (a.seq_len > 0 ? a.seq_len : std::min(config.n_positions, 64))
                               : (int)fixed[0].size() - 1;
@@ -207,6 +226,9 @@ int train(const TrainArgs& a) {
     throw Error("--seq-len " + std::to_string(T) + " exceeds the model's n_positions " +
                 std::to_string(config.n_positions));
 
+  if (!text_ids.empty() && (int)text_ids.size() < T + 1)
+    throw Error("--task " + a.task + ": the text is too short: " + std::to_string(text_ids.size()) +
+                " tokens, a window needs T+1 = " + std::to_string(T + 1) + " (give a longer text or a smaller --seq-len)");
   tr::Trainer trainer(config, B, T);
   if (!init_weights.empty()) {
     const std::span<const uint8_t> bytes((const uint8_t*)init_weights.data(), init_weights.size());
@@ -234,7 +256,17 @@ int train(const TrainArgs& a) {
   long long tokens_since = 0;
   float loss = 0;
   for (int step = 1; step <= a.steps; step++) {
-    if (fixed.empty()) fill(induction_batch(rng, B, T, config.vocab_size));
+    if (!text_ids.empty()) {
+      std::vector<std::vector<int>> rows(B);
+      const uint32_t starts = (uint32_t)(text_ids.size() - T);  // offsets 0 .. size - (T+1)
+      for (auto& row : rows) {
+        const std::size_t o = rng() % starts;
+        row.assign(text_ids.begin() + o, text_ids.begin() + o + T + 1);
+      }
+      fill(rows);
+    } else if (fixed.empty()) {
+      fill(induction_batch(rng, B, T, config.vocab_size));
+    }
     trainer.zero_grad();
     loss = trainer.forward(ids.data(), targets.data(), B, T);
     if (!std::isfinite(loss))

@@ -41,11 +41,12 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes)
   if (T > config.n_positions)
     throw Error("train: sequence length " + std::to_string(T) + " exceeds n_positions " +
                 std::to_string(config.n_positions));
-  // Memory check before any allocation: parameters x4 (weights, grads, m, v), activations x2.
+  // Memory check before any allocation: parameters x4 (weights, grads, m, v), activations x2 (values
+  // and gradients), as bytes() counts them afterwards.
   const double n_params = (double)V * C + (double)config.n_positions * C + 2.0 * C +
                           (double)L * (4.0 * C + 3.0 * C * C + 3.0 * C + C * C + C + 2.0 * C * H + H + C);
   const double N = (double)B * T;
-  const double per_layer = N * (9.0 * C + 4.0 + 3.0 * C + 2.0 * H) + N * NH * T;
+  const double per_layer = N * (10.0 * C + 4.0 + 2.0 * H) + N * NH * T;
   const double n_acts = N * (2.0 * C + 3.0 + 2.0 * V + 1.0) + L * per_layer;
   const double need = 4.0 * (4.0 * n_params + 2.0 * n_acts);
   if (need > (double)max_bytes)
@@ -121,10 +122,16 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes)
 }
 
 std::size_t Trainer::bytes() const {
-  std::size_t f = params_.size() * 4 + encoded_.size() * 2 + lnf_.size() * 2 + logits_.size() * 3;
-  for (const auto& a : acts_)
-    f += 2 * (a.ln1.size() * 7 + a.qkv.size() + a.att.size() + a.fch.size() * 2 + a.ln1_mean.size() * 4);
-  return f * sizeof(float);
+  std::size_t f = params_.size() + grads_.size() + adam_m_.size() + adam_v_.size();
+  for (const auto* v : {&encoded_, &lnf_, &lnf_mean_, &lnf_rstd_, &logits_, &probs_, &losses_, &dencoded_, &dlnf_,
+                        &dlogits_, &scratch_, &key_panels_})
+    f += v->size();
+  for (const auto* set : {&acts_, &dacts_})
+    for (const LayerActs& a : *set)
+      for (const auto* v : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att, &a.atty, &a.attproj, &a.res2, &a.ln2,
+                            &a.ln2_mean, &a.ln2_rstd, &a.fch, &a.fch_gelu, &a.fcproj, &a.res3})
+        f += v->size();
+  return f * sizeof(float) + (ids_.size() + targets_.size()) * sizeof(int);
 }
 
 namespace {

@@ -3,7 +3,8 @@
 #     the output folder opens in `headscope run`;
 #  2. a fresh --config model on --task induction: one JSON line per logged step, a folder that runs;
 #  3. bad input: ragged batch, out-of-range id, diverging lr, --init not a model, a too-large shape.
-#     Each exits non-zero with a message on stderr naming the problem, and writes nothing.
+#     Each exits non-zero with a message on stderr naming the problem, and writes nothing;
+#  4. --task text:FILE with a fixture model's tokenizer (TINY), and empty or too-short texts.
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK}/init)
 file(COPY_FILE ${FIXTURES}/config.json ${WORK}/init/config.json)
@@ -76,3 +77,13 @@ file(WRITE ${WORK}/huge.json [[{"n_layer": 48, "n_head": 16, "n_embd": 4096, "n_
 expect_error("MiB" train --config ${WORK}/huge.json --task induction --steps 1 --batch-size 8 --seq-len 1024 --out ${WORK}/bad)
 expect_error("exceeds the model's n_positions" train --config ${WORK}/cfg.json --task induction --steps 1 --seq-len 33 --out ${WORK}/bad)
 message(STATUS "headscope train: golden loss ${golden_loss}, induction run and 6 bad inputs ok")
+
+# 4. --task text:FILE with the byte-level tokenizer of a fixture model; empty and too-short texts
+file(WRITE ${WORK}/text.txt "The chef, who trained in Paris, cooked the meal quickly. The chef cooked the meal again.")
+expect_ok(out train --init ${TINY} --task text:${WORK}/text.txt --steps 4 --batch-size 2 --seq-len 16 --lr 1e-2 --out ${WORK}/text)
+expect_ok(out run --model ${WORK}/text --text "The chef")
+file(WRITE ${WORK}/empty.txt "")
+expect_error("the text is empty" train --init ${TINY} --task text:${WORK}/empty.txt --steps 1 --out ${WORK}/bad)
+file(WRITE ${WORK}/short.txt "short")
+expect_error("the text is too short: 5 tokens, a window needs T\\+1 = 17" train --init ${TINY} --task text:${WORK}/short.txt --steps 1 --seq-len 16 --out ${WORK}/bad)
+message(STATUS "headscope train --task text: ok")

@@ -49,5 +49,6 @@ endif()
 if(NOT EMSCRIPTEN)
   add_test(NAME cli_train
     COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:headscope> -DFIXTURES=${CMAKE_SOURCE_DIR}/tests/fixtures/train
+            -DTINY=${CMAKE_SOURCE_DIR}/tests/fixtures/models/tiny-hs4
             -DWORK=${CMAKE_BINARY_DIR}/cli-train -P ${CMAKE_SOURCE_DIR}/tests/cpp/check_train_cli.cmake)
 endif()
