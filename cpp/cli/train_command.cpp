@@ -23,6 +23,7 @@
 // weight by exactly minus its gradient (--clip and --weight-decay apply to SGD too when given).
 #include "train_command.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>

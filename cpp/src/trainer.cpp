@@ -1,6 +1,7 @@
 // Trainer: parameters, gradients, AdamW state and activations in flat arrays (llm.c's layout), a
 // training forward that keeps what the backward needs, the backward pass in llm.c's order, and the
 // optimizer steps. Shapes use the legend in train.hpp.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>

@@ -4,6 +4,7 @@
 //     matching double forward, on small shapes.
 // Every check states its tolerance and why.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>

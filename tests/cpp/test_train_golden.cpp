@@ -3,8 +3,10 @@
 // the loss and the gradient of every parameter, computed in float64 from the float32 weights, and a
 // 10-step AdamW loss trajectory. Tolerances are derived beside each check.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <memory>
 #include <string>
 #include <vector>
 
