@@ -25,6 +25,7 @@
 
 #include "headscope/error.hpp"
 #include "headscope/model.hpp"
+#include "train_command.hpp"
 
 namespace {
 
@@ -33,6 +34,7 @@ const char* kUsage =
     "  headscope run --model DIR --text TEXT [--json] [--top K] [--ablate L:H[,L:H...]]\n"
     "  headscope info --model DIR\n"
     "  headscope bench --model DIR --tokens T [--repeat N]\n"
+    "  headscope train ... (headscope train --help)\n"
     "DIR is a folder in the Hugging Face GPT-2 layout (config.json, model.safetensors, vocab.json, merges.txt).\n";
 
 struct Args {
@@ -243,6 +245,7 @@ int main(int argc, char** argv) {
     std::cout << kUsage;
     return 0;
   }
+  if (argc >= 2 && std::string(argv[1]) == "train") return headscope::cli::train_command(argc, argv);
   try {
     return run(parse_args(argc, argv));
   } catch (const headscope::Error& e) {

@@ -6,7 +6,9 @@ add_executable(headscope_tests
   tests/cpp/test_config_safetensors.cpp
   tests/cpp/test_model.cpp
   tests/cpp/test_tokenizer.cpp
-  tests/cpp/test_predictions.cpp)
+  tests/cpp/test_predictions.cpp
+  tests/cpp/test_backward.cpp
+  tests/cpp/test_train_golden.cpp)
 target_link_libraries(headscope_tests PRIVATE headscope_core)
 target_include_directories(headscope_tests PRIVATE tests/cpp)
 target_compile_definitions(headscope_tests PRIVATE
@@ -50,4 +52,11 @@ if(NOT EMSCRIPTEN)
   add_test(NAME cli_json
     COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:headscope> -DMODEL=${CMAKE_SOURCE_DIR}/tests/fixtures/models/odd-hs12
             -P ${CMAKE_SOURCE_DIR}/tests/cpp/check_cli.cmake)
+endif()
+
+if(NOT EMSCRIPTEN)
+  add_test(NAME cli_train
+    COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:headscope> -DFIXTURES=${CMAKE_SOURCE_DIR}/tests/fixtures/train
+            -DTINY=${CMAKE_SOURCE_DIR}/tests/fixtures/models/tiny-hs4
+            -DWORK=${CMAKE_BINARY_DIR}/cli-train -P ${CMAKE_SOURCE_DIR}/tests/cpp/check_train_cli.cmake)
 endif()

@@ -1,0 +1,124 @@
+// Training: backward kernels, optimizers and a Trainer that owns its parameters, gradients and
+// activations (llm.c's train_gpt2.c layout). The forward path that Model and the page use is not
+// touched: the Trainer reads weights with the same loaders and writes Hugging Face GPT-2 folders.
+//
+// Kernels, each in two versions:
+//   <op>                       xsimd kernel, written once over xsimd::batch<float> (backward_simd.cpp)
+//   ref::<op><float>           the scalar reference beside it (train_reference.hpp), also instantiated
+//                              in double by the finite-difference tests
+// Arguments as in llm.c: outputs first, then inputs, then sizes. Backward kernels accumulate (+=).
+// Legend: B batch, T tokens, N = B*T rows, C n_embd, NH heads, HS = C/NH, K inner dimension,
+//         OC output columns, V vocabulary.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "headscope/config.hpp"
+
+namespace headscope {
+class SafeTensors;
+}
+
+namespace headscope::train {
+
+// ---- xsimd kernels (same contracts as the references in train_reference.hpp) ---------------------
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* ids, int B, int T, int C) noexcept;
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int N, int C) noexcept;
+// out (N,OC) = inp (N,K) @ weight (K,OC) + bias (OC) or null: the training forward of a Conv1D layer
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int K,
+                    int OC) noexcept;
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int N, int K, int OC) noexcept;
+void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                const float* weight, int N, int K, int OC) noexcept;
+void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
+                        int T, int C, int NH) noexcept;
+void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t N) noexcept;
+void residual_backward(float* da, float* db, const float* dout, std::size_t N) noexcept;
+void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N,
+                           int V) noexcept;
+void adamw_update(float* param, float* m, float* v, const float* grad, std::size_t N, float lr, float beta1,
+                  float beta2, float eps, float weight_decay, int t) noexcept;
+void sgd_update(float* param, const float* grad, std::size_t N, float lr) noexcept;
+
+// ---- optimizers --------------------------------------------------------------------------------------
+struct AdamW {
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
+  float clip = 0.0f;  // > 0: scale gradients by clip / (norm + 1e-6) when their global norm exceeds clip
+};
+
+// ---- the trainer --------------------------------------------------------------------------------------
+struct NamedTensor {
+  std::string name;             // Hugging Face GPT-2 name without "transformer.", e.g. "h.0.attn.c_attn.weight"
+  std::vector<int64_t> shape;
+  std::size_t offset = 0;       // into the flat parameter (and gradient) array
+  std::size_t size() const;
+};
+
+class Trainer {
+ public:
+  // Allocates parameters, gradients, optimizer state and activations for batches up to (B, T).
+  // Throws headscope::Error when a size is out of range or the buffers would exceed max_bytes.
+  Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes = std::size_t(1) << 31);
+
+  const ModelConfig& config() const { return config_; }
+  int max_batch() const { return B_; }
+  int max_seq() const { return T_; }
+  std::size_t bytes() const;
+
+  // GPT-2's initialisation (normal 0.02, residual projections 0.02/sqrt(2L), LayerNorm 1 and 0).
+  void init_random(uint64_t seed);
+  // Every parameter from a checkpoint, names with or without "transformer."; F32/F16/BF16.
+  void load(const SafeTensors& weights);
+
+  // Forward pass on ids (B,T) with targets (B,T); returns the mean cross-entropy. Ids are checked.
+  float forward(const int* ids, const int* targets, int B, int T);
+  void zero_grad();
+  // Gradients of the last forward's mean loss, accumulated into grads().
+  void backward();
+  double grad_norm() const;
+  void sgd_step(float lr);
+  void adamw_step(const AdamW& hp);
+  int steps_taken() const { return adam_t_; }
+
+  const std::vector<NamedTensor>& tensors() const { return tensors_; }
+  std::span<float> params() { return params_; }
+  std::span<const float> params() const { return params_; }
+  std::span<float> grads() { return grads_; }
+  std::span<const float> grads() const { return grads_; }
+  const float* logits() const { return logits_.data(); }  // (B,T,V) of the last forward
+
+  // model.safetensors (F32, GPT2LMHeadModel names) and config.json contents of the current weights
+  std::vector<uint8_t> safetensors_bytes() const;
+  std::string config_json() const;
+
+ private:
+  struct Layer {  // offsets into the flat arrays
+    std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
+  };
+  struct LayerActs {
+    std::vector<float> ln1, ln1_mean, ln1_rstd, qkv, att, atty, attproj, res2, ln2, ln2_mean, ln2_rstd, fch,
+        fch_gelu, fcproj, res3;
+  };
+  std::size_t add_tensor(const std::string& name, std::vector<int64_t> shape);
+
+  ModelConfig config_;
+  int B_, T_;
+  int cur_B_ = 0, cur_T_ = 0;
+  std::vector<NamedTensor> tensors_;
+  std::size_t wte_ = 0, wpe_ = 0, lnfw_ = 0, lnfb_ = 0;
+  std::vector<Layer> layers_;
+  std::vector<float> params_, grads_, adam_m_, adam_v_;
+  int adam_t_ = 0;
+  // activations of the last forward and their gradients (same shapes)
+  std::vector<int> ids_, targets_;
+  std::vector<float> encoded_, lnf_, lnf_mean_, lnf_rstd_, logits_, probs_, losses_;
+  std::vector<LayerActs> acts_, dacts_;
+  std::vector<float> dencoded_, dlnf_, dlogits_, scratch_, key_panels_;
+};
+
+}  // namespace headscope::train

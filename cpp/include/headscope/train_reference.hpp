@@ -1,0 +1,318 @@
+// Scalar reference kernels of training, templated over the float type: float is the algorithmic
+// reference and fallback for the xsimd kernels in train.hpp, double is what the finite-difference
+// tests differentiate. Plain loops in llm.c's order (train_gpt2.c), outputs first, then inputs,
+// then sizes. Backward kernels ACCUMULATE (+=) into their gradient outputs, so a tensor used twice
+// (the tied wte, a residual stream) sums its gradients; callers zero them once per step.
+// Legend: B batch, T tokens, N = B*T rows, C n_embd, NH heads, HS = C/NH, K inner dimension,
+//         OC output columns, V vocabulary, P positions.
+#pragma once
+#include <cmath>
+#include <cstddef>
+
+namespace headscope::train::ref {
+
+// ---- token and position embeddings -------------------------------------------------------------
+// out (B,T,C) = wte[ids[b,t]] + wpe[t]; ids (B,T); wte (V,C); wpe (P,C) with P >= T
+template <typename F>
+void encoder_forward(F* out, const int* ids, const F* wte, const F* wpe, int B, int T, int C) {
+  for (int b = 0; b < B; b++)
+    for (int t = 0; t < T; t++) {
+      F* o = out + ((std::size_t)b * T + t) * C;
+      const F* we = wte + (std::size_t)ids[b * T + t] * C;
+      const F* pe = wpe + (std::size_t)t * C;
+      for (int i = 0; i < C; i++) o[i] = we[i] + pe[i];
+    }
+}
+template <typename F>
+void encoder_backward(F* dwte, F* dwpe, const F* dout, const int* ids, int B, int T, int C) {
+  for (int b = 0; b < B; b++)
+    for (int t = 0; t < T; t++) {
+      const F* d = dout + ((std::size_t)b * T + t) * C;
+      F* dwe = dwte + (std::size_t)ids[b * T + t] * C;
+      F* dpe = dwpe + (std::size_t)t * C;
+      for (int i = 0; i < C; i++) {
+        dwe[i] += d[i];
+        dpe[i] += d[i];
+      }
+    }
+}
+
+// ---- LayerNorm -------------------------------------------------------------------------------------
+// out (N,C), mean (N), rstd (N) = 1/sqrt(biased var + eps); inp (N,C), weight (C), bias (C)
+template <typename F>
+void layernorm_forward(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias, int N, int C,
+                       F eps) {
+  for (int t = 0; t < N; t++) {
+    const F* x = inp + (std::size_t)t * C;
+    F m = 0;
+    for (int i = 0; i < C; i++) m += x[i];
+    m /= C;
+    F v = 0;
+    for (int i = 0; i < C; i++) v += (x[i] - m) * (x[i] - m);
+    v /= C;
+    const F s = F(1) / std::sqrt(v + eps);
+    F* o = out + (std::size_t)t * C;
+    for (int i = 0; i < C; i++) o[i] = (x[i] - m) * s * weight[i] + bias[i];
+    mean[t] = m;
+    rstd[t] = s;
+  }
+}
+// dinp (N,C), dweight (C), dbias (C) += ...; dout (N,C), inp (N,C), weight (C), mean/rstd (N) from the forward
+template <typename F>
+void layernorm_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight, const F* mean,
+                        const F* rstd, int N, int C) {
+  for (int t = 0; t < N; t++) {
+    const F* d = dout + (std::size_t)t * C;
+    const F* x = inp + (std::size_t)t * C;
+    F* dx = dinp + (std::size_t)t * C;
+    const F m = mean[t], s = rstd[t];
+    // two reductions: the mean of dnorm and of dnorm * norm
+    F dnorm_mean = 0, dnorm_norm_mean = 0;
+    for (int i = 0; i < C; i++) {
+      const F norm = (x[i] - m) * s;
+      const F dnorm = weight[i] * d[i];
+      dnorm_mean += dnorm;
+      dnorm_norm_mean += dnorm * norm;
+    }
+    dnorm_mean /= C;
+    dnorm_norm_mean /= C;
+    for (int i = 0; i < C; i++) {
+      const F norm = (x[i] - m) * s;
+      const F dnorm = weight[i] * d[i];
+      dbias[i] += d[i];
+      dweight[i] += norm * d[i];
+      dx[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+    }
+  }
+}
+
+// ---- linear layers (Hugging Face Conv1D layout) ----------------------------------------------------
+// out (N,OC) = inp (N,K) @ weight (K,OC) + bias (OC); bias may be null
+template <typename F>
+void matmul_forward(F* out, const F* inp, const F* weight, const F* bias, int N, int K, int OC) {
+  for (int t = 0; t < N; t++)
+    for (int o = 0; o < OC; o++) {
+      F acc = bias ? bias[o] : F(0);
+      for (int k = 0; k < K; k++) acc += inp[(std::size_t)t * K + k] * weight[(std::size_t)k * OC + o];
+      out[(std::size_t)t * OC + o] = acc;
+    }
+}
+// dinp (N,K), dweight (K,OC), dbias (OC) or null += ...; dout (N,OC)
+template <typename F>
+void matmul_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight, int N, int K,
+                     int OC) {
+  for (int t = 0; t < N; t++)
+    for (int k = 0; k < K; k++) {
+      F acc = 0;
+      for (int o = 0; o < OC; o++) acc += dout[(std::size_t)t * OC + o] * weight[(std::size_t)k * OC + o];
+      dinp[(std::size_t)t * K + k] += acc;
+    }
+  for (int k = 0; k < K; k++)
+    for (int o = 0; o < OC; o++) {
+      F acc = 0;
+      for (int t = 0; t < N; t++) acc += inp[(std::size_t)t * K + k] * dout[(std::size_t)t * OC + o];
+      dweight[(std::size_t)k * OC + o] += acc;
+    }
+  if (dbias)
+    for (int o = 0; o < OC; o++) {
+      F acc = 0;
+      for (int t = 0; t < N; t++) acc += dout[(std::size_t)t * OC + o];
+      dbias[o] += acc;
+    }
+}
+
+// ---- tied LM head: out (N,OC) = inp (N,K) @ weight^T, weight (OC,K) -----------------------------
+template <typename F>
+void matmul_transposed_forward(F* out, const F* inp, const F* weight, int N, int K, int OC) {
+  for (int t = 0; t < N; t++)
+    for (int o = 0; o < OC; o++) {
+      F acc = 0;
+      for (int k = 0; k < K; k++) acc += inp[(std::size_t)t * K + k] * weight[(std::size_t)o * K + k];
+      out[(std::size_t)t * OC + o] = acc;
+    }
+}
+// dinp (N,K), dweight (OC,K) += ...; dout (N,OC)
+template <typename F>
+void matmul_transposed_backward(F* dinp, F* dweight, const F* dout, const F* inp, const F* weight, int N, int K,
+                                int OC) {
+  for (int t = 0; t < N; t++)
+    for (int k = 0; k < K; k++) {
+      F acc = 0;
+      for (int o = 0; o < OC; o++) acc += dout[(std::size_t)t * OC + o] * weight[(std::size_t)o * K + k];
+      dinp[(std::size_t)t * K + k] += acc;
+    }
+  for (int o = 0; o < OC; o++)
+    for (int k = 0; k < K; k++) {
+      F acc = 0;
+      for (int t = 0; t < N; t++) acc += dout[(std::size_t)t * OC + o] * inp[(std::size_t)t * K + k];
+      dweight[(std::size_t)o * K + k] += acc;
+    }
+}
+
+// ---- causal multi-head attention -------------------------------------------------------------------
+// qkv (B,T,3C): [q | k | v], head h owns columns [h*HS, (h+1)*HS) of each third
+// att (B,NH,T,T): softmax_j(q_t . k_j / sqrt(HS)) for j <= t, 0 above the diagonal
+// out (B,T,C): per head sum_j att[t][j] v_j, heads concatenated
+template <typename F>
+void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH) {
+  const int HS = C / NH, C3 = 3 * C;
+  const F scale = F(1) / std::sqrt(F(HS));
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < NH; h++)
+      for (int t = 0; t < T; t++) {
+        const F* q = qkv + ((std::size_t)b * T + t) * C3 + h * HS;
+        F* a = att + (((std::size_t)b * NH + h) * T + t) * T;
+        F maxv = -INFINITY;
+        for (int j = 0; j <= t; j++) {
+          const F* kj = qkv + ((std::size_t)b * T + j) * C3 + C + h * HS;
+          F s = 0;
+          for (int i = 0; i < HS; i++) s += q[i] * kj[i];
+          a[j] = s * scale;
+          if (a[j] > maxv) maxv = a[j];
+        }
+        F sum = 0;
+        for (int j = 0; j <= t; j++) {
+          a[j] = std::exp(a[j] - maxv);
+          sum += a[j];
+        }
+        for (int j = 0; j <= t; j++) a[j] /= sum;
+        for (int j = t + 1; j < T; j++) a[j] = 0;
+        F* o = out + ((std::size_t)b * T + t) * C + h * HS;
+        for (int i = 0; i < HS; i++) o[i] = 0;
+        for (int j = 0; j <= t; j++) {
+          const F* vj = qkv + ((std::size_t)b * T + j) * C3 + 2 * C + h * HS;
+          for (int i = 0; i < HS; i++) o[i] += a[j] * vj[i];
+        }
+      }
+}
+// dqkv (B,T,3C) += ...; dout (B,T,C); qkv and att from the forward; scratch (T) floats, overwritten
+template <typename F>
+void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B, int T, int C,
+                        int NH) {
+  const int HS = C / NH, C3 = 3 * C;
+  const F scale = F(1) / std::sqrt(F(HS));
+  F* datt = scratch;
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < NH; h++)
+      for (int t = 0; t < T; t++) {
+        const F* a = att + (((std::size_t)b * NH + h) * T + t) * T;
+        const F* d = dout + ((std::size_t)b * T + t) * C + h * HS;
+        // through out_t = sum_j a_j v_j
+        for (int j = 0; j <= t; j++) {
+          const F* vj = qkv + ((std::size_t)b * T + j) * C3 + 2 * C + h * HS;
+          F* dvj = dqkv + ((std::size_t)b * T + j) * C3 + 2 * C + h * HS;
+          F s = 0;
+          for (int i = 0; i < HS; i++) {
+            s += d[i] * vj[i];
+            dvj[i] += a[j] * d[i];
+          }
+          datt[j] = s;
+        }
+        // through the softmax: dpre_j = a_j (datt_j - sum_k a_k datt_k)
+        F dot = 0;
+        for (int j = 0; j <= t; j++) dot += a[j] * datt[j];
+        // through pre_j = q_t . k_j * scale
+        const F* q = qkv + ((std::size_t)b * T + t) * C3 + h * HS;
+        F* dq = dqkv + ((std::size_t)b * T + t) * C3 + h * HS;
+        for (int j = 0; j <= t; j++) {
+          const F dpre = a[j] * (datt[j] - dot) * scale;
+          const F* kj = qkv + ((std::size_t)b * T + j) * C3 + C + h * HS;
+          F* dkj = dqkv + ((std::size_t)b * T + j) * C3 + C + h * HS;
+          for (int i = 0; i < HS; i++) {
+            dq[i] += dpre * kj[i];
+            dkj[i] += dpre * q[i];
+          }
+        }
+      }
+}
+
+// ---- GELU, tanh form (gelu_new) ------------------------------------------------------------------------
+template <typename F>
+void gelu_forward(F* out, const F* inp, std::size_t N) {
+  const F s = std::sqrt(F(2) / F(M_PI));
+  for (std::size_t i = 0; i < N; i++) {
+    const F x = inp[i];
+    out[i] = F(0.5) * x * (F(1) + std::tanh(s * (x + F(0.044715) * x * x * x)));
+  }
+}
+// dinp (N) += gelu'(inp) * dout
+template <typename F>
+void gelu_backward(F* dinp, const F* inp, const F* dout, std::size_t N) {
+  const F s = std::sqrt(F(2) / F(M_PI));
+  for (std::size_t i = 0; i < N; i++) {
+    const F x = inp[i];
+    const F u = s * (x + F(0.044715) * x * x * x);
+    const F th = std::tanh(u);
+    const F sech2 = F(1) - th * th;
+    const F grad = F(0.5) * (F(1) + th) + F(0.5) * x * sech2 * s * (F(1) + F(3) * F(0.044715) * x * x);
+    dinp[i] += grad * dout[i];
+  }
+}
+
+// ---- residual: out = a + b ----------------------------------------------------------------------------
+// da (N), db (N) += dout (N)
+template <typename F>
+void residual_backward(F* da, F* db, const F* dout, std::size_t N) {
+  for (std::size_t i = 0; i < N; i++) {
+    da[i] += dout[i];
+    db[i] += dout[i];
+  }
+}
+
+// ---- softmax + mean cross-entropy ---------------------------------------------------------------------
+// probs (N,V) = softmax(logits) per row; losses (N) = -log probs[t][targets[t]]
+template <typename F>
+void crossentropy_forward(F* losses, F* probs, const F* logits, const int* targets, int N, int V) {
+  for (int t = 0; t < N; t++) {
+    const F* l = logits + (std::size_t)t * V;
+    F* p = probs + (std::size_t)t * V;
+    F maxv = -INFINITY;
+    for (int v = 0; v < V; v++) maxv = l[v] > maxv ? l[v] : maxv;
+    F sum = 0;
+    for (int v = 0; v < V; v++) {
+      p[v] = std::exp(l[v] - maxv);
+      sum += p[v];
+    }
+    for (int v = 0; v < V; v++) p[v] /= sum;
+    // log-sum-exp form: exact where probs[target] would underflow
+    losses[t] = std::log(sum) + maxv - l[targets[t]];
+  }
+}
+// dlogits (N,V) += (probs - onehot(targets)) * dloss, where dloss is d(total)/d(losses[t]) (1/N for the mean)
+template <typename F>
+void crossentropy_backward(F* dlogits, const F* probs, const int* targets, F dloss, int N, int V) {
+  for (int t = 0; t < N; t++) {
+    const F* p = probs + (std::size_t)t * V;
+    F* d = dlogits + (std::size_t)t * V;
+    for (int v = 0; v < V; v++) d[v] += (p[v] - (v == targets[t] ? F(1) : F(0))) * dloss;
+  }
+}
+
+// ---- optimizers --------------------------------------------------------------------------------------
+// AdamW as torch.optim.AdamW: decoupled weight decay, then Adam with bias correction; step t >= 1.
+template <typename F>
+void adamw_update(F* param, F* m, F* v, const F* grad, std::size_t N, F lr, F beta1, F beta2, F eps, F weight_decay,
+                  int t) {
+  const F c1 = F(1) - std::pow(beta1, F(t)), c2 = F(1) - std::pow(beta2, F(t));
+  for (std::size_t i = 0; i < N; i++) {
+    const F g = grad[i];
+    m[i] = beta1 * m[i] + (F(1) - beta1) * g;
+    v[i] = beta2 * v[i] + (F(1) - beta2) * g * g;
+    const F mhat = m[i] / c1, vhat = v[i] / c2;
+    param[i] -= lr * (mhat / (std::sqrt(vhat) + eps) + weight_decay * param[i]);
+  }
+}
+// plain SGD: param -= lr * grad
+template <typename F>
+void sgd_update(F* param, const F* grad, std::size_t N, F lr) {
+  for (std::size_t i = 0; i < N; i++) param[i] -= lr * grad[i];
+}
+// sum of grad^2, accumulated in double (the global norm for clipping)
+template <typename F>
+double sum_squares(const F* grad, std::size_t N) {
+  double s = 0;
+  for (std::size_t i = 0; i < N; i++) s += (double)grad[i] * grad[i];
+  return s;
+}
+
+}  // namespace headscope::train::ref

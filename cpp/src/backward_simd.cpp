@@ -1,0 +1,318 @@
+// xsimd kernels of training (backward pass, optimizer updates, the Conv1D training forward). Each is
+// written once over `batch` (xsimd::batch<float> of the build's architecture: SIMD128 through sse4.1
+// in wasm, AVX-512 natively with -march=native): a SIMD loop over whole batches, then a scalar tail.
+// With HEADSCOPE_SIMD=0 each forwards to its scalar reference in train_reference.hpp.
+// Shapes use the legend in train.hpp.
+#include <cmath>
+#include <cstring>
+
+#include "headscope/train.hpp"
+#include "headscope/train_reference.hpp"
+
+#ifndef HEADSCOPE_SIMD
+#define HEADSCOPE_SIMD 1
+#endif
+
+#if HEADSCOPE_SIMD
+#include <xsimd/xsimd.hpp>
+#endif
+
+namespace headscope::train {
+
+#if HEADSCOPE_SIMD
+
+using batch = xsimd::batch<float>;
+constexpr int kLanes = static_cast<int>(batch::size);
+
+namespace {
+
+float hsum(const batch& b) { return xsimd::hadd(b); }
+
+// y (n) += a * x (n)
+inline void axpy(float* y, float a, const float* x, int n) noexcept {
+  const batch va(a);
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    xsimd::fma(va, batch::load_unaligned(x + i), batch::load_unaligned(y + i)).store_unaligned(y + i);
+  for (; i < n; i++) y[i] += a * x[i];
+}
+
+// sum_i x[i] y[i], two accumulators
+inline float dot(const float* x, const float* y, int n) noexcept {
+  batch a0(0.0f), a1(0.0f);
+  int i = 0;
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+    a0 = xsimd::fma(batch::load_unaligned(x + i), batch::load_unaligned(y + i), a0);
+    a1 = xsimd::fma(batch::load_unaligned(x + i + kLanes), batch::load_unaligned(y + i + kLanes), a1);
+  }
+  for (; i + kLanes <= n; i += kLanes) a0 = xsimd::fma(batch::load_unaligned(x + i), batch::load_unaligned(y + i), a0);
+  float s = hsum(a0 + a1);
+  for (; i < n; i++) s += x[i] * y[i];
+  return s;
+}
+
+// y (n) += x (n)
+inline void acc(float* y, const float* x, std::size_t n) noexcept {
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    (batch::load_unaligned(y + i) + batch::load_unaligned(x + i)).store_unaligned(y + i);
+  for (; i < n; i++) y[i] += x[i];
+}
+
+}  // namespace
+
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* ids, int B, int T, int C) noexcept {
+  for (int b = 0; b < B; b++)
+    for (int t = 0; t < T; t++) {
+      const float* d = dout + ((std::size_t)b * T + t) * C;
+      acc(dwte + (std::size_t)ids[b * T + t] * C, d, C);
+      acc(dwpe + (std::size_t)t * C, d, C);
+    }
+}
+
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int N, int C) noexcept {
+  for (int t = 0; t < N; t++) {
+    const float* d = dout + (std::size_t)t * C;
+    const float* x = inp + (std::size_t)t * C;
+    float* dx = dinp + (std::size_t)t * C;
+    const float m = mean[t], s = rstd[t];
+    const batch vm(m), vs(s);
+    batch s1(0.0f), s2(0.0f);
+    int i = 0;
+    for (; i + kLanes <= C; i += kLanes) {
+      const batch norm = (batch::load_unaligned(x + i) - vm) * vs;
+      const batch dnorm = batch::load_unaligned(weight + i) * batch::load_unaligned(d + i);
+      s1 += dnorm;
+      s2 = xsimd::fma(dnorm, norm, s2);
+    }
+    float dnorm_mean = hsum(s1), dnorm_norm_mean = hsum(s2);
+    for (; i < C; i++) {
+      const float norm = (x[i] - m) * s, dnorm = weight[i] * d[i];
+      dnorm_mean += dnorm;
+      dnorm_norm_mean += dnorm * norm;
+    }
+    dnorm_mean /= C;
+    dnorm_norm_mean /= C;
+    const batch vdm(dnorm_mean), vdnm(dnorm_norm_mean);
+    i = 0;
+    for (; i + kLanes <= C; i += kLanes) {
+      const batch di = batch::load_unaligned(d + i);
+      const batch norm = (batch::load_unaligned(x + i) - vm) * vs;
+      const batch dnorm = batch::load_unaligned(weight + i) * di;
+      (batch::load_unaligned(dbias + i) + di).store_unaligned(dbias + i);
+      xsimd::fma(norm, di, batch::load_unaligned(dweight + i)).store_unaligned(dweight + i);
+      xsimd::fma(dnorm - vdm - norm * vdnm, vs, batch::load_unaligned(dx + i)).store_unaligned(dx + i);
+    }
+    for (; i < C; i++) {
+      const float norm = (x[i] - m) * s, dnorm = weight[i] * d[i];
+      dbias[i] += d[i];
+      dweight[i] += norm * d[i];
+      dx[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+    }
+  }
+}
+
+// Rows of the output in blocks of 4 so each weight row streamed from memory serves 4 output rows.
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int K,
+                    int OC) noexcept {
+  for (int t = 0; t < N; t++) {
+    float* o = out + (std::size_t)t * OC;
+    if (bias)
+      std::memcpy(o, bias, sizeof(float) * OC);
+    else
+      std::memset(o, 0, sizeof(float) * OC);
+  }
+  int t = 0;
+  for (; t + 4 <= N; t += 4) {
+    float* o0 = out + (std::size_t)t * OC;
+    float* o1 = o0 + OC;
+    float* o2 = o1 + OC;
+    float* o3 = o2 + OC;
+    const float* x0 = inp + (std::size_t)t * K;
+    for (int k = 0; k < K; k++) {
+      const float* w = weight + (std::size_t)k * OC;
+      const batch a0(x0[k]), a1(x0[K + k]), a2(x0[2 * K + k]), a3(x0[3 * K + k]);
+      int i = 0;
+      for (; i + kLanes <= OC; i += kLanes) {
+        const batch wi = batch::load_unaligned(w + i);
+        xsimd::fma(a0, wi, batch::load_unaligned(o0 + i)).store_unaligned(o0 + i);
+        xsimd::fma(a1, wi, batch::load_unaligned(o1 + i)).store_unaligned(o1 + i);
+        xsimd::fma(a2, wi, batch::load_unaligned(o2 + i)).store_unaligned(o2 + i);
+        xsimd::fma(a3, wi, batch::load_unaligned(o3 + i)).store_unaligned(o3 + i);
+      }
+      for (; i < OC; i++) {
+        o0[i] += x0[k] * w[i];
+        o1[i] += x0[K + k] * w[i];
+        o2[i] += x0[2 * K + k] * w[i];
+        o3[i] += x0[3 * K + k] * w[i];
+      }
+    }
+  }
+  for (; t < N; t++)
+    for (int k = 0; k < K; k++) axpy(out + (std::size_t)t * OC, inp[(std::size_t)t * K + k], weight + (std::size_t)k * OC, OC);
+}
+
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int N, int K, int OC) noexcept {
+  // dinp[t][k] += dout[t] . weight[k]   (both rows contiguous over OC)
+  for (int t = 0; t < N; t++) {
+    const float* d = dout + (std::size_t)t * OC;
+    float* dx = dinp + (std::size_t)t * K;
+    for (int k = 0; k < K; k++) dx[k] += dot(d, weight + (std::size_t)k * OC, OC);
+  }
+  // dweight[k] += inp[t][k] * dout[t];  dbias += dout[t]
+  for (int t = 0; t < N; t++) {
+    const float* d = dout + (std::size_t)t * OC;
+    const float* x = inp + (std::size_t)t * K;
+    for (int k = 0; k < K; k++) axpy(dweight + (std::size_t)k * OC, x[k], d, OC);
+    if (dbias) acc(dbias, d, OC);
+  }
+}
+
+void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                const float* weight, int N, int K, int OC) noexcept {
+  for (int t = 0; t < N; t++) {
+    const float* d = dout + (std::size_t)t * OC;
+    float* dx = dinp + (std::size_t)t * K;
+    const float* x = inp + (std::size_t)t * K;
+    for (int o = 0; o < OC; o++) {
+      axpy(dx, d[o], weight + (std::size_t)o * K, K);
+      axpy(dweight + (std::size_t)o * K, d[o], x, K);
+    }
+  }
+}
+
+void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
+                        int T, int C, int NH) noexcept {
+  const int HS = C / NH, C3 = 3 * C;
+  const float scale = 1.0f / std::sqrt((float)HS);
+  float* datt = scratch;
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < NH; h++)
+      for (int t = 0; t < T; t++) {
+        const float* a = att + (((std::size_t)b * NH + h) * T + t) * T;
+        const float* d = dout + ((std::size_t)b * T + t) * C + h * HS;
+        const float* base = qkv + (std::size_t)b * T * C3;
+        float* dbase = dqkv + (std::size_t)b * T * C3;
+        for (int j = 0; j <= t; j++) {
+          datt[j] = dot(d, base + (std::size_t)j * C3 + 2 * C + h * HS, HS);
+          axpy(dbase + (std::size_t)j * C3 + 2 * C + h * HS, a[j], d, HS);
+        }
+        const float dsum = dot(a, datt, t + 1);
+        const float* q = base + (std::size_t)t * C3 + h * HS;
+        float* dq = dbase + (std::size_t)t * C3 + h * HS;
+        for (int j = 0; j <= t; j++) {
+          const float dpre = a[j] * (datt[j] - dsum) * scale;
+          axpy(dq, dpre, base + (std::size_t)j * C3 + C + h * HS, HS);
+          axpy(dbase + (std::size_t)j * C3 + C + h * HS, dpre, q, HS);
+        }
+      }
+}
+
+void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t N) noexcept {
+  const float s = std::sqrt(2.0f / (float)M_PI);
+  const batch vs(s), c(0.044715f), c3(3.0f * 0.044715f), half(0.5f), one(1.0f);
+  std::size_t i = 0;
+  for (; i + kLanes <= N; i += kLanes) {
+    const batch x = batch::load_unaligned(inp + i);
+    const batch x2 = x * x;
+    const batch th = xsimd::tanh(vs * xsimd::fma(c * x2, x, x));
+    const batch sech2 = one - th * th;
+    const batch grad = half * (one + th) + half * x * sech2 * vs * xsimd::fma(c3, x2, one);
+    xsimd::fma(grad, batch::load_unaligned(dout + i), batch::load_unaligned(dinp + i)).store_unaligned(dinp + i);
+  }
+  if (i < N) ref::gelu_backward<float>(dinp + i, inp + i, dout + i, N - i);
+}
+
+void residual_backward(float* da, float* db, const float* dout, std::size_t N) noexcept {
+  acc(da, dout, N);
+  acc(db, dout, N);
+}
+
+void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N,
+                           int V) noexcept {
+  for (int t = 0; t < N; t++) {
+    float* d = dlogits + (std::size_t)t * V;
+    axpy(d, dloss, probs + (std::size_t)t * V, V);
+    d[targets[t]] -= dloss;
+  }
+}
+
+void adamw_update(float* param, float* m, float* v, const float* grad, std::size_t N, float lr, float beta1,
+                  float beta2, float eps, float weight_decay, int t) noexcept {
+  const float c1 = 1.0f - std::pow(beta1, (float)t), c2 = 1.0f - std::pow(beta2, (float)t);
+  const batch b1(beta1), b2(beta2), ob1(1.0f - beta1), ob2(1.0f - beta2), ic1(1.0f / c1), ic2(1.0f / c2),
+      veps(eps), vlr(lr), vwd(weight_decay);
+  std::size_t i = 0;
+  for (; i + kLanes <= N; i += kLanes) {
+    const batch g = batch::load_unaligned(grad + i), p = batch::load_unaligned(param + i);
+    const batch mi = b1 * batch::load_unaligned(m + i) + ob1 * g;
+    const batch vi = b2 * batch::load_unaligned(v + i) + ob2 * g * g;
+    mi.store_unaligned(m + i);
+    vi.store_unaligned(v + i);
+    const batch upd = (mi * ic1) / (xsimd::sqrt(vi * ic2) + veps) + vwd * p;
+    (p - vlr * upd).store_unaligned(param + i);
+  }
+  for (; i < N; i++) {
+    const float g = grad[i];
+    m[i] = beta1 * m[i] + (1.0f - beta1) * g;
+    v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
+    param[i] -= lr * ((m[i] * (1.0f / c1)) / (std::sqrt(v[i] * (1.0f / c2)) + eps) + weight_decay * param[i]);
+  }
+}
+
+void sgd_update(float* param, const float* grad, std::size_t N, float lr) noexcept {
+  const batch vlr(lr);
+  std::size_t i = 0;
+  for (; i + kLanes <= N; i += kLanes)
+    (batch::load_unaligned(param + i) - vlr * batch::load_unaligned(grad + i)).store_unaligned(param + i);
+  for (; i < N; i++) param[i] -= lr * grad[i];
+}
+
+#else  // HEADSCOPE_SIMD == 0: the scalar references
+
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* ids, int B, int T, int C) noexcept {
+  ref::encoder_backward<float>(dwte, dwpe, dout, ids, B, T, C);
+}
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int N, int C) noexcept {
+  ref::layernorm_backward<float>(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+}
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int K,
+                    int OC) noexcept {
+  ref::matmul_forward<float>(out, inp, weight, bias, N, K, OC);
+}
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int N, int K, int OC) noexcept {
+  ref::matmul_backward<float>(dinp, dweight, dbias, dout, inp, weight, N, K, OC);
+}
+void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                const float* weight, int N, int K, int OC) noexcept {
+  ref::matmul_transposed_backward<float>(dinp, dweight, dout, inp, weight, N, K, OC);
+}
+void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
+                        int T, int C, int NH) noexcept {
+  ref::attention_backward<float>(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+}
+void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t N) noexcept {
+  ref::gelu_backward<float>(dinp, inp, dout, N);
+}
+void residual_backward(float* da, float* db, const float* dout, std::size_t N) noexcept {
+  ref::residual_backward<float>(da, db, dout, N);
+}
+void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N,
+                           int V) noexcept {
+  ref::crossentropy_backward<float>(dlogits, probs, targets, dloss, N, V);
+}
+void adamw_update(float* param, float* m, float* v, const float* grad, std::size_t N, float lr, float beta1,
+                  float beta2, float eps, float weight_decay, int t) noexcept {
+  ref::adamw_update<float>(param, m, v, grad, N, lr, beta1, beta2, eps, weight_decay, t);
+}
+void sgd_update(float* param, const float* grad, std::size_t N, float lr) noexcept {
+  ref::sgd_update<float>(param, grad, N, lr);
+}
+
+#endif
+
+}  // namespace headscope::train

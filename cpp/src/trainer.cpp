@@ -1,0 +1,344 @@
+// Trainer: parameters, gradients, AdamW state and activations in flat arrays (llm.c's layout), a
+// training forward that keeps what the backward needs, the backward pass in llm.c's order, and the
+// optimizer steps. Shapes use the legend in train.hpp.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "headscope/error.hpp"
+#include "headscope/kernels.hpp"
+#include "headscope/safetensors.hpp"
+#include "headscope/train.hpp"
+#include "headscope/train_reference.hpp"
+
+namespace headscope::train {
+
+namespace k = headscope::kernels;
+
+std::size_t NamedTensor::size() const {
+  std::size_t n = 1;
+  for (int64_t d : shape) n *= (std::size_t)d;
+  return n;
+}
+
+std::size_t Trainer::add_tensor(const std::string& name, std::vector<int64_t> shape) {
+  NamedTensor t{name, std::move(shape), 0};
+  t.offset = tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().size();
+  tensors_.push_back(t);
+  return t.offset;
+}
+
+Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes) : config_(config), B_(B), T_(T) {
+  const int64_t V = config.vocab_size, C = config.n_embd, L = config.n_layer, NH = config.n_head;
+  const int64_t H = config.n_inner > 0 ? config.n_inner : 4 * C;
+  if (V < 1 || C < 1 || L < 1 || NH < 1 || C % NH != 0)
+    throw Error("train: invalid shape (vocab_size, n_embd, n_layer, n_head must be positive, n_embd divisible by n_head)");
+  if (config.activation != Activation::gelu_tanh)
+    throw Error("train: only activation_function gelu_new (tanh GELU) is supported, not " + config.activation_name);
+  if (B < 1 || T < 1) throw Error("train: batch size and sequence length must be at least 1");
+  if (T > config.n_positions)
+    throw Error("train: sequence length " + std::to_string(T) + " exceeds n_positions " +
+                std::to_string(config.n_positions));
+  // Memory check before any allocation: parameters x4 (weights, grads, m, v), activations x2 (values
+  // and gradients), as bytes() counts them afterwards.
+  const double n_params = (double)V * C + (double)config.n_positions * C + 2.0 * C +
+                          (double)L * (4.0 * C + 3.0 * C * C + 3.0 * C + C * C + C + 2.0 * C * H + H + C);
+  const double N = (double)B * T;
+  const double per_layer = N * (10.0 * C + 4.0 + 2.0 * H) + N * NH * T;
+  const double n_acts = N * (2.0 * C + 3.0 + 2.0 * V + 1.0) + L * per_layer;
+  const double need = 4.0 * (4.0 * n_params + 2.0 * n_acts);
+  if (need > (double)max_bytes)
+    throw Error("train: this shape needs about " + std::to_string((long long)(need / 1048576.0)) +
+                " MiB, more than the limit of " + std::to_string((long long)(max_bytes / 1048576)) +
+                " MiB: reduce n_embd, n_layer, vocab_size, the batch size or the sequence length");
+
+  wte_ = add_tensor("wte.weight", {V, C});
+  wpe_ = add_tensor("wpe.weight", {config.n_positions, C});
+  for (int l = 0; l < L; l++) {
+    const std::string p = "h." + std::to_string(l) + ".";
+    Layer ly;
+    ly.ln1w = add_tensor(p + "ln_1.weight", {C});
+    ly.ln1b = add_tensor(p + "ln_1.bias", {C});
+    ly.qkvw = add_tensor(p + "attn.c_attn.weight", {C, 3 * C});
+    ly.qkvb = add_tensor(p + "attn.c_attn.bias", {3 * C});
+    ly.attprojw = add_tensor(p + "attn.c_proj.weight", {C, C});
+    ly.attprojb = add_tensor(p + "attn.c_proj.bias", {C});
+    ly.ln2w = add_tensor(p + "ln_2.weight", {C});
+    ly.ln2b = add_tensor(p + "ln_2.bias", {C});
+    ly.fcw = add_tensor(p + "mlp.c_fc.weight", {C, H});
+    ly.fcb = add_tensor(p + "mlp.c_fc.bias", {H});
+    ly.fcprojw = add_tensor(p + "mlp.c_proj.weight", {H, C});
+    ly.fcprojb = add_tensor(p + "mlp.c_proj.bias", {C});
+    layers_.push_back(ly);
+  }
+  lnfw_ = add_tensor("ln_f.weight", {C});
+  lnfb_ = add_tensor("ln_f.bias", {C});
+  const std::size_t P = tensors_.back().offset + tensors_.back().size();
+  params_.assign(P, 0.0f);
+  grads_.assign(P, 0.0f);
+  adam_m_.assign(P, 0.0f);
+  adam_v_.assign(P, 0.0f);
+
+  const std::size_t n = (std::size_t)B * T, nc = n * C, nh = n * H;
+  ids_.assign(n, 0);
+  targets_.assign(n, 0);
+  auto alloc = [&](LayerActs& a) {
+    a.ln1.assign(nc, 0);
+    a.ln1_mean.assign(n, 0);
+    a.ln1_rstd.assign(n, 0);
+    a.qkv.assign(3 * nc, 0);
+    a.att.assign(n * NH * T, 0);
+    a.atty.assign(nc, 0);
+    a.attproj.assign(nc, 0);
+    a.res2.assign(nc, 0);
+    a.ln2.assign(nc, 0);
+    a.ln2_mean.assign(n, 0);
+    a.ln2_rstd.assign(n, 0);
+    a.fch.assign(nh, 0);
+    a.fch_gelu.assign(nh, 0);
+    a.fcproj.assign(nc, 0);
+    a.res3.assign(nc, 0);
+  };
+  acts_.resize(L);
+  dacts_.resize(L);
+  for (int l = 0; l < L; l++) {
+    alloc(acts_[l]);
+    alloc(dacts_[l]);
+  }
+  encoded_.assign(nc, 0);
+  lnf_.assign(nc, 0);
+  lnf_mean_.assign(n, 0);
+  lnf_rstd_.assign(n, 0);
+  logits_.assign(n * V, 0);
+  probs_.assign(n * V, 0);
+  losses_.assign(n, 0);
+  dencoded_.assign(nc, 0);
+  dlnf_.assign(nc, 0);
+  dlogits_.assign(n * V, 0);
+  scratch_.assign(T, 0);
+  key_panels_.assign(k::attention_key_panels_floats(T, C, NH), 0);
+}
+
+std::size_t Trainer::bytes() const {
+  std::size_t f = params_.size() + grads_.size() + adam_m_.size() + adam_v_.size();
+  for (const auto* v : {&encoded_, &lnf_, &lnf_mean_, &lnf_rstd_, &logits_, &probs_, &losses_, &dencoded_, &dlnf_,
+                        &dlogits_, &scratch_, &key_panels_})
+    f += v->size();
+  for (const auto* set : {&acts_, &dacts_})
+    for (const LayerActs& a : *set)
+      for (const auto* v : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att, &a.atty, &a.attproj, &a.res2, &a.ln2,
+                            &a.ln2_mean, &a.ln2_rstd, &a.fch, &a.fch_gelu, &a.fcproj, &a.res3})
+        f += v->size();
+  return f * sizeof(float) + (ids_.size() + targets_.size()) * sizeof(int);
+}
+
+namespace {
+// Box-Muller over mt19937 (whose output the standard fixes), so a seed gives the same weights in
+// every build; std::normal_distribution differs between libstdc++ and libc++.
+struct Normal {
+  std::mt19937 rng;
+  explicit Normal(uint64_t seed) : rng((uint32_t)(seed ^ (seed >> 32))) {}
+  double uniform() { return ((rng() >> 8) + 0.5) / 16777216.0; }  // (0, 1)
+  double operator()() {
+    const double u = uniform(), v = uniform();
+    return std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v);
+  }
+};
+}  // namespace
+
+void Trainer::init_random(uint64_t seed) {
+  Normal normal(seed);
+  const double proj_std = 0.02 / std::sqrt(2.0 * config_.n_layer);
+  for (const NamedTensor& t : tensors_) {
+    float* p = params_.data() + t.offset;
+    const bool ln = t.name.find("ln_") != std::string::npos;
+    if (ln) {
+      const float v = t.name.ends_with(".weight") ? 1.0f : 0.0f;
+      for (std::size_t i = 0; i < t.size(); i++) p[i] = v;
+    } else if (t.name.ends_with(".bias")) {
+      for (std::size_t i = 0; i < t.size(); i++) p[i] = 0.0f;
+    } else {
+      const double sd = t.name == "wpe.weight" ? 0.01 : t.name.ends_with("c_proj.weight") ? proj_std : 0.02;
+      for (std::size_t i = 0; i < t.size(); i++) p[i] = (float)(sd * normal());
+    }
+  }
+  std::fill(adam_m_.begin(), adam_m_.end(), 0.0f);
+  std::fill(adam_v_.begin(), adam_v_.end(), 0.0f);
+  adam_t_ = 0;
+}
+
+void Trainer::load(const SafeTensors& st) {
+  const std::string prefix = !st.contains("wte.weight") && st.contains("transformer.wte.weight") ? "transformer." : "";
+  for (const NamedTensor& t : tensors_) {
+    if (!st.contains(prefix + t.name)) throw Error("model.safetensors: tensor \"" + prefix + t.name + "\" is missing");
+    const std::vector<float> v = st.read_f32(prefix + t.name, t.shape);
+    for (std::size_t i = 0; i < v.size(); i++)
+      if (!std::isfinite(v[i]))
+        throw Error("model.safetensors: tensor \"" + prefix + t.name + "\" contains NaN or Inf");
+    std::memcpy(params_.data() + t.offset, v.data(), v.size() * sizeof(float));
+  }
+  std::fill(adam_m_.begin(), adam_m_.end(), 0.0f);
+  std::fill(adam_v_.begin(), adam_v_.end(), 0.0f);
+  adam_t_ = 0;
+}
+
+float Trainer::forward(const int* ids, const int* targets, int B, int T) {
+  if (B < 1 || B > B_ || T < 1 || T > T_)
+    throw Error("train: batch (" + std::to_string(B) + ", " + std::to_string(T) + ") is outside (1.." +
+                std::to_string(B_) + ", 1.." + std::to_string(T_) + ")");
+  const int V = config_.vocab_size, C = config_.n_embd, NH = config_.n_head;
+  const int H = config_.n_inner > 0 ? config_.n_inner : 4 * C;
+  const int N = B * T;
+  for (int i = 0; i < N; i++) {
+    for (int id : {ids[i], targets[i]})
+      if (id < 0 || id >= V)
+        throw Error("train: token id " + std::to_string(id) + " at row " + std::to_string(i / T) + ", position " +
+                    std::to_string(i % T) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
+  }
+  std::copy(ids, ids + N, ids_.begin());
+  std::copy(targets, targets + N, targets_.begin());
+  cur_B_ = B;
+  cur_T_ = T;
+  const float* P = params_.data();
+  const float eps = config_.layer_norm_epsilon;
+
+  ref::encoder_forward<float>(encoded_.data(), ids, P + wte_, P + wpe_, B, T, C);
+  const float* residual = encoded_.data();
+  for (std::size_t l = 0; l < layers_.size(); l++) {
+    const Layer& w = layers_[l];
+    LayerActs& a = acts_[l];
+    ref::layernorm_forward<float>(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), residual, P + w.ln1w,
+                                  P + w.ln1b, N, C, eps);
+    matmul_forward(a.qkv.data(), a.ln1.data(), P + w.qkvw, P + w.qkvb, N, C, 3 * C);
+    for (int b = 0; b < B; b++)
+      k::attention_forward(a.atty.data() + (std::size_t)b * T * C, a.att.data() + (std::size_t)b * NH * T * T,
+                           a.qkv.data() + (std::size_t)b * T * 3 * C, 0, T, C, NH, T, key_panels_.data());
+    matmul_forward(a.attproj.data(), a.atty.data(), P + w.attprojw, P + w.attprojb, N, C, C);
+    k::add_forward(a.res2.data(), residual, a.attproj.data(), (std::size_t)N * C);
+    ref::layernorm_forward<float>(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), P + w.ln2w,
+                                  P + w.ln2b, N, C, eps);
+    matmul_forward(a.fch.data(), a.ln2.data(), P + w.fcw, P + w.fcb, N, C, H);
+    k::gelu_forward(a.fch_gelu.data(), a.fch.data(), (std::size_t)N * H);
+    matmul_forward(a.fcproj.data(), a.fch_gelu.data(), P + w.fcprojw, P + w.fcprojb, N, H, C);
+    k::add_forward(a.res3.data(), a.res2.data(), a.fcproj.data(), (std::size_t)N * C);
+    residual = a.res3.data();
+  }
+  ref::layernorm_forward<float>(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual, P + lnfw_, P + lnfb_, N,
+                                C, eps);
+  k::matmul_transposed_forward(logits_.data(), lnf_.data(), P + wte_, N, C, V);
+  ref::crossentropy_forward<float>(losses_.data(), probs_.data(), logits_.data(), targets, N, V);
+  double sum = 0;
+  for (int i = 0; i < N; i++) sum += losses_[i];
+  return (float)(sum / N);
+}
+
+void Trainer::zero_grad() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
+
+void Trainer::backward() {
+  if (cur_B_ == 0) throw Error("train: backward() before forward()");
+  const int B = cur_B_, T = cur_T_, N = B * T;
+  const int V = config_.vocab_size, C = config_.n_embd, NH = config_.n_head;
+  const int H = config_.n_inner > 0 ? config_.n_inner : 4 * C;
+  const std::size_t nc = (std::size_t)N * C;
+  const float* P = params_.data();
+  float* G = grads_.data();
+  // activation gradients start from zero each pass; parameter gradients accumulate until zero_grad()
+  for (auto& d : dacts_)
+    for (auto* v : {&d.ln1, &d.qkv, &d.atty, &d.attproj, &d.res2, &d.ln2, &d.fch, &d.fch_gelu, &d.fcproj, &d.res3})
+      std::fill(v->begin(), v->end(), 0.0f);
+  std::fill(dencoded_.begin(), dencoded_.end(), 0.0f);
+  std::fill(dlnf_.begin(), dlnf_.end(), 0.0f);
+  std::fill(dlogits_.begin(), dlogits_.end(), 0.0f);
+
+  crossentropy_backward(dlogits_.data(), probs_.data(), targets_.data(), 1.0f / N, N, V);
+  matmul_transposed_backward(dlnf_.data(), G + wte_, dlogits_.data(), lnf_.data(), P + wte_, N, C, V);
+  const int L = (int)layers_.size();
+  layernorm_backward(dacts_[L - 1].res3.data(), G + lnfw_, G + lnfb_, dlnf_.data(), acts_[L - 1].res3.data(),
+                     P + lnfw_, lnf_mean_.data(), lnf_rstd_.data(), N, C);
+  for (int l = L - 1; l >= 0; l--) {
+    const Layer& w = layers_[l];
+    LayerActs& a = acts_[l];
+    LayerActs& d = dacts_[l];
+    const float* residual = l == 0 ? encoded_.data() : acts_[l - 1].res3.data();
+    float* dresidual = l == 0 ? dencoded_.data() : dacts_[l - 1].res3.data();
+    residual_backward(d.res2.data(), d.fcproj.data(), d.res3.data(), nc);
+    matmul_backward(d.fch_gelu.data(), G + w.fcprojw, G + w.fcprojb, d.fcproj.data(), a.fch_gelu.data(), P + w.fcprojw,
+                    N, H, C);
+    gelu_backward(d.fch.data(), a.fch.data(), d.fch_gelu.data(), (std::size_t)N * H);
+    matmul_backward(d.ln2.data(), G + w.fcw, G + w.fcb, d.fch.data(), a.ln2.data(), P + w.fcw, N, C, H);
+    layernorm_backward(d.res2.data(), G + w.ln2w, G + w.ln2b, d.ln2.data(), a.res2.data(), P + w.ln2w,
+                       a.ln2_mean.data(), a.ln2_rstd.data(), N, C);
+    residual_backward(dresidual, d.attproj.data(), d.res2.data(), nc);
+    matmul_backward(d.atty.data(), G + w.attprojw, G + w.attprojb, d.attproj.data(), a.atty.data(), P + w.attprojw, N,
+                    C, C);
+    attention_backward(d.qkv.data(), scratch_.data(), d.atty.data(), a.qkv.data(), a.att.data(), B, T, C, NH);
+    matmul_backward(d.ln1.data(), G + w.qkvw, G + w.qkvb, d.qkv.data(), a.ln1.data(), P + w.qkvw, N, C, 3 * C);
+    layernorm_backward(dresidual, G + w.ln1w, G + w.ln1b, d.ln1.data(), residual, P + w.ln1w, a.ln1_mean.data(),
+                       a.ln1_rstd.data(), N, C);
+  }
+  encoder_backward(G + wte_, G + wpe_, dencoded_.data(), ids_.data(), B, T, C);
+}
+
+double Trainer::grad_norm() const { return std::sqrt(ref::sum_squares<float>(grads_.data(), grads_.size())); }
+
+void Trainer::sgd_step(float lr) { sgd_update(params_.data(), grads_.data(), params_.size(), lr); }
+
+void Trainer::adamw_step(const AdamW& hp) {
+  if (hp.clip > 0) {
+    // as torch.nn.utils.clip_grad_norm_: scale by clip / (norm + 1e-6) when that is below 1
+    const double norm = grad_norm();
+    const double coef = hp.clip / (norm + 1e-6);
+    if (coef < 1.0)
+      for (float& g : grads_) g = (float)(g * coef);
+  }
+  adam_t_++;
+  adamw_update(params_.data(), adam_m_.data(), adam_v_.data(), grads_.data(), params_.size(), hp.lr, hp.beta1,
+               hp.beta2, hp.eps, hp.weight_decay, adam_t_);
+}
+
+std::vector<uint8_t> Trainer::safetensors_bytes() const {
+  nlohmann::ordered_json header;
+  header["__metadata__"] = {{"format", "pt"}};
+  std::size_t offset = 0;
+  for (const NamedTensor& t : tensors_) {
+    const std::size_t nbytes = t.size() * sizeof(float);
+    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + nbytes}}};
+    offset += nbytes;
+  }
+  std::string h = header.dump();
+  while (h.size() % 8 != 0) h.push_back(' ');
+  std::vector<uint8_t> out(8 + h.size() + offset);
+  const uint64_t n = h.size();
+  for (int i = 0; i < 8; i++) out[i] = (uint8_t)(n >> (8 * i));
+  std::memcpy(out.data() + 8, h.data(), h.size());
+  uint8_t* data = out.data() + 8 + h.size();
+  for (const NamedTensor& t : tensors_) {
+    // little-endian float32: both targets are little-endian
+    std::memcpy(data, params_.data() + t.offset, t.size() * sizeof(float));
+    data += t.size() * sizeof(float);
+  }
+  return out;
+}
+
+std::string Trainer::config_json() const {
+  const ModelConfig& c = config_;
+  nlohmann::ordered_json j = {{"architectures", {"GPT2LMHeadModel"}},
+                              {"model_type", "gpt2"},
+                              {"vocab_size", c.vocab_size},
+                              {"n_positions", c.n_positions},
+                              {"n_ctx", c.n_positions},
+                              {"n_embd", c.n_embd},
+                              {"n_layer", c.n_layer},
+                              {"n_head", c.n_head},
+                              {"n_inner", c.n_inner > 0 ? c.n_inner : 4 * c.n_embd},
+                              {"layer_norm_epsilon", c.layer_norm_epsilon},
+                              {"activation_function", "gelu_new"},
+                              {"bos_token_id", 0},
+                              {"eos_token_id", 0}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace headscope::train
