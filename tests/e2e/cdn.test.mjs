@@ -10,10 +10,11 @@ const DIST = path.join(ROOT, 'dist');
 const FIXTURES = path.join(ROOT, 'tests/fixtures/models');
 
 // The files a CDN user downloads with the default model: the two component bundles and what they
-// import, the engine, and the default model's four files. Nothing else.
+// import, the engine (the relaxed-SIMD build: Chromium validates it; the SIMD128 one is not
+// fetched), and the default model's four files. Nothing else.
 const EXPECTED_FILES = [
   '/headscope-view.js', '/headscope-lab.js', '/analysis.js', '/headscope-worker.js', '/headscope.js',
-  '/headscope_wasm.js', '/result.js', '/worker.js', '/headscope_wasm.wasm',
+  '/headscope_wasm.js', '/result.js', '/worker.js', '/headscope_wasm_relaxed.wasm',
   '/models/headscope-base/config.json', '/models/headscope-base/model.safetensors',
   '/models/headscope-base/vocab.json', '/models/headscope-base/merges.txt',
 ];
@@ -149,7 +150,7 @@ test('a CSP that forbids blob: workers: the widgets run on the page thread, say 
 
 test('a CDN that sends CORS headers only on scripts: each widget names the .wasm it could not read and the header it needs', async ({ page, cdnJsOnly, article }) => {
   const url = await article('wasm-without-cors', { from: cdnJsOnly.base, body: VIEW_AND_LAB });
-  const wasm = `${cdnJsOnly.base}headscope_wasm.wasm`;
+  const wasm = `${cdnJsOnly.base}headscope_wasm_relaxed.wasm`; // the build Chromium loads
   // the refused read happens in the worker, whose network errors Chromium does not log on the page:
   // the page itself stays free of errors (the page fixture checks)
   await page.goto(url);
