@@ -20,7 +20,8 @@ const sameAblate = (a = [], b = []) => a.length === b.length && a.every(([l, h],
 export class FastTypingModel {
   #worker;
   #page = null;
-  #last = null; // the page instance's last run: { text, ablate, ms, computed: tokens not reused }
+  #last = null;     // the page instance's last run: { text, ablate } (what its cache holds)
+  #costs = [];      // the last few page-thread runs, in ms per keystroke-sized update
   #primeTimer = 0;
 
   constructor(workerModel, pageModel) {
@@ -34,21 +35,42 @@ export class FastTypingModel {
   /** True: short incremental runs may run on the page thread. */
   get fastTyping() { return true; }
 
+  // The cost of a keystroke here: the median of the last runs (one slow run, a garbage collection
+  // say, does not send typing to the worker), each scaled to four new tokens (a run that primed the
+  // cache computed them all).
+  #record(ms, computed) {
+    this.#costs.push(ms * Math.min(1, 4 / Math.max(1, computed)));
+    if (this.#costs.length > 5) this.#costs.shift();
+  }
+  #estimate() {
+    const sorted = [...this.#costs].sort((a, b) => a - b);
+    return sorted.length ? sorted[sorted.length >> 1] : Infinity;
+  }
+
+  // An edit at the end of what the page instance's cache holds: the engine reuses every token before it.
+  #extendsCache(text, ablate) {
+    const last = this.#last;
+    return !!last && sameAblate(ablate, last.ablate)
+      && text.startsWith(last.text.slice(0, Math.max(0, last.text.length - 24))) && Math.abs(text.length - last.text.length) <= 24;
+  }
+
   /** True when `text` can run on the page thread within a frame (see the module comment). */
   #fitsHere(text, { ablate = [], allLogits = false } = {}) {
-    const last = this.#last;
-    if (!this.#page || !last || allLogits || !sameAblate(ablate, last.ablate)) return false;
-    // the last run's time scaled to a keystroke's few new tokens (a priming run computed them all)
-    if (last.ms * Math.min(1, 4 / Math.max(1, last.computed)) >= PAGE_THREAD_BUDGET_MS) return false;
-    // an edit at the end: the engine reuses every token before it
-    return text.startsWith(last.text.slice(0, Math.max(0, last.text.length - 24))) && Math.abs(text.length - last.text.length) <= 24;
+    if (!this.#page || allLogits) return false;
+    return this.#estimate() < PAGE_THREAD_BUDGET_MS && this.#extendsCache(text, ablate);
+  }
+
+  #runHere(text, options) {
+    const t0 = performance.now();
+    const result = this.#page.run(text, options);
+    this.#record(performance.now() - t0, result.T - result.reusedTokens);
+    this.#last = { text, ablate: options.ablate ?? [] };
+    return result;
   }
 
   async run(text, options = {}) {
     if (this.#fitsHere(text, options)) {
-      const t0 = performance.now();
-      const result = this.#page.run(text, options);
-      this.#last = { text, ablate: options.ablate ?? [], ms: performance.now() - t0, computed: result.T - result.reusedTokens };
+      const result = this.#runHere(text, options);
       result.ranOnPage = true;
       return result;
     }
@@ -58,21 +80,21 @@ export class FastTypingModel {
     return result;
   }
 
-  // After a worker run, the page instance runs the same text when the page is idle, so that the next
-  // keystroke finds its cache ready (and the time it took decides whether the page thread is fast
-  // enough for this model and text).
+  // After a worker run the page instance runs the same text, so that the next keystroke finds its
+  // cache ready (and its time decides whether the page thread is fast enough for this model and
+  // text): at once when that is a small update of what it holds, else when the page is idle.
   #prime(text, options) {
     clearTimeout(this.#primeTimer);
-    this.#primeTimer = setTimeout(() => {
+    const prime = () => {
       if (!this.#page || this.#page.disposed) return;
       try {
-        const t0 = performance.now();
-        const r = this.#page.run(text, { ablate: options.ablate, topK: 1 });
-        this.#last = { text, ablate: options.ablate ?? [], ms: performance.now() - t0, computed: r.T - r.reusedTokens };
+        this.#runHere(text, { ablate: options.ablate, topK: 1 });
       } catch {
         this.#last = null; // the worker already reported any problem with this text
       }
-    }, 50);
+    };
+    if (this.#page && this.#estimate() < PAGE_THREAD_BUDGET_MS && this.#extendsCache(text, options.ablate ?? [])) prime();
+    else this.#primeTimer = setTimeout(prime, 50);
   }
 
   tokenize(text) { return this.#worker.tokenize(text); }
