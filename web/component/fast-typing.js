@@ -23,6 +23,7 @@ export class FastTypingModel {
   #last = null;     // the page instance's last run: { text, ablate } (what its cache holds)
   #costs = [];      // the last few page-thread runs, in ms per keystroke-sized update
   #primeTimer = 0;
+  #primeWith = null; // the text the page instance should catch up with
 
   constructor(workerModel, pageModel) {
     this.#worker = workerModel;
@@ -82,19 +83,28 @@ export class FastTypingModel {
 
   // After a worker run the page instance runs the same text, so that the next keystroke finds its
   // cache ready (and its time decides whether the page thread is fast enough for this model and
-  // text): at once when that is a small update of what it holds, else when the page is idle.
+  // text): at once when that is a small update of what it holds, else in a task of its own after
+  // this result is painted (one pending at a time, for the latest text: while the reader types, a
+  // debounce would never fire).
   #prime(text, options) {
-    clearTimeout(this.#primeTimer);
+    this.#primeWith = { text, ablate: options.ablate ?? [] };
     const prime = () => {
-      if (!this.#page || this.#page.disposed) return;
+      this.#primeTimer = 0;
+      const want = this.#primeWith;
+      if (!this.#page || this.#page.disposed || !want) return;
       try {
-        this.#runHere(text, { ablate: options.ablate, topK: 1 });
+        this.#runHere(want.text, { ablate: want.ablate, topK: 1 });
       } catch {
         this.#last = null; // the worker already reported any problem with this text
       }
     };
-    if (this.#page && this.#estimate() < PAGE_THREAD_BUDGET_MS && this.#extendsCache(text, options.ablate ?? [])) prime();
-    else this.#primeTimer = setTimeout(prime, 50);
+    if (this.#page && this.#estimate() < PAGE_THREAD_BUDGET_MS && this.#extendsCache(text, options.ablate ?? [])) {
+      clearTimeout(this.#primeTimer);
+      this.#primeTimer = 0;
+      prime();
+    } else if (!this.#primeTimer) {
+      this.#primeTimer = setTimeout(prime, 0);
+    }
   }
 
   tokenize(text) { return this.#worker.tokenize(text); }
