@@ -52,7 +52,7 @@ echo "{\"simd\": ${simd_ops:-0}, \"scalar\": ${scalar_ops:-0}}" > "$OUT/f32x4.js
 
 # the npm package's payload from the SIMD tree, for the browser page
 rm -rf "$OUT/pkg" && mkdir -p "$OUT/pkg"
-cp web/lib/*.js "$OUT/pkg/" && cp "$OUT/wasm-simd/headscope_wasm.js" "$OUT/wasm-simd/headscope_wasm.wasm" "$OUT/pkg/"
+cp web/lib/*.js web/lib/*.json "$OUT/pkg/" && cp "$OUT/wasm-simd/headscope_wasm.js" "$OUT/wasm-simd/headscope_wasm.wasm" "$OUT/pkg/"
 # Chromium validates relaxed SIMD: the page loads this build, as a reader's browser does
 cp "$OUT/wasm-relaxed/headscope_wasm.wasm" "$OUT/pkg/headscope_wasm_relaxed.wasm"
 # the package's worker with timestamps around the run (bench/page splits a worker run into its parts)

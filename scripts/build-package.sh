@@ -14,7 +14,7 @@ cmp -s <(sed 's/headscope_wasm\.wasm//g' build/wasm-release/headscope_wasm.js) <
 rm -rf dist.tmp && mkdir -p dist.tmp/models
 cp build/wasm-release/headscope_wasm.js build/wasm-release/headscope_wasm.wasm dist.tmp/
 cp build/wasm-relaxed/headscope_wasm.wasm dist.tmp/headscope_wasm_relaxed.wasm
-cp web/lib/*.js web/lib/*.d.ts dist.tmp/
+cp web/lib/*.js web/lib/*.d.ts web/lib/*.json dist.tmp/
 for m in web/models/*/; do
   [ -f "$m/model.safetensors" ] || continue
   name=$(basename "$m")

@@ -13,7 +13,7 @@ const FIXTURES = path.join(ROOT, 'tests/fixtures/models');
 // import, the engine (the relaxed-SIMD build: Chromium validates it; the SIMD128 one is not
 // fetched), and the default model's four files. Nothing else.
 const EXPECTED_FILES = [
-  '/headscope-view.js', '/headscope-lab.js', '/analysis.js', '/headscope-worker.js', '/headscope.js',
+  '/headscope-view.js', '/headscope-lab.js', '/analysis.js', '/roles.json', '/headscope-worker.js', '/headscope.js',
   '/headscope_wasm.js', '/result.js', '/worker.js', '/headscope_wasm_relaxed.wasm',
   '/models/headscope-base/config.json', '/models/headscope-base/model.safetensors',
   '/models/headscope-base/vocab.json', '/models/headscope-base/merges.txt',

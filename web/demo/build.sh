@@ -11,7 +11,7 @@ for f in headscope.js headscope-worker.js worker.js headscope_wasm.js headscope_
 done
 TMP="$OUT.tmp"
 rm -rf "$TMP" && mkdir -p "$TMP"
-cp "$DIST"/*.js "$DIST"/*.wasm "$TMP"/
+cp "$DIST"/*.js "$DIST"/*.wasm "$DIST"/*.json "$TMP"/
 mkdir -p "$TMP/models"
 [ -d "$DIST/models" ] && cp -r "$DIST/models/." "$TMP/models/"
 # models/index.json: the models this site holds (the page's model picker reads it)

@@ -52,3 +52,17 @@ export interface KnockoutEntry {
 }
 /** Switches off each head in turn (on top of `ablate`) and ranks heads by the loss increase. */
 export declare function knockoutRanking(model: AnyModel, text: string, options?: { ablate?: Array<[number, number]> }): Promise<{ baseLoss: number; heads: KnockoutEntry[] }>;
+
+/** A role of roles.json: what a score measures, and the threshold at which a head earns it. */
+export interface Role {
+  name: string;
+  short: string;
+  label: string;
+  formula: string;
+  threshold: number;
+  description: string;
+  /** 'live': badged on the reader's text; 'card': measured for the model cards. */
+  where: Array<'live' | 'card'>;
+}
+/** Every role of roles.json, the vocabulary the model cards use too. */
+export declare const ROLES_TABLE: readonly Role[];

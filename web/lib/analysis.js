@@ -17,26 +17,22 @@
 //                                                            best measured on a repeated random sequence (inductionProbe)
 //   broad      mean over t >= 1 of H(A[t]) / ln(t+1)         normalized entropy: 1 = uniform over the past,
 //                                                            0 = all weight on one token
-// A badge is shown when a score reaches its threshold (ROLE_THRESHOLDS); thresholds are chosen so a
-// uniform head earns no pattern badge (its previous/first/self scores are about ln(T)/T).
+// A badge is shown when a score reaches its threshold (ROLE_THRESHOLDS, from roles.json); thresholds
+// are chosen so a uniform head earns no pattern badge (its previous/first/self scores are about ln(T)/T).
+import ROLES from './roles.json' with { type: 'json' };
 
-export const ROLE_THRESHOLDS = Object.freeze({
-  previous: 0.5,
-  first: 0.6,
-  self: 0.5,
-  duplicate: 0.4,
-  induction: 0.4,
-  broad: 0.85,
-});
+// The roles, their formulas and thresholds live in roles.json, which the model cards' Python code
+// reads too. The page badges the roles measured live.
+const LIVE_ROLES = ROLES.roles.filter((r) => r.where.includes('live'));
 
-export const ROLE_DESCRIPTIONS = Object.freeze({
-  previous: 'attends to the previous token',
-  first: 'parks attention on the first token (an attention sink)',
-  self: 'attends to the token itself',
-  duplicate: 'attends to earlier copies of the same token',
-  induction: 'attends to the token that followed this one last time (induction)',
-  broad: 'spreads attention broadly over the past',
-});
+/** Threshold per live role: a head earns the badge when its score reaches it. */
+export const ROLE_THRESHOLDS = Object.freeze(Object.fromEntries(LIVE_ROLES.map((r) => [r.name, r.threshold])));
+
+/** What each live role means, in words. */
+export const ROLE_DESCRIPTIONS = Object.freeze(Object.fromEntries(LIVE_ROLES.map((r) => [r.name, r.description])));
+
+/** Every role of roles.json: { name, short, label, formula, threshold, description, where }. */
+export const ROLES_TABLE = Object.freeze(ROLES.roles.map((r) => Object.freeze({ ...r })));
 
 function mean(values) {
   return values.length ? values.reduce((a, b) => a + b, 0) / values.length : NaN;

@@ -1,26 +1,16 @@
 // The lab's roles panel: what each head turned out to do, as badges on the grid, measured live.
 // The scores and thresholds come from the package's analysis module; this module names them,
 // writes their formulas in words, and runs the induction probe once per model.
-import { ROLE_THRESHOLDS, ROLE_DESCRIPTIONS, allHeadScores, inductionProbeText } from '../../lib/analysis.js';
+import { ROLE_THRESHOLDS, ROLE_DESCRIPTIONS, ROLES_TABLE, allHeadScores, inductionProbeText } from '../../lib/analysis.js';
 import { el, panel } from './dom.js';
 
+const LIVE = ROLES_TABLE.filter((r) => r.where.includes('live'));
 /** Short badge text per role (shown on the grid cells). */
-export const ROLE_SHORT = Object.freeze({
-  previous: 'prev', first: 'sink', self: 'self', duplicate: 'dup', induction: 'ind', broad: 'broad',
-});
+export const ROLE_SHORT = Object.freeze(Object.fromEntries(LIVE.map((r) => [r.name, r.short])));
 /** The formula of each score, in words and symbols (A = the head's attention, row t = query). */
-export const ROLE_FORMULAS = Object.freeze({
-  previous: 'mean over tokens t ≥ 1 of A[t][t−1]',
-  first: 'mean over tokens t ≥ 1 of A[t][0]',
-  self: 'mean over tokens t ≥ 1 of A[t][t]',
-  duplicate: 'mean over tokens with an earlier copy of Σ A[t][j] over earlier copies j',
-  induction: 'on a random word sequence repeated twice: mean over the second copy of A[t][j+1], j = the token\'s first occurrence',
-  broad: 'mean over tokens t ≥ 1 of the entropy of A[t] divided by ln(t+1)',
-});
-export const ROLE_NAMES = Object.freeze({
-  previous: 'previous token', first: 'first token (sink)', self: 'self', duplicate: 'duplicate token',
-  induction: 'induction', broad: 'broad',
-});
+export const ROLE_FORMULAS = Object.freeze(Object.fromEntries(LIVE.map((r) => [r.name, r.formula])));
+/** The role's name as the legend shows it. */
+export const ROLE_NAMES = Object.freeze(Object.fromEntries(LIVE.map((r) => [r.name, r.label])));
 
 /** Role scores of every head of `result`, with the induction score from the probe run. */
 // (the induction score always comes from the probe: on ordinary text few tokens repeat, and a
