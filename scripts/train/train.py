@@ -86,9 +86,12 @@ def ensure_tokenizer(vocab_size, train_txt, folder=None, log=print, kind=None):
             vocab, merges = gpt2_subset.build(text, vocab_size)
         else:
             vocab, merges = bpe.train(bpe.count_words(text), vocab_size, log=log)
-        tmp = folder + ".tmp"
+        tmp = f"{folder}.tmp-{os.getpid()}"  # models started together may build the same tokenizer at once
         bpe.save(tmp, vocab, merges)
-        os.replace(tmp, folder) if not os.path.exists(folder) else None
+        try:
+            os.replace(tmp, folder)
+        except OSError:  # another run finished first (same inputs, same result)
+            shutil.rmtree(tmp, ignore_errors=True)
     return folder
 
 
@@ -103,8 +106,9 @@ def encode_file(enc, path, cache_path, tok_dir):
         return np.load(cache_path)
     with open(path, encoding="utf-8") as f:
         ids = np.array(enc.encode_docs(f.read()), dtype=np.uint16)
-    np.save(cache_path + ".tmp.npy", ids)
-    os.replace(cache_path + ".tmp.npy", cache_path)
+    tmp = f"{cache_path}.tmp-{os.getpid()}.npy"
+    np.save(tmp, ids)
+    os.replace(tmp, cache_path)
     return ids
 
 
