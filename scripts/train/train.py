@@ -6,10 +6,11 @@
 
 Steps for --model NAME (config in scripts/train/configs.json):
   1. data: .cache/data/{train,val}.txt (runs scripts/data/fetch_corpus.sh + prepare_corpus.py if missing)
-  2. tokenizer: .cache/tokenizer-<V>/ (byte-level BPE, scripts/train/bpe.py) trained on train.txt if missing
+  2. tokenizer: .cache/tokenizer-gpt2-subset-<V>/ (GPT-2's merges that train.txt uses most,
+     scripts/train/gpt2_subset.py; configs without "tokenizer": bpe.py trained on train.txt) if missing
   3. token ids cached in .cache/data/{train,val}-<V>.npy (uint16)
   4. training: AdamW (betas 0.9/0.95, decoupled weight decay on matrices), linear warmup + cosine decay,
-     batches of random 128-token windows; logs to .cache/train/NAME/log.txt and log.json; checkpoint
+     batches of random 128-token windows, a share rewritten to repeat earlier spans ("repeat_spans"); logs to .cache/train/NAME/log.txt and log.json; checkpoint
      .cache/train/NAME/ckpt.pt (weights, optimizer, RNG states, step, best weights) every few minutes
      and at every evaluation. Rerunning the same command resumes where it stopped.
   5. export (scripts/train/export.py): web/models/NAME/ with F16 weights, tokenizer, card, reference.json.
