@@ -104,19 +104,6 @@ def prev_token_top1(model, ids_val, T, n_windows):
 
 
 @torch.no_grad()
-def full_val_loss(model, ids_val, T, B=32):
-    n_win = (len(ids_val) - 1) // T
-    tot, cnt = 0.0, 0
-    for i in range(0, n_win, B):
-        j = min(n_win, i + B)
-        x = torch.from_numpy(np.stack([ids_val[k * T:k * T + T + 1] for k in range(i, j)]).astype(np.int64))
-        lg = model(x[:, :-1])
-        tot += F.cross_entropy(lg.reshape(-1, lg.shape[-1]), x[:, 1:].reshape(-1), reduction="sum").item()
-        cnt += x[:, 1:].numel()
-    return tot / cnt, cnt
-
-
-@torch.no_grad()
 def forward_ms(model, T, reps=10):
     torch.set_num_threads(1)
     x = torch.randint(0, model.cfg["vocab_size"], (1, T))
@@ -242,11 +229,12 @@ def _export_to(name, tc, state, tok_dir, val_txt, out, log, smoke):
     with open(val_txt, encoding="utf-8") as f:
         val_text = f.read()
     ids_val = np.array(enc.encode_docs(val_text), dtype=np.int64)
-    val_loss, val_tokens = full_val_loss(model, ids_val, T)
-    prev, first, ent = head_stats(model, ids_val, T, 8 if smoke else 64)
-    prev_top1 = prev_token_top1(model, ids_val, T, 8 if smoke else 64)
     metrics = head_metrics.measure(out, val_txt, quick=smoke)
     mh = {(h["layer"], h["head"]): h for h in metrics["heads"]}
+    # the same pass as bits per byte: consecutive windows over the whole validation split, every target
+    val_loss, val_tokens = metrics["heldout"]["loss_all_targets_nats_per_token"], metrics["heldout"]["all_targets"]
+    prev, first, ent = head_stats(model, ids_val, T, 8 if smoke else 64)
+    prev_top1 = prev_token_top1(model, ids_val, T, 8 if smoke else 64)
     tokens, links = chef_links(model, enc)
     share, n_words = bpe.single_token_share(enc, val_text.replace(bpe.EOT, ""))
     n_params = sum(p.numel() for p in model.parameters())
@@ -534,7 +522,7 @@ def main():
     ck = torch.load(os.path.join(ROOT, ".cache", "train", a.model, "ckpt.pt"), map_location="cpu")
     if ck["best_model"] is None:
         ck["best_model"] = ck["model"]
-    tok_dir = os.path.join(ROOT, ".cache", f"tokenizer-{tc['vocab_size']}")
+    tok_dir = train.tokenizer_dir(tc)
     export_model(a.model, tc, ck, tok_dir, os.path.join(ROOT, ".cache", "data", "val.txt"),
                  a.out or os.path.join(ROOT, "web", "models", a.model))
 

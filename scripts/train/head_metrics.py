@@ -170,16 +170,19 @@ def bits_per_byte(model, enc, text, T=None, B=32):
     nb = token_bytes(enc)
     n_win = (len(ids) - 1) // T
     nats, nbytes, ntok = 0.0, 0, 0
+    nats_all, ntok_all = 0.0, 0
     for i in range(0, n_win, B):
         x = torch.from_numpy(np.stack([ids[k * T:k * T + T + 1] for k in range(i, min(n_win, i + B))]))
         lg = model(x[:, :-1])
         y = x[:, 1:]
         nll = F.cross_entropy(lg.reshape(-1, lg.shape[-1]), y.reshape(-1), reduction="none")
         keep = y.reshape(-1) != enc.eot
+        nats_all += nll.sum().item()
+        ntok_all += nll.numel()
         nats += nll[keep].sum().item()
         nbytes += int(nb[y.reshape(-1)[keep].numpy()].sum())
         ntok += int(keep.sum())
-    return nats / math.log(2) / nbytes, nats / ntok, nbytes, ntok
+    return nats / math.log(2) / nbytes, nats / ntok, nbytes, ntok, nats_all / ntok_all, ntok_all
 
 
 def best(scores):
@@ -200,7 +203,7 @@ def measure(folder, val_txt, quick=False):
     ind, copy = induction_scores(model, repeated_lists(enc, 4 if quick else INDUCTION_LISTS))
     probes = synth.probe_sentences(N_PROBES)
     v2s, v2s_raw = verb_subject_scores(model, enc, probes)
-    bpb, nats, nbytes, ntok = bits_per_byte(model, enc, val)
+    bpb, nats, nbytes, ntok, nats_all, ntok_all = bits_per_byte(model, enc, val)
     text = val.replace(bpe.EOT, "")
     L, NH = len(prev), len(prev[0])
     heads = [{"layer": l, "head": h, "prev_token": round(prev[l][h], 4), "induction": round(ind[l][h], 4),
@@ -217,6 +220,7 @@ def measure(folder, val_txt, quick=False):
         "copy_accuracy": round(copy, 4),
         "heldout": {"bits_per_byte": round(bpb, 4), "loss_nats_per_token": round(nats, 4),
                     "bytes": nbytes, "tokens": ntok,
+                    "loss_all_targets_nats_per_token": round(nats_all, 6), "all_targets": ntok_all,
                     "tokens_per_word": round(len(enc.encode(text)) / max(1, len(text.split())), 4)},
         "heads": heads,
         "method": {
