@@ -1,4 +1,4 @@
-# Benchmarks (issue 7), not part of the package or the test suite. Included from CMakeLists.txt.
+# Benchmarks, not part of the package or the test suite. Included from CMakeLists.txt.
 #   wasm trees (wasm-release, wasm-scalar): headscope_bench_wasm, an ES module factory
 #     (createHeadscopeBench) exposing the kernels at the model's shapes and the model to bench/*.mjs
 #   native tree (native-release): headscope_bench_native, the same calls timed in C++
@@ -25,7 +25,7 @@ else()
 endif()
 
 # The same benchmark module with the engine's Model compiled against the previous kernels
-# (previous_swap.hpp), so the whole-model gain of issue 7's kernel port is measured side by side.
+# (previous_swap.hpp), so the whole-model gain of the register-tiled kernels is measured side by side.
 if(EMSCRIPTEN AND HEADSCOPE_SIMD)
   add_library(headscope_model_previous STATIC ${HEADSCOPE_BENCH_DIR}/model_previous.cpp ${HEADSCOPE_BENCH_DIR}/previous_swap.cpp)
   target_include_directories(headscope_model_previous PRIVATE ${CMAKE_SOURCE_DIR}/cpp/src ${HEADSCOPE_BENCH_DIR})
