@@ -29,8 +29,9 @@ const origin = (options) => async ({}, use) => {
 const test = base.extend({
   // dist/ with CORS on every file, as jsDelivr and unpkg send it
   cdn: origin({ root: DIST, cors: ['*'] }),
-  // dist/ with CORS on .js files only: scripts load, the .wasm cannot be read
-  cdnJsOnly: origin({ root: DIST, cors: ['.js'] }),
+  // dist/ with CORS on the module graph only (.js, and roles.json, a JSON module the lab imports):
+  // the scripts load, the .wasm cannot be read
+  cdnJsOnly: origin({ root: DIST, cors: ['.js', '.json'] }),
   // the test models without any CORS header
   thirdOrigin: origin({ root: FIXTURES }),
   // article(name, { from, csp, body }): writes an article page (in the test's output folder) that
@@ -148,7 +149,7 @@ test('a CSP that forbids blob: workers: the widgets run on the page thread, say 
   await shot(page, 'cdn-no-blob-worker', { fullPage: true });
 });
 
-test('a CDN that sends CORS headers only on scripts: each widget names the .wasm it could not read and the header it needs', async ({ page, cdnJsOnly, article }) => {
+test('a CDN that sends CORS headers only on the scripts: each widget names the .wasm it could not read and the header it needs', async ({ page, cdnJsOnly, article }) => {
   const url = await article('wasm-without-cors', { from: cdnJsOnly.base, body: VIEW_AND_LAB });
   const wasm = `${cdnJsOnly.base}headscope_wasm_relaxed.wasm`; // the build Chromium loads
   // the refused read happens in the worker, whose network errors Chromium does not log on the page:
