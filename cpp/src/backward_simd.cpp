@@ -1,6 +1,6 @@
 // xsimd kernels of training (backward pass, optimizer updates, the Conv1D training forward). Each is
-// written once over `batch` (xsimd::batch<float> of the build's architecture: SIMD128 through sse4.1
-// in wasm, AVX-512 natively with -march=native): a SIMD loop over whole batches, then a scalar tail.
+// written once over `batch` (simd_batch.hpp: SIMD128 through sse4.1 in wasm, AVX-512 natively with
+// -march=native): a SIMD loop over whole batches, then a scalar tail.
 // With HEADSCOPE_SIMD=0 each forwards to its scalar reference in train_reference.hpp.
 // Shapes use the legend in train.hpp.
 #include <cmath>
@@ -8,21 +8,14 @@
 
 #include "headscope/train.hpp"
 #include "headscope/train_reference.hpp"
-
-#ifndef HEADSCOPE_SIMD
-#define HEADSCOPE_SIMD 1
-#endif
-
-#if HEADSCOPE_SIMD
-#include <xsimd/xsimd.hpp>
-#endif
+#include "simd_batch.hpp"
 
 namespace headscope::train {
 
 #if HEADSCOPE_SIMD
 
-using batch = xsimd::batch<float>;
-constexpr int kLanes = static_cast<int>(batch::size);
+using simd::batch;
+using simd::kLanes;
 
 namespace {
 

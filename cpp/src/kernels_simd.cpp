@@ -1,7 +1,5 @@
-// xsimd kernels of the forward pass. Each is written once over `batch` (xsimd::batch<float> of the
-// build's default architecture): a SIMD loop over whole batches, then a scalar tail.
-//   wasm:    -msimd128 -msse4.1 -> xsimd's sse4.1 arch, which Emscripten lowers to SIMD128 (4 lanes)
-//   native:  whatever the compiler targets (SSE2 by default, AVX-512 with -march=native here)
+// xsimd kernels of the forward pass but attention (kernels_attention_simd.cpp). Each is written once
+// over `batch` (simd_batch.hpp): a SIMD loop over whole batches, then a scalar tail.
 // With HEADSCOPE_SIMD=0 every public kernel forwards to its scalar reference (kernels_reference.cpp);
 // that build is the "scalar" subject of the benchmarks.
 // Shapes use the legend in kernels.hpp.
@@ -13,31 +11,22 @@
 #include <utility>
 
 #include "headscope/kernels.hpp"
-
-#ifndef HEADSCOPE_SIMD
-#define HEADSCOPE_SIMD 1
-#endif
-#ifndef HEADSCOPE_RELAXED_SIMD
-#define HEADSCOPE_RELAXED_SIMD 0
-#endif
-
-#if HEADSCOPE_SIMD
-#include <xsimd/xsimd.hpp>
-#endif
+#include "simd_batch.hpp"
 
 namespace headscope::kernels {
 
 #if HEADSCOPE_SIMD
 
-using batch = xsimd::batch<float>;
-constexpr int kLanes = static_cast<int>(batch::size);
+using simd::batch;
+using simd::kLanes;
+using simd::kPanel;
+using simd::madd;
 // GEMM register tile: kTileRows rows of the input x kPanel columns (two batches) of the output, one
 // accumulator per row and batch. The tile is as tall as the register file allows next to the two
 // weight batches and the broadcast input value:
 //   SIMD128 (V8 keeps ~15 registers usable): 4 x 8  -> 8 accumulators
 //   AVX2 (16 ymm):                           6 x 16 -> 12 accumulators
 //   AVX-512 (32 zmm):                        8 x 32 -> 16 accumulators
-constexpr int kPanel = 2 * kLanes;
 constexpr int kTileRows = kLanes >= 16 ? 8 : kLanes == 8 ? 6 : 4;
 // Cache blocking (cpp/bench measures the choice). Depth is cut into slices of kDepthBlock: one panel's
 // slice (kDepthBlock x kPanel floats: 8 KB with SIMD128, 32 KB with AVX-512) stays in L1 while every
@@ -49,18 +38,6 @@ constexpr int kRowBlock = kTileRows * (128 / kTileRows);  // whole tiles: no rem
 
 SimdInfo simd_info() { return {batch::arch_type::name(), kLanes, true, HEADSCOPE_RELAXED_SIMD != 0}; }
 
-// a * b + c, the multiply-add of the products (GEMM, attention, dot). With relaxed SIMD in wasm it is
-// one f32x4.relaxed_madd. Debian's clang 14 only knows the pre-standard builtin, whose bytes
-// scripts/wasm_relaxed_madd.py rewrites after linking into the standard opcode (a * b + c, operands
-// in this order; checked under node). Without it: xsimd's fma (one FMA natively with -march=native,
-// a multiply and an add in SIMD128).
-#if HEADSCOPE_RELAXED_SIMD
-static inline batch madd(const batch& a, const batch& b, const batch& c) noexcept {
-  return batch(__builtin_wasm_fma_f32x4(a.data, b.data, c.data));
-}
-#else
-static inline batch madd(const batch& a, const batch& b, const batch& c) noexcept { return xsimd::fma(a, b, c); }
-#endif
 int linear_panel_width() { return kPanel; }
 GemmBlocking gemm_blocking() { return {kTileRows, kDepthBlock, kRowBlock}; }
 
@@ -374,179 +351,6 @@ void add_forward(float* out, const float* a, const float* b, std::size_t N) noex
   for (; i < N; i++) out[i] = a[i] + b[i];
 }
 
-// --- attention ----------------------------------------------------------------------------------
-// Per head, the keys and values are copied once, as tokens arrive (like the KV cache), into a
-// contiguous per-head cache (key_panels): keys in kPanel-wide panels (HS, kPanel) that the score
-// tiles read as whole batches, values as contiguous rows (T, HS). In qkv they sit 3C floats apart;
-// at T = 1024 one head's values would span 9 MB of addresses (thousands of pages, beyond the TLB),
-// contiguous they take 256 KB (HS 64) and stay in L2 next to the keys while every query block
-// streams past them. Queries go in blocks of kScoreRows rows: scores as kScoreRows x kPanel register
-// tiles over the key panels up to the block's last position, softmax, then the weighted sum of
-// values as kValueRows x up-to-5-batch tiles. Each score is one multiply-add chain over the head
-// dimension in order and each output one chain over the keys in order, whatever the tile (keys past
-// a row's position carry an exact 0 weight, and a multiply-add of 0 leaves a sum unchanged): rows
-// computed one call at a time (typing) equal rows computed together (a full run), bit for bit.
-// Register budget: SIMD128 and AVX2 4 x 2 batches of scores (8 accumulators), 2 rows x up to 5
-// batches of values (10); AVX-512 (32 registers) 12 x 32 scores (24), 6 rows x 4 batches (24, head
-// size 64). Measured at T = 1024 on GPT-2 small's heads: 12/6 ran 1.3x faster than 8/4 (cpp/bench).
-constexpr int kScoreRows = kLanes >= 16 ? 12 : 4;
-constexpr int kValueRows = kLanes >= 16 ? 6 : 2;
-
-int attention_key_panel_width() { return kPanel; }
-
-// one head's cache: key panels, then value rows
-static std::size_t head_cache_floats(int att_stride, int HS) {
-  return ((std::size_t)(att_stride + kPanel - 1) / kPanel) * kPanel * HS + (std::size_t)att_stride * HS;
-}
-
-std::size_t attention_key_panels_floats(int att_stride, int C, int NH) {
-  return (std::size_t)NH * head_cache_floats(att_stride, C / NH);
-}
-
-// Scores of ROWS query rows against one panel of kPanel keys, accumulated over the head dimension.
-// a_rows (ROWS, att_stride) <- [:, 0:n_valid]; q row r at q + r * row3; key_panel (HS, kPanel)
-template <int ROWS>
-static inline void score_tile(float* a_rows, int att_stride, const float* q, std::size_t row3, const float* key_panel,
-                              int HS, float scale, int n_valid) noexcept {
-  batch acc0[ROWS], acc1[ROWS];
-  for (int r = 0; r < ROWS; r++) acc0[r] = acc1[r] = batch(0.0f);
-  for (int d = 0; d < HS; d++) {
-    const batch k0 = batch::load_unaligned(key_panel + d * kPanel);
-    const batch k1 = batch::load_unaligned(key_panel + d * kPanel + kLanes);
-    for (int r = 0; r < ROWS; r++) {
-      const batch qv(q[r * row3 + d]);
-      acc0[r] = madd(qv, k0, acc0[r]);
-      acc1[r] = madd(qv, k1, acc1[r]);
-    }
-  }
-  const batch s(scale);
-  for (int r = 0; r < ROWS; r++) {
-    float* o = a_rows + (std::size_t)r * att_stride;
-    if (n_valid == kPanel) {
-      (acc0[r] * s).store_unaligned(o);
-      (acc1[r] * s).store_unaligned(o + kLanes);
-    } else {
-      alignas(64) float tmp[kPanel];
-      (acc0[r] * s).store_aligned(tmp);
-      (acc1[r] * s).store_aligned(tmp + kLanes);
-      std::memcpy(o, tmp, sizeof(float) * n_valid);
-    }
-  }
-}
-
-// y rows (ROWS) [0, NB*kLanes) = sum_{j < n} a[r][j] v_j, values (n, HS) contiguous: each loaded
-// value batch feeds ROWS rows
-template <int ROWS, int NB>
-static inline void weighted_values_tile(float* y, int y_stride, const float* a, int att_stride, const float* values,
-                                        int HS, int n) noexcept {
-  batch acc[ROWS][NB];
-  for (int r = 0; r < ROWS; r++)
-    for (int b = 0; b < NB; b++) acc[r][b] = batch(0.0f);
-  for (int j = 0; j < n; j++) {
-    const float* v = values + (std::size_t)j * HS;
-    batch vb[NB];
-    for (int b = 0; b < NB; b++) vb[b] = batch::load_unaligned(v + b * kLanes);
-    for (int r = 0; r < ROWS; r++) {
-      const batch ar(a[(std::size_t)r * att_stride + j]);
-      for (int b = 0; b < NB; b++) acc[r][b] = madd(ar, vb[b], acc[r][b]);
-    }
-  }
-  for (int r = 0; r < ROWS; r++)
-    for (int b = 0; b < NB; b++) acc[r][b].store_unaligned(y + (std::size_t)r * y_stride + b * kLanes);
-}
-
-template <int ROWS>
-static inline void weighted_values_rows(float* y, int y_stride, const float* a, int att_stride, const float* values,
-                                        int HS, int n, int hs_simd) noexcept {
-  int d = 0;
-  for (; d + 5 * kLanes <= hs_simd; d += 5 * kLanes)
-    weighted_values_tile<ROWS, 5>(y + d, y_stride, a, att_stride, values + d, HS, n);
-  switch ((hs_simd - d) / kLanes) {
-    case 4: weighted_values_tile<ROWS, 4>(y + d, y_stride, a, att_stride, values + d, HS, n); break;
-    case 3: weighted_values_tile<ROWS, 3>(y + d, y_stride, a, att_stride, values + d, HS, n); break;
-    case 2: weighted_values_tile<ROWS, 2>(y + d, y_stride, a, att_stride, values + d, HS, n); break;
-    case 1: weighted_values_tile<ROWS, 1>(y + d, y_stride, a, att_stride, values + d, HS, n); break;
-    default: break;
-  }
-}
-
-// y [hs_simd, HS) = sum_{j < n} a[j] v_j, the head-size columns left over after whole batches
-static inline void weighted_values_tail(float* y, const float* a, const float* values, int n, int hs_simd,
-                                        int HS) noexcept {
-  for (int d = hs_simd; d < HS; d++) {
-    float acc = 0.0f;
-    for (int j = 0; j < n; j++) acc += a[j] * values[(std::size_t)j * HS + d];
-    y[d] = acc;
-  }
-}
-
-template <int... R>
-static inline void score_tile_rows(int rows, std::integer_sequence<int, R...>, float* a_rows, int att_stride,
-                                   const float* q, std::size_t row3, const float* kp, int HS, float scale,
-                                   int n_valid) noexcept {
-  // dispatch the block's height (1..kScoreRows) to its template instance
-  ((rows == R + 1 ? (score_tile<R + 1>(a_rows, att_stride, q, row3, kp, HS, scale, n_valid), 0) : 0), ...);
-}
-
-template <int... R>
-static inline void weighted_values_rows_n(int rows, std::integer_sequence<int, R...>, float* y, int y_stride,
-                                          const float* a, int att_stride, const float* values, int HS, int n,
-                                          int hs_simd) noexcept {
-  ((rows == R + 1 ? (weighted_values_rows<R + 1>(y, y_stride, a, att_stride, values, HS, n, hs_simd), 0) : 0), ...);
-}
-
-void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH, int att_stride,
-                       float* key_panels) noexcept {
-  const int HS = C / NH;
-  const int hs_simd = HS - HS % kLanes;  // head-size columns covered by whole batches
-  const float scale = 1.0f / std::sqrt((float)HS);
-  const std::size_t row3 = 3 * (std::size_t)C;
-  const int panels_per_head = (att_stride + kPanel - 1) / kPanel;
-  for (int h = 0; h < NH; h++) {
-    const float* q0 = qkv + h * HS;               // query t at q0 + t * row3
-    const float* keys = qkv + C + h * HS;         // key j at keys + j * row3
-    const float* values = qkv + 2 * C + h * HS;   // value j at values + j * row3
-    float* att_h = att + (std::size_t)h * att_stride * att_stride;
-    // this head's cache: panels (panels_per_head, HS, kPanel) with [p][d][u] = k_{p*kPanel+u}[d],
-    // then values (att_stride, HS). Append rows [t_begin, T); panel slots past T hold zeros or stale
-    // keys: their scores are overwritten below.
-    float* kp_h = key_panels + (std::size_t)h * head_cache_floats(att_stride, HS);
-    float* vc_h = kp_h + (std::size_t)panels_per_head * kPanel * HS;
-    for (int j = t_begin; j < T; j++) {
-      float* slot = kp_h + (std::size_t)(j / kPanel) * kPanel * HS + j % kPanel;
-      const float* kr = keys + j * row3;
-      for (int d = 0; d < HS; d++) slot[d * kPanel] = kr[d];
-      std::memcpy(vc_h + (std::size_t)j * HS, values + j * row3, sizeof(float) * HS);
-    }
-    for (int t0 = t_begin; t0 < T; t0 += kScoreRows) {
-      const int rows = std::min(kScoreRows, T - t0);
-      const int t_last = t0 + rows - 1;
-      // scores over the key panels up to the block's last position (causal)
-      for (int p = 0; p * kPanel <= t_last; p++) {
-        const int n_valid = std::min(kPanel, att_stride - p * kPanel);  // never write past the row
-        score_tile_rows(rows, std::make_integer_sequence<int, kScoreRows>{}, att_h + (std::size_t)t0 * att_stride + p * kPanel,
-                        att_stride, q0 + t0 * row3, row3, kp_h + (std::size_t)p * kPanel * HS, HS, scale, n_valid);
-      }
-      // softmax over the causal prefix; everything after it exactly 0 (this also overwrites the
-      // scores the tiles computed past each row's position)
-      for (int t = t0; t <= t_last; t++) {
-        float* a = att_h + (std::size_t)t * att_stride;
-        softmax_forward(a, t + 1);
-        std::fill(a + t + 1, a + att_stride, 0.0f);
-      }
-      // y = P V, kValueRows rows at a time over j up to the sub-block's last position
-      for (int t = t0; t <= t_last; t += kValueRows) {
-        const int vrows = std::min(kValueRows, t_last + 1 - t);
-        weighted_values_rows_n(vrows, std::make_integer_sequence<int, kValueRows>{}, out + (std::size_t)t * C + h * HS, C,
-                               att_h + (std::size_t)t * att_stride, att_stride, vc_h, HS, t + vrows, hs_simd);
-      }
-      for (int t = t0; t <= t_last; t++)
-        weighted_values_tail(out + (std::size_t)t * C + h * HS, att_h + (std::size_t)t * att_stride, vc_h, t + 1,
-                             hs_simd, HS);
-    }
-  }
-}
-
 #else  // HEADSCOPE_SIMD == 0: the scalar build forwards everything to the references
 
 SimdInfo simd_info() { return {"scalar", 1, false}; }
@@ -586,12 +390,6 @@ void gelu_forward(float* out, const float* inp, std::size_t N) noexcept { gelu_f
 void gelu_erf_forward(float* out, const float* inp, std::size_t N) noexcept { gelu_erf_forward_reference(out, inp, N); }
 void softmax_forward(float* row, int N) noexcept { softmax_forward_reference(row, N); }
 void add_forward(float* out, const float* a, const float* b, std::size_t N) noexcept { add_forward_reference(out, a, b, N); }
-int attention_key_panel_width() { return 1; }
-std::size_t attention_key_panels_floats(int, int, int) { return 0; }
-void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH, int att_stride,
-                       float*) noexcept {
-  attention_forward_reference(out, att, qkv, t_begin, T, C, NH, att_stride);
-}
 void exp_nonpositive_forward(float* out, const float* inp, std::size_t N) noexcept {
   exp_nonpositive_forward_reference(out, inp, N);
 }
