@@ -27,6 +27,8 @@ function cancelledError() {
 
 async function runInSteps(id, text, options) {
   const { nPositions } = model.info.config;
+  // a model too small for any text to be long (the shipped ones) never pays for the tokenizing below
+  if (nPositions * model.info.parameterCount < STEPPED_RUN_WORK) return model.run(text, options);
   const tokens = model.tokenize(text);
   const T = tokens.length;
   if (T * model.info.parameterCount < STEPPED_RUN_WORK || T > nPositions || T < 2 * STEPS) return model.run(text, options);
