@@ -1,5 +1,5 @@
 // headscope: the native command-line tool.
-//   headscope run --model DIR --text "..." [--json] [--top K] [--ablate L:H[,L:H...]]
+//   headscope run --model DIR (--text "..." | --ids 3,17,5) [--json] [--top K] [--ablate L:H[,L:H...]]
 //   headscope info --model DIR
 //   headscope bench --model DIR --tokens T [--repeat N]
 // --json prints exactly one JSON document on stdout (other tools rely on it, keep it stable):
@@ -10,10 +10,13 @@
 //   median full run of T tokens from an empty cache, incremental_ms the median one-token update at T
 //   (T-1 tokens cached), *_cpu_ms the same in process CPU time, rss_after_load_mb VmRSS right after
 //   loading, peak_rss_mb VmHWM at the end (the activations for T tokens included).
+// --ids runs token ids directly, without the tokenizer (the synthetic tasks of `headscope train` have
+//   vocabularies that no text encodes to).
 // Errors go to stderr with a non-zero exit code.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -31,7 +34,7 @@ namespace {
 
 const char* kUsage =
     "usage:\n"
-    "  headscope run --model DIR --text TEXT [--json] [--top K] [--ablate L:H[,L:H...]]\n"
+    "  headscope run --model DIR (--text TEXT | --ids ID,ID,...) [--json] [--top K] [--ablate L:H[,L:H...]]\n"
     "  headscope info --model DIR\n"
     "  headscope bench --model DIR --tokens T [--repeat N]\n"
     "  headscope train ... (headscope train --help)\n"
@@ -40,6 +43,7 @@ const char* kUsage =
 struct Args {
   std::string command, model, text;
   bool json = false, has_text = false;
+  std::vector<int32_t> ids;  // --ids
   int top = 10;
   int tokens = 0, repeat = 5;
   std::vector<headscope::HeadRef> ablate;
@@ -58,6 +62,24 @@ std::vector<headscope::HeadRef> parse_ablate(const std::string& s) {
     } catch (const std::exception&) {
       throw headscope::Error("--ablate expects LAYER:HEAD pairs, got \"" + item + "\"");
     }
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// "3,17,5": token ids (range-checked against the model later, by Model::run_ids)
+std::vector<int32_t> parse_ids(const std::string& s) {
+  std::vector<int32_t> out;
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    const std::size_t comma = std::min(s.find(',', pos), s.size());
+    const std::string item = s.substr(pos, comma - pos);
+    std::size_t used = 0;
+    long long v = -1;
+    try { v = std::stoll(item, &used); } catch (const std::exception&) { used = 0; }
+    if (item.empty() || used != item.size() || v < 0 || v > INT32_MAX)
+      throw headscope::Error("--ids expects comma-separated token ids (whole numbers >= 0), got \"" + item + "\"");
+    out.push_back((int32_t)v);
     pos = comma + 1;
   }
   return out;
@@ -84,6 +106,7 @@ Args parse_args(int argc, char** argv) {
     };
     if (arg == "--model") a.model = value();
     else if (arg == "--text") { a.text = value(); a.has_text = true; }
+    else if (arg == "--ids") a.ids = parse_ids(value());
     else if (arg == "--json") a.json = true;
     else if (arg == "--top") {
       const std::string v = value();
@@ -96,7 +119,7 @@ Args parse_args(int argc, char** argv) {
     else throw headscope::Error("unknown option \"" + arg + "\"");
   }
   if (a.model.empty()) throw headscope::Error("--model DIR is required");
-  if (a.command == "run" && !a.has_text) throw headscope::Error("--text is required");
+  if (a.command == "run" && a.has_text == !a.ids.empty()) throw headscope::Error("run needs either --text or --ids");
   if (a.command == "bench" && a.tokens == 0) throw headscope::Error("--tokens T is required");
   return a;
 }
@@ -194,7 +217,7 @@ int run(const Args& a) {
   }
   headscope::RunOptions opt;
   opt.ablate = a.ablate;
-  const headscope::RunInfo info = model.run(a.text, opt);
+  const headscope::RunInfo info = a.ids.empty() ? model.run(a.text, opt) : model.run_ids(a.ids, opt);
   const auto logits = model.logits_last();
   if (a.json) {
     nlohmann::json j;

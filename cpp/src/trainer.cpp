@@ -185,6 +185,11 @@ void Trainer::load(const SafeTensors& st) {
   adam_t_ = 0;
 }
 
+std::span<const float> Trainer::attention(int layer) const {
+  if (layer < 0 || layer >= config_.n_layer) throw Error("train: layer " + std::to_string(layer) + " is out of range");
+  return {acts_[layer].att.data(), (std::size_t)cur_B_ * config_.n_head * cur_T_ * cur_T_};
+}
+
 float Trainer::forward(const int* ids, const int* targets, int B, int T) {
   if (B < 1 || B > B_ || T < 1 || T > T_)
     throw Error("train: batch (" + std::to_string(B) + ", " + std::to_string(T) + ") is outside (1.." +

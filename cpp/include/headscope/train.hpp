@@ -91,6 +91,8 @@ class Trainer {
   std::span<float> grads() { return grads_; }
   std::span<const float> grads() const { return grads_; }
   const float* logits() const { return logits_.data(); }  // (B,T,V) of the last forward
+  // attention probabilities of one layer in the last forward: (B, NH, T, T), row = query
+  std::span<const float> attention(int layer) const;
 
   // model.safetensors (F32, GPT2LMHeadModel names) and config.json contents of the current weights
   std::vector<uint8_t> safetensors_bytes() const;
