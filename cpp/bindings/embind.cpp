@@ -16,10 +16,12 @@
 #include "headscope/kernels.hpp"
 #include "headscope/model.hpp"
 #include "headscope/predictions.hpp"
+#include "headscope/training_run.hpp"
 #include "js_bytes.hpp"
 
 using emscripten::val;
 using headscope::Model;
+using headscope::train::TrainingRun;
 
 namespace {
 
@@ -168,6 +170,78 @@ val simd_object() {
 // mallinfo's fields are int: above 2 GB (the module may grow to 4 GB) read them as unsigned
 double heap_used_bytes() { return (double)(unsigned)mallinfo().uordblks; }
 
+// ---- training ---------------------------------------------------------------------------------------
+
+std::vector<uint8_t> bytes_of(const val& u8, const char* what) {
+  if (!u8.instanceof(val::global("Uint8Array"))) throw headscope::Error(std::string(what) + " must be a Uint8Array");
+  std::vector<uint8_t> out(u8["length"].as<std::size_t>());
+  val(emscripten::typed_memory_view(out.size(), out.data())).call<void>("set", u8);
+  return out;
+}
+
+// spec_json: training_run.hpp's RunSpec JSON over the named preset's spec (or the defaults when
+// preset is ""); init: null, or { config, weights: Uint8Array, vocab, merges } to start from.
+TrainingRun* create_training_run(std::string preset, std::string spec_json, val init) {
+  return guarded([&]() -> TrainingRun* {
+    namespace tr = headscope::train;
+    const tr::RunSpec base = preset.empty() ? tr::RunSpec{} : tr::preset(preset).spec;
+    const tr::RunSpec spec = tr::spec_from_json(spec_json, base);
+    if (init.isNull() || init.isUndefined()) return new TrainingRun(spec);
+    const std::vector<uint8_t> weights = bytes_of(init["weights"], "init.weights");
+    return new TrainingRun(spec, string_of(init["config"], "init.config"), weights, string_of(init["vocab"], "init.vocab"),
+                           string_of(init["merges"], "init.merges"));
+  }, static_cast<TrainingRun*>(nullptr));
+}
+
+// n steps of the run's task; the losses, one per step
+val training_steps(TrainingRun& run, int n) {
+  return guarded([&] {
+    if (n < 1) throw headscope::Error("steps must be at least 1, got " + std::to_string(n));
+    std::vector<float> losses;
+    losses.reserve(n);
+    for (int i = 0; i < n; i++) losses.push_back(run.step());
+    return f32_copy(losses);
+  });
+}
+
+// one step on an explicit batch: ids (Int32Array of rows x (T+1)), row-major
+val training_step_on(TrainingRun& run, val ids, int rows) {
+  return guarded([&] {
+    const std::vector<int32_t> flat = emscripten::convertJSArrayToNumberVector<int32_t>(ids);
+    if (rows < 1 || flat.size() % rows) throw headscope::Error("the batch's ids do not split into equal rows");
+    const std::size_t n = flat.size() / rows;
+    std::vector<std::vector<int32_t>> batch(rows);
+    for (int r = 0; r < rows; r++) batch[r].assign(flat.begin() + r * n, flat.begin() + (r + 1) * n);
+    return val(run.step_on(batch));
+  });
+}
+
+// { previous, induction } (L*NH each), attention (L, NH, T, T) and ids of the probe's first sequence
+val training_probe(TrainingRun& run) {
+  return guarded([&] {
+    const headscope::train::HeadScores s = run.probe_scores();
+    val out = val::object();
+    out.set("previous", f32_copy(s.previous));
+    out.set("induction", f32_copy(s.induction));
+    out.set("attention", f32_copy(run.probe_attention()));
+    out.set("ids", i32_copy(run.probe_ids()));
+    out.set("period", headscope::train::probe_period(run.spec()));
+    return out;
+  });
+}
+
+val training_export(const TrainingRun& run) {
+  return guarded([&] {
+    const std::vector<uint8_t> w = run.safetensors_bytes();
+    val out = val::object();
+    out.set("config", run.config_json());
+    out.set("weights", val::global("Uint8Array").new_(emscripten::typed_memory_view(w.size(), w.data())));
+    out.set("vocab", run.vocab_json());
+    out.set("merges", run.merges_txt());
+    return out;
+  });
+}
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(headscope) {
@@ -187,4 +261,24 @@ EMSCRIPTEN_BINDINGS(headscope) {
       .function("tokenize", optional_override([](const Model& m, val text) {
                   return guarded([&] { return token_array(m.tokenizer().encode(string_of(text, "text"))); });
                 }));
+  function("trainingPresets", optional_override([]() { return headscope::train::presets_json(); }));
+  function("createTrainingRun", &create_training_run, allow_raw_pointers());
+  class_<TrainingRun>("TrainingRun")
+      .function("steps", &training_steps)
+      .function("stepOn", &training_step_on)
+      .function("probe", &training_probe)
+      .function("exportFiles", &training_export)
+      .function("setText", optional_override([](TrainingRun& r, val text) {
+                  return guarded([&] { r.set_text(string_of(text, "text")); return val(true); });
+                }))
+      .function("model", optional_override([](const TrainingRun& r) {
+                  return guarded([&]() -> Model* { return new Model(r.model()); }, static_cast<Model*>(nullptr));
+                }), allow_raw_pointers())
+      .function("stepsDone", optional_override([](const TrainingRun& r) { return r.steps_done(); }))
+      .function("learningRate", optional_override([](const TrainingRun& r, int step) { return r.learning_rate(step); }))
+      .function("spec", optional_override([](const TrainingRun& r) { return headscope::train::spec_to_json(r.spec()); }))
+      .function("config", optional_override([](const TrainingRun& r) {
+                  return guarded([&] { return val(r.config_json()); });
+                }))
+      .function("bytes", optional_override([](const TrainingRun& r) { return (double)r.trainer().bytes(); }));
 }

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -164,6 +166,85 @@ void validate(const RunSpec& s) {
       throw Error("train: the induction task needs at least " + std::to_string(s.max_period) +
                   " distinct tokens, the vocabulary has " + std::to_string(c.vocab_size));
   }
+}
+
+// ---- JSON ------------------------------------------------------------------------------------------------
+
+std::string spec_to_json(const RunSpec& s) {
+  const ModelConfig& c = s.shape;
+  // a float's shortest decimal (1e-3f prints as 0.001, not 0.0010000000474974513)
+  const auto dec = [](float x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.7g", x);
+    return std::strtod(buf, nullptr);
+  };
+  nlohmann::ordered_json j = {
+      {"shape", {{"n_layer", c.n_layer}, {"n_head", c.n_head}, {"n_embd", c.n_embd}, {"n_positions", c.n_positions},
+                 {"vocab_size", c.vocab_size}}},
+      {"task", s.task}, {"batch_size", s.batch_size}, {"seq_len", s.seq_len}, {"steps", s.steps},
+      {"optimizer", s.optimizer}, {"lr", dec(s.lr)}, {"weight_decay", dec(s.weight_decay)}, {"clip", dec(s.clip)},
+      {"warmup", s.warmup}, {"schedule", s.schedule}, {"seed", s.seed}, {"min_period", s.min_period},
+      {"max_period", s.max_period}, {"probe_period", probe_period(s)}};
+  return j.dump();
+}
+
+RunSpec spec_from_json(const std::string& text, const RunSpec& base) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("train: the run's options are not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw Error("train: the run's options must be an object");
+  RunSpec s = base;
+  const auto integer = [](const nlohmann::json& v, const std::string& key) {
+    if (!v.is_number() || v.get<double>() != std::floor(v.get<double>()) || std::fabs(v.get<double>()) > 2e9)
+      throw Error("train: " + key + " must be a whole number, got " + v.dump());
+    return v.get<int>();
+  };
+  const auto number = [](const nlohmann::json& v, const std::string& key) {
+    if (!v.is_number()) throw Error("train: " + key + " must be a number, got " + v.dump());
+    return v.get<float>();
+  };
+  const auto string = [](const nlohmann::json& v, const std::string& key) {
+    if (!v.is_string()) throw Error("train: " + key + " must be a string, got " + v.dump());
+    return v.get<std::string>();
+  };
+  for (const auto& [key, v] : j.items()) {
+    if (key == "shape") {
+      if (!v.is_object()) throw Error("train: shape must be an object");
+      for (const auto& [k, x] : v.items()) {
+        int& field = k == "n_layer" ? s.shape.n_layer : k == "n_head" ? s.shape.n_head : k == "n_embd" ? s.shape.n_embd
+                   : k == "n_positions" ? s.shape.n_positions : k == "vocab_size" ? s.shape.vocab_size
+                   : throw Error("train: unknown shape key \"" + k + "\"");
+        field = integer(x, k);
+      }
+      s.shape.n_inner = 4 * s.shape.n_embd;
+    } else if (key == "task") s.task = string(v, key);
+    else if (key == "batch_size") s.batch_size = integer(v, key);
+    else if (key == "seq_len") s.seq_len = integer(v, key);
+    else if (key == "steps") s.steps = integer(v, key);
+    else if (key == "optimizer") s.optimizer = string(v, key);
+    else if (key == "lr") s.lr = number(v, key);
+    else if (key == "weight_decay") s.weight_decay = number(v, key);
+    else if (key == "clip") s.clip = number(v, key);
+    else if (key == "warmup") s.warmup = integer(v, key);
+    else if (key == "schedule") s.schedule = string(v, key);
+    else if (key == "seed") s.seed = (uint64_t)std::max(0, integer(v, key));
+    else if (key == "min_period") s.min_period = integer(v, key);
+    else if (key == "max_period") s.max_period = integer(v, key);
+    else if (key == "probe_period") s.probe_period = integer(v, key);
+    else throw Error("train: unknown option \"" + key + "\"");
+  }
+  return s;
+}
+
+std::string presets_json() {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const Preset& p : presets())
+    out.push_back({{"name", p.name}, {"label", p.label}, {"description", p.description},
+                   {"spec", nlohmann::ordered_json::parse(spec_to_json(p.spec))}});
+  return out.dump();
 }
 
 // ---- tasks ---------------------------------------------------------------------------------------------
@@ -377,12 +458,14 @@ HeadScores TrainingRun::probe_scores() {
   s.n_head = NH;
   s.previous.assign((std::size_t)L * NH, 0.0f);
   s.induction.assign((std::size_t)L * NH, 0.0f);
+  probe_attention_.assign((std::size_t)L * NH * T * T, 0.0f);
   for (int l = 0; l < L; l++) {
     const std::span<const float> att = trainer_->attention(l);  // (B, NH, T, T)
     for (int h = 0; h < NH; h++) {
       double prev = 0, ind = 0;
       for (int b = 0; b < B; b++) {
         const float* A = att.data() + ((std::size_t)b * NH + h) * T * T;
+        if (b == 0) std::copy(A, A + (std::size_t)T * T, probe_attention_.begin() + ((std::size_t)l * NH + h) * T * T);
         for (int t = 1; t < T; t++) prev += A[(std::size_t)t * T + t - 1];
         for (int t = P; t < T; t++) ind += A[(std::size_t)t * T + t - P + 1];
       }

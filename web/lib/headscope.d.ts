@@ -163,3 +163,95 @@ export declare class HeadscopeModel {
 }
 
 
+
+/** A model's shape for a fresh training run. */
+export interface TrainerShape {
+  nLayer: number;
+  nHead: number;
+  nEmbd: number;
+  nPositions: number;
+  vocabSize: number;
+}
+
+/**
+ * A training run's options. Every value not given comes from the preset (default 'induction').
+ * Tasks: 'induction' (spans of distinct random tokens repeated to fill the window, periods
+ * minPeriod..maxPeriod without probePeriod), 'text' (windows of `text`, one token per byte for a
+ * fresh model, or `init`'s tokenizer), 'batch' (only explicit step({ ids }) batches).
+ */
+export interface TrainerOptions {
+  preset?: string;
+  /** The shape of a fresh model (GPT-2 initialisation from `seed`). */
+  config?: Partial<TrainerShape>;
+  /** Start from these weights and tokenizer (what export() or a model folder holds). */
+  init?: ModelFiles;
+  task?: 'induction' | 'text' | 'batch';
+  text?: string;
+  batchSize?: number;
+  /** T: tokens each sequence predicts. */
+  seqLen?: number;
+  /** Planned steps: the horizon of the cosine schedule. */
+  steps?: number;
+  optimizer?: 'adamw' | 'sgd';
+  lr?: number;
+  weightDecay?: number;
+  /** > 0: clip the global gradient norm. */
+  clip?: number;
+  /** Steps of linear warmup. */
+  warmup?: number;
+  schedule?: 'constant' | 'cosine';
+  seed?: number;
+  minPeriod?: number;
+  maxPeriod?: number;
+  probePeriod?: number;
+}
+
+/** The run's options after its preset was applied (config always complete). */
+export interface TrainerSpec extends Required<Omit<TrainerOptions, 'preset' | 'init' | 'text' | 'config'>> {
+  config: TrainerShape;
+}
+
+export interface TrainingPreset {
+  name: string;
+  label: string;
+  description: string;
+  spec: TrainerSpec;
+}
+
+/** Every head's role scores on the probe, and the probe's first sequence with its attention. */
+export interface TrainerProbe {
+  /** [nLayer, nHead]: mean attention on the previous token. */
+  previous: Float32Array;
+  /** [nLayer, nHead]: prefix matching on the probe's repeat (attention to the token after the earlier copy). */
+  induction: Float32Array;
+  /** [nLayer, nHead, T, T] on the probe's first sequence. */
+  attention: Float32Array;
+  ids: Int32Array;
+  /** The probe's period (T = 2 x period); the task never trains on it. */
+  period: number;
+  nLayer: number;
+  nHead: number;
+  T: number;
+}
+
+export declare class HeadscopeTrainer {
+  private constructor();
+  readonly spec: TrainerSpec;
+  readonly stepsDone: number;
+  /** Bytes the engine holds for the run. */
+  readonly bytes: number;
+  /** n optimizer steps (default 1), or one step on an explicit batch; the losses, one per step. Throws if training diverges (the weights stay those before the failed step). */
+  step(n?: number | { ids: ArrayLike<number>[] }): Float32Array;
+  learningRate(step: number): number;
+  probe(): TrainerProbe;
+  /** A model with the current weights (dispose it when done). */
+  model(): HeadscopeModel;
+  /** The four files of a Hugging Face GPT-2 folder (weights in F32); loadModel() accepts them. */
+  export(): { config: string; weights: Uint8Array; vocab: string; merges: string };
+  dispose(): void;
+}
+
+/** Starts a training run in the engine. Throws an Error for bad options or a shape too large for memory. */
+export declare function createTrainer(options?: TrainerOptions): Promise<HeadscopeTrainer>;
+/** The training page's presets. */
+export declare function trainingPresets(): Promise<TrainingPreset[]>;

@@ -6,6 +6,7 @@
 // after dispose(). All numerics happen in C++.
 import createHeadscopeCore from './headscope_wasm.js';
 import { makeResult } from './result.js';
+import { HeadscopeTrainer, presetsFromCore } from './trainer.js';
 
 /** Names of the models shipped in this package (folders under ./models/). */
 export const shippedModels = Object.freeze(['headscope-base', 'heads-1', 'heads-2', 'heads-4', 'heads-8']);
@@ -387,6 +388,21 @@ export class HeadscopeModel {
       this.#handle = null;
     }
   }
+}
+
+/**
+ * Starts a training run in the engine: a fresh model (a preset's shape, or `config`) or `init`'s
+ * weights, on a task (`induction`, `text` with `text`), with the preset's recipe (default preset:
+ * 'induction', the training page's default) under any option given. See headscope.d.ts.
+ */
+export async function createTrainer(options = {}) {
+  const core = await loadCore();
+  return new HeadscopeTrainer(core, options, (handle, name) => new HeadscopeModel(core, handle, name));
+}
+
+/** The training page's presets: [{ name, label, description, spec }]. */
+export async function trainingPresets() {
+  return presetsFromCore(await loadCore());
 }
 
 /** Bytes allocated in the wasm heap right now (for leak checks). Loads the engine if needed. */

@@ -60,6 +60,14 @@ struct Preset {
 const std::vector<Preset>& presets();
 // Throws Error listing the names when there is none called `name`.
 const Preset& preset(const std::string& name);
+// RunSpec as JSON (the page's and the Worker's format): {"shape": {"n_layer", "n_head", "n_embd",
+// "n_positions", "vocab_size"}, "task", "batch_size", "seq_len", "steps", "optimizer", "lr",
+// "weight_decay", "clip", "warmup", "schedule", "seed", "min_period", "max_period", "probe_period"}.
+// spec_from_json starts from `base` and overrides the keys present; unknown keys are an Error.
+std::string spec_to_json(const RunSpec& spec);
+RunSpec spec_from_json(const std::string& json, const RunSpec& base = RunSpec{});
+// Every preset as a JSON array of {"name", "label", "description", "spec"}.
+std::string presets_json();
 // Checks a spec's values (positive sizes, known task and optimizer, periods that fit the window and
 // the vocabulary); throws Error naming the value.
 void validate(const RunSpec& spec);
@@ -99,8 +107,10 @@ class TrainingRun {
 
   // Forward on the probe (no gradient, weights unchanged) and every head's scores.
   HeadScores probe_scores();
-  // The probe's first sequence (T = 2 * probe_period) as token ids.
+  // The probe's first sequence (T = 2 * probe_period) as token ids, and its attention in the last
+  // probe_scores() call: (L, NH, T, T), row = query (empty before the first call).
   std::vector<int32_t> probe_ids() const;
+  const std::vector<float>& probe_attention() const { return probe_attention_; }
 
   const RunSpec& spec() const { return spec_; }
   const ModelConfig& config() const { return trainer_->config(); }
@@ -127,6 +137,7 @@ class TrainingRun {
   std::vector<int32_t> text_ids_;
   std::vector<int> ids_, targets_;
   std::vector<float> backup_;  // weights before the step being taken
+  std::vector<float> probe_attention_;
   int steps_done_ = 0;
   int batch_rows_ = 0;
   bool diverged_ = false;  // a step failed: later steps refuse, the weights stay readable

@@ -1,0 +1,170 @@
+// Training from JavaScript: adapts the engine's TrainingRun (cpp/include/headscope/training_run.hpp,
+// bound in cpp/bindings/embind.cpp) to the API in headscope.d.ts. headscope.js's createTrainer()
+// hands it the loaded module. All numerics happen in C++; this layer maps option names, checks
+// their shape and copies arrays.
+
+// option name here -> RunSpec JSON key (training_run.hpp)
+const SPEC_KEYS = {
+  task: 'task', batchSize: 'batch_size', seqLen: 'seq_len', steps: 'steps', optimizer: 'optimizer', lr: 'lr',
+  weightDecay: 'weight_decay', clip: 'clip', warmup: 'warmup', schedule: 'schedule', seed: 'seed',
+  minPeriod: 'min_period', maxPeriod: 'max_period', probePeriod: 'probe_period',
+};
+const SHAPE_KEYS = { nLayer: 'n_layer', nHead: 'n_head', nEmbd: 'n_embd', nPositions: 'n_positions', vocabSize: 'vocab_size' };
+const OTHER_KEYS = new Set(['preset', 'config', 'init', 'text']);
+
+function checked(core, value) {
+  if (value === null) throw new Error(core.lastError());
+  return value;
+}
+
+function invert(map) { return Object.fromEntries(Object.entries(map).map(([k, v]) => [v, k])); }
+
+/** A RunSpec's JSON (snake_case) as the options createTrainer() takes (camelCase). */
+export function specFromJson(json) {
+  const raw = typeof json === 'string' ? JSON.parse(json) : json;
+  const keys = invert(SPEC_KEYS);
+  const shapeKeys = invert(SHAPE_KEYS);
+  const spec = {};
+  for (const [k, v] of Object.entries(raw)) {
+    if (k === 'shape') spec.config = Object.fromEntries(Object.entries(v).map(([sk, sv]) => [shapeKeys[sk] ?? sk, sv]));
+    else spec[keys[k] ?? k] = v;
+  }
+  return spec;
+}
+
+/** createTrainer()'s options as RunSpec JSON (the preset is applied in C++, under these). */
+export function specToJson(options) {
+  const out = {};
+  for (const [k, v] of Object.entries(options)) {
+    if (v === undefined) continue;
+    if (k in SPEC_KEYS) out[SPEC_KEYS[k]] = v;
+    else if (k === 'config') {
+      if (typeof v !== 'object' || v === null) throw new Error('config must be an object { nLayer, nHead, nEmbd, nPositions, vocabSize }');
+      out.shape = {};
+      for (const [sk, sv] of Object.entries(v)) {
+        if (!(sk in SHAPE_KEYS)) throw new Error(`unknown config key "${sk}" (expected ${Object.keys(SHAPE_KEYS).join(', ')})`);
+        out.shape[SHAPE_KEYS[sk]] = sv;
+      }
+    } else if (!OTHER_KEYS.has(k)) {
+      throw new Error(`unknown trainer option "${k}" (expected ${[...OTHER_KEYS, ...Object.keys(SPEC_KEYS)].join(', ')})`);
+    }
+  }
+  return JSON.stringify(out);
+}
+
+/** The page's presets: [{ name, label, description, spec }] with spec in createTrainer()'s option names. */
+export function presetsFromCore(core) {
+  return JSON.parse(core.trainingPresets()).map((p) => ({ ...p, spec: specFromJson(p.spec) }));
+}
+
+function initFiles(init) {
+  if (init === undefined || init === null) return null;
+  if (typeof init !== 'object') throw new Error('init must be { config, weights, vocab, merges } (what export() returns)');
+  const text = (v, what) => {
+    if (typeof v === 'string') return v;
+    if (v instanceof ArrayBuffer || ArrayBuffer.isView(v)) return new TextDecoder().decode(v);
+    throw new Error(`init.${what} must be a string or bytes`);
+  };
+  const w = init.weights;
+  if (!(w instanceof ArrayBuffer || ArrayBuffer.isView(w))) throw new Error('init.weights must be an ArrayBuffer or typed array');
+  const weights = w instanceof Uint8Array ? w : ArrayBuffer.isView(w) ? new Uint8Array(w.buffer, w.byteOffset, w.byteLength) : new Uint8Array(w);
+  return { config: text(init.config, 'config'), weights, vocab: text(init.vocab, 'vocab'), merges: text(init.merges, 'merges') };
+}
+
+export class HeadscopeTrainer {
+  #core;
+  #run;
+  #wrapModel;
+  #spec;
+
+  /** Use createTrainer() from headscope.js. wrapModel(handle) turns an engine Model into a HeadscopeModel. */
+  constructor(core, options, wrapModel) {
+    if (options === null || typeof options !== 'object') throw new Error('createTrainer() takes an options object');
+    const { preset = 'induction', text } = options;
+    if (typeof preset !== 'string') throw new Error('preset must be a preset name');
+    this.#core = core;
+    this.#wrapModel = wrapModel;
+    this.#run = checked(core, core.createTrainingRun(preset, specToJson(options), initFiles(options.init)));
+    this.#spec = Object.freeze(specFromJson(this.#run.spec()));
+    if (text !== undefined) {
+      try {
+        checked(core, this.#run.setText(text));
+      } catch (e) {
+        this.dispose();
+        throw e;
+      }
+    }
+  }
+
+  #live() {
+    if (!this.#run) throw new Error('this trainer was disposed');
+    return this.#run;
+  }
+
+  /** The run's options after the preset and the given options were applied. */
+  get spec() { this.#live(); return this.#spec; }
+  /** Optimizer steps taken so far. */
+  get stepsDone() { return this.#live().stepsDone(); }
+  /** Bytes the engine holds for this run (weights, gradients, optimizer state, activations). */
+  get bytes() { return this.#live().bytes(); }
+
+  /**
+   * step(n): n optimizer steps on the task's batches; step({ ids }): one step on an explicit batch of
+   * rows of T+1 token ids (predicting ids[1..T] from ids[0..T-1]). Returns the losses, one per step,
+   * each the mean cross-entropy the step's gradients came from.
+   */
+  step(arg = 1) {
+    const run = this.#live();
+    if (typeof arg === 'number') {
+      if (!Number.isInteger(arg) || arg < 1) throw new Error(`step(n) needs a whole number n >= 1, got ${arg}`);
+      return checked(this.#core, run.steps(arg));
+    }
+    const rows = arg?.ids;
+    if (!Array.isArray(rows) || rows.length === 0 || !rows.every((r) => Array.isArray(r) || ArrayBuffer.isView(r)))
+      throw new Error('step({ ids }) needs ids as a non-empty array of rows of token ids');
+    const n = rows[0].length;
+    for (let r = 0; r < rows.length; r++)
+      if (rows[r].length !== n) throw new Error(`ragged batch: row ${r} has ${rows[r].length} ids, row 0 has ${n}`);
+    const flat = new Int32Array(rows.length * n);
+    rows.forEach((r, i) => {
+      for (let t = 0; t < n; t++) {
+        const id = r[t];
+        if (!Number.isInteger(id)) throw new Error(`row ${i}, position ${t}: ${id} is not a token id`);
+        flat[i * n + t] = id;
+      }
+    });
+    return Float32Array.of(checked(this.#core, run.stepOn(flat, rows.length)));
+  }
+
+  /** The learning rate of 0-based step `step` under the run's schedule. */
+  learningRate(step) { return this.#live().learningRate(step); }
+
+  /**
+   * Every head's previous-token and induction scores on the probe (sequences of distinct random
+   * tokens repeated twice, at a period the task never trains on), and the probe's first sequence
+   * with its attention (nLayer x nHead x T x T), for drawing the heads.
+   */
+  probe() {
+    const p = checked(this.#core, this.#live().probe());
+    const { nLayer, nHead } = this.#spec.config;
+    return { ...p, nLayer, nHead, T: p.ids.length };
+  }
+
+  /** A model with the current weights, for run() between steps (dispose it when done). */
+  model() {
+    return this.#wrapModel(checked(this.#core, this.#live().model()), 'trained');
+  }
+
+  /** The four files of a Hugging Face GPT-2 folder with the current weights (F32): loadModel() accepts them. */
+  export() {
+    return checked(this.#core, this.#live().exportFiles());
+  }
+
+  /** Frees the run's memory. Later calls throw. Safe to call twice. */
+  dispose() {
+    if (this.#run) {
+      this.#run.delete();
+      this.#run = null;
+    }
+  }
+}
