@@ -58,3 +58,34 @@ export interface WorkerModel {
 
 /** Starts a module worker and loads a model in it (same sources as loadModel). */
 export declare function loadModelInWorker(source?: ModelSource, options?: WorkerLoadOptions): Promise<WorkerModel>;
+
+export interface TrainProgress {
+  stepsDone: number;
+  /** The losses of the steps in this chunk. */
+  losses: Float32Array;
+  /** The learning rate of the chunk's last step. */
+  lr: number;
+  /** Training tokens per second over the chunk. */
+  tokensPerSecond: number;
+  /** Every probeEvery steps and at the end. */
+  probe?: import('./headscope.js').TrainerProbe;
+}
+
+/** A training run in its own Web Worker. */
+export declare class WorkerTrainer {
+  private constructor();
+  readonly spec: import('./headscope.js').TrainerSpec;
+  readonly stepsDone: number;
+  readonly disposed: boolean;
+  /** Trains `steps` more steps in chunks of about a frame; aborting `signal` pauses (resolves with stopped: true). */
+  train(options: { steps: number; probeEvery?: number; onProgress?: (p: TrainProgress) => void; signal?: AbortSignal }): Promise<{ stepsDone: number; stopped: boolean }>;
+  step(n?: number | { ids: ArrayLike<number>[] }): Promise<Float32Array>;
+  probe(): Promise<import('./headscope.js').TrainerProbe>;
+  /** Runs the trained model (its current weights) on `text`. */
+  run(text: string, options?: import('./headscope.js').RunOptions): Promise<import('./headscope.js').RunResult>;
+  export(): Promise<{ config: string; weights: Uint8Array; vocab: string; merges: string }>;
+  dispose(): void;
+}
+
+/** Starts a training run in a new module Web Worker. Rejects with a WorkerStartError if no worker can start. */
+export declare function createTrainerInWorker(options?: import('./headscope.js').TrainerOptions, init?: { worker?: Worker }): Promise<WorkerTrainer>;

@@ -7,12 +7,13 @@
 import { loadModel, shippedModels } from './headscope.js';
 import { makeResult } from './result.js';
 
-class WorkerModel {
+// The page's end of one worker: numbered requests, their progress messages and replies.
+class WorkerChannel {
+  what = 'model';  // named in errors after close
   #worker;
   #pending = new Map();
   #nextId = 1;
-  #info = null;
-  #disposed = false;
+  #closed = false;
   #started;
 
   constructor(worker, startRequirement = 'worker.js could not be started') {
@@ -51,7 +52,7 @@ class WorkerModel {
   started() { return this.#started; }
 
   call(method, args, onProgress, transfer = [], signal = null) {
-    if (this.#disposed) return Promise.reject(new Error('this headscope model was disposed; load it again'));
+    if (this.#closed) return Promise.reject(new Error(`this headscope ${this.what} was disposed${this.what === 'model' ? '; load it again' : ''}`));
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, onProgress });
@@ -61,8 +62,31 @@ class WorkerModel {
     });
   }
 
+  get closed() { return this.#closed; }
+
+  /** Rejects what is pending and stops the worker. */
+  close(what) {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const p of this.#pending.values()) p.reject(new Error(`this headscope ${what} was disposed`));
+    this.#pending.clear();
+    this.#worker.terminate();
+  }
+}
+
+class WorkerModel {
+  #channel;
+  #info = null;
+
+  constructor(worker, startRequirement) {
+    this.#channel = new WorkerChannel(worker, startRequirement);
+  }
+
+  started() { return this.#channel.started(); }
+  call(...args) { return this.#channel.call(...args); }
+
   async _load(source, onProgress, transferBuffers) {
-    await this.#started;
+    await this.started();
     // buffers given as the model source are copied to the worker, or with transferBuffers moved
     // (no second copy of a checkpoint of hundreds of MB; the caller's buffers become empty)
     const transfer = transferBuffers && source && typeof source === 'object' && !(source instanceof URL)
@@ -77,10 +101,10 @@ class WorkerModel {
 
   /** Configuration, parameter count and name of the loaded model. */
   get info() {
-    if (this.#disposed) throw new Error('this headscope model was disposed; load it again');
+    if (this.#channel.closed) throw new Error('this headscope model was disposed; load it again');
     return this.#info;
   }
-  get disposed() { return this.#disposed; }
+  get disposed() { return this.#channel.closed; }
 
   /**
    * Runs the model on `text`; resolves to the same result object as HeadscopeModel.run. A long run
@@ -101,13 +125,7 @@ class WorkerModel {
   tokenText(id) { return this.call('tokenText', { id }); }
 
   /** Frees the model and stops the worker. Later calls reject. */
-  dispose() {
-    if (this.#disposed) return;
-    this.#disposed = true;
-    for (const p of this.#pending.values()) p.reject(new Error('this headscope model was disposed'));
-    this.#pending.clear();
-    this.#worker.terminate();
-  }
+  dispose() { this.#channel.close('model'); }
 }
 
 /** The same promise API as WorkerModel, for a model that runs on the page thread. */
@@ -210,6 +228,84 @@ export async function loadModelInWorker(source, options = {}) {
     return await model._load(source, options.onProgress, options.transferBuffers);
   } catch (e) {
     model.dispose();
+    throw e;
+  }
+}
+
+/**
+ * A training run in its own Web Worker (createTrainer() of headscope.js, behind promises). train()
+ * steps in chunks of about a frame, so progress arrives steadily and a pause (aborting its signal)
+ * takes effect after the step in progress.
+ */
+class WorkerTrainer {
+  #channel;
+  #spec = null;
+  #stepsDone = 0;
+
+  constructor(channel) {
+    this.#channel = channel;
+    channel.what = 'trainer';
+  }
+
+  async _create(options) {
+    ({ spec: this.#spec, stepsDone: this.#stepsDone } = await this.#channel.call('trainerCreate', { options }));
+    return this;
+  }
+
+  /** The run's options after its preset was applied. */
+  get spec() { return this.#spec; }
+  /** Steps taken, as of the last reply or progress message. */
+  get stepsDone() { return this.#stepsDone; }
+  get disposed() { return this.#channel.closed; }
+
+  /**
+   * Trains until `steps` more steps are done or `signal` aborts (then it resolves early, with
+   * stopped: true; the run can continue with another train()). onProgress hears after every chunk:
+   * { stepsDone, losses (the chunk's), lr, tokensPerSecond, probe? } with a probe (TrainerProbe)
+   * every `probeEvery` steps and at the end. A diverging run rejects; its weights stay those before
+   * the failed step.
+   */
+  async train({ steps, probeEvery = 25, onProgress, signal } = {}) {
+    if (!Number.isInteger(steps) || steps < 1) throw new Error(`train({ steps }) needs a whole number of steps >= 1, got ${steps}`);
+    if (signal?.aborted) return { stepsDone: this.#stepsDone, stopped: true };
+    const done = await this.#channel.call('trainerTrain', { steps, probeEvery }, (p) => {
+      this.#stepsDone = p.stepsDone;
+      onProgress?.(p);
+    }, [], signal);
+    this.#stepsDone = done.stepsDone;
+    return done;
+  }
+
+  /** step(n) or step({ ids }) as HeadscopeTrainer.step, in the worker. */
+  async step(arg = 1) {
+    const { losses, stepsDone } = await this.#channel.call('trainerStep', { arg });
+    this.#stepsDone = stepsDone;
+    return losses;
+  }
+
+  probe() { return this.#channel.call('trainerProbe', {}); }
+  /** Runs the trained model (its weights now) on `text`; resolves to a RunResult. */
+  async run(text, options = {}) { return makeResult(await this.#channel.call('trainerRun', { text, options })); }
+  export() { return this.#channel.call('trainerExport', {}); }
+  /** Stops the worker and frees the run. */
+  dispose() { this.#channel.close('trainer'); }
+}
+
+/** Starts a training run (createTrainer's options) in a new module Web Worker. */
+export async function createTrainerInWorker(options = {}, { worker } = {}) {
+  let release = () => {};
+  let requirement;
+  if (!worker) ({ worker, release, requirement } = startWorker());
+  const channel = new WorkerChannel(worker, requirement);
+  try {
+    await channel.started();
+  } finally {
+    release();
+  }
+  try {
+    return await new WorkerTrainer(channel)._create(options);
+  } catch (e) {
+    channel.close('trainer');
     throw e;
   }
 }

@@ -1,11 +1,11 @@
-// The Web Worker side of headscope-worker.js: holds one model and answers requests in order.
-// Result typed arrays are transferred to the page, not copied.
+// The Web Worker side of headscope-worker.js: holds one model (or one training run) and answers
+// requests in order. Result typed arrays are transferred to the page, not copied.
 //
 // A long run (a big model on a long text) is done in steps of tokens: the engine's cache takes the
 // text a piece at a time (prefill), the page hears the progress after each piece, and a cancel
 // message that arrived meanwhile stops it. The final run then only computes the last piece, and its
 // result equals a run in one go (the engine reuses cached tokens only where they match).
-import { loadModel } from './headscope.js';
+import { loadModel, createTrainer } from './headscope.js';
 import { resultForTransfer } from './result.js';
 
 // Runs cheaper than this many (parameters x tokens) go in one step: about 200 ms of work in wasm.
@@ -13,6 +13,7 @@ const STEPPED_RUN_WORK = 6e9;
 const STEPS = 8;
 
 let model = null;
+let trainer = null;
 const queue = [];
 const cancelled = new Set();
 let busy = false;
@@ -49,12 +50,90 @@ async function runInSteps(id, text, options) {
   return model.run(text, options);
 }
 
+// A chunk of training steps lasts about this long before the worker posts progress and reads its
+// messages (a pause): a frame at 60 Hz, minus room for the page's reply.
+const CHUNK_MS = 12;
+
+function probeForTransfer(p) {
+  return { value: p, transfer: [p.previous.buffer, p.induction.buffer, p.attention.buffer, p.ids.buffer] };
+}
+
+// train({ steps, probeEvery }): chunks of steps, progress after each, a probe every probeEvery
+// steps and at the end; a cancel (the page's pause) stops it between steps and resolves.
+async function trainInChunks(id, { steps, probeEvery }) {
+  const target = trainer.stepsDone + steps;
+  let lastProbe = trainer.stepsDone;
+  const tokensPerStep = trainer.spec.batchSize * trainer.spec.seqLen;
+  let stopped = false;
+  while (trainer.stepsDone < target) {
+    const t0 = performance.now();
+    const losses = [];
+    do {
+      losses.push(trainer.step(1)[0]);
+    } while (trainer.stepsDone < target && performance.now() - t0 < CHUNK_MS);
+    const seconds = (performance.now() - t0) / 1000;
+    const progress = {
+      stepsDone: trainer.stepsDone,
+      losses: Float32Array.from(losses),
+      lr: trainer.learningRate(trainer.stepsDone - 1),
+      tokensPerSecond: seconds > 0 ? (losses.length * tokensPerStep) / seconds : 0,
+    };
+    const transfer = [progress.losses.buffer];
+    if (trainer.stepsDone - lastProbe >= probeEvery || trainer.stepsDone >= target) {
+      const { value, transfer: t } = probeForTransfer(trainer.probe());
+      progress.probe = value;
+      transfer.push(...t);
+      lastProbe = trainer.stepsDone;
+    }
+    self.postMessage({ id, progress }, transfer);
+    await yieldToMessages();
+    if (cancelled.has(id)) {
+      stopped = true;
+      break;
+    }
+  }
+  return { stepsDone: trainer.stepsDone, stopped };
+}
+
+// the trainer's methods: trainerCreate first, then the others
+async function handleTrainer(id, method, args) {
+  if (method === 'trainerCreate') {
+    trainer?.dispose();
+    trainer = null;
+    trainer = await createTrainer(args.options);
+    return { value: { spec: trainer.spec, stepsDone: trainer.stepsDone }, transfer: [] };
+  }
+  if (!trainer) throw new Error('no training run in this worker');
+  if (method === 'trainerTrain') return { value: await trainInChunks(id, args), transfer: [] };
+  if (method === 'trainerStep') {
+    const losses = trainer.step(args.arg);
+    return { value: { losses, stepsDone: trainer.stepsDone }, transfer: [losses.buffer] };
+  }
+  if (method === 'trainerProbe') return probeForTransfer(trainer.probe());
+  if (method === 'trainerRun') {
+    const trained = trainer.model();
+    try {
+      const { data, transfer } = resultForTransfer(trained.run(args.text, args.options));
+      return { value: data, transfer };
+    } finally {
+      trained.dispose();
+    }
+  }
+  if (method === 'trainerExport') {
+    const files = trainer.export();
+    return { value: files, transfer: [files.weights.buffer] };
+  }
+  throw new Error(`unknown method ${method}`);
+}
+
 async function handle({ id, method, args }) {
   try {
     if (cancelled.has(id)) throw cancelledError();
     let value;
     let transfer = [];
-    if (method === 'load') {
+    if (method.startsWith('trainer')) {
+      ({ value, transfer } = await handleTrainer(id, method, args));
+    } else if (method === 'load') {
       if (model) model.dispose();
       model = await loadModel(args.source, {
         onProgress: (p) => self.postMessage({ id, progress: p }),
