@@ -23,7 +23,7 @@ fs.writeFileSync(path.join(dir, "index.json"), JSON.stringify({ models: names.ma
 ' "$TMP/models"
 "$ROOT/web/component/build.sh" "$TMP"
 cp "$ROOT/web/component/views.css" "$TMP/"
-for f in favicon.svg index.html embed.html component.html csp.html demo.css embed.css article.css article.js; do
+for f in favicon.svg index.html embed.html component.html csp.html demo.css embed.css article.css article.js train.html train.css; do
   cp "$ROOT/web/demo/$f" "$TMP/"
 done
 node "$ROOT/web/bundle.mjs" --out "$TMP" demo

@@ -13,6 +13,7 @@ import { TokenStrip } from './token-strip.js';
 import { HeadChips } from './head-chips.js';
 import { modelIndex, loadCard, openingHead, modelSize } from './models.js';
 import { installLocalModelPicker, readModelFiles } from './local-model.js';
+import { loadTrainedModel } from './trained-model.js';
 
 const $ = (id) => document.getElementById(id);
 const reducedMotion = () => window.matchMedia('(prefers-reduced-motion: reduce)').matches;
@@ -315,10 +316,29 @@ function openOnCardHead(card) {
   }
 }
 
+// ?trained=1: the model the training page saved in this browser, on the probe text it trained for
+async function startTrained() {
+  const saved = await loadTrainedModel();
+  if (!saved) throw new Error('no trained model is stored in this browser: train one on the training page (train.html) and open it from there');
+  state.text = saved.text;
+  textBox.value = saved.text;
+  const model = await loadModelFromBuffers(saved.files);
+  const name = `trained ${saved.name}`;
+  useModel(model, { name, local: true });
+  const option = new Option(`${name} (from the training page)`, `local:${name}`);
+  picker.add(option);
+  picker.value = option.value;
+  $('model-pick').hidden = false;
+}
+
 async function start() {
   const fill = $('progress-fill');
   const bar = $('progress');
   try {
+    if (new URLSearchParams(location.search).get('trained') === '1') {
+      await startTrained();
+      return;
+    }
     const model = await getFastTypingModel(state.model, {
       onProgress: ({ loaded, total }) => {
         if (!total) return;
