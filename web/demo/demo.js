@@ -293,7 +293,7 @@ function useModel(model, { name, local = false, card = null }) {
   page.lab?.dispose();
   state.ablate = [];
   page.lab = installLab({
-    state, runner: page.runner, grid, getModel: async () => model, getResult: () => page.result, render, selectHead,
+    state, runner: page.runner, grid, card, getModel: async () => model, getResult: () => page.result, render, selectHead,
   });
   document.body.dataset.model = name;
   page.runner.request(state.text);
