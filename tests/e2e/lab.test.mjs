@@ -89,7 +89,7 @@ test('page: role badges, legend with formulas and thresholds, knock-out ranking'
   // the induction probe needs whole-word tokens: the shipped model has them, the byte-level fixture not
   if (usingDefaultModel) await expect(page.locator('#lab .hs-lab-roles-status')).toContainText('Induction measured on', { timeout: 30_000 });
   // verb to subject: measured on the card's probe sentences when the card has them, and said so
-  if (usingDefaultModel) await expect(page.locator('#lab .hs-lab-roles-status')).toContainText(/Verb to subject (measured on the model card's \d+ probe sentences|: no probe sentences)/);
+  if (usingDefaultModel) await expect(page.locator('#lab .hs-lab-roles-status')).toContainText(/Verb to subject( measured on the model card's \d+ probe sentences|: no probe sentences)/);
   // ?off= restores switched-off heads
   await expect(page.locator('#grid .hs-ablated')).toHaveCount(1);
   // badges match the package's headBadges on the displayed result (computed in the page)
