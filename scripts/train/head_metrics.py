@@ -43,25 +43,16 @@ from gpt2_torch import GPT2  # noqa: E402
 import bpe  # noqa: E402
 import synth  # noqa: E402
 
-# Everyday content words; the lists are drawn from those that are one token (with a leading space) in
-# the model's vocabulary, so the score measures copying whole words, not word pieces.
-COMMON_WORDS = """time year people way day man thing woman life child world school state family student group
-country problem hand part place case week company system program question work government number night point
-home water room mother area money story fact month lot right study book eye job word business issue side kind
-head house service friend father power hour game line end member law car city community name president team
-minute idea body information back parent face others level office door health person art war history party
-result change morning reason research girl guy moment air teacher force education foot boy age policy music
-market sense nation plan college interest death experience effect class control care field development role
-effort rate heart drug show leader light voice wife police mind price report decision son view relationship
-town road arm difference value building action model season society tax director position player record paper
-space ground form event official matter center couple site project activity star table need court oil
-situation cost industry figure street image phone data picture practice piece land product doctor wall patient
-worker news test movie north love support technology step baby computer type attention film tree source
-organization hair window evidence population army bank river garden dog horse bread fish dinner king queen""".split()
+# Everyday content words, from web/lib/roles.json (induction_probe.words: the one list the page's probe
+# draws from too); the lists are drawn from those that are one token (with a leading space) in the model's
+# vocabulary, so the score measures copying whole words, not word pieces.
+with open(os.path.join(ROOT, "web", "lib", "roles.json"), encoding="utf-8") as _f:
+    _PROBE = json.load(_f)["induction_probe"]
+COMMON_WORDS = list(_PROBE["words"])
 
 PREV_WINDOWS = 64
-INDUCTION_LISTS = 16
-LIST_LEN = 20
+INDUCTION_LISTS = _PROBE["lists"]
+LIST_LEN = _PROBE["list_length"]
 N_PROBES = 24
 
 

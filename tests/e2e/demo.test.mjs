@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test, expect, shot, demoReady, demoIdle, renders, ARTIFACTS, SITE, usingDefaultModel } from './fixtures.mjs';
-import { openingHead } from '../../web/demo/models.js';
+import { openingHead, verbSubjectHead } from '../../web/demo/models.js';
 
 test.beforeAll(() => {
   console.log(`# model: ${usingDefaultModel ? 'headscope-base (default)' : 'fixture odd-hs12'}`);
@@ -64,8 +64,23 @@ test('the page opens on the head its model card finds most telling in the articl
   // the rule is the page's own (web/demo/models.js, unit-tested in tests/js/opening-head.test.js),
   // applied to the card the site serves
   const card = JSON.parse(readFileSync(path.join(SITE, 'models/headscope-base/card.json'), 'utf8'));
-  const want = openingHead(card);
+  // a new-format card names a verb-to-subject head; its link on this sentence is read from the
+  // page's own result (the engine's attention from the query token to the key tokens)
+  const v2s = verbSubjectHead(card);
+  const link = card.chef_sentence?.links?.['cooked->chef'];
+  const live = v2s && link ? await page.evaluate(({ l, h, q, keys }) => {
+    const r = window.headscopeDemo.result;
+    const a = r.attention(l, h);
+    return keys.reduce((s, k) => s + a[q * r.T + k], 0);
+  }, { l: v2s.layer, h: v2s.head, q: link.query_token, keys: link.key_tokens }) : undefined;
+  const want = openingHead(card, { linkWeight: () => live });
+  console.log(`# opening head: L${want?.layer}H${want?.head} at token ${want?.token}${want?.role ? ` (verb to subject, ${want.ratio.toFixed(2)}x uniform)` : ''}${v2s ? `; the card's verb-to-subject head L${v2s.layer}H${v2s.head} (${v2s.score}x on the probe sentences) puts ${live.toFixed(3)} on chef here, ${(live / link.uniform_baseline).toFixed(2)}x uniform` : ''}`);
   expect(want, 'the default model\'s card names an opening head').not.toBeNull();
+  if (want.role === 'verb_to_subject') {
+    // on the verb-to-subject head, focused on "cooked", and clearly above chance
+    expect(card.chef_sentence.tokens[want.token].trim()).toBe('cooked');
+    expect(want.ratio).toBeGreaterThanOrEqual(1.5);
+  }
   const got = await page.evaluate(() => {
     const s = window.headscopeDemo.state;
     return { layer: s.layer, head: s.head, token: s.token };

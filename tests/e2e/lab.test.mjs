@@ -1,7 +1,8 @@
 // End-to-end tests of the lab in headless Chromium: switching heads off (page and component),
 // head-role badges and their legend, knock-out ranking, predict-then-reveal, and the head-count
 // comparison page. Screenshots in build/e2e-artifacts/lab-*.png. Run with tests/e2e/run.sh.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { familyRoleTable } from '../../web/demo/compare-roles.js';
 import path from 'node:path';
 import { test, expect, shot, demoReady, SITE, usingDefaultModel } from './fixtures.mjs';
 
@@ -87,6 +88,8 @@ test('page: role badges, legend with formulas and thresholds, knock-out ranking'
   await demoReady(page);
   // the induction probe needs whole-word tokens: the shipped model has them, the byte-level fixture not
   if (usingDefaultModel) await expect(page.locator('#lab .hs-lab-roles-status')).toContainText('Induction measured on', { timeout: 30_000 });
+  // verb to subject: measured on the card's probe sentences when the card has them, and said so
+  if (usingDefaultModel) await expect(page.locator('#lab .hs-lab-roles-status')).toContainText(/Verb to subject( measured on the model card's \d+ probe sentences|: no probe sentences)/);
   // ?off= restores switched-off heads
   await expect(page.locator('#grid .hs-ablated')).toHaveCount(1);
   // badges match the package's headBadges on the displayed result (computed in the page)
@@ -97,8 +100,9 @@ test('page: role badges, legend with formulas and thresholds, knock-out ranking'
     const s = allHeadScores(r);
     return [...document.querySelectorAll('#grid [data-layer]')].map((c) => {
       const l = +c.dataset.layer, h = +c.dataset.head;
-      const expected = headBadges({ ...s[l][h], induction: 0 }).join(' ');
-      const shown = (c.dataset.roles || '').split(' ').filter((x) => x && x !== 'induction').join(' ');
+      const expected = headBadges({ ...s[l][h], induction: 0, verb_to_subject: 0 }).join(' ');
+      // induction and verb to subject come from probes, not from this text
+      const shown = (c.dataset.roles || '').split(' ').filter((x) => x && x !== 'induction' && x !== 'verb_to_subject').join(' ');
       return { head: `L${l}H${h}`, shown, expected };
     });
   });
@@ -238,6 +242,14 @@ test.describe('wide', () => {
         return e.info.config.nHead;
       });
       await expect(summary).toContainText(`the ${best}-head model predicts best`);
+      // what more heads buy: the roles table shows, cell for cell, what the page's builder makes of
+      // the cards the site serves (role counts, strongest heads, copy accuracy, loss; a dash for old cards)
+      const entries = await demo(page, () => window.headscopeCompare.entries.map((e) => ({ name: e.name, label: e.label, nHead: e.info.config.nHead })));
+      const want = familyRoleTable(entries.map((e) => ({ ...e, card: JSON.parse(readFileSync(path.join(SITE, 'models', e.name, 'card.json'), 'utf8')) })));
+      const shown = await page.locator('#cmp-roles tbody tr').evaluateAll((rows) => rows.map((r) => [...r.children].map((c) => c.textContent)));
+      expect(shown).toEqual(want.rows.map((r) => [r.label, ...r.cells]));
+      expect(await page.locator('#cmp-roles-notes p').allTextContents()).toEqual(want.notes);
+      console.log(`# roles table notes: ${want.notes.join(' | ') || '(none)'}`);
     }
     // typing re-runs every model
     await page.fill('#cmp-text', 'One two three, one two three.');

@@ -25,3 +25,40 @@ test('no clear link and no previous-token head: null; a card without the sentenc
   // a link whose uniform baseline is missing or zero is skipped, not divided by
   assert.equal(openingHead(card({ 'cooked->chef': link(11, 0, 6, 0.5, 0) })), null);
 });
+
+// New-format cards name a verb-to-subject head (card.roles.best, score averaged over probe sentences).
+const roles = (layer, head, score, threshold = 3.0) => ({ thresholds: { verb_to_subject: threshold }, best: { verb_to_subject: { layer, head, score } } });
+const cooked = (top, uniform = 1 / 9) => ({ query_token: 8, key_tokens: [1], top, uniform_baseline: uniform });
+
+test('the card\'s verb-to-subject head at "cooked", when its link on this sentence is clearly above chance', () => {
+  // who->chef has the larger ratio (0.9/0.25 = 3.6x), but the verb-to-subject head wins: 0.2/(1/9) = 1.8x
+  const c = { ...card({ 'cooked->chef': cooked([{ layer: 1, head: 4, weight: 0.3 }, { layer: 3, head: 5, weight: 0.2 }]), 'who->chef': link(3, 1, 4, 0.9, 0.25) }), roles: roles(3, 5, 3.9) };
+  const got = openingHead(c);
+  assert.deepEqual({ ...got, ratio: undefined }, { layer: 3, head: 5, token: 8, role: 'verb_to_subject', ratio: undefined });
+  assert.ok(Math.abs(got.ratio - 1.8) < 1e-9);
+});
+
+test('a verb-to-subject head the card does not list on this sentence: the live weight decides', () => {
+  const c = { ...card({ 'cooked->chef': cooked([{ layer: 1, head: 4, weight: 0.2 }]) }), roles: roles(3, 5, 3.9) };
+  const calls = [];
+  const strong = (l, h, q, keys) => { calls.push([l, h, q, keys]); return 0.5; };
+  assert.deepEqual(openingHead(c, { linkWeight: strong }), { layer: 3, head: 5, token: 8, ratio: 4.5, role: 'verb_to_subject' });
+  assert.deepEqual(calls, [[3, 5, 8, [1]]], 'asked for that head, at cooked, over chef\'s tokens');
+  // live weight 0.07 = 0.63x uniform (what the gen-2 sample's head does on the article's sentence):
+  // not clearly above chance, so the page falls back to the strongest clear link (L1H4, 0.2 / (1/9) = 1.8x)
+  const fallback = openingHead(c, { linkWeight: () => 0.07 });
+  assert.equal(fallback.role, undefined);
+  assert.deepEqual([fallback.layer, fallback.head, fallback.token], [1, 4, 8]);
+  // no live weight (unknown): never opened on faith
+  assert.equal(openingHead(c).role, undefined);
+});
+
+test('a verb-to-subject head below the threshold, or an old card, opens as before', () => {
+  const links = { 'cooked->chef': cooked([{ layer: 3, head: 5, weight: 0.5 }, { layer: 1, head: 4, weight: 0.1 }]) };
+  // the card's best is 2.9x < 3.0x: not a verb-to-subject head; the link rule still picks L3H5 (4.5x), without the role
+  assert.equal(openingHead({ ...card(links), roles: roles(3, 5, 2.9) }).role, undefined);
+  // the threshold comes from the card: a card with threshold 2.5 names it
+  assert.equal(openingHead({ ...card(links), roles: roles(3, 5, 2.9, 2.5) }).role, 'verb_to_subject');
+  // old card: no roles section
+  assert.deepEqual(openingHead(card(links)), { layer: 3, head: 5, token: 8, ratio: 4.5 });
+});

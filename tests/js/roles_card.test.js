@@ -5,11 +5,16 @@
 // close to the card's; the card's strongest previous-token head leads live too (or, among near-ties,
 // both leaders are in each other's top three); and where the heads' scores spread enough to rank,
 // previous-token scores and entropy rank the heads alike (Spearman correlation).
+// New-format cards (a "roles" section) also carry induction and verb-to-subject scores per head:
+// measured through the engine as the page measures them (headscope/analysis inductionScores on the
+// roles.json word lists, verbSubjectScores on the card's probe sentences), every head agrees with
+// the card within the tolerances of role_tolerance.js.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { loadModel } from '../../dist/headscope.js';
-import { allHeadScores } from '../../dist/analysis.js';
+import { allHeadScores, inductionScores, verbSubjectScores } from '../../dist/analysis.js';
+import { V2S_TOL, inductionTol } from './role_tolerance.js';
 
 const PARAGRAPH = 'The old house at the end of the street had been empty for many years. Children walked past it on their way to school, and some of them said that a ghost lived in the attic. '
   + 'In the spring of that year, a young family bought the house. The father was a carpenter, and he spent the summer repairing the roof, the windows and the long front porch. '
@@ -107,6 +112,27 @@ for (const { name, folder, card } of models) {
         line.push(`Spearman previous ${sp.toFixed(2)}, card entropy vs live broad ${se.toFixed(2)}`);
         assert.ok(sp >= 0.8, `previous-token scores rank heads like the card (Spearman ${sp.toFixed(2)})`);
         assert.ok(se >= 0.8, `broad (normalized entropy) ranks heads like the card's entropy (Spearman ${se.toFixed(2)})`);
+      }
+      // 4. induction and verb to subject, through the engine, where the card has them
+      if (card.roles) {
+        const LISTS = 32;
+        const ind = await inductionScores(model, { lists: LISTS, perList: true });
+        const v2s = await verbSubjectScores(model, card.roles.probe_sentences);
+        assert.equal(v2s.sentences, card.roles.probe_sentences.length, 'every probe sentence has the article\'s shape');
+        const cardLists = Number(/(\d+) seeded lists/.exec(card.roles.method?.induction || '')?.[1]) || 16;
+        let worst = 0, maxV = 0;
+        for (const h of heads) {
+          const dI = Math.abs(ind.scores[h.layer][h.head] - h.induction);
+          const tol = inductionTol(ind.listSd[h.layer][h.head], cardLists, LISTS);
+          worst = Math.max(worst, dI / tol);
+          assert.ok(dI <= tol, `${name_(h)} induction: live ${ind.scores[h.layer][h.head].toFixed(4)}, card ${h.induction}, tolerance ${tol.toFixed(4)}`);
+          const dV = Math.abs(v2s.scores[h.layer][h.head] - h.verb_to_subject);
+          maxV = Math.max(maxV, dV);
+          assert.ok(dV <= V2S_TOL, `${name_(h)} verb to subject: live ${v2s.scores[h.layer][h.head].toFixed(4)}, card ${h.verb_to_subject}`);
+        }
+        line.push(`induction: worst head at ${(100 * worst).toFixed(0)}% of its tolerance; verb to subject: max diff ${maxV.toFixed(4)}`);
+      } else {
+        line.push('old-format card: no induction or verb-to-subject numbers');
       }
       console.log(line.join('; '));
     } finally {

@@ -33,7 +33,7 @@ function afterNextPaint(fn) {
 
 /**
  * The lab's controller. `host`: an element to build the lab panel in. Options:
- *   getModel: () => Promise<WorkerModel>, grid: the GridView whose cells get badges and
+ *   getModel: () => Promise<WorkerModel>, getProbeSentences?: () => the model card's probe sentences (verb-to-subject badges), grid: the GridView whose cells get badges and
  *   switch-off clicks, gridHost: the element holding that grid, getResult(), getText(),
  *   getState() -> { layer, head, token }, initialAblate, onAblate(pairs): re-run the views with
  *   these heads off, onHidePattern(layer, head | null): hide/unhide one head's pattern elsewhere
@@ -131,7 +131,7 @@ export class Lab {
       this.cancelScore?.();
       this.cancelScore = afterNextPaint(() => this.#score());
     }
-    this.roles.probe(this.o.getModel).then((measured) => {
+    this.roles.probe(this.o.getModel, this.o.getProbeSentences?.()).then((measured) => {
       if (measured && !this.probeScored) {
         this.probeScored = true;
         if (this.result) this.#score();

@@ -1,5 +1,6 @@
 // compare.html: the head-count family (heads-1, heads-2, heads-4, heads-8: 2 layers, n_embd 128)
-// side by side on the same text: every head's attention, validation loss and perplexity and
+// side by side on the same text: every head's attention, what more heads buy (role counts, best
+// role scores, copy accuracy and loss from the cards: compare-roles.js), validation loss and perplexity and
 // parameter count (from each model's card.json), measured speed (median of timed run() calls in
 // each model's worker on the current text), and one sentence on the trade-off computed from those
 // numbers. Built on the package's public API (worker models through the component's shared cache)
@@ -9,6 +10,7 @@ import { getModel, GridView, readTheme, DEFAULT_TEXT, describeHead } from '../co
 import { allHeadScores, headBadges } from '../lib/analysis.js';
 import { ROLE_SHORT, rolesSentence } from '../component/lab.js';
 import { tradeoffSentence, fmtParams } from './tradeoff.js';
+import { familyRoleTable } from './compare-roles.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -194,6 +196,32 @@ function renderTable() {
   t.replaceChildren(thead, tbody);
 }
 
+/** The roles table: role counts, best scores, copy accuracy and loss from each model's card. */
+function renderRoles() {
+  const entries = state.entries.map((e) => ({ label: e.label, card: e.card ?? null, nHead: e.info?.config.nHead ?? headsOf(e.name) }));
+  const { rows, notes } = familyRoleTable(entries);
+  const thead = el('thead');
+  const hr = el('tr');
+  hr.appendChild(el('th', '', 'model'));
+  for (const e of entries) {
+    const th = el('th', '', e.label);
+    th.scope = 'col';
+    hr.appendChild(th);
+  }
+  thead.appendChild(hr);
+  const tbody = el('tbody');
+  for (const row of rows) {
+    const tr = el('tr');
+    const th = el('th', '', row.label);
+    th.scope = 'row';
+    tr.appendChild(th);
+    for (const c of row.cells) tr.appendChild(el('td', '', c));
+    tbody.appendChild(tr);
+  }
+  $('cmp-roles').replaceChildren(thead, tbody);
+  $('cmp-roles-notes').replaceChildren(...notes.map((n) => el('p', 'compare-note', n)));
+}
+
 function renderSummary() {
   $('cmp-summary').textContent = tradeoffSentence(state.entries);
 }
@@ -234,6 +262,7 @@ async function start() {
     }
   }
   renderTable();
+  renderRoles();
   renderSummary();
   document.body.dataset.ready = 'true';
   await runAll();

@@ -11,7 +11,7 @@ import { installSharing } from './share.js';
 import { installThemeToggle } from './theme-toggle.js';
 import { TokenStrip } from './token-strip.js';
 import { HeadChips } from './head-chips.js';
-import { modelIndex, loadCard, openingHead, modelSize } from './models.js';
+import { modelIndex, loadCard, openingHead, verbSubjectHead, modelSize } from './models.js';
 import { installLocalModelPicker, readModelFiles } from './local-model.js';
 import { loadTrainedModel } from './trained-model.js';
 
@@ -294,17 +294,41 @@ function useModel(model, { name, local = false, card = null }) {
   page.lab?.dispose();
   state.ablate = [];
   page.lab = installLab({
-    state, runner: page.runner, grid, getModel: async () => model, getResult: () => page.result, render, selectHead,
+    state, runner: page.runner, grid, card, getModel: async () => model, getResult: () => page.result, render, selectHead,
   });
   document.body.dataset.model = name;
   page.runner.request(state.text);
   if (previous && previous !== model) previous.dispose();
 }
 
+/** Whether the page opens on the card's head: the article's sentence, and no head chosen by the URL. */
+function opensOnCard(card) {
+  return !!card && fromUrl.layer === undefined && fromUrl.head === undefined && state.text === card.chef_sentence?.text;
+}
+
+/**
+ * The card's verb-to-subject head's attention from "cooked" to "chef" on the article's sentence,
+ * measured through the engine, as openingHead's linkWeight (the card lists only the sentence's top
+ * three heads). undefined when the card names no such head or the run fails.
+ */
+async function cardLinkWeight(model, card) {
+  const v = verbSubjectHead(card);
+  if (!v || !opensOnCard(card)) return undefined;
+  try {
+    const r = await model.run(card.chef_sentence.text, { topK: 1 });
+    if (v.layer >= r.nLayer || v.head >= r.nHead) return undefined;
+    const a = r.attention(v.layer, v.head);
+    return (layer, head, q, keys) => (layer === v.layer && head === v.head && q < r.T && keys.every((k) => k <= q)
+      ? keys.reduce((s, k) => s + a[q * r.T + k], 0) : undefined);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Opens the card's head on the article's sentence, unless the URL chose a head or the text differs. */
-function openOnCardHead(card) {
-  if (!card || fromUrl.layer !== undefined || fromUrl.head !== undefined || state.text !== card.chef_sentence?.text) return;
-  const start = openingHead(card);
+function openOnCardHead(card, linkWeight) {
+  if (!opensOnCard(card)) return;
+  const start = openingHead(card, { linkWeight });
   const c = page.info.config;
   if (!start || start.layer >= c.nLayer || start.head >= c.nHead) return;
   state.layer = start.layer;
@@ -351,7 +375,7 @@ async function start() {
     const name = model.info.name;
     const card = await loadCard(state.model || 'headscope-base');
     page.info = model.info;
-    openOnCardHead(card);
+    openOnCardHead(card, await cardLinkWeight(model, card));
     useModel(model, { name, card });
   } catch (e) {
     $('loading').classList.add('error');

@@ -50,6 +50,7 @@ export function installLab(ctx) {
     gridHost,
     initialAblate: initial,
     getModel: ctx.getModel,
+    getProbeSentences: () => ctx.card?.roles?.probe_sentences,
     getResult: ctx.getResult,
     getText: () => state.text,
     getState: () => ({ layer: state.layer, head: state.head, token: state.token }),

@@ -26,24 +26,54 @@ export async function loadCard(name) {
   }
 }
 
+// A link is only opened where it is clearly above chance: at least this many times the uniform share.
+export const CLEAR_LINK_RATIO = 1.5;
+
+/**
+ * The card's verb-to-subject head, when its score (averaged over the card's probe sentences) reaches
+ * the role's threshold (card.roles.thresholds, 3.0x uniform): { layer, head, score, threshold }; else null.
+ * Old cards (no roles section) name none.
+ */
+export function verbSubjectHead(card) {
+  const b = card?.roles?.best?.verb_to_subject;
+  const threshold = Number(card?.roles?.thresholds?.verb_to_subject);
+  if (!b || !Number.isInteger(b.layer) || !Number.isInteger(b.head) || !(threshold > 0) || !(b.score >= threshold)) return null;
+  return { layer: b.layer, head: b.head, score: b.score, threshold };
+}
+
 /**
  * The head (and query token) the page opens on for the article's sentence, from the model card:
- * the link to 'chef' whose best head is furthest above uniform attention, when it is at least 1.5x
- * uniform (a link is only shown where it is clearly above chance); otherwise the strongest
- * previous-token head (score >= 0.5) at the query token of 'cooked'. null when neither exists.
+ *  1. the card's verb-to-subject head (verbSubjectHead) at "cooked", when on this sentence its
+ *     attention from "cooked" to "chef" is clearly above chance (at least CLEAR_LINK_RATIO x uniform).
+ *     That weight is the card's (chef_sentence.links['cooked->chef'].top) when it lists the head, else
+ *     `linkWeight(layer, head, queryToken, keyTokens)` (measured live by the page), else unknown (skip);
+ *  2. otherwise the link to 'chef' whose best head is furthest above uniform attention, when at least
+ *     CLEAR_LINK_RATIO x uniform;
+ *  3. otherwise the strongest previous-token head (score >= 0.5) at the query token of 'cooked'.
+ * null when none exists. Result: { layer, head, token, ratio?, role? ('verb_to_subject') }.
  */
-export function openingHead(card) {
-  const links = Object.values(card?.chef_sentence?.links || {});
+export function openingHead(card, { linkWeight } = {}) {
+  const links = card?.chef_sentence?.links || {};
+  const cooked = links['cooked->chef'];
+  const v2s = verbSubjectHead(card);
+  if (v2s && cooked && Number.isInteger(cooked.query_token) && cooked.uniform_baseline > 0) {
+    const listed = (cooked.top || []).find((t) => t.layer === v2s.layer && t.head === v2s.head);
+    const weight = listed ? listed.weight : linkWeight?.(v2s.layer, v2s.head, cooked.query_token, cooked.key_tokens || []);
+    const ratio = weight / cooked.uniform_baseline;
+    if (Number.isFinite(ratio) && ratio >= CLEAR_LINK_RATIO) {
+      return { layer: v2s.layer, head: v2s.head, token: cooked.query_token, ratio, role: 'verb_to_subject' };
+    }
+  }
   let best = null;
-  for (const link of links) {
+  for (const link of Object.values(links)) {
     const top = link.top?.[0];
     if (!top || !(link.uniform_baseline > 0)) continue;
     const ratio = top.weight / link.uniform_baseline;
-    if (ratio >= 1.5 && (!best || ratio > best.ratio)) best = { layer: top.layer, head: top.head, token: link.query_token, ratio };
+    if (ratio >= CLEAR_LINK_RATIO && (!best || ratio > best.ratio)) best = { layer: top.layer, head: top.head, token: link.query_token, ratio };
   }
   if (best) return best;
   const prev = (card?.heads || []).filter((h) => h.prev_token >= 0.5).sort((a, b) => b.prev_token - a.prev_token)[0];
-  if (prev) return { layer: prev.layer, head: prev.head, token: card.chef_sentence?.links?.['cooked->chef']?.query_token };
+  if (prev) return { layer: prev.layer, head: prev.head, token: cooked?.query_token };
   return null;
 }
 

@@ -62,7 +62,24 @@ export interface Role {
   threshold: number;
   description: string;
   /** 'live': badged on the reader's text; 'card': measured for the model cards. */
-  where: Array<'live' | 'card'>;
+  where: Array<'live' | 'probe' | 'card'>;
 }
 /** Every role of roles.json, the vocabulary the model cards use too. */
 export declare const ROLES_TABLE: readonly Role[];
+
+/** The induction probe of roles.json: the common words the lists are drawn from, list length, list count. */
+export declare const INDUCTION_PROBE: Readonly<{ words: readonly string[]; listLength: number; lists: number }>;
+/** Seeded lists of distinct common words that are single tokens, each as its ids and its text followed by itself. */
+export declare function inductionWordLists(model: AnyModel, options?: { lists?: number; length?: number; seed?: number }): Promise<Array<{ ids: number[]; text: string }>>;
+/** Prefix-matching scores [layer][head] of a run on a list of n tokens followed by itself. */
+export declare function prefixMatchingScores(result: { T: number; nLayer: number; nHead: number; attention(layer: number, head: number): Float32Array }, n?: number): number[][];
+/** The card's induction measure through the engine, averaged over seeded lists; copy accuracy with `copy`. */
+export declare function inductionScores(model: AnyModel, options?: { lists?: number; length?: number; seed?: number; copy?: boolean; perList?: boolean }): Promise<{ scores: number[][]; copyAccuracy: number; lists: Array<{ ids: number[]; text: string }>; perList?: number[][][]; listSd?: number[][] }>;
+/** Subject and main verb of a sentence built like "The chef, who trained in Paris, cooked the meal quickly."; null otherwise. */
+export declare function verbSubjectParts(sentence: string): { subject: string; verb: string } | null;
+/** Query (the verb's last token) and keys (the subject's tokens) of such a sentence's tokens; null otherwise. */
+export declare function verbSubjectPositions(tokens: Array<{ start: number; end: number }>, text: string): { query: number; keys: number[]; subject: string; verb: string } | null;
+/** Per head: attention from the verb to the subject, raw and as a multiple of uniform; null for other sentences. */
+export declare function verbSubjectRatios(result: { text: string; tokens: Array<{ start: number; end: number }>; T: number; nLayer: number; nHead: number; attention(layer: number, head: number): Float32Array }): { ratio: number[][]; weight: number[][]; query: number; keys: number[] } | null;
+/** The card's verb-to-subject measure through the engine, averaged over probe sentences. */
+export declare function verbSubjectScores(model: AnyModel, sentences: readonly string[]): Promise<{ scores: number[][] | null; weights: number[][] | null; sentences: number }>;

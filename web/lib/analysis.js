@@ -145,3 +145,175 @@ export async function knockoutRanking(model, text, { ablate = [] } = {}) {
   heads.sort((a, b) => b.delta - a.delta);
   return { baseLoss: base.loss, heads };
 }
+
+// ---- the cards' probes, through the engine --------------------------------------------------------
+// The model cards (scripts/train/head_metrics.py, PyTorch) measure induction and verb-to-subject on
+// probe texts, not on the reader's text. These functions measure the same quantities through the
+// engine, on the same word list (roles.json induction_probe) and on the card's probe sentences.
+
+/** The induction probe of roles.json: { words, listLength, lists }. */
+export const INDUCTION_PROBE = Object.freeze({
+  words: Object.freeze([...ROLES.induction_probe.words]),
+  listLength: ROLES.induction_probe.list_length,
+  lists: ROLES.induction_probe.lists,
+});
+
+/**
+ * Seeded lists of `length` distinct words of INDUCTION_PROBE.words that are one token (with a
+ * leading space) in the model's vocabulary, each as { ids, text } where text is the list followed
+ * by itself (" w1 ... wn w1 ... wn", 2n tokens). The same seed gives the same lists. Throws when
+ * fewer than `length` of the words are single tokens (a byte-level vocabulary).
+ */
+export async function inductionWordLists(model, { lists = INDUCTION_PROBE.lists, length = INDUCTION_PROBE.listLength, seed = 1 } = {}) {
+  const pool = [];
+  const seen = new Set();
+  for (const w of INDUCTION_PROBE.words) {
+    const toks = await model.tokenize(` ${w}`);
+    if (toks.length === 1 && !seen.has(toks[0].id)) { seen.add(toks[0].id); pool.push({ word: ` ${w}`, id: toks[0].id }); }
+  }
+  if (pool.length < length) throw new Error(`only ${pool.length} of the probe's common words are single tokens; the induction probe needs ${length}`);
+  const random = mulberry32(seed);
+  const out = [];
+  for (let i = 0; i < lists; i++) {
+    const p = pool.slice();
+    for (let k = 0; k < length; k++) { // partial Fisher-Yates: `length` distinct words
+      const j = k + Math.floor(random() * (p.length - k));
+      [p[k], p[j]] = [p[j], p[k]];
+    }
+    const pick = p.slice(0, length);
+    const once = pick.map((x) => x.word).join('');
+    out.push({ ids: [...pick.map((x) => x.id), ...pick.map((x) => x.id)], text: once + once });
+  }
+  return out;
+}
+
+/**
+ * Prefix-matching scores [layer][head] of a run on a list of n tokens followed by itself (T = 2n):
+ * mean over the repeat's tokens q = n..2n-1 of A[q][q-n+1], the token after the first occurrence.
+ */
+export function prefixMatchingScores(result, n = result.T / 2) {
+  if (!(Number.isInteger(n) && n >= 2 && result.T === 2 * n)) throw new Error(`prefix matching needs a list followed by itself (T = ${result.T})`);
+  const T = result.T;
+  const out = [];
+  for (let l = 0; l < result.nLayer; l++) {
+    const row = [];
+    for (let h = 0; h < result.nHead; h++) {
+      const a = result.attention(l, h);
+      let s = 0;
+      for (let q = n; q < 2 * n; q++) s += a[q * T + (q - n + 1)];
+      row.push(s / n);
+    }
+    out.push(row);
+  }
+  return out;
+}
+
+function meanGrid(grids) {
+  return grids[0].map((row, l) => row.map((_, h) => grids.reduce((s, g) => s + g[l][h], 0) / grids.length));
+}
+
+/**
+ * The card's induction measure through the engine: prefix-matching scores [layer][head] averaged
+ * over seeded common-word lists (inductionWordLists). With `copy: true`, also the copy accuracy: the
+ * share of repeat positions 0..n-2 whose most likely next token is the word that followed in the
+ * first copy (one extra run per position; each extends the last text, so the engine reuses its cache).
+ * Returns { scores, copyAccuracy (NaN without copy), lists }; with `perList: true` also perList (each
+ * list's [layer][head] scores) and listSd (each head's standard deviation across the lists).
+ */
+export async function inductionScores(model, { lists, length = INDUCTION_PROBE.listLength, seed = 1, copy = false, perList = false } = {}) {
+  const probes = await inductionWordLists(model, { lists, length, seed });
+  const grids = [];
+  let hits = 0, total = 0;
+  for (const p of probes) {
+    const r = await model.run(p.text, { topK: 1 });
+    if (r.T !== 2 * length || r.tokens.some((t, i) => t.id !== p.ids[i])) throw new Error(`the probe "${p.text}" did not tokenize into its ${2 * length} words`);
+    grids.push(prefixMatchingScores(r, length));
+    if (copy) {
+      for (let q = length; q < 2 * length - 1; q++) {
+        const prefix = await model.run(p.text.slice(0, r.tokens[q].end), { topK: 1 });
+        hits += prefix.topNext[0]?.id === p.ids[q + 1] ? 1 : 0;
+        total++;
+      }
+    }
+  }
+  const scores = meanGrid(grids);
+  const out = { scores, copyAccuracy: copy ? hits / total : NaN, lists: probes };
+  if (perList) {
+    out.perList = grids;
+    // sample standard deviation of each head's score across the lists
+    out.listSd = scores.map((row, l) => row.map((m, h) => (grids.length > 1
+      ? Math.sqrt(grids.reduce((s, g) => s + (g[l][h] - m) ** 2, 0) / (grids.length - 1)) : NaN)));
+  }
+  return out;
+}
+
+/**
+ * The subject and main verb of a sentence built like the article's, "The chef, who trained in
+ * Paris, cooked the meal quickly.": { subject: 'chef', verb: 'cooked' }; null for other sentences.
+ */
+export function verbSubjectParts(sentence) {
+  const m = /^The ([A-Za-z]+), who [^,]+, ([A-Za-z]+)\b/.exec(sentence);
+  return m ? { subject: m[1], verb: m[2] } : null;
+}
+
+/**
+ * Where a verb-to-subject probe looks, from a run's tokens (as the card: the subject's tokens are the
+ * keys; the query is the last token of the main verb, the first occurrence of the verb's word that
+ * starts more than 3 tokens after the subject). null when the sentence is not of that shape.
+ */
+export function verbSubjectPositions(tokens, text) {
+  const parts = verbSubjectParts(text);
+  if (!parts) return null;
+  const words = [...text.matchAll(/[A-Za-z]+/g)].map((m) => ({ word: m[0], start: m.index, end: m.index + m[0].length }));
+  const tokensOf = (w) => tokens.map((t, i) => (t.start < w.end && t.end > w.start ? i : -1)).filter((i) => i >= 0);
+  let keys = null, query = null;
+  for (const w of words) {
+    if (!keys && w.word === parts.subject) keys = tokensOf(w);
+    else if (keys && query === null && w.word === parts.verb) {
+      const q = tokensOf(w);
+      if (q.length && q[0] > keys[keys.length - 1] + 3) query = q[q.length - 1];
+    }
+  }
+  return keys?.length && query !== null ? { query, keys, ...parts } : null;
+}
+
+/**
+ * Verb-to-subject score of every head on one run: attention from the verb's last token to the
+ * subject's tokens, divided by the uniform share keys / (query + 1) (1.0 = chance).
+ * Returns { ratio: [layer][head], weight: [layer][head], query, keys }, or null for other sentences.
+ */
+export function verbSubjectRatios(result) {
+  const pos = verbSubjectPositions(result.tokens, result.text);
+  if (!pos) return null;
+  const T = result.T;
+  const uniform = pos.keys.length / (pos.query + 1);
+  const ratio = [], weight = [];
+  for (let l = 0; l < result.nLayer; l++) {
+    const rr = [], ww = [];
+    for (let h = 0; h < result.nHead; h++) {
+      const a = result.attention(l, h);
+      let w = 0;
+      for (const k of pos.keys) w += a[pos.query * T + k];
+      ww.push(w);
+      rr.push(w / uniform);
+    }
+    ratio.push(rr);
+    weight.push(ww);
+  }
+  return { ratio, weight, query: pos.query, keys: pos.keys };
+}
+
+/**
+ * The card's verb-to-subject measure through the engine: verbSubjectRatios averaged over the probe
+ * sentences (a card's roles.probe_sentences). Sentences not of the article's shape are skipped.
+ * Returns { scores: [layer][head] mean ratio, weights: mean raw attention, sentences: how many counted }.
+ */
+export async function verbSubjectScores(model, sentences) {
+  const ratios = [], weights = [];
+  for (const s of sentences || []) {
+    const r = verbSubjectRatios(await model.run(s, { topK: 1 }));
+    if (r) { ratios.push(r.ratio); weights.push(r.weight); }
+  }
+  if (!ratios.length) return { scores: null, weights: null, sentences: 0 };
+  return { scores: meanGrid(ratios), weights: meanGrid(weights), sentences: ratios.length };
+}
