@@ -58,6 +58,19 @@ const PAGES = [
   { name: 'lab article', path: 'lab-component.html', ready: (page) => widgetsReady(page, 'headscope-view, headscope-lab') },
   { name: 'iframe mode', path: 'embed.html?view=lines&layer=1&head=1', ready: (page) => widgetsReady(page, 'headscope-view') },
   { name: 'strict CSP page', path: 'csp.html', ready: (page) => widgetsReady(page, 'headscope-view') },
+  {
+    name: 'training page',
+    path: 'train.html',
+    ready: async (page) => {
+      // with charts, a probe grid and badges drawn: train run A for a while, then pause it
+      await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 60_000 });
+      const run = page.locator('[data-run="A"]');
+      await run.locator('.train-start').click();
+      await expect.poll(async () => Number(await run.getAttribute('data-steps') || 0), { timeout: 60_000 }).toBeGreaterThan(60);
+      await run.locator('.train-start').click();
+      await expect(run).toHaveAttribute('data-state', 'paused');
+    },
+  },
 ];
 
 for (const p of PAGES) {
