@@ -21,8 +21,9 @@
 // --task induction: spans of P distinct random tokens repeated to fill the window, P uniform in
 //   --periods (default 4:16; the probe period, their middle, excluded) per sequence (training_run.hpp). A fresh batch every step, from --seed.
 // --task text:FILE: the file, encoded with the tokenizer of --init DIR (its vocab.json and merges.txt),
-//   gives each step B windows of T+1 consecutive tokens at random offsets. The text needs at least
-//   T+1 tokens. The output folder gets the same vocab.json and merges.txt.
+//   or for a fresh model with one token per byte (vocab_size 256, as --preset text), gives each step
+//   B windows of T+1 consecutive tokens at random offsets. The text needs at least T+1 tokens. The
+//   output folder gets the tokenizer it was encoded with.
 // SGD has no momentum, decay or clipping unless asked: --optimizer sgd --lr 1 --steps 1 moves every
 // weight by exactly minus its gradient (--clip and --weight-decay apply to SGD too when given).
 #include "train_command.hpp"
@@ -141,8 +142,6 @@ TrainArgs parse(int argc, char** argv) {
     throw Error("train: give exactly one of --task and --batch FILE.json");
   if (!a.task.empty() && a.task != "induction" && !a.task.starts_with("text:"))
     throw Error("train: unknown task \"" + a.task + "\" (induction or text:FILE)");
-  if (a.task.starts_with("text:") && a.init.empty())
-    throw Error("train: --task text:FILE needs --init DIR, whose vocab.json and merges.txt tokenize the text");
   if (a.preset.empty() && a.steps < 1) throw Error("train: --steps N (at least 1) is required");
   if (a.out.empty()) throw Error("train: --out DIR is required");
   if (!a.optimizer.empty() && a.optimizer != "adamw" && a.optimizer != "sgd")
