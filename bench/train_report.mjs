@@ -64,6 +64,7 @@ export function trainingReport(train, page) {
       md.push(`| ${name} | ${tp('native')} | ${tp('wasm')} |${hasRelaxed ? ` ${tp('wasm_relaxed')} |` : ''} ${tp('torch')} | ${f(s.ratios.native_over_torch)}x | ${f(s.ratios.wasm_over_torch)}x |${hasRelaxed ? ` ${f(s.ratios.wasm_relaxed_over_torch)}x |` : ''} ${f(s.ratios.wasm_over_native)}x |`);
     }
     md.push('');
+    md.push('Spread of the per-round ratios (first to third quartile): ' + shapes.map((s) => `${s.key}: ` + Object.entries(s.ratio_quartiles ?? {}).map(([k, [a, b]]) => `${k.replace(/_/g, ' ')} ${f(a)}-${f(b)}`).join(', ')).join('; ') + '.', '');
     md.push('Per-round tokens/s (min to max): ' + shapes.map((s) => `${s.key}: ` + Object.entries(s.subjects).map(([k, v]) => `${k} ${int(v.min)}-${int(v.max)}`).join(', ')).join('; ') + '.', '');
     if (shapes.length > 1) {
       // where PyTorch's BLAS starts to win: the first width at which each of our builds falls below 1x
@@ -82,7 +83,7 @@ export function trainingReport(train, page) {
     const r0 = page.runs;
     md.push(`Start to the first induction head in headless Chromium ${page.chromium} (bench/train_page_bench.mjs): the demo site's train.html, only run A's Start clicked (preset ${r0[0]?.preset ?? 'induction'}), until the panel reports a head with induction score >= 0.4 on its probe (data-induction-at-ms: training time since Start). `
       + r0.map((r, i) => (r.induction_at_ms === null ? `run ${i + 1}: not reached in ${f(r.wall_ms_from_click / 1000, 0)} s (${r.steps_when_read} steps)`
-        : `run ${i + 1}: ${f(r.induction_at_ms / 1000, 1)} s of training (step ${r.induction_at_step}; ${int(r.tokens_per_s)} tokens/s including the page's probes${r.page_status_tokens_per_s ? `, ${int(r.page_status_tokens_per_s)} tokens/s in the page's own readout` : ''}), ${f(r.wall_ms_from_click / 1000, 1)} s wall time from the click, 1-minute load average ${f(r.loadavg_1min_at_start, 1)} at Start`)).join('; ') + '.', '');
+        : `run ${i + 1}: ${f(r.induction_at_ms / 1000, 1)} s of training (step ${r.induction_at_step}; ${int(r.tokens_per_s)} tokens/s including the page's probes${r.page_status_tokens_per_s ? `, ${int(r.page_status_tokens_per_s)} tokens/s in the page's status line when read` : ''}), ${f(r.wall_ms_from_click / 1000, 1)} s wall time from the click, 1-minute load average ${f(r.loadavg_1min_at_start, 1)} at Start`)).join('; ') + '.', '');
   }
   if (targets.length) {
     md.push('| target | measured | verdict |', '|---|---|---|');

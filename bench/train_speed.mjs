@@ -37,8 +37,10 @@ const { values: opt } = parseArgs({
   },
 });
 if (!opt.native || !opt.pkg || !opt.out) throw new Error('usage: node bench/train_speed.mjs --native BIN --pkg DIR --out FILE [--quick] [--shapes default,d128,d256] [--no-relaxed]');
-const ROUNDS = Number(opt.rounds ?? (opt.quick ? 3 : 7));
-const CHUNK_S = Number(opt['chunk-seconds'] ?? (opt.quick ? 0.8 : 1.5));
+// many short rounds: the load on the shared cores changes within seconds, so the subjects' chunks of
+// one round should lie close together in time
+const ROUNDS = Number(opt.rounds ?? (opt.quick ? 5 : 15));
+const CHUNK_S = Number(opt['chunk-seconds'] ?? 0.5);
 const log = (...a) => console.error('[train]', ...a);
 
 // the page's default preset (cpp/src/training_run.cpp, induction_spec(2, 4))
@@ -138,16 +140,20 @@ async function benchShape(key) {
   const tps = Object.fromEntries(Object.entries(samples).map(([n, v]) => [n, {
     tokens_per_s: median(v), min: Math.min(...v), max: Math.max(...v), samples: v.map((x) => Math.round(x)), steps_per_chunk: chunk[n],
   }]));
-  const paired = (a, b) => median(samples[a].map((x, i) => x / samples[b][i]));
+  const pairs = (a, b) => samples[a].map((x, i) => x / samples[b][i]);
+  const paired = (a, b) => median(pairs(a, b));
+  const quartiles = (xs) => { const v = [...xs].sort((x, y) => x - y); const q = (p) => v[Math.min(v.length - 1, Math.floor(p * v.length))]; return [q(0.25), q(0.75)]; };
   const ratios = {
     native_over_torch: paired('native', 'torch'),
     wasm_over_torch: paired('wasm', 'torch'),
     ...(samples.wasm_relaxed ? { wasm_relaxed_over_torch: paired('wasm_relaxed', 'torch') } : {}),
     wasm_over_native: paired('wasm', 'native'),
   };
+  // the spread of the per-round ratios (first and third quartile): how much the load moved them
+  const spread = Object.fromEntries(Object.keys(ratios).map((k) => { const [a, b] = k.split('_over_'); return [k, quartiles(pairs(a, b))]; }));
   log(`${key}: tokens/s ${Object.entries(tps).map(([n, v]) => `${n} ${Math.round(v.tokens_per_s)}`).join(', ')}; `
     + Object.entries(ratios).map(([n, v]) => `${n} ${v.toFixed(2)}`).join(', '));
-  return { key, label: shape.label, shape: Object.fromEntries(Object.entries(shape).filter(([k]) => k !== 'label')), tokens_per_step: tokensPerStep, subjects: tps, ratios, info };
+  return { key, label: shape.label, shape: Object.fromEntries(Object.entries(shape).filter(([k]) => k !== 'label')), tokens_per_step: tokensPerStep, subjects: tps, ratios, ratio_quartiles: spread, info };
 }
 
 const loadBefore = os.loadavg();
