@@ -15,7 +15,7 @@ const modelDir = arg('--model');
 const load = (f) => (existsSync(path.join(B, f)) ? JSON.parse(readFileSync(path.join(B, f), 'utf8')) : null);
 // training rows (bench/train_speed.mjs, bench/train_page_bench.mjs; bench/train_report.mjs writes them)
 const trainRep = trainingReport(load('train.json'), load('train-page.json'));
-const printTargets = (ts) => { for (const t of ts) console.log(`  ${t.met ? 'met   ' : 'MISSED'} ${t.target}: ${isFinite(t.value) ? t.value.toFixed(2) : '–'}${t.unit ? ' ' + t.unit : ''}${t.met ? '' : ` (${t.verdict ?? 'missed'})`}`); };
+const printTargets = (ts) => { for (const t of ts) console.log(`  ${t.met ? 'met   ' : 'MISSED'} ${t.target}: ${isFinite(t.value) ? t.value.toFixed(2) : '–'}${t.unit ? ' ' + t.unit : ''}${t.met || !t.verdict ? '' : ` (${t.verdict})`}`); };
 if (opt['only-train']) {
   // BENCH_ONLY=train: update the training rows of the last full report in place
   if (!trainRep.training) throw new Error(`no ${path.join(B, 'train.json')} or train-page.json: run bench/train_speed.mjs first`);
