@@ -6,12 +6,30 @@ import { readFileSync, writeFileSync, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { ROOT } from './lib.mjs';
+import { trainingReport, spliceSection } from './train_report.mjs';
 
-const { values: opt } = parseArgs({ options: { 'builds': { type: 'string' }, 'model': { type: 'string' } } });
+const { values: opt } = parseArgs({ options: { 'builds': { type: 'string' }, 'model': { type: 'string' }, 'only-train': { type: 'boolean', default: false } } });
 const arg = (k, d) => opt[k.replace(/^--/, '')] ?? d;
 const B = arg('--builds', path.join(ROOT, 'build', 'bench'));
 const modelDir = arg('--model');
 const load = (f) => (existsSync(path.join(B, f)) ? JSON.parse(readFileSync(path.join(B, f), 'utf8')) : null);
+// training rows (bench/train_speed.mjs, bench/train_page_bench.mjs; bench/train_report.mjs writes them)
+const trainRep = trainingReport(load('train.json'), load('train-page.json'));
+const printTargets = (ts) => { for (const t of ts) console.log(`  ${t.met ? 'met   ' : 'MISSED'} ${t.target}: ${isFinite(t.value) ? t.value.toFixed(2) : '–'}${t.unit ? ' ' + t.unit : ''}${t.met || !t.verdict ? '' : ` (${t.verdict})`}`); };
+if (opt['only-train']) {
+  // BENCH_ONLY=train: update the training rows of the last full report in place
+  if (!trainRep.training) throw new Error(`no ${path.join(B, 'train.json')} or train-page.json: run bench/train_speed.mjs first`);
+  const jsonFile = path.join(ROOT, 'bench', 'results.json'), mdFile = path.join(ROOT, 'bench', 'results.md');
+  const prev = existsSync(jsonFile) ? JSON.parse(readFileSync(jsonFile, 'utf8')) : {};
+  prev.training = trainRep.training;
+  prev.targets = [...(prev.targets ?? []).filter((t) => t.section !== 'training'), ...trainRep.targets];
+  writeFileSync(jsonFile, JSON.stringify(prev, null, 1) + '\n');
+  writeFileSync(mdFile, spliceSection(existsSync(mdFile) ? readFileSync(mdFile, 'utf8') : '# headscope benchmarks\n', trainRep.md));
+  console.log('\ntraining targets:');
+  printTargets(trainRep.targets);
+  console.log('updated the training rows of bench/results.json and bench/results.md');
+  process.exit(0);
+}
 const node = load('node.json');
 // native subjects run twice (before and after the Node runs): keep the faster median of each figure
 function mergeNative(a, b) {
@@ -111,6 +129,7 @@ if (k2p !== null) targets.push({ target: `keystroke-to-paint p95 < 16 ms for T <
 if (work !== null) targets.push({ target: 'keystroke to drawn (work before the frame) p95 < 16 ms for T <= 64 (bench/page, page thread)', value: work, goal: 16, met: work < 16, unit: 'ms' });
 const demoRender = page?.demo?.render_T_le_64?.p95_ms ?? null;
 if (demoRender !== null) targets.push({ target: 'web/demo: from the worker\'s result to every view updated, p95 < 16 ms for T <= 64 (the views update within a frame)', value: demoRender, goal: 16, met: demoRender < 16, unit: 'ms' });
+targets.push(...trainRep.targets);
 
 const sizes = {
   wasm_bytes: statSync(path.join(B, 'wasm-simd', 'headscope_wasm.wasm')).size,
@@ -133,6 +152,7 @@ const results = {
   no_liftoff: noLiftoff && { forward: noLiftoff.forward.map((r) => ({ T: r.T, simd: r.simd })), gemm: noLiftoff.gemm.map((g) => ({ M: g.M, K: g.K, N: g.N, simd: g.simd })) },
   native_sse2: nativeSse && { simd: nativeSse.simd, forward: nativeSse.forward.map((r) => ({ T: r.T, time: r.time })) },
   calibration: variants,
+  training: trainRep.training ?? undefined,
   demo: page?.demo && (({ keys, ...rest }) => rest)(page.demo),
   page: page && { chromium: page.chromium, modes: Object.fromEntries(Object.entries(page.modes).map(([k, v]) => { const { keys, ...rest } = v; return [k, rest]; })) },
 };
@@ -173,7 +193,7 @@ if (detail.engine_over_previous_kernels_forward) md.push(`| this engine over the
 if (noLiftoff) md.push(`| \`node --no-liftoff\` over default tiering (SIMD build): forward / GEMM | ${f(detail.no_liftoff_over_default_forward)} / ${f(detail.no_liftoff_over_default_gemm)} |`);
 md.push('');
 md.push('| target | measured | met |', '|---|---|---|');
-for (const t of targets) md.push(`| ${t.target} | ${f(t.value)}${t.unit ? ' ' + t.unit : ''} | ${t.met ? 'yes' : '**no**'} |`);
+for (const t of targets) md.push(`| ${t.target} | ${f(t.value)}${t.unit ? ' ' + t.unit : ''} | ${t.met ? 'yes' : `**no**${t.verdict ? ` (${t.verdict})` : ''}`} |`);
 md.push('');
 md.push('## Full forward latency (ms, median / p95)', '');
 md.push('Full run of T tokens from an empty cache, returning the attention of every layer and head and the last logits to JavaScript.', '');
@@ -248,6 +268,7 @@ const g = detail;
 const demo = page?.demo && !page.demo.error ? page.demo : null;
 const wp2 = page?.modes?.worker?.worker_parts_T_le_64;
 const rk2 = page?.modes?.worker?.worker_round_trip_after_keystroke;
+if (trainRep.md.length) md.push(...trainRep.md);
 md.push('## Targets met and missed, and why', '');
 md.push(`- **SIMD over scalar** (${f(ratios.simd_over_scalar)}x, target 3x): met. The scalar subject runs the scalar reference kernels, whose GEMM is a plain k-inner loop over the Conv1D layout (${f(Math.min(...node.gemm.map((x) => x.scalar.gflops)), 1)}-${f(Math.max(...node.gemm.map((x) => x.scalar.gflops)), 1)} GFLOP/s), so the GEMM ratio (${f(g.simd_over_scalar_gemm, 1)}x) also counts register tiling; the attention kernel (${f(g.simd_over_scalar_attention, 1)}x) is closer to the 4-lane gain alone.`);
 md.push(`- **GEMM about 50 GFLOP/s and 1.5x onnxruntime-web**: our GEMM's best samples reach ${f(g.ours_gemm_gflops_best_geomean, 1)} GFLOP/s (geomean over the shapes), the same ceiling as a hand-written 4x8 SIMD128 tile timed next to it${variants ? ` (${f(g.tile4x8_gemm_gflops_best_max, 1)} GFLOP/s best; the engine's own best single sample ${f(g.engine_gemm_gflops_best_max, 1)})` : ''}: the engine's GEMM runs at the separate multiply + add throughput this machine gives SIMD128, so the gap is the hardware, not the kernel. 50 GFLOP/s is not reachable with baseline SIMD128 (no FMA) here; the 59-66 GFLOP/s reference points in TOOLCHAIN.md are not reproduced on this machine (nor by the hand-written tile). onnxruntime-web's best samples reach ${f(g.ort_gemm_gflops_best_geomean, 1)} GFLOP/s including its per-run overhead, so on this machine the best-sample ratio is ${f(g.ours_gemm_gflops_best_geomean / g.ort_gemm_gflops_best_geomean)}x and the median ratio (${f(ratios.ours_over_ort_gemm)}x) moves with the load between runs.`);
@@ -325,5 +346,5 @@ writeFileSync(path.join(ROOT, 'bench', 'latency.svg'), s.join('\n'));
 console.log('\nheadscope benchmark ratios (speed, higher is better for us):');
 for (const [k, v] of Object.entries(ratios)) console.log(`  ${k.padEnd(24)} ${v.toFixed(2)}`);
 console.log('targets:');
-for (const t of targets) console.log(`  ${t.met ? 'met   ' : 'MISSED'} ${t.target}: ${t.value.toFixed(2)}${t.unit ? ' ' + t.unit : ''}`);
+printTargets(targets);
 console.log('wrote bench/results.json, bench/results.md, bench/latency.svg');

@@ -7,6 +7,11 @@
 # Options (environment): BENCH_QUICK=1 shorter runs; BENCH_MODEL=DIR another model folder;
 # BENCH_SKIP_PAGE=1 no browser; JOBS=N build parallelism; BENCH_GPT2=1 also bench/gpt2_small.sh
 # (GPT-2 small's shape: native against PyTorch, wasm SIMD128/relaxed against onnxruntime-web).
+# Training rows (issue 17): training tokens/s of native, wasm SIMD128/relaxed (Node) and PyTorch on
+# CPU with one thread, interleaved (bench/train_speed.mjs), and train.html's Start to the first
+# induction head in headless Chromium (bench/train_page_bench.mjs). BENCH_SKIP_TRAIN=1 leaves them
+# out; BENCH_ONLY=train runs only them (builds the CLI, the package and the site) and updates the
+# training rows of the existing bench/results.json and bench/results.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NODE_PATH=/usr/share/nodejs   # Debian's emscripten needs Debian's acorn (TOOLCHAIN.md)
@@ -16,6 +21,32 @@ mkdir -p "$OUT" .cache/bench
 QUICK=()
 [ "${BENCH_QUICK:-0}" = 1 ] && QUICK=(--quick)
 log() { echo "[bench $(date +%H:%M:%S)] $*" >&2; }
+
+# ---- training rows: train_rows NATIVE_CLI PACKAGE_DIR SITE_DIR (empty: no browser) --------------------
+train_rows() {
+  log "training: native, wasm SIMD128 and relaxed SIMD (Node), PyTorch with 1 thread, interleaved"
+  node bench/train_speed.mjs --native "$1" --pkg "$2" --out "$OUT/train.json" "${QUICK[@]}" ||
+    { log "training benchmark failed (see above)"; rm -f "$OUT/train.json"; }
+  rm -f "$OUT/train-page.json"
+  if [ -n "$3" ]; then
+    log "headless Chromium: train.html, Start to the first induction head (default preset)"
+    node bench/train_page_bench.mjs --site "$3" --out "$OUT/train-page.json" --repeats "$([ "${BENCH_QUICK:-0}" = 1 ] && echo 1 || echo 2)" ||
+      log "training page benchmark failed (see above)"
+  fi
+}
+if [ "${BENCH_ONLY:-}" = train ]; then
+  log "only the training rows: building the native CLI and the package (dist/)"
+  cmake --preset native-release -B "$OUT/native" -DHEADSCOPE_BUILD_TESTS=OFF >/dev/null
+  cmake --build "$OUT/native" -j "$JOBS" --target headscope | grep -v '^\[' || true
+  scripts/build-package.sh >/dev/null
+  SITE=""
+  if [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
+    web/demo/build.sh "$PWD/$OUT/web" >/dev/null && SITE="$OUT/web" || log "could not build the demo site: no browser row"
+  fi
+  train_rows "$OUT/native/headscope" dist "$SITE"
+  node bench/report.mjs --builds "$OUT" --only-train
+  exit 0
+fi
 
 # ---- the model: the default model, or a random stand-in of the same shape until it is trained ----
 MODEL="${BENCH_MODEL:-web/models/headscope-base}"
@@ -36,7 +67,7 @@ build() {  # build PRESET DIR TARGET...
   test -f "$dir/CMakeCache.txt"
 }
 log "building native-release (-march=native and plain SSE2), wasm-release (SIMD128) and wasm-scalar"
-build native-release "$OUT/native" headscope_bench_native
+build native-release "$OUT/native" headscope_bench_native headscope
 cmake --preset native-release -B "$OUT/native-sse" -DHEADSCOPE_BUILD_TESTS=OFF -DHEADSCOPE_NATIVE_ARCH=OFF >/dev/null
 cmake --build "$OUT/native-sse" -j "$JOBS" --target headscope_bench_native | grep -v '^\[' || true
 build wasm-release "$OUT/wasm-simd" headscope_bench_wasm headscope_bench_wasm_prev headscope_wasm
@@ -95,6 +126,13 @@ log "native again (each native figure keeps the faster of the two runs, around t
 if [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
   log "headless Chromium: cold load, keystroke-to-paint"
   node bench/page_bench.mjs --model "$MODEL" --pkg "$OUT/pkg" --out "$OUT/page.json" "${DEMO_ARGS[@]}" "${QUICK[@]}" || log "page benchmark failed (see above)"
+fi
+if [ "${BENCH_SKIP_TRAIN:-0}" != 1 ]; then
+  SITE=""
+  [ "${BENCH_SKIP_PAGE:-0}" != 1 ] && [ ${#DEMO_ARGS[@]} -gt 0 ] && SITE="$OUT/web"
+  train_rows "$OUT/native/headscope" "$OUT/pkg" "$SITE"
+else
+  rm -f "$OUT/train.json" "$OUT/train-page.json"
 fi
 log "report"
 node bench/report.mjs --builds "$OUT" --model "$MODEL"
