@@ -5,6 +5,8 @@
 // Shapes use the legend in train.hpp.
 #include <cmath>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "headscope/train.hpp"
 #include "headscope/train_reference.hpp"
@@ -107,60 +109,117 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
 }
 
 // Rows of the output in blocks of 4 so each weight row streamed from memory serves 4 output rows.
-void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int K,
-                    int OC) noexcept {
-  for (int t = 0; t < N; t++) {
-    float* o = out + (std::size_t)t * OC;
-    if (bias)
-      std::memcpy(o, bias, sizeof(float) * OC);
-    else
-      std::memset(o, 0, sizeof(float) * OC);
-  }
-  int t = 0;
-  for (; t + 4 <= N; t += 4) {
-    float* o0 = out + (std::size_t)t * OC;
-    float* o1 = o0 + OC;
-    float* o2 = o1 + OC;
-    float* o3 = o2 + OC;
-    const float* x0 = inp + (std::size_t)t * K;
-    for (int k = 0; k < K; k++) {
-      const float* w = weight + (std::size_t)k * OC;
-      const batch a0(x0[k]), a1(x0[K + k]), a2(x0[2 * K + k]), a3(x0[3 * K + k]);
-      int i = 0;
-      for (; i + kLanes <= OC; i += kLanes) {
-        const batch wi = batch::load_unaligned(w + i);
-        xsimd::fma(a0, wi, batch::load_unaligned(o0 + i)).store_unaligned(o0 + i);
-        xsimd::fma(a1, wi, batch::load_unaligned(o1 + i)).store_unaligned(o1 + i);
-        xsimd::fma(a2, wi, batch::load_unaligned(o2 + i)).store_unaligned(o2 + i);
-        xsimd::fma(a3, wi, batch::load_unaligned(o3 + i)).store_unaligned(o3 + i);
-      }
-      for (; i < OC; i++) {
-        o0[i] += x0[k] * w[i];
-        o1[i] += x0[K + k] * w[i];
-        o2[i] += x0[2 * K + k] * w[i];
-        o3[i] += x0[3 * K + k] * w[i];
-      }
+// ---- the Conv1D layer's training GEMMs, register-tiled ---------------------------------------------
+// Each output tile lives in registers for its whole reduction and is written once: R rows x two
+// batches of columns, for out and dinp (reduction over K, resp. OC) and for dweight (reduction over
+// N). dinp multiplies by the weight transposed into a scratch copy, so that its reduction, like the
+// others, needs no horizontal sums. Column tails that fill no whole batch are summed in scalar code.
+
+// y (R rows from t0, columns [j, j + 2 lanes)) = (Accumulate ? y : bias or 0) + x (rows, D) @ w (D, M)
+template <int R, bool Accumulate>
+inline void gemm_tile(float* y, const float* x, const float* w, const float* bias, int t0, int D, int M,
+                      int j) noexcept {
+  batch a0[R], a1[R];
+  for (int r = 0; r < R; r++) {
+    const float* dst = y + (std::size_t)(t0 + r) * M + j;
+    if (Accumulate) {
+      a0[r] = batch::load_unaligned(dst);
+      a1[r] = batch::load_unaligned(dst + kLanes);
+    } else {
+      a0[r] = bias ? batch::load_unaligned(bias + j) : batch(0.0f);
+      a1[r] = bias ? batch::load_unaligned(bias + j + kLanes) : batch(0.0f);
     }
   }
-  for (; t < N; t++)
-    for (int k = 0; k < K; k++) axpy(out + (std::size_t)t * OC, inp[(std::size_t)t * K + k], weight + (std::size_t)k * OC, OC);
+  for (int d = 0; d < D; d++) {
+    const float* wr = w + (std::size_t)d * M + j;
+    const batch w0 = batch::load_unaligned(wr), w1 = batch::load_unaligned(wr + kLanes);
+    for (int r = 0; r < R; r++) {
+      const batch xv(x[(std::size_t)(t0 + r) * D + d]);
+      a0[r] = simd::madd(xv, w0, a0[r]);
+      a1[r] = simd::madd(xv, w1, a1[r]);
+    }
+  }
+  for (int r = 0; r < R; r++) {
+    float* dst = y + (std::size_t)(t0 + r) * M + j;
+    a0[r].store_unaligned(dst);
+    a1[r].store_unaligned(dst + kLanes);
+  }
+}
+
+// y (N, M) = (Accumulate ? y : bias or 0) + x (N, D) @ w (D, M)
+template <bool Accumulate>
+void gemm(float* y, const float* x, const float* w, const float* bias, int N, int D, int M) noexcept {
+  const auto rows = [&](auto r_tag, int t0) {
+    constexpr int R = decltype(r_tag)::value;
+    int j = 0;
+    for (; j + 2 * kLanes <= M; j += 2 * kLanes) gemm_tile<R, Accumulate>(y, x, w, bias, t0, D, M, j);
+    for (; j < M; j++)
+      for (int r = 0; r < R; r++) {
+        const float* xr = x + (std::size_t)(t0 + r) * D;
+        float* dst = y + (std::size_t)(t0 + r) * M + j;
+        float acc = Accumulate ? *dst : bias ? bias[j] : 0.0f;
+        for (int d = 0; d < D; d++) acc += xr[d] * w[(std::size_t)d * M + j];
+        *dst = acc;
+      }
+  };
+  int t = 0;
+  for (; t + 4 <= N; t += 4) rows(std::integral_constant<int, 4>{}, t);
+  for (; t < N; t++) rows(std::integral_constant<int, 1>{}, t);
+}
+
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int K,
+                    int OC) noexcept {
+  gemm<false>(out, inp, weight, bias, N, K, OC);
+}
+
+// dweight[k0..k0+KR) x [o, o+2 lanes) += sum over t of inp[t][k] * dout[t][o..]
+template <int KR>
+inline void dweight_tile(float* dweight, const float* dout, const float* inp, int k0, int N, int K, int OC,
+                         int o) noexcept {
+  batch a0[KR], a1[KR];
+  for (int c = 0; c < KR; c++) a0[c] = a1[c] = batch(0.0f);
+  for (int t = 0; t < N; t++) {
+    const float* d = dout + (std::size_t)t * OC + o;
+    const batch d0 = batch::load_unaligned(d), d1 = batch::load_unaligned(d + kLanes);
+    const float* x = inp + (std::size_t)t * K + k0;
+    for (int c = 0; c < KR; c++) {
+      const batch xc(x[c]);
+      a0[c] = simd::madd(xc, d0, a0[c]);
+      a1[c] = simd::madd(xc, d1, a1[c]);
+    }
+  }
+  for (int c = 0; c < KR; c++) {
+    float* dst = dweight + (std::size_t)(k0 + c) * OC + o;
+    (batch::load_unaligned(dst) + a0[c]).store_unaligned(dst);
+    (batch::load_unaligned(dst + kLanes) + a1[c]).store_unaligned(dst + kLanes);
+  }
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int K, int OC) noexcept {
-  // dinp[t][k] += dout[t] . weight[k]   (both rows contiguous over OC)
-  for (int t = 0; t < N; t++) {
-    const float* d = dout + (std::size_t)t * OC;
-    float* dx = dinp + (std::size_t)t * K;
-    for (int k = 0; k < K; k++) dx[k] += dot(d, weight + (std::size_t)k * OC, OC);
+  // dinp (N, K) += dout (N, OC) @ weight^T (OC, K): the transpose costs K x OC moves against N x K x OC
+  // multiply-adds. Scratch per thread, grown to the largest layer once.
+  static thread_local std::vector<float> weight_t;
+  weight_t.resize((std::size_t)K * OC);
+  for (int k = 0; k < K; k++)
+    for (int o = 0; o < OC; o++) weight_t[(std::size_t)o * K + k] = weight[(std::size_t)k * OC + o];
+  gemm<true>(dinp, dout, weight_t.data(), nullptr, N, OC, K);
+  // dweight (K, OC) += inp (N, K)^T @ dout (N, OC)
+  int o = 0;
+  for (; o + 2 * kLanes <= OC; o += 2 * kLanes) {
+    int k = 0;
+    for (; k + 4 <= K; k += 4) dweight_tile<4>(dweight, dout, inp, k, N, K, OC, o);
+    for (; k < K; k++) dweight_tile<1>(dweight, dout, inp, k, N, K, OC, o);
   }
-  // dweight[k] += inp[t][k] * dout[t];  dbias += dout[t]
-  for (int t = 0; t < N; t++) {
-    const float* d = dout + (std::size_t)t * OC;
-    const float* x = inp + (std::size_t)t * K;
-    for (int k = 0; k < K; k++) axpy(dweight + (std::size_t)k * OC, x[k], d, OC);
-    if (dbias) acc(dbias, d, OC);
-  }
+  for (; o < OC; o++)
+    for (int k = 0; k < K; k++) {
+      float s = 0.0f;
+      for (int tt = 0; tt < N; tt++) s += inp[(std::size_t)tt * K + k] * dout[(std::size_t)tt * OC + o];
+      dweight[(std::size_t)k * OC + o] += s;
+    }
+  // dbias (OC) += column sums of dout
+  if (dbias)
+    for (int tt = 0; tt < N; tt++) acc(dbias, dout + (std::size_t)tt * OC, OC);
 }
 
 void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp,
