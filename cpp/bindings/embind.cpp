@@ -57,14 +57,20 @@ std::string string_of(const val& v, const char* what) {
   return v.as<std::string>();
 }
 
-Model* load(val config_json, val weights, val vocab_json, val merges_txt) {
+// storage: "f32" or "f16" (headscope::WeightStorage); the four-argument form loads float32
+Model* load_stored(val config_json, val weights, val vocab_json, val merges_txt, val storage) {
   return guarded([&]() -> Model* {
     const std::string config = string_of(config_json, "config.json");
     const std::string vocab = string_of(vocab_json, "vocab.json");
     const std::string merges = string_of(merges_txt, "merges.txt");
     if (!weights.instanceof(val::global("Uint8Array"))) throw headscope::Error("weights must be a Uint8Array");
-    return new Model(Model::load_source(config, std::make_shared<headscope::JsBytes>(weights), vocab, merges, 0));
+    headscope::LoadOptions options;
+    options.weights = headscope::parse_weight_storage(string_of(storage, "weights"));
+    return new Model(Model::load_source(config, std::make_shared<headscope::JsBytes>(weights), vocab, merges, 0, options));
   }, static_cast<Model*>(nullptr));
+}
+Model* load(val config_json, val weights, val vocab_json, val merges_txt) {
+  return load_stored(config_json, weights, vocab_json, merges_txt, val("f32"));
 }
 
 val token_array(const std::vector<headscope::Token>& tokens) {
@@ -246,7 +252,8 @@ val training_export(const TrainingRun& run) {
 
 EMSCRIPTEN_BINDINGS(headscope) {
   using namespace emscripten;
-  function("load", &load, allow_raw_pointers());
+  function("load", &load, allow_raw_pointers());  // overloaded by argument count
+  function("load", &load_stored, allow_raw_pointers());
   function("lastError", optional_override([]() { return g_last_error; }));
   function("simdInfo", &simd_object);
   function("heapUsedBytes", &heap_used_bytes);
@@ -255,6 +262,9 @@ EMSCRIPTEN_BINDINGS(headscope) {
       .function("config", &config_object)
       .function("parameterCount", optional_override([](const Model& m) { return (double)m.parameter_count(); }))
       .function("weightBytes", optional_override([](const Model& m) { return (double)m.weight_bytes(); }))
+      .function("weightStorage", optional_override([](const Model& m) {
+                  return std::string(headscope::weight_storage_name(m.weight_storage()));
+                }))
       .function("tokenText", optional_override([](const Model& m, int id) {
                   return guarded([&] { return val(m.tokenizer().token_display(id)); });
                 }))

@@ -1,15 +1,16 @@
 // headscope: the native command-line tool.
-//   headscope run --model DIR (--text "..." | --ids 3,17,5) [--json] [--top K] [--ablate L:H[,L:H...]]
-//   headscope info --model DIR
-//   headscope bench --model DIR --tokens T [--repeat N]
+//   headscope run --model DIR (--text "..." | --ids 3,17,5) [--json] [--top K] [--ablate L:H[,L:H...]] [--weights f32|f16]
+//   headscope info --model DIR [--weights f32|f16]
+//   headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16]
+// --weights f16 holds the large weight matrices in half precision (about half the memory).
 // --json prints exactly one JSON document on stdout (other tools rely on it, keep it stable):
 //   {"tokens": [strings], "ids": [ints], "logits_last": [V floats], "attention": [L][H][T][T],
 //    "dropped_tokens": int}
 // bench prints one JSON line: {"tokens", "repeat", "load_ms", "forward_ms", "incremental_ms",
-//   "forward_cpu_ms", "incremental_cpu_ms", "rss_after_load_mb", "peak_rss_mb", "weight_mb", "simd"}; forward_ms is the
+//   "forward_cpu_ms", "incremental_cpu_ms", "rss_after_load_mb", "peak_rss_mb", "weight_mb", "weights", "simd"}; forward_ms is the
 //   median full run of T tokens from an empty cache, incremental_ms the median one-token update at T
 //   (T-1 tokens cached), *_cpu_ms the same in process CPU time, rss_after_load_mb VmRSS right after
-//   loading, peak_rss_mb VmHWM at the end (the activations for T tokens included).
+//   loading, peak_rss_mb VmHWM at the end (the activations for T tokens included), weights the storage ("f32"/"f16").
 // --ids runs token ids directly, without the tokenizer (the synthetic tasks of `headscope train` have
 //   vocabularies that no text encodes to).
 // Errors go to stderr with a non-zero exit code.
@@ -34,11 +35,12 @@ namespace {
 
 const char* kUsage =
     "usage:\n"
-    "  headscope run --model DIR (--text TEXT | --ids ID,ID,...) [--json] [--top K] [--ablate L:H[,L:H...]]\n"
-    "  headscope info --model DIR\n"
-    "  headscope bench --model DIR --tokens T [--repeat N]\n"
+    "  headscope run --model DIR (--text TEXT | --ids ID,ID,...) [--json] [--top K] [--ablate L:H[,L:H...]] [--weights f32|f16]\n"
+    "  headscope info --model DIR [--weights f32|f16]\n"
+    "  headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16]\n"
     "  headscope train ... (headscope train --help)\n"
-    "DIR is a folder in the Hugging Face GPT-2 layout (config.json, model.safetensors, vocab.json, merges.txt).\n";
+    "DIR is a folder in the Hugging Face GPT-2 layout (config.json, model.safetensors, vocab.json, merges.txt).\n"
+    "--weights f16 keeps the large weight matrices in half precision: about half the memory (default f32).\n";
 
 struct Args {
   std::string command, model, text;
@@ -47,6 +49,7 @@ struct Args {
   int top = 10;
   int tokens = 0, repeat = 5;
   std::vector<headscope::HeadRef> ablate;
+  headscope::LoadOptions load;
 };
 
 std::vector<headscope::HeadRef> parse_ablate(const std::string& s) {
@@ -116,6 +119,11 @@ Args parse_args(int argc, char** argv) {
     else if (arg == "--ablate") a.ablate = parse_ablate(value());
     else if (arg == "--tokens") a.tokens = parse_count(arg, value());
     else if (arg == "--repeat") a.repeat = parse_count(arg, value());
+    else if (arg == "--weights") {
+      const std::string v = value();
+      if (v != "f32" && v != "f16") throw headscope::Error("--weights expects f32 or f16, got \"" + v + "\"");
+      a.load.weights = headscope::parse_weight_storage(v);
+    }
     else throw headscope::Error("unknown option \"" + arg + "\"");
   }
   if (a.model.empty()) throw headscope::Error("--model DIR is required");
@@ -160,7 +168,7 @@ int bench(const Args& a) {
   using clk = std::chrono::steady_clock;
   const auto ms_since = [](clk::time_point t0) { return std::chrono::duration<double, std::milli>(clk::now() - t0).count(); };
   const auto t_load = clk::now();
-  headscope::Model model = headscope::Model::load_directory(a.model);
+  headscope::Model model = headscope::Model::load_directory(a.model, a.load);
   const double load_ms = ms_since(t_load);
   const double rss_after_load_mb = status_mb("VmRSS");
   const auto& c = model.config();
@@ -201,6 +209,7 @@ int bench(const Args& a) {
   j["rss_after_load_mb"] = rss_after_load_mb;
   j["peak_rss_mb"] = status_mb("VmHWM");
   j["weight_mb"] = model.weight_bytes() / 1048576.0;
+  j["weights"] = headscope::weight_storage_name(model.weight_storage());
   j["simd"] = headscope::kernels::simd_info().arch;
   std::cout << j.dump() << "\n";
   return 0;
@@ -208,11 +217,13 @@ int bench(const Args& a) {
 
 int run(const Args& a) {
   if (a.command == "bench") return bench(a);
-  headscope::Model model = headscope::Model::load_directory(a.model);
+  headscope::Model model = headscope::Model::load_directory(a.model, a.load);
   const auto& c = model.config();
   if (a.command == "info") {
     std::printf("layers %d, heads %d, n_embd %d (head size %d), context %d, vocab %d, parameters %zu\n", c.n_layer,
                 c.n_head, c.n_embd, c.head_size(), c.n_positions, c.vocab_size, model.parameter_count());
+    std::printf("weights %s, %.1f MB\n", headscope::weight_storage_name(model.weight_storage()),
+                model.weight_bytes() / 1048576.0);
     return 0;
   }
   headscope::RunOptions opt;

@@ -49,6 +49,34 @@ static float horizontal_max(const batch& b) {
   return m;
 }
 
+// --- F16 -> float32 ------------------------------------------------------------------------
+// Widening by integer and float ops that SIMD128 has (no F16 instructions there, and the same code
+// natively): the 15 bits below the sign, shifted up by 13, are the float32 with the same mantissa
+// and an exponent 112 too small (subnormal F16 values land on subnormal float32 bit patterns), so one
+// exact multiply by 2^112 rebiases them; exponent 31 (inf, NaN) is forced to 255; then the sign.
+// Only the low 16 bits of each int32 lane are read.
+using ibatch = xsimd::batch<int32_t>;
+static inline batch f16_low_bits_to_f32(const ibatch& h) noexcept {
+  const ibatch magnitude = (h & ibatch(0x7fff)) << 13;
+  const ibatch rebiased = xsimd::bitwise_cast<ibatch>(xsimd::bitwise_cast<batch>(magnitude) * batch(0x1p112f));
+  const ibatch special = xsimd::select((h & ibatch(0x7c00)) == ibatch(0x7c00), ibatch(0x7f800000), ibatch(0));
+  return xsimd::bitwise_cast<batch>(rebiased | special | ((h & ibatch(0x8000)) << 16));
+}
+
+int f16_group_width() { return kPanel; }
+
+// out (n) <- packed (n): each whole group of kPanel values is one int32 batch whose low halves are
+// values [0, kLanes) and high halves values [kLanes, kPanel) (f16_pack's layout); the tail is plain.
+void f16_unpack_forward(float* out, const uint16_t* packed, std::size_t n) noexcept {
+  std::size_t i = 0;
+  for (; i + kPanel <= n; i += kPanel) {
+    const ibatch words = ibatch::load_unaligned(reinterpret_cast<const int32_t*>(packed + i));
+    f16_low_bits_to_f32(words).store_unaligned(out + i);
+    f16_low_bits_to_f32(words >> 16).store_unaligned(out + i + kLanes);
+  }
+  for (; i < n; i++) out[i] = f16_to_f32_reference(packed[i]);
+}
+
 // --- GEMM -----------------------------------------------------------------------------------
 // How a register tile's accumulators start: from the bias (first depth slice of a layer with bias),
 // from zero (first slice without bias), or from the partial sums an earlier slice stored in out.
@@ -120,6 +148,9 @@ static constexpr auto kGemmTiles = gemm_tiles(std::make_index_sequence<kTileRows
 
 // out (T, N) = [bias +] inp[:, k_begin:k_end] @ W[k_begin:k_end, :]; inp has row stride inp_stride.
 // Loop order: depth slice > row block > panel > row tile (comments at kDepthBlock).
+// F16 storage: the panel's depth slice (depth x kPanel) is widened into a float32 slice on the stack
+// (8 KB with SIMD128, 32 KB with AVX-512) that the row tiles of the row block then read, so the
+// register tiles are the float32 ones and the widening is paid once per kRowBlock input rows.
 static void gemm_packed(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin,
                         int k_end, bool with_bias, int T) noexcept {
   const int N = W.N;
@@ -130,13 +161,20 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
       for (int n = 0; n < N; n++) out[(std::size_t)t * N + n] = has_bias ? W.bias[n] : 0.0f;
     return;
   }
+  alignas(64) float widened[kDepthBlock * kPanel];  // (depth, kPanel): one F16 panel slice in float32
   for (int k0 = k_begin; k0 < k_end; k0 += kDepthBlock) {
     const int depth = std::min(kDepthBlock, k_end - k0);
     const TileStart start = k0 > k_begin ? TileStart::out : has_bias ? TileStart::bias : TileStart::zero;
     for (int t0 = 0; t0 < T; t0 += kRowBlock) {
       const int t1 = std::min(T, t0 + kRowBlock);
       for (int p = 0; p < panels; p++) {
-        const float* panel_k0 = W.panels.data() + ((std::size_t)p * W.K + k0) * kPanel;
+        const float* panel_k0;
+        if (W.is_f16()) {
+          f16_unpack_forward(widened, W.panels_f16.data() + ((std::size_t)p * W.K + k0) * kPanel, (std::size_t)depth * kPanel);
+          panel_k0 = widened;
+        } else {
+          panel_k0 = W.panels.data() + ((std::size_t)p * W.K + k0) * kPanel;
+        }
         const int n0 = p * kPanel;
         const int n_valid = std::min(kPanel, N - n0);
         const float* bias = has_bias ? W.bias.data() + n0 : nullptr;
@@ -148,6 +186,15 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
       }
     }
   }
+}
+
+PackedLinear pack_linear_f16(const float* weight, const float* bias, int K, int N) {
+  PackedLinear W = pack_linear(weight, bias, K, N);
+  // each panel row (kPanel values) is one F16 group
+  W.panels_f16.resize(W.panels.size());
+  f16_pack(W.panels_f16.data(), W.panels.data(), W.panels.size());
+  std::vector<float>().swap(W.panels);
+  return W;
 }
 
 PackedLinear pack_linear(const float* weight, const float* bias, int K, int N) {
@@ -179,39 +226,63 @@ void matmul_rows_forward(float* out, const float* inp, int inp_stride, const Pac
 }
 
 // --- LM head: rows of the weight are contiguous, so each output is a dot product -------------
+constexpr int kLmRowsAtOnce = 4;  // four weight rows share each load of the input
+
+// o[0..4) = x (K) . w0..w3 (K each)
+static inline void dot_rows4(float* o, const float* x, const float* w0, const float* w1, const float* w2,
+                             const float* w3, int K) noexcept {
+  batch a0(0.0f), a1(0.0f), a2(0.0f), a3(0.0f);
+  int k = 0;
+  for (; k + kLanes <= K; k += kLanes) {
+    const batch xv = batch::load_unaligned(x + k);
+    a0 = madd(xv, batch::load_unaligned(w0 + k), a0);
+    a1 = madd(xv, batch::load_unaligned(w1 + k), a1);
+    a2 = madd(xv, batch::load_unaligned(w2 + k), a2);
+    a3 = madd(xv, batch::load_unaligned(w3 + k), a3);
+  }
+  float s0 = xsimd::hadd(a0), s1 = xsimd::hadd(a1), s2 = xsimd::hadd(a2), s3 = xsimd::hadd(a3);
+  for (; k < K; k++) {
+    s0 += x[k] * w0[k];
+    s1 += x[k] * w1[k];
+    s2 += x[k] * w2[k];
+    s3 += x[k] * w3[k];
+  }
+  o[0] = s0;
+  o[1] = s1;
+  o[2] = s2;
+  o[3] = s3;
+}
+
 void matmul_transposed_forward(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept {
-  constexpr int kRowsAtOnce = 4;  // four weight rows share each load of the input
   for (int t = 0; t < T; t++) {
     const float* x = inp + (std::size_t)t * K;
     float* o = out + (std::size_t)t * N;
     int n = 0;
-    for (; n + kRowsAtOnce <= N; n += kRowsAtOnce) {
+    for (; n + kLmRowsAtOnce <= N; n += kLmRowsAtOnce) {
       const float* w0 = weight + (std::size_t)n * K;
-      const float* w1 = w0 + K;
-      const float* w2 = w1 + K;
-      const float* w3 = w2 + K;
-      batch a0(0.0f), a1(0.0f), a2(0.0f), a3(0.0f);
-      int k = 0;
-      for (; k + kLanes <= K; k += kLanes) {
-        const batch xv = batch::load_unaligned(x + k);
-        a0 = madd(xv, batch::load_unaligned(w0 + k), a0);
-        a1 = madd(xv, batch::load_unaligned(w1 + k), a1);
-        a2 = madd(xv, batch::load_unaligned(w2 + k), a2);
-        a3 = madd(xv, batch::load_unaligned(w3 + k), a3);
-      }
-      float s0 = xsimd::hadd(a0), s1 = xsimd::hadd(a1), s2 = xsimd::hadd(a2), s3 = xsimd::hadd(a3);
-      for (; k < K; k++) {
-        s0 += x[k] * w0[k];
-        s1 += x[k] * w1[k];
-        s2 += x[k] * w2[k];
-        s3 += x[k] * w3[k];
-      }
-      o[n] = s0;
-      o[n + 1] = s1;
-      o[n + 2] = s2;
-      o[n + 3] = s3;
+      dot_rows4(o + n, x, w0, w0 + K, w0 + 2 * K, w0 + 3 * K, K);
     }
     for (; n < N; n++) o[n] = dot(x, weight + (std::size_t)n * K, K);
+  }
+}
+
+std::size_t matmul_transposed_f16_scratch_floats(int K) { return (std::size_t)kLmRowsAtOnce * K; }
+
+// The same outputs, each computed exactly as above; the loops are swapped (rows of the weight outer)
+// so each F16 row is widened once per call, not once per input row.
+void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t* weight, int T, int K, int N,
+                                   float* scratch) noexcept {
+  int n = 0;
+  for (; n + kLmRowsAtOnce <= N; n += kLmRowsAtOnce) {
+    for (int r = 0; r < kLmRowsAtOnce; r++)
+      f16_unpack_forward(scratch + (std::size_t)r * K, weight + (std::size_t)(n + r) * K, K);
+    for (int t = 0; t < T; t++)
+      dot_rows4(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, scratch, scratch + K, scratch + 2 * K,
+                scratch + 3 * K, K);
+  }
+  for (; n < N; n++) {
+    f16_unpack_forward(scratch, weight + (std::size_t)n * K, K);
+    for (int t = 0; t < T; t++) out[(std::size_t)t * N + n] = dot(inp + (std::size_t)t * K, scratch, K);
   }
 }
 
@@ -293,7 +364,6 @@ void gelu_erf_forward(float* out, const float* inp, std::size_t N) noexcept {
 // max relative error 3.2e-7 (about 5 ulp), measured against std::exp in tests/cpp/test_kernels.cpp.
 // Inputs below -87.3 are clamped there, giving ~1e-38 instead of a denormal or 0 (the softmax's sum
 // is >= 1, so the difference is below float resolution).
-using ibatch = xsimd::batch<int32_t>;
 static inline batch exp_nonpositive(batch x) noexcept {
   x = xsimd::max(x, batch(-87.33654f));
   // t = x log2(e) + 1.5 * 2^23: the float add rounds x log2(e) to the nearest integer n, kept in t's low bits
@@ -357,6 +427,10 @@ SimdInfo simd_info() { return {"scalar", 1, false}; }
 int linear_panel_width() { return 0; }  // one panel spanning all columns: the Conv1D layout unchanged
 GemmBlocking gemm_blocking() { return {1, 1, 1}; }
 
+int f16_group_width() { return 1; }  // plain order
+void f16_unpack_forward(float* out, const uint16_t* packed, std::size_t n) noexcept {
+  f16_unpack_forward_reference(out, packed, n);
+}
 PackedLinear pack_linear(const float* weight, const float* bias, int K, int N) {
   PackedLinear W;
   W.K = K;
@@ -366,20 +440,53 @@ PackedLinear pack_linear(const float* weight, const float* bias, int K, int N) {
   if (bias) W.bias.assign(bias, bias + N);
   return W;
 }
+PackedLinear pack_linear_f16(const float* weight, const float* bias, int K, int N) {
+  PackedLinear W;
+  W.K = K;
+  W.N = N;
+  W.panel_width = N;
+  W.panels_f16.resize((std::size_t)K * N);
+  f16_pack(W.panels_f16.data(), weight, W.panels_f16.size());
+  if (bias) W.bias.assign(bias, bias + N);
+  return W;
+}
+// weight element (k, n) of either storage, in float32
+static inline float weight_at(const PackedLinear& W, int k, int n) noexcept {
+  const std::size_t i = (std::size_t)k * W.N + n;
+  return W.is_f16() ? f16_to_f32_reference(W.panels_f16[i]) : W.panels[i];
+}
+// matmul_forward_reference's loops, reading either storage
 void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) noexcept {
-  matmul_forward_reference(out, inp, W.panels.data(), W.bias.empty() ? nullptr : W.bias.data(), T, W.K, W.N);
+  if (!W.is_f16()) {
+    matmul_forward_reference(out, inp, W.panels.data(), W.bias.empty() ? nullptr : W.bias.data(), T, W.K, W.N);
+    return;
+  }
+  for (int t = 0; t < T; t++)
+    for (int n = 0; n < W.N; n++) {
+      float acc = W.bias.empty() ? 0.0f : W.bias[n];
+      for (int k = 0; k < W.K; k++) acc += inp[(std::size_t)t * W.K + k] * weight_at(W, k, n);
+      out[(std::size_t)t * W.N + n] = acc;
+    }
 }
 void matmul_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin,
                          int k_end, int T) noexcept {
   for (int t = 0; t < T; t++)
     for (int n = 0; n < W.N; n++) {
       float acc = 0.0f;
-      for (int k = k_begin; k < k_end; k++) acc += inp[(std::size_t)t * inp_stride + k] * W.panels[(std::size_t)k * W.N + n];
+      for (int k = k_begin; k < k_end; k++) acc += inp[(std::size_t)t * inp_stride + k] * weight_at(W, k, n);
       out[(std::size_t)t * W.N + n] = acc;
     }
 }
 void matmul_transposed_forward(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept {
   matmul_transposed_forward_reference(out, inp, weight, T, K, N);
+}
+std::size_t matmul_transposed_f16_scratch_floats(int K) { return (std::size_t)K; }
+void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t* weight, int T, int K, int N,
+                                   float* scratch) noexcept {
+  for (int n = 0; n < N; n++) {
+    f16_unpack_forward_reference(scratch, weight + (std::size_t)n * K, K);
+    for (int t = 0; t < T; t++) out[(std::size_t)t * N + n] = dot_reference(inp + (std::size_t)t * K, scratch, K);
+  }
 }
 float dot(const float* a, const float* b, int N) noexcept { return dot_reference(a, b, N); }
 void layernorm_forward(float* out, const float* inp, const float* weight, const float* bias, int T, int C,

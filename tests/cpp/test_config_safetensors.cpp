@@ -9,6 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+#ifdef __EMSCRIPTEN__
+#include <emscripten/heap.h>
+#else
+#include <unistd.h>
+#endif
 
 #include "headscope/config.hpp"
 #include "headscope/error.hpp"
@@ -265,6 +270,73 @@ TEST_CASE("a model too large for memory is refused with its size before any weig
 #endif
   }
   REQUIRE(f.load().config().n_layer == 2);  // the real config still loads
+}
+
+TEST_CASE("a float32 load too large for memory suggests F16 when F16 would fit", "[errors][memory][f16]") {
+  // A shape whose float32 weights exceed the limit by about 30% (wasm: the module's maximum memory;
+  // natively: physical memory), so that in F16 they take about 65% of it. The check runs before any
+  // tensor is read, so odd-hs12's small file stands in for the weights.
+  const Files f;
+#ifdef __EMSCRIPTEN__
+  const double limit = (double)emscripten_get_heap_max();
+#else
+  const double limit = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+#endif
+  const int C = 4096;
+  const double f32_per_layer = 12.0 * C * C * 4;  // the four linear layers of a block, float32
+  const int layers = (int)std::ceil(1.3 * limit / f32_per_layer);
+  json config = json::parse(f.config);
+  config["n_embd"] = C;
+  config["n_head"] = 32;
+  config["n_layer"] = layers;
+  config["n_inner"] = nullptr;
+  INFO("limit " << limit / 1073741824.0 << " GB, " << layers << " layers of width " << C);
+  try {
+    Model::load_buffers(config.dump(), f.weights, f.vocab, f.merges);
+    FAIL("no error");
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    INFO(msg);
+    REQUIRE(msg.find("float32 weights") != std::string::npos);
+    REQUIRE(msg.find("it would fit with weights in F16") != std::string::npos);
+#ifdef __EMSCRIPTEN__
+    REQUIRE(msg.find("loadModel(source, { weights: 'f16' })") != std::string::npos);
+#else
+    REQUIRE(msg.find("--weights f16") != std::string::npos);
+#endif
+  }
+  // twice as many layers do not fit in F16 either: no F16 hint, the F16 load names its own size
+  config["n_layer"] = 2 * layers;
+  headscope::LoadOptions f16;
+  f16.weights = headscope::WeightStorage::f16;
+  REQUIRE_ERROR_CONTAINS(Model::load_buffers(config.dump(), f.weights, f.vocab, f.merges), "try a smaller model");
+  REQUIRE_ERROR_CONTAINS(Model::load_buffers(config.dump(), f.weights, f.vocab, f.merges, f16), "of F16 weights");
+}
+
+TEST_CASE("F16 storage refuses a weight beyond F16's range, naming the tensor", "[errors][f16]") {
+  const Files f;
+  headscope::LoadOptions f16;
+  f16.weights = headscope::WeightStorage::f16;
+  for (const float big : {65520.0f, -1e5f}) {
+    const std::vector<uint8_t> weights = edited(f.weights, [&](Parts& p) {
+      const std::string t = p.header.contains("h.1.mlp.c_fc.weight") ? "h.1.mlp.c_fc.weight" : "transformer.h.1.mlp.c_fc.weight";
+      REQUIRE(p.header[t]["dtype"] == "F32");
+      const uint64_t at = p.header[t]["data_offsets"][0].get<uint64_t>() + 4 * 5;  // element 5
+      std::memcpy(&p.data[at], &big, 4);
+    });
+    REQUIRE_ERROR_CONTAINS(Model::load_buffers(f.config, weights, f.vocab, f.merges, f16),
+                           "h.1.mlp.c_fc.weight\" element 5");
+    REQUIRE_ERROR_CONTAINS(Model::load_buffers(f.config, weights, f.vocab, f.merges, f16), "beyond F16's range");
+    REQUIRE(Model::load_buffers(f.config, weights, f.vocab, f.merges).config().n_layer == 2);  // float32 takes it
+  }
+  // the largest finite F16 value and values that round to it are fine
+  const std::vector<uint8_t> weights = edited(f.weights, [&](Parts& p) {
+    const std::string t = p.header.contains("wte.weight") ? "wte.weight" : "transformer.wte.weight";
+    const float ok[2] = {65504.0f, -65519.0f};
+    std::memcpy(&p.data[p.header[t]["data_offsets"][0].get<uint64_t>()], ok, 8);
+  });
+  REQUIRE(Model::load_buffers(f.config, weights, f.vocab, f.merges, f16).weight_storage() == headscope::WeightStorage::f16);
+  REQUIRE_ERROR_CONTAINS(headscope::parse_weight_storage("f8"), "weights must be \"f32\" or \"f16\", got \"f8\"");
 }
 
 #ifdef __EMSCRIPTEN__

@@ -5,6 +5,7 @@ add_executable(headscope_tests
   tests/cpp/test_kernels.cpp
   tests/cpp/test_config_safetensors.cpp
   tests/cpp/test_model.cpp
+  tests/cpp/test_f16.cpp
   tests/cpp/test_tokenizer.cpp
   tests/cpp/test_predictions.cpp
   tests/cpp/test_backward.cpp

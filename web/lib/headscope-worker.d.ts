@@ -6,6 +6,8 @@ import type { LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token
 export interface WorkerLoadOptions {
   /** Called as model bytes arrive. */
   onProgress?: (progress: LoadProgress) => void;
+  /** 'f32' (default) or 'f16': as LoadOptions.weights of loadModel(). */
+  weights?: 'f32' | 'f16';
   /**
    * Use this worker instead of starting worker.js (beside this module). By default worker.js is
    * started directly when it is on the page's origin, and through a same-origin `blob:` module that

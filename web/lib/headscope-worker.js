@@ -85,14 +85,14 @@ class WorkerModel {
   started() { return this.#channel.started(); }
   call(...args) { return this.#channel.call(...args); }
 
-  async _load(source, onProgress, transferBuffers) {
+  async _load(source, onProgress, transferBuffers, weights) {
     await this.started();
     // buffers given as the model source are copied to the worker, or with transferBuffers moved
     // (no second copy of a checkpoint of hundreds of MB; the caller's buffers become empty)
     const transfer = transferBuffers && source && typeof source === 'object' && !(source instanceof URL)
       ? [...new Set(Object.values(source).map((v) => (ArrayBuffer.isView(v) ? v.buffer : v)).filter((v) => v instanceof ArrayBuffer))]
       : [];
-    this.#info = await this.call('load', { source: absoluteSource(source) }, onProgress, transfer);
+    this.#info = await this.call('load', { source: absoluteSource(source), weights }, onProgress, transfer);
     return this;
   }
 
@@ -221,11 +221,11 @@ export async function loadModelInWorker(source, options = {}) {
         + 'the page cannot respond while a run is in progress (a few milliseconds per keystroke for the '
         + 'shipped models, much longer for long texts or large checkpoints).');
     }
-    return new PageThreadModel(await loadModel(source, { onProgress: options.onProgress }));
+    return new PageThreadModel(await loadModel(source, { onProgress: options.onProgress, weights: options.weights }));
   }
   release();
   try {
-    return await model._load(source, options.onProgress, options.transferBuffers);
+    return await model._load(source, options.onProgress, options.transferBuffers, options.weights);
   } catch (e) {
     model.dispose();
     throw e;

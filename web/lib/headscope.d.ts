@@ -41,6 +41,14 @@ export interface LoadOptions {
   onProgress?: (progress: LoadProgress) => void;
   /** Aborts the downloads. */
   signal?: AbortSignal;
+  /**
+   * How the large weight matrices (every block's linear layers, the token embedding / LM head) are
+   * held: 'f32' (default) or 'f16', half precision in about half the memory. The kernels widen F16
+   * to float32 as they read it, so results equal float32 on the F16-rounded weights (logits differ
+   * from 'f32' by about 1e-3 of their range). An F16 checkpoint's values are kept exactly.
+   * Anything else rejects with an Error.
+   */
+  weights?: 'f32' | 'f16';
 }
 
 /** Loads the WebAssembly module (once) and a model. Rejects with an Error naming the problem. */
@@ -70,8 +78,10 @@ export interface ModelInfo {
   name: string;
   config: ModelConfig;
   parameterCount: number;
-  /** Bytes of float32 weights held in wasm memory. */
+  /** Bytes of weights held in wasm memory, in their storage. */
   weightBytes: number;
+  /** The storage of the large weight matrices (LoadOptions.weights). */
+  weights: 'f32' | 'f16';
   /**
    * Which kernels this build runs: `{ arch: "sse4.1", floatLanes: 4, simd: true }` is SIMD128;
    * `relaxedMadd: true` is the relaxed-SIMD build (fused multiply-add), loaded where the engine

@@ -212,10 +212,13 @@ function asBytes(v, what) {
 
 /**
  * Loads a model: a shipped model's name (default: headscope-base), the URL of a folder in the
- * Hugging Face GPT-2 layout, or the four files as buffers.
+ * Hugging Face GPT-2 layout, or the four files as buffers. `weights: 'f16'` holds the large weight
+ * matrices in half precision (about half the memory); the default is 'f32'.
  */
 export async function loadModel(source, options = {}) {
-  const { onProgress, signal } = options;
+  const { onProgress, signal, weights = 'f32' } = options;
+  if (weights !== 'f32' && weights !== 'f16')
+    throw new Error(`weights must be 'f32' or 'f16', got ${typeof weights === 'string' ? `'${weights}'` : String(weights)}`);
   const core = await loadCore();
   let files;
   let name;
@@ -247,7 +250,7 @@ export async function loadModel(source, options = {}) {
     throw new Error(`model source must be a shipped model name, a folder URL or { config, weights, vocab, merges }, got ${typeof source}`);
   }
   const handle = checked(core, core.load(asText(files.config, 'config'), asBytes(files.weights, 'weights'),
-    asText(files.vocab, 'vocab'), asText(files.merges, 'merges')));
+    asText(files.vocab, 'vocab'), asText(files.merges, 'merges'), weights));
   return new HeadscopeModel(core, handle, name);
 }
 
@@ -294,6 +297,7 @@ export class HeadscopeModel {
       config: Object.freeze(config),
       parameterCount: handle.parameterCount(),
       weightBytes: handle.weightBytes(),
+      weights: handle.weightStorage(),
       simd: Object.freeze(core.simdInfo()),
     });
   }

@@ -136,6 +136,7 @@ async function handle({ id, method, args }) {
     } else if (method === 'load') {
       if (model) model.dispose();
       model = await loadModel(args.source, {
+        weights: args.weights,
         onProgress: (p) => self.postMessage({ id, progress: p }),
       });
       value = model.info;

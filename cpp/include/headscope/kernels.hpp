@@ -29,19 +29,46 @@ struct SimdInfo {
 SimdInfo simd_info();
 
 // ---------------------------------------------------------------------------------------------
+// Half-precision (IEEE 754 binary16, "F16") weight storage. Large weight matrices may be kept as F16
+// bits and widened to float32 inside the kernels, right before the float32 inner loops read them:
+// every product then equals the float32 kernel's on the F16-rounded weights, bit for bit.
+// F16 arrays are stored in groups of f16_group_width() values (two batches): in a whole group, the
+// 32-bit word j holds value j in its low half and value j + group/2 in its high half, so one integer
+// batch load yields both float batches with shifts and masks (SIMD128 has no F16 instructions).
+// A trailing partial group is stored in plain order. The scalar build's group width is 1 (plain).
+//   f32_to_f16_reference: round to nearest even, overflow to +-inf, NaN stays NaN (quiet)
+//   f16_to_f32_reference: exact widening (subnormals, inf, NaN payload kept)
+uint16_t f32_to_f16_reference(float x) noexcept;
+float f16_to_f32_reference(uint16_t h) noexcept;
+int f16_group_width();
+// out (n) = the F16 bits of in (n), rounded, in the group layout above
+void f16_pack(uint16_t* out, const float* in, std::size_t n) noexcept;
+// out (n) = the float32 values of packed (n) in the group layout; exact
+void f16_unpack_forward(float* out, const uint16_t* packed, std::size_t n) noexcept;
+void f16_unpack_forward_reference(float* out, const uint16_t* packed, std::size_t n) noexcept;
+
+// ---------------------------------------------------------------------------------------------
 // Linear layers. Weights arrive in Hugging Face's Conv1D layout W (K, N): y = x @ W + b.
 // At load time they are repacked into column panels so the GEMM micro-kernel streams them:
 // panel p holds columns [p*panel_width, (p+1)*panel_width) as a (K, panel_width) row-major block,
 // the last panel zero-padded. panel_width is two xsimd batches (8 floats with SIMD128).
+// With F16 storage the same panels are held in panels_f16 instead (each panel row is one F16 group)
+// and `panels` is empty; the GEMM widens one depth slice of one panel at a time.
 struct PackedLinear {
   int K = 0, N = 0;
   int panel_width = 1;
-  std::vector<float> panels;  // ceil(N / panel_width) * K * panel_width
-  std::vector<float> bias;    // N, or empty when the layer has no bias
-  std::size_t bytes() const { return (panels.size() + bias.size()) * sizeof(float); }
+  std::vector<float> panels;         // ceil(N / panel_width) * K * panel_width (float32 storage)
+  std::vector<uint16_t> panels_f16;  // the same count of F16 values (F16 storage), else empty
+  std::vector<float> bias;           // N, or empty when the layer has no bias (always float32)
+  bool is_f16() const { return !panels_f16.empty(); }
+  std::size_t bytes() const {
+    return panels.size() * sizeof(float) + panels_f16.size() * sizeof(uint16_t) + bias.size() * sizeof(float);
+  }
 };
 // weight (K, N) Conv1D layout, bias (N) or nullptr
 PackedLinear pack_linear(const float* weight, const float* bias, int K, int N);
+// The same with the weight rounded to F16 (nearest even); an F16 checkpoint's values pass unchanged.
+PackedLinear pack_linear_f16(const float* weight, const float* bias, int K, int N);
 int linear_panel_width();
 // How matmul_forward cuts the work (for tests that sweep its edges): register tiles of tile_rows
 // input rows x panel_width columns; depth (K) in slices of depth_block, input rows in blocks of
@@ -66,6 +93,12 @@ void matmul_forward_reference(float* out, const float* inp, const float* weight,
 void matmul_transposed_forward(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept;
 void matmul_transposed_forward_reference(float* out, const float* inp, const float* weight, int T, int K,
                                          int N) noexcept;
+// The same with weight (N, K) held as F16, each row of K values packed by f16_pack on its own.
+// scratch: matmul_transposed_f16_scratch_floats(K) floats owned by the caller (rows widened to float32).
+// Equals matmul_transposed_forward on the widened weight, bit for bit.
+std::size_t matmul_transposed_f16_scratch_floats(int K);
+void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t* weight, int T, int K, int N,
+                                   float* scratch) noexcept;
 
 // ---------------------------------------------------------------------------------------------
 // out (T, C) = (inp - mean) / sqrt(var + eps) * weight + bias, per row; biased variance as in PyTorch.

@@ -38,6 +38,21 @@ struct RunOptions {
   bool keep_contributions = false;
 };
 
+// How the large weight matrices are held after loading: every block's linear layers and the token
+// embedding wte (also the tied LM head). LayerNorm parameters, biases and wpe stay float32 either way.
+//   f32: float32, the default (results as computed in float32 from the checkpoint's values)
+//   f16: IEEE half precision, about half the memory; the kernels widen them to float32 as they read,
+//        so results equal a float32 model whose weights were rounded to F16 (nearest even). An F16
+//        checkpoint's values are kept exactly; F32 and BF16 values are rounded once.
+enum class WeightStorage { f32, f16 };
+// "f32" / "f16"; parse_weight_storage throws Error on anything else
+const char* weight_storage_name(WeightStorage s);
+WeightStorage parse_weight_storage(std::string_view name);
+
+struct LoadOptions {
+  WeightStorage weights = WeightStorage::f32;
+};
+
 struct RunInfo {
   int tokens = 0;           // T, tokens the model saw
   int reused_tokens = 0;    // leading tokens whose keys/values came from the previous run's cache
@@ -59,22 +74,25 @@ class Model {
  public:
   // A folder in the Hugging Face GPT-2 layout: config.json, model.safetensors, vocab.json, merges.txt.
   // The weights are read tensor by tensor into their own storage: the file is never held in memory.
-  static Model load_directory(const std::filesystem::path& dir);
+  static Model load_directory(const std::filesystem::path& dir, const LoadOptions& options = {});
   // The same four files as in-memory buffers (what a browser hands over).
   static Model load_buffers(std::string_view config_json, std::span<const uint8_t> safetensors,
-                            std::string_view vocab_json, std::string_view merges_txt);
+                            std::string_view vocab_json, std::string_view merges_txt, const LoadOptions& options = {});
   // The weights from any ByteSource (e.g. a JavaScript buffer read tensor by tensor).
   // resident_bytes: memory already taken by the source itself, counted when checking that the
   // weights fit. Every loader refuses, with the sizes, a model whose weights cannot fit in memory
   // (wasm: the module's maximum memory; natively: physical memory) and turns an allocation failure
-  // into an Error naming the size.
+  // into an Error naming the size. With F16 storage, a weight beyond F16's range (|w| >= 65520) is
+  // refused with its tensor's name.
   static Model load_source(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
-                           std::string_view vocab_json, std::string_view merges_txt, uint64_t resident_bytes);
+                           std::string_view vocab_json, std::string_view merges_txt, uint64_t resident_bytes,
+                           const LoadOptions& options = {});
 
   const ModelConfig& config() const { return config_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   std::size_t parameter_count() const { return parameter_count_; }
-  std::size_t weight_bytes() const;
+  std::size_t weight_bytes() const;  // bytes the loaded weights take, in their storage
+  WeightStorage weight_storage() const { return storage_; }
 
   // Tokenizes and runs `text`. Throws Error on empty text or invalid UTF-8.
   // Text longer than n_positions tokens: the LAST n_positions tokens are kept (the ones next to the
@@ -109,9 +127,10 @@ class Model {
  private:
   Model() = default;
   void build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors, std::string_view vocab_json,
-             std::string_view merges_txt);
+             std::string_view merges_txt, WeightStorage storage);
   void ensure_capacity(int T);
   void forward(int t_begin);
+  void lm_head(float* out, const float* x, int T);
   void check_layer_head(int layer, int head) const;
   void require_run() const;
 
@@ -120,7 +139,10 @@ class Model {
   std::size_t parameter_count_ = 0;
 
   // weights
-  std::vector<float> wte_;  // (V, C), also the LM head
+  WeightStorage storage_ = WeightStorage::f32;
+  std::vector<float> wte_;         // (V, C), also the LM head (f32 storage; empty with f16)
+  std::vector<uint16_t> wte_f16_;  // (V, C), each row packed by kernels::f16_pack (f16 storage; else empty)
+  std::vector<float> scratch_wte_;  // matmul_transposed_f16_scratch_floats(C) (f16 storage): wte rows widened
   std::vector<float> wpe_;  // (n_positions, C)
   std::vector<BlockWeights> blocks_;
   std::vector<float> ln_f_weight_, ln_f_bias_;

@@ -1,0 +1,388 @@
+// F16 weight storage: the conversions against independent references (exhaustive where the domain
+// allows), the F16 GEMM and LM head against the float32 kernels on the widened weights (bit for
+// bit), and whole models in F16 storage against the same models in float32.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "headscope/kernels.hpp"
+#include "headscope/model.hpp"
+#include "headscope/safetensors.hpp"
+#include "test_util.hpp"
+
+namespace k = headscope::kernels;
+using headscope::LoadOptions;
+using headscope::Model;
+using headscope::RunOptions;
+using headscope::WeightStorage;
+using nlohmann::json;
+using test_util::read_bytes;
+using test_util::read_text;
+
+namespace {
+
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float float_of(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// The value of F16 bit pattern h from its fields in double arithmetic (finite patterns only).
+double f16_value(uint16_t h) {
+  const int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  const double v = exp == 0 ? std::ldexp(mant, -24) : std::ldexp(1024 + mant, exp - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+// Round-to-nearest-even by search: the finite F16 values in increasing order of magnitude are the
+// patterns 0x0000..0x7bff; pick the nearest, on a tie the one with an even mantissa (even pattern);
+// beyond 65504 + half an ulp (65520) or at a tie there, infinity.
+uint16_t f32_to_f16_by_search(float x) {
+  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  if (std::isnan(x)) return 0x7e00;  // any NaN: checked by class below
+  const double a = std::fabs((double)x);
+  if (a >= 65520.0) return sign | 0x7c00;
+  // binary search for the largest pattern with value <= a
+  int lo = 0, hi = 0x7bff;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (f16_value((uint16_t)mid) <= a) lo = mid;
+    else hi = mid - 1;
+  }
+  if (lo == 0x7bff) return sign | 0x7bff;  // a in [65504, 65520)
+  const double below = f16_value((uint16_t)lo), above = f16_value((uint16_t)(lo + 1));
+  int pick;
+  if (a - below < above - a) pick = lo;
+  else if (a - below > above - a) pick = lo + 1;
+  else pick = (lo % 2 == 0) ? lo : lo + 1;
+  return sign | (uint16_t)pick;
+}
+
+void require_same_bits(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); i++)
+    if (bits_of(a[i]) != bits_of(b[i])) {
+      INFO(what << ": element " << i << " of " << a.size() << ": " << a[i] << " vs " << b[i]);
+      REQUIRE(bits_of(a[i]) == bits_of(b[i]));
+    }
+}
+
+std::string fixture_dir(const std::string& name) { return std::string(HEADSCOPE_FIXTURES_DIR) + "/models/" + name; }
+
+Model load_fixture(const std::string& name, WeightStorage storage, const std::string& file = "model.safetensors") {
+  const std::string dir = fixture_dir(name);
+  const std::vector<uint8_t> weights = read_bytes(dir + "/" + file);
+  LoadOptions opt;
+  opt.weights = storage;
+  return Model::load_buffers(read_text(dir + "/config.json"), weights, read_text(dir + "/vocab.json"),
+                             read_text(dir + "/merges.txt"), opt);
+}
+
+std::vector<float> logits_last(const Model& m) { return {m.logits_last().begin(), m.logits_last().end()}; }
+
+const std::vector<std::string> kFixtureModels = {"tiny-hs4", "odd-hs12", "odd-hs20", "hs5"};
+
+}  // namespace
+
+// ---- conversions -------------------------------------------------------------------------------
+
+TEST_CASE("F16 -> float32: every one of the 65536 bit patterns, exact", "[f16][kernels]") {
+  // Three independent definitions must agree bit for bit: the scalar reference, the safetensors
+  // reader's converter, and the value from the fields (finite patterns); the SIMD widening, run over
+  // all patterns in the packed group layout, must equal the reference (NaN payloads included).
+  std::vector<float> plain(65536);
+  for (uint32_t h = 0; h < 65536; h++) {
+    const float r = k::f16_to_f32_reference((uint16_t)h);
+    plain[h] = r;
+    INFO("pattern 0x" << std::hex << h);
+    REQUIRE(bits_of(r) == bits_of(headscope::f16_to_f32((uint16_t)h)));
+    const int exp = (h >> 10) & 0x1f;
+    if (exp != 31) {
+      REQUIRE((double)r == f16_value((uint16_t)h));
+      REQUIRE(std::signbit(r) == ((h & 0x8000) != 0));  // -0 stays -0
+    } else if ((h & 0x3ff) == 0) {
+      REQUIRE(std::isinf(r));
+    } else {
+      REQUIRE(std::isnan(r));
+      REQUIRE(((bits_of(r) >> 13) & 0x3ff) == (h & 0x3ff));  // payload kept
+    }
+  }
+  // pack the exact float32 values (rounding them is the identity, NaN aside: checked next) and widen
+  std::vector<uint16_t> packed(65536);
+  k::f16_pack(packed.data(), plain.data(), plain.size());
+  std::vector<float> widened(65536), widened_ref(65536);
+  k::f16_unpack_forward(widened.data(), packed.data(), packed.size());
+  k::f16_unpack_forward_reference(widened_ref.data(), packed.data(), packed.size());
+  for (uint32_t h = 0; h < 65536; h++) {
+    INFO("pattern 0x" << std::hex << h << " -> " << bits_of(widened[h]));
+    if (std::isnan(plain[h])) {
+      REQUIRE(std::isnan(widened[h]));
+    } else {
+      REQUIRE(bits_of(widened[h]) == bits_of(plain[h]));
+    }
+    REQUIRE(bits_of(widened[h]) == bits_of(widened_ref[h]));
+  }
+  // and every pattern directly (NaN payloads too), written in the group layout by hand
+  const std::size_t G = (std::size_t)k::f16_group_width();
+  std::vector<uint16_t> grouped(65536);
+  for (std::size_t i = 0; i < 65536; i += G)
+    for (std::size_t j = 0; j < G; j++)
+      grouped[i + (G > 1 ? (j < G / 2 ? 2 * j : 2 * (j - G / 2) + 1) : 0)] = (uint16_t)(i + j);
+  k::f16_unpack_forward(widened.data(), grouped.data(), grouped.size());
+  for (uint32_t h = 0; h < 65536; h++) {
+    INFO("pattern 0x" << std::hex << h);
+    REQUIRE(bits_of(widened[h]) == bits_of(plain[h]));
+  }
+}
+
+TEST_CASE("float32 -> F16 rounds to nearest even: ties, subnormals, overflow, inf, NaN", "[f16][kernels]") {
+  std::vector<float> cases;
+  for (uint32_t h = 0; h < 0x7c00; h++) {
+    // every finite F16 value, both signs (round trip), the midpoint to the next one (a tie), and the
+    // float32 neighbours of that midpoint (just below / above the tie)
+    const float v = (float)f16_value((uint16_t)h);
+    cases.push_back(v);
+    cases.push_back(-v);
+    const double next = h < 0x7bff ? f16_value((uint16_t)(h + 1)) : 65536.0;
+    const float mid = (float)((f16_value((uint16_t)h) + next) / 2);  // exact in float32 (12 significant bits)
+    REQUIRE((double)mid == (f16_value((uint16_t)h) + next) / 2);
+    cases.push_back(mid);
+    cases.push_back(-mid);
+    cases.push_back(std::nextafter(mid, 0.0f));
+    cases.push_back(std::nextafter(mid, 1e30f));
+  }
+  // below the smallest subnormal: 2^-25 is a tie between 0 and 2^-24 (rounds to 0, even), just
+  // above it rounds up; float32 subnormals round to zero
+  for (float v : {std::ldexp(1.0f, -25), std::nextafter(std::ldexp(1.0f, -25), 1.0f), std::ldexp(1.0f, -26),
+                  std::ldexp(3.0f, -26), std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(),
+                  65504.0f, 65519.996f, 65520.0f, 65536.0f, 1e10f, std::numeric_limits<float>::max(),
+                  std::numeric_limits<float>::infinity(), 0.0f})
+    cases.push_back(v), cases.push_back(-v);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<uint32_t> any_bits(0, 0xffffffffu);
+  for (int i = 0; i < 200000; i++) {
+    const float v = float_of(any_bits(rng));
+    if (!std::isnan(v)) cases.push_back(v);
+  }
+  std::uniform_real_distribution<float> moderate(-70000.0f, 70000.0f);
+  for (int i = 0; i < 100000; i++) cases.push_back(moderate(rng) * std::ldexp(1.0f, -(i % 40)));
+  for (const float v : cases) {
+    const uint16_t got = k::f32_to_f16_reference(v), want = f32_to_f16_by_search(v);
+    INFO("x = " << v << " (0x" << std::hex << bits_of(v) << "): got 0x" << got << ", want 0x" << want);
+    REQUIRE(got == want);
+  }
+  // NaN stays NaN (quiet), with its sign and the payload's top bits
+  for (uint32_t nan_bits : {0x7fc00000u, 0x7f800001u, 0xffc12345u, 0x7fbfffffu}) {
+    const uint16_t h = k::f32_to_f16_reference(float_of(nan_bits));
+    INFO("NaN 0x" << std::hex << nan_bits << " -> 0x" << h);
+    REQUIRE((h & 0x7c00) == 0x7c00);
+    REQUIRE((h & 0x3ff) != 0);
+    REQUIRE((h & 0x200) != 0);
+    REQUIRE(((h & 0x8000) != 0) == ((nan_bits & 0x80000000u) != 0));
+  }
+}
+
+TEST_CASE("f16_pack and f16_unpack_forward: edge lengths round-trip, SIMD equals the reference", "[f16][kernels]") {
+  const int G = k::f16_group_width();
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 0.3f);
+  for (const int n : {0, 1, G / 2 ? G / 2 : 1, G - 1, G, G + 1, 2 * G - 1, 2 * G, 3 * G + 1, 257}) {
+    if (n < 0) continue;
+    std::vector<float> x(n);
+    for (float& v : x) v = normal(rng);
+    std::vector<uint16_t> packed(n);
+    k::f16_pack(packed.data(), x.data(), n);
+    std::vector<float> got(n, -1.0f), ref(n, -2.0f);
+    k::f16_unpack_forward(got.data(), packed.data(), n);
+    k::f16_unpack_forward_reference(ref.data(), packed.data(), n);
+    INFO("n " << n << ", group " << G);
+    require_same_bits(got, ref, "unpacked");
+    for (int i = 0; i < n; i++) {
+      // the value rounded to F16, in order: the layout is undone
+      REQUIRE(bits_of(got[i]) == bits_of(k::f16_to_f32_reference(k::f32_to_f16_reference(x[i]))));
+    }
+  }
+}
+
+// ---- kernels ---------------------------------------------------------------------------------
+
+TEST_CASE("F16 GEMM equals the float32 GEMM on the F16-rounded weights, bit for bit", "[f16][kernels][gemm]") {
+  // The F16 path widens each panel slice exactly and then runs the float32 register tiles, so the
+  // results must be identical, at every edge of the tiles, panels and depth slices.
+  const k::GemmBlocking blk = k::gemm_blocking();
+  const int P = std::max(1, k::linear_panel_width());
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const int T : {1, blk.tile_rows - 1, blk.tile_rows + 1, blk.row_block + 3})
+    for (const int K : {1, 7, blk.depth_block, blk.depth_block + 5})
+      for (const int N : {1, P - 1, P + 1, 3 * P}) {
+        if (T < 1 || N < 1) continue;
+        std::vector<float> x((std::size_t)T * K), w((std::size_t)K * N), b(N);
+        for (float& v : x) v = normal(rng);
+        for (float& v : w) v = normal(rng) * 0.1f;
+        for (float& v : b) v = normal(rng);
+        std::vector<float> w_rounded(w.size());
+        for (std::size_t i = 0; i < w.size(); i++) w_rounded[i] = k::f16_to_f32_reference(k::f32_to_f16_reference(w[i]));
+        const k::PackedLinear f16 = k::pack_linear_f16(w.data(), b.data(), K, N);
+        const k::PackedLinear f32 = k::pack_linear(w_rounded.data(), b.data(), K, N);
+        REQUIRE(f16.is_f16());
+        REQUIRE(f16.panels.empty());
+        REQUIRE(f16.bytes() * 2 == f32.panels.size() * 4 + f32.bias.size() * 8);
+        INFO("T " << T << " K " << K << " N " << N);
+        std::vector<float> got((std::size_t)T * N), want((std::size_t)T * N);
+        k::matmul_forward(got.data(), x.data(), f16, T);
+        k::matmul_forward(want.data(), x.data(), f32, T);
+        require_same_bits(got, want, "matmul_forward");
+        // the per-head row range of W_O: rows [k0, k1) of the weight
+        const int k0 = K / 3, k1 = K - K / 4;
+        k::matmul_rows_forward(got.data(), x.data(), K, f16, k0, k1, T);
+        k::matmul_rows_forward(want.data(), x.data(), K, f32, k0, k1, T);
+        require_same_bits(got, want, "matmul_rows_forward");
+      }
+}
+
+TEST_CASE("F16 LM head equals the float32 one on the F16-rounded weights, bit for bit", "[f16][kernels]") {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int L = k::simd_info().float_lanes;
+  for (const int T : {1, 2, 5})
+    for (const int K : {1, L - 1 > 0 ? L - 1 : 1, L, 2 * L + 3, 48})
+      for (const int N : {1, 3, 4, 5, 9, 257}) {
+        std::vector<float> x((std::size_t)T * K), w((std::size_t)N * K);
+        for (float& v : x) v = normal(rng);
+        for (float& v : w) v = normal(rng);
+        std::vector<uint16_t> w16(w.size());
+        std::vector<float> w_rounded(w.size());
+        for (int n = 0; n < N; n++) {
+          k::f16_pack(&w16[(std::size_t)n * K], &w[(std::size_t)n * K], K);
+          k::f16_unpack_forward_reference(&w_rounded[(std::size_t)n * K], &w16[(std::size_t)n * K], K);
+        }
+        std::vector<float> scratch(k::matmul_transposed_f16_scratch_floats(K));
+        std::vector<float> got((std::size_t)T * N), want((std::size_t)T * N);
+        k::matmul_transposed_f16_forward(got.data(), x.data(), w16.data(), T, K, N, scratch.data());
+        k::matmul_transposed_forward(want.data(), x.data(), w_rounded.data(), T, K, N);
+        INFO("T " << T << " K " << K << " N " << N);
+        require_same_bits(got, want, "matmul_transposed_f16_forward");
+      }
+}
+
+// ---- whole models ----------------------------------------------------------------------------
+
+TEST_CASE("an F16 checkpoint gives the same bits in F16 storage as in float32 storage", "[f16][model]") {
+  // The fixtures' model-f16.safetensors holds every tensor in F16. Kept as they are (no second
+  // rounding) and widened exactly by the kernels, they must give bit-identical results to the
+  // float32 storage of the same values: tolerance 0 on every output.
+  for (const std::string& name : kFixtureModels) {
+    Model a = load_fixture(name, WeightStorage::f32, "model-f16.safetensors");
+    Model b = load_fixture(name, WeightStorage::f16, "model-f16.safetensors");
+    REQUIRE(b.weight_storage() == WeightStorage::f16);
+    const json ref = json::parse(read_text(fixture_dir(name) + "/reference.json"));
+    for (const json& c : ref["cases"]) {
+      INFO("model " << name << ", text \"" << c["text"].get<std::string>() << "\"");
+      RunOptions opt;
+      opt.all_logits = true;
+      opt.keep_contributions = true;
+      const std::vector<int32_t> ids = c["ids"].get<std::vector<int32_t>>();
+      a.run_ids(ids, opt);
+      b.run_ids(ids, opt);
+      require_same_bits(a.logits_all(), b.logits_all(), "logits_all");
+      require_same_bits(logits_last(a), logits_last(b), "logits_last");
+      require_same_bits(a.attention_all(), b.attention_all(), "attention");
+      require_same_bits(a.hidden_states(), b.hidden_states(), "hidden states");
+      require_same_bits(a.contribution_norms(), b.contribution_norms(), "contribution norms");
+    }
+  }
+}
+
+TEST_CASE("float32 checkpoints in F16 storage stay within F16's rounding of the float32 results", "[f16][model]") {
+  // Error bound, first order. Rounding a weight to F16 changes it by a relative |delta| <= u = 2^-11.
+  // A product y_n = sum_k x_k w_kn then moves by at most u * sum_k |x_k w_kn| =: u * S_n. The model
+  // has M = 4L + 2 such products in its path (four per block, the embedding lookup and the LM head);
+  // a LayerNorm rescales the stream to unit variance, and each block adds its update to the
+  // residual, so to first order the errors add up over the M products with a gain that is at most
+  // the ratio S_n / |y_n| (cancellation) times the LayerNorm's amplification. We bound that gain by
+  // G = 4 and state the bound on a logit as M * u * G * (1 + max |logit|); attention probabilities
+  // (in [0, 1]) by M * u * G. Measured on these fixtures, the gain is at most 0.45 for logits (worst
+  // 0.020 at max |logit| 8.9, L = 2) and 0.7 for attention (worst 0.0034): G = 4 leaves >= 5x margin,
+  // while a wrong widening (a wrong exponent bias, swapped halves of a group) moves logits by O(1).
+  const double u = std::ldexp(1.0, -11), G = 4.0;
+  for (const std::string& name : kFixtureModels) {
+    Model a = load_fixture(name, WeightStorage::f32);
+    Model b = load_fixture(name, WeightStorage::f16);
+    const int L = a.config().n_layer;
+    const double M = 4.0 * L + 2.0;
+    const json ref = json::parse(read_text(fixture_dir(name) + "/reference.json"));
+    for (const json& c : ref["cases"]) {
+      const std::vector<int32_t> ids = c["ids"].get<std::vector<int32_t>>();
+      RunOptions opt;
+      opt.all_logits = true;
+      a.run_ids(ids, opt);
+      b.run_ids(ids, opt);
+      const std::vector<float> la = a.logits_all(), lb = b.logits_all();
+      double max_logit = 0, worst_logit = 0;
+      for (float v : la) max_logit = std::max(max_logit, (double)std::fabs(v));
+      for (std::size_t i = 0; i < la.size(); i++) worst_logit = std::max(worst_logit, (double)std::fabs(la[i] - lb[i]));
+      const std::vector<float> aa = a.attention_all(), ab = b.attention_all();
+      double worst_att = 0;
+      for (std::size_t i = 0; i < aa.size(); i++) worst_att = std::max(worst_att, (double)std::fabs(aa[i] - ab[i]));
+      const double logit_bound = M * u * G * (1.0 + max_logit), att_bound = M * u * G;
+      INFO("model " << name << ", T " << ids.size() << ": logits differ by up to " << worst_logit << " (bound "
+                    << logit_bound << ", max |logit| " << max_logit << "), attention by up to " << worst_att
+                    << " (bound " << att_bound << ")");
+      REQUIRE(worst_logit <= logit_bound);
+      REQUIRE(worst_att <= att_bound);
+      REQUIRE(worst_logit > 0.0);  // the weights really were rounded
+    }
+  }
+}
+
+TEST_CASE("F16 storage: typing one token at a time equals a full run, bit for bit", "[f16][model][incremental]") {
+  for (const std::string& name : {std::string("odd-hs12"), std::string("hs5")}) {
+    Model typing = load_fixture(name, WeightStorage::f16);
+    const std::string text = "The chef, who tr";  // 16 tokens: fits hs5's context of 16
+    RunOptions opt;
+    opt.keep_contributions = true;
+    opt.all_logits = true;
+    int reused_total = 0;
+    for (std::size_t len = 1; len <= text.size(); len++) {
+      const std::string prefix = text.substr(0, len);
+      reused_total += typing.run(prefix, opt).reused_tokens;
+      Model fresh = load_fixture(name, WeightStorage::f16);
+      fresh.run(prefix, opt);
+      INFO(name << ": prefix \"" << prefix << "\"");
+      REQUIRE(typing.attention_all() == fresh.attention_all());
+      REQUIRE(typing.logits_all() == fresh.logits_all());
+      REQUIRE(typing.hidden_states() == fresh.hidden_states());
+      REQUIRE(typing.contribution(0, 1) == fresh.contribution(0, 1));
+    }
+    REQUIRE(reused_total > 0);
+  }
+}
+
+TEST_CASE("weight_bytes: F16 storage halves the large matrices and nothing else", "[f16][model]") {
+  for (const std::string& name : kFixtureModels) {
+    const Model a = load_fixture(name, WeightStorage::f32);
+    const Model b = load_fixture(name, WeightStorage::f16);
+    const auto& c = a.config();
+    const std::size_t C = c.n_embd, F = c.n_inner, V = c.vocab_size, L = c.n_layer;
+    const std::size_t P = std::max(1, k::linear_panel_width());
+    const auto padded = [&](std::size_t K, std::size_t N) {  // packed panels: N rounded up to whole panels
+      return k::linear_panel_width() > 0 ? K * ((N + P - 1) / P) * P : K * N;
+    };
+    const std::size_t large = V * C + L * (padded(C, 3 * C) + padded(C, C) + padded(C, F) + padded(F, C));
+    INFO("model " << name << ": " << a.weight_bytes() << " -> " << b.weight_bytes() << " bytes");
+    REQUIRE(a.weight_bytes() - b.weight_bytes() == 2 * large);
+    REQUIRE(a.weight_storage() == WeightStorage::f32);
+  }
+}
