@@ -36,7 +36,7 @@ function select(doc, id, label, values, format = String) {
 }
 
 function button(doc, text, cls = '') {
-  const b = el(doc, 'button', cls, text);
+  const b = el(doc, 'button', `btn ${cls}`, text);
   b.type = 'button';
   return b;
 }
