@@ -115,6 +115,10 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
 // N). dinp multiplies by the weight transposed into a scratch copy, so that its reduction, like the
 // others, needs no horizontal sums. Column tails that fill no whole batch are summed in scalar code.
 
+// Rows of a register tile: with AVX-512's 32 registers 8 rows x 2 batches (16 accumulators), else 4
+// rows (SIMD128 and AVX2 have 16 registers: 8 accumulators, the two weight batches and a broadcast).
+constexpr int kTileRows = kLanes >= 16 ? 8 : 4;
+
 // y (R rows from t0, columns [j, j + 2 lanes)) = (Accumulate ? y : bias or 0) + x (rows, D) @ w (D, M)
 template <int R, bool Accumulate>
 inline void gemm_tile(float* y, const float* x, const float* w, const float* bias, int t0, int D, int M,
@@ -163,7 +167,7 @@ void gemm(float* y, const float* x, const float* w, const float* bias, int N, in
       }
   };
   int t = 0;
-  for (; t + 4 <= N; t += 4) rows(std::integral_constant<int, 4>{}, t);
+  for (; t + kTileRows <= N; t += kTileRows) rows(std::integral_constant<int, kTileRows>{}, t);
   for (; t < N; t++) rows(std::integral_constant<int, 1>{}, t);
 }
 
@@ -208,7 +212,7 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
   int o = 0;
   for (; o + 2 * kLanes <= OC; o += 2 * kLanes) {
     int k = 0;
-    for (; k + 4 <= K; k += 4) dweight_tile<4>(dweight, dout, inp, k, N, K, OC, o);
+    for (; k + kTileRows <= K; k += kTileRows) dweight_tile<kTileRows>(dweight, dout, inp, k, N, K, OC, o);
     for (; k < K; k++) dweight_tile<1>(dweight, dout, inp, k, N, K, OC, o);
   }
   for (; o < OC; o++)
