@@ -6,6 +6,7 @@
 // after dispose(). All numerics happen in C++.
 import createHeadscopeCore from './headscope_wasm.js';
 import { makeResult } from './result.js';
+import { HeadscopeTrainer, presetsFromCore } from './trainer.js';
 
 /** Names of the models shipped in this package (folders under ./models/). */
 export const shippedModels = Object.freeze(['headscope-base', 'heads-1', 'heads-2', 'heads-4', 'heads-8']);
@@ -399,15 +400,15 @@ export class HeadscopeModel {
  * 'induction', the training page's default) under any option given. See headscope.d.ts.
  */
 export async function createTrainer(options = {}) {
-  // loaded on first use: pages that only run models never download it
-  const [core, { HeadscopeTrainer }] = await Promise.all([loadCore(), import('./trainer.js')]);
+  // trainer.js is imported statically: a dynamic import would make bundlers split chunks, which
+  // Vite's default (iife) worker format refuses
+  const core = await loadCore();
   return new HeadscopeTrainer(core, options, (handle, name) => new HeadscopeModel(core, handle, name));
 }
 
 /** The training page's presets: [{ name, label, description, spec }]. */
 export async function trainingPresets() {
-  const [core, { presetsFromCore }] = await Promise.all([loadCore(), import('./trainer.js')]);
-  return presetsFromCore(core);
+  return presetsFromCore(await loadCore());
 }
 
 /** Bytes allocated in the wasm heap right now (for leak checks). Loads the engine if needed. */
