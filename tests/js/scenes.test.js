@@ -179,3 +179,18 @@ test('top-k percentages', () => {
   assert.equal(formatPercent(0.000123), '0.012%');
   assert.equal(formatPercent(0), '0%');
 });
+
+test('token tints: the text colour on every heat colour has WCAG contrast of at least 4.5 (light and dark)', () => {
+  const lum = (c) => { const v = c / 255; return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+  const L = (r, g, b) => 0.2126 * lum(r) + 0.7152 * lum(g) + 0.0722 * lum(b);
+  for (const scheme of ['light', 'dark']) {
+    const t = themeFrom((name) => (name === '--hs-scheme' ? scheme : ''));
+    for (let i = 0; i < 256; i++) {
+      const [r, g, b] = t.lut.lut.slice(i * 3, i * 3 + 3);
+      const bg = L(r, g, b);
+      const ink = t.lut.ink[i] === '#fff' ? 1 : 0;
+      const ratio = (Math.max(bg, ink) + 0.05) / (Math.min(bg, ink) + 0.05);
+      assert.ok(ratio >= 4.5, `${scheme} entry ${i}: rgb(${r},${g},${b}) with ${t.lut.ink[i]} has contrast ${ratio.toFixed(2)}`);
+    }
+  }
+});

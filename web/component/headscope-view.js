@@ -22,13 +22,13 @@ import { CombineView, combineScene } from './views/combine.js';
 import { TopKView } from './views/topk.js';
 import { Tooltip } from './views/tooltip.js';
 import { parseAblate } from '../lib/result.js';
-import { readTheme, tokenLabel, tokenWords, heat, quoteToken } from './theme.js';
+import { readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken } from './theme.js';
 import { sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg } from './scene.js';
 
 export {
   getModel, getFastTypingModel, loadModelFromBuffers, Runner, DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery, embedSnippet, modelLoadCount,
   GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
-  gridScene, heatmapScene, linesScene, combineScene, readTheme, tokenLabel, tokenWords, heat, quoteToken,
+  gridScene, heatmapScene, linesScene, combineScene, readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken,
   sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg, viewsCss,
 };
 

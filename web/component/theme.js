@@ -15,16 +15,30 @@ function parseRgb(css) {
   return [128, 128, 128];
 }
 
+// WCAG 2 relative luminance of an sRGB colour (0..255 channels)
+function luminance(r, g, b) {
+  const lin = (c) => { const v = c / 255; return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+}
+
+/** Black or white, whichever contrasts more with the colour (WCAG contrast ratio). */
+export function inkOn(r, g, b) {
+  const l = luminance(r, g, b);
+  return (1.05) / (l + 0.05) >= (l + 0.05) / 0.05 ? '#fff' : '#000';
+}
+
 function makeLut(interp, lo = 0, hi = 1) {
   const lut = new Uint8ClampedArray(256 * 3);
   const css = new Array(256);
+  const ink = new Array(256); // text colour on each entry
   for (let i = 0; i < 256; i++) {
     const c = interp(lo + ((hi - lo) * i) / 255);
     const [r, g, b] = parseRgb(c);
     lut[i * 3] = r; lut[i * 3 + 1] = g; lut[i * 3 + 2] = b;
     css[i] = `rgb(${r},${g},${b})`;
+    ink[i] = inkOn(r, g, b);
   }
-  return { lut, css };
+  return { lut, css, ink };
 }
 
 const LUTS = {
@@ -72,6 +86,11 @@ export function heatIndex(w) {
 /** CSS colour for an attention weight in [0, 1]. */
 export function heat(theme, w) {
   return theme.lut.css[heatIndex(w)];
+}
+
+/** Text colour (black or white) that contrasts most with heat(theme, w). */
+export function heatInk(theme, w) {
+  return theme.lut.ink[heatIndex(w)];
 }
 
 /** Colour of the i-th head shown at once. */

@@ -1,7 +1,7 @@
 // The strip of token buttons under the text box. Each button is tinted by how much the focused
 // token looks at it in the selected head. Buttons are reused from render to render: typing changes
 // a few labels and tints instead of rebuilding the strip (which made the browser restyle all of it).
-import { focusToken, tokenLabel, tokenWords, heat } from '../component/headscope-view.js';
+import { focusToken, tokenLabel, tokenWords, heat, heatInk } from '../component/headscope-view.js';
 import { attentionIndex } from '../lib/result.js';
 
 function setAttr(node, name, value) {
@@ -45,7 +45,7 @@ export class TokenStrip {
       let fg = '';
       if (i <= focused && w >= 0.02) {
         bg = heat(theme, w); // CSSOM, allowed under the strict CSP
-        fg = w > 0.36 ? (theme.dark ? '#000' : '#fff') : theme.fg; // dark half of the √ scale
+        fg = heatInk(theme, w); // black or white, whichever contrasts more with the tint
       }
       if (b.hsBg !== bg) { b.style.backgroundColor = bg; b.hsBg = bg; }
       if (b.hsFg !== fg) { b.style.color = fg; b.hsFg = fg; }
