@@ -29,6 +29,7 @@
 
 #include "headscope/error.hpp"
 #include "headscope/model.hpp"
+#include "report_errors.hpp"
 #include "train_command.hpp"
 
 namespace {
@@ -280,16 +281,5 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc >= 2 && std::string(argv[1]) == "train") return headscope::cli::train_command(argc, argv);
-  try {
-    return run(parse_args(argc, argv));
-  } catch (const headscope::Error& e) {
-    std::cerr << "headscope: " << e.what() << "\n";
-    if (std::string(e.what()).find("missing command") != std::string::npos ||
-        std::string(e.what()).find("unknown") != std::string::npos)
-      std::cerr << kUsage;
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "headscope: unexpected error: " << e.what() << "\n";
-    return 2;
-  }
+  return headscope::cli::report_errors([&] { return run(parse_args(argc, argv)); }, kUsage, {"missing command", "unknown"});
 }

@@ -28,6 +28,8 @@
 // weight by exactly minus its gradient (--clip and --weight-decay apply to SGD too when given).
 #include "train_command.hpp"
 
+#include "report_errors.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -317,19 +319,8 @@ int train_command(int argc, char** argv) {
       std::cout << kTrainUsage;
       return 0;
     }
-  try {
-    return train(parse(argc, argv));
-  } catch (const Error& e) {
-    std::cerr << "headscope: " << e.what() << "\n";
-    if (std::string(e.what()).find("unknown option") != std::string::npos ||
-        std::string(e.what()).find("required") != std::string::npos ||
-        std::string(e.what()).find("exactly one") != std::string::npos)
-      std::cerr << kTrainUsage;
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "headscope: unexpected error: " << e.what() << "\n";
-    return 2;
-  }
+  return report_errors([&] { return train(parse(argc, argv)); }, kTrainUsage,
+                       {"unknown option", "required", "exactly one", "give --preset"});
 }
 
 }  // namespace headscope::cli
