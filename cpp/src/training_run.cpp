@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <new>
 #include <numeric>
 
 #include "headscope/error.hpp"
@@ -280,12 +281,27 @@ std::string byte_vocab_json() {
 
 // ---- the run ---------------------------------------------------------------------------------------------
 
+namespace {
+// The Trainer refuses shapes above its byte limit itself; below it, an allocation can still fail
+// (a wasm heap that already holds models): that is an Error with the shape, never std::bad_alloc.
+std::unique_ptr<Trainer> make_trainer(const RunSpec& s) {
+  try {
+    return std::make_unique<Trainer>(s.shape, s.batch_size, std::max(s.seq_len, 2 * probe_period(s)));
+  } catch (const std::bad_alloc&) {
+    throw Error("train: not enough memory for this shape (" + std::to_string(s.shape.n_layer) + " layers, n_embd " +
+                std::to_string(s.shape.n_embd) + ", vocabulary " + std::to_string(s.shape.vocab_size) + ", batch " +
+                std::to_string(s.batch_size) + " x " + std::to_string(s.seq_len) +
+                "): reduce the width, the layers, the batch or the sequence length");
+  }
+}
+}  // namespace
+
 TrainingRun::TrainingRun(const RunSpec& spec) : spec_(spec), rng_(spec.seed * 0x9E3779B97F4A7C15ull + 17) {
   validate(spec_);
   if (spec_.task == "text" && spec_.shape.vocab_size != 256)
     throw Error("train: a text run from scratch uses one token per byte: vocab_size must be 256, got " +
                 std::to_string(spec_.shape.vocab_size) + " (or start from a model folder, whose tokenizer it uses)");
-  trainer_ = std::make_unique<Trainer>(spec_.shape, spec_.batch_size, std::max(spec_.seq_len, 2 * probe_period(spec_)));
+  trainer_ = make_trainer(spec_);
   trainer_->init_random(spec_.seed);
   vocab_json_ = spec_.task == "text" ? byte_vocab_json() : synthetic_vocab_json(spec_.shape.vocab_size);
   merges_txt_ = kEmptyMerges;
@@ -300,7 +316,7 @@ TrainingRun::TrainingRun(const RunSpec& spec, const std::string& init_config_jso
   validate(spec_);
   // the tokenizer must read before any training starts
   (void)Tokenizer::from_json(vocab_json_, merges_txt_);
-  trainer_ = std::make_unique<Trainer>(spec_.shape, spec_.batch_size, std::max(spec_.seq_len, 2 * probe_period(spec_)));
+  trainer_ = make_trainer(spec_);
   trainer_->load(SafeTensors(init_safetensors, "model.safetensors"));
 }
 
