@@ -1,0 +1,263 @@
+// Model: loading. A folder, buffers or any ByteSource -> validated config, tokenizer and weights,
+// each tensor read once into its packed storage (float32 or F16), after checking that they fit.
+#include "headscope/model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <new>
+#include <sstream>
+
+#ifdef __EMSCRIPTEN__
+#include <emscripten/heap.h>
+#include <malloc.h>
+#else
+#include <unistd.h>
+#endif
+
+#include "headscope/error.hpp"
+#include "headscope/safetensors.hpp"
+#include "model_memory.hpp"
+
+namespace headscope {
+namespace {
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("cannot open " + path.string());
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) throw Error("cannot read " + path.string());
+  return ss.str();
+}
+
+// Hugging Face GPT-2 checkpoints name tensors "h.0.attn.c_attn.weight" (GPT2Model) or
+// "transformer.h.0..." (GPT2LMHeadModel); both are accepted.
+class TensorReader {
+ public:
+  explicit TensorReader(const SafeTensors& st) : st_(st) {
+    if (!st.contains("wte.weight") && st.contains("transformer.wte.weight")) prefix_ = "transformer.";
+  }
+  std::vector<float> read(const std::string& name, std::vector<int64_t> shape, std::size_t& count) const {
+    std::size_t n = 1;
+    for (int64_t d : shape) n *= (std::size_t)d;
+    std::vector<float> v(n);
+    read_into(v.data(), name, shape, count);
+    return v;
+  }
+  // Straight into the storage that keeps the tensor: no second copy of it is ever made.
+  void read_into(float* out, const std::string& name, const std::vector<int64_t>& shape, std::size_t& count) const {
+    st_.read_f32_into(out, prefix_ + name, shape);
+    std::size_t n = 1;
+    for (int64_t d : shape) n *= (std::size_t)d;
+    // Non-finite weights would silently turn every output into NaN: reject the file instead.
+    for (std::size_t i = 0; i < n; i++)
+      if (!std::isfinite(out[i]))
+        throw Error("model.safetensors: tensor \"" + prefix_ + name + "\" contains NaN or Inf (element " +
+                    std::to_string(i) + ")");
+    count += n;
+  }
+
+ private:
+  const SafeTensors& st_;
+  std::string prefix_;
+};
+
+// Bytes the weights take once loaded: the linear layers packed (panel padding is below 1%), these and
+// wte in the chosen storage, the rest float32.
+uint64_t planned_weight_bytes(const ModelConfig& c, WeightStorage storage) {
+  const uint64_t V = c.vocab_size, P = c.n_positions, C = c.n_embd, F = c.n_inner, L = c.n_layer;
+  const uint64_t large = V * C + L * (C * 3 * C + C * C + C * F + F * C);       // wte and the linear layers
+  const uint64_t small = P * C + L * (4 * C + 3 * C + C + F + C) + 2 * C;         // wpe, LayerNorms, biases
+  return (storage == WeightStorage::f16 ? 2 : 4) * large + 4 * small;
+}
+
+// Peak bytes while loading: the weights, plus one linear layer's Conv1D-layout weight read in float32
+// before it is packed; with F16 storage wte is read in float32 first (it is the first tensor loaded,
+// so that peak is wte's two copies).
+uint64_t planned_load_bytes(const ModelConfig& c, WeightStorage storage) {
+  const uint64_t C = c.n_embd, V = c.vocab_size;
+  const uint64_t linear_temporary = 4 * C * std::max<uint64_t>(3 * C, c.n_inner);
+  const uint64_t with_linear = planned_weight_bytes(c, storage) + linear_temporary;
+  return storage == WeightStorage::f16 ? std::max(with_linear, 6 * V * C) : with_linear;
+}
+
+const char* storage_words(WeightStorage s) { return s == WeightStorage::f16 ? "F16" : "float32"; }
+
+// Refuses, with the sizes, a model whose weights cannot fit, before any of them is allocated:
+// in wasm against the module's maximum memory, natively against the machine's physical memory.
+// `resident_bytes` is memory the caller already holds for the load (a file copied into wasm memory).
+// A float32 load that would fit in F16 says so.
+void check_weights_fit(const ModelConfig& c, uint64_t resident_bytes, WeightStorage storage) {
+  const uint64_t weights = planned_weight_bytes(c, storage);
+#ifdef __EMSCRIPTEN__
+  const uint64_t limit = emscripten_get_heap_max();
+  // includes resident_bytes when they live in wasm memory; mallinfo's int fields read as unsigned (up to 4 GB)
+  const uint64_t in_use = (uint64_t)(unsigned)mallinfo().uordblks;
+  const uint64_t needed = in_use + planned_load_bytes(c, storage);
+  const bool f16_fits = in_use + planned_load_bytes(c, WeightStorage::f16) <= limit;
+  (void)resident_bytes;
+  if (needed > limit)
+    throw Error("this model needs about " + gigabytes(needed) + " of wasm memory (" + gigabytes(weights) + " of " +
+                storage_words(storage) + " weights" +
+                (in_use > (64u << 20) ? ", " + gigabytes(in_use) + " already in use" : std::string()) + "); the limit is " +
+                gigabytes(limit) +
+                (storage == WeightStorage::f32 && f16_fits
+                     ? "; it would fit with weights in F16: loadModel(source, { weights: 'f16' })"
+                     : "; try a smaller model"));
+#else
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;  // unknown: leave it to the allocator
+  const uint64_t limit = (uint64_t)pages * (uint64_t)page;
+  const uint64_t needed = planned_load_bytes(c, storage) + resident_bytes;
+  const bool f16_fits = planned_load_bytes(c, WeightStorage::f16) + resident_bytes <= limit;
+  if (needed > limit)
+    throw Error("this model needs about " + gigabytes(needed) + " of memory (" + gigabytes(weights) + " of " +
+                storage_words(storage) + " weights); this machine has " + gigabytes(limit) +
+                (storage == WeightStorage::f32 && f16_fits
+                     ? "; it would fit with weights in F16: headscope run --weights f16 (LoadOptions::weights = WeightStorage::f16)"
+                     : "; try a smaller model"));
+#endif
+}
+
+// With F16 storage a weight must be within F16's finite range: 65504, and values up to 65520
+// (exclusive) round to it; larger ones would become infinite.
+void check_f16_range(const std::string& name, const float* w, std::size_t n) {
+  for (std::size_t i = 0; i < n; i++)
+    if (!(std::fabs(w[i]) < 65520.0f))
+      throw Error("model.safetensors: tensor \"" + name + "\" element " + std::to_string(i) + " is " +
+                  std::to_string(w[i]) + ", beyond F16's range (largest 65504); load it with float32 weights");
+}
+
+}  // namespace
+
+const char* weight_storage_name(WeightStorage s) { return s == WeightStorage::f16 ? "f16" : "f32"; }
+
+WeightStorage parse_weight_storage(std::string_view name) {
+  if (name == "f32") return WeightStorage::f32;
+  if (name == "f16") return WeightStorage::f16;
+  throw Error("weights must be \"f32\" or \"f16\", got \"" + std::string(name) + "\"");
+}
+
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+Model Model::load_directory(const std::filesystem::path& dir, const LoadOptions& options) {
+  if (!std::filesystem::is_directory(dir)) throw Error("model folder not found: " + dir.string());
+  const std::string config = read_file(dir / "config.json");
+  const std::filesystem::path weights_path = dir / "model.safetensors";
+  if (!std::filesystem::exists(weights_path))
+    throw Error("no model.safetensors in " + dir.string() + " (only the safetensors format is supported)");
+  const std::string vocab = read_file(dir / "vocab.json");
+  const std::string merges = read_file(dir / "merges.txt");
+  // read tensor by tensor into the weights' own storage: the file is never held in memory
+  return load_source(config, file_source(weights_path), vocab, merges, 0, options);
+}
+
+Model Model::load_buffers(std::string_view config_json, std::span<const uint8_t> safetensors,
+                          std::string_view vocab_json, std::string_view merges_txt, const LoadOptions& options) {
+  return load_source(config_json, memory_source(safetensors), vocab_json, merges_txt, safetensors.size(), options);
+}
+
+Model Model::load_source(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
+                         std::string_view vocab_json, std::string_view merges_txt, uint64_t resident_bytes,
+                         const LoadOptions& options) {
+  Model m;
+  const ModelConfig config = parse_config(config_json);
+  check_weights_fit(config, resident_bytes, options.weights);
+  try {
+    m.build(config_json, std::move(safetensors), vocab_json, merges_txt, options.weights);
+  } catch (const std::bad_alloc&) {
+    throw Error(std::string("out of memory while loading the model: its ") + storage_words(options.weights) +
+                " weights need about " + gigabytes(planned_weight_bytes(config, options.weights)) +
+                (options.weights == WeightStorage::f32 ? "; try weights in F16, or a smaller model" : "; try a smaller model"));
+  }
+  return m;
+}
+
+void Model::build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
+                  std::string_view vocab_json, std::string_view merges_txt, WeightStorage storage) {
+  config_ = parse_config(config_json);
+  storage_ = storage;
+  const bool f16 = storage == WeightStorage::f16;
+  tokenizer_ = Tokenizer::from_json(vocab_json, merges_txt);
+  const ModelConfig& c = config_;
+  if (tokenizer_->vocab_size() > c.vocab_size)
+    throw Error("vocab.json has " + std::to_string(tokenizer_->vocab_size()) + " tokens but config.json says vocab_size " +
+                std::to_string(c.vocab_size));
+
+  const SafeTensors st(std::move(safetensors), "model.safetensors");
+  const TensorReader r(st);
+  const int64_t C = c.n_embd, F = c.n_inner;
+  std::size_t n = 0;
+  wte_.assign((std::size_t)c.vocab_size * C, 0.0f);
+  r.read_into(wte_.data(), "wte.weight", {c.vocab_size, C}, n);
+  wte_f16_.clear();
+  scratch_wte_.clear();
+  if (f16) {
+    check_f16_range("wte.weight", wte_.data(), wte_.size());
+    wte_f16_.resize(wte_.size());
+    for (int64_t v = 0; v < c.vocab_size; v++)  // row by row: the embedding and the LM head widen whole rows
+      kernels::f16_pack(&wte_f16_[(std::size_t)v * C], &wte_[(std::size_t)v * C], (std::size_t)C);
+    std::vector<float>().swap(wte_);
+    scratch_wte_.assign(kernels::matmul_transposed_f16_scratch_floats((int)C), 0.0f);
+  }
+  // a linear layer in the chosen storage
+  const auto pack = [&](const std::string& name, const std::vector<float>& w, const std::vector<float>& bias, int K,
+                        int N) {
+    if (!f16) return kernels::pack_linear(w.data(), bias.data(), K, N);
+    check_f16_range(name, w.data(), w.size());
+    return kernels::pack_linear_f16(w.data(), bias.data(), K, N);
+  };
+  wpe_.assign((std::size_t)c.n_positions * C, 0.0f);
+  r.read_into(wpe_.data(), "wpe.weight", {c.n_positions, C}, n);
+  blocks_.clear();
+  for (int l = 0; l < c.n_layer; l++) {
+    const std::string p = "h." + std::to_string(l) + ".";
+    BlockWeights b;
+    b.ln_1_weight = r.read(p + "ln_1.weight", {C}, n);
+    b.ln_1_bias = r.read(p + "ln_1.bias", {C}, n);
+    {
+      const auto w = r.read(p + "attn.c_attn.weight", {C, 3 * C}, n);
+      const auto bias = r.read(p + "attn.c_attn.bias", {3 * C}, n);
+      b.c_attn = pack(p + "attn.c_attn.weight", w, bias, (int)C, (int)(3 * C));
+    }
+    {
+      const auto w = r.read(p + "attn.c_proj.weight", {C, C}, n);
+      const auto bias = r.read(p + "attn.c_proj.bias", {C}, n);
+      b.c_proj = pack(p + "attn.c_proj.weight", w, bias, (int)C, (int)C);
+    }
+    b.ln_2_weight = r.read(p + "ln_2.weight", {C}, n);
+    b.ln_2_bias = r.read(p + "ln_2.bias", {C}, n);
+    {
+      const auto w = r.read(p + "mlp.c_fc.weight", {C, F}, n);
+      const auto bias = r.read(p + "mlp.c_fc.bias", {F}, n);
+      b.c_fc = pack(p + "mlp.c_fc.weight", w, bias, (int)C, (int)F);
+    }
+    {
+      const auto w = r.read(p + "mlp.c_proj.weight", {F, C}, n);
+      const auto bias = r.read(p + "mlp.c_proj.bias", {C}, n);
+      b.mlp_proj = pack(p + "mlp.c_proj.weight", w, bias, (int)F, (int)C);
+    }
+    blocks_.push_back(std::move(b));
+  }
+  ln_f_weight_ = r.read("ln_f.weight", {C}, n);
+  ln_f_bias_ = r.read("ln_f.bias", {C}, n);
+  parameter_count_ = n;
+  cap_ = 0;
+  has_run_ = false;
+  cached_tokens_ = 0;
+}
+
+std::size_t Model::weight_bytes() const {
+  std::size_t b = (wte_.size() + wpe_.size() + ln_f_weight_.size() + ln_f_bias_.size()) * sizeof(float) +
+                  wte_f16_.size() * sizeof(uint16_t);
+  for (const auto& blk : blocks_)
+    b += (blk.ln_1_weight.size() * 4) * sizeof(float) + blk.c_attn.bytes() + blk.c_proj.bytes() + blk.c_fc.bytes() +
+         blk.mlp_proj.bytes();
+  return b;
+}
+
+}  // namespace headscope
