@@ -1,4 +1,4 @@
-// Start to the first induction head on the training page (issue 17, "Speed"), in headless Chromium:
+// Start to the first induction head on the training page, in headless Chromium:
 // opens the demo site's train.html (built by web/demo/build.sh), clicks only run A's Start (the page's
 // default preset, `induction`) and waits until the panel reports its first head with an induction
 // score of at least 0.4 (web/demo/train-run.js sets data-induction-at-ms, the training time since

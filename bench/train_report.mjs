@@ -1,9 +1,9 @@
-// The training rows of the benchmark report (issue 17, "Speed"): from build/bench/train.json
+// The training rows of the benchmark report: from build/bench/train.json
 // (bench/train_speed.mjs) and build/bench/train-page.json (bench/train_page_bench.mjs), the results'
 // `training` object, its targets and the markdown section. Used by bench/report.mjs, in the full
 // report and with --only-train (which updates bench/results.json and bench/results.md in place).
 
-export const SECTION_TITLE = '## Training speed (issue 17)';
+export const SECTION_TITLE = '## Training speed';
 
 const f = (x, d = 2) => (x === undefined || x === null || !isFinite(x) ? '–' : x.toFixed(d));
 const int = (x) => (x === undefined || x === null || !isFinite(x) ? '–' : Math.round(x).toLocaleString('en-US'));

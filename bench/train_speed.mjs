@@ -1,4 +1,4 @@
-// Training speed side by side (issue 17, "Speed"): tokens/s of full training steps of the engine's
+// Training speed side by side: tokens/s of full training steps of the engine's
 // native build (the `headscope train` CLI), its wasm build in Node (the npm package's createTrainer,
 // SIMD128, and the relaxed-SIMD build Chromium loads), and PyTorch on CPU with one thread
 // (bench/train_torch.py, the repository's reference GPT-2), on the same model shape, batch and

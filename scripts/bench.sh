@@ -7,7 +7,7 @@
 # Options (environment): BENCH_QUICK=1 shorter runs; BENCH_MODEL=DIR another model folder;
 # BENCH_SKIP_PAGE=1 no browser; JOBS=N build parallelism; BENCH_GPT2=1 also bench/gpt2_small.sh
 # (GPT-2 small's shape: native against PyTorch, wasm SIMD128/relaxed against onnxruntime-web).
-# Training rows (issue 17): training tokens/s of native, wasm SIMD128/relaxed (Node) and PyTorch on
+# Training rows: training tokens/s of native, wasm SIMD128/relaxed (Node) and PyTorch on
 # CPU with one thread, interleaved (bench/train_speed.mjs), and train.html's Start to the first
 # induction head in headless Chromium (bench/train_page_bench.mjs). BENCH_SKIP_TRAIN=1 leaves them
 # out; BENCH_ONLY=train runs only them (builds the CLI, the package and the site) and updates the

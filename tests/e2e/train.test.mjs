@@ -6,7 +6,7 @@
 import { test, expect, shot } from './fixtures.mjs';
 
 const INDUCTION_THRESHOLD = 0.4; // web/lib/roles.json
-const START_TO_INDUCTION_MS = 60_000; // issue 17's target on this machine
+const START_TO_INDUCTION_MS = 60_000; // the training page's target on this machine
 
 test('the default preset forms an induction head within 60 s; one layer does not; the trained model opens in the demo', async ({ page, site }) => {
   test.setTimeout(180_000);
