@@ -44,6 +44,16 @@ struct Golden {
   std::vector<float> read(const std::string& name) const { return st->read_f32(name, st->info(name).shape); }
 };
 
+// A Trainer on the golden weights that has run forward and backward on the golden batch.
+std::unique_ptr<tr::Trainer> trainer_with_gradients(const Golden& g) {
+  auto trainer = std::make_unique<tr::Trainer>(g.config, g.B, g.T);
+  trainer->load(*g.st);
+  trainer->zero_grad();
+  trainer->forward(g.ids.data(), g.targets.data(), g.B, g.T);
+  trainer->backward();
+  return trainer;
+}
+
 }  // namespace
 
 TEST_CASE("train: logits, loss and every parameter's gradient match PyTorch", "[train][golden]") {
@@ -119,11 +129,8 @@ TEST_CASE("train: 10 AdamW steps follow PyTorch's loss trajectory step by step",
 
 TEST_CASE("train: SGD with lr 1 moves every weight by exactly minus its gradient", "[train][sgd]") {
   const Golden g;
-  tr::Trainer trainer(g.config, g.B, g.T);
-  trainer.load(*g.st);
-  trainer.zero_grad();
-  trainer.forward(g.ids.data(), g.targets.data(), g.B, g.T);
-  trainer.backward();
+  auto trainer_ptr = trainer_with_gradients(g);
+  tr::Trainer& trainer = *trainer_ptr;
   const std::vector<float> before(trainer.params().begin(), trainer.params().end());
   trainer.sgd_step(1.0f);
   for (std::size_t i = 0; i < before.size(); i++) REQUIRE(trainer.params()[i] == before[i] - trainer.grads()[i]);
@@ -159,11 +166,8 @@ TEST_CASE("train: the written safetensors reads back to the same weights", "[tra
 
 TEST_CASE("train: AdamW clipping scales the gradients to the global norm, as clip_grad_norm_", "[train][adamw]") {
   const Golden g;
-  tr::Trainer trainer(g.config, g.B, g.T);
-  trainer.load(*g.st);
-  trainer.zero_grad();
-  trainer.forward(g.ids.data(), g.targets.data(), g.B, g.T);
-  trainer.backward();
+  auto trainer_ptr = trainer_with_gradients(g);
+  tr::Trainer& trainer = *trainer_ptr;
   const double norm = trainer.grad_norm();
   REQUIRE(norm > 0.5);  // PyTorch: 1.0054 on this batch
   // clip above the norm: gradients untouched (bit for bit)
