@@ -262,14 +262,32 @@ std::vector<float> Model::attention(int layer, int head) const {
   return out;
 }
 
-void Model::copy_attention_all(float* out) const {
+void Model::copy_attention_all(float* out) const { copy_attention_rows(out, 0, T_, T_); }
+
+std::size_t Model::attention_rows_floats(int row_begin, int block_rows, int stride) const {
   require_run();
-  const std::size_t TT = (std::size_t)T_ * T_;
+  const std::string t = std::to_string(T_);
+  if (row_begin < 0 || row_begin > T_) throw Error("attention rows must start within [0, " + t + "], got " + std::to_string(row_begin));
+  if (stride < T_ || stride > config_.n_positions)
+    throw Error("attention row stride must be within [" + t + ", " + std::to_string(config_.n_positions) + "], got " + std::to_string(stride));
+  if (block_rows < T_ - row_begin || block_rows > config_.n_positions)
+    throw Error("a block of " + std::to_string(block_rows) + " rows cannot hold attention rows " + std::to_string(row_begin) + " to " + t +
+                " (at most n_positions = " + std::to_string(config_.n_positions) + " rows)");
+  return (std::size_t)config_.n_layer * config_.n_head * block_rows * stride;
+}
+
+void Model::copy_attention_rows(float* out, int row_begin, int block_rows, int stride) const {
+  attention_rows_floats(row_begin, block_rows, stride);
   for (int l = 0; l < config_.n_layer; l++)
     for (int h = 0; h < config_.n_head; h++) {
-      const float* src = &att_[((std::size_t)l * config_.n_head + h) * cap_ * cap_];
-      float* dst = out + ((std::size_t)l * config_.n_head + h) * TT;
-      for (int t = 0; t < T_; t++) std::copy(src + (std::size_t)t * cap_, src + (std::size_t)t * cap_ + T_, dst + (std::size_t)t * T_);
+      const std::size_t head = (std::size_t)l * config_.n_head + h;
+      const float* src = &att_[head * cap_ * cap_];  // (cap, cap): the engine's own rows
+      float* block = out + head * block_rows * (std::size_t)stride;
+      for (int q = row_begin; q < T_; q++) {
+        float* dst = block + (std::size_t)(q - row_begin) * stride;
+        std::copy_n(src + (std::size_t)q * cap_, T_, dst);
+        std::fill(dst + T_, dst + stride, 0.0f);
+      }
     }
 }
 

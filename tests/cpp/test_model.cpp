@@ -215,6 +215,45 @@ TEST_CASE("incremental update equals a full recompute, bit for bit", "[model][in
   }
 }
 
+TEST_CASE("attention rows in a wider block: the rows a typed token changed, patched into the old ones", "[model][incremental][rows]") {
+  // What a viewer does while the reader types: keep every head's rows in a block of `stride` rows
+  // of `stride` floats, and after each edit copy only the rows from the first changed token on.
+  // The patched blocks must equal a full run's attention exactly (row q depends on tokens 0..q
+  // only, and reuse is bit-exact, see above): tolerance 0.
+  Model m = load_fixture("odd-hs12");  // n_positions 32, one token per byte
+  const int L = m.config().n_layer, NH = m.config().n_head, S = 24;
+  std::vector<float> blocks((std::size_t)L * NH * S * S, -1.0f);
+  std::vector<int32_t> shown;  // the ids whose rows the blocks hold
+  for (const std::string text : {"The chef", "The chef, who", "The chef, who tr", "The chef, wh", "The cat sat"}) {
+    m.run(text);
+    const int T = m.T();
+    int same = 0;
+    while (same < (int)shown.size() && same < T && shown[same] == m.ids()[same]) same++;
+    std::vector<float> rows(m.attention_rows_floats(same, T - same, S));
+    m.copy_attention_rows(rows.data(), same, T - same, S);
+    for (int head = 0; head < L * NH; head++)
+      std::copy_n(&rows[(std::size_t)head * (T - same) * S], (std::size_t)(T - same) * S, &blocks[((std::size_t)head * S + same) * S]);
+    shown = m.ids();
+
+    const std::vector<float> full = m.attention_all();  // (L, NH, T, T)
+    INFO("\"" << text << "\": rows from " << same);
+    for (int head = 0; head < L * NH; head++)
+      for (int q = 0; q < T; q++)
+        for (int k = 0; k < T; k++)
+          REQUIRE(blocks[((std::size_t)head * S + q) * S + k] == full[((std::size_t)head * T + q) * T + k]);
+  }
+  // the default layout is attention_all()'s
+  std::vector<float> plain(m.attention_rows_floats(0, m.T(), m.T()));
+  m.copy_attention_rows(plain.data(), 0, m.T(), m.T());
+  REQUIRE(plain == m.attention_all());
+  // layouts that cannot hold the rows are refused before anything is written
+  REQUIRE_THROWS_WITH(m.attention_rows_floats(0, m.T(), m.T() - 1), Catch::Matchers::Contains("stride must be within"));
+  REQUIRE_THROWS_WITH(m.attention_rows_floats(0, m.T() - 1, m.T()), Catch::Matchers::Contains("cannot hold attention rows"));
+  REQUIRE_THROWS_WITH(m.attention_rows_floats(-1, m.T(), m.T()), Catch::Matchers::Contains("must start within"));
+  REQUIRE_THROWS_WITH(m.attention_rows_floats(0, 33, 33), Catch::Matchers::Contains("stride must be within"));
+  REQUIRE_THROWS_WITH(m.attention_rows_floats(0, 40, 32), Catch::Matchers::Contains("at most n_positions"));
+}
+
 TEST_CASE("text longer than the context keeps the last n_positions tokens", "[model][truncation]") {
   Model m = load_fixture("hs5");  // n_positions 16, one token per byte
   const std::string text = "abcdefghijklmnopqrstuvwxyz";

@@ -113,6 +113,16 @@ class Model {
   std::vector<float> attention(int layer, int head) const;  // (T, T), row = query, column = key
   std::vector<float> attention_all() const;               // (L, NH, T, T)
   void copy_attention_all(float* out) const;              // same, into L*NH*T*T floats
+  // Rows [row_begin, T) of every head's attention, for a caller that keeps each head's rows in a
+  // block of `block_rows` rows of `stride` floats (stride >= T, block_rows >= T - row_begin): row q
+  // of head (l, h) goes to out[((l * NH + h) * block_rows + q - row_begin) * stride + k], keys k < T,
+  // and the rest of the row is 0. A viewer that keeps rows in a wider block can then take only the
+  // rows a typed token changed (row q depends on tokens 0..q alone) and append rows without moving
+  // the others. With row_begin 0 and block_rows = stride = T this is attention_all()'s layout.
+  void copy_attention_rows(float* out, int row_begin, int block_rows, int stride) const;
+  // Floats copy_attention_rows() writes: L * NH * block_rows * stride. Throws Error on a layout that
+  // cannot hold the rows, or one wider than the context (stride or block_rows above n_positions).
+  std::size_t attention_rows_floats(int row_begin, int block_rows, int stride) const;
   std::vector<float> hidden_states() const;               // (L+1, T, C): residual entering each block, then after the last
   // Head h's contribution to the residual stream at each position: its output (T, HS) @ W_O[h*HS:(h+1)*HS, :].
   // The attention layer's output is the sum of these over heads plus W_O's bias: concatenating the
