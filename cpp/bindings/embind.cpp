@@ -86,31 +86,34 @@ val token_array(const std::vector<headscope::Token>& tokens) {
   return out;
 }
 
-// One call per run: everything the JavaScript result needs, built once.
-//   ablate: flat [layer0, head0, layer1, head1, ...]; all_logits: also the mean next-token loss;
-//   top_k: how many next-token candidates; results: false runs the model (filling its cache) and
-//   returns only { tokens, reusedTokens, droppedTokens }, for long texts run in steps.
-// Tokens come as parallel arrays (ids, UTF-8 byte spans, display texts); the JS layer maps the
-// spans to string indices. Shapes: attentionAll (L, NH, T, T), contributionNorms (L, NH, T),
-// logitsLast (V).
-val run(Model& m, val text, val ablate_pairs, bool all_logits, int top_k, bool results) {
+// Runs `text`, filling the model's cache; returns { tokens, reusedTokens, droppedTokens }.
+//   ablate: flat [layer0, head0, layer1, head1, ...]; all_logits: keep every position's logits
+//   (for results()' loss).
+val run(Model& m, val text, val ablate_pairs, bool all_logits) {
   return guarded([&] {
     if (!text.isString()) throw headscope::Error("text must be a string, got " + text.typeOf().as<std::string>());
-    if (top_k < 0) throw headscope::Error("topK must be at least 0, got " + std::to_string(top_k));
     headscope::RunOptions opt;
     opt.all_logits = all_logits;
     const std::vector<int> flat = emscripten::convertJSArrayToNumberVector<int>(ablate_pairs);
     if (flat.size() % 2) throw headscope::Error("ablate must hold [layer, head] pairs");
     for (std::size_t i = 0; i < flat.size(); i += 2) opt.ablate.push_back({flat[i], flat[i + 1]});
     const headscope::RunInfo info = m.run(text.as<std::string>(), opt);
-    if (!results) {
-      val out = val::object();
-      out.set("tokens", info.tokens);
-      out.set("reusedTokens", info.reused_tokens);
-      out.set("droppedTokens", info.dropped_tokens);
-      return out;
-    }
+    val out = val::object();
+    out.set("tokens", info.tokens);
+    out.set("reusedTokens", info.reused_tokens);
+    out.set("droppedTokens", info.dropped_tokens);
+    return out;
+  });
+}
 
+// Everything the JavaScript result of the last run needs, built once: tokens as parallel arrays
+// (ids, UTF-8 byte spans, display texts; the JS layer maps the spans to string indices),
+// contributionNorms (L, NH, T), logitsLast (V), topNext (top_k candidates), loss (with all_logits),
+// and attentionRows: rows [rows_from, T) of every head in blocks of block_rows x stride
+// (Model::copy_attention_rows; rows_from 0, block_rows = stride = T is (L, NH, T, T)).
+val results(const Model& m, int top_k, bool all_logits, int rows_from, int block_rows, int stride) {
+  return guarded([&] {
+    if (top_k < 0) throw headscope::Error("topK must be at least 0, got " + std::to_string(top_k));
     const std::vector<headscope::Token>& tokens = m.tokens();
     std::vector<int32_t> starts, ends;
     starts.reserve(tokens.size());
@@ -126,9 +129,9 @@ val run(Model& m, val text, val ablate_pairs, bool all_logits, int top_k, bool r
     out.set("tokenByteStarts", i32_copy(starts));
     out.set("tokenByteEnds", i32_copy(ends));
     out.set("tokenTexts", texts);
-    out.set("reusedTokens", info.reused_tokens);
-    out.set("droppedTokens", info.dropped_tokens);
-    out.set("attentionAll", f32_copy(m.attention_all()));
+    std::vector<float> rows(m.attention_rows_floats(rows_from, block_rows, stride));
+    m.copy_attention_rows(rows.data(), rows_from, block_rows, stride);
+    out.set("attentionRows", f32_copy(rows));
     out.set("contributionNorms", f32_copy(m.contribution_norms()));
     const auto last = m.logits_last();
     out.set("logitsLast", f32_copy(last.data(), last.size()));
@@ -259,6 +262,8 @@ EMSCRIPTEN_BINDINGS(headscope) {
   function("heapUsedBytes", &heap_used_bytes);
   class_<Model>("Model")
       .function("run", &run)
+      .function("results", &results)
+      .function("tokenIds", optional_override([](const Model& m) { return i32_copy(m.ids()); }))
       .function("config", &config_object)
       .function("parameterCount", optional_override([](const Model& m) { return (double)m.parameter_count(); }))
       .function("weightBytes", optional_override([](const Model& m) { return (double)m.weight_bytes(); }))

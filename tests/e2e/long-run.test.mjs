@@ -60,7 +60,11 @@ test('a long run shows its progress, leaves the page responsive, can be cancelle
     const again = fresh.run(stepped.text);
     fresh.dispose();
     const eq = (a, b) => a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
-    return { T: stepped.T, attention: eq(stepped.attentionAll, again.attentionAll), logits: eq(stepped.logitsLast, again.logitsLast) };
+    // through the accessor: the demo's result keeps wider blocks (room for typed tokens)
+    let attention = stepped.T === again.T;
+    for (let l = 0; l < stepped.nLayer; l++)
+      for (let h = 0; h < stepped.nHead; h++) attention &&= eq(stepped.attention(l, h), again.attention(l, h));
+    return { T: stepped.T, attention, logits: eq(stepped.logitsLast, again.logitsLast) };
   });
   expect(same.T, `T = ${same.T}`).toBeGreaterThan(600);
   expect(same.T, `T = ${same.T}`).toBeLessThanOrEqual(1024);

@@ -120,3 +120,39 @@ test('the lines view at 1024 tokens draws the strongest links of each token, k a
   await expect.poll(() => page.evaluate(() => new URLSearchParams(location.search).get('links'))).toBe('1');
   await shot(page, 'scale-lines-top1');
 });
+
+test('typing at the end of 1,000 tokens moves only the new attention rows, and the result equals a fresh run', async ({ page, scaleSite }) => {
+  test.setTimeout(240_000);
+  await page.goto(`${scaleSite.base}index.html?model=${encodeURIComponent('/scale/gpt-12x12/')}&text=Short.`);
+  await ready(page, 1);
+  // 1,000 tokens: within the context of 1,024, so typed tokens add rows instead of shifting them all
+  const text = await page.evaluate(async (long) => {
+    const tokens = await window.headscopeDemo.model.tokenize(long);
+    return long.slice(0, tokens[1000].start);
+  }, longText(1400));
+  await page.fill('#text', text);
+  await expect.poll(() => page.evaluate(() => window.headscopeDemo.result.text), { timeout: 120_000 }).toBe(text);
+  await page.locator('#text').press('End');
+  await page.keyboard.type(' chef');
+  await expect.poll(() => page.evaluate(() => window.headscopeDemo.result.text), { timeout: 120_000 }).toBe(`${text} chef`);
+  const check = await page.evaluate(async () => {
+    const r = window.headscopeDemo.result;
+    const { loadModel } = await import('./headscope.js');
+    const fresh = await loadModel('/scale/gpt-12x12/');
+    const again = fresh.run(r.text);
+    fresh.dispose();
+    const eq = (a, b) => a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
+    let attention = r.T === again.T;
+    for (let l = 0; l < r.nLayer; l++)
+      for (let h = 0; h < r.nHead; h++) attention &&= eq(r.attention(l, h), again.attention(l, h));
+    return { T: r.T, rowsFrom: r.rowsFrom, stride: r.stride, attention, logits: eq(r.logitsLast, again.logitsLast), norms: eq(r.contributionNorms, again.contributionNorms) };
+  });
+  // rows before the typed word came from the result on screen: only rows from token 1,000 on were copied
+  expect(check.rowsFrom, JSON.stringify(check)).toBeGreaterThanOrEqual(1000);
+  expect(check.T).toBeGreaterThan(check.rowsFrom);
+  expect(check.stride).toBeGreaterThanOrEqual(check.T);
+  // exact: the same engine's numbers, patched in (see tests/cpp/test_model.cpp, "attention rows in a wider block")
+  expect({ attention: check.attention, logits: check.logits, norms: check.norms }).toEqual({ attention: true, logits: true, norms: true });
+  await expect(page.locator('#detail-caption')).toHaveText(/^Layer \d+, head \d+:/);
+  await shot(page, 'scale-typed-rows');
+});

@@ -67,6 +67,43 @@ test('typing at the end reuses the cache and equals a fresh run', async () => {
   assert.deepEqual(typed.logitsLast, full.logitsLast);
 });
 
+test('reuse: a typed token copies only its new attention rows into the earlier result, which then equals a fresh run', async () => {
+  const fresh = await loadModel(testModelUrl);
+  const { nLayer: L, nHead: H } = model.info.config;
+  // every head's T x T attention, through the accessor (independent of the block width)
+  const heads = (r) => Array.from({ length: L * H }, (_, i) => Array.from(r.attention(Math.floor(i / H), i % H)));
+  let shown = model.run('The chef, who', { reuse: null });
+  assert.equal(shown.stride, shown.T, 'no reuse: the documented [L, H, T, T] layout');
+  let previousBuffer = null;
+  for (const text of ['The chef, who t', 'The chef, who tr', 'The chef, who trained', 'The chef, who trai', 'A cook']) {
+    const before = shown;
+    shown = model.run(text, { reuse: before });
+    const expected = fresh.run(text);
+    // exact: rows before the first changed token are the same engine's same numbers (see the C++ test)
+    assert.deepEqual(heads(shown), heads(expected), text);
+    assert.deepEqual(shown.contributionNorms, expected.contributionNorms);
+    assert.deepEqual(shown.logitsLast, expected.logitsLast);
+    const sharedTokens = before.tokens.findIndex((t, i) => shown.tokens[i]?.id !== t.id);
+    const shared = sharedTokens < 0 ? Math.min(before.T, shown.T) : sharedTokens;
+    if (shared > 0 && shown.T <= before.stride) {
+      // only the changed rows came out of the engine; the buffer is the earlier result's
+      assert.equal(shown.rowsFrom, shared, `${text}: rows from the first changed token`);
+      assert.equal(shown.attentionAll, before.attentionAll);
+      assert.throws(() => before.attention(0, 0), /updated by a later run/);
+    } else {
+      assert.equal(shown.rowsFrom, 0, `${text}: nothing shared, a full copy`);
+    }
+    assert.ok(shown.stride >= shown.T + 16 || shown.stride === model.info.config.nPositions, `room to type: stride ${shown.stride} at T ${shown.T}`);
+    if (text === 'A cook') assert.notEqual(shown.attentionAll, previousBuffer, 'a new text starts a new buffer');
+    previousBuffer = shown.attentionAll;
+  }
+  // different switched-off heads share no rows
+  const ablated = model.run('A cook', { reuse: shown, ablate: [[0, 0]] });
+  assert.equal(ablated.rowsFrom, 0);
+  assert.deepEqual(heads(ablated), heads(fresh.run('A cook', { ablate: [[0, 0]] })));
+  fresh.dispose();
+});
+
 test('ablating a head changes predictions; ablating nothing changes nothing', () => {
   const base = model.run(SENTENCE);
   const none = model.run(SENTENCE, { ablate: [] });

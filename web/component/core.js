@@ -79,13 +79,19 @@ export function modelLoadCount() {
  * A long run (one that reports progress: a big model on a long text) is cancelled when a newer
  * request arrives, since its result would be stale; `onProgress({ tokens, total })` follows it,
  * `cancel()` stops it, and `onCancel(request)` hears that it stopped.
+ * With `reuseResults`, each run is given the previous result as `reuse`: typing at the end of a
+ * long text then moves only the new attention rows, and the previous result must not be read once
+ * onResult has the new one (keep the latest result only).
  */
 export class Runner {
   #abort = null;
   #long = false;
 
-  constructor(model, { onResult, onError, requestOptions, onProgress, onCancel } = {}) {
+  #last = null; // the latest result delivered (with reuseResults, the next run updates it)
+
+  constructor(model, { onResult, onError, requestOptions, onProgress, onCancel, reuseResults = false } = {}) {
     this.model = model;
+    this.reuseResults = reuseResults;
     this.onResult = onResult;
     this.onError = onError;
     this.onProgress = onProgress;
@@ -119,11 +125,12 @@ export class Runner {
       try {
         const t0 = performance.now();
         const result = await this.model.run(req.text, {
-          topK: 10, ...req.options, signal: abort.signal,
+          topK: 10, ...req.options, signal: abort.signal, reuse: this.reuseResults ? this.#last : null,
           onProgress: (p) => { this.#long = true; this.onProgress?.(p, req); },
         });
         this.runs++;
         result.runMs = performance.now() - t0;
+        this.#last = result;
         this.onResult?.(result, req);
       } catch (e) {
         if (e?.name === 'AbortError') this.onCancel?.(req); else this.onError?.(e, req);

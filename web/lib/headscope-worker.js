@@ -5,7 +5,7 @@
 // (a CDN), the worker is started from a same-origin `blob:` module that imports worker.js by its
 // absolute URL; worker.js then resolves the .wasm and the shipped models from its own URL.
 import { loadModel, shippedModels } from './headscope.js';
-import { makeResult } from './result.js';
+import { makeResult, reuseInfo, claimForUpdate, withPreviousRows } from './result.js';
 
 // The page's end of one worker: numbered requests, their progress messages and replies.
 class WorkerChannel {
@@ -118,7 +118,17 @@ class WorkerModel {
       e.name = 'AbortError';
       throw e;
     }
-    return makeResult(await this.call('run', { text, options }, onProgress, [], signal));
+    const { reuse = null, ...rest } = options;
+    // the worker gets the earlier result's token ids, not its buffer: it sends back only the rows
+    // that changed, and they are written into that buffer here
+    const previous = reuse ? reuseInfo(reuse, rest.ablate ?? []) : null;
+    const release = previous ? claimForUpdate(reuse) : () => {};
+    try {
+      const data = await this.call('run', { text, options: rest, previous }, onProgress, [], signal);
+      return makeResult(data.attentionRows ? withPreviousRows(reuse, data) : data);
+    } finally {
+      release();
+    }
   }
 
   tokenize(text) { return this.call('tokenize', { text }); }

@@ -108,6 +108,15 @@ export interface RunOptions {
   topK?: number;
   /** Also compute logits at every position and the mean next-token loss on the text (`loss`). */
   allLogits?: boolean;
+  /**
+   * An earlier result of this model that the caller no longer needs (typically the one on screen,
+   * while the reader types). Attention rows before the first changed token are the same numbers, so
+   * only the rows from there on are copied out of the engine (and, in a Worker, sent across) and
+   * written into reuse's buffer, which the new result then owns. Its blocks are kept wider than T
+   * (`stride`), so that tokens typed at the end fit. `reuse` must not be read afterwards: its
+   * accessors throw. Ignored when the switched-off heads differ or the new text does not fit.
+   */
+  reuse?: RunResult | null;
 }
 
 export interface Prediction {
@@ -129,9 +138,17 @@ export interface RunResult {
   droppedTokens: number;
   /** Leading tokens whose keys and values were reused from the previous run (typing at the end). */
   reusedTokens: number;
-  /** Attention probabilities, [nLayer, nHead, T, T]: row = query token, column = key token;
-   *  rows sum to 1 and entries above the diagonal are 0 (a token cannot see later tokens). */
+  /** Attention probabilities, [nLayer, nHead, stride, stride]: row = query token, column = key
+   *  token (both < T); rows sum to 1 and entries above the diagonal are 0 (a token cannot see later
+   *  tokens). stride is T unless the run was given `reuse`; read through attention() or result.js's
+   *  attentionIndex() to be independent of it. */
   attentionAll: Float32Array;
+  /** Rows and columns of each head's block in attentionAll: T, or more for a result that takes typed tokens (`reuse`). */
+  stride: number;
+  /** Attention rows before this one came from the `reuse` result (0: every row was copied from the engine). */
+  rowsFrom: number;
+  /** The switched-off heads of this run. */
+  ablate: Array<[number, number]>;
   /** One head's T x T attention (a copy). Throws on a layer or head out of range. */
   attention(layer: number, head: number): Float32Array;
   /** [nLayer, nHead, T]: the L2 norm of what each head writes into the residual stream at each

@@ -5,7 +5,7 @@
 // string indices, turns results into plain objects and typed-array copies, and guards against use
 // after dispose(). All numerics happen in C++.
 import createHeadscopeCore from './headscope_wasm.js';
-import { makeResult } from './result.js';
+import { makeResult, reuseInfo, firstChangedRow, roomyStride, withPreviousRows } from './result.js';
 import { HeadscopeTrainer, presetsFromCore } from './trainer.js';
 
 /** Names of the models shipped in this package (folders under ./models/). */
@@ -332,11 +332,25 @@ export class HeadscopeModel {
   }
 
   /**
-   * Runs the model on `text`. One call into the engine returns everything: tokens, attention,
-   * contribution norms, the last logits, the top-k next tokens and (with allLogits) the loss, all
-   * computed in C++; this layer maps byte spans to string indices and adds the accessors.
+   * Runs the model on `text`. Two calls into the engine return everything: the run, then tokens,
+   * attention, contribution norms, the last logits, the top-k next tokens and (with allLogits) the
+   * loss, all computed in C++; this layer maps byte spans to string indices and adds the accessors.
+   * With `reuse` (an earlier result of this model, given up by the caller), only the attention rows
+   * from the first changed token on are copied out of the engine, into reuse's buffer.
    */
   run(text, options = {}) {
+    const { reuse = null, ...rest } = options;
+    const data = this.runData(text, rest, reuse ? reuseInfo(reuse, rest.ablate ?? []) : null);
+    return makeResult(data.attentionRows ? withPreviousRows(reuse, data) : data);
+  }
+
+  /**
+   * The plain data of a run (what run() adds accessors to). With `previous` (reuseInfo() of an
+   * earlier result), attention comes as `attentionRows`: only rows [rowsFrom, T) of every head, in
+   * blocks `stride` wide, for result.js's withPreviousRows(); when no row is shared it is a full
+   * attentionAll with room to spare (stride > T). The worker sends this across, and the page merges.
+   */
+  runData(text, options = {}, previous = null) {
     const h = this.#live();
     const wellFormed = toWellFormed(text);
     const { ablate = [], topK: k = 10, allLogits = false } = options;
@@ -348,28 +362,35 @@ export class HeadscopeModel {
         throw new Error(`ablate entries must be [layer, head] pairs of integers, got ${JSON.stringify(pair)}`);
       flat.push(pair[0], pair[1]);
     }
-    const out = checked(this.#core, h.run(wellFormed, flat, !!allLogits, k, true));
+    const run = checked(this.#core, h.run(wellFormed, flat, !!allLogits));
+    const T = run.tokens;
+    const { nLayer, nHead, nPositions } = this.#info.config;
+    const rowsFrom = previous ? firstChangedRow(previous, h.tokenIds()) : 0;
+    const stride = !previous ? T : rowsFrom > 0 ? previous.stride : roomyStride(T, nPositions);
+    const out = checked(this.#core, h.results(k, !!allLogits, rowsFrom, rowsFrom > 0 ? T - rowsFrom : stride, stride));
     const map = byteToIndexMaps(wellFormed);
     const { tokenIds, tokenByteStarts, tokenByteEnds, tokenTexts } = out;
-    const tokens = new Array(tokenIds.length);
-    for (let i = 0; i < tokens.length; i++)
+    const tokens = new Array(T);
+    for (let i = 0; i < T; i++)
       tokens[i] = { text: tokenTexts[i], id: tokenIds[i], start: map.start(tokenByteStarts[i]), end: map.end(tokenByteEnds[i]) };
-    const { nLayer, nHead } = this.#info.config;
     const data = {
       text: wellFormed,
       tokens,
-      T: tokens.length,
+      T,
       nLayer,
       nHead,
-      droppedTokens: out.droppedTokens,
-      reusedTokens: out.reusedTokens,
-      attentionAll: out.attentionAll,
+      ablate: ablate.map(([l, hd]) => [l, hd]),
+      droppedTokens: run.droppedTokens,
+      reusedTokens: run.reusedTokens,
+      stride,
+      rowsFrom,
       contributionNorms: out.contributionNorms,
       logitsLast: out.logitsLast,
       topNext: out.topNext,
     };
+    data[rowsFrom > 0 ? 'attentionRows' : 'attentionAll'] = out.attentionRows;
     if (allLogits) data.loss = out.loss;
-    return makeResult(data);
+    return data;
   }
 
   /**
@@ -382,7 +403,7 @@ export class HeadscopeModel {
   prefill(text, { ablate = [], allLogits = false } = {}) {
     const h = this.#live();
     // the same options as the run that follows: the engine reuses a cache made with the same ones
-    return checked(this.#core, h.run(toWellFormed(text), ablate.flat(), !!allLogits, 0, false));
+    return checked(this.#core, h.run(toWellFormed(text), ablate.flat(), !!allLogits));
   }
 
   /** Frees the model's wasm memory. Any later call throws. Safe to call twice. */

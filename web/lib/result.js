@@ -1,15 +1,24 @@
 // The layout of a run's result, in one place: where a head's attention sits in the flat arrays,
-// how a result crosses a worker boundary, and the "layer:head,..." form of switched-off heads.
+// how a result crosses a worker boundary, how a typed token's new rows are patched into an earlier
+// result, and the "layer:head,..." form of switched-off heads.
 //
-// Shapes (row-major, as the engine writes them):
-//   attentionAll       [nLayer, nHead, T, T]  row q = query token, column k = key token (k <= q)
+// Shapes (row-major):
+//   attentionAll       [nLayer, nHead, S, S]  row q = query token, column k = key token (k <= q < T);
+//                                             S = result.stride, T by default. A result made to be
+//                                             updated while the reader types keeps wider blocks
+//                                             (S > T), so that new rows go in without moving old ones.
 //   contributionNorms  [nLayer, nHead, T]     norm of what each head writes through W_O, per token
 //   logitsLast         [V]                    next-token logits after the last token
 
+/** Rows and columns of each head's block in attentionAll (T unless the result keeps wider blocks). */
+export function strideOf(result) {
+  return result.stride ?? result.T;
+}
+
 /** Offset of attention weight (layer, head, q, k) in attentionAll. */
 export function attentionIndex(result, layer, head, q, k) {
-  const T = result.T;
-  return ((layer * result.nHead + head) * T + q) * T + k;
+  const S = strideOf(result);
+  return ((layer * result.nHead + head) * S + q) * S + k;
 }
 
 /** Attention weight of query q on key k in one head. */
@@ -17,9 +26,10 @@ export function attentionAt(result, layer, head, q, k) {
   return result.attentionAll[attentionIndex(result, layer, head, q, k)];
 }
 
-/** Offset of the first weight of one head's T x T block in attentionAll. */
+/** Offset of the first weight of one head's block in attentionAll (row q starts q * strideOf() later). */
 export function headOffset(result, layer, head) {
-  return (layer * result.nHead + head) * result.T * result.T;
+  const S = strideOf(result);
+  return (layer * result.nHead + head) * S * S;
 }
 
 /** Offset of one head's contribution norm at token t in contributionNorms. */
@@ -33,25 +43,101 @@ function checkLayerHead(data, layer, head) {
 }
 
 /** The typed arrays of a result: what a worker transfers instead of copying. */
-const RESULT_BUFFERS = ['attentionAll', 'contributionNorms', 'logitsLast'];
+const RESULT_BUFFERS = ['attentionAll', 'attentionRows', 'contributionNorms', 'logitsLast'];
 
 /** A result's plain data (no methods) and the buffers to transfer with it across postMessage. */
 export function resultForTransfer(result) {
   const data = {};
   for (const [key, value] of Object.entries(result)) if (typeof value !== 'function') data[key] = value;
-  return { data, transfer: RESULT_BUFFERS.map((k) => data[k].buffer) };
+  return { data, transfer: RESULT_BUFFERS.filter((k) => data[k]).map((k) => data[k].buffer) };
+}
+
+const sameAblate = (a = [], b = []) => a.length === b.length && a.every(([l, h], i) => l === b[i][0] && h === b[i][1]);
+
+// Results whose attention buffer went into a later result (see `reuse` below), and results that
+// a run in flight (in a worker) will update: no second run may count on their rows meanwhile.
+const superseded = new WeakSet();
+const claimed = new WeakSet();
+
+/** Marks `result` as the one a run in flight will update (reuseInfo() then refuses it); returns the release. */
+export function claimForUpdate(result) {
+  claimed.add(result);
+  return () => claimed.delete(result);
+}
+
+/**
+ * What a run needs to know about an earlier result to send only the attention rows that changed:
+ * its token ids, block width and switched-off heads. Null when `result` cannot take new rows (no
+ * attention buffer, superseded already, other heads switched off).
+ */
+export function reuseInfo(result, ablate = []) {
+  if (!result || superseded.has(result) || claimed.has(result) || !result.attentionAll?.length || !sameAblate(result.ablate ?? [], ablate)) return null;
+  const S = strideOf(result);
+  if (result.attentionAll.length !== result.nLayer * result.nHead * S * S) return null;
+  return { ids: Int32Array.from(result.tokens, (t) => t.id), stride: S };
+}
+
+/**
+ * The first attention row that differs between a result holding `previous` ({ ids, stride }, from
+ * reuseInfo) and a run over `ids`: row q depends on tokens 0..q alone, so rows before the first
+ * changed token are the same numbers. 0 when the rows do not fit previous's blocks (T > stride).
+ */
+export function firstChangedRow(previous, ids) {
+  if (!previous || ids.length > previous.stride) return 0;
+  const n = Math.min(previous.ids.length, ids.length);
+  let q = 0;
+  while (q < n && previous.ids[q] === ids[q]) q++;
+  return q;
+}
+
+/**
+ * Block width for a result that will take new rows as the reader types: T plus room for a few
+ * typed words, in steps of 32 (so the blocks are not reallocated at every token), at most the context.
+ */
+export function roomyStride(T, nPositions) {
+  return Math.min(nPositions, Math.ceil((T + Math.max(16, T / 8)) / 32) * 32);
+}
+
+/**
+ * The data of a run that sent only the rows that changed (`update.attentionRows`: rows
+ * [rowsFrom, T) of every head, each head's rows one after the other, `update.stride` floats each),
+ * completed with `previous`'s attention: the new rows are written into previous's buffer, which the
+ * new result then owns; previous is superseded (its accessors throw; do not read it any more).
+ */
+export function withPreviousRows(previous, update) {
+  const { attentionRows, rowsFrom, stride: S, T, nLayer, nHead } = update;
+  if (superseded.has(previous)) throw new Error('this result was already updated by a later run');
+  const A = previous.attentionAll;
+  if (strideOf(previous) !== S || A.length !== nLayer * nHead * S * S) throw new Error('the attention rows do not fit the earlier result');
+  const rowsPerHead = T - rowsFrom;
+  for (let head = 0; head < nLayer * nHead; head++) {
+    const from = head * rowsPerHead * S;
+    A.set(attentionRows.subarray(from, from + rowsPerHead * S), (head * S + rowsFrom) * S);
+  }
+  superseded.add(previous);
+  const data = { ...update, attentionAll: A };
+  delete data.attentionRows;
+  return data;
+}
+
+function checkCurrent(result) {
+  if (superseded.has(result)) throw new Error('this result was updated by a later run (passed as its `reuse`): use that one');
 }
 
 /** Adds the accessor methods to a result's data (built by the engine, or received from a worker). */
 export function makeResult(data) {
-  const TT = data.T * data.T;
-  return {
+  const S = strideOf(data);
+  const result = {
     ...data,
     /** One head's attention, T x T row-major (a copy). */
     attention(layer, head) {
+      checkCurrent(result);
       checkLayerHead(data, layer, head);
       const o = headOffset(data, layer, head);
-      return data.attentionAll.slice(o, o + TT);
+      if (S === data.T) return data.attentionAll.slice(o, o + S * S);
+      const out = new Float32Array(data.T * data.T);
+      for (let q = 0; q < data.T; q++) out.set(data.attentionAll.subarray(o + q * S, o + q * S + data.T), q * data.T);
+      return out;
     },
     /** One head's contribution norm at every token (a copy). */
     headContribution(layer, head) {
@@ -60,6 +146,7 @@ export function makeResult(data) {
       return data.contributionNorms.slice(o, o + data.T);
     },
   };
+  return result;
 }
 
 /** Parses switched-off heads, "0:1,2:3" (or "0.1"), into [[0, 1], [2, 3]]; duplicates dropped. */

@@ -26,28 +26,50 @@ function cancelledError() {
   return e;
 }
 
-async function runInSteps(id, text, options) {
+// What the engine's cache holds: the token ids of the last run or prefill, and its options (a cache
+// made with other switched-off heads or logits is not reused).
+let cached = { ids: [], key: '' };
+const cacheKey = (options) => JSON.stringify([options.ablate ?? [], !!options.allLogits]);
+
+function sharedPrefix(a, b) {
+  let n = 0;
+  while (n < a.length && n < b.length && a[n] === b[n]) n++;
+  return n;
+}
+
+// The run's data (HeadscopeModel.runData: only the changed attention rows when `previous` allows).
+// The work is the tokens the cache does not hold: typing at the end of a long text runs in one go.
+async function runInSteps(id, text, options, previous) {
+  const finish = () => {
+    const data = model.runData(text, options, previous);
+    cached = { ids: data.tokens.map((t) => t.id), key: cacheKey(options) };
+    return data;
+  };
   const { nPositions } = model.info.config;
   // a model too small for any text to be long (the shipped ones) never pays for the tokenizing below
-  if (nPositions * model.info.parameterCount < STEPPED_RUN_WORK) return model.run(text, options);
+  if (nPositions * model.info.parameterCount < STEPPED_RUN_WORK) return finish();
   const tokens = model.tokenize(text);
   const T = tokens.length;
-  if (T * model.info.parameterCount < STEPPED_RUN_WORK || T > nPositions || T < 2 * STEPS) return model.run(text, options);
-  const step = Math.ceil(T / STEPS);
-  for (let end = step; end < T; end += step) {
+  const ids = tokens.map((t) => t.id);
+  const start = cached.key === cacheKey(options) ? sharedPrefix(cached.ids, ids) : 0;
+  const fresh = T - start;
+  if (fresh * model.info.parameterCount < STEPPED_RUN_WORK || T > nPositions || fresh < 2 * STEPS) return finish();
+  const step = Math.ceil(fresh / STEPS);
+  for (let end = start + step; end < T; end += step) {
     // cut where a token starts with white space: the prefix then ends on a whole word, so it is
     // tokenized as the start of the full text is (a cut elsewhere only costs a recomputation)
     let k = end;
     while (k < T && !/\s/.test(text[tokens[k].start] ?? '')) k++;
     if (k >= T) break;
     model.prefill(text.slice(0, tokens[k].start), { ablate: options.ablate, allLogits: options.allLogits });
+    cached = { ids: ids.slice(0, k), key: cacheKey(options) };
     self.postMessage({ id, progress: { tokens: k, total: T } });
     await yieldToMessages();
     if (cancelled.has(id)) throw cancelledError();
     end = k;
   }
   self.postMessage({ id, progress: { tokens: T, total: T } });
-  return model.run(text, options);
+  return finish();
 }
 
 // A chunk of training steps lasts about this long before the worker posts progress and reads its
@@ -135,6 +157,7 @@ async function handle({ id, method, args }) {
       ({ value, transfer } = await handleTrainer(id, method, args));
     } else if (method === 'load') {
       if (model) model.dispose();
+      cached = { ids: [], key: '' };
       model = await loadModel(args.source, {
         weights: args.weights,
         onProgress: (p) => self.postMessage({ id, progress: p }),
@@ -144,7 +167,7 @@ async function handle({ id, method, args }) {
       throw new Error('no model loaded in this worker');
     } else if (method === 'run') {
       // the methods stay behind; the client adds them back with makeResult()
-      ({ data: value, transfer } = resultForTransfer(await runInSteps(id, args.text, args.options)));
+      ({ data: value, transfer } = resultForTransfer(await runInSteps(id, args.text, args.options, args.previous)));
     } else if (method === 'tokenize') {
       value = model.tokenize(args.text);
     } else if (method === 'tokenText') {

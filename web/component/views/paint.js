@@ -2,7 +2,7 @@
 // its tile of one shared canvas (the grid). Pixels are written through a 32-bit view of ImageData
 // with the theme's 256-colour table, which is far cheaper than a fillRect per cell.
 import { heatIndex } from '../theme.js';
-import { headOffset } from '../../lib/result.js';
+import { headOffset, strideOf } from '../../lib/result.js';
 
 // Per canvas: its 2D context and a reusable ImageData (with a 32-bit view) of the current size.
 const paintCache = new WeakMap();
@@ -40,10 +40,11 @@ export function paintAttention(canvas, result, layer, head, theme) {
   const [fr, fg, fb] = parseCss(theme.faint);
   const faint = pixel32(fr, fg, fb);
   const base = headOffset(result, layer, head);
+  const S = strideOf(result);
   const A = result.attentionAll;
   for (let q = 0; q < T; q++) {
     const row = q * n;
-    const src = base + q * T;
+    const src = base + q * S;
     for (let k = 0; k <= q; k++) px[row + k] = lut[heatIndex(A[src + k])];
     for (let k = q + 1; k < n; k++) px[row + k] = faint;
   }
@@ -65,6 +66,7 @@ export function paintGrid(px, layout, result, theme) {
   const [fr, fg, fb] = parseCss(theme.faint);
   const faint = pixel32(fr, fg, fb);
   const A = result.attentionAll;
+  const S = strideOf(result);
   const rowColours = new Int32Array(Math.max(1, T)); // one query row, coloured once per tile row
   let colKey = new Int32Array(0);
   layout.cells.forEach((row, l) => row.forEach((t, h) => {
@@ -79,7 +81,7 @@ export function paintGrid(px, layout, result, theme) {
       const qy = Math.min(T - 1, Math.floor((y * T) / t.h));
       if (qy !== q) {
         q = qy;
-        const src = base + q * T;
+        const src = base + q * S;
         for (let k = 0; k <= q; k++) rowColours[k] = lut[heatIndex(A[src + k])];
         for (let k = q + 1; k < T; k++) rowColours[k] = faint;
       }
