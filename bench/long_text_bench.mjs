@@ -1,0 +1,114 @@
+// Typing at the end of a long text on a big checkpoint, in the project's demo (headless Chromium):
+// keystroke to painted views at about 1,000 tokens, with the demo's row updates (`reuse`: the worker
+// sends only the new attention rows) and, side by side in the same page and session, without them
+// (every run sends all L x H x T x T weights again). Also the first run of the long text (in steps,
+// with progress) and where the time of a keystroke goes (the run as the page sees it, and the
+// page's own update of every view).
+// Usage: node bench/long_text_bench.mjs --model DIR --demo SITE --out FILE [--tokens 1000] [--keys 12]
+//   DIR: a GPT-2-shaped folder (bench/make_gpt2_small.py writes GPT-2 small's shape, random weights)
+//   SITE: the built demo (web/demo/build.sh SITE)
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { stats } from './lib.mjs';
+import { DEMO_PROBE } from './demo_probe.mjs';
+import { startStaticServer, DEMO_CSP } from '../web/demo/static-server.mjs';
+
+const { values: opt } = parseArgs({
+  options: {
+    model: { type: 'string' }, demo: { type: 'string' }, out: { type: 'string' },
+    tokens: { type: 'string', default: '1000' }, keys: { type: 'string', default: '12' },
+  },
+});
+if (!opt.model || !opt.demo || !opt.out) throw new Error('usage: node bench/long_text_bench.mjs --model DIR --demo SITE --out FILE [--tokens N] [--keys K]');
+const TOKENS = Number(opt.tokens);
+const KEYS = Number(opt.keys);
+const log = (...a) => console.error('[long-text]', ...a);
+
+const server = await startStaticServer({
+  root: path.resolve(opt.demo),
+  mounts: [['/model/', path.resolve(opt.model)]],
+  csp: DEMO_CSP, // the demo's strict policy
+});
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+
+const PROSE = 'the chef who trained in paris cooked the meal quickly while the guests waited in the garden and talked about the long summer';
+const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+const page = await context.newPage();
+await page.addInitScript(DEMO_PROBE);
+page.on('pageerror', (e) => log('page error:', e.message));
+const t0 = Date.now();
+await page.goto(`${server.url}index.html?model=${encodeURIComponent('/model/')}&text=Short.`);
+await page.waitForFunction(() => window.__demoBench?.firstRender, null, { timeout: 300_000 });
+const loadMs = Date.now() - t0;
+const info = await page.evaluate(() => ({ ...window.headscopeDemo.model.info.config, parameters: window.headscopeDemo.model.info.parameterCount }));
+log(`loaded in ${loadMs} ms: ${info.nLayer} x ${info.nHead} heads, width ${info.nEmbd}, ${(info.parameters / 1e6).toFixed(0)} M parameters`);
+
+// a text of TOKENS tokens, cut before a word so that typed words add tokens
+const text = await page.evaluate(async ({ prose, n }) => {
+  const long = Array.from({ length: Math.ceil(n / 1.1) + 50 }, (_, i) => prose.split(' ')[i % 22]).join(' ');
+  const tokens = await window.headscopeDemo.model.tokenize(long);
+  return long.slice(0, tokens[n].start);
+}, { prose: PROSE, n: TOKENS });
+const firstStart = Date.now();
+let progressSeen = false;
+await page.fill('#text', text);
+for (;;) {
+  if (await page.locator('#run-progress').isVisible()) progressSeen = true;
+  if ((await page.evaluate(() => window.headscopeDemo.result?.text)) === text) break;
+  await page.waitForTimeout(100); // polling interval of the wait, not a measured delay
+}
+const firstRunMs = Date.now() - firstStart;
+log(`first run of ${TOKENS} tokens: ${(firstRunMs / 1000).toFixed(1)} s (progress shown: ${progressSeen})`);
+
+async function typeKeys(label, words) {
+  await page.focus('#text');
+  await page.keyboard.press('End');
+  const before = await page.evaluate(() => window.__demoBench.keys.length);
+  const typed = words.slice(0, KEYS);
+  for (let k = 0; k < typed.length; k++) {
+    await page.keyboard.type(typed[k]);
+    await page.waitForFunction((n) => window.__demoBench.keys.length >= n, before + k + 1, { timeout: 120_000 });
+    await page.evaluate(() => window.headscopeDemo.idle());
+  }
+  const keys = (await page.evaluate(() => window.__demoBench.keys)).slice(before);
+  const rows = await page.evaluate(() => ({ rowsFrom: window.headscopeDemo.result.rowsFrom, T: window.headscopeDemo.result.T, stride: window.headscopeDemo.result.stride }));
+  const out = {
+    keystroke_to_paint: stats(keys.map((k) => k.to_paint_ms)),
+    keystroke_to_render: stats(keys.map((k) => k.to_render_ms)),
+    run_round_trip: stats(keys.map((k) => k.run_ms).filter((x) => x !== null)),
+    page_render: stats(keys.map((k) => k.render_ms).filter((x) => x !== null)),
+    T: keys.map((k) => k.T),
+    last: rows,
+  };
+  log(`${label}: keystroke to paint median ${out.keystroke_to_paint.median_ms.toFixed(0)} ms, p95 ${out.keystroke_to_paint.p95_ms.toFixed(0)} ms `
+    + `(run round trip ${out.run_round_trip.median_ms?.toFixed(0)} ms, views ${out.page_render.median_ms?.toFixed(0)} ms), T ${out.T[0]}-${out.T.at(-1)}, last rows from ${rows.rowsFrom}`);
+  return out;
+}
+
+// Each key is a whole word with its space (one new token): the keystroke that adds a token.
+const words = ' and then the guests ate it in the garden before the rain came down'.split(/(?= )/);
+const rowsOn = await typeKeys('new rows only', words);
+await page.evaluate(() => { window.headscopeDemo.runner.reuseResults = false; });
+const rowsOff = await typeKeys('all rows', words);
+await page.screenshot({ path: path.join(path.dirname(opt.out), 'long-text.png') });
+
+const result = {
+  chromium: browser.version(),
+  model: { ...info },
+  tokens: TOKENS,
+  load_ms: loadMs,
+  first_run_ms: firstRunMs,
+  first_run_progress_shown: progressSeen,
+  new_rows_only: rowsOn,
+  all_rows: rowsOff,
+  speedup_p50: rowsOff.keystroke_to_paint.median_ms / rowsOn.keystroke_to_paint.median_ms,
+};
+await writeFile(opt.out, JSON.stringify(result, null, 2));
+log(`new rows only vs all rows, keystroke to paint: ${result.speedup_p50.toFixed(1)}x faster (median); wrote ${opt.out}`);
+await browser.close();
+await server.close();
