@@ -264,6 +264,9 @@ EMSCRIPTEN_BINDINGS(headscope) {
       .function("run", &run)
       .function("results", &results)
       .function("tokenIds", optional_override([](const Model& m) { return i32_copy(m.ids()); }))
+      .function("reserve", optional_override([](Model& m, int tokens) {
+                  return guarded([&] { m.reserve(tokens); return val(true); });
+                }))
       .function("config", &config_object)
       .function("parameterCount", optional_override([](const Model& m) { return (double)m.parameter_count(); }))
       .function("weightBytes", optional_override([](const Model& m) { return (double)m.weight_bytes(); }))

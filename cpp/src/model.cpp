@@ -13,17 +13,24 @@
 
 namespace headscope {
 
+void Model::reserve(int tokens) { ensure_capacity(std::clamp(tokens, 1, config_.n_positions)); }
+
 void Model::ensure_capacity(int T) {
   if (T <= cap_) return;
-  // Grow geometrically so typing does not reallocate on every token; a reallocation drops the cache.
-  const int cap = std::min(config_.n_positions, std::max({T, 2 * cap_, 16}));
   const std::size_t L = config_.n_layer, NH = config_.n_head, C = config_.n_embd, F = config_.n_inner;
   // Sizes come from config.json and the text: add them up in 64 bits and refuse before allocating,
   // so a hostile config cannot overflow a 32-bit size_t (wasm) into a small buffer.
-  const uint64_t c64 = cap, floats = (uint64_t)(L + 1) * c64 * C + (uint64_t)L * c64 * 3 * C +
-                                     (uint64_t)L * NH * c64 * c64 + (uint64_t)L * c64 * C + (uint64_t)L * NH * c64 +
-                                     3 * c64 * C + c64 * F +
-                                     (uint64_t)L * (2 * c64 + 32) * C /* key panels and values: L x NH x <= (2 cap + panel) x HS */;
+  const auto floats_for = [&](uint64_t c64) {
+    return (uint64_t)(L + 1) * c64 * C + (uint64_t)L * c64 * 3 * C + (uint64_t)L * NH * c64 * c64 + (uint64_t)L * c64 * C +
+           (uint64_t)L * NH * c64 + 3 * c64 * C + c64 * F +
+           (uint64_t)L * (2 * c64 + 32) * C /* key panels and values: L x NH x <= (2 cap + panel) x HS */;
+  };
+  // Grow geometrically, with room for the next words typed, so typing does not reallocate at every
+  // token: a reallocation drops the cache (the next run computes every token again). Exactly T
+  // when the room would not fit.
+  int cap = std::min(config_.n_positions, std::max({T + T / 8 + 16, 2 * cap_, 16}));
+  if (floats_for(cap) > kMaxActivationFloats) cap = T;
+  const uint64_t floats = floats_for(cap);
   if (floats > kMaxActivationFloats)
     throw Error("running " + std::to_string(T) + " tokens needs " + std::to_string(floats * 4 >> 20) +
                 " MB of activations, more than the " + std::to_string(kMaxActivationFloats * 4 >> 20) +
@@ -45,6 +52,7 @@ void Model::ensure_capacity(int T) {
     cap_ = 0;
     has_run_ = false;
     cached_tokens_ = 0;
+    cached_logits_ = 0;
     for (auto* v : {&residual_, &qkv_, &att_, &head_out_, &contrib_norm_, &scratch_ln_, &scratch_proj_, &scratch_head_,
                     &scratch_fc_, &key_panels_})
       std::vector<float>().swap(*v);
@@ -54,6 +62,7 @@ void Model::ensure_capacity(int T) {
   logits_all_.clear();
   cap_ = cap;
   cached_tokens_ = 0;
+  cached_logits_ = 0;
 }
 
 RunInfo Model::run(std::string_view text, const RunOptions& options) {
@@ -92,10 +101,11 @@ RunInfo Model::run_ids(std::span<const int32_t> ids, const RunOptions& options) 
 
   ensure_capacity(T);
   // Reuse the cached prefix only if it was computed with the same switched-off heads and holds
-  // everything this run must return.
+  // everything this run must return. Logits for every position are not part of the cache: a run
+  // that wants them computes those the cache lacks from the final residual stream it keeps, so a
+  // loss computed while the reader pauses does not cost the next keystroke a full recompute.
   int reuse = 0;
-  const bool options_compatible = has_run_ && mask == ablate_mask_ && (!options.all_logits || options_.all_logits) &&
-                                  (!options.keep_contributions || options_.keep_contributions);
+  const bool options_compatible = has_run_ && mask == ablate_mask_ && (!options.keep_contributions || options_.keep_contributions);
   if (options_compatible) {
     const int limit = std::min({cached_tokens_, T, (int)ids_.size()});
     while (reuse < limit && ids_[reuse] == ids[reuse]) reuse++;
@@ -110,8 +120,9 @@ RunInfo Model::run_ids(std::span<const int32_t> ids, const RunOptions& options) 
   }
   if (options.all_logits && logits_all_.size() != (std::size_t)cap_ * c.vocab_size) {
     logits_all_.assign((std::size_t)cap_ * c.vocab_size, 0.0f);
-    reuse = 0;
+    cached_logits_ = 0;
   }
+  const int logits_begin = std::min(reuse, cached_logits_);
 
   ids_.assign(ids.begin(), ids.end());
   tokens_.clear();
@@ -128,16 +139,19 @@ RunInfo Model::run_ids(std::span<const int32_t> ids, const RunOptions& options) 
   ablate_mask_ = std::move(mask);
   T_ = T;
   has_run_ = true;
-  forward(reuse);
+  forward(reuse, logits_begin);
   cached_tokens_ = T;
+  cached_logits_ = options.all_logits ? T : std::min(cached_logits_, reuse);
   RunInfo info;
   info.tokens = T;
   info.reused_tokens = reuse;
   return info;
 }
 
-// Computes positions [t_begin, T_) of every layer; positions below t_begin are the cache.
-void Model::forward(int t_begin) {
+// Computes positions [t_begin, T_) of every layer; positions below t_begin are the cache. With
+// all_logits, the logits of positions [logits_begin, T_) (logits_begin <= t_begin: the cache may
+// hold positions whose logits were never computed).
+void Model::forward(int t_begin, int logits_begin) {
   namespace k = kernels;
   const ModelConfig& c = config_;
   const int T = T_, n = T - t_begin;  // n: rows computed in this call
@@ -208,10 +222,11 @@ void Model::forward(int t_begin) {
 
   // final LayerNorm and tied LM head; the last row always (T may have shrunk: text deleted at the end)
   const float* final_stream = &residual_[(std::size_t)c.n_layer * cap * C];
-  if (options_.all_logits && n > 0) {
-    k::layernorm_forward(scratch_ln_.data(), final_stream + (std::size_t)t_begin * C, ln_f_weight_.data(),
-                         ln_f_bias_.data(), n, C, c.layer_norm_epsilon);
-    lm_head(&logits_all_[(std::size_t)t_begin * V], scratch_ln_.data(), n);
+  if (options_.all_logits && T > logits_begin) {
+    const int rows = T - logits_begin;
+    k::layernorm_forward(scratch_ln_.data(), final_stream + (std::size_t)logits_begin * C, ln_f_weight_.data(),
+                         ln_f_bias_.data(), rows, C, c.layer_norm_epsilon);
+    lm_head(&logits_all_[(std::size_t)logits_begin * V], scratch_ln_.data(), rows);
   }
   logits_last_.resize(V);
   k::layernorm_forward(scratch_ln_.data(), final_stream + (std::size_t)(T - 1) * C, ln_f_weight_.data(),

@@ -249,6 +249,7 @@ void Model::build(std::string_view config_json, std::shared_ptr<const ByteSource
   cap_ = 0;
   has_run_ = false;
   cached_tokens_ = 0;
+  cached_logits_ = 0;
 }
 
 std::size_t Model::weight_bytes() const {

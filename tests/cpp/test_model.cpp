@@ -215,6 +215,31 @@ TEST_CASE("incremental update equals a full recompute, bit for bit", "[model][in
   }
 }
 
+TEST_CASE("a run with every position's logits reuses a cache made without them, and the other way round", "[model][incremental]") {
+  // The demo's lab computes the loss (all logits) whenever typing pauses, between keystrokes that
+  // only need the last logits. Both must reuse the cached tokens, and give a fresh run's numbers
+  // exactly (the LM head computes each row alone, as above: tolerance 0).
+  Model typing = load_fixture("odd-hs12");
+  RunOptions last_only, all;
+  all.all_logits = true;
+  const std::vector<std::pair<std::string, bool>> steps = {
+      {"The chef, who", false}, {"The chef, who", true}, {"The chef, who tr", false}, {"The chef, who tra", true},
+      {"The chef, who trained", true}, {"The chef, who", true}, {"The chef, who cooked", false}, {"The chef, who cooked.", true}};
+  bool first = true;
+  for (const auto& [text, with_all] : steps) {
+    const auto info = typing.run(text, with_all ? all : last_only);
+    Model fresh = load_fixture("odd-hs12");
+    fresh.run(text, with_all ? all : last_only);
+    INFO("\"" << text << "\"" << (with_all ? " with all logits" : "") << ", reused " << info.reused_tokens);
+    if (!first) REQUIRE(info.reused_tokens > 0);
+    first = false;
+    REQUIRE(typing.attention_all() == fresh.attention_all());
+    REQUIRE(std::vector<float>(typing.logits_last().begin(), typing.logits_last().end()) ==
+            std::vector<float>(fresh.logits_last().begin(), fresh.logits_last().end()));
+    if (with_all) REQUIRE(typing.logits_all() == fresh.logits_all());
+  }
+}
+
 TEST_CASE("attention rows in a wider block: the rows a typed token changed, patched into the old ones", "[model][incremental][rows]") {
   // What a viewer does while the reader types: keep every head's rows in a block of `stride` rows
   // of `stride` floats, and after each edit copy only the rows from the first changed token on.

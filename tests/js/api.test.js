@@ -203,8 +203,16 @@ test('prefill then run equals one run, bit for bit (how the worker runs long tex
   assert.deepEqual(Array.from(stepped.attentionAll), Array.from(whole.attentionAll));
   assert.deepEqual(Array.from(stepped.logitsLast), Array.from(whole.logitsLast));
   assert.equal(stepped.loss, whole.loss);
-  // with other options the cache cannot be reused: a full run, still the same numbers
+  // a cache made without every position's logits serves a run that wants them (the missing
+  // logits come from the kept final residual stream): the same numbers and loss
+  fresh.run('Something else entirely.');
   fresh.prefill(text.slice(0, cut));
+  const withLogits = fresh.run(text, { allLogits: true });
+  assert.ok(withLogits.reusedTokens >= info.tokens - 1, `reused ${withLogits.reusedTokens} of ${info.tokens} prefilled tokens`);
+  assert.deepEqual(Array.from(withLogits.attentionAll), Array.from(whole.attentionAll));
+  assert.equal(withLogits.loss, whole.loss);
+  // other switched-off heads: the cache cannot be reused, a full run
+  fresh.prefill(text.slice(0, cut), { ablate: [[0, 0]] });
   const full = fresh.run(text, { allLogits: true });
   assert.equal(full.reusedTokens, 0);
   assert.deepEqual(Array.from(full.attentionAll), Array.from(whole.attentionAll));

@@ -185,6 +185,8 @@ export declare class HeadscopeModel {
    * later run() of a text that extends it only computes the new tokens.
    */
   prefill(text: string, options?: { ablate?: Array<[number, number]>; allLogits?: boolean }): { tokens: number; reusedTokens: number; droppedTokens: number };
+  /** Allocates the engine's activations for `tokens` positions now (before a long text run in steps with prefill()). */
+  reserve(tokens: number): void;
   /** Frees the model's wasm memory; every later call throws. Safe to call twice. */
   dispose(): void;
 }

@@ -406,6 +406,16 @@ export class HeadscopeModel {
     return checked(this.#core, h.run(toWellFormed(text), ablate.flat(), !!allLogits));
   }
 
+  /**
+   * Allocates the engine's activations for `tokens` positions (at most the context) now, so that a
+   * long text run in steps with prefill() never reallocates between steps (which drops the cache).
+   */
+  reserve(tokens) {
+    const h = this.#live();
+    if (!Number.isInteger(tokens) || tokens < 1) throw new Error(`tokens must be a positive integer, got ${tokens}`);
+    checked(this.#core, h.reserve(tokens));
+  }
+
   /** Frees the model's wasm memory. Any later call throws. Safe to call twice. */
   dispose() {
     if (this.#handle) {

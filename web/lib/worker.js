@@ -54,6 +54,7 @@ async function runInSteps(id, text, options, previous) {
   const start = cached.key === cacheKey(options) ? sharedPrefix(cached.ids, ids) : 0;
   const fresh = T - start;
   if (fresh * model.info.parameterCount < STEPPED_RUN_WORK || T > nPositions || fresh < 2 * STEPS) return finish();
+  model.reserve(T); // the steps' prefixes grow towards T: no reallocation (and lost cache) between them
   const step = Math.ceil(fresh / STEPS);
   for (let end = start + step; end < T; end += step) {
     // cut where a token starts with white space: the prefix then ends on a whole word, so it is

@@ -102,7 +102,10 @@ class Model {
   RunInfo run(std::string_view text, const RunOptions& options = {});
   // Runs token ids directly (1 <= size <= n_positions, each id < vocab_size).
   RunInfo run_ids(std::span<const int32_t> ids, const RunOptions& options = {});
-  void clear_cache() { cached_tokens_ = 0; }
+  void clear_cache() { cached_tokens_ = 0; cached_logits_ = 0; }
+  // Allocates activations for `tokens` positions (at most n_positions) now. A long text run in
+  // steps (prefixes first) then never reallocates between steps, which would drop the cache.
+  void reserve(int tokens);
 
   // ---- results of the last run (throw Error if there was none, or on a bad layer/head) ----
   int T() const { return T_; }
@@ -139,7 +142,7 @@ class Model {
   void build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors, std::string_view vocab_json,
              std::string_view merges_txt, WeightStorage storage);
   void ensure_capacity(int T);
-  void forward(int t_begin);
+  void forward(int t_begin, int logits_begin);
   void lm_head(float* out, const float* x, int T);
   void check_layer_head(int layer, int head) const;
   void require_run() const;
@@ -181,6 +184,7 @@ class Model {
   RunOptions options_;
   std::vector<uint8_t> ablate_mask_;  // (L, NH), 1 = switched off
   int cached_tokens_ = 0;             // leading positions whose activations are valid for options_
+  int cached_logits_ = 0;             // leading positions whose rows of logits_all_ belong to that cache
 };
 
 }  // namespace headscope

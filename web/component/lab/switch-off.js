@@ -6,6 +6,9 @@ import { formatAblate } from '../../lib/result.js';
 import { el, panel, button, signed } from './dom.js';
 
 const key = (l, h) => `${l}:${h}`;
+// Above this the loss is computed when the reader asks (a button), not whenever typing pauses:
+// about a quarter of a second of WebAssembly.
+const AUTO_LOSS_MAX_GFLOP = 3;
 const pct = (p) => (p >= 0.1 ? `${(100 * p).toFixed(0)}%` : p >= 0.01 ? `${(100 * p).toFixed(1)}%` : `${(100 * p).toFixed(2)}%`);
 
 function softmax(logits) {
@@ -103,11 +106,26 @@ export class SwitchOffPanel {
     this.lossTimer = setTimeout(() => this.#computeLoss(text, ablate, sig), 350);
   }
 
-  async #computeLoss(text, ablate, sig) {
+  async #computeLoss(text, ablate, sig, { asked = false } = {}) {
     if (!text) return;
     const seq = ++this.lossSeq;
     try {
       const model = await this.o.getModel();
+      // Every position's logits: T x vocabulary x width multiply-adds per run. Small models on
+      // short texts take milliseconds; GPT-2 on 1,000 tokens takes seconds, which would hold up the
+      // next keystroke's run behind it in the worker: then the reader asks for it.
+      const { vocabSize, nEmbd } = model.info.config;
+      const gflop = (2 * text.length * vocabSize * nEmbd * (ablate.length ? 2 : 1)) / 1e9 / 3; // ~3 characters per token
+      if (!asked && gflop > AUTO_LOSS_MAX_GFLOP) {
+        if (seq !== this.lossSeq) return;
+        this.lastLoss = null;
+        const p = el(this.doc, 'p', 'hs-lab-lossline');
+        p.textContent = `The mean loss on this text needs the logits at every position (about ${gflop.toFixed(0)} GFLOP${ablate.length ? ', twice' : ''}), so it is not computed on every pause. `;
+        p.append(button(this.doc, 'hs-lab-loss-run', 'Compute the loss', () => this.#computeLoss(text, ablate, sig, { asked: true })));
+        this.lossBox.replaceChildren(p);
+        return;
+      }
+      if (asked) this.lossBox.textContent = 'Computing the loss…';
       const base = await model.run(text, { allLogits: true, topK: 5 });
       const abl = ablate.length ? await model.run(text, { allLogits: true, topK: 5, ablate }) : base;
       if (seq !== this.lossSeq) return;
