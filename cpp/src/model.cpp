@@ -65,15 +65,17 @@ void Model::ensure_capacity(int T) {
   cached_logits_ = 0;
 }
 
+int Model::tokens_to_drop(int tokens) const {
+  const int n = config_.n_positions, step = std::max(1, n / kContextDropSteps);
+  return tokens <= n ? 0 : (tokens - n + step - 1) / step * step;
+}
+
 RunInfo Model::run(std::string_view text, const RunOptions& options) {
   if (text.empty()) throw Error("text is empty");
   std::vector<Token> tokens = tokenizer_->encode(text);  // throws on invalid UTF-8
   if (tokens.empty()) throw Error("text is empty");
-  int dropped = 0;
-  if ((int)tokens.size() > config_.n_positions) {
-    dropped = (int)tokens.size() - config_.n_positions;
-    tokens.erase(tokens.begin(), tokens.begin() + dropped);
-  }
+  const int dropped = tokens_to_drop((int)tokens.size());
+  tokens.erase(tokens.begin(), tokens.begin() + dropped);
   std::vector<int32_t> ids(tokens.size());
   for (std::size_t i = 0; i < tokens.size(); i++) ids[i] = tokens[i].id;
   RunInfo info = run_ids(ids, options);

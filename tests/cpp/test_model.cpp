@@ -279,8 +279,8 @@ TEST_CASE("attention rows in a wider block: the rows a typed token changed, patc
   REQUIRE_THROWS_WITH(m.attention_rows_floats(0, 40, 32), Catch::Matchers::Contains("at most n_positions"));
 }
 
-TEST_CASE("text longer than the context keeps the last n_positions tokens", "[model][truncation]") {
-  Model m = load_fixture("hs5");  // n_positions 16, one token per byte
+TEST_CASE("text longer than the context: the oldest tokens are cut in steps of an eighth of the context", "[model][truncation]") {
+  Model m = load_fixture("hs5");  // n_positions 16 (steps of 2), one token per byte
   const std::string text = "abcdefghijklmnopqrstuvwxyz";
   const auto info = m.run(text);
   REQUIRE(info.tokens == 16);
@@ -293,6 +293,26 @@ TEST_CASE("text longer than the context keeps the last n_positions tokens", "[mo
   fresh.run(text.substr(10));
   REQUIRE(std::vector<float>(m.logits_last().begin(), m.logits_last().end()) ==
           std::vector<float>(fresh.logits_last().begin(), fresh.logits_last().end()));
+  // one byte more: two tokens go (a whole step), and typing the next byte extends the same window
+  const auto cut = m.run(text + "A");
+  REQUIRE(cut.dropped_tokens == 12);
+  REQUIRE(cut.tokens == 15);
+  const auto typed = m.run(text + "AB");
+  REQUIRE(typed.dropped_tokens == 12);
+  REQUIRE(typed.tokens == 16);
+  REQUIRE(typed.reused_tokens == 15);  // an incremental update, not a shift of every position
+  Model again = load_fixture("hs5");
+  again.run(text.substr(12) + "AB");  // the same window, run fresh: the same numbers (exact, see above)
+  REQUIRE(m.attention_all() == again.attention_all());
+  REQUIRE(std::vector<float>(m.logits_last().begin(), m.logits_last().end()) ==
+          std::vector<float>(again.logits_last().begin(), again.logits_last().end()));
+  for (int n = 1; n <= 40; n++) {
+    const int d = m.tokens_to_drop(n);
+    INFO(n << " tokens: " << d << " cut");
+    REQUIRE(d % 2 == 0);
+    REQUIRE(n - d <= 16);
+    REQUIRE(n - d > (n > 16 ? 14 : 0));
+  }
 }
 
 TEST_CASE("shipped models match the references their training script wrote", "[model][shipped]") {

@@ -29,6 +29,20 @@ function longText(nWords) {
   return Array.from({ length: nWords }, (_, i) => WORDS[i % WORDS.length]).join(' ') + '.';
 }
 
+// Opens the demo on `model` (with `query`, e.g. '&view=lines'), then types in a text of exactly n
+// tokens of the model's own tokenizer: longer texts are cut in steps of an eighth of the context.
+async function openWithTokens(page, site, model, n, query = '') {
+  await page.goto(`${site.base}index.html?model=${encodeURIComponent(model)}${query}&text=Short.`);
+  await ready(page, 1);
+  const text = await page.evaluate(async ({ long, n }) => {
+    const tokens = await window.headscopeDemo.model.tokenize(long);
+    return tokens.length > n ? long.slice(0, tokens[n].start) : long;
+  }, { long: longText(1400), n });
+  await page.fill('#text', text);
+  await expect.poll(() => page.evaluate(() => window.headscopeDemo.result.text), { timeout: 120_000 }).toBe(text);
+  return text;
+}
+
 async function ready(page, minTokens) {
   await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 120_000 });
   await expect.poll(() => page.evaluate(() => window.headscopeDemo.result?.T ?? 0), { timeout: 120_000 }).toBeGreaterThanOrEqual(minTokens);
@@ -36,9 +50,7 @@ async function ready(page, minTokens) {
 
 test('1024 tokens, 144 heads: the heatmap fits and zooms, labels thinned, the focused token followed; exports of the zoomed view', async ({ page, scaleSite }) => {
   test.setTimeout(180_000);
-  const text = longText(1400);
-  await page.goto(`${scaleSite.base}index.html?model=${encodeURIComponent('/scale/gpt-12x12/')}&text=${encodeURIComponent(text)}`);
-  await ready(page, 1000);
+  await openWithTokens(page, scaleSite, '/scale/gpt-12x12/', scaleSite.config.n_positions);
   const T = await page.evaluate(() => window.headscopeDemo.result.T);
   expect(T, 'the text fills the context').toBe(scaleSite.config.n_positions);
   await expect(page.locator('#tagline')).toContainText(/gpt-12x12 \(12 layers × 12 heads/);
@@ -106,9 +118,7 @@ test('1024 tokens, 144 heads: the heatmap fits and zooms, labels thinned, the fo
 
 test('the lines view at 1024 tokens draws the strongest links of each token, k adjustable', async ({ page, scaleSite }) => {
   test.setTimeout(180_000);
-  const text = longText(1400);
-  await page.goto(`${scaleSite.base}index.html?model=${encodeURIComponent('/scale/gpt-12x12/')}&view=lines&layer=3&head=5&text=${encodeURIComponent(text)}`);
-  await ready(page, 1000);
+  await openWithTokens(page, scaleSite, '/scale/gpt-12x12/', scaleSite.config.n_positions, '&view=lines&layer=3&head=5');
   const T = await page.evaluate(() => window.headscopeDemo.result.T);
   const lines = page.locator('#detail-view svg line');
   await expect(lines.first()).toBeAttached();
@@ -123,15 +133,8 @@ test('the lines view at 1024 tokens draws the strongest links of each token, k a
 
 test('typing at the end of 1,000 tokens moves only the new attention rows, and the result equals a fresh run', async ({ page, scaleSite }) => {
   test.setTimeout(240_000);
-  await page.goto(`${scaleSite.base}index.html?model=${encodeURIComponent('/scale/gpt-12x12/')}&text=Short.`);
-  await ready(page, 1);
   // 1,000 tokens: within the context of 1,024, so typed tokens add rows instead of shifting them all
-  const text = await page.evaluate(async (long) => {
-    const tokens = await window.headscopeDemo.model.tokenize(long);
-    return long.slice(0, tokens[1000].start);
-  }, longText(1400));
-  await page.fill('#text', text);
-  await expect.poll(() => page.evaluate(() => window.headscopeDemo.result.text), { timeout: 120_000 }).toBe(text);
+  const text = await openWithTokens(page, scaleSite, '/scale/gpt-12x12/', 1000);
   await page.locator('#text').press('End');
   await page.keyboard.type(' chef');
   await expect.poll(() => page.evaluate(() => window.headscopeDemo.result.text), { timeout: 120_000 }).toBe(`${text} chef`);

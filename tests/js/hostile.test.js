@@ -33,13 +33,15 @@ test('NUL, right-to-left, combining marks and emoji sequences', () => {
   }
 });
 
-test('a megabyte of pasted text keeps the last n_positions tokens', () => {
+test('a megabyte of pasted text keeps the last tokens that fit, cut in steps of an eighth of the context', () => {
   const sentence = 'The chef, who trained in Paris, cooked the meal quickly. ';
   const big = sentence.repeat(Math.ceil((1 << 20) / sentence.length));
   const t0 = performance.now();
   const r = model.run(big);
   const ms = performance.now() - t0;
-  assert.equal(r.T, nPositions);
+  const step = Math.max(1, Math.floor(nPositions / 8));
+  assert.ok(r.T <= nPositions && r.T > nPositions - step, `T ${r.T}`);
+  assert.equal(r.droppedTokens % step, 0);
   assert.ok(r.droppedTokens > 1000);
   assert.equal(r.tokens.at(-1).end, big.length);
   assert.ok(r.tokens[0].start > big.length - 2000, 'the kept tokens are the ones at the end');

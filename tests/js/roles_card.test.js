@@ -72,8 +72,15 @@ for (const { name, folder, card } of models) {
       const words = PARAGRAPH.split(' ');
       let live = null;
       const N = 8;
+      // Each window is the last n_positions tokens of its text, cut here at a token boundary (the
+      // engine cuts longer texts in steps of an eighth of the context; the card's windows are full).
+      const n = model.info.config.nPositions;
+      const lastTokens = (t) => {
+        const tokens = model.tokenize(t);
+        return tokens.length > n ? t.slice(tokens[tokens.length - n].start) : t;
+      };
       for (let k = 0; k < N; k++) {
-        const r = model.run(words.slice(0, words.length - 4 * k).join(' '), { topK: 1 });
+        const r = model.run(lastTokens(words.slice(0, words.length - 4 * k).join(' ')), { topK: 1 });
         assert.ok(r.T >= 100, `a long paragraph (${r.T} tokens)`);
         const s = allHeadScores(r);
         live = live ? live.map((L, l) => L.map((h, i) => sumScores(h, s[l][i]))) : s;

@@ -95,11 +95,18 @@ class Model {
   WeightStorage weight_storage() const { return storage_; }
 
   // Tokenizes and runs `text`. Throws Error on empty text or invalid UTF-8.
-  // Text longer than n_positions tokens: the LAST n_positions tokens are kept (the ones next to the
-  // cursor, which a reader typing at the end is looking at); RunInfo::dropped_tokens says how many
-  // were cut. When the new tokens begin with the previous run's tokens (typing at the end) and the
-  // options match, the cached keys and values of that prefix are reused; results equal a full run.
+  // Text longer than n_positions tokens: the oldest tokens are cut (the ones next to the cursor,
+  // which a reader typing at the end is looking at, are kept), in whole steps of n_positions / 8
+  // (tokens_to_drop()): typing on past the context then extends the same window for up to that many
+  // tokens, each keystroke an incremental update, instead of shifting every position at every token.
+  // RunInfo::dropped_tokens says how many were cut; the same text always keeps the same tokens.
+  // When the new tokens begin with the previous run's tokens (typing at the end) and the switched-
+  // off heads match, the cached keys and values of that prefix are reused; results equal a full run.
   RunInfo run(std::string_view text, const RunOptions& options = {});
+  // Tokens run() cuts from the start of a text of `tokens` tokens: 0 when it fits, else the excess
+  // rounded up to a whole number of steps of n_positions / kContextDropSteps (at least 1).
+  int tokens_to_drop(int tokens) const;
+  static constexpr int kContextDropSteps = 8;
   // Runs token ids directly (1 <= size <= n_positions, each id < vocab_size).
   RunInfo run_ids(std::span<const int32_t> ids, const RunOptions& options = {});
   void clear_cache() { cached_tokens_ = 0; cached_logits_ = 0; }
