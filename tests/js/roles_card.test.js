@@ -95,12 +95,16 @@ for (const { name, folder, card } of models) {
       // 1. the same quantities: every head's live previous/first score is within 0.05 of the card's
       //    (different text, so not equal: the shipped models differ by at most 0.016 here, while their
       //    heads' scores range over 0.01-0.62, so a wrong head order or a wrong model fails)
+      //    An induction head (card score >= 0.4) is left out of the first-token check: it rests on the
+      //    first token whenever the current token has no earlier copy, so its first-token score
+      //    follows how often this text repeats itself (0.44 on the card's windows against 0.32 here
+      //    for heads-2's L1H0); part 4 checks those heads through the engine on the card's probe.
       let maxPrev = 0, maxFirst = 0;
       for (const h of heads) {
         maxPrev = Math.max(maxPrev, Math.abs(liveOf(h, 'previous') - h.prev_token));
-        maxFirst = Math.max(maxFirst, Math.abs(liveOf(h, 'first') - h.first_token));
+        if (!(h.induction >= 0.4)) maxFirst = Math.max(maxFirst, Math.abs(liveOf(h, 'first') - h.first_token));
       }
-      line.push(`max |live - card| previous ${maxPrev.toFixed(3)}, first ${maxFirst.toFixed(3)}`);
+      line.push(`max |live - card| previous ${maxPrev.toFixed(3)}, first ${maxFirst.toFixed(3)} (induction heads' first: ${heads.filter((h) => h.induction >= 0.4).map((h) => `${name_(h)} card ${h.first_token} live ${liveOf(h, 'first').toFixed(2)}`).join(', ') || 'none'})`);
       assert.ok(maxPrev <= 0.05, `previous-token scores within 0.05 of the card (max diff ${maxPrev})`);
       assert.ok(maxFirst <= 0.05, `first-token scores within 0.05 of the card (max diff ${maxFirst})`);
       // 2. the strongest previous-token head: the same head when the card's leader stands out (by
