@@ -1,7 +1,7 @@
 // Head role scores on hand-built attention patterns, and knock-out ranking through the engine.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { headScores, headBadges, knockoutRanking, inductionProbeText, allHeadScores } from '../../dist/analysis.js';
+import { headScores, headBadges, knockoutRanking, inductionProbeText, allHeadScores, HeadScoreRows } from '../../dist/analysis.js';
 import { loadModel } from '../../dist/headscope.js';
 import { testModelUrl } from './helpers.js';
 
@@ -79,6 +79,29 @@ test('knock-out ranking through the engine', async () => {
   const scores = allHeadScores(model.run(text));
   assert.equal(scores.length, nLayer);
   assert.ok(scores[0][0].previous >= 0 && scores[0][0].previous <= 1);
+  model.dispose();
+});
+
+test('live scores row by row: typing with reuse computes new rows only, and equals headScores on each full matrix', async () => {
+  const model = await loadModel(testModelUrl);
+  const rows = new HeadScoreRows();
+  // exact: the same per-row numbers summed in the same order (0 tolerance); NaN where no row counts
+  const same = (a, b) => (Number.isNaN(a) && Number.isNaN(b)) || a === b;
+  let r = null;
+  for (const text of ['The chef', 'The chef, who', 'The chef, who trained the chef', 'The chef, who', 'A cook, who cooked', 'A cook, who cooked']) {
+    r = model.run(text, { reuse: r });
+    const live = rows.scores(r);
+    const ids = r.tokens.map((t) => t.id);
+    for (let l = 0; l < r.nLayer; l++)
+      for (let h = 0; h < r.nHead; h++) {
+        const full = headScores(r.attention(l, h), ids);
+        for (const k of Object.keys(full)) assert.ok(same(live[l][h][k], full[k]), `${text} L${l}H${h} ${k}: ${live[l][h][k]} vs ${full[k]}`);
+      }
+  }
+  // other switched-off heads: nothing is reused
+  const ablated = model.run('A cook, who cooked', { ablate: [[0, 0]] });
+  const live = rows.scores(ablated);
+  assert.ok(same(live[0][1].previous, headScores(ablated.attention(0, 1), ablated.tokens.map((t) => t.id)).previous));
   model.dispose();
 });
 

@@ -8,7 +8,7 @@
 //   - predict, then reveal (lab/quiz.js)
 // This module wires them to the grid: crossed-out cells, badges, hidden patterns, accessible names.
 // Built on the package's public API only. Tokens reach the DOM only through textContent.
-import { headBadges } from '../lib/analysis.js';
+import { headBadges, HeadScoreRows } from '../lib/analysis.js';
 import { parseAblate, formatAblate } from '../lib/result.js';
 import { el } from './lab/dom.js';
 import { SwitchOffPanel } from './lab/switch-off.js';
@@ -46,6 +46,7 @@ export class Lab {
     this.doc = host.ownerDocument;
     this.o = opts;
     this.scores = null;
+    this.scoreRows = new HeadScoreRows(); // live scores, row by row: typing computes only new rows
     const d = this.doc;
     this.switchOff = new SwitchOffPanel(d, {
       initialAblate: opts.initialAblate,
@@ -148,7 +149,7 @@ export class Lab {
     const r = this.result;
     if (!r) return;
     try {
-      this.scores = liveScores(r, this.roles.probeScores);
+      this.scores = liveScores(r, this.roles.probeScores, this.scoreRows);
     } catch { this.scores = null; }
     this.scoresResult = r;
     this.decorate();

@@ -20,6 +20,7 @@
 // A badge is shown when a score reaches its threshold (ROLE_THRESHOLDS, from roles.json); thresholds
 // are chosen so a uniform head earns no pattern badge (its previous/first/self scores are about ln(T)/T).
 import ROLES from './roles.json' with { type: 'json' };
+import { strideOf, headOffset } from './result.js';
 
 // The roles, their formulas and thresholds live in roles.json, which the model cards' Python code
 // reads too. The page badges the roles measured live.
@@ -34,9 +35,59 @@ export const ROLE_DESCRIPTIONS = Object.freeze(Object.fromEntries(LIVE_ROLES.map
 /** Every role of roles.json: { name, short, label, formula, threshold, description, where }. */
 export const ROLES_TABLE = Object.freeze(ROLES.roles.map((r) => Object.freeze({ ...r })));
 
-function mean(values) {
-  return values.length ? values.reduce((a, b) => a + b, 0) / values.length : NaN;
+const SCORE_NAMES = ['previous', 'first', 'self', 'duplicate', 'induction', 'broad'];
+
+// For each token t: the last earlier position with the same id (-1 if none). Chained, these list
+// every earlier copy (duplicate), and the last one is where induction looks (after it).
+function lastSameBefore(ids, T) {
+  const out = new Int32Array(T);
+  const lastSeen = new Map();
+  for (let t = 0; t < T; t++) {
+    const j = lastSeen.get(ids[t]);
+    out[t] = j === undefined ? -1 : j;
+    lastSeen.set(ids[t], t);
+  }
+  return out;
 }
+
+// Row t's share of every score, into rows[name][t] (NaN where the row does not count): A[o + j] is
+// the head's weight of query t on key j.
+function scoreRow(rows, A, o, t, before) {
+  if (t === 0) {
+    for (const name of SCORE_NAMES) rows[name][0] = NaN;
+    return;
+  }
+  rows.previous[t] = A[o + t - 1];
+  rows.first[t] = A[o];
+  rows.self[t] = A[o + t];
+  let h = 0;
+  for (let j = 0; j <= t; j++) if (A[o + j] > 0) h -= A[o + j] * Math.log(A[o + j]);
+  rows.broad[t] = Math.min(1, h / Math.log(t + 1));
+  // duplicate: the earlier copies summed in increasing order (as a plain loop over j would)
+  let copies = 0;
+  for (let j = before[t]; j >= 0; j = before[j]) copies++;
+  if (copies) {
+    const at = new Int32Array(copies);
+    for (let j = before[t], i = copies - 1; j >= 0; j = before[j], i--) at[i] = j;
+    let dup = 0;
+    for (let i = 0; i < copies; i++) dup += A[o + at[i]];
+    rows.duplicate[t] = dup;
+  } else {
+    rows.duplicate[t] = NaN;
+  }
+  const j = before[t];
+  rows.induction[t] = j >= 0 && j + 1 < t ? A[o + j + 1] : NaN;
+}
+
+// Mean of the rows that count (not NaN), in row order; NaN when none does.
+function meanOfRows(values, T) {
+  let sum = 0, n = 0;
+  for (let t = 0; t < T; t++) if (!Number.isNaN(values[t])) { sum += values[t]; n++; }
+  return n ? sum / n : NaN;
+}
+
+const meansOf = (rows, T) => Object.fromEntries(SCORE_NAMES.map((name) => [name, meanOfRows(rows[name], T)]));
+const emptyRows = (T) => Object.fromEntries(SCORE_NAMES.map((name) => [name, new Float64Array(T)]));
 
 /**
  * Scores of one head. `att` is T*T (row-major), `ids` the T token ids.
@@ -45,41 +96,66 @@ function mean(values) {
  */
 export function headScores(att, ids, T = ids.length) {
   if (att.length !== T * T) throw new Error(`attention has ${att.length} entries, expected ${T}x${T}`);
-  const previous = [], first = [], self = [], duplicate = [], induction = [], broad = [];
-  const lastSeen = new Map();
-  for (let t = 0; t < T; t++) {
-    const row = att.subarray ? att.subarray(t * T, t * T + T) : att.slice(t * T, t * T + T);
-    if (t >= 1) {
-      previous.push(row[t - 1]);
-      first.push(row[0]);
-      self.push(row[t]);
-      let h = 0;
-      for (let j = 0; j <= t; j++) if (row[j] > 0) h -= row[j] * Math.log(row[j]);
-      broad.push(Math.min(1, h / Math.log(t + 1)));
-      let dup = 0, any = false;
-      for (let j = 0; j < t; j++) if (ids[j] === ids[t]) { dup += row[j]; any = true; }
-      if (any) duplicate.push(dup);
-      const j = lastSeen.get(ids[t]);
-      if (j !== undefined && j + 1 < t) induction.push(row[j + 1]);
+  const before = lastSameBefore(ids, T);
+  const rows = emptyRows(T);
+  for (let t = 0; t < T; t++) scoreRow(rows, att, t * T, t, before);
+  return meansOf(rows, T);
+}
+
+/**
+ * Every head's scores for run results, row by row, keeping each row's share: every score is a mean
+ * over rows, and row t depends only on tokens 0..t, so a later result that begins with the same
+ * tokens (typing at the end) computes only the rows from the first changed token. At 1,000 tokens
+ * and 144 heads that is a few rows per keystroke instead of a second of the page's thread.
+ */
+export class HeadScoreRows {
+  #ids = new Int32Array(0);
+  #ablate = '';
+  #heads = []; // [layer * nHead + head]: { score name: Float64Array } of each row's share
+
+  /** An array [layer][head] of headScores() for `result`. */
+  scores(result) {
+    const { T, nLayer, nHead } = result;
+    const ids = Int32Array.from(result.tokens, (t) => t.id);
+    const ablate = JSON.stringify(result.ablate ?? []);
+    let from = 0;
+    if (ablate === this.#ablate && this.#heads.length === nLayer * nHead) {
+      const n = Math.min(T, this.#ids.length);
+      while (from < n && this.#ids[from] === ids[from]) from++;
     }
-    lastSeen.set(ids[t], t);
+    if (this.#heads.length !== nLayer * nHead) {
+      this.#heads = Array.from({ length: nLayer * nHead }, () => emptyRows(T));
+      from = 0;
+    } else if (this.#heads[0].previous.length < T) {
+      const capacity = Math.max(T, 2 * this.#heads[0].previous.length);
+      this.#heads = this.#heads.map((old) => {
+        const rows = emptyRows(capacity);
+        for (const name of SCORE_NAMES) rows[name].set(old[name]);
+        return rows;
+      });
+    }
+    const before = lastSameBefore(ids, T);
+    const S = strideOf(result);
+    const out = [];
+    for (let l = 0; l < nLayer; l++) {
+      const row = [];
+      for (let h = 0; h < nHead; h++) {
+        const rows = this.#heads[l * nHead + h];
+        const base = headOffset(result, l, h);
+        for (let t = from; t < T; t++) scoreRow(rows, result.attentionAll, base + t * S, t, before);
+        row.push(meansOf(rows, T));
+      }
+      out.push(row);
+    }
+    this.#ids = ids;
+    this.#ablate = ablate;
+    return out;
   }
-  return {
-    previous: mean(previous), first: mean(first), self: mean(self),
-    duplicate: mean(duplicate), induction: mean(induction), broad: mean(broad),
-  };
 }
 
 /** Scores for every head of a run result: an array [layer][head] of headScores(). */
 export function allHeadScores(result) {
-  const ids = result.tokens.map((t) => t.id);
-  const out = [];
-  for (let l = 0; l < result.nLayer; l++) {
-    const row = [];
-    for (let h = 0; h < result.nHead; h++) row.push(headScores(result.attention(l, h), ids, result.T));
-    out.push(row);
-  }
-  return out;
+  return new HeadScoreRows().scores(result);
 }
 
 /** The badges a head earns: role names whose score reaches its threshold, strongest first. */

@@ -23,8 +23,9 @@ export const ROLE_NAMES = Object.freeze(Object.fromEntries(LIVE.map((r) => [r.na
 // (the induction score always comes from the probe: on ordinary text few tokens repeat, and a
 // handful of rows would decide it; verb to subject needs sentences of the article's shape, so it
 // comes from the card's probe sentences; NaN, so no badge, until a probe has run)
-export function liveScores(result, probeScores) {
-  const scores = allHeadScores(result);
+// `rows` (a HeadScoreRows kept across results) computes only the rows a typed token changed.
+export function liveScores(result, probeScores, rows = null) {
+  const scores = rows ? rows.scores(result) : allHeadScores(result);
   for (let l = 0; l < scores.length; l++) {
     for (let h = 0; h < scores[l].length; h++) {
       scores[l][h].induction = probeScores?.[l]?.[h]?.induction ?? NaN;
