@@ -26,10 +26,10 @@ function cancelledError() {
   return e;
 }
 
-// What the engine's cache holds: the token ids of the last run or prefill, and its options (a cache
-// made with other switched-off heads or logits is not reused).
+// What the engine's cache holds: the token ids of the last run or prefill, and its switched-off
+// heads (a cache made with others is not reused).
 let cached = { ids: [], key: '' };
-const cacheKey = (options) => JSON.stringify([options.ablate ?? [], !!options.allLogits]);
+const cacheKey = (options) => JSON.stringify(options.ablate ?? []);
 
 function sharedPrefix(a, b) {
   let n = 0;
@@ -71,6 +71,37 @@ async function runInSteps(id, text, options, previous) {
   }
   self.postMessage({ id, progress: { tokens: T, total: T } });
   return finish();
+}
+
+// The text on screen (the latest run that updated a shown result), and putting it back into the
+// engine's cache when the worker is idle: a side run (the lab's probes, loss or knock-outs) leaves
+// its own text there, and the reader's next keystroke would otherwise compute every token of a long
+// text again. In steps of tokens, stopping as soon as a request arrives (the run that follows
+// reuses what was restored). Returns true when it did any work (the caller checks the queue again).
+let onScreen = null;
+
+async function restoreTyping() {
+  if (!model || !onScreen) return false;
+  const { text, options } = onScreen;
+  const tokens = model.tokenize(text);
+  const T = Math.min(tokens.length, model.info.config.nPositions);
+  const start = cached.key === cacheKey(options) ? sharedPrefix(cached.ids, tokens.map((t) => t.id)) : 0;
+  if (T - start < 2 || (T - start) * model.info.parameterCount < STEPPED_RUN_WORK / 4 || tokens.length > T) return false;
+  const step = Math.ceil((T - start) / STEPS);
+  for (let end = start + step; end < T && !queue.length; end += step) {
+    let k = end;
+    while (k < T && !/\s/.test(text[tokens[k].start] ?? '')) k++;
+    if (k >= T) break;
+    model.prefill(text.slice(0, tokens[k].start), options);
+    cached = { ids: tokens.slice(0, k).map((t) => t.id), key: cacheKey(options) };
+    await yieldToMessages();
+    end = k;
+  }
+  if (!queue.length) {
+    model.prefill(text, options);
+    cached = { ids: tokens.map((t) => t.id), key: cacheKey(options) };
+  }
+  return true;
 }
 
 // A chunk of training steps lasts about this long before the worker posts progress and reads its
@@ -159,6 +190,7 @@ async function handle({ id, method, args }) {
     } else if (method === 'load') {
       if (model) model.dispose();
       cached = { ids: [], key: '' };
+      onScreen = null;
       model = await loadModel(args.source, {
         weights: args.weights,
         onProgress: (p) => self.postMessage({ id, progress: p }),
@@ -169,6 +201,9 @@ async function handle({ id, method, args }) {
     } else if (method === 'run') {
       // the methods stay behind; the client adds them back with makeResult()
       ({ data: value, transfer } = resultForTransfer(await runInSteps(id, args.text, args.options, args.previous)));
+      // a run that updates the result on screen (`previous`) is the reader's text; others (probes,
+      // the lab's loss or knock-outs) may have taken the engine's cache from it
+      if (args.previous) onScreen = { text: args.text, options: { ablate: args.options.ablate } };
     } else if (method === 'tokenize') {
       value = model.tokenize(args.text);
     } else if (method === 'tokenText') {
@@ -198,7 +233,11 @@ self.onmessage = async (event) => {
   queue.push(message);
   if (busy) return;
   busy = true;
-  while (queue.length) await handle(queue.shift());
+  for (;;) {
+    while (queue.length) await handle(queue.shift());
+    // idle: give the engine's cache back to the text on screen (see restoreTyping)
+    if (!(await restoreTyping())) break;
+  }
   busy = false;
 };
 
