@@ -2,6 +2,7 @@
 # GPT-2 small's shape, side by side in one run (called by scripts/bench.sh with BENCH_GPT2=1, or alone):
 #   native (preset native-release) against PyTorch with 1 thread  -> bench/gpt2-small-native.md
 #   wasm SIMD128 and relaxed SIMD against onnxruntime-web (node)  -> bench/gpt2-small-wasm.md
+#   typing at the end of 1,000 tokens in the demo (Chromium)     -> bench/gpt2-small-typing.md
 # The random checkpoint (548 MB) and its ONNX export live in .cache/bench, never in the repository.
 # Options (environment): JOBS=N build parallelism; BENCH_QUICK=1 fewer runs.
 set -euo pipefail
@@ -33,3 +34,6 @@ log "native against PyTorch (1 thread)"
 log "wasm SIMD128 and relaxed SIMD against onnxruntime-web"
 node --experimental-wasm-relaxed-simd bench/wasm_gpt2_small.mjs --model "$G" --onnx "$G-onnx" \
   --simd "$OUT/wasm-simd" --relaxed "$OUT/wasm-relaxed" --markdown bench/gpt2-small-wasm.md "${QUICK[@]}"
+log "typing at the end of 1,000 tokens in the demo (headless Chromium)"
+web/demo/build.sh "$OUT/site" >/dev/null
+node bench/long_text_bench.mjs --model "$G" --demo "$OUT/site" --out "$OUT/long-text.json" --markdown bench/gpt2-small-typing.md

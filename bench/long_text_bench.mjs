@@ -4,7 +4,7 @@
 // (every run sends all L x H x T x T weights again). Also the first run of the long text (in steps,
 // with progress) and where the time of a keystroke goes (the run as the page sees it, and the
 // page's own update of every view).
-// Usage: node bench/long_text_bench.mjs --model DIR --demo SITE --out FILE [--tokens 1000] [--keys 12]
+// Usage: node bench/long_text_bench.mjs --model DIR --demo SITE --out FILE [--markdown FILE] [--tokens 1000] [--keys 11]
 //   DIR: a GPT-2-shaped folder (bench/make_gpt2_small.py writes GPT-2 small's shape, random weights)
 //   SITE: the built demo (web/demo/build.sh SITE)
 import { writeFile } from 'node:fs/promises';
@@ -18,7 +18,7 @@ import { startStaticServer, DEMO_CSP } from '../web/demo/static-server.mjs';
 const { values: opt } = parseArgs({
   options: {
     model: { type: 'string' }, demo: { type: 'string' }, out: { type: 'string' },
-    tokens: { type: 'string', default: '1000' }, keys: { type: 'string', default: '12' },
+    markdown: { type: 'string' }, tokens: { type: 'string', default: '1000' }, keys: { type: 'string', default: '11' },
   },
 });
 if (!opt.model || !opt.demo || !opt.out) throw new Error('usage: node bench/long_text_bench.mjs --model DIR --demo SITE --out FILE [--tokens N] [--keys K]');
@@ -75,17 +75,22 @@ async function typeKeys(label, words) {
     await page.waitForFunction((n) => window.__demoBench.keys.length >= n, before + k + 1, { timeout: 120_000 });
     await page.evaluate(() => window.headscopeDemo.idle());
   }
-  const keys = (await page.evaluate(() => window.__demoBench.keys)).slice(before);
+  // the first key stands apart: right after a long run it can wait behind the lab's one-off probe
+  // runs, which take the engine's cache (the worker gives it back when idle); the rest is typing
+  const all = (await page.evaluate(() => window.__demoBench.keys)).slice(before);
+  const keys = all.slice(1);
   const rows = await page.evaluate(() => ({ rowsFrom: window.headscopeDemo.result.rowsFrom, T: window.headscopeDemo.result.T, stride: window.headscopeDemo.result.stride }));
   const out = {
     keystroke_to_paint: stats(keys.map((k) => k.to_paint_ms)),
     keystroke_to_render: stats(keys.map((k) => k.to_render_ms)),
     run_round_trip: stats(keys.map((k) => k.run_ms).filter((x) => x !== null)),
     page_render: stats(keys.map((k) => k.render_ms).filter((x) => x !== null)),
-    T: keys.map((k) => k.T),
+    first_key_to_paint_ms: all[0].to_paint_ms,
+    T: all.map((k) => k.T),
+    per_key_ms: all.map((k) => ({ to_paint: Math.round(k.to_paint_ms), run: k.run_ms, views: k.render_ms })),
     last: rows,
   };
-  log(`${label}: keystroke to paint median ${out.keystroke_to_paint.median_ms.toFixed(0)} ms, p95 ${out.keystroke_to_paint.p95_ms.toFixed(0)} ms `
+  log(`${label}: first key ${out.first_key_to_paint_ms.toFixed(0)} ms; then keystroke to paint median ${out.keystroke_to_paint.median_ms.toFixed(0)} ms, p95 ${out.keystroke_to_paint.p95_ms.toFixed(0)} ms `
     + `(run round trip ${out.run_round_trip.median_ms?.toFixed(0)} ms, views ${out.page_render.median_ms?.toFixed(0)} ms), T ${out.T[0]}-${out.T.at(-1)}, last rows from ${rows.rowsFrom}`);
   return out;
 }
@@ -109,6 +114,21 @@ const result = {
   speedup_p50: rowsOff.keystroke_to_paint.median_ms / rowsOn.keystroke_to_paint.median_ms,
 };
 await writeFile(opt.out, JSON.stringify(result, null, 2));
+if (opt.markdown) {
+  const row = (name, r) => `| ${name} | ${r.keystroke_to_paint.median_ms.toFixed(0)} | ${r.keystroke_to_paint.p95_ms.toFixed(0)} | `
+    + `${r.run_round_trip.median_ms.toFixed(0)} | ${r.page_render.median_ms.toFixed(0)} | ${r.first_key_to_paint_ms.toFixed(0)} | ${r.T[0]}-${r.T.at(-1)} |`;
+  await writeFile(opt.markdown, `# Typing at the end of a long text on GPT-2 small's shape, in the demo\n\n`
+    + `Written by \`node bench/long_text_bench.mjs\` (bench/gpt2_small.sh) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: `
+    + `Chromium ${result.chromium} (headless), the demo page (web/demo) under its strict CSP, the checkpoint of bench/make_gpt2_small.py `
+    + `(${info.nLayer} layers x ${info.nHead} heads, width ${info.nEmbd}, random weights), a text of ${TOKENS} tokens, then ${KEYS} keystrokes, `
+    + `each a word with its space (one new token), first with the demo's row updates and then, in the same page, without them.\n\n`
+    + `Load ${(loadMs / 1000).toFixed(1)} s; the first run of the ${TOKENS} tokens ${(firstRunMs / 1000).toFixed(1)} s, in steps with progress shown: ${progressSeen}.\n\n`
+    + `| keystroke at ${TOKENS}+ tokens | to paint, median ms | p95 ms | run round trip (worker) median ms | the page's update of every view, median ms | first key ms | T |\n|---|---|---|---|---|---|---|\n`
+    + `${row('new attention rows only (the demo)', rowsOn)}\n${row('every attention row again', rowsOff)}\n\n`
+    + `New rows only is ${result.speedup_p50.toFixed(1)}x faster (median keystroke to paint). Target: within 150 ms. `
+    + `The first key stands apart: right after a long run it can wait behind the lab's one-off induction probe, whose short runs take the `
+    + `engine's cache; the worker gives the cache back to the text on screen when it is idle.\n`);
+}
 log(`new rows only vs all rows, keystroke to paint: ${result.speedup_p50.toFixed(1)}x faster (median); wrote ${opt.out}`);
 await browser.close();
 await server.close();
