@@ -130,6 +130,13 @@ if (work !== null) targets.push({ target: 'keystroke to drawn (work before the f
 const demoRender = page?.demo?.render_T_le_64?.p95_ms ?? null;
 if (demoRender !== null) targets.push({ target: 'web/demo: from the worker\'s result to every view updated, p95 < 16 ms for T <= 64 (the views update within a frame)', value: demoRender, goal: 16, met: demoRender < 16, unit: 'ms' });
 targets.push(...trainRep.targets);
+// typing at the end of a long text on GPT-2 small's shape (bench/gpt2_small.sh: bench/long_text_bench.mjs)
+const longText = existsSync(path.join(ROOT, 'build/bench-gpt2/long-text.json'))
+  ? JSON.parse(readFileSync(path.join(ROOT, 'build/bench-gpt2/long-text.json'), 'utf8')) : null;
+if (longText) {
+  const v = longText.new_rows_only.keystroke_to_paint.p95_ms;
+  targets.push({ target: `one typed token at ${longText.tokens}+ tokens of GPT-2 small's shape updates every view within 150 ms (web/demo, p95; bench/gpt2-small-typing.md)`, value: v, goal: 150, met: v <= 150, unit: 'ms' });
+}
 
 const sizes = {
   wasm_bytes: statSync(path.join(B, 'wasm-simd', 'headscope_wasm.wasm')).size,
