@@ -89,7 +89,15 @@ export function oneHeadNote(entries) {
   const c = roleCounts(one.card);
   const nLayer = one.card.architecture?.n_layer;
   const both = entries.filter((e) => e !== one && e.card?.roles && holds(e.card).prev_token && holds(e.card).induction).map((e) => e.label);
-  const missing = [!h.prev_token && `no previous-token head (score ≥ ${th.prev_token})`, !h.induction && `no induction head (score ≥ ${th.induction})`].filter(Boolean).join(' and ');
-  return `With 1 head per layer${Number.isInteger(nLayer) ? ` (${nLayer} heads in all)` : ''}, ${one.label} does not hold both a previous-token role and an induction role, which copying from context needs together: its card shows ${missing} (${c.prev_token} previous-token, ${c.induction} induction). `
+  const best = one.card.roles.best || {};
+  const bestOf = (k) => (Number.isFinite(best[k]?.score) ? `; the strongest, L${best[k].layer}H${best[k].head}, scores ${best[k].score.toFixed(2)}` : '');
+  const missing = [!h.prev_token && `no previous-token head (score ≥ ${th.prev_token}${bestOf('prev_token')})`,
+    !h.induction && `no induction head (score ≥ ${th.induction}${bestOf('induction')})`].filter(Boolean).join(' and ');
+  // copying a repeated list is what the two roles do together; a high copy accuracy says the
+  // circuit works with the weaker pattern
+  const copy = Number.isFinite(one.card.roles.copy_accuracy)
+    ? ` It still copies ${(100 * one.card.roles.copy_accuracy).toFixed(0)}% of repeated word lists${h.induction && !h.prev_token ? ', so its induction head makes do with the weaker previous-token pattern' : ''}.`
+    : '';
+  return `With 1 head per layer${Number.isInteger(nLayer) ? ` (${nLayer} heads in all)` : ''}, ${one.label} does not hold both a previous-token role and an induction role, the two halves of copying from context: its card shows ${missing}, with ${c.prev_token} previous-token and ${c.induction} induction ${c.induction === 1 ? 'head' : 'heads'}.${copy} `
     + (both.length ? `With more heads per layer, ${both.join(', ')} ${both.length > 1 ? 'hold' : 'holds'} both.` : 'No model of this family holds both on its card.');
 }
