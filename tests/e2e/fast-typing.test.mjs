@@ -1,5 +1,6 @@
 // Fast typing on the demo page: with a small model, short incremental updates run on the page
-// thread (web/component/fast-typing.js), so a keystroke is painted in the next frame, and their
+// thread (web/component/fast-typing.js), so a keystroke is painted in the next frame (counted in
+// frames, not timed), and their
 // results equal the worker's for the same text, bit for bit (same engine, same weights; an
 // incremental update equals a full run).
 import { test, expect, demoReady, renders } from './fixtures.mjs';
@@ -10,7 +11,24 @@ test('typing at the end runs on the page thread, and its results equal the worke
   await expect(page.locator('#model-info')).toContainText('short updates while typing on the page thread');
   await page.focus('#text');
   await page.keyboard.press('End');
+  // Keystroke to paint, as a count of frames rather than milliseconds: a requestAnimationFrame
+  // counter, read at each keydown and at the render that follows it (body[data-renders]). A run on
+  // the page thread renders inside the keystroke's own task, before any frame can start, so its
+  // views are in the very next paint; a worker round trip lets at least one frame pass.
+  await page.evaluate(() => {
+    const probe = (window.__frames = { frame: 0, keyFrame: null, framesToRender: [] });
+    const tick = () => { probe.frame++; requestAnimationFrame(tick); };
+    requestAnimationFrame(tick);
+    document.addEventListener('keydown', () => { probe.keyFrame = probe.frame; }, true);
+    // the first render after each keydown (later re-renders of the same result do not count)
+    new MutationObserver(() => {
+      if (probe.keyFrame === null) return;
+      probe.framesToRender.push(probe.frame - probe.keyFrame);
+      probe.keyFrame = null;
+    }).observe(document.body, { attributes: true, attributeFilter: ['data-renders'] });
+  });
   const where = [];
+  const framesToRender = [];
   let same = null;
   for (const ch of ' and then the guests ate it') {
     const n = await renders(page);
@@ -20,6 +38,7 @@ test('typing at the end runs on the page thread, and its results equal the worke
     await expect.poll(() => page.evaluate(() => window.headscopeDemo.result.text === document.getElementById('text').value)).toBe(true);
     const onPage = await page.evaluate(() => window.headscopeDemo.result.ranOnPage);
     where.push(onPage);
+    framesToRender.push(await page.evaluate((i) => window.__frames.framesToRender[i], framesToRender.length));
     // the first page-thread result against a full run of its text in the worker (allLogits forces
     // the worker), while it is the page's current result (the next run updates its buffer)
     if (onPage && !same) {
@@ -47,4 +66,7 @@ test('typing at the end runs on the page thread, and its results equal the worke
   // used at all, and what it computes is right.
   expect(onPage, `${onPage} of ${where.length} keystrokes ran on the page thread`).toBeGreaterThanOrEqual(1);
   expect(same).toEqual({ onPage: true, workerOnPage: false, attention: true, norms: true, logits: true, top: true });
+  // every keystroke that ran on the page thread was rendered before the next frame began
+  const late = where.map((p, i) => (p && framesToRender[i] !== 0 ? `key ${i}: ${framesToRender[i]} frames` : null)).filter(Boolean);
+  expect(late, `frames from keydown to render: ${framesToRender.join(' ')}`).toEqual([]);
 });
