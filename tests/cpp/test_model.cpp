@@ -257,7 +257,7 @@ TEST_CASE("attention rows in a wider block: the rows a typed token changed, patc
     std::vector<float> rows(m.attention_rows_floats(same, T - same, S));
     m.copy_attention_rows(rows.data(), same, T - same, S);
     for (int head = 0; head < L * NH; head++)
-      std::copy_n(&rows[(std::size_t)head * (T - same) * S], (std::size_t)(T - same) * S, &blocks[((std::size_t)head * S + same) * S]);
+      std::copy_n(rows.data() + (std::size_t)head * (T - same) * S, (std::size_t)(T - same) * S, blocks.data() + ((std::size_t)head * S + same) * S);
     shown = m.ids();
 
     const std::vector<float> full = m.attention_all();  // (L, NH, T, T)
