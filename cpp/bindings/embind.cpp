@@ -265,7 +265,7 @@ EMSCRIPTEN_BINDINGS(headscope) {
       .function("results", &results)
       .function("tokenIds", optional_override([](const Model& m) { return i32_copy(m.ids()); }))
       .function("reserve", optional_override([](Model& m, int tokens) {
-                  return guarded([&] { m.reserve(tokens); return val(true); });
+                  return guarded([&] { return val(m.reserve(tokens)); });
                 }))
       .function("config", &config_object)
       .function("parameterCount", optional_override([](const Model& m) { return (double)m.parameter_count(); }))

@@ -13,10 +13,10 @@
 
 namespace headscope {
 
-void Model::reserve(int tokens) { ensure_capacity(std::clamp(tokens, 1, config_.n_positions)); }
+bool Model::reserve(int tokens) { return ensure_capacity(std::clamp(tokens, 1, config_.n_positions)); }
 
-void Model::ensure_capacity(int T) {
-  if (T <= cap_) return;
+bool Model::ensure_capacity(int T) {
+  if (T <= cap_) return false;
   const std::size_t L = config_.n_layer, NH = config_.n_head, C = config_.n_embd, F = config_.n_inner;
   // Sizes come from config.json and the text: add them up in 64 bits and refuse before allocating,
   // so a hostile config cannot overflow a 32-bit size_t (wasm) into a small buffer.
@@ -63,6 +63,8 @@ void Model::ensure_capacity(int T) {
   cap_ = cap;
   cached_tokens_ = 0;
   cached_logits_ = 0;
+  has_run_ = false;  // the buffers holding the last run's results were just cleared
+  return true;
 }
 
 int Model::tokens_to_drop(int tokens) const {
@@ -290,7 +292,12 @@ std::size_t Model::attention_rows_floats(int row_begin, int block_rows, int stri
   if (block_rows < T_ - row_begin || block_rows > config_.n_positions)
     throw Error("a block of " + std::to_string(block_rows) + " rows cannot hold attention rows " + std::to_string(row_begin) + " to " + t +
                 " (at most n_positions = " + std::to_string(config_.n_positions) + " rows)");
-  return (std::size_t)config_.n_layer * config_.n_head * block_rows * stride;
+  // 64-bit product, refused above the activation limit before a 32-bit size_t (wasm) could wrap
+  const uint64_t floats = (uint64_t)config_.n_layer * config_.n_head * block_rows * stride;
+  if (floats > kMaxActivationFloats)
+    throw Error("attention rows of " + std::to_string(block_rows) + " x " + std::to_string(stride) + " per head need " +
+                std::to_string(floats * 4 >> 20) + " MB, more than the " + std::to_string(kMaxActivationFloats * 4 >> 20) + " MB limit");
+  return (std::size_t)floats;
 }
 
 void Model::copy_attention_rows(float* out, int row_begin, int block_rows, int stride) const {

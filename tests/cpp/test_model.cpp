@@ -240,6 +240,22 @@ TEST_CASE("a run with every position's logits reuses a cache made without them, 
   }
 }
 
+TEST_CASE("reserve() allocates ahead; growing drops the cache and the last results, which then throw", "[model][incremental]") {
+  Model m = load_fixture("odd-hs12");  // n_positions 32
+  m.run("The chef");
+  const std::vector<float> before = m.attention_all();
+  REQUIRE_FALSE(m.reserve(4));  // already room: nothing changes
+  REQUIRE(m.attention_all() == before);
+  REQUIRE(m.reserve(32));  // grows: the buffers behind the results are new
+  REQUIRE_THROWS_WITH(m.attention_all(), Catch::Matchers::Contains("run"));
+  const auto info = m.run("The chef, who");
+  REQUIRE(info.reused_tokens == 0);
+  Model fresh = load_fixture("odd-hs12");
+  fresh.run("The chef, who");
+  REQUIRE(m.attention_all() == fresh.attention_all());
+  REQUIRE_FALSE(m.reserve(1000));  // clamped to the context, which is there already
+}
+
 TEST_CASE("attention rows in a wider block: the rows a typed token changed, patched into the old ones", "[model][incremental][rows]") {
   // What a viewer does while the reader types: keep every head's rows in a block of `stride` rows
   // of `stride` floats, and after each edit copy only the rows from the first changed token on.

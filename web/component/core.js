@@ -62,7 +62,8 @@ export async function getFastTypingModel(source, options = {}) {
   const model = await getModel(source, options);
   if (model.thread === 'page' || model.info.weightBytes > FAST_TYPING_MAX_BYTES) return model;
   // the files are in the HTTP cache by now: the second instance costs memory, not a download
-  const page = loadModel(source || undefined).catch(() => null);
+  // (with the same weight storage: both instances must compute the same numbers)
+  const page = loadModel(source || undefined, { weights: options.weights }).catch(() => null);
   return new FastTypingModel(model, page);
 }
 

@@ -269,6 +269,11 @@ function useModel(model, { name, local = false, card = null }) {
   const where = model.thread === 'page' ? 'on the page thread (no Web Worker could start)'
     : model.fastTyping ? 'in a Web Worker, with short updates while typing on the page thread' : 'in a Web Worker';
   $('model-info').textContent = `Model: ${name}${local ? ' (from your disk, not uploaded)' : ''}, ${c.nLayer} layers × ${c.nHead} heads, ${size}, context ${c.nPositions} tokens; engine: WebAssembly ${page.info.simd.simd ? `SIMD128${page.info.simd.relaxedMadd ? ' with relaxed-SIMD multiply-add' : ''}` : 'scalar'} ${where}.${cardText}`;
+  // the old model's runs stop here: none may write into the result on screen any more
+  if (page.runner) {
+    page.runner.reuseResults = false;
+    page.runner.cancel();
+  }
   page.runner = new Runner(model, {
     reuseResults: true, // typing at the end of 1,024 tokens of GPT-2 moves 0.6 MB, not 600
     requestOptions: () => ({ ablate: state.ablate }),

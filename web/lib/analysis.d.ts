@@ -28,6 +28,13 @@ export declare const ROLE_DESCRIPTIONS: Readonly<Record<Role, string>>;
 export declare function headScores(att: Float32Array | number[], ids: number[], T?: number): HeadScores;
 /** Scores of every head of a run: [layer][head]. */
 export declare function allHeadScores(result: RunResult): HeadScores[][];
+/**
+ * allHeadScores() for a sequence of results, keeping each row's share of every score: a result
+ * that begins with the previous one's tokens (typing at the end) computes only its new rows.
+ */
+export declare class HeadScoreRows {
+  scores(result: RunResult): HeadScores[][];
+}
 /** Roles whose score reaches its threshold, strongest first. */
 export declare function headBadges(scores: HeadScores, thresholds?: Readonly<Record<Role, number>>): Role[];
 

@@ -74,6 +74,12 @@ class WorkerChannel {
   }
 }
 
+function abortError() {
+  const e = new Error('the run was cancelled');
+  e.name = 'AbortError';
+  return e;
+}
+
 class WorkerModel {
   #channel;
   #info = null;
@@ -113,18 +119,17 @@ class WorkerModel {
    */
   async run(text, { onProgress, signal, ...options } = {}) {
     if (typeof text !== 'string') throw new Error(`text must be a string, got ${text === null ? 'null' : typeof text}`);
-    if (signal?.aborted) {
-      const e = new Error('the run was cancelled');
-      e.name = 'AbortError';
-      throw e;
-    }
+    if (signal?.aborted) throw abortError();
     const { reuse = null, ...rest } = options;
     // the worker gets the earlier result's token ids, not its buffer: it sends back only the rows
     // that changed, and they are written into that buffer here
     const previous = reuse ? reuseInfo(reuse, rest.ablate ?? []) : null;
     const release = previous ? claimForUpdate(reuse) : () => {};
     try {
-      const data = await this.call('run', { text, options: rest, previous }, onProgress, [], signal);
+      // onScreen: this text replaces the result on screen; the worker keeps its cache for it
+      const data = await this.call('run', { text, options: rest, previous, onScreen: !!reuse }, onProgress, [], signal);
+      // cancelled meanwhile (a newer text, another model): the result on screen stays as it was
+      if (signal?.aborted) throw abortError();
       return makeResult(data.attentionRows ? withPreviousRows(reuse, data) : data);
     } finally {
       release();

@@ -54,6 +54,11 @@ export interface LoadOptions {
 /** Loads the WebAssembly module (once) and a model. Rejects with an Error naming the problem. */
 export declare function loadModel(source?: ModelSource, options?: LoadOptions): Promise<HeadscopeModel>;
 
+/** Offset of attention weight (layer, head, query q, key k) in result.attentionAll, for any result (any stride). */
+export declare function attentionIndex(result: RunResult, layer: number, head: number, q: number, k: number): number;
+/** Rows and columns of each head's block in result.attentionAll: result.stride, or T for data without one. */
+export declare function strideOf(result: RunResult): number;
+
 /** Bytes currently allocated in the wasm heap (for leak checks in long-running pages). */
 export declare function wasmHeapUsedBytes(): Promise<number>;
 /** Size of the engine's WebAssembly memory in bytes (it only grows). Loads the engine if needed. */
@@ -61,7 +66,7 @@ export declare function wasmMemoryBytes(): Promise<number>;
 
 export interface ModelConfig {
   vocabSize: number;
-  /** Context length: longer text keeps its last nPositions tokens. */
+  /** Context length: a longer text keeps its last tokens, cut in steps of nPositions / 8 (so between 7/8 of nPositions and all of it remain). */
   nPositions: number;
   nEmbd: number;
   nLayer: number;
@@ -140,8 +145,8 @@ export interface RunResult {
   reusedTokens: number;
   /** Attention probabilities, [nLayer, nHead, stride, stride]: row = query token, column = key
    *  token (both < T); rows sum to 1 and entries above the diagonal are 0 (a token cannot see later
-   *  tokens). stride is T unless the run was given `reuse`; read through attention() or result.js's
-   *  attentionIndex() to be independent of it. */
+   *  tokens). stride is T unless the run was given `reuse`; read through attention() or
+   *  attentionIndex() (exported here) to be independent of it. */
   attentionAll: Float32Array;
   /** Rows and columns of each head's block in attentionAll: T, or more for a result that takes typed tokens (`reuse`). */
   stride: number;
@@ -185,8 +190,8 @@ export declare class HeadscopeModel {
    * later run() of a text that extends it only computes the new tokens.
    */
   prefill(text: string, options?: { ablate?: Array<[number, number]>; allLogits?: boolean }): { tokens: number; reusedTokens: number; droppedTokens: number };
-  /** Allocates the engine's activations for `tokens` positions now (before a long text run in steps with prefill()). */
-  reserve(tokens: number): void;
+  /** Allocates the engine's activations for `tokens` positions now (before a long text run in steps with prefill()); true when it reallocated, which empties the engine's cache. */
+  reserve(tokens: number): boolean;
   /** Frees the model's wasm memory; every later call throws. Safe to call twice. */
   dispose(): void;
 }

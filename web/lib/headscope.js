@@ -12,6 +12,8 @@ import { HeadscopeTrainer, presetsFromCore } from './trainer.js';
 export const shippedModels = Object.freeze(['headscope-base', 'heads-1', 'heads-2', 'heads-4', 'heads-8']);
 /** The model loadModel() uses when called without a source. */
 export const defaultModelName = 'headscope-base';
+// where a weight sits in a result's attentionAll, whatever its block width (see RunOptions.reuse)
+export { attentionIndex, strideOf } from './result.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined'
   && typeof importScripts === 'undefined';
@@ -409,11 +411,12 @@ export class HeadscopeModel {
   /**
    * Allocates the engine's activations for `tokens` positions (at most the context) now, so that a
    * long text run in steps with prefill() never reallocates between steps (which drops the cache).
+   * Returns true when it reallocated: the engine's cache is then empty.
    */
   reserve(tokens) {
     const h = this.#live();
     if (!Number.isInteger(tokens) || tokens < 1) throw new Error(`tokens must be a positive integer, got ${tokens}`);
-    checked(this.#core, h.reserve(tokens));
+    return checked(this.#core, h.reserve(tokens));
   }
 
   /** Frees the model's wasm memory. Any later call throws. Safe to call twice. */

@@ -71,7 +71,8 @@ export function claimForUpdate(result) {
  * attention buffer, superseded already, other heads switched off).
  */
 export function reuseInfo(result, ablate = []) {
-  if (!result || superseded.has(result) || claimed.has(result) || !result.attentionAll?.length || !sameAblate(result.ablate ?? [], ablate)) return null;
+  if (!result || superseded.has(result) || claimed.has(result) || !(result.attentionAll instanceof Float32Array)
+    || !result.attentionAll.length || !sameAblate(result.ablate ?? [], ablate)) return null;
   const S = strideOf(result);
   if (result.attentionAll.length !== result.nLayer * result.nHead * S * S) return null;
   return { ids: Int32Array.from(result.tokens, (t) => t.id), stride: S };

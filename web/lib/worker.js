@@ -51,11 +51,15 @@ async function runInSteps(id, text, options, previous) {
   const tokens = model.tokenize(text);
   const T = tokens.length;
   const ids = tokens.map((t) => t.id);
-  const start = cached.key === cacheKey(options) ? sharedPrefix(cached.ids, ids) : 0;
-  const fresh = T - start;
-  if (fresh * model.info.parameterCount < STEPPED_RUN_WORK || T > nPositions || fresh < 2 * STEPS) return finish();
-  model.reserve(T); // the steps' prefixes grow towards T: no reallocation (and lost cache) between them
-  const step = Math.ceil(fresh / STEPS);
+  let start = cached.key === cacheKey(options) ? sharedPrefix(cached.ids, ids) : 0;
+  if (T > nPositions || (T - start) * model.info.parameterCount < STEPPED_RUN_WORK || T - start < 2 * STEPS) return finish();
+  // the steps' prefixes grow towards T: room for all of them now, not a reallocation (and a lost
+  // cache) between steps; a reallocation here empties the cache, so the steps start from token 0
+  if (model.reserve(T)) {
+    cached = { ids: [], key: '' };
+    start = 0;
+  }
+  const step = Math.ceil((T - start) / STEPS);
   for (let end = start + step; end < T; end += step) {
     // cut where a token starts with white space: the prefix then ends on a whole word, so it is
     // tokenized as the start of the full text is (a cut elsewhere only costs a recomputation)
@@ -77,16 +81,18 @@ async function runInSteps(id, text, options, previous) {
 // engine's cache when the worker is idle: a side run (the lab's probes, loss or knock-outs) leaves
 // its own text there, and the reader's next keystroke would otherwise compute every token of a long
 // text again. In steps of tokens, stopping as soon as a request arrives (the run that follows
-// reuses what was restored). Returns true when it did any work (the caller checks the queue again).
+// reuses what was restored).
 let onScreen = null;
+let restoreTimer = 0;
+const RESTORE_AFTER_IDLE_MS = 250;
 
 async function restoreTyping() {
-  if (!model || !onScreen) return false;
+  if (!model || !onScreen) return;
   const { text, options } = onScreen;
   const tokens = model.tokenize(text);
   const T = Math.min(tokens.length, model.info.config.nPositions);
   const start = cached.key === cacheKey(options) ? sharedPrefix(cached.ids, tokens.map((t) => t.id)) : 0;
-  if (T - start < 2 || (T - start) * model.info.parameterCount < STEPPED_RUN_WORK / 4 || tokens.length > T) return false;
+  if (T - start < 2 || (T - start) * model.info.parameterCount < STEPPED_RUN_WORK / 4 || tokens.length > T) return;
   const step = Math.ceil((T - start) / STEPS);
   for (let end = start + step; end < T && !queue.length; end += step) {
     let k = end;
@@ -101,7 +107,6 @@ async function restoreTyping() {
     model.prefill(text, options);
     cached = { ids: tokens.map((t) => t.id), key: cacheKey(options) };
   }
-  return true;
 }
 
 // A chunk of training steps lasts about this long before the worker posts progress and reads its
@@ -201,9 +206,9 @@ async function handle({ id, method, args }) {
     } else if (method === 'run') {
       // the methods stay behind; the client adds them back with makeResult()
       ({ data: value, transfer } = resultForTransfer(await runInSteps(id, args.text, args.options, args.previous)));
-      // a run that updates the result on screen (`previous`) is the reader's text; others (probes,
-      // the lab's loss or knock-outs) may have taken the engine's cache from it
-      if (args.previous) onScreen = { text: args.text, options: { ablate: args.options.ablate } };
+      // a run that replaces the result on screen (the page passed `reuse`) is the reader's text;
+      // others (probes, the lab's loss or knock-outs) may take the engine's cache from it
+      if (args.onScreen) onScreen = { text: args.text, options: { ablate: args.options.ablate } };
     } else if (method === 'tokenize') {
       value = model.tokenize(args.text);
     } else if (method === 'tokenText') {
@@ -231,15 +236,28 @@ self.onmessage = async (event) => {
     return;
   }
   queue.push(message);
-  if (busy) return;
-  busy = true;
-  for (;;) {
-    while (queue.length) await handle(queue.shift());
-    // idle: give the engine's cache back to the text on screen (see restoreTyping)
-    if (!(await restoreTyping())) break;
-  }
-  busy = false;
+  clearTimeout(restoreTimer);
+  if (!busy) pump();
 };
+
+async function pump() {
+  busy = true;
+  while (queue.length) await handle(queue.shift());
+  busy = false;
+  // once the page has been quiet for a moment (a lab sequence of runs posts its next request at
+  // once), give the engine's cache back to the text on screen
+  restoreTimer = setTimeout(async () => {
+    if (busy || queue.length) return;
+    busy = true;
+    try {
+      await restoreTyping();
+    } catch {
+      onScreen = null; // the next run of that text reports any problem; do not retry this one
+    }
+    busy = false;
+    if (queue.length) pump();
+  }, RESTORE_AFTER_IDLE_MS);
+}
 
 // Tells the page that this module and its imports loaded: failures before this are the worker's
 // (the page may then run the model itself), failures after it are the model's.

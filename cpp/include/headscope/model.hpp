@@ -112,7 +112,8 @@ class Model {
   void clear_cache() { cached_tokens_ = 0; cached_logits_ = 0; }
   // Allocates activations for `tokens` positions (at most n_positions) now. A long text run in
   // steps (prefixes first) then never reallocates between steps, which would drop the cache.
-  void reserve(int tokens);
+  // Returns true when it reallocated: the cache and the last run's results are gone.
+  bool reserve(int tokens);
 
   // ---- results of the last run (throw Error if there was none, or on a bad layer/head) ----
   int T() const { return T_; }
@@ -148,7 +149,7 @@ class Model {
   Model() = default;
   void build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors, std::string_view vocab_json,
              std::string_view merges_txt, WeightStorage storage);
-  void ensure_capacity(int T);
+  bool ensure_capacity(int T);  // true when it reallocated (dropping the cache and the last results)
   void forward(int t_begin, int logits_begin);
   void lm_head(float* out, const float* x, int T);
   void check_layer_head(int layer, int head) const;

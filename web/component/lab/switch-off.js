@@ -114,8 +114,9 @@ export class SwitchOffPanel {
       // Every position's logits: T x vocabulary x width multiply-adds per run. Small models on
       // short texts take milliseconds; GPT-2 on 1,000 tokens takes seconds, which would hold up the
       // next keystroke's run behind it in the worker: then the reader asks for it.
-      const { vocabSize, nEmbd } = model.info.config;
-      const gflop = (2 * text.length * vocabSize * nEmbd * (ablate.length ? 2 : 1)) / 1e9 / 3; // ~3 characters per token
+      const { vocabSize, nEmbd, nPositions } = model.info.config;
+      const tokens = Math.min(nPositions, Math.ceil(text.length / 3)); // about 3 characters per token
+      const gflop = (2 * tokens * vocabSize * nEmbd * (ablate.length ? 2 : 1)) / 1e9;
       if (!asked && gflop > AUTO_LOSS_MAX_GFLOP) {
         if (seq !== this.lossSeq) return;
         this.lastLoss = null;
