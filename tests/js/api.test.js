@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { loadModel, shippedModels, defaultModelName } from '../../dist/headscope.js';
+import { loadModel, shippedModels, defaultModelName, attentionIndex } from '../../dist/headscope.js';
 import { repo, testModelUrl, testModelDir, defaultModelShipped } from './helpers.js';
 
 const SENTENCE = 'The chef, who trained in Paris, cooked the meal quickly.';
@@ -95,8 +95,15 @@ test('reuse: a typed token copies only its new attention rows into the earlier r
     }
     assert.ok(shown.stride >= shown.T + 16 || shown.stride === model.info.config.nPositions, `room to type: stride ${shown.stride} at T ${shown.T}`);
     if (text === 'A cook') assert.notEqual(shown.attentionAll, previousBuffer, 'a new text starts a new buffer');
+    // the exported index reads the wide blocks: the last query's weights as attention() has them
+    const q = shown.T - 1, last = shown.attention(L - 1, H - 1).subarray(q * shown.T, (q + 1) * shown.T);
+    assert.deepEqual(Array.from(last, (_, k) => shown.attentionAll[attentionIndex(shown, L - 1, H - 1, q, k)]), Array.from(last));
     previousBuffer = shown.attentionAll;
   }
+  // reserve(): room ahead of time; growing reports that the cache is gone
+  assert.equal(fresh.reserve(1), false);
+  assert.equal(typeof fresh.reserve(model.info.config.nPositions), 'boolean');
+  assert.throws(() => fresh.reserve(0), /positive integer/);
   // different switched-off heads share no rows
   const ablated = model.run('A cook', { reuse: shown, ablate: [[0, 0]] });
   assert.equal(ablated.rowsFrom, 0);
