@@ -23,6 +23,9 @@ export { parseAblate, formatAblate, REDUNDANT_DELTA, ROLE_SHORT, ROLE_FORMULAS, 
  * such as the role scores, never delays the frame showing a new result). Pages that get no frames
  * (hidden tabs) run it after 200 ms. Returns a function that cancels the call.
  */
+// Quiet time after the latest result before the role probes run (see update()).
+const PROBE_AFTER_PAUSE_MS = 800;
+
 function afterNextPaint(fn) {
   let done = false;
   const run = () => { if (!done) { done = true; fn(); } };
@@ -92,6 +95,7 @@ export class Lab {
 
   /** Stops listening to the grid (before a new Lab takes it over, e.g. for another model). */
   dispose() {
+    clearTimeout(this.probeTimer);
     this.#listeners.abort();
     this.cancelScore?.();
     this.switchOff.dispose();
@@ -132,13 +136,22 @@ export class Lab {
       this.cancelScore?.();
       this.cancelScore = afterNextPaint(() => this.#score());
     }
-    this.roles.probe(this.o.getModel, this.o.getProbeSentences?.()).then((measured) => {
-      if (measured && !this.probeScored) {
-        this.probeScored = true;
-        if (this.result) this.#score();
-        this.o.onRoles?.();
-      }
-    });
+    // The probes run once per model, when the reader pauses: their runs take the engine's cache
+    // from the text on screen, and a keystroke meanwhile would compute the whole text again (seconds
+    // for GPT-2 on a long text; the worker gives the cache back once it is idle).
+    if (!this.probeStarted) {
+      clearTimeout(this.probeTimer);
+      this.probeTimer = setTimeout(() => {
+        this.probeStarted = true;
+        this.roles.probe(this.o.getModel, this.o.getProbeSentences?.()).then((measured) => {
+          if (measured && !this.probeScored) {
+            this.probeScored = true;
+            if (this.result) this.#score();
+            this.o.onRoles?.();
+          }
+        });
+      }, PROBE_AFTER_PAUSE_MS);
+    }
     this.decorate();
     this.switchOff.scheduleLoss();
     if (this.quiz && this.quiz.text !== result.text) this.endQuiz();
