@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test, expect, shot, demoReady, demoIdle, renders, ARTIFACTS, SITE, usingDefaultModel } from './fixtures.mjs';
-import { openingHead, verbSubjectHead } from '../../web/demo/models.js';
+import { openingHead, verbSubjectHeads } from '../../web/demo/models.js';
 
 test.beforeAll(() => {
   console.log(`# model: ${usingDefaultModel ? 'headscope-base (default)' : 'fixture odd-hs12'}`);
@@ -66,15 +66,18 @@ test('the page opens on the head its model card finds most telling in the articl
   const card = JSON.parse(readFileSync(path.join(SITE, 'models/headscope-base/card.json'), 'utf8'));
   // a new-format card names a verb-to-subject head; its link on this sentence is read from the
   // page's own result (the engine's attention from the query token to the key tokens)
-  const v2s = verbSubjectHead(card);
+  const v2sHeads = verbSubjectHeads(card);
   const link = card.chef_sentence?.links?.['cooked->chef'];
-  const live = v2s && link ? await page.evaluate(({ l, h, q, keys }) => {
+  // every verb-to-subject head's weight from "cooked" on "chef", read from the page's own result
+  const live = link ? await page.evaluate(({ heads, q, keys }) => {
     const r = window.headscopeDemo.result;
-    const a = r.attention(l, h);
-    return keys.reduce((s, k) => s + a[q * r.T + k], 0);
-  }, { l: v2s.layer, h: v2s.head, q: link.query_token, keys: link.key_tokens }) : undefined;
-  const want = openingHead(card, { linkWeight: () => live });
-  console.log(`# opening head: L${want?.layer}H${want?.head} at token ${want?.token}${want?.role ? ` (verb to subject, ${want.ratio.toFixed(2)}x uniform)` : ''}${v2s ? `; the card's verb-to-subject head L${v2s.layer}H${v2s.head} (${v2s.score}x on the probe sentences) puts ${live.toFixed(3)} on chef here, ${(live / link.uniform_baseline).toFixed(2)}x uniform` : ''}`);
+    return Object.fromEntries(heads.map(({ layer, head }) => {
+      const a = r.attention(layer, head);
+      return [`${layer}:${head}`, keys.reduce((s, k) => s + a[q * r.T + k], 0)];
+    }));
+  }, { heads: v2sHeads, q: link.query_token, keys: link.key_tokens }) : {};
+  const want = openingHead(card, { linkWeight: (l, h) => live[`${l}:${h}`] });
+  console.log(`# opening head: L${want?.layer}H${want?.head} at token ${want?.token}${want?.role ? ` (verb to subject, ${want.ratio.toFixed(2)}x uniform)` : ''}; verb-to-subject heads on chef here: ${v2sHeads.map((v) => `L${v.layer}H${v.head} ${live[`${v.layer}:${v.head}`]?.toFixed(3)}`).join(', ') || 'none'}`);
   expect(want, 'the default model\'s card names an opening head').not.toBeNull();
   if (want.role === 'verb_to_subject') {
     // on the verb-to-subject head, focused on "cooked", and clearly above chance

@@ -62,3 +62,23 @@ test('a verb-to-subject head below the threshold, or an old card, opens as befor
   // old card: no roles section
   assert.deepEqual(openingHead(card(links)), { layer: 3, head: 5, token: 8, ratio: 4.5 });
 });
+
+test('several verb-to-subject heads: the one that puts the most of "cooked" on "chef" here', () => {
+  // L2H4 is the card's best on the probe sentences (3.8x), L3H5 also counts (3.56x); on this
+  // sentence L3H5 puts 0.92 on chef, L2H4 0.31: the page opens on L3H5
+  const heads = [{ layer: 2, head: 4, verb_to_subject: 3.794 }, { layer: 3, head: 5, verb_to_subject: 3.563 }, { layer: 2, head: 7, verb_to_subject: 1.7 }];
+  const c = {
+    ...card({ 'cooked->chef': cooked([{ layer: 3, head: 5, weight: 0.92 }, { layer: 2, head: 7, weight: 0.41 }, { layer: 2, head: 4, weight: 0.31 }]) }, heads),
+    roles: roles(2, 4, 3.794),
+  };
+  const got = openingHead(c);
+  assert.deepEqual([got.layer, got.head, got.token, got.role], [3, 5, 8, 'verb_to_subject']);
+  // a head below the threshold (L2H7, 1.7x) is never chosen for the role, whatever its link
+  const onlyWeak = { ...c, heads: heads.map((h) => (h.layer === 3 ? { ...h, verb_to_subject: 2.0 } : h)) };
+  assert.deepEqual([openingHead(onlyWeak).layer, openingHead(onlyWeak).head], [2, 4]);
+  // the live weight decides for heads the card does not list on this sentence
+  const unlisted = { ...c, chef_sentence: { links: { 'cooked->chef': cooked([{ layer: 0, head: 0, weight: 0.5 }]) } } };
+  const live = { '2:4': 0.2, '3:5': 0.6 };
+  const pick = openingHead(unlisted, { linkWeight: (l, h) => live[`${l}:${h}`] });
+  assert.deepEqual([pick.layer, pick.head, pick.role], [3, 5, 'verb_to_subject']);
+});

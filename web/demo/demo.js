@@ -11,7 +11,8 @@ import { installSharing } from './share.js';
 import { installThemeToggle } from './theme-toggle.js';
 import { TokenStrip } from './token-strip.js';
 import { HeadChips } from './head-chips.js';
-import { modelIndex, loadCard, openingHead, verbSubjectHead, modelSize } from './models.js';
+import { attentionAt } from '../lib/result.js';
+import { modelIndex, loadCard, openingHead, verbSubjectHeads, modelSize } from './models.js';
 import { installLocalModelPicker, readModelFiles } from './local-model.js';
 import { loadTrainedModel } from './trained-model.js';
 
@@ -312,19 +313,16 @@ function opensOnCard(card) {
 }
 
 /**
- * The card's verb-to-subject head's attention from "cooked" to "chef" on the article's sentence,
- * measured through the engine, as openingHead's linkWeight (the card lists only the sentence's top
- * three heads). undefined when the card names no such head or the run fails.
+ * A head's attention from "cooked" to "chef" on the article's sentence, measured through the engine,
+ * as openingHead's linkWeight (the card lists only the sentence's top three heads). undefined when
+ * the card names no verb-to-subject head or the run fails.
  */
 async function cardLinkWeight(model, card) {
-  const v = verbSubjectHead(card);
-  if (!v || !opensOnCard(card)) return undefined;
+  if (!verbSubjectHeads(card).length || !opensOnCard(card)) return undefined;
   try {
     const r = await model.run(card.chef_sentence.text, { topK: 1 });
-    if (v.layer >= r.nLayer || v.head >= r.nHead) return undefined;
-    const a = r.attention(v.layer, v.head);
-    return (layer, head, q, keys) => (layer === v.layer && head === v.head && q < r.T && keys.every((k) => k <= q)
-      ? keys.reduce((s, k) => s + a[q * r.T + k], 0) : undefined);
+    return (layer, head, q, keys) => (layer < r.nLayer && head < r.nHead && q < r.T && keys.every((k) => k <= q)
+      ? keys.reduce((s, k) => s + attentionAt(r, layer, head, q, k), 0) : undefined);
   } catch {
     return undefined;
   }

@@ -41,10 +41,23 @@ export function verbSubjectHead(card) {
   return { layer: b.layer, head: b.head, score: b.score, threshold };
 }
 
+/** Every head the card counts as verb to subject (score >= the card's threshold), strongest first. */
+export function verbSubjectHeads(card) {
+  const threshold = Number(card?.roles?.thresholds?.verb_to_subject);
+  if (!(threshold > 0)) return [];
+  const out = (card?.heads || [])
+    .filter((h) => Number.isInteger(h.layer) && Number.isInteger(h.head) && h.verb_to_subject >= threshold)
+    .map((h) => ({ layer: h.layer, head: h.head, score: h.verb_to_subject, threshold }));
+  const best = verbSubjectHead(card);
+  if (best && !out.some((h) => h.layer === best.layer && h.head === best.head)) out.push(best);
+  return out.sort((a, b) => b.score - a.score);
+}
+
 /**
  * The head (and query token) the page opens on for the article's sentence, from the model card:
- *  1. the card's verb-to-subject head (verbSubjectHead) at "cooked", when on this sentence its
- *     attention from "cooked" to "chef" is clearly above chance (at least CLEAR_LINK_RATIO x uniform).
+ *  1. a verb-to-subject head of the card (verbSubjectHeads) at "cooked": of those whose attention
+ *     from "cooked" to "chef" on this sentence is clearly above chance (at least CLEAR_LINK_RATIO x
+ *     uniform), the one that puts the most on "chef".
  *     That weight is the card's (chef_sentence.links['cooked->chef'].top) when it lists the head, else
  *     `linkWeight(layer, head, queryToken, keyTokens)` (measured live by the page), else unknown (skip);
  *  2. otherwise the link to 'chef' whose best head is furthest above uniform attention, when at least
@@ -55,14 +68,17 @@ export function verbSubjectHead(card) {
 export function openingHead(card, { linkWeight } = {}) {
   const links = card?.chef_sentence?.links || {};
   const cooked = links['cooked->chef'];
-  const v2s = verbSubjectHead(card);
-  if (v2s && cooked && Number.isInteger(cooked.query_token) && cooked.uniform_baseline > 0) {
-    const listed = (cooked.top || []).find((t) => t.layer === v2s.layer && t.head === v2s.head);
-    const weight = listed ? listed.weight : linkWeight?.(v2s.layer, v2s.head, cooked.query_token, cooked.key_tokens || []);
-    const ratio = weight / cooked.uniform_baseline;
-    if (Number.isFinite(ratio) && ratio >= CLEAR_LINK_RATIO) {
-      return { layer: v2s.layer, head: v2s.head, token: cooked.query_token, ratio, role: 'verb_to_subject' };
+  if (cooked && Number.isInteger(cooked.query_token) && cooked.uniform_baseline > 0) {
+    let chosen = null;
+    for (const v2s of verbSubjectHeads(card)) {
+      const listed = (cooked.top || []).find((t) => t.layer === v2s.layer && t.head === v2s.head);
+      const weight = listed ? listed.weight : linkWeight?.(v2s.layer, v2s.head, cooked.query_token, cooked.key_tokens || []);
+      const ratio = weight / cooked.uniform_baseline;
+      if (Number.isFinite(ratio) && ratio >= CLEAR_LINK_RATIO && (!chosen || ratio > chosen.ratio)) {
+        chosen = { layer: v2s.layer, head: v2s.head, token: cooked.query_token, ratio, role: 'verb_to_subject' };
+      }
     }
+    if (chosen) return chosen;
   }
   let best = null;
   for (const link of Object.values(links)) {
