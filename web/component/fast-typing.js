@@ -10,7 +10,7 @@
 /** Runs on the page thread only when the last run here took less than this (ms). */
 export const PAGE_THREAD_BUDGET_MS = 4;
 
-const sameAblate = (a = [], b = []) => a.length === b.length && a.every(([l, h], i) => l === b[i][0] && h === b[i][1]);
+import { sameAblate } from '../lib/result.js';
 
 /**
  * The promise API of a worker model (run, tokenize, tokenText, info, dispose), with short

@@ -20,7 +20,7 @@
 // A badge is shown when a score reaches its threshold (ROLE_THRESHOLDS, from roles.json); thresholds
 // are chosen so a uniform head earns no pattern badge (its previous/first/self scores are about ln(T)/T).
 import ROLES from './roles.json' with { type: 'json' };
-import { strideOf, headOffset } from './result.js';
+import { strideOf, headOffset, sharedPrefixLength } from './result.js';
 
 // The roles, their formulas and thresholds live in roles.json, which the model cards' Python code
 // reads too. The page badges the roles measured live.
@@ -37,22 +37,26 @@ export const ROLES_TABLE = Object.freeze(ROLES.roles.map((r) => Object.freeze({ 
 
 const SCORE_NAMES = ['previous', 'first', 'self', 'duplicate', 'induction', 'broad'];
 
-// For each token t: the last earlier position with the same id (-1 if none). Chained, these list
-// every earlier copy (duplicate), and the last one is where induction looks (after it).
-function lastSameBefore(ids, T) {
-  const out = new Int32Array(T);
-  const lastSeen = new Map();
+// Where each token's copies are: before[t], the last earlier position with the same id (-1 if none:
+// where induction looks, after it); first[t], that id's first position; next[j], the id's next
+// position after j (T if none). Walking first -> next visits every earlier copy in order.
+function copiesOf(ids, T) {
+  const before = new Int32Array(T), first = new Int32Array(T), next = new Int32Array(T).fill(T);
+  const lastSeen = new Map(), firstSeen = new Map();
   for (let t = 0; t < T; t++) {
     const j = lastSeen.get(ids[t]);
-    out[t] = j === undefined ? -1 : j;
+    before[t] = j === undefined ? -1 : j;
+    if (j !== undefined) next[j] = t;
+    if (!firstSeen.has(ids[t])) firstSeen.set(ids[t], t);
+    first[t] = firstSeen.get(ids[t]);
     lastSeen.set(ids[t], t);
   }
-  return out;
+  return { before, first, next };
 }
 
 // Row t's share of every score, into rows[name][t] (NaN where the row does not count): A[o + j] is
 // the head's weight of query t on key j.
-function scoreRow(rows, A, o, t, before) {
+function scoreRow(rows, A, o, t, { before, first, next }) {
   if (t === 0) {
     for (const name of SCORE_NAMES) rows[name][0] = NaN;
     return;
@@ -64,13 +68,9 @@ function scoreRow(rows, A, o, t, before) {
   for (let j = 0; j <= t; j++) if (A[o + j] > 0) h -= A[o + j] * Math.log(A[o + j]);
   rows.broad[t] = Math.min(1, h / Math.log(t + 1));
   // duplicate: the earlier copies summed in increasing order (as a plain loop over j would)
-  let copies = 0;
-  for (let j = before[t]; j >= 0; j = before[j]) copies++;
-  if (copies) {
-    const at = new Int32Array(copies);
-    for (let j = before[t], i = copies - 1; j >= 0; j = before[j], i--) at[i] = j;
+  if (before[t] >= 0) {
     let dup = 0;
-    for (let i = 0; i < copies; i++) dup += A[o + at[i]];
+    for (let j = first[t]; j < t; j = next[j]) dup += A[o + j];
     rows.duplicate[t] = dup;
   } else {
     rows.duplicate[t] = NaN;
@@ -96,9 +96,9 @@ const emptyRows = (T) => Object.fromEntries(SCORE_NAMES.map((name) => [name, new
  */
 export function headScores(att, ids, T = ids.length) {
   if (att.length !== T * T) throw new Error(`attention has ${att.length} entries, expected ${T}x${T}`);
-  const before = lastSameBefore(ids, T);
+  const copies = copiesOf(ids, T);
   const rows = emptyRows(T);
-  for (let t = 0; t < T; t++) scoreRow(rows, att, t * T, t, before);
+  for (let t = 0; t < T; t++) scoreRow(rows, att, t * T, t, copies);
   return meansOf(rows, T);
 }
 
@@ -119,10 +119,7 @@ export class HeadScoreRows {
     const ids = Int32Array.from(result.tokens, (t) => t.id);
     const ablate = JSON.stringify(result.ablate ?? []);
     let from = 0;
-    if (ablate === this.#ablate && this.#heads.length === nLayer * nHead) {
-      const n = Math.min(T, this.#ids.length);
-      while (from < n && this.#ids[from] === ids[from]) from++;
-    }
+    if (ablate === this.#ablate && this.#heads.length === nLayer * nHead) from = sharedPrefixLength(this.#ids, ids);
     if (this.#heads.length !== nLayer * nHead) {
       this.#heads = Array.from({ length: nLayer * nHead }, () => emptyRows(T));
       from = 0;
@@ -134,7 +131,7 @@ export class HeadScoreRows {
         return rows;
       });
     }
-    const before = lastSameBefore(ids, T);
+    const copies = copiesOf(ids, T);
     const S = strideOf(result);
     const out = [];
     for (let l = 0; l < nLayer; l++) {
@@ -142,7 +139,7 @@ export class HeadScoreRows {
       for (let h = 0; h < nHead; h++) {
         const rows = this.#heads[l * nHead + h];
         const base = headOffset(result, l, h);
-        for (let t = from; t < T; t++) scoreRow(rows, result.attentionAll, base + t * S, t, before);
+        for (let t = from; t < T; t++) scoreRow(rows, result.attentionAll, base + t * S, t, copies);
         row.push(meansOf(rows, T));
       }
       out.push(row);

@@ -52,7 +52,16 @@ export function resultForTransfer(result) {
   return { data, transfer: RESULT_BUFFERS.filter((k) => data[k]).map((k) => data[k].buffer) };
 }
 
-const sameAblate = (a = [], b = []) => a.length === b.length && a.every(([l, h], i) => l === b[i][0] && h === b[i][1]);
+/** True when two lists of switched-off heads ([[layer, head], ...]) are the same, in the same order. */
+export const sameAblate = (a = [], b = []) => a.length === b.length && a.every(([l, h], i) => l === b[i][0] && h === b[i][1]);
+
+/** How many leading entries two id sequences share. */
+export function sharedPrefixLength(a, b) {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
 
 // Results whose attention buffer went into a later result (see `reuse` below), and results that
 // a run in flight (in a worker) will update: no second run may count on their rows meanwhile.
@@ -85,10 +94,7 @@ export function reuseInfo(result, ablate = []) {
  */
 export function firstChangedRow(previous, ids) {
   if (!previous || ids.length > previous.stride) return 0;
-  const n = Math.min(previous.ids.length, ids.length);
-  let q = 0;
-  while (q < n && previous.ids[q] === ids[q]) q++;
-  return q;
+  return sharedPrefixLength(previous.ids, ids);
 }
 
 /**

@@ -6,7 +6,7 @@
 // message that arrived meanwhile stops it. The final run then only computes the last piece, and its
 // result equals a run in one go (the engine reuses cached tokens only where they match).
 import { loadModel, createTrainer } from './headscope.js';
-import { resultForTransfer } from './result.js';
+import { resultForTransfer, sharedPrefixLength } from './result.js';
 
 // Runs cheaper than this many (parameters x tokens) go in one step: about 200 ms of work in wasm.
 const STEPPED_RUN_WORK = 6e9;
@@ -31,10 +31,24 @@ function cancelledError() {
 let cached = { ids: [], key: '' };
 const cacheKey = (options) => JSON.stringify(options.ablate ?? []);
 
-function sharedPrefix(a, b) {
-  let n = 0;
-  while (n < a.length && n < b.length && a[n] === b[n]) n++;
-  return n;
+// Puts the start of `text` (its `tokens`, from token `start` on) into the engine's cache in STEPS
+// pieces, each cut where a token starts with white space: the prefix then ends on a whole word, so
+// it is tokenized as the start of the full text is (a cut elsewhere only costs a recomputation).
+// After each piece `afterStep(tokensDone)` may stop it (false). True when every piece ran.
+async function prefillInSteps(text, tokens, start, options, afterStep) {
+  const T = tokens.length;
+  const ids = tokens.map((t) => t.id);
+  const step = Math.ceil((T - start) / STEPS);
+  for (let end = start + step; end < T; end += step) {
+    let k = end;
+    while (k < T && !/\s/.test(text[tokens[k].start] ?? '')) k++;
+    if (k >= T) break;
+    model.prefill(text.slice(0, tokens[k].start), { ablate: options.ablate, allLogits: options.allLogits });
+    cached = { ids: ids.slice(0, k), key: cacheKey(options) };
+    if (!(await afterStep(k))) return false;
+    end = k;
+  }
+  return true;
 }
 
 // The run's data (HeadscopeModel.runData: only the changed attention rows when `previous` allows).
@@ -51,7 +65,7 @@ async function runInSteps(id, text, options, previous) {
   const tokens = model.tokenize(text);
   const T = tokens.length;
   const ids = tokens.map((t) => t.id);
-  let start = cached.key === cacheKey(options) ? sharedPrefix(cached.ids, ids) : 0;
+  let start = cached.key === cacheKey(options) ? sharedPrefixLength(cached.ids, ids) : 0;
   if (T > nPositions || (T - start) * model.info.parameterCount < STEPPED_RUN_WORK || T - start < 2 * STEPS) return finish();
   // the steps' prefixes grow towards T: room for all of them now, not a reallocation (and a lost
   // cache) between steps; a reallocation here empties the cache, so the steps start from token 0
@@ -59,20 +73,12 @@ async function runInSteps(id, text, options, previous) {
     cached = { ids: [], key: '' };
     start = 0;
   }
-  const step = Math.ceil((T - start) / STEPS);
-  for (let end = start + step; end < T; end += step) {
-    // cut where a token starts with white space: the prefix then ends on a whole word, so it is
-    // tokenized as the start of the full text is (a cut elsewhere only costs a recomputation)
-    let k = end;
-    while (k < T && !/\s/.test(text[tokens[k].start] ?? '')) k++;
-    if (k >= T) break;
-    model.prefill(text.slice(0, tokens[k].start), { ablate: options.ablate, allLogits: options.allLogits });
-    cached = { ids: ids.slice(0, k), key: cacheKey(options) };
+  await prefillInSteps(text, tokens, start, options, async (k) => {
     self.postMessage({ id, progress: { tokens: k, total: T } });
     await yieldToMessages();
     if (cancelled.has(id)) throw cancelledError();
-    end = k;
-  }
+    return true;
+  });
   self.postMessage({ id, progress: { tokens: T, total: T } });
   return finish();
 }
@@ -91,19 +97,14 @@ async function restoreTyping() {
   const { text, options } = onScreen;
   const tokens = model.tokenize(text);
   const T = Math.min(tokens.length, model.info.config.nPositions);
-  const start = cached.key === cacheKey(options) ? sharedPrefix(cached.ids, tokens.map((t) => t.id)) : 0;
+  const start = cached.key === cacheKey(options) ? sharedPrefixLength(cached.ids, tokens.map((t) => t.id)) : 0;
   if (T - start < 2 || (T - start) * model.info.parameterCount < STEPPED_RUN_WORK / 4 || tokens.length > T) return;
-  const step = Math.ceil((T - start) / STEPS);
-  for (let end = start + step; end < T && !queue.length; end += step) {
-    let k = end;
-    while (k < T && !/\s/.test(text[tokens[k].start] ?? '')) k++;
-    if (k >= T) break;
-    model.prefill(text.slice(0, tokens[k].start), options);
-    cached = { ids: tokens.slice(0, k).map((t) => t.id), key: cacheKey(options) };
+  if (queue.length) return;
+  const whole = await prefillInSteps(text, tokens, start, options, async () => {
     await yieldToMessages();
-    end = k;
-  }
-  if (!queue.length) {
+    return !queue.length; // a request stops it: that run reuses what is restored so far
+  });
+  if (whole && !queue.length) {
     model.prefill(text, options);
     cached = { ids: tokens.map((t) => t.id), key: cacheKey(options) };
   }
