@@ -277,7 +277,9 @@ def _export_to(name, tc, state, tok_dir, val_txt, out, log, smoke):
                      "seed": tc["seed"], "exported_step": state["best_step"],
                      "hardware": "2 shared CPU cores, PyTorch 1.13 (Debian), float32",
                      "command": f"/usr/bin/python3 scripts/train/train.py --model {name}",
-                     "schedule_note": tc.get("schedule_note", "")},
+                     "schedule_note": tc.get("schedule_note", ""),
+                     # recipe changes from a step on (train.py config_at): what the run trained with after them
+                     "phases": tc.get("phases", [])},
         "loss": {"train": train_loss, "train_perplexity": round(math.exp(train_loss), 2),
                  "val": round(val_loss, 4), "val_perplexity": round(math.exp(val_loss), 2),
                  "val_tokens": val_tokens,
@@ -347,7 +349,9 @@ def synthetic_card(tc):
             "repeat_spans": None if not rs else dict(rs, generator="scripts/train/train.py repeat_spans",
                                                       what="share: windows that copy one of their own spans of "
                                                            "min..max tokens to a later place; random_share: windows "
-                                                           "that are a run of min..max random token ids repeated")}
+                                                           "that are a run of min..max random token ids repeated"),
+            "repeat_spans_phases": [{"from_step": ph["from_step"], **ph["repeat_spans"]}
+                                    for ph in tc.get("phases", []) if "repeat_spans" in ph]}
 
 
 def roles_card(m):
@@ -445,6 +449,9 @@ def roles_md(c):
             L.append(f"- Repeated spans: {rs['share']:.0%} of the training windows copy one of their own spans of "
                      f"{rs['min']}-{rs['max']} tokens to a later place, and {rs['random_share']:.0%} are a run of "
                      f"{rs['min']}-{rs['max']} random token ids repeated to fill the window ({rs['generator']}).")
+            for ph in sy.get("repeat_spans_phases", []):
+                L.append(f"- From step {ph['from_step']:,}: {ph['share']:.0%} copy a span of {ph['min']}-{ph['max']} "
+                         f"tokens and {ph['random_share']:.0%} are random runs.")
         L.append("- The validation loss and bits per byte above are on natural text only.")
     return L
 
@@ -475,6 +482,9 @@ def readme(c):
          f"- Optimizer: {tr['optimizer']}; seed {tr['seed']}; exported weights from step {tr['exported_step']} "
          "(best validation loss at an evaluation)",
          f"- Reproduce: `{tr['command']}`"] + ([f"- Schedule: {tr['schedule_note']}"] if tr["schedule_note"] else []) + [
+         f"- From step {ph['from_step']:,}: {ph['note']} (" + ", ".join(
+             f"{k} {json.dumps(v)}" for k, v in ph.items() if k not in ("from_step", "note")) + ")"
+         for ph in tr.get("phases", [])] + [
          "- Training time was measured on 2 CPU cores that at times also ran other jobs (builds, browsers, "
          "analysis), so tokens/s can be lower than the same run gets on an idle machine.",
          "", "## Loss", "",

@@ -104,7 +104,20 @@ def encode_file(enc, path, cache_path, tok_dir):
 
 
 # ------------------------------------------------------------------------------------------- training
+def config_at(tc, step):
+    """The config in force at a step: tc with the overrides of every "phases" entry that has begun
+    ([{"from_step": S, "note": ..., key: value, ...}, ...] in increasing order). A phase changes the
+    recipe of a run already under way (say, a lower learning-rate floor and fewer random-run windows for a
+    final stretch) without changing the steps before it, so a rerun from scratch reproduces both."""
+    out = dict(tc)
+    for ph in tc.get("phases", []):
+        if step >= ph["from_step"]:
+            out.update({k: v for k, v in ph.items() if k not in ("from_step", "note")})
+    return out
+
+
 def lr_at(step, tc):
+    tc = config_at(tc, step)
     if step < tc["warmup"]:
         return tc["lr"] * (step + 1) / tc["warmup"]
     horizon = tc["steps"]
@@ -255,7 +268,7 @@ def train_model(name, tc, ids_train, ids_val, work, log, ckpt_minutes=3.0, induc
         lr = lr_at(step, tc)
         for g in opt.param_groups:
             g["lr"] = lr * g.get("lr_mult", 1.0)
-        x, y = get_batch(ids_train, rng, B, T, tc.get("repeat_spans"), tc["vocab_size"])
+        x, y = get_batch(ids_train, rng, B, T, config_at(tc, step).get("repeat_spans"), tc["vocab_size"])
         logits = model(x)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
@@ -358,7 +371,13 @@ def run_smoke():
         tc = {"n_layer": 2, "n_head": 2, "n_embd": 32, "n_positions": 64, "vocab_size": 300,
               "batch_size": 8, "steps": 30, "lr": 0.01, "warmup": 5, "min_lr_ratio": 0.1,
               "weight_decay": 0.1, "grad_clip": 1.0, "seed": 1, "eval_every": 15, "eval_batches": 2,
-              "wpe_lr_mult": 3}  # the default model's own position-table learning rate, exercised here
+              "wpe_lr_mult": 3,  # the default model's own position-table learning rate, exercised here
+              # a final phase as the default model's: from step 20 a lower floor and other repeated spans
+              "phases": [{"from_step": 20, "note": "smoke", "min_lr_ratio": 0.01,
+                          "repeat_spans": {"share": 0.5, "random_share": 0.0, "min": 4, "max": 8}}]}
+        # the cosine ends at the phase's floor (0.01x), not the base floor (0.1x)
+        assert math.isclose(lr_at(30, tc), 0.01 * 0.01, rel_tol=1e-9), lr_at(30, tc)
+        assert math.isclose(lr_at(19, tc), lr_at(19, {k: v for k, v in tc.items() if k != "phases"})), "phase began early"
         log = Logger(tmp, quiet=True)
         tok_dir = ensure_tokenizer(tc["vocab_size"], txt, folder=os.path.join(tmp, "tok"), log=log)
         enc = bpe.Encoder.load(tok_dir)
