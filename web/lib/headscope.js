@@ -1,217 +1,17 @@
 // headscope's JavaScript API: adapts the embind module (cpp/bindings/embind.cpp) to the public
 // interface documented in headscope.d.ts. Works in browsers, Web Workers and Node 20 (ES module).
 //
-// This layer only adapts: it loads the .wasm and the model files, converts UTF-8 byte spans into
-// string indices, turns results into plain objects and typed-array copies, and guards against use
-// after dispose(). All numerics happen in C++.
-import createHeadscopeCore from './headscope_wasm.js';
+// This layer only adapts: it loads the .wasm (wasm.js) and the model files (files.js), converts
+// UTF-8 byte spans into string indices, turns results into plain objects and typed-array copies
+// (result.js), and guards against use after dispose(). All numerics happen in C++.
+import { loadCore, checked } from './wasm.js';
+import { modelFileUrls, fetchModelFiles, givenModelFiles, asText, asBytes } from './files.js';
 import { makeResult, reuseInfo, firstChangedRow, roomyStride, withPreviousRows } from './result.js';
 import { HeadscopeTrainer, presetsFromCore } from './trainer.js';
 
-/** Names of the models shipped in this package (folders under ./models/). */
-export const shippedModels = Object.freeze(['headscope-base', 'heads-1', 'heads-2', 'heads-4', 'heads-8']);
-/** The model loadModel() uses when called without a source. */
-export const defaultModelName = 'headscope-base';
+export { shippedModels, defaultModelName } from './files.js';
 // where a weight sits in a result's attentionAll, whatever its block width (see RunOptions.reuse)
 export { attentionIndex, strideOf } from './result.js';
-
-const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined'
-  && typeof importScripts === 'undefined';
-
-// Written as literal `new URL(..., import.meta.url)` so bundlers (Vite, webpack 5, esbuild)
-// see these files and emit them next to the bundle.
-const WASM_URL = new URL('./headscope_wasm.wasm', import.meta.url);
-// The same engine built with relaxed SIMD: its products multiply-add in one f32x4.relaxed_madd
-// (fused on CPUs with FMA). Same imports and exports as the SIMD128 build, so the same glue loads it.
-const WASM_RELAXED_URL = new URL('./headscope_wasm_relaxed.wasm', import.meta.url);
-
-// Whether this engine validates relaxed SIMD's standard multiply-add: a 40-byte module whose one
-// function returns f32x4.relaxed_madd of three zero vectors (Chromium: yes; node 20: only with
-// --experimental-wasm-relaxed-simd). Chosen once, at load.
-const RELAXED_SIMD = typeof WebAssembly === 'object' && WebAssembly.validate(new Uint8Array([
-  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 19, 1, 17, 0,
-  65, 0, 253, 17, 65, 0, 253, 17, 65, 0, 253, 17, 253, 133, 2, 11]));
-const DEFAULT_MODEL_FILES = {
-  config: new URL('./models/headscope-base/config.json', import.meta.url),
-  weights: new URL('./models/headscope-base/model.safetensors', import.meta.url),
-  vocab: new URL('./models/headscope-base/vocab.json', import.meta.url),
-  merges: new URL('./models/headscope-base/merges.txt', import.meta.url),
-};
-
-let corePromise = null;
-
-// The bindings never throw (a throw out of wasm would leak); they return null and keep the C++
-// message for lastError().
-function checked(core, value) {
-  if (value === null) throw new Error(core.lastError());
-  return value;
-}
-
-// Loads (once) and returns the WebAssembly module.
-function loadCore() {
-  if (!corePromise) {
-    corePromise = (async () => {
-      const options = {};
-      const wasmUrl = await chooseWasm();
-      if (isNode) {
-        // This Emscripten's glue would use fetch() on a file path in Node 20: hand it the bytes.
-        options.wasmBinary = await readLocalFile(wasmUrl);
-      } else {
-        // Compiled here rather than by the glue, so that a .wasm that cannot be read (no CORS
-        // header on a CDN, a policy) is an Error naming the file, not an abort.
-        let compiled;
-        try {
-          compiled = await compileWasm(wasmUrl);
-        } catch (e) {
-          // a copy of the package without the relaxed build (self-hosted, say): SIMD128 then
-          if (wasmUrl !== WASM_RELAXED_URL || !/HTTP 404/.test(e.message)) throw e;
-          compiled = await compileWasm(WASM_URL);
-        }
-        let instantiateFailed;
-        const failure = new Promise((_, reject) => { instantiateFailed = reject; });
-        options.instantiateWasm = (imports, receiveInstance) => {
-          WebAssembly.instantiate(compiled, imports).then((instance) => receiveInstance(instance, compiled), instantiateFailed);
-          return {};
-        };
-        return Promise.race([createHeadscopeCore(options), failure]);
-      }
-      return createHeadscopeCore(options);
-    })();
-    corePromise.catch(() => { corePromise = null; });
-  }
-  return corePromise;
-}
-
-// The relaxed-SIMD build where the engine validates it and the package holds it (a build without
-// it, e.g. a checkout built for one target, falls back to SIMD128).
-async function chooseWasm() {
-  if (!RELAXED_SIMD) return WASM_URL;
-  if (isNode) {
-    try {
-      await readLocalFile(WASM_RELAXED_URL);
-      return WASM_RELAXED_URL;
-    } catch {
-      return WASM_URL;
-    }
-  }
-  return WASM_RELAXED_URL;
-}
-
-async function compileWasm(url) {
-  const response = await fetchResponse(url);
-  const type = response.headers.get('content-type') || '';
-  // compileStreaming needs the application/wasm type; a server without it still works, unstreamed
-  if (typeof WebAssembly.compileStreaming === 'function' && type.startsWith('application/wasm'))
-    return WebAssembly.compileStreaming(response);
-  return WebAssembly.compile(await response.arrayBuffer());
-}
-
-// Why a fetch was refused, for files on another origin: the browser hides the reason (CORS or a
-// Content-Security-Policy) behind a bare "Failed to fetch".
-function crossOriginHint(url) {
-  const here = globalThis.location?.origin;
-  if (!here || here === 'null' || url.origin === here || !/^https?:$/.test(url.protocol)) return '';
-  return `. ${url.origin} is another origin than this page (${here}): its server must send the header `
-    + `"Access-Control-Allow-Origin: *" (or this page's origin), and the page's Content-Security-Policy `
-    + `must allow ${url.origin} in connect-src`;
-}
-
-async function fetchResponse(url, signal) {
-  let response;
-  try {
-    response = await fetch(url, { signal });
-  } catch (e) {
-    if (e?.name === 'AbortError') throw e;
-    throw new Error(`cannot fetch ${url.href}: ${e.message}${crossOriginHint(url)}`);
-  }
-  if (!response.ok) throw new Error(`cannot fetch ${url.href}: HTTP ${response.status}`);
-  return response;
-}
-
-async function readLocalFile(url) {
-  const fsName = 'node:fs/promises'; // a variable, so bundlers for the browser leave it alone
-  const fs = await import(/* @vite-ignore */ fsName);
-  const buf = await fs.readFile(url);
-  return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
-}
-
-// Fetches one file, reporting bytes as they arrive; file: URLs are read from disk in Node.
-async function fetchBytes(url, onChunk, signal) {
-  if (url.protocol === 'file:') {
-    if (!isNode) throw new Error(`cannot read ${url.href} outside Node`);
-    let bytes;
-    try {
-      bytes = await readLocalFile(url);
-    } catch (e) {
-      throw new Error(`cannot read ${url.href}: ${e.message}`);
-    }
-    onChunk(bytes.byteLength, bytes.byteLength);
-    return bytes;
-  }
-  const response = await fetchResponse(url, signal);
-  const total = Number(response.headers.get('content-length')) || 0;
-  if (!response.body || !response.body.getReader) {
-    const bytes = new Uint8Array(await response.arrayBuffer());
-    onChunk(bytes.byteLength, bytes.byteLength);
-    return bytes;
-  }
-  const reader = response.body.getReader();
-  const chunks = [];
-  let loaded = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    loaded += value.byteLength;
-    onChunk(value.byteLength, total);
-  }
-  const bytes = new Uint8Array(loaded);
-  let offset = 0;
-  for (const c of chunks) { bytes.set(c, offset); offset += c.byteLength; }
-  return bytes;
-}
-
-function modelFileUrls(source) {
-  if (source === undefined || source === null || source === defaultModelName) return { name: defaultModelName, urls: DEFAULT_MODEL_FILES };
-  if (typeof source === 'string' && shippedModels.includes(source)) {
-    const base = new URL(`./models/${source}/`, import.meta.url);
-    return { name: source, urls: folderUrls(base) };
-  }
-  if (source instanceof URL || typeof source === 'string') {
-    let base;
-    try {
-      base = new URL(String(source), typeof location === 'object' ? location.href : undefined);
-    } catch {
-      throw new Error(`unknown model "${source}": not a shipped model (${shippedModels.join(', ')}) and not a URL`);
-    }
-    if (!base.pathname.endsWith('/')) base = new URL(base.href + '/');
-    const parts = base.pathname.split('/').filter(Boolean);
-    return { name: parts[parts.length - 1] || base.href, urls: folderUrls(base) };
-  }
-  return null;
-}
-
-function folderUrls(base) {
-  return {
-    config: new URL('config.json', base),
-    weights: new URL('model.safetensors', base),
-    vocab: new URL('vocab.json', base),
-    merges: new URL('merges.txt', base),
-  };
-}
-
-const textDecoder = new TextDecoder('utf-8', { fatal: false });
-function asText(v, what) {
-  if (typeof v === 'string') return v;
-  if (v instanceof ArrayBuffer) return textDecoder.decode(new Uint8Array(v));
-  if (ArrayBuffer.isView(v)) return textDecoder.decode(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
-  throw new Error(`${what} must be a string, ArrayBuffer or typed array`);
-}
-function asBytes(v, what) {
-  if (v instanceof ArrayBuffer) return new Uint8Array(v);
-  if (ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
-  throw new Error(`${what} must be an ArrayBuffer or typed array`);
-}
 
 /**
  * Loads a model: a shipped model's name (default: headscope-base), the URL of a folder in the
@@ -228,26 +28,9 @@ export async function loadModel(source, options = {}) {
   const located = modelFileUrls(source);
   if (located) {
     name = located.name;
-    const { urls } = located;
-    const keys = ['config', 'weights', 'vocab', 'merges'];
-    const totals = Object.fromEntries(keys.map((k) => [k, 0]));
-    const loadedBy = Object.fromEntries(keys.map((k) => [k, 0]));
-    const report = () => {
-      if (!onProgress) return;
-      const loaded = keys.reduce((s, k) => s + loadedBy[k], 0);
-      const total = keys.reduce((s, k) => s + Math.max(totals[k], loadedBy[k]), 0);
-      onProgress({ loaded, total });
-    };
-    const fetched = await Promise.all(keys.map((k) => fetchBytes(urls[k], (n, total) => {
-      loadedBy[k] += n;
-      totals[k] = total;
-      report();
-    }, signal)));
-    files = Object.fromEntries(keys.map((k, i) => [k, fetched[i]]));
+    files = await fetchModelFiles(located.urls, { onProgress, signal });
   } else if (typeof source === 'object') {
-    for (const k of ['config', 'weights', 'vocab', 'merges'])
-      if (!(k in source)) throw new Error(`model source object is missing "${k}" (expected { config, weights, vocab, merges })`);
-    files = source;
+    files = givenModelFiles(source);
     name = source.name ?? 'custom';
   } else {
     throw new Error(`model source must be a shipped model name, a folder URL or { config, weights, vocab, merges }, got ${typeof source}`);

@@ -3,6 +3,8 @@
 // hands it the loaded module. All numerics happen in C++; this layer maps option names, checks
 // their shape and copies arrays.
 
+import { checked } from './wasm.js';
+
 // option name here -> RunSpec JSON key (training_run.hpp)
 const SPEC_KEYS = {
   task: 'task', batchSize: 'batch_size', seqLen: 'seq_len', steps: 'steps', optimizer: 'optimizer', lr: 'lr',
@@ -11,11 +13,6 @@ const SPEC_KEYS = {
 };
 const SHAPE_KEYS = { nLayer: 'n_layer', nHead: 'n_head', nEmbd: 'n_embd', nPositions: 'n_positions', vocabSize: 'vocab_size' };
 const OTHER_KEYS = new Set(['preset', 'config', 'init', 'text']);
-
-function checked(core, value) {
-  if (value === null) throw new Error(core.lastError());
-  return value;
-}
 
 function invert(map) { return Object.fromEntries(Object.entries(map).map(([k, v]) => [v, k])); }
 

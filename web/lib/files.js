@@ -1,0 +1,153 @@
+// Where a model's files are and how they arrive: shipped names, folder URLs (Hugging Face's GPT-2
+// layout), file: URLs read from disk in Node, streamed fetches that report progress. headscope.js
+// loads models through this module; nothing here touches the engine.
+
+export const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined'
+  && typeof importScripts === 'undefined';
+
+/** Names of the models shipped in this package (folders under ./models/). */
+export const shippedModels = Object.freeze(['headscope-base', 'heads-1', 'heads-2', 'heads-4', 'heads-8']);
+/** The model loadModel() uses when called without a source. */
+export const defaultModelName = 'headscope-base';
+const FILE_KEYS = ['config', 'weights', 'vocab', 'merges'];
+
+// Written as literal `new URL(..., import.meta.url)` so bundlers (Vite, webpack 5, esbuild)
+// see these files and emit them next to the bundle.
+const DEFAULT_MODEL_FILES = {
+  config: new URL('./models/headscope-base/config.json', import.meta.url),
+  weights: new URL('./models/headscope-base/model.safetensors', import.meta.url),
+  vocab: new URL('./models/headscope-base/vocab.json', import.meta.url),
+  merges: new URL('./models/headscope-base/merges.txt', import.meta.url),
+};
+
+// Why a fetch was refused, for files on another origin: the browser hides the reason (CORS or a
+// Content-Security-Policy) behind a bare "Failed to fetch".
+function crossOriginHint(url) {
+  const here = globalThis.location?.origin;
+  if (!here || here === 'null' || url.origin === here || !/^https?:$/.test(url.protocol)) return '';
+  return `. ${url.origin} is another origin than this page (${here}): its server must send the header `
+    + `"Access-Control-Allow-Origin: *" (or this page's origin), and the page's Content-Security-Policy `
+    + `must allow ${url.origin} in connect-src`;
+}
+
+export async function fetchResponse(url, signal) {
+  let response;
+  try {
+    response = await fetch(url, { signal });
+  } catch (e) {
+    if (e?.name === 'AbortError') throw e;
+    throw new Error(`cannot fetch ${url.href}: ${e.message}${crossOriginHint(url)}`);
+  }
+  if (!response.ok) throw new Error(`cannot fetch ${url.href}: HTTP ${response.status}`);
+  return response;
+}
+
+export async function readLocalFile(url) {
+  const fsName = 'node:fs/promises'; // a variable, so bundlers for the browser leave it alone
+  const fs = await import(/* @vite-ignore */ fsName);
+  const buf = await fs.readFile(url);
+  return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+
+// Fetches one file, reporting bytes as they arrive; file: URLs are read from disk in Node.
+async function fetchBytes(url, onChunk, signal) {
+  if (url.protocol === 'file:') {
+    if (!isNode) throw new Error(`cannot read ${url.href} outside Node`);
+    let bytes;
+    try {
+      bytes = await readLocalFile(url);
+    } catch (e) {
+      throw new Error(`cannot read ${url.href}: ${e.message}`);
+    }
+    onChunk(bytes.byteLength, bytes.byteLength);
+    return bytes;
+  }
+  const response = await fetchResponse(url, signal);
+  const total = Number(response.headers.get('content-length')) || 0;
+  if (!response.body || !response.body.getReader) {
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    onChunk(bytes.byteLength, bytes.byteLength);
+    return bytes;
+  }
+  const reader = response.body.getReader();
+  const chunks = [];
+  let loaded = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    loaded += value.byteLength;
+    onChunk(value.byteLength, total);
+  }
+  const bytes = new Uint8Array(loaded);
+  let offset = 0;
+  for (const c of chunks) { bytes.set(c, offset); offset += c.byteLength; }
+  return bytes;
+}
+
+export function modelFileUrls(source) {
+  if (source === undefined || source === null || source === defaultModelName) return { name: defaultModelName, urls: DEFAULT_MODEL_FILES };
+  if (typeof source === 'string' && shippedModels.includes(source)) {
+    const base = new URL(`./models/${source}/`, import.meta.url);
+    return { name: source, urls: folderUrls(base) };
+  }
+  if (source instanceof URL || typeof source === 'string') {
+    let base;
+    try {
+      base = new URL(String(source), typeof location === 'object' ? location.href : undefined);
+    } catch {
+      throw new Error(`unknown model "${source}": not a shipped model (${shippedModels.join(', ')}) and not a URL`);
+    }
+    if (!base.pathname.endsWith('/')) base = new URL(base.href + '/');
+    const parts = base.pathname.split('/').filter(Boolean);
+    return { name: parts[parts.length - 1] || base.href, urls: folderUrls(base) };
+  }
+  return null;
+}
+
+function folderUrls(base) {
+  return {
+    config: new URL('config.json', base),
+    weights: new URL('model.safetensors', base),
+    vocab: new URL('vocab.json', base),
+    merges: new URL('merges.txt', base),
+  };
+}
+
+const textDecoder = new TextDecoder('utf-8', { fatal: false });
+export function asText(v, what) {
+  if (typeof v === 'string') return v;
+  if (v instanceof ArrayBuffer) return textDecoder.decode(new Uint8Array(v));
+  if (ArrayBuffer.isView(v)) return textDecoder.decode(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+  throw new Error(`${what} must be a string, ArrayBuffer or typed array`);
+}
+export function asBytes(v, what) {
+  if (v instanceof ArrayBuffer) return new Uint8Array(v);
+  if (ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+  throw new Error(`${what} must be an ArrayBuffer or typed array`);
+}
+
+// Fetches a model's four files at once; onProgress gets the bytes loaded and expected over all four.
+export async function fetchModelFiles(urls, { onProgress, signal } = {}) {
+  const totals = Object.fromEntries(FILE_KEYS.map((k) => [k, 0]));
+  const loadedBy = Object.fromEntries(FILE_KEYS.map((k) => [k, 0]));
+  const report = () => {
+    if (!onProgress) return;
+    const loaded = FILE_KEYS.reduce((s, k) => s + loadedBy[k], 0);
+    const total = FILE_KEYS.reduce((s, k) => s + Math.max(totals[k], loadedBy[k]), 0);
+    onProgress({ loaded, total });
+  };
+  const fetched = await Promise.all(FILE_KEYS.map((k) => fetchBytes(urls[k], (n, total) => {
+    loadedBy[k] += n;
+    totals[k] = total;
+    report();
+  }, signal)));
+  return Object.fromEntries(FILE_KEYS.map((k, i) => [k, fetched[i]]));
+}
+
+// The four files given as buffers or strings ({ config, weights, vocab, merges }), checked for presence.
+export function givenModelFiles(source) {
+  for (const k of FILE_KEYS)
+    if (!(k in source)) throw new Error(`model source object is missing "${k}" (expected { config, weights, vocab, merges })`);
+  return source;
+}
