@@ -70,3 +70,57 @@ test('a long run shows its progress, leaves the page responsive, can be cancelle
   expect(same.T, `T = ${same.T}`).toBeLessThanOrEqual(1024);
   expect({ attention: same.attention, logits: same.logits }).toEqual({ attention: true, logits: true });
 });
+
+test('after a side run takes the engine cache, the idle worker gives it back to the text on screen: the next keystroke runs in one go', async ({ page, longSite }) => {
+  test.setTimeout(240_000);
+  await page.goto(`${longSite.base}index.html?text=Short.`);
+  await expect.poll(() => resultText(page), { timeout: 120_000 }).toBe('Short.');
+  const text = longText(600); // about 800 tokens: a run from scratch goes in steps (progress)
+  const T = await page.evaluate(async (text) => {
+    const { loadModelInWorker } = await import('./headscope-worker.js');
+    const m = await loadModelInWorker('/long/gpt-wide/');
+    window.restoreTest = { m, shown: await m.run(text, { reuse: await m.run('Short.') }) };
+    return window.restoreTest.shown.T;
+  }, text);
+  expect(T).toBeGreaterThan(600);
+
+  // Control: a keystroke queued right behind a side run (no idle moment between them) finds the
+  // side run's tokens in the cache, so it computes the whole text again, in steps.
+  const control = await page.evaluate(async (text) => {
+    const t = window.restoreTest;
+    let steps = 0;
+    const side = t.m.run('A side run, as the lab probes a head.');
+    const before = t.m.cacheState();
+    const typed = t.m.run(`${text} again`, { reuse: t.shown, onProgress: () => { steps++; } });
+    await side;
+    t.shown = await typed;
+    return { steps, before: await before };
+  }, text);
+  expect(control.before.onScreenCached, 'the side run took the cache').toBeLessThan(control.before.onScreenTokens);
+  expect(control.steps, 'without a restore the keystroke recomputes in steps').toBeGreaterThan(0);
+
+  // A side run, then quiet: the worker restores the text on screen on its own.
+  await page.evaluate(() => window.restoreTest.m.run('Another side run.'));
+  await expect.poll(async () => {
+    const s = await page.evaluate(() => window.restoreTest.m.cacheState());
+    return s.onScreenTokens > 0 && s.onScreenCached === s.onScreenTokens;
+  }, { timeout: 90_000, intervals: [1_000] }).toBe(true);
+  const typed = await page.evaluate(async (text) => {
+    const t = window.restoreTest;
+    let steps = 0;
+    const r = await t.m.run(`${text} again more`, { reuse: t.shown, onProgress: () => { steps++; } });
+    // the restored cache gives the numbers of a run in one go
+    const { loadModel } = await import('./headscope.js');
+    const fresh = await loadModel('/long/gpt-wide/');
+    const again = fresh.run(r.text);
+    fresh.dispose();
+    t.m.dispose();
+    const eq = (a, b) => a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
+    let attention = r.T === again.T;
+    for (let l = 0; l < r.nLayer; l++)
+      for (let h = 0; h < r.nHead; h++) attention &&= eq(r.attention(l, h), again.attention(l, h));
+    return { steps, attention, logits: eq(r.logitsLast, again.logitsLast) };
+  }, text);
+  expect(typed.steps, 'after the restore the keystroke runs in one go').toBe(0);
+  expect({ attention: typed.attention, logits: typed.logits }).toEqual({ attention: true, logits: true });
+});

@@ -54,8 +54,25 @@ export interface WorkerModel {
   tokenize(text: string): Promise<Token[]>;
   /** As HeadscopeModel.tokenText, in the worker. */
   tokenText(id: number): Promise<string>;
+  /**
+   * What the worker's engine cache holds for the text on screen (the last text run with `reuse`).
+   * Side runs (the lab's probes, knock-outs) take the cache; after 250 ms without requests the worker
+   * gives it back to the text on screen, in steps that stop when a request arrives, so the reader's
+   * next keystroke on a long text computes only the new tokens. Asking interrupts that restore for a
+   * moment (it resumes where it stopped). null on the page thread, which keeps no such cache.
+   */
+  cacheState(): Promise<CacheState | null>;
   /** Terminates the worker; pending and later calls reject. Safe to call twice. */
   dispose(): void;
+}
+
+export interface CacheState {
+  /** Tokens of the last run or prefill held in the engine's cache. */
+  cachedTokens: number;
+  /** Tokens of the text on screen (0 when no run passed `reuse`). */
+  onScreenTokens: number;
+  /** How many of them, from the start, the cache holds: equal to onScreenTokens once restored. */
+  onScreenCached: number;
 }
 
 /** Starts a module worker and loads a model in it (same sources as loadModel). */

@@ -138,6 +138,8 @@ class WorkerModel {
 
   tokenize(text) { return this.call('tokenize', { text }); }
   tokenText(id) { return this.call('tokenText', { id }); }
+  /** What the engine's cache holds for the text on screen (see headscope-worker.d.ts). */
+  cacheState() { return this.call('cacheState', {}); }
 
   /** Frees the model and stops the worker. Later calls reject. */
   dispose() { this.#channel.close('model'); }
@@ -154,6 +156,7 @@ class PageThreadModel {
   async run(text, { onProgress, signal, ...options } = {}) { return this.#model.run(text, options); }
   async tokenize(text) { return this.#model.tokenize(text); }
   async tokenText(id) { return this.#model.tokenText(id); }
+  async cacheState() { return null; }
   dispose() { this.#model.dispose(); }
 }
 

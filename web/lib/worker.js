@@ -214,6 +214,11 @@ async function handle({ id, method, args }) {
       value = model.tokenize(args.text);
     } else if (method === 'tokenText') {
       value = model.tokenText(args.id);
+    } else if (method === 'cacheState') {
+      const shown = onScreen ? model.tokenize(onScreen.text).map((t) => t.id) : [];
+      const same = onScreen && cached.key === cacheKey(onScreen.options);
+      value = { cachedTokens: cached.ids.length, onScreenTokens: shown.length,
+        onScreenCached: same ? sharedPrefixLength(cached.ids, shown) : 0 };
     } else if (method === 'dispose') {
       model.dispose();
       model = null;
