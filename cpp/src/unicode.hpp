@@ -1,0 +1,29 @@
+// Internal to the tokenizer (cpp/src/tokenizer.cpp): UTF-8 and the character classes its
+// pre-tokenizer needs. Validity follows Unicode Table 3-7 (no overlongs, surrogates or code points
+// above U+10FFFF); replacement follows the WHATWG TextDecoder (one U+FFFD per maximal invalid
+// subpart), so strict decoding and replacement share one definition of validity.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace headscope::unicode {
+
+// The classes GPT-2's regex distinguishes: \p{L}, \p{N}, \s (White_Space plus U+FEFF, as in
+// JavaScript), everything else. Tables: cpp/src/unicode_tables.inc (scripts/gen_unicode_tables.py).
+enum class CharClass : uint8_t { kOther = 0, kLetter, kNumber, kSpace };
+
+CharClass classify(char32_t cp);
+
+// Appends the UTF-8 encoding of a code point (cp <= U+10FFFF).
+void append_utf8(std::string& out, char32_t cp);
+
+// At s[i] (i < s.size()): the length of a valid sequence, with its code point in cp; or, for an
+// invalid one, the length of its maximal invalid subpart negated (at least 1).
+int utf8_step(std::string_view s, std::size_t i, char32_t& cp);
+
+// s with every maximal invalid subpart replaced by U+FFFD.
+std::string utf8_sanitize(std::string_view s);
+
+}  // namespace headscope::unicode
