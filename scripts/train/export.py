@@ -350,7 +350,8 @@ def synthetic_card(tc):
                                                       what="share: windows that copy one of their own spans of "
                                                            "min..max tokens to a later place; random_share: windows "
                                                            "that are a run of min..max random token ids repeated"),
-            "repeat_spans_phases": [{"from_step": ph["from_step"], **ph["repeat_spans"]}
+            "repeat_spans_phases": [{"from_step": ph["from_step"], **(ph["repeat_spans"] or {"share": 0.0,
+                                                                                      "random_share": 0.0})}
                                     for ph in tc.get("phases", []) if "repeat_spans" in ph]}
 
 
@@ -449,9 +450,10 @@ def roles_md(c):
             L.append(f"- Repeated spans: {rs['share']:.0%} of the training windows copy one of their own spans of "
                      f"{rs['min']}-{rs['max']} tokens to a later place, and {rs['random_share']:.0%} are a run of "
                      f"{rs['min']}-{rs['max']} random token ids repeated to fill the window ({rs['generator']}).")
-            for ph in sy.get("repeat_spans_phases", []):
-                L.append(f"- From step {ph['from_step']:,}: {ph['share']:.0%} copy a span of {ph['min']}-{ph['max']} "
-                         f"tokens and {ph['random_share']:.0%} are random runs.")
+        for ph in sy.get("repeat_spans_phases", []):
+            span = f" of {ph['min']}-{ph['max']} tokens" if "min" in ph else ""
+            L.append(f"- Repeated spans from step {ph['from_step']:,}: {ph['share']:.0%} of the windows copy a span"
+                     f"{span} and {ph['random_share']:.0%} are random runs.")
         L.append("- The validation loss and bits per byte above are on natural text only.")
     return L
 
@@ -482,7 +484,7 @@ def readme(c):
          f"- Optimizer: {tr['optimizer']}; seed {tr['seed']}; exported weights from step {tr['exported_step']} "
          "(best validation loss at an evaluation)",
          f"- Reproduce: `{tr['command']}`"] + ([f"- Schedule: {tr['schedule_note']}"] if tr["schedule_note"] else []) + [
-         f"- From step {ph['from_step']:,}: {ph['note']} (" + ", ".join(
+         f"- From step {ph['from_step']:,}: {ph.get('note', 'a new phase')} (" + ", ".join(
              f"{k} {json.dumps(v)}" for k, v in ph.items() if k not in ("from_step", "note")) + ")"
          for ph in tr.get("phases", [])] + [
          "- Training time was measured on 2 CPU cores that at times also ran other jobs (builds, browsers, "

@@ -106,7 +106,8 @@ def encode_file(enc, path, cache_path, tok_dir):
 # ------------------------------------------------------------------------------------------- training
 def config_at(tc, step):
     """The config in force at a step: tc with the overrides of every "phases" entry that has begun
-    ([{"from_step": S, "note": ..., key: value, ...}, ...] in increasing order). A phase changes the
+    ([{"from_step": S, "note": ..., key: value, ...}, ...] in increasing order; a key's value is replaced
+    whole, so a phase's "repeat_spans" lists every field). A phase changes the
     recipe of a run already under way (say, a lower learning-rate floor and fewer random-run windows for a
     final stretch) without changing the steps before it, so a rerun from scratch reproduces both."""
     out = dict(tc)
@@ -129,8 +130,9 @@ def lr_at(step, tc):
     p = min(1.0, (step - tc["warmup"]) / max(1, horizon - tc["warmup"]))
     lo = tc["lr"] * tc["min_lr_ratio"]
     lr = lo + 0.5 * (tc["lr"] - lo) * (1 + math.cos(math.pi * p))
-    # a budget extended after the cosine had reached its floor: ramp linearly from the floor up to the
-    # new horizon's curve over n steps instead of jumping ([[at_step, n], ...], see schedule_note)
+    # a budget extended after the cosine had reached its floor: ramp linearly from the floor in force
+    # (a phase's own floor from its first step on) up to the new horizon's curve over n steps instead
+    # of jumping there ([[at_step, n], ...], see schedule_note)
     for at, n in tc.get("rewarm", []):
         if at <= step < at + n:
             lr = lo + (lr - lo) * (step - at + 1) / n
@@ -377,7 +379,10 @@ def run_smoke():
                           "repeat_spans": {"share": 0.5, "random_share": 0.0, "min": 4, "max": 8}}]}
         # the cosine ends at the phase's floor (0.01x), not the base floor (0.1x)
         assert math.isclose(lr_at(30, tc), 0.01 * 0.01, rel_tol=1e-9), lr_at(30, tc)
-        assert math.isclose(lr_at(19, tc), lr_at(19, {k: v for k, v in tc.items() if k != "phases"})), "phase began early"
+        base = {k: v for k, v in tc.items() if k != "phases"}
+        assert math.isclose(lr_at(19, tc), lr_at(19, base)), "phase began early"
+        assert lr_at(20, tc) < lr_at(20, base), "phase did not begin at its step"
+        assert config_at(tc, 20)["repeat_spans"] == tc["phases"][0]["repeat_spans"] and "repeat_spans" not in config_at(tc, 19)
         log = Logger(tmp, quiet=True)
         tok_dir = ensure_tokenizer(tc["vocab_size"], txt, folder=os.path.join(tmp, "tok"), log=log)
         enc = bpe.Encoder.load(tok_dir)

@@ -109,6 +109,7 @@ export class FastTypingModel {
 
   tokenize(text) { return this.#worker.tokenize(text); }
   tokenText(id) { return this.#worker.tokenText(id); }
+  cacheState() { return this.#worker.cacheState(); }
 
   dispose() {
     clearTimeout(this.#primeTimer);

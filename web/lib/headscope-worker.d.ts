@@ -58,8 +58,9 @@ export interface WorkerModel {
    * What the worker's engine cache holds for the text on screen (the last text run with `reuse`).
    * Side runs (the lab's probes, knock-outs) take the cache; after 250 ms without requests the worker
    * gives it back to the text on screen, in steps that stop when a request arrives, so the reader's
-   * next keystroke on a long text computes only the new tokens. Asking interrupts that restore for a
-   * moment (it resumes where it stopped). null on the page thread, which keeps no such cache.
+   * next keystroke on a long text computes only the new tokens (texts within the context, on models
+   * where the restored tokens are more than about 50 ms of work). Answered at once, even during a
+   * long run, and without interrupting a restore. null on the page thread, which keeps no such cache.
    */
   cacheState(): Promise<CacheState | null>;
   /** Terminates the worker; pending and later calls reject. Safe to call twice. */
@@ -71,7 +72,7 @@ export interface CacheState {
   cachedTokens: number;
   /** Tokens of the text on screen (0 when no run passed `reuse`). */
   onScreenTokens: number;
-  /** How many of them, from the start, the cache holds: equal to onScreenTokens once restored. */
+  /** How many of them, from the start, the cache holds: onScreenTokens once fully restored. */
   onScreenCached: number;
 }
 

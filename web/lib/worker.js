@@ -98,7 +98,9 @@ async function restoreTyping() {
   const tokens = model.tokenize(text);
   const T = Math.min(tokens.length, model.info.config.nPositions);
   const start = cached.key === cacheKey(options) ? sharedPrefixLength(cached.ids, tokens.map((t) => t.id)) : 0;
-  if (T - start < 2 || (T - start) * model.info.parameterCount < STEPPED_RUN_WORK / 4 || tokens.length > T) return;
+  // nothing left, a text past the context (cut differently), or a model too small for it to matter;
+  // a restore interrupted by a request resumes here with what is left, however little
+  if (start >= T || T * model.info.parameterCount < STEPPED_RUN_WORK / 4 || tokens.length > T) return;
   if (queue.length) return;
   const whole = await prefillInSteps(text, tokens, start, options, async () => {
     await yieldToMessages();
@@ -214,11 +216,7 @@ async function handle({ id, method, args }) {
       value = model.tokenize(args.text);
     } else if (method === 'tokenText') {
       value = model.tokenText(args.id);
-    } else if (method === 'cacheState') {
-      const shown = onScreen ? model.tokenize(onScreen.text).map((t) => t.id) : [];
-      const same = onScreen && cached.key === cacheKey(onScreen.options);
-      value = { cachedTokens: cached.ids.length, onScreenTokens: shown.length,
-        onScreenCached: same ? sharedPrefixLength(cached.ids, shown) : 0 };
+
     } else if (method === 'dispose') {
       model.dispose();
       model = null;
@@ -234,11 +232,29 @@ async function handle({ id, method, args }) {
   }
 }
 
+// What the cache holds for the text on screen. Answered at once, between the steps of whatever runs,
+// and not queued: it reads state only, so it neither waits for a long run nor interrupts a restore.
+function cacheState() {
+  if (!model) throw new Error('no model loaded in this worker');
+  const shown = onScreen ? model.tokenize(onScreen.text).map((t) => t.id) : [];
+  const same = onScreen && cached.key === cacheKey(onScreen.options);
+  return { cachedTokens: cached.ids.length, onScreenTokens: shown.length,
+    onScreenCached: same ? sharedPrefixLength(cached.ids, shown) : 0 };
+}
+
 self.onmessage = async (event) => {
   const message = event.data;
   // a cancel acts at once (between the steps of a long run); everything else waits its turn
   if (message.method === 'cancel') {
     cancelled.add(message.args.id);
+    return;
+  }
+  if (message.method === 'cacheState') {
+    try {
+      self.postMessage({ id: message.id, ok: true, value: cacheState() });
+    } catch (e) {
+      self.postMessage({ id: message.id, ok: false, error: e instanceof Error ? e.message : String(e) });
+    }
     return;
   }
   queue.push(message);
