@@ -13,7 +13,7 @@ import { parseAblate, formatAblate } from '../lib/result.js';
 import { el } from './lab/dom.js';
 import { SwitchOffPanel } from './lab/switch-off.js';
 import { KnockoutPanel, REDUNDANT_DELTA } from './lab/knockout.js';
-import { RolesPanel, ROLE_SHORT, ROLE_FORMULAS, ROLE_NAMES, liveScores, rolesSentence } from './lab/roles.js';
+import { RolesPanel, ROLE_SHORT, ROLE_FORMULAS, ROLE_NAMES, BADGE_THRESHOLDS, liveScores, rolesSentence } from './lab/roles.js';
 import { QuizPanel } from './lab/quiz.js';
 
 export { parseAblate, formatAblate, REDUNDANT_DELTA, ROLE_SHORT, ROLE_FORMULAS, ROLE_NAMES, liveScores, rolesSentence };
@@ -181,7 +181,7 @@ export class Lab {
       if (cell.classList.contains('hs-ablated') !== off) cell.classList.toggle('hs-ablated', off);
       setAttr(cell, 'data-ablated', off ? 'true' : 'false');
       const s = this.scores?.[l]?.[h];
-      const roles = s ? headBadges(s) : [];
+      const roles = s ? headBadges(s, BADGE_THRESHOLDS) : [];
       const badgeText = roles.map((r) => ROLE_SHORT[r]).join(' ');
       if (badge.textContent !== badgeText) badge.textContent = badgeText;
       setAttr(cell, 'data-roles', roles.join(' '));

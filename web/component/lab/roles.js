@@ -1,7 +1,7 @@
 // The lab's roles panel: what each head turned out to do, as badges on the grid, measured live.
 // The scores and thresholds come from the package's analysis module; this module names them,
 // writes their formulas in words, and runs the induction probe once per model.
-import { ROLE_THRESHOLDS, ROLE_DESCRIPTIONS, ROLES_TABLE, INDUCTION_PROBE, inductionScores, verbSubjectScores } from '../../lib/analysis.js';
+import { ROLES_TABLE, INDUCTION_PROBE, inductionScores, verbSubjectScores } from '../../lib/analysis.js';
 import { allHeadScores } from '../../lib/analysis.js';
 import { el, panel } from './dom.js';
 
@@ -18,6 +18,9 @@ export const ROLE_SHORT = Object.freeze(Object.fromEntries(LIVE.map((r) => [r.na
 export const ROLE_FORMULAS = Object.freeze(Object.fromEntries(LIVE.map((r) => [r.name, r.formula])));
 /** The role's name as the legend shows it. */
 export const ROLE_NAMES = Object.freeze(Object.fromEntries(LIVE.map((r) => [r.name, r.label])));
+/** Threshold of every badge on the grid: the live roles and the probe roles (verb to subject). */
+export const BADGE_THRESHOLDS = Object.freeze(Object.fromEntries(LIVE.map((r) => [r.name, r.threshold])));
+const BADGE_DESCRIPTIONS = Object.freeze(Object.fromEntries(LIVE.map((r) => [r.name, r.description])));
 
 /** Role scores of every head of `result`, with the induction and verb-to-subject scores from the probes. */
 // (the induction score always comes from the probe: on ordinary text few tokens repeat, and a
@@ -38,7 +41,7 @@ export function liveScores(result, probeScores, rows = null) {
 /** The sentence for a head's badges, e.g. "found after training: attends to the previous token (0.83)". */
 export function rolesSentence(scores, roles) {
   if (!roles.length) return 'no strong pattern found on this text';
-  return `found after training: ${roles.map((r) => `${ROLE_DESCRIPTIONS[r]} (${scores[r].toFixed(2)})`).join('; ')}`;
+  return `found after training: ${roles.map((r) => `${BADGE_DESCRIPTIONS[r]} (${r === 'verb_to_subject' ? `${scores[r].toFixed(1)}× uniform` : scores[r].toFixed(2)})`).join('; ')}`;
 }
 
 /**
@@ -51,7 +54,7 @@ export class RolesPanel {
     const roles = panel(d, 'hs-lab-roles', 'What the heads turned out to do', 'Badges on the grid are measured live on the current text, except two measured through the engine on probe texts, as the model cards measure them: induction on lists of 20 common words, each list repeated once; verb to subject on the model card\'s probe sentences (only when the model has a card). They describe patterns found after training, not jobs anyone assigned; a head can show several, and on other text it may behave differently. A badge appears when a score reaches its threshold (in small grid cells, as a dot; hover or focus the head for its words):');
     // a compact key, always visible; the formulas and thresholds one click away
     const key = el(d, 'ul', 'hs-lab-key');
-    for (const r of Object.keys(ROLE_THRESHOLDS)) {
+    for (const r of Object.keys(BADGE_THRESHOLDS)) {
       const li = el(d, 'li');
       li.append(el(d, 'span', 'hs-lab-badge', ROLE_SHORT[r]), d.createTextNode(` ${ROLE_NAMES[r]}`));
       key.appendChild(li);
@@ -59,11 +62,11 @@ export class RolesPanel {
     const details = el(d, 'details', 'hs-lab-formulas');
     details.appendChild(el(d, 'summary', '', 'How each score is computed (A = the head\'s attention; row t = the token that looks)'));
     const legend = el(d, 'dl', 'hs-lab-legend');
-    for (const r of Object.keys(ROLE_THRESHOLDS)) {
+    for (const r of Object.keys(BADGE_THRESHOLDS)) {
       const dt = el(d, 'dt');
-      dt.append(el(d, 'span', 'hs-lab-badge', ROLE_SHORT[r]), d.createTextNode(` ${ROLE_NAMES[r]}: ${ROLE_DESCRIPTIONS[r]}`));
+      dt.append(el(d, 'span', 'hs-lab-badge', ROLE_SHORT[r]), d.createTextNode(` ${ROLE_NAMES[r]}: ${BADGE_DESCRIPTIONS[r]}`));
       const where = PROBE_ROLES.includes(r) && !ROLES_TABLE.find((x) => x.name === r).where.includes('live') ? ' (probe sentences only, not the current text)' : '';
-      const dd = el(d, 'dd', '', `score = ${ROLE_FORMULAS[r]}; badge at ≥ ${ROLE_THRESHOLDS[r]}${where}`);
+      const dd = el(d, 'dd', '', `score = ${ROLE_FORMULAS[r]}; badge at ≥ ${BADGE_THRESHOLDS[r]}${where}`);
       legend.append(dt, dd);
     }
     details.appendChild(legend);
