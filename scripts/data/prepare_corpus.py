@@ -402,7 +402,8 @@ def write_data_md(prov):
           "cards report the loss on it separately from the training loss on the mix.",
           "- **Repeated spans** (made while training, not stored here): `scripts/train/train.py` rewrites a share "
           "of its training windows so that they repeat an earlier span; the share and span lengths are the "
-          "`repeat_spans` field of each model in `scripts/train/configs.json` and are printed in every card. "
+          "`repeat_spans` field of each model in `scripts/train/configs.json` (a later phase may change them: "
+          "its `phases`) and are printed in every card. "
           "This is what induction heads feed on: the token after an earlier occurrence predicts the next one.",
           "- The probe sentences that measure verb-to-subject attention (`synth.probe_sentences`) use cities that "
           "the training sentences never use, so none of them is in the training data."]
