@@ -18,14 +18,14 @@ import { QuizPanel } from './lab/quiz.js';
 
 export { parseAblate, formatAblate, REDUNDANT_DELTA, ROLE_SHORT, ROLE_FORMULAS, ROLE_NAMES, liveScores, rolesSentence };
 
+// Quiet time after the latest result before the role probes run (see update()).
+const PROBE_AFTER_PAUSE_MS = 800;
+
 /**
  * Calls `fn` once, in a task after the next frame has been painted (so that work which can wait,
  * such as the role scores, never delays the frame showing a new result). Pages that get no frames
  * (hidden tabs) run it after 200 ms. Returns a function that cancels the call.
  */
-// Quiet time after the latest result before the role probes run (see update()).
-const PROBE_AFTER_PAUSE_MS = 800;
-
 function afterNextPaint(fn) {
   let done = false;
   const run = () => { if (!done) { done = true; fn(); } };

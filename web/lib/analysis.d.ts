@@ -61,18 +61,20 @@ export interface KnockoutEntry {
 export declare function knockoutRanking(model: AnyModel, text: string, options?: { ablate?: Array<[number, number]> }): Promise<{ baseLoss: number; heads: KnockoutEntry[] }>;
 
 /** A role of roles.json: what a score measures, and the threshold at which a head earns it. */
-export interface Role {
+export interface RoleInfo {
   name: string;
   short: string;
   label: string;
   formula: string;
   threshold: number;
+  /** Set for scores that are not shares in [0, 1]: '× uniform' for verb to subject. */
+  unit?: string;
   description: string;
   /** 'live': badged on the reader's text; 'card': measured for the model cards. */
   where: Array<'live' | 'probe' | 'card'>;
 }
 /** Every role of roles.json, the vocabulary the model cards use too. */
-export declare const ROLES_TABLE: readonly Role[];
+export declare const ROLES_TABLE: readonly RoleInfo[];
 
 /** The induction probe of roles.json: the common words the lists are drawn from, list length, list count. */
 export declare const INDUCTION_PROBE: Readonly<{ words: readonly string[]; listLength: number; lists: number }>;

@@ -216,7 +216,6 @@ async function handle({ id, method, args }) {
       value = model.tokenize(args.text);
     } else if (method === 'tokenText') {
       value = model.tokenText(args.id);
-
     } else if (method === 'dispose') {
       model.dispose();
       model = null;

@@ -21,6 +21,8 @@ export const ROLE_NAMES = Object.freeze(Object.fromEntries(LIVE.map((r) => [r.na
 /** Threshold of every badge on the grid: the live roles and the probe roles (verb to subject). */
 export const BADGE_THRESHOLDS = Object.freeze(Object.fromEntries(LIVE.map((r) => [r.name, r.threshold])));
 const BADGE_DESCRIPTIONS = Object.freeze(Object.fromEntries(LIVE.map((r) => [r.name, r.description])));
+// a score with a unit (a ratio to uniform attention) reads as '5.2× uniform'; the others are shares in [0, 1]
+const formatScore = Object.fromEntries(LIVE.map((r) => [r.name, r.unit ? (x) => `${x.toFixed(1)}${r.unit}` : (x) => x.toFixed(2)]));
 
 /** Role scores of every head of `result`, with the induction and verb-to-subject scores from the probes. */
 // (the induction score always comes from the probe: on ordinary text few tokens repeat, and a
@@ -41,7 +43,7 @@ export function liveScores(result, probeScores, rows = null) {
 /** The sentence for a head's badges, e.g. "found after training: attends to the previous token (0.83)". */
 export function rolesSentence(scores, roles) {
   if (!roles.length) return 'no strong pattern found on this text';
-  return `found after training: ${roles.map((r) => `${BADGE_DESCRIPTIONS[r]} (${r === 'verb_to_subject' ? `${scores[r].toFixed(1)}× uniform` : scores[r].toFixed(2)})`).join('; ')}`;
+  return `found after training: ${roles.map((r) => `${BADGE_DESCRIPTIONS[r]} (${formatScore[r](scores[r])})`).join('; ')}`;
 }
 
 /**
