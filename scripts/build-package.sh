@@ -3,7 +3,9 @@
 # payload: the JS API, its types, the worker, the web component, the .wasm and the shipped models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export NODE_PATH=/usr/share/nodejs
+export NODE_PATH=/usr/share/nodejs   # Debian's emscripten needs Debian's acorn (cpp/README.md, "Toolchain notes" 1)
+. scripts/common/need_toolchain.sh
+need_toolchain "${HEADSCOPE_WHO:-scripts/build-package.sh}"
 cmake --preset wasm-release >/dev/null
 cmake --build --preset wasm-release --target headscope_wasm -j "${JOBS:-2}"
 # the same engine with relaxed SIMD's multiply-add; the JS layer picks it where the browser has it

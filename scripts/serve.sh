@@ -9,8 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"
 if [ "${HEADSCOPE_SKIP_BUILD:-0}" != 1 ]; then
-  scripts/build-package.sh
-  [ -x node_modules/.bin/esbuild ] || npm ci --no-audit --no-fund --ignore-scripts
+  # the toolchain and node_modules first: the package build bundles with esbuild (an npm package)
+  HEADSCOPE_WHO="${HEADSCOPE_WHO:-scripts/serve.sh}" scripts/build-package.sh
   web/demo/build.sh build/web
 fi
 [ -f build/web/models/headscope-base/model.safetensors ] ||

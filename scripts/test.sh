@@ -5,14 +5,18 @@
 #      kernels run this machine's widest vectors, e.g. 16 lanes with AVX-512)
 #   3. the same Catch2 suite compiled to WebAssembly with SIMD128, under node (preset wasm-release),
 #      and with relaxed SIMD's fused multiply-add (preset wasm-relaxed, node --experimental-wasm-relaxed-simd)
-#   4. JavaScript package tests (node --test) and browser end-to-end tests, once those exist
+#   4. JavaScript package tests (node --test) and browser end-to-end tests
 #   5. libFuzzer targets (loaders, tokenizer), FUZZ_SECONDS each (default 30)
-#   6. the training pipeline's smoke run, when PyTorch is installed
+#   6. the commands README.md names, in a quick form (tests/readme_commands.sh): scripts/run.sh and
+#      `npm start` serve the demo, scripts/run.sh --cli and the CLI lines run
+#   7. the bench in its quick mode (BENCH_QUICK=1 scripts/bench.sh, = `npm run bench`), so it cannot rot
+#   8. the README's picture, taken again in headless Chromium (`npm run screenshots`, written to build/)
+#   9. the training pipeline's smoke run (PyTorch)
 # Every step runs even if an earlier one failed; the last line is the summary; the exit code is
 # non-zero if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export NODE_PATH=/usr/share/nodejs   # Debian's emscripten needs Debian's acorn (TOOLCHAIN.md, quirk 1)
+export NODE_PATH=/usr/share/nodejs   # Debian's emscripten needs Debian's acorn (cpp/README.md, "Toolchain notes" 1)
 JOBS="${JOBS:-2}"
 
 scripts/setup.sh || { echo "headscope tests: setup failed"; exit 1; }
@@ -44,9 +48,11 @@ fi
 if [ -f tests/e2e/run.sh ]; then
   step "browser end-to-end" tests/e2e/run.sh
 fi
-if /usr/bin/python3 -c "import torch" 2>/dev/null && [ -f scripts/train/train.py ]; then
-  step "training smoke run" /usr/bin/python3 scripts/train/train.py --smoke
-fi
+step "README commands (quick)" tests/readme_commands.sh
+step "bench, quick mode" env BENCH_QUICK=1 scripts/bench.sh
+step "README picture (npm run screenshots)" node scripts/screenshots.mjs --site build/e2e-site --out build/e2e-artifacts/readme-picture.png
+# PyTorch is one of setup.sh's packages: without it this step fails rather than being skipped
+step "training smoke run" /usr/bin/python3 scripts/train/train.py --smoke
 
 echo
 pass=0; fail=0

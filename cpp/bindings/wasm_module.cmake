@@ -7,7 +7,7 @@ target_link_options(headscope_wasm PRIVATE
   --bind
   -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createHeadscopeCore
   -sDYNAMIC_EXECUTION=0
-  -sENVIRONMENT=web,worker      # with node in the list this Emscripten's ES module breaks in Node (TOOLCHAIN.md); Node passes wasmBinary
+  -sENVIRONMENT=web,worker      # with node in the list this Emscripten's ES module breaks in Node (cpp/README.md, "Toolchain notes" 6); Node passes wasmBinary
   -sFILESYSTEM=0
   -sALLOW_MEMORY_GROWTH=1 -sINITIAL_MEMORY=32MB -sMAXIMUM_MEMORY=4GB
   -sTOTAL_STACK=1MB)

@@ -6,7 +6,7 @@
 //                   [--steps N] [--optimizer adamw|sgd] [--lr X] [--weight-decay X] [--clip X]
 //                   [--batch-size B] [--seq-len T] [--seed S] [--periods MIN:MAX] [--log-every K] [--scores] --out DIR
 //
-// --preset NAME runs one of the page's presets (training_run.cpp: shape, task, optimizer, learning
+// --preset NAME runs one of the page's presets (training_spec.cpp: shape, task, optimizer, learning
 //   rate, warmup, schedule, steps, seed) exactly as the page does; any other flag overrides its value.
 //   Without a preset: --config or --init, --task or --batch and --steps are required; AdamW at lr 1e-3,
 //   batch 8, T = min(n_positions, 64), no warmup, constant rate, no clipping, no weight decay.

@@ -28,7 +28,7 @@ export default defineConfig({
     browserName: 'chromium',
     launchOptions: {
       executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-      // without the networking flags Chromium tries to reach outside hosts and stalls (TOOLCHAIN.md)
+      // without the networking flags Chromium tries to reach outside hosts and stalls (cpp/README.md, "Toolchain notes" 12)
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     },

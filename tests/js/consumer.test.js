@@ -44,6 +44,19 @@ test('installed package works from Node', () => {
   assert.ok(out.simd);
 });
 
+// The component modules register their custom elements when imported: a bundler that believed the
+// package's `sideEffects` were none would drop `import 'headscope/component'` and no element would
+// exist. esbuild honours the field (as webpack and Rollup do), so its bundle must keep both defines.
+test('a bundler keeps the self-registering components (package.json sideEffects)', async () => {
+  const { build } = await import('esbuild');
+  writeFileSync(join(project, 'components.js'), "import 'headscope/component';\nimport 'headscope/lab-component';\n");
+  const result = await build({ entryPoints: [join(project, 'components.js')], absWorkingDir: project, bundle: true,
+    write: false, format: 'esm', logLevel: 'silent', external: ['*.wasm'] });
+  const code = result.outputFiles[0].text;
+  for (const name of ['headscope-view', 'headscope-lab'])
+    assert.match(code, new RegExp(`customElements\\.define\\(\\s*["']${name}["']`), `the bundle dropped ${name}'s registration`);
+});
+
 test('a Vite build bundles the .wasm and runs on the main thread and in a Worker under a strict CSP', async () => {
   mkdirSync(join(project, 'public'), { recursive: true });
   cpSync(testModelDir, join(project, 'public', 'model'), { recursive: true });
