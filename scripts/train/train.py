@@ -145,7 +145,7 @@ def make_optimizer(model, tc):
     own, lr x wpe_lr_mult and no weight decay: a previous-token head reads the offset between two rows
     of that table, and with the shared learning rate the table stays almost one-dimensional (73% of its
     variance in one direction after 8000 steps of the earlier default run), so the head sharpens only
-    slowly (see README.md, "Position embeddings with their own learning rate")."""
+    slowly (see scripts/train/README.md, "How the default model got a previous-token head")."""
     wpe_mult = tc.get("wpe_lr_mult")
     own = (lambda n: wpe_mult is not None and n == "wpe.weight")
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and not own(n)]

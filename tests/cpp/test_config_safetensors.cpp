@@ -171,7 +171,7 @@ TEST_CASE("safetensors errors: tensors", "[errors][safetensors]") {
   });
   REQUIRE_ERROR_CONTAINS(g.load(), "tensors overlap");
 
-  g.weights = edited(f.weights, [&](Parts& p) {  // NaN weight: rejected (documented in the README)
+  g.weights = edited(f.weights, [&](Parts& p) {  // NaN weight: rejected (documented in cpp/README.md, "Bad input")
     const uint64_t b = p.header[t]["data_offsets"][0].get<uint64_t>();
     const float nan = std::numeric_limits<float>::quiet_NaN();
     std::memcpy(p.data.data() + b + 40, &nan, 4);
