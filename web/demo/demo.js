@@ -11,8 +11,8 @@ import { installSharing } from './share.js';
 import { installThemeToggle } from './theme-toggle.js';
 import { TokenStrip } from './token-strip.js';
 import { HeadChips } from './head-chips.js';
-import { attentionAt } from '../lib/result.js';
-import { modelIndex, loadCard, openingHead, verbSubjectHeads, modelSize } from './models.js';
+import { modelIndex, loadCard, modelSize } from './models.js';
+import { cardOpening } from './card-opening.js';
 import { installLocalModelPicker, readModelFiles } from './local-model.js';
 import { loadTrainedModel } from './trained-model.js';
 
@@ -307,42 +307,6 @@ function useModel(model, { name, local = false, card = null }) {
   if (previous && previous !== model) previous.dispose();
 }
 
-/** Whether the page opens on the card's head: the article's sentence, and no head chosen by the URL. */
-function opensOnCard(card) {
-  return !!card && fromUrl.layer === undefined && fromUrl.head === undefined && state.text === card.chef_sentence?.text;
-}
-
-/**
- * A head's attention from "cooked" to "chef" on the article's sentence, measured through the engine,
- * as openingHead's linkWeight (the card lists only the sentence's top three heads). undefined when
- * the card names no verb-to-subject head or the run fails.
- */
-async function cardLinkWeight(model, card) {
-  if (!verbSubjectHeads(card).length || !opensOnCard(card)) return undefined;
-  try {
-    const r = await model.run(card.chef_sentence.text, { topK: 1 });
-    return (layer, head, q, keys) => (layer < r.nLayer && head < r.nHead && q < r.T && keys.every((k) => k <= q)
-      ? keys.reduce((s, k) => s + attentionAt(r, layer, head, q, k), 0) : undefined);
-  } catch {
-    return undefined;
-  }
-}
-
-/** Opens the card's head on the article's sentence, unless the URL chose a head or the text differs. */
-function openOnCardHead(card, linkWeight) {
-  if (!opensOnCard(card)) return;
-  const start = openingHead(card, { linkWeight });
-  const c = page.info.config;
-  if (!start || start.layer >= c.nLayer || start.head >= c.nHead) return;
-  state.layer = start.layer;
-  state.head = start.head;
-  state.heads = [start.head];
-  if (fromUrl.token === undefined && Number.isInteger(start.token)) {
-    state.token = start.token;
-    page.tokenFromCard = true;
-  }
-}
-
 // ?trained=1: the model the training page saved in this browser, on the probe text it trained for
 async function startTrained() {
   const saved = await loadTrainedModel();
@@ -377,8 +341,17 @@ async function start() {
     });
     const name = model.info.name;
     const card = await loadCard(state.model || 'headscope-base');
-    page.info = model.info;
-    openOnCardHead(card, await cardLinkWeight(model, card));
+    // the article's sentence opens on the card's most telling head, unless the URL chose one
+    const opening = await cardOpening(model, card, { text: state.text, fromUrl });
+    if (opening) {
+      state.layer = opening.layer;
+      state.head = opening.head;
+      state.heads = [opening.head];
+      if (opening.token !== undefined) {
+        state.token = opening.token;
+        page.tokenFromCard = true;
+      }
+    }
     useModel(model, { name, card });
   } catch (e) {
     $('loading').classList.add('error');
