@@ -117,20 +117,38 @@ def forward_ms(model, T, reps=10):
     return 1000 * float(np.median(ts))
 
 
-def role_of(p, f, e, top1=0.0, ind=0.0, v2s=0.0):
-    if ind >= 0.4:
+# A head's observed role (role_of). The roles the page and the cards share, and their thresholds, are
+# web/lib/roles.json's (head_metrics.card_thresholds(): prev_token, induction, verb_to_subject), so that a
+# card and the page's badges call the same head by the same name. The other bands below only word a card's
+# description of a head that has none of those roles; they are not page roles, so roles.json does not hold
+# them:
+FIRST_TOKEN_RESTING = 0.5   # first_token at or above: "first-token / resting head". roles.json's "first"
+#                             (attention sink) is the same score but a live-only badge at 0.6, not 0.5.
+PARTLY_PREV_SCORE = 0.25    # prev_token at or above (below the previous-token role): "partly previous-token"
+PARTLY_PREV_TOP1 = 0.4      # ... or t-1 the most attended key in at least this share of rows (prev_token_top1,
+#                             a card-only statistic)
+BROAD_ENTROPY_NATS = 2.5    # mean entropy in nats at or above: "broad, averaging head". roles.json's "broad"
+#                             is a different score (entropy / ln(t+1), live only).
+
+
+def role_of(p, f, e, top1=0.0, ind=0.0, v2s=0.0, thresholds=None):
+    """The card's one-line description of a head from its scores (prev_token p, first_token f, entropy e,
+    prev_token_top1, induction, verb_to_subject), strongest claim first. thresholds: {card key: threshold}
+    of the shared roles, by default roles.json's (head_metrics.card_thresholds())."""
+    th = thresholds if thresholds is not None else head_metrics.card_thresholds()
+    if ind >= th["induction"]:
         return (f"induction head (prefix matching {ind:.2f}: in a repeated list it attends to the token after "
                 f"the earlier occurrence)")
-    if p >= 0.5:
+    if p >= th["prev_token"]:
         return f"previous-token head (attends to the previous token {p:.0%} of the time on average)"
-    if f >= 0.5:
+    if f >= FIRST_TOKEN_RESTING:
         return f"first-token / resting head (puts {f:.0%} of its attention on position 0)"
-    if p >= 0.25 or top1 >= 0.4:
+    if p >= PARTLY_PREV_SCORE or top1 >= PARTLY_PREV_TOP1:
         return (f"partly previous-token ({p:.0%} of its attention on t-1, the most attended token in "
                 f"{top1:.0%} of rows)")
-    if v2s >= 3.0:
+    if v2s >= th["verb_to_subject"]:
         return f"verb-to-subject head (main verb -> subject at {v2s:.1f}x uniform attention)"
-    if e >= 2.5:
+    if e >= BROAD_ENTROPY_NATS:
         return f"broad, averaging head (entropy {e:.2f} nats)"
     return "mixed / content-dependent"
 
@@ -378,8 +396,9 @@ def loss_card(state, heldout):
 
 def heads_card(meas):
     """The card's "heads": one row per layer x head with its attention statistics, role scores and the
-    observed role (role_of) those numbers describe."""
+    observed role (role_of) those numbers describe, at the thresholds the card's "roles" section records."""
     mh = {(h["layer"], h["head"]): h for h in meas["metrics"]["heads"]}
+    th = meas["metrics"]["thresholds"]  # roles.json's, as the card's "roles" section records them
     prev, first, ent, prev_top1 = meas["prev"], meas["first"], meas["entropy"], meas["prev_top1"]
     heads = []
     for l in range(len(prev)):
@@ -390,7 +409,7 @@ def heads_card(meas):
                           "induction": mh[l, h]["induction"], "verb_to_subject": mh[l, h]["verb_to_subject"],
                           "verb_to_subject_weight": mh[l, h]["verb_to_subject_weight"],
                           "observed_role": role_of(prev[l][h], first[l][h], ent[l][h], prev_top1[l][h],
-                                                   mh[l, h]["induction"], mh[l, h]["verb_to_subject"])})
+                                                   mh[l, h]["induction"], mh[l, h]["verb_to_subject"], th)})
     return heads
 
 
@@ -465,21 +484,26 @@ def previous_default(metrics):
 
 
 def head_summary(c):
+    """The README's paragraph above the heads table: the previous-token heads at the card's threshold (its
+    "roles" section's, which is roles.json's; roles.json's for a card without one), else the strongest; the
+    heads with the most first-token attention and the lowest and highest entropy."""
+    th = ((c.get("roles") or {}).get("thresholds") or head_metrics.card_thresholds())["prev_token"]
     hs = c["heads"]
     prev = sorted(hs, key=lambda h: -h["prev_token"])
     first = sorted(hs, key=lambda h: -h["first_token"])
     ents = sorted(hs, key=lambda h: h["entropy"])
     name = lambda h: f"L{h['layer']}H{h['head']}"  # noqa: E731
-    clear_prev = [h for h in prev if h["prev_token"] >= 0.5]
+    clear_prev = [h for h in prev if h["prev_token"] >= th]
     out = []
     if clear_prev:
-        out.append("Previous-token heads (score >= 0.5): " +
+        out.append(f"Previous-token heads (score >= {th}): " +
                    ", ".join(f"{name(h)} ({h['prev_token']:.2f})" for h in clear_prev) + ".")
     else:
         top = prev[0]
         extra = (f", and its largest weight falls on the previous token in {top['prev_token_top1']:.0%} of rows"
                  if "prev_token_top1" in top else "")
-        out.append(f"No head puts half its attention on the previous token; the strongest is {name(top)} "
+        share = "half" if th == 0.5 else f"{th:.0%} of"
+        out.append(f"No head puts {share} its attention on the previous token; the strongest is {name(top)} "
                    f"({top['prev_token']:.2f}{extra}).")
     out.append(f"Most first-token attention: {name(first[0])} ({first[0]['first_token']:.2f}). "
                f"Sharpest head (lowest entropy): {name(ents[0])} ({ents[0]['entropy']:.2f} nats); broadest: "
