@@ -1,22 +1,32 @@
 // Node 20 side of the benchmark: our wasm SIMD build, our wasm scalar build and onnxruntime-web
-// (wasm backend, one thread) on the same model and the same shapes, measured side by side.
-// Usage: node bench/node_bench.mjs --model DIR --onnx DIR --builds DIR --out FILE [--quick] [--simd-only]
+// (wasm backend, one thread) on the same model and the same shapes, measured side by side; then the
+// npm package's own module (its JS API over the engine).
+// Usage: node bench/node_bench.mjs --model DIR --onnx DIR --simd DIR --out FILE
+//          [--scalar DIR --pkg DIR] [--quick] [--simd-only]
+//   --simd, --scalar: build trees holding headscope_bench_wasm (presets wasm-release, wasm-scalar)
+//   --pkg: the package's payload (dist/ or a copy of it)
 // With --simd-only (used for the `node --no-liftoff` cross-check) only our SIMD build is timed.
 import { parseArgs } from 'node:util';
-import { readFileSync, writeFileSync, statSync, existsSync } from 'node:fs';
+import { readFileSync, writeFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as ort from 'onnxruntime-web';
-import { ROOT, compare, loadBenchModule, readModelFiles, maxAbsDiff, benchIds, stats } from './lib.mjs';
+import { ROOT, compare, loadBenchModule, readModelFiles, maxAbsDiff, benchIds } from './lib.mjs';
 
-const { values: opt } = parseArgs({ options: { 'quick': { type: 'boolean', default: false }, 'simd-only': { type: 'boolean', default: false }, 'model': { type: 'string' }, 'onnx': { type: 'string' }, 'builds': { type: 'string' }, 'out': { type: 'string' } } });
-const arg = (k, d) => opt[k.replace(/^--/, '')] ?? d;
-const quick = opt['quick'];
+const { values: opt } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false }, 'simd-only': { type: 'boolean', default: false }, model: { type: 'string' },
+    onnx: { type: 'string' }, simd: { type: 'string' }, scalar: { type: 'string' }, pkg: { type: 'string' }, out: { type: 'string' },
+  },
+});
+const quick = opt.quick;
 const simdOnly = opt['simd-only'];
-const modelDir = arg('--model');
-const onnxDir = arg('--onnx');
-const buildsDir = arg('--builds', path.join(ROOT, 'build', 'bench'));
-const outFile = arg('--out');
+if (!opt.model || !opt.simd || !opt.out || (!simdOnly && (!opt.onnx || !opt.scalar || !opt.pkg)))
+  throw new Error('usage: node bench/node_bench.mjs --model DIR --onnx DIR --simd DIR --scalar DIR --pkg DIR --out FILE [--quick] | --simd-only');
+const modelDir = opt.model;
+const onnxDir = opt.onnx;
+const pkgDir = opt.pkg;
+const outFile = opt.out;
 const log = (...a) => console.error('[node]', ...a);
 const budget = quick ? 0.4 : 2.5;  // scales every minMs
 
@@ -27,13 +37,14 @@ const ids = benchIds(P, V);
 
 // ---- subjects ---------------------------------------------------------------------------------
 const subj = {};
-subj.simd = await loadBenchModule(path.join(buildsDir, 'wasm-simd'));
-if (!simdOnly) subj.scalar = await loadBenchModule(path.join(buildsDir, 'wasm-scalar'));
+subj.simd = await loadBenchModule(opt.simd);
+if (!simdOnly) subj.scalar = await loadBenchModule(opt.scalar);
 const ours = Object.keys(subj);
 // the SIMD build's Model compiled against the previous attention kernel (cpp/bench/previous_swap.hpp):
-// timed next to `simd` for the full forward and the incremental update only
-const withPrev = !simdOnly && existsSync(path.join(buildsDir, 'wasm-simd', 'headscope_bench_wasm_prev.js'));
-if (withPrev) subj.prev = await loadBenchModule(path.join(buildsDir, 'wasm-simd'), 'headscope_bench_wasm_prev');
+// timed next to `simd` for the full forward and the incremental update only (loadBenchModule fails
+// if the tree lacks it: a subject is never left out silently)
+const withPrev = !simdOnly;
+if (withPrev) subj.prev = await loadBenchModule(opt.simd, 'headscope_bench_wasm_prev');
 const oursAll = Object.keys(subj);
 const models = {};
 for (const k of oursAll) {
@@ -165,7 +176,7 @@ if (!simdOnly) {
 }
 // the npm package's module itself (its JS API over headscope_wasm): wasm memory after the longest run
 if (!simdOnly) {
-  const api = await import(pathToFileURL(path.resolve(buildsDir, 'pkg', 'headscope.js')).href);
+  const api = await import(pathToFileURL(path.resolve(pkgDir, 'headscope.js')).href);
   const tl0 = performance.now();
   await api.wasmMemoryBytes(); // loads the engine
   const tl1 = performance.now();
@@ -186,17 +197,25 @@ if (!simdOnly) {
   const typed = 'The quick brown fox jumps over the lazy dog near the river bank, while the old farmer watches from his porch and thinks about the harvest, the weather and the long winter that will come';
   const prev = typed.slice(0, -1);
   // the embind module itself (not part of the package's API), instantiated beside the package's
-  const glue = await import(pathToFileURL(path.resolve(buildsDir, 'pkg', 'headscope_wasm.js')).href);
-  const core = await glue.default({ wasmBinary: readFileSync(path.resolve(buildsDir, 'pkg', 'headscope_wasm.wasm')) });
+  const glue = await import(pathToFileURL(path.resolve(pkgDir, 'headscope_wasm.js')).href);
+  const core = await glue.default({ wasmBinary: readFileSync(path.resolve(pkgDir, 'headscope_wasm.wasm')) });
   const h = core.load(files.config, files.weights, files.vocab, files.merges);
+  if (h === null) throw new Error(`the package's engine did not load the model: ${core.lastError()}`);
+  // the two engine calls HeadscopeModel.run makes for a result without `reuse`
+  // (web/lib/headscope.js runData: run, then results with the top 10 and every attention row)
+  const coreRun = (text) => {
+    const r = h.run(text, [], false);
+    if (r === null) throw new Error(`Model.run failed: ${core.lastError()}`);
+    if (h.results(10, false, 0, r.tokens, r.tokens) === null) throw new Error(`Model.results failed: ${core.lastError()}`);
+  };
   const parts = {
     api_run: { fn: () => m.run(typed), before: () => m.run(prev) },
-    core_run: { fn: () => h.run(typed, [], false, 10, true), before: () => h.run(prev, [], false, 10, true) },
+    core_run: { fn: () => coreRun(typed), before: () => coreRun(prev) },
     tokenize: { fn: () => h.tokenize(typed) },
   };
   const ps = await compare(parts, { minMs: 200 * budget, minRuns: 30 });
   results.package_run_parts = { T: m.run(typed).T, ...ps };
-  log(`package API, one keystroke at T=${results.package_run_parts.T}: run() ${ps.api_run.median_ms.toFixed(2)} ms; its one engine call ${ps.core_run.median_ms.toFixed(2)} ms, tokenize alone ${ps.tokenize.median_ms.toFixed(3)} ms`);
+  log(`package API, one keystroke at T=${results.package_run_parts.T}: run() ${ps.api_run.median_ms.toFixed(2)} ms; its two engine calls ${ps.core_run.median_ms.toFixed(2)} ms, tokenize alone ${ps.tokenize.median_ms.toFixed(3)} ms`);
   h.delete();
 
   // ---- all logits (the lab's loss): the package's whole run() with allLogits, which also returns
