@@ -1,20 +1,22 @@
 // The engine's kernels against their previous versions and against candidates not adopted
-// (cpp/bench/kernels_previous.cpp), side by side in one process, after a correctness check. Also a machine calibration (peak SIMD128 multiply-add rate right now).
-// Usage: node bench/variants.mjs [--builds build/bench] [--out FILE] [--quick]
+// (cpp/bench/kernels_previous.cpp), side by side in one process, after a correctness check, at the
+// model's shapes. Also a machine calibration (peak SIMD128 multiply-add rate right now).
+// Usage: node bench/variants.mjs --simd DIR --model DIR [--out FILE] [--quick] [--reverse]
+//   --simd: the wasm-release build tree (headscope_bench_wasm); --model: the shapes (config.json)
 import { parseArgs } from 'node:util';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ROOT, compare, loadBenchModule, maxAbsDiff } from './lib.mjs';
+import { compare, loadBenchModule, maxAbsDiff } from './lib.mjs';
 
-const { values: opt } = parseArgs({ options: { 'builds': { type: 'string' }, 'out': { type: 'string' }, 'quick': { type: 'boolean', default: false }, 'C': { type: 'string' }, 'P': { type: 'string' }, 'NH': { type: 'string' }, 'V': { type: 'string' }, 'reverse': { type: 'boolean', default: false } } });
-const arg = (k, d) => opt[k.replace(/^--/, '')] ?? d;
-const B = arg('--builds', path.join(ROOT, 'build', 'bench'));
-const outFile = arg('--out');
-const quick = opt['quick'];
-const C = Number(arg('--C', 160)), F = 4 * C, P = Number(arg('--P', 128));
+const { values: opt } = parseArgs({ options: { simd: { type: 'string' }, model: { type: 'string' }, out: { type: 'string' }, quick: { type: 'boolean', default: false }, reverse: { type: 'boolean', default: false } } });
+if (!opt.simd || !opt.model) throw new Error('usage: node bench/variants.mjs --simd DIR --model DIR [--out FILE] [--quick] [--reverse]');
+const outFile = opt.out;
+const quick = opt.quick;
+const cfg = JSON.parse(readFileSync(path.join(opt.model, 'config.json'), 'utf8'));
+const C = cfg.n_embd, F = cfg.n_inner ?? 4 * C, P = cfg.n_positions, NH = cfg.n_head, V = cfg.vocab_size;
 const log = (...a) => console.error('[variants]', ...a);
-const m = await loadBenchModule(path.join(B, 'wasm-simd'));
-const out = { peak: null, gemm: [] };
+const m = await loadBenchModule(opt.simd);
+const out = { shape: { n_embd: C, n_inner: F, n_positions: P, n_head: NH, vocab_size: V }, peak: null, gemm: [] };
 
 const iters = 2_000_000;
 const pk = await compare({ peak: { fn: () => m.peakProbe(iters) } }, { minMs: 200, minRuns: 5 });
@@ -43,7 +45,6 @@ for (const [K, N] of (opt.reverse ? [[F, C], [C, F], [C, C], [C, 3 * C]] : [[C, 
 // ---- the engine's kernels against the alternatives in cpp/bench/kernels_previous.cpp ------------------
 // kind "previous": the kernel before the register-tiled port (what the change bought); kind "not adopted": a
 // candidate measured and left out. engine_speedup = alternative time / engine time (> 1: engine faster).
-const NH = Number(arg('--NH', 8)), V = Number(arg('--V', 5120));
 const versus = async (name, kind, engine, alternative, opts = {}) => {
   const s = await compare({ engine: { fn: engine }, alternative: { fn: alternative } }, { minMs: quick ? 100 : 250, minRuns: 30, rounds: 10, ...opts });
   const row = { name, kind, engine_ms: s.engine.median_ms, alternative_ms: s.alternative.median_ms, engine_best_ms: s.engine.min_ms,
@@ -53,7 +54,8 @@ const versus = async (name, kind, engine, alternative, opts = {}) => {
   log(`${name} (${kind}): engine ${row.engine_ms.toFixed(4)} ms, alternative ${row.alternative_ms.toFixed(4)} ms: engine ${row.engine_speedup.toFixed(2)}x (best samples ${row.engine_speedup_best.toFixed(2)}x)`);
 };
 out.alternatives = [];
-if (m.previousAvailable()) {
+if (!m.previousAvailable()) throw new Error(`${opt.simd}: this bench module has no previous kernels (a build without HEADSCOPE_SIMD?)`);
+{
   // the softmax rows of one layer (all heads, causal lengths 1..T): polynomial exp against xsimd::exp
   for (const T of [64, P]) {
     const sm = new m.Softmax(NH, T);

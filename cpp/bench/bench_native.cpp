@@ -71,7 +71,7 @@ static int run(int argc, char** argv) {
   // GEMM at the model's shapes
   std::printf("  \"gemm\": [\n");
   const int shapes[4][2] = {{C, 3 * C}, {C, C}, {C, F}, {F, C}};
-  const int Ms[] = {16, 64, 128};
+  const int Ms[] = {16, 64, P};  // the bench's key lengths: short, medium, the whole context
   bool first = true;
   for (auto& s : shapes) {
     bench::GemmCase g(s[0], s[1], P);
@@ -88,7 +88,7 @@ static int run(int argc, char** argv) {
   std::printf("  \"attention\": [\n");
   bench::AttentionCase a(C, NH, P);
   first = true;
-  for (int T : {16, 64, 128}) {
+  for (int T : {16, 64, P}) {
     const Stats st = time_it([&] { a.run(T, 0); }, {}, 30, min_ms / 3);
     std::printf("%s    {\"T\": %d, \"time\": %s}", first ? "" : ",\n", T, stats_json(st).c_str());
     first = false;
@@ -111,7 +111,7 @@ static int run(int argc, char** argv) {
   // one-token incremental update: T-1 tokens cached, one typed
   std::printf("  \"incremental\": [\n");
   first = true;
-  for (int T : {16, 64, 128}) {
+  for (int T : {16, 64, P}) {
     const Stats st = time_it([&] { model.run_ids(std::span<const int32_t>(ids.data(), T)); },
                              [&] { model.run_ids(std::span<const int32_t>(ids.data(), T - 1)); }, 20, min_ms / 2);
     std::printf("%s    {\"T\": %d, \"time\": %s}", first ? "" : ",\n", T, stats_json(st).c_str());
@@ -146,13 +146,13 @@ static int run(int argc, char** argv) {
       std::snprintf(name, sizeof name, "GEMM M=1 K=%d N=%d", s[0], s[1]);
       versus(name, [&] { g.run(1); }, [&] { g.run_split_k(1); });
     }
-    for (int T : {64, 128}) {
+    for (int T : {64, P}) {
       bench::SoftmaxCase sm(NH, T);
       char name[64];
       std::snprintf(name, sizeof name, "softmax rows of one layer, T=%d", T);
       versus(name, [&] { sm.run(); }, [&] { sm.run_previous(); });
     }
-    for (int T : {16, 64, 128}) {
+    for (int T : {16, 64, P}) {
       char name[64];
       std::snprintf(name, sizeof name, "attention T=%d", T);
       versus(name, [&] { a.run(T, 0); }, [&] { a.run_previous(T, 0); });
