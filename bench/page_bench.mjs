@@ -22,6 +22,9 @@ const pkgDir = path.resolve(opt.pkg);
 const outFile = opt.out;
 const demoDir = opt.demo ? path.resolve(opt.demo) : null;  // the built demo site (web/demo/build.sh), if any
 const log = (...a) => console.error('[page]', ...a);
+// an uncaught exception on a measured page fails the bench (after the run, with every message)
+const pageErrors = [];
+const onPageError = (where) => (e) => { log(`${where} error:`, e.message); pageErrors.push(`${where}: ${e.message}`); };
 
 const server = await startStaticServer({
   root: path.join(ROOT, 'bench', 'page'),
@@ -46,7 +49,7 @@ const TEXT = ' quick brown fox jumps over the lazy dog near the river bank, whil
 async function openPage(mode) {
   const context = await browser.newContext();  // fresh: no HTTP or compiled-code cache
   const page = await context.newPage();
-  page.on('pageerror', (e) => log('page error:', e.message));
+  page.on('pageerror', onPageError(`bench/page (${mode})`));
   await page.goto(`${base}?mode=${mode}&text=The`);
   await page.waitForFunction(() => window.__bench.ready || window.__bench.error, null, { timeout: 120000 });
   const err = await page.evaluate(() => window.__bench.error);
@@ -74,7 +77,6 @@ for (const mode of (process.env.PAGE_BENCH_DEMO_ONLY ? [] : ['main', 'worker']))
     await page.waitForFunction((k) => window.__bench.keys.length >= k, n, { timeout: 30000 });
   }
   const keys = await page.evaluate(() => window.__bench.keys);
-  const probe = await page.evaluate(() => window.__bench.probe || null);
   let inWorker = null, onPage = null;
   if (mode === 'main') {
     // the same incremental run timed inside a worker and on the page, no messaging in the timed part
@@ -127,16 +129,10 @@ for (const mode of (process.env.PAGE_BENCH_DEMO_ONLY ? [] : ['main', 'worker']))
     worker_round_trip: ping && stats(ping),
     worker_round_trip_after_keystroke: pingAfterKey,
     incremental_run_inside_worker: inWorker,
-    worker_parts_T_le_64: probe && {
-      message_to_worker: stats(probe.filter((x) => x.T <= 64).map((x) => x.to_worker_ms)),
-      run_in_worker: stats(probe.filter((x) => x.T <= 64).map((x) => x.worker_run_ms)),
-      message_back: stats(probe.filter((x) => x.T <= 64).map((x) => x.back_ms)),
-    },
     incremental_run_on_page: onPage,
     keys,
   };
   const r = results.modes[mode];
-  if (probe) { const q = r.worker_parts_T_le_64; log(`worker run parts (median / p95 ms): message to worker ${q.message_to_worker.median_ms.toFixed(1)}/${q.message_to_worker.p95_ms.toFixed(1)}, run ${q.run_in_worker.median_ms.toFixed(1)}/${q.run_in_worker.p95_ms.toFixed(1)}, message back ${q.message_back.median_ms.toFixed(1)}/${q.message_back.p95_ms.toFixed(1)}`); }
   if (ping) log(`empty message round trip page -> worker -> page: median ${r.worker_round_trip.median_ms.toFixed(2)} ms, p95 ${r.worker_round_trip.p95_ms.toFixed(2)} ms`);
   log(`${mode}: cold load to first attention ${r.cold_to_first_attention_painted.median_ms.toFixed(0)} ms (median of ${cold.length}); `
     + `keystroke-to-paint T<=64 median ${r.keystroke_to_paint_T_le_64.median_ms.toFixed(1)} p95 ${r.keystroke_to_paint_T_le_64.p95_ms.toFixed(1)} ms `
@@ -144,54 +140,50 @@ for (const mode of (process.env.PAGE_BENCH_DEMO_ONLY ? [] : ['main', 'worker']))
 }
 // ---- the project's demo page (web/demo, model in a Web Worker), measured from outside -------------
 if (demoDir) {
-  try {
-    const cold = [];
-    let keys = [];
-    for (let i = 0; i < (quick ? 2 : 3); i++) {
-      const context = await browser.newContext();
-      const page = await context.newPage();
-      await page.addInitScript(DEMO_PROBE);
-      page.on('pageerror', (e) => log('demo page error:', e.message));
-      await page.goto(`${base}demo/index.html?model=${encodeURIComponent('/model/')}&text=The`);
-      await page.waitForFunction(() => window.__demoBench && window.__demoBench.firstRender, null, { timeout: 120000 });
-      cold.push(await page.evaluate(() => window.__demoBench.firstRender.painted));
-      if (i === 0) {
-        await page.focus('#text');
-        await page.keyboard.press('End');
-        const chars = quick ? TEXT.slice(0, 240) : TEXT;
-        for (let k = 0; k < chars.length; k++) {
-          await page.keyboard.type(chars[k]);
-          try { await page.waitForFunction((n) => window.__demoBench.keys.length >= n, k + 1, { timeout: 5000 }); } catch { log('demo: no render for key', k); }
-        }
-        keys = await page.evaluate(() => window.__demoBench.keys);
+  const cold = [];
+  let keys = [];
+  for (let i = 0; i < (quick ? 2 : 3); i++) {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.addInitScript(DEMO_PROBE);
+    page.on('pageerror', onPageError('web/demo'));
+    await page.goto(`${base}demo/index.html?model=${encodeURIComponent('/model/')}&text=The`);
+    await page.waitForFunction(() => window.__demoBench && window.__demoBench.firstRender, null, { timeout: 120000 });
+    cold.push(await page.evaluate(() => window.__demoBench.firstRender.painted));
+    if (i === 0) {
+      await page.focus('#text');
+      await page.keyboard.press('End');
+      const chars = quick ? TEXT.slice(0, 240) : TEXT;
+      for (let k = 0; k < chars.length; k++) {
+        await page.keyboard.type(chars[k]);
+        await page.waitForFunction((n) => window.__demoBench.keys.length >= n, k + 1, { timeout: 30000 });
       }
-      await context.close();
+      keys = await page.evaluate(() => window.__demoBench.keys);
     }
-    const upTo64 = keys.filter((k) => k.T <= 64);
-    results.demo = {
-      page: 'web/demo (built by web/demo/build.sh), model in a Web Worker, short typing updates on the page thread',
-      cold_runs_ms: cold,
-      cold_to_first_attention_painted: stats(cold),
-      keystrokes: keys.length,
-      max_T: keys.length ? Math.max(...keys.map((k) => k.T)) : 0,
-      keystroke_to_paint_T_le_64: upTo64.length ? stats(upTo64.map((k) => k.to_paint_ms)) : null,
-      keystroke_to_render_T_le_64: upTo64.length ? stats(upTo64.map((k) => k.to_render_ms)) : null,
-      run_T_le_64: upTo64.some((k) => k.run_ms !== null) ? stats(upTo64.filter((k) => k.run_ms !== null).map((k) => k.run_ms)) : null,
-      render_T_le_64: upTo64.some((k) => k.render_ms != null) ? stats(upTo64.filter((k) => k.render_ms != null).map((k) => k.render_ms)) : null,
-      next_frame_fraction_T_le_64: upTo64.filter((k) => k.frames <= 1).length / Math.max(1, upTo64.length),
-      page_thread_fraction_T_le_64: upTo64.filter((k) => k.on_page).length / Math.max(1, upTo64.length),
-      keystroke_to_paint_T_gt_64: keys.some((k) => k.T > 64) ? stats(keys.filter((k) => k.T > 64).map((k) => k.to_paint_ms)) : null,
-      keys,
-    };
-    const d = results.demo;
-    log(`demo: cold load to first attention ${d.cold_to_first_attention_painted.median_ms.toFixed(0)} ms; keystroke-to-paint T<=64 `
-      + (d.keystroke_to_paint_T_le_64 ? `median ${d.keystroke_to_paint_T_le_64.median_ms.toFixed(1)} p95 ${d.keystroke_to_paint_T_le_64.p95_ms.toFixed(1)} ms, next frame ${(100 * d.next_frame_fraction_T_le_64).toFixed(0)}%, on the page thread ${(100 * d.page_thread_fraction_T_le_64).toFixed(0)}%` : 'no data'));
-  } catch (e) {
-    log('demo page could not be measured:', e.message);
-    results.demo = { error: String(e.message) };
+    await context.close();
   }
+  const upTo64 = keys.filter((k) => k.T <= 64);
+  results.demo = {
+    page: 'web/demo (built by web/demo/build.sh), model in a Web Worker, short typing updates on the page thread',
+    cold_runs_ms: cold,
+    cold_to_first_attention_painted: stats(cold),
+    keystrokes: keys.length,
+    max_T: keys.length ? Math.max(...keys.map((k) => k.T)) : 0,
+    keystroke_to_paint_T_le_64: upTo64.length ? stats(upTo64.map((k) => k.to_paint_ms)) : null,
+    keystroke_to_render_T_le_64: upTo64.length ? stats(upTo64.map((k) => k.to_render_ms)) : null,
+    run_T_le_64: upTo64.some((k) => k.run_ms !== null) ? stats(upTo64.filter((k) => k.run_ms !== null).map((k) => k.run_ms)) : null,
+    render_T_le_64: upTo64.some((k) => k.render_ms != null) ? stats(upTo64.filter((k) => k.render_ms != null).map((k) => k.render_ms)) : null,
+    next_frame_fraction_T_le_64: upTo64.filter((k) => k.frames <= 1).length / Math.max(1, upTo64.length),
+    page_thread_fraction_T_le_64: upTo64.filter((k) => k.on_page).length / Math.max(1, upTo64.length),
+    keystroke_to_paint_T_gt_64: keys.some((k) => k.T > 64) ? stats(keys.filter((k) => k.T > 64).map((k) => k.to_paint_ms)) : null,
+    keys,
+  };
+  const d = results.demo;
+  log(`demo: cold load to first attention ${d.cold_to_first_attention_painted.median_ms.toFixed(0)} ms; keystroke-to-paint T<=64 `
+    + (d.keystroke_to_paint_T_le_64 ? `median ${d.keystroke_to_paint_T_le_64.median_ms.toFixed(1)} p95 ${d.keystroke_to_paint_T_le_64.p95_ms.toFixed(1)} ms, next frame ${(100 * d.next_frame_fraction_T_le_64).toFixed(0)}%, on the page thread ${(100 * d.page_thread_fraction_T_le_64).toFixed(0)}%` : 'no data'));
 }
 await browser.close();
 await server.close();
+if (pageErrors.length) throw new Error(`uncaught exceptions on the measured pages:\n${pageErrors.join('\n')}`);
 await writeFile(outFile, JSON.stringify(results, null, 1));
 log('wrote', outFile);

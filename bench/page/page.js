@@ -58,11 +58,10 @@ async function main() {
   const modelUrl = new URL(params.get('model') || '/model/', location.href);
   let model;
   if (mode === 'worker') {
+    // The package's own worker. Where its time goes is measured apart: the same run inside a worker
+    // without messaging (window.__runInWorker) and an empty round trip right after a keystroke.
     const { loadModelInWorker } = await import('/pkg/headscope-worker.js');
-    // The package's worker with timestamps added (scripts/bench.sh derives /pkg/probe-worker.js from
-    // web/lib/worker.js with sed): splits a run into message to the worker, run, message back.
-    const worker = params.get('probe') !== '0' ? new Worker('/pkg/probe-worker.js', { type: 'module' }) : undefined;
-    model = await loadModelInWorker(modelUrl, worker ? { worker } : {});
+    model = await loadModelInWorker(modelUrl);
   } else {
     const { loadModel } = await import('/pkg/headscope.js');
     model = await loadModel(modelUrl);
@@ -93,10 +92,6 @@ async function main() {
       draw(r);
       const t3 = performance.now();
       const f = await afterPaint();
-      if (r.__workerRunMs !== undefined) {
-        bench.probe = bench.probe || [];
-        bench.probe.push({ T: r.T, worker_run_ms: r.__workerRunMs, to_worker_ms: r.__recvAt - (performance.timeOrigin + t1), back_ms: performance.timeOrigin + t2 - r.__sentAt });
-      }
       bench.keys.push({ T: r.T, reused: r.reusedTokens, queued_ms: t1 - start, run_ms: t2 - t1, draw_ms: t3 - t2,
         work_ms: t3 - start, frames: f.shownInFrame - startFrame, to_frame_ms: f.raf - start, to_paint_ms: f.painted - start });
     });
@@ -114,6 +109,8 @@ window.__pingWorker = async (n) => {
     const t0 = performance.now();
     await new Promise((resolve) => { w.onmessage = resolve; w.postMessage(i); });
     out.push(performance.now() - t0);
+    // a pause between pings: each one then leaves from an idle page to an idle worker, the case this
+    // figure stands for (not a wait for a condition; nothing is timed across it)
     await new Promise((r) => setTimeout(r, 5));
   }
   w.terminate();
