@@ -8,9 +8,12 @@
    `headscope bench` (median full forward, median one-token incremental update, load time, peak
    RSS) and PyTorch computing the same outputs (every attention map, last-position logits).
    Prints a table and writes the rows as JSON.
+4. With --gemm BIN (headscope_gemm_native): the engine's GEMM against Eigen's at GPT-2 small's linear
+   layers and the attention kernel of one layer, thread CPU time (--quick: fewer runs).
 Usage: /usr/bin/python3 bench/native_vs_torch.py [--cli build/native-release/headscope]
-         [--model build/gpt2-small] [--tokens 64,256,1024] [--repeat 5] [--json OUT] [--markdown OUT]
-(--markdown writes the table, the targets and the machine's load, e.g. to bench/gpt2-small-native.md)
+         [--model .cache/bench/gpt2-small] [--tokens 64,256,1024] [--repeat 5] [--gemm BIN] [--quick]
+         [--json OUT] [--markdown OUT]
+(--markdown writes the tables, the targets and the machine's load, e.g. to bench/gpt2-small-native.md)
 """
 import argparse
 import json
@@ -97,9 +100,11 @@ def time_torch(model, T, repeat, vocab):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=os.path.join(ROOT, "build", "native-release", "headscope"))
-    ap.add_argument("--model", default=os.path.join(ROOT, "build", "gpt2-small"))
+    ap.add_argument("--model", default=os.path.join(ROOT, ".cache", "bench", "gpt2-small"))
     ap.add_argument("--tokens", default="64,256,1024")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--gemm")
+    ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     a = ap.parse_args()
@@ -154,19 +159,37 @@ def main():
                  f"{last['per_token_vs_first']:.2f}x / {last['per_token_vs_first_cpu']:.2f}x | "
                  f"{'yes' if last['per_token_vs_first_cpu'] <= 2 else '**no**'} |")
     lines.append(f"| resident after loading <= 1.15x the weights | {rss_ratio:.2f}x | {'yes' if rss_ratio <= 1.15 else '**no**'} |")
+    gemm_rows = []
+    if a.gemm:
+        out = subprocess.run([a.gemm] + (["--quick"] if a.quick else []), check=True, capture_output=True, text=True).stdout
+        gemm_rows = [json.loads(line) for line in out.splitlines() if line.strip()]
+        lines += ["", "## GEMM and attention kernels alone", "",
+                  f"`{os.path.relpath(a.gemm, ROOT)}{' --quick' if a.quick else ''}` (thread CPU time, medians), y (M, N) = x (M, K) @ W (K, N) + b "
+                  "at GPT-2 small's linear layers: the engine's blocked xsimd kernel against Eigen 3.4's GEMM built with the same "
+                  "-march=native; then the attention kernel of one layer (12 heads of 64) over all T rows.", "",
+                  "| M | K | N | engine GFLOP/s | Eigen GFLOP/s | engine / Eigen |", "|---|---|---|---|---|---|"]
+        for g in gemm_rows:
+            if "M" in g:
+                lines.append(f"| {g['M']} | {g['K']} | {g['N']} | {g['ours_gflops']:.1f} | {g['eigen_gflops']:.1f} | {g['ours_over_eigen']:.2f}x |")
+        lines += ["", "| attention T | ms per layer | GFLOP/s (causal QK^T and PV) |", "|---|---|---|"]
+        for g in gemm_rows:
+            if "attention_T" in g:
+                lines.append(f"| {g['attention_T']} | {g['ms']:.2f} | {g['gflops']:.1f} |")
     print("\n" + "\n".join(lines))
     if a.markdown:
         with open(a.markdown, "w") as f:
+            c = model.cfg
             f.write("# GPT-2 small's shape, native engine against PyTorch\n\n"
-                    "Written by `/usr/bin/python3 bench/native_vs_torch.py --markdown bench/gpt2-small-native.md` "
-                    f"on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: a random checkpoint of GPT-2 small's exact "
-                    "shape (bench/make_gpt2_small.py, 12 layers, 12 heads, d_model 768, vocabulary 50257, with the "
-                    "hub's tensor names and `h.N.attn.bias` buffers), `headscope bench` (preset native-release) against "
+                    "Written by `bench/native_vs_torch.py` (bench/gpt2_small.sh) "
+                    f"on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: a random checkpoint "
+                    f"(bench/make_gpt2_small.py: {c['n_layer']} layers, {c['n_head']} heads, d_model {c['n_embd']}, "
+                    f"context {c['n_positions']}, vocabulary {c['vocab_size']}, with the hub's tensor names and `h.N.attn.bias` "
+                    "buffers), `headscope bench` (preset native-release) against "
                     "PyTorch computing the same outputs (every attention map, last-position logits), interleaved per T.\n\n")
             f.write("\n".join(lines) + "\n")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"correct": ok, "logits_max_diff": d_logits, "attention_max_diff": d_att, "rows": rows}, f, indent=1)
+            json.dump({"correct": ok, "logits_max_diff": d_logits, "attention_max_diff": d_att, "rows": rows, "kernels": gemm_rows}, f, indent=1)
     sys.exit(0 if ok else 1)
 
 
