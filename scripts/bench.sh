@@ -1,142 +1,214 @@
 #!/usr/bin/env bash
-# `npm run bench`: builds the benchmark subjects, runs them side by side and writes
-# bench/results.json, bench/results.md and bench/latency.svg; prints the ratios at the end.
+# `npm run bench`: builds the benchmark subjects, runs every sub-benchmark side by side and writes
+# bench/results.json, the tables of bench/README.md (between its `tables` markers) and
+# bench/latency.svg. bench/README.md says what each figure means.
 #   subjects: our wasm SIMD128 build, the same code without SIMD (preset wasm-scalar), our native
-#   build (-O3 -march=native), onnxruntime-web 1.30 (wasm backend, one thread) on the same model
-#   exported with torch.onnx; page-level figures in headless Chromium.
-# Options (environment): BENCH_QUICK=1 shorter runs; BENCH_MODEL=DIR another model folder;
-# BENCH_SKIP_PAGE=1 no browser; JOBS=N build parallelism; BENCH_GPT2=1 also bench/gpt2_small.sh
-# (GPT-2 small's shape: native against PyTorch, wasm SIMD128/relaxed against onnxruntime-web).
-# Training rows: training tokens/s of native, wasm SIMD128/relaxed (Node) and PyTorch on
-# CPU with one thread, interleaved (bench/train_speed.mjs), and train.html's Start to the first
-# induction head in headless Chromium (bench/train_page_bench.mjs). BENCH_SKIP_TRAIN=1 leaves them
-# out; BENCH_ONLY=train runs only them (builds the CLI, the package and the site) and updates the
-# training rows of the existing bench/results.json and bench/results.md.
+#   build (-O3 -march=native) and the same built for plain SSE2, onnxruntime-web (wasm backend, one
+#   thread) on the same model exported with torch.onnx; page-level figures in headless Chromium;
+#   training speed against PyTorch (1 thread) and train.html in Chromium.
+# Options (environment):
+#   BENCH_QUICK=1   every sub-benchmark in a shortened form (CI runs this after scripts/test.sh); its
+#                   noisy numbers go to build/bench/quick/ only, never to bench/. It includes
+#                   bench/gpt2_small.sh on a small model of GPT-2's vocabulary and context.
+#   BENCH_GPT2=1    the full bench also runs bench/gpt2_small.sh (GPT-2 small's shape: long, opt-in)
+#   BENCH_ONLY=train  only the training rows (merged into the last results.json of this mode)
+#   BENCH_SKIP_TRAIN=1, BENCH_SKIP_PAGE=1  leave those rows out (full mode only: quick runs all)
+#   BENCH_MODEL=DIR another model folder; JOBS=N build parallelism (default 2)
+# Every sub-benchmark runs even if an earlier one failed; the last lines list each stage with its
+# time; the exit code is non-zero if any stage failed (and then no report is written).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export NODE_PATH=/usr/share/nodejs   # Debian's emscripten needs Debian's acorn (TOOLCHAIN.md)
+export NODE_PATH=/usr/share/nodejs   # Debian's emscripten needs Debian's acorn (cpp/README.md, "Toolchain notes")
 JOBS="${JOBS:-2}"
-OUT=build/bench
-mkdir -p "$OUT" .cache/bench
-QUICK=()
-[ "${BENCH_QUICK:-0}" = 1 ] && QUICK=(--quick)
+QUICK="${BENCH_QUICK:-0}"
 log() { echo "[bench $(date +%H:%M:%S)] $*" >&2; }
 
-# ---- training rows: train_rows NATIVE_CLI PACKAGE_DIR SITE_DIR (empty: no browser) --------------------
-train_rows() {
-  log "training: native, wasm SIMD128 and relaxed SIMD (Node), PyTorch with 1 thread, interleaved"
-  node bench/train_speed.mjs --native "$1" --pkg "$2" --out "$OUT/train.json" "${QUICK[@]}" ||
-    { log "training benchmark failed (see above)"; rm -f "$OUT/train.json"; }
-  rm -f "$OUT/train-page.json"
-  if [ -n "$3" ]; then
-    log "headless Chromium: train.html, Start to the first induction head (default preset)"
-    node bench/train_page_bench.mjs --site "$3" --out "$OUT/train-page.json" --repeats "$([ "${BENCH_QUICK:-0}" = 1 ] && echo 1 || echo 2)" ||
-      log "training page benchmark failed (see above)"
+# ---- what this needs: stop with one line rather than fail half-way --------------------------------
+for tool in cmake ninja emcmake wasm-objdump /usr/bin/chromium /usr/bin/python3; do
+  command -v "$tool" >/dev/null || { echo "bench: $tool not found: run scripts/setup.sh first" >&2; exit 1; }
+done
+/usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "bench: PyTorch (python3-torch) not found: run scripts/setup.sh first" >&2; exit 1; }
+for p in onnxruntime-web playwright-core esbuild; do
+  [ -d "node_modules/$p" ] || { echo "bench: node_modules/$p is missing: run npm ci (or scripts/setup.sh) first" >&2; exit 1; }
+done
+
+# ---- where things go ----------------------------------------------------------------------------
+# RAW: this run's raw measurements (one JSON per sub-benchmark), cleared first so that a report never
+# mixes in a file an earlier run left. The full bench's report goes to bench/, the quick one's stays
+# beside its raw files.
+if [ "$QUICK" = 1 ]; then
+  RAW=build/bench/quick
+  REPORT=(--json "$RAW/results.json" --tables "$RAW/tables.md" --svg "$RAW/latency.svg")
+  Q=(--quick)
+else
+  RAW=build/bench/full
+  REPORT=(--json bench/results.json --readme bench/README.md --svg bench/latency.svg)
+  Q=()
+fi
+LOGS="$RAW/logs"
+mkdir -p "$RAW" "$LOGS" .cache/bench
+[ "${BENCH_ONLY:-}" = train ] || rm -f "$RAW"/*.json
+rm -f "$LOGS"/*
+
+# ---- stages: each timed; a failed one is recorded and the run goes on -----------------------------
+declare -a STAGES=()
+FAILED=0
+stage() {  # stage NAME COMMAND...
+  local name="$1"; shift
+  local t0=$SECONDS rc
+  log "$name"
+  # a subshell outside any `if`, so `set -e` holds inside a stage's functions
+  set +e
+  ( set -e; "$@" )
+  rc=$?
+  set -e
+  if [ "$rc" = 0 ]; then STAGES+=("ok    $(printf '%4d' $((SECONDS - t0))) s  $name")
+  else STAGES+=("FAIL  $(printf '%4d' $((SECONDS - t0))) s  $name (exit $rc)"); FAILED=1; log "FAILED: $name"; fi
+}
+summary() {
+  echo
+  echo "bench stages ($([ "$QUICK" = 1 ] && echo quick || echo full) mode, $SECONDS s in all):"
+  printf '  %s\n' "${STAGES[@]}" | tee "$RAW/stages.txt"
+  if [ "$FAILED" = 1 ]; then echo "bench: FAILED (see the stages above; build logs in $LOGS)"; exit 1; fi
+  echo "bench: all stages passed"
+}
+
+# ---- build trees ------------------------------------------------------------------------------------
+# The presets' own trees (build/native-release, build/wasm-release, build/wasm-relaxed) are the test
+# suite's and the package's (scripts/test.sh, scripts/build-package.sh): after them the bench only
+# links its few extra targets there instead of compiling the engine again (a wasm build of the engine
+# takes about half a minute on 2 cores). A tree that does not exist yet is configured as those scripts
+# configure it. The two subjects only the bench needs live under build/bench/.
+NATIVE=build/native-release
+SIMD=build/wasm-release
+RELAXED=build/wasm-relaxed
+SCALAR=build/bench/wasm-scalar
+NATIVE_SSE=build/bench/native-sse
+configure() {  # configure DIR PRESET [ARGS...]: once; a configured tree reconfigures itself when needed
+  local dir="$1" preset="$2"; shift 2
+  [ -f "$dir/CMakeCache.txt" ] || cmake --preset "$preset" -B "$dir" "$@" >"$LOGS/configure-$(basename "$dir").log" 2>&1 ||
+    { tail -20 "$LOGS/configure-$(basename "$dir").log" >&2; return 1; }
+}
+build() {  # build DIR TARGET...
+  local dir="$1"; shift
+  local t0=$SECONDS out="$LOGS/build-$(basename "$dir").log"
+  cmake --build "$dir" -j "$JOBS" --target "$@" >>"$out" 2>&1 || { tail -40 "$out" >&2; log "build failed in $dir: $*"; return 1; }
+  log "  $dir: $* ($((SECONDS - t0)) s)"
+}
+build_all() {
+  local gpt2_targets=()
+  # bench/gpt2_small.sh times the relaxed build's bench module too
+  if [ "$QUICK" = 1 ] || [ "${BENCH_GPT2:-0}" = 1 ]; then gpt2_targets=(headscope_bench_wasm); fi
+  configure "$NATIVE" native-release
+  build "$NATIVE" headscope headscope_bench_native headscope_gemm_native
+  configure "$NATIVE_SSE" native-release -DHEADSCOPE_BUILD_TESTS=OFF -DHEADSCOPE_NATIVE_ARCH=OFF
+  build "$NATIVE_SSE" headscope_bench_native
+  configure "$SIMD" wasm-release
+  build "$SIMD" headscope_wasm headscope_bench_wasm headscope_bench_wasm_prev
+  configure "$RELAXED" wasm-relaxed
+  build "$RELAXED" headscope_wasm "${gpt2_targets[@]}"
+  configure "$SCALAR" wasm-scalar
+  build "$SCALAR" headscope_wasm headscope_bench_wasm
+  # the builds are what they say: SIMD128 instructions in the SIMD build, none in the scalar one
+  local simd scalar
+  simd=$(wasm-objdump -d "$SIMD/headscope_wasm.wasm" | grep -c 'f32x4')
+  scalar=$(wasm-objdump -d "$SCALAR/headscope_wasm.wasm" | grep -c 'f32x4' || true)
+  log "  f32x4 instructions: SIMD build $simd, scalar build $scalar"
+  [ "$simd" -gt 0 ] && [ "$scalar" = 0 ] || { log "unexpected f32x4 counts"; return 1; }
+  local size="stat -c %s"
+  cat > "$RAW/builds.json" <<EOF
+{"f32x4": {"simd": $simd, "scalar": $scalar},
+ "bytes": {"wasm_bytes": $($size "$SIMD/headscope_wasm.wasm"), "wasm_scalar_bytes": $($size "$SCALAR/headscope_wasm.wasm"),
+   "wasm_relaxed_bytes": $($size "$RELAXED/headscope_wasm.wasm"), "glue_js_bytes": $($size "$SIMD/headscope_wasm.js")}}
+EOF
+}
+# The npm package (dist/, from the SIMD and relaxed trees just built), and from it the payload the
+# bench's own page loads and the demo site (web/demo) the page-level rows measure.
+package_and_site() {
+  scripts/build-package.sh >"$LOGS/build-package.log" 2>&1 || { tail -20 "$LOGS/build-package.log" >&2; return 1; }
+  rm -rf "$RAW/pkg" && mkdir -p "$RAW/pkg"
+  cp dist/*.js dist/*.json dist/*.wasm "$RAW/pkg/"
+  web/demo/build.sh "$PWD/$RAW/web" >"$LOGS/build-site.log" 2>&1 || { tail -20 "$LOGS/build-site.log" >&2; return 1; }
+}
+
+# ---- the model: the default model, or a random stand-in of the same shape until it is trained ------
+MODEL="${BENCH_MODEL:-web/models/headscope-base}"
+if [ -z "${BENCH_MODEL:-}" ] && [ ! -f "$MODEL/model.safetensors" ]; then
+  log "$MODEL is not trained yet: the bench runs a random model of its shape"
+  MODEL=.cache/bench/random-base
+fi
+# onnxruntime-web's subject: the same model through torch.onnx, exported again when the model or the
+# exporter changed
+ONNX=.cache/bench/onnx
+export_onnx() {
+  if [ ! -f "$ONNX/manifest.json" ] || [ "$MODEL/model.safetensors" -nt "$ONNX/manifest.json" ] ||
+     [ bench/export_onnx.py -nt "$ONNX/manifest.json" ] || [ "$(cat "$ONNX/source.txt" 2>/dev/null)" != "$(realpath "$MODEL")" ]; then
+    rm -rf "$ONNX"
+    /usr/bin/python3 bench/export_onnx.py "$MODEL" "$ONNX" >"$LOGS/export-onnx.log" 2>&1 || { tail -20 "$LOGS/export-onnx.log" >&2; return 1; }
+    realpath "$MODEL" > "$ONNX/source.txt"
+  else
+    log "  $ONNX is up to date"
   fi
 }
-if [ "${BENCH_ONLY:-}" = train ]; then
-  log "only the training rows: building the native CLI and the package (dist/)"
-  cmake --preset native-release -B "$OUT/native" -DHEADSCOPE_BUILD_TESTS=OFF >/dev/null
-  cmake --build "$OUT/native" -j "$JOBS" --target headscope | grep -v '^\[' || true
-  scripts/build-package.sh >/dev/null
-  SITE=""
-  if [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
-    web/demo/build.sh "$PWD/$OUT/web" >/dev/null && SITE="$OUT/web" || log "could not build the demo site: no browser row"
-  fi
-  train_rows "$OUT/native/headscope" dist "$SITE"
-  node bench/report.mjs --builds "$OUT" --only-train
-  exit 0
-fi
-
-# ---- the model: the default model, or a random stand-in of the same shape until it is trained ----
-MODEL="${BENCH_MODEL:-web/models/headscope-base}"
-if [ ! -f "$MODEL/model.safetensors" ]; then
-  MODEL=.cache/bench/random-base
-  if [ ! -f "$MODEL/model.safetensors" ]; then
-    log "web/models/headscope-base not trained yet: generating a random model of its shape"
+model_and_onnx() {
+  if [ "$MODEL" = .cache/bench/random-base ] && [ ! -f "$MODEL/model.safetensors" ]; then
     /usr/bin/python3 bench/make_model.py "$MODEL"
   fi
-fi
-log "model: $MODEL"
-
-# ---- builds (own build trees under build/bench, so they never collide with other builds) ---------
-build() {  # build PRESET DIR TARGET...
-  local preset="$1" dir="$2"; shift 2
-  cmake --preset "$preset" -B "$dir" -DHEADSCOPE_BUILD_TESTS=OFF >/dev/null
-  cmake --build "$dir" -j "$JOBS" --target "$@" | grep -v '^\[' || true
-  test -f "$dir/CMakeCache.txt"
+  export_onnx
 }
-log "building native-release (-march=native and plain SSE2), wasm-release (SIMD128) and wasm-scalar"
-build native-release "$OUT/native" headscope_bench_native headscope
-cmake --preset native-release -B "$OUT/native-sse" -DHEADSCOPE_BUILD_TESTS=OFF -DHEADSCOPE_NATIVE_ARCH=OFF >/dev/null
-cmake --build "$OUT/native-sse" -j "$JOBS" --target headscope_bench_native | grep -v '^\[' || true
-build wasm-release "$OUT/wasm-simd" headscope_bench_wasm headscope_bench_wasm_prev headscope_wasm
-build wasm-scalar "$OUT/wasm-scalar" headscope_bench_wasm headscope_wasm
-build wasm-relaxed "$OUT/wasm-relaxed" headscope_wasm
-for d in "$OUT/wasm-simd" "$OUT/wasm-scalar"; do
-  [ -f "$d/headscope_bench_wasm.wasm" ] || { log "missing $d/headscope_bench_wasm.wasm"; exit 1; }
-done
-simd_ops=$(wasm-objdump -d "$OUT/wasm-simd/headscope_wasm.wasm" 2>/dev/null | grep -c 'f32x4' || true)
-scalar_ops=$(wasm-objdump -d "$OUT/wasm-scalar/headscope_wasm.wasm" 2>/dev/null | grep -c 'f32x4' || true)
-log "f32x4 instructions: SIMD build $simd_ops, scalar build $scalar_ops"
-echo "{\"simd\": ${simd_ops:-0}, \"scalar\": ${scalar_ops:-0}}" > "$OUT/f32x4.json"
 
-# the npm package's payload from the SIMD tree, for the browser page
-rm -rf "$OUT/pkg" && mkdir -p "$OUT/pkg"
-cp web/lib/*.js web/lib/*.json "$OUT/pkg/" && cp "$OUT/wasm-simd/headscope_wasm.js" "$OUT/wasm-simd/headscope_wasm.wasm" "$OUT/pkg/"
-# Chromium validates relaxed SIMD: the page loads this build, as a reader's browser does
-cp "$OUT/wasm-relaxed/headscope_wasm.wasm" "$OUT/pkg/headscope_wasm_relaxed.wasm"
-# the package's worker with timestamps around the run (bench/page splits a worker run into its parts)
-sed -e 's#value = plain(model.run(args.text, args.options));#const t0_ = performance.now(); value = plain(model.run(args.text, args.options)); value.__workerRunMs = performance.now() - t0_; value.__recvAt = performance.timeOrigin + t0_; value.__sentAt = performance.timeOrigin + performance.now();#' \
-  web/lib/worker.js > "$OUT/pkg/probe-worker.js"
-grep -q __workerRunMs "$OUT/pkg/probe-worker.js" || log "note: web/lib/worker.js changed; worker runs are not split into parts"
+# ---- sub-benchmarks ---------------------------------------------------------------------------------
+native_run() {  # native_run N: both native builds (N: 1 before the Node runs, 2 after them)
+  "$NATIVE/headscope_bench_native" "$MODEL" "${Q[@]}" > "$RAW/native-$1.json"
+  # the SSE2 build is a reference point for the cost of WebAssembly itself: its short form suffices
+  "$NATIVE_SSE/headscope_bench_native" "$MODEL" --quick > "$RAW/native-sse-$1.json"
+}
+train_speed() {
+  node bench/train_speed.mjs --native "$NATIVE/headscope" --pkg "$RAW/pkg" --out "$RAW/train.json" "${Q[@]}"
+}
+train_page() {
+  node bench/train_page_bench.mjs --site "$RAW/web" --out "$RAW/train-page.json" --repeats "$([ "$QUICK" = 1 ] && echo 1 || echo 2)"
+}
+report() { node bench/report.mjs --raw "$RAW" --model "$MODEL" "${REPORT[@]}" "$@"; }
 
-# the project's demo site (web/demo), built from the package in dist/, for the page-level figures
-DEMO_ARGS=()
-if [ -x web/demo/build.sh ] && [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
-  if scripts/build-package.sh >/dev/null && web/demo/build.sh "$PWD/$OUT/web" >/dev/null; then
-    DEMO_ARGS=(--demo "$OUT/web")
-  else
-    log "could not build the demo site: page-level figures from bench/page only"
+stage "build: native, native SSE2, wasm SIMD128, relaxed and scalar" build_all
+[ "$FAILED" = 0 ] || summary   # nothing can be measured without the builds
+stage "build: the package (dist/), the bench page's payload, the demo site" package_and_site
+if [ "${BENCH_ONLY:-}" = train ]; then
+  stage "training: native, wasm SIMD128 and relaxed (Node), PyTorch 1 thread, interleaved" train_speed
+  stage "training: train.html, Start to the first induction head (headless Chromium)" train_page
+  [ "$FAILED" = 0 ] && stage "report: the training rows" report --only-train
+  summary
+  exit 0
+fi
+stage "model ($MODEL) and its ONNX export (torch.onnx)" model_and_onnx
+[ "$FAILED" = 0 ] || summary
+stage "native: -march=native and SSE2, first run" native_run 1
+stage "calibration: SIMD128 peak now, engine GEMM against a hand-written 4x8 tile, previous kernels" \
+  node bench/variants.mjs --simd "$SIMD" --model "$MODEL" --out "$RAW/variants.json" --quick
+stage "node: wasm SIMD, wasm scalar, onnxruntime-web (default tiering: Liftoff, then TurboFan)" \
+  node bench/node_bench.mjs --model "$MODEL" --onnx "$ONNX" --simd "$SIMD" --scalar "$SCALAR" --pkg "$RAW/pkg" --out "$RAW/node.json" "${Q[@]}"
+stage "node --no-liftoff: cross-check of the SIMD build" \
+  node --no-liftoff bench/node_bench.mjs --model "$MODEL" --onnx "$ONNX" --simd "$SIMD" --out "$RAW/node-noliftoff.json" --simd-only --quick
+stage "native: second run (each native figure keeps the faster of the two, around the Node runs)" native_run 2
+if [ "$QUICK" = 1 ] || [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
+  stage "page: cold load and keystroke to paint, bench/page and web/demo (headless Chromium)" \
+    node bench/page_bench.mjs --model "$MODEL" --pkg "$RAW/pkg" --demo "$RAW/web" --out "$RAW/page.json" "${Q[@]}"
+fi
+if [ "$QUICK" = 1 ] || [ "${BENCH_SKIP_TRAIN:-0}" != 1 ]; then
+  stage "training: native, wasm SIMD128 and relaxed (Node), PyTorch 1 thread, interleaved" train_speed
+  if [ "$QUICK" = 1 ] || [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
+    stage "training: train.html, Start to the first induction head (headless Chromium)" train_page
   fi
 fi
-
-# ---- onnxruntime-web's subject: the same model through torch.onnx -----------------------------------
-ONNX=.cache/bench/onnx
-if [ ! -f "$ONNX/manifest.json" ] || [ "$MODEL/model.safetensors" -nt "$ONNX/manifest.json" ] ||
-   [ bench/export_onnx.py -nt "$ONNX/manifest.json" ] || ! grep -q "\"$(realpath "$MODEL")\"" "$ONNX/source.txt" 2>/dev/null; then
-  log "exporting ONNX graphs with torch.onnx"
-  /usr/bin/python3 bench/export_onnx.py "$MODEL" "$ONNX" 2>&1 | grep -v -i warn || true
-  echo "\"$(realpath "$MODEL")\"" > "$ONNX/source.txt"
+# GPT-2 small's shape: long, opt-in in the full bench; the quick run takes a small model instead
+if [ "$QUICK" = 1 ] || [ "${BENCH_GPT2:-0}" = 1 ]; then
+  stage "GPT-2 $([ "$QUICK" = 1 ] && echo "vocabulary and context, small model" || echo "small's shape") (bench/gpt2_small.sh)" \
+    env BENCH_SITE="$RAW/web" bench/gpt2_small.sh
 fi
-
-# ---- runs -------------------------------------------------------------------------------------------
-log "native"
-"$OUT/native/headscope_bench_native" "$MODEL" "${QUICK[@]}" > "$OUT/native.json"
-"$OUT/native-sse/headscope_bench_native" "$MODEL" --quick > "$OUT/native-sse.json"
-log "calibration: SIMD128 throughput now, engine GEMM against a hand-written 4x8 tile"
-node bench/variants.mjs --builds "$OUT" --out "$OUT/variants.json" --quick
-log "node: wasm SIMD, wasm scalar, onnxruntime-web (default tiering: Liftoff, then TurboFan)"
-node bench/node_bench.mjs --model "$MODEL" --onnx "$ONNX" --builds "$OUT" --out "$OUT/node.json" "${QUICK[@]}"
-log "node --no-liftoff: cross-check of the SIMD build"
-node --no-liftoff bench/node_bench.mjs --model "$MODEL" --onnx "$ONNX" --builds "$OUT" --out "$OUT/node-noliftoff.json" --simd-only --quick
-log "native again (each native figure keeps the faster of the two runs, around the Node runs)"
-"$OUT/native/headscope_bench_native" "$MODEL" "${QUICK[@]}" > "$OUT/native-2.json"
-"$OUT/native-sse/headscope_bench_native" "$MODEL" --quick > "$OUT/native-sse-2.json"
-if [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
-  log "headless Chromium: cold load, keystroke-to-paint"
-  node bench/page_bench.mjs --model "$MODEL" --pkg "$OUT/pkg" --out "$OUT/page.json" "${DEMO_ARGS[@]}" "${QUICK[@]}" || log "page benchmark failed (see above)"
-fi
-if [ "${BENCH_SKIP_TRAIN:-0}" != 1 ]; then
-  SITE=""
-  [ "${BENCH_SKIP_PAGE:-0}" != 1 ] && [ ${#DEMO_ARGS[@]} -gt 0 ] && SITE="$OUT/web"
-  train_rows "$OUT/native/headscope" "$OUT/pkg" "$SITE"
+if [ "$FAILED" = 0 ]; then
+  stage "report" report
 else
-  rm -f "$OUT/train.json" "$OUT/train-page.json"
+  log "a stage failed: no report"
 fi
-log "report"
-node bench/report.mjs --builds "$OUT" --model "$MODEL"
-# GPT-2 small's shape (random checkpoint, native vs PyTorch, wasm vs onnxruntime-web): long, opt-in
-if [ "${BENCH_GPT2:-0}" = 1 ]; then
-  bench/gpt2_small.sh
-fi
+summary
