@@ -4,7 +4,7 @@
 // (bench/train_torch.py, the repository's reference GPT-2), on the same model shape, batch and
 // sequence length, in one run:
 //   default  the page's default preset `induction`: 2 layers x 4 heads, n_embd 64, context 32,
-//            vocabulary 48, batch 16, T = 32 (training_run.cpp)
+//            vocabulary 48, batch 16, T = 32 (cpp/src/training_spec.cpp)
 //   d128     the same with n_embd 128 (4 heads of 32): between the two, to place the crossover
 //   d256     the same with n_embd 256 (4 heads of 64), where PyTorch's BLAS should win
 // Every subject does the same work per step: a fresh batch of B x (T+1) tokens, forward, mean
@@ -43,7 +43,7 @@ const ROUNDS = Number(opt.rounds ?? (opt.quick ? 5 : 15));
 const CHUNK_S = Number(opt['chunk-seconds'] ?? 0.5);
 const log = (...a) => console.error('[train]', ...a);
 
-// the page's default preset (cpp/src/training_run.cpp, induction_spec(2, 4))
+// the page's default preset (cpp/src/training_spec.cpp, induction_spec(2, 4))
 const DEFAULT = { n_layer: 2, n_head: 4, n_embd: 64, n_positions: 32, vocab_size: 48, batch_size: 16, seq_len: 32 };
 const SHAPES = {
   default: { label: 'the page\'s default preset (induction: 2 layers x 4 heads, n_embd 64)', ...DEFAULT },

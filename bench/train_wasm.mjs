@@ -1,7 +1,7 @@
 // The wasm side of the training-speed bench (bench/train_speed.mjs): the npm package's
 // createTrainer() in Node, on the page's default preset with an optional other shape. Steps are
 // taken one call at a time, trainer.step(1), as the page's Worker takes them (web/lib/worker.js),
-// so V8 has tiered the engine's functions up to TurboFan after the warm-up (TOOLCHAIN.md).
+// so V8 has tiered the engine's functions up to TurboFan after the warm-up (cpp/README.md, "Toolchain notes").
 // Which build runs: the package's SIMD128 build; with `node --experimental-wasm-relaxed-simd` the
 // package picks its relaxed-SIMD build (the one Chromium loads).
 //

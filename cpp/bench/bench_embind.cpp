@@ -1,6 +1,6 @@
 // Benchmark embind module: the engine's kernels at the model's shapes and the model itself, as
 // exported functions that bench/*.mjs call repeatedly from JavaScript after a warm-up (V8 tiers a
-// wasm function up from Liftoff to TurboFan only for later calls, TOOLCHAIN.md). Built from the same
+// wasm function up from Liftoff to TurboFan only for later calls: cpp/README.md, "Toolchain notes"). Built from the same
 // sources in the wasm-release (SIMD128) and wasm-scalar (HEADSCOPE_SIMD=OFF) trees.
 #include <emscripten/bind.h>
 #include <emscripten/heap.h>

@@ -1,6 +1,6 @@
 // The engine's attention kernel and softmax as they were before the register-tiled port (cpp/src/kernels_simd.cpp
 // at commit a2250c9), plus the candidates that were measured and not adopted. The benchmarks time them next to the current
-// kernels, so bench/results.md shows what each change bought, measured side by side in one run.
+// kernels, so the tables of bench/README.md show what each change bought, measured side by side in one run.
 // Same signatures and results as the engine's kernels (bench/variants.mjs checks before timing).
 #pragma once
 #include "headscope/kernels.hpp"
