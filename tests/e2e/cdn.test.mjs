@@ -14,7 +14,7 @@ const FIXTURES = path.join(ROOT, 'tests/fixtures/models');
 // fetched), and the default model's four files. Nothing else.
 const EXPECTED_FILES = [
   '/headscope-view.js', '/headscope-lab.js', '/analysis.js', '/roles.json', '/headscope-worker.js', '/headscope.js',
-  '/headscope_wasm.js', '/wasm.js', '/files.js', '/result.js', '/worker.js', '/headscope_wasm_relaxed.wasm',
+  '/headscope_wasm.js', '/wasm.js', '/files.js', '/result.js', '/worker-thread.js', '/headscope_wasm_relaxed.wasm',
   '/trainer.js', // createTrainer's adapter (7 KB), a static import of headscope.js: bundlers' worker formats refuse code splitting
   '/models/headscope-base/config.json', '/models/headscope-base/model.safetensors',
   '/models/headscope-base/vocab.json', '/models/headscope-base/merges.txt',
@@ -143,7 +143,7 @@ test('a CSP that forbids blob: workers: the widgets run on the page thread, say 
   expect(page.workers(), 'no worker runs').toHaveLength(0);
   const told = infos.filter((m) => m.includes('headscope'));
   expect(told, 'told once, for three widgets').toHaveLength(1);
-  expect(told[0]).toMatch(/no Web Worker could be started: .*worker\.js could not be started from this page .*must allow blob: and http:\/\/127\.0\.0\.1:\d+ in worker-src.*page thread/s);
+  expect(told[0]).toMatch(/no Web Worker could be started: .*worker-thread\.js could not be started from this page .*must allow blob: and http:\/\/127\.0\.0\.1:\d+ in worker-src.*page thread/s);
   expect(cdn.requests.filter((p) => p.endsWith('model.safetensors')), 'one weights download for three widgets').toHaveLength(1);
   expect(problems.csp.length, 'the refused worker was reported').toBeGreaterThanOrEqual(1);
   for (const v of problems.csp) expect(v).toMatch(/^worker-src blob/);

@@ -1,4 +1,5 @@
-// Types for headscope-worker.js: the headscope API running in a Web Worker.
+// Types for headscope-worker.js (the page's side; the model runs in worker-thread.js, inside the
+// Worker): the headscope API running in a Web Worker.
 // Every method returns a promise; results arrive as transferred buffers (not copied).
 // dispose() terminates the worker, which frees the model's memory.
 import type { LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token } from './headscope.js';
@@ -9,16 +10,17 @@ export interface WorkerLoadOptions {
   /** 'f32' (default) or 'f16': as LoadOptions.weights of loadModel(). */
   weights?: 'f32' | 'f16';
   /**
-   * Use this worker instead of starting worker.js (beside this module). By default worker.js is
-   * started directly when it is on the page's origin, and through a same-origin `blob:` module that
-   * imports it when it is not (files from a CDN). A worker given here must run worker.js.
+   * Use this worker instead of starting worker-thread.js (beside this module). By default
+   * worker-thread.js is started directly when it is on the page's origin, and through a same-origin
+   * `blob:` module that imports it when it is not (files from a CDN). A worker given here must run
+   * worker-thread.js.
    */
   worker?: Worker;
   /**
    * If no worker can be started (the page's Content-Security-Policy forbids the worker's URL in
-   * worker-src, or worker.js cannot be read), load the model on the page thread instead, behind the
-   * same promise API (`thread` is then 'page'), and say why once with console.info. Default false:
-   * the promise rejects with a WorkerStartError.
+   * worker-src, or worker-thread.js cannot be read), load the model on the page thread instead,
+   * behind the same promise API (`thread` is then 'page'), and say why once with console.info.
+   * Default false: the promise rejects with a WorkerStartError.
    */
   pageThreadFallback?: boolean;
   /**

@@ -1,9 +1,11 @@
-// The same API as headscope.js, running in a Web Worker so the page stays smooth: every method
-// returns a promise. Result buffers are transferred from the worker, not copied.
+// Runs ON THE PAGE (the main thread): the client of the Web Worker that worker-thread.js runs in.
+// The same API as headscope.js, with the model in a Web Worker so the page stays smooth: every
+// method returns a promise. Result buffers are transferred from the worker, not copied. This is the
+// package's public `headscope/worker` export.
 //
 // Browsers start a Worker only from a same-origin URL. When this file comes from another origin
-// (a CDN), the worker is started from a same-origin `blob:` module that imports worker.js by its
-// absolute URL; worker.js then resolves the .wasm and the shipped models from its own URL.
+// (a CDN), the worker is started from a same-origin `blob:` module that imports worker-thread.js by
+// its absolute URL; worker-thread.js then resolves the .wasm and the shipped models from its own URL.
 import { loadModel, shippedModels } from './headscope.js';
 import { makeResult, reuseInfo, claimForUpdate, withPreviousRows } from './result.js';
 
@@ -16,10 +18,10 @@ class WorkerChannel {
   #closed = false;
   #started;
 
-  constructor(worker, startRequirement = 'worker.js could not be started') {
+  constructor(worker, startRequirement = 'worker-thread.js could not be started') {
     this.#worker = worker;
-    // Settles when worker.js has loaded its modules (it posts { ready: true }), or rejects with a
-    // WorkerStartError if the worker fails before that: a script it could not read, a policy
+    // Settles when worker-thread.js has loaded its modules (it posts { ready: true }), or rejects
+    // with a WorkerStartError if the worker fails before that: a script it could not read, a policy
     // that forbids it. Errors after that point are the model's, not the worker's.
     let ready = false;
     this.#started = new Promise((resolve, reject) => {
@@ -182,15 +184,15 @@ function absoluteSource(source) {
 }
 
 /**
- * Starts worker.js: directly when it is same-origin, else through a same-origin blob: module.
+ * Starts worker-thread.js: directly when it is same-origin, else through a same-origin blob: module.
  * `requirement` says what the browser needs for that, for the message when it refuses: browsers
  * report a refused worker as a bare error event.
  */
 function startWorker() {
   if (typeof location === 'undefined' || new URL(import.meta.url).origin === location.origin) {
-    const requirement = "worker.js could not be started (the page's Content-Security-Policy must allow 'self' in worker-src)";
+    const requirement = "worker-thread.js could not be started (the page's Content-Security-Policy must allow 'self' in worker-src)";
     // this literal form is what bundlers (Vite, webpack 5) recognise, to bundle and emit the worker
-    return { worker: new Worker(new URL('./worker.js', import.meta.url), { type: 'module' }), release() {}, requirement };
+    return { worker: new Worker(new URL('./worker-thread.js', import.meta.url), { type: 'module' }), release() {}, requirement };
   }
   // Not a literal: bundlers would inline a small file as a data: URL here, which no worker can import.
   const url = new URL(WORKER_FILE, import.meta.url);
@@ -207,7 +209,7 @@ function startWorker() {
   }
 }
 
-const WORKER_FILE = './worker.js';
+const WORKER_FILE = './worker-thread.js';
 let fallbackAnnounced = false;
 
 /**
