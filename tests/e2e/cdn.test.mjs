@@ -15,6 +15,7 @@ const FIXTURES = path.join(ROOT, 'tests/fixtures/models');
 const EXPECTED_FILES = [
   '/headscope-view.js', '/headscope-lab.js', '/analysis.js', '/roles.json', '/headscope-worker.js', '/headscope.js',
   '/headscope_wasm.js', '/wasm.js', '/files.js', '/result.js', '/worker-thread.js', '/headscope_wasm_relaxed.wasm',
+  '/worker-protocol.js', // the page-worker message table, imported on both sides
   '/trainer.js', // createTrainer's adapter (7 KB), a static import of headscope.js: bundlers' worker formats refuse code splitting
   '/models/headscope-base/config.json', '/models/headscope-base/model.safetensors',
   '/models/headscope-base/vocab.json', '/models/headscope-base/merges.txt',

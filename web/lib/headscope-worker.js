@@ -8,6 +8,7 @@
 // its absolute URL; worker-thread.js then resolves the .wasm and the shipped models from its own URL.
 import { loadModel, shippedModels } from './headscope.js';
 import { makeResult, reuseInfo, claimForUpdate, withPreviousRows } from './result.js';
+import { MESSAGES, NO_REPLY, cancelRequest } from './worker-protocol.js';
 
 // The page's end of one worker: numbered requests, their progress messages and replies.
 class WorkerChannel {
@@ -53,14 +54,19 @@ class WorkerChannel {
   /** Resolves once the worker runs; rejects with a WorkerStartError if it never does. */
   started() { return this.#started; }
 
+  /** Sends request `method` (a message of worker-protocol.js) and resolves to its reply's value. */
   call(method, args, onProgress, transfer = [], signal = null) {
     if (this.#closed) return Promise.reject(new Error(`this headscope ${this.what} was disposed${this.what === 'model' ? '; load it again' : ''}`));
+    const entry = MESSAGES[method];
+    // a mistake in this file, caught here: an unknown method, or one the worker never answers
+    if (!entry || entry.handling === NO_REPLY) return Promise.reject(new Error(`headscope worker: ${method} is not a request with a reply in worker-protocol.js`));
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, onProgress });
       this.#worker.postMessage({ id, method, args }, transfer);
-      // the worker checks for a cancel between the steps of a long run
-      signal?.addEventListener('abort', () => { if (this.#pending.has(id)) this.#worker.postMessage({ id: 0, method: 'cancel', args: { id } }); }, { once: true });
+      // the worker checks for a cancel between the steps of a long run (the table's `cancellable`)
+      if (entry.cancellable)
+        signal?.addEventListener('abort', () => { if (this.#pending.has(id)) this.#worker.postMessage(cancelRequest(id)); }, { once: true });
     });
   }
 

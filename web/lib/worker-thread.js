@@ -8,6 +8,7 @@
 // result equals a run in one go (the engine reuses cached tokens only where they match).
 import { loadModel, createTrainer } from './headscope.js';
 import { resultForTransfer, sharedPrefixLength } from './result.js';
+import { MESSAGES, AT_ONCE, NO_REPLY } from './worker-protocol.js';
 
 // Runs cheaper than this many (parameters x tokens) go in one step: about 200 ms of work in wasm.
 const STEPPED_RUN_WORK = 6e9;
@@ -158,22 +159,52 @@ async function trainInChunks(id, { steps, probeEvery }) {
   return { stepsDone: trainer.stepsDone, stopped };
 }
 
-// the trainer's methods: trainerCreate first, then the others
-async function handleTrainer(id, method, args) {
-  if (method === 'trainerCreate') {
+// What each message of worker-protocol.js's MESSAGES does: (id, args) -> { value, transfer }, the
+// reply and the buffers it moves to the page. When each runs (queued or at once) and the check that a
+// model or trainer is loaded come from the table, in answer() and self.onmessage below.
+const HANDLERS = {
+  async load(id, args) {
+    if (model) model.dispose();
+    cached = { ids: [], key: '' };
+    onScreen = null;
+    model = await loadModel(args.source, {
+      weights: args.weights,
+      onProgress: (p) => self.postMessage({ id, progress: p }),
+    });
+    return { value: model.info, transfer: [] };
+  },
+  async run(id, args) {
+    // the methods stay behind; the client adds them back with makeResult()
+    const { data, transfer } = resultForTransfer(await runInSteps(id, args.text, args.options, args.previous));
+    // a run that replaces the result on screen (the page passed `reuse`) is the reader's text;
+    // others (probes, the lab's loss or knock-outs) may take the engine's cache from it
+    if (args.onScreen) onScreen = { text: args.text, options: { ablate: args.options.ablate } };
+    return { value: data, transfer };
+  },
+  tokenize: (id, args) => ({ value: model.tokenize(args.text), transfer: [] }),
+  tokenText: (id, args) => ({ value: model.tokenText(args.id), transfer: [] }),
+  dispose() {
+    model.dispose();
+    model = null;
+    return { value: true, transfer: [] };
+  },
+  cacheState: () => ({ value: cacheState(), transfer: [] }),
+  cancel(id, args) {
+    cancelled.add(args.id);
+  },
+  async trainerCreate(id, args) {
     trainer?.dispose();
     trainer = null;
     trainer = await createTrainer(args.options);
     return { value: { spec: trainer.spec, stepsDone: trainer.stepsDone }, transfer: [] };
-  }
-  if (!trainer) throw new Error('no training run in this worker');
-  if (method === 'trainerTrain') return { value: await trainInChunks(id, args), transfer: [] };
-  if (method === 'trainerStep') {
+  },
+  trainerTrain: async (id, args) => ({ value: await trainInChunks(id, args), transfer: [] }),
+  trainerStep(id, args) {
     const losses = trainer.step(args.arg);
     return { value: { losses, stepsDone: trainer.stepsDone }, transfer: [losses.buffer] };
-  }
-  if (method === 'trainerProbe') return probeForTransfer(trainer.probe());
-  if (method === 'trainerRun') {
+  },
+  trainerProbe: () => probeForTransfer(trainer.probe()),
+  trainerRun(id, args) {
     const trained = trainer.model();
     try {
       const { data, transfer } = resultForTransfer(trained.run(args.text, args.options));
@@ -181,83 +212,70 @@ async function handleTrainer(id, method, args) {
     } finally {
       trained.dispose();
     }
-  }
-  if (method === 'trainerExport') {
+  },
+  trainerExport() {
     const files = trainer.export();
     return { value: files, transfer: [files.weights.buffer] };
-  }
-  throw new Error(`unknown method ${method}`);
+  },
+};
+// a message in the table without a handler (or the reverse) is a mistake in this file: say so at once
+for (const method of new Set([...Object.keys(MESSAGES), ...Object.keys(HANDLERS)]))
+  if (!MESSAGES[method] || !HANDLERS[method]) throw new Error(`worker-thread.js: ${method} is not both in MESSAGES and in HANDLERS`);
+
+const NOT_LOADED = { model: 'no model loaded in this worker', trainer: 'no training run in this worker' };
+
+// Calls the message's handler once what it needs is there (the protocol table's `needs`).
+function answer(id, method, args) {
+  const entry = MESSAGES[method];
+  if (!entry) throw new Error(`unknown method ${method}`);
+  const loaded = { model, trainer };
+  if (entry.needs && !loaded[entry.needs]) throw new Error(NOT_LOADED[entry.needs]);
+  return HANDLERS[method](id, args);
 }
 
+function postFailure(id, e) {
+  self.postMessage({ id, ok: false, error: e instanceof Error ? e.message : String(e), aborted: e?.name === 'AbortError' });
+}
+
+// A queued request: answered in turn, after the ones before it.
 async function handle({ id, method, args }) {
   try {
     if (cancelled.has(id)) throw cancelledError();
-    let value;
-    let transfer = [];
-    if (method.startsWith('trainer')) {
-      ({ value, transfer } = await handleTrainer(id, method, args));
-    } else if (method === 'load') {
-      if (model) model.dispose();
-      cached = { ids: [], key: '' };
-      onScreen = null;
-      model = await loadModel(args.source, {
-        weights: args.weights,
-        onProgress: (p) => self.postMessage({ id, progress: p }),
-      });
-      value = model.info;
-    } else if (!model) {
-      throw new Error('no model loaded in this worker');
-    } else if (method === 'run') {
-      // the methods stay behind; the client adds them back with makeResult()
-      ({ data: value, transfer } = resultForTransfer(await runInSteps(id, args.text, args.options, args.previous)));
-      // a run that replaces the result on screen (the page passed `reuse`) is the reader's text;
-      // others (probes, the lab's loss or knock-outs) may take the engine's cache from it
-      if (args.onScreen) onScreen = { text: args.text, options: { ablate: args.options.ablate } };
-    } else if (method === 'tokenize') {
-      value = model.tokenize(args.text);
-    } else if (method === 'tokenText') {
-      value = model.tokenText(args.id);
-    } else if (method === 'dispose') {
-      model.dispose();
-      model = null;
-      value = true;
-    } else {
-      throw new Error(`unknown method ${method}`);
-    }
+    const { value, transfer } = await answer(id, method, args);
     self.postMessage({ id, ok: true, value }, transfer);
   } catch (e) {
-    self.postMessage({ id, ok: false, error: e instanceof Error ? e.message : String(e), aborted: e?.name === 'AbortError' });
+    postFailure(id, e);
   } finally {
     for (const c of cancelled) if (c <= id) cancelled.delete(c); // requests are numbered in order
   }
 }
 
-// What the cache holds for the text on screen. Answered at once, between the steps of whatever runs,
-// and not queued: it reads state only, so it neither waits for a long run nor interrupts a restore.
+// What the cache holds for the text on screen (MESSAGES.cacheState: answered at once).
 function cacheState() {
-  if (!model) throw new Error('no model loaded in this worker');
   const shown = onScreen ? model.tokenize(onScreen.text).map((t) => t.id) : [];
   const same = onScreen && cached.key === cacheKey(onScreen.options);
   return { cachedTokens: cached.ids.length, onScreenTokens: shown.length,
     onScreenCached: same ? sharedPrefixLength(cached.ids, shown) : 0 };
 }
 
-self.onmessage = async (event) => {
-  const message = event.data;
-  // a cancel acts at once (between the steps of a long run); everything else waits its turn
-  if (message.method === 'cancel') {
-    cancelled.add(message.args.id);
+self.onmessage = (event) => {
+  const { id, method, args } = event.data;
+  const handling = MESSAGES[method]?.handling;
+  // a cancel acts at once (between the steps of a long run); a state query is answered at once;
+  // everything else (an unknown method too, whose error then comes in turn) waits its turn
+  if (handling === NO_REPLY) {
+    answer(id, method, args);
     return;
   }
-  if (message.method === 'cacheState') {
+  if (handling === AT_ONCE) {
     try {
-      self.postMessage({ id: message.id, ok: true, value: cacheState() });
+      self.postMessage({ id, ok: true, value: answer(id, method, args).value });
     } catch (e) {
-      self.postMessage({ id: message.id, ok: false, error: e instanceof Error ? e.message : String(e) });
+      postFailure(id, e);
     }
     return;
   }
-  queue.push(message);
+  queue.push(event.data);
   clearTimeout(restoreTimer);
   if (!busy) pump();
 };
