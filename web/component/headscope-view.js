@@ -13,7 +13,10 @@
 // This module also exports the building blocks the demo page uses (views, runner, state helpers).
 import viewsCss from './views.css';
 import hostCss from './host.css';
-import { getModel, getFastTypingModel, loadModelFromBuffers, Runner, DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery, embedSnippet, modelLoadCount } from './core.js';
+import { getModel, getFastTypingModel, loadModelFromBuffers, modelLoadCount } from './model-cache.js';
+import { Runner } from './runner.js';
+import { DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery } from './url-state.js';
+import { embedSnippet } from './embed-snippet.js';
 import { describeHead, focusToken, clamp } from './views/describe.js';
 import { GridView, gridScene } from './views/grid.js';
 import { HeatmapView, heatmapScene } from './views/heatmap.js';
