@@ -1,6 +1,6 @@
 // Types for analysis.js: what heads turned out to do (role scores) and head knock-out.
 // The scores describe patterns found after training on the given text; no head is assigned a job.
-import type { RunResult, RunOptions } from './headscope.js';
+import type { RunResult, RunOptions, Token } from './headscope.js';
 
 /** Scores in [0, 1]; NaN when the text has no row that qualifies (e.g. no repeated token). Formulas in analysis.js. */
 export interface HeadScores {
@@ -24,8 +24,8 @@ export declare const ROLE_THRESHOLDS: Readonly<Record<Role, number>>;
 /** A plain-words description of each role. */
 export declare const ROLE_DESCRIPTIONS: Readonly<Record<Role, string>>;
 
-/** Scores of one head from its T*T attention and the T token ids. */
-export declare function headScores(att: Float32Array | number[], ids: number[], T?: number): HeadScores;
+/** Scores of one head from its T*T attention and the T token ids (arrays or typed arrays). */
+export declare function headScores(att: ArrayLike<number>, ids: ArrayLike<number>, T?: number): HeadScores;
 /** Scores of every head of a run: [layer][head]. */
 export declare function allHeadScores(result: RunResult): HeadScores[][];
 /**
@@ -35,14 +35,14 @@ export declare function allHeadScores(result: RunResult): HeadScores[][];
 export declare class HeadScoreRows {
   scores(result: RunResult): HeadScores[][];
 }
-/** Roles whose score reaches its threshold, strongest first. */
-export declare function headBadges(scores: HeadScores, thresholds?: Readonly<Record<Role, number>>): Role[];
+/** The roles of `thresholds` (default ROLE_THRESHOLDS; any subset) whose score reaches its threshold, strongest first. */
+export declare function headBadges(scores: HeadScores, thresholds?: Readonly<Partial<Record<Role, number>>>): Role[];
 
 /** Anything with the model API, synchronous (HeadscopeModel) or in a worker (WorkerModel). */
-interface AnyModel {
+export interface AnyModel {
   readonly info: { config: { vocabSize: number; nLayer: number; nHead: number } };
   run(text: string, options?: RunOptions): RunResult | Promise<RunResult>;
-  tokenize(text: string): unknown;
+  tokenize(text: string): Token[] | Promise<Token[]>;
   tokenText(id: number): string | Promise<string>;
 }
 
@@ -58,7 +58,7 @@ export interface KnockoutEntry {
   delta: number;
 }
 /** Switches off each head in turn (on top of `ablate`) and ranks heads by the loss increase. */
-export declare function knockoutRanking(model: AnyModel, text: string, options?: { ablate?: Array<[number, number]> }): Promise<{ baseLoss: number; heads: KnockoutEntry[] }>;
+export declare function knockoutRanking(model: AnyModel, text: string, options?: { ablate?: ReadonlyArray<readonly [number, number]> }): Promise<{ baseLoss: number; heads: KnockoutEntry[] }>;
 
 /** A role of roles.json: what a score measures, and the threshold at which a head earns it. */
 export interface RoleInfo {
@@ -70,7 +70,8 @@ export interface RoleInfo {
   /** Set for scores that are not shares in [0, 1]: '× uniform' for verb to subject. */
   unit?: string;
   description: string;
-  /** 'live': badged on the reader's text; 'card': measured for the model cards. */
+  /** 'live': badged on the reader's text; 'probe': measured through the engine on the cards' probe
+   *  texts; 'card': measured for the model cards. */
   where: Array<'live' | 'probe' | 'card'>;
 }
 /** Every role of roles.json, the vocabulary the model cards use too. */
@@ -90,5 +91,5 @@ export declare function verbSubjectParts(sentence: string): { subject: string; v
 export declare function verbSubjectPositions(tokens: Array<{ start: number; end: number }>, text: string): { query: number; keys: number[]; subject: string; verb: string } | null;
 /** Per head: attention from the verb to the subject, raw and as a multiple of uniform; null for other sentences. */
 export declare function verbSubjectRatios(result: { text: string; tokens: Array<{ start: number; end: number }>; T: number; nLayer: number; nHead: number; attention(layer: number, head: number): Float32Array }): { ratio: number[][]; weight: number[][]; query: number; keys: number[] } | null;
-/** The card's verb-to-subject measure through the engine, averaged over probe sentences. */
-export declare function verbSubjectScores(model: AnyModel, sentences: readonly string[]): Promise<{ scores: number[][] | null; weights: number[][] | null; sentences: number }>;
+/** The card's verb-to-subject measure through the engine, averaged over probe sentences (none: scores null). */
+export declare function verbSubjectScores(model: AnyModel, sentences?: readonly string[] | null): Promise<{ scores: number[][] | null; weights: number[][] | null; sentences: number }>;

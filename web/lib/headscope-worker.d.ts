@@ -93,15 +93,14 @@ export interface TrainProgress {
   probe?: import('./headscope.js').TrainerProbe;
 }
 
-/** A training run in its own Web Worker. */
-export declare class WorkerTrainer {
-  private constructor();
+/** A training run in its own Web Worker, from createTrainerInWorker() (an interface: the class itself is not exported). */
+export interface WorkerTrainer {
   readonly spec: import('./headscope.js').TrainerSpec;
   readonly stepsDone: number;
   readonly disposed: boolean;
   /** Trains `steps` more steps in chunks of about a frame; aborting `signal` pauses (resolves with stopped: true). */
   train(options: { steps: number; probeEvery?: number; onProgress?: (p: TrainProgress) => void; signal?: AbortSignal }): Promise<{ stepsDone: number; stopped: boolean }>;
-  step(n?: number | { ids: ArrayLike<number>[] }): Promise<Float32Array>;
+  step(n?: number | { ids: import('./headscope.js').TokenIdRows }): Promise<Float32Array>;
   probe(): Promise<import('./headscope.js').TrainerProbe>;
   /** Runs the trained model (its current weights) on `text`. */
   run(text: string, options?: import('./headscope.js').RunOptions): Promise<import('./headscope.js').RunResult>;

@@ -108,7 +108,7 @@ export interface Token {
 
 export interface RunOptions {
   /** [layer, head] pairs whose outputs are removed before W_O: the model runs without them. */
-  ablate?: Array<[number, number]>;
+  ablate?: ReadonlyArray<readonly [number, number]>;
   /** How many next-token predictions topNext holds (default 10). */
   topK?: number;
   /** Also compute logits at every position and the mean next-token loss on the text (`loss`). */
@@ -189,14 +189,12 @@ export declare class HeadscopeModel {
    * Runs the model on `text` without building a result, leaving the text in the engine's cache: a
    * later run() of a text that extends it only computes the new tokens.
    */
-  prefill(text: string, options?: { ablate?: Array<[number, number]>; allLogits?: boolean }): { tokens: number; reusedTokens: number; droppedTokens: number };
+  prefill(text: string, options?: { ablate?: ReadonlyArray<readonly [number, number]>; allLogits?: boolean }): { tokens: number; reusedTokens: number; droppedTokens: number };
   /** Allocates the engine's activations for `tokens` positions now (before a long text run in steps with prefill()); true when it reallocated, which empties the engine's cache. */
   reserve(tokens: number): boolean;
   /** Frees the model's wasm memory; every later call throws. Safe to call twice. */
   dispose(): void;
 }
-
-
 
 /** A model's shape for a fresh training run. */
 export interface TrainerShape {
@@ -268,14 +266,17 @@ export interface TrainerProbe {
   T: number;
 }
 
-export declare class HeadscopeTrainer {
-  private constructor();
+/** Rows of T+1 token ids for step({ ids }): arrays or integer typed arrays, all of one length. */
+export type TokenIdRows = ReadonlyArray<readonly number[] | Int32Array | Uint32Array | Uint16Array | Uint8Array>;
+
+/** A training run in the engine, from createTrainer() (an interface: the class itself is not exported). */
+export interface HeadscopeTrainer {
   readonly spec: TrainerSpec;
   readonly stepsDone: number;
   /** Bytes the engine holds for the run. */
   readonly bytes: number;
   /** n optimizer steps (default 1), or one step on an explicit batch; the losses, one per step. Throws if training diverges (the weights stay those before the failed step). */
-  step(n?: number | { ids: ArrayLike<number>[] }): Float32Array;
+  step(n?: number | { ids: TokenIdRows }): Float32Array;
   learningRate(step: number): number;
   probe(): TrainerProbe;
   /** A model with the current weights (dispose it when done). */
