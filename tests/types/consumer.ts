@@ -1,0 +1,228 @@
+// A browser app written against the published types, as a user writes it: the package's three typed
+// entry points (headscope, headscope/worker, headscope/analysis) imported by name, resolved through
+// package.json "exports". Never run: tests/types/run.sh compiles it with `tsc --noEmit` (strict).
+//
+// Two kinds of check. `same<A, B>()` fails unless two types are exactly equal, so a return type that
+// widens (to any, to a union) or changes fails the build. `// @ts-expect-error` marks a misuse the
+// types must refuse; if they ever accept it, tsc reports the directive as unused and fails.
+import {
+  loadModel, shippedModels, defaultModelName, attentionIndex, strideOf, createTrainer, trainingPresets,
+  wasmHeapUsedBytes, wasmMemoryBytes, HeadscopeModel,
+  type ModelFiles, type ModelInfo, type LoadProgress, type RunOptions, type RunResult, type Token, type Prediction,
+  type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset,
+} from 'headscope';
+import {
+  loadModelInWorker, createTrainerInWorker, WorkerStartError,
+  type WorkerModel, type CacheState, type TrainProgress, type WorkerTrainer,
+} from 'headscope/worker';
+import {
+  allHeadScores, headBadges, headScores, HeadScoreRows, ROLE_THRESHOLDS, ROLE_DESCRIPTIONS, ROLES_TABLE, INDUCTION_PROBE,
+  knockoutRanking, inductionProbeText, inductionScores, inductionWordLists, prefixMatchingScores,
+  verbSubjectParts, verbSubjectRatios, verbSubjectScores,
+  type HeadScores, type Role, type KnockoutEntry, type RoleInfo, type AnyModel,
+} from 'headscope/analysis';
+
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false;
+function same<A, B>(..._proof: Equal<A, B> extends true ? [] : [never]): void {}
+const show = (line: string): void => { document.getElementById('out')!.textContent = line; };
+
+// ---- loading a model on the page ---------------------------------------------------------------
+const names: readonly string[] = shippedModels;
+const fallbackName: string = defaultModelName;
+const loads: LoadProgress[] = [];
+const model = await loadModel('heads-4', {
+  weights: 'f16',
+  signal: AbortSignal.timeout(60_000),
+  onProgress: (p) => { loads.push(p); show(p.total ? `${Math.round((100 * p.loaded) / p.total)}%` : `${p.loaded} bytes`); },
+});
+same<typeof model, HeadscopeModel>();
+await loadModel();                                              // the default model
+await loadModel(new URL('./models/gpt2/', location.href));      // a folder in the GPT-2 layout
+const files: ModelFiles = { config: '{}', weights: new ArrayBuffer(8), vocab: new Uint8Array(2), merges: '', name: 'mine' };
+await loadModel(files);
+// @ts-expect-error  the storage is 'f32' or 'f16'
+await loadModel('heads-4', { weights: 'f8' });
+// @ts-expect-error  a source is a name, a URL or the four files
+await loadModel(42);
+// @ts-expect-error  the weights are bytes, not text
+await loadModel({ config: '{}', weights: 'safetensors', vocab: '', merges: '' });
+
+const info: ModelInfo = model.info;
+const { nLayer, nHead, nPositions, headSize, vocabSize } = info.config;
+same<typeof info.weights, 'f32' | 'f16'>();
+const relaxed: boolean = info.simd.relaxedMadd;
+// @ts-expect-error  info is read-only
+model.info = info;
+
+// ---- a run and its result ----------------------------------------------------------------------
+const text = 'The chef, who trained in Paris, cooked the meal quickly.';
+const options: RunOptions = { topK: 5, ablate: [[0, 1], [1, 2]], allLogits: true };
+const result = model.run(text, options);
+same<typeof result, RunResult>();
+same<ReturnType<RunResult['attention']>, Float32Array>();
+same<typeof result.tokens, Token[]>();
+same<typeof result.topNext, Prediction[]>();
+same<typeof result.loss, number | undefined>();
+const best = result.topNext[0];
+if (best) show(`${best.token} ${(100 * best.prob).toFixed(1)}% (id ${best.id})`);
+const lastRow = result.attention(nLayer - 1, nHead - 1).subarray((result.T - 1) * result.T);
+const onFirst: number = result.attentionAll[attentionIndex(result, 0, 1, result.T - 1, 0)];
+const blockWidth: number = strideOf(result);
+const norms: Float32Array = result.headContribution(0, 0);
+const spans = result.tokens.map((t) => text.slice(t.start, t.end));
+const offHeads: Array<[number, number]> = result.ablate;
+// @ts-expect-error  loss is there only with allLogits
+const alwaysLoss: number = result.loss;
+// @ts-expect-error  attention() takes a layer and a head
+result.attention(0);
+// @ts-expect-error  ablate holds [layer, head] pairs
+model.run(text, { ablate: [0, 1] });
+// @ts-expect-error  topK is a number
+model.run(text, { topK: '5' });
+// @ts-expect-error  on the page, run() returns the result itself, not a promise
+model.run(text).then(show);
+// @ts-expect-error  the text is a string
+model.run(['The', 'chef']);
+
+const switchedOff = [[0, 1]] as const;                           // a constant set of heads, read-only
+model.run(text, { ablate: switchedOff });
+const typed = model.run(`${text} Then`, { reuse: result });     // typing at the end: only new rows
+const cached = model.prefill(text, { ablate: [[0, 1]], allLogits: true });
+const reused: number = cached.reusedTokens + cached.droppedTokens + cached.tokens;
+const reallocated: boolean = model.reserve(nPositions);
+const ids: number[] = model.tokenize(text).map((t) => t.id);
+const shown: string = model.tokenText(ids[0] ?? 0);
+model.dispose();
+const gone: boolean = model.disposed;
+const heap: number = (await wasmHeapUsedBytes()) + (await wasmMemoryBytes());
+
+// ---- the same model in a Web Worker ------------------------------------------------------------
+const worker = await loadModelInWorker(undefined, {
+  pageThreadFallback: true,
+  transferBuffers: false,
+  weights: 'f32',
+  onProgress: ({ loaded, total }) => show(`${loaded} / ${total}`),
+});
+same<typeof worker, WorkerModel>();
+same<typeof worker.thread, 'worker' | 'page'>();
+const controller = new AbortController();
+const inWorker = await worker.run(text, {
+  reuse: null,
+  topK: 3,
+  signal: controller.signal,
+  onProgress: ({ tokens, total }) => show(`${tokens} of ${total} tokens`),
+});
+same<typeof inWorker, RunResult>();
+same<Awaited<ReturnType<WorkerModel['tokenize']>>, Token[]>();
+same<Awaited<ReturnType<WorkerModel['tokenText']>>, string>();
+const state = await worker.cacheState();
+same<typeof state, CacheState | null>();
+if (state) show(`${state.onScreenCached} of ${state.onScreenTokens} tokens cached`);
+// @ts-expect-error  a worker's run() is a promise
+const notAwaited: RunResult = worker.run(text);
+// @ts-expect-error  progress of a run counts tokens, not bytes
+await worker.run(text, { onProgress: (p: LoadProgress) => p.loaded });
+// @ts-expect-error  no such option
+await loadModelInWorker('heads-4', { threads: 4 });
+try {
+  await loadModelInWorker('heads-4', { worker: new Worker(new URL('./worker-thread.js', import.meta.url), { type: 'module' }) });
+} catch (e) {
+  if (e instanceof WorkerStartError) {
+    same<typeof e.name, 'WorkerStartError'>();
+    show(e.message);
+  }
+}
+worker.dispose();
+
+// ---- training ----------------------------------------------------------------------------------
+const presets: TrainingPreset[] = await trainingPresets();
+const trainer = await createTrainer({ preset: 'induction', config: { nLayer: 2, nHead: 4 }, steps: 200, lr: 3e-3, schedule: 'cosine' });
+same<typeof trainer, HeadscopeTrainer>();
+same<ReturnType<HeadscopeTrainer['step']>, Float32Array>();
+const spec: TrainerSpec = trainer.spec;
+same<typeof spec.optimizer, 'adamw' | 'sgd'>();
+const shape: number = spec.config.nLayer * spec.config.nEmbd;
+const losses = trainer.step(10);
+trainer.step({ ids: [[1, 2, 3], [4, 5, 6]] });
+trainer.step({ ids: [Int32Array.of(1, 2, 3)] });
+const probe: TrainerProbe = trainer.probe();
+same<typeof probe.ids, Int32Array>();
+const lr: number = trainer.learningRate(trainer.stepsDone);
+const trained = trainer.model();
+same<typeof trained, HeadscopeModel>();
+trained.run(text).attention(0, 0);
+trained.dispose();
+const exported = trainer.export();
+same<typeof exported.weights, Uint8Array>();
+await loadModel({ ...exported, name: 'trained' });
+await createTrainer({ init: exported, task: 'text', text });
+trainer.dispose();
+// @ts-expect-error  the optimizer is 'adamw' or 'sgd'
+await createTrainer({ optimizer: 'adam' });
+// @ts-expect-error  no such option (it is `lr`)
+await createTrainer({ learningRate: 1e-3 });
+// @ts-expect-error  a step's batch is rows of token ids
+trainer.step({ ids: ['the chef'] });
+
+const remote = await createTrainerInWorker({ preset: presets[0]?.name });
+same<typeof remote, WorkerTrainer>();
+const done = await remote.train({
+  steps: 100,
+  probeEvery: 25,
+  signal: controller.signal,
+  onProgress: (p: TrainProgress) => show(`step ${p.stepsDone}: ${p.losses.at(-1)} (${p.probe?.induction.length ?? 0} scores)`),
+});
+same<typeof done, { stepsDone: number; stopped: boolean }>();
+same<Awaited<ReturnType<WorkerTrainer['step']>>, Float32Array>();
+same<Awaited<ReturnType<WorkerTrainer['run']>>, RunResult>();
+const remoteFiles = await remote.export();
+same<typeof remoteFiles.weights, Uint8Array>();
+// @ts-expect-error  train() needs the number of steps
+await remote.train({ probeEvery: 10 });
+remote.dispose();
+
+// ---- what the heads do -------------------------------------------------------------------------
+const grid = allHeadScores(inWorker);
+same<typeof grid, HeadScores[][]>();
+const scores = grid[0]?.[1];
+if (scores) {
+  const badges = headBadges(scores);
+  same<typeof badges, Role[]>();
+  const stricter = headBadges(scores, { ...ROLE_THRESHOLDS, previous: 0.7 });
+  const inductionOnly = headBadges(scores, { induction: 0.3 });
+  // @ts-expect-error  thresholds are per role of HeadScores
+  headBadges(scores, { copying: 0.3 });
+  show(badges.map((r) => `${r}: ${ROLE_DESCRIPTIONS[r]}`).join('; ') + stricter.join(','));
+}
+const oneHead: HeadScores = headScores(inWorker.attention(0, 1), inWorker.tokens.map((t) => t.id));
+headScores(inWorker.attention(0, 1), Int32Array.from(inWorker.tokens, (t) => t.id), inWorker.T);
+const rows = new HeadScoreRows();
+const live: HeadScores[][] = rows.scores(inWorker);
+const threshold: number = ROLE_THRESHOLDS.induction;
+// @ts-expect-error  no such role
+ROLE_THRESHOLDS.copying;
+// @ts-expect-error  the thresholds are read-only
+ROLE_THRESHOLDS.previous = 0.1;
+const role: RoleInfo | undefined = ROLES_TABLE.find((r) => r.name === 'verb_to_subject');
+if (role) show(`${role.label}: ${role.formula} >= ${role.threshold}${role.unit ?? ''} (${role.where.join(', ')})`);
+const words: readonly string[] = INDUCTION_PROBE.words;
+
+const anyModel: AnyModel = worker;   // the analysis functions take a page or a worker model
+const probeText: string = await inductionProbeText(worker, { length: 12, seed: 2 });
+const ranking = await knockoutRanking(worker, text, { ablate: switchedOff });
+const top: KnockoutEntry | undefined = ranking.heads[0];
+if (top) show(`L${top.layer}H${top.head}: +${top.delta.toFixed(3)} nats over ${ranking.baseLoss.toFixed(3)}`);
+const induction = await inductionScores(worker, { copy: true, perList: true });
+const copy: number = induction.copyAccuracy;
+const spread: number[][] | undefined = induction.listSd;
+const lists = await inductionWordLists(worker, { lists: 2 });
+const listRun = await worker.run(lists[0]?.text ?? '');
+const prefix: number[][] = prefixMatchingScores(listRun);
+const parts = verbSubjectParts(text);
+if (parts) show(`${parts.verb} -> ${parts.subject}`);
+const ratios = verbSubjectRatios(inWorker);
+same<typeof ratios, { ratio: number[][]; weight: number[][]; query: number; keys: number[] } | null>();
+const verb = await verbSubjectScores(worker, [text]);
+same<typeof verb.scores, number[][] | null>();
+// @ts-expect-error  a knock-out needs a model, not a result
+await knockoutRanking(inWorker, text);
