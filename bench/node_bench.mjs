@@ -27,8 +27,14 @@ const modelDir = opt.model;
 const onnxDir = opt.onnx;
 const pkgDir = opt.pkg;
 const outFile = opt.out;
-const log = (...a) => console.error('[node]', ...a);
+const t0run = performance.now();
+const log = (...a) => console.error(`[node +${((performance.now() - t0run) / 1000).toFixed(0)} s]`, ...a);
 const budget = quick ? 0.4 : 2.5;  // scales every minMs
+// compare()'s options; the quick run only checks that every case runs and agrees: a third of the
+// warm-up and timed runs, in 5 interleaved rounds instead of 20 (each round runs every subject once)
+const timing = ({ minMs, minRuns = 15, warm = 8 }) => (quick
+  ? { minMs, minRuns: Math.max(3, Math.ceil(minRuns / 3)), warm: Math.max(2, Math.ceil(warm / 3)), rounds: 5 }
+  : { minMs, minRuns, warm });
 
 const files = readModelFiles(modelDir);
 const cfg = JSON.parse(files.config);
@@ -104,7 +110,7 @@ for (const [K, N, layer] of shapes) {
       cases.ort = { fn: () => ortGemm[`${K}x${N}`].run(feeds) };
       if (ortGemm.overhead) cases.ort_overhead = { fn: () => ortGemm.overhead.run(feeds) };
     }
-    const s = await compare(cases, { minMs: 150 * budget, minRuns: 30 });
+    const s = await compare(cases, timing({ minMs: 150 * budget, minRuns: 30, warm: 8 }));
     const flop = 2 * M * K * N;
     const row = { layer, M, K, N };
     for (const [k, st] of Object.entries(s)) row[k] = { ...st, gflops: flop / (st.median_ms * 1e6) };
@@ -126,15 +132,16 @@ for (const k of ours) att[k] = new subj[k].Attention(C, NH, P);
 for (const T of [16, 64, P]) {
   const cases = {};
   for (const k of ours) cases[k] = { fn: () => att[k].run(T, 0) };
-  const s = await compare(cases, { minMs: 150 * budget });
+  const s = await compare(cases, timing({ minMs: 150 * budget, minRuns: 15, warm: 8 }));
   results.attention.push({ T, ...s });
   log(`attention T=${T}: ` + Object.entries(s).map(([k, v]) => `${k} ${v.median_ms.toFixed(3)} ms`).join(', '));
 }
 
 // ---- full forward against T (median, p95), with the attention kernel's share ------------------
 results.forward = [];
+// every 16 tokens for the plot; the quick run only the lengths the ratios use, and the shortest
 const Ts = [];
-for (let T = 8; T <= P; T += T < 16 ? 8 : 16) Ts.push(T);
+for (let T = 8; T <= P; T += T < 16 ? 8 : 16) if (!quick || [8, 16, 64, P].includes(T)) Ts.push(T);
 for (const T of Ts) {
   const cases = {};
   const key = [16, 64, P].includes(T);  // the scalar build only at the tabulated T (it is slow)
@@ -142,8 +149,8 @@ for (const T of Ts) {
   for (const k of subs) cases[k] = { fn: () => models[k].forwardOut(T) };
   if (withPrev) cases.prev = { fn: () => models.prev.forwardOut(T) };
   if (!simdOnly) { const feeds = ortIds(T); cases.ort = { fn: () => ortForward.run(feeds) }; }
-  const s = await compare(cases, { minMs: 300 * budget, minRuns: key ? 15 : 8, warm: 10 });
-  const a = await compare(Object.fromEntries(subs.map((k) => [k, { fn: () => att[k].run(T, 0) }])), { minMs: 80 * budget, warm: 3 });
+  const s = await compare(cases, timing({ minMs: 300 * budget, minRuns: key ? 15 : 8, warm: 10 }));
+  const a = await compare(Object.fromEntries(subs.map((k) => [k, { fn: () => att[k].run(T, 0) }])), timing({ minMs: 80 * budget, warm: 3 }));
   const row = { T, ...s, attention_kernel_ms: Object.fromEntries(subs.map((k) => [k, a[k].median_ms * L])) };
   results.forward.push(row);
   log(`forward T=${T}: ` + Object.entries(s).map(([k, v]) => `${k} ${v.median_ms.toFixed(2)}/${v.p95_ms.toFixed(2)} ms`).join(', ') +
@@ -157,7 +164,7 @@ for (const T of [16, 64, P]) {
   const cases = {};
   for (const k of oursAll) cases[k] = { fn: () => models[k].incremental(T), before: () => models[k].prime(T) };
   if (!simdOnly) { const feeds = ortIds(T); cases.ort = { fn: () => ortForward.run(feeds) }; }  // no KV cache in the graph: a full run
-  const s = await compare(cases, { minMs: 150 * budget, minRuns: 20 });
+  const s = await compare(cases, timing({ minMs: 150 * budget, minRuns: 20, warm: 8 }));
   results.incremental.push({ T, ...s });
   log(`incremental T=${T}: ` + Object.entries(s).map(([k, v]) => `${k} ${v.median_ms.toFixed(3)} ms`).join(', '));
 }
@@ -213,7 +220,7 @@ if (!simdOnly) {
     core_run: { fn: () => coreRun(typed), before: () => coreRun(prev) },
     tokenize: { fn: () => h.tokenize(typed) },
   };
-  const ps = await compare(parts, { minMs: 200 * budget, minRuns: 30 });
+  const ps = await compare(parts, timing({ minMs: 200 * budget, minRuns: 30, warm: 8 }));
   results.package_run_parts = { T: m.run(typed).T, ...ps };
   log(`package API, one keystroke at T=${results.package_run_parts.T}: run() ${ps.api_run.median_ms.toFixed(2)} ms; its two engine calls ${ps.core_run.median_ms.toFixed(2)} ms, tokenize alone ${ps.tokenize.median_ms.toFixed(3)} ms`);
   h.delete();
@@ -239,7 +246,7 @@ if (!simdOnly) {
     const s = await compare({
       ours: { fn: () => m.run(text, { allLogits: true }), before: () => m.run(other, { allLogits: true }) },
       ort: { fn: () => ortAll.run(feeds) },
-    }, { minMs: 300 * budget, minRuns: 10, warm: 5 });
+    }, timing({ minMs: 300 * budget, minRuns: 10, warm: 5 }));
     results.all_logits.push({ T: Tours, ...s });
     log(`all logits T=${Tours}: package run(allLogits) ${s.ours.median_ms.toFixed(2)} ms (with the loss), onnxruntime-web ${s.ort.median_ms.toFixed(2)} ms`);
   }

@@ -39,8 +39,9 @@ const { values: opt } = parseArgs({
 if (!opt.native || !opt.pkg || !opt.out) throw new Error('usage: node bench/train_speed.mjs --native BIN --pkg DIR --out FILE [--quick] [--shapes default,d128,d256] [--no-relaxed]');
 // many short rounds: the load on the shared cores changes within seconds, so the subjects' chunks of
 // one round should lie close together in time
-const ROUNDS = Number(opt.rounds ?? (opt.quick ? 5 : 15));
-const CHUNK_S = Number(opt['chunk-seconds'] ?? 0.5);
+// (the quick run only checks that every subject trains and reports: 2 short rounds)
+const ROUNDS = Number(opt.rounds ?? (opt.quick ? 2 : 15));
+const CHUNK_S = Number(opt['chunk-seconds'] ?? (opt.quick ? 0.2 : 0.5));
 const log = (...a) => console.error('[train]', ...a);
 
 // the page's default preset (cpp/src/training_spec.cpp, induction_spec(2, 4))
