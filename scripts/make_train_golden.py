@@ -11,6 +11,9 @@
     grad.<HF name>     d loss / d parameter, the tied wte gets both its uses
     adamw_losses       (STEPS) the loss before each of STEPS AdamW steps, on the same batch
     adamw_hparams      (6) lr, beta1, beta2, eps, weight_decay, clip
+  config-erf.json, golden-erf.safetensors
+                     the same with activation_function "gelu" (the exact, erf GELU) instead of
+                     "gelu_new", the same batch, and c_fc scaled up (see main) so the two GELUs differ
 
 Everything is computed in float64 from the float32 starting weights, so the file holds the exact
 answer to float32 inputs and a C++ float32 computation's distance from it is its own rounding.
@@ -45,13 +48,25 @@ def loss_of(model, batch):
 
 
 def main():
+    write(CFG, "config.json", "golden.safetensors")
+    # the two GELUs agree to ~1e-4 near 0, where the MLP's inputs of a fresh model sit: the erf file
+    # scales c_fc up so its inputs spread over +-3, where the forms (and their derivatives) differ by
+    # ~1e-3, and a trainer that used the tanh form's gradient on this file would fail its tolerance
+    write(dict(CFG, activation_function="gelu"), "config-erf.json", "golden-erf.safetensors", fc_scale=40.0)
+
+
+def write(cfg_in, config_name, golden_name, fc_scale=None):
     torch.manual_seed(1717)
-    m = GPT2(CFG)
+    m = GPT2(cfg_in)
     with torch.no_grad():
         # LayerNorm weights and every bias away from their trivial init so their gradients are exercised
         for n, p in m.named_parameters():
             if n.endswith("bias") or "ln_" in n:
                 p.add_(0.1 * torch.randn_like(p))
+        if fc_scale is not None:
+            for n, p in m.named_parameters():
+                if "mlp.c_fc" in n:
+                    p.mul_(fc_scale)
     start = {k: v.detach().clone().float() for k, v in m.state_dict().items()}
     m = m.double()
     batch = torch.randint(0, CFG["vocab_size"], (B, T + 1), generator=torch.Generator().manual_seed(17))
@@ -79,17 +94,17 @@ def main():
     out["adamw_hparams"] = torch.tensor([LR, BETA1, BETA2, EPS, WD, CLIP], dtype=torch.float32)
 
     os.makedirs(OUT, exist_ok=True)
-    cfg = GPT2(CFG).hf_config()
-    with open(os.path.join(OUT, "config.json"), "w") as f:
+    cfg = GPT2(cfg_in).hf_config()
+    with open(os.path.join(OUT, config_name), "w") as f:
         json.dump(cfg, f, indent=2)
         f.write("\n")
     with open(os.path.join(OUT, "batch.json"), "w") as f:
         json.dump(batch.tolist(), f)
         f.write("\n")
-    save_file({k: v.contiguous() for k, v in out.items()}, os.path.join(OUT, "golden.safetensors"),
+    save_file({k: v.contiguous() for k, v in out.items()}, os.path.join(OUT, golden_name),
               {"format": "headscope-train-golden-1"})
-    print("loss", loss.item(), "adamw", [round(x, 6) for x in losses])
-    print("bytes", os.path.getsize(os.path.join(OUT, "golden.safetensors")))
+    print(golden_name, "loss", loss.item(), "adamw", [round(x, 6) for x in losses])
+    print("bytes", os.path.getsize(os.path.join(OUT, golden_name)))
 
 
 if __name__ == "__main__":

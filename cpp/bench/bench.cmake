@@ -4,7 +4,7 @@
 #   native tree (native-release): headscope_bench_native, the same calls timed in C++
 set(HEADSCOPE_BENCH_DIR ${CMAKE_CURRENT_LIST_DIR})
 add_library(headscope_bench_variants STATIC ${HEADSCOPE_BENCH_DIR}/bench_variants.cpp ${HEADSCOPE_BENCH_DIR}/kernels_previous.cpp)
-target_link_libraries(headscope_bench_variants PUBLIC headscope_core)
+target_link_libraries(headscope_bench_variants PUBLIC headscope_core headscope_kernels)
 target_compile_definitions(headscope_bench_variants PRIVATE HEADSCOPE_SIMD=$<BOOL:${HEADSCOPE_SIMD}>)
 if(EMSCRIPTEN)
   add_executable(headscope_bench_wasm ${HEADSCOPE_BENCH_DIR}/bench_embind.cpp)
@@ -21,7 +21,7 @@ else()
   target_link_libraries(headscope_bench_native PRIVATE headscope_bench_variants headscope_core)
   # the blocked xsimd GEMM against Eigen's at GPT-2 small's shapes
   add_executable(headscope_gemm_native ${HEADSCOPE_BENCH_DIR}/gemm_native.cpp)
-  target_link_libraries(headscope_gemm_native PRIVATE headscope_core)
+  target_link_libraries(headscope_gemm_native PRIVATE headscope_core headscope_kernels)
 endif()
 
 # The same benchmark module with the engine's Model compiled against the previous kernels

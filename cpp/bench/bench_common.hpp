@@ -5,8 +5,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "headscope/kernels.hpp"
+#include "kernels/kernels.hpp"
 #include "kernels_previous.hpp"
+#include "kernels/reference.hpp"
 
 namespace headscope::bench {
 
@@ -62,7 +63,7 @@ struct AttentionCase {
     previous::attention_rows_two_pass(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap);
   }
   void run_reference(int T, int t_begin) {
-    kernels::attention_forward_reference(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap);
+    kernels::ref::attention_forward<float>(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap);
   }
 };
 

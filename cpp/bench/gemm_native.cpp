@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "headscope/kernels.hpp"
+#include "kernels/kernels.hpp"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // kernels, so the tables of bench/README.md show what each change bought, measured side by side in one run.
 // Same signatures and results as the engine's kernels (bench/variants.mjs checks before timing).
 #pragma once
-#include "headscope/kernels.hpp"
+#include "kernels/kernels.hpp"
 
 namespace headscope::bench::previous {
 // softmax_forward with xsimd::exp (the engine uses a polynomial for x <= 0)

@@ -1,5 +1,5 @@
 // The attention kernel that model_previous.cpp calls: the previous version in kernels_previous.cpp.
-#include "headscope/kernels.hpp"
+#include "kernels/kernels.hpp"
 #include "kernels_previous.hpp"
 
 namespace headscope::kernels {

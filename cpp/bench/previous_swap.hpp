@@ -4,4 +4,4 @@
 // times the whole model with the kernels as they were before the register-tiled port, next to the engine.
 #pragma once
 #define attention_forward attention_forward_previous
-#include "headscope/kernels.hpp"
+#include "kernels/kernels.hpp"

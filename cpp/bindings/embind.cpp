@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "headscope/error.hpp"
-#include "headscope/kernels.hpp"
 #include "headscope/model.hpp"
 #include "headscope/predictions.hpp"
 #include "headscope/training_run.hpp"
@@ -166,7 +165,7 @@ val config_object(const Model& m) {
 }
 
 val simd_object() {
-  const auto s = headscope::kernels::simd_info();
+  const auto s = headscope::simd_info();
   val o = val::object();
   o.set("arch", s.arch);
   o.set("floatLanes", s.float_lanes);

@@ -211,7 +211,7 @@ int bench(const Args& a) {
   j["peak_rss_mb"] = status_mb("VmHWM");
   j["weight_mb"] = model.weight_bytes() / 1048576.0;
   j["weights"] = headscope::weight_storage_name(model.weight_storage());
-  j["simd"] = headscope::kernels::simd_info().arch;
+  j["simd"] = headscope::simd_info().arch;
   std::cout << j.dump() << "\n";
   return 0;
 }

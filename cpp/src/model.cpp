@@ -9,13 +9,14 @@
 
 #include "headscope/error.hpp"
 #include "headscope/safetensors.hpp"
+#include "model_impl.hpp"
 #include "model_memory.hpp"
 
 namespace headscope {
 
-bool Model::reserve(int tokens) { return ensure_capacity(std::clamp(tokens, 1, config_.n_positions)); }
+bool Model::Impl::reserve(int tokens) { return ensure_capacity(std::clamp(tokens, 1, config_.n_positions)); }
 
-bool Model::ensure_capacity(int T) {
+bool Model::Impl::ensure_capacity(int T) {
   if (T <= cap_) return false;
   const std::size_t L = config_.n_layer, NH = config_.n_head, C = config_.n_embd, F = config_.n_inner;
   // Sizes come from config.json and the text: add them up in 64 bits and refuse before allocating,
@@ -67,12 +68,12 @@ bool Model::ensure_capacity(int T) {
   return true;
 }
 
-int Model::tokens_to_drop(int tokens) const {
-  const int n = config_.n_positions, step = std::max(1, n / kContextDropSteps);
+int Model::Impl::tokens_to_drop(int tokens) const {
+  const int n = config_.n_positions, step = std::max(1, n / Model::kContextDropSteps);
   return tokens <= n ? 0 : (tokens - n + step - 1) / step * step;
 }
 
-RunInfo Model::run(std::string_view text, const RunOptions& options) {
+RunInfo Model::Impl::run(std::string_view text, const RunOptions& options) {
   if (text.empty()) throw Error("text is empty");
   std::vector<Token> tokens = tokenizer_->encode(text);  // throws on invalid UTF-8
   if (tokens.empty()) throw Error("text is empty");
@@ -87,7 +88,7 @@ RunInfo Model::run(std::string_view text, const RunOptions& options) {
   return info;
 }
 
-RunInfo Model::run_ids(std::span<const int32_t> ids, const RunOptions& options) {
+RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& options) {
   const ModelConfig& c = config_;
   const int T = (int)ids.size();
   if (T == 0) throw Error("no tokens to run");
@@ -155,11 +156,11 @@ RunInfo Model::run_ids(std::span<const int32_t> ids, const RunOptions& options) 
 // Computes positions [t_begin, T_) of every layer; positions below t_begin are the cache. With
 // all_logits, the logits of positions [logits_begin, T_) (logits_begin <= t_begin: the cache may
 // hold positions whose logits were never computed).
-void Model::forward(int t_begin, int logits_begin) {
+void Model::Impl::forward(int t_begin, int logits_begin) {
   namespace k = kernels;
   const ModelConfig& c = config_;
   const int T = T_, n = T - t_begin;  // n: rows computed in this call
-  const int C = c.n_embd, NH = c.n_head, HS = c.head_size(), F = c.n_inner, V = c.vocab_size;
+  const int C = c.n_embd, NH = c.n_head, V = c.vocab_size;
   const std::size_t cap = cap_;
 
   if (n > 0) {
@@ -174,53 +175,22 @@ void Model::forward(int t_begin, int logits_begin) {
     }
 
     for (int l = 0; l < c.n_layer; l++) {
-      const BlockWeights& w = blocks_[l];
-      const float* x = &residual_[(l * cap + t_begin) * C];       // (n, C) stream entering the block
-      float* x_next = &residual_[((l + 1) * cap + t_begin) * C];  // (n, C) stream leaving it
-      float* qkv = &qkv_[l * cap * 3 * C];                        // (cap, 3C)
-      float* head_out = &head_out_[l * cap * C];                  // (cap, C)
-      float* att = &att_[l * NH * cap * cap];                     // (NH, cap, cap)
-
-      // attention: every head reads the same LayerNormed input through its own slice of c_attn
-      k::layernorm_forward(scratch_ln_.data(), x, w.ln_1_weight.data(), w.ln_1_bias.data(), n, C, c.layer_norm_epsilon);
-      k::matmul_forward(qkv + (std::size_t)t_begin * 3 * C, scratch_ln_.data(), w.c_attn, n);
-      k::attention_forward(head_out, att, qkv, t_begin, T, C, NH, (int)cap,
-                           key_panels_.data() + l * k::attention_key_panels_floats((int)cap, C, NH));
-
-      // W_O, one head at a time: out = bias + sum_h head_out[:, h] @ W_O[h rows]. A switched-off head
-      // writes nothing. Summing per head gives each head's contribution for free.
-      float* proj = scratch_proj_.data();  // (n, C)
-      for (int r = 0; r < n; r++) std::copy(w.c_proj.bias.begin(), w.c_proj.bias.begin() + C, proj + (std::size_t)r * C);
-      for (int h = 0; h < NH; h++) {
-        float* norms = &contrib_norm_[(l * NH + h) * cap];
-        float* kept = options_.keep_contributions ? &contrib_[((l * NH + h) * cap + t_begin) * C] : nullptr;
-        if (ablate_mask_[(std::size_t)l * NH + h]) {
-          for (int t = t_begin; t < T; t++) {
-            std::fill(head_out + (std::size_t)t * C + h * HS, head_out + (std::size_t)t * C + (h + 1) * HS, 0.0f);
-            norms[t] = 0.0f;
-          }
-          if (kept) std::fill(kept, kept + (std::size_t)n * C, 0.0f);
-          continue;
-        }
-        float* contrib = kept ? kept : scratch_head_.data();  // (n, C)
-        k::matmul_rows_forward(contrib, head_out + (std::size_t)t_begin * C, C, w.c_proj, h * HS, (h + 1) * HS, n);
-        for (int r = 0; r < n; r++) {
-          const float* row = contrib + (std::size_t)r * C;
-          norms[t_begin + r] = std::sqrt(k::dot(row, row, C));
-        }
-        k::add_forward(proj, proj, contrib, (std::size_t)n * C);
-      }
-      k::add_forward(x_next, x, proj, (std::size_t)n * C);
-
-      // MLP
-      k::layernorm_forward(scratch_ln_.data(), x_next, w.ln_2_weight.data(), w.ln_2_bias.data(), n, C, c.layer_norm_epsilon);
-      k::matmul_forward(scratch_fc_.data(), scratch_ln_.data(), w.c_fc, n);
-      if (c.activation == Activation::gelu_tanh)
-        k::gelu_forward(scratch_fc_.data(), scratch_fc_.data(), (std::size_t)n * F);
-      else
-        k::gelu_erf_forward(scratch_fc_.data(), scratch_fc_.data(), (std::size_t)n * F);
-      k::matmul_forward(proj, scratch_fc_.data(), w.mlp_proj, n);
-      k::add_forward(x_next, x_next, proj, (std::size_t)n * C);
+      float* x_next = &residual_[((l + 1) * cap + t_begin) * C];  // (n, C) stream leaving the block
+      BlockBuffers io;
+      io.x = &residual_[(l * cap + t_begin) * C];  // (n, C) stream entering it
+      io.ln1 = io.ln2 = scratch_ln_.data();
+      io.qkv = &qkv_[l * cap * 3 * C];
+      io.att = &att_[l * NH * cap * cap];
+      io.key_panels = key_panels_.data() + l * k::attention_key_panels_floats((int)cap, C, NH);
+      io.head_out = &head_out_[l * cap * C];
+      io.head_proj = scratch_head_.data();
+      io.attn_proj = io.mlp_out = scratch_proj_.data();
+      io.res_mid = io.res_out = x_next;
+      io.fc_pre = io.fc_act = scratch_fc_.data();
+      io.ablate = &ablate_mask_[(std::size_t)l * NH];
+      io.contrib = options_.keep_contributions ? &contrib_[(std::size_t)l * NH * cap * C] : nullptr;
+      io.norms = &contrib_norm_[(std::size_t)l * NH * cap];
+      block_forward(c, blocks_[l], io, 1, t_begin, T, (int)cap);
     }
   }
 
@@ -228,18 +198,18 @@ void Model::forward(int t_begin, int logits_begin) {
   const float* final_stream = &residual_[(std::size_t)c.n_layer * cap * C];
   if (options_.all_logits && T > logits_begin) {
     const int rows = T - logits_begin;
-    k::layernorm_forward(scratch_ln_.data(), final_stream + (std::size_t)logits_begin * C, ln_f_weight_.data(),
-                         ln_f_bias_.data(), rows, C, c.layer_norm_epsilon);
+    k::layernorm_forward(scratch_ln_.data(), nullptr, nullptr, final_stream + (std::size_t)logits_begin * C,
+                         ln_f_weight_.data(), ln_f_bias_.data(), rows, C, c.layer_norm_epsilon);
     lm_head(&logits_all_[(std::size_t)logits_begin * V], scratch_ln_.data(), rows);
   }
   logits_last_.resize(V);
-  k::layernorm_forward(scratch_ln_.data(), final_stream + (std::size_t)(T - 1) * C, ln_f_weight_.data(),
-                       ln_f_bias_.data(), 1, C, c.layer_norm_epsilon);
+  k::layernorm_forward(scratch_ln_.data(), nullptr, nullptr, final_stream + (std::size_t)(T - 1) * C,
+                       ln_f_weight_.data(), ln_f_bias_.data(), 1, C, c.layer_norm_epsilon);
   lm_head(logits_last_.data(), scratch_ln_.data(), 1);
 }
 
 // out (T, V) = x (T, C) @ wte^T, the tied LM head, in either storage
-void Model::lm_head(float* out, const float* x, int T) {
+void Model::Impl::lm_head(float* out, const float* x, int T) {
   const int C = config_.n_embd, V = config_.vocab_size;
   if (wte_f16_.empty())
     kernels::matmul_transposed_forward(out, x, wte_.data(), T, C, V);
@@ -249,30 +219,30 @@ void Model::lm_head(float* out, const float* x, int T) {
 
 // ---- results ---------------------------------------------------------------------------------
 
-void Model::require_run() const {
+void Model::Impl::require_run() const {
   if (!has_run_) throw Error("no results yet: call run() first");
 }
 
-void Model::check_layer_head(int layer, int head) const {
+void Model::Impl::check_layer_head(int layer, int head) const {
   if (layer < 0 || layer >= config_.n_layer)
     throw Error("layer " + std::to_string(layer) + " is outside [0, " + std::to_string(config_.n_layer) + ")");
   if (head < 0 || head >= config_.n_head)
     throw Error("head " + std::to_string(head) + " is outside [0, " + std::to_string(config_.n_head) + ")");
 }
 
-std::span<const float> Model::logits_last() const {
+std::span<const float> Model::Impl::logits_last() const {
   require_run();
   return logits_last_;
 }
 
-std::vector<float> Model::logits_all() const {
+std::vector<float> Model::Impl::logits_all() const {
   require_run();
   if (!options_.all_logits) throw Error("logits for all positions were not kept: run with all_logits");
   const std::size_t V = config_.vocab_size;
   return std::vector<float>(logits_all_.begin(), logits_all_.begin() + (std::ptrdiff_t)(T_ * V));
 }
 
-std::vector<float> Model::attention(int layer, int head) const {
+std::vector<float> Model::Impl::attention(int layer, int head) const {
   require_run();
   check_layer_head(layer, head);
   std::vector<float> out((std::size_t)T_ * T_);
@@ -281,9 +251,9 @@ std::vector<float> Model::attention(int layer, int head) const {
   return out;
 }
 
-void Model::copy_attention_all(float* out) const { copy_attention_rows(out, 0, T_, T_); }
+void Model::Impl::copy_attention_all(float* out) const { copy_attention_rows(out, 0, T_, T_); }
 
-std::size_t Model::attention_rows_floats(int row_begin, int block_rows, int stride) const {
+std::size_t Model::Impl::attention_rows_floats(int row_begin, int block_rows, int stride) const {
   require_run();
   const std::string t = std::to_string(T_);
   if (row_begin < 0 || row_begin > T_) throw Error("attention rows must start within [0, " + t + "], got " + std::to_string(row_begin));
@@ -300,7 +270,7 @@ std::size_t Model::attention_rows_floats(int row_begin, int block_rows, int stri
   return (std::size_t)floats;
 }
 
-void Model::copy_attention_rows(float* out, int row_begin, int block_rows, int stride) const {
+void Model::Impl::copy_attention_rows(float* out, int row_begin, int block_rows, int stride) const {
   attention_rows_floats(row_begin, block_rows, stride);
   for (int l = 0; l < config_.n_layer; l++)
     for (int h = 0; h < config_.n_head; h++) {
@@ -315,14 +285,14 @@ void Model::copy_attention_rows(float* out, int row_begin, int block_rows, int s
     }
 }
 
-std::vector<float> Model::attention_all() const {
+std::vector<float> Model::Impl::attention_all() const {
   require_run();
   std::vector<float> out((std::size_t)config_.n_layer * config_.n_head * T_ * T_);
   copy_attention_all(out.data());
   return out;
 }
 
-std::vector<float> Model::hidden_states() const {
+std::vector<float> Model::Impl::hidden_states() const {
   require_run();
   const std::size_t C = config_.n_embd, rows = (std::size_t)T_ * C;
   std::vector<float> out((config_.n_layer + 1) * rows);
@@ -331,7 +301,7 @@ std::vector<float> Model::hidden_states() const {
   return out;
 }
 
-std::vector<float> Model::contribution(int layer, int head) const {
+std::vector<float> Model::Impl::contribution(int layer, int head) const {
   require_run();
   check_layer_head(layer, head);
   if (!options_.keep_contributions) throw Error("head contributions were not kept: run with keep_contributions");
@@ -340,12 +310,55 @@ std::vector<float> Model::contribution(int layer, int head) const {
   return std::vector<float>(src, src + (std::size_t)T_ * C);
 }
 
-std::vector<float> Model::contribution_norms() const {
+std::vector<float> Model::Impl::contribution_norms() const {
   require_run();
   std::vector<float> out((std::size_t)config_.n_layer * config_.n_head * T_);
   for (std::size_t lh = 0; lh < (std::size_t)config_.n_layer * config_.n_head; lh++)
     std::copy_n(&contrib_norm_[lh * cap_], T_, &out[lh * T_]);
   return out;
 }
+
+// ---- Model: the API, forwarding to its Impl ------------------------------------------------------
+
+SimdInfo simd_info() {
+  const kernels::SimdInfo s = kernels::simd_info();
+  return {s.arch, s.float_lanes, s.simd, s.relaxed_madd};
+}
+
+Model::Model() : impl_(std::make_unique<Impl>()) {}
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+const ModelConfig& Model::config() const { return impl_->config_; }
+const Tokenizer& Model::tokenizer() const { return *impl_->tokenizer_; }
+std::size_t Model::parameter_count() const { return impl_->parameter_count_; }
+std::size_t Model::weight_bytes() const { return impl_->weight_bytes(); }
+WeightStorage Model::weight_storage() const { return impl_->storage_; }
+RunInfo Model::run(std::string_view text, const RunOptions& options) { return impl_->run(text, options); }
+int Model::tokens_to_drop(int tokens) const { return impl_->tokens_to_drop(tokens); }
+RunInfo Model::run_ids(std::span<const int32_t> ids, const RunOptions& options) { return impl_->run_ids(ids, options); }
+void Model::clear_cache() {
+  impl_->cached_tokens_ = 0;
+  impl_->cached_logits_ = 0;
+}
+bool Model::reserve(int tokens) { return impl_->reserve(tokens); }
+int Model::T() const { return impl_->T_; }
+const std::vector<Token>& Model::tokens() const { return impl_->tokens_; }
+const std::vector<int32_t>& Model::ids() const { return impl_->ids_; }
+std::span<const float> Model::logits_last() const { return impl_->logits_last(); }
+std::vector<float> Model::logits_all() const { return impl_->logits_all(); }
+std::vector<float> Model::attention(int layer, int head) const { return impl_->attention(layer, head); }
+std::vector<float> Model::attention_all() const { return impl_->attention_all(); }
+void Model::copy_attention_all(float* out) const { impl_->copy_attention_all(out); }
+void Model::copy_attention_rows(float* out, int row_begin, int block_rows, int stride) const {
+  impl_->copy_attention_rows(out, row_begin, block_rows, stride);
+}
+std::size_t Model::attention_rows_floats(int row_begin, int block_rows, int stride) const {
+  return impl_->attention_rows_floats(row_begin, block_rows, stride);
+}
+std::vector<float> Model::hidden_states() const { return impl_->hidden_states(); }
+std::vector<float> Model::contribution(int layer, int head) const { return impl_->contribution(layer, head); }
+std::vector<float> Model::contribution_norms() const { return impl_->contribution_norms(); }
 
 }  // namespace headscope

@@ -19,6 +19,7 @@
 
 #include "headscope/error.hpp"
 #include "headscope/safetensors.hpp"
+#include "model_impl.hpp"
 #include "model_memory.hpp"
 
 namespace headscope {
@@ -140,9 +141,6 @@ WeightStorage parse_weight_storage(std::string_view name) {
   throw Error("weights must be \"f32\" or \"f16\", got \"" + std::string(name) + "\"");
 }
 
-Model::Model(Model&&) noexcept = default;
-Model& Model::operator=(Model&&) noexcept = default;
-Model::~Model() = default;
 
 Model Model::load_directory(const std::filesystem::path& dir, const LoadOptions& options) {
   if (!std::filesystem::is_directory(dir)) throw Error("model folder not found: " + dir.string());
@@ -168,7 +166,7 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
   const ModelConfig config = parse_config(config_json);
   check_weights_fit(config, resident_bytes, options.weights);
   try {
-    m.build(config_json, std::move(safetensors), vocab_json, merges_txt, options.weights);
+    m.impl_->build(config_json, std::move(safetensors), vocab_json, merges_txt, options.weights);
   } catch (const std::bad_alloc&) {
     throw Error(std::string("out of memory while loading the model: its ") + storage_words(options.weights) +
                 " weights need about " + gigabytes(planned_weight_bytes(config, options.weights)) +
@@ -177,7 +175,7 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
   return m;
 }
 
-void Model::build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
+void Model::Impl::build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
                   std::string_view vocab_json, std::string_view merges_txt, WeightStorage storage) {
   config_ = parse_config(config_json);
   storage_ = storage;
@@ -252,7 +250,7 @@ void Model::build(std::string_view config_json, std::shared_ptr<const ByteSource
   cached_logits_ = 0;
 }
 
-std::size_t Model::weight_bytes() const {
+std::size_t Model::Impl::weight_bytes() const {
   std::size_t b = (wte_.size() + wpe_.size() + ln_f_weight_.size() + ln_f_bias_.size()) * sizeof(float) +
                   wte_f16_.size() * sizeof(uint16_t);
   for (const auto& blk : blocks_)

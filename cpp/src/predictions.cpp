@@ -6,7 +6,7 @@
 #include <string>
 
 #include "headscope/error.hpp"
-#include "headscope/kernels.hpp"
+#include "kernels/kernels.hpp"
 
 namespace headscope {
 

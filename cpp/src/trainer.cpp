@@ -1,6 +1,6 @@
-// Trainer: parameters, gradients, AdamW state and activations in flat arrays (llm.c's layout), a
-// training forward that keeps what the backward needs, the backward pass in llm.c's order, and the
-// optimizer steps. Shapes use the legend in train.hpp.
+// Trainer: parameters, gradients, AdamW state and activations in flat arrays (llm.c's layout); the
+// model's forward pass (block_forward, forward.hpp) run on a batch and keeping what the backward
+// needs; the backward pass in llm.c's order; the optimizer steps. Shapes use the legend in train.hpp.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -8,15 +8,23 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "forward.hpp"
 #include "headscope/error.hpp"
-#include "headscope/kernels.hpp"
 #include "headscope/safetensors.hpp"
 #include "headscope/train.hpp"
-#include "headscope/train_reference.hpp"
+#include "kernels/kernels.hpp"
 
 namespace headscope::train {
 
 namespace k = headscope::kernels;
+using namespace headscope::kernels;  // the backward kernels and optimizer updates
+
+struct Trainer::Packed {
+  std::vector<BlockWeights> blocks;
+};
+Trainer::Trainer(Trainer&&) noexcept = default;
+Trainer& Trainer::operator=(Trainer&&) noexcept = default;
+Trainer::~Trainer() = default;
 
 std::size_t NamedTensor::size() const {
   std::size_t n = 1;
@@ -34,10 +42,9 @@ std::size_t Trainer::add_tensor(const std::string& name, std::vector<int64_t> sh
 Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes) : config_(config), B_(B), T_(T) {
   const int64_t V = config.vocab_size, C = config.n_embd, L = config.n_layer, NH = config.n_head;
   const int64_t H = config.n_inner > 0 ? config.n_inner : 4 * C;
+  config_.n_inner = (int)H;  // block_forward reads the MLP width from the config
   if (V < 1 || C < 1 || L < 1 || NH < 1 || C % NH != 0)
     throw Error("train: invalid shape (vocab_size, n_embd, n_layer, n_head must be positive, n_embd divisible by n_head)");
-  if (config.activation != Activation::gelu_tanh)
-    throw Error("train: only activation_function gelu_new (tanh GELU) is supported, not " + config.activation_name);
   if (B < 1 || T < 1) throw Error("train: batch size and sequence length must be at least 1");
   if (T > config.n_positions)
     throw Error("train: sequence length " + std::to_string(T) + " exceeds n_positions " +
@@ -119,13 +126,16 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes)
   dlnf_.assign(nc, 0);
   dlogits_.assign(n * V, 0);
   scratch_.assign(T, 0);
+  head_proj_.assign(nc, 0);
   key_panels_.assign(k::attention_key_panels_floats(T, C, NH), 0);
+  packed_ = std::make_unique<Packed>();
+  packed_->blocks.resize(L);
 }
 
 std::size_t Trainer::bytes() const {
   std::size_t f = params_.size() + grads_.size() + adam_m_.size() + adam_v_.size();
   for (const auto* v : {&encoded_, &lnf_, &lnf_mean_, &lnf_rstd_, &logits_, &probs_, &losses_, &dencoded_, &dlnf_,
-                        &dlogits_, &scratch_, &key_panels_})
+                        &dlogits_, &scratch_, &head_proj_, &key_panels_})
     f += v->size();
   for (const auto* set : {&acts_, &dacts_})
     for (const LayerActs& a : *set)
@@ -194,8 +204,7 @@ float Trainer::forward(const int* ids, const int* targets, int B, int T) {
   if (B < 1 || B > B_ || T < 1 || T > T_)
     throw Error("train: batch (" + std::to_string(B) + ", " + std::to_string(T) + ") is outside (1.." +
                 std::to_string(B_) + ", 1.." + std::to_string(T_) + ")");
-  const int V = config_.vocab_size, C = config_.n_embd, NH = config_.n_head;
-  const int H = config_.n_inner > 0 ? config_.n_inner : 4 * C;
+  const int V = config_.vocab_size, C = config_.n_embd;
   const int N = B * T;
   for (int i = 0; i < N; i++) {
     for (int id : {ids[i], targets[i]})
@@ -207,34 +216,41 @@ float Trainer::forward(const int* ids, const int* targets, int B, int T) {
   std::copy(targets, targets + N, targets_.begin());
   cur_B_ = B;
   cur_T_ = T;
+  pack_weights();
   const float* P = params_.data();
   const float eps = config_.layer_norm_epsilon;
 
-  ref::encoder_forward<float>(encoded_.data(), ids, P + wte_, P + wpe_, B, T, C);
+  // the model's forward on B sequences from position 0, keeping every layer's activations
+  for (int i = 0; i < N; i++)
+    k::add_forward(&encoded_[(std::size_t)i * C], P + wte_ + (std::size_t)ids[i] * C, P + wpe_ + (std::size_t)(i % T) * C, C);
   const float* residual = encoded_.data();
   for (std::size_t l = 0; l < layers_.size(); l++) {
-    const Layer& w = layers_[l];
     LayerActs& a = acts_[l];
-    ref::layernorm_forward<float>(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), residual, P + w.ln1w,
-                                  P + w.ln1b, N, C, eps);
-    matmul_forward(a.qkv.data(), a.ln1.data(), P + w.qkvw, P + w.qkvb, N, C, 3 * C);
-    for (int b = 0; b < B; b++)
-      k::attention_forward(a.atty.data() + (std::size_t)b * T * C, a.att.data() + (std::size_t)b * NH * T * T,
-                           a.qkv.data() + (std::size_t)b * T * 3 * C, 0, T, C, NH, T, key_panels_.data());
-    matmul_forward(a.attproj.data(), a.atty.data(), P + w.attprojw, P + w.attprojb, N, C, C);
-    k::add_forward(a.res2.data(), residual, a.attproj.data(), (std::size_t)N * C);
-    ref::layernorm_forward<float>(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), P + w.ln2w,
-                                  P + w.ln2b, N, C, eps);
-    matmul_forward(a.fch.data(), a.ln2.data(), P + w.fcw, P + w.fcb, N, C, H);
-    k::gelu_forward(a.fch_gelu.data(), a.fch.data(), (std::size_t)N * H);
-    matmul_forward(a.fcproj.data(), a.fch_gelu.data(), P + w.fcprojw, P + w.fcprojb, N, H, C);
-    k::add_forward(a.res3.data(), a.res2.data(), a.fcproj.data(), (std::size_t)N * C);
+    BlockBuffers io;
+    io.x = residual;
+    io.ln1 = a.ln1.data();
+    io.ln1_mean = a.ln1_mean.data();
+    io.ln1_rstd = a.ln1_rstd.data();
+    io.qkv = a.qkv.data();
+    io.att = a.att.data();
+    io.key_panels = key_panels_.data();
+    io.head_out = a.atty.data();
+    io.head_proj = head_proj_.data();
+    io.attn_proj = a.attproj.data();
+    io.res_mid = a.res2.data();
+    io.ln2 = a.ln2.data();
+    io.ln2_mean = a.ln2_mean.data();
+    io.ln2_rstd = a.ln2_rstd.data();
+    io.fc_pre = a.fch.data();
+    io.fc_act = a.fch_gelu.data();
+    io.mlp_out = a.fcproj.data();
+    io.res_out = a.res3.data();
+    block_forward(config_, packed_->blocks[l], io, B, 0, T, T);
     residual = a.res3.data();
   }
-  ref::layernorm_forward<float>(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual, P + lnfw_, P + lnfb_, N,
-                                C, eps);
+  k::layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual, P + lnfw_, P + lnfb_, N, C, eps);
   k::matmul_transposed_forward(logits_.data(), lnf_.data(), P + wte_, N, C, V);
-  ref::crossentropy_forward<float>(losses_.data(), probs_.data(), logits_.data(), targets, N, V);
+  k::crossentropy_forward(losses_.data(), probs_.data(), logits_.data(), targets, N, V);
   double sum = 0;
   for (int i = 0; i < N; i++) sum += losses_[i];
   return (float)(sum / N);
@@ -272,7 +288,10 @@ void Trainer::backward() {
     residual_backward(d.res2.data(), d.fcproj.data(), d.res3.data(), nc);
     matmul_backward(d.fch_gelu.data(), G + w.fcprojw, G + w.fcprojb, d.fcproj.data(), a.fch_gelu.data(), P + w.fcprojw,
                     N, H, C);
-    gelu_backward(d.fch.data(), a.fch.data(), d.fch_gelu.data(), (std::size_t)N * H);
+    if (config_.activation == Activation::gelu_tanh)
+      gelu_backward(d.fch.data(), a.fch.data(), d.fch_gelu.data(), (std::size_t)N * H);
+    else
+      gelu_erf_backward(d.fch.data(), a.fch.data(), d.fch_gelu.data(), (std::size_t)N * H);
     matmul_backward(d.ln2.data(), G + w.fcw, G + w.fcb, d.fch.data(), a.ln2.data(), P + w.fcw, N, C, H);
     layernorm_backward(d.res2.data(), G + w.ln2w, G + w.ln2b, d.ln2.data(), a.res2.data(), P + w.ln2w,
                        a.ln2_mean.data(), a.ln2_rstd.data(), N, C);
@@ -287,7 +306,26 @@ void Trainer::backward() {
   encoder_backward(G + wte_, G + wpe_, dencoded_.data(), ids_.data(), B, T, C);
 }
 
-double Trainer::grad_norm() const { return std::sqrt(ref::sum_squares<float>(grads_.data(), grads_.size())); }
+double Trainer::grad_norm() const { return std::sqrt(k::sum_squares(grads_.data(), grads_.size())); }
+
+// The linear layers packed for the model's kernels from the current parameters: K x N moves per
+// layer against N_rows x K x N multiply-adds of its forward, once per step.
+void Trainer::pack_weights() {
+  const float* P = params_.data();
+  const int C = config_.n_embd, H = config_.n_inner;
+  for (std::size_t l = 0; l < layers_.size(); l++) {
+    const Layer& w = layers_[l];
+    BlockWeights& b = packed_->blocks[l];
+    b.ln_1_weight.assign(P + w.ln1w, P + w.ln1w + C);
+    b.ln_1_bias.assign(P + w.ln1b, P + w.ln1b + C);
+    b.c_attn = k::pack_linear(P + w.qkvw, P + w.qkvb, C, 3 * C);
+    b.c_proj = k::pack_linear(P + w.attprojw, P + w.attprojb, C, C);
+    b.ln_2_weight.assign(P + w.ln2w, P + w.ln2w + C);
+    b.ln_2_bias.assign(P + w.ln2b, P + w.ln2b + C);
+    b.c_fc = k::pack_linear(P + w.fcw, P + w.fcb, C, H);
+    b.mlp_proj = k::pack_linear(P + w.fcprojw, P + w.fcprojb, H, C);
+  }
+}
 
 void Trainer::sgd_step(float lr) { sgd_update(params_.data(), grads_.data(), params_.size(), lr); }
 
@@ -340,7 +378,7 @@ std::string Trainer::config_json() const {
                               {"n_head", c.n_head},
                               {"n_inner", c.n_inner > 0 ? c.n_inner : 4 * c.n_embd},
                               {"layer_norm_epsilon", c.layer_norm_epsilon},
-                              {"activation_function", "gelu_new"},
+                              {"activation_function", c.activation == Activation::gelu_tanh ? "gelu_new" : "gelu"},
                               {"bos_token_id", 0},
                               {"eos_token_id", 0}};
   return j.dump(2) + "\n";

@@ -71,8 +71,11 @@ class MLP(nn.Module):
         self.c_fc = Conv1D(cfg["n_embd"], inner)
         self.c_proj = Conv1D(inner, cfg["n_embd"])
 
+        # "gelu_new" (tanh form, GPT-2's) or "gelu" (exact, erf form)
+        self.act = gelu_new if cfg.get("activation_function", "gelu_new") == "gelu_new" else F.gelu
+
     def forward(self, x):
-        return self.c_proj(gelu_new(self.c_fc(x)))
+        return self.c_proj(self.act(self.c_fc(x)))
 
 
 class Block(nn.Module):
@@ -134,7 +137,7 @@ class GPT2(nn.Module):
             "vocab_size": c["vocab_size"], "n_positions": c["n_positions"], "n_ctx": c["n_positions"],
             "n_embd": c["n_embd"], "n_layer": c["n_layer"], "n_head": c["n_head"],
             "n_inner": c.get("n_inner"), "layer_norm_epsilon": c.get("layer_norm_epsilon", 1e-5),
-            "activation_function": "gelu_new",
+            "activation_function": c.get("activation_function", "gelu_new"),
             "bos_token_id": c.get("bos_token_id", 0), "eos_token_id": c.get("eos_token_id", 0),
         }
 

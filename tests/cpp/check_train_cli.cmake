@@ -1,6 +1,7 @@
 # `headscope train` end to end (CLI = the tool, FIXTURES = tests/fixtures/train, WORK = a scratch folder):
 #  1. --init the golden model, --batch its batch, SGD lr 1, 1 step: the logged loss is PyTorch's (golden),
-#     the output folder opens in `headscope run`;
+#     the output folder opens in `headscope run`; the same for its exact-GELU twin (activation_function
+#     "gelu"), whose written config keeps that activation;
 #  2. a fresh --config model on --task induction: one JSON line per logged step, a folder that runs;
 #  3. bad input: ragged batch, out-of-range id, diverging lr, --init not a model, a too-large shape.
 #     Each exits non-zero with a message on stderr naming the problem, and writes nothing;
@@ -9,6 +10,9 @@ file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK}/init)
 file(COPY_FILE ${FIXTURES}/config.json ${WORK}/init/config.json)
 file(COPY_FILE ${FIXTURES}/golden.safetensors ${WORK}/init/model.safetensors)
+file(MAKE_DIRECTORY ${WORK}/init-erf)
+file(COPY_FILE ${FIXTURES}/config-erf.json ${WORK}/init-erf/config.json)
+file(COPY_FILE ${FIXTURES}/golden-erf.safetensors ${WORK}/init-erf/model.safetensors)
 
 function(expect_ok out_var)
   execute_process(COMMAND ${CLI} ${ARGN} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
@@ -36,6 +40,18 @@ string(JSON step GET "${line1}" step)
 string(JSON golden_loss GET "${line1}" loss)
 if(NOT step EQUAL 1 OR golden_loss LESS 3.117985 OR golden_loss GREATER 3.117991)
   message(FATAL_ERROR "golden batch: expected step 1 with loss 3.117988 (PyTorch), got '${line1}'")
+endif()
+# the exact-GELU twin trains too (PyTorch float64: 3.133928; same tolerance) and stays exact-GELU
+expect_ok(out_erf train --init ${WORK}/init-erf --batch ${FIXTURES}/batch.json --optimizer sgd --lr 1 --steps 1 --out ${WORK}/sgd-erf)
+string(REGEX MATCH "^[^\n]*" line1_erf "${out_erf}")
+string(JSON erf_loss GET "${line1_erf}" loss)
+if(erf_loss LESS 3.133925 OR erf_loss GREATER 3.133931)
+  message(FATAL_ERROR "exact-GELU golden batch: expected loss 3.133928 (PyTorch), got '${line1_erf}'")
+endif()
+file(READ ${WORK}/sgd-erf/config.json erf_config)
+string(JSON erf_act GET "${erf_config}" activation_function)
+if(NOT erf_act STREQUAL "gelu")
+  message(FATAL_ERROR "training an exact-GELU checkpoint wrote activation_function '${erf_act}'")
 endif()
 foreach(f config.json model.safetensors vocab.json merges.txt)
   if(NOT EXISTS ${WORK}/sgd/${f})

@@ -11,15 +11,25 @@
 #include <vector>
 
 #include "headscope/train.hpp"
-#include "headscope/train_reference.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/reference.hpp"
 
 namespace tr = headscope::train;
-namespace ref = headscope::train::ref;
+namespace ref = headscope::kernels::ref;
+namespace kn = headscope::kernels;
 
 namespace {
 
 // around every lane count in use (4 SIMD128/SSE, 8 AVX2, 16 AVX-512) and the 2-batch dot
 const std::vector<int> kEdgeSizes = {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 65};
+
+// The reference attention runs one sequence; a training batch is B of them (att (B, NH, T, T))
+template <typename F>
+void attention_forward_batch(F* out, F* att, const F* qkv, int B, int T, int C, int NH) {
+  for (int b = 0; b < B; b++)
+    ref::attention_forward<F>(out + (std::size_t)b * T * C, att + (std::size_t)b * NH * T * T,
+                              qkv + (std::size_t)b * T * 3 * C, 0, T, C, NH, T);
+}
 
 template <typename F = float>
 std::vector<F> random_vector(std::size_t n, std::mt19937& rng, double scale = 1.0) {
@@ -97,7 +107,7 @@ TEST_CASE("train: matmul_forward and matmul_backward equal the reference", "[tra
         const auto inp = random_vector(N * K, rng), w = random_vector(K * OC, rng), b = random_vector(OC, rng),
                    dout = random_vector(N * OC, rng);
         std::vector<float> out(N * OC), out_ref(N * OC);
-        tr::matmul_forward(out.data(), inp.data(), w.data(), b.data(), N, K, OC);
+        kn::matmul_unpacked_forward(out.data(), inp.data(), w.data(), b.data(), N, K, OC);
         ref::matmul_forward<float>(out_ref.data(), inp.data(), w.data(), b.data(), N, K, OC);
         // each output is K products plus the bias
         require_close(out, out_ref, [&](std::size_t i) {
@@ -108,7 +118,7 @@ TEST_CASE("train: matmul_forward and matmul_backward equal the reference", "[tra
         // gradients accumulate into non-zero starting values, as in the trainer
         auto dinp = random_vector(N * K, rng), dw = random_vector(K * OC, rng), db = random_vector(OC, rng);
         auto dinp_ref = dinp, dw_ref = dw, db_ref = db;
-        tr::matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), N, K, OC);
+        kn::matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), N, K, OC);
         ref::matmul_backward<float>(dinp_ref.data(), dw_ref.data(), db_ref.data(), dout.data(), inp.data(), w.data(),
                                     N, K, OC);
         // dinp: OC products + the starting value; dweight: N products + start; dbias: N terms + start
@@ -139,7 +149,7 @@ TEST_CASE("train: matmul_transposed_backward (tied LM head) equals the reference
         const auto inp = random_vector(N * K, rng), w = random_vector(OC * K, rng), dout = random_vector(N * OC, rng);
         auto dinp = random_vector(N * K, rng), dw = random_vector(OC * K, rng);
         auto dinp_ref = dinp, dw_ref = dw;
-        tr::matmul_transposed_backward(dinp.data(), dw.data(), dout.data(), inp.data(), w.data(), N, K, OC);
+        kn::matmul_transposed_backward(dinp.data(), dw.data(), dout.data(), inp.data(), w.data(), N, K, OC);
         ref::matmul_transposed_backward<float>(dinp_ref.data(), dw_ref.data(), dout.data(), inp.data(), w.data(), N, K,
                                                OC);
         require_close(dinp, dinp_ref, [&](std::size_t i) {
@@ -166,7 +176,7 @@ TEST_CASE("train: layernorm_backward equals the reference", "[train][layernorm]"
       ref::layernorm_forward<float>(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C, 1e-5f);
       auto dinp = random_vector(N * C, rng), dw = random_vector(C, rng), db = random_vector(C, rng);
       auto dinp_ref = dinp, dw_ref = dw, db_ref = db;
-      tr::layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), mean.data(),
+      kn::layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), mean.data(),
                              rstd.data(), N, C);
       ref::layernorm_backward<float>(dinp_ref.data(), dw_ref.data(), db_ref.data(), dout.data(), inp.data(), w.data(),
                                      mean.data(), rstd.data(), N, C);
@@ -203,10 +213,10 @@ TEST_CASE("train: attention_backward equals the reference over head sizes and le
         INFO("NH=" << NH << " HS=" << HS << " T=" << T);
         const auto qkv = random_vector(B * T * 3 * C, rng), dout = random_vector(B * T * C, rng);
         std::vector<float> out(B * T * C), att(B * NH * T * T), scratch(T);
-        ref::attention_forward<float>(out.data(), att.data(), qkv.data(), B, T, C, NH);
+        attention_forward_batch<float>(out.data(), att.data(), qkv.data(), B, T, C, NH);
         auto dqkv = random_vector(B * T * 3 * C, rng);
         auto dqkv_ref = dqkv;
-        tr::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
+        kn::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
         ref::attention_backward<float>(dqkv_ref.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T, C,
                                        NH);
         // Every gradient element is a sum over at most T rows of terms built from HS-long dot products
@@ -225,7 +235,7 @@ TEST_CASE("train: element-wise backward kernels and optimizers equal the referen
     const auto x = random_vector(n, rng, 3.0), dout = random_vector(n, rng);
     auto dinp = random_vector(n, rng);
     auto dinp_ref = dinp;
-    tr::gelu_backward(dinp.data(), x.data(), dout.data(), n);
+    kn::gelu_backward(dinp.data(), x.data(), dout.data(), n);
     ref::gelu_backward<float>(dinp_ref.data(), x.data(), dout.data(), n);
     // gelu'(x) is at most 1.13 in size; xsimd's tanh is within a few ulp of std::tanh and the
     // derivative formula has ~10 roundings: 32 u of (|gelu'| |dout| + |start|)
@@ -233,9 +243,19 @@ TEST_CASE("train: element-wise backward kernels and optimizers equal the referen
       return 32 * kU * (1.2 * std::fabs(dout[i]) * (1 + x[i] * x[i]) + std::fabs(dinp_ref[i])) + 1e-7;
     }, "gelu dinp");
 
+    auto dinp_erf = random_vector(n, rng);
+    auto dinp_erf_ref = dinp_erf;
+    kn::gelu_erf_backward(dinp_erf.data(), x.data(), dout.data(), n);
+    ref::gelu_erf_backward<float>(dinp_erf_ref.data(), x.data(), dout.data(), n);
+    // Phi(x) + x phi(x) is at most 1.13 in size; xsimd's erf and exp are within a few ulp of std's,
+    // with ~8 roundings in the formula: the same bound as the tanh form's
+    require_close(dinp_erf, dinp_erf_ref, [&](std::size_t i) {
+      return 32 * kU * (1.2 * std::fabs(dout[i]) * (1 + x[i] * x[i]) + std::fabs(dinp_erf_ref[i])) + 1e-7;
+    }, "gelu_erf dinp");
+
     auto da = random_vector(n, rng), db = random_vector(n, rng);
     auto da_ref = da, db_ref = db;
-    tr::residual_backward(da.data(), db.data(), dout.data(), n);
+    kn::residual_backward(da.data(), db.data(), dout.data(), n);
     ref::residual_backward<float>(da_ref.data(), db_ref.data(), dout.data(), n);
     // one addition each, in the same order: identical
     require_close(da, da_ref, [](std::size_t) { return 0.0; }, "residual da");
@@ -244,7 +264,7 @@ TEST_CASE("train: element-wise backward kernels and optimizers equal the referen
     // SGD: one fused-or-not multiply-add: within one rounding of the product
     auto p = random_vector(n, rng), g = random_vector(n, rng);
     auto p_ref = p;
-    tr::sgd_update(p.data(), g.data(), n, 0.1f);
+    kn::sgd_update(p.data(), g.data(), n, 0.1f);
     ref::sgd_update<float>(p_ref.data(), g.data(), n, 0.1f);
     require_close(p, p_ref, [&](std::size_t i) { return 2 * kU * (0.1 * std::fabs(g[i]) + std::fabs(p_ref[i])); },
                   "sgd");
@@ -255,7 +275,7 @@ TEST_CASE("train: element-wise backward kernels and optimizers equal the referen
     for (auto& vi : v) vi = vi * vi;
     auto m_ref = m, v_ref = v, p2 = p, p2_ref = p;
     for (int t = 1; t <= 3; t++) {
-      tr::adamw_update(p2.data(), m.data(), v.data(), g.data(), n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, t);
+      kn::adamw_update(p2.data(), m.data(), v.data(), g.data(), n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, t);
       ref::adamw_update<float>(p2_ref.data(), m_ref.data(), v_ref.data(), g.data(), n, 1e-2f, 0.9f, 0.999f, 1e-8f,
                                0.1f, t);
     }
@@ -275,7 +295,7 @@ TEST_CASE("train: encoder and cross-entropy backward equal the reference", "[tra
     const auto dout = random_vector(B * T * C, rng);
     auto dwte = random_vector(V * C, rng), dwpe = random_vector(T * C, rng);
     auto dwte_ref = dwte, dwpe_ref = dwpe;
-    tr::encoder_backward(dwte.data(), dwpe.data(), dout.data(), ids.data(), B, T, C);
+    kn::encoder_backward(dwte.data(), dwpe.data(), dout.data(), ids.data(), B, T, C);
     ref::encoder_backward<float>(dwte_ref.data(), dwpe_ref.data(), dout.data(), ids.data(), B, T, C);
     // the same additions in the same order: identical
     require_close(dwte, dwte_ref, [](std::size_t) { return 0.0; }, "dwte");
@@ -284,9 +304,16 @@ TEST_CASE("train: encoder and cross-entropy backward equal the reference", "[tra
     const auto logits = random_vector(B * T * V, rng, 2.0);
     std::vector<float> probs(B * T * V), losses(B * T);
     ref::crossentropy_forward<float>(losses.data(), probs.data(), logits.data(), ids.data(), B * T, V);
+    std::vector<float> probs_simd(B * T * V), losses_simd(B * T);
+    kn::crossentropy_forward(losses_simd.data(), probs_simd.data(), logits.data(), ids.data(), B * T, V);
+    // the kernel's exp is a polynomial within 3.2e-7 relative of std::exp (test_kernels.cpp), plus the
+    // sum's V roundings: probabilities within 1e-6 relative; the loss is log(sum) + max - l[target],
+    // with |log sum| <= log V + 12 for these logits: 1e-6 absolute covers the polynomial and the log
+    require_close(probs_simd, probs, [&](std::size_t i) { return 1e-6 * probs[i] + sum_bound(V, 1.0) + 1e-30; }, "probs");
+    require_close(losses_simd, losses, [&](std::size_t i) { return 1e-6 * (1 + std::fabs(losses[i])); }, "losses");
     auto dl = random_vector(B * T * V, rng);
     auto dl_ref = dl;
-    tr::crossentropy_backward(dl.data(), probs.data(), ids.data(), 0.1f, B * T, V);
+    kn::crossentropy_backward(dl.data(), probs.data(), ids.data(), 0.1f, B * T, V);
     ref::crossentropy_backward<float>(dl_ref.data(), probs.data(), ids.data(), 0.1f, B * T, V);
     // (p - y) dloss + start: p dloss + start rounded (maybe fused), then - dloss: 3 roundings
     require_close(dl, dl_ref, [&](std::size_t i) { return 4 * kU * (std::fabs(dl_ref[i]) + 0.2); }, "dlogits");
@@ -349,10 +376,10 @@ TEST_CASE("train: reference gradients equal finite differences (double)", "[trai
     auto qkv = random_vector<double>(B * T * 3 * C, rng);
     const auto g = random_vector<double>(B * T * C, rng);
     std::vector<double> out(B * T * C), att(B * NH * T * T), dqkv(B * T * 3 * C, 0), scratch(T);
-    ref::attention_forward<double>(out.data(), att.data(), qkv.data(), B, T, C, NH);
+    attention_forward_batch<double>(out.data(), att.data(), qkv.data(), B, T, C, NH);
     ref::attention_backward<double>(dqkv.data(), scratch.data(), g.data(), qkv.data(), att.data(), B, T, C, NH);
     auto f = [&] {
-      ref::attention_forward<double>(out.data(), att.data(), qkv.data(), B, T, C, NH);
+      attention_forward_batch<double>(out.data(), att.data(), qkv.data(), B, T, C, NH);
       return weighted_sum(out, g);
     };
     check_fd(qkv, dqkv, f, "dqkv");
@@ -364,6 +391,17 @@ TEST_CASE("train: reference gradients equal finite differences (double)", "[trai
     ref::gelu_backward<double>(dx.data(), x.data(), g.data(), 40);
     auto f = [&] {
       ref::gelu_forward<double>(out.data(), x.data(), 40);
+      return weighted_sum(out, g);
+    };
+    check_fd(x, dx, f, "dinp");
+  }
+  SECTION("gelu (erf)") {
+    auto x = random_vector<double>(40, rng, 3.0);
+    const auto g = random_vector<double>(40, rng);
+    std::vector<double> out(40), dx(40, 0);
+    ref::gelu_erf_backward<double>(dx.data(), x.data(), g.data(), 40);
+    auto f = [&] {
+      ref::gelu_erf_forward<double>(out.data(), x.data(), 40);
       return weighted_sum(out, g);
     };
     check_fd(x, dx, f, "dinp");

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "headscope/kernels.hpp"
+#include "kernels/kernels.hpp"
 #include "headscope/model.hpp"
 #include "headscope/safetensors.hpp"
 #include "test_util.hpp"

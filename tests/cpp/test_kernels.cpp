@@ -1,4 +1,4 @@
-// Every xsimd kernel against its scalar reference (kernels_reference.cpp) over edge sizes:
+// Every xsimd kernel against its scalar reference (kernels/reference.hpp) over edge sizes:
 // 1, lanes-1, lanes, lanes+1, ..., odd head sizes and T = 1. Each check states its tolerance and why.
 #include <Eigen/Dense>
 #include <algorithm>
@@ -8,9 +8,11 @@
 #include <random>
 #include <vector>
 
-#include "headscope/kernels.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/reference.hpp"
 
 namespace k = headscope::kernels;
+namespace ref = headscope::kernels::ref;
 
 namespace {
 
@@ -67,7 +69,7 @@ TEST_CASE("matmul_forward equals the reference and Eigen", "[kernels][matmul]") 
         const auto inp = random_vector((std::size_t)T * K, rng), w = random_vector((std::size_t)K * N, rng),
                    b = random_vector(N, rng);
         std::vector<float> ref((std::size_t)T * N), got((std::size_t)T * N, -1.0f);
-        k::matmul_forward_reference(ref.data(), inp.data(), w.data(), b.data(), T, K, N);
+        ref::matmul_forward<float>(ref.data(), inp.data(), w.data(), b.data(), T, K, N);
         const k::PackedLinear packed = k::pack_linear(w.data(), b.data(), K, N);
         k::matmul_forward(got.data(), inp.data(), packed, T);
 
@@ -109,7 +111,7 @@ TEST_CASE("matmul_forward across its cache blocks: edges of tiles, depth slices 
         const auto inp = random_vector((std::size_t)T * K, rng), w = random_vector((std::size_t)K * N, rng),
                    bias = random_vector(N, rng);
         std::vector<float> ref((std::size_t)T * N), got((std::size_t)T * N, -1.0f);
-        k::matmul_forward_reference(ref.data(), inp.data(), w.data(), bias.data(), T, K, N);
+        ref::matmul_forward<float>(ref.data(), inp.data(), w.data(), bias.data(), T, K, N);
         const k::PackedLinear packed = k::pack_linear(w.data(), bias.data(), K, N);
         k::matmul_forward(got.data(), inp.data(), packed, T);
         for (int t = 0; t < T; t++)
@@ -150,7 +152,7 @@ TEST_CASE("matmul_rows_forward: a row range of W with a strided input, as for on
           for (int t = 0; t < T; t++)
             for (int d = 0; d < HS; d++) sub_inp[(std::size_t)t * HS + d] = inp[(std::size_t)t * C + h * HS + d];
           std::copy(w.begin() + (std::ptrdiff_t)h * HS * C, w.begin() + (std::ptrdiff_t)(h + 1) * HS * C, sub_w.begin());
-          k::matmul_forward_reference(ref.data(), sub_inp.data(), sub_w.data(), nullptr, T, HS, C);
+          ref::matmul_forward<float>(ref.data(), sub_inp.data(), sub_w.data(), nullptr, T, HS, C);
           for (std::size_t i = 0; i < ref.size(); i++) {
             double sum_abs = 0;
             const int t = (int)(i / C), n = (int)(i % C);
@@ -171,7 +173,7 @@ TEST_CASE("matmul_transposed_forward (tied LM head) equals the reference", "[ker
       for (int N : {1, 3, 4, 5, 9, 65, 257}) {
         const auto inp = random_vector((std::size_t)T * K, rng), w = random_vector((std::size_t)N * K, rng);
         std::vector<float> ref((std::size_t)T * N), got((std::size_t)T * N);
-        k::matmul_transposed_forward_reference(ref.data(), inp.data(), w.data(), T, K, N);
+        ref::matmul_transposed_forward<float>(ref.data(), inp.data(), w.data(), T, K, N);
         k::matmul_transposed_forward(got.data(), inp.data(), w.data(), T, K, N);
         for (int t = 0; t < T; t++)
           for (int n = 0; n < N; n++) {
@@ -192,10 +194,10 @@ TEST_CASE("dot and add equal the reference", "[kernels]") {
     double sum_abs = 0;
     for (int i = 0; i < N; i++) sum_abs += std::fabs(a[i] * b[i]);
     INFO("N=" << N);
-    REQUIRE(std::fabs(k::dot(a.data(), b.data(), N) - k::dot_reference(a.data(), b.data(), N)) <= dot_error_bound(N, sum_abs));
+    REQUIRE(std::fabs(k::dot(a.data(), b.data(), N) - ref::dot<float>(a.data(), b.data(), N)) <= dot_error_bound(N, sum_abs));
     std::vector<float> got(N), ref(N);
     k::add_forward(got.data(), a.data(), b.data(), N);
-    k::add_forward_reference(ref.data(), a.data(), b.data(), N);
+    ref::add_forward<float>(ref.data(), a.data(), b.data(), N);
     REQUIRE(got == ref);  // one correctly rounded addition per element: bitwise equal
   }
 }
@@ -208,9 +210,21 @@ TEST_CASE("layernorm_forward equals the reference", "[kernels][layernorm]") {
       auto inp = random_vector((std::size_t)T * C, rng, 3.0f);
       for (auto& x : inp) x += 5.0f;
       const auto w = random_vector(C, rng), b = random_vector(C, rng);
-      std::vector<float> ref((std::size_t)T * C), got((std::size_t)T * C);
-      k::layernorm_forward_reference(ref.data(), inp.data(), w.data(), b.data(), T, C, 1e-5f);
-      k::layernorm_forward(got.data(), inp.data(), w.data(), b.data(), T, C, 1e-5f);
+      std::vector<float> ref((std::size_t)T * C), got((std::size_t)T * C), got_kept((std::size_t)T * C);
+      std::vector<float> mean_ref(T), rstd_ref(T), mean(T), rstd(T);
+      ref::layernorm_forward<float>(ref.data(), mean_ref.data(), rstd_ref.data(), inp.data(), w.data(), b.data(), T, C,
+                                    1e-5f);
+      k::layernorm_forward(got.data(), nullptr, nullptr, inp.data(), w.data(), b.data(), T, C, 1e-5f);
+      // keeping the statistics (training) changes nothing in the output, bit for bit
+      k::layernorm_forward(got_kept.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), T, C, 1e-5f);
+      REQUIRE(got_kept == got);
+      for (int t = 0; t < T; t++) {
+        // the mean: a sum of C terms of size <= ~15 in another order, C u relative to sum|x| / C;
+        // rstd: the variance's C-term sum, then a square root and a division: (C + 4) u relative
+        INFO("T=" << T << " C=" << C << " row " << t);
+        REQUIRE(std::fabs(mean[t] - mean_ref[t]) <= 2.0 * (C + 1) * kUnitRoundoff * 15.0);
+        REQUIRE(std::fabs(rstd[t] - rstd_ref[t]) <= 2.0 * (C + 4) * kUnitRoundoff * std::fabs(rstd_ref[t]));
+      }
       for (int i = 0; i < T * C; i++) {
         // Mean and variance are sums of C terms in another order: relative error ~C u in the
         // normalized value (|x - mean| * rstd is O(1..4)), scaled by |w|, plus |b| rounding.
@@ -229,9 +243,9 @@ TEST_CASE("gelu_forward and gelu_erf_forward equal the reference", "[kernels][ge
     x[0] = 0.0f;
     if (N > 2) x[1] = -12.0f, x[2] = 12.0f;  // saturated tanh / erf
     std::vector<float> ref(N), got(N), ref_erf(N), got_erf(N);
-    k::gelu_forward_reference(ref.data(), x.data(), N);
+    ref::gelu_forward<float>(ref.data(), x.data(), N);
     k::gelu_forward(got.data(), x.data(), N);
-    k::gelu_erf_forward_reference(ref_erf.data(), x.data(), N);
+    ref::gelu_erf_forward<float>(ref_erf.data(), x.data(), N);
     k::gelu_erf_forward(got_erf.data(), x.data(), N);
     for (int i = 0; i < N; i++) {
       // xsimd's tanh and erf are within a few ulp of std's; through 0.5 x (1 + .) that is a few
@@ -253,7 +267,7 @@ TEST_CASE("exp_nonpositive_forward is within 8 ulp of std::exp on x <= 0", "[ker
   for (float v : {-0.0f, -1e-30f, -1e-7f, -87.3f, -87.33654f}) x.push_back(v);
   std::vector<float> got(x.size()), ref(x.size());
   k::exp_nonpositive_forward(got.data(), x.data(), x.size());
-  k::exp_nonpositive_forward_reference(ref.data(), x.data(), x.size());
+  ref::exp_nonpositive_forward<float>(ref.data(), x.data(), x.size());
   for (std::size_t i = 0; i < x.size(); i++) {
     const double rel = std::fabs((double)got[i] - std::exp((double)x[i])) / std::exp((double)x[i]);
     INFO("x=" << x[i] << " got=" << got[i] << " std::exp=" << ref[i]);
@@ -303,7 +317,7 @@ TEST_CASE("softmax_forward equals the reference", "[kernels][softmax]") {
   for (int N : kEdgeSizes) {
     const auto x = random_vector(N, rng, 5.0f);
     std::vector<float> ref = x, got = x;
-    k::softmax_forward_reference(ref.data(), N);
+    ref::softmax_forward<float>(ref.data(), N);
     k::softmax_forward(got.data(), N);
     double sum = 0;
     for (int i = 0; i < N; i++) {
@@ -329,7 +343,7 @@ TEST_CASE("attention_forward equals the reference over head sizes, lengths and c
           const auto qkv = random_vector((std::size_t)T * 3 * C, rng, 0.7f);
           std::vector<float> att_ref((std::size_t)NH * stride * stride, 7.0f), att_got = att_ref;
           std::vector<float> out_ref((std::size_t)T * C, 7.0f), out_got = out_ref;
-          k::attention_forward_reference(out_ref.data(), att_ref.data(), qkv.data(), t_begin, T, C, NH, stride);
+          ref::attention_forward<float>(out_ref.data(), att_ref.data(), qkv.data(), t_begin, T, C, NH, stride);
           // the key panels start as garbage (finite): rows [0, t_begin) come from an earlier call, as in the model
           std::vector<float> key_panels(k::attention_key_panels_floats(stride, C, NH), 9.0f);
           if (t_begin > 0) {

@@ -27,9 +27,11 @@ struct Golden {
   std::unique_ptr<headscope::SafeTensors> st;
   int B = 0, T = 0;
   std::vector<int> ids, targets;
-  Golden() {
-    bytes = test_util::read_bytes(kDir + "/golden.safetensors");
-    config = headscope::parse_config(test_util::read_text(kDir + "/config.json"));
+  // the tanh-GELU model (config.json, golden.safetensors), or with erf true its twin with the exact
+  // GELU (config-erf.json, golden-erf.safetensors): a checkpoint the model runs is one it trains
+  explicit Golden(bool erf = false) {
+    bytes = test_util::read_bytes(kDir + (erf ? "/golden-erf.safetensors" : "/golden.safetensors"));
+    config = headscope::parse_config(test_util::read_text(kDir + (erf ? "/config-erf.json" : "/config.json")));
     st = std::make_unique<headscope::SafeTensors>(bytes, "golden.safetensors");
     const auto& shape = st->info("batch").shape;
     B = (int)shape[0];
@@ -57,7 +59,9 @@ std::unique_ptr<tr::Trainer> trainer_with_gradients(const Golden& g) {
 }  // namespace
 
 TEST_CASE("train: logits, loss and every parameter's gradient match PyTorch", "[train][golden]") {
-  const Golden g;
+  const bool erf = GENERATE(false, true);
+  INFO((erf ? "exact (erf) GELU" : "tanh GELU (gelu_new)"));
+  const Golden g(erf);
   tr::Trainer trainer(g.config, g.B, g.T);
   trainer.load(*g.st);
   trainer.zero_grad();
@@ -100,7 +104,9 @@ TEST_CASE("train: logits, loss and every parameter's gradient match PyTorch", "[
 }
 
 TEST_CASE("train: 10 AdamW steps follow PyTorch's loss trajectory step by step", "[train][golden][adamw]") {
-  const Golden g;
+  const bool erf = GENERATE(false, true);
+  INFO((erf ? "exact (erf) GELU" : "tanh GELU (gelu_new)"));
+  const Golden g(erf);
   const auto want = g.read("adamw_losses");
   const auto hp = g.read("adamw_hparams");
   tr::AdamW opt;

@@ -10,14 +10,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "headscope/config.hpp"
-#include "headscope/kernels.hpp"
 #include "headscope/safetensors.hpp"
 #include "headscope/tokenizer.hpp"
 
@@ -60,15 +58,14 @@ struct RunInfo {
   uint32_t first_byte = 0;  // byte offset in the text of the first token the model saw
 };
 
-// The weights of one block, packed for the kernels at load time.
-struct BlockWeights {
-  std::vector<float> ln_1_weight, ln_1_bias;  // (C)
-  kernels::PackedLinear c_attn;               // (C, 3C) -> q | k | v
-  kernels::PackedLinear c_proj;               // (C, C)  W_O, rows h*HS..(h+1)*HS belong to head h
-  std::vector<float> ln_2_weight, ln_2_bias;  // (C)
-  kernels::PackedLinear c_fc;                 // (C, F)
-  kernels::PackedLinear mlp_proj;             // (F, C)
+// Which kernels this build runs (what `headscope bench` and the package's model.info report).
+struct SimdInfo {
+  std::string arch;          // xsimd architecture ("sse4.1" in wasm: Emscripten lowers it to SIMD128), or "scalar"
+  int float_lanes = 1;       // floats per SIMD batch; 1 when built with HEADSCOPE_SIMD=OFF
+  bool simd = false;         // false when every kernel runs its scalar reference
+  bool relaxed_madd = false; // wasm built with relaxed SIMD: products use f32x4.relaxed_madd
 };
+SimdInfo simd_info();
 
 class Model {
  public:
@@ -88,11 +85,11 @@ class Model {
                            std::string_view vocab_json, std::string_view merges_txt, uint64_t resident_bytes,
                            const LoadOptions& options = {});
 
-  const ModelConfig& config() const { return config_; }
-  const Tokenizer& tokenizer() const { return *tokenizer_; }
-  std::size_t parameter_count() const { return parameter_count_; }
+  const ModelConfig& config() const;
+  const Tokenizer& tokenizer() const;
+  std::size_t parameter_count() const;
   std::size_t weight_bytes() const;  // bytes the loaded weights take, in their storage
-  WeightStorage weight_storage() const { return storage_; }
+  WeightStorage weight_storage() const;
 
   // Tokenizes and runs `text`. Throws Error on empty text or invalid UTF-8.
   // Text longer than n_positions tokens: the oldest tokens are cut (the ones next to the cursor,
@@ -109,16 +106,16 @@ class Model {
   static constexpr int kContextDropSteps = 8;
   // Runs token ids directly (1 <= size <= n_positions, each id < vocab_size).
   RunInfo run_ids(std::span<const int32_t> ids, const RunOptions& options = {});
-  void clear_cache() { cached_tokens_ = 0; cached_logits_ = 0; }
+  void clear_cache();  // the next run computes every token
   // Allocates activations for `tokens` positions (at most n_positions) now. A long text run in
   // steps (prefixes first) then never reallocates between steps, which would drop the cache.
   // Returns true when it reallocated: the cache and the last run's results are gone.
   bool reserve(int tokens);
 
   // ---- results of the last run (throw Error if there was none, or on a bad layer/head) ----
-  int T() const { return T_; }
-  const std::vector<Token>& tokens() const { return tokens_; }
-  const std::vector<int32_t>& ids() const { return ids_; }
+  int T() const;
+  const std::vector<Token>& tokens() const;
+  const std::vector<int32_t>& ids() const;
   std::span<const float> logits_last() const;             // (V)
   std::vector<float> logits_all() const;                  // (T, V); requires RunOptions::all_logits
   std::vector<float> attention(int layer, int head) const;  // (T, T), row = query, column = key
@@ -146,53 +143,11 @@ class Model {
   ~Model();
 
  private:
-  Model() = default;
-  void build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors, std::string_view vocab_json,
-             std::string_view merges_txt, WeightStorage storage);
-  bool ensure_capacity(int T);  // true when it reallocated (dropping the cache and the last results)
-  void forward(int t_begin, int logits_begin);
-  void lm_head(float* out, const float* x, int T);
-  void check_layer_head(int layer, int head) const;
-  void require_run() const;
-
-  ModelConfig config_;
-  std::optional<Tokenizer> tokenizer_;  // always set after build(); optional only because Tokenizer has no empty state
-  std::size_t parameter_count_ = 0;
-
-  // weights
-  WeightStorage storage_ = WeightStorage::f32;
-  std::vector<float> wte_;         // (V, C), also the LM head (f32 storage; empty with f16)
-  std::vector<uint16_t> wte_f16_;  // (V, C), each row packed by kernels::f16_pack (f16 storage; else empty)
-  std::vector<float> scratch_wte_;  // matmul_transposed_f16_scratch_floats(C) (f16 storage): wte rows widened
-  std::vector<float> wpe_;  // (n_positions, C)
-  std::vector<BlockWeights> blocks_;
-  std::vector<float> ln_f_weight_, ln_f_bias_;
-
-  // activations, allocated for cap_ positions (grown on demand, at most n_positions)
-  int cap_ = 0;
-  std::vector<float> residual_;   // (L+1, cap, C)
-  std::vector<float> qkv_;        // (L, cap, 3C): the key/value cache lives here
-  std::vector<float> att_;        // (L, NH, cap, cap)
-  std::vector<float> head_out_;   // (L, cap, C): concatenated head outputs, after ablation
-  std::vector<float> contrib_;    // (L, NH, cap, C) when keep_contributions
-  std::vector<float> contrib_norm_;  // (L, NH, cap)
-  std::vector<float> scratch_ln_;    // (cap, C)
-  std::vector<float> scratch_proj_;  // (cap, C)
-  std::vector<float> scratch_head_;  // (cap, C)
-  std::vector<float> scratch_fc_;    // (cap, F)
-  std::vector<float> key_panels_;  // L x attention_key_panels_floats(cap, C, NH): the keys in the attention kernel's layout, cached with qkv_
-  std::vector<float> logits_last_;   // (V)
-  std::vector<float> logits_all_;    // (cap, V) with all_logits
-
-  // state of the last run
-  int T_ = 0;
-  bool has_run_ = false;
-  std::vector<Token> tokens_;
-  std::vector<int32_t> ids_;
-  RunOptions options_;
-  std::vector<uint8_t> ablate_mask_;  // (L, NH), 1 = switched off
-  int cached_tokens_ = 0;             // leading positions whose activations are valid for options_
-  int cached_logits_ = 0;             // leading positions whose rows of logits_all_ belong to that cache
+  Model();
+  // The weights, the activations (the key/value cache among them) and the last run's state live
+  // behind this pointer (cpp/src/model_impl.hpp), so this header is only the API.
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace headscope

@@ -1,17 +1,11 @@
-// Training: backward kernels, optimizers and a Trainer that owns its parameters, gradients and
-// activations (llm.c's train_gpt2.c layout). The forward path that Model and the page use is not
-// touched: the Trainer reads weights with the same loaders and writes Hugging Face GPT-2 folders.
-//
-// Kernels, each in two versions:
-//   <op>                       xsimd kernel, written once over xsimd::batch<float> (backward_simd.cpp)
-//   ref::<op><float>           the scalar reference beside it (train_reference.hpp), also instantiated
-//                              in double by the finite-difference tests
-// Arguments as in llm.c: outputs first, then inputs, then sizes. Backward kernels accumulate (+=).
-// Legend: B batch, T tokens, N = B*T rows, C n_embd, NH heads, HS = C/NH, K inner dimension,
-//         OC output columns, V vocabulary.
+// Training: a Trainer that owns its parameters, gradients, optimizer state and activations
+// (llm.c's train_gpt2.c layout), and its optimizer settings. Its kernels are the engine's kernel
+// library (cpp/src/kernels/); it reads weights with the same loaders and writes Hugging Face GPT-2 folders.
+// Legend: B batch, T tokens, N = B*T rows, C n_embd, NH heads, V vocabulary.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,27 +17,6 @@ class SafeTensors;
 }
 
 namespace headscope::train {
-
-// ---- xsimd kernels (same contracts as the references in train_reference.hpp) ---------------------
-void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* ids, int B, int T, int C) noexcept;
-void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                        const float* weight, const float* mean, const float* rstd, int N, int C) noexcept;
-// out (N,OC) = inp (N,K) @ weight (K,OC) + bias (OC) or null: the training forward of a Conv1D layer
-void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int K,
-                    int OC) noexcept;
-void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const float* weight, int N, int K, int OC) noexcept;
-void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                                const float* weight, int N, int K, int OC) noexcept;
-void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
-                        int T, int C, int NH) noexcept;
-void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t N) noexcept;
-void residual_backward(float* da, float* db, const float* dout, std::size_t N) noexcept;
-void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N,
-                           int V) noexcept;
-void adamw_update(float* param, float* m, float* v, const float* grad, std::size_t N, float lr, float beta1,
-                  float beta2, float eps, float weight_decay, int t) noexcept;
-void sgd_update(float* param, const float* grad, std::size_t N, float lr) noexcept;
 
 // ---- optimizers --------------------------------------------------------------------------------------
 struct AdamW {
@@ -64,6 +37,9 @@ class Trainer {
   // Allocates parameters, gradients, optimizer state and activations for batches up to (B, T).
   // Throws headscope::Error when a size is out of range or the buffers would exceed max_bytes.
   Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes = std::size_t(1) << 31);
+  Trainer(Trainer&&) noexcept;
+  Trainer& operator=(Trainer&&) noexcept;
+  ~Trainer();
 
   const ModelConfig& config() const { return config_; }
   int max_batch() const { return B_; }
@@ -75,7 +51,8 @@ class Trainer {
   // Every parameter from a checkpoint, names with or without "transformer."; F32/F16/BF16.
   void load(const SafeTensors& weights);
 
-  // Forward pass on ids (B,T) with targets (B,T); returns the mean cross-entropy. Ids are checked.
+  // The model's forward pass (the same code as Model::run) on ids (B,T) with targets (B,T), keeping
+  // every activation; returns the mean cross-entropy. Ids are checked. Both GELU forms train.
   float forward(const int* ids, const int* targets, int B, int T);
   void zero_grad();
   // Gradients of the last forward's mean loss, accumulated into grads().
@@ -107,6 +84,7 @@ class Trainer {
         fch_gelu, fcproj, res3;
   };
   std::size_t add_tensor(const std::string& name, std::vector<int64_t> shape);
+  void pack_weights();  // the current parameters into the kernels' packed layout (packed_)
 
   ModelConfig config_;
   int B_, T_;
@@ -120,7 +98,9 @@ class Trainer {
   std::vector<int> ids_, targets_;
   std::vector<float> encoded_, lnf_, lnf_mean_, lnf_rstd_, logits_, probs_, losses_;
   std::vector<LayerActs> acts_, dacts_;
-  std::vector<float> dencoded_, dlnf_, dlogits_, scratch_, key_panels_;
+  std::vector<float> dencoded_, dlnf_, dlogits_, scratch_, head_proj_, key_panels_;
+  struct Packed;                    // the layers' weights as the forward's kernels read them (trainer.cpp)
+  std::unique_ptr<Packed> packed_;
 };
 
 }  // namespace headscope::train

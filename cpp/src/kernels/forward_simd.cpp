@@ -1,8 +1,7 @@
-// xsimd kernels of the forward pass but attention (kernels_attention_simd.cpp). Each is written once
-// over `batch` (simd_batch.hpp): a SIMD loop over whole batches, then a scalar tail.
-// With HEADSCOPE_SIMD=0 every public kernel forwards to its scalar reference (kernels_reference.cpp);
-// that build is the "scalar" subject of the benchmarks.
-// Shapes use the legend in kernels.hpp.
+// xsimd kernels of the forward pass but attention (attention_simd.cpp). Each is written once over
+// `batch` (simd_batch.hpp): a SIMD loop over whole batches, then a scalar tail.
+// With HEADSCOPE_SIMD=0 every kernel forwards to its scalar reference (reference.hpp); that build is
+// the "scalar" subject of the benchmarks. Shapes use the legend in kernels.hpp.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -10,8 +9,12 @@
 #include <limits>
 #include <utility>
 
-#include "headscope/kernels.hpp"
+#include "kernels.hpp"
+#include "reference.hpp"
 #include "simd_batch.hpp"
+#if HEADSCOPE_SIMD
+#include "gemm_tile.hpp"
+#endif
 
 namespace headscope::kernels {
 
@@ -21,13 +24,8 @@ using simd::batch;
 using simd::kLanes;
 using simd::kPanel;
 using simd::madd;
-// GEMM register tile: kTileRows rows of the input x kPanel columns (two batches) of the output, one
-// accumulator per row and batch. The tile is as tall as the register file allows next to the two
-// weight batches and the broadcast input value:
-//   SIMD128 (V8 keeps ~15 registers usable): 4 x 8  -> 8 accumulators
-//   AVX2 (16 ymm):                           6 x 16 -> 12 accumulators
-//   AVX-512 (32 zmm):                        8 x 32 -> 16 accumulators
-constexpr int kTileRows = kLanes >= 16 ? 8 : kLanes == 8 ? 6 : 4;
+using gemm::kTileRows;
+using gemm::TileStart;
 // Cache blocking (cpp/bench measures the choice). Depth is cut into slices of kDepthBlock: one panel's
 // slice (kDepthBlock x kPanel floats: 8 KB with SIMD128, 32 KB with AVX-512) stays in L1 while every
 // row tile of a block of kRowBlock input rows streams past it, and that input block
@@ -77,71 +75,12 @@ void f16_unpack_forward(float* out, const uint16_t* packed, std::size_t n) noexc
   for (; i < n; i++) out[i] = f16_to_f32_reference(packed[i]);
 }
 
-// --- GEMM -----------------------------------------------------------------------------------
-// How a register tile's accumulators start: from the bias (first depth slice of a layer with bias),
-// from zero (first slice without bias), or from the partial sums an earlier slice stored in out.
-enum class TileStart { bias, zero, out };
-
-// One register tile over one depth slice:
-//   out (ROWS, kPanel) = start + inp (ROWS, k0:k1) @ panel (k0:k1, kPanel)
-// Only the first n_valid columns are read and stored (the last panel of a matrix is zero-padded).
-// Every output element is one multiply-add chain over k in increasing order, whichever tile computes
-// its row; storing the partial sum between depth slices and reloading it is exact. So a row computed
-// alone (the incremental update's new token) is bit-identical to the same row computed with others
-// (a full run), at any T.
-template <int ROWS>
-static inline void gemm_tile(float* out, int out_stride, const float* inp, int inp_stride, const float* panel_k0,
-                             int depth, TileStart start, const float* bias, int n_valid) noexcept {
-  batch acc0[ROWS], acc1[ROWS];
-  if (start == TileStart::out) {
-    for (int r = 0; r < ROWS; r++) {
-      const float* o = out + (std::size_t)r * out_stride;
-      if (n_valid == kPanel) {
-        acc0[r] = batch::load_unaligned(o);
-        acc1[r] = batch::load_unaligned(o + kLanes);
-      } else {
-        alignas(64) float tmp[kPanel] = {};
-        std::memcpy(tmp, o, sizeof(float) * n_valid);
-        acc0[r] = batch::load_aligned(tmp);
-        acc1[r] = batch::load_aligned(tmp + kLanes);
-      }
-    }
-  } else {
-    const batch b_lo = start == TileStart::bias ? batch::load_unaligned(bias) : batch(0.0f);
-    const batch b_hi = start == TileStart::bias ? batch::load_unaligned(bias + kLanes) : batch(0.0f);
-    for (int r = 0; r < ROWS; r++) {
-      acc0[r] = b_lo;
-      acc1[r] = b_hi;
-    }
-  }
-  const float* w = panel_k0;
-  for (int k = 0; k < depth; k++, w += kPanel) {
-    const batch w0 = batch::load_unaligned(w);
-    const batch w1 = batch::load_unaligned(w + kLanes);
-    for (int r = 0; r < ROWS; r++) {
-      const batch a(inp[(std::size_t)r * inp_stride + k]);
-      acc0[r] = madd(a, w0, acc0[r]);
-      acc1[r] = madd(a, w1, acc1[r]);
-    }
-  }
-  for (int r = 0; r < ROWS; r++) {
-    float* o = out + (std::size_t)r * out_stride;
-    if (n_valid == kPanel) {
-      acc0[r].store_unaligned(o);
-      acc1[r].store_unaligned(o + kLanes);
-    } else {
-      alignas(64) float tmp[kPanel];
-      acc0[r].store_aligned(tmp);
-      acc1[r].store_aligned(tmp + kLanes);
-      std::memcpy(o, tmp, sizeof(float) * n_valid);
-    }
-  }
-}
-
-using GemmTileFn = void (*)(float*, int, const float*, int, const float*, int, TileStart, const float*, int) noexcept;
+// --- GEMM: the register tile is gemm::tile (gemm_tile.hpp), shared with training -------------
+using GemmTileFn = void (*)(float*, int, const float*, std::ptrdiff_t, std::ptrdiff_t, const float*, std::ptrdiff_t, int,
+                            TileStart, const float*, int) noexcept;
 template <std::size_t... R>
 static constexpr std::array<GemmTileFn, sizeof...(R)> gemm_tiles(std::index_sequence<R...>) {
-  return {&gemm_tile<(int)R + 1>...};
+  return {&gemm::tile<(int)R + 1>...};
 }
 // kGemmTiles[r - 1] computes r rows: the full tile and every remainder height
 static constexpr auto kGemmTiles = gemm_tiles(std::make_index_sequence<kTileRows>{});
@@ -180,8 +119,8 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
         const float* bias = has_bias ? W.bias.data() + n0 : nullptr;
         for (int t = t0; t < t1; t += kTileRows) {
           const int rows = std::min(kTileRows, t1 - t);
-          kGemmTiles[rows - 1](out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride + k0, inp_stride,
-                               panel_k0, depth, start, bias, n_valid);
+          kGemmTiles[rows - 1](out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride + k0, inp_stride, 1,
+                               panel_k0, kPanel, depth, start, bias, n_valid);
         }
       }
     }
@@ -296,8 +235,8 @@ float dot(const float* a, const float* b, int N) noexcept {
   return s;
 }
 
-void layernorm_forward(float* out, const float* inp, const float* weight, const float* bias, int T, int C,
-                       float eps) noexcept {
+void layernorm_forward(float* out, float* mean_out, float* rstd_out, const float* inp, const float* weight,
+                       const float* bias, int T, int C, float eps) noexcept {
   for (int t = 0; t < T; t++) {
     const float* x = inp + (std::size_t)t * C;
     float* o = out + (std::size_t)t * C;
@@ -319,6 +258,8 @@ void layernorm_forward(float* out, const float* inp, const float* weight, const 
     float v = xsimd::hadd(sq);
     for (; i < C; i++) v += (x[i] - mean) * (x[i] - mean);
     const float rstd = 1.0f / std::sqrt(v / C + eps);
+    if (mean_out) mean_out[t] = mean;
+    if (rstd_out) rstd_out[t] = rstd;
     const batch rstd_b(rstd);
     i = 0;
     for (; i + kLanes <= C; i += kLanes) {
@@ -389,30 +330,43 @@ void exp_nonpositive_forward(float* out, const float* inp, std::size_t N) noexce
   map_batches(out, inp, N, [](batch x) { return exp_nonpositive(x); });
 }
 
-void softmax_forward(float* row, int N) noexcept {
+// out (N) = softmax(in (N)); out may equal in. Returns the row's max and the sum of exp(x - max),
+// whose log is the log-sum-exp the cross-entropy needs.
+static inline std::pair<float, float> softmax_row(float* out, const float* in, int N) noexcept {
   batch maxb(-std::numeric_limits<float>::infinity());
   int i = 0;
-  for (; i + kLanes <= N; i += kLanes) maxb = xsimd::max(maxb, batch::load_unaligned(row + i));
+  for (; i + kLanes <= N; i += kLanes) maxb = xsimd::max(maxb, batch::load_unaligned(in + i));
   float maxv = horizontal_max(maxb);
-  for (; i < N; i++) maxv = std::max(maxv, row[i]);
+  for (; i < N; i++) maxv = std::max(maxv, in[i]);
   const batch maxv_b(maxv);
   batch sumb(0.0f);
   i = 0;
   for (; i + kLanes <= N; i += kLanes) {
-    const batch e = exp_nonpositive(batch::load_unaligned(row + i) - maxv_b);
-    e.store_unaligned(row + i);
+    const batch e = exp_nonpositive(batch::load_unaligned(in + i) - maxv_b);
+    e.store_unaligned(out + i);
     sumb += e;
   }
   float sum = xsimd::hadd(sumb);
   for (; i < N; i++) {
-    row[i] = std::exp(row[i] - maxv);
-    sum += row[i];
+    out[i] = std::exp(in[i] - maxv);
+    sum += out[i];
   }
   const float inv = 1.0f / sum;
   const batch inv_b(inv);
   i = 0;
-  for (; i + kLanes <= N; i += kLanes) (batch::load_unaligned(row + i) * inv_b).store_unaligned(row + i);
-  for (; i < N; i++) row[i] *= inv;
+  for (; i + kLanes <= N; i += kLanes) (batch::load_unaligned(out + i) * inv_b).store_unaligned(out + i);
+  for (; i < N; i++) out[i] *= inv;
+  return {maxv, sum};
+}
+
+void softmax_forward(float* row, int N) noexcept { softmax_row(row, row, N); }
+
+void crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V) noexcept {
+  for (int t = 0; t < N; t++) {
+    const float* l = logits + (std::size_t)t * V;
+    const auto [maxv, sum] = softmax_row(probs + (std::size_t)t * V, l, V);
+    losses[t] = std::log(sum) + maxv - l[targets[t]];
+  }
 }
 
 void add_forward(float* out, const float* a, const float* b, std::size_t N) noexcept {
@@ -455,10 +409,10 @@ static inline float weight_at(const PackedLinear& W, int k, int n) noexcept {
   const std::size_t i = (std::size_t)k * W.N + n;
   return W.is_f16() ? f16_to_f32_reference(W.panels_f16[i]) : W.panels[i];
 }
-// matmul_forward_reference's loops, reading either storage
+// ref::matmul_forward's loops, reading either storage
 void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) noexcept {
   if (!W.is_f16()) {
-    matmul_forward_reference(out, inp, W.panels.data(), W.bias.empty() ? nullptr : W.bias.data(), T, W.K, W.N);
+    ref::matmul_forward<float>(out, inp, W.panels.data(), W.bias.empty() ? nullptr : W.bias.data(), T, W.K, W.N);
     return;
   }
   for (int t = 0; t < T; t++)
@@ -478,27 +432,30 @@ void matmul_rows_forward(float* out, const float* inp, int inp_stride, const Pac
     }
 }
 void matmul_transposed_forward(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept {
-  matmul_transposed_forward_reference(out, inp, weight, T, K, N);
+  ref::matmul_transposed_forward<float>(out, inp, weight, T, K, N);
 }
 std::size_t matmul_transposed_f16_scratch_floats(int K) { return (std::size_t)K; }
 void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t* weight, int T, int K, int N,
                                    float* scratch) noexcept {
   for (int n = 0; n < N; n++) {
     f16_unpack_forward_reference(scratch, weight + (std::size_t)n * K, K);
-    for (int t = 0; t < T; t++) out[(std::size_t)t * N + n] = dot_reference(inp + (std::size_t)t * K, scratch, K);
+    for (int t = 0; t < T; t++) out[(std::size_t)t * N + n] = ref::dot<float>(inp + (std::size_t)t * K, scratch, K);
   }
 }
-float dot(const float* a, const float* b, int N) noexcept { return dot_reference(a, b, N); }
-void layernorm_forward(float* out, const float* inp, const float* weight, const float* bias, int T, int C,
-                       float eps) noexcept {
-  layernorm_forward_reference(out, inp, weight, bias, T, C, eps);
+float dot(const float* a, const float* b, int N) noexcept { return ref::dot<float>(a, b, N); }
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                       int T, int C, float eps) noexcept {
+  ref::layernorm_forward<float>(out, mean, rstd, inp, weight, bias, T, C, eps);
 }
-void gelu_forward(float* out, const float* inp, std::size_t N) noexcept { gelu_forward_reference(out, inp, N); }
-void gelu_erf_forward(float* out, const float* inp, std::size_t N) noexcept { gelu_erf_forward_reference(out, inp, N); }
-void softmax_forward(float* row, int N) noexcept { softmax_forward_reference(row, N); }
-void add_forward(float* out, const float* a, const float* b, std::size_t N) noexcept { add_forward_reference(out, a, b, N); }
+void gelu_forward(float* out, const float* inp, std::size_t N) noexcept { ref::gelu_forward<float>(out, inp, N); }
+void gelu_erf_forward(float* out, const float* inp, std::size_t N) noexcept { ref::gelu_erf_forward<float>(out, inp, N); }
+void softmax_forward(float* row, int N) noexcept { ref::softmax_forward<float>(row, N); }
+void crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V) noexcept {
+  ref::crossentropy_forward<float>(losses, probs, logits, targets, N, V);
+}
+void add_forward(float* out, const float* a, const float* b, std::size_t N) noexcept { ref::add_forward<float>(out, a, b, N); }
 void exp_nonpositive_forward(float* out, const float* inp, std::size_t N) noexcept {
-  exp_nonpositive_forward_reference(out, inp, N);
+  ref::exp_nonpositive_forward<float>(out, inp, N);
 }
 
 #endif

@@ -1,18 +1,22 @@
-// xsimd kernels of training (backward pass, optimizer updates, the Conv1D training forward). Each is
+// xsimd kernels of training (backward pass, optimizer updates, the unpacked Conv1D forward). Each is
 // written once over `batch` (simd_batch.hpp: SIMD128 through sse4.1 in wasm, AVX-512 natively with
-// -march=native): a SIMD loop over whole batches, then a scalar tail.
-// With HEADSCOPE_SIMD=0 each forwards to its scalar reference in train_reference.hpp.
-// Shapes use the legend in train.hpp.
+// -march=native): a SIMD loop over whole batches, then a scalar tail. The products use the model's
+// register tile (gemm_tile.hpp) and dot product (forward_simd.cpp).
+// With HEADSCOPE_SIMD=0 each forwards to its scalar reference in reference.hpp.
+// Shapes use the legend in kernels.hpp.
 #include <cmath>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
-#include "headscope/train.hpp"
-#include "headscope/train_reference.hpp"
+#include "kernels.hpp"
+#include "reference.hpp"
 #include "simd_batch.hpp"
+#if HEADSCOPE_SIMD
+#include "gemm_tile.hpp"
+#endif
 
-namespace headscope::train {
+namespace headscope::kernels {
 
 #if HEADSCOPE_SIMD
 
@@ -30,20 +34,6 @@ inline void axpy(float* y, float a, const float* x, int n) noexcept {
   for (; i + kLanes <= n; i += kLanes)
     xsimd::fma(va, batch::load_unaligned(x + i), batch::load_unaligned(y + i)).store_unaligned(y + i);
   for (; i < n; i++) y[i] += a * x[i];
-}
-
-// sum_i x[i] y[i], two accumulators
-inline float dot(const float* x, const float* y, int n) noexcept {
-  batch a0(0.0f), a1(0.0f);
-  int i = 0;
-  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
-    a0 = xsimd::fma(batch::load_unaligned(x + i), batch::load_unaligned(y + i), a0);
-    a1 = xsimd::fma(batch::load_unaligned(x + i + kLanes), batch::load_unaligned(y + i + kLanes), a1);
-  }
-  for (; i + kLanes <= n; i += kLanes) a0 = xsimd::fma(batch::load_unaligned(x + i), batch::load_unaligned(y + i), a0);
-  float s = hsum(a0 + a1);
-  for (; i < n; i++) s += x[i] * y[i];
-  return s;
 }
 
 // y (n) += x (n)
@@ -108,55 +98,25 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
   }
 }
 
-// Rows of the output in blocks of 4 so each weight row streamed from memory serves 4 output rows.
-// ---- the Conv1D layer's training GEMMs, register-tiled ---------------------------------------------
-// Each output tile lives in registers for its whole reduction and is written once: R rows x two
-// batches of columns, for out and dinp (reduction over K, resp. OC) and for dweight (reduction over
-// N). dinp multiplies by the weight transposed into a scratch copy, so that its reduction, like the
-// others, needs no horizontal sums. Column tails that fill no whole batch are summed in scalar code.
-
-// Rows of a register tile: with AVX-512's 32 registers 8 rows x 2 batches (16 accumulators), else 4
-// rows (SIMD128 and AVX2 have 16 registers: 8 accumulators, the two weight batches and a broadcast).
-constexpr int kTileRows = kLanes >= 16 ? 8 : 4;
-
-// y (R rows from t0, columns [j, j + 2 lanes)) = (Accumulate ? y : bias or 0) + x (rows, D) @ w (D, M)
-template <int R, bool Accumulate>
-inline void gemm_tile(float* y, const float* x, const float* w, const float* bias, int t0, int D, int M,
-                      int j) noexcept {
-  batch a0[R], a1[R];
-  for (int r = 0; r < R; r++) {
-    const float* dst = y + (std::size_t)(t0 + r) * M + j;
-    if (Accumulate) {
-      a0[r] = batch::load_unaligned(dst);
-      a1[r] = batch::load_unaligned(dst + kLanes);
-    } else {
-      a0[r] = bias ? batch::load_unaligned(bias + j) : batch(0.0f);
-      a1[r] = bias ? batch::load_unaligned(bias + j + kLanes) : batch(0.0f);
-    }
-  }
-  for (int d = 0; d < D; d++) {
-    const float* wr = w + (std::size_t)d * M + j;
-    const batch w0 = batch::load_unaligned(wr), w1 = batch::load_unaligned(wr + kLanes);
-    for (int r = 0; r < R; r++) {
-      const batch xv(x[(std::size_t)(t0 + r) * D + d]);
-      a0[r] = simd::madd(xv, w0, a0[r]);
-      a1[r] = simd::madd(xv, w1, a1[r]);
-    }
-  }
-  for (int r = 0; r < R; r++) {
-    float* dst = y + (std::size_t)(t0 + r) * M + j;
-    a0[r].store_unaligned(dst);
-    a1[r].store_unaligned(dst + kLanes);
-  }
-}
+// ---- the Conv1D layer's training products, on the model's register tile ---------------------------
+// Each output tile lives in registers for its whole reduction and is written once: kTileRows rows x
+// two batches of columns, for out and dinp (reduction over K, resp. OC) and for dweight (reduction
+// over N, reading inp transposed through the tile's strides). dinp multiplies by the weight
+// transposed into a scratch copy, so that its reduction, like the others, needs no horizontal sums.
+// Column tails that fill no whole panel are summed in scalar code.
+using gemm::kTileRows;
+using gemm::TileStart;
 
 // y (N, M) = (Accumulate ? y : bias or 0) + x (N, D) @ w (D, M)
 template <bool Accumulate>
-void gemm(float* y, const float* x, const float* w, const float* bias, int N, int D, int M) noexcept {
+void gemm_rows(float* y, const float* x, const float* w, const float* bias, int N, int D, int M) noexcept {
   const auto rows = [&](auto r_tag, int t0) {
     constexpr int R = decltype(r_tag)::value;
     int j = 0;
-    for (; j + 2 * kLanes <= M; j += 2 * kLanes) gemm_tile<R, Accumulate>(y, x, w, bias, t0, D, M, j);
+    for (; j + 2 * kLanes <= M; j += 2 * kLanes)
+      gemm::tile<R>(y + (std::size_t)t0 * M + j, M, x + (std::size_t)t0 * D, D, 1, w + j, M, D,
+                    Accumulate ? TileStart::out : bias ? TileStart::bias : TileStart::zero, bias ? bias + j : nullptr,
+                    2 * kLanes);
     for (; j < M; j++)
       for (int r = 0; r < R; r++) {
         const float* xr = x + (std::size_t)(t0 + r) * D;
@@ -171,32 +131,9 @@ void gemm(float* y, const float* x, const float* w, const float* bias, int N, in
   for (; t < N; t++) rows(std::integral_constant<int, 1>{}, t);
 }
 
-void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int K,
-                    int OC) noexcept {
-  gemm<false>(out, inp, weight, bias, N, K, OC);
-}
-
-// dweight[k0..k0+KR) x [o, o+2 lanes) += sum over t of inp[t][k] * dout[t][o..]
-template <int KR>
-inline void dweight_tile(float* dweight, const float* dout, const float* inp, int k0, int N, int K, int OC,
-                         int o) noexcept {
-  batch a0[KR], a1[KR];
-  for (int c = 0; c < KR; c++) a0[c] = a1[c] = batch(0.0f);
-  for (int t = 0; t < N; t++) {
-    const float* d = dout + (std::size_t)t * OC + o;
-    const batch d0 = batch::load_unaligned(d), d1 = batch::load_unaligned(d + kLanes);
-    const float* x = inp + (std::size_t)t * K + k0;
-    for (int c = 0; c < KR; c++) {
-      const batch xc(x[c]);
-      a0[c] = simd::madd(xc, d0, a0[c]);
-      a1[c] = simd::madd(xc, d1, a1[c]);
-    }
-  }
-  for (int c = 0; c < KR; c++) {
-    float* dst = dweight + (std::size_t)(k0 + c) * OC + o;
-    (batch::load_unaligned(dst) + a0[c]).store_unaligned(dst);
-    (batch::load_unaligned(dst + kLanes) + a1[c]).store_unaligned(dst + kLanes);
-  }
+void matmul_unpacked_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int K,
+                             int OC) noexcept {
+  gemm_rows<false>(out, inp, weight, bias, N, K, OC);
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
@@ -207,13 +144,18 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
   weight_t.resize((std::size_t)K * OC);
   for (int k = 0; k < K; k++)
     for (int o = 0; o < OC; o++) weight_t[(std::size_t)o * K + k] = weight[(std::size_t)k * OC + o];
-  gemm<true>(dinp, dout, weight_t.data(), nullptr, N, OC, K);
+  gemm_rows<true>(dinp, dout, weight_t.data(), nullptr, N, OC, K);
   // dweight (K, OC) += inp (N, K)^T @ dout (N, OC)
   int o = 0;
   for (; o + 2 * kLanes <= OC; o += 2 * kLanes) {
     int k = 0;
-    for (; k + kTileRows <= K; k += kTileRows) dweight_tile<kTileRows>(dweight, dout, inp, k, N, K, OC, o);
-    for (; k < K; k++) dweight_tile<1>(dweight, dout, inp, k, N, K, OC, o);
+    // rows k of dweight: A = inp^T, element (k, t) at inp[t * K + k]; B = dout's rows, stride OC
+    for (; k + kTileRows <= K; k += kTileRows)
+      gemm::tile<kTileRows>(dweight + (std::size_t)k * OC + o, OC, inp + k, 1, K, dout + o, OC, N, TileStart::out,
+                            nullptr, 2 * kLanes);
+    for (; k < K; k++)
+      gemm::tile<1>(dweight + (std::size_t)k * OC + o, OC, inp + k, 1, K, dout + o, OC, N, TileStart::out, nullptr,
+                    2 * kLanes);
   }
   for (; o < OC; o++)
     for (int k = 0; k < K; k++) {
@@ -281,6 +223,19 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t
   if (i < N) ref::gelu_backward<float>(dinp + i, inp + i, dout + i, N - i);
 }
 
+// gelu'(x) = Phi(x) + x phi(x) for the exact form (activation_function "gelu")
+void gelu_erf_backward(float* dinp, const float* inp, const float* dout, std::size_t N) noexcept {
+  const batch inv_sqrt2(0.70710678118654752f), inv_sqrt_2pi(0.39894228040143268f), half(0.5f), one(1.0f),
+      mhalf(-0.5f);
+  std::size_t i = 0;
+  for (; i + kLanes <= N; i += kLanes) {
+    const batch x = batch::load_unaligned(inp + i);
+    const batch grad = xsimd::fma(x * inv_sqrt_2pi, xsimd::exp(mhalf * x * x), half * (one + xsimd::erf(x * inv_sqrt2)));
+    xsimd::fma(grad, batch::load_unaligned(dout + i), batch::load_unaligned(dinp + i)).store_unaligned(dinp + i);
+  }
+  if (i < N) ref::gelu_erf_backward<float>(dinp + i, inp + i, dout + i, N - i);
+}
+
 void residual_backward(float* da, float* db, const float* dout, std::size_t N) noexcept {
   acc(da, dout, N);
   acc(db, dout, N);
@@ -335,8 +290,8 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
                         const float* weight, const float* mean, const float* rstd, int N, int C) noexcept {
   ref::layernorm_backward<float>(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
-void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int K,
-                    int OC) noexcept {
+void matmul_unpacked_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int K,
+                             int OC) noexcept {
   ref::matmul_forward<float>(out, inp, weight, bias, N, K, OC);
 }
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
@@ -353,6 +308,9 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
 }
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t N) noexcept {
   ref::gelu_backward<float>(dinp, inp, dout, N);
+}
+void gelu_erf_backward(float* dinp, const float* inp, const float* dout, std::size_t N) noexcept {
+  ref::gelu_erf_backward<float>(dinp, inp, dout, N);
 }
 void residual_backward(float* da, float* db, const float* dout, std::size_t N) noexcept {
   ref::residual_backward<float>(da, db, dout, N);
@@ -371,4 +329,6 @@ void sgd_update(float* param, const float* grad, std::size_t N, float lr) noexce
 
 #endif
 
-}  // namespace headscope::train
+double sum_squares(const float* grad, std::size_t N) noexcept { return ref::sum_squares<float>(grad, N); }
+
+}  // namespace headscope::kernels

@@ -1,12 +1,17 @@
-// The numerical kernels of the forward pass, each in two versions:
-//   <op>_forward            xsimd kernel, written once over xsimd::batch<float> (kernels_simd.cpp)
-//   <op>_forward_reference  plain scalar loops, the algorithmic reference (kernels_reference.cpp)
-// tests/cpp/test_kernels.cpp checks one against the other over edge sizes.
+// The kernel library: every numerical kernel of the model and of training, private to the engine
+// (the headscope_kernels target; the core links it privately, tests and benches include it by this
+// path). Each op is an xsimd kernel written once over xsimd::batch<float>:
+//   <op>_forward, <op>_backward   forward_simd.cpp, attention_simd.cpp, backward_simd.cpp
+// and has one scalar reference beside it, ref::<op>_forward<F> / ref::<op>_backward<F> in
+// reference.hpp, which a build with HEADSCOPE_SIMD=OFF runs instead. tests/cpp/test_kernels.cpp and
+// test_backward.cpp check one against the other over edge sizes.
 //
-// Naming and argument order follow llm.c: outputs first, then inputs, then sizes.
+// Naming and argument order follow llm.c: outputs first, then inputs, then sizes. Backward kernels
+// accumulate (+=) into their gradient outputs.
 // Legend for the shapes in comments:
 //   T  tokens (rows),  C  n_embd,  NH  heads,  HS  head size = C / NH,
-//   K  inner dimension of a matrix product,  N  its output columns,  V  vocabulary.
+//   K  inner dimension of a matrix product,  N  its output columns,  V  vocabulary,
+//   B  sequences in a training batch,  OC  output columns of a training layer.
 // All matrices are row-major float32. Kernels never allocate and never throw.
 #pragma once
 #include <cstddef>
@@ -70,7 +75,7 @@ PackedLinear pack_linear(const float* weight, const float* bias, int K, int N);
 // The same with the weight rounded to F16 (nearest even); an F16 checkpoint's values pass unchanged.
 PackedLinear pack_linear_f16(const float* weight, const float* bias, int K, int N);
 int linear_panel_width();
-// How matmul_forward cuts the work (for tests that sweep its edges): register tiles of tile_rows
+// How matmul_forward cuts the work (tests sweep its edges): register tiles of tile_rows
 // input rows x panel_width columns; depth (K) in slices of depth_block, input rows in blocks of
 // row_block. All 1 in the scalar build (the plain triple loop).
 struct GemmBlocking {
@@ -84,15 +89,10 @@ void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) 
 // One head's contribution through W_O is this with the head's column range of the concatenation.
 void matmul_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W,
                          int k_begin, int k_end, int T) noexcept;
-// weight (K, N) Conv1D layout, bias (N) or nullptr; out (T, N)
-void matmul_forward_reference(float* out, const float* inp, const float* weight, const float* bias,
-                              int T, int K, int N) noexcept;
 
 // out (T, N) = inp (T, K) @ weight^T with weight (N, K) row-major (nn.Linear layout).
 // The tied LM head: logits = x @ wte^T with wte (V, C).
 void matmul_transposed_forward(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept;
-void matmul_transposed_forward_reference(float* out, const float* inp, const float* weight, int T, int K,
-                                         int N) noexcept;
 // The same with weight (N, K) held as F16, each row of K values packed by f16_pack on its own.
 // scratch: matmul_transposed_f16_scratch_floats(K) floats owned by the caller (rows widened to float32).
 // Equals matmul_transposed_forward on the widened weight, bit for bit.
@@ -102,34 +102,31 @@ void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t*
 
 // ---------------------------------------------------------------------------------------------
 // out (T, C) = (inp - mean) / sqrt(var + eps) * weight + bias, per row; biased variance as in PyTorch.
-void layernorm_forward(float* out, const float* inp, const float* weight, const float* bias, int T, int C,
-                       float eps) noexcept;
-void layernorm_forward_reference(float* out, const float* inp, const float* weight, const float* bias, int T,
-                                 int C, float eps) noexcept;
+// mean (T) and rstd (T) = 1 / sqrt(var + eps) are written when not null (training keeps them).
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                       int T, int C, float eps) noexcept;
 
 // out (N) = gelu_new(inp): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). out may equal inp.
 void gelu_forward(float* out, const float* inp, std::size_t N) noexcept;
-void gelu_forward_reference(float* out, const float* inp, std::size_t N) noexcept;
 // out (N) = 0.5 x (1 + erf(x / sqrt 2)), for checkpoints whose activation_function is "gelu".
 void gelu_erf_forward(float* out, const float* inp, std::size_t N) noexcept;
-void gelu_erf_forward_reference(float* out, const float* inp, std::size_t N) noexcept;
 
 // out (N) = exp(inp) for inp <= 0 (the softmax's max-subtracted scores): a polynomial in the SIMD build,
 // max relative error 3.2e-7; inputs below -87.3 give ~1e-38 instead of a denormal. out may equal inp.
 void exp_nonpositive_forward(float* out, const float* inp, std::size_t N) noexcept;
-void exp_nonpositive_forward_reference(float* out, const float* inp, std::size_t N) noexcept;
 
 // row (N) <- softmax(row), in place, max-subtracted.
 void softmax_forward(float* row, int N) noexcept;
-void softmax_forward_reference(float* row, int N) noexcept;
+
+// probs (N, V) = softmax(logits) per row; losses (N) = -log probs[t][targets[t]], computed as
+// log-sum-exp (exact where the probability itself would underflow). Training's loss.
+void crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V) noexcept;
 
 // out (N) = a (N) + b (N). out may alias a or b.
 void add_forward(float* out, const float* a, const float* b, std::size_t N) noexcept;
-void add_forward_reference(float* out, const float* a, const float* b, std::size_t N) noexcept;
 
 // sum_i a[i] * b[i]
 float dot(const float* a, const float* b, int N) noexcept;
-float dot_reference(const float* a, const float* b, int N) noexcept;
 
 // ---------------------------------------------------------------------------------------------
 // Causal multi-head self-attention for query rows [t_begin, T), keys and values of rows [0, T).
@@ -148,7 +145,40 @@ int attention_key_panel_width();  // keys per panel; 1 in the scalar build
 std::size_t attention_key_panels_floats(int att_stride, int C, int NH);
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH, int att_stride,
                        float* key_panels) noexcept;
-void attention_forward_reference(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
-                                 int att_stride) noexcept;
+
+// ---------------------------------------------------------------------------------------------
+// Training: the backward kernels and the optimizer updates. Rows N = B*T.
+// dwte (V, C), dwpe (P, C) += the rows of dout (B, T, C) at ids (B, T) and at their positions
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* ids, int B, int T, int C) noexcept;
+// dinp (N, C), dweight (C), dbias (C) += ...; inp (N, C), weight (C) and mean, rstd (N) from the forward
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int N, int C) noexcept;
+// out (N, OC) = inp (N, K) @ weight (K, OC) + bias (OC) or null, the weight in Conv1D layout, unpacked
+void matmul_unpacked_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int K,
+                             int OC) noexcept;
+// dinp (N, K), dweight (K, OC), dbias (OC) or null += ...; dout (N, OC); weight (K, OC) Conv1D layout
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int N, int K, int OC) noexcept;
+// the tied LM head: dinp (N, K), dweight (OC, K) += ...; dout (N, OC); weight (OC, K)
+void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                const float* weight, int N, int K, int OC) noexcept;
+// dqkv (B, T, 3C) += ...; dout (B, T, C); qkv (B, T, 3C) and att (B, NH, T, T) from the forward;
+// scratch (T) floats, overwritten
+void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
+                        int T, int C, int NH) noexcept;
+// dinp (N) += gelu'(inp) * dout, tanh form (gelu_new) and exact (erf) form
+void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t N) noexcept;
+void gelu_erf_backward(float* dinp, const float* inp, const float* dout, std::size_t N) noexcept;
+// da (N), db (N) += dout (N)
+void residual_backward(float* da, float* db, const float* dout, std::size_t N) noexcept;
+// dlogits (N, V) += (probs - onehot(targets)) * dloss
+void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N,
+                           int V) noexcept;
+// AdamW as torch.optim.AdamW (decoupled weight decay, bias correction; step t >= 1); plain SGD
+void adamw_update(float* param, float* m, float* v, const float* grad, std::size_t N, float lr, float beta1,
+                  float beta2, float eps, float weight_decay, int t) noexcept;
+void sgd_update(float* param, const float* grad, std::size_t N, float lr) noexcept;
+// sum of grad^2 accumulated in double (the global norm for clipping): no vector version, it runs once per step
+double sum_squares(const float* grad, std::size_t N) noexcept;
 
 }  // namespace headscope::kernels

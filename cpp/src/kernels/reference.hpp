@@ -1,15 +1,49 @@
-// Scalar reference kernels of training, templated over the float type: float is the algorithmic
-// reference and fallback for the xsimd kernels in train.hpp, double is what the finite-difference
-// tests differentiate. Plain loops in llm.c's order (train_gpt2.c), outputs first, then inputs,
-// then sizes. Backward kernels ACCUMULATE (+=) into their gradient outputs, so a tensor used twice
-// (the tied wte, a residual stream) sums its gradients; callers zero them once per step.
-// Legend: B batch, T tokens, N = B*T rows, C n_embd, NH heads, HS = C/NH, K inner dimension,
-//         OC output columns, V vocabulary, P positions.
+// The scalar reference of every kernel, forward and backward, in one place: plain loops that define
+// what each op computes, templated over the float type. Instantiated in float they are the algorithmic
+// reference the xsimd kernels (kernels.hpp) are tested against, and what a build with HEADSCOPE_SIMD=OFF
+// runs everywhere (the bench's scalar subject); in double they are what the finite-difference tests
+// differentiate. Loops in llm.c's order (train_gpt2.c), outputs first, then inputs, then sizes.
+// Backward kernels ACCUMULATE (+=) into their gradient outputs, so a tensor used twice (the tied wte,
+// a residual stream) sums its gradients; callers zero them once per step.
+// Legend: B batch, T tokens, N rows (= B*T in training), C n_embd, NH heads, HS = C/NH, K inner
+//         dimension, OC output columns, V vocabulary, P positions.
 #pragma once
 #include <cmath>
 #include <cstddef>
+#include <limits>
 
-namespace headscope::train::ref {
+namespace headscope::kernels::ref {
+
+// ---- element-wise and row-wise ops ------------------------------------------------------------------
+// sum_i a[i] * b[i], in order
+template <typename F>
+F dot(const F* a, const F* b, int N) {
+  F acc = 0;
+  for (int i = 0; i < N; i++) acc += a[i] * b[i];
+  return acc;
+}
+// out (N) = a (N) + b (N); out may alias a or b
+template <typename F>
+void add_forward(F* out, const F* a, const F* b, std::size_t N) {
+  for (std::size_t i = 0; i < N; i++) out[i] = a[i] + b[i];
+}
+// out (N) = exp(inp) for inp <= 0 (the xsimd kernel is a polynomial there); out may equal inp
+template <typename F>
+void exp_nonpositive_forward(F* out, const F* inp, std::size_t N) {
+  for (std::size_t i = 0; i < N; i++) out[i] = std::exp(inp[i]);
+}
+// row (N) <- softmax(row), in place, max-subtracted
+template <typename F>
+void softmax_forward(F* row, int N) {
+  F maxv = -std::numeric_limits<F>::infinity();
+  for (int i = 0; i < N; i++) maxv = std::fmax(maxv, row[i]);
+  F sum = 0;
+  for (int i = 0; i < N; i++) {
+    row[i] = std::exp(row[i] - maxv);
+    sum += row[i];
+  }
+  for (int i = 0; i < N; i++) row[i] /= sum;
+}
 
 // ---- token and position embeddings -------------------------------------------------------------
 // out (B,T,C) = wte[ids[b,t]] + wpe[t]; ids (B,T); wte (V,C); wpe (P,C) with P >= T
@@ -38,7 +72,8 @@ void encoder_backward(F* dwte, F* dwpe, const F* dout, const int* ids, int B, in
 }
 
 // ---- LayerNorm -------------------------------------------------------------------------------------
-// out (N,C), mean (N), rstd (N) = 1/sqrt(biased var + eps); inp (N,C), weight (C), bias (C)
+// out (N,C), mean (N), rstd (N) = 1/sqrt(biased var + eps); inp (N,C), weight (C), bias (C).
+// Two passes (mean, then squared deviations) as in PyTorch. mean and rstd may be null (inference).
 template <typename F>
 void layernorm_forward(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias, int N, int C,
                        F eps) {
@@ -53,8 +88,8 @@ void layernorm_forward(F* out, F* mean, F* rstd, const F* inp, const F* weight, 
     const F s = F(1) / std::sqrt(v + eps);
     F* o = out + (std::size_t)t * C;
     for (int i = 0; i < C; i++) o[i] = (x[i] - m) * s * weight[i] + bias[i];
-    mean[t] = m;
-    rstd[t] = s;
+    if (mean) mean[t] = m;
+    if (rstd) rstd[t] = s;
   }
 }
 // dinp (N,C), dweight (C), dbias (C) += ...; dout (N,C), inp (N,C), weight (C), mean/rstd (N) from the forward
@@ -150,41 +185,32 @@ void matmul_transposed_backward(F* dinp, F* dweight, const F* dout, const F* inp
 }
 
 // ---- causal multi-head attention -------------------------------------------------------------------
-// qkv (B,T,3C): [q | k | v], head h owns columns [h*HS, (h+1)*HS) of each third
-// att (B,NH,T,T): softmax_j(q_t . k_j / sqrt(HS)) for j <= t, 0 above the diagonal
-// out (B,T,C): per head sum_j att[t][j] v_j, heads concatenated
+// One sequence, query rows [t_begin, T) against keys and values [0, T):
+// qkv (T,3C): [q | k | v], head h owns columns [h*HS, (h+1)*HS) of each third
+// att (NH, att_stride, att_stride): softmax_j(q_t . k_j / sqrt(HS)) for j <= t, exactly 0 for t < j < att_stride
+// out (T,C): per head sum_j att[t][j] v_j, heads concatenated. Rows below t_begin are left untouched.
+// A training batch calls it per sequence with t_begin 0 and att_stride T.
 template <typename F>
-void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH) {
-  const int HS = C / NH, C3 = 3 * C;
+void attention_forward(F* out, F* att, const F* qkv, int t_begin, int T, int C, int NH, int att_stride) {
+  const int HS = C / NH;
+  const std::size_t C3 = 3 * (std::size_t)C;
   const F scale = F(1) / std::sqrt(F(HS));
-  for (int b = 0; b < B; b++)
-    for (int h = 0; h < NH; h++)
-      for (int t = 0; t < T; t++) {
-        const F* q = qkv + ((std::size_t)b * T + t) * C3 + h * HS;
-        F* a = att + (((std::size_t)b * NH + h) * T + t) * T;
-        F maxv = -INFINITY;
-        for (int j = 0; j <= t; j++) {
-          const F* kj = qkv + ((std::size_t)b * T + j) * C3 + C + h * HS;
-          F s = 0;
-          for (int i = 0; i < HS; i++) s += q[i] * kj[i];
-          a[j] = s * scale;
-          if (a[j] > maxv) maxv = a[j];
-        }
-        F sum = 0;
-        for (int j = 0; j <= t; j++) {
-          a[j] = std::exp(a[j] - maxv);
-          sum += a[j];
-        }
-        for (int j = 0; j <= t; j++) a[j] /= sum;
-        for (int j = t + 1; j < T; j++) a[j] = 0;
-        F* o = out + ((std::size_t)b * T + t) * C + h * HS;
-        for (int i = 0; i < HS; i++) o[i] = 0;
-        for (int j = 0; j <= t; j++) {
-          const F* vj = qkv + ((std::size_t)b * T + j) * C3 + 2 * C + h * HS;
-          for (int i = 0; i < HS; i++) o[i] += a[j] * vj[i];
-        }
+  for (int h = 0; h < NH; h++)
+    for (int t = t_begin; t < T; t++) {
+      const F* q = qkv + t * C3 + h * HS;
+      F* a = att + ((std::size_t)h * att_stride + t) * att_stride;
+      for (int j = 0; j <= t; j++) a[j] = dot(q, qkv + j * C3 + C + h * HS, HS) * scale;
+      softmax_forward(a, t + 1);
+      for (int j = t + 1; j < att_stride; j++) a[j] = 0;  // causal mask: the future gets exactly 0
+      F* o = out + (std::size_t)t * C + h * HS;
+      for (int i = 0; i < HS; i++) o[i] = 0;
+      for (int j = 0; j <= t; j++) {
+        const F* vj = qkv + j * C3 + 2 * C + h * HS;
+        for (int i = 0; i < HS; i++) o[i] += a[j] * vj[i];
       }
+    }
 }
+// Backward of a batch of B sequences of T tokens (att (B,NH,T,T) as the training forward keeps it):
 // dqkv (B,T,3C) += ...; dout (B,T,C); qkv and att from the forward; scratch (T) floats, overwritten
 template <typename F>
 void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B, int T, int C,
@@ -245,6 +271,23 @@ void gelu_backward(F* dinp, const F* inp, const F* dout, std::size_t N) {
     const F th = std::tanh(u);
     const F sech2 = F(1) - th * th;
     const F grad = F(0.5) * (F(1) + th) + F(0.5) * x * sech2 * s * (F(1) + F(3) * F(0.044715) * x * x);
+    dinp[i] += grad * dout[i];
+  }
+}
+
+// ---- GELU, exact form (activation_function "gelu"): 0.5 x (1 + erf(x / sqrt 2)) ----------------------
+template <typename F>
+void gelu_erf_forward(F* out, const F* inp, std::size_t N) {
+  const F inv_sqrt2 = F(0.70710678118654752440);
+  for (std::size_t i = 0; i < N; i++) out[i] = F(0.5) * inp[i] * (F(1) + std::erf(inp[i] * inv_sqrt2));
+}
+// dinp (N) += gelu'(inp) * dout, gelu'(x) = Phi(x) + x phi(x)
+template <typename F>
+void gelu_erf_backward(F* dinp, const F* inp, const F* dout, std::size_t N) {
+  const F inv_sqrt2 = F(0.70710678118654752440), inv_sqrt_2pi = F(1) / std::sqrt(F(2) * F(M_PI));
+  for (std::size_t i = 0; i < N; i++) {
+    const F x = inp[i];
+    const F grad = F(0.5) * (F(1) + std::erf(x * inv_sqrt2)) + x * inv_sqrt_2pi * std::exp(F(-0.5) * x * x);
     dinp[i] += grad * dout[i];
   }
 }
@@ -315,4 +358,4 @@ double sum_squares(const F* grad, std::size_t N) {
   return s;
 }
 
-}  // namespace headscope::train::ref
+}  // namespace headscope::kernels::ref

@@ -1,11 +1,12 @@
 // The attention kernel of the forward pass, in xsimd (batch from simd_batch.hpp); with
-// HEADSCOPE_SIMD=0 it forwards to attention_forward_reference (kernels_reference.cpp).
+// HEADSCOPE_SIMD=0 it forwards to ref::attention_forward (reference.hpp).
 // Shapes use the legend in kernels.hpp.
 #include <algorithm>
 #include <cstring>
 #include <utility>
 
-#include "headscope/kernels.hpp"
+#include "kernels.hpp"
+#include "reference.hpp"
 #include "simd_batch.hpp"
 
 namespace headscope::kernels {
@@ -196,7 +197,7 @@ int attention_key_panel_width() { return 1; }
 std::size_t attention_key_panels_floats(int, int, int) { return 0; }
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH, int att_stride,
                        float*) noexcept {
-  attention_forward_reference(out, att, qkv, t_begin, T, C, NH, att_stride);
+  ref::attention_forward<float>(out, att, qkv, t_begin, T, C, NH, att_stride);
 }
 
 #endif

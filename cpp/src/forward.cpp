@@ -1,0 +1,64 @@
+// The one forward pass of a GPT-2 block (forward.hpp), shared by the Model and the Trainer.
+#include "forward.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace headscope {
+
+void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffers& b, int B, int t_begin, int T,
+                   int stride) noexcept {
+  namespace k = kernels;
+  const int C = c.n_embd, NH = c.n_head, HS = c.head_size(), F = c.n_inner;
+  const int n = B == 1 ? T - t_begin : B * T;  // rows computed
+  const float eps = c.layer_norm_epsilon;
+  const std::size_t nc = (std::size_t)n * C;
+
+  // attention: every head reads the same LayerNormed input through its own slice of c_attn
+  k::layernorm_forward(b.ln1, b.ln1_mean, b.ln1_rstd, b.x, w.ln_1_weight.data(), w.ln_1_bias.data(), n, C, eps);
+  k::matmul_forward(b.qkv + (std::size_t)t_begin * 3 * C, b.ln1, w.c_attn, n);
+  for (int s = 0; s < B; s++)
+    k::attention_forward(b.head_out + (std::size_t)s * stride * C, b.att + (std::size_t)s * NH * stride * stride,
+                         b.qkv + (std::size_t)s * stride * 3 * C, t_begin, T, C, NH, stride, b.key_panels);
+
+  // W_O, one head at a time: out = bias + sum_h head_out[:, h] @ W_O[h rows]. A switched-off head
+  // writes nothing. Summing per head gives each head's contribution from the same computation:
+  // concatenating the heads and multiplying by W_O is the same as adding up what each head writes.
+  float* proj = b.attn_proj;  // (n, C)
+  for (int r = 0; r < n; r++) std::copy(w.c_proj.bias.begin(), w.c_proj.bias.begin() + C, proj + (std::size_t)r * C);
+  const float* head_rows = b.head_out + (std::size_t)t_begin * C;  // (n, C); t_begin is 0 for a batch
+  for (int h = 0; h < NH; h++) {
+    float* norms = b.norms ? b.norms + (std::size_t)h * stride : nullptr;
+    float* kept = b.contrib ? b.contrib + ((std::size_t)h * stride + t_begin) * C : nullptr;
+    if (b.ablate && b.ablate[h]) {
+      for (int r = 0; r < n; r++) {
+        float* row = b.head_out + (std::size_t)(t_begin + r) * C;
+        std::fill(row + h * HS, row + (h + 1) * HS, 0.0f);
+        if (norms) norms[t_begin + r] = 0.0f;
+      }
+      if (kept) std::fill(kept, kept + nc, 0.0f);
+      continue;
+    }
+    float* contrib = kept ? kept : b.head_proj;  // (n, C)
+    k::matmul_rows_forward(contrib, head_rows, C, w.c_proj, h * HS, (h + 1) * HS, n);
+    if (norms)
+      for (int r = 0; r < n; r++) {
+        const float* row = contrib + (std::size_t)r * C;
+        norms[t_begin + r] = std::sqrt(k::dot(row, row, C));
+      }
+    k::add_forward(proj, proj, contrib, nc);
+  }
+  k::add_forward(b.res_mid, b.x, proj, nc);
+
+  // MLP
+  k::layernorm_forward(b.ln2, b.ln2_mean, b.ln2_rstd, b.res_mid, w.ln_2_weight.data(), w.ln_2_bias.data(), n, C, eps);
+  k::matmul_forward(b.fc_pre, b.ln2, w.c_fc, n);
+  if (c.activation == Activation::gelu_tanh)
+    k::gelu_forward(b.fc_act, b.fc_pre, (std::size_t)n * F);
+  else
+    k::gelu_erf_forward(b.fc_act, b.fc_pre, (std::size_t)n * F);
+  k::matmul_forward(b.mlp_out, b.fc_act, w.mlp_proj, n);
+  k::add_forward(b.res_out, b.res_mid, b.mlp_out, nc);
+}
+
+}  // namespace headscope

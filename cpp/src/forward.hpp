@@ -1,0 +1,61 @@
+// Internal to cpp/src: the one forward pass of a GPT-2 block, run by the Model (one sequence, rows
+// [t_begin, T) on top of its key/value cache) and by the Trainer (a batch of B sequences from
+// position 0, keeping every activation its backward needs). Both call the same kernels in the same
+// order, so every checkpoint the model runs can be trained further, and an op exists once.
+// Legend: B sequences, T tokens, n rows computed (T - t_begin for one sequence, B*T for a batch),
+// C n_embd, NH heads, HS head size, F n_inner; `stride` rows per sequence in the per-sequence buffers.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "headscope/config.hpp"
+#include "kernels/kernels.hpp"
+
+namespace headscope {
+
+// The weights of one block, packed for the kernels.
+struct BlockWeights {
+  std::vector<float> ln_1_weight, ln_1_bias;  // (C)
+  kernels::PackedLinear c_attn;               // (C, 3C) -> q | k | v
+  kernels::PackedLinear c_proj;               // (C, C)  W_O, rows h*HS..(h+1)*HS belong to head h
+  std::vector<float> ln_2_weight, ln_2_bias;  // (C)
+  kernels::PackedLinear c_fc;                 // (C, F)
+  kernels::PackedLinear mlp_proj;             // (F, C)
+};
+
+// Where one block reads and writes. Row pointers (n rows) point at the first computed row; the
+// per-sequence buffers (qkv, head_out, att, contrib, norms) at the sequence's row 0, because
+// attention reads the cached rows below t_begin. Several outputs may share storage where the caller
+// keeps no copy: the model passes one residual buffer as res_mid and res_out, one LayerNorm buffer
+// as ln1 and ln2, and one buffer as fc_pre and fc_act (GELU in place).
+struct BlockBuffers {
+  const float* x = nullptr;  // (n, C) residual stream entering the block
+  float* ln1 = nullptr;      // (n, C) LayerNorm 1
+  float* ln1_mean = nullptr; // (n) or null; with ln1_rstd, what LayerNorm's backward needs
+  float* ln1_rstd = nullptr; // (n) or null
+  float* qkv = nullptr;      // (B, stride, 3C): q | k | v; rows below t_begin are the key/value cache
+  float* att = nullptr;      // (B, NH, stride, stride) attention probabilities, row = query
+  float* key_panels = nullptr;  // kernels::attention_key_panels_floats(stride, C, NH): the attention kernel's key cache
+  float* head_out = nullptr; // (B, stride, C) every head's output, concatenated (a switched-off head's is 0)
+  float* head_proj = nullptr;  // (n, C) scratch: one head's output through its rows of W_O
+  float* attn_proj = nullptr;  // (n, C) the attention layer's output: W_O's bias plus every head's write
+  float* res_mid = nullptr;  // (n, C) x + attn_proj
+  float* ln2 = nullptr;      // (n, C) LayerNorm 2
+  float* ln2_mean = nullptr; // (n) or null
+  float* ln2_rstd = nullptr; // (n) or null
+  float* fc_pre = nullptr;   // (n, F) before the GELU
+  float* fc_act = nullptr;   // (n, F) after it (may be fc_pre)
+  float* mlp_out = nullptr;  // (n, C) the MLP's output (may be attn_proj: it is read before)
+  float* res_out = nullptr;  // (n, C) res_mid + mlp_out (may be res_mid)
+  // optional, one sequence only (the model's views):
+  const uint8_t* ablate = nullptr;  // (NH) 1 = head switched off, or null
+  float* contrib = nullptr;  // (NH, stride, C) each head's write through W_O, or null (then head_proj is scratch)
+  float* norms = nullptr;    // (NH, stride) L2 norm of each head's write per row, or null
+};
+
+// Rows [t_begin, T) of B sequences through one block. B > 1 requires t_begin == 0 and stride == T,
+// so that the rows of every sequence are contiguous for the linear layers.
+void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffers& b, int B, int t_begin, int T,
+                   int stride) noexcept;
+
+}  // namespace headscope

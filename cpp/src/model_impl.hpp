@@ -1,0 +1,77 @@
+// Internal to cpp/src: what a Model holds (model.hpp keeps only the API). Model's methods forward to
+// these; model.cpp runs, model_load.cpp loads.
+#pragma once
+#include <optional>
+
+#include "forward.hpp"
+#include "headscope/model.hpp"
+
+namespace headscope {
+
+struct Model::Impl {
+  // ---- the operations behind Model's API (contracts in model.hpp) ----
+  void build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors, std::string_view vocab_json,
+             std::string_view merges_txt, WeightStorage storage);
+  std::size_t weight_bytes() const;
+  RunInfo run(std::string_view text, const RunOptions& options);
+  int tokens_to_drop(int tokens) const;
+  RunInfo run_ids(std::span<const int32_t> ids, const RunOptions& options);
+  bool reserve(int tokens);
+  std::span<const float> logits_last() const;
+  std::vector<float> logits_all() const;
+  std::vector<float> attention(int layer, int head) const;
+  std::vector<float> attention_all() const;
+  void copy_attention_all(float* out) const;
+  void copy_attention_rows(float* out, int row_begin, int block_rows, int stride) const;
+  std::size_t attention_rows_floats(int row_begin, int block_rows, int stride) const;
+  std::vector<float> hidden_states() const;
+  std::vector<float> contribution(int layer, int head) const;
+  std::vector<float> contribution_norms() const;
+
+  bool ensure_capacity(int T);  // true when it reallocated (dropping the cache and the last results)
+  void forward(int t_begin, int logits_begin);
+  void lm_head(float* out, const float* x, int T);
+  void check_layer_head(int layer, int head) const;
+  void require_run() const;
+
+  ModelConfig config_;
+  std::optional<Tokenizer> tokenizer_;  // always set after build(); optional only because Tokenizer has no empty state
+  std::size_t parameter_count_ = 0;
+
+  // weights
+  WeightStorage storage_ = WeightStorage::f32;
+  std::vector<float> wte_;         // (V, C), also the LM head (f32 storage; empty with f16)
+  std::vector<uint16_t> wte_f16_;  // (V, C), each row packed by kernels::f16_pack (f16 storage; else empty)
+  std::vector<float> scratch_wte_;  // matmul_transposed_f16_scratch_floats(C) (f16 storage): wte rows widened
+  std::vector<float> wpe_;  // (n_positions, C)
+  std::vector<BlockWeights> blocks_;
+  std::vector<float> ln_f_weight_, ln_f_bias_;
+
+  // activations, allocated for cap_ positions (grown on demand, at most n_positions)
+  int cap_ = 0;
+  std::vector<float> residual_;   // (L+1, cap, C)
+  std::vector<float> qkv_;        // (L, cap, 3C): the key/value cache lives here
+  std::vector<float> att_;        // (L, NH, cap, cap)
+  std::vector<float> head_out_;   // (L, cap, C): concatenated head outputs, after ablation
+  std::vector<float> contrib_;    // (L, NH, cap, C) when keep_contributions
+  std::vector<float> contrib_norm_;  // (L, NH, cap)
+  std::vector<float> scratch_ln_;    // (cap, C)
+  std::vector<float> scratch_proj_;  // (cap, C)
+  std::vector<float> scratch_head_;  // (cap, C)
+  std::vector<float> scratch_fc_;    // (cap, F)
+  std::vector<float> key_panels_;  // L x attention_key_panels_floats(cap, C, NH): the keys in the attention kernel's layout, cached with qkv_
+  std::vector<float> logits_last_;   // (V)
+  std::vector<float> logits_all_;    // (cap, V) with all_logits
+
+  // state of the last run
+  int T_ = 0;
+  bool has_run_ = false;
+  std::vector<Token> tokens_;
+  std::vector<int32_t> ids_;
+  RunOptions options_;
+  std::vector<uint8_t> ablate_mask_;  // (L, NH), 1 = switched off
+  int cached_tokens_ = 0;             // leading positions whose activations are valid for options_
+  int cached_logits_ = 0;             // leading positions whose rows of logits_all_ belong to that cache
+};
+
+}  // namespace headscope
