@@ -1,11 +1,14 @@
 // headscope: the native command-line tool.
-//   headscope run --model DIR (--text "..." | --ids 3,17,5) [--json] [--top K] [--ablate L:H[,L:H...]] [--weights f32|f16]
+//   headscope run --model DIR (--text "..." | --ids 3,17,5) [--json] [--top K] [--ablate L:H[,L:H...]] [--inspect L:H]
+//                 [--weights f32|f16]
 //   headscope info --model DIR [--weights f32|f16]
 //   headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16]
 // --weights f16 holds the large weight matrices in half precision (about half the memory).
 // --json prints exactly one JSON document on stdout (other tools rely on it, keep it stable):
 //   {"tokens": [strings], "ids": [ints], "logits_last": [V floats], "attention": [L][H][T][T],
-//    "dropped_tokens": int}
+//    "dropped_tokens": int}, and with --inspect L:H also "inside": {"layer", "head", "q", "k", "v" ([T][HS]),
+//    "scores" ([T][T], q_i.k_j/sqrt(HS), null where masked), "attention" ([T][T]), "z" ([T][HS]),
+//    "out" ([T][C], the head's write through W_O), "value_norm" ([T], ||v_j W_O^h||)}
 // bench prints one JSON line: {"tokens", "repeat", "load_ms", "forward_ms", "incremental_ms",
 //   "forward_cpu_ms", "incremental_cpu_ms", "rss_after_load_mb", "peak_rss_mb", "weight_mb", "weights", "simd"}; forward_ms is the
 //   median full run of T tokens from an empty cache, incremental_ms the median one-token update at T
@@ -24,6 +27,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +40,8 @@ namespace {
 
 const char* kUsage =
     "usage:\n"
-    "  headscope run --model DIR (--text TEXT | --ids ID,ID,...) [--json] [--top K] [--ablate L:H[,L:H...]] [--weights f32|f16]\n"
+    "  headscope run --model DIR (--text TEXT | --ids ID,ID,...) [--json] [--top K] [--ablate L:H[,L:H...]]\n"
+    "                [--inspect L:H] [--weights f32|f16]\n"
     "  headscope info --model DIR [--weights f32|f16]\n"
     "  headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16]\n"
     "  headscope train ... (headscope train --help)\n"
@@ -50,21 +55,22 @@ struct Args {
   int top = 10;
   int tokens = 0, repeat = 5;
   std::vector<headscope::HeadRef> ablate;
+  std::optional<headscope::HeadRef> inspect;  // --inspect L:H
   headscope::LoadOptions load;
 };
 
-std::vector<headscope::HeadRef> parse_ablate(const std::string& s) {
+std::vector<headscope::HeadRef> parse_heads(const std::string& s, const std::string& flag) {
   std::vector<headscope::HeadRef> out;
   std::size_t pos = 0;
   while (pos <= s.size()) {
     const std::size_t comma = std::min(s.find(',', pos), s.size());
     const std::string item = s.substr(pos, comma - pos);
     const std::size_t colon = item.find(':');
-    if (colon == std::string::npos) throw headscope::Error("--ablate expects LAYER:HEAD pairs, got \"" + item + "\"");
+    if (colon == std::string::npos) throw headscope::Error(flag + " expects LAYER:HEAD pairs, got \"" + item + "\"");
     try {
       out.push_back({std::stoi(item.substr(0, colon)), std::stoi(item.substr(colon + 1))});
     } catch (const std::exception&) {
-      throw headscope::Error("--ablate expects LAYER:HEAD pairs, got \"" + item + "\"");
+      throw headscope::Error(flag + " expects LAYER:HEAD pairs, got \"" + item + "\"");
     }
     pos = comma + 1;
   }
@@ -117,7 +123,13 @@ Args parse_args(int argc, char** argv) {
       try { a.top = std::stoi(v); } catch (const std::exception&) { throw headscope::Error("--top expects a number, got \"" + v + "\""); }
       if (a.top < 1) throw headscope::Error("--top must be at least 1");
     }
-    else if (arg == "--ablate") a.ablate = parse_ablate(value());
+    else if (arg == "--ablate") a.ablate = parse_heads(value(), "--ablate");
+    else if (arg == "--inspect") {
+      const std::string v = value();
+      const auto heads = parse_heads(v, "--inspect");  // the same LAYER:HEAD syntax, exactly one pair
+      if (heads.size() != 1) throw headscope::Error("--inspect expects one LAYER:HEAD pair, got \"" + v + "\"");
+      a.inspect = heads[0];
+    }
     else if (arg == "--tokens") a.tokens = parse_count(arg, value());
     else if (arg == "--repeat") a.repeat = parse_count(arg, value());
     else if (arg == "--weights") {
@@ -163,6 +175,35 @@ double process_cpu_ms() {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// rows x cols floats as nested arrays; masked cells (-infinity, the scores above the diagonal) as null
+nlohmann::json matrix_json(const std::vector<float>& m, int rows, int cols) {
+  nlohmann::json out = nlohmann::json::array();
+  for (int r = 0; r < rows; r++) {
+    nlohmann::json row = nlohmann::json::array();
+    for (int c = 0; c < cols; c++) {
+      const float x = m[(std::size_t)r * cols + c];
+      row.push_back(std::isinf(x) && x < 0 ? nlohmann::json(nullptr) : nlohmann::json(x));
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+nlohmann::json inside_json(const headscope::HeadInside& h) {
+  nlohmann::json j;
+  j["layer"] = h.layer;
+  j["head"] = h.head;
+  j["q"] = matrix_json(h.q, h.T, h.head_size);
+  j["k"] = matrix_json(h.k, h.T, h.head_size);
+  j["v"] = matrix_json(h.v, h.T, h.head_size);
+  j["scores"] = matrix_json(h.scores, h.T, h.T);
+  j["attention"] = matrix_json(h.attention, h.T, h.T);
+  j["z"] = matrix_json(h.z, h.T, h.head_size);
+  j["out"] = matrix_json(h.out, h.T, h.n_embd);
+  j["value_norm"] = h.value_norm;
+  return j;
 }
 
 int bench(const Args& a) {
@@ -229,6 +270,7 @@ int run(const Args& a) {
   }
   headscope::RunOptions opt;
   opt.ablate = a.ablate;
+  opt.inspect = a.inspect;
   const headscope::RunInfo info = a.ids.empty() ? model.run(a.text, opt) : model.run_ids(a.ids, opt);
   const auto logits = model.logits_last();
   if (a.json) {
@@ -254,6 +296,7 @@ int run(const Args& a) {
     }
     j["attention"] = std::move(layers);
     j["dropped_tokens"] = info.dropped_tokens;
+    if (a.inspect) j["inside"] = inside_json(model.head_inside());
     // replace, not throw, if a token's display text were invalid UTF-8
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;

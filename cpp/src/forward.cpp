@@ -19,7 +19,8 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
   k::matmul_forward(b.qkv + (std::size_t)t_begin * 3 * C, b.ln1, w.c_attn, n);
   for (int s = 0; s < B; s++)
     k::attention_forward(b.head_out + (std::size_t)s * stride * C, b.att + (std::size_t)s * NH * stride * stride,
-                         b.qkv + (std::size_t)s * stride * 3 * C, t_begin, T, C, NH, stride, b.key_panels);
+                         b.qkv + (std::size_t)s * stride * 3 * C, t_begin, T, C, NH, stride, b.key_panels,
+                         b.inspect_scores, b.inspect_head);
 
   // W_O, one head at a time: out = bias + sum_h head_out[:, h] @ W_O[h rows]. A switched-off head
   // writes nothing. Summing per head gives each head's contribution from the same computation:
@@ -37,10 +38,14 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
         if (norms) norms[t_begin + r] = 0.0f;
       }
       if (kept) std::fill(kept, kept + nc, 0.0f);
+      if (h == b.inspect_head && b.inspect_out)
+        std::fill(b.inspect_out + (std::size_t)t_begin * C, b.inspect_out + (std::size_t)T * C, 0.0f);
       continue;
     }
-    float* contrib = kept ? kept : b.head_proj;  // (n, C)
+    float* inspected = h == b.inspect_head && b.inspect_out ? b.inspect_out + (std::size_t)t_begin * C : nullptr;
+    float* contrib = kept ? kept : inspected ? inspected : b.head_proj;  // (n, C)
     k::matmul_rows_forward(contrib, head_rows, C, w.c_proj, h * HS, (h + 1) * HS, n);
+    if (kept && inspected) std::copy(kept, kept + nc, inspected);
     if (norms)
       for (int r = 0; r < n; r++) {
         const float* row = contrib + (std::size_t)r * C;

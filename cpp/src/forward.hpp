@@ -51,6 +51,9 @@ struct BlockBuffers {
   const uint8_t* ablate = nullptr;  // (NH) 1 = head switched off, or null
   float* contrib = nullptr;  // (NH, stride, C) each head's write through W_O, or null (then head_proj is scratch)
   float* norms = nullptr;    // (NH, stride) L2 norm of each head's write per row, or null
+  int inspect_head = -1;            // a head whose insides are kept (Model::head_inside), or -1
+  float* inspect_scores = nullptr;  // (stride, stride) its scores before the softmax
+  float* inspect_out = nullptr;     // (stride, C) its write through W_O
 };
 
 // Rows [t_begin, T) of B sequences through one block. B > 1 requires t_begin == 0 and stride == T,

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <utility>
 #include <new>
 
 #include "headscope/error.hpp"
@@ -61,6 +63,8 @@ bool Model::Impl::ensure_capacity(int T) {
                 " of activations next to " + gigabytes(weight_bytes()) + " of weights; use a shorter text");
   }
   logits_all_.clear();
+  inspect_scores_.clear();
+  inspect_out_.clear();
   cap_ = cap;
   cached_tokens_ = 0;
   cached_logits_ = 0;
@@ -103,6 +107,7 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
     check_layer_head(h.layer, h.head);
     mask[(std::size_t)h.layer * c.n_head + h.head] = 1;
   }
+  if (options.inspect) check_layer_head(options.inspect->layer, options.inspect->head);
 
   ensure_capacity(T);
   // Reuse the cached prefix only if it was computed with the same switched-off heads and holds
@@ -110,7 +115,10 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
   // that wants them computes those the cache lacks from the final residual stream it keeps, so a
   // loss computed while the reader pauses does not cost the next keystroke a full recompute.
   int reuse = 0;
-  const bool options_compatible = has_run_ && mask == ablate_mask_ && (!options.keep_contributions || options_.keep_contributions);
+  // an inspected head needs its scores and write for the cached rows too: kept only by a run that
+  // inspected the same head
+  const bool options_compatible = has_run_ && mask == ablate_mask_ && (!options.keep_contributions || options_.keep_contributions) &&
+                                  (!options.inspect || options_.inspect == options.inspect);
   if (options_compatible) {
     const int limit = std::min({cached_tokens_, T, (int)ids_.size()});
     while (reuse < limit && ids_[reuse] == ids[reuse]) reuse++;
@@ -122,6 +130,13 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
   if (options.keep_contributions && contrib_.size() != (std::size_t)c.n_layer * c.n_head * cap_ * c.n_embd) {
     contrib_.assign((std::size_t)c.n_layer * c.n_head * cap_ * c.n_embd, 0.0f);
     reuse = 0;
+  }
+  if (options.inspect) {
+    if (inspect_scores_.size() != (std::size_t)cap_ * cap_) {
+      inspect_scores_.assign((std::size_t)cap_ * cap_, 0.0f);
+      inspect_out_.assign((std::size_t)cap_ * c.n_embd, 0.0f);
+      reuse = 0;
+    }
   }
   if (options.all_logits && logits_all_.size() != (std::size_t)cap_ * c.vocab_size) {
     logits_all_.assign((std::size_t)cap_ * c.vocab_size, 0.0f);
@@ -190,6 +205,11 @@ void Model::Impl::forward(int t_begin, int logits_begin) {
       io.ablate = &ablate_mask_[(std::size_t)l * NH];
       io.contrib = options_.keep_contributions ? &contrib_[(std::size_t)l * NH * cap * C] : nullptr;
       io.norms = &contrib_norm_[(std::size_t)l * NH * cap];
+      if (options_.inspect && options_.inspect->layer == l) {
+        io.inspect_head = options_.inspect->head;
+        io.inspect_scores = inspect_scores_.data();
+        io.inspect_out = inspect_out_.data();
+      }
       block_forward(c, blocks_[l], io, 1, t_begin, T, (int)cap);
     }
   }
@@ -318,6 +338,47 @@ std::vector<float> Model::Impl::contribution_norms() const {
   return out;
 }
 
+HeadInside Model::Impl::head_inside() const {
+  require_run();
+  if (!options_.inspect) throw Error("no head was inspected: run with RunOptions::inspect");
+  const ModelConfig& c = config_;
+  const int l = options_.inspect->layer, h = options_.inspect->head, T = T_, C = c.n_embd, HS = c.head_size();
+  const std::size_t cap = cap_;
+  HeadInside r;
+  r.layer = l;
+  r.head = h;
+  r.T = T;
+  r.head_size = HS;
+  r.n_embd = C;
+  // q, k and v are the forward's own rows of c_attn's output (qkv_, the key/value cache)
+  const float* qkv = &qkv_[l * cap * 3 * C];
+  for (const auto& [dst, third] : {std::pair{&r.q, 0}, std::pair{&r.k, 1}, std::pair{&r.v, 2}}) {
+    dst->resize((std::size_t)T * HS);
+    for (int t = 0; t < T; t++)
+      std::copy_n(qkv + (std::size_t)t * 3 * C + third * C + h * HS, HS, dst->data() + (std::size_t)t * HS);
+  }
+  r.scores.assign((std::size_t)T * T, -std::numeric_limits<float>::infinity());
+  r.attention.resize((std::size_t)T * T);
+  const float* att = &att_[((std::size_t)l * c.n_head + h) * cap * cap];
+  for (int t = 0; t < T; t++) {
+    std::copy_n(&inspect_scores_[(std::size_t)t * cap], t + 1, &r.scores[(std::size_t)t * T]);
+    std::copy_n(att + (std::size_t)t * cap, T, &r.attention[(std::size_t)t * T]);
+  }
+  r.z.resize((std::size_t)T * HS);
+  for (int t = 0; t < T; t++)
+    std::copy_n(&head_out_[(l * cap + t) * C + h * HS], HS, &r.z[(std::size_t)t * HS]);
+  r.out.assign(inspect_out_.begin(), inspect_out_.begin() + (std::ptrdiff_t)T * C);
+  // each value through the head's rows of W_O: the same kernel that gives the head its write
+  std::vector<float> moved((std::size_t)T * C);
+  kernels::matmul_rows_forward(moved.data(), qkv + 2 * C, 3 * C, blocks_[l].c_proj, h * HS, (h + 1) * HS, T);
+  r.value_norm.resize(T);
+  for (int t = 0; t < T; t++) {
+    const float* row = &moved[(std::size_t)t * C];
+    r.value_norm[t] = std::sqrt(kernels::dot(row, row, C));
+  }
+  return r;
+}
+
 // ---- Model: the API, forwarding to its Impl ------------------------------------------------------
 
 SimdInfo simd_info() {
@@ -360,5 +421,6 @@ std::size_t Model::attention_rows_floats(int row_begin, int block_rows, int stri
 std::vector<float> Model::hidden_states() const { return impl_->hidden_states(); }
 std::vector<float> Model::contribution(int layer, int head) const { return impl_->contribution(layer, head); }
 std::vector<float> Model::contribution_norms() const { return impl_->contribution_norms(); }
+HeadInside Model::head_inside() const { return impl_->head_inside(); }
 
 }  // namespace headscope

@@ -27,6 +27,7 @@ struct Model::Impl {
   std::vector<float> hidden_states() const;
   std::vector<float> contribution(int layer, int head) const;
   std::vector<float> contribution_norms() const;
+  HeadInside head_inside() const;
 
   bool ensure_capacity(int T);  // true when it reallocated (dropping the cache and the last results)
   void forward(int t_begin, int logits_begin);
@@ -62,6 +63,8 @@ struct Model::Impl {
   std::vector<float> key_panels_;  // L x attention_key_panels_floats(cap, C, NH): the keys in the attention kernel's layout, cached with qkv_
   std::vector<float> logits_last_;   // (V)
   std::vector<float> logits_all_;    // (cap, V) with all_logits
+  std::vector<float> inspect_scores_;  // (cap, cap) with RunOptions::inspect: that head's scores
+  std::vector<float> inspect_out_;     // (cap, C) with RunOptions::inspect: its write through W_O
 
   // state of the last run
   int T_ = 0;

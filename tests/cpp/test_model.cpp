@@ -356,3 +356,124 @@ TEST_CASE("shipped models match the references their training script wrote", "[m
     }
   }
 }
+
+// ---- one head's insides (Model::head_inside, the "Inside this head" view) --------------------------
+
+// The reference (tests/fixtures/models/*/inside.json, scripts/make_inside_fixtures.py) is float64
+// PyTorch on the folder's own F32 and F16 weights, computed with plain tensor operations. q, k, v,
+// z, the write and the value norms are float32 results of the same depth of computation as the
+// hidden states and head contributions above (LayerNorm, one product over C, at most L blocks
+// before), so they get those tolerances (kHiddenAbs + kHiddenRel |ref|). Scores are products over HS
+// (<= 20 here) of such values: the same relative error, and absolute error scaled by |q||k|/sqrt(HS),
+// which is below 10 on these fixtures: 10 kHiddenAbs. Attention is the attention tolerance.
+TEST_CASE("head_inside: q, k, v, scores, attention, z, the write and value norms equal float64 PyTorch",
+          "[model][pytorch][inside]") {
+  for (const std::string& name : kFixtureModels) {
+    const json ref = json::parse(read_text(fixture_dir(name) + "/inside.json"));
+    REQUIRE(ref["format"] == "headscope-inside-1");
+    REQUIRE(ref["cases"].size() >= 4);
+    for (const json& c : ref["cases"]) {
+      const std::string weights = c["weights"].get<std::string>();
+      Model m = load_fixture(name, weights);
+      if (weights == "model-f16.safetensors") REQUIRE(m.weight_storage() == headscope::WeightStorage::f32);
+      const std::vector<int32_t> ids = c["ids"].get<std::vector<int32_t>>();
+      const int layer = c["layer"].get<int>(), head = c["head"].get<int>();
+      INFO("model " << name << " (" << weights << "), layer " << layer << " head " << head << ", T " << ids.size());
+      RunOptions opt;
+      opt.inspect = headscope::HeadRef{layer, head};
+      m.run_ids(ids, opt);
+      const headscope::HeadInside in = m.head_inside();
+      REQUIRE(in.layer == layer);
+      REQUIRE(in.head == head);
+      REQUIRE(in.T == (int)ids.size());
+      REQUIRE(in.head_size == c["head_size"].get<int>());
+      REQUIRE(in.n_embd == c["n_embd"].get<int>());
+      require_close(in.q, c["q"], kHiddenAbs, kHiddenRel, "q");
+      require_close(in.k, c["k"], kHiddenAbs, kHiddenRel, "k");
+      require_close(in.v, c["v"], kHiddenAbs, kHiddenRel, "v");
+      // scores: the reference marks the mask with null, the engine with -infinity
+      const int T = in.T;
+      std::vector<float> got_scores;
+      json want_scores = json::array();
+      for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++) {
+          const float s = in.scores[(std::size_t)i * T + j];
+          const json& r = c["scores"][i][j];
+          if (j > i) {
+            INFO("score (" << i << ", " << j << ") above the diagonal must be masked");
+            REQUIRE(r.is_null());
+            REQUIRE((std::isinf(s) && s < 0));
+          } else {
+            got_scores.push_back(s);
+            want_scores.push_back(r);
+          }
+        }
+      require_close(got_scores, want_scores, 10 * kHiddenAbs, kHiddenRel, "scores");
+      require_close(in.attention, c["attention"], kAttentionAbs, 0.0, "attention");
+      require_close(in.z, c["z"], kHiddenAbs, kHiddenRel, "z");
+      require_close(in.out, c["out"], kHiddenAbs, kHiddenRel, "out (the head's write)");
+      require_close(in.value_norm, c["value_norm"], kHiddenAbs, kHiddenRel, "value_norm");
+    }
+  }
+}
+
+TEST_CASE("head_inside comes from the forward pass: equal to the run's own maps and writes, and typing keeps it",
+          "[model][inside]") {
+  Model m = load_fixture("odd-hs12");
+  const std::vector<int32_t> ids = {5, 17, 3, 99, 42, 7, 7, 18, 60};
+  const int L = m.config().n_layer - 1, H = 2;
+  RunOptions opt;
+  opt.inspect = headscope::HeadRef{L, H};
+  opt.keep_contributions = true;
+  m.run_ids(ids, opt);
+  const headscope::HeadInside full = m.head_inside();
+  // the very numbers the other views show, bit for bit
+  REQUIRE(full.attention == m.attention(L, H));
+  REQUIRE(full.out == m.contribution(L, H));
+  // softmax of the scores, row by row, is the attention (float64 softmax of float32 scores:
+  // within the attention kernel's exp error, 3.2e-7 relative, and T roundings)
+  for (int i = 0; i < full.T; i++) {
+    double mx = -1e30, sum = 0;
+    for (int j = 0; j <= i; j++) mx = std::max(mx, (double)full.scores[(std::size_t)i * full.T + j]);
+    for (int j = 0; j <= i; j++) sum += std::exp(full.scores[(std::size_t)i * full.T + j] - mx);
+    for (int j = 0; j <= i; j++) {
+      const double p = std::exp(full.scores[(std::size_t)i * full.T + j] - mx) / sum;
+      REQUIRE(std::fabs(full.attention[(std::size_t)i * full.T + j] - p) <= 1e-6);
+    }
+  }
+  // typing at the end (an incremental run on the cache) gives the same insides as a full run, bit for bit
+  Model typed = load_fixture("odd-hs12");
+  RunOptions inspect_only;
+  inspect_only.inspect = headscope::HeadRef{L, H};
+  typed.run_ids(std::span<const int32_t>(ids.data(), ids.size() - 3), inspect_only);
+  const headscope::RunInfo info = typed.run_ids(ids, inspect_only);
+  REQUIRE(info.reused_tokens == (int)ids.size() - 3);
+  const headscope::HeadInside inc = typed.head_inside();
+  REQUIRE(inc.q == full.q);
+  REQUIRE(inc.k == full.k);
+  REQUIRE(inc.v == full.v);
+  REQUIRE(inc.scores == full.scores);
+  REQUIRE(inc.attention == full.attention);
+  REQUIRE(inc.z == full.z);
+  REQUIRE(inc.out == full.out);
+  REQUIRE(inc.value_norm == full.value_norm);
+  // a run that inspected another head cannot supply this head's cached rows: computed again
+  RunOptions other;
+  other.inspect = headscope::HeadRef{0, 0};
+  typed.run_ids(std::span<const int32_t>(ids.data(), ids.size() - 1), other);
+  REQUIRE(typed.run_ids(ids, inspect_only).reused_tokens == 0);
+  REQUIRE(typed.head_inside().scores == full.scores);
+}
+
+TEST_CASE("head_inside: bad heads and a run without inspect are errors", "[model][inside][errors]") {
+  Model m = load_fixture("tiny-hs4");
+  const std::vector<int32_t> ids = {1, 2, 3};
+  RunOptions opt;
+  opt.inspect = headscope::HeadRef{m.config().n_layer, 0};
+  REQUIRE_THROWS_WITH(m.run_ids(ids, opt), Catch::Contains("layer 2 is outside [0, 2)"));
+  opt.inspect = headscope::HeadRef{0, -1};
+  REQUIRE_THROWS_WITH(m.run_ids(ids, opt), Catch::Contains("head -1 is outside"));
+  REQUIRE_THROWS_WITH(m.head_inside(), Catch::Contains("no results yet"));
+  m.run_ids(ids);
+  REQUIRE_THROWS_WITH(m.head_inside(), Catch::Contains("no head was inspected"));
+}

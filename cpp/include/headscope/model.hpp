@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,6 +35,22 @@ struct RunOptions {
   bool all_logits = false;
   // Keep each head's full contribution vectors (L x NH x T x C floats); their norms are always kept.
   bool keep_contributions = false;
+  // Keep one head's insides (its scores before the softmax and its write through W_O) for
+  // Model::head_inside(): T x T + T x C floats more.
+  std::optional<HeadRef> inspect;
+};
+
+// One head's computation on the last run's tokens, taken from the forward pass itself (the same
+// buffers and kernels that produce the attention maps), row-major:
+struct HeadInside {
+  int layer = 0, head = 0;
+  int T = 0, head_size = 0, n_embd = 0;
+  std::vector<float> q, k, v;     // (T, HS): the head's query, key and value of each token
+  std::vector<float> scores;      // (T, T): q_i . k_j / sqrt(HS) for j <= i; -infinity where j > i (masked)
+  std::vector<float> attention;   // (T, T): softmax of each row, the head's attention map
+  std::vector<float> z;           // (T, HS): z_i = sum_j attention_ij v_j
+  std::vector<float> out;         // (T, C): z_i @ W_O^h, the head's write into the residual stream (0 if switched off)
+  std::vector<float> value_norm;  // (T): || v_j @ W_O^h ||, the size of what the head moves from token j
 };
 
 // How the large weight matrices are held after loading: every block's linear layers and the token
@@ -137,6 +154,8 @@ class Model {
   // heads and multiplying by W_O is the same as adding up what each head writes through its rows of W_O.
   std::vector<float> contribution(int layer, int head) const;  // (T, C); requires keep_contributions
   std::vector<float> contribution_norms() const;                // (L, NH, T): L2 norm of each contribution row
+  // The inspected head of the last run (RunOptions::inspect); throws Error if it had none.
+  HeadInside head_inside() const;
 
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;

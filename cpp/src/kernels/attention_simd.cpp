@@ -140,7 +140,7 @@ static inline void weighted_values_rows_n(int rows, std::integer_sequence<int, R
 }
 
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH, int att_stride,
-                       float* key_panels) noexcept {
+                       float* key_panels, float* scores, int scores_head) noexcept {
   const int HS = C / NH;
   const int hs_simd = HS - HS % kLanes;  // head-size columns covered by whole batches
   const float scale = 1.0f / std::sqrt((float)HS);
@@ -175,6 +175,7 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
       // scores the tiles computed past each row's position)
       for (int t = t0; t <= t_last; t++) {
         float* a = att_h + (std::size_t)t * att_stride;
+        if (scores && h == scores_head) std::copy(a, a + t + 1, scores + (std::size_t)t * att_stride);
         softmax_forward(a, t + 1);
         std::fill(a + t + 1, a + att_stride, 0.0f);
       }
@@ -196,8 +197,8 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
 int attention_key_panel_width() { return 1; }
 std::size_t attention_key_panels_floats(int, int, int) { return 0; }
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH, int att_stride,
-                       float*) noexcept {
-  ref::attention_forward<float>(out, att, qkv, t_begin, T, C, NH, att_stride);
+                       float*, float* scores, int scores_head) noexcept {
+  ref::attention_forward<float>(out, att, qkv, t_begin, T, C, NH, att_stride, scores, scores_head);
 }
 
 #endif

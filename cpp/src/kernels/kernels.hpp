@@ -143,8 +143,11 @@ float dot(const float* a, const float* b, int N) noexcept;
 // Requires T <= att_stride. Rows computed one call at a time equal rows computed together, bit for bit.
 int attention_key_panel_width();  // keys per panel; 1 in the scalar build
 std::size_t attention_key_panels_floats(int att_stride, int C, int NH);
+//   scores: null, or (att_stride, att_stride) floats receiving head scores_head's scaled scores
+//     q_t . k_j / sqrt(HS) for j <= t, rows [t_begin, T), exactly as the kernel computed them before
+//     its softmax (what the "Inside this head" view shows; the rest of each row is left untouched)
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH, int att_stride,
-                       float* key_panels) noexcept;
+                       float* key_panels, float* scores = nullptr, int scores_head = -1) noexcept;
 
 // ---------------------------------------------------------------------------------------------
 // Training: the backward kernels and the optimizer updates. Rows N = B*T.

@@ -189,9 +189,11 @@ void matmul_transposed_backward(F* dinp, F* dweight, const F* dout, const F* inp
 // qkv (T,3C): [q | k | v], head h owns columns [h*HS, (h+1)*HS) of each third
 // att (NH, att_stride, att_stride): softmax_j(q_t . k_j / sqrt(HS)) for j <= t, exactly 0 for t < j < att_stride
 // out (T,C): per head sum_j att[t][j] v_j, heads concatenated. Rows below t_begin are left untouched.
-// A training batch calls it per sequence with t_begin 0 and att_stride T.
+// A training batch calls it per sequence with t_begin 0 and att_stride T. scores, when not null,
+// receives head scores_head's scaled scores before the softmax, rows [t_begin, T), j <= t.
 template <typename F>
-void attention_forward(F* out, F* att, const F* qkv, int t_begin, int T, int C, int NH, int att_stride) {
+void attention_forward(F* out, F* att, const F* qkv, int t_begin, int T, int C, int NH, int att_stride,
+                       F* scores = nullptr, int scores_head = -1) {
   const int HS = C / NH;
   const std::size_t C3 = 3 * (std::size_t)C;
   const F scale = F(1) / std::sqrt(F(HS));
@@ -200,6 +202,8 @@ void attention_forward(F* out, F* att, const F* qkv, int t_begin, int T, int C, 
       const F* q = qkv + t * C3 + h * HS;
       F* a = att + ((std::size_t)h * att_stride + t) * att_stride;
       for (int j = 0; j <= t; j++) a[j] = dot(q, qkv + j * C3 + C + h * HS, HS) * scale;
+      if (scores && h == scores_head)
+        for (int j = 0; j <= t; j++) scores[(std::size_t)t * att_stride + j] = a[j];
       softmax_forward(a, t + 1);
       for (int j = t + 1; j < att_stride; j++) a[j] = 0;  // causal mask: the future gets exactly 0
       F* o = out + (std::size_t)t * C + h * HS;
