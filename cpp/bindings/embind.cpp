@@ -149,6 +149,34 @@ val results(const Model& m, int top_k, bool all_logits, int rows_from, int block
   });
 }
 
+// Runs `text` (no heads switched off) keeping head (layer, head)'s insides, and returns them as
+// Model::head_inside() gives them: { layer, head, T, headSize, nEmbd, q, k, v, scores, attention, z,
+// out, valueNorm }, Float32Arrays row-major, masked scores -Infinity. The run fills the cache as
+// run() does; its other results are read with results() as usual.
+val inspect(Model& m, val text, int layer, int head) {
+  return guarded([&] {
+    headscope::RunOptions opt;
+    opt.inspect = headscope::HeadRef{layer, head};
+    m.run(string_of(text, "text"), opt);
+    const headscope::HeadInside in = m.head_inside();
+    val out = val::object();
+    out.set("layer", in.layer);
+    out.set("head", in.head);
+    out.set("T", in.T);
+    out.set("headSize", in.head_size);
+    out.set("nEmbd", in.n_embd);
+    out.set("q", f32_copy(in.q));
+    out.set("k", f32_copy(in.k));
+    out.set("v", f32_copy(in.v));
+    out.set("scores", f32_copy(in.scores));
+    out.set("attention", f32_copy(in.attention));
+    out.set("z", f32_copy(in.z));
+    out.set("out", f32_copy(in.out));
+    out.set("valueNorm", f32_copy(in.value_norm));
+    return out;
+  });
+}
+
 val config_object(const Model& m) {
   const auto& c = m.config();
   val o = val::object();
@@ -262,6 +290,7 @@ EMSCRIPTEN_BINDINGS(headscope) {
   class_<Model>("Model")
       .function("run", &run)
       .function("results", &results)
+      .function("inspect", &inspect)
       .function("tokenIds", optional_override([](const Model& m) { return i32_copy(m.ids()); }))
       .function("reserve", optional_override([](Model& m, int tokens) {
                   return guarded([&] { return val(m.reserve(tokens)); });
