@@ -1,7 +1,7 @@
 // Runs ON THE PAGE (the main thread): the client of the Web Worker that worker-thread.js runs in.
 // The same API as headscope.js, with the model in a Web Worker so the page stays smooth: every
 // method returns a promise. Result buffers are transferred from the worker, not copied. This is the
-// package's public `headscope/worker` export.
+// package's public `headscope/worker` export. The messages it sends are the table in worker-protocol.js.
 //
 // Browsers start a Worker only from a same-origin URL. When this file comes from another origin
 // (a CDN), the worker is started from a same-origin `blob:` module that imports worker-thread.js by

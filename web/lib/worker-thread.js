@@ -1,6 +1,7 @@
 // Runs INSIDE the Web Worker (the page's side is headscope-worker.js, which starts this file): holds
 // one model (or one training run) and answers the page's requests in order. Result typed arrays are
-// transferred to the page, not copied.
+// transferred to the page, not copied. The messages, and how each is answered, are the table in
+// worker-protocol.js.
 //
 // A long run (a big model on a long text) is done in steps of tokens: the engine's cache takes the
 // text a piece at a time (prefill), the page hears the progress after each piece, and a cancel
