@@ -1,5 +1,5 @@
 // Training kernels, two ways:
-//  1. each xsimd kernel (train.hpp) against its scalar reference (train_reference.hpp) over edge sizes;
+//  1. each xsimd kernel (kernels/kernels.hpp) against its scalar reference (kernels/reference.hpp) over edge sizes;
 //  2. each scalar reference, instantiated in double, against central finite differences of the
 //     matching double forward, on small shapes.
 // Every check states its tolerance and why.
