@@ -5,7 +5,8 @@
 #      kernels run this machine's widest vectors, e.g. 16 lanes with AVX-512)
 #   3. the same Catch2 suite compiled to WebAssembly with SIMD128, under node (preset wasm-release),
 #      and with relaxed SIMD's fused multiply-add (preset wasm-relaxed, node --experimental-wasm-relaxed-simd)
-#   4. JavaScript package tests (node --test) and browser end-to-end tests
+#   4. JavaScript package tests (node --test), the published types compiled by TypeScript consumers,
+#      and browser end-to-end tests
 #   5. libFuzzer targets (loaders, tokenizer), FUZZ_SECONDS each (default 30)
 #   6. the commands README.md names, in a quick form (tests/readme_commands.sh): scripts/run.sh and
 #      `npm start` serve the demo, scripts/run.sh --cli and the CLI lines run
@@ -45,6 +46,7 @@ step "fuzzing (${FUZZ_SECONDS:-30} s per target)" scripts/fuzz.sh "${FUZZ_SECOND
 if [ -f tests/js/run.sh ]; then
   step "JavaScript package" tests/js/run.sh
 fi
+step "TypeScript consumers of the published types (tsc --noEmit)" tests/types/run.sh
 if [ -f tests/e2e/run.sh ]; then
   step "browser end-to-end" tests/e2e/run.sh
 fi
