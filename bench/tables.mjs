@@ -34,7 +34,7 @@ export function renderTables(r) {
     + `load average at the end ${r.machine.loadavg.map((x) => x.toFixed(1)).join(' ')}.`);
   if (r.ratios) {
     md.push(`Model \`${r.model.dir}\`: ${cfg.n_layer} layers, ${cfg.n_head} heads, n_embd ${cfg.n_embd}, context ${cfg.n_positions}, vocabulary ${cfg.vocab_size}. `
-      + `Subjects: wasm SIMD128 (${r.subjects.simd.arch} lowered to SIMD128, ${r.f32x4_instructions.simd} f32x4 instructions), wasm scalar (${r.f32x4_instructions.scalar}), `
+      + `Subjects: wasm SIMD128 (${r.subjects.simd.arch} lowered to SIMD128, ${r.f32x4_instructions.simd} f32x4 instructions in the package's .wasm), wasm scalar (${r.f32x4_instructions.scalar} in its bench module), `
       + `native ${r.subjects.native.arch} and ${r.subjects.native_sse2.arch}, onnxruntime-web ${r.subjects.ort.version} (wasm, ${r.subjects.ort.threads} thread); node ${r.node.node} (V8 ${r.node.v8}).`, '');
     md.push(`Outputs agree before timing (ours against onnxruntime-web, max |difference|): `
       + r.agreement.map((a) => `${a.subject} T = ${a.T}: attention ${a.attention_max_abs_diff.toExponential(1)}, logits ${a.logits_max_abs_diff.toExponential(1)}`).join('; ') + '.', '');
@@ -149,7 +149,7 @@ export function renderTables(r) {
     const s = r.sizes, m = r.memory;
     md.push('### Sizes and memory', '');
     md.push('| item | bytes |', '|---|---|');
-    md.push(`| our .wasm: SIMD128 / relaxed SIMD / scalar | ${s.wasm_bytes} / ${s.wasm_relaxed_bytes} / ${s.wasm_scalar_bytes} |`, `| our JS glue | ${s.glue_js_bytes} |`);
+    md.push(`| our .wasm: SIMD128 / relaxed SIMD | ${s.wasm_bytes} / ${s.wasm_relaxed_bytes} |`, `| our JS glue | ${s.glue_js_bytes} |`);
     md.push(`| model.safetensors | ${s.model_safetensors_bytes} |`, `| onnxruntime-web .wasm | ${s.ort_wasm_bytes} |`, `| forward.onnx | ${s.onnx_model_bytes} |`);
     md.push(`| wasm memory after load / after a T = ${r.package_api.T} run (package module; MiB: ${mib(m.package_wasm_memory_after_load_bytes)} / ${mib(m.package_wasm_memory_peak_bytes)}) | ${m.package_wasm_memory_after_load_bytes} / ${m.package_wasm_memory_peak_bytes} |`);
     md.push(`| malloc'd wasm heap in use after that run | ${m.package_heap_used_bytes} |`, '');
