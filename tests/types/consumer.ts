@@ -9,7 +9,7 @@ import {
   loadModel, shippedModels, defaultModelName, attentionIndex, strideOf, createTrainer, trainingPresets,
   wasmHeapUsedBytes, wasmMemoryBytes, HeadscopeModel,
   type ModelFiles, type ModelInfo, type LoadProgress, type RunOptions, type RunResult, type Token, type Prediction,
-  type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset,
+  type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset, type HeadInside,
 } from 'headscope';
 import {
   loadModelInWorker, createTrainerInWorker, WorkerStartError,
@@ -90,6 +90,21 @@ const typed = model.run(`${text} Then`, { reuse: result });     // typing at the
 const cached = model.prefill(text, { ablate: [[0, 1]], allLogits: true });
 const reused: number = cached.reusedTokens + cached.droppedTokens + cached.tokens;
 const reallocated: boolean = model.reserve(nPositions);
+// one head's insides: q, k, v, scores, weights, z, its write and each value's size
+const inside = model.inspectHead(text, 1, 2);
+same<typeof inside, HeadInside>();
+same<typeof inside.scores, Float32Array>();
+same<typeof inside.valueNorm, Float32Array>();
+same<typeof inside.tokens, Token[]>();
+const qOfLast: Float32Array = inside.q.subarray((inside.T - 1) * inside.headSize, inside.T * inside.headSize);
+const masked: boolean = inside.scores[1] === -Infinity;
+const writeWidth: number = inside.out.length / inside.T - inside.nEmbd;
+// @ts-expect-error  the layer is a number
+model.inspectHead(text, '1', 2);
+// @ts-expect-error  on the page, inspectHead() returns the insides, not a promise
+model.inspectHead(text, 0, 0).then(show);
+// @ts-expect-error  the insides are read, not a result with accessors
+inside.attention(0, 0);
 const ids: number[] = model.tokenize(text).map((t) => t.id);
 const shown: string = model.tokenText(ids[0] ?? 0);
 model.dispose();
@@ -115,6 +130,11 @@ const inWorker = await worker.run(text, {
 same<typeof inWorker, RunResult>();
 same<Awaited<ReturnType<WorkerModel['tokenize']>>, Token[]>();
 same<Awaited<ReturnType<WorkerModel['tokenText']>>, string>();
+same<Awaited<ReturnType<WorkerModel['inspectHead']>>, HeadInside>();
+const workerInside = await worker.inspectHead(text, 0, 1);
+const weightsOfLast: Float32Array = workerInside.attention.subarray((workerInside.T - 1) * workerInside.T);
+// @ts-expect-error  a worker's inspectHead() is a promise
+const notAwaitedInside: HeadInside = worker.inspectHead(text, 0, 1);
 const state = await worker.cacheState();
 same<typeof state, CacheState | null>();
 if (state) show(`${state.onScreenCached} of ${state.onScreenTokens} tokens cached`);

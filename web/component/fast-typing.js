@@ -13,7 +13,7 @@ export const PAGE_THREAD_BUDGET_MS = 4;
 import { sameAblate } from '../lib/result.js';
 
 /**
- * The promise API of a worker model (run, tokenize, tokenText, info, dispose), with short
+ * The promise API of a worker model (run, inspectHead, tokenize, tokenText, info, dispose), with short
  * incremental runs on `pageModel` (a HeadscopeModel on the page thread, or a promise of one).
  * `ranOnPage` on a result says where it ran.
  */
@@ -107,6 +107,8 @@ export class FastTypingModel {
     }
   }
 
+  // in the worker: the page instance's cache (what #last says it holds) stays the typed text's
+  inspectHead(text, layer, head) { return this.#worker.inspectHead(text, layer, head); }
   tokenize(text) { return this.#worker.tokenize(text); }
   tokenText(id) { return this.#worker.tokenText(id); }
   cacheState() { return this.#worker.cacheState(); }

@@ -2,7 +2,7 @@
 // Worker): the headscope API running in a Web Worker.
 // Every method returns a promise; results arrive as transferred buffers (not copied).
 // dispose() terminates the worker, which frees the model's memory.
-import type { LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token } from './headscope.js';
+import type { HeadInside, LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token } from './headscope.js';
 
 export interface WorkerLoadOptions {
   /** Called as model bytes arrive. */
@@ -52,6 +52,13 @@ export interface WorkerModel {
     onProgress?: (progress: { tokens: number; total: number }) => void;
     signal?: AbortSignal;
   }): Promise<RunResult>;
+  /**
+   * As HeadscopeModel.inspectHead, in the worker (its arrays transferred). Like run(), it leaves the
+   * text in the worker's engine cache; results already delivered are not affected (a later
+   * run({ reuse }) still patches them correctly). Rejects with the engine's Error for a layer or
+   * head out of range and for empty text.
+   */
+  inspectHead(text: string, layer: number, head: number): Promise<HeadInside>;
   /** As HeadscopeModel.tokenize, in the worker. */
   tokenize(text: string): Promise<Token[]>;
   /** As HeadscopeModel.tokenText, in the worker. */

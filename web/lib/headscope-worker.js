@@ -144,6 +144,16 @@ class WorkerModel {
     }
   }
 
+  /**
+   * As HeadscopeModel.inspectHead, in the worker: one head's insides on `text`, its arrays
+   * transferred. It runs the text with every head on and leaves it in the engine's cache (as run()
+   * does); results on screen are not touched, so a later run({ reuse }) still patches the right rows.
+   */
+  async inspectHead(text, layer, head) {
+    if (typeof text !== 'string') throw new Error(`text must be a string, got ${text === null ? 'null' : typeof text}`);
+    return this.call('inspectHead', { text, layer, head });
+  }
+
   tokenize(text) { return this.call('tokenize', { text }); }
   tokenText(id) { return this.call('tokenText', { id }); }
   /** What the engine's cache holds for the text on screen (see headscope-worker.d.ts). */
@@ -162,6 +172,7 @@ class PageThreadModel {
   get info() { return this.#model.info; }
   get disposed() { return this.#model.disposed; }
   async run(text, { onProgress, signal, ...options } = {}) { return this.#model.run(text, options); }
+  async inspectHead(text, layer, head) { return this.#model.inspectHead(text, layer, head); }
   async tokenize(text) { return this.#model.tokenize(text); }
   async tokenText(id) { return this.#model.tokenText(id); }
   async cacheState() { return null; }

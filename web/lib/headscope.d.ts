@@ -170,6 +170,41 @@ export interface RunResult {
   loss?: number;
 }
 
+/**
+ * One head's computation on a text (HeadscopeModel.inspectHead), from the forward pass itself: the
+ * same buffers and kernels that give the attention maps. Every array is row-major and its own copy.
+ */
+export interface HeadInside {
+  layer: number;
+  head: number;
+  /** The text as run (lone surrogates replaced, as in RunResult.text). */
+  text: string;
+  /** The tokens the model saw (a text longer than the context keeps its last tokens, as run() does). */
+  tokens: Token[];
+  /** Number of tokens. */
+  T: number;
+  /** d_head: the width of the head's query, key and value. */
+  headSize: number;
+  /** The width of the residual stream. */
+  nEmbd: number;
+  /** [T, headSize]: each token's query vector (its layer-normed input times the head's W_Q). */
+  q: Float32Array;
+  /** [T, headSize]: each token's key vector. */
+  k: Float32Array;
+  /** [T, headSize]: each token's value vector. */
+  v: Float32Array;
+  /** [T, T]: q_i . k_j / sqrt(headSize) for j <= i; -Infinity where j > i (a later token, masked). */
+  scores: Float32Array;
+  /** [T, T]: the softmax of each row of scores: the head's attention map (equal to run()'s). */
+  attention: Float32Array;
+  /** [T, headSize]: z_i = sum_j attention_ij v_j. */
+  z: Float32Array;
+  /** [T, nEmbd]: z_i W_O^h, the head's write into the residual stream (its share of the layer's update). */
+  out: Float32Array;
+  /** [T]: ||v_j W_O^h||, the size of what the head would move from token j at weight 1. */
+  valueNorm: Float32Array;
+}
+
 export declare class HeadscopeModel {
   private constructor();
   /** Configuration and size. Throws after dispose(). */
@@ -181,6 +216,12 @@ export declare class HeadscopeModel {
    * Throws an Error for non-string or empty text, or ablate entries out of range.
    */
   run(text: string, options?: RunOptions): RunResult;
+  /**
+   * One head's insides on `text` (run with every head on): q, k, v, scores, attention, z, its write
+   * and each value's size. Like run(), it leaves the text in the engine's cache. Throws an Error
+   * naming the range for a layer or head out of range, and for non-string or empty text.
+   */
+  inspectHead(text: string, layer: number, head: number): HeadInside;
   /** The tokens of `text`, without running the model. */
   tokenize(text: string): Token[];
   /** The display text of vocabulary entry `id`. */

@@ -179,6 +179,33 @@ export class HeadscopeModel {
   }
 
   /**
+   * One head's computation on `text`, from the forward pass itself (the engine's Model.inspect):
+   * { layer, head, text, T, headSize, nEmbd, tokens, q, k, v, scores, attention, z, out, valueNorm }
+   * (plain data: the worker sends it across as it is), every
+   * array a Float32Array, row-major: q, k, v and z are T x headSize, scores and attention T x T
+   * (scores are q_i . k_j / sqrt(headSize), -Infinity where j > i), out is T x nEmbd (the head's
+   * write z_i W_O^h), valueNorm T values (the size of v_j W_O^h). The text runs with every head on.
+   * Like run(), it leaves the text in the engine's cache, which a later run() of it reuses.
+   * A layer or head out of range, or an empty text, throws the engine's Error naming the range.
+   */
+  inspectHead(text, layer, head) {
+    const h = this.#live();
+    const wellFormed = toWellFormed(text);
+    // embind would truncate 1.5 or refuse '1' with a TypeError of its own: the engine's wording instead
+    for (const [name, v] of [['layer', layer], ['head', head]])
+      if (!Number.isInteger(v)) throw new Error(`${name} must be an integer, got ${typeof v === 'number' ? v : typeof v}`);
+    const inside = checked(this.#core, h.inspect(wellFormed, layer, head));
+    // the tokens of this run, without any attention rows (rows [T, T) of a T-wide block: none)
+    const T = inside.T;
+    const out = checked(this.#core, h.results(0, false, T, 0, T));
+    const map = byteToIndexMaps(wellFormed);
+    const tokens = new Array(T);
+    for (let i = 0; i < T; i++)
+      tokens[i] = { text: out.tokenTexts[i], id: out.tokenIds[i], start: map.start(out.tokenByteStarts[i]), end: map.end(out.tokenByteEnds[i]) };
+    return { ...inside, text: wellFormed, tokens };
+  }
+
+  /**
    * Runs the model on `text` without building a result: the engine's key/value cache then holds
    * the text, and a later run() of a text that extends it only computes the new tokens (the result
    * equals a full run). For long texts run in steps, with progress and a chance to cancel in

@@ -33,6 +33,10 @@ export const MESSAGES = Object.freeze({
     value: 'HeadscopeModel.runData(): the result without its methods (attentionRows when previous allowed)',
     progress: '{ tokens, total } after each step of a long run', cancellable: true,
   },
+  inspectHead: {
+    handling: QUEUED, needs: 'model', args: '{ text, layer, head }',
+    value: 'HeadscopeModel.inspectHead(): one head\'s insides (its eight typed arrays transferred)',
+  },
   tokenize: { handling: QUEUED, needs: 'model', args: '{ text }', value: 'Token[]' },
   tokenText: { handling: QUEUED, needs: 'model', args: '{ id }', value: 'string' },
   dispose: { handling: QUEUED, needs: 'model', args: '{}', value: 'true' },

@@ -160,6 +160,9 @@ async function trainInChunks(id, { steps, probeEvery }) {
   return { stepsDone: trainer.stepsDone, stopped };
 }
 
+// The typed arrays of HeadscopeModel.inspectHead(): moved to the page, not copied.
+const INSIDE_BUFFERS = ['q', 'k', 'v', 'scores', 'attention', 'z', 'out', 'valueNorm'];
+
 // What each message of worker-protocol.js's MESSAGES does: (id, args) -> { value, transfer }, the
 // reply and the buffers it moves to the page. When each runs (queued or at once) and the check that a
 // model or trainer is loaded come from the table, in answer() and self.onmessage below.
@@ -181,6 +184,13 @@ const HANDLERS = {
     // others (probes, the lab's loss or knock-outs) may take the engine's cache from it
     if (args.onScreen) onScreen = { text: args.text, options: { ablate: args.options.ablate } };
     return { value: data, transfer };
+  },
+  inspectHead(id, args) {
+    const inside = model.inspectHead(args.text, args.layer, args.head);
+    // the inspect run took the engine's cache (every head on, the inspected text): say so, so that
+    // the next run and the restore of the text on screen know what the cache holds
+    cached = { ids: inside.tokens.map((t) => t.id), key: cacheKey({}) };
+    return { value: inside, transfer: INSIDE_BUFFERS.map((k) => inside[k].buffer) };
   },
   tokenize: (id, args) => ({ value: model.tokenize(args.text), transfer: [] }),
   tokenText: (id, args) => ({ value: model.tokenText(args.id), transfer: [] }),
