@@ -42,10 +42,13 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
         std::fill(b.inspect_out + (std::size_t)t_begin * C, b.inspect_out + (std::size_t)T * C, 0.0f);
       continue;
     }
+    if (b.gates && b.gates[h] == 0.0f) continue;
     float* inspected = h == b.inspect_head && b.inspect_out ? b.inspect_out + (std::size_t)t_begin * C : nullptr;
     float* contrib = kept ? kept : inspected ? inspected : b.head_proj;  // (n, C)
     k::matmul_rows_forward(contrib, head_rows, C, w.c_proj, h * HS, (h + 1) * HS, n);
     if (kept && inspected) std::copy(kept, kept + nc, inspected);
+    if (b.gates && b.gates[h] != 1.0f)
+      for (std::size_t i = 0; i < nc; i++) contrib[i] *= b.gates[h];
     if (norms)
       for (int r = 0; r < n; r++) {
         const float* row = contrib + (std::size_t)r * C;

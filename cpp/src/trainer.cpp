@@ -9,6 +9,7 @@
 #include <random>
 
 #include "forward.hpp"
+#include "model_impl.hpp"
 #include "headscope/error.hpp"
 #include "headscope/safetensors.hpp"
 #include "headscope/train.hpp"
@@ -39,7 +40,8 @@ std::size_t Trainer::add_tensor(const std::string& name, std::vector<int64_t> sh
   return t.offset;
 }
 
-Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes) : config_(config), B_(B), T_(T) {
+Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes, bool optimizer_state)
+    : config_(config), B_(B), T_(T) {
   const int64_t V = config.vocab_size, C = config.n_embd, L = config.n_layer, NH = config.n_head;
   const int64_t H = config.n_inner > 0 ? config.n_inner : 4 * C;
   config_.n_inner = (int)H;  // block_forward reads the MLP width from the config
@@ -56,7 +58,7 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes)
   const double N = (double)B * T;
   const double per_layer = N * (10.0 * C + 4.0 + 2.0 * H) + N * NH * T;
   const double n_acts = N * (2.0 * C + 3.0 + 2.0 * V + 1.0) + L * per_layer;
-  const double need = 4.0 * (4.0 * n_params + 2.0 * n_acts);
+  const double need = 4.0 * ((optimizer_state ? 4.0 : 2.0) * n_params + 2.0 * n_acts);
   if (need > (double)max_bytes)
     throw Error("train: this shape needs about " + std::to_string((long long)(need / 1048576.0)) +
                 " MiB, more than the limit of " + std::to_string((long long)(max_bytes / 1048576)) +
@@ -86,8 +88,12 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes)
   const std::size_t P = tensors_.back().offset + tensors_.back().size();
   params_.assign(P, 0.0f);
   grads_.assign(P, 0.0f);
-  adam_m_.assign(P, 0.0f);
-  adam_v_.assign(P, 0.0f);
+  if (optimizer_state) {
+    adam_m_.assign(P, 0.0f);
+    adam_v_.assign(P, 0.0f);
+  }
+  gates_.assign((std::size_t)L * NH, 1.0f);
+  gate_grads_.assign((std::size_t)L * NH, 0.0f);
 
   const std::size_t n = (std::size_t)B * T, nc = n * C, nh = n * H;
   ids_.assign(n, 0);
@@ -245,6 +251,7 @@ float Trainer::forward(const int* ids, const int* targets, int B, int T) {
     io.fc_act = a.fch_gelu.data();
     io.mlp_out = a.fcproj.data();
     io.res_out = a.res3.data();
+    io.gates = gated_ ? &gates_[l * config_.n_head] : nullptr;
     block_forward(config_, packed_->blocks[l], io, B, 0, T, T);
     residual = a.res3.data();
   }
@@ -261,7 +268,7 @@ void Trainer::zero_grad() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
 void Trainer::backward() {
   if (cur_B_ == 0) throw Error("train: backward() before forward()");
   const int B = cur_B_, T = cur_T_, N = B * T;
-  const int V = config_.vocab_size, C = config_.n_embd, NH = config_.n_head;
+  const int V = config_.vocab_size, C = config_.n_embd, NH = config_.n_head, HS = C / NH;
   const int H = config_.n_inner > 0 ? config_.n_inner : 4 * C;
   const std::size_t nc = (std::size_t)N * C;
   const float* P = params_.data();
@@ -296,14 +303,87 @@ void Trainer::backward() {
     layernorm_backward(d.res2.data(), G + w.ln2w, G + w.ln2b, d.ln2.data(), a.res2.data(), P + w.ln2w,
                        a.ln2_mean.data(), a.ln2_rstd.data(), N, C);
     residual_backward(dresidual, d.attproj.data(), d.res2.data(), nc);
-    matmul_backward(d.atty.data(), G + w.attprojw, G + w.attprojb, d.attproj.data(), a.atty.data(), P + w.attprojw, N,
-                    C, C);
+    // W_O saw the heads' outputs times their gates: through a gated copy when a gate is not 1. A head's
+    // gate gradient is the sum over rows of its slice of d(gated output) . (its output).
+    const float* wo_inp = a.atty.data();
+    float* d_wo_inp = d.atty.data();
+    const float* gates = &gates_[(std::size_t)l * NH];
+    if (gated_) {
+      for (int r = 0; r < N; r++)
+        for (int h = 0; h < NH; h++)
+          for (int i = 0; i < HS; i++) {
+            const std::size_t j = (std::size_t)r * C + h * HS + i;
+            gated_atty_[j] = a.atty[j] * gates[h];
+          }
+      std::fill(dgated_atty_.begin(), dgated_atty_.end(), 0.0f);
+      wo_inp = gated_atty_.data();
+      d_wo_inp = dgated_atty_.data();
+    }
+    matmul_backward(d_wo_inp, G + w.attprojw, G + w.attprojb, d.attproj.data(), wo_inp, P + w.attprojw, N, C, C);
+    for (int h = 0; h < NH; h++) {
+      double g = 0;
+      for (int r = 0; r < N; r++)
+        g += k::dot(d_wo_inp + (std::size_t)r * C + h * HS, a.atty.data() + (std::size_t)r * C + h * HS, HS);
+      gate_grads_[(std::size_t)l * NH + h] = (float)g;
+    }
+    if (gated_)
+      for (int r = 0; r < N; r++)
+        for (int h = 0; h < NH; h++)
+          for (int i = 0; i < HS; i++) {
+            const std::size_t j = (std::size_t)r * C + h * HS + i;
+            d.atty[j] += gates[h] * dgated_atty_[j];
+          }
     attention_backward(d.qkv.data(), scratch_.data(), d.atty.data(), a.qkv.data(), a.att.data(), B, T, C, NH);
     matmul_backward(d.ln1.data(), G + w.qkvw, G + w.qkvb, d.qkv.data(), a.ln1.data(), P + w.qkvw, N, C, 3 * C);
     layernorm_backward(dresidual, G + w.ln1w, G + w.ln1b, d.ln1.data(), residual, P + w.ln1w, a.ln1_mean.data(),
                        a.ln1_rstd.data(), N, C);
   }
   encoder_backward(G + wte_, G + wpe_, dencoded_.data(), ids_.data(), B, T, C);
+}
+
+void Trainer::set_head_gates(std::span<const float> gates) {
+  if (gates.size() != gates_.size())
+    throw Error("train: " + std::to_string(gates.size()) + " head gates for " + std::to_string(gates_.size()) + " heads");
+  std::copy(gates.begin(), gates.end(), gates_.begin());
+  gated_ = std::any_of(gates_.begin(), gates_.end(), [](float g) { return g != 1.0f; });
+  if (gated_ && gated_atty_.empty()) {
+    gated_atty_.assign((std::size_t)B_ * T_ * config_.n_embd, 0.0f);
+    dgated_atty_.assign(gated_atty_.size(), 0.0f);
+  }
+}
+
+void Trainer::load(const Model& model) {
+  const Model::Impl& m = *model.impl_;
+  const ModelConfig& c = m.config_;
+  if (c.vocab_size != config_.vocab_size || c.n_positions != config_.n_positions || c.n_embd != config_.n_embd ||
+      c.n_layer != config_.n_layer || c.n_head != config_.n_head || c.n_inner != config_.n_inner)
+    throw Error("train: the model's shape differs from this trainer's");
+  float* P = params_.data();
+  const std::size_t C = c.n_embd;
+  if (!m.wte_f16_.empty()) {
+    for (int v = 0; v < c.vocab_size; v++)  // rows packed one by one (model_load.cpp)
+      k::f16_unpack_forward(P + wte_ + v * C, &m.wte_f16_[v * C], C);
+  } else {
+    std::copy(m.wte_.begin(), m.wte_.end(), P + wte_);
+  }
+  std::copy(m.wpe_.begin(), m.wpe_.end(), P + wpe_);
+  for (std::size_t l = 0; l < layers_.size(); l++) {
+    const BlockWeights& b = m.blocks_[l];
+    const Layer& w = layers_[l];
+    std::copy(b.ln_1_weight.begin(), b.ln_1_weight.end(), P + w.ln1w);
+    std::copy(b.ln_1_bias.begin(), b.ln_1_bias.end(), P + w.ln1b);
+    k::unpack_linear(P + w.qkvw, P + w.qkvb, b.c_attn);
+    k::unpack_linear(P + w.attprojw, P + w.attprojb, b.c_proj);
+    std::copy(b.ln_2_weight.begin(), b.ln_2_weight.end(), P + w.ln2w);
+    std::copy(b.ln_2_bias.begin(), b.ln_2_bias.end(), P + w.ln2b);
+    k::unpack_linear(P + w.fcw, P + w.fcb, b.c_fc);
+    k::unpack_linear(P + w.fcprojw, P + w.fcprojb, b.mlp_proj);
+  }
+  std::copy(m.ln_f_weight_.begin(), m.ln_f_weight_.end(), P + lnfw_);
+  std::copy(m.ln_f_bias_.begin(), m.ln_f_bias_.end(), P + lnfb_);
+  std::fill(adam_m_.begin(), adam_m_.end(), 0.0f);
+  std::fill(adam_v_.begin(), adam_v_.end(), 0.0f);
+  adam_t_ = 0;
 }
 
 double Trainer::grad_norm() const { return std::sqrt(k::sum_squares(grads_.data(), grads_.size())); }
@@ -330,6 +410,7 @@ void Trainer::pack_weights() {
 void Trainer::sgd_step(float lr) { sgd_update(params_.data(), grads_.data(), params_.size(), lr); }
 
 void Trainer::adamw_step(const AdamW& hp) {
+  if (adam_m_.empty()) throw Error("train: this trainer was made without optimizer state");
   if (hp.clip > 0) {
     // as torch.nn.utils.clip_grad_norm_: scale by clip / (norm + 1e-6) when that is below 1
     const double norm = grad_norm();

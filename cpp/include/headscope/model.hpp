@@ -22,6 +22,10 @@
 
 namespace headscope {
 
+namespace train {
+class Trainer;
+}
+
 struct HeadRef {
   int layer = 0;
   int head = 0;
@@ -162,6 +166,7 @@ class Model {
   ~Model();
 
  private:
+  friend class train::Trainer;  // Trainer::load(const Model&) reads the packed weights
   Model();
   // The weights, the activations (the key/value cache among them) and the last run's state live
   // behind this pointer (cpp/src/model_impl.hpp), so this header is only the API.

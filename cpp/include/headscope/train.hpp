@@ -14,6 +14,7 @@
 
 namespace headscope {
 class SafeTensors;
+class Model;
 }
 
 namespace headscope::train {
@@ -36,7 +37,10 @@ class Trainer {
  public:
   // Allocates parameters, gradients, optimizer state and activations for batches up to (B, T).
   // Throws headscope::Error when a size is out of range or the buffers would exceed max_bytes.
-  Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes = std::size_t(1) << 31);
+  // optimizer_state false: no AdamW moments (half the parameter memory), for gradients only
+  // (head importance); adamw_step() then throws.
+  Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes = std::size_t(1) << 31,
+          bool optimizer_state = true);
   Trainer(Trainer&&) noexcept;
   Trainer& operator=(Trainer&&) noexcept;
   ~Trainer();
@@ -50,6 +54,14 @@ class Trainer {
   void init_random(uint64_t seed);
   // Every parameter from a checkpoint, names with or without "transformer."; F32/F16/BF16.
   void load(const SafeTensors& weights);
+  // Every parameter from a loaded Model of the same config (its packed weights unpacked; F16 widened).
+  void load(const Model& model);
+
+  // Head gates (L*NH, row-major by layer; 1 at construction): head h's output is multiplied by its
+  // gate before W_O. A gate of 0 switches the head off as RunOptions::ablate does.
+  void set_head_gates(std::span<const float> gates);
+  // d(mean loss)/d(gate) of every head from the last backward() (L*NH): the Michel et al. importance
+  std::span<const float> head_gate_grads() const { return gate_grads_; }
 
   // The model's forward pass (the same code as Model::run) on ids (B,T) with targets (B,T), keeping
   // every activation; returns the mean cross-entropy. Ids are checked. Both GELU forms train.
@@ -99,6 +111,9 @@ class Trainer {
   std::vector<float> encoded_, lnf_, lnf_mean_, lnf_rstd_, logits_, probs_, losses_;
   std::vector<LayerActs> acts_, dacts_;
   std::vector<float> dencoded_, dlnf_, dlogits_, scratch_, head_proj_, key_panels_;
+  std::vector<float> gates_, gate_grads_;  // (L*NH)
+  bool gated_ = false;                     // some gate is not 1
+  std::vector<float> gated_atty_, dgated_atty_;  // (N, C) scratch of the gated backward
   struct Packed;                    // the layers' weights as the forward's kernels read them (trainer.cpp)
   std::unique_ptr<Packed> packed_;
 };

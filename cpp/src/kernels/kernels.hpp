@@ -75,6 +75,9 @@ PackedLinear pack_linear(const float* weight, const float* bias, int K, int N);
 // The same with the weight rounded to F16 (nearest even); an F16 checkpoint's values pass unchanged.
 PackedLinear pack_linear_f16(const float* weight, const float* bias, int K, int N);
 int linear_panel_width();
+// weight (K, N) Conv1D layout and bias (N) or null <- W, in float32 (F16 storage widened exactly):
+// the inverse of pack_linear, for a Trainer that starts from a loaded Model
+void unpack_linear(float* weight, float* bias, const PackedLinear& W);
 // How matmul_forward cuts the work (tests sweep its edges): register tiles of tile_rows
 // input rows x panel_width columns; depth (K) in slices of depth_block, input rows in blocks of
 // row_block. All 1 in the scalar build (the plain triple loop).

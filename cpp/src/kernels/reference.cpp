@@ -1,9 +1,11 @@
 // The references of F16 storage, which are not templates: the rounding to and widening from IEEE
 // binary16, and the group layout of packed F16 arrays (kernels.hpp). Every other reference is a
 // template in reference.hpp.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "kernels.hpp"
 
@@ -74,6 +76,24 @@ void f16_unpack_forward_reference(float* out, const uint16_t* packed, std::size_
         out[i + half + j] = f16_to_f32_reference(packed[i + 2 * j + 1]);
       }
   for (; i < n; i++) out[i] = f16_to_f32_reference(packed[i]);
+}
+
+// ---- unpacking a linear layer (either build's panel width) ------------------------------------
+
+void unpack_linear(float* weight, float* bias, const PackedLinear& W) {
+  const int pw = W.panel_width, panels = (W.N + pw - 1) / pw;
+  // F16 storage is the float32 panels packed by f16_pack as one array: widen it the same way
+  std::vector<float> widened;
+  if (W.is_f16()) {
+    widened.resize(W.panels_f16.size());
+    f16_unpack_forward_reference(widened.data(), W.panels_f16.data(), widened.size());
+  }
+  const float* src = W.is_f16() ? widened.data() : W.panels.data();
+  for (int p = 0; p < panels; p++)
+    for (int k = 0; k < W.K; k++)
+      for (int c = 0; c < pw && p * pw + c < W.N; c++)
+        weight[(std::size_t)k * W.N + p * pw + c] = src[((std::size_t)p * W.K + k) * pw + c];
+  if (bias && !W.bias.empty()) std::copy(W.bias.begin(), W.bias.begin() + W.N, bias);
 }
 
 }  // namespace headscope::kernels

@@ -1,0 +1,56 @@
+// How much each head matters to a text, and how many heads a model can lose (`headscope heads`).
+//
+// For a text of T tokens the loss is the mean next-token cross-entropy over its T - 1 predictions
+// (the lab's loss). A gate xi_h multiplies head h's output before W_O; xi_h = 0 is RunOptions::ablate.
+//   gate_grad       dL / dxi_h at xi = 1 (Michel et al. 2019), from one forward and one backward of the
+//                   training engine on the model's weights
+//   ablation_delta  L(head h alone off) - L, measured
+//   order, pruned_loss   heads switched off one at a time in `order`; pruned_loss[k] is the loss with the
+//                   first k off (L*NH + 1 values, pruned_loss[0] = loss)
+//   random_*        the same curve for N seeded random orders: mean, lowest and highest at each k
+// The order is greedy by measured loss: at each step the head whose removal raises the loss least.
+// Up to `exact_limit` heads every remaining head is tried at every step (exact); above it the
+// candidates are ranked by the gate gradients recomputed with the heads removed so far (the
+// first-order change of removing h is -dL/dxi_h) and the best `exact_candidates` of them are measured.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "headscope/model.hpp"
+
+namespace headscope {
+
+struct HeadsOptions {
+  int random_orders = 8;        // N random orders for the band (0: none)
+  uint64_t seed = 0;            // of the random orders (std::mt19937_64, Fisher-Yates from the last index)
+  int exact_limit = 64;         // at most this many heads: exact greedy
+  int exact_candidates = 4;     // above it: candidates measured per step
+  // called with the fraction done (0..1); returning false stops the measurement with Error("cancelled")
+  std::function<bool(double)> progress;
+};
+
+struct HeadsReport {
+  int n_layer = 0, n_head = 0, tokens = 0;
+  std::string method;                 // "greedy, exact" or "greedy, gate gradients + N measured per step"
+  double loss = 0;
+  std::vector<double> gate_grad;      // (L*NH), row-major by layer
+  std::vector<double> ablation_delta; // (L*NH)
+  std::vector<HeadRef> order;         // every head once
+  std::vector<double> pruned_loss;    // (L*NH + 1)
+  std::vector<double> random_mean, random_lo, random_hi;  // (L*NH + 1) each, empty without random orders
+};
+
+// ids: 2 <= size <= n_positions. Runs the model many times (its cache and last results change) and a
+// training engine beside it for the gradients (about twice the model's weights in memory).
+HeadsReport measure_heads(Model& model, std::span<const int32_t> ids, const HeadsOptions& options = {});
+
+// The loss of ids with the given heads off (the model's forward; mean over T - 1 predictions).
+double loss_with_heads_off(Model& model, std::span<const int32_t> ids, std::span<const HeadRef> off);
+
+// A random order of every head: the one measure_heads uses for random order `index` with `seed`.
+std::vector<HeadRef> random_head_order(int n_layer, int n_head, uint64_t seed, int index);
+
+}  // namespace headscope
