@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "headscope/error.hpp"
+#include "headscope/heads.hpp"
 #include "headscope/model.hpp"
 #include "headscope/predictions.hpp"
 #include "headscope/training_run.hpp"
@@ -177,6 +178,47 @@ val inspect(Model& m, val text, int layer, int head) {
   });
 }
 
+// Head importance on `text` in steps (headscope::HeadsMeasurement): the JS layer calls step() in
+// chunks and reads a cancel between them. The text is tokenized and cut to the context as run() cuts it.
+headscope::HeadsMeasurement* measure_heads(Model& m, val text, int random_orders, double seed) {
+  return guarded([&]() -> headscope::HeadsMeasurement* {
+    std::vector<headscope::Token> tokens = m.tokenizer().encode(string_of(text, "text"));
+    const int dropped = m.tokens_to_drop((int)tokens.size());
+    std::vector<int32_t> ids;
+    for (std::size_t i = dropped; i < tokens.size(); i++) ids.push_back(tokens[i].id);
+    if (!(seed >= 0 && seed <= 9007199254740991.0)) throw headscope::Error("seed must be a whole number >= 0");
+    headscope::HeadsOptions o;
+    o.random_orders = random_orders;
+    o.seed = (uint64_t)seed;
+    return new headscope::HeadsMeasurement(m, ids, o);
+  }, static_cast<headscope::HeadsMeasurement*>(nullptr));
+}
+
+val heads_report(const headscope::HeadsMeasurement& h) {
+  return guarded([&] {
+    const headscope::HeadsReport& r = h.report();
+    const auto f64 = [](const std::vector<double>& v) {
+      return val::global("Float64Array").new_(emscripten::typed_memory_view(v.size(), v.data()));
+    };
+    val out = val::object();
+    out.set("nLayer", r.n_layer);
+    out.set("nHead", r.n_head);
+    out.set("tokens", r.tokens);
+    out.set("method", r.method);
+    out.set("loss", r.loss);
+    out.set("gateGrad", f64(r.gate_grad));
+    out.set("ablationDelta", f64(r.ablation_delta));
+    std::vector<int32_t> order;
+    for (const headscope::HeadRef& x : r.order) order.push_back(x.layer), order.push_back(x.head);
+    out.set("order", i32_copy(order));
+    out.set("prunedLoss", f64(r.pruned_loss));
+    out.set("randomLossMean", f64(r.random_mean));
+    out.set("randomLossLow", f64(r.random_lo));
+    out.set("randomLossHigh", f64(r.random_hi));
+    return out;
+  });
+}
+
 val config_object(const Model& m) {
   const auto& c = m.config();
   val o = val::object();
@@ -307,6 +349,13 @@ EMSCRIPTEN_BINDINGS(headscope) {
       .function("tokenize", optional_override([](const Model& m, val text) {
                   return guarded([&] { return token_array(m.tokenizer().encode(string_of(text, "text"))); });
                 }));
+  function("measureHeads", &measure_heads, allow_raw_pointers());
+  class_<headscope::HeadsMeasurement>("HeadsMeasurement")
+      .function("step", optional_override([](headscope::HeadsMeasurement& h, int max_runs) {
+                  return guarded([&] { return val(h.step(max_runs)); });
+                }))
+      .function("progress", &headscope::HeadsMeasurement::progress)
+      .function("report", &heads_report);
   function("trainingPresets", optional_override([]() { return headscope::train::presets_json(); }));
   function("createTrainingRun", &create_training_run, allow_raw_pointers());
   class_<TrainingRun>("TrainingRun")

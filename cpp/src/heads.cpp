@@ -23,16 +23,6 @@ void check_ids(const Model& model, std::span<const int32_t> ids) {
                 std::to_string(model.config().n_positions));
 }
 
-// Reports progress; throws when the caller asked to stop.
-struct Progress {
-  const HeadsOptions& options;
-  double total, done = 0;
-  void step(double amount = 1) {
-    done += amount;
-    if (options.progress && !options.progress(std::min(1.0, done / total))) throw Error("cancelled");
-  }
-};
-
 }  // namespace
 
 double loss_with_heads_off(Model& model, std::span<const int32_t> ids, std::span<const HeadRef> off) {
@@ -61,96 +51,170 @@ std::vector<HeadRef> random_head_order(int n_layer, int n_head, uint64_t seed, i
   return order;
 }
 
-HeadsReport measure_heads(Model& model, std::span<const int32_t> ids, const HeadsOptions& options) {
-  check_ids(model, ids);
-  const ModelConfig& c = model.config();
-  const int L = c.n_layer, NH = c.n_head, n = L * NH, T = (int)ids.size();
-  if (options.random_orders < 0 || options.random_orders > 1000)
-    throw Error("random orders must be within [0, 1000], got " + std::to_string(options.random_orders));
-  const bool exact = n <= options.exact_limit;
-  const int candidates = std::max(1, options.exact_candidates);
-  // progress in model runs: knock-outs, the greedy search, the random curves (a gradient counts as 3)
-  const double greedy_runs = exact ? (double)n * (n + 1) / 2 : (double)n * (candidates + 3);
-  Progress progress{options, 1 + n + greedy_runs + (double)options.random_orders * n + 3};
-
+// The measurement as a state machine over its phases, so that it can stop between model runs.
+struct HeadsMeasurement::State {
+  Model& model;
+  std::vector<int32_t> ids;
+  HeadsOptions options;
+  int L, NH, n, T;
+  bool exact;
+  int candidates;
+  double total_runs, runs_done = 0;
+  train::Trainer trainer;
+  std::vector<int> inputs, targets;
+  std::vector<float> gates;
   HeadsReport r;
-  r.n_layer = L;
-  r.n_head = NH;
-  r.tokens = T;
-  r.method = exact ? "greedy, exact" : "greedy, gate gradients + " + std::to_string(candidates) + " measured per step";
-  r.loss = loss_with_heads_off(model, ids, {});
-  progress.step();
+  enum class Phase { start, knockouts, greedy, random, done } phase = Phase::start;
+  int i = 0;                       // knock-outs: the head; random: the order
+  int j = 0;                       // random: heads off in the current order
+  std::vector<HeadRef> off;        // greedy: heads off so far
+  std::vector<bool> removed;
+  std::vector<int> pool;           // greedy: this step's candidates, and how many are measured
+  std::size_t pool_next = 0;
+  int best = -1;
+  double best_loss = 0;
+  std::vector<HeadRef> random_order;
 
-  // the training engine on the model's weights, without optimizer state: one sequence of T - 1
-  // inputs predicting ids[1..T-1]
-  train::Trainer trainer(c, 1, T - 1, std::size_t(3) << 30, /*optimizer_state=*/false);
-  trainer.load(model);
-  const std::vector<int> inputs(ids.begin(), ids.end() - 1), targets(ids.begin() + 1, ids.end());
-  std::vector<float> gates(n, 1.0f);
-  const auto gate_grads = [&]() {
+  State(Model& m, std::span<const int32_t> ids_in, const HeadsOptions& o)
+      : model(m), ids(ids_in.begin(), ids_in.end()), options(o), L(m.config().n_layer), NH(m.config().n_head),
+        n(L * NH), T((int)ids_in.size()), exact(n <= o.exact_limit), candidates(std::max(1, o.exact_candidates)),
+        trainer(m.config(), 1, std::max(1, T - 1), std::size_t(3) << 30, /*optimizer_state=*/false),
+        inputs(ids.begin(), ids.end() - 1), targets(ids.begin() + 1, ids.end()), gates(n, 1.0f), removed(n, false) {
+    // progress in model runs: the loss, the gradient (3), knock-outs, the greedy search, random curves
+    const double greedy_runs = exact ? (double)n * (n + 1) / 2 : (double)n * (std::min(candidates, n) + 3);
+    total_runs = 4 + n + greedy_runs + (double)o.random_orders * n;
+    trainer.load(m);
+    r.n_layer = L;
+    r.n_head = NH;
+    r.tokens = T;
+    r.method = exact ? "greedy, exact" : "greedy, gate gradients + " + std::to_string(candidates) + " measured per step";
+  }
+
+  double loss_off(std::span<const HeadRef> heads) {
+    runs_done += 1;
+    return loss_with_heads_off(model, ids, heads);
+  }
+  std::vector<double> gate_grads() {
+    runs_done += 3;
     trainer.set_head_gates(gates);
     trainer.zero_grad();
     trainer.forward(inputs.data(), targets.data(), 1, T - 1);
     trainer.backward();
     const auto g = trainer.head_gate_grads();
     return std::vector<double>(g.begin(), g.end());
-  };
-  r.gate_grad = gate_grads();
-  progress.step(3);
-
-  for (int i = 0; i < n; i++) {
-    const HeadRef h{i / NH, i % NH};
-    r.ablation_delta.push_back(loss_with_heads_off(model, ids, std::span(&h, 1)) - r.loss);
-    progress.step();
   }
-
-  // greedy: the head whose removal raises the loss least, among every remaining head (exact) or the
-  // best candidates by the recomputed first-order estimate -dL/dxi
-  std::vector<HeadRef> off;
-  std::vector<bool> removed(n, false);
-  r.pruned_loss.push_back(r.loss);
-  for (int step = 0; step < n; step++) {
-    std::vector<int> pool;
-    for (int i = 0; i < n; i++)
-      if (!removed[i]) pool.push_back(i);
+  // this greedy step's candidates: every remaining head, or the best by -dL/dxi
+  void start_greedy_step() {
+    pool.clear();
+    for (int h = 0; h < n; h++)
+      if (!removed[h]) pool.push_back(h);
     if (!exact && (int)pool.size() > candidates) {
-      const std::vector<double> g = step == 0 ? r.gate_grad : gate_grads();
-      if (step > 0) progress.step(3);
+      const std::vector<double> g = off.empty() ? r.gate_grad : gate_grads();
       std::stable_sort(pool.begin(), pool.end(), [&](int a, int b) { return -g[a] < -g[b]; });
       pool.resize(candidates);
     }
-    int best = -1;
-    double best_loss = std::numeric_limits<double>::infinity();
-    for (int i : pool) {
-      off.push_back({i / NH, i % NH});
-      const double loss = loss_with_heads_off(model, ids, off);
-      off.pop_back();
-      progress.step();
-      if (loss < best_loss) best_loss = loss, best = i;  // ties: the earlier head in the pool
-    }
-    removed[best] = true;
-    gates[best] = 0.0f;
-    off.push_back({best / NH, best % NH});
-    r.order.push_back(off.back());
-    r.pruned_loss.push_back(best_loss);
+    pool_next = 0;
+    best = -1;
+    best_loss = std::numeric_limits<double>::infinity();
   }
 
-  if (options.random_orders > 0) {
-    r.random_mean.assign(n + 1, 0.0);
-    r.random_lo.assign(n + 1, std::numeric_limits<double>::infinity());
-    r.random_hi.assign(n + 1, -std::numeric_limits<double>::infinity());
-    for (int k = 0; k < options.random_orders; k++) {
-      const std::vector<HeadRef> order = random_head_order(L, NH, options.seed, k);
-      for (int j = 0; j <= n; j++) {
-        const double loss = j == 0 ? r.loss : loss_with_heads_off(model, ids, std::span(order.data(), j));
-        if (j > 0) progress.step();
+  // one unit of work; returns the runs it took
+  void advance() {
+    switch (phase) {
+      case Phase::start:
+        r.loss = loss_off({});
+        r.gate_grad = gate_grads();
+        r.pruned_loss.push_back(r.loss);
+        phase = Phase::knockouts;
+        return;
+      case Phase::knockouts: {
+        const HeadRef h{i / NH, i % NH};
+        r.ablation_delta.push_back(loss_off(std::span(&h, 1)) - r.loss);
+        if (++i == n) {
+          phase = Phase::greedy;
+          start_greedy_step();
+        }
+        return;
+      }
+      case Phase::greedy: {
+        const int h = pool[pool_next++];
+        off.push_back({h / NH, h % NH});
+        const double loss = loss_off(off);
+        off.pop_back();
+        if (loss < best_loss) best_loss = loss, best = h;  // ties: the earlier head in the pool
+        if (pool_next < pool.size()) return;
+        removed[best] = true;
+        gates[best] = 0.0f;
+        off.push_back({best / NH, best % NH});
+        r.order.push_back(off.back());
+        r.pruned_loss.push_back(best_loss);
+        if ((int)off.size() < n) {
+          start_greedy_step();
+        } else if (options.random_orders > 0) {
+          phase = Phase::random;
+          r.random_mean.assign(n + 1, 0.0);
+          r.random_lo.assign(n + 1, r.loss);
+          r.random_hi.assign(n + 1, r.loss);
+          r.random_mean[0] = r.loss;
+          i = 0;
+          j = 1;
+          random_order = random_head_order(L, NH, options.seed, 0);
+        } else {
+          phase = Phase::done;
+        }
+        return;
+      }
+      case Phase::random: {
+        const double loss = loss_off(std::span(random_order.data(), j));
+        if (i == 0) r.random_lo[j] = r.random_hi[j] = loss;
         r.random_mean[j] += loss / options.random_orders;
         r.random_lo[j] = std::min(r.random_lo[j], loss);
         r.random_hi[j] = std::max(r.random_hi[j], loss);
+        if (++j > n) {
+          j = 1;
+          if (++i == options.random_orders) {
+            phase = Phase::done;
+            return;
+          }
+          random_order = random_head_order(L, NH, options.seed, i);
+        }
+        return;
       }
+      case Phase::done:
+        return;
     }
   }
-  return r;
+};
+
+HeadsMeasurement::HeadsMeasurement(Model& model, std::span<const int32_t> ids, const HeadsOptions& options) {
+  check_ids(model, ids);
+  if (options.random_orders < 0 || options.random_orders > 1000)
+    throw Error("random orders must be within [0, 1000], got " + std::to_string(options.random_orders));
+  s_ = std::make_unique<State>(model, ids, options);
+}
+HeadsMeasurement::HeadsMeasurement(HeadsMeasurement&&) noexcept = default;
+HeadsMeasurement::~HeadsMeasurement() = default;
+
+bool HeadsMeasurement::step(int max_runs) {
+  const double until = s_->runs_done + std::max(1, max_runs);
+  while (s_->phase != State::Phase::done && s_->runs_done < until) s_->advance();
+  return done();
+}
+double HeadsMeasurement::progress() const {
+  return s_->phase == State::Phase::done ? 1.0 : std::min(0.999, s_->runs_done / s_->total_runs);
+}
+bool HeadsMeasurement::done() const { return s_->phase == State::Phase::done; }
+const HeadsReport& HeadsMeasurement::report() const {
+  if (!done()) throw Error("the head measurement is not finished");
+  return s_->r;
+}
+
+HeadsReport measure_heads(Model& model, std::span<const int32_t> ids, const HeadsOptions& options) {
+  HeadsMeasurement m(model, ids, options);
+  while (!m.step(1))
+    if (options.progress && !options.progress(m.progress())) throw Error("cancelled");
+  if (options.progress) options.progress(1.0);
+  return m.report();
 }
 
 }  // namespace headscope

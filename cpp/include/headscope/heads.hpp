@@ -15,6 +15,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,8 +44,28 @@ struct HeadsReport {
   std::vector<double> random_mean, random_lo, random_hi;  // (L*NH + 1) each, empty without random orders
 };
 
-// ids: 2 <= size <= n_positions. Runs the model many times (its cache and last results change) and a
-// training engine beside it for the gradients (about twice the model's weights in memory).
+// The measurement in steps, for a caller that must stay responsive (a Web Worker that reads a cancel
+// between steps): each step() does at most `max_runs` model runs (a gradient counts as 3) and
+// returns true when the report is complete. The model may run other texts between steps: every run
+// here is a full run of `ids` with its heads off. Holds a training engine on the model's weights for
+// the gradients (about twice the model's weights in memory) until it is destroyed.
+class HeadsMeasurement {
+ public:
+  // ids: 2 <= size <= n_positions; throws Error otherwise
+  HeadsMeasurement(Model& model, std::span<const int32_t> ids, const HeadsOptions& options = {});
+  HeadsMeasurement(HeadsMeasurement&&) noexcept;
+  ~HeadsMeasurement();
+  bool step(int max_runs);
+  double progress() const;  // 0..1
+  bool done() const;
+  const HeadsReport& report() const;  // complete once done()
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// The whole measurement in one call (options.progress is called after every run).
 HeadsReport measure_heads(Model& model, std::span<const int32_t> ids, const HeadsOptions& options = {});
 
 // The loss of ids with the given heads off (the model's forward; mean over T - 1 predictions).
