@@ -180,7 +180,9 @@ val inspect(Model& m, val text, int layer, int head) {
 
 // Head importance on `text` in steps (headscope::HeadsMeasurement): the JS layer calls step() in
 // chunks and reads a cancel between them. The text is tokenized and cut to the context as run() cuts it.
-headscope::HeadsMeasurement* measure_heads(Model& m, val text, int random_orders, double seed) {
+//   exact_limit: at most this many heads, the exact greedy search; candidates: measured per step above it
+headscope::HeadsMeasurement* measure_heads(Model& m, val text, int random_orders, double seed, int exact_limit,
+                                           int candidates) {
   return guarded([&]() -> headscope::HeadsMeasurement* {
     std::vector<headscope::Token> tokens = m.tokenizer().encode(string_of(text, "text"));
     const int dropped = m.tokens_to_drop((int)tokens.size());
@@ -190,6 +192,8 @@ headscope::HeadsMeasurement* measure_heads(Model& m, val text, int random_orders
     headscope::HeadsOptions o;
     o.random_orders = random_orders;
     o.seed = (uint64_t)seed;
+    o.exact_limit = exact_limit;
+    o.exact_candidates = candidates;
     return new headscope::HeadsMeasurement(m, ids, o);
   }, static_cast<headscope::HeadsMeasurement*>(nullptr));
 }

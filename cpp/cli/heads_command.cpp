@@ -1,7 +1,8 @@
 // headscope heads: how much each head matters to a text, and how many heads the model can lose
 // (measure_heads, headscope/heads.hpp).
 //
-//   headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--weights f32|f16] [--json]
+//   headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--exact-limit N] [--candidates K]
+//                   [--weights f32|f16] [--json]
 //
 // --json prints one document on stdout:
 //   {"tokens": T, "dropped_tokens": D, "method": "...", "loss": x, "gate_grad": [L][H], "ablation_delta": [L][H],
@@ -13,6 +14,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -30,10 +32,13 @@ namespace headscope::cli {
 namespace {
 
 const char* kHeadsUsage =
-    "usage: headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--weights f32|f16] [--json]\n"
+    "usage: headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--exact-limit N]\n"
+    "                       [--candidates K] [--weights f32|f16] [--json]\n"
     "  Each head's importance on the text (gate gradient dL/dxi and the loss change when it alone is\n"
     "  switched off), and the loss as heads are switched off one at a time, greedily by measured loss,\n"
-    "  beside N seeded random orders (default 8). The loss is the mean next-token cross-entropy.\n";
+    "  beside N seeded random orders (default 8). The loss is the mean next-token cross-entropy.\n"
+    "  Up to --exact-limit heads (default 64) every remaining head is tried at each step; above, the\n"
+    "  --candidates best by recomputed gate gradients (default 4).\n";
 
 struct HeadsArgs {
   std::string model, text_file;
@@ -65,6 +70,8 @@ HeadsArgs parse(int argc, char** argv) {
     else if (arg == "--text-file") a.text_file = value();
     else if (arg == "--random-orders") a.options.random_orders = parse_int(arg, value());
     else if (arg == "--seed") a.options.seed = (uint64_t)parse_int(arg, value());
+    else if (arg == "--exact-limit") a.options.exact_limit = parse_int(arg, value());
+    else if (arg == "--candidates") a.options.exact_candidates = std::max(1, parse_int(arg, value()));
     else if (arg == "--json") a.json = true;
     else if (arg == "--weights") a.load.weights = parse_weight_storage(value());
     else throw Error("unknown option " + arg);

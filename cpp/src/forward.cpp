@@ -26,9 +26,14 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
   // writes nothing. Summing per head gives each head's contribution from the same computation:
   // concatenating the heads and multiplying by W_O is the same as adding up what each head writes.
   float* proj = b.attn_proj;  // (n, C)
-  for (int r = 0; r < n; r++) std::copy(w.c_proj.bias.begin(), w.c_proj.bias.begin() + C, proj + (std::size_t)r * C);
   const float* head_rows = b.head_out + (std::size_t)t_begin * C;  // (n, C); t_begin is 0 for a batch
-  for (int h = 0; h < NH; h++) {
+  // Nothing asked per head (the trainer without gates): one product over the concatenation, the
+  // same sum in another order, and NH times fewer passes over the output.
+  const bool per_head = b.contrib || b.norms || b.ablate || b.gates || b.inspect_out;
+  if (!per_head) k::matmul_forward(proj, head_rows, w.c_proj, n);
+  else
+    for (int r = 0; r < n; r++) std::copy(w.c_proj.bias.begin(), w.c_proj.bias.begin() + C, proj + (std::size_t)r * C);
+  for (int h = 0; per_head && h < NH; h++) {
     float* norms = b.norms ? b.norms + (std::size_t)h * stride : nullptr;
     float* kept = b.contrib ? b.contrib + ((std::size_t)h * stride + t_begin) * C : nullptr;
     if (b.ablate && b.ablate[h]) {

@@ -398,12 +398,12 @@ void Trainer::pack_weights() {
     BlockWeights& b = packed_->blocks[l];
     b.ln_1_weight.assign(P + w.ln1w, P + w.ln1w + C);
     b.ln_1_bias.assign(P + w.ln1b, P + w.ln1b + C);
-    b.c_attn = k::pack_linear(P + w.qkvw, P + w.qkvb, C, 3 * C);
-    b.c_proj = k::pack_linear(P + w.attprojw, P + w.attprojb, C, C);
+    k::pack_linear_into(b.c_attn, P + w.qkvw, P + w.qkvb, C, 3 * C);
+    k::pack_linear_into(b.c_proj, P + w.attprojw, P + w.attprojb, C, C);
     b.ln_2_weight.assign(P + w.ln2w, P + w.ln2w + C);
     b.ln_2_bias.assign(P + w.ln2b, P + w.ln2b + C);
-    b.c_fc = k::pack_linear(P + w.fcw, P + w.fcb, C, H);
-    b.mlp_proj = k::pack_linear(P + w.fcprojw, P + w.fcprojb, H, C);
+    k::pack_linear_into(b.c_fc, P + w.fcw, P + w.fcb, C, H);
+    k::pack_linear_into(b.mlp_proj, P + w.fcprojw, P + w.fcprojb, H, C);
   }
 }
 

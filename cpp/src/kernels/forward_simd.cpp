@@ -138,9 +138,15 @@ PackedLinear pack_linear_f16(const float* weight, const float* bias, int K, int 
 
 PackedLinear pack_linear(const float* weight, const float* bias, int K, int N) {
   PackedLinear W;
+  pack_linear_into(W, weight, bias, K, N);
+  return W;
+}
+
+void pack_linear_into(PackedLinear& W, const float* weight, const float* bias, int K, int N) {
   W.K = K;
   W.N = N;
   W.panel_width = kPanel;
+  W.panels_f16.clear();
   const int panels = (N + kPanel - 1) / kPanel;
   W.panels.assign((std::size_t)panels * K * kPanel, 0.0f);
   for (int p = 0; p < panels; p++)
@@ -151,8 +157,9 @@ PackedLinear pack_linear(const float* weight, const float* bias, int K, int N) {
     // padded to whole panels so the tile can load a full batch pair from the last one
     W.bias.assign((std::size_t)panels * kPanel, 0.0f);
     std::copy(bias, bias + N, W.bias.begin());
+  } else {
+    W.bias.clear();
   }
-  return W;
 }
 
 void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) noexcept {
@@ -387,12 +394,17 @@ void f16_unpack_forward(float* out, const uint16_t* packed, std::size_t n) noexc
 }
 PackedLinear pack_linear(const float* weight, const float* bias, int K, int N) {
   PackedLinear W;
+  pack_linear_into(W, weight, bias, K, N);
+  return W;
+}
+void pack_linear_into(PackedLinear& W, const float* weight, const float* bias, int K, int N) {
   W.K = K;
   W.N = N;
   W.panel_width = N;
+  W.panels_f16.clear();
   W.panels.assign(weight, weight + (std::size_t)K * N);
   if (bias) W.bias.assign(bias, bias + N);
-  return W;
+  else W.bias.clear();
 }
 PackedLinear pack_linear_f16(const float* weight, const float* bias, int K, int N) {
   PackedLinear W;
