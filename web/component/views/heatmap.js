@@ -7,6 +7,7 @@ import { attentionAt } from '../../lib/result.js';
 import { focusToken, clamp } from './describe.js';
 import { paintAttention } from './paint.js';
 import { SceneView } from './scene-view.js';
+import { shownWeights, weightAt, valueNormsOf } from './weighting.js';
 
 const fmt4 = (w) => w.toFixed(4);
 
@@ -28,6 +29,7 @@ export function heatmapScene(result, state, theme, { image = false, cell = fitCe
   const { T, tokens } = result;
   const { layer, head } = state;
   const q0 = focusToken(result, state);
+  const src = shownWeights(result, state, layer, head); // the weights, or weight × value size
   const from = rows ? clamp(rows[0], 0, T) : 0;
   const to = rows ? clamp(rows[1], from, T) : T;
   const fs = cell >= 18 ? 12 : cell >= 13 ? 10 : 9;
@@ -43,15 +45,16 @@ export function heatmapScene(result, state, theme, { image = false, cell = fitCe
   const y0 = titleH + labelW * sin + 12;
   const gridW = to * cell;        // keys 0..to-1
   const gridH = (to - from) * cell; // queries from..to-1
+  const what = src.weighted ? 'how much of what the head moves comes from each earlier token' : 'how much it looks at each earlier token';
   const subtitle = from > 0 || to < T
-    ? `tokens ${from}–${to - 1} of ${T}; row = a token, its row shows how much it looks at each earlier token`
-    : 'row = a token; its row shows how much it looks at each earlier token (columns)';
+    ? `tokens ${from}–${to - 1} of ${T}; row = a token, its row shows ${what}`
+    : `row = a token; its row shows ${what} (columns)`;
   const width = Math.max(x0 + gridW + labelW * cos + 12, textWidth(subtitle, 11) + 24, 320);
   const legendH = 46;
   const height = y0 + gridH + legendH;
   const yOf = (q) => y0 + (q - from) * cell;
   const items = [];
-  items.push({ type: 'text', x: 8, y: 12, text: `Layer ${layer}, head ${head}: attention weights`, size: 14, weight: 'bold', fill: theme.fg });
+  items.push({ type: 'text', x: 8, y: 12, text: `Layer ${layer}, head ${head}: ${src.weighted ? 'weight × value size' : 'attention weights'}`, size: 14, weight: 'bold', fill: theme.fg });
   items.push({ type: 'text', x: 8, y: 30, text: subtitle, size: 11, fill: theme.muted });
   // axis titles
   items.push({ type: 'text', x: 10, y: y0 + gridH / 2, text: '← token (query)', size: 10, fill: theme.muted, anchor: 'middle', rotate: -90 });
@@ -59,7 +62,7 @@ export function heatmapScene(result, state, theme, { image = false, cell = fitCe
     items.push({ type: 'rect', x: x0, y: y0, w: gridW, h: gridH, fill: theme.faint });
     for (let q = from; q < to; q++) {
       for (let k = 0; k <= q; k++) {
-        const w = attentionAt(result, layer, head, q, k);
+        const w = weightAt(src, q, k);
         items.push({ type: 'rect', x: x0 + k * cell, y: yOf(q), w: cell, h: cell, fill: heat(theme, w) });
       }
     }
@@ -85,7 +88,7 @@ export function heatmapScene(result, state, theme, { image = false, cell = fitCe
   for (const [p, label] of [[0, '0'], [0.5, '0.25'], [1, '1']]) {
     items.push({ type: 'text', x: x0 + p * lw, y: ly + 20, text: label, size: 10, fill: theme.muted, anchor: 'middle' });
   }
-  items.push({ type: 'text', x: x0 + lw + 12, y: ly + 5, text: 'attention weight (√ scale)', size: 10, fill: theme.muted });
+  items.push({ type: 'text', x: x0 + lw + 12, y: ly + 5, text: src.weighted ? 'weight × value size, per row (√ scale)' : 'attention weight (√ scale)', size: 10, fill: theme.muted });
   return {
     scene: { width, height, background: image ? null : theme.bg, font: theme.font, items },
     layout: { x0, y0, cell, T, from, to, width, height, step },
@@ -250,7 +253,7 @@ export class HeatmapView extends SceneView {
       this.canvas.setAttribute('aria-hidden', 'true');
     }
     if (this.canvas.nextSibling !== this.svg) this.host.insertBefore(this.canvas, this.svg);
-    paintAttention(this.canvas, result, state.layer, state.head, theme);
+    paintAttention(this.canvas, result, state.layer, state.head, theme, shownWeights(result, state, state.layer, state.head));
     // place the canvas over the grid area, in percentages of the picture (CSSOM: CSP-safe)
     const pct = (v, total) => `${((100 * v) / total).toFixed(4)}%`;
     const side = layout.T * layout.cell;
@@ -323,7 +326,10 @@ export class HeatmapView extends SceneView {
     const w = k <= q ? attentionAt(result, state.layer, state.head, q, k) : 0;
     const from = quoteToken(result.tokens[q].text);
     const to = quoteToken(result.tokens[k].text);
-    const text = k <= q ? `${from} → ${to}: ${fmt4(w)}` : `${from} cannot see the later token ${to} (0)`;
+    // value-weighted: the share shown, then the weight and the value size it comes from
+    const norms = valueNormsOf(result, state, state.layer, state.head);
+    const shown = norms && k <= q ? `: ${fmt4(weightAt(shownWeights(result, state, state.layer, state.head), q, k))} of what the head moves (weight ${fmt4(w)} × value size ${norms[k].toFixed(2)})` : null;
+    const text = k > q ? `${from} cannot see the later token ${to} (0)` : shown ? `${from} → ${to}${shown}` : `${from} → ${to}: ${fmt4(w)}`;
     if (!this.highlight) {
       this.highlight = this.doc.createElementNS('http://www.w3.org/2000/svg', 'rect');
       this.highlight.setAttribute('fill', 'none');

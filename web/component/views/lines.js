@@ -3,20 +3,20 @@
 // builder; LinesView adds hover, tap and keyboard focus on a token.
 import { textWidth } from '../scene.js';
 import { headColour, tokenLabel, tokenWords, quoteToken } from '../theme.js';
-import { attentionAt } from '../../lib/result.js';
 import { clamp } from './describe.js';
 import { SceneView } from './scene-view.js';
+import { shownWeights, weightAt } from './weighting.js';
 
 const fmt2 = (w) => w.toFixed(2);
 
 /** How many links per token the lines view draws by default: the strongest three. */
 export const DEFAULT_LINKS = 3;
 
-/** The keys of row q with the k largest weights (k <= 0: all keys 0..q), as a Set. */
-function strongestKeys(result, layer, head, q, k) {
+/** The keys of row q with the k largest weights shown (src: shownWeights()) (k <= 0: all keys 0..q), as a Set. */
+function strongestKeys(src, q, k) {
   if (k <= 0 || k > q) return null; // every key
   const order = Array.from({ length: q + 1 }, (_, j) => j);
-  order.sort((a, b) => attentionAt(result, layer, head, q, b) - attentionAt(result, layer, head, q, a) || a - b);
+  order.sort((a, b) => weightAt(src, q, b) - weightAt(src, q, a) || a - b);
   return new Set(order.slice(0, k));
 }
 
@@ -29,6 +29,9 @@ export function linesScene(result, state, theme, focus) {
   const { T, tokens } = result;
   const links = Number.isInteger(state.links) && state.links >= 0 ? state.links : DEFAULT_LINKS;
   const heads = state.heads && state.heads.length ? state.heads : [state.head];
+  // per head: its weights, or weight × value size (state.by) where that head's value sizes are known
+  const sources = heads.map((h) => shownWeights(result, state, state.layer, h));
+  const weighted = sources.some((s) => s.weighted);
   const fs = 12;
   const rowH = T <= 40 ? 20 : 16;
   const labels = tokens.map((t) => tokenLabel(t.text, 16));
@@ -50,9 +53,9 @@ export function linesScene(result, state, theme, focus) {
   const fIdx = focus?.index;
   items.push({
     type: 'text', x: 8, y: 28, size: 11, fill: theme.muted,
-    text: fSide === 'q' ? `where ${quoteToken(tokens[fIdx].text)} looks (line opacity = weight)`
+    text: fSide === 'q' ? `where ${quoteToken(tokens[fIdx].text)} looks (line opacity = ${weighted ? 'weight × value size' : 'weight'})`
       : fSide === 'k' ? `which tokens look at ${quoteToken(tokens[fIdx].text)}${links ? ` (among their ${links} strongest links)` : ''}`
-        : `opacity = weight; ${links ? `${links} strongest link${links === 1 ? '' : 's'} per token; ` : ''}hover or tap a token`,
+        : `opacity = ${weighted ? 'weight × value size' : 'weight'}; ${links ? `${links} strongest link${links === 1 ? '' : 's'} per token; ` : ''}hover or tap a token`,
   });
   const yOf = (i) => y0 + i * rowH + rowH / 2;
   // the focused token's highlight, under its target; always one item (empty without a focus), so
@@ -73,13 +76,14 @@ export function linesScene(result, state, theme, focus) {
   heads.forEach((h, i) => {
     const colour = headColour(theme, i);
     const dy = (i - (heads.length - 1) / 2) * 1.5;
+    const src = sources[i];
     for (let q = 0; q < T; q++) {
       if (fSide === 'q' && q !== fIdx) continue;
-      const keep = fSide === 'q' ? null : strongestKeys(result, state.layer, h, q, links);
+      const keep = fSide === 'q' ? null : strongestKeys(src, q, links);
       for (let k = 0; k <= q; k++) {
         if (fSide === 'k' && k !== fIdx) continue;
         if (keep && !keep.has(k)) continue;
-        const w = attentionAt(result, state.layer, h, q, k);
+        const w = weightAt(src, q, k);
         if (w < 0.01) continue;
         items.push({ type: 'line', x1: xL + 4, y1: yOf(q) + dy, x2: xR - 4, y2: yOf(k) + dy, stroke: colour, width: fSide ? 3 : 2, opacity: clamp(w, 0, 1) });
       }
@@ -92,7 +96,7 @@ export function linesScene(result, state, theme, focus) {
     items.push({ type: 'text', x: xL - 2, y: yOf(i), text: labels[i], size: fs, fill: theme.fg, anchor: 'end', weight: fSide === 'q' ? bold : undefined });
     items.push({ type: 'text', x: xR + 6, y: yOf(i), text: labels[i], size: fs, fill: theme.fg, weight: fSide === 'k' ? bold : undefined });
     if (single !== null && fSide === 'q' && i <= fIdx) {
-      const w = attentionAt(result, state.layer, single, fIdx, i);
+      const w = weightAt(sources[0], fIdx, i);
       if (w >= 0.005) items.push({ type: 'text', x: xR - 8, y: yOf(i) - 6, text: fmt2(w), size: 9, fill: theme.muted, anchor: 'end' });
     }
   }

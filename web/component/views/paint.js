@@ -23,8 +23,11 @@ function lut32Of(lut) {
   return out;
 }
 
-/** Paints one head's T x T attention on a canvas, one pixel per cell (upper triangle: faint). */
-export function paintAttention(canvas, result, layer, head, theme) {
+/**
+ * Paints one head's T x T attention on a canvas, one pixel per cell (upper triangle: faint).
+ * `src` (weighting.js shownWeights()) says where the weights shown are; default: the result's own.
+ */
+export function paintAttention(canvas, result, layer, head, theme, src = null) {
   const T = result.T;
   const n = Math.max(1, T);
   let c = paintCache.get(canvas);
@@ -39,9 +42,9 @@ export function paintAttention(canvas, result, layer, head, theme) {
   const lut = lut32Of(theme.lut.lut);
   const [fr, fg, fb] = parseCss(theme.faint);
   const faint = pixel32(fr, fg, fb);
-  const base = headOffset(result, layer, head);
-  const S = strideOf(result);
-  const A = result.attentionAll;
+  const base = src ? src.offset : headOffset(result, layer, head);
+  const S = src ? src.stride : strideOf(result);
+  const A = src ? src.data : result.attentionAll;
   for (let q = 0; q < T; q++) {
     const row = q * n;
     const src = base + q * S;
