@@ -4,10 +4,12 @@
 //   <headscope-view text="The chef, who trained in Paris, cooked the meal quickly."
 //                   layer="1" head="3" view="lines"></headscope-view>
 //
-// Attributes: text, layer, head (counted from 0), view = grid | heatmap | lines, model (a shipped
-// model's name or a model folder URL; default: the package's default model), heads ("0,3": several
-// heads at once in the lines view), token (the focused token index; default the last),
-// editable (shows a text box), theme = light | dark (default: the reader's preference).
+// Attributes: text, layer, head (counted from 0), view = grid | heatmap | lines | inside, model (a
+// shipped model's name or a model folder URL; default: the package's default model), heads ("0,3":
+// several heads at once in the lines view), token (the focused token index; default the last),
+// inside (the same, for view="inside": the query token whose computation it walks through), step
+// (1-6, the step of view="inside"), by = weight | value (the heatmap and lines coloured by weight ×
+// value size), editable (shows a text box), theme = light | dark (default: the reader's preference).
 // Every widget on a page that names the same model shares one download and one Web Worker.
 //
 // This module also exports the building blocks the demo page uses (views, runner, state helpers).
@@ -23,6 +25,9 @@ import { HeatmapView, heatmapScene } from './views/heatmap.js';
 import { LinesView, linesScene } from './views/lines.js';
 import { CombineView, combineScene } from './views/combine.js';
 import { TopKView } from './views/topk.js';
+import { InsideView, insideScene, insideSentence, clampStep, INSIDE_STEPS } from './views/inside.js';
+import { valueSizesValid, VALUE_WEIGHTING_SENTENCE, shownWeights } from './views/weighting.js';
+import { InsideSource } from './inside-source.js';
 import { Tooltip } from './views/tooltip.js';
 import { parseAblate } from '../lib/result.js';
 import { readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken } from './theme.js';
@@ -33,6 +38,7 @@ export {
   GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
   gridScene, heatmapScene, linesScene, combineScene, readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken,
   sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg, viewsCss,
+  InsideView, insideScene, insideSentence, clampStep, INSIDE_STEPS, InsideSource, valueSizesValid, VALUE_WEIGHTING_SENTENCE, shownWeights,
 };
 
 let sheets = null;
@@ -57,7 +63,7 @@ function intAttr(el, name, fallback) {
 
 export class HeadscopeViewElement extends HTMLElement {
   static get observedAttributes() {
-    return ['text', 'layer', 'head', 'heads', 'view', 'model', 'token', 'editable', 'theme', 'ablate', 'links'];
+    return ['text', 'layer', 'head', 'heads', 'view', 'model', 'token', 'editable', 'theme', 'ablate', 'links', 'inside', 'step', 'by'];
   }
 
   #root;
@@ -70,6 +76,7 @@ export class HeadscopeViewElement extends HTMLElement {
   #renderQueued = false;
   #readyResolve;
   #loadError = null;
+  #source = null; // one head's insides (view="inside", by="value"): InsideSource over the model
 
   constructor() {
     super();
@@ -90,14 +97,28 @@ export class HeadscopeViewElement extends HTMLElement {
     const layer = clamp(intAttr(this, 'layer', 0), 0, nL - 1);
     const head = clamp(intAttr(this, 'head', 0), 0, nH - 1);
     const heads = parseHeads(this.getAttribute('heads')).filter((h) => h < nH);
-    const token = intAttr(this, 'token', null);
-    const links = intAttr(this, 'links', undefined);
     const view = VIEWS.includes(this.getAttribute('view')) ? this.getAttribute('view') : 'heatmap';
-    return {
+    // view="inside" walks through the `inside` token (or `token`)
+    const token = view === 'inside' ? intAttr(this, 'inside', intAttr(this, 'token', null)) : intAttr(this, 'token', null);
+    const links = intAttr(this, 'links', undefined);
+    const by = this.getAttribute('by') === 'value' ? 'value' : 'weight';
+    const ablate = parseAblate(this.getAttribute('ablate'));
+    const state = {
       model: this.getAttribute('model') || undefined,
       text: this.#text(),
-      layer, head, heads: heads.length ? heads : [head], token, links, view, ablate: parseAblate(this.getAttribute('ablate')),
+      layer, head, heads: heads.length ? heads : [head], token, links, view, ablate, by,
+      step: clampStep(intAttr(this, 'step', 1)),
     };
+    // the value sizes known for the text on screen (weighting.js): heads of later layers than a
+    // switched-off head have none (the engine measures them with every head on)
+    if (by === 'value' && r && this.#source && valueSizesValid(ablate, layer)) {
+      state.valueNorms = new Map();
+      for (const h of state.heads) {
+        const norms = this.#source.valueNorm(r.text, layer, h);
+        if (norms) state.valueNorms.set(`${layer}:${h}`, norms);
+      }
+    }
+    return state;
   }
 
   #text() {
@@ -192,6 +213,8 @@ export class HeadscopeViewElement extends HTMLElement {
         onResult: (result) => { this.#result = result; this.#renderQueued = false; this.#render(); },
         onError: (e) => this.#showError(`The model could not run: ${e.message}`),
       });
+      const runner = this.#runner;
+      this.#source = new InsideSource(model, { onUpdate: () => this.#queueRender(), idle: () => runner.idle() });
       status.hidden = true;
       this.#run();
     }, (e) => {
@@ -247,16 +270,30 @@ export class HeadscopeViewElement extends HTMLElement {
         });
       } else if (state.view === 'lines') {
         this.#view = new LinesView(viewHost, { onSelectToken: selectToken });
+      } else if (state.view === 'inside') {
+        this.#view = new InsideView(viewHost, {
+          tooltip, onStep: (s) => this.setAttribute('step', String(s)), onAnnounce: (t) => { live.textContent = t; },
+        });
       } else {
         this.#view = new HeatmapView(viewHost, { tooltip, onSelectToken: selectToken, onAnnounce: (t) => { live.textContent = t; } });
       }
     }
-    this.#view.update(result, state, theme);
-    const sentence = describeHead(result, state.layer, state.head, focusToken(result, state));
+    this.#want(result, state);
+    let sentence = describeHead(result, state.layer, state.head, focusToken(result, state));
+    if (state.view === 'inside') {
+      const inside = this.#shownInside(result, state);
+      if (this.#view.step !== state.step) this.#view.setStep(state.step, { silent: true });
+      const error = this.#source?.error;
+      this.#view.update(inside, state, theme, { status: error ? `This head could not be read: ${error}` : inside?.text === result.text ? '' : 'Reading the head…' });
+      sentence = `Inside layer ${state.layer}, head ${state.head}, token ${focusToken(result, state)}: step ${state.step} of ${INSIDE_STEPS.length}, ${INSIDE_STEPS[state.step - 1].name}`;
+    } else {
+      this.#view.update(result, state, theme);
+    }
+    const weighted = (state.view === 'heatmap' || state.view === 'lines') && state.by === 'value';
     caption.textContent = state.view === 'grid'
       ? `Every head of the model (${result.nLayer} layers × ${result.nHead} heads). Selected: ${sentence}`
-      : sentence;
-    if (live.textContent !== sentence) live.textContent = sentence;
+      : weighted ? `${sentence}. ${VALUE_WEIGHTING_SENTENCE}` : sentence;
+    if (state.view !== 'inside' && live.textContent !== sentence) live.textContent = sentence;
     if (result.droppedTokens > 0) {
       notice.hidden = false;
       notice.textContent = `The text is longer than the model's context: the first ${result.droppedTokens} tokens were cut; showing the last ${result.T}.`;
@@ -268,6 +305,21 @@ export class HeadscopeViewElement extends HTMLElement {
     this.#readyResolve?.(this);
   }
 
+  // What the view needs of the insides: the panel head's (view="inside") and the value sizes of the
+  // heads coloured by weight × value size.
+  #want(result, state) {
+    if (!this.#source) return;
+    const norms = state.by === 'value' && (state.view === 'heatmap' || state.view === 'lines') && valueSizesValid(state.ablate, state.layer)
+      ? state.heads.map((h) => [state.layer, h]) : [];
+    this.#source.want(result.text, { panel: state.view === 'inside' ? [state.layer, state.head] : null, norms });
+  }
+
+  // The insides shown: the latest of the selected head (an earlier text's while the next loads).
+  #shownInside(result, state) {
+    const inside = this.#source?.inside;
+    return inside && inside.layer === state.layer && inside.head === state.head ? inside : null;
+  }
+
   /** The current view as a scene (display list). */
   scene() {
     const r = this.#result;
@@ -275,6 +327,11 @@ export class HeadscopeViewElement extends HTMLElement {
     const state = this.state;
     const theme = readTheme(this);
     if (state.view === 'grid') return gridScene(r, state, theme).scene;
+    if (state.view === 'inside') {
+      const scene = this.#view?.exportScene?.();
+      if (!scene) throw new Error('the head\'s insides are not read yet');
+      return scene;
+    }
     if (state.view === 'lines') return linesScene(r, state, theme, this.#view?.focus ?? null).scene;
     return heatmapScene(r, state, theme, this.#view?.exportOptions?.() ?? {}).scene;
   }

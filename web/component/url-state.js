@@ -1,10 +1,14 @@
 // A view's state and its URL form (used by the iframe mode, the page's address bar and the embed
 // snippet): which views exist, the text shown when none is given, and query string <-> state.
 
-export const VIEWS = ['grid', 'heatmap', 'lines'];
+export const VIEWS = ['grid', 'heatmap', 'lines', 'inside'];
 export const DEFAULT_TEXT = 'The chef, who trained in Paris, cooked the meal quickly.';
 
-/** Reads { model, text, layer, head, heads, token, links, view } from URL query parameters. */
+/**
+ * Reads { model, text, layer, head, heads, token, links, view, inside, step, by } from URL query
+ * parameters. inside: the query token of "Inside this head" (an article links to one step with
+ * inside=<token>&step=<1-6>); by: 'value' colours the attention views by weight × value size.
+ */
 export function stateFromQuery(search) {
   const q = new URLSearchParams(search);
   const int = (name) => {
@@ -20,6 +24,11 @@ export function stateFromQuery(search) {
   const head = int('head');
   const token = int('token');
   const links = int('links');
+  const inside = int('inside');
+  const step = int('step');
+  if (inside !== undefined) state.inside = inside;
+  if (step !== undefined && step >= 1 && step <= 6) state.step = step;
+  if (q.get('by') === 'value') state.by = 'value';
   if (layer !== undefined) state.layer = layer;
   if (head !== undefined) state.head = head;
   if (token !== undefined) state.token = token;
@@ -46,5 +55,8 @@ export function stateToQuery(state) {
   if (Number.isInteger(state.token)) q.set('token', String(state.token));
   if (Number.isInteger(state.links)) q.set('links', String(state.links));
   if (state.view) q.set('view', state.view);
+  if (Number.isInteger(state.inside)) q.set('inside', String(state.inside));
+  if (Number.isInteger(state.step) && state.step > 1) q.set('step', String(state.step));
+  if (state.by === 'value') q.set('by', 'value');
   return q.toString();
 }
