@@ -7,6 +7,7 @@ import {
   gridScene, heatmapScene, linesScene, combineScene,
 } from '../component/headscope-view.js';
 import { installLab } from './lab.js';
+import { installInside } from './inside.js';
 import { installSharing } from './share.js';
 import { installThemeToggle } from './theme-toggle.js';
 import { TokenStrip } from './token-strip.js';
@@ -29,10 +30,13 @@ const page = {
     layer: fromUrl.layer ?? 0,
     head: fromUrl.head ?? 0,
     heads: fromUrl.heads ?? [],
-    token: fromUrl.token ?? null,
+    token: fromUrl.inside ?? fromUrl.token ?? null, // a link to "Inside this head" names its query token
     view: fromUrl.view === 'lines' ? 'lines' : 'heatmap', // the detail panel's tab
     links: fromUrl.links,                 // links per token in the lines view (0: all; default 3)
     ablate: [],                           // heads switched off, [[layer, head], ...]
+    step: fromUrl.step ?? 1,              // "Inside this head": its step (1-6), in the URL once used
+    insideOpen: fromUrl.inside !== undefined,
+    by: fromUrl.by ?? 'weight',           // the detail view's colours: weight, or weight × value size
   },
   model: null,          // the loaded model (worker client)
   modelName: '',        // its name as the page shows it (a local folder's name for a folder from disk)
@@ -80,6 +84,7 @@ const chips = new HeadChips($('head-chips'), {
   },
 });
 installThemeToggle($('theme-toggle'), (theme) => { page.theme = theme; render(); });
+const inside = installInside({ state, announce, render, reducedMotion });
 
 function announce(text) {
   setText($('live'), text);
@@ -180,6 +185,7 @@ function renderNow() {
   grid.update(result, state, theme);
   page.lab?.update(result); // crossed-out heads, badges, loss
   if (detailView.kind !== state.view) makeDetailView();
+  inside.update(result, theme); // the insides' value sizes first: the detail view may colour by them
   detailView.update(result, state, theme);
   chips.update(result, state, theme);
   const linksPick = $('links-pick');
@@ -208,7 +214,8 @@ function renderNow() {
 function urlState() {
   return {
     model: page.local ? undefined : state.model, text: state.text, layer: state.layer, head: state.head,
-    heads: state.heads, token: state.token ?? undefined, view: state.view, links: state.links,
+    heads: state.heads, token: state.token ?? undefined, view: state.view, links: state.links, by: state.by,
+    ...(state.insideOpen && page.result ? { inside: focusToken(page.result, state), step: state.step } : {}),
   };
 }
 
@@ -217,6 +224,7 @@ function sceneFor(which) {
   const { result, theme } = page;
   if (which === 'grid') return gridScene(result, state, theme).scene;
   if (which === 'combine') return combineScene(result, state, theme).scene;
+  if (which === 'inside') return inside.exportScene();
   if (state.view === 'lines') return linesScene(result, state, theme, detailView.focus ?? null).scene;
   return heatmapScene(result, state, theme, detailView.exportOptions?.() ?? {}).scene; // what the reader sees, zoomed
 }
@@ -294,9 +302,11 @@ function useModel(model, { name, local = false, card = null }) {
         document.body.dataset.ready = 'true';
       }
       renderImmediately();
+      if (first && state.insideOpen) inside.reveal(); // a link to one step of "Inside this head"
     },
     onError: (e) => { $('stats').textContent = `The model could not run on this text: ${e.message}`; },
   });
+  inside.useModel(model, page.runner);
   page.lab?.dispose();
   state.ablate = [];
   page.lab = installLab({

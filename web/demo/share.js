@@ -1,20 +1,22 @@
-// Exports (PNG and SVG of the grid, the detail view and the combine view) and the "copy embed
-// code" button, which writes the <iframe> snippet for the current view.
+// Exports (PNG and SVG of the grid, the detail view, "Inside this head" and the combine view) and
+// the "copy embed code" button, which writes the <iframe> snippet for the current view.
 import { embedSnippet, sceneToSvgString, sceneToPngBlob, downloadBlob } from '../component/headscope-view.js';
 
 const $ = (id) => document.getElementById(id);
 
 /**
- * sceneFor('grid' | 'combine' | 'detail') -> the scene to export; hasResult(); state: the page's
- * state (for file names); urlState(): the state the iframe should show.
+ * sceneFor('grid' | 'combine' | 'detail' | 'inside') -> the scene to export (null: nothing yet);
+ * hasResult(); state: the page's state (for file names); urlState(): the state the iframe should show.
  */
 export function installSharing({ sceneFor, hasResult, state, urlState }) {
   for (const b of document.querySelectorAll('[data-export]')) {
     b.addEventListener('click', async () => {
       if (!hasResult()) return;
       const which = b.dataset.export;
-      const name = which === 'grid' ? 'grid' : which === 'combine' ? `combine-L${state.layer}` : `${state.view}-L${state.layer}H${state.head}`;
+      const name = which === 'grid' ? 'grid' : which === 'combine' ? `combine-L${state.layer}`
+        : which === 'inside' ? `inside-L${state.layer}H${state.head}-step${state.step}` : `${state.view}-L${state.layer}H${state.head}`;
       const scene = sceneFor(which);
+      if (!scene) return; // the head's insides are not read yet
       if (b.dataset.format === 'svg') {
         downloadBlob(new Blob([sceneToSvgString(scene, `headscope ${name}`)], { type: 'image/svg+xml' }), `headscope-${name}.svg`);
       } else {
