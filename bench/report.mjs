@@ -159,6 +159,7 @@ targets.push(...train.targets);
 const results = {
   generated: new Date().toISOString(),
   quick: !!node.env.quick,
+  source: builds.source,
   machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, loadavg: os.loadavg() },
   model: { dir: path.relative(ROOT, path.resolve(opt.model)), config: { n_layer: cfg.n_layer, n_head: cfg.n_head, n_embd: cfg.n_embd, n_positions: cfg.n_positions, vocab_size: cfg.vocab_size } },
   key_T: KEY_T,

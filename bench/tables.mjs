@@ -31,7 +31,8 @@ export function renderTables(r) {
   const cfg = r.model.config;
   const KT = r.key_T?.join(', ') ?? '';
   md.push(`Run of ${r.generated.slice(0, 16).replace('T', ' ')} UTC${r.quick ? ' (BENCH_QUICK: shortened runs, noisy)' : ''} on ${r.machine.cpus} cores (${r.machine.cpu}), `
-    + `load average at the end ${r.machine.loadavg.map((x) => x.toFixed(1)).join(' ')}.`);
+    + `load average at the end ${r.machine.loadavg.map((x) => x.toFixed(1)).join(' ')}`
+    + (r.source ? `; built from commit ${r.source.commit}${r.source.files_changed ? ` with ${r.source.files_changed} files changed in the working tree` : ''}.` : '.'), '');
   if (r.ratios) {
     md.push(`Model \`${r.model.dir}\`: ${cfg.n_layer} layers, ${cfg.n_head} heads, n_embd ${cfg.n_embd}, context ${cfg.n_positions}, vocabulary ${cfg.vocab_size}. `
       + `Subjects: wasm SIMD128 (${r.subjects.simd.arch} lowered to SIMD128, ${r.f32x4_instructions.simd} f32x4 instructions in the package's .wasm), wasm scalar (${r.f32x4_instructions.scalar} in its bench module), `

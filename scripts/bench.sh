@@ -115,7 +115,10 @@ build_wasm() {
   build "$SCALAR" headscope_bench_wasm
 }
 build_all() {
-  local native wasm rc=0
+  local native wasm rc=0 commit changed
+  # what is measured: the commit, and how many of the files the builds and the bench read differ from it
+  commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+  changed=$(git status --porcelain -- cpp CMakeLists.txt CMakePresets.json web bench scripts 2>/dev/null | wc -l)
   build_native & native=$!
   build_wasm & wasm=$!
   wait "$native" || rc=1
@@ -129,7 +132,8 @@ build_all() {
   [ "$simd" -gt 0 ] && [ "$scalar" = 0 ] || { log "unexpected f32x4 counts"; return 1; }
   local size="stat -c %s"
   cat > "$RAW/builds.json" <<EOF
-{"f32x4": {"simd": $simd, "scalar": $scalar},
+{"source": {"commit": "$commit", "files_changed": $changed},
+ "f32x4": {"simd": $simd, "scalar": $scalar},
  "bytes": {"wasm_bytes": $($size "$SIMD/headscope_wasm.wasm"), "wasm_relaxed_bytes": $($size "$RELAXED/headscope_wasm.wasm"),
    "glue_js_bytes": $($size "$SIMD/headscope_wasm.js")}}
 EOF
