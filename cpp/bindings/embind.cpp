@@ -223,6 +223,28 @@ val heads_report(const headscope::HeadsMeasurement& h) {
   });
 }
 
+// Direct logit attribution of the last run at `position` for `token` (Model::logit_attribution):
+// { position, token, logit, total, heads (L*NH), attnBias (L), mlp (L), embedding, lnBias }, Float64Arrays.
+val logit_attribution(const Model& m, int position, int token) {
+  return guarded([&] {
+    const headscope::LogitAttribution a = m.logit_attribution(position, token);
+    const auto f64 = [](const std::vector<double>& v) {
+      return val::global("Float64Array").new_(emscripten::typed_memory_view(v.size(), v.data()));
+    };
+    val out = val::object();
+    out.set("position", a.position);
+    out.set("token", a.token);
+    out.set("logit", a.logit);
+    out.set("total", a.total());
+    out.set("heads", f64(a.heads));
+    out.set("attnBias", f64(a.attn_bias));
+    out.set("mlp", f64(a.mlp));
+    out.set("embedding", a.embedding);
+    out.set("lnBias", a.ln_bias);
+    return out;
+  });
+}
+
 val config_object(const Model& m) {
   const auto& c = m.config();
   val o = val::object();
@@ -337,6 +359,7 @@ EMSCRIPTEN_BINDINGS(headscope) {
       .function("run", &run)
       .function("results", &results)
       .function("inspect", &inspect)
+      .function("logitAttribution", &logit_attribution)
       .function("tokenIds", optional_override([](const Model& m) { return i32_copy(m.ids()); }))
       .function("reserve", optional_override([](Model& m, int tokens) {
                   return guarded([&] { return val(m.reserve(tokens)); });

@@ -379,6 +379,77 @@ HeadInside Model::Impl::head_inside() const {
   return r;
 }
 
+double LogitAttribution::total() const {
+  double s = embedding + ln_bias;
+  for (double x : heads) s += x;
+  for (double x : attn_bias) s += x;
+  for (double x : mlp) s += x;
+  return s;
+}
+
+LogitAttribution Model::Impl::logit_attribution(int position, int token) const {
+  require_run();
+  const ModelConfig& c = config_;
+  if (position < 0 || position >= T_)
+    throw Error("position " + std::to_string(position) + " is outside [0, " + std::to_string(T_) + ")");
+  if (token < 0 || token >= c.vocab_size)
+    throw Error("token " + std::to_string(token) + " is outside [0, " + std::to_string(c.vocab_size) + ")");
+  const int C = c.n_embd, L = c.n_layer, NH = c.n_head;
+  const std::size_t cap = cap_;
+  // the token's unembedding times the final LayerNorm's scale, in double
+  std::vector<double> w(C);
+  std::vector<float> row(C);
+  if (wte_f16_.empty()) std::copy_n(&wte_[(std::size_t)token * C], C, row.data());
+  else kernels::f16_unpack_forward(row.data(), &wte_f16_[(std::size_t)token * C], C);
+  for (int i = 0; i < C; i++) w[i] = (double)row[i] * ln_f_weight_[i];
+  // the final LayerNorm's scale at the position, from the residual stream it normalizes
+  const float* x = &residual_[((std::size_t)L * cap + position) * C];
+  double mean = 0, var = 0;
+  for (int i = 0; i < C; i++) mean += x[i];
+  mean /= C;
+  for (int i = 0; i < C; i++) var += (x[i] - mean) * (x[i] - mean);
+  const double rstd = 1.0 / std::sqrt(var / C + c.layer_norm_epsilon);
+  // one part's attribution: its write centered, scaled, dotted with w
+  const auto part = [&](const double* v) {
+    double m = 0, s = 0;
+    for (int i = 0; i < C; i++) m += v[i];
+    m /= C;
+    for (int i = 0; i < C; i++) s += (v[i] - m) * w[i];
+    return s * rstd;
+  };
+  LogitAttribution a;
+  a.position = position;
+  a.token = token;
+  std::vector<double> v(C), attn(C);
+  for (int i = 0; i < C; i++) v[i] = residual_[(std::size_t)position * C + i];
+  a.embedding = part(v.data());
+  for (int l = 0; l < L; l++) {
+    std::fill(attn.begin(), attn.end(), 0.0);
+    const int HS = c.head_size();
+    for (int h = 0; h < NH; h++) {
+      // the head's write at the position, by the forward's own kernel on its output row (a row
+      // computed alone equals the same row computed with the others, bit for bit); 0 if switched off
+      std::vector<float> ch(C, 0.0f);
+      if (!ablate_mask_[(std::size_t)l * NH + h])
+        kernels::matmul_rows_forward(ch.data(), &head_out_[(l * cap + position) * C], C, blocks_[l].c_proj, h * HS,
+                                     (h + 1) * HS, 1);
+      for (int i = 0; i < C; i++) v[i] = ch[i], attn[i] += ch[i];
+      a.heads.push_back(part(v.data()));
+    }
+    const std::vector<float>& bias = blocks_[l].c_proj.bias;
+    for (int i = 0; i < C; i++) v[i] = bias[i], attn[i] += bias[i];
+    a.attn_bias.push_back(part(v.data()));
+    // the MLP's write: what the block added beyond its attention
+    const float* in = &residual_[((std::size_t)l * cap + position) * C];
+    const float* out = &residual_[((std::size_t)(l + 1) * cap + position) * C];
+    for (int i = 0; i < C; i++) v[i] = (double)out[i] - in[i] - attn[i];
+    a.mlp.push_back(part(v.data()));
+  }
+  for (int i = 0; i < C; i++) a.ln_bias += (double)ln_f_bias_[i] * row[i];
+  a.logit = position == T_ - 1 ? logits_last_[token] : (options_.all_logits ? logits_all_[(std::size_t)position * c.vocab_size + token] : a.total());
+  return a;
+}
+
 // ---- Model: the API, forwarding to its Impl ------------------------------------------------------
 
 SimdInfo simd_info() {
@@ -422,5 +493,6 @@ std::vector<float> Model::hidden_states() const { return impl_->hidden_states();
 std::vector<float> Model::contribution(int layer, int head) const { return impl_->contribution(layer, head); }
 std::vector<float> Model::contribution_norms() const { return impl_->contribution_norms(); }
 HeadInside Model::head_inside() const { return impl_->head_inside(); }
+LogitAttribution Model::logit_attribution(int position, int token) const { return impl_->logit_attribution(position, token); }
 
 }  // namespace headscope

@@ -28,6 +28,7 @@ struct Model::Impl {
   std::vector<float> contribution(int layer, int head) const;
   std::vector<float> contribution_norms() const;
   HeadInside head_inside() const;
+  LogitAttribution logit_attribution(int position, int token) const;
 
   bool ensure_capacity(int T);  // true when it reallocated (dropping the cache and the last results)
   void forward(int t_begin, int logits_begin);

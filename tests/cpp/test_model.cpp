@@ -12,6 +12,7 @@
 
 #include "headscope/error.hpp"
 #include "headscope/model.hpp"
+#include "headscope/safetensors.hpp"
 #include "test_util.hpp"
 
 using headscope::Model;
@@ -476,4 +477,66 @@ TEST_CASE("head_inside: bad heads and a run without inspect are errors", "[model
   REQUIRE_THROWS_WITH(m.head_inside(), Catch::Contains("no results yet"));
   m.run_ids(ids);
   REQUIRE_THROWS_WITH(m.head_inside(), Catch::Contains("no head was inspected"));
+}
+
+// ---- direct logit attribution (Model::logit_attribution) ---------------------------------------------
+
+TEST_CASE("logit attribution: the parts sum to the logit, and a head's part is its write through the final LayerNorm",
+          "[model][attribution]") {
+  for (const std::string& name : kFixtureModels) {
+    Model m = load_fixture(name);
+    const json ref = json::parse(read_text(fixture_dir(name) + "/reference.json"));
+    const std::vector<int32_t> ids = ref["cases"][0]["ids"].get<std::vector<int32_t>>();
+    RunOptions opt;
+    opt.keep_contributions = true;
+    opt.all_logits = true;
+    m.run_ids(ids, opt);
+    const int T = m.T(), C = m.config().n_embd, L = m.config().n_layer, NH = m.config().n_head;
+    const std::vector<float> logits = m.logits_all();
+    const std::vector<float> hidden = m.hidden_states();
+    const std::vector<uint8_t> bytes = read_bytes(fixture_dir(name) + "/model.safetensors");
+    const headscope::SafeTensors st(bytes, "model.safetensors");
+    const std::string pre = st.contains("wte.weight") ? "" : "transformer.";
+    const std::vector<float> wte = st.read_f32(pre + "wte.weight", {m.config().vocab_size, C});
+    const std::vector<float> gamma = st.read_f32(pre + "ln_f.weight", {C});
+    for (int t : {0, T / 2, T - 1})
+      for (int token : {ids[std::min(t + 1, T - 1)], 7}) {
+        INFO("model " << name << " position " << t << " token " << token);
+        const headscope::LogitAttribution a = m.logit_attribution(t, token);
+        REQUIRE((int)a.heads.size() == L * NH);
+        REQUIRE((int)a.mlp.size() == L);
+        const double logit = logits[(std::size_t)t * m.config().vocab_size + token];
+        REQUIRE(a.logit == logit);
+        // The parts are linear in what each writes and add up to the final residual stream, so their
+        // sum is LayerNorm(x) . wte[token] computed in double; the model's float32 logit is the same
+        // C-term dot product after a float32 LayerNorm: (C + 8) u relative to the sum of |terms| bounds both.
+        const float* x = &hidden[((std::size_t)L * T + t) * C];
+        double mean = 0, var = 0, terms = 0;
+        for (int i = 0; i < C; i++) mean += x[i];
+        mean /= C;
+        for (int i = 0; i < C; i++) var += (x[i] - mean) * (x[i] - mean);
+        const double rstd = 1 / std::sqrt(var / C + m.config().layer_norm_epsilon);
+        for (int i = 0; i < C; i++) terms += std::fabs((x[i] - mean) * rstd * gamma[i] * wte[(std::size_t)token * C + i]);
+        const double tol = 2.0 * (C + 8) * 5.96e-8 * (terms + 1) + 1e-6;
+        REQUIRE(std::fabs(a.total() - logit) <= tol);
+        // a head's part from the public contribution and the checkpoint's tensors
+        for (int l = 0; l < L; l++)
+          for (int h = 0; h < NH; h++) {
+            const std::vector<float> cv = m.contribution(l, h);
+            double cm = 0, s = 0;
+            for (int i = 0; i < C; i++) cm += cv[(std::size_t)t * C + i];
+            cm /= C;
+            for (int i = 0; i < C; i++) s += (cv[(std::size_t)t * C + i] - cm) * gamma[i] * wte[(std::size_t)token * C + i];
+            REQUIRE(std::fabs(a.heads[(std::size_t)l * NH + h] - s * rstd) <= 1e-9 * (1 + std::fabs(s * rstd)));
+          }
+      }
+    REQUIRE_THROWS_WITH(m.logit_attribution(T, 0), Catch::Contains("position"));
+    REQUIRE_THROWS_WITH(m.logit_attribution(0, m.config().vocab_size), Catch::Contains("token"));
+    // without kept contributions (the page's runs) the parts are the same, bit for bit
+    const headscope::LogitAttribution kept = m.logit_attribution(T - 1, 7);
+    m.run_ids(ids);
+    const headscope::LogitAttribution plain = m.logit_attribution(T - 1, 7);
+    REQUIRE(plain.heads == kept.heads);
+    REQUIRE(plain.mlp == kept.mlp);
+  }
 }

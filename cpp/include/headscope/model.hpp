@@ -88,6 +88,19 @@ struct SimdInfo {
 };
 SimdInfo simd_info();
 
+// What pushed one logit: each part's write into the residual stream c at the position, through the
+// final LayerNorm fixed at that position, (c - mean(c)) / sigma . (gamma * wte[token]):
+struct LogitAttribution {
+  int position = 0, token = 0;
+  double logit = 0;              // the model's logit (float32, as logits give it)
+  std::vector<double> heads;     // (L, NH): each head's write z_h W_O^h
+  std::vector<double> attn_bias; // (L): W_O's bias
+  std::vector<double> mlp;       // (L): each block's MLP
+  double embedding = 0;          // the token and position embeddings
+  double ln_bias = 0;            // beta . wte[token], the final LayerNorm's bias
+  double total() const;          // the sum of every part: the logit, up to rounding
+};
+
 class Model {
  public:
   // A folder in the Hugging Face GPT-2 layout: config.json, model.safetensors, vocab.json, merges.txt.
@@ -160,6 +173,10 @@ class Model {
   std::vector<float> contribution_norms() const;                // (L, NH, T): L2 norm of each contribution row
   // The inspected head of the last run (RunOptions::inspect); throws Error if it had none.
   HeadInside head_inside() const;
+  // Direct logit attribution at `position` for token `token`, from the last run: the final LayerNorm
+  // is affine once its mean and scale at that position are fixed, so the logit splits exactly into
+  // one term per thing written into the residual stream. Needs no kept contributions.
+  LogitAttribution logit_attribution(int position, int token) const;
 
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
