@@ -320,6 +320,12 @@ test('inside scene: a long text draws the keys with the most weight (and the pic
   const top = [...row.keys()].sort((a, b) => row[b] - row[a]).slice(0, MAX_KEY_ROWS - 1);
   for (const j of top) assert.ok(keys.includes(j), `key ${j} (weight ${row[j]}) is drawn`);
   assert.deepEqual(keys, [...keys].sort((a, b) => a - b), 'in text order');
+  // a picked key among the strongest (or none picked): the next strongest fills the last row
+  for (const picked of [top[0], null]) {
+    const rows = shownKeys(ins, i, picked).keys;
+    assert.equal(rows.length, MAX_KEY_ROWS, `picked ${picked}`);
+    assert.deepEqual(rows, [...rows].sort((a, b) => a - b));
+  }
   for (let step = 1; step <= 6; step++) {
     const s = insideSentence(ins, i, step);
     assert.match(s, /\.$/, `step ${step} ends with a full stop`);

@@ -54,7 +54,8 @@ export function shownKeys(inside, i, key, max = MAX_KEY_ROWS) {
   const T = inside.T;
   const byWeight = [...all].sort((a, b) => inside.attention[i * T + b] - inside.attention[i * T + a] || a - b);
   const keep = new Set(byWeight.slice(0, max - 1));
-  keep.add(Number.isInteger(key) && key <= i ? key : byWeight[max - 1]);
+  // the picked key, or (when it is among them already, or none is picked) the next strongest
+  keep.add(Number.isInteger(key) && key <= i && !keep.has(key) ? key : byWeight[max - 1]);
   return { keys: [...keep].sort((a, b) => a - b), hidden: i + 1 - keep.size };
 }
 
@@ -483,7 +484,8 @@ export class InsideView {
     this.root = root;
     panel.addEventListener('pointermove', (e) => this.#pointer(e));
     panel.addEventListener('pointerdown', (e) => this.#pointer(e));
-    panel.addEventListener('pointerleave', () => this.tooltip?.hide());
+    // a tap's tooltip stays until the next tap (a touch pointer leaves as soon as it lifts)
+    panel.addEventListener('pointerleave', (e) => { if (e.pointerType !== 'touch') this.tooltip?.hide(); });
     panel.addEventListener('blur', () => { this.dim = null; this.tooltip?.hide(); this.#render(); });
     panel.addEventListener('keydown', (e) => this.#key(e));
   }
