@@ -57,6 +57,21 @@ const PAGES = [
   { name: 'component article', path: 'component.html', ready: (page) => widgetsReady(page, 'headscope-view') },
   { name: 'lab article', path: 'lab-component.html', ready: (page) => widgetsReady(page, 'headscope-view, headscope-lab') },
   { name: 'iframe mode', path: 'embed.html?view=lines&layer=1&head=1', ready: (page) => widgetsReady(page, 'headscope-view') },
+  {
+    // "Inside this head" linked at its scores step, with the detail view coloured by weight × value size
+    name: 'demo with "Inside this head" open',
+    path: 'index.html?layer=1&head=1&inside=6&step=3&by=value',
+    ready: async (page) => {
+      await demoReady(page);
+      await expect(page.locator('#inside')).toHaveAttribute('data-ready', /^1:1:6:\d+$/, { timeout: 60_000 });
+      await expect(page.locator('#inside')).toHaveAttribute('data-value-norms', '1');
+    },
+  },
+  {
+    name: 'iframe mode, inside view',
+    path: 'embed.html?layer=1&head=1&inside=5&step=4',
+    ready: (page) => expect(page.locator('headscope-view .hs-inside-figure [data-weight]').first()).toBeAttached({ timeout: 60_000 }),
+  },
   { name: 'strict CSP page', path: 'csp.html', ready: (page) => widgetsReady(page, 'headscope-view') },
   {
     name: 'training page',
@@ -94,4 +109,10 @@ test('axe: no serious or critical violations with 144 heads, 1024 tokens, the zo
   await page.click('#tab-lines');
   await expect(page.locator('#detail-view svg line').first()).toBeAttached();
   expect(await seriousViolations(page, problems), 'lines view').toEqual([]);
+  // "Inside this head" on the last of about 1,000 tokens: the keys with the most weight
+  await page.locator('#inside').scrollIntoViewIfNeeded();
+  await expect(page.locator('#inside')).toHaveAttribute('data-ready', /^\d+:\d+:\d+:\d+$/, { timeout: 60_000 });
+  await page.click('#inside [role="tab"][data-step="4"]');
+  await expect(page.locator('#inside [data-weight]')).toHaveCount(14);
+  expect(await seriousViolations(page, problems), '"Inside this head" at 1,000 tokens').toEqual([]);
 });

@@ -92,7 +92,7 @@ test('1024 tokens, 144 heads: the heatmap fits and zooms, labels thinned, the fo
   const box = await page.locator('#detail-view canvas.hs-heatmap-cells').boundingBox();
   const scroller = await page.locator('#detail-scroll').boundingBox();
   await page.mouse.move(scroller.x + scroller.width / 2, scroller.y + scroller.height / 2);
-  const tip = page.locator('.hs-tooltip');
+  const tip = page.locator('#detail-scroll .hs-tooltip'); // the heatmap's ("Inside this head" has its own)
   await expect(tip).toBeVisible();
   await expect(tip).toHaveText(/→ .*: \d\.\d{4}|cannot see the later token/);
   expect(box.width, `the zoomed picture is larger than the panel (${JSON.stringify(box)})`).toBeGreaterThan(3 * scroller.width);

@@ -1,0 +1,317 @@
+// "Inside this head" and "weight × value size" (issue 27) in the demo page, the iframe mode and the
+// component: the panel's numbers are the API's (inspectHead() on the page's own worker model), its
+// softmax step is the heatmap's row, it works by keyboard alone, follows prefers-reduced-motion,
+// keeps its step in the URL, exports, and works at d_head 64 (a random GPT-2-small-shaped model
+// written by random-model.mjs) and at phone width. Screenshots: build/e2e-artifacts/inside-*.png.
+import { existsSync, rmSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { test as base, expect, ROOT, SITE, ARTIFACTS, startServer, demoReady, shot, nextFrames } from './fixtures.mjs';
+import { writeRandomModel } from './random-model.mjs';
+
+const test = base.extend({
+  // a random model with GPT-2 small's heads (12 of d_head 64, n_embd 768) in 2 layers, under /dh64/
+  dh64Site: [async ({}, use) => {
+    const dir = path.join(ROOT, 'build/e2e-dh64');
+    rmSync(dir, { recursive: true, force: true });
+    const shipped = path.join(SITE, 'models/headscope-base');
+    const tokenizerDir = existsSync(path.join(shipped, 'vocab.json')) ? shipped : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
+    const config = writeRandomModel(path.join(dir, 'gpt-dh64'), { n_layer: 2, n_head: 12, n_embd: 768, n_positions: 128, tokenizerDir, attnScale: 0.05 });
+    const server = await startServer({ mounts: [['/dh64/', dir]] });
+    await use({ ...server, config });
+    await server.close();
+  }, { scope: 'worker' }],
+});
+
+const panel = (page) => page.locator('#inside');
+
+/** A screenshot of one element (all of it, however tall) in build/e2e-artifacts/, after the next painted frames. */
+async function shotOf(page, locator, name) {
+  await nextFrames(page);
+  await locator.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), animations: 'disabled' }); // a step's slide-in, finished
+}
+
+// Opens the demo with the panel linked (inside=, step=) and waits until it shows the text on screen.
+async function openInside(page, url, { layer, head, query }) {
+  await page.goto(url);
+  await demoReady(page);
+  await expect(panel(page)).toHaveAttribute('data-ready', new RegExp(`^${layer}:${head}:${query}:\\d+$`), { timeout: 60_000 });
+}
+
+// The page's own model (its worker) asked directly, as an API user would: the numbers to compare with.
+const apiInside = (page, layer, head) => page.evaluate(async ([l, h]) => {
+  const d = window.headscopeDemo;
+  const ins = await d.model.inspectHead(d.result.text, l, h);
+  return { T: ins.T, headSize: ins.headSize, scores: Array.from(ins.scores), attention: Array.from(ins.attention), valueNorm: Array.from(ins.valueNorm), tokens: ins.tokens.map((t) => t.text) };
+}, [layer, head]);
+
+const signed = (x, d) => (x < 0 ? `−${(-x).toFixed(d)}` : x.toFixed(d));
+
+test('the panel\'s score for each (query, key) pair is the API\'s; its softmax step is the heatmap\'s row', async ({ page, site }) => {
+  const [layer, head, query] = [1, 1, 6];
+  await openInside(page, site.url(`index.html?layer=${layer}&head=${head}&inside=${query}&step=3`), { layer, head, query });
+  await expect(page.locator('#inside .hs-inside-step[aria-selected="true"]')).toHaveText('3Scores');
+  const api = await apiInside(page, layer, head);
+  const T = api.T;
+  // the same worker engine on the same text: the numbers are identical, so compare exactly (the
+  // panel keeps the full float32 value in data-score and shows it to 3 decimals)
+  const scores = await panel(page).locator('[data-score]').evaluateAll((els) => els.map((e) => ({ key: Number(e.dataset.key), score: Number(e.dataset.score), text: e.textContent })));
+  expect(scores.map((s) => s.key), 'a score for every key up to the query').toEqual(Array.from({ length: query + 1 }, (_, j) => j));
+  for (const s of scores) {
+    expect(s.score, `score of key ${s.key}`).toBe(api.scores[query * T + s.key]);
+    expect(s.text).toBe(signed(api.scores[query * T + s.key], 3));
+  }
+  for (let j = query + 1; j < T; j++) expect(api.scores[query * T + j], 'later tokens are masked').toBe(-Infinity);
+  // the key under the pointer: its products are shown, and the sentence gives its score
+  const key = 2;
+  const row = panel(page).locator(`.hs-inside-figure rect[data-key="${key}"]`);
+  const box = await row.boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await expect(panel(page).locator('.hs-inside-figure')).toHaveAttribute('data-key', String(key));
+  await expect(panel(page).locator('.hs-inside-sentence')).toContainText(`= ${signed(api.scores[query * T + key], 3)}.`);
+  await expect(panel(page).locator('.hs-inside-figure [data-tip^="q["][data-tip*="×"]')).toHaveCount(api.headSize);
+  await shot(page, 'inside-scores-hover', { animations: 'disabled' });
+
+  // step 4: the weights are the heatmap's row, exactly (the same engine computes both: see
+  // tests/js/inspect.test.js, which finds inspect's attention bit-identical to run()'s)
+  await page.click('#inside .hs-inside-next');
+  await expect(page.locator('#inside .hs-inside-figure')).toHaveAttribute('data-step', '4');
+  const weights = await panel(page).locator('[data-weight]').evaluateAll((els) => els.map((e) => ({ key: Number(e.dataset.key), weight: Number(e.dataset.weight), text: e.textContent })));
+  const heatmapRow = await page.evaluate(([l, h, q]) => {
+    const r = window.headscopeDemo.result;
+    return Array.from(r.attention(l, h).subarray(q * r.T, (q + 1) * r.T));
+  }, [layer, head, query]);
+  expect(weights.map((w) => w.key)).toEqual(Array.from({ length: query + 1 }, (_, j) => j));
+  for (const w of weights) expect(w.weight, `weight on key ${w.key}`).toBe(heatmapRow[w.key]);
+  expect(heatmapRow.slice(query + 1).every((w) => w === 0)).toBe(true);
+  // and as the heatmap reads it out: its cell (query, key) says the panel's number
+  await page.focus('#detail-view .hs-heatmap');
+  const focused = await page.evaluate(() => window.headscopeDemo.state.token);
+  expect(focused).toBe(query);
+  await page.keyboard.press('ArrowRight'); // the cursor starts on the focused row, key 0; one right: key 1
+  await expect(page.locator('#live')).toHaveText(new RegExp(`: ${weights[1].text}$`));
+  await expect(page).toHaveURL(/[?&]inside=6&step=4(&|$)/);
+});
+
+test('keyboard only: the steps, Back and Next, the key and the numbers; the URL keeps the step', async ({ page, site }) => {
+  await openInside(page, site.url('index.html?layer=0&head=1&inside=5'), { layer: 0, head: 1, query: 5 });
+  const tabs = page.locator('#inside [role="tab"]');
+  const figure = page.locator('#inside .hs-inside-figure');
+  // Tab reaches the selected step: the step tabs keep one tab stop (roving tabindex)
+  await page.locator('#inside [data-export="inside"][data-format="svg"]').focus();
+  await page.keyboard.press('Tab');
+  await expect(tabs.nth(0)).toBeFocused();
+  await page.keyboard.press('ArrowRight');
+  await expect(tabs.nth(1)).toBeFocused();
+  await expect(tabs.nth(1)).toHaveAttribute('aria-selected', 'true');
+  await expect(figure).toHaveAttribute('data-step', '2');
+  await page.keyboard.press('End');
+  await expect(figure).toHaveAttribute('data-step', '6');
+  await page.keyboard.press('Home');
+  await expect(figure).toHaveAttribute('data-step', '1');
+  // into the picture: ↓ picks the next key, → walks its numbers, PageDown steps on
+  await page.keyboard.press('Tab');
+  await expect(figure).toBeFocused();
+  await page.keyboard.press('PageDown');
+  await expect(figure).toHaveAttribute('data-step', '2');
+  const key0 = Number(await figure.getAttribute('data-key'));
+  await page.keyboard.press(key0 === 0 ? 'ArrowDown' : 'ArrowUp');
+  await expect(figure).not.toHaveAttribute('data-key', String(key0));
+  await expect(page.locator('#live')).toHaveText(/^key .+: score −?\d+\.\d{3}, weight \d\.\d{4}, value size \d+\.\d\d$/);
+  await page.keyboard.press('ArrowRight');
+  await expect(page.locator('#live')).toHaveText(/^k\[0\] of .+ = −?\d+\.\d{4}$/);
+  await page.keyboard.press('ArrowRight');
+  await expect(page.locator('#live')).toHaveText(/^k\[1\] of /);
+  await expect(page.locator('#inside .hs-tooltip')).toBeVisible();
+  // Back and Next are buttons after the picture
+  await page.keyboard.press('Tab');
+  await expect(page.locator('#inside .hs-inside-back')).toBeFocused();
+  await page.keyboard.press('Tab');
+  await expect(page.locator('#inside .hs-inside-next')).toBeFocused();
+  await page.keyboard.press('Enter');
+  await expect(figure).toHaveAttribute('data-step', '3');
+  await page.keyboard.press('Space');
+  await expect(figure).toHaveAttribute('data-step', '4');
+  await expect(page.locator('#inside .hs-inside-sentence')).toHaveText(/^The softmax turns the scores into weights/);
+  await expect(page).toHaveURL(/[?&]inside=5&step=4(&|$)/);
+  // a link to this step opens on it
+  await openInside(page, page.url(), { layer: 0, head: 1, query: 5 });
+  await expect(figure).toHaveAttribute('data-step', '4');
+});
+
+test('motion: a new step slides in, and not for a reader who asks for reduced motion', async ({ page, site }) => {
+  await openInside(page, site.url('index.html?layer=0&head=0&inside=3'), { layer: 0, head: 0, query: 3 });
+  const figure = page.locator('#inside .hs-inside-figure');
+  await page.click('#inside .hs-inside-next');
+  await expect(figure).toHaveClass(/hs-inside-enter/);
+  await page.emulateMedia({ reducedMotion: 'reduce' });
+  await page.evaluate(() => document.querySelector('#inside .hs-inside-figure').classList.remove('hs-inside-enter'));
+  await page.click('#inside .hs-inside-next');
+  await expect(figure).toHaveAttribute('data-step', '3');
+  await expect(figure).not.toHaveClass(/hs-inside-enter/);
+  // nor does the CSS animate anything there
+  expect(await figure.evaluate((f) => getComputedStyle(f.querySelector('svg')).animationName)).toBe('none');
+});
+
+test('the panel follows the focused token and the head, exports PNG and SVG, and shows each step (screenshots)', async ({ page, site }) => {
+  await openInside(page, site.url('index.html?layer=1&head=3&inside=9&step=1'), { layer: 1, head: 3, query: 9 });
+  // a token picked in the strip is the panel's query; another head in the grid is the panel's head
+  await page.click('#tokens [data-index="4"]');
+  await expect(panel(page)).toHaveAttribute('data-ready', /^1:3:4:/);
+  await page.click('#grid [data-layer="0"][data-head="2"]');
+  await expect(panel(page)).toHaveAttribute('data-ready', /^0:2:4:/);
+  await page.click('#tokens [data-index="9"]');
+  await page.click('#grid [data-layer="1"][data-head="3"]');
+  await expect(panel(page)).toHaveAttribute('data-ready', /^1:3:9:/);
+  for (let step = 1; step <= 6; step++) {
+    if (step > 1) await page.click('#inside .hs-inside-next');
+    await expect(page.locator('#inside .hs-inside-figure')).toHaveAttribute('data-step', String(step));
+    await shotOf(page, panel(page), `inside-desktop-step${step}`);
+  }
+  await expect(page.locator('#inside .hs-inside-combine')).toBeVisible();
+  await page.click('#inside .hs-inside-combine');
+  await expect(page.locator('.panel-combine')).toBeInViewport();
+  await shot(page, 'inside-desktop-page', { fullPage: true });
+  // exports: the step's picture with its sentence
+  const [pngDl] = await Promise.all([page.waitForEvent('download'), page.click('[data-export="inside"][data-format="png"]')]);
+  const png = await readFile(await pngDl.path());
+  await pngDl.saveAs(path.join(ARTIFACTS, 'export-inside.png'));
+  expect([...png.subarray(0, 8)], 'PNG signature').toEqual([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  expect(pngDl.suggestedFilename()).toBe('headscope-inside-L1H3-step6.png');
+  const [svgDl] = await Promise.all([page.waitForEvent('download'), page.click('[data-export="inside"][data-format="svg"]')]);
+  const svgText = await readFile(await svgDl.path(), 'utf8');
+  await svgDl.saveAs(path.join(ARTIFACTS, 'export-inside.svg'));
+  const parsed = await page.evaluate((text) => {
+    const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+    return { error: doc.getElementsByTagName('parsererror').length, texts: [...doc.getElementsByTagName('text')].map((t) => t.textContent).join(' '), w: Number(doc.documentElement.getAttribute('width')) };
+  }, svgText);
+  expect(parsed.error).toBe(0);
+  expect(parsed.texts).toContain('step 6 of 6: Write');
+  expect(parsed.texts).toContain('How the heads combine');
+  expect(png.readUInt32BE(16), 'PNG is the SVG at 2x').toBe(Math.round(parsed.w * 2));
+});
+
+test('weight × value size: the heatmap and lines say α·‖v W_O‖ per row, from the API\'s value sizes; badges stay on the weights', async ({ page, site }) => {
+  const [layer, head, query] = [1, 3, 9];
+  await page.goto(site.url(`index.html?layer=${layer}&head=${head}&token=${query}`));
+  await demoReady(page);
+  await page.selectOption('#by-select', 'value');
+  await expect(panel(page)).toHaveAttribute('data-value-norms', '1');
+  await expect(page.locator('#by-explain')).toHaveText(/^Weight × value size: each weight times the size of what that token's value vector writes/);
+  await expect(page.locator('#detail-view svg text').first()).toHaveText(`Layer ${layer}, head ${head}: weight × value size`);
+  const api = await apiInside(page, layer, head);
+  const row = await page.evaluate(([l, h, q]) => {
+    const r = window.headscopeDemo.result;
+    return Array.from(r.attention(l, h).subarray(q * r.T, (q + 1) * r.T));
+  }, [layer, head, query]);
+  const products = row.slice(0, query + 1).map((w, k) => w * api.valueNorm[k]);
+  const sum = products.reduce((a, b) => a + b, 0);
+  // the heatmap's cursor on (query, key 0) reads the share, the weight and the value size
+  await page.focus('#detail-view .hs-heatmap');
+  await page.keyboard.press('Home');
+  const said = await page.locator('#live').textContent();
+  const m = /: (\d\.\d{4}) of what the head moves \(weight (\d\.\d{4}) × value size (\d+\.\d\d)\)$/.exec(said);
+  expect(m, said).not.toBeNull();
+  // the page computes the share in float32 from the same numbers: equal at the 4 decimals shown
+  expect(m[1]).toBe((products[0] / sum).toFixed(4));
+  expect(m[2]).toBe(row[0].toFixed(4));
+  expect(m[3]).toBe(api.valueNorm[0].toFixed(2));
+  await shotOf(page, page.locator('#detail'), 'inside-value-weighted-heatmap');
+  // the lines view: the focused token's lines are the shares, per row summing to 1
+  await page.click('#tab-lines');
+  await page.hover(`#detail-view svg [data-side="q"][data-index="${query}"]`);
+  await expect(page.locator('#detail-view svg')).toHaveAttribute('data-focus', `q${query}`);
+  const opacities = await page.locator('#detail-view svg line').evaluateAll((ls) => ls.map((l) => Number(l.getAttribute('stroke-opacity'))));
+  const expected = products.map((p) => p / sum).filter((w) => w >= 0.01).map((w) => Math.round(w * 100) / 100);
+  expect(opacities.sort()).toEqual(expected.sort()); // scene.js writes opacities to 2 decimals
+  await expect(page).toHaveURL(/[?&]by=value(&|$)/);
+  // the badges are the package's headBadges on the result's weights, not on what the views draw
+  // (the probe roles, induction and verb to subject, come from probe texts: left out, as in lab.test.mjs)
+  await expect.poll(() => page.evaluate(() => window.headscopeLab.scoresResult === window.headscopeDemo.result)).toBe(true);
+  const check = await page.evaluate(async () => {
+    const { allHeadScores, headBadges } = await import('./analysis.js');
+    const s = allHeadScores(window.headscopeDemo.result);
+    return [...document.querySelectorAll('#grid [data-layer]')].map((c) => {
+      const l = +c.dataset.layer, h = +c.dataset.head;
+      const shown = (c.dataset.roles || '').split(' ').filter((x) => x && x !== 'induction' && x !== 'verb_to_subject').join(' ');
+      return { head: `L${l}H${h}`, shown, expected: headBadges({ ...s[l][h], induction: 0, verb_to_subject: 0 }).join(' ') };
+    });
+  });
+  for (const { head: hd, shown, expected: e } of check) expect(shown, hd).toBe(e);
+});
+
+test('d_head 64 (GPT-2 small\'s heads): 64 numbers per vector, the API\'s scores, on a desktop and on a phone', async ({ page, dh64Site }) => {
+  test.setTimeout(180_000);
+  const url = (q) => `${dh64Site.base}index.html?model=${encodeURIComponent('/dh64/gpt-dh64/')}&text=${encodeURIComponent('The chef, who trained in Paris, cooked the meal quickly.')}&${q}`;
+  await openInside(page, url('layer=1&head=11&inside=8&step=1'), { layer: 1, head: 11, query: 8 });
+  await expect(page.locator('#tagline')).toContainText(/12 heads/);
+  await expect(panel(page).locator('[data-tip^="q["]')).toHaveCount(64);
+  await page.click('#inside .hs-inside-next');
+  await page.click('#inside .hs-inside-next');
+  await expect(panel(page).locator('[data-tip^="q["][data-tip*="×"]')).toHaveCount(64);
+  const api = await apiInside(page, 1, 11);
+  expect(api.headSize).toBe(64);
+  const scores = await panel(page).locator('[data-score]').evaluateAll((els) => els.map((e) => [Number(e.dataset.key), Number(e.dataset.score)]));
+  expect(scores).toHaveLength(9);
+  for (const [k, s] of scores) expect(s).toBe(api.scores[8 * api.T + k]);
+  await shotOf(page, panel(page), 'inside-dh64-desktop-step3');
+  await page.click('#inside .hs-inside-next');
+  await page.click('#inside .hs-inside-next');
+  await page.click('#inside .hs-inside-next');
+  await expect(panel(page).locator('[data-tip^="write["]')).toHaveCount(768);
+  await shotOf(page, panel(page), 'inside-dh64-desktop-step6');
+  // on a phone: the 64 cells fit the panel; the page does not scroll sideways
+  await page.setViewportSize({ width: 390, height: 844 });
+  await openInside(page, url('layer=1&head=11&inside=8&step=3'), { layer: 1, head: 11, query: 8 });
+  const fits = await panel(page).evaluate((p) => {
+    const fig = p.querySelector('.hs-inside-figure');
+    return { scroll: fig.scrollWidth - fig.clientWidth, page: document.documentElement.scrollWidth - document.documentElement.clientWidth };
+  });
+  expect(fits.page, 'no horizontal page scroll').toBeLessThanOrEqual(0);
+  expect(fits.scroll, 'the picture fits the panel').toBeLessThanOrEqual(1);
+  await panel(page).scrollIntoViewIfNeeded();
+  await shot(page, 'inside-dh64-phone-step3');
+  await shotOf(page, panel(page), 'inside-dh64-phone-panel');
+});
+
+test.describe('on a phone', () => {
+  test.use({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true });
+
+  test('the panel at phone width: steps by tap, cells by tap, nothing wider than the screen (screenshots)', async ({ page, site }) => {
+    await openInside(page, site.url('index.html?layer=1&head=3&inside=9&step=2'), { layer: 1, head: 3, query: 9 });
+    await panel(page).scrollIntoViewIfNeeded();
+    await shot(page, 'inside-phone-step2', { animations: 'disabled' });
+    await page.tap('#inside [role="tab"][data-step="5"]');
+    await expect(page.locator('#inside .hs-inside-figure')).toHaveAttribute('data-step', '5');
+    const cell = panel(page).locator('[data-tip^="z["]').first();
+    await cell.tap();
+    await expect(page.locator('#inside .hs-tooltip')).toHaveText(/^z\[0\] = −?\d\.\d{4}$/);
+    await expect(page.locator('#inside .hs-tooltip'), 'a tap\'s tooltip stays after the finger lifts').toBeVisible();
+    await shotOf(page, panel(page), 'inside-phone-step5');
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    expect(overflow, `no horizontal page scroll (${overflow}px)`).toBeLessThanOrEqual(0);
+    await page.tap('#inside [role="tab"][data-step="4"]');
+    await shot(page, 'inside-phone-step4', { animations: 'disabled' });
+  });
+});
+
+test('the component and the iframe mode: view="inside" with its step, and by="value"', async ({ page, site }) => {
+  await page.goto(site.url('embed.html?layer=1&head=3&inside=6&step=4'));
+  const view = page.locator('headscope-view');
+  const figure = view.locator('.hs-inside-figure');
+  await expect(figure).toHaveAttribute('data-step', '4', { timeout: 60_000 });
+  await expect(figure).toHaveAttribute('data-query', '6');
+  await expect(view.locator('[data-weight]')).toHaveCount(7);
+  const weights = await view.locator('[data-weight]').evaluateAll((els) => els.map((e) => Number(e.dataset.weight)));
+  const row = await view.evaluate((w) => Array.from(w.result.attention(1, 3).subarray(6 * w.result.T, 7 * w.result.T)));
+  expect(weights).toEqual(row.slice(0, 7));
+  await view.locator('.hs-inside-next').click();
+  await expect(view).toHaveAttribute('step', '5');
+  const svg = await view.evaluate((w) => w.exportSvg());
+  expect(svg).toContain('step 5 of 6: Values');
+  await shot(page, 'inside-embed', { animations: 'disabled' });
+  // by="value" on a heatmap widget
+  await view.evaluate((w) => { w.setAttribute('view', 'heatmap'); w.setAttribute('by', 'value'); });
+  await expect(view.locator('svg text').first()).toHaveText('Layer 1, head 3: weight × value size');
+  await expect(view.locator('.hs-caption')).toContainText('Weight × value size:');
+});
