@@ -21,3 +21,19 @@ for (const name of ['headscope', 'headscope-worker', 'analysis']) {
     assert.deepEqual(declared, exported);
   });
 }
+
+// The component modules define custom elements at import (they need a DOM), and they also export the
+// demo page's building blocks, which are not a public API: every value their .d.ts declares must be
+// among the bundle's exports (read from its final export statement).
+for (const name of ['headscope-view', 'headscope-lab']) {
+  test(`${name}.d.ts declares only values ${name}.js exports, and registers its element`, () => {
+    const declared = declaredValues(readFileSync(new URL(`${name}.d.ts`, dist), 'utf8'));
+    const bundle = readFileSync(new URL(`${name}.js`, dist), 'utf8');
+    const list = /export\s*\{([^}]*)\};?\s*$/.exec(bundle);
+    assert.ok(list, `${name}.js ends with an export statement`);
+    const exported = list[1].split(',').map((s) => s.trim().split(/\s+as\s+/).pop()).filter(Boolean);
+    assert.ok(declared.length > 0);
+    for (const value of declared) assert.ok(exported.includes(value), `${value} is declared but ${name}.js does not export it`);
+    assert.match(readFileSync(new URL(`${name}.d.ts`, dist), 'utf8'), new RegExp(`interface HTMLElementTagNameMap \\{\\s*'${name}'`));
+  });
+}

@@ -15,6 +15,10 @@ import {
   loadModelInWorker, createTrainerInWorker, WorkerStartError,
   type WorkerModel, type CacheState, type TrainProgress, type WorkerTrainer,
 } from 'headscope/worker';
+import 'headscope/component';
+import 'headscope/lab-component';
+import type { HeadscopeViewElement, HeadscopeViewState, Scene } from 'headscope/component';
+import type { HeadscopeLabElement, HeadscopeLabPanels } from 'headscope/lab-component';
 import {
   allHeadScores, headBadges, headScores, HeadScoreRows, ROLE_THRESHOLDS, ROLE_DESCRIPTIONS, ROLES_TABLE, INDUCTION_PROBE,
   knockoutRanking, inductionProbeText, inductionScores, inductionWordLists, prefixMatchingScores,
@@ -246,3 +250,43 @@ const verb = await verbSubjectScores(worker, [text]);
 same<typeof verb.scores, number[][] | null>();
 // @ts-expect-error  a knock-out needs a model, not a result
 await knockoutRanking(inWorker, text);
+
+// ---- the web components ------------------------------------------------------------------------
+const widget = document.createElement('headscope-view');
+same<typeof widget, HeadscopeViewElement>();
+const found = document.querySelector('headscope-view');
+same<typeof found, HeadscopeViewElement | null>();
+widget.setAttribute('view', 'inside');
+widget.setAttribute('inside', '7');
+widget.setAttribute('step', '3');
+widget.setAttribute('by', 'value');
+widget.setAttribute('data-anything', 'still an HTMLElement');
+widget.addEventListener('headscope-render', (e) => show(`${e.detail.T} tokens in the ${e.detail.view} view`));
+widget.addEventListener('headscope-select', (e) => show(`layer ${e.detail.layer}, head ${e.detail.head}`));
+document.body.append(widget);
+const rendered: HeadscopeViewElement = await widget.ready;
+same<typeof rendered.result, RunResult | null>();
+const widgetState: HeadscopeViewState = widget.state;
+same<typeof widgetState.view, 'grid' | 'heatmap' | 'lines' | 'inside'>();
+const picture: Scene = widget.scene();
+const svgFile: string = widget.exportSvg();
+const pngFile: Blob = await widget.exportPng(2);
+show(`${picture.items.length} items, ${svgFile.length} characters, ${pngFile.size} bytes`);
+// @ts-expect-error  the result is read-only
+widget.result = null;
+// @ts-expect-error  a render event's detail has no head
+widget.addEventListener('headscope-render', (e) => e.detail.head);
+// @ts-expect-error  exportSvg() returns the document, not a promise
+widget.exportSvg().then(show);
+
+const labWidget = document.createElement('headscope-lab');
+same<typeof labWidget, HeadscopeLabElement>();
+labWidget.setAttribute('ablate', '0:1,1:3');
+labWidget.addEventListener('headscope-render', (e) => show(`${e.detail.T} tokens, ${e.detail.ablate.length} heads off`));
+const panels: HeadscopeLabPanels | null = labWidget.lab;
+panels?.setAblate([[0, 1]]);
+panels?.toggle(1, 3);
+await panels?.runKnockout();
+same<Awaited<typeof labWidget.ready>, HeadscopeLabElement>();
+// @ts-expect-error  ablate takes [layer, head] pairs
+panels?.setAblate([0, 1]);
