@@ -571,6 +571,25 @@ def roles_md(c):
     return L
 
 
+def pruning_md(c):
+    """The card's "How many heads does it need?" section, when scripts/train/heads_card.py measured it."""
+    p = c.get("pruning")
+    if not p:
+        return []
+    n = p["heads"]
+    return ["", "## How many heads does it need?", "",
+            f"Measured by `{p['command']}` on `heldout.txt` ({p['tokens']} held-out tokens), {p['date']}: heads "
+            f"switched off one at a time, {p['method']}, against {p['random_orders']} random orders.", "",
+            f"- {p['heads_off_before_5pct']} of {n} heads can be switched off before the held-out loss rises 5% "
+            f"({p['heads_off_before_10pct']} before it rises 10%); the loss with every head on is {p['loss']:.3f} nats.",
+            f"- With half the heads ({n // 2}) off: {p['half_loss']:.3f} nats in this order "
+            f"(+{p['half_loss'] - p['loss']:.3f}), {p['half_random_mean']:.3f} in random orders on average "
+            f"(+{p['half_random_mean'] - p['loss']:.3f}).",
+            "- The heads that survive longest: " + ", ".join(f"L{l}H{h}" for l, h in p["last_heads"]) + ".",
+            "- The heads that matter most alone (loss change when each is the only one off): " +
+            ", ".join(f"L{l}H{h} {d:+.3f}" for l, h, d in p["top_knockouts"]) + "."]
+
+
 def readme(c):
     a = c["architecture"]
     tr = c["training"]
@@ -629,11 +648,13 @@ def readme(c):
         base = v.get("uniform_baseline")
         L.append(f"- \"{src}\" -> \"{dst}\" (query token {v['query_token']}, key tokens {v['key_tokens']}): "
                  f"strongest {tops}" + (f" (uniform attention would give {base:.3f})" if base is not None else ""))
+    L += pruning_md(c)
     L += ["", "## Files", "",
           "- `config.json`, `model.safetensors`: Hugging Face GPT-2 layout (tensor names without the "
           "`transformer.` prefix, Conv1D [in, out] weights, LM head tied to `wte.weight`)",
           "- `vocab.json`, `merges.txt`: GPT-2 format byte-level BPE",
           "- `reference.json`: PyTorch logits and attention for a few sentences (engine test)",
+          "- `heldout.txt`: a passage of the validation text, for measuring which heads the model needs",
           "- `card.json`: this card, machine-readable, with the full loss history", ""]
     return "\n".join(L)
 

@@ -53,6 +53,10 @@ def main():
             "strongest_prev_token_head": {"layer": best_prev["layer"], "head": best_prev["head"],
                                           "score": best_prev["prev_token"]},
             "default": c["name"] == "headscope-base"})
+        pr = c.get("pruning")
+        if pr:
+            entries[-1]["pruning"] = {k: pr[k] for k in ("heads", "heads_off_before_5pct", "heads_off_before_10pct",
+                                                         "loss", "half_loss", "half_random_mean")}
         r = c.get("roles")
         if r:
             entries[-1].update({"role_counts": r["counts"], "best": r["best"], "copy_accuracy": r["copy_accuracy"],
@@ -97,6 +101,18 @@ def main():
                      f"L{b['verb_to_subject']['layer']}H{b['verb_to_subject']['head']} "
                      f"{b['verb_to_subject']['score']:.1f}x | {e['copy_accuracy']:.1%} | "
                      f"{e['heldout_bits_per_byte']:.3f} | {e['val_loss']:.3f} |")
+        L.append("")
+    if any("pruning" in e for e in entries):
+        L += ["How many heads each model needs (`scripts/train/heads_card.py`: `headscope heads` on each model's "
+              "`heldout.txt`, heads switched off one at a time greedily by measured loss, against 8 random orders; "
+              "details in each card):", "",
+              "| model | heads | off before the loss rises 5% | ... 10% | loss, all heads | half off, greedy | "
+              "half off, random orders (mean) |", "|---|---|---|---|---|---|---|"]
+        for e in entries:
+            p = e.get("pruning")
+            if p:
+                L.append(f"| {e['name']} | {p['heads']} | {p['heads_off_before_5pct']} | {p['heads_off_before_10pct']} | "
+                         f"{p['loss']:.3f} | {p['half_loss']:.3f} | {p['half_random_mean']:.3f} |")
         L.append("")
     if fam:
         f0 = fam[0]
