@@ -163,6 +163,28 @@ test('the panel follows the focused token and the head, exports PNG and SVG, and
   await page.click('#tokens [data-index="9"]');
   await page.click('#grid [data-layer="1"][data-head="3"]');
   await expect(panel(page)).toHaveAttribute('data-ready', /^1:3:9:/);
+  // typing at the end after inspect runs took the worker's cache: the result on screen, patched
+  // row by row (run({ reuse })), equals a run of the whole text (exactly: the same engine)
+  const typed = `${await page.inputValue('#text')} Then`;
+  await page.locator('#text').press('Control+End');
+  await page.keyboard.type(' Then');
+  await expect.poll(() => page.evaluate(() => window.headscopeDemo.result.text)).toBe(typed);
+  await expect(panel(page)).toHaveAttribute('data-ready', /^1:3:9:/);
+  const agree = await page.evaluate(async () => {
+    const d = window.headscopeDemo;
+    await d.idle();
+    const shown = d.result;
+    const fresh = await d.model.run(shown.text, { allLogits: true }); // all logits: always the worker
+    let same = shown.T === fresh.T;
+    for (let l = 0; l < shown.nLayer && same; l++) for (let h = 0; h < shown.nHead && same; h++) {
+      const a = shown.attention(l, h);
+      const b = fresh.attention(l, h);
+      same = a.every((x, i) => x === b[i]);
+    }
+    return { same, rowsFrom: shown.rowsFrom };
+  });
+  expect(agree.rowsFrom, 'the result on screen was patched from its first changed row').toBeGreaterThan(0);
+  expect(agree.same, 'the patched result equals a fresh run').toBe(true);
   for (let step = 1; step <= 6; step++) {
     if (step > 1) await page.click('#inside .hs-inside-next');
     await expect(page.locator('#inside .hs-inside-figure')).toHaveAttribute('data-step', String(step));
