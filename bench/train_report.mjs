@@ -45,7 +45,7 @@ export function trainingTables(training) {
   if (shapes.length) {
     const la = (xs) => xs.map((x) => x.toFixed(1)).join(' ');
     const torch = (shapes.find((s) => s.key === 'default') ?? shapes[0]).info?.torch?.torch ?? '?';
-    md.push(`Tokens/s of full training steps, median over ${training.rounds} interleaved rounds of about ${training.chunk_seconds} s per subject; `
+    md.push(`Run of ${training.generated?.slice(0, 16).replace('T', ' ') ?? '?'} UTC. Tokens/s of full training steps, median over ${training.rounds} interleaved rounds of about ${training.chunk_seconds} s per subject; `
       + `node ${training.node}, PyTorch ${torch} (1 thread); load average ${la(training.machine.loadavg_before)} before, ${la(training.machine.loadavg_after)} after.`, '');
     const hasRelaxed = shapes.some((s) => s.subjects.wasm_relaxed);
     md.push(`| shape | native | wasm SIMD128 |${hasRelaxed ? ' wasm relaxed SIMD |' : ''} PyTorch, 1 thread | native / PyTorch | wasm / PyTorch |${hasRelaxed ? ' relaxed / PyTorch |' : ''} wasm / native |`,
