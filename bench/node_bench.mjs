@@ -94,6 +94,15 @@ if (!simdOnly) {
   }
 }
 
+// the `prev` module must really run the previous attention kernel: the macro swap in
+// cpp/bench/previous_swap.hpp renames the kernel's call wherever the compiled sources make it, so if
+// the call moves to a file model_previous.cpp does not compile, prev silently becomes the engine. The
+// two kernels sum in different orders: identical attention means the swap did nothing.
+if (withPrev) {
+  const same = maxAbsDiff(models.prev.forwardOut(P).attention, models.simd.forwardOut(P).attention) === 0;
+  if (same) throw new Error('headscope_bench_wasm_prev computes exactly what the engine does: cpp/bench/model_previous.cpp no longer swaps in the previous attention kernel');
+}
+
 // ---- GEMM at the model's shapes --------------------------------------------------------------
 const shapes = [[C, 3 * C, 'c_attn'], [C, C, 'c_proj'], [C, F, 'c_fc'], [F, C, 'mlp_proj']];
 const Ms = [16, 64, P];
