@@ -81,6 +81,9 @@ for (const mode of (process.env.PAGE_BENCH_DEMO_ONLY ? [] : ['main', 'worker']))
     await page.waitForFunction((k) => window.__bench.keys.length >= k, n, { timeout: 30000 });
   }
   const keys = await page.evaluate(() => window.__bench.keys);
+  // the build the package chose in Chromium: the relaxed-SIMD one, which a reader's Chromium loads
+  const simd = await page.evaluate(() => window.__benchModel.info.simd);
+  if (!simd?.relaxedMadd) throw new Error(`bench/page (${mode}) runs ${JSON.stringify(simd)}, not the relaxed-SIMD build Chromium validates`);
   let inWorker = null, onPage = null;
   if (mode === 'main') {
     // the same incremental run timed inside a worker and on the page, no messaging in the timed part
@@ -118,6 +121,7 @@ for (const mode of (process.env.PAGE_BENCH_DEMO_ONLY ? [] : ['main', 'worker']))
   const upTo64 = keys.filter((k) => k.T <= 64);
   const summary = (ks, f) => (ks.length ? stats(ks.map(f)) : null);
   results.modes[mode] = {
+    simd,
     cold_runs: cold,
     cold_to_first_attention_painted: stats(cold.map((c) => c.navigation_to_first_attention_painted_ms)),
     keystrokes: keys.length,

@@ -119,7 +119,8 @@ async function benchShape(key) {
   ];
   const info = {};
   for (const s of subjects) info[s.name] = await s.ready;
-  if (info.wasm_relaxed && info.wasm_relaxed.build !== 'relaxed SIMD') log('note: node did not validate relaxed SIMD; wasm_relaxed runs SIMD128');
+  if (info.wasm_relaxed && info.wasm_relaxed.build !== 'relaxed SIMD') throw new Error(`wasm_relaxed loaded the ${info.wasm_relaxed.build} build (does ${opt.pkg} hold headscope_wasm_relaxed.wasm?)`);
+  if (info.wasm.build !== 'SIMD128') throw new Error(`wasm loaded the ${info.wasm.build} build, not SIMD128`);
   // calibration: seconds per step of each subject, then chunks of about CHUNK_S seconds
   const perStep = {};
   for (const s of subjects) {

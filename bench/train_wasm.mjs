@@ -21,10 +21,6 @@ const { values: opt, positionals } = parseArgs({
 });
 const shape = JSON.parse(positionals[0]);
 const { createTrainer } = await import(pathToFileURL(path.resolve(opt.pkg, 'headscope.js')).href);
-// the same probe headscope.js makes: does this engine validate f32x4.relaxed_madd?
-const relaxed = WebAssembly.validate(new Uint8Array([
-  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 19, 1, 17, 0,
-  65, 0, 253, 17, 65, 0, 253, 17, 65, 0, 253, 17, 253, 133, 2, 11]));
 
 const trainer = await createTrainer({
   preset: 'induction',
@@ -33,6 +29,11 @@ const trainer = await createTrainer({
   seqLen: shape.seq_len,
 });
 const spec = trainer.spec;
+// which build the package loaded (it falls back to SIMD128 where relaxed SIMD does not validate, or
+// where its copy lacks the relaxed .wasm): the engine says, through a model of the run
+const probe = trainer.model();
+const relaxed = probe.info.simd.relaxedMadd;
+probe.dispose();
 let loss = 0;
 for (let i = 0; i < Number(opt.warmup); i++) loss = trainer.step(1)[0];
 console.log(JSON.stringify({
