@@ -170,6 +170,10 @@ if (demoDir) {
     }
     await context.close();
   }
+  // what bench/demo_probe.mjs reads from the demo (its run time in #stats, headscopeDemo.renderMs and
+  // result.ranOnPage): if the demo stops publishing one, its rows would silently go empty
+  for (const [field, what] of [['run_ms', '"ran in N ms" in #stats'], ['render_ms', 'window.headscopeDemo.renderMs'], ['on_page', 'window.headscopeDemo.result.ranOnPage']])
+    if (!keys.some((k) => k[field] !== null && k[field] !== undefined)) throw new Error(`web/demo no longer publishes ${what} (bench/demo_probe.mjs reads it)`);
   const upTo64 = keys.filter((k) => k.T <= 64);
   results.demo = {
     page: 'web/demo (built by web/demo/build.sh), model in a Web Worker, short typing updates on the page thread',
