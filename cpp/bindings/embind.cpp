@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "headscope/error.hpp"
+#include "headscope/generate.hpp"
 #include "headscope/heads.hpp"
 #include "headscope/model.hpp"
 #include "headscope/predictions.hpp"
@@ -245,6 +246,35 @@ val logit_attribution(const Model& m, int position, int token) {
   });
 }
 
+// Generation token by token (headscope::Generation): generation(model, text, temperature, topK, topP,
+// seed) runs the text; next() draws a token, appends it, runs one incremental step and returns
+// { id, token, prob, ids (Int32Array: the distribution drawn from, most likely first), probs
+// (Float64Array) }; results() then gives the run of the sequence so far as after run().
+headscope::Generation* generation(Model& m, val text, double temperature, int top_k, double top_p, double seed) {
+  return guarded([&]() -> headscope::Generation* {
+    if (!(seed >= 0 && seed <= 9007199254740991.0)) throw headscope::Error("seed must be a whole number >= 0");
+    headscope::SamplingOptions o;
+    o.temperature = temperature;
+    o.top_k = top_k;
+    o.top_p = top_p;
+    o.seed = (uint64_t)seed;
+    return new headscope::Generation(m, string_of(text, "text"), o);
+  }, static_cast<headscope::Generation*>(nullptr));
+}
+
+val generation_next(headscope::Generation& g) {
+  return guarded([&] {
+    const headscope::GeneratedToken t = g.next();
+    val out = val::object();
+    out.set("id", t.id);
+    out.set("token", t.token);
+    out.set("prob", t.prob);
+    out.set("ids", i32_copy(t.distribution.ids));
+    out.set("probs", val::global("Float64Array").new_(emscripten::typed_memory_view(t.distribution.probs.size(), t.distribution.probs.data())));
+    return out;
+  });
+}
+
 val config_object(const Model& m) {
   const auto& c = m.config();
   val o = val::object();
@@ -377,6 +407,11 @@ EMSCRIPTEN_BINDINGS(headscope) {
                   return guarded([&] { return token_array(m.tokenizer().encode(string_of(text, "text"))); });
                 }));
   function("measureHeads", &measure_heads, allow_raw_pointers());
+  function("generation", &generation, allow_raw_pointers());
+  class_<headscope::Generation>("Generation")
+      .function("next", &generation_next)
+      .function("text", optional_override([](const headscope::Generation& g) { return g.result().text; }))
+      .function("allIds", optional_override([](const headscope::Generation& g) { return i32_copy(g.result().ids); }));
   class_<headscope::HeadsMeasurement>("HeadsMeasurement")
       .function("step", optional_override([](headscope::HeadsMeasurement& h, int max_runs) {
                   return guarded([&] { return val(h.step(max_runs)); });

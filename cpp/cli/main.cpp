@@ -34,6 +34,7 @@
 #include "headscope/error.hpp"
 #include "headscope/model.hpp"
 #include "report_errors.hpp"
+#include "generate_command.hpp"
 #include "heads_command.hpp"
 #include "train_command.hpp"
 
@@ -47,6 +48,7 @@ const char* kUsage =
     "  headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16]\n"
     "  headscope train ... (headscope train --help)\n"
     "  headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--json] (headscope heads --help)\n"
+    "  headscope generate --model DIR --text TEXT --tokens N [--temperature X] [--top-k K] [--top-p P] [--seed S] [--json]\n"
     "DIR is a folder in the Hugging Face GPT-2 layout (config.json, model.safetensors, vocab.json, merges.txt).\n"
     "--weights f16 keeps the large weight matrices in half precision: about half the memory (default f32).\n";
 
@@ -327,5 +329,6 @@ int main(int argc, char** argv) {
   }
   if (argc >= 2 && std::string(argv[1]) == "train") return headscope::cli::train_command(argc, argv);
   if (argc >= 2 && std::string(argv[1]) == "heads") return headscope::cli::heads_command(argc, argv);
+  if (argc >= 2 && std::string(argv[1]) == "generate") return headscope::cli::generate_command(argc, argv);
   return headscope::cli::report_errors([&] { return run(parse_args(argc, argv)); }, kUsage, {"missing command", "unknown"});
 }

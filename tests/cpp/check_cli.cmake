@@ -103,6 +103,26 @@ string(JSON dropped6 GET "${o6}" dropped_tokens)
 if(NOT r6 EQUAL 0 OR NOT e6 MATCHES "were cut to fit the context" OR dropped6 LESS 1)
   message(FATAL_ERROR "heads, long text: expected a note of what is cut and dropped_tokens; got ${r6} '${e6}' ${dropped6}")
 endif()
+# headscope generate --json: the prompt's ids, then N generated; the same seed gives the same ids
+execute_process(COMMAND ${CLI} generate --model ${MODEL} --text "The chef" --tokens 5 --seed 9 --json
+                OUTPUT_VARIABLE g1 ERROR_VARIABLE ge1 RESULT_VARIABLE gr1)
+execute_process(COMMAND ${CLI} generate --model ${MODEL} --text "The chef" --tokens 5 --seed 9 --json
+                OUTPUT_VARIABLE g2 RESULT_VARIABLE gr2)
+execute_process(COMMAND ${CLI} run --model ${MODEL} --text "The chef" --json OUTPUT_VARIABLE gp)
+string(JSON ng LENGTH "${g1}" generated)
+string(JSON nall LENGTH "${g1}" ids)
+string(JSON np LENGTH "${gp}" ids)
+string(JSON first GET "${g1}" ids 0)
+string(JSON first_prompt GET "${gp}" ids 0)
+math(EXPR want_all "${np} + 5")
+if(NOT gr1 EQUAL 0 OR NOT gr2 EQUAL 0 OR NOT ng EQUAL 5 OR NOT nall EQUAL want_all OR NOT first EQUAL first_prompt OR NOT g1 STREQUAL g2)
+  message(FATAL_ERROR "headscope generate --json: ${gr1} '${ge1}' '${g1}' vs '${g2}' (prompt ids ${np})")
+endif()
+execute_process(COMMAND ${CLI} generate --model ${MODEL} --text "x" --tokens 2 --top-p 1.5
+                OUTPUT_VARIABLE g3 ERROR_VARIABLE ge3 RESULT_VARIABLE gr3)
+if(gr3 EQUAL 0 OR NOT ge3 MATCHES "top-p must be within")
+  message(FATAL_ERROR "headscope generate --top-p 1.5: expected an error naming the range; got ${gr3} '${ge3}'")
+endif()
 execute_process(COMMAND ${CLI} run --model ${MODEL}/does-not-exist --text "x" --json
                 OUTPUT_VARIABLE out2 ERROR_VARIABLE err2 RESULT_VARIABLE rc2)
 if(rc2 EQUAL 0 OR NOT err2 MATCHES "not found" OR NOT out2 STREQUAL "")

@@ -1,0 +1,99 @@
+// headscope generate: the model continues a text (headscope/generate.hpp).
+//
+//   headscope generate --model DIR --text T --tokens N [--temperature X] [--top-k K] [--top-p P] [--seed S]
+//                      [--weights f32|f16] [--json]
+// Defaults: temperature 1, top-k 0 (off), top-p 1 (off), seed 0. Without --json the whole text is printed;
+// with --json one document: {"ids": [the prompt's ids, then the generated ones], "generated": [ids], "text": "..."}.
+#include "generate_command.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "headscope/error.hpp"
+#include "headscope/generate.hpp"
+#include "headscope/model.hpp"
+#include "report_errors.hpp"
+
+namespace headscope::cli {
+namespace {
+
+const char* kGenerateUsage =
+    "usage: headscope generate --model DIR --text TEXT --tokens N [--temperature X] [--top-k K] [--top-p P]\n"
+    "                          [--seed S] [--weights f32|f16] [--json]\n"
+    "  Continues TEXT by N tokens drawn from softmax(logits / temperature), restricted to the K most likely\n"
+    "  tokens and to the smallest set whose probability reaches P. Temperature 0 is greedy. Defaults:\n"
+    "  temperature 1, top-k 0 (off), top-p 1 (off), seed 0; one seed gives one continuation.\n";
+
+double parse_number(const std::string& flag, const std::string& v) {
+  try {
+    std::size_t used = 0;
+    const double x = std::stod(v, &used);
+    if (used != v.size()) throw std::invalid_argument(v);
+    return x;
+  } catch (const std::exception&) {
+    throw Error(flag + " expects a number, got \"" + v + "\"");
+  }
+}
+
+int run_generate(int argc, char** argv) {
+  std::string model_dir, text;
+  bool has_text = false, json = false;
+  int tokens = -1;
+  SamplingOptions o;
+  LoadOptions load;
+  for (int i = 2; i < argc; i++) {
+    const std::string arg = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw Error(arg + " needs a value");
+      return argv[++i];
+    };
+    const auto whole = [&](const std::string& v) {
+      const double x = parse_number(arg, v);
+      if (x != std::floor(x) || x < 0 || x > 1e15) throw Error(arg + " expects a whole number >= 0, got \"" + v + "\"");
+      return x;
+    };
+    if (arg == "--model") model_dir = value();
+    else if (arg == "--text") text = value(), has_text = true;
+    else if (arg == "--tokens") tokens = (int)std::min(whole(value()), 1e9);
+    else if (arg == "--temperature") o.temperature = parse_number(arg, value());
+    else if (arg == "--top-k") o.top_k = (int)std::min(whole(value()), 1e9);
+    else if (arg == "--top-p") o.top_p = parse_number(arg, value());
+    else if (arg == "--seed") o.seed = (uint64_t)whole(value());
+    else if (arg == "--weights") load.weights = parse_weight_storage(value());
+    else if (arg == "--json") json = true;
+    else throw Error("unknown option " + arg);
+  }
+  if (model_dir.empty()) throw Error("--model DIR is required");
+  if (!has_text) throw Error("--text TEXT is required");
+  if (tokens < 0) throw Error("--tokens N is required");
+  check_sampling_options(o);
+  Model model = Model::load_directory(model_dir, load);
+  const GenerateResult r = generate(model, text, tokens, o);
+  if (json) {
+    nlohmann::json j;
+    j["ids"] = r.ids;
+    j["generated"] = r.generated;
+    j["text"] = r.text;
+    // a continuation may end inside a UTF-8 character: replaced, not thrown
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    std::cout << r.text << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int generate_command(int argc, char** argv) {
+  if (argc == 3 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
+    std::cout << kGenerateUsage;
+    return 0;
+  }
+  return report_errors([&] { return run_generate(argc, argv); }, kGenerateUsage,
+                       {"required", "unknown option", "needs a value"});
+}
+
+}  // namespace headscope::cli

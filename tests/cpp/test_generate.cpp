@@ -1,0 +1,166 @@
+// Sampling and generation (headscope/generate.hpp): the distribution against a brute-force
+// reference, the specified random source against splitmix64's published first outputs, the draw's
+// frequencies, and generation on the cache equal to fresh full runs.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "headscope/error.hpp"
+#include "headscope/generate.hpp"
+#include "headscope/model.hpp"
+#include "test_util.hpp"
+
+using headscope::Model;
+using headscope::SamplingOptions;
+
+namespace {
+Model load(const std::string& name) {
+  const std::string d = std::string(HEADSCOPE_FIXTURES_DIR) + "/models/" + name;
+  return Model::load_buffers(test_util::read_text(d + "/config.json"), test_util::read_bytes(d + "/model.safetensors"),
+                             test_util::read_text(d + "/vocab.json"), test_util::read_text(d + "/merges.txt"));
+}
+}  // namespace
+
+TEST_CASE("generate: splitmix64 is the published generator", "[generate]") {
+  // splitmix64 (Steele, Lea, Flood 2014; Vigna's reference code) from state 0: its first outputs
+  headscope::SplitMix64 r(0);
+  REQUIRE(r.next() == 0xE220A8397B1DCDAFull);
+  REQUIRE(r.next() == 0x6E789E6AA1B965F4ull);
+  REQUIRE(r.next() == 0x06C45D188009454Full);
+  headscope::SplitMix64 u(42);
+  for (int i = 0; i < 1000; i++) {
+    const double x = u.uniform();
+    REQUIRE(x >= 0.0);
+    REQUIRE(x < 1.0);
+  }
+}
+
+TEST_CASE("generate: temperature, top-k and top-p give the distribution they define", "[generate]") {
+  const std::vector<float> logits = {1.0f, 3.0f, 3.0f, -2.0f, 0.5f, 2.0f};
+  // greedy: the largest logit, ties to the lower id
+  SamplingOptions greedy;
+  greedy.temperature = 0;
+  auto d = headscope::sampling_distribution(logits, greedy);
+  REQUIRE(d.ids == std::vector<int32_t>{1});
+  REQUIRE(d.probs == std::vector<double>{1.0});
+  // the reference: softmax(l / T) in long double, sorted by probability then id, cut, renormalized
+  const auto reference = [&](double T, int k, double p) {
+    std::vector<std::pair<long double, int>> q;
+    long double sum = 0;
+    for (int i = 0; i < (int)logits.size(); i++) sum += std::exp((long double)logits[i] / T);
+    for (int i = 0; i < (int)logits.size(); i++) q.push_back({std::exp((long double)logits[i] / T) / sum, i});
+    std::stable_sort(q.begin(), q.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+    if (k > 0) q.resize(k);
+    long double kept = 0;
+    for (auto& x : q) kept += x.first;
+    for (auto& x : q) x.first /= kept;
+    if (p < 1) {
+      long double cum = 0;
+      std::size_t n = 0;
+      while (n < q.size()) {
+        cum += q[n++].first;
+        if (cum >= p) break;
+      }
+      q.resize(n);
+      kept = 0;
+      for (auto& x : q) kept += x.first;
+      for (auto& x : q) x.first /= kept;
+    }
+    return q;
+  };
+  for (double T : {0.5, 1.0, 2.0})
+    for (int k : {0, 1, 2, 4})
+      for (double p : {1.0, 0.9, 0.5, 0.2}) {
+        SamplingOptions o;
+        o.temperature = T;
+        o.top_k = k;
+        o.top_p = p;
+        INFO("T " << T << " k " << k << " p " << p);
+        d = headscope::sampling_distribution(logits, o);
+        const auto want = reference(T, k, p);
+        REQUIRE(d.ids.size() == want.size());
+        double total = 0;
+        for (std::size_t i = 0; i < want.size(); i++) {
+          REQUIRE(d.ids[i] == want[i].second);
+          // double against long double over 6 exponentials and two renormalizations: 1e-12 relative
+          REQUIRE(std::fabs(d.probs[i] - (double)want[i].first) <= 1e-12 * (double)want[i].first);
+          total += d.probs[i];
+        }
+        REQUIRE(std::fabs(total - 1.0) <= 1e-12);
+      }
+  // ids 1 and 2 tie: the lower id is first, so top-k 1 keeps id 1
+  SamplingOptions k1;
+  k1.top_k = 1;
+  REQUIRE(headscope::sampling_distribution(logits, k1).ids == std::vector<int32_t>{1});
+  SamplingOptions bad;
+  bad.top_p = 0;
+  REQUIRE_THROWS_WITH(headscope::sampling_distribution(logits, bad), Catch::Contains("top-p must be within (0, 1]"));
+  bad = SamplingOptions{};
+  bad.temperature = -1;
+  REQUIRE_THROWS_WITH(headscope::sampling_distribution(logits, bad), Catch::Contains("temperature"));
+}
+
+TEST_CASE("generate: draws follow the distribution", "[generate]") {
+  headscope::SamplingDistribution d;
+  d.ids = {7, 3, 9};
+  d.probs = {0.5, 0.3, 0.2};
+  REQUIRE(headscope::draw(d, 0.0) == 7);
+  REQUIRE(headscope::draw(d, 0.4999) == 7);
+  REQUIRE(headscope::draw(d, 0.5) == 3);
+  REQUIRE(headscope::draw(d, 0.79) == 3);
+  REQUIRE(headscope::draw(d, 0.81) == 9);
+  REQUIRE(headscope::draw(d, 1.0 - 1e-17) == 9);
+  headscope::SplitMix64 rng(5);
+  std::map<int, int> n;
+  const int N = 20000;
+  for (int i = 0; i < N; i++) n[headscope::draw(d, rng.uniform())]++;
+  // each count is binomial: within 5 standard deviations of N p (a false failure every ~1.7 million runs;
+  // a wrong boundary moves a count by N/10 = 2000, over 30 deviations)
+  for (std::size_t i = 0; i < d.ids.size(); i++) {
+    const double mean = N * d.probs[i], sd = std::sqrt(N * d.probs[i] * (1 - d.probs[i]));
+    INFO("id " << d.ids[i] << ": " << n[d.ids[i]] << " draws, expected " << mean);
+    REQUIRE(std::fabs(n[d.ids[i]] - mean) <= 5 * sd);
+  }
+}
+
+TEST_CASE("generate: each token is an incremental step equal to a full run; past the context it cuts like typing",
+          "[generate][model]") {
+  Model m = load("tiny-hs4");  // context 32
+  Model fresh = load("tiny-hs4");
+  SamplingOptions o;
+  o.seed = 3;
+  const std::string prompt = "The chef";
+  int steps = 0;
+  const auto r = headscope::generate(m, prompt, 40, o, [&](const headscope::GeneratedToken& g) {
+    // the model holds the run of the sequence so far: equal to a fresh full run of the same window
+    const std::vector<int32_t> window = m.ids();
+    fresh.clear_cache();
+    fresh.run_ids(window);
+    REQUIRE(std::vector<float>(m.logits_last().begin(), m.logits_last().end()) ==
+            std::vector<float>(fresh.logits_last().begin(), fresh.logits_last().end()));
+    REQUIRE(m.attention_all() == fresh.attention_all());
+    REQUIRE(g.prob > 0);
+    REQUIRE(g.prob <= 1);
+    steps++;
+    return true;
+  });
+  REQUIRE(steps == 40);
+  REQUIRE(r.generated.size() == 40);
+  REQUIRE(r.ids.size() == 8 + 40);  // 8 byte tokens of the prompt (the fixture has no merges)
+  REQUIRE(m.T() <= m.config().n_positions);
+  REQUIRE(r.text.substr(0, prompt.size()) == prompt);
+  std::string bytes = prompt;
+  for (int32_t id : r.generated) bytes += m.tokenizer().token_bytes(id);
+  REQUIRE(r.text == bytes);
+  // one seed, one continuation; another seed, another
+  Model again = load("tiny-hs4");
+  REQUIRE(headscope::generate(again, prompt, 40, o).generated == r.generated);
+  o.seed = 4;
+  REQUIRE(headscope::generate(again, prompt, 40, o).generated != r.generated);
+  // stopping from the callback
+  const auto stopped = headscope::generate(again, prompt, 40, o, [](const headscope::GeneratedToken&) { return false; });
+  REQUIRE(stopped.generated.size() == 1);
+  REQUIRE_THROWS_WITH(headscope::generate(again, "", 3, o), Catch::Contains("text is empty"));
+}
