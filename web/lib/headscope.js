@@ -68,11 +68,42 @@ function toWellFormed(text) {
     : text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
 }
 
+// measureHeads(): how long a chunk of steps lasts before the page may paint and read a cancel (a
+// frame at 60 Hz minus room for the page's work; a single model run may take longer), and the
+// defaults of the greedy search in the browser (see web/README.md: measured in Chromium)
+const CHUNK_MS = 12;
+const MEASURE_DEFAULTS = Object.freeze({ exactLimit: 64, candidates: 4 });
+const performanceNow = () => globalThis.performance.now();
+// a macrotask, so that the page can paint and events (a click on Cancel) arrive
+const yieldToEventLoop = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+function cancelledMeasurement() {
+  const e = new Error('the head measurement was cancelled');
+  e.name = 'AbortError';
+  return e;
+}
+
+// The engine's report as the API's: the order as [layer, head] pairs, the options it ran with
+function headsReport(r, extra) {
+  const order = [];
+  for (let i = 0; i < r.order.length; i += 2) order.push([r.order[i], r.order[i + 1]]);
+  return {
+    nLayer: r.nLayer, nHead: r.nHead, tokens: r.tokens, method: r.method, loss: r.loss,
+    gateGrad: r.gateGrad, ablationDelta: r.ablationDelta, order, prunedLoss: r.prunedLoss,
+    randomLossMean: r.randomLossMean, randomLossLow: r.randomLossLow, randomLossHigh: r.randomLossHigh,
+    ...extra,
+  };
+}
+
 export class HeadscopeModel {
   #core;
   #handle;
   #info;
   #tokenTextCache = new Map();
+  // the last run(): what logitAttribution() splits up. The engine keeps only its latest run, so
+  // once it ran anything else (inspectHead, prefill, a head measurement's runs) the run is repeated
+  #lastRun = null;
+  #engineHoldsLastRun = false;
 
   constructor(core, handle, name) {
     this.#core = core;
@@ -147,7 +178,10 @@ export class HeadscopeModel {
         throw new Error(`ablate entries must be [layer, head] pairs of integers, got ${JSON.stringify(pair)}`);
       flat.push(pair[0], pair[1]);
     }
+    this.#engineHoldsLastRun = false;
     const run = checked(this.#core, h.run(wellFormed, flat, !!allLogits));
+    this.#lastRun = { text: wellFormed, flat, allLogits: !!allLogits };
+    this.#engineHoldsLastRun = true;
     const T = run.tokens;
     const { nLayer, nHead, nPositions } = this.#info.config;
     const rowsFrom = previous ? firstChangedRow(previous, h.tokenIds()) : 0;
@@ -194,6 +228,7 @@ export class HeadscopeModel {
     // embind would truncate 1.5 or refuse '1' with a TypeError of its own: the engine's wording instead
     for (const [name, v] of [['layer', layer], ['head', head]])
       if (!Number.isInteger(v)) throw new Error(`${name} must be an integer, got ${typeof v === 'number' ? v : typeof v}`);
+    this.#engineHoldsLastRun = false;
     const inside = checked(this.#core, h.inspect(wellFormed, layer, head));
     // the tokens of this run, without any attention rows (rows [T, T) of a T-wide block: none)
     const T = inside.T;
@@ -215,6 +250,7 @@ export class HeadscopeModel {
   prefill(text, { ablate = [], allLogits = false } = {}) {
     const h = this.#live();
     // the same options as the run that follows: the engine reuses a cache made with the same ones
+    this.#engineHoldsLastRun = false;
     return checked(this.#core, h.run(toWellFormed(text), ablate.flat(), !!allLogits));
   }
 
@@ -227,6 +263,74 @@ export class HeadscopeModel {
     const h = this.#live();
     if (!Number.isInteger(tokens) || tokens < 1) throw new Error(`tokens must be a positive integer, got ${tokens}`);
     return checked(this.#core, h.reserve(tokens));
+  }
+
+  /**
+   * Which heads the model needs on `text` (the engine's HeadsMeasurement, cpp/include/headscope/heads.hpp):
+   * the loss, every head's gate gradient and knock-out, the loss as heads are switched off one at a
+   * time greedily (`order`, `prunedLoss`) and in `randomOrders` seeded random orders (mean, lowest,
+   * highest). Up to `exactLimit` heads the greedy search tries every remaining head at each step;
+   * above it, the `candidates` best by recomputed gate gradients. It steps in chunks of about
+   * CHUNK_MS, yielding between chunks (and awaiting what onProgress returns), so a page can paint
+   * and `signal` can stop it: it then rejects with an Error named 'AbortError'. Other runs may come
+   * between chunks (every measurement run is a full run of the text). The engine's measurement
+   * (a training engine holding a copy of the weights) is freed however it ends.
+   */
+  async measureHeads(text, options = {}) {
+    const h = this.#live();
+    const wellFormed = toWellFormed(text);
+    const {
+      randomOrders = 8, seed = 0, exactLimit = MEASURE_DEFAULTS.exactLimit, candidates = MEASURE_DEFAULTS.candidates,
+      onProgress, signal, chunkMs = CHUNK_MS,
+    } = options;
+    // embind would truncate 2.5 or refuse '2' with a TypeError of its own: a message naming the option instead
+    for (const [name, v] of [['randomOrders', randomOrders], ['seed', seed], ['exactLimit', exactLimit], ['candidates', candidates]])
+      if (!Number.isInteger(v) || v < 0) throw new Error(`${name} must be a whole number >= 0, got ${typeof v === 'number' ? v : typeof v}`);
+    if (signal?.aborted) throw cancelledMeasurement();
+    const measurement = checked(this.#core, this.#core.measureHeads(h, wellFormed, randomOrders, seed, exactLimit, candidates));
+    try {
+      for (;;) {
+        const t0 = performanceNow();
+        let done;
+        this.#engineHoldsLastRun = false;
+        // one unit of work at a time (a model run, or a gradient: 3), until the chunk's time is up
+        do done = checked(this.#core, measurement.step(1));
+        while (!done && performanceNow() - t0 < chunkMs);
+        await onProgress?.({ fraction: done ? 1 : measurement.progress() });
+        if (done) break;
+        await yieldToEventLoop();
+        if (signal?.aborted) throw cancelledMeasurement();
+        this.#live(); // disposed meanwhile: the measurement refers to the model, so it stops here
+      }
+      const report = measurement.report();
+      // a text longer than the context is cut at the start as run() cuts it (in steps)
+      const droppedTokens = checked(this.#core, h.tokenize(wellFormed)).length - report.tokens;
+      return headsReport(report, { randomOrders, seed, exactLimit, candidates, droppedTokens });
+    } finally {
+      measurement.delete();
+    }
+  }
+
+  /**
+   * Direct logit attribution of the last run() at token `position` for vocabulary entry `token`
+   * (the engine's Model::logit_attribution): the logit split into every head's write, W_O's biases,
+   * the MLPs, the embeddings and the final LayerNorm's bias, through that LayerNorm fixed at the
+   * position. If the engine ran anything else since (inspectHead, a head measurement), the last
+   * run is repeated first, with the same heads off: the numbers are that run's.
+   */
+  logitAttribution(position, token) {
+    const h = this.#live();
+    for (const [name, v] of [['position', position], ['token', token]])
+      if (!Number.isInteger(v)) throw new Error(`${name} must be an integer, got ${typeof v === 'number' ? v : typeof v}`);
+    if (!this.#lastRun) throw new Error('logitAttribution() splits up the last run(): run a text first');
+    if (!this.#engineHoldsLastRun) {
+      const { text, flat, allLogits } = this.#lastRun;
+      checked(this.#core, h.run(text, flat, allLogits));
+      this.#engineHoldsLastRun = true;
+    }
+    const a = checked(this.#core, h.logitAttribution(position, token));
+    const { nLayer, nHead } = this.#info.config;
+    return { ...a, nLayer, nHead };
   }
 
   /** Frees the model's wasm memory. Any later call throws. Safe to call twice. */
