@@ -82,8 +82,8 @@ class WorkerChannel {
   }
 }
 
-function abortError() {
-  const e = new Error('the run was cancelled');
+function abortError(message = 'the run was cancelled') {
+  const e = new Error(message);
   e.name = 'AbortError';
   return e;
 }
@@ -154,6 +154,20 @@ class WorkerModel {
     return this.call('inspectHead', { text, layer, head });
   }
 
+  /**
+   * As HeadscopeModel.measureHeads, in the worker: `onProgress({ fraction })` after each chunk, and
+   * aborting `signal` stops it between chunks (an AbortError). The page's runs, inspectHead() and
+   * logitAttribution() sent meanwhile are answered between its chunks, not after it.
+   */
+  async measureHeads(text, { onProgress, signal, ...options } = {}) {
+    if (typeof text !== 'string') throw new Error(`text must be a string, got ${text === null ? 'null' : typeof text}`);
+    if (signal?.aborted) throw abortError('the head measurement was cancelled');
+    return this.call('measureHeads', { text, options }, onProgress, [], signal);
+  }
+
+  /** As HeadscopeModel.logitAttribution: the last run()'s logit split into its parts, in the worker. */
+  logitAttribution(position, token) { return this.call('logitAttribution', { position, token }); }
+
   tokenize(text) { return this.call('tokenize', { text }); }
   tokenText(id) { return this.call('tokenText', { id }); }
   /** What the engine's cache holds for the text on screen (see headscope-worker.d.ts). */
@@ -173,6 +187,8 @@ class PageThreadModel {
   get disposed() { return this.#model.disposed; }
   async run(text, { onProgress, signal, ...options } = {}) { return this.#model.run(text, options); }
   async inspectHead(text, layer, head) { return this.#model.inspectHead(text, layer, head); }
+  async measureHeads(text, options) { return this.#model.measureHeads(text, options); }
+  async logitAttribution(position, token) { return this.#model.logitAttribution(position, token); }
   async tokenize(text) { return this.#model.tokenize(text); }
   async tokenText(id) { return this.#model.tokenText(id); }
   async cacheState() { return null; }

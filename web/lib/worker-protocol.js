@@ -22,7 +22,9 @@ export const NO_REPLY = 'no reply';
 // null), else the reply is an error saying so. `args` and `value`: what the request carries and what
 // the reply carries. `progress`: what progress messages carry, for methods that send them.
 // `cancellable`: a cancel message stops it between its steps (a run rejects with an AbortError, a
-// training run resolves with stopped: true).
+// training run resolves with stopped: true). `betweenChunks`: while a head measurement runs, such
+// requests at the front of the queue are answered between its chunks (they use the model without
+// replacing it), so the page's runs do not wait for the whole measurement.
 export const MESSAGES = Object.freeze({
   load: {
     handling: QUEUED, needs: null, args: '{ source, weights }', value: 'ModelInfo',
@@ -31,14 +33,23 @@ export const MESSAGES = Object.freeze({
   run: {
     handling: QUEUED, needs: 'model', args: '{ text, options, previous: reuseInfo() | null, onScreen }',
     value: 'HeadscopeModel.runData(): the result without its methods (attentionRows when previous allowed)',
-    progress: '{ tokens, total } after each step of a long run', cancellable: true,
+    progress: '{ tokens, total } after each step of a long run', cancellable: true, betweenChunks: true,
   },
   inspectHead: {
     handling: QUEUED, needs: 'model', args: '{ text, layer, head }',
-    value: 'HeadscopeModel.inspectHead(): one head\'s insides (its eight typed arrays transferred)',
+    value: 'HeadscopeModel.inspectHead(): one head\'s insides (its eight typed arrays transferred)', betweenChunks: true,
   },
-  tokenize: { handling: QUEUED, needs: 'model', args: '{ text }', value: 'Token[]' },
-  tokenText: { handling: QUEUED, needs: 'model', args: '{ id }', value: 'string' },
+  tokenize: { handling: QUEUED, needs: 'model', args: '{ text }', value: 'Token[]', betweenChunks: true },
+  tokenText: { handling: QUEUED, needs: 'model', args: '{ id }', value: 'string', betweenChunks: true },
+  measureHeads: {
+    handling: QUEUED, needs: 'model', args: '{ text, options: HeadsOptions without onProgress and signal }',
+    value: 'HeadscopeModel.measureHeads(): HeadsReport (its typed arrays transferred)',
+    progress: '{ fraction } after each chunk of model runs', cancellable: true,
+  },
+  logitAttribution: {
+    handling: QUEUED, needs: 'model', args: '{ position, token }',
+    value: 'HeadscopeModel.logitAttribution() of the last run message (its typed arrays transferred)', betweenChunks: true,
+  },
   dispose: { handling: QUEUED, needs: 'model', args: '{}', value: 'true' },
   cacheState: { handling: AT_ONCE, needs: 'model', args: '{}', value: 'CacheState' },
   cancel: { handling: NO_REPLY, needs: null, args: '{ id } of the request to stop', value: null },

@@ -162,6 +162,33 @@ async function trainInChunks(id, { steps, probeEvery }) {
 
 // The typed arrays of HeadscopeModel.inspectHead(): moved to the page, not copied.
 const INSIDE_BUFFERS = ['q', 'k', 'v', 'scores', 'attention', 'z', 'out', 'valueNorm'];
+// ... of measureHeads() and of logitAttribution()
+const HEADS_BUFFERS = ['gateGrad', 'ablationDelta', 'prunedLoss', 'randomLossMean', 'randomLossLow', 'randomLossHigh'];
+const ATTRIBUTION_BUFFERS = ['heads', 'attnBias', 'mlp'];
+
+// The engine's cache after the last run message (logitAttribution() may repeat that run, which
+// leaves the cache as the run left it)
+let lastRunCache = null;
+
+// measureHeads(): HeadscopeModel.measureHeads, its cancel read from the cancel messages, progress
+// posted after each chunk, and between chunks the queued requests the table marks betweenChunks
+// (from the front of the queue, so the order of requests holds). The measurement's runs take the
+// engine's cache (every one is a full run of its text with heads off).
+async function measureInChunks(id, { text, options }) {
+  const signal = { get aborted() { return cancelled.has(id); } };
+  try {
+    return await model.measureHeads(text, {
+      ...options, signal,
+      onProgress: async (progress) => {
+        cached = { ids: [], key: '' };
+        self.postMessage({ id, progress });
+        while (queue.length && MESSAGES[queue[0].method]?.betweenChunks && !signal.aborted) await handle(queue.shift());
+      },
+    });
+  } finally {
+    cached = { ids: [], key: '' };
+  }
+}
 
 // What each message of worker-protocol.js's MESSAGES does: (id, args) -> { value, transfer }, the
 // reply and the buffers it moves to the page. When each runs (queued or at once) and the check that a
@@ -170,6 +197,7 @@ const HANDLERS = {
   async load(id, args) {
     if (model) model.dispose();
     cached = { ids: [], key: '' };
+    lastRunCache = null;
     onScreen = null;
     model = await loadModel(args.source, {
       weights: args.weights,
@@ -180,6 +208,7 @@ const HANDLERS = {
   async run(id, args) {
     // the methods stay behind; the client adds them back with makeResult()
     const { data, transfer } = resultForTransfer(await runInSteps(id, args.text, args.options, args.previous));
+    lastRunCache = cached;
     // a run that replaces the result on screen (the page passed `reuse`) is the reader's text;
     // others (probes, the lab's loss or knock-outs) may take the engine's cache from it
     if (args.onScreen) onScreen = { text: args.text, options: { ablate: args.options.ablate } };
@@ -191,6 +220,15 @@ const HANDLERS = {
     // the next run and the restore of the text on screen know what the cache holds
     cached = { ids: inside.tokens.map((t) => t.id), key: cacheKey({}) };
     return { value: inside, transfer: INSIDE_BUFFERS.map((k) => inside[k].buffer) };
+  },
+  async measureHeads(id, args) {
+    const report = await measureInChunks(id, args);
+    return { value: report, transfer: HEADS_BUFFERS.map((k) => report[k].buffer) };
+  },
+  logitAttribution(id, args) {
+    const a = model.logitAttribution(args.position, args.token);
+    if (lastRunCache) cached = lastRunCache;
+    return { value: a, transfer: ATTRIBUTION_BUFFERS.map((k) => a[k].buffer) };
   },
   tokenize: (id, args) => ({ value: model.tokenize(args.text), transfer: [] }),
   tokenText: (id, args) => ({ value: model.tokenText(args.id), transfer: [] }),
@@ -248,8 +286,13 @@ function postFailure(id, e) {
   self.postMessage({ id, ok: false, error: e instanceof Error ? e.message : String(e), aborted: e?.name === 'AbortError' });
 }
 
+// Queued requests being answered: a head measurement answers others between its chunks, and its
+// cancel must outlive theirs
+const answering = new Set();
+
 // A queued request: answered in turn, after the ones before it.
 async function handle({ id, method, args }) {
+  answering.add(id);
   try {
     if (cancelled.has(id)) throw cancelledError();
     const { value, transfer } = await answer(id, method, args);
@@ -257,7 +300,9 @@ async function handle({ id, method, args }) {
   } catch (e) {
     postFailure(id, e);
   } finally {
-    for (const c of cancelled) if (c <= id) cancelled.delete(c); // requests are numbered in order
+    answering.delete(id);
+    // requests are numbered in order: cancels of earlier ones are done with, unless still answering
+    for (const c of cancelled) if (c <= id && !answering.has(c)) cancelled.delete(c);
   }
 }
 
