@@ -114,7 +114,7 @@ void gemm_rows(float* y, const float* x, const float* w, const float* bias, int 
     constexpr int R = decltype(r_tag)::value;
     int j = 0;
     for (; j + 2 * kLanes <= M; j += 2 * kLanes)
-      gemm::tile<R>(y + (std::size_t)t0 * M + j, M, x + (std::size_t)t0 * D, D, 1, w + j, M, D,
+      gemm::tile<R, false>(y + (std::size_t)t0 * M + j, M, x + (std::size_t)t0 * D, D, 1, w + j, M, D,
                     Accumulate ? TileStart::out : bias ? TileStart::bias : TileStart::zero, bias ? bias + j : nullptr,
                     2 * kLanes);
     for (; j < M; j++)
@@ -151,10 +151,10 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
     int k = 0;
     // rows k of dweight: A = inp^T, element (k, t) at inp[t * K + k]; B = dout's rows, stride OC
     for (; k + kTileRows <= K; k += kTileRows)
-      gemm::tile<kTileRows>(dweight + (std::size_t)k * OC + o, OC, inp + k, 1, K, dout + o, OC, N, TileStart::out,
+      gemm::tile<kTileRows, false>(dweight + (std::size_t)k * OC + o, OC, inp + k, 1, K, dout + o, OC, N, TileStart::out,
                             nullptr, 2 * kLanes);
     for (; k < K; k++)
-      gemm::tile<1>(dweight + (std::size_t)k * OC + o, OC, inp + k, 1, K, dout + o, OC, N, TileStart::out, nullptr,
+      gemm::tile<1, false>(dweight + (std::size_t)k * OC + o, OC, inp + k, 1, K, dout + o, OC, N, TileStart::out, nullptr,
                     2 * kLanes);
   }
   for (; o < OC; o++)

@@ -80,7 +80,7 @@ using GemmTileFn = void (*)(float*, int, const float*, std::ptrdiff_t, std::ptrd
                             TileStart, const float*, int) noexcept;
 template <std::size_t... R>
 static constexpr std::array<GemmTileFn, sizeof...(R)> gemm_tiles(std::index_sequence<R...>) {
-  return {&gemm::tile<(int)R + 1>...};
+  return {&gemm::tile<(int)R + 1, true>...};
 }
 // kGemmTiles[r - 1] computes r rows: the full tile and every remainder height
 static constexpr auto kGemmTiles = gemm_tiles(std::make_index_sequence<kTileRows>{});
