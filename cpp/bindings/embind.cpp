@@ -247,10 +247,13 @@ val logit_attribution(const Model& m, int position, int token) {
 }
 
 // Generation token by token (headscope::Generation): generation(model, text, temperature, topK, topP,
-// seed) runs the text; next() draws a token, appends it, runs one incremental step and returns
-// { id, token, prob, ids (Int32Array: the distribution drawn from, most likely first), probs
-// (Float64Array) }; results() then gives the run of the sequence so far as after run().
-headscope::Generation* generation(Model& m, val text, double temperature, int top_k, double top_p, double seed) {
+// seed, ablate) runs the text (ablate: flat [layer0, head0, ...], switched off in every run); next()
+// draws a token, appends it, runs one incremental step and returns { id, token, prob, bytes
+// (Uint8Array: the token's bytes, which may end inside a UTF-8 character), ids (Int32Array: the
+// distribution drawn from, most likely first), probs (Float64Array) }; results() then gives the run
+// of the sequence so far as after run(). restore() runs the sequence again after other runs.
+headscope::Generation* generation(Model& m, val text, double temperature, int top_k, double top_p, double seed,
+                                  val ablate_pairs) {
   return guarded([&]() -> headscope::Generation* {
     if (!(seed >= 0 && seed <= 9007199254740991.0)) throw headscope::Error("seed must be a whole number >= 0");
     headscope::SamplingOptions o;
@@ -258,17 +261,27 @@ headscope::Generation* generation(Model& m, val text, double temperature, int to
     o.top_k = top_k;
     o.top_p = top_p;
     o.seed = (uint64_t)seed;
-    return new headscope::Generation(m, string_of(text, "text"), o);
+    const std::vector<int> flat = emscripten::convertJSArrayToNumberVector<int>(ablate_pairs);
+    if (flat.size() % 2) throw headscope::Error("ablate must hold [layer, head] pairs");
+    std::vector<headscope::HeadRef> ablate;
+    for (std::size_t i = 0; i < flat.size(); i += 2) ablate.push_back({flat[i], flat[i + 1]});
+    return new headscope::Generation(m, string_of(text, "text"), o, std::move(ablate));
   }, static_cast<headscope::Generation*>(nullptr));
 }
 
 val generation_next(headscope::Generation& g) {
   return guarded([&] {
+    // the token's bytes are what next() appends to the text (the JS layer keeps the text as bytes:
+    // a token may end inside a UTF-8 character, which a string cannot hold)
+    const std::size_t before = g.result().text.size();
     const headscope::GeneratedToken t = g.next();
+    const std::string& text = g.result().text;
     val out = val::object();
     out.set("id", t.id);
     out.set("token", t.token);
     out.set("prob", t.prob);
+    out.set("bytes", val::global("Uint8Array").new_(emscripten::typed_memory_view(text.size() - before,
+                                                                                   reinterpret_cast<const uint8_t*>(text.data() + before))));
     out.set("ids", i32_copy(t.distribution.ids));
     out.set("probs", val::global("Float64Array").new_(emscripten::typed_memory_view(t.distribution.probs.size(), t.distribution.probs.data())));
     return out;
@@ -410,6 +423,9 @@ EMSCRIPTEN_BINDINGS(headscope) {
   function("generation", &generation, allow_raw_pointers());
   class_<headscope::Generation>("Generation")
       .function("next", &generation_next)
+      .function("restore", optional_override([](headscope::Generation& g) {
+                  return guarded([&] { g.restore(); return val(true); });
+                }))
       .function("text", optional_override([](const headscope::Generation& g) { return g.result().text; }))
       .function("allIds", optional_override([](const headscope::Generation& g) { return i32_copy(g.result().ids); }));
   class_<headscope::HeadsMeasurement>("HeadsMeasurement")

@@ -73,8 +73,9 @@ int32_t draw(const SamplingDistribution& d, double u) {
   return d.ids.back();  // u within rounding of 1
 }
 
-Generation::Generation(Model& model, std::string_view text, const SamplingOptions& options)
+Generation::Generation(Model& model, std::string_view text, const SamplingOptions& options, std::vector<HeadRef> ablate)
     : model_(model), options_(options), rng_(options.seed) {
+  run_options_.ablate = std::move(ablate);
   check_sampling_options(options);
   if (text.empty()) throw Error("text is empty");
   for (const Token& t : model.tokenizer().encode(text)) r_.ids.push_back(t.id);
@@ -86,7 +87,7 @@ Generation::Generation(Model& model, std::string_view text, const SamplingOption
 // the window the model runs: the sequence's last tokens that fit, cut as typing cuts
 void Generation::run_window() {
   const int drop = model_.tokens_to_drop((int)r_.ids.size());
-  model_.run_ids(std::span<const int32_t>(r_.ids.data() + drop, r_.ids.size() - drop));
+  model_.run_ids(std::span<const int32_t>(r_.ids.data() + drop, r_.ids.size() - drop), run_options_);
 }
 
 GeneratedToken Generation::next() {

@@ -66,17 +66,22 @@ struct GenerateResult {
 
 // Generation one token at a time (for a caller that updates views between tokens, or stops): the
 // constructor runs `text`; each next() draws a token from the last run's logits, appends it and runs
-// the model one incremental step on (a full run right after a cut past the context).
+// the model one incremental step on (a full run right after a cut past the context). `ablate`: the
+// heads switched off in every run (the model writes as it is shown with those heads off).
 class Generation {
  public:
-  Generation(Model& model, std::string_view text, const SamplingOptions& options);
+  Generation(Model& model, std::string_view text, const SamplingOptions& options, std::vector<HeadRef> ablate = {});
   GeneratedToken next();
+  // Runs the sequence so far again, for a caller that ran other texts on the model between two
+  // next(): next() draws from the model's last run. Incremental: the cache's shared prefix is reused.
+  void restore() { run_window(); }
   const GenerateResult& result() const { return r_; }
 
  private:
   void run_window();
   Model& model_;
   SamplingOptions options_;
+  RunOptions run_options_;
   SplitMix64 rng_;
   GenerateResult r_;
 };
