@@ -6,7 +6,8 @@
 // (result.js), and guards against use after dispose(). All numerics happen in C++.
 import { loadCore, checked } from './wasm.js';
 import { modelFileUrls, fetchModelFiles, givenModelFiles, asText, asBytes } from './files.js';
-import { makeResult, reuseInfo, firstChangedRow, roomyStride, withPreviousRows } from './result.js';
+import { makeResult, reuseInfo, firstChangedRow, roomyStride, withPreviousRows, claimForUpdate, sharedPrefixLength } from './result.js';
+import { generateOptions, WrittenText } from './generation.js';
 import { HeadscopeTrainer, presetsFromCore } from './trainer.js';
 
 export { shippedModels, defaultModelName } from './files.js';
@@ -104,6 +105,9 @@ export class HeadscopeModel {
   // once it ran anything else (inspectHead, prefill, a head measurement's runs) the run is repeated
   #lastRun = null;
   #engineHoldsLastRun = false;
+  // the generation whose sequence the engine holds; every other run clears it, and the generation
+  // then runs its sequence again before drawing (it draws from the engine's last run)
+  #generating = null;
 
   constructor(core, handle, name) {
     this.#core = core;
@@ -179,6 +183,7 @@ export class HeadscopeModel {
       flat.push(pair[0], pair[1]);
     }
     this.#engineHoldsLastRun = false;
+    this.#generating = null;
     const run = checked(this.#core, h.run(wellFormed, flat, !!allLogits));
     this.#lastRun = { text: wellFormed, flat, allLogits: !!allLogits };
     this.#engineHoldsLastRun = true;
@@ -229,6 +234,7 @@ export class HeadscopeModel {
     for (const [name, v] of [['layer', layer], ['head', head]])
       if (!Number.isInteger(v)) throw new Error(`${name} must be an integer, got ${typeof v === 'number' ? v : typeof v}`);
     this.#engineHoldsLastRun = false;
+    this.#generating = null;
     const inside = checked(this.#core, h.inspect(wellFormed, layer, head));
     // the tokens of this run, without any attention rows (rows [T, T) of a T-wide block: none)
     const T = inside.T;
@@ -251,6 +257,7 @@ export class HeadscopeModel {
     const h = this.#live();
     // the same options as the run that follows: the engine reuses a cache made with the same ones
     this.#engineHoldsLastRun = false;
+    this.#generating = null;
     return checked(this.#core, h.run(toWellFormed(text), ablate.flat(), !!allLogits));
   }
 
@@ -262,7 +269,122 @@ export class HeadscopeModel {
   reserve(tokens) {
     const h = this.#live();
     if (!Number.isInteger(tokens) || tokens < 1) throw new Error(`tokens must be a positive integer, got ${tokens}`);
+    this.#generating = null; // a reallocation empties the cache
     return checked(this.#core, h.reserve(tokens));
+  }
+
+  /**
+   * The model writes (see headscope.d.ts, GenerateOptions): `text`, then up to `maxTokens` tokens,
+   * each drawn by the engine's sampling rules (cpp/include/headscope/generate.hpp) with its specified
+   * random source, each one incremental step of the model on its cache. onToken hears each token with
+   * the run result of the text so far; each such result takes the previous one's attention buffer
+   * (only the new rows are copied out), so only the latest may be read. `signal` stops it before the
+   * next token: it resolves with the tokens onToken heard, `stopped: true`.
+   */
+  async generate(text, options = {}) {
+    const { onToken = null, reuse = null, signal = null } = options;
+    const { ablate } = generateOptions(options);
+    let shown = reuse && reuseInfo(reuse, ablate) ? reuse : null;
+    // the result a token's rows go into is claimed: a run given it as `reuse` meanwhile copies its own
+    let release = shown ? claimForUpdate(shown) : () => {};
+    try {
+      const value = await this.generateData(text, options, shown ? reuseInfo(shown, ablate) : null, onToken && (async (step) => {
+        if (signal?.aborted) return false; // stopped before onToken heard of it: not part of the value
+        const result = makeResult(step.data.attentionRows ? withPreviousRows(shown, step.data) : step.data);
+        release();
+        shown = result;
+        release = claimForUpdate(result);
+        const { index, id, token, prob, distribution } = step;
+        await onToken({ index, id, token, prob, distribution, result });
+        return true;
+      }));
+      delete value.cachedIds;
+      return value;
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * generate()'s work, as plain data (what the Worker sends across): `onStep(step)` after each token
+   * with { index, id, token, prob, distribution, data }, data a runData()-like result of the text so
+   * far (attentionRows from the first row `previous`, a reuseInfo(), lacks); onStep returning false
+   * drops that token from the value and stops. The value also holds `cachedIds`, the engine's last run.
+   */
+  async generateData(text, options = {}, previous = null, onStep = null) {
+    let h = this.#live();
+    const wellFormed = toWellFormed(text);
+    const o = generateOptions(options);
+    const { signal = null } = options;
+    const core = this.#core;
+    const gen = checked(core, core.generation(h, wellFormed, o.temperature, o.topK, o.topP, o.seed, o.ablate.flat()));
+    this.#engineHoldsLastRun = false;
+    this.#generating = gen;
+    let stopped = false;
+    try {
+      // the prompt's tokens as the generation's engine run split them (the same tokenizer)
+      const prompt = checked(core, h.tokenize(wellFormed));
+      const written = new WrittenText(new TextEncoder().encode(wellFormed), prompt.map((t) => ({ id: t.id, text: t.text, byteEnd: t.byteEnd })));
+      let windowIds = h.tokenIds(); // the engine's last run: what the next step reuses of it
+      let lastYield = performanceNow();
+      for (let i = 0; i < o.maxTokens; i++) {
+        if (signal?.aborted) { stopped = true; break; }
+        h = this.#live(); // disposed meanwhile: the generation refers to the model, so it stops here
+        if (this.#generating !== gen) {
+          checked(core, gen.restore()); // another run took the engine since the last token
+          this.#generating = gen;
+          windowIds = h.tokenIds();
+        }
+        this.#engineHoldsLastRun = false;
+        const t = checked(core, gen.next());
+        written.append(t.id, t.token, t.bytes);
+        const ids = h.tokenIds();
+        if (onStep) {
+          const data = this.#writtenData(h, written, ids, sharedPrefixLength(windowIds, ids), previous, o.ablate);
+          previous = { ids, stride: data.stride };
+          const top = Array.from(t.ids.subarray(0, 10), (id, k) => ({ id, token: this.tokenText(id), prob: t.probs[k] }));
+          const step = { index: i, id: t.id, token: t.token, prob: t.prob, distribution: { ids: t.ids, probs: t.probs, top }, data };
+          if ((await onStep(step)) === false) {
+            written.pop();
+            stopped = true;
+            break;
+          }
+        }
+        windowIds = ids;
+        // a page paints and reads a click on Stop between tokens (every token when it hears of each)
+        if (i + 1 < o.maxTokens && (onStep || performanceNow() - lastYield >= CHUNK_MS)) {
+          await yieldToEventLoop();
+          lastYield = performanceNow();
+        }
+      }
+      const ids = written.ids.slice();
+      return {
+        text: written.text, ids, generatedIds: ids.slice(written.promptTokens), tokens: written.tokens(),
+        promptTokens: written.promptTokens, stopped, cachedIds: Array.from(windowIds),
+      };
+    } finally {
+      gen.delete();
+      if (this.#generating === gen) this.#generating = null;
+    }
+  }
+
+  // A generation step's result data, as runData() builds a run's: the engine holds the sequence's
+  // window (`ids`); spans come from the written bytes; the rows before the first that `previous`
+  // lacks are left out. Blocks always have room for more rows: the next token adds one.
+  #writtenData(h, written, ids, reusedTokens, previous, ablate) {
+    const T = ids.length;
+    const { nLayer, nHead, nPositions } = this.#info.config;
+    const rowsFrom = previous ? firstChangedRow(previous, ids) : 0;
+    const stride = rowsFrom > 0 ? previous.stride : roomyStride(T, nPositions);
+    const out = checked(this.#core, h.results(10, false, rowsFrom, rowsFrom > 0 ? T - rowsFrom : stride, stride));
+    const droppedTokens = written.length - T;
+    const data = {
+      text: written.text, tokens: written.tokens(droppedTokens), T, nLayer, nHead, ablate: ablate.map(([l, hd]) => [l, hd]),
+      droppedTokens, reusedTokens, stride, rowsFrom,
+      contributionNorms: out.contributionNorms, logitsLast: out.logitsLast, topNext: out.topNext,
+    };
+    data[rowsFrom > 0 ? 'attentionRows' : 'attentionAll'] = out.attentionRows;
+    return data;
   }
 
   /**
@@ -293,6 +415,7 @@ export class HeadscopeModel {
         const t0 = performanceNow();
         let done;
         this.#engineHoldsLastRun = false;
+        this.#generating = null;
         // one unit of work at a time (a model run, or a gradient: 3), until the chunk's time is up
         do done = checked(this.#core, measurement.step(1));
         while (!done && performanceNow() - t0 < chunkMs);
@@ -327,6 +450,7 @@ export class HeadscopeModel {
       const { text, flat, allLogits } = this.#lastRun;
       checked(this.#core, h.run(text, flat, allLogits));
       this.#engineHoldsLastRun = true;
+      this.#generating = null;
     }
     const a = checked(this.#core, h.logitAttribution(position, token));
     const { nLayer, nHead } = this.#info.config;

@@ -1,0 +1,169 @@
+// What HeadscopeModel.generate() needs besides the engine: its options checked with messages naming
+// the range, and the text being written kept as bytes. A generated token is a piece of UTF-8 that may
+// end inside a character (GPT-2's byte-level tokens split emoji and CJK characters), which a JS
+// string cannot hold: the sequence is kept as bytes and decoded, with every token's span mapped from
+// bytes to UTF-16 indices of the decoded text. Used on both sides of the Worker.
+
+/** The most tokens one generate() call writes (the CLI's limit too). */
+export const MAX_GENERATE_TOKENS = 100000;
+
+const describe = (v) => (typeof v === 'number' ? String(v) : v === null ? 'null' : typeof v);
+
+/**
+ * generate()'s options with their defaults, or an Error naming the option and its range. The engine
+ * checks temperature, top-k and top-p too; checking here first means a fractional topK is refused
+ * instead of truncated by embind, and the messages use the option names of this API.
+ */
+export function generateOptions(options = {}) {
+  const { maxTokens, temperature = 1, topK = 0, topP = 1, seed = 0, ablate = [] } = options;
+  if (!Number.isInteger(maxTokens) || maxTokens < 1 || maxTokens > MAX_GENERATE_TOKENS)
+    throw new Error(`maxTokens must be a whole number within [1, ${MAX_GENERATE_TOKENS}], got ${describe(maxTokens)}`);
+  if (typeof temperature !== 'number' || !(temperature >= 0 && temperature <= 1e4))
+    throw new Error(`temperature must be a number within [0, 10000] (0: always the most likely token), got ${describe(temperature)}`);
+  if (!Number.isInteger(topK) || topK < 0 || topK > 2 ** 31 - 1)
+    throw new Error(`topK must be a whole number >= 0 (0: off), got ${describe(topK)}`);
+  if (typeof topP !== 'number' || !(topP > 0 && topP <= 1))
+    throw new Error(`topP must be a number within (0, 1] (1: off), got ${describe(topP)}`);
+  if (!Number.isSafeInteger(seed) || seed < 0)
+    throw new Error(`seed must be a whole number within [0, 2^53 - 1], got ${describe(seed)}`);
+  if (!Array.isArray(ablate)) throw new Error('ablate must be an array of [layer, head] pairs');
+  for (const pair of ablate)
+    if (!Array.isArray(pair) || pair.length !== 2 || !pair.every(Number.isInteger))
+      throw new Error(`ablate entries must be [layer, head] pairs of integers, got ${JSON.stringify(pair)}`);
+  return { maxTokens, temperature, topK, topP, seed, ablate: ablate.map(([l, h]) => [l, h]) };
+}
+
+/**
+ * Decodes UTF-8 as TextDecoder does (the WHATWG decoder: each maximal invalid subsequence, and a
+ * character cut off at the end, becomes one U+FFFD) and maps byte offsets to UTF-16 indices of the
+ * result: start(b) is the index where the character holding byte b begins (the text's length for b
+ * at the end), end(b) the index where the character holding byte b - 1 ends. A token that holds part
+ * of a character thus covers the whole of it, as run()'s spans do.
+ */
+export function decodeWithSpans(bytes) {
+  const n = bytes.length;
+  const starts = new Int32Array(n + 1);
+  const ends = new Int32Array(n + 1);
+  const parts = [];
+  let length = 0; // UTF-16 units emitted
+  const emit = (from, to, cp) => {
+    const units = cp > 0xffff ? 2 : 1;
+    for (let b = from; b < to; b++) {
+      starts[b] = length;
+      ends[b] = length + units;
+    }
+    parts.push(cp);
+    length += units;
+  };
+  let i = 0;
+  while (i < n) {
+    const b0 = bytes[i];
+    let need = 0;
+    let cp = 0;
+    let lower = 0x80;
+    let upper = 0xbf;
+    if (b0 < 0x80) {
+      emit(i, i + 1, b0);
+      i++;
+      continue;
+    }
+    if (b0 >= 0xc2 && b0 <= 0xdf) { need = 1; cp = b0 & 0x1f; }
+    else if (b0 >= 0xe0 && b0 <= 0xef) { need = 2; cp = b0 & 0x0f; if (b0 === 0xe0) lower = 0xa0; if (b0 === 0xed) upper = 0x9f; }
+    else if (b0 >= 0xf0 && b0 <= 0xf4) { need = 3; cp = b0 & 0x07; if (b0 === 0xf0) lower = 0x90; if (b0 === 0xf4) upper = 0x8f; }
+    else {
+      emit(i, i + 1, 0xfffd); // a byte that cannot start a character
+      i++;
+      continue;
+    }
+    let j = i + 1;
+    let seen = 0;
+    while (seen < need && j < n && bytes[j] >= lower && bytes[j] <= upper) {
+      cp = (cp << 6) | (bytes[j] & 0x3f);
+      lower = 0x80;
+      upper = 0xbf;
+      j++;
+      seen++;
+    }
+    // complete: the character; else the bytes so far are one U+FFFD and the next byte starts afresh
+    emit(i, j, seen === need ? cp : 0xfffd);
+    i = j;
+  }
+  starts[n] = length;
+  ends[n] = length;
+  let text = '';
+  for (let k = 0; k < parts.length; k += 4096) text += String.fromCodePoint(...parts.slice(k, k + 4096));
+  return { text, start: (b) => starts[b], end: (b) => (b === 0 ? 0 : ends[b - 1]) };
+}
+
+/**
+ * The sequence being written: the prompt's tokens, then each generated token, as bytes. text and
+ * tokens() decode it (cached until the next token).
+ */
+export class WrittenText {
+  #bytes;
+  #length;
+  #byteEnds = [];
+  #ids = [];
+  #texts = [];
+  #decoded = null;
+
+  /** promptBytes: the prompt's UTF-8; promptTokens: its tokens ({ id, text, byteEnd }), in order. */
+  constructor(promptBytes, promptTokens) {
+    this.#bytes = new Uint8Array(Math.max(64, promptBytes.length * 2));
+    this.#bytes.set(promptBytes);
+    this.#length = promptBytes.length;
+    for (const t of promptTokens) this.#push(t.id, t.text, t.byteEnd);
+    this.promptTokens = promptTokens.length;
+  }
+
+  #push(id, text, byteEnd) {
+    this.#ids.push(id);
+    this.#texts.push(text);
+    this.#byteEnds.push(byteEnd);
+  }
+
+  /** Appends a generated token: its id, display text and bytes. */
+  append(id, text, bytes) {
+    if (this.#length + bytes.length > this.#bytes.length) {
+      const grown = new Uint8Array(Math.max(this.#bytes.length * 2, this.#length + bytes.length));
+      grown.set(this.#bytes.subarray(0, this.#length));
+      this.#bytes = grown;
+    }
+    this.#bytes.set(bytes, this.#length);
+    this.#length += bytes.length;
+    this.#push(id, text, this.#length);
+    this.#decoded = null;
+  }
+
+  /** Removes the last token (one generated: the prompt's stay). */
+  pop() {
+    if (this.#ids.length <= this.promptTokens) return;
+    this.#ids.pop();
+    this.#texts.pop();
+    this.#byteEnds.pop();
+    this.#length = this.#byteEnds.length ? this.#byteEnds[this.#byteEnds.length - 1] : 0;
+    this.#decoded = null;
+  }
+
+  get length() { return this.#ids.length; }
+  get ids() { return this.#ids; }
+  get bytes() { return this.#bytes.subarray(0, this.#length); }
+
+  #decode() {
+    return this.#decoded ?? (this.#decoded = decodeWithSpans(this.bytes));
+  }
+
+  /** The whole text so far (U+FFFD where it ends inside a character, or holds invalid UTF-8). */
+  get text() { return this.#decode().text; }
+
+  /** Tokens [from, to) as run()'s Token objects, with spans into `text`. */
+  tokens(from = 0, to = this.length) {
+    const { start, end } = this.#decode();
+    const out = new Array(to - from);
+    for (let i = from; i < to; i++) {
+      const b0 = i ? this.#byteEnds[i - 1] : 0;
+      out[i - from] = { text: this.#texts[i], id: this.#ids[i], start: start(b0), end: end(this.#byteEnds[i]) };
+    }
+    return out;
+  }
+}
