@@ -9,6 +9,7 @@
 import { loadModel, shippedModels } from './headscope.js';
 import { makeResult, reuseInfo, claimForUpdate, withPreviousRows } from './result.js';
 import { MESSAGES, NO_REPLY, cancelRequest } from './worker-protocol.js';
+import { generateOptions } from './generation.js';
 
 // The page's end of one worker: numbered requests, their progress messages and replies.
 class WorkerChannel {
@@ -68,6 +69,13 @@ class WorkerChannel {
       if (entry.cancellable)
         signal?.addEventListener('abort', () => { if (this.#pending.has(id)) this.#worker.postMessage(cancelRequest(id)); }, { once: true });
     });
+  }
+
+  /** Sends message `method`, one the worker acts on without a reply (NO_REPLY in worker-protocol.js). */
+  notify(method, args) {
+    if (this.#closed) return;
+    if (MESSAGES[method]?.handling !== NO_REPLY) throw new Error(`headscope worker: ${method} is not a message without a reply`);
+    this.#worker.postMessage({ id: 0, method, args });
   }
 
   get closed() { return this.#closed; }
@@ -168,6 +176,54 @@ class WorkerModel {
   /** As HeadscopeModel.logitAttribution: the last run()'s logit split into its parts, in the worker. */
   logitAttribution(position, token) { return this.call('logitAttribution', { position, token }); }
 
+  /**
+   * As HeadscopeModel.generate, in the worker. With onToken, each token's result arrives as progress
+   * (only its new attention rows), and the worker waits for onToken (and the promise it returns)
+   * before the next token, answering the page's runs, inspectHead() and tokenText() meanwhile; a
+   * token that arrives after `signal` aborted is not handed to onToken and not part of the value.
+   */
+  async generate(text, { onToken, signal, reuse = null, ...options } = {}) {
+    if (typeof text !== 'string') throw new Error(`text must be a string, got ${text === null ? 'null' : typeof text}`);
+    const { ablate } = generateOptions(options); // bad options fail here, before any message
+    let shown = reuse && reuseInfo(reuse, ablate) ? reuse : null;
+    const previous = shown ? reuseInfo(shown, ablate) : null;
+    let release = shown ? claimForUpdate(shown) : () => {};
+    let failure = null;
+    let heard = Promise.resolve(); // the tokens in order: each result takes the previous one's buffer
+    const onProgress = onToken ? (p) => {
+      heard = heard.then(async () => {
+        let kept = false;
+        if (!signal?.aborted && !failure) {
+          const result = makeResult(p.data.attentionRows ? withPreviousRows(shown, p.data) : p.data);
+          release();
+          shown = result;
+          release = claimForUpdate(result);
+          kept = true;
+          try {
+            await onToken({ index: p.index, id: p.id, token: p.token, prob: p.prob, distribution: p.distribution, result });
+          } catch (e) {
+            failure = e;
+          }
+        }
+        this.#channel.notify('generateAck', { id: p.request, kept, stop: !!failure });
+      });
+    } : undefined;
+    try {
+      const value = await this.call('generate', { text, options, previous, acks: !!onToken, aborted: !!signal?.aborted }, onProgress, [], signal);
+      await heard;
+      if (failure) throw failure;
+      return value;
+    } catch (e) {
+      if (e?.name !== 'AbortError' || !signal?.aborted || failure) throw e;
+      // stopped while queued behind other requests, before it began: nothing was written
+      const tokens = await this.tokenize(text);
+      const ids = tokens.map((t) => t.id);
+      return { text, ids, generatedIds: [], tokens, promptTokens: tokens.length, stopped: true };
+    } finally {
+      release();
+    }
+  }
+
   tokenize(text) { return this.call('tokenize', { text }); }
   tokenText(id) { return this.call('tokenText', { id }); }
   /** What the engine's cache holds for the text on screen (see headscope-worker.d.ts). */
@@ -188,6 +244,7 @@ class PageThreadModel {
   async run(text, { onProgress, signal, ...options } = {}) { return this.#model.run(text, options); }
   async inspectHead(text, layer, head) { return this.#model.inspectHead(text, layer, head); }
   async measureHeads(text, options) { return this.#model.measureHeads(text, options); }
+  async generate(text, options) { return this.#model.generate(text, options); }
   async logitAttribution(position, token) { return this.#model.logitAttribution(position, token); }
   async tokenize(text) { return this.#model.tokenize(text); }
   async tokenText(id) { return this.#model.tokenText(id); }

@@ -50,6 +50,16 @@ export const MESSAGES = Object.freeze({
     handling: QUEUED, needs: 'model', args: '{ position, token }',
     value: 'HeadscopeModel.logitAttribution() of the last run message (its typed arrays transferred)', betweenChunks: true,
   },
+  generate: {
+    handling: QUEUED, needs: 'model', args: '{ text, options: GenerateOptions without onToken, reuse and signal, previous: reuseInfo() | null, acks, aborted }',
+    value: 'HeadscopeModel.generate()\'s value (GenerateResult)',
+    // with acks (the page has onToken) the worker waits for the page's generateAck of each token,
+    // answering betweenChunks requests meanwhile: onToken's pace is the writing's, and a token the
+    // page no longer wanted (it stopped meanwhile) is not part of the value
+    progress: '{ request, index, id, token, prob, distribution, data: runData() of the text so far } after each token, with acks only',
+    cancellable: true,
+  },
+  generateAck: { handling: NO_REPLY, needs: null, args: '{ id of the generate request, kept: onToken heard the token, stop }', value: null },
   dispose: { handling: QUEUED, needs: 'model', args: '{}', value: 'true' },
   cacheState: { handling: AT_ONCE, needs: 'model', args: '{}', value: 'CacheState' },
   cancel: { handling: NO_REPLY, needs: null, args: '{ id } of the request to stop', value: null },

@@ -190,6 +190,54 @@ async function measureInChunks(id, { text, options }) {
   }
 }
 
+// generate(): HeadscopeModel.generateData. With acks (the page has onToken), each token's result
+// goes to the page as progress (its buffers moved) and the next token waits for the page's
+// generateAck, while the queued requests the table marks betweenChunks are answered (the page's
+// onToken may need the model; a generation between tokens runs its sequence again first). A cancel
+// stops it before the next token.
+const acks = new Map(); // generate request id -> { kept, stop } once the page acknowledged its token
+let wakeGeneration = null; // resolves the wait of a generation for an ack or a queued request
+
+async function ackOf(id) {
+  for (;;) {
+    if (acks.has(id)) {
+      const ack = acks.get(id);
+      acks.delete(id);
+      return ack;
+    }
+    if (queue.length && MESSAGES[queue[0].method]?.betweenChunks) {
+      await handle(queue.shift());
+      continue;
+    }
+    await new Promise((resolve) => { wakeGeneration = resolve; });
+    wakeGeneration = null;
+  }
+}
+
+async function generateInSteps(id, { text, options, previous, acks: withAcks, aborted }) {
+  const signal = { get aborted() { return aborted || cancelled.has(id); } };
+  const key = cacheKey(options);
+  try {
+    const value = await model.generateData(text, { ...options, signal }, previous, withAcks ? async (step) => {
+      cached = { ids: step.data.tokens.map((t) => t.id), key };
+      const { data, transfer } = resultForTransfer(step.data);
+      const { ids, probs } = step.distribution;
+      self.postMessage({ id, progress: { ...step, request: id, data } }, [...transfer, ids.buffer, probs.buffer]);
+      const ack = await ackOf(id);
+      if (ack.stop) cancelled.add(id);
+      return ack.kept;
+    } : null);
+    cached = { ids: value.cachedIds, key };
+    delete value.cachedIds;
+    // the written text is on screen when the page heard of each token
+    if (withAcks) onScreen = { text: value.text, options: { ablate: options.ablate } };
+    return value;
+  } catch (e) {
+    cached = { ids: [], key: '' }; // a failed step may have left anything in the cache
+    throw e;
+  }
+}
+
 // What each message of worker-protocol.js's MESSAGES does: (id, args) -> { value, transfer }, the
 // reply and the buffers it moves to the page. When each runs (queued or at once) and the check that a
 // model or trainer is loaded come from the table, in answer() and self.onmessage below.
@@ -229,6 +277,11 @@ const HANDLERS = {
     const a = model.logitAttribution(args.position, args.token);
     if (lastRunCache) cached = lastRunCache;
     return { value: a, transfer: ATTRIBUTION_BUFFERS.map((k) => a[k].buffer) };
+  },
+  generate: async (id, args) => ({ value: await generateInSteps(id, args), transfer: [] }),
+  generateAck(id, args) {
+    acks.set(args.id, { kept: !!args.kept, stop: !!args.stop });
+    wakeGeneration?.();
   },
   tokenize: (id, args) => ({ value: model.tokenize(args.text), transfer: [] }),
   tokenText: (id, args) => ({ value: model.tokenText(args.id), transfer: [] }),
@@ -333,6 +386,7 @@ self.onmessage = (event) => {
   }
   queue.push(event.data);
   clearTimeout(restoreTimer);
+  wakeGeneration?.(); // a generation waiting for its ack answers betweenChunks requests meanwhile
   if (!busy) pump();
 };
 
