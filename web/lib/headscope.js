@@ -71,9 +71,12 @@ function toWellFormed(text) {
 
 // measureHeads(): how long a chunk of steps lasts before the page may paint and read a cancel (a
 // frame at 60 Hz minus room for the page's work; a single model run may take longer), and the
-// defaults of the greedy search in the browser (see web/README.md: measured in Chromium)
+// defaults of the greedy search in the browser: exact up to 16 heads (the head-count family), above
+// it 4 candidates a step by gate gradients. On headscope-base's heldout.txt in Chromium here that
+// took 29 s against 45 s exact (a machine shared with other work), half the heads off +0.047 nats
+// against +0.032 exact and +0.350 in random orders (web/README.md, "How many heads")
 const CHUNK_MS = 12;
-const MEASURE_DEFAULTS = Object.freeze({ exactLimit: 64, candidates: 4 });
+const MEASURE_DEFAULTS = Object.freeze({ exactLimit: 16, candidates: 4 });
 const performanceNow = () => globalThis.performance.now();
 // a macrotask, so that the page can paint and events (a click on Cancel) arrive
 const yieldToEventLoop = () => new Promise((resolve) => setTimeout(resolve, 0));
