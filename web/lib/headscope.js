@@ -287,11 +287,12 @@ export class HeadscopeModel {
   async generate(text, options = {}) {
     const { onToken = null, reuse = null, signal = null } = options;
     const { ablate } = generateOptions(options);
-    let shown = reuse && reuseInfo(reuse, ablate) ? reuse : null;
+    const previous = reuse ? reuseInfo(reuse, ablate) : null;
+    let shown = previous ? reuse : null;
     // the result a token's rows go into is claimed: a run given it as `reuse` meanwhile copies its own
     let release = shown ? claimForUpdate(shown) : () => {};
     try {
-      const value = await this.generateData(text, options, shown ? reuseInfo(shown, ablate) : null, onToken && (async (step) => {
+      const value = await this.generateData(text, options, previous, onToken && (async (step) => {
         if (signal?.aborted) return false; // stopped before onToken heard of it: not part of the value
         const result = makeResult(step.data.attentionRows ? withPreviousRows(shown, step.data) : step.data);
         release();
@@ -313,6 +314,7 @@ export class HeadscopeModel {
    * with { index, id, token, prob, distribution, data }, data a runData()-like result of the text so
    * far (attentionRows from the first row `previous`, a reuseInfo(), lacks); onStep returning false
    * drops that token from the value and stops. The value also holds `cachedIds`, the engine's last run.
+   * `options.between()`, if given, is awaited at each pause between tokens.
    */
   async generateData(text, options = {}, previous = null, onStep = null) {
     let h = this.#live();
@@ -357,6 +359,7 @@ export class HeadscopeModel {
         // a page paints and reads a click on Stop between tokens (every token when it hears of each)
         if (i + 1 < o.maxTokens && (onStep || performanceNow() - lastYield >= CHUNK_MS)) {
           await yieldToEventLoop();
+          await options.between?.(); // the Worker answers queued requests here
           lastYield = performanceNow();
         }
       }

@@ -218,7 +218,11 @@ async function generateInSteps(id, { text, options, previous, acks: withAcks, ab
   const signal = { get aborted() { return aborted || cancelled.has(id); } };
   const key = cacheKey(options);
   try {
-    const value = await model.generateData(text, { ...options, signal }, previous, withAcks ? async (step) => {
+    // without acks, the pauses between tokens answer the queued requests instead
+    const between = async () => {
+      while (queue.length && MESSAGES[queue[0].method]?.betweenChunks && !signal.aborted) await handle(queue.shift());
+    };
+    const value = await model.generateData(text, { ...options, signal, between }, previous, withAcks ? async (step) => {
       cached = { ids: step.data.tokens.map((t) => t.id), key };
       const { data, transfer } = resultForTransfer(step.data);
       const { ids, probs } = step.distribution;
