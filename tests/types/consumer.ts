@@ -10,6 +10,7 @@ import {
   wasmHeapUsedBytes, wasmMemoryBytes, HeadscopeModel,
   type ModelFiles, type ModelInfo, type LoadProgress, type RunOptions, type RunResult, type Token, type Prediction,
   type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset, type HeadInside,
+  type HeadsOptions, type HeadsProgress, type HeadsReport, type LogitAttribution,
 } from 'headscope';
 import {
   loadModelInWorker, createTrainerInWorker, WorkerStartError,
@@ -109,6 +110,30 @@ model.inspectHead(text, '1', 2);
 model.inspectHead(text, 0, 0).then(show);
 // @ts-expect-error  the insides are read, not a result with accessors
 inside.attention(0, 0);
+// which heads the model needs: the greedy curve beside random orders, with progress and cancel
+const measuring = new AbortController();
+const heldOut: HeadsOptions = { randomOrders: 4, seed: 1, exactLimit: 64, candidates: 4, signal: measuring.signal };
+const report = await model.measureHeads(text, {
+  ...heldOut,
+  onProgress: async ({ fraction }: HeadsProgress) => { show(`${Math.round(100 * fraction)}%`); await Promise.resolve(); },
+});
+same<typeof report, HeadsReport>();
+same<typeof report.order, Array<[number, number]>>();
+same<typeof report.prunedLoss, Float64Array>();
+const lastSurvivor = report.order[report.order.length - 1];
+const half = (report.prunedLoss[report.order.length / 2] ?? NaN) - (report.randomLossMean[report.order.length / 2] ?? NaN);
+const gradient: number = report.gateGrad[0] ?? 0;
+// @ts-expect-error  measureHeads() is a promise, also on the page thread
+const notAReport: HeadsReport = model.measureHeads(text);
+// @ts-expect-error  randomOrders is a number
+await model.measureHeads(text, { randomOrders: 'eight' });
+// what pushed the predicted token at the last position, head by head
+const attribution = model.logitAttribution(result.T - 1, best?.id ?? 0);
+same<typeof attribution, LogitAttribution>();
+same<typeof attribution.heads, Float64Array>();
+const rounding: number = Math.abs(attribution.total - attribution.logit);
+// @ts-expect-error  on the page, logitAttribution() returns the parts, not a promise
+model.logitAttribution(0, 0).then(show);
 const ids: number[] = model.tokenize(text).map((t) => t.id);
 const shown: string = model.tokenText(ids[0] ?? 0);
 model.dispose();
@@ -139,6 +164,11 @@ const workerInside = await worker.inspectHead(text, 0, 1);
 const weightsOfLast: Float32Array = workerInside.attention.subarray((workerInside.T - 1) * workerInside.T);
 // @ts-expect-error  a worker's inspectHead() is a promise
 const notAwaitedInside: HeadInside = worker.inspectHead(text, 0, 1);
+const workerReport = await worker.measureHeads(text, { signal: controller.signal, onProgress: (p) => show(String(p.fraction)) });
+same<typeof workerReport, HeadsReport>();
+same<Awaited<ReturnType<WorkerModel['logitAttribution']>>, LogitAttribution>();
+// @ts-expect-error  a worker's logitAttribution() is a promise
+const notAwaitedParts: LogitAttribution = worker.logitAttribution(0, 0);
 const state = await worker.cacheState();
 same<typeof state, CacheState | null>();
 if (state) show(`${state.onScreenCached} of ${state.onScreenTokens} tokens cached`);

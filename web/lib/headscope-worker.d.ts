@@ -2,7 +2,7 @@
 // Worker): the headscope API running in a Web Worker.
 // Every method returns a promise; results arrive as transferred buffers (not copied).
 // dispose() terminates the worker, which frees the model's memory.
-import type { HeadInside, LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token } from './headscope.js';
+import type { HeadInside, LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token, HeadsOptions, HeadsReport, LogitAttribution } from './headscope.js';
 
 export interface WorkerLoadOptions {
   /** Called as model bytes arrive. */
@@ -59,6 +59,15 @@ export interface WorkerModel {
    * head out of range and for empty text.
    */
   inspectHead(text: string, layer: number, head: number): Promise<HeadInside>;
+  /**
+   * As HeadscopeModel.measureHeads, in the worker (the report's arrays transferred): onProgress after
+   * each chunk (a promise it returns is not waited for), aborting `signal` stops it between chunks
+   * (an Error named 'AbortError'). Runs, inspectHead() and logitAttribution() sent meanwhile are
+   * answered between its chunks rather than after it.
+   */
+  measureHeads(text: string, options?: HeadsOptions): Promise<HeadsReport>;
+  /** As HeadscopeModel.logitAttribution, in the worker: the last run()'s logit split into its parts. */
+  logitAttribution(position: number, token: number): Promise<LogitAttribution>;
   /** As HeadscopeModel.tokenize, in the worker. */
   tokenize(text: string): Promise<Token[]>;
   /** As HeadscopeModel.tokenText, in the worker. */

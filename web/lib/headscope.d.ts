@@ -205,6 +205,94 @@ export interface HeadInside {
   valueNorm: Float32Array;
 }
 
+/** Options of measureHeads(). Whole numbers >= 0; anything else is an Error naming the option. */
+export interface HeadsOptions {
+  /** Seeded random orders for the band beside the greedy curve (default 8; 0: none). */
+  randomOrders?: number;
+  /** Seed of the random orders (default 0): the same seed gives the CLI's orders (`headscope heads --seed`). */
+  seed?: number;
+  /**
+   * Up to this many heads (nLayer x nHead) the greedy search tries every remaining head at each
+   * step. Default 16 in this API (the head-count family exactly, the default model's 32 heads by
+   * gate gradients: about 1.5x faster); the CLI's default is 64.
+   */
+  exactLimit?: number;
+  /** Above exactLimit: heads measured per step, the best by gate gradients recomputed with the heads removed so far (default 4). */
+  candidates?: number;
+  /** After each chunk of model runs (fraction 1 at the end). On the page thread a returned promise is awaited before the next chunk. */
+  onProgress?: (progress: HeadsProgress) => void | Promise<void>;
+  /** Aborting it stops the measurement between chunks: the promise rejects with an Error named 'AbortError'. */
+  signal?: AbortSignal;
+  /** How long a chunk of steps lasts before the page may paint, in ms (default 12; one model run may take longer). */
+  chunkMs?: number;
+}
+
+export interface HeadsProgress {
+  /** Model runs done, as a fraction of those planned (0..1, never decreasing; 1 when done). */
+  fraction: number;
+}
+
+/**
+ * Which heads a model needs on a text (measureHeads(); the CLI's `headscope heads --json`). Losses
+ * are mean next-token cross-entropies in nats over the text's tokens - 1 predictions. Heads are
+ * counted row-major: index layer * nHead + head.
+ */
+export interface HeadsReport {
+  nLayer: number;
+  nHead: number;
+  /** Tokens measured (after droppedTokens were cut from the start to fit the context, as run() cuts). */
+  tokens: number;
+  droppedTokens: number;
+  /** "greedy, exact" or "greedy, gate gradients + N measured per step". */
+  method: string;
+  /** The loss with every head on. */
+  loss: number;
+  /** [nLayer * nHead]: dL/dxi_h at xi = 1, where the gate xi_h scales head h's output (Michel et al. 2019). */
+  gateGrad: Float64Array;
+  /** [nLayer * nHead]: the loss with head h alone switched off, minus loss. */
+  ablationDelta: Float64Array;
+  /** Every head once, in the order the greedy search switched them off (the least harmful first). */
+  order: Array<[number, number]>;
+  /** [nLayer * nHead + 1]: the loss with the first k heads of `order` off; prunedLoss[0] = loss. */
+  prunedLoss: Float64Array;
+  /** [nLayer * nHead + 1] each (empty with randomOrders 0): over the random orders, the mean, lowest and highest loss with k heads off. */
+  randomLossMean: Float64Array;
+  randomLossLow: Float64Array;
+  randomLossHigh: Float64Array;
+  /** The options it ran with. */
+  randomOrders: number;
+  seed: number;
+  exactLimit: number;
+  candidates: number;
+}
+
+/**
+ * A logit of the last run split into what wrote it (logitAttribution()): each part's write into the
+ * residual stream at `position`, through the final LayerNorm with its mean and scale at that
+ * position fixed. The parts sum to the logit up to float rounding (`total` against `logit`).
+ */
+export interface LogitAttribution {
+  position: number;
+  /** The vocabulary id whose logit is split. */
+  token: number;
+  /** The model's logit (float32); at the last position that of run()'s logitsLast. */
+  logit: number;
+  /** The sum of every part below. */
+  total: number;
+  /** [nLayer * nHead]: each head's write z_h W_O^h (0 for a switched-off head). */
+  heads: Float64Array;
+  /** [nLayer]: each attention layer's W_O bias. */
+  attnBias: Float64Array;
+  /** [nLayer]: each block's MLP. */
+  mlp: Float64Array;
+  /** The token and position embeddings. */
+  embedding: number;
+  /** The final LayerNorm's bias. */
+  lnBias: number;
+  nLayer: number;
+  nHead: number;
+}
+
 export declare class HeadscopeModel {
   private constructor();
   /** Configuration and size. Throws after dispose(). */
@@ -233,6 +321,22 @@ export declare class HeadscopeModel {
   prefill(text: string, options?: { ablate?: ReadonlyArray<readonly [number, number]>; allLogits?: boolean }): { tokens: number; reusedTokens: number; droppedTokens: number };
   /** Allocates the engine's activations for `tokens` positions now (before a long text run in steps with prefill()); true when it reallocated, which empties the engine's cache. */
   reserve(tokens: number): boolean;
+  /**
+   * Which heads the model needs on `text`: the loss, each head's gate gradient and knock-out, and
+   * the loss as heads are switched off one at a time, greedily by measured loss and in seeded
+   * random orders (the engine's measurement, as the CLI's `headscope heads`). Runs in chunks and
+   * yields between them, so a page can paint progress; other calls may come in between. Rejects
+   * with an Error for a text under 2 tokens or bad options, and with an AbortError when `signal`
+   * aborts; the engine's measurement is freed however it ends.
+   */
+  measureHeads(text: string, options?: HeadsOptions): Promise<HeadsReport>;
+  /**
+   * The last run()'s logit of vocabulary entry `token` at token `position`, split into each head's
+   * write, W_O's biases, the MLPs, the embeddings and the final LayerNorm's bias. If the engine ran
+   * something else since (inspectHead(), measureHeads()), that run is repeated first. Throws an
+   * Error before any run, and naming the range for a position or token out of range.
+   */
+  logitAttribution(position: number, token: number): LogitAttribution;
   /** Frees the model's wasm memory; every later call throws. Safe to call twice. */
   dispose(): void;
 }
