@@ -170,6 +170,75 @@ export interface RunResult {
   loss?: number;
 }
 
+/** Options of generate(); see GenerateResult for what it resolves to. Bad values are Errors naming the option and its range. */
+export interface GenerateOptions {
+  /** How many tokens to write: a whole number within [1, 100000] (required). */
+  maxTokens: number;
+  /** Within [0, 10000], default 1: tokens are drawn from softmax(logits / temperature); 0 always takes the most likely token (ties to the lowest id). */
+  temperature?: number;
+  /** A whole number >= 0, default 0 (off): draw only among the topK most likely tokens. */
+  topK?: number;
+  /** Within (0, 1], default 1 (off): draw only among the fewest most likely tokens whose probabilities reach topP (the nucleus). */
+  topP?: number;
+  /** A whole number within [0, 2^53 - 1], default 0. One seed gives one continuation, here, in the Worker and in the CLI (`headscope generate --seed`). */
+  seed?: number;
+  /** [layer, head] pairs switched off in every step: the model writes as it runs without them. */
+  ablate?: ReadonlyArray<readonly [number, number]>;
+  /**
+   * Called after each token with the run result of the text so far, so that views can follow the
+   * writing. Each such result takes the previous one's attention buffer (only the new rows are
+   * copied out of the engine, and in a Worker sent across): read only the latest; earlier ones'
+   * accessors throw. A returned promise is awaited before the next token (in a Worker too), so a
+   * page can paint each token. An exception stops the generation and rejects with it.
+   */
+  onToken?: (token: GeneratedToken) => void | Promise<void>;
+  /** An earlier result the caller no longer needs (the one on screen): the first token's rows are written into its buffer, as run()'s `reuse`. */
+  reuse?: RunResult | null;
+  /**
+   * Aborting it stops the generation before the next token. It then RESOLVES (not rejects) with
+   * what was written so far, `stopped: true`: with onToken, exactly the tokens onToken was called for.
+   */
+  signal?: AbortSignal;
+}
+
+/** The distribution a token was drawn from: after temperature, top-k and top-p, most likely first (ties by lower id), summing to 1. */
+export interface SamplingDistribution {
+  ids: Int32Array;
+  probs: Float64Array;
+  /** Its first 10 tokens with their display texts. */
+  top: Prediction[];
+}
+
+/** What onToken hears about each token written. */
+export interface GeneratedToken {
+  /** 0 for the first token written. */
+  index: number;
+  id: number;
+  /** Its display text (U+FFFD where it holds part of a character). */
+  token: string;
+  /** Its probability in `distribution`. */
+  prob: number;
+  distribution: SamplingDistribution;
+  /** The run of the text so far, this token included, as run() of it would give (its tokens are the ids written). */
+  result: RunResult;
+}
+
+/** What generate() resolves to. */
+export interface GenerateResult {
+  /** The prompt, then the tokens written, decoded (U+FFFD where the bytes end inside a character). */
+  text: string;
+  /** Every token id: the prompt's, then the written ones. */
+  ids: number[];
+  /** The ids written. */
+  generatedIds: number[];
+  /** Every token, prompt then written, with spans into `text` (not cut to the context). */
+  tokens: Token[];
+  /** How many of `tokens` are the prompt's. */
+  promptTokens: number;
+  /** True when `signal` stopped it before maxTokens. */
+  stopped: boolean;
+}
+
 /**
  * One head's computation on a text (HeadscopeModel.inspectHead), from the forward pass itself: the
  * same buffers and kernels that give the attention maps. Every array is row-major and its own copy.
@@ -314,6 +383,15 @@ export declare class HeadscopeModel {
   tokenize(text: string): Token[];
   /** The display text of vocabulary entry `id`. */
   tokenText(id: number): string;
+  /**
+   * The model writes: `text`, then up to `maxTokens` tokens, each drawn by the engine's sampling
+   * rules with its seeded random source and each one incremental step on its cache (past the
+   * context the start is cut as typing cuts it). Yields between tokens, so a page can paint and
+   * `signal` can stop it. Rejects with an Error for bad options or empty text; whatever failed, the
+   * model stays usable. Other calls may come between tokens: the generation then runs its sequence
+   * again before drawing the next, and the continuation stays the same.
+   */
+  generate(text: string, options: GenerateOptions): Promise<GenerateResult>;
   /**
    * Runs the model on `text` without building a result, leaving the text in the engine's cache: a
    * later run() of a text that extends it only computes the new tokens.
