@@ -2,7 +2,7 @@
 // Worker): the headscope API running in a Web Worker.
 // Every method returns a promise; results arrive as transferred buffers (not copied).
 // dispose() terminates the worker, which frees the model's memory.
-import type { HeadInside, LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token, HeadsOptions, HeadsReport, LogitAttribution } from './headscope.js';
+import type { HeadInside, LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token, HeadsOptions, HeadsReport, LogitAttribution, GenerateOptions, GenerateResult } from './headscope.js';
 
 export interface WorkerLoadOptions {
   /** Called as model bytes arrive. */
@@ -66,6 +66,15 @@ export interface WorkerModel {
    * answered between its chunks rather than after it.
    */
   measureHeads(text: string, options?: HeadsOptions): Promise<HeadsReport>;
+  /**
+   * As HeadscopeModel.generate, in the worker: the same ids as on the page thread for the same
+   * options. With onToken, each token's result arrives with only its new attention rows, and the
+   * worker waits for onToken (and a promise it returns) before the next token, answering runs,
+   * inspectHead(), tokenize() and tokenText() sent meanwhile; a token that arrives after `signal`
+   * aborted is neither handed to onToken nor part of the value. Without onToken, those requests are
+   * answered at the generation's pauses (about every 12 ms).
+   */
+  generate(text: string, options: GenerateOptions): Promise<GenerateResult>;
   /** As HeadscopeModel.logitAttribution, in the worker: the last run()'s logit split into its parts. */
   logitAttribution(position: number, token: number): Promise<LogitAttribution>;
   /** As HeadscopeModel.tokenize, in the worker. */
