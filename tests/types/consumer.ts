@@ -11,6 +11,7 @@ import {
   type ModelFiles, type ModelInfo, type LoadProgress, type RunOptions, type RunResult, type Token, type Prediction,
   type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset, type HeadInside,
   type HeadsOptions, type HeadsProgress, type HeadsReport, type LogitAttribution,
+  type GenerateOptions, type GenerateResult, type GeneratedToken, type SamplingDistribution,
 } from 'headscope';
 import {
   loadModelInWorker, createTrainerInWorker, WorkerStartError,
@@ -134,6 +135,34 @@ same<typeof attribution.heads, Float64Array>();
 const rounding: number = Math.abs(attribution.total - attribution.logit);
 // @ts-expect-error  on the page, logitAttribution() returns the parts, not a promise
 model.logitAttribution(0, 0).then(show);
+// the model writes: a result per token for the views, stopped by a signal
+const writing = new AbortController();
+const settings: GenerateOptions = { maxTokens: 20, temperature: 0.8, topK: 40, topP: 0.95, seed: 7, signal: writing.signal };
+let onScreen: RunResult | null = result;
+const written = await model.generate(text, {
+  ...settings,
+  ablate: [[0, 1]],
+  reuse: onScreen,
+  onToken: async ({ index, id, token, prob, distribution, result: sofar }: GeneratedToken) => {
+    onScreen = sofar;
+    same<typeof distribution, SamplingDistribution>();
+    same<typeof distribution.probs, Float64Array>();
+    const drawnRank: number = Array.from(distribution.ids).indexOf(id);
+    show(`${index}: ${token} (${(100 * prob).toFixed(1)}%, rank ${drawnRank}, ${distribution.top[0]?.token ?? ''} first)`);
+    if (sofar.T > 100) writing.abort();
+    await new Promise(requestAnimationFrame);
+  },
+});
+same<typeof written, GenerateResult>();
+same<typeof written.generatedIds, number[]>();
+const writtenTokens: Token[] = written.tokens.slice(written.promptTokens);
+const stoppedEarly: boolean = written.stopped;
+// @ts-expect-error  maxTokens is required
+await model.generate(text, { temperature: 0 });
+// @ts-expect-error  topP is a number
+await model.generate(text, { maxTokens: 3, topP: '0.9' });
+// @ts-expect-error  generate() is a promise, also on the page thread
+const notWritten: GenerateResult = model.generate(text, { maxTokens: 3 });
 const ids: number[] = model.tokenize(text).map((t) => t.id);
 const shown: string = model.tokenText(ids[0] ?? 0);
 model.dispose();
@@ -169,6 +198,9 @@ same<typeof workerReport, HeadsReport>();
 same<Awaited<ReturnType<WorkerModel['logitAttribution']>>, LogitAttribution>();
 // @ts-expect-error  a worker's logitAttribution() is a promise
 const notAwaitedParts: LogitAttribution = worker.logitAttribution(0, 0);
+same<Awaited<ReturnType<WorkerModel['generate']>>, GenerateResult>();
+const workerWritten = await worker.generate(text, { maxTokens: 5, temperature: 0, onToken: ({ result: r }) => show(r.text) });
+show(workerWritten.text);
 const state = await worker.cacheState();
 same<typeof state, CacheState | null>();
 if (state) show(`${state.onScreenCached} of ${state.onScreenTokens} tokens cached`);
