@@ -50,9 +50,10 @@ grep -q "chef" <<<"$out" || { echo "$out" >&2; fail "scripts/run.sh --cli printe
 echo "readme commands: scripts/run.sh --cli ran the article's sentence"
 
 CLI=build/native-release/headscope
-json=$("$CLI" run --model "$MODEL" --text "$TEXT" --json) || fail "headscope run --json"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+"$CLI" run --model "$MODEL" --text "$TEXT" --json > "$tmp/run.json" || fail "headscope run --json"
 node -e '
-const d = JSON.parse(process.argv[1]);
+const d = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
 const T = d.tokens.length, L = d.attention.length, H = d.attention[0].length;
 if (!(T > 5 && d.ids.length === T && d.attention[0][0].length === T && d.logits_last.length > 1000)) process.exit(1);
 // every attention row is a probability distribution over the keys up to its query (causal)
@@ -61,13 +62,22 @@ for (const layer of d.attention) for (const head of layer) head.forEach((row, q)
   if (Math.abs(s - 1) > 1e-4 || row.slice(q + 1).some((w) => w !== 0)) process.exit(2);
 });
 console.log(`readme commands: headscope run --json: ${T} tokens, ${L} x ${H} attention maps`);
-' "$json" || fail "headscope run --json gave a malformed document"
+' "$tmp/run.json" || fail "headscope run --json gave a malformed document"
 "$CLI" run --model "$MODEL" --text "$TEXT" --ablate 0:1,1:3 >/dev/null || fail "headscope run --ablate"
 # the README's training line, shortened: the preset as the page runs it, for 20 steps
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$CLI" train --preset induction --steps 20 --out "$tmp/trained" --scores --log-every 10 >"$tmp/train.log" ||
   fail "headscope train --preset induction"
 grep -q '"done": *true' "$tmp/train.log" || fail "headscope train printed no final line"
 "$CLI" info --model "$tmp/trained" >/dev/null || fail "the trained folder does not open"
 echo "readme commands: headscope train --preset induction wrote a folder that opens"
+# the README's heads and generate lines, on the default model (heads: no random orders, to be quick)
+"$CLI" heads --model "$MODEL" --text-file "$MODEL/heldout.txt" --random-orders 0 --json > "$tmp/heads.json" ||
+  fail "headscope heads"
+node -e '
+const d = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+if (!(d.order.length === d.gate_grad.length * d.gate_grad[0].length && d.pruned_loss.length === d.order.length + 1)) process.exit(1);
+' "$tmp/heads.json" || fail "headscope heads --json gave a malformed document"
+out=$("$CLI" generate --model "$MODEL" --text "The chef" --tokens 20 --seed 1) || fail "headscope generate"
+[ "${out#The chef}" != "$out" ] && [ ${#out} -gt 12 ] || fail "headscope generate did not continue the text: '$out'"
+echo "readme commands: headscope heads and headscope generate ran"
 echo "readme commands: all passed"
