@@ -109,6 +109,8 @@ export class FastTypingModel {
 
   // in the worker: the page instance's cache (what #last says it holds) stays the typed text's
   inspectHead(text, layer, head) { return this.#worker.inspectHead(text, layer, head); }
+  // writing runs in the worker: each token is one incremental step there, with a result for the views
+  generate(text, options) { return this.#worker.generate(text, options); }
   tokenize(text) { return this.#worker.tokenize(text); }
   tokenText(id) { return this.#worker.tokenText(id); }
   cacheState() { return this.#worker.cacheState(); }

@@ -11,6 +11,7 @@
  * With `reuseResults`, each run is given the previous result as `reuse`: typing at the end of a
  * long text then moves only the new attention rows, and the previous result must not be read once
  * onResult has the new one (keep the latest result only).
+ * `onRequest(text)`, a property, hears every request before it is queued.
  */
 export class Runner {
   #abort = null;
@@ -32,9 +33,18 @@ export class Runner {
   }
 
   request(text, options = {}) {
+    this.onRequest?.(text); // a page stops the model's writing when the text or the heads change
     this.pending = { text, options: { ...this.requestOptions?.(), ...options } };
     if (this.busy && this.#long) this.#abort?.abort();
     if (!this.busy) this.#pump();
+  }
+
+  /**
+   * Makes `result`, made elsewhere for this model (a token the model wrote), the one the next run
+   * updates with `reuseResults`, as if this runner had delivered it.
+   */
+  adopt(result) {
+    this.#last = result;
   }
 
   /** Stops the run in flight (between its steps, if it is long) and drops any pending request. */

@@ -2,7 +2,11 @@
 import { tokenLabel } from '../theme.js';
 import { el } from './scene-view.js';
 
-/** Next-token predictions, top-k with probabilities (HTML list). */
+/**
+ * Next-token predictions, top-k with probabilities (HTML list). While the model writes, the
+ * distribution the last token was drawn from instead (after temperature, top-k and top-p), with the
+ * drawn token marked in words as well as in colour.
+ */
 export class TopKView {
   constructor(host) {
     this.host = host;
@@ -11,12 +15,31 @@ export class TopKView {
     host.appendChild(this.list);
   }
 
-  update(result) {
+  /**
+   * drawn: { id, token, prob, distribution: { ids, probs, top } } (a generated token, as generate()'s
+   * onToken hears it): its distribution's most likely tokens, and the drawn one (with its rank when
+   * it is not among them).
+   */
+  update(result, { drawn = null } = {}) {
+    let predictions = result.topNext;
+    let drawnAt = -1;
+    let rank = -1;
+    if (drawn) {
+      predictions = drawn.distribution.top;
+      drawnAt = predictions.findIndex((p) => p.id === drawn.id);
+      if (drawnAt < 0) {
+        rank = drawn.distribution.ids.indexOf(drawn.id) + 1;
+        predictions = [...predictions, { id: drawn.id, token: drawn.token, prob: drawn.prob }];
+        drawnAt = predictions.length - 1;
+      }
+    }
+    const drawing = !!drawn;
+    if (this.list.classList.contains('hs-topk-drawing') !== drawing) this.list.classList.toggle('hs-topk-drawing', drawing);
     // one row per prediction, reused: only changed texts and widths are written
     const rows = this.rows ?? (this.rows = []);
-    const n = result.topNext.length;
+    const n = predictions.length;
     for (let i = 0; i < n; i++) {
-      const p = result.topNext[i];
+      const p = predictions[i];
       let r = rows[i];
       if (!r) {
         const li = el(this.doc, 'li', 'hs-topk-item');
@@ -25,8 +48,9 @@ export class TopKView {
         const fill = el(this.doc, 'span', 'hs-topk-fill');
         bar.appendChild(fill);
         const prob = el(this.doc, 'span', 'hs-topk-prob');
-        li.append(token, bar, prob);
-        r = rows[i] = { li, token, fill, prob, text: null, width: null, pct: null };
+        const mark = el(this.doc, 'span', 'hs-topk-mark');
+        li.append(token, bar, prob, mark);
+        r = rows[i] = { li, token, fill, prob, mark, text: null, width: null, pct: null, marked: null };
       }
       if (r.li.parentNode !== this.list) this.list.appendChild(r.li);
       const text = tokenLabel(p.token, 20);
@@ -35,6 +59,12 @@ export class TopKView {
       if (r.width !== width) { r.fill.style.width = width; r.width = width; } // CSSOM: allowed under a strict CSP
       const pct = formatPercent(p.prob);
       if (r.pct !== pct) { r.prob.textContent = pct; r.pct = pct; }
+      const marked = i === drawnAt ? (rank > 0 ? `drawn (#${rank})` : 'drawn') : '';
+      if (r.marked !== marked) {
+        r.mark.textContent = marked;
+        r.li.classList.toggle('hs-topk-drawn', !!marked);
+        r.marked = marked;
+      }
     }
     for (let i = n; i < rows.length; i++) rows[i].li.remove();
   }
