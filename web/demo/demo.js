@@ -8,6 +8,7 @@ import {
 } from '../component/headscope-view.js';
 import { installLab } from './lab.js';
 import { installInside } from './inside.js';
+import { installContinue } from './continue.js';
 import { installSharing } from './share.js';
 import { installThemeToggle } from './theme-toggle.js';
 import { TokenStrip } from './token-strip.js';
@@ -85,6 +86,8 @@ const chips = new HeadChips($('head-chips'), {
 });
 installThemeToggle($('theme-toggle'), (theme) => { page.theme = theme; render(); });
 const inside = installInside({ state, announce, render, reducedMotion });
+const writer = installContinue({ $, state, textBox: $('text'), announce, getModel: () => page.model, getRunner: () => page.runner,
+  getResult: () => page.result, show: (r) => { page.result = r; renderImmediately(); } });
 
 function announce(text) {
   setText($('live'), text);
@@ -181,7 +184,8 @@ function renderNow() {
   fillSelect($('head-select'), result.nHead, state.head, 'head');
   // while a question of "predict, then reveal" is open, the names must not give the weights away
   const quiz = page.lab?.quiz;
-  tokens.update(result, state, theme, { weightsHidden: !!quiz && !quiz.revealed });
+  const writing = writer.update(result); // the tokens the model wrote, and the last one's draw
+  tokens.update(result, state, theme, { weightsHidden: !!quiz && !quiz.revealed, written: writing.written });
   grid.update(result, state, theme);
   page.lab?.update(result); // crossed-out heads, badges, loss
   if (detailView.kind !== state.view) makeDetailView();
@@ -191,7 +195,7 @@ function renderNow() {
   const linksPick = $('links-pick');
   if (linksPick.hidden !== (state.view !== 'lines')) linksPick.hidden = state.view !== 'lines';
   combine.update(result, state, theme);
-  topk.update(result);
+  topk.update(result, { drawn: writing.drawn });
   setText($('detail-caption'), describeHead(result, state.layer, state.head, focusToken(result, state)));
   const notice = $('notice');
   if (result.droppedTokens > 0) {
@@ -278,7 +282,8 @@ function useModel(model, { name, local = false, card = null }) {
   const where = model.thread === 'page' ? 'on the page thread (no Web Worker could start)'
     : model.fastTyping ? 'in a Web Worker, with short updates while typing on the page thread' : 'in a Web Worker';
   $('model-info').textContent = `Model: ${name}${local ? ' (from your disk, not uploaded)' : ''}, ${c.nLayer} layers × ${c.nHead} heads, ${size}, context ${c.nPositions} tokens; engine: WebAssembly ${page.info.simd.simd ? `SIMD128${page.info.simd.relaxedMadd ? ' with relaxed-SIMD multiply-add' : ''}` : 'scalar'} ${where}.${cardText}`;
-  // the old model's runs stop here: none may write into the result on screen any more
+  // the old model's runs (and writing) stop here: none may write into the result on screen any more
+  writer.stop('model');
   if (page.runner) {
     page.runner.reuseResults = false;
     page.runner.cancel();

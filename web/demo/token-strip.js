@@ -22,8 +22,12 @@ export class TokenStrip {
     });
   }
 
-  /** weightsHidden: leave the weights out of the accessible names (a quiz question is open). */
-  update(result, state, theme, { weightsHidden = false } = {}) {
+  /**
+   * weightsHidden: leave the weights out of the accessible names (a quiz question is open).
+   * written: [start, end) ranges of the text that the model wrote (Continue): their tokens are
+   * marked, in their names too.
+   */
+  update(result, state, theme, { weightsHidden = false, written = [] } = {}) {
     const focused = focusToken(result, state);
     const T = result.T;
     const base = attentionIndex(result, state.layer, state.head, focused, 0);
@@ -40,6 +44,8 @@ export class TokenStrip {
       if (b.parentNode !== this.host) this.host.appendChild(b); // the strip holds buttons 0..T-1 in order
       setText(b, tokenLabel(t.text, 24));
       setAttr(b, 'aria-pressed', i === focused ? 'true' : 'false');
+      const byModel = written.some(([from, to]) => t.start >= from && t.end <= to);
+      if (b.classList.contains('token-written') !== byModel) b.classList.toggle('token-written', byModel);
       const w = i <= focused ? result.attentionAll[base + i] : 0;
       let bg = '';
       let fg = '';
@@ -49,7 +55,7 @@ export class TokenStrip {
       }
       if (b.hsBg !== bg) { b.style.backgroundColor = bg; b.hsBg = bg; }
       if (b.hsFg !== fg) { b.style.color = fg; b.hsFg = fg; }
-      setAttr(b, 'aria-label', `token ${i}: ${tokenWords(t.text)}${i <= focused && !weightsHidden ? `, weight ${w.toFixed(2)}` : ''}`);
+      setAttr(b, 'aria-label', `token ${i}: ${tokenWords(t.text)}${byModel ? ', written by the model' : ''}${i <= focused && !weightsHidden ? `, weight ${w.toFixed(2)}` : ''}`);
     }
     for (let i = T; i < this.buttons.length && this.buttons[i].parentNode; i++) this.buttons[i].remove();
     // a strip longer than its box scrolls: bring the focused token into view when it changes
