@@ -200,7 +200,7 @@ class WorkerModel {
           release = claimForUpdate(result);
           kept = true;
           try {
-            await onToken({ index: p.index, id: p.id, token: p.token, prob: p.prob, distribution: p.distribution, result });
+            await onToken({ index: p.index, id: p.id, token: p.token, prob: p.prob, distribution: p.distribution, ms: p.ms, result });
           } catch (e) {
             failure = e;
           }

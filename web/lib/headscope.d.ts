@@ -219,6 +219,8 @@ export interface GeneratedToken {
   /** Its probability in `distribution`. */
   prob: number;
   distribution: SamplingDistribution;
+  /** Milliseconds the engine took for this token: the draw, the model's step and copying out the result. */
+  ms: number;
   /** The run of the text so far, this token included, as run() of it would give (its tokens are the ids written). */
   result: RunResult;
 }

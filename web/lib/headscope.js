@@ -298,8 +298,8 @@ export class HeadscopeModel {
         release();
         shown = result;
         release = claimForUpdate(result);
-        const { index, id, token, prob, distribution } = step;
-        await onToken({ index, id, token, prob, distribution, result });
+        const { index, id, token, prob, distribution, ms } = step;
+        await onToken({ index, id, token, prob, distribution, ms, result });
         return true;
       }));
       delete value.cachedIds;
@@ -341,6 +341,7 @@ export class HeadscopeModel {
           windowIds = h.tokenIds();
         }
         this.#engineHoldsLastRun = false;
+        const t0 = performanceNow();
         const t = checked(core, gen.next());
         written.append(t.id, t.token, t.bytes);
         const ids = h.tokenIds();
@@ -348,7 +349,8 @@ export class HeadscopeModel {
           const data = this.#writtenData(h, written, ids, sharedPrefixLength(windowIds, ids), previous, o.ablate);
           previous = { ids, stride: data.stride };
           const top = Array.from(t.ids.subarray(0, 10), (id, k) => ({ id, token: this.tokenText(id), prob: t.probs[k] }));
-          const step = { index: i, id: t.id, token: t.token, prob: t.prob, distribution: { ids: t.ids, probs: t.probs, top }, data };
+          const ms = performanceNow() - t0; // the draw, the model's step and the result's copy
+          const step = { index: i, id: t.id, token: t.token, prob: t.prob, distribution: { ids: t.ids, probs: t.probs, top }, ms, data };
           if ((await onStep(step)) === false) {
             written.pop();
             stopped = true;
