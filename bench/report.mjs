@@ -6,6 +6,10 @@
 //   --readme FILE  rewrites the part of FILE between <!-- tables:begin --> and <!-- tables:end -->
 //   --tables FILE  writes the tables alone (the quick run: its numbers never reach bench/)
 //   --only-train   replaces the training rows of the existing --json FILE and renders it again
+//        node bench/report.mjs --json FILE --readme FILE [--svg FILE] --render | --check
+//   --render       renders the existing --json FILE again (after a change to bench/tables.mjs)
+//   --check        exits 1 unless the README's tables are what --json FILE renders to (the quick
+//                  run checks the committed bench/README.md against bench/results.json)
 import { parseArgs } from 'node:util';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
@@ -18,8 +22,27 @@ const { values: opt } = parseArgs({
   options: {
     raw: { type: 'string' }, model: { type: 'string' }, json: { type: 'string' }, readme: { type: 'string' },
     tables: { type: 'string' }, svg: { type: 'string' }, 'only-train': { type: 'boolean', default: false },
+    render: { type: 'boolean', default: false }, check: { type: 'boolean', default: false },
   },
 });
+if (opt.render || opt.check) {
+  if (!opt.json || !opt.readme) throw new Error('usage: node bench/report.mjs --json FILE --readme FILE [--svg FILE] --render | --check');
+  const results = JSON.parse(readFileSync(opt.json, 'utf8'));
+  const text = readFileSync(opt.readme, 'utf8');
+  const rendered = spliceTables(text, renderTables(results), opt.readme);
+  if (opt.check) {
+    if (rendered !== text) {
+      console.error(`${opt.readme}: its tables are not what ${opt.json} renders to (edited by hand, or bench/tables.mjs changed): node bench/report.mjs --json ${opt.json} --readme ${opt.readme} --svg ${path.join(path.dirname(opt.readme), 'latency.svg')} --render`);
+      process.exit(1);
+    }
+    console.log(`${opt.readme}: the tables are ${opt.json}'s`);
+  } else {
+    writeFileSync(opt.readme, rendered);
+    if (opt.svg) writeFileSync(opt.svg, renderSvg(results));
+    console.log(`rendered ${opt.json} into ${opt.readme}${opt.svg ? ` and ${opt.svg}` : ''}`);
+  }
+  process.exit(0);
+}
 if (!opt.raw || !opt.json || (!opt['only-train'] && !opt.model))
   throw new Error('usage: node bench/report.mjs --raw DIR --model DIR --json FILE [--readme FILE | --tables FILE] [--svg FILE] [--only-train]');
 const B = opt.raw;

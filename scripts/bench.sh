@@ -224,6 +224,11 @@ if [ "$QUICK" = 1 ] || [ "${BENCH_GPT2:-0}" = 1 ]; then
 fi
 if [ "$FAILED" = 0 ]; then
   stage "report" report
+  # the committed tables are rendered from the committed results.json, never edited by hand
+  if [ "$QUICK" = 1 ]; then
+    stage "bench/README.md's tables are bench/results.json's" \
+      node bench/report.mjs --json bench/results.json --readme bench/README.md --check
+  fi
 else
   log "a stage failed: no report"
 fi
