@@ -68,6 +68,19 @@ const PAGES = [
     },
   },
   {
+    // after Continue: the strip's written tokens and the next-token panel's drawn distribution
+    name: 'demo after the model wrote',
+    path: 'index.html',
+    ready: async (page) => {
+      await demoReady(page);
+      await page.fill('#write-tokens', '8');
+      await page.fill('#write-topk', '40');
+      await page.click('#write-continue');
+      await expect(page.locator('#write-status')).toHaveText(/^Wrote 8 tokens/, { timeout: 60_000 });
+      await expect(page.locator('#topk .hs-topk-drawn')).toHaveCount(1);
+    },
+  },
+  {
     name: 'iframe mode, inside view',
     path: 'embed.html?layer=1&head=1&inside=5&step=4',
     ready: (page) => expect(page.locator('headscope-view .hs-inside-figure [data-weight]').first()).toBeAttached({ timeout: 60_000 }),

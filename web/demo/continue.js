@@ -8,6 +8,8 @@
 // edits elsewhere keep them), and the last token's draw (the next-token panel shows the
 // distribution it came from, until the text changes).
 
+import { quoteToken } from '../component/headscope-view.js';
+
 const nextFrame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
 const setText = (node, text) => { if (node.textContent !== text) node.textContent = text; }; // text, never markup
 
@@ -100,12 +102,11 @@ export function installContinue({ $, state, textBox, getModel, getRunner, getRes
       // this writing's range grows token by token; one that continues the last writing extends it
       const before = written.filter(([, to]) => to < from);
       const joined = written.find(([, to]) => to === from)?.[0] ?? from;
-      let t0 = performance.now();
       const value = await model.generate(prompt, {
         ...settings, ablate: state.ablate, reuse: getResult(), signal: mine.stop.signal,
-        onToken: async ({ id, token, prob, distribution, result }) => {
+        onToken: async ({ id, token, prob, distribution, ms, result }) => {
           if (getModel() !== model) { stop('model'); return; }
-          result.runMs = performance.now() - t0;
+          result.runMs = ms; // the engine's time for the token, as the stats line says of a run
           mine.count++;
           written = [...before, [joined, result.text.length]];
           last = { result, drawn: { id, token, prob, distribution }, settings };
@@ -119,7 +120,6 @@ export function installContinue({ $, state, textBox, getModel, getRunner, getRes
           show(result);
           setText(status, `Writing: ${mine.count} of ${settings.maxTokens} tokens…`);
           await nextFrame(); // one token per frame at most: the reader sees each one
-          t0 = performance.now();
         },
       });
       const n = value.generatedIds.length;
@@ -154,7 +154,7 @@ export function installContinue({ $, state, textBox, getModel, getRunner, getRes
       caption.hidden = !drawn;
       if (drawn) {
         const kept = drawn.distribution.ids.length;
-        setText(caption, `The last token, “${drawn.token}”, was drawn from these: the model's probabilities after ${settingsWords(last.settings)} (${kept} token${kept === 1 ? '' : 's'} could be drawn).`);
+        setText(caption, `The last token, ${quoteToken(drawn.token)}, was drawn from these: the model's probabilities after ${settingsWords(last.settings)} (${kept} token${kept === 1 ? '' : 's'} could be drawn).`);
       }
       return { written: result.text === shownText ? written : [], drawn };
     },
