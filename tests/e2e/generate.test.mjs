@@ -245,3 +245,45 @@ test('on a phone the writing controls wrap and stay usable', async ({ page, site
   expect(overflow, 'no sideways scrolling').toBeLessThanOrEqual(0);
   await page.locator('.panel-input').screenshot({ path: path.join(ARTIFACTS, 'generate-phone.png') });
 });
+
+test('<headscope-view editable>: Continue writes the API\'s tokens into its text box, Stop and typing stop it', async ({ page, site }) => {
+  await page.goto(site.url('component.html'));
+  const widget = page.locator('#w-grid');
+  await expect.poll(() => widget.evaluate((w) => w.result?.T ?? 0), { timeout: 60_000 }).toBeGreaterThan(0);
+  const box = widget.locator('textarea');
+  const prompt = await box.inputValue();
+  const bar = widget.locator('.hs-write');
+  await bar.getByLabel('Tokens').fill('8');
+  await bar.getByLabel('Temperature').fill('0.7');
+  await bar.getByLabel('Top-k').fill('30');
+  await bar.getByLabel('Seed').fill('3');
+  // count the widget's renders while it writes: one per token shown
+  await widget.evaluate((w) => { w.__renders = 0; w.addEventListener('headscope-render', () => { w.__renders++; }); });
+  await bar.getByRole('button', { name: 'Continue' }).click();
+  await expect(bar.locator('.hs-write-status')).toHaveText('Wrote 8 tokens.', { timeout: 60_000 });
+  const want = await apiInPage(page, prompt, { maxTokens: 8, temperature: 0.7, topK: 30, seed: 3 });
+  await expect(box).toHaveValue(want.text);
+  const shown = await widget.evaluate((w) => ({ ids: w.result.tokens.map((t) => t.id), rowsFrom: w.result.rowsFrom, T: w.result.T, renders: w.__renders }));
+  expect(shown.ids).toEqual(want.ids);
+  expect(shown.rowsFrom, 'the last token moved only its row').toBe(shown.T - 1);
+  expect(shown.renders).toBeGreaterThanOrEqual(8);
+  await widget.screenshot({ path: path.join(ARTIFACTS, 'generate-component.png') });
+  // Stop, with the keyboard: Continue, then Enter on the focused Stop
+  await bar.getByLabel('Tokens').fill('1000');
+  await bar.getByRole('button', { name: 'Continue' }).focus();
+  await page.keyboard.press('Enter');
+  await expect(bar.getByRole('button', { name: 'Stop' })).toBeFocused();
+  await expect.poll(() => widget.evaluate((w, n) => w.result.T - n, want.ids.length), { timeout: 60_000 }).toBeGreaterThanOrEqual(3);
+  await page.keyboard.press('Enter');
+  await expect(bar.locator('.hs-write-status')).toHaveText(/^Stopped after \d+ tokens?\.$/);
+  const stopped = await box.inputValue();
+  expect(await widget.evaluate((w) => w.result.text)).toBe(stopped);
+  // typing while it writes stops it; the view then shows the typed text's run
+  await bar.getByRole('button', { name: 'Continue' }).click();
+  await expect.poll(() => widget.evaluate((w, t) => w.result.text.length > t.length, stopped), { timeout: 60_000 }).toBe(true);
+  await box.press('End');
+  await box.pressSequentially('!');
+  await expect(bar.locator('.hs-write-status')).toHaveText(/^Stopped after \d+ tokens?\.$/);
+  await expect.poll(() => widget.evaluate((w) => w.result.text)).toBe(await box.inputValue());
+  expect((await box.inputValue()).endsWith('!')).toBe(true);
+});

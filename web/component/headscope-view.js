@@ -25,6 +25,7 @@ import { HeatmapView, heatmapScene } from './views/heatmap.js';
 import { LinesView, linesScene } from './views/lines.js';
 import { CombineView, combineScene } from './views/combine.js';
 import { TopKView } from './views/topk.js';
+import { WriteBar } from './writer.js';
 import { InsideView, insideScene, insideSentence, clampStep, INSIDE_STEPS } from './views/inside.js';
 import { valueSizesValid, VALUE_WEIGHTING_SENTENCE, shownWeights } from './views/weighting.js';
 import { InsideSource } from './inside-source.js';
@@ -139,6 +140,7 @@ export class HeadscopeViewElement extends HTMLElement {
 
   disconnectedCallback() {
     this.#schemeQuery.removeEventListener('change', this.#onScheme);
+    this.#els?.writer.stop();
   }
 
   attributeChangedCallback(name, oldValue, newValue) {
@@ -150,7 +152,10 @@ export class HeadscopeViewElement extends HTMLElement {
       this.#run();
       return;
     }
-    if (name === 'editable') this.#els.textarea.hidden = !this.hasAttribute('editable');
+    if (name === 'editable') {
+      this.#els.textarea.hidden = this.#els.writer.el.hidden = !this.hasAttribute('editable');
+      if (!this.hasAttribute('editable')) this.#els.writer.stop();
+    }
     this.#queueRender();
   }
 
@@ -178,6 +183,13 @@ export class HeadscopeViewElement extends HTMLElement {
     textarea.value = this.getAttribute('text') ?? DEFAULT_TEXT;
     textarea.hidden = !this.hasAttribute('editable');
     textarea.addEventListener('input', () => this.#run());
+    // editable: Continue lets the model write on (its tokens go into the text box, the view follows)
+    const writer = new WriteBar(d, {
+      getRunner: () => this.#runner, getText: () => this.#text(), setText: (t) => { textarea.value = t; },
+      getResult: () => this.#result, getAblate: () => parseAblate(this.getAttribute('ablate')),
+      show: (result) => { this.#result = result; this.#renderQueued = false; this.#render(); },
+    });
+    writer.el.hidden = textarea.hidden;
     const caption = mk('p', 'hs-caption');
     caption.setAttribute('part', 'caption');
     const notice = mk('p', 'hs-notice');
@@ -187,16 +199,17 @@ export class HeadscopeViewElement extends HTMLElement {
     scroll.appendChild(viewHost);
     const live = mk('div', 'hs-sr');
     live.setAttribute('aria-live', 'polite');
-    wrap.append(status, textarea, caption, notice, scroll, live);
+    wrap.append(status, textarea, writer.el, caption, notice, scroll, live);
     this.#root.appendChild(wrap);
     const tooltip = new Tooltip(scroll);
-    this.#els = { wrap, status, statusText, fill, textarea, caption, notice, scroll, viewHost, live, tooltip };
+    this.#els = { wrap, status, statusText, fill, textarea, writer, caption, notice, scroll, viewHost, live, tooltip };
   }
 
   #ensureModel() {
     const key = this.getAttribute('model') || '';
     if (this.#modelKey === key && (this.#runner || !this.#loadError)) return;
     this.#modelKey = key;
+    this.#els.writer.stop(); // the old model's writing must not reach the new model's view
     this.#runner = null;
     this.#loadError = null;
     const { status, statusText, fill } = this.#els;
