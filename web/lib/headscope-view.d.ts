@@ -38,7 +38,7 @@ export interface HeadscopeViewAttributes {
   links?: `${number}`;
   /** "layer:head,...": heads switched off (a static view of the model without them). */
   ablate?: string;
-  /** Present: a text box to edit the text. */
+  /** Present: a text box to edit the text, and Continue (with Stop and the writing's settings) to let the model write on. */
   editable?: '';
   /** 'light' | 'dark' (default: the reader's preference). */
   theme?: 'light' | 'dark';
