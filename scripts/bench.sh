@@ -222,6 +222,19 @@ if [ "$QUICK" = 1 ] || [ "${BENCH_GPT2:-0}" = 1 ]; then
   stage "GPT-2 $([ "$QUICK" = 1 ] && echo "vocabulary and context, small model" || echo "small's shape") (bench/gpt2_small.sh)" \
     env BENCH_SITE="$RAW/web" bench/gpt2_small.sh
 fi
+# bench/before_after.mjs compares two builds of the engine (run by hand around a change); the quick run
+# puts this build on both sides, one round, so the script cannot rot
+before_after_smoke() {
+  local d="$RAW/before-after"
+  rm -rf "$d" && mkdir -p "$d"
+  ln -s "$PWD/$NATIVE/headscope" "$d/headscope"
+  ln -s "$PWD/$SIMD/headscope_wasm.js" "$d/headscope_wasm.js"
+  ln -s "$PWD/$SIMD/headscope_wasm.wasm" "$d/headscope_wasm.wasm"
+  node bench/before_after.mjs --before "$d" --after "$d" --rounds 1 --out "$RAW/before-after.json" >/dev/null
+}
+if [ "$QUICK" = 1 ]; then
+  stage "bench/before_after.mjs on this build against itself (one round)" before_after_smoke
+fi
 if [ "$FAILED" = 0 ]; then
   stage "report" report
   # the committed tables are rendered from the committed results.json, never edited by hand
