@@ -28,7 +28,7 @@ for f in favicon.svg index.html embed.html component.html csp.html demo.css embe
 done
 node "$ROOT/web/bundle.mjs" --out "$TMP" demo
 # the lab's styles, the head-count comparison page and the lab component's article
-cp "$ROOT/web/demo/lab.css" "$ROOT/web/demo/compare.html" "$ROOT/web/demo/lab-component.html" "$ROOT/web/demo/lab-component.js" "$TMP/"
+cp "$ROOT/web/demo/lab.css" "$ROOT/web/demo/compare.html" "$ROOT/web/demo/compare-pruning.css" "$ROOT/web/demo/lab-component.html" "$ROOT/web/demo/lab-component.js" "$TMP/"
 cp "$ROOT/web/component/lab.css" "$TMP/lab-views.css"
 rm -rf "$OUT" && mv "$TMP" "$OUT"
 echo "web/demo/build.sh: site in ${OUT#$ROOT/} ($(du -sh "$OUT" | cut -f1))"

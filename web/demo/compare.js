@@ -6,11 +6,15 @@
 // numbers. Built on the package's public API (worker models through the component's shared cache)
 // and headscope/analysis (badges).
 // ?models=a,b,...: other models (names or folder URLs), e.g. for tests with fixtures.
+// "How many heads does this model need?" (compare-pruning.js) measures those models and the demo's
+// default model; ?prune=a,b sets its models, ?orders=N its random orders (default 8).
 import { getModel, GridView, readTheme, DEFAULT_TEXT, describeHead } from '../component/headscope-view.js';
 import { allHeadScores, headBadges } from '../lib/analysis.js';
 import { ROLE_SHORT, rolesSentence } from '../component/lab.js';
 import { tradeoffSentence, fmtParams } from './tradeoff.js';
 import { familyRoleTable } from './compare-roles.js';
+import { PruningPanel } from './compare-pruning.js';
+import { defaultModelName as DEFAULT_MODEL } from '../lib/headscope.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -141,6 +145,9 @@ function scheduleTiming() {
  *  flight at a time), so a busy moment on the machine hits every model alike. */
 async function timeAll() {
   const seq = ++timingSeq;
+  // a head measurement keeps a core busy: time the runs once it is over
+  await pruning?.idle();
+  if (seq !== timingSeq) return;
   const text = state.text;
   const live = state.entries.filter((e) => e.model);
   for (const e of state.entries) { e.speedMs = undefined; e.times = []; }
@@ -162,6 +169,38 @@ async function timeAll() {
   renderTable();
   document.body.dataset.timed = String(Number(document.body.dataset.timed || 0) + 1);
   renderSummary();
+  // after the first timing, the heads each model needs, on the held-out passages
+  if (pruning && !pruning.started) {
+    pruning.started = true;
+    pruning.measure('heldout');
+  }
+}
+
+// ---- how many heads each model needs -------------------------------------------------------------
+let pruning = null;
+async function setUpPruning(names) {
+  const q = params.get('prune');
+  const models = q ? q.split(',').map((x) => x.trim()).filter(Boolean) : [...names];
+  // the demo's default model after the family, when this site has it
+  if (!q && !params.get('models')) {
+    const index = await (indexPromise ?? fetch('models/index.json').then((r) => (r.ok ? r.json() : { models: [] })).catch(() => ({ models: [] })));
+    if ((index.models || []).some((m) => m.name === DEFAULT_MODEL) && !models.includes(DEFAULT_MODEL)) models.push(DEFAULT_MODEL);
+  }
+  pruning = new PruningPanel({
+    host: $('cmp-prune-models'),
+    status: $('cmp-prune-status'),
+    buttons: { heldout: $('cmp-prune-heldout'), text: $('cmp-prune-text'), cancel: $('cmp-prune-cancel') },
+    getModel: (name) => state.entries.find((e) => e.name === name)?.model ?? getModel(name),
+    getCard: loadCard,
+    getText: () => state.text,
+    theme: () => theme,
+    options: { randomOrders: Number.isInteger(Number(params.get('orders'))) && params.get('orders') !== null ? Number(params.get('orders')) : 8, seed: 0 },
+  });
+  pruning.setModels(models.map((name) => {
+    const entry = state.entries.find((e) => e.name === name);
+    return { name, label: entry?.label ?? (name === DEFAULT_MODEL ? `${name} (the demo's model)` : name) };
+  }));
+  window.headscopePruning = pruning;
 }
 
 // ---- the table and the sentence ----------------------------------------------------------------
@@ -264,6 +303,7 @@ async function start() {
   renderTable();
   renderRoles();
   renderSummary();
+  await setUpPruning(state.entries.map((e) => e.name));
   document.body.dataset.ready = 'true';
   await runAll();
 }
@@ -271,6 +311,7 @@ async function start() {
 window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
   theme = readTheme(document.documentElement);
   for (const e of state.entries) renderColumn(e);
+  pruning?.redraw();
 });
 window.headscopeCompare = state;
 start();
