@@ -428,10 +428,13 @@ export class HeadscopeModel {
         do done = checked(this.#core, measurement.step(1));
         while (!done && performanceNow() - t0 < chunkMs);
         await onProgress?.({ fraction: done ? 1 : measurement.progress() });
+        // disposed meanwhile (in onProgress, or between chunks): the measurement and the report's
+        // token count refer to the model, so it stops here
+        this.#live();
         if (done) break;
         await yieldToEventLoop();
         if (signal?.aborted) throw cancelledMeasurement();
-        this.#live(); // disposed meanwhile: the measurement refers to the model, so it stops here
+        this.#live();
       }
       const report = measurement.report();
       // a text longer than the context is cut at the start as run() cuts it (in steps)
