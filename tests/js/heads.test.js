@@ -165,6 +165,9 @@ test('the page thread: cancel rejects with an AbortError, the model still runs, 
     const pending = model.measureHeads(SENTENCE, { ...options, onProgress: () => model.dispose() });
     await assert.rejects(pending, /disposed/);
     assert.ok((await wasmHeapUsedBytes()) < heap, 'dispose() and the stopped measurement freed the model');
+    // ... and one in the last onProgress (one chunk does it all): no report read from a freed model
+    const other = await loadModel(FIXTURE);
+    await assert.rejects(other.measureHeads(SENTENCE, { randomOrders: 0, chunkMs: 1e9, onProgress: ({ fraction }) => { if (fraction === 1) other.dispose(); } }), /disposed/);
   } finally {
     model.dispose();
   }
