@@ -1,4 +1,4 @@
-// "Let the model write" on the demo page (issue 29, item 4): Continue writes the tokens the API
+// "Let the model write" on the demo page: Continue writes the tokens the API
 // writes with the same settings, every view follows each token, the strip marks the written tokens,
 // the next-token panel shows the distribution the last token was drawn from; Stop and editing stop it
 // and leave a page whose state equals a fresh run; all of it with the keyboard. Screenshots

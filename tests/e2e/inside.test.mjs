@@ -1,4 +1,4 @@
-// "Inside this head" and "weight × value size" (issue 27) in the demo page, the iframe mode and the
+// "Inside this head" and "weight × value size" in the demo page, the iframe mode and the
 // component: the panel's numbers are the API's (inspectHead() on the page's own worker model), its
 // softmax step is the heatmap's row, it works by keyboard alone, follows prefers-reduced-motion,
 // keeps its step in the URL, exports, and works at d_head 64 (a random GPT-2-small-shaped model

@@ -1,4 +1,4 @@
-// compare.html's "How many heads does this model need?" (issue 28, item 4): each family model and the
+// compare.html's "How many heads does this model need?": each family model and the
 // demo's default model measured on its held-out passage in its Web Worker, the charts drawn (one dot
 // per step of the greedy curve, a band bar per step, the +5% / +10% levels), the numbers on the page
 // equal to the API's (measureHeads() on the page thread of the same page, an independent run of the

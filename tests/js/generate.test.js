@@ -1,4 +1,4 @@
-// The model writes (issue 29): generate() on the page thread and in the Worker (dist/worker-thread.js
+// The model writes: generate() on the page thread and in the Worker (dist/worker-thread.js
 // in a worker_threads thread, through the real protocol) against the native CLI's `generate --json`;
 // onToken's results against fresh runs; stopping; runs between tokens; bad options; the written
 // text's decoding; the wasm heap.

@@ -1,4 +1,4 @@
-// Which heads a model needs, through the JavaScript API (issue 28, item 3): measureHeads() on the page
+// Which heads a model needs, through the JavaScript API: measureHeads() on the page
 // thread and in the Worker (dist/worker-thread.js in a worker_threads thread, the real protocol)
 // against the native CLI's `headscope heads --json` with the same options; progress, cancel, the
 // engine's measurement freed (the wasm heap), runs answered between a worker measurement's chunks;

@@ -1,4 +1,4 @@
-// One head's insides through the JavaScript API (issue 27): inspectHead() on the page thread and in
+// One head's insides through the JavaScript API: inspectHead() on the page thread and in
 // the Worker (dist/worker-thread.js in a worker_threads thread, through the real protocol) against
 // the native CLI's `run --inspect L:H --json`; errors; and what an inspect run does to the cache and
 // to results on screen that a later run({ reuse }) patches.

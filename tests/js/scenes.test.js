@@ -201,7 +201,7 @@ test('token tints: the text colour on every heat colour has WCAG contrast of at 
   }
 });
 
-// ---- "Inside this head" and value weighting (issue 27) ------------------------------------------
+// ---- "Inside this head" and value weighting ------------------------------------------
 
 // One head's insides over T tokens with d_head HS and width C, made the way the engine defines them
 // (scores = q.k / sqrt(HS) with the mask, softmax rows, z = sum_j a_ij v_j, out = z W, valueNorm =

@@ -1,4 +1,4 @@
-// The demo page's "Inside this head" panel (issue 27) and the value sizes behind the detail view's
+// The demo page's "Inside this head" panel and the value sizes behind the detail view's
 // "weight × value size". Both come from the model's inspectHead() through one InsideSource
 // (web/component/inside-source.js): the panel's head in full while the panel is on screen (or an
 // article linked to it with ?inside=), and the value sizes of the heads the detail view colours.

@@ -1,4 +1,4 @@
-// "Inside this head" (issue 27, item 4): one head's computation for the focused query token, step by
+// "Inside this head": one head's computation for the focused query token, step by
 // step, with the model's own numbers (HeadscopeModel.inspectHead()):
 //   1 query    the token's input, through W_Q, becomes its query q (d_head numbers)
 //   2 keys     every token up to it has a key k_j; later tokens are masked

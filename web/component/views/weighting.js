@@ -1,4 +1,4 @@
-// What the attention views colour by (issue 27, item 5): the attention weights, or the weights times
+// What the attention views colour by: the attention weights, or the weights times
 // the size of what each token's value moves through the head (Kobayashi et al. 2020, "Attention is
 // Not Only a Weight"): alpha_ij * ||v_j W_O^h||, rescaled so each row sums to 1 for display. A head
 // that puts most of its weight on a token with a tiny value vector (a first-token "sink") then shows
