@@ -49,6 +49,9 @@ val f32_copy(const float* data, std::size_t n) {
   return val::global("Float32Array").new_(emscripten::typed_memory_view(n, data));
 }
 val f32_copy(const std::vector<float>& v) { return f32_copy(v.data(), v.size()); }
+val f64_copy(const std::vector<double>& v) {
+  return val::global("Float64Array").new_(emscripten::typed_memory_view(v.size(), v.data()));
+}
 val i32_copy(const std::vector<int32_t>& v) {
   return val::global("Int32Array").new_(emscripten::typed_memory_view(v.size(), v.data()));
 }
@@ -202,24 +205,21 @@ headscope::HeadsMeasurement* measure_heads(Model& m, val text, int random_orders
 val heads_report(const headscope::HeadsMeasurement& h) {
   return guarded([&] {
     const headscope::HeadsReport& r = h.report();
-    const auto f64 = [](const std::vector<double>& v) {
-      return val::global("Float64Array").new_(emscripten::typed_memory_view(v.size(), v.data()));
-    };
     val out = val::object();
     out.set("nLayer", r.n_layer);
     out.set("nHead", r.n_head);
     out.set("tokens", r.tokens);
     out.set("method", r.method);
     out.set("loss", r.loss);
-    out.set("gateGrad", f64(r.gate_grad));
-    out.set("ablationDelta", f64(r.ablation_delta));
+    out.set("gateGrad", f64_copy(r.gate_grad));
+    out.set("ablationDelta", f64_copy(r.ablation_delta));
     std::vector<int32_t> order;
     for (const headscope::HeadRef& x : r.order) order.push_back(x.layer), order.push_back(x.head);
     out.set("order", i32_copy(order));
-    out.set("prunedLoss", f64(r.pruned_loss));
-    out.set("randomLossMean", f64(r.random_mean));
-    out.set("randomLossLow", f64(r.random_lo));
-    out.set("randomLossHigh", f64(r.random_hi));
+    out.set("prunedLoss", f64_copy(r.pruned_loss));
+    out.set("randomLossMean", f64_copy(r.random_mean));
+    out.set("randomLossLow", f64_copy(r.random_lo));
+    out.set("randomLossHigh", f64_copy(r.random_hi));
     return out;
   });
 }
@@ -229,17 +229,14 @@ val heads_report(const headscope::HeadsMeasurement& h) {
 val logit_attribution(const Model& m, int position, int token) {
   return guarded([&] {
     const headscope::LogitAttribution a = m.logit_attribution(position, token);
-    const auto f64 = [](const std::vector<double>& v) {
-      return val::global("Float64Array").new_(emscripten::typed_memory_view(v.size(), v.data()));
-    };
     val out = val::object();
     out.set("position", a.position);
     out.set("token", a.token);
     out.set("logit", a.logit);
     out.set("total", a.total());
-    out.set("heads", f64(a.heads));
-    out.set("attnBias", f64(a.attn_bias));
-    out.set("mlp", f64(a.mlp));
+    out.set("heads", f64_copy(a.heads));
+    out.set("attnBias", f64_copy(a.attn_bias));
+    out.set("mlp", f64_copy(a.mlp));
     out.set("embedding", a.embedding);
     out.set("lnBias", a.ln_bias);
     return out;
@@ -283,7 +280,7 @@ val generation_next(headscope::Generation& g) {
     out.set("bytes", val::global("Uint8Array").new_(emscripten::typed_memory_view(text.size() - before,
                                                                                    reinterpret_cast<const uint8_t*>(text.data() + before))));
     out.set("ids", i32_copy(t.distribution.ids));
-    out.set("probs", val::global("Float64Array").new_(emscripten::typed_memory_view(t.distribution.probs.size(), t.distribution.probs.data())));
+    out.set("probs", f64_copy(t.distribution.probs));
     return out;
   });
 }
