@@ -46,14 +46,8 @@ const subj = {};
 subj.simd = await loadBenchModule(opt.simd);
 if (!simdOnly) subj.scalar = await loadBenchModule(opt.scalar);
 const ours = Object.keys(subj);
-// the SIMD build's Model compiled against the previous attention kernel (cpp/bench/previous_swap.hpp):
-// timed next to `simd` for the full forward and the incremental update only (loadBenchModule fails
-// if the tree lacks it: a subject is never left out silently)
-const withPrev = !simdOnly;
-if (withPrev) subj.prev = await loadBenchModule(opt.simd, 'headscope_bench_wasm_prev');
-const oursAll = Object.keys(subj);
 const models = {};
-for (const k of oursAll) {
+for (const k of ours) {
   models[k] = subj[k].loadModel(files.config, files.weights, files.vocab, files.merges);
   models[k].setIds(ids);
 }
@@ -81,7 +75,7 @@ if (!simdOnly) {
   results.agreement = [];
   for (const T of [16, P]) {
     const r = await ortForward.run(ortIds(T));
-    for (const k of oursAll) {
+    for (const k of ours) {
       const o = models[k].forwardOut(T);
       const a = maxAbsDiff(o.attention, r.attention.data);
       const l = maxAbsDiff(o.logitsLast, r.logits_last.data);
@@ -92,15 +86,6 @@ if (!simdOnly) {
       if (!(a < 1e-4) || !(l < 1e-3 * Math.max(1, lmax))) throw new Error(`outputs disagree with onnxruntime-web (${k}, T=${T}): not timing`);
     }
   }
-}
-
-// the `prev` module must really run the previous attention kernel: the macro swap in
-// cpp/bench/previous_swap.hpp renames the kernel's call wherever the compiled sources make it, so if
-// the call moves to a file model_previous.cpp does not compile, prev silently becomes the engine. The
-// two kernels sum in different orders: identical attention means the swap did nothing.
-if (withPrev) {
-  const same = maxAbsDiff(models.prev.forwardOut(P).attention, models.simd.forwardOut(P).attention) === 0;
-  if (same) throw new Error('headscope_bench_wasm_prev computes exactly what the engine does: cpp/bench/model_previous.cpp no longer swaps in the previous attention kernel');
 }
 
 // ---- GEMM at the model's shapes --------------------------------------------------------------
@@ -156,7 +141,6 @@ for (const T of Ts) {
   const key = [16, 64, P].includes(T);  // the scalar build only at the tabulated T (it is slow)
   const subs = ours.filter((k) => key || k !== 'scalar');
   for (const k of subs) cases[k] = { fn: () => models[k].forwardOut(T) };
-  if (withPrev) cases.prev = { fn: () => models.prev.forwardOut(T) };
   if (!simdOnly) { const feeds = ortIds(T); cases.ort = { fn: () => ortForward.run(feeds) }; }
   const s = await compare(cases, timing({ minMs: 300 * budget, minRuns: key ? 15 : 8, warm: 10 }));
   const a = await compare(Object.fromEntries(subs.map((k) => [k, { fn: () => att[k].run(T, 0) }])), timing({ minMs: 80 * budget, warm: 3 }));
@@ -171,7 +155,7 @@ for (const k of ours) att[k].delete();
 results.incremental = [];
 for (const T of [16, 64, P]) {
   const cases = {};
-  for (const k of oursAll) cases[k] = { fn: () => models[k].incremental(T), before: () => models[k].prime(T) };
+  for (const k of ours) cases[k] = { fn: () => models[k].incremental(T), before: () => models[k].prime(T) };
   if (!simdOnly) { const feeds = ortIds(T); cases.ort = { fn: () => ortForward.run(feeds) }; }  // no KV cache in the graph: a full run
   const s = await compare(cases, timing({ minMs: 150 * budget, minRuns: 20, warm: 8 }));
   results.incremental.push({ T, ...s });

@@ -149,13 +149,6 @@ const detail = {
   tile4x8_gemm_gflops_best_max: Math.max(...variants.gemm.map((g) => g.tile4x8_best)),
   engine_over_tile4x8_gemm: geomean(variants.gemm.map((g) => g.engine_gflops / g.tile4x8_gflops)),
 };
-if (fwd(KEY_T[0]).prev) {
-  // the whole model with the previous attention kernel (cpp/bench/previous_swap.hpp), interleaved
-  detail.engine_over_previous_kernels_forward = geomean(KEY_T.map((T) => fwd(T).prev.median_ms / fwd(T).simd.median_ms));
-  detail.engine_over_previous_kernels_forward_full_context = fwd(cfg.n_positions).prev.median_ms / fwd(cfg.n_positions).simd.median_ms;
-  detail.engine_over_previous_kernels_incremental = geomean(KEY_T.map((T) => inc(T).prev.median_ms / inc(T).simd.median_ms));
-}
-
 // ---- targets: value against goal; tables.mjs says how far a missed one is ---------------------------
 const target = (section, name, value, goal, extra = {}) => {
   const lower = !!extra.lower_is_better;

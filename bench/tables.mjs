@@ -68,22 +68,20 @@ export function renderTables(r) {
       ['calibration: SIMD128 separate multiply + add throughput probe, best (GFLOP/s)', f(d.simd128_throughput_probe_gflops_best, 1)],
       ['calibration: best GEMM sample, engine / hand-written 4x8 SIMD128 tile (GFLOP/s)', `${f(d.engine_gemm_gflops_best_max, 1)} / ${f(d.tile4x8_gemm_gflops_best_max, 1)}`],
       ['calibration: engine GEMM over the hand-written 4x8 tile, medians', f(d.engine_over_tile4x8_gemm)],
-      ...(d.engine_over_previous_kernels_forward ? [[`whole model over the same with the previous attention kernel: forward / forward at T = ${cfg.n_positions} / incremental`,
-        `${f(d.engine_over_previous_kernels_forward)} / ${f(d.engine_over_previous_kernels_forward_full_context)} / ${f(d.engine_over_previous_kernels_incremental)}`]] : []),
       ['`node --no-liftoff` over default tiering, SIMD build: forward / GEMM', `${f(d.no_liftoff_over_default_forward)} / ${f(d.no_liftoff_over_default_gemm)}`],
     ];
     for (const [k, v] of rows) md.push(`| ${k} | ${v} |`);
     md.push('');
 
     md.push('### Full forward (ms, median / p95)', '');
-    md.push('| T | wasm SIMD | wasm scalar | native -march=native | native SSE2 | onnxruntime-web | ours / ORT | attention kernel share (SIMD) | previous attention kernel (its time over ours) |', '|---|---|---|---|---|---|---|---|---|');
+    md.push('| T | wasm SIMD | wasm scalar | native -march=native | native SSE2 | onnxruntime-web | ours / ORT | attention kernel share (SIMD) |', '|---|---|---|---|---|---|---|---|');
     for (const x of r.forward)
-      md.push(`| ${x.T} | ${ms(x.simd)} | ${ms(x.scalar)} | ${ms(x.native)} | ${ms(x.native_sse2)} | ${ms(x.ort)} | ${f(x.ort.median_ms / x.simd.median_ms)}x | ${pct(Math.min(1, x.attention_kernel_ms.simd / x.simd.median_ms))} | ${x.prev ? `${ms(x.prev)} (${f(x.prev.median_ms / x.simd.median_ms)}x)` : '–'} |`);
+      md.push(`| ${x.T} | ${ms(x.simd)} | ${ms(x.scalar)} | ${ms(x.native)} | ${ms(x.native_sse2)} | ${ms(x.ort)} | ${f(x.ort.median_ms / x.simd.median_ms)}x | ${pct(Math.min(1, x.attention_kernel_ms.simd / x.simd.median_ms))} |`);
     md.push('', `![full forward latency against T, and the attention kernel's share](latency.svg)`, '');
 
     md.push('### One-token incremental update (ms, median / p95)', '');
-    md.push('| T | wasm SIMD | wasm scalar | native | onnxruntime-web (full run) | previous attention kernel (its time over ours) |', '|---|---|---|---|---|---|');
-    for (const x of r.incremental) md.push(`| ${x.T} | ${ms(x.simd)} | ${ms(x.scalar)} | ${ms(x.native)} | ${ms(x.ort)} | ${x.prev ? `${ms(x.prev)} (${f(x.prev.median_ms / x.simd.median_ms)}x)` : '–'} |`);
+    md.push('| T | wasm SIMD | wasm scalar | native | onnxruntime-web (full run) |', '|---|---|---|---|---|');
+    for (const x of r.incremental) md.push(`| ${x.T} | ${ms(x.simd)} | ${ms(x.scalar)} | ${ms(x.native)} | ${ms(x.ort)} |`);
     md.push('');
 
     md.push('### GEMM at the model\'s shapes (GFLOP/s from the median)', '');
@@ -136,7 +134,7 @@ export function renderTables(r) {
 
   if (r.calibration) {
     const c = r.calibration;
-    md.push('### Kernels against their previous versions and candidates not adopted (cpp/bench/kernels_previous.cpp)', '');
+    md.push('### Kernels against their previous versions and candidates not adopted (cpp/bench/dev/kernel_versions.cpp)', '');
     md.push('Engine speed-up: the alternative\'s time over the engine\'s, interleaved medians (above 1: the engine is faster).', '');
     md.push('| kernel | alternative | wasm SIMD: engine ms | alternative ms | engine speed-up | native: engine speed-up |', '|---|---|---|---|---|---|');
     for (const a of c.alternatives) {
@@ -168,7 +166,7 @@ export function renderSvg(results) {
   const W = 900, H = 380, m = { l: 60, r: 20, t: 40, b: 50 }, gap = 70;
   const pw = (W - m.l - m.r - gap) * 0.6, pw2 = (W - m.l - m.r - gap) - pw, ph = H - m.t - m.b;
   const Ts = results.forward.map((r) => r.T), Tmax = Math.max(...Ts);
-  const yraw = Math.max(...results.forward.flatMap((r) => [r.simd.median_ms, r.ort.median_ms, r.native.median_ms, r.prev?.median_ms ?? 0])) * 1.05;
+  const yraw = Math.max(...results.forward.flatMap((r) => [r.simd.median_ms, r.ort.median_ms, r.native.median_ms])) * 1.05;
   const ystep = (() => { const e = 10 ** Math.floor(Math.log10(yraw / 5)); for (const k of [1, 2, 5, 10]) if (k * e * 5 >= yraw) return k * e; return 10 * e; })();
   const ymax = ystep * 5;
   const x1 = (T) => m.l + (T / Tmax) * pw, y1 = (v) => m.t + ph - (v / ymax) * ph;
@@ -193,7 +191,6 @@ export function renderSvg(results) {
     ['ours, wasm SIMD', '#1d3557', results.forward.map((r) => [x1(r.T), y1(r.simd.median_ms)]), ''],
     ['onnxruntime-web', '#e63946', results.forward.map((r) => [x1(r.T), y1(r.ort.median_ms)]), '6 3'],
     ['ours, native', '#2a9d8f', results.forward.map((r) => [x1(r.T), y1(r.native.median_ms)]), '2 3'],
-    ...(results.forward[0].prev ? [['ours, wasm SIMD, previous attention kernel', '#7b2cbf', results.forward.map((r) => [x1(r.T), y1(r.prev.median_ms)]), '8 2 2 2']] : []),
   ];
   for (const [, c, pts, d] of series) s.push(line(pts, c, d), dots(pts, c));
   let ly = m.t + 8;

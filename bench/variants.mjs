@@ -1,5 +1,5 @@
 // The engine's kernels against their previous versions and against candidates not adopted
-// (cpp/bench/kernels_previous.cpp), side by side in one process, after a correctness check, at the
+// (cpp/bench/dev/kernel_versions.cpp), side by side in one process, after a correctness check, at the
 // model's shapes. Also a machine calibration (peak SIMD128 multiply-add rate right now).
 // Usage: node bench/variants.mjs --simd DIR --model DIR [--out FILE] [--quick] [--reverse]
 //   --simd: the wasm-release build tree (headscope_bench_wasm); --model: the shapes (config.json)
@@ -42,7 +42,7 @@ for (const [K, N] of (opt.reverse ? [[F, C], [C, F], [C, C], [C, 3 * C]] : [[C, 
   }
   g.delete();
 }
-// ---- the engine's kernels against the alternatives in cpp/bench/kernels_previous.cpp ------------------
+// ---- the engine's kernels against the alternatives in cpp/bench/dev/kernel_versions.cpp ------------------
 // kind "previous": the kernel before the register-tiled port (what the change bought); kind "not adopted": a
 // candidate measured and left out. engine_speedup = alternative time / engine time (> 1: engine faster).
 const versus = async (name, kind, engine, alternative, opts = {}) => {

@@ -108,7 +108,7 @@ build_wasm() {
   # bench/gpt2_small.sh times the relaxed build's bench module too
   if [ "$QUICK" = 1 ] || [ "${BENCH_GPT2:-0}" = 1 ]; then gpt2_targets=(headscope_bench_wasm); fi
   configure "$SIMD" wasm-release
-  build "$SIMD" headscope_wasm headscope_bench_wasm headscope_bench_wasm_prev
+  build "$SIMD" headscope_wasm headscope_bench_wasm
   configure "$RELAXED" wasm-relaxed
   build "$RELAXED" headscope_wasm "${gpt2_targets[@]}"
   configure "$SCALAR" wasm-scalar

@@ -3,7 +3,7 @@
 #     (createHeadscopeBench) exposing the kernels at the model's shapes and the model to bench/*.mjs
 #   native tree (native-release): headscope_bench_native, the same calls timed in C++
 set(HEADSCOPE_BENCH_DIR ${CMAKE_CURRENT_LIST_DIR})
-add_library(headscope_bench_variants STATIC ${HEADSCOPE_BENCH_DIR}/bench_variants.cpp ${HEADSCOPE_BENCH_DIR}/kernels_previous.cpp)
+add_library(headscope_bench_variants STATIC ${HEADSCOPE_BENCH_DIR}/bench_variants.cpp ${HEADSCOPE_BENCH_DIR}/dev/kernel_versions.cpp)
 target_link_libraries(headscope_bench_variants PUBLIC headscope_core headscope_kernels)
 target_compile_definitions(headscope_bench_variants PRIVATE HEADSCOPE_SIMD=$<BOOL:${HEADSCOPE_SIMD}>)
 if(EMSCRIPTEN)
@@ -24,19 +24,3 @@ else()
   target_link_libraries(headscope_gemm_native PRIVATE headscope_core headscope_kernels)
 endif()
 
-# The same benchmark module with the engine's Model compiled against the previous kernels
-# (previous_swap.hpp), so the whole-model gain of the register-tiled kernels is measured side by side.
-if(EMSCRIPTEN AND HEADSCOPE_SIMD)
-  add_library(headscope_model_previous STATIC ${HEADSCOPE_BENCH_DIR}/model_previous.cpp ${HEADSCOPE_BENCH_DIR}/previous_swap.cpp)
-  target_include_directories(headscope_model_previous PRIVATE ${CMAKE_SOURCE_DIR}/cpp/src ${HEADSCOPE_BENCH_DIR})
-  target_link_libraries(headscope_model_previous PUBLIC headscope_bench_variants headscope_core)
-  target_compile_definitions(headscope_model_previous PRIVATE HEADSCOPE_SIMD=1)
-  add_executable(headscope_bench_wasm_prev ${HEADSCOPE_BENCH_DIR}/bench_embind.cpp)
-  # the previous kernels' Model first, so the linker never pulls model.o out of libheadscope_core.a
-  target_link_libraries(headscope_bench_wasm_prev PRIVATE headscope_model_previous headscope_bench_variants headscope_core)
-  target_include_directories(headscope_bench_wasm_prev PRIVATE ${CMAKE_SOURCE_DIR}/cpp/bindings)
-  get_target_property(_bench_link_opts headscope_bench_wasm LINK_OPTIONS)
-  target_link_options(headscope_bench_wasm_prev PRIVATE ${_bench_link_opts})
-  set_target_properties(headscope_bench_wasm_prev PROPERTIES SUFFIX ".js")
-  headscope_wasm_postlink(headscope_bench_wasm_prev)
-endif()

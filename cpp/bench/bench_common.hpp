@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kernels/kernels.hpp"
-#include "kernels_previous.hpp"
+#include "dev/kernel_versions.hpp"
 #include "kernels/reference.hpp"
 
 namespace headscope::bench {
@@ -34,11 +34,11 @@ struct GemmCase {
     W = kernels::pack_linear(weight.data(), bias.data(), K, N);
   }
   void run(int M) { kernels::matmul_forward(out.data(), inp.data(), W, M); }
-  void run_split_k(int M) { previous::matmul_split_k(out.data(), inp.data(), W, M); }
+  void run_split_k(int M) { dev::matmul_forward_candidate_split_k(out.data(), inp.data(), W, M); }
   // W_O as the model does it: one head's rows at a time (NH products with K = HS), no bias
   void run_heads_split_k(int M, int NH) {
     const int HS = K / NH;
-    for (int h = 0; h < NH; h++) previous::matmul_rows_split_k(out.data(), inp.data(), K, W, h * HS, (h + 1) * HS, M);
+    for (int h = 0; h < NH; h++) dev::matmul_rows_forward_candidate_split_k(out.data(), inp.data(), K, W, h * HS, (h + 1) * HS, M);
   }
   void run_heads(int M, int NH) {
     const int HS = K / NH;
@@ -60,7 +60,7 @@ struct AttentionCase {
     kernels::attention_forward(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap, key_panels.data());
   }
   void run_previous(int T, int t_begin) {
-    previous::attention_rows_two_pass(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap);
+    dev::attention_forward_v1(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap);
   }
   void run_reference(int T, int t_begin) {
     kernels::ref::attention_forward<float>(out.data(), att.data(), qkv.data(), t_begin, T, C, NH, cap);
@@ -82,7 +82,7 @@ struct SoftmaxCase {
       for (int t = 0; t < T; t++) f(rows.data() + ((std::size_t)h * T + t) * T, t + 1);
   }
   void run() { each([](float* r, int n) { kernels::softmax_forward(r, n); }); }
-  void run_previous() { each([](float* r, int n) { previous::softmax_xsimd_exp(r, n); }); }
+  void run_previous() { each([](float* r, int n) { dev::softmax_forward_v1(r, n); }); }
 };
 
 // The tied LM head for the last position: logits (V) = x (C) @ wte^T, wte (V, C).
@@ -95,7 +95,7 @@ struct LmHeadCase {
     out.assign(V, 0.0f);
   }
   void run() { kernels::matmul_transposed_forward(out.data(), x.data(), wte.data(), 1, C, V); }
-  void run_8rows() { previous::lm_head_8rows(out.data(), x.data(), wte.data(), 1, C, V); }
+  void run_8rows() { dev::matmul_transposed_forward_candidate_8rows(out.data(), x.data(), wte.data(), 1, C, V); }
 };
 
 }  // namespace headscope::bench

@@ -100,7 +100,7 @@ EMSCRIPTEN_BINDINGS(headscope_bench) {
       .function("run", &bench::SoftmaxCase::run)
       .function("runPrevious", &bench::SoftmaxCase::run_previous)
       .function("output", optional_override([](bench::SoftmaxCase& s) { return f32_copy(s.rows.data(), s.rows.size()); }));
-  function("previousAvailable", &bench::previous::available);
+  function("previousAvailable", &bench::dev::available);
   class_<BenchModel>("Model")
       .function("setIds", &BenchModel::set_ids)
       .function("forward", &BenchModel::forward)

@@ -118,7 +118,7 @@ static int run(int argc, char** argv) {
     first = false;
   }
   std::printf("\n  ],\n");
-  // the engine's kernels against their previous versions (cpp/bench/kernels_previous.cpp), side by side
+  // the engine's kernels against their previous versions (cpp/bench/dev/kernel_versions.cpp), side by side
   std::printf("  \"previous\": [\n");
   first = true;
   auto versus = [&](const char* name, const std::function<void()>& engine, const std::function<void()>& alternative) {

@@ -1,6 +1,6 @@
-// See kernels_previous.hpp. Compiled with the engine's flags; with HEADSCOPE_SIMD=0 every function
+// See kernel_versions.hpp. Compiled with the engine's flags; with HEADSCOPE_SIMD=0 every function
 // forwards to the engine's kernel (the scalar build has nothing to compare).
-#include "kernels_previous.hpp"
+#include "kernel_versions.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 #include <xsimd/xsimd.hpp>
 #endif
 
-namespace headscope::bench::previous {
+namespace headscope::bench::dev {
 namespace k = headscope::kernels;
 
 #if HEADSCOPE_SIMD
@@ -97,16 +97,16 @@ static void gemm_split(float* out, const float* inp, int inp_stride, const k::Pa
     }
   }
 }
-void matmul_split_k(float* out, const float* inp, const k::PackedLinear& W, int T) noexcept {
+void matmul_forward_candidate_split_k(float* out, const float* inp, const k::PackedLinear& W, int T) noexcept {
   gemm_split(out, inp, W.K, W, 0, W.K, true, T);
 }
-void matmul_rows_split_k(float* out, const float* inp, int inp_stride, const k::PackedLinear& W, int k_begin, int k_end,
+void matmul_rows_forward_candidate_split_k(float* out, const float* inp, int inp_stride, const k::PackedLinear& W, int k_begin, int k_end,
                          int T) noexcept {
   gemm_split(out, inp, inp_stride, W, k_begin, k_end, false, T);
 }
 
 // ---- softmax with xsimd::exp -------------------------------------------------------------------
-void softmax_xsimd_exp(float* row, int N) noexcept {
+void softmax_forward_v1(float* row, int N) noexcept {
   batch maxb(-std::numeric_limits<float>::infinity());
   int i = 0;
   for (; i + kLanes <= N; i += kLanes) maxb = xsimd::max(maxb, batch::load_unaligned(row + i));
@@ -133,7 +133,7 @@ void softmax_xsimd_exp(float* row, int N) noexcept {
 }
 
 // ---- attention: one row at a time, one pass over the keys per head-size batch --------------------
-void attention_rows_two_pass(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
+void attention_forward_v1(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
                              int att_stride) noexcept {
   const int HS = C / NH;
   const int hs_simd = HS - HS % kLanes;  // head-size columns covered by whole batches
@@ -171,7 +171,7 @@ void attention_rows_two_pass(float* out, float* att, const float* qkv, int t_beg
       }
       for (; j <= t; j++) a[j] = k::dot(q, keys + j * row3, HS) * scale;
 
-      softmax_xsimd_exp(a, t + 1);
+      softmax_forward_v1(a, t + 1);
       std::fill(a + t + 1, a + att_stride, 0.0f);  // causal mask: the future gets exactly 0
 
       // y = sum_j a[j] v_j, a batch of head-size columns at a time
@@ -191,7 +191,7 @@ void attention_rows_two_pass(float* out, float* att, const float* qkv, int t_beg
 }
 
 // ---- LM head with 8 weight rows per pass (a candidate that was not adopted) -------------------------
-void lm_head_8rows(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept {
+void matmul_transposed_forward_candidate_8rows(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept {
   constexpr int R = 8;
   for (int t = 0; t < T; t++) {
     const float* x = inp + (std::size_t)t * K;
@@ -222,19 +222,19 @@ void lm_head_8rows(float* out, const float* inp, const float* weight, int T, int
 
 #else
 bool available() { return false; }
-void matmul_split_k(float* out, const float* inp, const k::PackedLinear& W, int T) noexcept { k::matmul_forward(out, inp, W, T); }
-void matmul_rows_split_k(float* out, const float* inp, int inp_stride, const k::PackedLinear& W, int k_begin, int k_end,
+void matmul_forward_candidate_split_k(float* out, const float* inp, const k::PackedLinear& W, int T) noexcept { k::matmul_forward(out, inp, W, T); }
+void matmul_rows_forward_candidate_split_k(float* out, const float* inp, int inp_stride, const k::PackedLinear& W, int k_begin, int k_end,
                          int T) noexcept {
   k::matmul_rows_forward(out, inp, inp_stride, W, k_begin, k_end, T);
 }
-void softmax_xsimd_exp(float* row, int N) noexcept { k::softmax_forward(row, N); }
-void attention_rows_two_pass(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
+void softmax_forward_v1(float* row, int N) noexcept { k::softmax_forward(row, N); }
+void attention_forward_v1(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
                              int att_stride) noexcept {
   k::attention_forward(out, att, qkv, t_begin, T, C, NH, att_stride, nullptr);
 }
-void lm_head_8rows(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept {
+void matmul_transposed_forward_candidate_8rows(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept {
   k::matmul_transposed_forward(out, inp, weight, T, K, N);
 }
 #endif
 
-}  // namespace headscope::bench::previous
+}  // namespace headscope::bench::dev
