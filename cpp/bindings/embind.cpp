@@ -399,6 +399,8 @@ EMSCRIPTEN_BINDINGS(headscope) {
       .function("run", &run)
       .function("results", &results)
       .function("inspect", &inspect)
+      // (L, NH, T): every head's value sizes for the last run (Model::value_norms)
+      .function("valueNorms", optional_override([](const Model& m) { return guarded([&] { return f32_copy(m.value_norms()); }); }))
       .function("logitAttribution", &logit_attribution)
       .function("tokenIds", optional_override([](const Model& m) { return i32_copy(m.ids()); }))
       .function("reserve", optional_override([](Model& m, int tokens) {

@@ -65,6 +65,8 @@ bool Model::Impl::ensure_capacity(int T) {
   logits_all_.clear();
   inspect_scores_.clear();
   inspect_out_.clear();
+  value_norm_.clear();
+  value_norm_rows_ = 0;
   cap_ = cap;
   cached_tokens_ = 0;
   cached_logits_ = 0;
@@ -159,6 +161,7 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
   ablate_mask_ = std::move(mask);
   T_ = T;
   has_run_ = true;
+  value_norm_rows_ = std::min(value_norm_rows_, reuse);
   forward(reuse, logits_begin);
   cached_tokens_ = T;
   cached_logits_ = options.all_logits ? T : std::min(cached_logits_, reuse);
@@ -338,6 +341,39 @@ std::vector<float> Model::Impl::contribution_norms() const {
   return out;
 }
 
+// || v_j @ W_O^h || for rows j in [row_begin, T_) of head (layer, head) into out[j - row_begin]: each
+// value through the head's rows of W_O, by the kernel that gives the head its write. A row's result
+// does not depend on how many rows are computed together, so rows added later equal a full run's.
+void Model::Impl::value_norm_rows(float* out, int layer, int head, int row_begin) const {
+  const int C = config_.n_embd, HS = config_.head_size(), n = T_ - row_begin;
+  if (n <= 0) return;
+  const float* values = &qkv_[((std::size_t)layer * cap_ + row_begin) * 3 * C + 2 * C];
+  std::vector<float> moved((std::size_t)n * C);
+  kernels::matmul_rows_forward(moved.data(), values, 3 * C, blocks_[layer].c_proj, head * HS, (head + 1) * HS, n);
+  for (int t = 0; t < n; t++) {
+    const float* row = &moved[(std::size_t)t * C];
+    out[t] = std::sqrt(kernels::dot(row, row, C));
+  }
+}
+
+std::vector<float> Model::Impl::value_norms() const {
+  require_run();
+  const std::size_t LH = (std::size_t)config_.n_layer * config_.n_head, cap = cap_;
+  if (value_norm_.size() != LH * cap) {
+    value_norm_.assign(LH * cap, 0.0f);
+    value_norm_rows_ = 0;
+  }
+  if (value_norm_rows_ < T_) {
+    for (std::size_t lh = 0; lh < LH; lh++)
+      value_norm_rows(&value_norm_[lh * cap + value_norm_rows_], (int)(lh / config_.n_head), (int)(lh % config_.n_head),
+                      value_norm_rows_);
+    value_norm_rows_ = T_;
+  }
+  std::vector<float> out(LH * T_);
+  for (std::size_t lh = 0; lh < LH; lh++) std::copy_n(&value_norm_[lh * cap], T_, &out[lh * T_]);
+  return out;
+}
+
 HeadInside Model::Impl::head_inside() const {
   require_run();
   if (!options_.inspect) throw Error("no head was inspected: run with RunOptions::inspect");
@@ -368,14 +404,8 @@ HeadInside Model::Impl::head_inside() const {
   for (int t = 0; t < T; t++)
     std::copy_n(&head_out_[(l * cap + t) * C + h * HS], HS, &r.z[(std::size_t)t * HS]);
   r.out.assign(inspect_out_.begin(), inspect_out_.begin() + (std::ptrdiff_t)T * C);
-  // each value through the head's rows of W_O: the same kernel that gives the head its write
-  std::vector<float> moved((std::size_t)T * C);
-  kernels::matmul_rows_forward(moved.data(), qkv + 2 * C, 3 * C, blocks_[l].c_proj, h * HS, (h + 1) * HS, T);
   r.value_norm.resize(T);
-  for (int t = 0; t < T; t++) {
-    const float* row = &moved[(std::size_t)t * C];
-    r.value_norm[t] = std::sqrt(kernels::dot(row, row, C));
-  }
+  value_norm_rows(r.value_norm.data(), l, h, 0);
   return r;
 }
 
@@ -492,6 +522,7 @@ std::size_t Model::attention_rows_floats(int row_begin, int block_rows, int stri
 std::vector<float> Model::hidden_states() const { return impl_->hidden_states(); }
 std::vector<float> Model::contribution(int layer, int head) const { return impl_->contribution(layer, head); }
 std::vector<float> Model::contribution_norms() const { return impl_->contribution_norms(); }
+std::vector<float> Model::value_norms() const { return impl_->value_norms(); }
 HeadInside Model::head_inside() const { return impl_->head_inside(); }
 LogitAttribution Model::logit_attribution(int position, int token) const { return impl_->logit_attribution(position, token); }
 

@@ -27,6 +27,8 @@ struct Model::Impl {
   std::vector<float> hidden_states() const;
   std::vector<float> contribution(int layer, int head) const;
   std::vector<float> contribution_norms() const;
+  std::vector<float> value_norms() const;
+  void value_norm_rows(float* out, int layer, int head, int row_begin) const;
   HeadInside head_inside() const;
   LogitAttribution logit_attribution(int position, int token) const;
 
@@ -76,6 +78,11 @@ struct Model::Impl {
   std::vector<uint8_t> ablate_mask_;  // (L, NH), 1 = switched off
   int cached_tokens_ = 0;             // leading positions whose activations are valid for options_
   int cached_logits_ = 0;             // leading positions whose rows of logits_all_ belong to that cache
+  // value_norms(), computed when first asked for and kept with the cache: rows [0, value_norm_rows_)
+  // of each (layer, head) block hold || v_j W_O^h || for the cached tokens (a token's value depends on
+  // it and the tokens before it only, so typing at the end keeps them)
+  mutable std::vector<float> value_norm_;  // (L, NH, cap)
+  mutable int value_norm_rows_ = 0;
 };
 
 }  // namespace headscope

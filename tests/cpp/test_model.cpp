@@ -2,10 +2,12 @@
 // attention invariants, the incremental update against a full recompute, and the shipped models
 // against the references their training script wrote.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -477,6 +479,118 @@ TEST_CASE("head_inside: bad heads and a run without inspect are errors", "[model
   REQUIRE_THROWS_WITH(m.head_inside(), Catch::Contains("no results yet"));
   m.run_ids(ids);
   REQUIRE_THROWS_WITH(m.head_inside(), Catch::Contains("no head was inspected"));
+}
+
+// ---- every head's value sizes (Model::value_norms, "weight x value size" in every view) -------------
+
+// The same float64 references as head_inside's value norms (inside.json), with their tolerance, but
+// from a plain run: value_norms() reads the run's own values, no inspect needed.
+TEST_CASE("value_norms: every head's || v_j W_O^h || from a plain run equals float64 PyTorch and head_inside's",
+          "[model][pytorch][inside]") {
+  for (const std::string& name : kFixtureModels) {
+    const json ref = json::parse(read_text(fixture_dir(name) + "/inside.json"));
+    for (const json& c : ref["cases"]) {
+      Model m = load_fixture(name, c["weights"].get<std::string>());
+      const std::vector<int32_t> ids = c["ids"].get<std::vector<int32_t>>();
+      const int layer = c["layer"].get<int>(), head = c["head"].get<int>(), T = (int)ids.size();
+      const int NH = m.config().n_head;
+      INFO("model " << name << " (" << c["weights"] << "), layer " << layer << " head " << head);
+      m.run_ids(ids);
+      const std::vector<float> all = m.value_norms();
+      REQUIRE(all.size() == (std::size_t)m.config().n_layer * NH * T);
+      const std::size_t at = ((std::size_t)layer * NH + head) * T;
+      const std::vector<float> got(all.begin() + (std::ptrdiff_t)at, all.begin() + (std::ptrdiff_t)(at + T));
+      require_close(got, c["value_norm"], kHiddenAbs, kHiddenRel, "value_norms");
+      // the inspect path computes the same rows by the same kernel: bit for bit
+      RunOptions opt;
+      opt.inspect = headscope::HeadRef{layer, head};
+      m.run_ids(ids, opt);
+      REQUIRE(m.head_inside().value_norm == got);
+    }
+  }
+}
+
+TEST_CASE("value_norms: kept with the cache while typing, and from the run's own values when heads are off",
+          "[model][inside][incremental]") {
+  const std::string name = "odd-hs12";
+  Model m = load_fixture(name);
+  const int L = m.config().n_layer, NH = m.config().n_head, C = m.config().n_embd, HS = C / NH;
+  REQUIRE(L >= 2);
+  const std::vector<int32_t> ids = {5, 17, 3, 99, 42, 7, 7, 18, 60, 2, 11};
+  const std::span<const int32_t> all(ids), prefix(ids.data(), ids.size() - 4);
+  Model fresh = load_fixture(name);
+  fresh.run_ids(all);
+  const std::vector<float> full = fresh.value_norms();
+  // asked for before typing (rows kept), then typed: only the new rows are computed, bit for bit
+  m.run_ids(prefix);
+  (void)m.value_norms();
+  REQUIRE(m.run_ids(all).reused_tokens == (int)prefix.size());
+  REQUIRE(m.value_norms() == full);
+  // not asked for before typing: all rows computed after
+  Model late = load_fixture(name);
+  late.run_ids(prefix);
+  late.run_ids(all);
+  REQUIRE(late.value_norms() == full);
+
+  // a head of layer 0 switched off: layer 0's values are unchanged (bit for bit), later layers' come from
+  // the changed residual stream. Reference: the run's own hidden states through ln_1, W_V and W_O^h in
+  // double, from the weights file; one LayerNorm and two products in float32 on the engine's side,
+  // the same depth as head_inside's values: kHiddenAbs + kHiddenRel |ref|.
+  RunOptions off;
+  off.ablate = {{0, 1}};
+  m.run_ids(all, off);
+  const std::vector<float> ablated = m.value_norms();
+  const int T = (int)ids.size();
+  REQUIRE(std::equal(ablated.begin(), ablated.begin() + (std::ptrdiff_t)NH * T, full.begin()));
+  double moved_most = 0;
+  const std::vector<float> hidden = m.hidden_states();
+  const std::vector<uint8_t> bytes = read_bytes(fixture_dir(name) + "/model.safetensors");
+  const headscope::SafeTensors st(bytes, "model.safetensors");
+  const std::string pre = st.contains("wte.weight") ? "" : "transformer.";
+  for (int l = 1; l < L; l++) {
+    const std::string b = pre + "h." + std::to_string(l) + ".";
+    const std::vector<float> g = st.read_f32(b + "ln_1.weight", {C}), beta = st.read_f32(b + "ln_1.bias", {C});
+    const std::vector<float> w_attn = st.read_f32(b + "attn.c_attn.weight", {C, 3 * C});
+    const std::vector<float> b_attn = st.read_f32(b + "attn.c_attn.bias", {3 * C});
+    const std::vector<float> w_o = st.read_f32(b + "attn.c_proj.weight", {C, C});
+    for (int h = 0; h < NH; h++) {
+      json want = json::array();
+      std::vector<float> got;
+      for (int t = 0; t < T; t++) {
+        const float* x = &hidden[((std::size_t)l * T + t) * C];
+        double mean = 0, var = 0;
+        for (int i = 0; i < C; i++) mean += x[i];
+        mean /= C;
+        for (int i = 0; i < C; i++) var += (x[i] - mean) * (x[i] - mean);
+        const double rstd = 1 / std::sqrt(var / C + m.config().layer_norm_epsilon);
+        std::vector<double> v(HS, 0.0), out(C, 0.0);
+        for (int d = 0; d < HS; d++) {
+          const int col = 2 * C + h * HS + d;
+          double acc = b_attn[col];
+          for (int i = 0; i < C; i++) acc += ((x[i] - mean) * rstd * g[i] + beta[i]) * w_attn[(std::size_t)i * 3 * C + col];
+          v[d] = acc;
+        }
+        double norm = 0;
+        for (int o = 0; o < C; o++) {
+          double acc = 0;
+          for (int d = 0; d < HS; d++) acc += v[d] * w_o[(std::size_t)(h * HS + d) * C + o];
+          norm += acc * acc;
+        }
+        want.push_back(std::sqrt(norm));
+        got.push_back(ablated[((std::size_t)l * NH + h) * T + t]);
+        moved_most = std::max(moved_most, (double)std::fabs(ablated[((std::size_t)l * NH + h) * T + t] - full[((std::size_t)l * NH + h) * T + t]));
+      }
+      INFO("layer " << l << " head " << h << " with head 0:1 switched off");
+      require_close(got, want, kHiddenAbs, kHiddenRel, "value_norms");
+    }
+  }
+  // and the switch made a difference the check could see (far above the tolerance)
+  REQUIRE(moved_most > 100 * kHiddenAbs);
+}
+
+TEST_CASE("value_norms: before any run it is an error", "[model][inside][errors]") {
+  Model m = load_fixture("tiny-hs4");
+  REQUIRE_THROWS_WITH(m.value_norms(), Catch::Contains("no results yet"));
 }
 
 // ---- direct logit attribution (Model::logit_attribution) ---------------------------------------------

@@ -171,6 +171,12 @@ class Model {
   // heads and multiplying by W_O is the same as adding up what each head writes through its rows of W_O.
   std::vector<float> contribution(int layer, int head) const;  // (T, C); requires keep_contributions
   std::vector<float> contribution_norms() const;                // (L, NH, T): L2 norm of each contribution row
+  // (L, NH, T): || v_j @ W_O^h ||, the size of what head h would move from token j, from the last
+  // run's own values (so earlier switched-off heads count; a switched-off head's are what it would
+  // move). Computed when first asked for, about one W_O product per layer, and kept with the cache:
+  // after typing at the end only the new tokens' are computed. Weighting attention by them shows
+  // what a head writes rather than where it looks (Kobayashi et al. 2020).
+  std::vector<float> value_norms() const;
   // The inspected head of the last run (RunOptions::inspect); throws Error if it had none.
   HeadInside head_inside() const;
   // Direct logit attribution at `position` for token `token`, from the last run: the final LayerNorm
