@@ -339,3 +339,27 @@ test('generating leaves the wasm heap unchanged', async () => {
   // (or 160 KB); allow 4 KB of allocator noise, as the run count is lower than heap.test.js's
   assert.ok(after - before <= 4096, `wasm heap grew from ${before} to ${after} bytes over 300 generations`);
 });
+
+test('valueNorms: each written token\'s result holds every head\'s value sizes, equal to a fresh run\'s', async () => {
+  const m = models[0];
+  const prompt = 'The chef, who trained in Paris,';
+  let heard = 0, compared = 0;
+  for (const model of [m.page, m.worker]) {
+    await model.generate(prompt, {
+      maxTokens: 3, temperature: 0, valueNorms: true,
+      onToken: ({ result }) => {
+        heard++;
+        assert.ok(result.valueNorms instanceof Float32Array);
+        assert.equal(result.valueNorms.length, result.nLayer * result.nHead * result.T);
+        // the same run when the written text tokenizes to the written ids (see the onToken test above)
+        const fresh = m.fresh.run(result.text, { valueNorms: true });
+        if (fresh.tokens.length === result.tokens.length && fresh.tokens.every((t, i) => t.id === result.tokens[i].id)) {
+          assert.deepEqual(result.valueNorms, fresh.valueNorms);
+          compared++;
+        }
+      },
+    });
+  }
+  assert.equal(heard, 6);
+  assert.ok(compared >= 2, `compared ${compared} of 6 with a fresh run`);
+});

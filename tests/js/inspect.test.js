@@ -193,3 +193,37 @@ test('an inspect run between two typed runs: the result on screen is still patch
   assert.equal(state.onScreenCached, 0, 'the text on screen is not in the cache any more');
   fresh.dispose();
 });
+
+// Every head's value sizes with a run (run({ valueNorms: true })): the engine computes them from the
+// run's own values by the kernel inspectHead uses, so within one build they are the same floats as
+// inspectHead's valueNorm, bit for bit (inspectHead itself is checked against the CLI above).
+test('run({ valueNorms }) gives every head\'s value sizes: inspectHead\'s, kept while typing, on both threads', async () => {
+  const fresh = await loadModel(models[1].url);
+  for (const [where, m] of [['page', models[1].page], ['worker', models[1].worker]]) {
+    const { nLayer: L, nHead: H } = m.info.config;
+    const r = await m.run(SENTENCE, { valueNorms: true });
+    assert.ok(r.valueNorms instanceof Float32Array, `${where}: valueNorms is a Float32Array`);
+    assert.equal(r.valueNorms.length, L * H * r.T);
+    for (let l = 0; l < L; l++)
+      for (let h = 0; h < H; h++) {
+        const inside = await m.inspectHead(SENTENCE, l, h);
+        assert.deepEqual(r.headValueNorms(l, h), inside.valueNorm, `${where}: L${l}H${h}`);
+      }
+    // typing at the end with reuse: the kept rows and the new rows equal a fresh run's
+    let shown = await m.run('The chef, who trained', { valueNorms: true });
+    shown = await m.run('The chef, who trained in', { valueNorms: true, reuse: shown }); // blocks with room to grow
+    shown = await m.run('The chef, who trained in Paris,', { valueNorms: true, reuse: shown });
+    assert.ok(shown.rowsFrom > 0 && shown.reusedTokens > 0, `${where}: an incremental run`);
+    assert.deepEqual(shown.valueNorms, fresh.run('The chef, who trained in Paris,', { valueNorms: true }).valueNorms, `${where}: typed`);
+    // a head of layer 0 switched off: layer 0's sizes stay, a later layer's come from the changed stream
+    const off = await m.run(SENTENCE, { valueNorms: true, ablate: [[0, 0]] });
+    assert.deepEqual(off.valueNorms.subarray(0, H * off.T), r.valueNorms.subarray(0, H * r.T), `${where}: layer 0`);
+    assert.notDeepEqual(off.headValueNorms(L - 1, 0), r.headValueNorms(L - 1, 0), `${where}: the last layer's moved`);
+    // without the option: none, and the accessor says how to get them
+    const plain = await m.run(SENTENCE);
+    assert.equal(plain.valueNorms, undefined);
+    assert.throws(() => plain.headValueNorms(0, 0), /run with \{ valueNorms: true \}/);
+    assert.throws(() => r.headValueNorms(L, 0), new RegExp(`layer ${L} is outside \\[0, ${L}\\)`));
+  }
+  fresh.dispose();
+});

@@ -75,6 +75,11 @@ const lastRow = result.attention(nLayer - 1, nHead - 1).subarray((result.T - 1) 
 const onFirst: number = result.attentionAll[attentionIndex(result, 0, 1, result.T - 1, 0)];
 const blockWidth: number = strideOf(result);
 const norms: Float32Array = result.headContribution(0, 0);
+const sized = model.run(text, { valueNorms: true });
+same<typeof sized.valueNorms, Float32Array | undefined>();
+const moved: Float32Array = sized.headValueNorms(0, 1);
+// @ts-expect-error  valueNorms is there only with the option
+const alwaysSized: Float32Array = result.valueNorms;
 const spans = result.tokens.map((t) => text.slice(t.start, t.end));
 const offHeads: Array<[number, number]> = result.ablate;
 // @ts-expect-error  loss is there only with allLogits

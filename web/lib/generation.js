@@ -15,7 +15,7 @@ const describe = (v) => (typeof v === 'number' ? String(v) : v === null ? 'null'
  * instead of truncated by embind, and the messages use the option names of this API.
  */
 export function generateOptions(options = {}) {
-  const { maxTokens, temperature = 1, topK = 0, topP = 1, seed = 0, ablate = [] } = options;
+  const { maxTokens, temperature = 1, topK = 0, topP = 1, seed = 0, ablate = [], valueNorms = false } = options;
   if (!Number.isInteger(maxTokens) || maxTokens < 1 || maxTokens > MAX_GENERATE_TOKENS)
     throw new Error(`maxTokens must be a whole number within [1, ${MAX_GENERATE_TOKENS}], got ${describe(maxTokens)}`);
   if (typeof temperature !== 'number' || !(temperature >= 0 && temperature <= 1e4))
@@ -30,7 +30,7 @@ export function generateOptions(options = {}) {
   for (const pair of ablate)
     if (!Array.isArray(pair) || pair.length !== 2 || !pair.every(Number.isInteger))
       throw new Error(`ablate entries must be [layer, head] pairs of integers, got ${JSON.stringify(pair)}`);
-  return { maxTokens, temperature, topK, topP, seed, ablate: ablate.map(([l, h]) => [l, h]) };
+  return { maxTokens, temperature, topK, topP, seed, ablate: ablate.map(([l, h]) => [l, h]), valueNorms: !!valueNorms };
 }
 
 /**

@@ -113,6 +113,9 @@ export interface RunOptions {
   topK?: number;
   /** Also compute logits at every position and the mean next-token loss on the text (`loss`). */
   allLogits?: boolean;
+  /** Also return every head's value sizes (`valueNorms`): about one W_O product per layer the
+   *  first time, then only the new tokens' while typing at the end (the engine keeps them with its cache). */
+  valueNorms?: boolean;
   /**
    * An earlier result of this model that the caller no longer needs (typically the one on screen,
    * while the reader types). Attention rows before the first changed token are the same numbers, so
@@ -162,6 +165,13 @@ export interface RunResult {
   contributionNorms: Float32Array;
   /** One head's contribution norms, T floats (a copy). */
   headContribution(layer: number, head: number): Float32Array;
+  /** [nLayer, nHead, T], only with the `valueNorms` option: || v_j W_O^h ||, the size of what head h
+   *  moves from token j when it attends there, from this run's own values (switched-off heads
+   *  included: what they would move). Weighting attention by it shows what a head writes. */
+  valueNorms?: Float32Array;
+  /** One head's value sizes, T floats (a copy). Throws on a layer or head out of range, or a run
+   *  without the `valueNorms` option. */
+  headValueNorms(layer: number, head: number): Float32Array;
   /** Logits for the token after the last one, vocabSize floats. */
   logitsLast: Float32Array;
   /** The topK most likely next tokens, most likely first. */
@@ -184,6 +194,8 @@ export interface GenerateOptions {
   seed?: number;
   /** [layer, head] pairs switched off in every step: the model writes as it runs without them. */
   ablate?: ReadonlyArray<readonly [number, number]>;
+  /** Each onToken result also holds every head's value sizes (RunOptions.valueNorms). */
+  valueNorms?: boolean;
   /**
    * Called after each token with the run result of the text so far, so that views can follow the
    * writing. Each such result takes the previous one's attention buffer (only the new rows are

@@ -157,7 +157,8 @@ export class HeadscopeModel {
   /**
    * Runs the model on `text`. Two calls into the engine return everything: the run, then tokens,
    * attention, contribution norms, the last logits, the top-k next tokens and (with allLogits) the
-   * loss, all computed in C++; this layer maps byte spans to string indices and adds the accessors.
+   * loss, all computed in C++ (with valueNorms, every head's value sizes: a third call); this layer
+   * maps byte spans to string indices and adds the accessors.
    * With `reuse` (an earlier result of this model, given up by the caller), only the attention rows
    * from the first changed token on are copied out of the engine, into reuse's buffer.
    */
@@ -176,7 +177,7 @@ export class HeadscopeModel {
   runData(text, options = {}, previous = null) {
     const h = this.#live();
     const wellFormed = toWellFormed(text);
-    const { ablate = [], topK: k = 10, allLogits = false } = options;
+    const { ablate = [], topK: k = 10, allLogits = false, valueNorms = false } = options;
     if (!Array.isArray(ablate)) throw new Error('ablate must be an array of [layer, head] pairs');
     if (!Number.isInteger(k) || k < 0) throw new Error(`topK must be a non-negative integer, got ${k}`);
     const flat = [];
@@ -217,6 +218,7 @@ export class HeadscopeModel {
     };
     data[rowsFrom > 0 ? 'attentionRows' : 'attentionAll'] = out.attentionRows;
     if (allLogits) data.loss = out.loss;
+    if (valueNorms) data.valueNorms = checked(this.#core, h.valueNorms());
     return data;
   }
 
@@ -346,7 +348,7 @@ export class HeadscopeModel {
         written.append(t.id, t.token, t.bytes);
         const ids = h.tokenIds();
         if (onStep) {
-          const data = this.#writtenData(h, written, ids, sharedPrefixLength(windowIds, ids), previous, o.ablate);
+          const data = this.#writtenData(h, written, ids, sharedPrefixLength(windowIds, ids), previous, o);
           previous = { ids, stride: data.stride };
           const top = Array.from(t.ids.subarray(0, 10), (id, k) => ({ id, token: this.tokenText(id), prob: t.probs[k] }));
           const ms = performanceNow() - t0; // the draw, the model's step and the result's copy
@@ -379,7 +381,7 @@ export class HeadscopeModel {
   // A generation step's result data, as runData() builds a run's: the engine holds the sequence's
   // window (`ids`); spans come from the written bytes; the rows before the first that `previous`
   // lacks are left out. Blocks always have room for more rows: the next token adds one.
-  #writtenData(h, written, ids, reusedTokens, previous, ablate) {
+  #writtenData(h, written, ids, reusedTokens, previous, { ablate, valueNorms }) {
     const T = ids.length;
     const { nLayer, nHead, nPositions } = this.#info.config;
     const rowsFrom = previous ? firstChangedRow(previous, ids) : 0;
@@ -392,6 +394,7 @@ export class HeadscopeModel {
       contributionNorms: out.contributionNorms, logitsLast: out.logitsLast, topNext: out.topNext,
     };
     data[rowsFrom > 0 ? 'attentionRows' : 'attentionAll'] = out.attentionRows;
+    if (valueNorms) data.valueNorms = checked(this.#core, h.valueNorms());
     return data;
   }
 

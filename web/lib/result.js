@@ -8,6 +8,7 @@
 //                                             updated while the reader types keeps wider blocks
 //                                             (S > T), so that new rows go in without moving old ones.
 //   contributionNorms  [nLayer, nHead, T]     norm of what each head writes through W_O, per token
+//   valueNorms         [nLayer, nHead, T]     || v_j W_O^h ||, per key token (only with { valueNorms })
 //   logitsLast         [V]                    next-token logits after the last token
 
 /** Rows and columns of each head's block in attentionAll (T unless the result keeps wider blocks). */
@@ -43,7 +44,7 @@ function checkLayerHead(data, layer, head) {
 }
 
 /** The typed arrays of a result: what a worker transfers instead of copying. */
-const RESULT_BUFFERS = ['attentionAll', 'attentionRows', 'contributionNorms', 'logitsLast'];
+const RESULT_BUFFERS = ['attentionAll', 'attentionRows', 'contributionNorms', 'valueNorms', 'logitsLast'];
 
 /** A result's plain data (no methods) and the buffers to transfer with it across postMessage. */
 export function resultForTransfer(result) {
@@ -151,6 +152,13 @@ export function makeResult(data) {
       checkLayerHead(data, layer, head);
       const o = contributionIndex(data, layer, head, 0);
       return data.contributionNorms.slice(o, o + data.T);
+    },
+    /** One head's value sizes at every token (a copy); only for a run with { valueNorms: true }. */
+    headValueNorms(layer, head) {
+      checkLayerHead(data, layer, head);
+      if (!(data.valueNorms instanceof Float32Array)) throw new Error('this result has no value sizes: run with { valueNorms: true }');
+      const o = contributionIndex(data, layer, head, 0);
+      return data.valueNorms.slice(o, o + data.T);
     },
   };
   return result;
