@@ -245,6 +245,9 @@ for (const [name, url] of [['odd-hs12', FIXTURE], ['heads-4', HEADS4]]) {
         assert.equal(a.heads.length, L * NH);
         assert.equal(a.mlp.length, L);
         assert.equal(a.attnBias.length, L);
+        // it names the run it split
+        assert.equal(a.text, SENTENCE);
+        assert.deepEqual(a.ablate, [[0, 1]]);
         // at the last position the engine's logit is run()'s, exactly
         assert.equal(a.logit, r.logitsLast[token]);
         // The parts add up to LayerNorm(x) . (gamma * wte[token]) in float64; the logit is the same C-term
@@ -274,6 +277,7 @@ for (const [name, url] of [['odd-hs12', FIXTURE], ['heads-4', HEADS4]]) {
         for (let i = 0; i < C; i++) gw += (gamma[i] * wte[top * C + i]) ** 2;
         const bound = 2 * (C + 8) * 2 ** -24 * (Math.sqrt(C) * Math.sqrt(gw) + 1) + 1e-6;
         const earlier = model.logitAttribution(T - 2, top);
+        assert.equal(earlier.text, SENTENCE, 'the last run, not the shorter one before it');
         assert.ok(Math.abs(earlier.total - rp.logitsLast[top]) <= bound, `position ${T - 2}: ${earlier.total} vs ${rp.logitsLast[top]}`);
       }
       // after a head measurement (the engine ran other texts) the last run is repeated: the same numbers
@@ -283,6 +287,17 @@ for (const [name, url] of [['odd-hs12', FIXTURE], ['heads-4', HEADS4]]) {
       assert.deepEqual(model.logitAttribution(T - 1, top), last);
       await worker.measureHeads(SENTENCE, { randomOrders: 1, exactLimit: 0, candidates: 1 });
       assert.deepEqual(await worker.logitAttribution(T - 1, top), last);
+      // `of`: the split of the text given, whatever ran last (the same numbers), which is then the last run
+      const other = model.run('Something else entirely.');
+      assert.notEqual(model.logitAttribution(other.T - 1, top).text, SENTENCE);
+      assert.deepEqual(model.logitAttribution(T - 1, top, { text: SENTENCE, ablate: [[0, 1]] }), last);
+      assert.deepEqual(model.logitAttribution(T - 1, top), last, 'the text given is the last run now');
+      assert.equal(model.logitAttribution(0, top, { text: SENTENCE }).ablate.length, 0, 'other heads off: that run');
+      assert.throws(() => model.logitAttribution(0, top, { text: 5 }), /text must be a string/);
+      await worker.run('Something else entirely.');
+      assert.deepEqual(await worker.logitAttribution(T - 1, top, { text: SENTENCE, ablate: [[0, 1]] }), last);
+      // the worker's record of its engine's cache followed: a run of the text after it is the same run
+      assert.deepEqual((await worker.run(SENTENCE, { ablate: [[0, 1]] })).logitsLast, r.logitsLast);
       // out of range, or not an integer: an Error naming it
       assert.throws(() => model.logitAttribution(T, top), /position/);
       assert.throws(() => model.logitAttribution(0, V), /token/);

@@ -10,7 +10,7 @@ import { themeFrom, heat } from '../../web/component/theme.js';
 import { describeHead, focusToken, strongestKey } from '../../web/component/views/describe.js';
 import { heatmapScene, fitCell } from '../../web/component/views/heatmap.js';
 import { linesScene, DEFAULT_LINKS } from '../../web/component/views/lines.js';
-import { combineScene } from '../../web/component/views/combine.js';
+import { combineScene, attributionTarget } from '../../web/component/views/combine.js';
 import { gridScene } from '../../web/component/views/grid.js';
 import { formatPercent } from '../../web/component/views/topk.js';
 import { textWidth } from '../../web/component/scene.js';
@@ -165,9 +165,90 @@ test('combine scene: one bar per head, lengths proportional to the contribution 
   const bars = scene.items.filter((it) => it.cls === 'hs-bar');
   assert.equal(bars.length, 3);
   const max = Math.max(...norms);
-  // widths are norm / max of the same 230 px bar: equal ratios to 1e-9 (floating-point division)
+  // widths are norm / max of the same bar: equal ratios to 1e-9 (floating-point division)
   for (let h = 0; h < 3; h++) assert.ok(Math.abs(bars[h].w / bars[2].w - norms[h] / max) < 1e-9);
   assert.equal(bars[2].fill, theme.accent, 'the selected head is highlighted');
+});
+
+// A logit split of a synthetic result (what logitAttribution() returns, with the text and heads
+// off of the run it split): head (l, h) pushes by (h - 1) * (l + 1) + 0.25, so layer 1 of three
+// heads has one negative, one positive and one large positive head.
+function fakeAttribution(r, { position, token }) {
+  const heads = new Float64Array(r.nLayer * r.nHead);
+  for (let l = 0; l < r.nLayer; l++) for (let h = 0; h < r.nHead; h++) heads[l * r.nHead + h] = (h - 1) * (l + 1) + 0.25;
+  const attnBias = Float64Array.from({ length: r.nLayer }, (_, l) => 0.1 * l);
+  const mlp = Float64Array.from({ length: r.nLayer }, (_, l) => 1.5 - l);
+  const embedding = 0.7;
+  const lnBias = -0.05;
+  const total = [...heads, ...attnBias, ...mlp].reduce((s, v) => s + v, embedding + lnBias);
+  return {
+    position, token, logit: total + 1e-7, total, heads, attnBias, mlp, embedding, lnBias,
+    nLayer: r.nLayer, nHead: r.nHead, text: r.text, ablate: r.ablate ?? [],
+  };
+}
+
+test('combine scene with an attribution: one signed bar per head of the layer, the sentence names the token and sums to total', () => {
+  const r = syntheticResult({ T: 6, nHead: 3 });
+  for (const [state, predicted] of [[{ layer: 1, head: 2, token: 3 }, false], [{ layer: 1, head: 0, token: null }, true]]) {
+    if (predicted) r.topNext = [{ id: 41, token: ' soup', prob: 0.3 }];
+    const target = attributionTarget(r, state);
+    // an earlier token: the text's own next token; the last: the model's top prediction
+    assert.deepEqual(target, predicted ? { position: 5, token: 41, text: ' soup', predicted: true } : { position: 3, token: 4, text: ' cooked', predicted: false });
+    const a = fakeAttribution(r, target);
+    const { scene, attribution } = combineScene(r, state, theme, a);
+    assert.equal(attribution, a);
+    const bars = scene.items.filter((it) => it.cls === 'hs-dla-bar');
+    assert.equal(bars.length, 3, 'one attribution bar per head');
+    assert.equal(scene.items.filter((it) => it.cls === 'hs-bar').length, 3, 'the contribution bars stay');
+    const axis = scene.items.find((it) => it.type === 'line');
+    for (let h = 0; h < 3; h++) {
+      const v = a.heads[1 * 3 + h];
+      assert.equal(bars[h].data.head, h);
+      assert.equal(bars[h].data.dla, v, `head ${h}'s value`);
+      // negative: left of the zero axis, in the negative colour; positive: right of it
+      if (v < 0) assert.ok(Math.abs(bars[h].x + bars[h].w - axis.x1) < 1e-9 && bars[h].fill !== bars[2].fill, `head ${h} is left of the axis`);
+      else assert.ok(Math.abs(bars[h].x - axis.x1) < 1e-9, `head ${h} is right of the axis`);
+      const label = scene.items.find((it) => it.data?.dlaText === h);
+      assert.equal(label.text, (v < 0 ? '−' : '+') + Math.abs(v).toFixed(2));
+    }
+    assert.ok(bars[0].data.dla < 0 && bars[1].data.dla > 0 && bars[2].data.dla > 0, 'the fake has both signs');
+    // lengths proportional to |value|, the largest filling half the column
+    for (let h = 0; h < 3; h++) assert.ok(Math.abs(bars[h].w / bars[2].w - Math.abs(a.heads[3 + h]) / a.heads[5]) < 1e-9);
+    const texts = scene.items.filter((it) => it.type === 'text').map((it) => it.text).join(' ');
+    assert.ok(texts.includes(predicted ? "Pushing 'soup' (the model's prediction for the next token)" : "Pushing 'cooked' (the next token of the text)"), texts);
+    const check = scene.items.find((it) => it.data?.total !== undefined);
+    assert.equal(check.data.total, a.total);
+    assert.equal(Number(/sum to (-?[\d.]+)/.exec(check.text)[1]), Number(a.total.toFixed(3)), 'the stated sum is total');
+    assert.ok(a.total > 1, 'the fake\'s total is not the zero a placeholder would show');
+    // (wrapped lines are joined with the spaces they were cut at)
+    if (predicted) assert.ok(texts.includes(`the model's logit is ${a.logit.toFixed(3)}.`), texts);
+    else assert.match(texts, /there is none to check it against here/);
+    const layerSum = a.heads[3] + a.heads[4] + a.heads[5];
+    assert.ok(texts.includes(`together: +${layerSum.toFixed(3)}`) && texts.includes(`+${(a.total - layerSum).toFixed(3)}.`), 'the layer\'s heads and the rest');
+  }
+});
+
+test('combine scene without an attribution, or with one of another text, token or position: no attribution bars, a note instead', () => {
+  const r = syntheticResult({ T: 6, nHead: 3 });
+  const state = { layer: 1, head: 2, token: 3 };
+  const target = attributionTarget(r, state);
+  const good = fakeAttribution(r, target);
+  const height = combineScene(r, state, theme, good).scene.height;
+  for (const [why, a] of [
+    ['none', null], ['a note', { note: 'not read' }], ['another text', { ...good, text: 'something else' }],
+    ['another token', { ...good, token: 99 }], ['another position', { ...good, position: 2 }],
+    ['other heads off', { ...good, ablate: [[0, 1]] }],
+  ]) {
+    const { scene, attribution } = combineScene(r, state, theme, a);
+    assert.equal(attribution, null, why);
+    assert.equal(scene.items.filter((it) => it.cls === 'hs-dla-bar').length, 0, `${why}: no attribution bars`);
+    assert.equal(scene.items.some((it) => it.data?.total !== undefined), false, `${why}: no sum`);
+    const note = scene.items.find((it) => it.data?.attributionNote);
+    assert.equal(note.data.attributionNote, a?.note ?? 'reading…', why);
+    assert.equal(scene.items.filter((it) => it.cls === 'hs-bar').length, 3, `${why}: the contribution bars as before`);
+    // the sentences' room is kept: the view does not change height when the numbers arrive
+    assert.equal(scene.height, height, `${why}: same height`);
+  }
 });
 
 test('grid scene: every head of every layer, the selected one framed', () => {

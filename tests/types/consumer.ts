@@ -138,6 +138,12 @@ const attribution = model.logitAttribution(result.T - 1, best?.id ?? 0);
 same<typeof attribution, LogitAttribution>();
 same<typeof attribution.heads, Float64Array>();
 const rounding: number = Math.abs(attribution.total - attribution.logit);
+// the split of a given text's run, which the answer names
+const ofText = model.logitAttribution(result.T - 1, best?.id ?? 0, { text: result.text, ablate: result.ablate });
+const splitText: string = ofText.text;
+const splitAblate: Array<[number, number]> = ofText.ablate;
+// @ts-expect-error  `of` names a text
+model.logitAttribution(0, 0, { ablate: [] });
 // @ts-expect-error  on the page, logitAttribution() returns the parts, not a promise
 model.logitAttribution(0, 0).then(show);
 // the model writes: a result per token for the views, stopped by a signal
@@ -201,6 +207,7 @@ const notAwaitedInside: HeadInside = worker.inspectHead(text, 0, 1);
 const workerReport = await worker.measureHeads(text, { signal: controller.signal, onProgress: (p) => show(String(p.fraction)) });
 same<typeof workerReport, HeadsReport>();
 same<Awaited<ReturnType<WorkerModel['logitAttribution']>>, LogitAttribution>();
+const workerOf: LogitAttribution = await worker.logitAttribution(0, 0, { text });
 // @ts-expect-error  a worker's logitAttribution() is a promise
 const notAwaitedParts: LogitAttribution = worker.logitAttribution(0, 0);
 same<Awaited<ReturnType<WorkerModel['generate']>>, GenerateResult>();

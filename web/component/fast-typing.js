@@ -13,7 +13,7 @@ export const PAGE_THREAD_BUDGET_MS = 4;
 import { sameAblate } from '../lib/result.js';
 
 /**
- * The promise API of a worker model (run, inspectHead, tokenize, tokenText, info, dispose), with short
+ * The promise API of a worker model (run, inspectHead, logitAttribution, tokenize, tokenText, info, dispose), with short
  * incremental runs on `pageModel` (a HeadscopeModel on the page thread, or a promise of one).
  * `ranOnPage` on a result says where it ran.
  */
@@ -21,6 +21,7 @@ export class FastTypingModel {
   #worker;
   #page = null;
   #last = null;     // the page instance's last run: { text, ablate } (what its cache holds)
+  #lastRun = null;  // the last run() asked of this model, wherever it ran: { text, ablate }
   #costs = [];      // the last few page-thread runs, in ms per keystroke-sized update
   #primeTimer = 0;
   #primeWith = null; // the text the page instance should catch up with
@@ -70,6 +71,7 @@ export class FastTypingModel {
   }
 
   async run(text, options = {}) {
+    this.#lastRun = { text, ablate: options.ablate ?? [] };
     if (this.#fitsHere(text, options)) {
       const result = this.#runHere(text, options);
       result.ranOnPage = true;
@@ -105,6 +107,17 @@ export class FastTypingModel {
     } else if (!this.#primeTimer) {
       this.#primeTimer = setTimeout(prime, 0);
     }
+  }
+
+  // The split of a logit of the last run(), or of `of` ({ text, ablate }): see
+  // HeadscopeModel.logitAttribution. From the page instance when it holds that run (typing ran it
+  // there, or a prime caught up with it): no run is needed. Else from the worker, which runs `of`'s
+  // text first if it holds another.
+  async logitAttribution(position, token, of = undefined) {
+    const want = of ? { text: of.text, ablate: of.ablate ?? [] } : this.#lastRun;
+    const here = this.#page && !this.#page.disposed && want && this.#last
+      && this.#last.text === want.text && sameAblate(this.#last.ablate, want.ablate);
+    return here ? this.#page.logitAttribution(position, token, of) : this.#worker.logitAttribution(position, token, of);
   }
 
   // in the worker: the page instance's cache (what #last says it holds) stays the typed text's

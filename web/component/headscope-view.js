@@ -23,7 +23,7 @@ import { describeHead, focusToken, clamp } from './views/describe.js';
 import { GridView, gridScene } from './views/grid.js';
 import { HeatmapView, heatmapScene } from './views/heatmap.js';
 import { LinesView, linesScene } from './views/lines.js';
-import { CombineView, combineScene } from './views/combine.js';
+import { CombineView, combineScene, attributionTarget } from './views/combine.js';
 import { TopKView } from './views/topk.js';
 import { WriteBar } from './writer.js';
 import { InsideView, insideScene, insideSentence, clampStep, INSIDE_STEPS } from './views/inside.js';
@@ -37,7 +37,7 @@ import { sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg } from './sc
 export {
   getModel, getFastTypingModel, loadModelFromBuffers, Runner, DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery, embedSnippet, modelLoadCount,
   GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
-  gridScene, heatmapScene, linesScene, combineScene, readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken,
+  gridScene, heatmapScene, linesScene, combineScene, attributionTarget, readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken,
   sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg, viewsCss,
   InsideView, insideScene, insideSentence, clampStep, INSIDE_STEPS, InsideSource, valueSizesValid, VALUE_WEIGHTING_SENTENCE, shownWeights,
 };

@@ -17,6 +17,7 @@ import { modelIndex, loadCard, modelSize } from './models.js';
 import { cardOpening } from './card-opening.js';
 import { installLocalModelPicker, readModelFiles } from './local-model.js';
 import { loadTrainedModel } from './trained-model.js';
+import { installAttribution } from './attribution.js';
 
 const $ = (id) => document.getElementById(id);
 const reducedMotion = () => window.matchMedia('(prefers-reduced-motion: reduce)').matches;
@@ -74,6 +75,7 @@ function makeDetailView() {
 }
 makeDetailView();
 const combine = new CombineView($('combine'), { onSelectHead: (h) => selectHead(state.layer, h, false) });
+const attribution = installAttribution({ getModel: () => page.model, idle: async () => page.runner?.idle(), onUpdate: () => render() });
 const topk = new TopKView($('topk'));
 const tokens = new TokenStrip($('tokens'), { onSelect: (t) => selectToken(t) });
 const chips = new HeadChips($('head-chips'), {
@@ -194,7 +196,7 @@ function renderNow() {
   chips.update(result, state, theme);
   const linksPick = $('links-pick');
   if (linksPick.hidden !== (state.view !== 'lines')) linksPick.hidden = state.view !== 'lines';
-  combine.update(result, state, theme);
+  combine.update(result, state, theme, attribution.shown(result, state));
   topk.update(result, { drawn: writing.drawn });
   setText($('detail-caption'), describeHead(result, state.layer, state.head, focusToken(result, state)));
   const notice = $('notice');
@@ -227,7 +229,7 @@ function urlState() {
 function sceneFor(which) {
   const { result, theme } = page;
   if (which === 'grid') return gridScene(result, state, theme).scene;
-  if (which === 'combine') return combineScene(result, state, theme).scene;
+  if (which === 'combine') return combineScene(result, state, theme, attribution.shown(result, state), { width: combine.width }).scene;
   if (which === 'inside') return inside.exportScene();
   if (state.view === 'lines') return linesScene(result, state, theme, detailView.focus ?? null).scene;
   return heatmapScene(result, state, theme, detailView.exportOptions?.() ?? {}).scene; // what the reader sees, zoomed

@@ -75,8 +75,8 @@ export interface WorkerModel {
    * answered at the generation's pauses (about every 12 ms).
    */
   generate(text: string, options: GenerateOptions): Promise<GenerateResult>;
-  /** As HeadscopeModel.logitAttribution, in the worker: the last run()'s logit split into its parts. */
-  logitAttribution(position: number, token: number): Promise<LogitAttribution>;
+  /** As HeadscopeModel.logitAttribution, in the worker: the last run()'s logit (or `of`'s) split into its parts. */
+  logitAttribution(position: number, token: number, of?: { text: string; ablate?: ReadonlyArray<readonly [number, number]> }): Promise<LogitAttribution>;
   /** As HeadscopeModel.tokenize, in the worker. */
   tokenize(text: string): Promise<Token[]>;
   /** As HeadscopeModel.tokenText, in the worker. */

@@ -173,8 +173,8 @@ class WorkerModel {
     return this.call('measureHeads', { text, options }, onProgress, [], signal);
   }
 
-  /** As HeadscopeModel.logitAttribution: the last run()'s logit split into its parts, in the worker. */
-  logitAttribution(position, token) { return this.call('logitAttribution', { position, token }); }
+  /** As HeadscopeModel.logitAttribution: the last run()'s logit (or `of`'s) split into its parts, in the worker. */
+  logitAttribution(position, token, of = undefined) { return this.call('logitAttribution', { position, token, of }); }
 
   /**
    * As HeadscopeModel.generate, in the worker. With onToken, each token's result arrives as progress
@@ -245,7 +245,7 @@ class PageThreadModel {
   async inspectHead(text, layer, head) { return this.#model.inspectHead(text, layer, head); }
   async measureHeads(text, options) { return this.#model.measureHeads(text, options); }
   async generate(text, options) { return this.#model.generate(text, options); }
-  async logitAttribution(position, token) { return this.#model.logitAttribution(position, token); }
+  async logitAttribution(position, token, of) { return this.#model.logitAttribution(position, token, of); }
   async tokenize(text) { return this.#model.tokenize(text); }
   async tokenText(id) { return this.#model.tokenText(id); }
   async cacheState() { return null; }

@@ -374,6 +374,10 @@ export interface LogitAttribution {
   lnBias: number;
   nLayer: number;
   nHead: number;
+  /** The text of the run split (as run() ran it: lone surrogates replaced by U+FFFD). */
+  text: string;
+  /** That run's switched-off heads, [[layer, head], ...]. */
+  ablate: Array<[number, number]>;
 }
 
 export declare class HeadscopeModel {
@@ -425,10 +429,13 @@ export declare class HeadscopeModel {
   /**
    * The last run()'s logit of vocabulary entry `token` at token `position`, split into each head's
    * write, W_O's biases, the MLPs, the embeddings and the final LayerNorm's bias. If the engine ran
-   * something else since (inspectHead(), measureHeads()), that run is repeated first. Throws an
-   * Error before any run, and naming the range for a position or token out of range.
+   * something else since (inspectHead(), measureHeads()), that run is repeated first. With `of`,
+   * the split is of that text's run (those heads off) instead: when the last run() was another
+   * text or had other heads off, the engine runs it first (without making a result) and it becomes
+   * the last run; a page whose other parts run texts of their own asks this way. Throws an Error
+   * before any run (without `of`), and naming the range for a position or token out of range.
    */
-  logitAttribution(position: number, token: number): LogitAttribution;
+  logitAttribution(position: number, token: number, of?: { text: string; ablate?: ReadonlyArray<readonly [number, number]> }): LogitAttribution;
   /** Frees the model's wasm memory; every later call throws. Safe to call twice. */
   dispose(): void;
 }

@@ -61,6 +61,18 @@ function byteToIndexMaps(text) {
   return { start: (b) => starts[b], end: (b) => (b === 0 ? 0 : ends[b - 1]) };
 }
 
+// [[layer, head], ...] as the engine takes it: [l0, h0, l1, h1, ...]
+function flatAblate(ablate) {
+  if (!Array.isArray(ablate)) throw new Error('ablate must be an array of [layer, head] pairs');
+  const flat = [];
+  for (const pair of ablate) {
+    if (!Array.isArray(pair) || pair.length !== 2 || !pair.every(Number.isInteger))
+      throw new Error(`ablate entries must be [layer, head] pairs of integers, got ${JSON.stringify(pair)}`);
+    flat.push(pair[0], pair[1]);
+  }
+  return flat;
+}
+
 // Lone UTF-16 surrogates cannot be encoded as UTF-8; they become U+FFFD (same length, so string
 // indices are unchanged).
 function toWellFormed(text) {
@@ -178,14 +190,8 @@ export class HeadscopeModel {
     const h = this.#live();
     const wellFormed = toWellFormed(text);
     const { ablate = [], topK: k = 10, allLogits = false, valueNorms = false } = options;
-    if (!Array.isArray(ablate)) throw new Error('ablate must be an array of [layer, head] pairs');
+    const flat = flatAblate(ablate);
     if (!Number.isInteger(k) || k < 0) throw new Error(`topK must be a non-negative integer, got ${k}`);
-    const flat = [];
-    for (const pair of ablate) {
-      if (!Array.isArray(pair) || pair.length !== 2 || !pair.every(Number.isInteger))
-        throw new Error(`ablate entries must be [layer, head] pairs of integers, got ${JSON.stringify(pair)}`);
-      flat.push(pair[0], pair[1]);
-    }
     this.#engineHoldsLastRun = false;
     this.#generating = null;
     const run = checked(this.#core, h.run(wellFormed, flat, !!allLogits));
@@ -453,12 +459,28 @@ export class HeadscopeModel {
    * (the engine's Model::logit_attribution): the logit split into every head's write, W_O's biases,
    * the MLPs, the embeddings and the final LayerNorm's bias, through that LayerNorm fixed at the
    * position. If the engine ran anything else since (inspectHead, a head measurement), the last
-   * run is repeated first, with the same heads off: the numbers are that run's.
+   * run is repeated first, with the same heads off: the numbers are that run's. With `of`
+   * ({ text, ablate }), the split is of that text's run instead: when the last run() was another
+   * text or had other heads off, the engine runs it first (no result is made), and it becomes the
+   * last run. The value names the run it split (`text`, `ablate`).
    */
-  logitAttribution(position, token) {
+  logitAttribution(position, token, of = undefined) {
     const h = this.#live();
     for (const [name, v] of [['position', position], ['token', token]])
       if (!Number.isInteger(v)) throw new Error(`${name} must be an integer, got ${typeof v === 'number' ? v : typeof v}`);
+    if (of !== undefined) {
+      if (typeof of?.text !== 'string') throw new Error('logitAttribution(position, token, { text, ablate }): text must be a string');
+      const text = toWellFormed(of.text);
+      const flat = flatAblate(of.ablate ?? []);
+      const last = this.#lastRun;
+      if (!last || last.text !== text || last.flat.length !== flat.length || last.flat.some((v, i) => v !== flat[i])) {
+        this.#engineHoldsLastRun = false;
+        this.#generating = null;
+        checked(this.#core, h.run(text, flat, false));
+        this.#lastRun = { text, flat, allLogits: false };
+        this.#engineHoldsLastRun = true;
+      }
+    }
     if (!this.#lastRun) throw new Error('logitAttribution() splits up the last run(): run a text first');
     if (!this.#engineHoldsLastRun) {
       const { text, flat, allLogits } = this.#lastRun;
@@ -468,7 +490,10 @@ export class HeadscopeModel {
     }
     const a = checked(this.#core, h.logitAttribution(position, token));
     const { nLayer, nHead } = this.#info.config;
-    return { ...a, nLayer, nHead };
+    const { text, flat } = this.#lastRun;
+    const ablate = [];
+    for (let i = 0; i < flat.length; i += 2) ablate.push([flat[i], flat[i + 1]]);
+    return { ...a, nLayer, nHead, text, ablate };
   }
 
   /** Frees the model's wasm memory. Any later call throws. Safe to call twice. */

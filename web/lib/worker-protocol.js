@@ -47,8 +47,8 @@ export const MESSAGES = Object.freeze({
     progress: '{ fraction } after each chunk of model runs', cancellable: true,
   },
   logitAttribution: {
-    handling: QUEUED, needs: 'model', args: '{ position, token }',
-    value: 'HeadscopeModel.logitAttribution() of the last run message (its typed arrays transferred)', betweenChunks: true,
+    handling: QUEUED, needs: 'model', args: '{ position, token, of: { text, ablate } | undefined }',
+    value: 'HeadscopeModel.logitAttribution() of the last run message, or of `of` (its typed arrays transferred)', betweenChunks: true,
   },
   generate: {
     handling: QUEUED, needs: 'model', args: '{ text, options: GenerateOptions without onToken, reuse and signal, previous: reuseInfo() | null, acks, aborted }',

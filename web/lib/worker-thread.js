@@ -167,8 +167,9 @@ const HEADS_BUFFERS = ['gateGrad', 'ablationDelta', 'prunedLoss', 'randomLossMea
 const ATTRIBUTION_BUFFERS = ['heads', 'attnBias', 'mlp'];
 
 // The engine's cache after the last run message (logitAttribution() may repeat that run, which
-// leaves the cache as the run left it)
+// leaves the cache as the run left it), and that run's text and heads off
 let lastRunCache = null;
+let lastRunOf = null;
 
 // measureHeads(): HeadscopeModel.measureHeads, its cancel read from the cancel messages, progress
 // posted after each chunk, and between chunks the queued requests the table marks betweenChunks
@@ -250,6 +251,7 @@ const HANDLERS = {
     if (model) model.dispose();
     cached = { ids: [], key: '' };
     lastRunCache = null;
+    lastRunOf = null;
     onScreen = null;
     model = await loadModel(args.source, {
       weights: args.weights,
@@ -261,6 +263,7 @@ const HANDLERS = {
     // the methods stay behind; the client adds them back with makeResult()
     const { data, transfer } = resultForTransfer(await runInSteps(id, args.text, args.options, args.previous));
     lastRunCache = cached;
+    lastRunOf = { text: data.text, key: cacheKey(args.options) };
     // a run that replaces the result on screen (the page passed `reuse`) is the reader's text;
     // others (probes, the lab's loss or knock-outs) may take the engine's cache from it
     if (args.onScreen) onScreen = { text: args.text, options: { ablate: args.options.ablate } };
@@ -278,8 +281,15 @@ const HANDLERS = {
     return { value: report, transfer: HEADS_BUFFERS.map((k) => report[k].buffer) };
   },
   logitAttribution(id, args) {
-    const a = model.logitAttribution(args.position, args.token);
-    if (lastRunCache) cached = lastRunCache;
+    const a = model.logitAttribution(args.position, args.token, args.of);
+    if (args.of && (a.text !== lastRunOf?.text || cacheKey(a) !== lastRunOf?.key)) {
+      // the engine ran `of`'s text, which is now the run a later split repeats: the cache holds
+      // its tokens (unknown past the context, where the start is cut)
+      const ids = model.tokenize(a.text).map((t) => t.id);
+      const fits = ids.length <= model.info.config.nPositions;
+      lastRunCache = cached = { ids: fits ? ids : [], key: fits ? cacheKey(a) : '' };
+      lastRunOf = { text: a.text, key: cacheKey(a) };
+    } else if (lastRunCache) cached = lastRunCache;
     return { value: a, transfer: ATTRIBUTION_BUFFERS.map((k) => a[k].buffer) };
   },
   generate: async (id, args) => ({ value: await generateInSteps(id, args), transfer: [] }),
