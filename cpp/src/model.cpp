@@ -119,11 +119,22 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
   int reuse = 0;
   // an inspected head needs its scores and write for the cached rows too: kept only by a run that
   // inspected the same head
-  const bool options_compatible = has_run_ && mask == ablate_mask_ && (!options.keep_contributions || options_.keep_contributions) &&
-                                  (!options.inspect || options_.inspect == options.inspect);
-  if (options_compatible) {
+  const bool kept_compatible = has_run_ && (!options.keep_contributions || options_.keep_contributions) &&
+                               (!options.inspect || options_.inspect == options.inspect);
+  if (kept_compatible && mask == ablate_mask_) {
     const int limit = std::min({cached_tokens_, T, (int)ids_.size()});
     while (reuse < limit && ids_[reuse] == ids[reuse]) reuse++;
+  }
+  // The same tokens with other heads switched off: the layers below the first one whose switched-off
+  // heads differ computed exactly this run's numbers, so the run starts at that layer, every token.
+  // Measuring heads switches them one at a time: on average half the layers are computed.
+  int layer_begin = 0;
+  if (kept_compatible && mask != ablate_mask_ && cached_tokens_ == T && (int)ids_.size() == T &&
+      std::equal(ids.begin(), ids.end(), ids_.begin())) {
+    const std::size_t NH = c.n_head;
+    while (std::equal(mask.begin() + (std::ptrdiff_t)(layer_begin * NH), mask.begin() + (std::ptrdiff_t)((layer_begin + 1) * NH),
+                      ablate_mask_.begin() + (std::ptrdiff_t)(layer_begin * NH)))
+      layer_begin++;  // stops before n_layer: the masks differ somewhere
   }
   if (options.keep_contributions && (uint64_t)c.n_layer * c.n_head * cap_ * c.n_embd > kMaxActivationFloats)
     throw Error("keeping head contributions for " + std::to_string(T) + " tokens needs too much memory; use a shorter text");
@@ -131,13 +142,13 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
     throw Error("logits for all " + std::to_string(T) + " positions need too much memory; use a shorter text");
   if (options.keep_contributions && contrib_.size() != (std::size_t)c.n_layer * c.n_head * cap_ * c.n_embd) {
     contrib_.assign((std::size_t)c.n_layer * c.n_head * cap_ * c.n_embd, 0.0f);
-    reuse = 0;
+    reuse = layer_begin = 0;
   }
   if (options.inspect) {
     if (inspect_scores_.size() != (std::size_t)cap_ * cap_) {
       inspect_scores_.assign((std::size_t)cap_ * cap_, 0.0f);
       inspect_out_.assign((std::size_t)cap_ * c.n_embd, 0.0f);
-      reuse = 0;
+      reuse = layer_begin = 0;
     }
   }
   if (options.all_logits && logits_all_.size() != (std::size_t)cap_ * c.vocab_size) {
@@ -162,19 +173,20 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
   T_ = T;
   has_run_ = true;
   value_norm_rows_ = std::min(value_norm_rows_, reuse);
-  forward(reuse, logits_begin);
+  forward(reuse, logits_begin, layer_begin);
   cached_tokens_ = T;
   cached_logits_ = options.all_logits ? T : std::min(cached_logits_, reuse);
   RunInfo info;
   info.tokens = T;
   info.reused_tokens = reuse;
+  info.reused_layers = layer_begin;
   return info;
 }
 
-// Computes positions [t_begin, T_) of every layer; positions below t_begin are the cache. With
-// all_logits, the logits of positions [logits_begin, T_) (logits_begin <= t_begin: the cache may
-// hold positions whose logits were never computed).
-void Model::Impl::forward(int t_begin, int logits_begin) {
+// Computes positions [t_begin, T_) of layers [layer_begin, L); positions below t_begin, and layers
+// below layer_begin (then t_begin is 0), are the cache. With all_logits, the logits of positions
+// [logits_begin, T_) (logits_begin <= t_begin: the cache may hold positions whose logits were never computed).
+void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
   namespace k = kernels;
   const ModelConfig& c = config_;
   const int T = T_, n = T - t_begin;  // n: rows computed in this call
@@ -182,7 +194,7 @@ void Model::Impl::forward(int t_begin, int logits_begin) {
   const std::size_t cap = cap_;
 
   if (n > 0) {
-    for (int t = t_begin; t < T; t++) {
+    for (int t = t_begin; layer_begin == 0 && t < T; t++) {
       float* row = &residual_[(std::size_t)t * C];
       if (wte_f16_.empty()) {
         k::add_forward(row, &wte_[(std::size_t)ids_[t] * C], &wpe_[(std::size_t)t * C], C);
@@ -192,7 +204,7 @@ void Model::Impl::forward(int t_begin, int logits_begin) {
       }
     }
 
-    for (int l = 0; l < c.n_layer; l++) {
+    for (int l = layer_begin; l < c.n_layer; l++) {
       float* x_next = &residual_[((l + 1) * cap + t_begin) * C];  // (n, C) stream leaving the block
       BlockBuffers io;
       io.x = &residual_[(l * cap + t_begin) * C];  // (n, C) stream entering it

@@ -33,7 +33,7 @@ struct Model::Impl {
   LogitAttribution logit_attribution(int position, int token) const;
 
   bool ensure_capacity(int T);  // true when it reallocated (dropping the cache and the last results)
-  void forward(int t_begin, int logits_begin);
+  void forward(int t_begin, int logits_begin, int layer_begin = 0);
   void lm_head(float* out, const float* x, int T);
   void check_layer_head(int layer, int head) const;
   void require_run() const;

@@ -218,6 +218,58 @@ TEST_CASE("incremental update equals a full recompute, bit for bit", "[model][in
   }
 }
 
+TEST_CASE("other heads switched off on the same tokens: the layers below the first change are reused, bit for bit",
+          "[model][incremental]") {
+  // Layers below the first one whose switched-off heads changed computed the same numbers; the
+  // layers from there on run every token as a fresh run does, in the same order: tolerance 0.
+  Model m = load_fixture("odd-hs12");
+  const int L = m.config().n_layer, NH = m.config().n_head;
+  REQUIRE(L >= 2);
+  REQUIRE(NH >= 3);
+  const std::vector<int32_t> ids = {5, 17, 3, 99, 42, 7, 7, 18, 60, 2, 11};
+  const auto same = [&](const RunOptions& opt, const char* what) {
+    Model fresh = load_fixture("odd-hs12");
+    fresh.run_ids(ids, opt);
+    INFO(what);
+    REQUIRE(m.attention_all() == fresh.attention_all());
+    REQUIRE(m.logits_all() == fresh.logits_all());
+    REQUIRE(std::vector<float>(m.logits_last().begin(), m.logits_last().end()) ==
+            std::vector<float>(fresh.logits_last().begin(), fresh.logits_last().end()));
+    REQUIRE(m.hidden_states() == fresh.hidden_states());
+    REQUIRE(m.contribution_norms() == fresh.contribution_norms());
+    REQUIRE(m.contribution(L - 1, 1) == fresh.contribution(L - 1, 1));
+    REQUIRE(m.value_norms() == fresh.value_norms());
+    if (opt.inspect) REQUIRE(m.head_inside().scores == fresh.head_inside().scores);
+  };
+  RunOptions opt;
+  opt.all_logits = true;
+  opt.keep_contributions = true;
+  opt.ablate = {{L - 1, 0}};
+  REQUIRE(m.run_ids(ids, opt).reused_layers == 0);  // nothing cached yet
+  (void)m.value_norms();
+  // one head more in the last layer: every layer below it comes from the cache
+  opt.ablate = {{L - 1, 0}, {L - 1, 2}};
+  headscope::RunInfo info = m.run_ids(ids, opt);
+  REQUIRE(info.reused_layers == L - 1);
+  REQUIRE(info.reused_tokens == 0);
+  same(opt, "a head more in the last layer");
+  // one of layer 0 switched on: nothing to reuse
+  opt.ablate = {{0, 1}, {L - 1, 2}};
+  REQUIRE(m.run_ids(ids, opt).reused_layers == 0);
+  opt.ablate = {{0, 1}};
+  REQUIRE(m.run_ids(ids, opt).reused_layers == L - 1);
+  same(opt, "the last layer's head switched on again");
+  // an inspected head below the change keeps its insides; other tokens reuse by prefix as before
+  opt.inspect = headscope::HeadRef{0, 2};
+  m.run_ids(ids, opt);
+  opt.ablate = {{0, 1}, {L - 1, 1}};
+  REQUIRE(m.run_ids(ids, opt).reused_layers == L - 1);
+  same(opt, "with an inspected head below the change");
+  const std::vector<int32_t> other = {5, 17, 3, 99, 42, 7, 7, 18, 60, 2, 12};
+  opt.ablate = {{0, 1}};
+  REQUIRE(m.run_ids(other, opt).reused_layers == 0);  // other tokens: no layer is the same
+}
+
 TEST_CASE("a run with every position's logits reuses a cache made without them, and the other way round", "[model][incremental]") {
   // The demo's lab computes the loss (all logits) whenever typing pauses, between keystrokes that
   // only need the last logits. Both must reuse the cached tokens, and give a fresh run's numbers

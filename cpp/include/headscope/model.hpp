@@ -75,6 +75,8 @@ struct LoadOptions {
 struct RunInfo {
   int tokens = 0;           // T, tokens the model saw
   int reused_tokens = 0;    // leading tokens whose keys/values came from the previous run's cache
+  int reused_layers = 0;    // leading layers taken whole from the cache: the same tokens as the previous
+                            // run, other heads switched off, none of them in these layers
   int dropped_tokens = 0;   // tokens cut from the start because the text exceeded n_positions
   uint32_t first_byte = 0;  // byte offset in the text of the first token the model saw
 };
@@ -133,6 +135,7 @@ class Model {
   // RunInfo::dropped_tokens says how many were cut; the same text always keeps the same tokens.
   // When the new tokens begin with the previous run's tokens (typing at the end) and the switched-
   // off heads match, the cached keys and values of that prefix are reused; results equal a full run.
+  // The same tokens with other switched-off heads reuse the layers below the first that changed.
   RunInfo run(std::string_view text, const RunOptions& options = {});
   // Tokens run() cuts from the start of a text of `tokens` tokens: 0 when it fits, else the excess
   // rounded up to a whole number of steps of n_positions / kContextDropSteps (at least 1).
