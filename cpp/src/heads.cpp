@@ -99,7 +99,7 @@ struct HeadsMeasurement::State {
     trainer.set_head_gates(gates);
     trainer.zero_grad();
     trainer.forward(inputs.data(), targets.data(), 1, T - 1);
-    trainer.backward();
+    trainer.backward(train::Trainer::Gradients::gates);
     const auto g = trainer.head_gate_grads();
     return std::vector<double>(g.begin(), g.end());
   }

@@ -265,8 +265,11 @@ float Trainer::forward(const int* ids, const int* targets, int B, int T) {
 
 void Trainer::zero_grad() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
 
-void Trainer::backward() {
+void Trainer::backward(Gradients which) {
   if (cur_B_ == 0) throw Error("train: backward() before forward()");
+  // gates only: every activation's gradient down to the lowest layer's gates, no weight's (about a
+  // third of the work, and the LM head's weight gradient streams the whole embedding)
+  const bool weights = which == Gradients::all;
   const int B = cur_B_, T = cur_T_, N = B * T;
   const int V = config_.vocab_size, C = config_.n_embd, NH = config_.n_head, HS = C / NH;
   const int H = config_.n_inner > 0 ? config_.n_inner : 4 * C;
@@ -282,7 +285,7 @@ void Trainer::backward() {
   std::fill(dlogits_.begin(), dlogits_.end(), 0.0f);
 
   crossentropy_backward(dlogits_.data(), probs_.data(), targets_.data(), 1.0f / N, N, V);
-  matmul_transposed_backward(dlnf_.data(), G + wte_, dlogits_.data(), lnf_.data(), P + wte_, N, C, V);
+  matmul_transposed_backward(dlnf_.data(), weights ? G + wte_ : nullptr, dlogits_.data(), lnf_.data(), P + wte_, N, C, V);
   const int L = (int)layers_.size();
   layernorm_backward(dacts_[L - 1].res3.data(), G + lnfw_, G + lnfb_, dlnf_.data(), acts_[L - 1].res3.data(),
                      P + lnfw_, lnf_mean_.data(), lnf_rstd_.data(), N, C);
@@ -293,13 +296,14 @@ void Trainer::backward() {
     const float* residual = l == 0 ? encoded_.data() : acts_[l - 1].res3.data();
     float* dresidual = l == 0 ? dencoded_.data() : dacts_[l - 1].res3.data();
     residual_backward(d.res2.data(), d.fcproj.data(), d.res3.data(), nc);
-    matmul_backward(d.fch_gelu.data(), G + w.fcprojw, G + w.fcprojb, d.fcproj.data(), a.fch_gelu.data(), P + w.fcprojw,
-                    N, H, C);
+    matmul_backward(d.fch_gelu.data(), weights ? G + w.fcprojw : nullptr, weights ? G + w.fcprojb : nullptr,
+                    d.fcproj.data(), a.fch_gelu.data(), P + w.fcprojw, N, H, C);
     if (config_.activation == Activation::gelu_tanh)
       gelu_backward(d.fch.data(), a.fch.data(), d.fch_gelu.data(), (std::size_t)N * H);
     else
       gelu_erf_backward(d.fch.data(), a.fch.data(), d.fch_gelu.data(), (std::size_t)N * H);
-    matmul_backward(d.ln2.data(), G + w.fcw, G + w.fcb, d.fch.data(), a.ln2.data(), P + w.fcw, N, C, H);
+    matmul_backward(d.ln2.data(), weights ? G + w.fcw : nullptr, weights ? G + w.fcb : nullptr, d.fch.data(),
+                    a.ln2.data(), P + w.fcw, N, C, H);
     layernorm_backward(d.res2.data(), G + w.ln2w, G + w.ln2b, d.ln2.data(), a.res2.data(), P + w.ln2w,
                        a.ln2_mean.data(), a.ln2_rstd.data(), N, C);
     residual_backward(dresidual, d.attproj.data(), d.res2.data(), nc);
@@ -319,7 +323,8 @@ void Trainer::backward() {
       wo_inp = gated_atty_.data();
       d_wo_inp = dgated_atty_.data();
     }
-    matmul_backward(d_wo_inp, G + w.attprojw, G + w.attprojb, d.attproj.data(), wo_inp, P + w.attprojw, N, C, C);
+    matmul_backward(d_wo_inp, weights ? G + w.attprojw : nullptr, weights ? G + w.attprojb : nullptr, d.attproj.data(),
+                    wo_inp, P + w.attprojw, N, C, C);
     for (int h = 0; h < NH; h++) {
       double g = 0;
       for (int r = 0; r < N; r++)
@@ -333,12 +338,14 @@ void Trainer::backward() {
             const std::size_t j = (std::size_t)r * C + h * HS + i;
             d.atty[j] += gates[h] * dgated_atty_[j];
           }
+    if (!weights && l == 0) break;  // below the lowest gates only weights have gradients
     attention_backward(d.qkv.data(), scratch_.data(), d.atty.data(), a.qkv.data(), a.att.data(), B, T, C, NH);
-    matmul_backward(d.ln1.data(), G + w.qkvw, G + w.qkvb, d.qkv.data(), a.ln1.data(), P + w.qkvw, N, C, 3 * C);
+    matmul_backward(d.ln1.data(), weights ? G + w.qkvw : nullptr, weights ? G + w.qkvb : nullptr, d.qkv.data(),
+                    a.ln1.data(), P + w.qkvw, N, C, 3 * C);
     layernorm_backward(dresidual, G + w.ln1w, G + w.ln1b, d.ln1.data(), residual, P + w.ln1w, a.ln1_mean.data(),
                        a.ln1_rstd.data(), N, C);
   }
-  encoder_backward(G + wte_, G + wpe_, dencoded_.data(), ids_.data(), B, T, C);
+  if (weights) encoder_backward(G + wte_, G + wpe_, dencoded_.data(), ids_.data(), B, T, C);
 }
 
 void Trainer::set_head_gates(std::span<const float> gates) {

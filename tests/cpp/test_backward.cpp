@@ -137,14 +137,20 @@ TEST_CASE("train: matmul_forward and matmul_backward equal the reference", "[tra
           for (int t = 0; t < N; t++) s += std::fabs(dout[t * OC + i]);
           return sum_bound(N + 1, s) + 2 * kU * s;
         }, "dbias");
+        // no weight or bias gradient asked (the head gates' backward): the same dinp, nothing else touched
+        const auto start = random_vector(N * K, rng);
+        auto with_w = start, alone = start, dw2 = dw_ref;
+        kn::matmul_backward(with_w.data(), dw2.data(), nullptr, dout.data(), inp.data(), w.data(), N, K, OC);
+        kn::matmul_backward(alone.data(), nullptr, nullptr, dout.data(), inp.data(), w.data(), N, K, OC);
+        REQUIRE(with_w == alone);
       }
 }
 
 TEST_CASE("train: matmul_transposed_backward (tied LM head) equals the reference", "[train][matmul]") {
   std::mt19937 rng(12);
-  for (int N : {1, 3, 5})
+  for (int N : {1, 3, 5, 9})
     for (int K : kEdgeSizes)
-      for (int OC : {1, 4, 7, 17}) {
+      for (int OC : {1, 4, 7, 17, 33}) {
         INFO("N=" << N << " K=" << K << " OC=" << OC);
         const auto inp = random_vector(N * K, rng), w = random_vector(OC * K, rng), dout = random_vector(N * OC, rng);
         auto dinp = random_vector(N * K, rng), dw = random_vector(OC * K, rng);
@@ -162,6 +168,12 @@ TEST_CASE("train: matmul_transposed_backward (tied LM head) equals the reference
           for (int t = 0; t < N; t++) s += std::fabs(dout[t * OC + i / K] * inp[t * K + i % K]);
           return sum_bound(N + 1, s) + 2 * kU * s;
         }, "dweight");
+        // without the weight's gradient: the same dinp
+        const auto start = random_vector(N * K, rng);
+        auto with_w = start, alone = start;
+        kn::matmul_transposed_backward(with_w.data(), dw.data(), dout.data(), inp.data(), w.data(), N, K, OC);
+        kn::matmul_transposed_backward(alone.data(), nullptr, dout.data(), inp.data(), w.data(), N, K, OC);
+        REQUIRE(with_w == alone);
       }
 }
 

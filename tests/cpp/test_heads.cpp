@@ -93,6 +93,13 @@ TEST_CASE("heads: loss, gate gradients, knock-outs and a pruning curve equal flo
     REQUIRE(std::fabs(loss_mixed - ref["loss_mixed"].get<double>()) <= loss_tol(ref["loss_mixed"].get<double>()));
     const auto g = trainer.head_gate_grads();
     require_grads(std::vector<double>(g.begin(), g.end()), ref["gate_grad_mixed"], "gate gradient, mixed gates");
+    // the gates alone (no weight gradients, what the measurement runs): the same numbers, bit for bit,
+    // as each gate's gradient is summed from the same activation gradients
+    const std::vector<float> full(g.begin(), g.end());
+    trainer.forward(in.data(), tg.data(), 1, (int)in.size());
+    trainer.backward(headscope::train::Trainer::Gradients::gates);
+    const auto only = trainer.head_gate_grads();
+    REQUIRE(std::vector<float>(only.begin(), only.end()) == full);
   }
 }
 

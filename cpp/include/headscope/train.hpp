@@ -67,8 +67,11 @@ class Trainer {
   // every activation; returns the mean cross-entropy. Ids are checked. Both GELU forms train.
   float forward(const int* ids, const int* targets, int B, int T);
   void zero_grad();
-  // Gradients of the last forward's mean loss, accumulated into grads().
-  void backward();
+  // Gradients of the last forward's mean loss, accumulated into grads(). With Gradients::gates only the
+  // head gates' (head_gate_grads()) are computed: no weight's, for about half the backward's work, and
+  // grads() is then left unspecified (zero_grad() before the next training step's backward).
+  enum class Gradients { all, gates };
+  void backward(Gradients which = Gradients::all);
   double grad_norm() const;
   void sgd_step(float lr);
   void adamw_step(const AdamW& hp);

@@ -136,6 +136,8 @@ void matmul_unpacked_forward(float* out, const float* inp, const float* weight, 
   gemm_rows<false>(out, inp, weight, bias, N, K, OC);
 }
 
+static void weight_grad(float* g, const float* a, const float* b, int N, int K, int M) noexcept;
+
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int K, int OC) noexcept {
   // dinp (N, K) += dout (N, OC) @ weight^T (OC, K): the transpose costs K x OC moves against N x K x OC
@@ -146,39 +148,39 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
     for (int o = 0; o < OC; o++) weight_t[(std::size_t)o * K + k] = weight[(std::size_t)k * OC + o];
   gemm_rows<true>(dinp, dout, weight_t.data(), nullptr, N, OC, K);
   // dweight (K, OC) += inp (N, K)^T @ dout (N, OC)
-  int o = 0;
-  for (; o + 2 * kLanes <= OC; o += 2 * kLanes) {
-    int k = 0;
-    // rows k of dweight: A = inp^T, element (k, t) at inp[t * K + k]; B = dout's rows, stride OC
-    for (; k + kTileRows <= K; k += kTileRows)
-      gemm::tile<kTileRows, false>(dweight + (std::size_t)k * OC + o, OC, inp + k, 1, K, dout + o, OC, N, TileStart::out,
-                            nullptr, 2 * kLanes);
-    for (; k < K; k++)
-      gemm::tile<1, false>(dweight + (std::size_t)k * OC + o, OC, inp + k, 1, K, dout + o, OC, N, TileStart::out, nullptr,
-                    2 * kLanes);
-  }
-  for (; o < OC; o++)
-    for (int k = 0; k < K; k++) {
-      float s = 0.0f;
-      for (int tt = 0; tt < N; tt++) s += inp[(std::size_t)tt * K + k] * dout[(std::size_t)tt * OC + o];
-      dweight[(std::size_t)k * OC + o] += s;
-    }
+  if (dweight) weight_grad(dweight, inp, dout, N, K, OC);
   // dbias (OC) += column sums of dout
   if (dbias)
     for (int tt = 0; tt < N; tt++) acc(dbias, dout + (std::size_t)tt * OC, OC);
 }
 
+// g (K, M) += a (N, K)^T @ b (N, M): each tile of g is summed over N in registers and written once
+static void weight_grad(float* g, const float* a, const float* b, int N, int K, int M) noexcept {
+  int o = 0;
+  for (; o + 2 * kLanes <= M; o += 2 * kLanes) {
+    int k = 0;
+    // rows k of g: A = a^T, element (k, t) at a[t * K + k]; B = b's rows, stride M
+    for (; k + kTileRows <= K; k += kTileRows)
+      gemm::tile<kTileRows, false>(g + (std::size_t)k * M + o, M, a + k, 1, K, b + o, M, N, TileStart::out,
+                            nullptr, 2 * kLanes);
+    for (; k < K; k++)
+      gemm::tile<1, false>(g + (std::size_t)k * M + o, M, a + k, 1, K, b + o, M, N, TileStart::out, nullptr,
+                    2 * kLanes);
+  }
+  for (; o < M; o++)
+    for (int k = 0; k < K; k++) {
+      float s = 0.0f;
+      for (int tt = 0; tt < N; tt++) s += a[(std::size_t)tt * K + k] * b[(std::size_t)tt * M + o];
+      g[(std::size_t)k * M + o] += s;
+    }
+}
+
 void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                                 const float* weight, int N, int K, int OC) noexcept {
-  for (int t = 0; t < N; t++) {
-    const float* d = dout + (std::size_t)t * OC;
-    float* dx = dinp + (std::size_t)t * K;
-    const float* x = inp + (std::size_t)t * K;
-    for (int o = 0; o < OC; o++) {
-      axpy(dx, d[o], weight + (std::size_t)o * K, K);
-      axpy(dweight + (std::size_t)o * K, d[o], x, K);
-    }
-  }
+  // dinp (N, K) += dout (N, OC) @ weight (OC, K): the weight is already the product's right side
+  gemm_rows<true>(dinp, dout, weight, nullptr, N, OC, K);
+  // dweight (OC, K) += dout (N, OC)^T @ inp (N, K)
+  if (dweight) weight_grad(dweight, dout, inp, N, OC, K);
 }
 
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,

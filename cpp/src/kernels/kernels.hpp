@@ -164,10 +164,11 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
 // out (N, OC) = inp (N, K) @ weight (K, OC) + bias (OC) or null, the weight in Conv1D layout, unpacked
 void matmul_unpacked_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int K,
                              int OC) noexcept;
-// dinp (N, K), dweight (K, OC), dbias (OC) or null += ...; dout (N, OC); weight (K, OC) Conv1D layout
+// dinp (N, K), dweight (K, OC) or null, dbias (OC) or null += ...; dout (N, OC); weight (K, OC) Conv1D
+// layout. Null dweight and dbias: only the input's gradient (the head gates' gradients need no others).
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int K, int OC) noexcept;
-// the tied LM head: dinp (N, K), dweight (OC, K) += ...; dout (N, OC); weight (OC, K)
+// the tied LM head: dinp (N, K), dweight (OC, K) or null += ...; dout (N, OC); weight (OC, K)
 void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                                 const float* weight, int N, int K, int OC) noexcept;
 // dqkv (B, T, 3C) += ...; dout (B, T, C); qkv (B, T, 3C) and att (B, NH, T, T) from the forward;

@@ -132,7 +132,7 @@ void matmul_forward(F* out, const F* inp, const F* weight, const F* bias, int N,
       out[(std::size_t)t * OC + o] = acc;
     }
 }
-// dinp (N,K), dweight (K,OC), dbias (OC) or null += ...; dout (N,OC)
+// dinp (N,K), dweight (K,OC) or null, dbias (OC) or null += ...; dout (N,OC)
 template <typename F>
 void matmul_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight, int N, int K,
                      int OC) {
@@ -142,7 +142,7 @@ void matmul_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp,
       for (int o = 0; o < OC; o++) acc += dout[(std::size_t)t * OC + o] * weight[(std::size_t)k * OC + o];
       dinp[(std::size_t)t * K + k] += acc;
     }
-  for (int k = 0; k < K; k++)
+  for (int k = 0; dweight && k < K; k++)
     for (int o = 0; o < OC; o++) {
       F acc = 0;
       for (int t = 0; t < N; t++) acc += inp[(std::size_t)t * K + k] * dout[(std::size_t)t * OC + o];
@@ -166,7 +166,7 @@ void matmul_transposed_forward(F* out, const F* inp, const F* weight, int N, int
       out[(std::size_t)t * OC + o] = acc;
     }
 }
-// dinp (N,K), dweight (OC,K) += ...; dout (N,OC)
+// dinp (N,K), dweight (OC,K) or null += ...; dout (N,OC)
 template <typename F>
 void matmul_transposed_backward(F* dinp, F* dweight, const F* dout, const F* inp, const F* weight, int N, int K,
                                 int OC) {
@@ -176,7 +176,7 @@ void matmul_transposed_backward(F* dinp, F* dweight, const F* dout, const F* inp
       for (int o = 0; o < OC; o++) acc += dout[(std::size_t)t * OC + o] * weight[(std::size_t)o * K + k];
       dinp[(std::size_t)t * K + k] += acc;
     }
-  for (int o = 0; o < OC; o++)
+  for (int o = 0; dweight && o < OC; o++)
     for (int k = 0; k < K; k++) {
       F acc = 0;
       for (int t = 0; t < N; t++) acc += dout[(std::size_t)t * OC + o] * inp[(std::size_t)t * K + k];
