@@ -2,7 +2,7 @@
 // (measure_heads, headscope/heads.hpp).
 //
 //   headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--exact-limit N] [--candidates K]
-//                   [--weights f32|f16] [--json]
+//                   [--weights f32|f16] [--threads N] [--json]
 //
 // --json prints one document on stdout:
 //   {"tokens": T, "dropped_tokens": D, "method": "...", "loss": x, "gate_grad": [L][H], "ablation_delta": [L][H],
@@ -26,6 +26,7 @@
 #include "headscope/error.hpp"
 #include "headscope/heads.hpp"
 #include "headscope/model.hpp"
+#include "options.hpp"
 #include "report_errors.hpp"
 
 namespace headscope::cli {
@@ -33,7 +34,7 @@ namespace {
 
 const char* kHeadsUsage =
     "usage: headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--exact-limit N]\n"
-    "                       [--candidates K] [--weights f32|f16] [--json]\n"
+    "                       [--candidates K] [--weights f32|f16] [--threads N] [--json]\n"
     "  Each head's importance on the text (gate gradient dL/dxi and the loss change when it alone is\n"
     "  switched off), and the loss as heads are switched off one at a time, greedily by measured loss,\n"
     "  beside N seeded random orders (default 8). The loss is the mean next-token cross-entropy.\n"
@@ -74,6 +75,7 @@ HeadsArgs parse(int argc, char** argv) {
     else if (arg == "--candidates") a.options.exact_candidates = std::max(1, parse_int(arg, value()));
     else if (arg == "--json") a.json = true;
     else if (arg == "--weights") a.load.weights = parse_weight_storage(value());
+    else if (arg == "--threads") a.load.threads = parse_threads(value());
     else throw Error("unknown option " + arg);
   }
   if (a.model.empty()) throw Error("--model DIR is required");

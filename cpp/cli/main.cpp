@@ -1,9 +1,10 @@
 // headscope: the native command-line tool.
 //   headscope run --model DIR (--text "..." | --ids 3,17,5) [--json] [--top K] [--ablate L:H[,L:H...]] [--inspect L:H]
-//                 [--weights f32|f16]
+//                 [--weights f32|f16] [--threads N]
 //   headscope info --model DIR [--weights f32|f16]
-//   headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16]
+//   headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16] [--threads N]
 // --weights f16 holds the large weight matrices in half precision (about half the memory).
+// --threads N splits each run over N threads (default 0: one per core); results are the same floats.
 // --json prints exactly one JSON document on stdout (other tools rely on it, keep it stable):
 //   {"tokens": [strings], "ids": [ints], "logits_last": [V floats], "attention": [L][H][T][T],
 //    "dropped_tokens": int}, and with --inspect L:H also "inside": {"layer", "head", "q", "k", "v" ([T][HS]),
@@ -33,6 +34,7 @@
 
 #include "headscope/error.hpp"
 #include "headscope/model.hpp"
+#include "options.hpp"
 #include "report_errors.hpp"
 #include "generate_command.hpp"
 #include "heads_command.hpp"
@@ -43,14 +45,15 @@ namespace {
 const char* kUsage =
     "usage:\n"
     "  headscope run --model DIR (--text TEXT | --ids ID,ID,...) [--json] [--top K] [--ablate L:H[,L:H...]]\n"
-    "                [--inspect L:H] [--weights f32|f16]\n"
+    "                [--inspect L:H] [--weights f32|f16] [--threads N]\n"
     "  headscope info --model DIR [--weights f32|f16]\n"
-    "  headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16]\n"
+    "  headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16] [--threads N]\n"
     "  headscope train ... (headscope train --help)\n"
     "  headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--json] (headscope heads --help)\n"
     "  headscope generate --model DIR --text TEXT --tokens N [--temperature X] [--top-k K] [--top-p P] [--seed S] [--json]\n"
     "DIR is a folder in the Hugging Face GPT-2 layout (config.json, model.safetensors, vocab.json, merges.txt).\n"
-    "--weights f16 keeps the large weight matrices in half precision: about half the memory (default f32).\n";
+    "--weights f16 keeps the large weight matrices in half precision: about half the memory (default f32).\n"
+    "--threads N splits each run over N threads (default 0: one per core; run, bench, heads, generate, train).\n";
 
 struct Args {
   std::string command, model, text;
@@ -136,6 +139,7 @@ Args parse_args(int argc, char** argv) {
     }
     else if (arg == "--tokens") a.tokens = parse_count(arg, value());
     else if (arg == "--repeat") a.repeat = parse_count(arg, value());
+    else if (arg == "--threads") a.load.threads = headscope::cli::parse_threads(value());
     else if (arg == "--weights") {
       const std::string v = value();
       if (v != "f32" && v != "f16") throw headscope::Error("--weights expects f32 or f16, got \"" + v + "\"");
@@ -255,6 +259,7 @@ int bench(const Args& a) {
   j["rss_after_load_mb"] = rss_after_load_mb;
   j["peak_rss_mb"] = status_mb("VmHWM");
   j["weight_mb"] = model.weight_bytes() / 1048576.0;
+  j["threads"] = model.threads();
   j["weights"] = headscope::weight_storage_name(model.weight_storage());
   j["simd"] = headscope::simd_info().arch;
   std::cout << j.dump() << "\n";

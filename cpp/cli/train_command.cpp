@@ -4,7 +4,8 @@
 //
 //   headscope train [--preset NAME] [--config FILE.json | --init DIR] [--task induction|text:FILE | --batch FILE.json]
 //                   [--steps N] [--optimizer adamw|sgd] [--lr X] [--weight-decay X] [--clip X]
-//                   [--batch-size B] [--seq-len T] [--seed S] [--periods MIN:MAX] [--log-every K] [--scores] --out DIR
+//                   [--batch-size B] [--seq-len T] [--seed S] [--periods MIN:MAX] [--log-every K] [--scores]
+//                   [--threads N] --out DIR
 //
 // --preset NAME runs one of the page's presets (training_spec.cpp: shape, task, optimizer, learning
 //   rate, warmup, schedule, steps, seed) exactly as the page does; any other flag overrides its value.
@@ -28,6 +29,7 @@
 // weight by exactly minus its gradient (--clip and --weight-decay apply to SGD too when given).
 #include "train_command.hpp"
 
+#include "options.hpp"
 #include "report_errors.hpp"
 
 #include <algorithm>
@@ -60,13 +62,14 @@ const char* kTrainUsage =
     "usage:\n"
     "  headscope train [--preset NAME] [--config FILE.json | --init DIR] [--task induction|text:FILE | --batch FILE.json]\n"
     "                  [--steps N] [--optimizer adamw|sgd] [--lr X] [--weight-decay X] [--clip X]\n"
-    "                  [--batch-size B] [--seq-len T] [--seed S] [--periods MIN:MAX] [--log-every K] [--scores] --out DIR\n"
+    "                  [--batch-size B] [--seq-len T] [--seed S] [--periods MIN:MAX] [--log-every K] [--scores]\n"
+    "                  [--threads N] --out DIR\n"
     "  presets: induction (the page's default), induction-1-layer, induction-1-head, text\n";
 
 // Values left unset (0, empty, has_* false) come from the preset, or from RunSpec's defaults.
 struct TrainArgs {
   std::string preset, config, init, task, batch, out, optimizer;
-  int steps = 0, batch_size = 0, seq_len = 0, log_every = 1, min_period = 0, max_period = 0;
+  int steps = 0, batch_size = 0, seq_len = 0, log_every = 1, min_period = 0, max_period = 0, threads = 0;
   uint64_t seed = 1;
   float lr = 0.0f, weight_decay = 0.0f, clip = 0.0f;
   bool has_weight_decay = false, has_clip = false, has_seed = false, scores = false;
@@ -127,6 +130,7 @@ TrainArgs parse(int argc, char** argv) {
     }
     else if (arg == "--seq-len") a.seq_len = number<int>(arg, value());
     else if (arg == "--log-every") a.log_every = number<int>(arg, value());
+    else if (arg == "--threads") a.threads = parse_threads(value());
     else if (arg == "--seed") { a.seed = number<uint64_t>(arg, value()); a.has_seed = true; }
     else if (arg == "--lr") {
       if (!((a.lr = number<float>(arg, value())) > 0)) throw Error("train: --lr must be positive");
@@ -256,6 +260,7 @@ int train(const TrainArgs& a) {
   } else {
     run = std::make_unique<tr::TrainingRun>(spec);
   }
+  run->trainer().set_threads(a.threads);
   if (spec.task == "text") {
     const std::string path = a.task.starts_with("text:") ? a.task.substr(5) : "";
     if (path.empty()) throw Error("train: the text task needs --task text:FILE");

@@ -84,6 +84,7 @@ struct HeadsMeasurement::State {
     const double greedy_runs = exact ? (double)n * (n + 1) / 2 : (double)n * (std::min(candidates, n) + 3);
     total_runs = 4 + n + greedy_runs + (double)o.random_orders * n;
     trainer.load(m);
+    trainer.set_threads(m.threads());
     r.n_layer = L;
     r.n_head = NH;
     r.tokens = T;

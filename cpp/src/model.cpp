@@ -509,9 +509,16 @@ const Tokenizer& Model::tokenizer() const { return *impl_->tokenizer_; }
 std::size_t Model::parameter_count() const { return impl_->parameter_count_; }
 std::size_t Model::weight_bytes() const { return impl_->weight_bytes(); }
 WeightStorage Model::weight_storage() const { return impl_->storage_; }
-RunInfo Model::run(std::string_view text, const RunOptions& options) { return impl_->run(text, options); }
+RunInfo Model::run(std::string_view text, const RunOptions& options) {
+  kernels::PoolScope threads(impl_->pool_.get());
+  return impl_->run(text, options);
+}
 int Model::tokens_to_drop(int tokens) const { return impl_->tokens_to_drop(tokens); }
-RunInfo Model::run_ids(std::span<const int32_t> ids, const RunOptions& options) { return impl_->run_ids(ids, options); }
+RunInfo Model::run_ids(std::span<const int32_t> ids, const RunOptions& options) {
+  kernels::PoolScope threads(impl_->pool_.get());
+  return impl_->run_ids(ids, options);
+}
+int Model::threads() const { return impl_->pool_ ? impl_->pool_->size() : 1; }
 void Model::clear_cache() {
   impl_->cached_tokens_ = 0;
   impl_->cached_logits_ = 0;
@@ -534,8 +541,14 @@ std::size_t Model::attention_rows_floats(int row_begin, int block_rows, int stri
 std::vector<float> Model::hidden_states() const { return impl_->hidden_states(); }
 std::vector<float> Model::contribution(int layer, int head) const { return impl_->contribution(layer, head); }
 std::vector<float> Model::contribution_norms() const { return impl_->contribution_norms(); }
-std::vector<float> Model::value_norms() const { return impl_->value_norms(); }
-HeadInside Model::head_inside() const { return impl_->head_inside(); }
+std::vector<float> Model::value_norms() const {
+  kernels::PoolScope threads(impl_->pool_.get());
+  return impl_->value_norms();
+}
+HeadInside Model::head_inside() const {
+  kernels::PoolScope threads(impl_->pool_.get());
+  return impl_->head_inside();
+}
 LogitAttribution Model::logit_attribution(int position, int token) const { return impl_->logit_attribution(position, token); }
 
 }  // namespace headscope

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "forward.hpp"
+#include "kernels/parallel.hpp"
 #include "headscope/model.hpp"
 
 namespace headscope {
@@ -11,7 +12,7 @@ namespace headscope {
 struct Model::Impl {
   // ---- the operations behind Model's API (contracts in model.hpp) ----
   void build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors, std::string_view vocab_json,
-             std::string_view merges_txt, WeightStorage storage);
+             std::string_view merges_txt, WeightStorage storage, int threads);
   std::size_t weight_bytes() const;
   RunInfo run(std::string_view text, const RunOptions& options);
   int tokens_to_drop(int tokens) const;
@@ -41,6 +42,7 @@ struct Model::Impl {
   ModelConfig config_;
   std::optional<Tokenizer> tokenizer_;  // always set after build(); optional only because Tokenizer has no empty state
   std::size_t parameter_count_ = 0;
+  std::unique_ptr<kernels::ThreadPool> pool_;  // the kernels' threads (LoadOptions::threads)
 
   // weights
   WeightStorage storage_ = WeightStorage::f32;

@@ -163,10 +163,13 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
                          std::string_view vocab_json, std::string_view merges_txt, uint64_t resident_bytes,
                          const LoadOptions& options) {
   Model m;
+  if (options.threads < 0 || options.threads > kMaxThreads)
+    throw Error("threads must be within [0, " + std::to_string(kMaxThreads) + "] (0: one per core), got " +
+                std::to_string(options.threads));
   const ModelConfig config = parse_config(config_json);
   check_weights_fit(config, resident_bytes, options.weights);
   try {
-    m.impl_->build(config_json, std::move(safetensors), vocab_json, merges_txt, options.weights);
+    m.impl_->build(config_json, std::move(safetensors), vocab_json, merges_txt, options.weights, options.threads);
   } catch (const std::bad_alloc&) {
     throw Error(std::string("out of memory while loading the model: its ") + storage_words(options.weights) +
                 " weights need about " + gigabytes(planned_weight_bytes(config, options.weights)) +
@@ -176,8 +179,9 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
 }
 
 void Model::Impl::build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
-                  std::string_view vocab_json, std::string_view merges_txt, WeightStorage storage) {
+                  std::string_view vocab_json, std::string_view merges_txt, WeightStorage storage, int threads) {
   config_ = parse_config(config_json);
+  pool_ = std::make_unique<kernels::ThreadPool>(threads == 0 ? kernels::hardware_threads() : threads);
   storage_ = storage;
   const bool f16 = storage == WeightStorage::f16;
   tokenizer_ = Tokenizer::from_json(vocab_json, merges_txt);

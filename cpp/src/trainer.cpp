@@ -14,6 +14,7 @@
 #include "headscope/safetensors.hpp"
 #include "headscope/train.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/parallel.hpp"
 
 namespace headscope::train {
 
@@ -22,6 +23,7 @@ using namespace headscope::kernels;  // the backward kernels and optimizer updat
 
 struct Trainer::Packed {
   std::vector<BlockWeights> blocks;
+  std::unique_ptr<kernels::ThreadPool> pool;  // the kernels' threads (set_threads)
 };
 Trainer::Trainer(Trainer&&) noexcept = default;
 Trainer& Trainer::operator=(Trainer&&) noexcept = default;
@@ -136,6 +138,7 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
   key_panels_.assign(k::attention_key_panels_floats(T, C, NH), 0);
   packed_ = std::make_unique<Packed>();
   packed_->blocks.resize(L);
+  packed_->pool = std::make_unique<kernels::ThreadPool>(kernels::hardware_threads());
 }
 
 std::size_t Trainer::bytes() const {
@@ -210,6 +213,7 @@ float Trainer::forward(const int* ids, const int* targets, int B, int T) {
   if (B < 1 || B > B_ || T < 1 || T > T_)
     throw Error("train: batch (" + std::to_string(B) + ", " + std::to_string(T) + ") is outside (1.." +
                 std::to_string(B_) + ", 1.." + std::to_string(T_) + ")");
+  kernels::PoolScope pool(packed_->pool.get());
   const int V = config_.vocab_size, C = config_.n_embd;
   const int N = B * T;
   for (int i = 0; i < N; i++) {
@@ -265,8 +269,17 @@ float Trainer::forward(const int* ids, const int* targets, int B, int T) {
 
 void Trainer::zero_grad() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
 
+void Trainer::set_threads(int threads) {
+  if (threads < 0 || threads > kMaxThreads)
+    throw Error("threads must be within [0, " + std::to_string(kMaxThreads) + "] (0: one per core), got " +
+                std::to_string(threads));
+  packed_->pool = std::make_unique<kernels::ThreadPool>(threads == 0 ? kernels::hardware_threads() : threads);
+}
+int Trainer::threads() const { return packed_->pool ? packed_->pool->size() : 1; }
+
 void Trainer::backward(Gradients which) {
   if (cur_B_ == 0) throw Error("train: backward() before forward()");
+  kernels::PoolScope pool(packed_->pool.get());
   // gates only: every activation's gradient down to the lowest layer's gates, no weight's (about a
   // third of the work, and the LM head's weight gradient streams the whole embedding)
   const bool weights = which == Gradients::all;

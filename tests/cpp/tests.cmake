@@ -12,7 +12,8 @@ add_executable(headscope_tests
   tests/cpp/test_train_golden.cpp
   tests/cpp/test_training_run.cpp
   tests/cpp/test_heads.cpp
-  tests/cpp/test_generate.cpp)
+  tests/cpp/test_generate.cpp
+  tests/cpp/test_threads.cpp)
 target_link_libraries(headscope_tests PRIVATE headscope_core headscope_kernels)
 target_include_directories(headscope_tests PRIVATE tests/cpp)
 target_compile_definitions(headscope_tests PRIVATE

@@ -70,7 +70,12 @@ WeightStorage parse_weight_storage(std::string_view name);
 
 struct LoadOptions {
   WeightStorage weights = WeightStorage::f32;
+  // Threads the kernels split each run over: 0 = one per core (std::thread::hardware_concurrency),
+  // at most kMaxThreads. Results are bit-identical for every count (work is split along outputs by a
+  // fixed partition). A wasm build without threads always runs on one.
+  int threads = 0;
 };
+inline constexpr int kMaxThreads = 256;
 
 struct RunInfo {
   int tokens = 0;           // T, tokens the model saw
@@ -126,6 +131,7 @@ class Model {
   std::size_t parameter_count() const;
   std::size_t weight_bytes() const;  // bytes the loaded weights take, in their storage
   WeightStorage weight_storage() const;
+  int threads() const;  // the kernels' threads (LoadOptions::threads, resolved)
 
   // Tokenizes and runs `text`. Throws Error on empty text or invalid UTF-8.
   // Text longer than n_positions tokens: the oldest tokens are cut (the ones next to the cursor,

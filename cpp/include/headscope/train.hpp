@@ -46,6 +46,10 @@ class Trainer {
   ~Trainer();
 
   const ModelConfig& config() const { return config_; }
+  // Threads the kernels split forward and backward over (one per core at construction; 0 = one per
+  // core; at most kMaxThreads). Every result is bit-identical for every count.
+  void set_threads(int threads);
+  int threads() const;
   int max_batch() const { return B_; }
   int max_seq() const { return T_; }
   std::size_t bytes() const;

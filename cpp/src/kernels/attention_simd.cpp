@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "kernels.hpp"
+#include "parallel.hpp"
 #include "reference.hpp"
 #include "simd_batch.hpp"
 
@@ -146,7 +147,10 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
   const float scale = 1.0f / std::sqrt((float)HS);
   const std::size_t row3 = 3 * (std::size_t)C;
   const int panels_per_head = (att_stride + kPanel - 1) / kPanel;
-  for (int h = 0; h < NH; h++) {
+  // threads take whole heads (parallel.hpp); a head's work is the same on any thread
+  const double work = (double)(T - t_begin) * T * C;  // scores and weighted values, about
+  parallel_for(NH, work, [&](int h_begin, int h_end) {
+  for (int h = h_begin; h < h_end; h++) {
     const float* q0 = qkv + h * HS;               // query t at q0 + t * row3
     const float* keys = qkv + C + h * HS;         // key j at keys + j * row3
     const float* values = qkv + 2 * C + h * HS;   // value j at values + j * row3
@@ -190,6 +194,7 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
                              hs_simd, HS);
     }
   }
+  });
 }
 
 #else  // HEADSCOPE_SIMD == 0: the scalar build forwards to the reference

@@ -15,6 +15,7 @@
 #include "simd_batch.hpp"
 #if HEADSCOPE_SIMD
 #include "gemm_tile.hpp"
+#include "parallel.hpp"
 #endif
 
 namespace headscope::kernels {
@@ -123,13 +124,13 @@ void gemm_rows(float* y, const float* x, const float* w, const float* bias, int 
     const bool from_out = Accumulate || d0 > 0;
     const float* b = d0 == 0 ? bias : nullptr;
     const TileStart start = from_out ? TileStart::out : b ? TileStart::bias : TileStart::zero;
-    const auto rows = [&](auto r_tag, int t0) {
+    const auto rows = [&](auto r_tag, int t0, int j_begin, int j_end) {
       constexpr int R = decltype(r_tag)::value;
-      int j = 0;
-      for (; j + 2 * kLanes <= M; j += 2 * kLanes)
+      int j = j_begin;
+      for (; j + 2 * kLanes <= j_end; j += 2 * kLanes)
         gemm::tile<R, false>(y + (std::size_t)t0 * M + j, M, x + (std::size_t)t0 * D + d0, D, 1, w + (std::size_t)d0 * M + j,
                              M, depth, start, b ? b + j : nullptr, 2 * kLanes);
-      for (; j < M; j++)
+      for (; j < j_end; j++)
         for (int r = 0; r < R; r++) {
           const float* xr = x + (std::size_t)(t0 + r) * D;
           float* dst = y + (std::size_t)(t0 + r) * M + j;
@@ -138,9 +139,14 @@ void gemm_rows(float* y, const float* x, const float* w, const float* bias, int 
           *dst = acc;
         }
     };
-    int t = 0;
-    for (; t + kTileRows <= N; t += kTileRows) rows(std::integral_constant<int, kTileRows>{}, t);
-    for (; t < N; t++) rows(std::integral_constant<int, 1>{}, t);
+    // threads take whole column panels (parallel.hpp); the columns after the last panel are one more unit
+    const int panels = M / (2 * kLanes), units = panels + (M % (2 * kLanes) ? 1 : 0);
+    parallel_for(units, (double)N * depth * M, [&](int u_begin, int u_end) {
+      const int j_begin = u_begin * 2 * kLanes, j_end = std::min(M, u_end * 2 * kLanes);
+      int t = 0;
+      for (; t + kTileRows <= N; t += kTileRows) rows(std::integral_constant<int, kTileRows>{}, t, j_begin, j_end);
+      for (; t < N; t++) rows(std::integral_constant<int, 1>{}, t, j_begin, j_end);
+    });
   }
 }
 
@@ -174,23 +180,27 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 
 // g (K, M) += a (N, K)^T @ b (N, M): each tile of g is summed over N in registers and written once
 static void weight_grad(float* g, const float* a, const float* b, int N, int K, int M) noexcept {
-  int o = 0;
-  for (; o + 2 * kLanes <= M; o += 2 * kLanes) {
-    int k = 0;
-    // rows k of g: A = a^T, element (k, t) at a[t * K + k]; B = b's rows, stride M
-    for (; k + kTileRows <= K; k += kTileRows)
-      gemm::tile<kTileRows, false>(g + (std::size_t)k * M + o, M, a + k, 1, K, b + o, M, N, TileStart::out,
-                            nullptr, 2 * kLanes);
-    for (; k < K; k++)
-      gemm::tile<1, false>(g + (std::size_t)k * M + o, M, a + k, 1, K, b + o, M, N, TileStart::out, nullptr,
-                    2 * kLanes);
-  }
-  for (; o < M; o++)
-    for (int k = 0; k < K; k++) {
-      float s = 0.0f;
-      for (int tt = 0; tt < N; tt++) s += a[(std::size_t)tt * K + k] * b[(std::size_t)tt * M + o];
-      g[(std::size_t)k * M + o] += s;
+  // threads take whole column panels of g, each summing its tiles over all N rows (parallel.hpp)
+  const int panels = M / (2 * kLanes), units = panels + (M % (2 * kLanes) ? 1 : 0);
+  parallel_for(units, (double)N * K * M, [&](int u_begin, int u_end) {
+    for (int o = u_begin * 2 * kLanes; o < std::min(u_end, panels) * 2 * kLanes; o += 2 * kLanes) {
+      int k = 0;
+      // rows k of g: A = a^T, element (k, t) at a[t * K + k]; B = b's rows, stride M
+      for (; k + kTileRows <= K; k += kTileRows)
+        gemm::tile<kTileRows, false>(g + (std::size_t)k * M + o, M, a + k, 1, K, b + o, M, N, TileStart::out,
+                                     nullptr, 2 * kLanes);
+      for (; k < K; k++)
+        gemm::tile<1, false>(g + (std::size_t)k * M + o, M, a + k, 1, K, b + o, M, N, TileStart::out, nullptr,
+                             2 * kLanes);
     }
+    if (u_end > panels)
+      for (int o = panels * 2 * kLanes; o < M; o++)
+        for (int k = 0; k < K; k++) {
+          float s = 0.0f;
+          for (int tt = 0; tt < N; tt++) s += a[(std::size_t)tt * K + k] * b[(std::size_t)tt * M + o];
+          g[(std::size_t)k * M + o] += s;
+        }
+  });
 }
 
 void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp,
@@ -205,9 +215,16 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
                         int T, int C, int NH) noexcept {
   const int HS = C / NH, C3 = 3 * C;
   const float scale = 1.0f / std::sqrt((float)HS);
-  float* datt = scratch;
-  for (int b = 0; b < B; b++)
-    for (int h = 0; h < NH; h++)
+  // threads take whole (sequence, head) pairs: each writes only its head's columns of dqkv
+  parallel_for(B * NH, (double)B * T * T * C * 2, [&](int u_begin, int u_end) {
+    static thread_local std::vector<float> own;
+    float* datt = scratch;  // the caller's scratch serves the first chunk, the calling thread's
+    if (u_begin > 0) {
+      own.resize((std::size_t)T);
+      datt = own.data();
+    }
+    for (int u = u_begin; u < u_end; u++) {
+      const int b = u / NH, h = u % NH;
       for (int t = 0; t < T; t++) {
         const float* a = att + (((std::size_t)b * NH + h) * T + t) * T;
         const float* d = dout + ((std::size_t)b * T + t) * C + h * HS;
@@ -226,6 +243,8 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
           axpy(dbase + (std::size_t)j * C3 + C + h * HS, dpre, q, HS);
         }
       }
+    }
+  });
 }
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t N) noexcept {

@@ -8,12 +8,14 @@
 #include <cstring>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "kernels.hpp"
 #include "reference.hpp"
 #include "simd_batch.hpp"
 #if HEADSCOPE_SIMD
 #include "gemm_tile.hpp"
+#include "parallel.hpp"
 #endif
 
 namespace headscope::kernels {
@@ -100,31 +102,34 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
       for (int n = 0; n < N; n++) out[(std::size_t)t * N + n] = has_bias ? W.bias[n] : 0.0f;
     return;
   }
-  alignas(64) float widened[kDepthBlock * kPanel];  // (depth, kPanel): one F16 panel slice in float32
-  for (int k0 = k_begin; k0 < k_end; k0 += kDepthBlock) {
-    const int depth = std::min(kDepthBlock, k_end - k0);
-    const TileStart start = k0 > k_begin ? TileStart::out : has_bias ? TileStart::bias : TileStart::zero;
-    for (int t0 = 0; t0 < T; t0 += kRowBlock) {
-      const int t1 = std::min(T, t0 + kRowBlock);
-      for (int p = 0; p < panels; p++) {
-        const float* panel_k0;
-        if (W.is_f16()) {
-          f16_unpack_forward(widened, W.panels_f16.data() + ((std::size_t)p * W.K + k0) * kPanel, (std::size_t)depth * kPanel);
-          panel_k0 = widened;
-        } else {
-          panel_k0 = W.panels.data() + ((std::size_t)p * W.K + k0) * kPanel;
-        }
-        const int n0 = p * kPanel;
-        const int n_valid = std::min(kPanel, N - n0);
-        const float* bias = has_bias ? W.bias.data() + n0 : nullptr;
-        for (int t = t0; t < t1; t += kTileRows) {
-          const int rows = std::min(kTileRows, t1 - t);
-          kGemmTiles[rows - 1](out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride + k0, inp_stride, 1,
-                               panel_k0, kPanel, depth, start, bias, n_valid);
+  // threads take whole column panels (parallel.hpp): each output is computed as on one thread
+  parallel_for(panels, (double)T * (k_end - k_begin) * N, [&](int p_begin, int p_end) {
+    alignas(64) float widened[kDepthBlock * kPanel];  // (depth, kPanel): one F16 panel slice in float32
+    for (int k0 = k_begin; k0 < k_end; k0 += kDepthBlock) {
+      const int depth = std::min(kDepthBlock, k_end - k0);
+      const TileStart start = k0 > k_begin ? TileStart::out : has_bias ? TileStart::bias : TileStart::zero;
+      for (int t0 = 0; t0 < T; t0 += kRowBlock) {
+        const int t1 = std::min(T, t0 + kRowBlock);
+        for (int p = p_begin; p < p_end; p++) {
+          const float* panel_k0;
+          if (W.is_f16()) {
+            f16_unpack_forward(widened, W.panels_f16.data() + ((std::size_t)p * W.K + k0) * kPanel, (std::size_t)depth * kPanel);
+            panel_k0 = widened;
+          } else {
+            panel_k0 = W.panels.data() + ((std::size_t)p * W.K + k0) * kPanel;
+          }
+          const int n0 = p * kPanel;
+          const int n_valid = std::min(kPanel, N - n0);
+          const float* bias = has_bias ? W.bias.data() + n0 : nullptr;
+          for (int t = t0; t < t1; t += kTileRows) {
+            const int rows = std::min(kTileRows, t1 - t);
+            kGemmTiles[rows - 1](out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride + k0, inp_stride, 1,
+                                 panel_k0, kPanel, depth, start, bias, n_valid);
+          }
         }
       }
     }
-  }
+  });
 }
 
 PackedLinear pack_linear_f16(const float* weight, const float* bias, int K, int N) {
@@ -205,14 +210,20 @@ static inline void dot_rows4(float* o, const float* x, const float* w0, const fl
 // every run of a head measurement) memory-bound. Each output is the same dot_rows4 or dot of the
 // same operands as before, so the results are unchanged, bit for bit.
 void matmul_transposed_forward(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept {
-  int n = 0;
-  for (; n + kLmRowsAtOnce <= N; n += kLmRowsAtOnce) {
-    const float* w0 = weight + (std::size_t)n * K;
-    for (int t = 0; t < T; t++)
-      dot_rows4(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, w0, w0 + K, w0 + 2 * K, w0 + 3 * K, K);
-  }
-  for (; n < N; n++)
-    for (int t = 0; t < T; t++) out[(std::size_t)t * N + n] = dot(inp + (std::size_t)t * K, weight + (std::size_t)n * K, K);
+  // threads take groups of kLmRowsAtOnce weight rows; the tail rows after the last whole group go to
+  // the last chunk, so every output is the same dot_rows4 or dot as on one thread
+  const int groups = N / kLmRowsAtOnce;
+  parallel_for(groups + (N % kLmRowsAtOnce ? 1 : 0), (double)T * K * N, [&](int g_begin, int g_end) {
+    for (int g = g_begin; g < std::min(g_end, groups); g++) {
+      const int n = g * kLmRowsAtOnce;
+      const float* w0 = weight + (std::size_t)n * K;
+      for (int t = 0; t < T; t++)
+        dot_rows4(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, w0, w0 + K, w0 + 2 * K, w0 + 3 * K, K);
+    }
+    if (g_end > groups)
+      for (int n = groups * kLmRowsAtOnce; n < N; n++)
+        for (int t = 0; t < T; t++) out[(std::size_t)t * N + n] = dot(inp + (std::size_t)t * K, weight + (std::size_t)n * K, K);
+  });
 }
 
 std::size_t matmul_transposed_f16_scratch_floats(int K) { return (std::size_t)kLmRowsAtOnce * K; }
@@ -221,18 +232,28 @@ std::size_t matmul_transposed_f16_scratch_floats(int K) { return (std::size_t)kL
 // so each F16 row is widened once per call, not once per input row.
 void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t* weight, int T, int K, int N,
                                    float* scratch) noexcept {
-  int n = 0;
-  for (; n + kLmRowsAtOnce <= N; n += kLmRowsAtOnce) {
-    for (int r = 0; r < kLmRowsAtOnce; r++)
-      f16_unpack_forward(scratch + (std::size_t)r * K, weight + (std::size_t)(n + r) * K, K);
-    for (int t = 0; t < T; t++)
-      dot_rows4(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, scratch, scratch + K, scratch + 2 * K,
-                scratch + 3 * K, K);
-  }
-  for (; n < N; n++) {
-    f16_unpack_forward(scratch, weight + (std::size_t)n * K, K);
-    for (int t = 0; t < T; t++) out[(std::size_t)t * N + n] = dot(inp + (std::size_t)t * K, scratch, K);
-  }
+  const int groups = N / kLmRowsAtOnce;
+  parallel_for(groups + (N % kLmRowsAtOnce ? 1 : 0), (double)T * K * N, [&](int g_begin, int g_end) {
+    // the caller's scratch serves the first chunk (the calling thread); other threads widen into their own
+    static thread_local std::vector<float> own;
+    float* rows = scratch;
+    if (g_begin > 0) {
+      own.resize(matmul_transposed_f16_scratch_floats(K));
+      rows = own.data();
+    }
+    for (int g = g_begin; g < std::min(g_end, groups); g++) {
+      const int n = g * kLmRowsAtOnce;
+      for (int r = 0; r < kLmRowsAtOnce; r++)
+        f16_unpack_forward(rows + (std::size_t)r * K, weight + (std::size_t)(n + r) * K, K);
+      for (int t = 0; t < T; t++)
+        dot_rows4(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, rows, rows + K, rows + 2 * K, rows + 3 * K, K);
+    }
+    if (g_end > groups)
+      for (int n = groups * kLmRowsAtOnce; n < N; n++) {
+        f16_unpack_forward(rows, weight + (std::size_t)n * K, K);
+        for (int t = 0; t < T; t++) out[(std::size_t)t * N + n] = dot(inp + (std::size_t)t * K, rows, K);
+      }
+  });
 }
 
 // --- element-wise and row-wise ops ------------------------------------------------------------

@@ -1,0 +1,121 @@
+// The kernels' thread pool (parallel.hpp): persistent workers woken per call, the caller taking part.
+#include "parallel.hpp"
+
+#include <algorithm>
+
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+#define HEADSCOPE_THREADS 0  // the single-threaded wasm build: std::thread cannot start
+#else
+#define HEADSCOPE_THREADS 1
+#endif
+
+namespace headscope::kernels {
+
+namespace {
+thread_local ThreadPool* t_current = nullptr;
+
+// Below this many multiply-adds a call runs inline: waking a worker and waiting for it costs some
+// 10-30 us, about a million multiply-adds of one core's SIMD (the one-token update of a small
+// model is far below it, GPT-2 small's products above).
+double g_min_parallel_work = 1 << 20;
+
+// chunk c of `parts` over [0, n)
+inline int chunk_begin(int n, int c, int parts) { return (int)((int64_t)n * c / parts); }
+}  // namespace
+
+ThreadPool::ThreadPool(int threads) {
+#if HEADSCOPE_THREADS
+  size_ = std::max(1, threads);
+  for (int i = 1; i < size_; i++) workers_.emplace_back([this, i] { work(i); });
+#else
+  (void)threads;
+#endif
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& w : workers_) w.join();
+}
+
+void ThreadPool::work(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    const std::function<void(int, int)>* job;
+    int n;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      job = job_;
+      n = job_n_;
+    }
+    const int b = chunk_begin(n, index, size_), e = chunk_begin(n, index + 1, size_);
+    if (b < e) (*job)(b, e);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::run(int n, const std::function<void(int, int)>& fn) {
+  if (size_ == 1 || n < 2) {
+    if (n > 0) fn(0, n);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_ = &fn;
+    job_n_ = n;
+    pending_ = size_ - 1;
+    generation_++;
+  }
+  wake_.notify_all();
+  // the caller takes chunk 0; a worker's chunk never runs on the caller, so which thread computes an
+  // output depends only on the partition
+  const int e = chunk_begin(n, 1, size_);
+  if (e > 0) {
+    // the workers' kernels must not hand off again: they have no current pool of their own
+    ThreadPool* mine = t_current;
+    t_current = nullptr;
+    fn(0, e);
+    t_current = mine;
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_.wait(lock, [&] { return pending_ == 0; });
+  job_ = nullptr;
+}
+
+int hardware_threads() {
+#if HEADSCOPE_THREADS
+  return std::max(1, (int)std::thread::hardware_concurrency());
+#else
+  return 1;
+#endif
+}
+
+PoolScope::PoolScope(ThreadPool* pool) : previous_(t_current) { t_current = pool; }
+PoolScope::~PoolScope() { t_current = previous_; }
+
+double set_min_parallel_work(double work) {
+  const double previous = g_min_parallel_work;
+  g_min_parallel_work = work;
+  return previous;
+}
+
+int current_threads() { return t_current ? t_current->size() : 1; }
+
+void parallel_for(int n, double work, const std::function<void(int, int)>& fn) {
+  if (!t_current || t_current->size() == 1 || n < 2 || work < g_min_parallel_work) {
+    if (n > 0) fn(0, n);
+    return;
+  }
+  t_current->run(n, fn);
+}
+
+}  // namespace headscope::kernels

@@ -1,0 +1,72 @@
+// Internal to the kernel library: the thread pool the kernels split their work over.
+//
+// Determinism: work is cut by a fixed partition (parallel_for's chunk c of P covers [n*c/P, n*(c+1)/P)),
+// and the kernels cut only along outputs (GEMM column panels, attention heads, LM-head rows), never a
+// sum. Each output element is then computed by one thread, by the same instructions in the same
+// order as on one thread, so results are bit-identical for every thread count.
+//
+// The pool is not passed through the kernels' signatures: a Model or Trainer makes its pool current
+// for the duration of a call (PoolScope), and parallel_for() uses the calling thread's current pool,
+// or runs inline when there is none (inside a worker, or a caller without a pool).
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace headscope::kernels {
+
+class ThreadPool {
+ public:
+  // threads - 1 persistent workers; the calling thread is the last participant. threads <= 1: none.
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+  int size() const { return size_; }
+  // fn(begin, end) on each of size() chunks of [0, n) (empty chunks skipped); returns when all ran.
+  void run(int n, const std::function<void(int, int)>& fn);
+
+ private:
+  void work(int index);
+  int size_ = 1;
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int, int)>* job_ = nullptr;
+  int job_n_ = 0;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+};
+
+// The threads this machine offers (std::thread::hardware_concurrency, at least 1); 1 in a wasm build
+// without threads.
+int hardware_threads();
+
+// Makes `pool` the current thread's pool until destroyed (null: none).
+class PoolScope {
+ public:
+  explicit PoolScope(ThreadPool* pool);
+  ~PoolScope();
+  PoolScope(const PoolScope&) = delete;
+  PoolScope& operator=(const PoolScope&) = delete;
+
+ private:
+  ThreadPool* previous_;
+};
+
+// Threads of the current pool (1 without one).
+int current_threads();
+
+// fn(begin, end) over [0, n) split by the current pool, or fn(0, n) inline when there is no pool,
+// n < 2, or `work` (about the multiply-adds of the whole call) is below what a hand-off costs.
+void parallel_for(int n, double work, const std::function<void(int, int)>& fn);
+
+// For tests: the work below which parallel_for runs inline (0 splits every call, so tiny fixture
+// models exercise the partition too). Returns the previous value.
+double set_min_parallel_work(double work);
+
+}  // namespace headscope::kernels

@@ -1,0 +1,216 @@
+// Threads (cpp/src/kernels/parallel.hpp): every kernel that splits its work, and the model and the
+// trainer on top of them, give the same floats on any number of threads as on one. Tolerance 0: the
+// work is split along outputs by a fixed partition, so each output is computed by the same
+// instructions in the same order whichever thread computes it. The parallel threshold is set to 0
+// here so that small shapes are split too, and the counts include more threads than units of work.
+#include <catch2/catch.hpp>
+#include <random>
+#include <vector>
+
+#include "headscope/error.hpp"
+#include "headscope/heads.hpp"
+#include "headscope/model.hpp"
+#include "headscope/train.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/parallel.hpp"
+#include "test_util.hpp"
+
+namespace kn = headscope::kernels;
+using headscope::Model;
+using headscope::RunOptions;
+using test_util::read_bytes;
+using test_util::read_text;
+
+namespace {
+
+// What a pool of `asked` threads has: natively that many (0: one per core), one in a wasm build
+// without threads.
+int expected_threads(int asked) {
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+  (void)asked;
+  return 1;
+#else
+  return asked == 0 ? kn::hardware_threads() : asked;
+#endif
+}
+
+struct SplitEverything {
+  double previous = kn::set_min_parallel_work(0);
+  ~SplitEverything() { kn::set_min_parallel_work(previous); }
+};
+
+std::vector<float> random_vector(std::size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// fn() run with no pool and with pools of 2, 3 and 7 threads: every result the same as without
+template <class F>
+void same_on_every_pool(F&& fn) {
+  const auto want = fn();
+  for (int threads : {2, 3, 7}) {
+    kn::ThreadPool pool(threads);
+    kn::PoolScope scope(&pool);
+    INFO(threads << " threads");
+    REQUIRE(kn::current_threads() == expected_threads(threads));
+    REQUIRE(fn() == want);
+  }
+}
+
+Model load(const std::string& dir, int threads) {
+  headscope::LoadOptions o;
+  o.threads = threads;
+  return Model::load_buffers(read_text(dir + "/config.json"), read_bytes(dir + "/model.safetensors"),
+                             read_text(dir + "/vocab.json"), read_text(dir + "/merges.txt"), o);
+}
+
+}  // namespace
+
+TEST_CASE("threads: the pool runs every chunk of a fixed partition exactly once", "[threads]") {
+  SplitEverything split;
+  for (int threads : {1, 2, 3, 8})
+    for (int n : {0, 1, 2, 5, 17}) {
+      kn::ThreadPool pool(threads);
+      kn::PoolScope scope(&pool);
+      std::vector<int> hits(n, 0);
+      kn::parallel_for(n, 1.0, [&](int b, int e) {
+        for (int i = b; i < e; i++) hits[i]++;  // each index belongs to one chunk: no data race
+      });
+      INFO(threads << " threads, n " << n);
+      for (int h : hits) REQUIRE(h == 1);
+    }
+}
+
+TEST_CASE("threads: split kernels equal one thread, bit for bit", "[threads][kernels]") {
+  SplitEverything split;
+  std::mt19937 rng(5);
+  for (int T : {1, 5, 13})
+    for (auto [K, N] : {std::pair{7, 9}, std::pair{16, 33}, std::pair{40, 100}}) {
+      INFO("T " << T << " K " << K << " N " << N);
+      const auto inp = random_vector((std::size_t)T * K, rng), w = random_vector((std::size_t)K * N, rng);
+      const auto bias = random_vector(N, rng), dout = random_vector((std::size_t)T * N, rng);
+      const kn::PackedLinear W = kn::pack_linear(w.data(), bias.data(), K, N);
+      same_on_every_pool([&] {
+        std::vector<float> out((std::size_t)T * N);
+        kn::matmul_forward(out.data(), inp.data(), W, T);
+        return out;
+      });
+      same_on_every_pool([&] {
+        std::vector<float> out((std::size_t)T * N);
+        kn::matmul_rows_forward(out.data(), inp.data(), K, W, 1, K - 1, T);
+        return out;
+      });
+      // the LM head: weight (N, K) rows; N not a multiple of its 4-row groups
+      same_on_every_pool([&] {
+        std::vector<float> out((std::size_t)T * N);
+        kn::matmul_transposed_forward(out.data(), inp.data(), w.data(), T, K, N);
+        return out;
+      });
+      // training's products: input and weight gradients, and the LM head's
+      same_on_every_pool([&] {
+        std::vector<float> dinp((std::size_t)T * K, 0.5f), dw((std::size_t)K * N, 0.25f), db(N, 0.0f);
+        kn::matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), T, K, N);
+        dinp.insert(dinp.end(), dw.begin(), dw.end());
+        return dinp;
+      });
+      same_on_every_pool([&] {
+        std::vector<float> dinp((std::size_t)T * K, 0.5f), dw((std::size_t)N * K, 0.25f);
+        kn::matmul_transposed_backward(dinp.data(), dw.data(), dout.data(), inp.data(), w.data(), T, K, N);
+        dinp.insert(dinp.end(), dw.begin(), dw.end());
+        return dinp;
+      });
+    }
+  // attention, forward and backward, over head counts that do and do not divide by the threads
+  for (auto [T, C, NH] : {std::tuple{9, 12, 3}, std::tuple{17, 40, 5}}) {
+    INFO("attention T " << T << " C " << C << " NH " << NH);
+    const auto qkv = random_vector((std::size_t)T * 3 * C, rng);
+    same_on_every_pool([&] {
+      std::vector<float> out((std::size_t)T * C), att((std::size_t)NH * T * T);
+      std::vector<float> panels(kn::attention_key_panels_floats(T, C, NH));
+      kn::attention_forward(out.data(), att.data(), qkv.data(), 0, T, C, NH, T, panels.data(), nullptr, -1);
+      out.insert(out.end(), att.begin(), att.end());
+      return out;
+    });
+    std::vector<float> att((std::size_t)NH * T * T), out((std::size_t)T * C);
+    std::vector<float> panels(kn::attention_key_panels_floats(T, C, NH));
+    kn::attention_forward(out.data(), att.data(), qkv.data(), 0, T, C, NH, T, panels.data(), nullptr, -1);
+    const auto d = random_vector((std::size_t)T * C, rng);
+    same_on_every_pool([&] {
+      std::vector<float> dqkv((std::size_t)T * 3 * C, 0.0f), scratch(T);
+      kn::attention_backward(dqkv.data(), scratch.data(), d.data(), qkv.data(), att.data(), 1, T, C, NH);
+      return dqkv;
+    });
+  }
+}
+
+TEST_CASE("threads: the model on 1, 2 and 3 threads gives the same results, typing and heads off included",
+          "[threads][model]") {
+  SplitEverything split;
+  const std::string dir = std::string(HEADSCOPE_FIXTURES_DIR) + "/models/odd-hs12";
+  const std::vector<int32_t> ids = {5, 17, 3, 99, 42, 7, 7, 18, 60, 2, 11, 30, 8};
+  struct Out {
+    std::vector<float> attention, logits, hidden, norms, values, inside_scores;
+    bool operator==(const Out&) const = default;
+  };
+  const auto everything = [&](int threads) {
+    Model m = load(dir, threads);
+    REQUIRE(m.threads() == expected_threads(threads));
+    RunOptions opt;
+    opt.all_logits = true;
+    opt.keep_contributions = true;
+    opt.inspect = headscope::HeadRef{1, 2};
+    m.run_ids(std::span(ids.data(), ids.size() - 4), opt);  // then typed: an incremental run
+    m.run_ids(ids, opt);
+    opt.ablate = {{1, 0}};  // then a head off: the layers below reused
+    m.run_ids(ids, opt);
+    return Out{m.attention_all(), m.logits_all(), m.hidden_states(), m.contribution_norms(), m.value_norms(),
+               m.head_inside().scores};
+  };
+  const Out one = everything(1);
+  for (int threads : {2, 3}) REQUIRE(everything(threads) == one);
+  // and the head measurement, whose gradients come from the trainer on the same threads
+  const auto measured = [&](int threads) {
+    Model m = load(dir, threads);
+    headscope::HeadsOptions o;
+    o.random_orders = 1;
+    const headscope::HeadsReport r = headscope::measure_heads(m, ids, o);
+    std::vector<double> all = r.gate_grad;
+    all.insert(all.end(), r.pruned_loss.begin(), r.pruned_loss.end());
+    all.insert(all.end(), r.random_mean.begin(), r.random_mean.end());
+    return all;
+  };
+  REQUIRE(measured(3) == measured(1));
+}
+
+TEST_CASE("threads: training steps on 1 and 3 threads move the weights the same way", "[threads][train]") {
+  SplitEverything split;
+  const std::string dir = std::string(HEADSCOPE_FIXTURES_DIR) + "/models/tiny-hs4";
+  const Model m = load(dir, 1);
+  const auto train = [&](int threads) {
+    headscope::train::Trainer t(m.config(), 2, 8);
+    t.set_threads(threads);
+    REQUIRE(t.threads() == expected_threads(threads));
+    t.load(m);
+    std::vector<int> ids(16), targets(16);
+    for (int i = 0; i < 16; i++) ids[i] = (i * 7) % 50, targets[i] = (i * 7 + 3) % 50;
+    for (int step = 0; step < 3; step++) {
+      t.zero_grad();
+      t.forward(ids.data(), targets.data(), 2, 8);
+      t.backward();
+      t.adamw_step({});
+    }
+    return std::vector<float>(t.params().begin(), t.params().end());
+  };
+  REQUIRE(train(3) == train(1));
+}
+
+TEST_CASE("threads: a count out of range is an error naming the range", "[threads][errors]") {
+  const std::string dir = std::string(HEADSCOPE_FIXTURES_DIR) + "/models/tiny-hs4";
+  REQUIRE_THROWS_WITH(load(dir, -1), Catch::Contains("threads must be within [0, 256]"));
+  REQUIRE_THROWS_WITH(load(dir, 257), Catch::Contains("got 257"));
+  const Model m = load(dir, 1);
+  headscope::train::Trainer t(m.config(), 1, 4);
+  REQUIRE_THROWS_WITH(t.set_threads(-2), Catch::Contains("threads must be within"));
+}
