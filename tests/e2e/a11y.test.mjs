@@ -58,13 +58,14 @@ const PAGES = [
   { name: 'lab article', path: 'lab-component.html', ready: (page) => widgetsReady(page, 'headscope-view, headscope-lab') },
   { name: 'iframe mode', path: 'embed.html?view=lines&layer=1&head=1', ready: (page) => widgetsReady(page, 'headscope-view') },
   {
-    // "Inside this head" linked at its scores step, with the detail view coloured by weight × value size
+    // "Inside this head" linked at its scores step, with the views coloured by weight × value size
     name: 'demo with "Inside this head" open',
     path: 'index.html?layer=1&head=1&inside=6&step=3&by=value',
     ready: async (page) => {
       await demoReady(page);
       await expect(page.locator('#inside')).toHaveAttribute('data-ready', /^1:1:6:\d+$/, { timeout: 60_000 });
-      await expect(page.locator('#inside')).toHaveAttribute('data-value-norms', '1');
+      await expect(page.locator('#grid .hs-grid')).toHaveAttribute('data-weighting', 'value');
+      await expect(page.locator('#by-explain')).toHaveText(/^Weight × value size: /);
     },
   },
   {

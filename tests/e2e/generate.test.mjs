@@ -198,6 +198,45 @@ test('editing the text while the model writes stops it and leaves a consistent p
   await shot(page, 'generate-edited');
 });
 
+test('by weight × value size: each written token brings its value sizes; the mode picked while writing takes effect when it ends', async ({ page, site }) => {
+  await page.goto(site.url(`index.html?by=value&text=${encodeURIComponent(PROMPT)}`));
+  await demoReady(page);
+  await demoIdle(page);
+  await settings(page, { tokens: 3, temperature: 0 });
+  await page.click('#write-continue');
+  await expect(page.locator('#write-status')).toHaveText('Wrote 3 tokens (marked in the token strip).', { timeout: 60_000 });
+  // the last token's result carries every head's value sizes, a fresh run's, and the grid shows them
+  const sizes = () => page.evaluate(async () => {
+    const d = window.headscopeDemo;
+    const r = d.result;
+    const fresh = await d.model.run(r.text, { valueNorms: true });
+    return { shown: r.valueNorms ? Array.from(r.valueNorms) : null, fresh: Array.from(fresh.valueNorms), sameIds: fresh.tokens.map((t) => t.id).join() === r.tokens.map((t) => t.id).join() };
+  });
+  const written = await sizes();
+  expect(written.shown, 'the written result has value sizes').not.toBeNull();
+  if (written.sameIds) expect(written.shown).toEqual(written.fresh);
+  await expect(page.locator('#grid .hs-grid')).toHaveAttribute('data-weighting', 'value');
+
+  // by weight, writing; value picked meanwhile: the writing goes on, and its end brings the sizes
+  await page.selectOption('#by-select', 'weight');
+  await settings(page, { tokens: 1000, temperature: 1, seed: 3 });
+  await page.click('#write-continue');
+  await expect.poll(() => writtenCount(page), { timeout: 60_000 }).toBeGreaterThanOrEqual(6);
+  await page.selectOption('#by-select', 'value');
+  await expect(page.locator('#by-explain')).toHaveText('Reading the value sizes…');
+  const before = await writtenCount(page);
+  await expect.poll(() => writtenCount(page), { message: 'the writing goes on' }).toBeGreaterThan(before);
+  expect(await writing(page)).toBe('true');
+  await page.click('#write-stop');
+  await expect(page.locator('#write-status')).toHaveText(/^Stopped after \d+ tokens\.$/);
+  await expect(page.locator('#grid .hs-grid')).toHaveAttribute('data-weighting', 'value');
+  await expect(page.locator('#by-explain')).toHaveText(/^Weight × value size: /);
+  await demoIdle(page);
+  const after = await sizes();
+  expect(after.shown).not.toBeNull();
+  expect(after.shown).toEqual(after.fresh); // the run after the writing is a run of the text itself
+});
+
 test('the writing controls work with the keyboard alone', async ({ page, site }) => {
   await openDemo(page, site);
   const focused = () => page.evaluate(() => document.activeElement?.id);

@@ -2,7 +2,9 @@
 // component: the panel's numbers are the API's (inspectHead() on the page's own worker model), its
 // softmax step is the heatmap's row, it works by keyboard alone, follows prefers-reduced-motion,
 // keeps its step in the URL, exports, and works at d_head 64 (a random GPT-2-small-shaped model
-// written by random-model.mjs) and at phone width. Screenshots: build/e2e-artifacts/inside-*.png.
+// written by random-model.mjs) and at phone width; "weight × value size" in every attention view,
+// grid included, equals the API's run(text, { valueNorms: true }). Screenshots:
+// build/e2e-artifacts/inside-*.png, value-*.png.
 import { existsSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -46,6 +48,78 @@ const apiInside = (page, layer, head) => page.evaluate(async ([l, h]) => {
 }, [layer, head]);
 
 const signed = (x, d) => (x < 0 ? `−${(-x).toFixed(d)}` : x.toFixed(d));
+
+// A fresh run of the text on screen with every head's value sizes, as an API user would ask the page's model.
+const apiValueSizes = (page, layer, head, ablate = []) => page.evaluate(async ([l, h, off]) => {
+  const d = window.headscopeDemo;
+  const r = await d.model.run(d.result.text, { valueNorms: true, ablate: off });
+  return { T: r.T, sizes: Array.from(r.headValueNorms(l, h)) };
+}, [layer, head, ablate]);
+
+/**
+ * What the grid shows for heads `heads` ([[layer, head], ...]) next to the value-weighted attention
+ * computed here from a fresh API run of the text on screen, run(text, { valueNorms: true, ablate }):
+ * alpha_qk ||v_k W_O^h|| / sum_j alpha_qj ||v_j W_O^h||, in float64, keys in order. Returns, per head,
+ * the largest relative difference from the grid's numbers (grid.weightAt), how far the shares are
+ * from the plain weights, and the grid canvas's pixels that are not the colour of the share (read at
+ * the centre of each (query, key) block of at least 3 device pixels).
+ */
+const gridAgainstApi = (page, heads, ablate = []) => page.evaluate(async ([heads, off]) => {
+  const { readTheme, heat } = await import('./headscope-view.js');
+  const d = window.headscopeDemo;
+  const shown = d.result;
+  const r = await d.model.run(shown.text, { valueNorms: true, ablate: off });
+  const T = r.T;
+  const canvas = document.querySelector('#grid canvas');
+  const box = canvas.getBoundingClientRect();
+  const px = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+  const theme = readTheme(document.getElementById('grid'));
+  const sx = canvas.width / box.width;
+  return heads.map(([l, h]) => {
+    const a = r.attention(l, h);
+    const n = r.headValueNorms(l, h);
+    const cell = document.querySelector(`#grid [data-layer="${l}"][data-head="${h}"]`).getBoundingClientRect();
+    const bw = ((cell.width - 6) * sx) / T;
+    const bh = ((cell.height - 6) * sx) / T;
+    let worst = 0;
+    let moved = 0;
+    let pixelsRead = 0;
+    const wrongPixels = [];
+    for (let q = 0; q < T; q++) {
+      let sum = 0;
+      for (let k = 0; k <= q; k++) sum += a[q * T + k] * n[k];
+      for (let k = 0; k <= q; k++) {
+        const want = (a[q * T + k] * n[k]) / sum;
+        const got = d.grid.weightAt(l, h, q, k);
+        worst = Math.max(worst, want === 0 ? (got === 0 ? 0 : Infinity) : Math.abs(got - want) / want);
+        moved = Math.max(moved, Math.abs(want - a[q * T + k]));
+        if (bw < 3 || bh < 3) continue;
+        const x = Math.floor((cell.left - box.left + 3) * sx + (k + 0.5) * bw);
+        const y = Math.floor((cell.top - box.top + 3) * sx + (q + 0.5) * bh);
+        const i = (y * canvas.width + x) * 4;
+        const colour = `rgb(${px[i]},${px[i + 1]},${px[i + 2]})`;
+        pixelsRead++;
+        // the share's colour, or its neighbour's when float32 rounding moves it across a colour step
+        if (![want, want * (1 - 2 ** -23), want * (1 + 2 ** -23)].some((w) => heat(theme, w) === colour)) wrongPixels.push(`(${q}, ${k}) ${colour} vs ${heat(theme, want)}`);
+      }
+    }
+    return { head: `L${l}H${h}`, worst, moved, pixelsRead, wrongPixels: wrongPixels.slice(0, 5), sameText: r.text === shown.text };
+  });
+}, [heads, ablate]);
+
+// The grid shows what its canvas was painted from (grid.shown): the result on screen, by `by`.
+async function gridShowsResult(page, by) {
+  await expect(page.locator('#grid .hs-grid')).toHaveAttribute('data-weighting', by);
+  await expect.poll(() => page.evaluate(() => window.headscopeDemo.grid.shown?.result === window.headscopeDemo.result)).toBe(true);
+}
+
+// The page and the API run the same wasm build on the same text: the attention and value sizes
+// are the same floats (tests/js/inspect.test.js), and the row sums run over the same keys in the same
+// order in float64. The page keeps each share as float32 (weighting.js valueShare: alpha * n * (1 / sum)
+// in float64, then rounded), so a share differs from the float64 quotient here by the float32
+// rounding, at most half an ulp (2^-24 relative), plus the float64 roundings of 1 / sum and of the
+// product (2^-53 each): 2^-24 + 2^-50 covers both.
+const FLOAT32_ROUNDING = 2 ** -24 + 2 ** -50;
 
 test('the panel\'s score for each (query, key) pair is the API\'s; its softmax step is the heatmap\'s row', async ({ page, site }) => {
   const [layer, head, query] = [1, 1, 6];
@@ -217,16 +291,27 @@ test('weight × value size: the heatmap and lines say α·‖v W_O‖ per row, f
   const [layer, head, query] = [1, 3, 9];
   await page.goto(site.url(`index.html?layer=${layer}&head=${head}&token=${query}`));
   await demoReady(page);
+  await expect(page.locator('#grid .hs-grid')).toHaveAttribute('data-weighting', 'weight');
+  expect(await page.evaluate(() => window.headscopeDemo.result.valueNorms), 'runs by weight ask for no value sizes').toBeUndefined();
+  const runs = await page.evaluate(() => window.headscopeDemo.runs);
   await page.selectOption('#by-select', 'value');
-  await expect(panel(page)).toHaveAttribute('data-value-norms', '1');
-  await expect(page.locator('#by-explain')).toHaveText(/^Weight × value size: each weight times the size of what that token's value vector writes/);
+  // picking the mode runs the text again, for its value sizes
   await expect(page.locator('#detail-view svg text').first()).toHaveText(`Layer ${layer}, head ${head}: weight × value size`);
-  const api = await apiInside(page, layer, head);
+  expect(await page.evaluate(() => window.headscopeDemo.runs)).toBe(runs + 1);
+  await expect(page.locator('#by-explain')).toHaveText(/^Weight × value size: each weight times the size of what that token's value vector writes/);
+  await expect(page.locator('#by-explain')).not.toContainText('grid');
+  await expect(page.locator('#grid .hs-grid')).toHaveAttribute('data-weighting', 'value');
+  await expect(page.locator('#grid-by')).toBeVisible();
+  const api = await apiValueSizes(page, layer, head);
+  // the page's own run and a fresh API run of the same text: the same engine, so the same floats
+  expect(api.sizes).toEqual(await page.evaluate(([l, h]) => Array.from(window.headscopeDemo.result.headValueNorms(l, h)), [layer, head]));
+  // ...and inspectHead's, which the panel shows (tests/js/inspect.test.js: bit for bit)
+  expect(api.sizes).toEqual((await apiInside(page, layer, head)).valueNorm);
   const row = await page.evaluate(([l, h, q]) => {
     const r = window.headscopeDemo.result;
     return Array.from(r.attention(l, h).subarray(q * r.T, (q + 1) * r.T));
   }, [layer, head, query]);
-  const products = row.slice(0, query + 1).map((w, k) => w * api.valueNorm[k]);
+  const products = row.slice(0, query + 1).map((w, k) => w * api.sizes[k]);
   const sum = products.reduce((a, b) => a + b, 0);
   // the heatmap's cursor on (query, key 0) reads the share, the weight and the value size
   await page.focus('#detail-view .hs-heatmap');
@@ -237,7 +322,7 @@ test('weight × value size: the heatmap and lines say α·‖v W_O‖ per row, f
   // the page computes the share in float32 from the same numbers: equal at the 4 decimals shown
   expect(m[1]).toBe((products[0] / sum).toFixed(4));
   expect(m[2]).toBe(row[0].toFixed(4));
-  expect(m[3]).toBe(api.valueNorm[0].toFixed(2));
+  expect(m[3]).toBe(api.sizes[0].toFixed(2));
   await shotOf(page, page.locator('#detail'), 'inside-value-weighted-heatmap');
   // the lines view: the focused token's lines are the shares, per row summing to 1
   await page.click('#tab-lines');
@@ -260,6 +345,71 @@ test('weight × value size: the heatmap and lines say α·‖v W_O‖ per row, f
     });
   });
   for (const { head: hd, shown, expected: e } of check) expect(shown, hd).toBe(e);
+});
+
+test('weight × value size in the grid: every cell is α·‖v_j W_O^h‖ over its row\'s sum, with heads off and while typing (screenshots)', async ({ page, site }) => {
+  await page.goto(site.url('index.html?by=value'));
+  await demoReady(page);
+  await gridShowsResult(page, 'value');
+  const { nLayer, nHead } = await page.evaluate(() => window.headscopeDemo.result);
+  const heads = [[0, 0], [nLayer - 1, nHead - 1], [Math.min(1, nLayer - 1), Math.min(2, nHead - 1)]];
+  const check = async (label, ablate = []) => {
+    const got = await gridAgainstApi(page, heads, ablate);
+    for (const g of got) {
+      expect(g.sameText, `${label}: ${g.head}, the API ran the text on screen`).toBe(true);
+      expect(g.worst, `${label}: ${g.head}, largest relative difference from the API's`).toBeLessThanOrEqual(FLOAT32_ROUNDING);
+      expect(g.wrongPixels, `${label}: ${g.head}, grid pixels in the share's colour`).toEqual([]);
+      expect(g.pixelsRead, `${label}: ${g.head}, pixels read`).toBeGreaterThan(0);
+    }
+    return got;
+  };
+  const on = await check('every head on');
+  // the shares are not the weights (else this would check nothing new): the default model's heads
+  // move at least 0.01 of some row's weight
+  for (const g of on) expect(g.moved, `${g.head}: how far the shares are from the weights`).toBeGreaterThan(0.01);
+  await shotOf(page, page.locator('.panel-grid'), 'value-grid-desktop');
+  await shotOf(page, page.locator('#detail'), 'value-heatmap-desktop');
+
+  // a head of layer 0 switched off: later layers' value sizes are the ablated run's own
+  await page.goto(site.url('index.html?by=value&off=0:0'));
+  await demoReady(page);
+  await expect.poll(() => page.evaluate(() => JSON.stringify(window.headscopeDemo.result.ablate))).toBe('[[0,0]]');
+  await gridShowsResult(page, 'value');
+  await expect(page.locator('#by-explain')).toContainText('The value sizes are this run\'s, with the switched-off head off.');
+  const last = [nLayer - 1, nHead - 1];
+  const sizesOn = await apiValueSizes(page, ...last);
+  const sizesOff = await apiValueSizes(page, ...last, [[0, 0]]);
+  expect(sizesOff.sizes, 'switching off L0H0 changes the last layer\'s value sizes').not.toEqual(sizesOn.sizes);
+  await check('L0H0 switched off', [[0, 0]]);
+
+  // typing in value mode: each keystroke's result brings its own value sizes
+  await page.goto(site.url('index.html?by=value'));
+  await demoReady(page);
+  await gridShowsResult(page, 'value');
+  await page.focus('#text');
+  await page.keyboard.press('Control+End');
+  await page.keyboard.type(' The waiter', { delay: 30 });
+  await expect.poll(() => page.evaluate(() => window.headscopeDemo.result.text)).toMatch(/ The waiter$/);
+  await gridShowsResult(page, 'value');
+  await check('after typing');
+
+  // on a phone
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(site.url('index.html?by=value'));
+  await demoReady(page);
+  await gridShowsResult(page, 'value');
+  await shotOf(page, page.locator('.panel-grid'), 'value-grid-phone');
+  await shotOf(page, page.locator('#detail'), 'value-heatmap-phone');
+  // the heatmap's cells stay square and inside the picture when it is wider than the phone's panel
+  const fit = await page.evaluate(() => {
+    const c = document.querySelector('#detail-view canvas.hs-heatmap-cells').getBoundingClientRect();
+    const svg = document.querySelector('#detail-view svg').getBoundingClientRect();
+    return { w: c.width, h: c.height, right: c.right, svgRight: svg.right };
+  });
+  expect(Math.abs(fit.w - fit.h), `cells ${fit.w} x ${fit.h}`).toBeLessThanOrEqual(1);
+  expect(fit.right).toBeLessThanOrEqual(fit.svgRight);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  expect(overflow, 'no horizontal page scroll').toBeLessThanOrEqual(0);
 });
 
 test('d_head 64 (GPT-2 small\'s heads): 64 numbers per vector, the API\'s scores, on a desktop and on a phone', async ({ page, dh64Site }) => {
@@ -336,4 +486,11 @@ test('the component and the iframe mode: view="inside" with its step, and by="va
   await view.evaluate((w) => { w.setAttribute('view', 'heatmap'); w.setAttribute('by', 'value'); });
   await expect(view.locator('svg text').first()).toHaveText('Layer 1, head 3: weight × value size');
   await expect(view.locator('.hs-caption')).toContainText('Weight × value size:');
+  // the grid of every head follows by="value" too
+  await view.evaluate((w) => w.setAttribute('view', 'grid'));
+  await expect(view.locator('.hs-grid')).toHaveAttribute('data-weighting', 'value');
+  await expect(view.locator('.hs-caption')).toContainText('Weight × value size:');
+  await view.evaluate((w) => w.setAttribute('by', 'weight'));
+  await expect(view.locator('.hs-grid')).toHaveAttribute('data-weighting', 'weight');
+  await expect(view.locator('.hs-caption')).not.toContainText('Weight × value size:');
 });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import {
   attentionIndex, attentionAt, headOffset, contributionIndex, makeResult, resultForTransfer, parseAblate, formatAblate,
 } from '../../web/lib/result.js';
-import { themeFrom, heat } from '../../web/component/theme.js';
+import { themeFrom, heat, heatIndex } from '../../web/component/theme.js';
 import { describeHead, focusToken, strongestKey } from '../../web/component/views/describe.js';
 import { heatmapScene, fitCell } from '../../web/component/views/heatmap.js';
 import { linesScene, DEFAULT_LINKS } from '../../web/component/views/lines.js';
@@ -17,7 +17,10 @@ import { textWidth } from '../../web/component/scene.js';
 import {
   insideScene, insideSentence, shownKeys, dotProducts, writeNorm, strongestInsideKey, signedColour, clampStep, MAX_KEY_ROWS,
 } from '../../web/component/views/inside.js';
-import { valueWeighted, shownWeights, valueSizesValid } from '../../web/component/views/weighting.js';
+import {
+  valueWeighted, shownWeights, shownWeightAt, valueNormsOf, hasValueNorms, valueWeightingSentence, VALUE_WEIGHTING_SENTENCE,
+} from '../../web/component/views/weighting.js';
+import { paintGrid } from '../../web/component/views/paint.js';
 import { stateFromQuery, stateToQuery } from '../../web/component/url-state.js';
 
 const theme = themeFrom(() => '');
@@ -434,35 +437,139 @@ test('inside scene: a long text draws the keys with the most weight (and the pic
   assert.equal(clampStep(undefined), 1);
 });
 
-test('value weighting: rows of weight × value size sum to 1; views use it only where the value sizes are known', () => {
-  const r = syntheticResult({ T: 6, nLayer: 2, nHead: 3 });
-  const norms = Float32Array.from([4, 0.5, 1, 2, 1, 3]);
-  const m = valueWeighted(r, 1, 2, norms);
+// A result with value sizes, as run(text, { valueNorms: true }) gives: head (l, h)'s size of key k
+// is 0.25 + ((3 * k + l + 2 * h) % 5), so the weighted rows differ from the weights' everywhere.
+function withValueNorms(r) {
+  const valueNorms = new Float32Array(r.nLayer * r.nHead * r.T);
+  for (let l = 0; l < r.nLayer; l++)
+    for (let h = 0; h < r.nHead; h++)
+      for (let k = 0; k < r.T; k++) valueNorms[(l * r.nHead + h) * r.T + k] = 0.25 + ((3 * k + l + 2 * h) % 5);
+  return makeResult({ ...resultForTransfer(r).data, valueNorms });
+}
+
+// alpha_qk n_k / sum_j alpha_qj n_j, by hand in float64 from the result's arrays
+function handWeighted(r, l, h, q, k) {
+  const n = (j) => r.valueNorms[(l * r.nHead + h) * r.T + j];
+  let sum = 0;
+  for (let j = 0; j <= q; j++) sum += attentionAt(r, l, h, q, j) * n(j);
+  return (attentionAt(r, l, h, q, k) * n(k)) / sum;
+}
+
+test('value weighting: rows of weight × value size sum to 1, from the result\'s own value sizes; a result without them shows its weights', () => {
+  const plain = syntheticResult({ T: 6, nLayer: 2, nHead: 3 });
+  const r = withValueNorms(plain);
+  assert.equal(hasValueNorms(r), true);
+  assert.equal(hasValueNorms(plain), false);
+  assert.deepEqual(Array.from(valueNormsOf(r, 1, 2)), Array.from(r.headValueNorms(1, 2)));
+  assert.equal(valueNormsOf(plain, 1, 2), null);
+  const m = valueWeighted(r, 1, 2);
+  assert.equal(valueWeighted(r, 1, 2), m, 'one matrix per result and head');
   for (let q = 0; q < 6; q++) {
     let sum = 0;
-    let raw = 0;
-    for (let k = 0; k <= q; k++) raw += attentionAt(r, 1, 2, q, k) * norms[k];
     for (let k = 0; k <= q; k++) {
       sum += m[q * 6 + k];
       // float32 storage of a float64 quotient: 1e-6 relative
-      assert.ok(Math.abs(m[q * 6 + k] - (attentionAt(r, 1, 2, q, k) * norms[k]) / raw) < 1e-6);
+      assert.ok(Math.abs(m[q * 6 + k] - handWeighted(r, 1, 2, q, k)) < 1e-6 * handWeighted(r, 1, 2, q, k));
     }
+    for (let k = q + 1; k < 6; k++) assert.equal(m[q * 6 + k], 0);
     assert.ok(Math.abs(sum - 1) < 1e-6, `row ${q} sums to ${sum}`);
   }
-  const state = { layer: 1, head: 2, token: 5, by: 'value', valueNorms: new Map([['1:2', norms]]) };
+  const state = { layer: 1, head: 2, token: 5, by: 'value' };
   assert.equal(shownWeights(r, state, 1, 2).weighted, true);
-  assert.equal(shownWeights(r, state, 1, 1).weighted, false, 'a head without value sizes keeps its weights');
+  assert.equal(shownWeights(plain, state, 1, 2).weighted, false, 'a result without value sizes keeps its weights');
   assert.equal(shownWeights(r, { ...state, by: 'weight' }, 1, 2).weighted, false);
   const { scene, layout } = heatmapScene(r, state, theme);
   assert.match(scene.items[0].text, /weight × value size$/);
   const cell = scene.items.find((it) => it.type === 'rect' && it.x === layout.x0 && it.y === layout.y0 + 5 * layout.cell);
   assert.equal(cell.fill, heat(theme, m[5 * 6]), 'cells coloured by weight × value size');
+  assert.match(heatmapScene(plain, state, theme).scene.items[0].text, /attention weights$/);
   const lines = linesScene(r, { ...state, heads: [2] }, theme, { side: 'q', index: 5 }).scene.items.filter((it) => it.type === 'line');
   assert.deepEqual(lines.map((l) => l.opacity).sort(), Array.from(m.subarray(30, 36)).filter((w) => w >= 0.01).sort());
-  // value sizes measured with every head on are those of a run with heads off in later layers only
-  assert.equal(valueSizesValid([], 1), true);
-  assert.equal(valueSizesValid([[1, 0], [3, 2]], 1), true);
-  assert.equal(valueSizesValid([[0, 1]], 1), false);
+  // the sentence says whose run the sizes are of when heads are off
+  assert.equal(valueWeightingSentence([]), VALUE_WEIGHTING_SENTENCE);
+  assert.match(valueWeightingSentence([[0, 1], [1, 2]]), /this run's, with the 2 switched-off heads off\.$/);
+});
+
+test('grid scene and painter by weight × value size: every cell is α·‖v‖ over its row\'s sum; by weight, the weights', () => {
+  const r = withValueNorms(syntheticResult({ T: 5, nLayer: 2, nHead: 3 }));
+  const { T, nLayer, nHead } = r;
+  // gridScene's layout: tiles of px * T, gap 10, from (34, 50); a cell's rect at its (q, k), drawn
+  // over its row's background (the last rect there)
+  const px = Math.min(8, Math.floor(72 / T));
+  const cellFill = (scene, l, h, q, k) => scene.items.filter((it) => it.type === 'rect' && it.w === px && it.h === px
+    && it.x === 34 + h * (px * T + 10) + k * px && it.y === 50 + l * (px * T + 10) + q * px).at(-1)?.fill;
+  const byValue = gridScene(r, { layer: 0, head: 0, by: 'value' }, theme);
+  const byWeight = gridScene(r, { layer: 0, head: 0, by: 'weight' }, theme);
+  assert.equal(byValue.weighted, true);
+  assert.equal(byWeight.weighted, false);
+  assert.match(byValue.scene.items[0].text, /^All 6 heads, by weight × value size/);
+  let differ = 0;
+  for (let l = 0; l < nLayer; l++)
+    for (let h = 0; h < nHead; h++)
+      for (let q = 0; q < T; q++)
+        for (let k = 0; k <= q; k++) {
+          const want = handWeighted(r, l, h, q, k);
+          const got = shownWeightAt(r, { by: 'value' }, l, h, q, k);
+          // float32 rounding of alpha * n * (1 / sum): half an ulp (2^-24 relative), and 2^-53 for each
+          // of the two float64 roundings the product with 1 / sum adds to the quotient
+          assert.ok(Math.abs(got - want) <= want * (2 ** -24 + 2 ** -50), `L${l}H${h} (${q}, ${k}): ${got} vs ${want}`);
+          assert.equal(shownWeightAt(r, { by: 'weight' }, l, h, q, k), attentionAt(r, l, h, q, k));
+          assert.equal(cellFill(byValue.scene, l, h, q, k), heat(theme, want), `value: L${l}H${h} (${q}, ${k})`);
+          assert.equal(cellFill(byWeight.scene, l, h, q, k), heat(theme, attentionAt(r, l, h, q, k)), `weight: L${l}H${h} (${q}, ${k})`);
+          if (heat(theme, want) !== heat(theme, attentionAt(r, l, h, q, k))) differ++;
+        }
+  assert.ok(differ > T * nLayer * nHead, `the two colourings differ (${differ} cells)`);
+  // one cell by hand: L1H2, query 3, key 1 (0.4 / 4 spread, 0.6 on key 3 - 1 - 1 = 1; sizes of keys 0..3: 0.25 + 3k % 5)
+  const w = [0.1, 0.7, 0.1, 0.1];
+  const n = [0.25, 3.25, 1.25, 4.25];
+  assert.deepEqual(Array.from(r.headValueNorms(1, 2).subarray(0, 4)), n);
+  const hand = (w[1] * n[1]) / w.reduce((s, a, j) => s + a * n[j], 0);
+  assert.ok(Math.abs(shownWeightAt(r, { by: 'value' }, 1, 2, 3, 1) - hand) < 1e-6, `${shownWeightAt(r, { by: 'value' }, 1, 2, 3, 1)} vs ${hand}`);
+
+  // the live grid's painter: one device pixel per (query, key) cell, every head's tile side by side
+  const W = nHead * T;
+  const layout = { width: W, height: nLayer * T, cells: Array.from({ length: nLayer }, (_, l) => Array.from({ length: nHead }, (_, h) => ({
+    box: [h * T, l * T, T, T], x: h * T, y: l * T, w: T, h: T,
+  }))) };
+  const rgbAt = (pixels, x, y) => Array.from(new Uint8Array(pixels.buffer, (y * W + x) * 4, 3));
+  const lutRgb = (w) => { const i = heatIndex(w); return Array.from(theme.lut.lut.subarray(i * 3, i * 3 + 3)); };
+  for (const by of ['value', 'weight']) {
+    const pixels = new Int32Array(W * nLayer * T);
+    paintGrid(pixels, layout, r, theme, { by });
+    for (let l = 0; l < nLayer; l++)
+      for (let h = 0; h < nHead; h++)
+        for (let q = 0; q < T; q++)
+          for (let k = 0; k <= q; k++) {
+            const want = by === 'value' ? handWeighted(r, l, h, q, k) : attentionAt(r, l, h, q, k);
+            assert.deepEqual(rgbAt(pixels, h * T + k, l * T + q), lutRgb(want), `painted by ${by}: L${l}H${h} (${q}, ${k})`);
+          }
+  }
+  // tiles narrower and shorter than T (a long text): pixel (x, y) shows query floor(y T / h), key
+  // floor(x T / w), keys after the query faint; tiles of 3 x 2 pixels with 1 pixel of box around them
+  const tw = 3, th = 2, bw = tw + 2, bh = th + 2;
+  const small = { width: nHead * bw, height: nLayer * bh, cells: Array.from({ length: nLayer }, (_, l) => Array.from({ length: nHead }, (_, h) => ({
+    box: [h * bw, l * bh, bw, bh], x: h * bw + 1, y: l * bh + 1, w: tw, h: th,
+  }))) };
+  const faintRgb = [0, 2, 4].map((i) => parseInt(theme.faint.slice(1 + i, 3 + i), 16));
+  for (const by of ['value', 'weight']) {
+    const pixels = new Int32Array(small.width * small.height);
+    paintGrid(pixels, small, r, theme, { by });
+    const at = (x, y) => Array.from(new Uint8Array(pixels.buffer, (y * small.width + x) * 4, 3));
+    for (let l = 0; l < nLayer; l++)
+      for (let h = 0; h < nHead; h++) {
+        assert.deepEqual(at(h * bw, l * bh), faintRgb, 'the box around the tile');
+        for (let y = 0; y < th; y++)
+          for (let x = 0; x < tw; x++) {
+            const q = Math.floor((y * T) / th), k = Math.floor((x * T) / tw);
+            const want = k > q ? faintRgb : lutRgb(by === 'value' ? handWeighted(r, l, h, q, k) : attentionAt(r, l, h, q, k));
+            assert.deepEqual(at(h * bw + 1 + x, l * bh + 1 + y), want, `small tiles by ${by}: L${l}H${h} pixel (${x}, ${y}) = (${q}, ${k})`);
+          }
+      }
+  }
+  // without value sizes the painter and the scene keep the weights
+  const plain = syntheticResult({ T: 5, nLayer: 2, nHead: 3 });
+  assert.equal(gridScene(plain, { layer: 0, head: 0, by: 'value' }, theme).weighted, false);
+  assert.equal(shownWeightAt(plain, { by: 'value' }, 1, 2, 3, 1), attentionAt(plain, 1, 2, 3, 1));
 });
 
 test('URL state: inside (the query token), step and by survive the round trip', () => {

@@ -89,13 +89,14 @@ export class FastTypingModel {
   // this result is painted (one pending at a time, for the latest text: while the reader types, a
   // debounce would never fire).
   #prime(text, options) {
-    this.#primeWith = { text, ablate: options.ablate ?? [] };
+    // with the value sizes when the run asked for them: the next keystroke then computes only its tokens'
+    this.#primeWith = { text, ablate: options.ablate ?? [], valueNorms: !!options.valueNorms };
     const prime = () => {
       this.#primeTimer = 0;
       const want = this.#primeWith;
       if (!this.#page || this.#page.disposed || !want) return;
       try {
-        this.#runHere(want.text, { ablate: want.ablate, topK: 1 });
+        this.#runHere(want.text, { ablate: want.ablate, topK: 1, valueNorms: want.valueNorms });
       } catch {
         this.#last = null; // the worker already reported any problem with this text
       }

@@ -8,8 +8,8 @@
 // shipped model's name or a model folder URL; default: the package's default model), heads ("0,3":
 // several heads at once in the lines view), token (the focused token index; default the last),
 // inside (the same, for view="inside": the query token whose computation it walks through), step
-// (1-6, the step of view="inside"), by = weight | value (the heatmap and lines coloured by weight ×
-// value size), editable (shows a text box), theme = light | dark (default: the reader's preference).
+// (1-6, the step of view="inside"), by = weight | value (the grid, heatmap and lines coloured by
+// weight × value size), editable (shows a text box), theme = light | dark (default: the reader's preference).
 // Every widget on a page that names the same model shares one download and one Web Worker.
 //
 // This module also exports the building blocks the demo page uses (views, runner, state helpers).
@@ -27,7 +27,7 @@ import { CombineView, combineScene, attributionTarget } from './views/combine.js
 import { TopKView } from './views/topk.js';
 import { WriteBar } from './writer.js';
 import { InsideView, insideScene, insideSentence, clampStep, INSIDE_STEPS } from './views/inside.js';
-import { valueSizesValid, VALUE_WEIGHTING_SENTENCE, shownWeights } from './views/weighting.js';
+import { VALUE_WEIGHTING_SENTENCE, valueWeightingSentence, hasValueNorms, byValue, shownWeights } from './views/weighting.js';
 import { InsideSource } from './inside-source.js';
 import { Tooltip } from './views/tooltip.js';
 import { parseAblate } from '../lib/result.js';
@@ -39,7 +39,7 @@ export {
   GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
   gridScene, heatmapScene, linesScene, combineScene, attributionTarget, readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken,
   sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg, viewsCss,
-  InsideView, insideScene, insideSentence, clampStep, INSIDE_STEPS, InsideSource, valueSizesValid, VALUE_WEIGHTING_SENTENCE, shownWeights,
+  InsideView, insideScene, insideSentence, clampStep, INSIDE_STEPS, InsideSource, VALUE_WEIGHTING_SENTENCE, valueWeightingSentence, hasValueNorms, shownWeights,
 };
 
 let sheets = null;
@@ -77,7 +77,7 @@ export class HeadscopeViewElement extends HTMLElement {
   #renderQueued = false;
   #readyResolve;
   #loadError = null;
-  #source = null; // one head's insides (view="inside", by="value"): InsideSource over the model
+  #source = null; // one head's insides (view="inside"): InsideSource over the model
 
   constructor() {
     super();
@@ -104,22 +104,12 @@ export class HeadscopeViewElement extends HTMLElement {
     const links = intAttr(this, 'links', undefined);
     const by = this.getAttribute('by') === 'value' ? 'value' : 'weight';
     const ablate = parseAblate(this.getAttribute('ablate'));
-    const state = {
+    return {
       model: this.getAttribute('model') || undefined,
       text: this.#text(),
       layer, head, heads: heads.length ? heads : [head], token, links, view, ablate, by,
       step: clampStep(intAttr(this, 'step', 1)),
     };
-    // the value sizes known for the text on screen (weighting.js): heads of later layers than a
-    // switched-off head have none (the engine measures them with every head on)
-    if (by === 'value' && r && this.#source && valueSizesValid(ablate, layer)) {
-      state.valueNorms = new Map();
-      for (const h of state.heads) {
-        const norms = this.#source.valueNorm(r.text, layer, h);
-        if (norms) state.valueNorms.set(`${layer}:${h}`, norms);
-      }
-    }
-    return state;
   }
 
   #text() {
@@ -147,6 +137,9 @@ export class HeadscopeViewElement extends HTMLElement {
     if (!this.#els || oldValue === newValue) return;
     if (name === 'model') { this.#ensureModel(); return; }
     if (name === 'ablate') { this.#run(); return; }
+    // the result on screen has no value sizes: run the text again for them (the engine's cache
+    // holds it, so this computes only the sizes)
+    if (name === 'by' && newValue === 'value' && this.#result && !hasValueNorms(this.#result)) this.#run();
     if (name === 'text') {
       if (this.#els.textarea.value !== (newValue ?? '')) this.#els.textarea.value = newValue ?? DEFAULT_TEXT;
       this.#run();
@@ -186,7 +179,7 @@ export class HeadscopeViewElement extends HTMLElement {
     // editable: Continue lets the model write on (its tokens go into the text box, the view follows)
     const writer = new WriteBar(d, {
       getRunner: () => this.#runner, getText: () => this.#text(), setText: (t) => { textarea.value = t; },
-      getResult: () => this.#result, getAblate: () => parseAblate(this.getAttribute('ablate')),
+      getResult: () => this.#result, getAblate: () => parseAblate(this.getAttribute('ablate')), getValueNorms: () => this.#byValue(),
       show: (result) => { this.#result = result; this.#renderQueued = false; this.#render(); },
     });
     writer.el.hidden = textarea.hidden;
@@ -248,7 +241,11 @@ export class HeadscopeViewElement extends HTMLElement {
     const text = this.#text();
     if (!this.#runner) return;
     if (text.length === 0) { this.#els.caption.textContent = 'Type some text to see the attention heads.'; return; }
-    this.#runner.request(text, { ablate: parseAblate(this.getAttribute('ablate')) });
+    this.#runner.request(text, { ablate: parseAblate(this.getAttribute('ablate')), valueNorms: this.#byValue() });
+  }
+
+  #byValue() {
+    return this.getAttribute('by') === 'value';
   }
 
   #queueRender() {
@@ -302,10 +299,10 @@ export class HeadscopeViewElement extends HTMLElement {
     } else {
       this.#view.update(result, state, theme);
     }
-    const weighted = (state.view === 'heatmap' || state.view === 'lines') && state.by === 'value';
+    const weighted = state.view !== 'inside' && byValue(result, state) ? ` ${valueWeightingSentence(result.ablate)}` : '';
     caption.textContent = state.view === 'grid'
-      ? `Every head of the model (${result.nLayer} layers × ${result.nHead} heads). Selected: ${sentence}`
-      : weighted ? `${sentence}. ${VALUE_WEIGHTING_SENTENCE}` : sentence;
+      ? `Every head of the model (${result.nLayer} layers × ${result.nHead} heads). Selected: ${sentence}${weighted && `.${weighted}`}`
+      : weighted ? `${sentence}.${weighted}` : sentence;
     if (state.view !== 'inside' && live.textContent !== sentence) live.textContent = sentence;
     if (result.droppedTokens > 0) {
       notice.hidden = false;
@@ -318,13 +315,9 @@ export class HeadscopeViewElement extends HTMLElement {
     this.#readyResolve?.(this);
   }
 
-  // What the view needs of the insides: the panel head's (view="inside") and the value sizes of the
-  // heads coloured by weight × value size.
+  // The insides view="inside" shows: its head's, for the text on screen.
   #want(result, state) {
-    if (!this.#source) return;
-    const norms = state.by === 'value' && (state.view === 'heatmap' || state.view === 'lines') && valueSizesValid(state.ablate, state.layer)
-      ? state.heads.map((h) => [state.layer, h]) : [];
-    this.#source.want(result.text, { panel: state.view === 'inside' ? [state.layer, state.head] : null, norms });
+    this.#source?.want(result.text, { panel: state.view === 'inside' ? [state.layer, state.head] : null });
   }
 
   // The insides shown: the latest of the selected head (an earlier text's while the next loads).

@@ -1,7 +1,7 @@
-// One head's insides (the model's inspectHead()) for the text on screen, fetched as the views ask
-// for them: the full insides of one head for the "Inside this head" view, and the value sizes
-// (valueNorm) of the heads that "weight × value size" colours. One inspect run at a time, the
-// latest wish next (intermediate texts are skipped), like the Runner does for runs.
+// One head's insides (the model's inspectHead()) for the text on screen, fetched as the "Inside
+// this head" view asks for them. One inspect run at a time, the latest wish next (intermediate
+// texts are skipped), like the Runner does for runs. (The value sizes "weight × value size"
+// colours by come with the page's own runs: run(text, { valueNorms: true }).)
 //
 // An inspect run is a full forward pass of the text with every head on (it cannot reuse a cache
 // made without inspecting that head), and it takes the engine's cache, which the next keystroke then
@@ -20,9 +20,8 @@ export class InsideSource {
   #model;
   #onUpdate;
   #idle;
-  #want = null;      // { text, panel: [l, h] | null, norms: [[l, h], ...] }
+  #want = null;      // { text, panel: [l, h] | null }
   #full = null;      // { text, key, inside }: the panel head's insides (the latest fetched)
-  #norms = new Map(); // key -> { text, valueNorm }
   #failed = null;    // { text, key, message }: not asked again for the same text and head
   #busy = false;
   #lastMs = 0;
@@ -37,17 +36,13 @@ export class InsideSource {
   }
 
   /**
-   * What the views want for `text`: the full insides of head `panel` ([layer, head] or null) and the
-   * value sizes of `norms` heads. Fetches what is missing, one inspect run at a time.
+   * What the view wants for `text`: the full insides of head `panel` ([layer, head], or null for
+   * nothing). Fetches it unless it is there; the insides of an earlier text stay, shown as stale.
    */
-  want(text, { panel = null, norms = [] } = {}) {
-    const same = this.#want && this.#want.text === text && keyOf(...(this.#want.panel ?? [])) === keyOf(...(panel ?? []))
-      && this.#want.norms.map((p) => keyOf(...p)).join() === norms.map((p) => keyOf(...p)).join();
-    if (same) return;
-    this.#want = { text, panel, norms };
+  want(text, { panel = null } = {}) {
+    if (this.#want && this.#want.text === text && keyOf(...(this.#want.panel ?? [])) === keyOf(...(panel ?? []))) return;
+    this.#want = { text, panel };
     this.#wantedAt = performance.now();
-    // value sizes of another text are of no use: forget them (the full insides stay, shown as stale)
-    for (const [key, entry] of this.#norms) if (entry.text !== text) this.#norms.delete(key);
     if (this.#quiet) this.#restartQuiet();
     if (!this.#busy) this.#pump();
   }
@@ -55,35 +50,24 @@ export class InsideSource {
   /** The latest insides fetched for the panel (of the text wanted, or an earlier one), or null. */
   get inside() { return this.#full?.inside ?? null; }
 
-  /** True while something wanted is still missing. */
+  /** True while the insides wanted are still missing. */
   get pending() { return !!this.#next(); }
 
   /** The error of the last failed inspect run for what is wanted now, or ''. */
   get error() {
     const w = this.#want;
     const f = this.#failed;
-    return w && f && f.text === w.text && (f.key === keyOf(...(w.panel ?? [])) || w.norms.some((p) => keyOf(...p) === f.key)) ? f.message : '';
+    return w && f && f.text === w.text && f.key === keyOf(...(w.panel ?? [])) ? f.message : '';
   }
 
-  /** Head (layer, head)'s value sizes for `text` (Float32Array T), or null. */
-  valueNorm(text, layer, head) {
-    const e = this.#norms.get(keyOf(layer, head));
-    if (e && e.text === text) return e.valueNorm;
-    const f = this.#full;
-    return f && f.text === text && f.key === keyOf(layer, head) ? f.inside.valueNorm : null;
-  }
-
-  // What to fetch next for the wish: the panel's head first, then the missing value sizes.
+  // The head to fetch for the wish, or null: it is there, or failed for this text already.
   #next() {
     const w = this.#want;
-    if (!w) return null;
-    const failed = (key) => this.#failed && this.#failed.text === w.text && this.#failed.key === key;
-    if (w.panel) {
-      const key = keyOf(...w.panel);
-      if (!(this.#full && this.#full.text === w.text && this.#full.key === key) && !failed(key)) return { pair: w.panel, full: true };
-    }
-    for (const pair of w.norms) if (!this.valueNorm(w.text, ...pair) && !failed(keyOf(...pair))) return { pair, full: false };
-    return null;
+    if (!w?.panel) return null;
+    const key = keyOf(...w.panel);
+    if (this.#full && this.#full.text === w.text && this.#full.key === key) return null;
+    if (this.#failed && this.#failed.text === w.text && this.#failed.key === key) return null;
+    return w.panel;
   }
 
   #restartQuiet() {
@@ -110,13 +94,11 @@ export class InsideSource {
         const job = this.#next();
         if (!job) return;
         const text = this.#want.text;
-        const [layer, head] = job.pair;
+        const [layer, head] = job;
         const key = keyOf(layer, head);
         const t0 = performance.now();
         try {
-          const inside = await this.#model.inspectHead(text, layer, head);
-          if (job.full) this.#full = { text, key, inside };
-          else this.#norms.set(key, { text, valueNorm: inside.valueNorm }); // the rest is not kept
+          this.#full = { text, key, inside: await this.#model.inspectHead(text, layer, head) };
         } catch (e) {
           if (this.#model.disposed) return;
           this.#failed = { text, key, message: e?.message ?? String(e) };

@@ -20,8 +20,9 @@ export class WriteBar {
   #writing = null; // the AbortController of the writing in progress
 
   /**
-   * host: { getRunner(), getText(), setText(text), getResult(), getAblate(), show(result) } of the
-   * widget: its runner (and through it the model), its text box and its one render path.
+   * host: { getRunner(), getText(), setText(text), getResult(), getAblate(), getValueNorms(), show(result) }
+   * of the widget: its runner (and through it the model), its text box, its switched-off heads,
+   * whether its views need the value sizes (by="value"), and its one render path.
    */
   constructor(doc, host) {
     this.#host = host;
@@ -97,7 +98,7 @@ export class WriteBar {
       runner.onRequest = () => stop.abort(); // typing, a changed attribute: the reader's text wins
       let count = 0;
       const value = await runner.model.generate(text, {
-        ...settings, ablate: host.getAblate(), reuse: host.getResult(), signal: stop.signal,
+        ...settings, ablate: host.getAblate(), valueNorms: !!host.getValueNorms?.(), reuse: host.getResult(), signal: stop.signal,
         onToken: async ({ result }) => {
           count++;
           host.setText(result.text);

@@ -103,7 +103,7 @@ export function installContinue({ $, state, textBox, getModel, getRunner, getRes
       const before = written.filter(([, to]) => to < from);
       const joined = written.find(([, to]) => to === from)?.[0] ?? from;
       const value = await model.generate(prompt, {
-        ...settings, ablate: state.ablate, reuse: getResult(), signal: mine.stop.signal,
+        ...settings, ablate: state.ablate, valueNorms: state.by === 'value', reuse: getResult(), signal: mine.stop.signal,
         onToken: async ({ id, token, prob, distribution, ms, result }) => {
           if (getModel() !== model) { stop('model'); return; }
           result.runMs = ms; // the engine's time for the token, as the stats line says of a run
@@ -134,6 +134,10 @@ export function installContinue({ $, state, textBox, getModel, getRunner, getRes
       if (runner.onRequest) runner.onRequest = null;
       writing = null;
       setWriting(false);
+      // "weight × value size" was picked while the model wrote: the last token's result has no value
+      // sizes, so the text runs once more for them (unless a run is on its way: an edit stopped the writing)
+      const shown = getResult();
+      if (state.by === 'value' && shown && !shown.valueNorms && getModel() === model && getRunner() === runner && !runner.busy && !runner.pending) runner.request(state.text);
     }
   }
 

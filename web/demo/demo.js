@@ -38,7 +38,7 @@ const page = {
     ablate: [],                           // heads switched off, [[layer, head], ...]
     step: fromUrl.step ?? 1,              // "Inside this head": its step (1-6), in the URL once used
     insideOpen: fromUrl.inside !== undefined,
-    by: fromUrl.by ?? 'weight',           // the detail view's colours: weight, or weight × value size
+    by: fromUrl.by ?? 'weight',           // the attention views' colours: weight, or weight × value size
   },
   model: null,          // the loaded model (worker client)
   modelName: '',        // its name as the page shows it (a local folder's name for a folder from disk)
@@ -87,9 +87,16 @@ const chips = new HeadChips($('head-chips'), {
   },
 });
 installThemeToggle($('theme-toggle'), (theme) => { page.theme = theme; render(); });
-const inside = installInside({ state, announce, render, reducedMotion });
+const inside = installInside({ state, announce, render, reducedMotion, wantValueSizes });
 const writer = installContinue({ $, state, textBox: $('text'), announce, getModel: () => page.model, getRunner: () => page.runner,
   getResult: () => page.result, show: (r) => { page.result = r; renderImmediately(); } });
+
+// "Weight × value size" picked: the text runs again, for its value sizes (the engine's cache holds
+// it, so only the sizes are computed). Not while the model writes: a request would stop it, and
+// continue.js asks once the writing is over.
+function wantValueSizes() {
+  if (page.result && !page.result.valueNorms && state.text && !writer.writing) page.runner?.request(state.text);
+}
 
 function announce(text) {
   setText($('live'), text);
@@ -191,7 +198,7 @@ function renderNow() {
   grid.update(result, state, theme);
   page.lab?.update(result); // crossed-out heads, badges, loss
   if (detailView.kind !== state.view) makeDetailView();
-  inside.update(result, theme); // the insides' value sizes first: the detail view may colour by them
+  inside.update(result, theme);
   detailView.update(result, state, theme);
   chips.update(result, state, theme);
   const linksPick = $('links-pick');
@@ -292,7 +299,7 @@ function useModel(model, { name, local = false, card = null }) {
   }
   page.runner = new Runner(model, {
     reuseResults: true, // typing at the end of 1,024 tokens of GPT-2 moves 0.6 MB, not 600
-    requestOptions: () => ({ ablate: state.ablate }),
+    requestOptions: () => ({ ablate: state.ablate, valueNorms: state.by === 'value' }),
     onProgress: ({ tokens, total }) => showProgress(tokens, total),
     onCancel: () => {
       hideProgress();
@@ -440,4 +447,5 @@ window.headscopeDemo = {
   get model() { return page.model; },
   get runner() { return page.runner; },
   idle: () => page.runner?.idle(), // resolves once no run is pending or in flight
+  grid, // grid.weightAt(layer, head, q, k): the weight its canvas shows
 };

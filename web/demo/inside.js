@@ -1,22 +1,23 @@
-// The demo page's "Inside this head" panel and the value sizes behind the detail view's
-// "weight × value size". Both come from the model's inspectHead() through one InsideSource
-// (web/component/inside-source.js): the panel's head in full while the panel is on screen (or an
-// article linked to it with ?inside=), and the value sizes of the heads the detail view colours.
-// demo.js calls update(result, theme) in its render path, before the detail view is drawn: it puts
-// state.valueNorms in place for the views (web/component/views/weighting.js).
+// The demo page's "Inside this head" panel, and the "Colour by" choice of the attention views.
+// The panel's head comes from the model's inspectHead() through an InsideSource
+// (web/component/inside-source.js), in full while the panel is on screen (or an article linked to
+// it with ?inside=). "Weight × value size" reads the value sizes from the result on screen
+// (web/component/views/weighting.js): the page's runs ask for them in that mode.
+// demo.js calls update(result, theme) in its render path.
 import {
-  InsideView, InsideSource, Tooltip, valueSizesValid, VALUE_WEIGHTING_SENTENCE, focusToken,
+  InsideView, InsideSource, Tooltip, hasValueNorms, valueWeightingSentence, focusToken,
 } from '../component/headscope-view.js';
 
 const $ = (id) => document.getElementById(id);
 const setText = (node, text) => { if (node.textContent !== text) node.textContent = text; }; // text, never markup
 
 /**
- * ctx: { state, announce(text), render(), reducedMotion() }. state gains step (1-6),
- * insideOpen (the reader used the panel or came by a link to it: the URL then says inside=),
- * by ('weight' | 'value') and valueNorms.
+ * ctx: { state, announce(text), render(), reducedMotion(), wantValueSizes() }. state gains step
+ * (1-6), insideOpen (the reader used the panel or came by a link to it: the URL then says inside=)
+ * and by ('weight' | 'value'); wantValueSizes() is called when the reader picks 'value' and the
+ * result on screen has no value sizes (the page then runs the text again, asking for them).
  */
-export function installInside({ state, announce, render, reducedMotion }) {
+export function installInside({ state, announce, render, reducedMotion, wantValueSizes }) {
   const section = $('inside');
   const tooltip = new Tooltip(section);
   let source = null;
@@ -45,7 +46,11 @@ export function installInside({ state, announce, render, reducedMotion }) {
   // colour the attention views by the weights, or by weight × value size
   const by = $('by-select');
   by.value = state.by;
-  by.addEventListener('change', () => { state.by = by.value; render(); });
+  by.addEventListener('change', () => {
+    state.by = by.value;
+    render();
+    if (state.by === 'value') wantValueSizes?.();
+  });
 
   return {
     /** A new model: insides are read through its runner's idle moments. */
@@ -56,23 +61,14 @@ export function installInside({ state, announce, render, reducedMotion }) {
     /** Before the views are drawn: wants the insides they show, and draws the panel. */
     update(result, theme) {
       const { layer, head } = state;
-      // value sizes are measured with every head on: valid for this layer unless an earlier one has heads off
-      const valid = valueSizesValid(state.ablate, layer);
-      const weighted = state.by === 'value' ? (state.view === 'lines' && state.heads.length ? state.heads : [head]) : [];
-      const norms = valid ? weighted.map((h) => [layer, h]) : [];
-      source?.want(result.text, { panel: visible || state.insideOpen ? [layer, head] : null, norms });
-      state.valueNorms = new Map();
-      for (const [l, h] of norms) {
-        const n = source.valueNorm(result.text, l, h);
-        if (n) state.valueNorms.set(`${l}:${h}`, n);
-      }
+      source?.want(result.text, { panel: visible || state.insideOpen ? [layer, head] : null });
       const byNote = $('by-explain');
       byNote.hidden = state.by !== 'value';
-      // the grid stays on the weights: value sizes cost an inspect run per head (all 32 heads of the
-      // default model: about 130 ms at 13 tokens, 700 ms at 128, measured in Chromium on this page)
-      const grid = ' The grid of every head keeps the weights: value sizes cost a run of the model per head.';
-      setText(byNote, !valid ? 'Weight × value size needs every head before this layer switched on: the view shows the weights.'
-        : source?.pending && state.valueNorms.size < norms.length ? `${VALUE_WEIGHTING_SENTENCE} Reading the value sizes…` : VALUE_WEIGHTING_SENTENCE + grid);
+      // a result of a run without them (the mode was just switched) is shown by its weights meanwhile
+      if (state.by === 'value') setText(byNote, hasValueNorms(result) ? valueWeightingSentence(result.ablate) : 'Reading the value sizes…');
+      const gridBy = $('grid-by'); // the grid follows the same choice
+      const gridWeighted = state.by === 'value' && hasValueNorms(result);
+      if (gridBy.hidden === gridWeighted) gridBy.hidden = !gridWeighted;
       // the panel: the selected head's insides, an earlier text's while the next one is read
       const latest = source?.inside;
       const inside = latest && latest.layer === layer && latest.head === head ? latest : null;
@@ -88,7 +84,6 @@ export function installInside({ state, announce, render, reducedMotion }) {
         : off ? 'This head is switched off: the model drops its write, and the panel shows what it would write.' : '');
       // for the tests: which head, query and text the panel shows, once it is the text on screen
       section.dataset.ready = fresh ? `${layer}:${head}:${focusToken(inside, state)}:${inside.T}` : '';
-      section.dataset.valueNorms = String(state.valueNorms.size);
     },
 
     /** The panel's current step as a scene, for PNG and SVG export. */

@@ -32,7 +32,7 @@ export interface HeadscopeViewAttributes {
   inside?: `${number}`;
   /** For view="inside": the step shown, 1-6 (query, keys, scores, weights, values, write). */
   step?: `${number}`;
-  /** 'weight' (default) or 'value': the heatmap and lines coloured by weight × value size (α_ij ‖v_j W_O^h‖, per row). */
+  /** 'weight' (default) or 'value': the grid, heatmap and lines coloured by weight × value size (α_ij ‖v_j W_O^h‖, per row). */
   by?: 'weight' | 'value';
   /** Links per token in the lines view (default 3; 0: every pair). */
   links?: `${number}`;

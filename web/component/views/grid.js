@@ -1,12 +1,13 @@
 // The model overview: every head of every layer as a small heatmap. gridScene() is the pure scene
 // builder for export; GridView is the live grid (DOM cells over one canvas, keyboard navigation).
+// Both colour by state.by, as the other views do (weighting.js).
 import { heat } from '../theme.js';
-import { attentionAt } from '../../lib/result.js';
 import { clamp, describeHead, focusToken } from './describe.js';
 import { paintGrid } from './paint.js';
 import { el } from './scene-view.js';
+import { byValue, shownWeightAt } from './weighting.js';
 
-/** The whole model as one picture (for export): layers down, heads across. */
+/** The whole model as one picture (for export): layers down, heads across; weighted: by weight × value size. */
 export function gridScene(result, state, theme) {
   const { T, nLayer, nHead } = result;
   const px = clamp(Math.floor(72 / Math.max(1, T)), 1, 8);
@@ -17,7 +18,9 @@ export function gridScene(result, state, theme) {
   const width = x0 + nHead * (size + gap) + 4;
   const height = y0 + nLayer * (size + gap) + 4;
   const items = [];
-  items.push({ type: 'text', x: 8, y: 12, text: `All ${nLayer * nHead} heads: layers down, heads across`, size: 14, weight: 'bold', fill: theme.fg });
+  const weighted = byValue(result, state);
+  const what = weighted ? ', by weight × value size' : '';
+  items.push({ type: 'text', x: 8, y: 12, text: `All ${nLayer * nHead} heads${what}: layers down, heads across`, size: 14, weight: 'bold', fill: theme.fg });
   for (let h = 0; h < nHead; h++) items.push({ type: 'text', x: x0 + h * (size + gap) + size / 2, y: y0 - 10, text: `H${h}`, size: 11, fill: theme.muted, anchor: 'middle' });
   for (let l = 0; l < nLayer; l++) {
     items.push({ type: 'text', x: x0 - 6, y: y0 + l * (size + gap) + size / 2, text: `L${l}`, size: 11, fill: theme.muted, anchor: 'end' });
@@ -28,7 +31,7 @@ export function gridScene(result, state, theme) {
       for (let q = 0; q < T; q++) {
         items.push({ type: 'rect', x: cx, y: cy + q * px, w: (q + 1) * px, h: px, fill: heat(theme, 0) });
         for (let k = 0; k <= q; k++) {
-          const w = attentionAt(result, l, h, q, k);
+          const w = shownWeightAt(result, state, l, h, q, k);
           if (w < 0.0005) continue;
           items.push({ type: 'rect', x: cx + k * px, y: cy + q * px, w: px, h: px, fill: heat(theme, w) });
         }
@@ -36,7 +39,7 @@ export function gridScene(result, state, theme) {
       if (l === state.layer && h === state.head) items.push({ type: 'rect', x: cx - 2, y: cy - 2, w: size + 4, h: size + 4, fill: 'none', stroke: theme.accent, strokeWidth: 2 });
     }
   }
-  return { scene: { width, height, background: theme.bg, font: theme.font, items } };
+  return { scene: { width, height, background: theme.bg, font: theme.font, items }, weighted };
 }
 
 /**
@@ -176,6 +179,7 @@ export class GridView {
 
   update(result, state, theme) {
     this.result = result;
+    this.state = state;
     this.theme = theme;
     const { nLayer, nHead, T } = result;
     const shape = `${nLayer}x${nHead}`;
@@ -239,8 +243,17 @@ export class GridView {
       this.image = this.ctx.createImageData(L.width, L.height);
       this.pixels = new Int32Array(this.image.data.buffer, this.image.data.byteOffset, L.width * L.height);
     }
-    paintGrid(this.pixels, L, result, this.theme);
+    paintGrid(this.pixels, L, result, this.theme, this.state);
     this.ctx.putImageData(this.image, 0, 0);
+    // what the canvas shows, for the tests: the result and weighting painted (weightAt() reads them)
+    const by = byValue(result, this.state) ? 'value' : 'weight';
+    this.shown = { result, by };
+    if (this.grid.dataset.weighting !== by) this.grid.dataset.weighting = by;
+  }
+
+  /** The weight the canvas shows for head (layer, head), query q, key k <= q; null before a paint. */
+  weightAt(layer, head, q, k) {
+    return this.shown ? shownWeightAt(this.shown.result, this.shown, layer, head, q, k) : null;
   }
 
   /** Selected state of one cell, written only when it changes. */

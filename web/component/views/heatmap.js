@@ -7,7 +7,7 @@ import { attentionAt } from '../../lib/result.js';
 import { focusToken, clamp } from './describe.js';
 import { paintAttention } from './paint.js';
 import { SceneView } from './scene-view.js';
-import { shownWeights, weightAt, valueNormsOf } from './weighting.js';
+import { shownWeights, weightAt, valueNormsOf, byValue } from './weighting.js';
 
 const fmt4 = (w) => w.toFixed(4);
 
@@ -45,7 +45,7 @@ export function heatmapScene(result, state, theme, { image = false, cell = fitCe
   const y0 = titleH + labelW * sin + 12;
   const gridW = to * cell;        // keys 0..to-1
   const gridH = (to - from) * cell; // queries from..to-1
-  const what = src.weighted ? 'how much of what the head moves comes from each earlier token' : 'how much it looks at each earlier token';
+  const what = src.weighted ? 'where what the head moves comes from' : 'how much it looks at each earlier token';
   const subtitle = from > 0 || to < T
     ? `tokens ${from}–${to - 1} of ${T}; row = a token, its row shows ${what}`
     : `row = a token; its row shows ${what} (columns)`;
@@ -247,6 +247,9 @@ export class HeatmapView extends SceneView {
     const { scene, layout } = heatmapScene(result, state, theme, { image: true, cell });
     this.layout = layout;
     this.show(scene, `Attention heatmap, layer ${state.layer}, head ${state.head}, ${result.T} tokens`);
+    // the box the canvas is placed in (percentages) is as wide as the picture: at its smallest
+    // (show()'s min-width) the picture is wider than a phone's panel, and the box would not follow it
+    if (this.host.style.minWidth !== this.svg.style.minWidth) this.host.style.minWidth = this.svg.style.minWidth;
     if (!this.canvas) {
       this.canvas = this.doc.createElement('canvas');
       this.canvas.className = 'hs-heatmap-cells';
@@ -327,7 +330,7 @@ export class HeatmapView extends SceneView {
     const from = quoteToken(result.tokens[q].text);
     const to = quoteToken(result.tokens[k].text);
     // value-weighted: the share shown, then the weight and the value size it comes from
-    const norms = valueNormsOf(result, state, state.layer, state.head);
+    const norms = byValue(result, state) ? valueNormsOf(result, state.layer, state.head) : null;
     const shown = norms && k <= q ? `: ${fmt4(weightAt(shownWeights(result, state, state.layer, state.head), q, k))} of what the head moves (weight ${fmt4(w)} × value size ${norms[k].toFixed(2)})` : null;
     const text = k > q ? `${from} cannot see the later token ${to} (0)` : shown ? `${from} → ${to}${shown}` : `${from} → ${to}: ${fmt4(w)}`;
     if (!this.highlight) {

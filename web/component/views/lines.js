@@ -29,7 +29,7 @@ export function linesScene(result, state, theme, focus) {
   const { T, tokens } = result;
   const links = Number.isInteger(state.links) && state.links >= 0 ? state.links : DEFAULT_LINKS;
   const heads = state.heads && state.heads.length ? state.heads : [state.head];
-  // per head: its weights, or weight × value size (state.by) where that head's value sizes are known
+  // per head: its weights, or weight × value size (state.by) when the result has the value sizes
   const sources = heads.map((h) => shownWeights(result, state, state.layer, h));
   const weighted = sources.some((s) => s.weighted);
   const fs = 12;

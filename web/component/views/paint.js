@@ -3,6 +3,7 @@
 // with the theme's 256-colour table, which is far cheaper than a fillRect per cell.
 import { heatIndex } from '../theme.js';
 import { headOffset, strideOf } from '../../lib/result.js';
+import { byValue, valueRowScales, valueRowScale, valueShare } from './weighting.js';
 
 // Per canvas: its 2D context and a reusable ImageData (with a 32-bit view) of the current size.
 const paintCache = new WeakMap();
@@ -61,8 +62,10 @@ export function paintAttention(canvas, result, layer, head, theme, src = null) {
  * layout from GridView#measure): the cell's box in the faint colour, then each tile pixel (x, y) shows
  * query floor(y * T / h), key floor(x * T / w) - the upper triangle (keys after the query) faint.
  * Pixels outside every cell are left as they are (transparent: the page shows through).
+ * With state.by 'value' (and the result's value sizes) each cell shows weight × value size
+ * (weighting.js), from row sums made only for the rows painted and kept with the result.
  */
-export function paintGrid(px, layout, result, theme) {
+export function paintGrid(px, layout, result, theme, state = null) {
   const { T, nHead } = result;
   const W = layout.width;
   const lut = lut32Of(theme.lut.lut);
@@ -70,23 +73,44 @@ export function paintGrid(px, layout, result, theme) {
   const faint = pixel32(fr, fg, fb);
   const A = result.attentionAll;
   const S = strideOf(result);
+  const N = byValue(result, state) ? result.valueNorms : null;
+  const scales = N ? valueRowScales(result) : null;
   const rowColours = new Int32Array(Math.max(1, T)); // one query row, coloured once per tile row
   let colKey = new Int32Array(0);
+  let keys = new Int32Array(0); // the keys the tile's columns show, each once (all T when T <= w)
   layout.cells.forEach((row, l) => row.forEach((t, h) => {
     const [bx, by, bw, bh] = t.box;
     for (let y = by; y < by + bh; y++) px.fill(faint, y * W + bx, y * W + bx + bw);
     if (T === 0) return;
-    if (colKey.length < t.w) colKey = new Int32Array(t.w);
-    for (let x = 0; x < t.w; x++) colKey[x] = Math.min(T - 1, Math.floor((x * T) / t.w));
+    if (colKey.length < t.w) { colKey = new Int32Array(t.w); keys = new Int32Array(t.w); }
+    let nKeys = 0;
+    for (let x = 0; x < t.w; x++) {
+      const k = Math.min(T - 1, Math.floor((x * T) / t.w));
+      colKey[x] = k;
+      if (nKeys === 0 || keys[nKeys - 1] !== k) keys[nKeys++] = k;
+    }
     const base = headOffset(result, l, h);
+    const lh = l * nHead + h;
     let q = -1;
     for (let y = 0; y < t.h; y++) {
       const qy = Math.min(T - 1, Math.floor((y * T) / t.h));
       if (qy !== q) {
         q = qy;
+        // only the keys shown: a long text's row has far more keys than the tile has pixels
         const src = base + q * S;
-        for (let k = 0; k <= q; k++) rowColours[k] = lut[heatIndex(A[src + k])];
-        for (let k = q + 1; k < T; k++) rowColours[k] = faint;
+        if (N) {
+          const scale = valueRowScale(result, scales, lh, q);
+          const n = lh * T;
+          for (let i = 0; i < nKeys; i++) {
+            const k = keys[i];
+            rowColours[k] = k > q ? faint : lut[heatIndex(valueShare(A[src + k], N[n + k], scale))];
+          }
+        } else {
+          for (let i = 0; i < nKeys; i++) {
+            const k = keys[i];
+            rowColours[k] = k > q ? faint : lut[heatIndex(A[src + k])];
+          }
+        }
       }
       const o = (t.y + y) * W + t.x;
       for (let x = 0; x < t.w; x++) px[o + x] = rowColours[colKey[x]];
