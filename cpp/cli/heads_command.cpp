@@ -2,6 +2,7 @@
 // (measure_heads, headscope/heads.hpp).
 //
 //   headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--exact-limit N] [--candidates K]
+//                   [--gradient-every G]
 //                   [--weights f32|f16] [--threads N] [--json]
 //
 // --json prints one document on stdout:
@@ -34,12 +35,12 @@ namespace {
 
 const char* kHeadsUsage =
     "usage: headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--exact-limit N]\n"
-    "                       [--candidates K] [--weights f32|f16] [--threads N] [--json]\n"
+    "                       [--candidates K] [--gradient-every G] [--weights f32|f16] [--threads N] [--json]\n"
     "  Each head's importance on the text (gate gradient dL/dxi and the loss change when it alone is\n"
     "  switched off), and the loss as heads are switched off one at a time, greedily by measured loss,\n"
     "  beside N seeded random orders (default 8). The loss is the mean next-token cross-entropy.\n"
     "  Up to --exact-limit heads (default 64) every remaining head is tried at each step; above, the\n"
-    "  --candidates best by recomputed gate gradients (default 4).\n";
+    "  --candidates best by gate gradients (default 4), recomputed every --gradient-every heads removed (default 4).\n";
 
 struct HeadsArgs {
   std::string model, text_file;
@@ -73,6 +74,7 @@ HeadsArgs parse(int argc, char** argv) {
     else if (arg == "--seed") a.options.seed = (uint64_t)parse_int(arg, value());
     else if (arg == "--exact-limit") a.options.exact_limit = parse_int(arg, value());
     else if (arg == "--candidates") a.options.exact_candidates = std::max(1, parse_int(arg, value()));
+    else if (arg == "--gradient-every") a.options.gradient_every = std::max(1, parse_int(arg, value()));
     else if (arg == "--json") a.json = true;
     else if (arg == "--weights") a.load.weights = parse_weight_storage(value());
     else if (arg == "--threads") a.load.threads = parse_threads(value());

@@ -74,6 +74,7 @@ struct HeadsMeasurement::State {
   int best = -1;
   double best_loss = 0;
   std::vector<HeadRef> random_order;
+  std::vector<double> ranking;     // greedy: the gate gradients the candidates are ranked by
 
   State(Model& m, std::span<const int32_t> ids_in, const HeadsOptions& o)
       : model(m), ids(ids_in.begin(), ids_in.end()), options(o), L(m.config().n_layer), NH(m.config().n_head),
@@ -81,14 +82,17 @@ struct HeadsMeasurement::State {
         trainer(m.config(), 1, std::max(1, T - 1), std::size_t(3) << 30, /*optimizer_state=*/false),
         inputs(ids.begin(), ids.end() - 1), targets(ids.begin() + 1, ids.end()), gates(n, 1.0f), removed(n, false) {
     // progress in model runs: the loss, the gradient (3), knock-outs, the greedy search, random curves
-    const double greedy_runs = exact ? (double)n * (n + 1) / 2 : (double)n * (std::min(candidates, n) + 3);
+    const double greedy_runs =
+        exact ? (double)n * (n + 1) / 2 : (double)n * (std::min(candidates, n) + 3.0 / std::max(1, o.gradient_every));
     total_runs = 4 + n + greedy_runs + (double)o.random_orders * n;
     trainer.load(m);
     trainer.set_threads(m.threads());
     r.n_layer = L;
     r.n_head = NH;
     r.tokens = T;
-    r.method = exact ? "greedy, exact" : "greedy, gate gradients + " + std::to_string(candidates) + " measured per step";
+    r.method = exact ? "greedy, exact"
+                     : "greedy, gate gradients (every " + std::to_string(std::max(1, o.gradient_every)) + " heads) + " +
+                           std::to_string(candidates) + " measured per step";
   }
 
   double loss_off(std::span<const HeadRef> heads) {
@@ -110,7 +114,9 @@ struct HeadsMeasurement::State {
     for (int h = 0; h < n; h++)
       if (!removed[h]) pool.push_back(h);
     if (!exact && (int)pool.size() > candidates) {
-      const std::vector<double> g = off.empty() ? r.gate_grad : gate_grads();
+      if (off.empty()) ranking = r.gate_grad;
+      else if (off.size() % std::max(1, options.gradient_every) == 0) ranking = gate_grads();
+      const std::vector<double>& g = ranking;
       std::stable_sort(pool.begin(), pool.end(), [&](int a, int b) { return -g[a] < -g[b]; });
       pool.resize(candidates);
     }

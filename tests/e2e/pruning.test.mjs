@@ -127,7 +127,7 @@ test.describe('wide', () => {
     for (const name of names) expect(cards.find((c) => c.name === name).report, name).toEqual(api[name]);
     if (haveFamily) {
       // the default model: 32 heads, by gate gradients above 16; the family exactly
-      expect(cards.at(-1).report.method).toBe('greedy, gate gradients + 4 measured per step');
+      expect(cards.at(-1).report.method).toBe('greedy, gate gradients (every 4 heads) + 4 measured per step');
       for (const c of cards.slice(0, 4)) expect(c.report.method).toBe('greedy, exact');
       console.log(`# heads off before +5%: ${cards.map((c) => `${c.name} ${c.k5}/${c.report.nLayer * c.report.nHead}`).join(', ')}`);
       console.log(`# ${await page.locator('.prune-card .prune-state').allTextContents().then((t) => t.join(' | '))}`);

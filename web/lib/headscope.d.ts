@@ -326,7 +326,7 @@ export interface HeadsReport {
   /** Tokens measured (after droppedTokens were cut from the start to fit the context, as run() cuts). */
   tokens: number;
   droppedTokens: number;
-  /** "greedy, exact" or "greedy, gate gradients + N measured per step". */
+  /** "greedy, exact" or "greedy, gate gradients (every K heads) + N measured per step". */
   method: string;
   /** The loss with every head on. */
   loss: number;
