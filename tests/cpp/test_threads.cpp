@@ -5,6 +5,7 @@
 // here so that small shapes are split too, and the counts include more threads than units of work.
 #include <catch2/catch.hpp>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "headscope/error.hpp"
@@ -87,7 +88,8 @@ TEST_CASE("threads: split kernels equal one thread, bit for bit", "[threads][ker
   SplitEverything split;
   std::mt19937 rng(5);
   for (int T : {1, 5, 13})
-    for (auto [K, N] : {std::pair{7, 9}, std::pair{16, 33}, std::pair{40, 100}}) {
+    for (const auto& shape : {std::pair{7, 9}, std::pair{16, 33}, std::pair{40, 100}}) {
+      const int K = shape.first, N = shape.second;  // not a structured binding: clang 14's lambdas cannot capture one
       INFO("T " << T << " K " << K << " N " << N);
       const auto inp = random_vector((std::size_t)T * K, rng), w = random_vector((std::size_t)K * N, rng);
       const auto bias = random_vector(N, rng), dout = random_vector((std::size_t)T * N, rng);
@@ -123,7 +125,8 @@ TEST_CASE("threads: split kernels equal one thread, bit for bit", "[threads][ker
       });
     }
   // attention, forward and backward, over head counts that do and do not divide by the threads
-  for (auto [T, C, NH] : {std::tuple{9, 12, 3}, std::tuple{17, 40, 5}}) {
+  for (const auto& shape : {std::tuple{9, 12, 3}, std::tuple{17, 40, 5}}) {
+    const int T = std::get<0>(shape), C = std::get<1>(shape), NH = std::get<2>(shape);
     INFO("attention T " << T << " C " << C << " NH " << NH);
     const auto qkv = random_vector((std::size_t)T * 3 * C, rng);
     same_on_every_pool([&] {
