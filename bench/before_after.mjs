@@ -1,5 +1,8 @@
 // Two builds of the engine side by side, interleaved in one run: did a change keep the speed?
 //   node bench/before_after.mjs --before DIR --after DIR [--gpt2 FOLDER] [--rounds N] [--out FILE]
+//                               [--before-args "..."] [--after-args "..."]
+// --before-args / --after-args: more options for one side's CLI (e.g. --after-args "--threads 1", to
+// compare one thread with a build from before threads).
 // Each DIR holds a native CLI (`headscope`, a native-release build) and a wasm module
 // (`headscope_wasm.js` + `.wasm`, a wasm-release build) of one version, e.g. build trees of a
 // `git worktree` at the old commit and of the current one. Measured, rounds alternating before/after:
@@ -20,6 +23,7 @@ const { values: o } = parseArgs({
     before: { type: 'string' }, after: { type: 'string' }, gpt2: { type: 'string' },
     rounds: { type: 'string', default: '3' }, out: { type: 'string' },
     model: { type: 'string', default: 'web/models/headscope-base' },
+    'before-args': { type: 'string', default: '' }, 'after-args': { type: 'string', default: '' },
   },
 });
 if (!o.before || !o.after) {
@@ -28,17 +32,18 @@ if (!o.before || !o.after) {
 }
 const rounds = Number(o.rounds);
 const sides = { before: path.resolve(o.before), after: path.resolve(o.after) };
+const extra = { [sides.before]: o['before-args'].split(' ').filter(Boolean), [sides.after]: o['after-args'].split(' ').filter(Boolean) };
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const results = {};
 const record = (name, side, value) => ((results[name] ??= { before: [], after: [] })[side].push(value));
 
 function nativeBench(dir, model, T) {
-  const out = execFileSync(path.join(dir, 'headscope'), ['bench', '--model', model, '--tokens', String(T), '--repeat', '5']);
+  const out = execFileSync(path.join(dir, 'headscope'), ['bench', '--model', model, '--tokens', String(T), '--repeat', '5', ...extra[dir]]);
   return JSON.parse(out.toString()).forward_cpu_ms;
 }
 function nativeTrain(dir) {
   const out = execFileSync(path.join(dir, 'headscope'), ['train', '--preset', 'induction', '--steps', '300',
-    '--log-every', '300', '--out', path.join('/tmp', `before-after-${process.pid}`)]).toString().trim().split('\n');
+    '--log-every', '300', '--out', path.join('/tmp', `before-after-${process.pid}`), ...extra[dir]]).toString().trim().split('\n');
   return JSON.parse(out[0]).tokens_per_s;
 }
 
