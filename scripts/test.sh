@@ -7,7 +7,7 @@
 #      and with relaxed SIMD's fused multiply-add (preset wasm-relaxed, node --experimental-wasm-relaxed-simd)
 #   4. JavaScript package tests (node --test), the published types compiled by TypeScript consumers,
 #      and browser end-to-end tests
-#   5. libFuzzer targets (loaders, tokenizer), FUZZ_SECONDS each (default 15)
+#   5. libFuzzer targets (loaders, tokenizer), FUZZ_SECONDS each (default 10)
 #   6. the commands README.md names, in a quick form (tests/readme_commands.sh): scripts/run.sh and
 #      `npm start` serve the demo, scripts/run.sh --cli and the CLI lines run
 #   7. the bench in its quick mode (BENCH_QUICK=1 scripts/bench.sh, = `npm run bench`), so it cannot rot
@@ -42,7 +42,7 @@ step "C++ native (ASan+UBSan)" ctest_preset native-debug
 step "C++ native -O3 -march=native" ctest_preset native-release
 step "C++ wasm SIMD128 under node" ctest_preset wasm-release
 step "C++ wasm relaxed SIMD under node" ctest_preset wasm-relaxed
-step "fuzzing (${FUZZ_SECONDS:-15} s per target)" scripts/fuzz.sh "${FUZZ_SECONDS:-15}"
+step "fuzzing (${FUZZ_SECONDS:-10} s per target)" scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
 if [ -f tests/js/run.sh ]; then
   step "JavaScript package" tests/js/run.sh
 fi
