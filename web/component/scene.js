@@ -273,3 +273,15 @@ export function textWidth(text, size) {
   for (const ch of text) w += /[\u1100-\uffff]/.test(ch) ? 1.0 : /[ilj.,:;'|!·]/.test(ch) ? 0.32 : /[MWmw@]/.test(ch) ? 0.85 : 0.6;
   return w * size;
 }
+
+/** Greedy word wrap of scene text into lines at most `width` wide (by textWidth). */
+export function wrap(text, size, width) {
+  const lines = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    const next = line ? `${line} ${word}` : word;
+    if (line && textWidth(next, size) > width) { lines.push(line); line = word; } else line = next;
+  }
+  if (line) lines.push(line);
+  return lines;
+}

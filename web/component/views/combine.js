@@ -4,7 +4,7 @@
 // is the pure scene builder; CombineView shows it and picks a head on click.
 import { heat, headColour, quoteToken } from '../theme.js';
 import { contributionIndex, sameAblate } from '../../lib/result.js';
-import { textWidth } from '../scene.js';
+import { wrap } from '../scene.js';
 import { focusToken, clamp } from './describe.js';
 import { signedColour } from './inside.js';
 import { SceneView } from './scene-view.js';
@@ -36,18 +36,6 @@ function matchingAttribution(result, target, a) {
   if (a.text !== undefined && a.text !== result.text) return null;
   if (a.ablate !== undefined && !sameAblate(a.ablate, result.ablate ?? [])) return null;
   return a;
-}
-
-/** Greedy word wrap for scene text (textWidth estimates). */
-function wrap(text, size, width) {
-  const lines = [];
-  let line = '';
-  for (const word of text.split(' ')) {
-    const next = line ? `${line} ${word}` : word;
-    if (line && textWidth(next, size) > width) { lines.push(line); line = word; } else line = next;
-  }
-  if (line) lines.push(line);
-  return lines;
 }
 
 /**

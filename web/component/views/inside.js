@@ -8,7 +8,7 @@
 //   6 write    z times the head's rows of W_O: its share of the token's update
 // insideScene() is the pure scene builder (tested in Node); InsideView shows it with step tabs,
 // Back/Next, one sentence per step, a tooltip with each number and keyboard navigation.
-import { textWidth } from '../scene.js';
+import { textWidth, wrap } from '../scene.js';
 import { heat, tokenLabel, quoteToken, tokenWords } from '../theme.js';
 import { focusToken, clamp } from './describe.js';
 import { SceneView, el } from './scene-view.js';
@@ -138,18 +138,6 @@ export function signedColour(theme, v, max) {
 const maxAbs = (...arrays) => arrays.reduce((m, a) => { for (const x of a) if (Math.abs(x) > m) m = Math.abs(x); return m; }, 0);
 
 // ---- the scene ------------------------------------------------------------------------------------
-
-/** Greedy word wrap for scene text (textWidth estimates). */
-function wrap(text, size, width) {
-  const lines = [];
-  let line = '';
-  for (const word of text.split(' ')) {
-    const next = line ? `${line} ${word}` : word;
-    if (line && textWidth(next, size) > width) { lines.push(line); line = word; } else line = next;
-  }
-  if (line) lines.push(line);
-  return lines;
-}
 
 /**
  * The scene of one step for the focused query token (state.token, default the last) of `inside`
