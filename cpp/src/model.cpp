@@ -356,11 +356,12 @@ std::vector<float> Model::Impl::contribution_norms() const {
 // || v_j @ W_O^h || for rows j in [row_begin, T_) of head (layer, head) into out[j - row_begin]: each
 // value through the head's rows of W_O, by the kernel that gives the head its write. A row's result
 // does not depend on how many rows are computed together, so rows added later equal a full run's.
-void Model::Impl::value_norm_rows(float* out, int layer, int head, int row_begin) const {
+// scratch: grown to (T_ - row_begin, C) floats, reused across heads by the caller.
+void Model::Impl::value_norm_rows(float* out, int layer, int head, int row_begin, std::vector<float>& moved) const {
   const int C = config_.n_embd, HS = config_.head_size(), n = T_ - row_begin;
   if (n <= 0) return;
   const float* values = &qkv_[((std::size_t)layer * cap_ + row_begin) * 3 * C + 2 * C];
-  std::vector<float> moved((std::size_t)n * C);
+  moved.resize((std::size_t)n * C);
   kernels::matmul_rows_forward(moved.data(), values, 3 * C, blocks_[layer].c_proj, head * HS, (head + 1) * HS, n);
   for (int t = 0; t < n; t++) {
     const float* row = &moved[(std::size_t)t * C];
@@ -376,9 +377,10 @@ std::vector<float> Model::Impl::value_norms() const {
     value_norm_rows_ = 0;
   }
   if (value_norm_rows_ < T_) {
+    std::vector<float> scratch;
     for (std::size_t lh = 0; lh < LH; lh++)
       value_norm_rows(&value_norm_[lh * cap + value_norm_rows_], (int)(lh / config_.n_head), (int)(lh % config_.n_head),
-                      value_norm_rows_);
+                      value_norm_rows_, scratch);
     value_norm_rows_ = T_;
   }
   std::vector<float> out(LH * T_);
@@ -417,7 +419,8 @@ HeadInside Model::Impl::head_inside() const {
     std::copy_n(&head_out_[(l * cap + t) * C + h * HS], HS, &r.z[(std::size_t)t * HS]);
   r.out.assign(inspect_out_.begin(), inspect_out_.begin() + (std::ptrdiff_t)T * C);
   r.value_norm.resize(T);
-  value_norm_rows(r.value_norm.data(), l, h, 0);
+  std::vector<float> scratch;
+  value_norm_rows(r.value_norm.data(), l, h, 0, scratch);
   return r;
 }
 

@@ -29,7 +29,7 @@ struct Model::Impl {
   std::vector<float> contribution(int layer, int head) const;
   std::vector<float> contribution_norms() const;
   std::vector<float> value_norms() const;
-  void value_norm_rows(float* out, int layer, int head, int row_begin) const;
+  void value_norm_rows(float* out, int layer, int head, int row_begin, std::vector<float>& scratch) const;
   HeadInside head_inside() const;
   LogitAttribution logit_attribution(int position, int token) const;
 

@@ -110,12 +110,10 @@ double set_min_parallel_work(double work) {
 
 int current_threads() { return t_current ? t_current->size() : 1; }
 
-void parallel_for(int n, double work, const std::function<void(int, int)>& fn) {
-  if (!t_current || t_current->size() == 1 || n < 2 || work < g_min_parallel_work) {
-    if (n > 0) fn(0, n);
-    return;
-  }
-  t_current->run(n, fn);
+bool worth_splitting(int n, double work) {
+  return t_current && t_current->size() > 1 && n >= 2 && work >= g_min_parallel_work;
 }
+
+void run_on_current_pool(int n, const std::function<void(int, int)>& fn) { t_current->run(n, fn); }
 
 }  // namespace headscope::kernels

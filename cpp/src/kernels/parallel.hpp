@@ -61,9 +61,23 @@ class PoolScope {
 // Threads of the current pool (1 without one).
 int current_threads();
 
+// True when parallel_for(n, work, ...) hands work to the current pool.
+bool worth_splitting(int n, double work);
+// Runs fn over [0, n) on the current pool (parallel_for's slow path).
+void run_on_current_pool(int n, const std::function<void(int, int)>& fn);
+
 // fn(begin, end) over [0, n) split by the current pool, or fn(0, n) inline when there is no pool,
 // n < 2, or `work` (about the multiply-adds of the whole call) is below what a hand-off costs.
-void parallel_for(int n, double work, const std::function<void(int, int)>& fn);
+// A template so that the inline path (the one-token update's small products) builds no
+// std::function; the pool gets a reference to fn, which fits std::function's inline buffer.
+template <class F>
+void parallel_for(int n, double work, F&& fn) {
+  if (!worth_splitting(n, work)) {
+    if (n > 0) fn(0, n);
+    return;
+  }
+  run_on_current_pool(n, std::function<void(int, int)>(std::ref(fn)));
+}
 
 // For tests: the work below which parallel_for runs inline (0 splits every call, so tiny fixture
 // models exercise the partition too). Returns the previous value.
