@@ -10,11 +10,12 @@ const DIST = path.join(ROOT, 'dist');
 const FIXTURES = path.join(ROOT, 'tests/fixtures/models');
 
 // The files a CDN user downloads with the default model: the two component bundles and what they
-// import, the engine (the relaxed-SIMD build: Chromium validates it; the SIMD128 one is not
-// fetched), and the default model's four files. Nothing else.
+// import, the engine (the relaxed-SIMD build: Chromium validates it; the SIMD128 binary is not
+// fetched, its 66 KB glue is: wasm.js imports both glues statically), and the default model's
+// four files. Nothing else.
 const EXPECTED_FILES = [
   '/headscope-view.js', '/headscope-lab.js', '/analysis.js', '/roles.json', '/headscope-worker.js', '/headscope.js',
-  '/headscope_wasm.js', '/wasm.js', '/files.js', '/result.js', '/worker-thread.js', '/headscope_wasm_relaxed.wasm',
+  '/headscope_wasm.js', '/headscope_wasm_relaxed.js', '/wasm.js', '/files.js', '/result.js', '/worker-thread.js', '/headscope_wasm_relaxed.wasm',
   '/worker-protocol.js', // the page-worker message table, imported on both sides
   '/trainer.js', // createTrainer's adapter (7 KB), a static import of headscope.js: bundlers' worker formats refuse code splitting
   '/generation.js', // generate()'s options and the written text's bytes, a static import of headscope.js

@@ -1,13 +1,17 @@
 // Loads the WebAssembly engine once per page, worker or Node process: the relaxed-SIMD build where
 // the runtime validates it, else SIMD128. headscope.js reaches the engine only through loadCore().
-import createHeadscopeCore from './headscope_wasm.js';
+// Each build has its own glue: the two binaries import different sets of invoke_* helpers (the
+// compiler inlines differently around relaxed SIMD's kernels), so one glue cannot load both. Both
+// are imported statically because bundlers' worker formats (IIFE) refuse dynamic import().
+import createSimd128Core from './headscope_wasm.js';
+import createRelaxedCore from './headscope_wasm_relaxed.js';
 import { isNode, fetchResponse, readLocalFile } from './files.js';
 
 // Written as literal `new URL(..., import.meta.url)` so bundlers (Vite, webpack 5, esbuild)
 // see these files and emit them next to the bundle.
 const WASM_URL = new URL('./headscope_wasm.wasm', import.meta.url);
 // The same engine built with relaxed SIMD: its products multiply-add in one f32x4.relaxed_madd
-// (fused on CPUs with FMA). Same imports and exports as the SIMD128 build, so the same glue loads it.
+// (fused on CPUs with FMA).
 const WASM_RELAXED_URL = new URL('./headscope_wasm_relaxed.wasm', import.meta.url);
 
 // Whether this engine validates relaxed SIMD's standard multiply-add: a 40-byte module whose one
@@ -38,13 +42,14 @@ export function loadCore() {
       } else {
         // Compiled here rather than by the glue, so that a .wasm that cannot be read (no CORS
         // header on a CDN, a policy) is an Error naming the file, not an abort.
-        let compiled;
+        let compiled, url = wasmUrl;
         try {
-          compiled = await compileWasm(wasmUrl);
+          compiled = await compileWasm(url);
         } catch (e) {
           // a copy of the package without the relaxed build (self-hosted, say): SIMD128 then
-          if (wasmUrl !== WASM_RELAXED_URL || !/HTTP 404/.test(e.message)) throw e;
-          compiled = await compileWasm(WASM_URL);
+          if (url !== WASM_RELAXED_URL || !/HTTP 404/.test(e.message)) throw e;
+          url = WASM_URL;
+          compiled = await compileWasm(url);
         }
         let instantiateFailed;
         const failure = new Promise((_, reject) => { instantiateFailed = reject; });
@@ -52,9 +57,9 @@ export function loadCore() {
           WebAssembly.instantiate(compiled, imports).then((instance) => receiveInstance(instance, compiled), instantiateFailed);
           return {};
         };
-        return Promise.race([createHeadscopeCore(options), failure]);
+        return Promise.race([glueFor(url)(options), failure]);
       }
-      return createHeadscopeCore(options);
+      return glueFor(wasmUrl)(options);
     })();
     corePromise.catch(() => { corePromise = null; });
   }
@@ -75,6 +80,8 @@ async function chooseWasm() {
   }
   return WASM_RELAXED_URL;
 }
+
+const glueFor = (url) => (url === WASM_RELAXED_URL ? createRelaxedCore : createSimd128Core);
 
 async function compileWasm(url) {
   const response = await fetchResponse(url);
