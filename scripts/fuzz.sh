@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang-14, -fsanitize=fuzzer,address,undefined) and runs each for
-# SECONDS (default 60; CI uses this), after replaying the committed regression inputs.
+# SECONDS (default 60; the test run uses 10), after replaying the committed regression inputs,
+# JOBS (default 2) at a time.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      e.g. scripts/fuzz.sh 3600 tokenizer
 # Targets: safetensors, config, vocab, tokenizer (tests/fuzz/fuzz_<target>.cpp).
 # Seeds: tests/fuzz/corpus/<target>/ (committed). New corpus entries go to build/fuzz/corpus/.
@@ -19,16 +20,22 @@ FLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undef
        -Icpp/include -Icpp/src)
 SOURCES=(cpp/src/config.cpp cpp/src/safetensors.cpp cpp/src/tokenizer.cpp cpp/src/unicode.cpp cpp/src/kernels/reference.cpp cpp/src/kernels/forward_simd.cpp cpp/src/kernels/attention_simd.cpp cpp/src/kernels/parallel.cpp cpp/src/forward.cpp cpp/src/model.cpp cpp/src/model_load.cpp cpp/src/predictions.cpp)
 
-# the engine once as objects, then one link per target
+# the engine once as objects (JOBS at a time, default 2), then one link per target
+JOBS="${JOBS:-2}"
 mkdir -p "$OUT/obj"
 objs=()
+pids=()
 for s in "${SOURCES[@]}"; do
   o="$OUT/obj/$(basename "$s" .cpp).o"
   if [ ! -f "$o" ] || [ "$s" -nt "$o" ] || [ -n "$(find cpp/include cpp/src -newer "$o" -name '*.hpp' -o -newer "$o" -name '*.inc' | head -1)" ]; then
-    $CXX "${FLAGS[@]/-fsanitize=fuzzer,address,undefined/-fsanitize=fuzzer-no-link,address,undefined}" -c "$s" -o "$o"
+    while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do sleep 0.2; done
+    rm -f "$o"
+    $CXX "${FLAGS[@]/-fsanitize=fuzzer,address,undefined/-fsanitize=fuzzer-no-link,address,undefined}" -c "$s" -o "$o" &
+    pids+=($!)
   fi
   objs+=("$o")
 done
+for pid in "${pids[@]}"; do wait "$pid" || { echo "fuzz: compiling the engine failed" >&2; exit 1; }; done
 
 export HEADSCOPE_FUZZ_MODEL_DIR="$PWD/tests/fixtures/models/tiny-hs4"
 export HEADSCOPE_FUZZ_GPT2_DIR="$PWD/$OUT/gpt2-tokenizer"
@@ -36,12 +43,12 @@ export HEADSCOPE_FUZZ_GPT2_DIR="$PWD/$OUT/gpt2-tokenizer"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 
-status=0
-for t in "${TARGETS[@]}"; do
-  bin="$OUT/fuzz_$t"
-  $CXX "${FLAGS[@]}" "tests/fuzz/fuzz_$t.cpp" "${objs[@]}" -o "$bin"
+# one target: link, replay its regressions, fuzz; prints its report, returns non-zero on a finding
+fuzz_target() {
+  local t="$1" bin="$OUT/fuzz_$1" status=0
+  $CXX "${FLAGS[@]}" "tests/fuzz/fuzz_$t.cpp" "${objs[@]}" -o "$bin" || { echo "fuzz $t: link failed"; return 1; }
   mkdir -p "$OUT/corpus/$t" "$OUT/crashes/$t"
-  regressions=(tests/fuzz/regressions/$t/*)
+  local regressions=(tests/fuzz/regressions/$t/*)
   if [ -e "${regressions[0]}" ]; then
     echo "fuzz $t: replaying ${#regressions[@]} regression inputs"
     "$bin" -rss_limit_mb=4096 "${regressions[@]}" >/dev/null 2>"$OUT/$t.regressions.log" || { echo "fuzz $t: REGRESSION"; tail -30 "$OUT/$t.regressions.log"; status=1; }
@@ -55,5 +62,19 @@ for t in "${TARGETS[@]}"; do
   else
     grep -E "stat::number_of_executed_units|cov:" "$OUT/$t.log" | tail -2 | tr '\n' ' '; echo
   fi
+  return $status
+}
+
+# JOBS targets at a time (libFuzzer runs on one core); reports printed in target order
+status=0
+declare -A tpid
+for t in "${TARGETS[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do sleep 0.2; done
+  fuzz_target "$t" >"$OUT/$t.report" 2>&1 &
+  tpid[$t]=$!
+done
+for t in "${TARGETS[@]}"; do
+  wait "${tpid[$t]}" || status=1
+  cat "$OUT/$t.report"
 done
 exit $status

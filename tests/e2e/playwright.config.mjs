@@ -7,13 +7,20 @@ import { defineConfig } from '@playwright/test';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ARTIFACTS = path.join(HERE, '../../build/e2e-artifacts');
+const QUIET = ['demo', 'fast-typing', 'long-run', 'longuse', 'train', 'generate'].map((f) => `**/${f}.test.mjs`);
 
 export default defineConfig({
   testDir: HERE,
   testMatch: '*.test.mjs',
-  // one worker: the machine's two cores are shared with builds, and the timing-sensitive tests
-  // (memory while typing, resize callbacks) need a quiet browser
-  workers: 1,
+  // Two projects, run one after the other by tests/e2e/run.sh: files that only check what the pages
+  // compute and draw, two at a time (two browsers on two cores); then the files whose checks depend on
+  // timing (which thread a keystroke runs on, a run's cancel, memory while typing, training within a
+  // time, writing while editing), one at a time in a quiet browser.
+  projects: [
+    { name: 'parallel', testIgnore: QUIET, outputDir: path.join(ARTIFACTS, 'test-results/parallel') },
+    { name: 'quiet', testMatch: QUIET, workers: 1, outputDir: path.join(ARTIFACTS, 'test-results/quiet') },
+  ],
+  workers: 2,
   fullyParallel: false,
   forbidOnly: true,
   retries: 0,
@@ -22,8 +29,7 @@ export default defineConfig({
   expect: { timeout: 15_000 },
   // the list, then one summary line last (counts, failed tests named, duration)
   reporter: [['list'], [path.join(HERE, 'summary-reporter.mjs')]],
-  // Playwright empties outputDir at the start; the tests' own screenshots and exports sit one level up
-  outputDir: path.join(ARTIFACTS, 'test-results'),
+  // Playwright empties each project's outputDir at its start; the tests' own screenshots and exports sit above
   use: {
     browserName: 'chromium',
     launchOptions: {
