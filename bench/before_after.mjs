@@ -1,7 +1,7 @@
 // Two builds of the engine side by side, interleaved in one run: did a change keep the speed?
 //   node bench/before_after.mjs --before DIR --after DIR [--gpt2 FOLDER] [--rounds N] [--out FILE]
 //                               [--before-args "..."] [--after-args "..."]
-// --before-args / --after-args: more options for one side's CLI (e.g. --after-args "--threads 1", to
+// --before-args / --after-args: more options for one side's CLI, written with "=" (e.g. --after-args="--threads 1", to
 // compare one thread with a build from before threads).
 // Each DIR holds a native CLI (`headscope`, a native-release build) and a wasm module
 // (`headscope_wasm.js` + `.wasm`, a wasm-release build) of one version, e.g. build trees of a
