@@ -357,7 +357,7 @@ TEST_CASE("the wasm module can grow past 2 GB, to wasm32's 4 GB", "[memory][wasm
 
 TEST_CASE("hostile text: NUL bytes, right-to-left, combining marks, emoji, a megabyte", "[input][hostile]") {
   Model m = Files().load();  // odd-hs12: byte-level vocabulary, context 32
-  for (const std::string text : {std::string("a\0b\0", 4), std::string("\xd7\xa9\xd7\x9c\xd7\x95\xd7\x9d \xd8\xb9\xd8\xa7\xd9\x84\xd9\x85"),
+  for (const std::string& text : {std::string("a\0b\0", 4), std::string("\xd7\xa9\xd7\x9c\xd7\x95\xd7\x9d \xd8\xb9\xd8\xa7\xd9\x84\xd9\x85"),
                                  std::string("e\xcc\x81\xcc\x82\xcc\x83\xcc\x84"), std::string("\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa7 \xf0\x9f\x87\xab\xf0\x9f\x87\xb7"),
                                  std::string("\xe2\x80\xae" "reversed\xe2\x80\xac")}) {
     INFO("text bytes " << text.size());

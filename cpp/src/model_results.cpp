@@ -1,0 +1,256 @@
+// Model: what a run leaves to read. Logits, attention maps, hidden states, each head's write and
+// value sizes, one head's internals and the split of a logit, all from the last run's buffers
+// (model.cpp runs; model_load.cpp loads).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "headscope/error.hpp"
+#include "headscope/model.hpp"
+#include "model_impl.hpp"
+#include "model_memory.hpp"
+
+namespace headscope {
+void Model::Impl::require_run() const {
+  if (!has_run_) throw Error("no results yet: call run() first");
+}
+
+void Model::Impl::check_layer_head(int layer, int head) const {
+  if (layer < 0 || layer >= config_.n_layer)
+    throw Error("layer " + std::to_string(layer) + " is outside [0, " + std::to_string(config_.n_layer) + ")");
+  if (head < 0 || head >= config_.n_head)
+    throw Error("head " + std::to_string(head) + " is outside [0, " + std::to_string(config_.n_head) + ")");
+}
+
+std::span<const float> Model::Impl::logits_last() const {
+  require_run();
+  return logits_last_;
+}
+
+std::vector<float> Model::Impl::logits_all() const {
+  require_run();
+  if (!options_.all_logits) throw Error("logits for all positions were not kept: run with all_logits");
+  const std::size_t V = config_.vocab_size;
+  return std::vector<float>(logits_all_.begin(), logits_all_.begin() + (std::ptrdiff_t)(T_ * V));
+}
+
+std::vector<float> Model::Impl::attention(int layer, int head) const {
+  require_run();
+  check_layer_head(layer, head);
+  std::vector<float> out((std::size_t)T_ * T_);
+  const float* src = &att_[((std::size_t)layer * config_.n_head + head) * cap_ * cap_];
+  for (int t = 0; t < T_; t++) std::copy(src + (std::size_t)t * cap_, src + (std::size_t)t * cap_ + T_, &out[(std::size_t)t * T_]);
+  return out;
+}
+
+void Model::Impl::copy_attention_all(float* out) const { copy_attention_rows(out, 0, T_, T_); }
+
+std::size_t Model::Impl::attention_rows_floats(int row_begin, int block_rows, int stride) const {
+  require_run();
+  const std::string t = std::to_string(T_);
+  if (row_begin < 0 || row_begin > T_) throw Error("attention rows must start within [0, " + t + "], got " + std::to_string(row_begin));
+  if (stride < T_ || stride > config_.n_positions)
+    throw Error("attention row stride must be within [" + t + ", " + std::to_string(config_.n_positions) + "], got " + std::to_string(stride));
+  if (block_rows < T_ - row_begin || block_rows > config_.n_positions)
+    throw Error("a block of " + std::to_string(block_rows) + " rows cannot hold attention rows " + std::to_string(row_begin) + " to " + t +
+                " (at most n_positions = " + std::to_string(config_.n_positions) + " rows)");
+  // 64-bit product, refused above the activation limit before a 32-bit size_t (wasm) could wrap
+  const uint64_t floats = (uint64_t)config_.n_layer * config_.n_head * block_rows * stride;
+  if (floats > kMaxActivationFloats)
+    throw Error("attention rows of " + std::to_string(block_rows) + " x " + std::to_string(stride) + " per head need " +
+                std::to_string(floats * 4 >> 20) + " MB, more than the " + std::to_string(kMaxActivationFloats * 4 >> 20) + " MB limit");
+  return (std::size_t)floats;
+}
+
+void Model::Impl::copy_attention_rows(float* out, int row_begin, int block_rows, int stride) const {
+  attention_rows_floats(row_begin, block_rows, stride);
+  for (int l = 0; l < config_.n_layer; l++)
+    for (int h = 0; h < config_.n_head; h++) {
+      const std::size_t head = (std::size_t)l * config_.n_head + h;
+      const float* src = &att_[head * cap_ * cap_];  // (cap, cap): the engine's own rows
+      float* block = out + head * block_rows * (std::size_t)stride;
+      for (int q = row_begin; q < T_; q++) {
+        float* dst = block + (std::size_t)(q - row_begin) * stride;
+        std::copy_n(src + (std::size_t)q * cap_, T_, dst);
+        std::fill(dst + T_, dst + stride, 0.0f);
+      }
+    }
+}
+
+std::vector<float> Model::Impl::attention_all() const {
+  require_run();
+  std::vector<float> out((std::size_t)config_.n_layer * config_.n_head * T_ * T_);
+  copy_attention_all(out.data());
+  return out;
+}
+
+std::vector<float> Model::Impl::hidden_states() const {
+  require_run();
+  const std::size_t C = config_.n_embd, rows = (std::size_t)T_ * C;
+  std::vector<float> out((config_.n_layer + 1) * rows);
+  for (int l = 0; l <= config_.n_layer; l++)
+    std::copy_n(&residual_[l * cap_ * C], rows, &out[l * rows]);
+  return out;
+}
+
+std::vector<float> Model::Impl::contribution(int layer, int head) const {
+  require_run();
+  check_layer_head(layer, head);
+  if (!options_.keep_contributions) throw Error("head contributions were not kept: run with keep_contributions");
+  const std::size_t C = config_.n_embd;
+  const float* src = &contrib_[((std::size_t)layer * config_.n_head + head) * cap_ * C];
+  return std::vector<float>(src, src + (std::size_t)T_ * C);
+}
+
+std::vector<float> Model::Impl::contribution_norms() const {
+  require_run();
+  std::vector<float> out((std::size_t)config_.n_layer * config_.n_head * T_);
+  for (std::size_t lh = 0; lh < (std::size_t)config_.n_layer * config_.n_head; lh++)
+    std::copy_n(&contrib_norm_[lh * cap_], T_, &out[lh * T_]);
+  return out;
+}
+
+// || v_j @ W_O^h || for rows j in [row_begin, T_) of head (layer, head) into out[j - row_begin]: each
+// value through the head's rows of W_O, by the kernel that gives the head its write. A row's result
+// does not depend on how many rows are computed together, so rows added later equal a full run's.
+// scratch: grown to (T_ - row_begin, C) floats, reused across heads by the caller.
+void Model::Impl::value_norm_rows(float* out, int layer, int head, int row_begin, std::vector<float>& moved) const {
+  const int C = config_.n_embd, HS = config_.head_size(), n = T_ - row_begin;
+  if (n <= 0) return;
+  const float* values = &qkv_[((std::size_t)layer * cap_ + row_begin) * 3 * C + 2 * C];
+  moved.resize((std::size_t)n * C);
+  kernels::matmul_rows_forward(moved.data(), values, 3 * C, blocks_[layer].c_proj, head * HS, (head + 1) * HS, n);
+  for (int t = 0; t < n; t++) {
+    const float* row = &moved[(std::size_t)t * C];
+    out[t] = std::sqrt(kernels::dot(row, row, C));
+  }
+}
+
+std::vector<float> Model::Impl::value_norms() const {
+  require_run();
+  const std::size_t LH = (std::size_t)config_.n_layer * config_.n_head, cap = cap_;
+  if (value_norm_.size() != LH * cap) {
+    value_norm_.assign(LH * cap, 0.0f);
+    value_norm_rows_ = 0;
+  }
+  if (value_norm_rows_ < T_) {
+    std::vector<float> scratch;
+    for (std::size_t lh = 0; lh < LH; lh++)
+      value_norm_rows(&value_norm_[lh * cap + value_norm_rows_], (int)(lh / config_.n_head), (int)(lh % config_.n_head),
+                      value_norm_rows_, scratch);
+    value_norm_rows_ = T_;
+  }
+  std::vector<float> out(LH * T_);
+  for (std::size_t lh = 0; lh < LH; lh++) std::copy_n(&value_norm_[lh * cap], T_, &out[lh * T_]);
+  return out;
+}
+
+HeadInside Model::Impl::head_inside() const {
+  require_run();
+  if (!options_.inspect) throw Error("no head was inspected: run with RunOptions::inspect");
+  const ModelConfig& c = config_;
+  const int l = options_.inspect->layer, h = options_.inspect->head, T = T_, C = c.n_embd, HS = c.head_size();
+  const std::size_t cap = cap_;
+  HeadInside r;
+  r.layer = l;
+  r.head = h;
+  r.T = T;
+  r.head_size = HS;
+  r.n_embd = C;
+  // q, k and v are the forward's own rows of c_attn's output (qkv_, the key/value cache)
+  const float* qkv = &qkv_[l * cap * 3 * C];
+  for (const auto& [dst, third] : {std::pair{&r.q, 0}, std::pair{&r.k, 1}, std::pair{&r.v, 2}}) {
+    dst->resize((std::size_t)T * HS);
+    for (int t = 0; t < T; t++)
+      std::copy_n(qkv + (std::size_t)t * 3 * C + third * C + h * HS, HS, dst->data() + (std::size_t)t * HS);
+  }
+  r.scores.assign((std::size_t)T * T, -std::numeric_limits<float>::infinity());
+  r.attention.resize((std::size_t)T * T);
+  const float* att = &att_[((std::size_t)l * c.n_head + h) * cap * cap];
+  for (int t = 0; t < T; t++) {
+    std::copy_n(&inspect_scores_[(std::size_t)t * cap], t + 1, &r.scores[(std::size_t)t * T]);
+    std::copy_n(att + (std::size_t)t * cap, T, &r.attention[(std::size_t)t * T]);
+  }
+  r.z.resize((std::size_t)T * HS);
+  for (int t = 0; t < T; t++)
+    std::copy_n(&head_out_[(l * cap + t) * C + h * HS], HS, &r.z[(std::size_t)t * HS]);
+  r.out.assign(inspect_out_.begin(), inspect_out_.begin() + (std::ptrdiff_t)T * C);
+  r.value_norm.resize(T);
+  std::vector<float> scratch;
+  value_norm_rows(r.value_norm.data(), l, h, 0, scratch);
+  return r;
+}
+
+double LogitAttribution::total() const {
+  double s = embedding + ln_bias;
+  for (double x : heads) s += x;
+  for (double x : attn_bias) s += x;
+  for (double x : mlp) s += x;
+  return s;
+}
+
+LogitAttribution Model::Impl::logit_attribution(int position, int token) const {
+  require_run();
+  const ModelConfig& c = config_;
+  if (position < 0 || position >= T_)
+    throw Error("position " + std::to_string(position) + " is outside [0, " + std::to_string(T_) + ")");
+  if (token < 0 || token >= c.vocab_size)
+    throw Error("token " + std::to_string(token) + " is outside [0, " + std::to_string(c.vocab_size) + ")");
+  const int C = c.n_embd, L = c.n_layer, NH = c.n_head;
+  const std::size_t cap = cap_;
+  // the token's unembedding times the final LayerNorm's scale, in double
+  std::vector<double> w(C);
+  std::vector<float> row(C);
+  if (wte_f16_.empty()) std::copy_n(&wte_[(std::size_t)token * C], C, row.data());
+  else kernels::f16_unpack_forward(row.data(), &wte_f16_[(std::size_t)token * C], C);
+  for (int i = 0; i < C; i++) w[i] = (double)row[i] * ln_f_weight_[i];
+  // the final LayerNorm's scale at the position, from the residual stream it normalizes
+  const float* x = &residual_[((std::size_t)L * cap + position) * C];
+  double mean = 0, var = 0;
+  for (int i = 0; i < C; i++) mean += x[i];
+  mean /= C;
+  for (int i = 0; i < C; i++) var += (x[i] - mean) * (x[i] - mean);
+  const double rstd = 1.0 / std::sqrt(var / C + c.layer_norm_epsilon);
+  // one part's attribution: its write centered, scaled, dotted with w
+  const auto part = [&](const double* v) {
+    double m = 0, s = 0;
+    for (int i = 0; i < C; i++) m += v[i];
+    m /= C;
+    for (int i = 0; i < C; i++) s += (v[i] - m) * w[i];
+    return s * rstd;
+  };
+  LogitAttribution a;
+  a.position = position;
+  a.token = token;
+  std::vector<double> v(C), attn(C);
+  for (int i = 0; i < C; i++) v[i] = residual_[(std::size_t)position * C + i];
+  a.embedding = part(v.data());
+  for (int l = 0; l < L; l++) {
+    std::fill(attn.begin(), attn.end(), 0.0);
+    const int HS = c.head_size();
+    for (int h = 0; h < NH; h++) {
+      // the head's write at the position, by the forward's own kernel on its output row (a row
+      // computed alone equals the same row computed with the others, bit for bit); 0 if switched off
+      std::vector<float> ch(C, 0.0f);
+      if (!ablate_mask_[(std::size_t)l * NH + h])
+        kernels::matmul_rows_forward(ch.data(), &head_out_[(l * cap + position) * C], C, blocks_[l].c_proj, h * HS,
+                                     (h + 1) * HS, 1);
+      for (int i = 0; i < C; i++) v[i] = ch[i], attn[i] += ch[i];
+      a.heads.push_back(part(v.data()));
+    }
+    const std::vector<float>& bias = blocks_[l].c_proj.bias;
+    for (int i = 0; i < C; i++) v[i] = bias[i], attn[i] += bias[i];
+    a.attn_bias.push_back(part(v.data()));
+    // the MLP's write: what the block added beyond its attention
+    const float* in = &residual_[((std::size_t)l * cap + position) * C];
+    const float* out = &residual_[((std::size_t)(l + 1) * cap + position) * C];
+    for (int i = 0; i < C; i++) v[i] = (double)out[i] - in[i] - attn[i];
+    a.mlp.push_back(part(v.data()));
+  }
+  for (int i = 0; i < C; i++) a.ln_bias += (double)ln_f_bias_[i] * row[i];
+  a.logit = position == T_ - 1 ? logits_last_[token] : (options_.all_logits ? logits_all_[(std::size_t)position * c.vocab_size + token] : a.total());
+  return a;
+}
+
+}  // namespace headscope
