@@ -35,7 +35,7 @@ ctest_preset() {
   local preset="$1"
   cmake --preset "$preset" >/dev/null &&
     cmake --build --preset "$preset" -j "$JOBS" &&
-    ctest --preset "$preset" -j 1
+    ctest --preset "$preset" -j "$JOBS"
 }
 
 step "C++ native (ASan+UBSan)" ctest_preset native-debug
@@ -62,5 +62,5 @@ for i in "${!names[@]}"; do
   echo "  ${results[$i]}  ${names[$i]}"
   [ "${results[$i]}" = PASS ] && pass=$((pass + 1)) || fail=$((fail + 1))
 done
-echo "headscope tests: $pass of $((pass + fail)) suites passed, $fail failed"
+echo "headscope tests: $pass of $((pass + fail)) suites passed, $fail failed, in $((SECONDS / 60)) min $((SECONDS % 60)) s"
 [ "$fail" -eq 0 ]
