@@ -7,15 +7,16 @@ import { defineConfig } from '@playwright/test';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ARTIFACTS = path.join(HERE, '../../build/e2e-artifacts');
-const QUIET = ['demo', 'fast-typing', 'long-run', 'longuse', 'train', 'generate'].map((f) => `**/${f}.test.mjs`);
+const QUIET = ['demo', 'fast-typing', 'long-run', 'train', 'generate'].map((f) => `**/${f}.test.mjs`);
 
 export default defineConfig({
   testDir: HERE,
   testMatch: '*.test.mjs',
   // Two projects, run one after the other by tests/e2e/run.sh: files that only check what the pages
   // compute and draw, two at a time (two browsers on two cores); then the files whose checks depend on
-  // timing (which thread a keystroke runs on, a run's cancel, memory while typing, training within a
-  // time, writing while editing), one at a time in a quiet browser.
+  // timing (which thread a keystroke runs on, a run's cancel, resize callbacks, training within a
+  // time, writing while editing), one at a time in a quiet browser. (longuse types for a minute and
+  // checks memory and that every round rendered: no timing, so it overlaps the others.)
   projects: [
     { name: 'parallel', testIgnore: QUIET, outputDir: path.join(ARTIFACTS, 'test-results/parallel') },
     { name: 'quiet', testMatch: QUIET, workers: 1, outputDir: path.join(ARTIFACTS, 'test-results/quiet') },
