@@ -22,13 +22,16 @@ SOURCES=(cpp/src/config.cpp cpp/src/safetensors.cpp cpp/src/tokenizer.cpp cpp/sr
 
 # the engine once as objects (JOBS at a time, default 2), then one link per target
 JOBS="${JOBS:-2}"
+# returns once fewer than JOBS background jobs run (it polls rather than wait -n, so that every job's
+# status is still there for the wait on its pid below)
+wait_for_slot() { while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do sleep 0.2; done; }
 mkdir -p "$OUT/obj"
 objs=()
 pids=()
 for s in "${SOURCES[@]}"; do
   o="$OUT/obj/$(basename "$s" .cpp).o"
   if [ ! -f "$o" ] || [ "$s" -nt "$o" ] || [ -n "$(find cpp/include cpp/src -newer "$o" -name '*.hpp' -o -newer "$o" -name '*.inc' | head -1)" ]; then
-    while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do sleep 0.2; done
+    wait_for_slot
     rm -f "$o"
     $CXX "${FLAGS[@]/-fsanitize=fuzzer,address,undefined/-fsanitize=fuzzer-no-link,address,undefined}" -c "$s" -o "$o" &
     pids+=($!)
@@ -69,7 +72,7 @@ fuzz_target() {
 status=0
 declare -A tpid
 for t in "${TARGETS[@]}"; do
-  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do sleep 0.2; done
+  wait_for_slot
   fuzz_target "$t" >"$OUT/$t.report" 2>&1 &
   tpid[$t]=$!
 done

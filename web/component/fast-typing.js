@@ -48,8 +48,9 @@ export class FastTypingModel {
   // The cost of a keystroke here: the median of the last runs (one slow run, a garbage collection
   // say, does not send typing to the worker), each scaled to four new tokens (a run that primed the
   // cache computed them all).
+  static #perKeystroke(ms, computed) { return ms * Math.min(1, 4 / Math.max(1, computed)); }
   #record(ms, computed) {
-    this.#costs.push(ms * Math.min(1, 4 / Math.max(1, computed)));
+    this.#costs.push(FastTypingModel.#perKeystroke(ms, computed));
     if (this.#costs.length > 5) this.#costs.shift();
   }
   #estimate() {
@@ -80,11 +81,11 @@ export class FastTypingModel {
   #runHere(text, options) {
     const t0 = performance.now();
     const result = this.#page.run(text, options);
-    const ms = performance.now() - t0;
+    const ms = performance.now() - t0, computed = result.T - result.reusedTokens;
     // a probe under budget starts the history again (the median would need several)
-    if (this.#probing && ms * Math.min(1, 4 / Math.max(1, result.T - result.reusedTokens)) < PAGE_THREAD_BUDGET_MS) this.#costs = [];
+    if (this.#probing && FastTypingModel.#perKeystroke(ms, computed) < PAGE_THREAD_BUDGET_MS) this.#costs = [];
     this.#probing = false;
-    this.#record(ms, result.T - result.reusedTokens);
+    this.#record(ms, computed);
     this.#last = { text, ablate: options.ablate ?? [] };
     return result;
   }
