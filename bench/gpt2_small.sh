@@ -50,7 +50,7 @@ if [ -z "$SITE" ]; then
   web/demo/build.sh "$PWD/$SITE" >/dev/null
 fi
 
-log "native against PyTorch (1 thread); the GEMM against Eigen's and the attention kernel"
+log "native against PyTorch (1 thread, then 1 and 2 threads); the GEMM against Eigen's and the attention kernel"
 /usr/bin/python3 bench/native_vs_torch.py --cli build/native-release/headscope --gemm build/native-release/headscope_gemm_native \
   --model "$G" --tokens "$TOKENS" --repeat "$REPEAT" "${Q[@]}" --markdown "$MD/gpt2-small-native.md"
 log "wasm SIMD128 and relaxed SIMD against onnxruntime-web"

@@ -1,4 +1,5 @@
-"""Native engine against PyTorch (1 thread) on a random checkpoint of GPT-2 small's exact shape.
+"""Native engine against PyTorch on a random checkpoint of GPT-2 small's exact shape: both on 1
+thread, then both on each count of --threads (default 1,2).
 
 1. Writes the checkpoint with bench/make_gpt2_small.py unless MODEL_DIR already holds one.
 2. Correctness: `headscope run --json` on a short text against scripts/common/gpt2_torch.py on the
@@ -8,10 +9,13 @@
    `headscope bench` (median full forward, median one-token incremental update, load time, peak
    RSS) and PyTorch computing the same outputs (every attention map, last-position logits).
    Prints a table and writes the rows as JSON.
-4. With --gemm BIN (headscope_gemm_native): the engine's GEMM against Eigen's at GPT-2 small's linear
+4. Threads: `headscope bench --threads N` against PyTorch with torch.set_num_threads(N), for each N
+   of --threads, interleaved per T; wall time (CPU time adds up over threads); the speed-up of N
+   threads over one, and the ratio to PyTorch at the same count.
+5. With --gemm BIN (headscope_gemm_native): the engine's GEMM against Eigen's at GPT-2 small's linear
    layers and the attention kernel of one layer, thread CPU time (--quick: fewer runs).
 Usage: /usr/bin/python3 bench/native_vs_torch.py [--cli build/native-release/headscope]
-         [--model .cache/bench/gpt2-small] [--tokens 64,256,1024] [--repeat 5] [--gemm BIN] [--quick]
+         [--model .cache/bench/gpt2-small] [--tokens 64,256,1024] [--threads 1,2] [--repeat 5] [--gemm BIN] [--quick]
          [--json OUT] [--markdown OUT]
 (--markdown writes the tables, the targets and the machine's load, e.g. to bench/gpt2-small-native.md)
 """
@@ -97,11 +101,56 @@ def time_torch(model, T, repeat, vocab):
     return statistics.median(wall), statistics.median(cpu)
 
 
+def time_threads(a, model, counts):
+    """Per T, per thread count: the engine's and PyTorch's median full forward (wall ms)."""
+    rows = []
+    for T in [int(t) for t in a.tokens.split(",")]:
+        for n in counts:
+            ours = json.loads(subprocess.run([a.cli, "bench", "--model", a.model, "--tokens", str(T), "--repeat",
+                                              str(a.repeat), "--threads", str(n)], check=True, capture_output=True, text=True).stdout)
+            if ours.get("threads") != n:
+                raise SystemExit(f"headscope bench ran {ours.get('threads')} threads, asked for {n}")
+            torch.set_num_threads(n)
+            pt_ms, _ = time_torch(model, T, a.repeat, model.cfg["vocab_size"])
+            rows.append({"tokens": T, "threads": n, "ours_ms": ours["forward_ms"], "torch_ms": pt_ms,
+                         "incremental_ms": ours["incremental_ms"], "speed_ratio": pt_ms / ours["forward_ms"]})
+    one = {r["tokens"]: r for r in rows if r["threads"] == 1}
+    for r in rows:
+        if r["tokens"] in one:
+            r["speedup_over_1"] = one[r["tokens"]]["ours_ms"] / r["ours_ms"]
+            r["torch_speedup_over_1"] = one[r["tokens"]]["torch_ms"] / r["torch_ms"]
+    return rows
+
+
+def threads_table(rows, repeat):
+    """The threads section of the report: the table and its targets (2 threads on this machine)."""
+    targets = {256: 1.6, 1024: 1.75}  # 2 threads over one
+    lines = ["", "## Threads", "",
+             f"`headscope bench --threads N` against PyTorch with `torch.set_num_threads(N)`, wall time (medians of {repeat}); "
+             f"speed-ups are over the same side's 1 thread. Load average now {' '.join(f'{x:.1f}' for x in os.getloadavg())} "
+             f"on {os.cpu_count()} cores.", "",
+             "| T | threads | headscope ms | PyTorch ms | headscope / PyTorch speed | headscope speed-up | PyTorch speed-up | incremental update ms |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['tokens']} | {r['threads']} | {r['ours_ms']:.1f} | {r['torch_ms']:.1f} | {r['speed_ratio']:.2f}x | "
+                     f"{r.get('speedup_over_1', float('nan')):.2f}x | {r.get('torch_speedup_over_1', float('nan')):.2f}x | {r['incremental_ms']:.2f} |")
+    lines += ["", "| target | measured | met |", "|---|---|---|"]
+    for r in rows:
+        if r["threads"] == 2 and r["tokens"] in targets and "speedup_over_1" in r:
+            t = targets[r["tokens"]]
+            lines.append(f"| 2 threads >= {t}x one thread at T = {r['tokens']} | {r['speedup_over_1']:.2f}x | {'yes' if r['speedup_over_1'] >= t else '**no**'} |")
+    for r in rows:
+        if r["threads"] == 2:
+            lines.append(f"| 2 threads >= 1.5x PyTorch with 2 threads at T = {r['tokens']} | {r['speed_ratio']:.2f}x | {'yes' if r['speed_ratio'] >= 1.5 else '**no**'} |")
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=os.path.join(ROOT, "build", "native-release", "headscope"))
     ap.add_argument("--model", default=os.path.join(ROOT, ".cache", "bench", "gpt2-small"))
     ap.add_argument("--tokens", default="64,256,1024")
+    ap.add_argument("--threads", default="1,2")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--gemm")
     ap.add_argument("--quick", action="store_true")
@@ -116,10 +165,12 @@ def main():
     rows = []
     for T in [int(t) for t in a.tokens.split(",")]:
         ours = json.loads(subprocess.run([a.cli, "bench", "--model", a.model, "--tokens", str(T), "--repeat",
-                                          str(a.repeat)], check=True, capture_output=True, text=True).stdout)
+                                          str(a.repeat), "--threads", "1"], check=True, capture_output=True, text=True).stdout)
         pt_ms, pt_cpu_ms = time_torch(model, T, a.repeat, model.cfg["vocab_size"])
         rows.append({"tokens": T, "ours": ours, "torch_ms": pt_ms, "torch_cpu_ms": pt_cpu_ms,
                      "speed_ratio": pt_ms / ours["forward_ms"], "cpu_speed_ratio": pt_cpu_ms / ours["forward_cpu_ms"]})
+    thread_rows = time_threads(a, model, [int(t) for t in a.threads.split(",")])
+    torch.set_num_threads(1)
     torch_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     base = rows[0]
     lines = [f"simd {rows[0]['ours']['simd']}, torch {torch.__version__} with 1 thread; medians of {a.repeat}; "
@@ -159,6 +210,7 @@ def main():
                  f"{last['per_token_vs_first']:.2f}x / {last['per_token_vs_first_cpu']:.2f}x | "
                  f"{'yes' if last['per_token_vs_first_cpu'] <= 2 else '**no**'} |")
     lines.append(f"| resident after loading <= 1.15x the weights | {rss_ratio:.2f}x | {'yes' if rss_ratio <= 1.15 else '**no**'} |")
+    lines += threads_table(thread_rows, a.repeat)
     gemm_rows = []
     if a.gemm:
         out = subprocess.run([a.gemm] + (["--quick"] if a.quick else []), check=True, capture_output=True, text=True).stdout
@@ -189,7 +241,8 @@ def main():
             f.write("\n".join(lines) + "\n")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"correct": ok, "logits_max_diff": d_logits, "attention_max_diff": d_att, "rows": rows, "kernels": gemm_rows}, f, indent=1)
+            json.dump({"correct": ok, "logits_max_diff": d_logits, "attention_max_diff": d_att, "rows": rows,
+                       "threads": thread_rows, "kernels": gemm_rows}, f, indent=1)
     sys.exit(0 if ok else 1)
 
 

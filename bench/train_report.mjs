@@ -20,6 +20,11 @@ export function trainingResults(train, page) {
     if (def.ratios.wasm_relaxed_over_torch !== undefined)
       target('training, default preset: wasm relaxed SIMD (the build Chromium loads) >= 2x PyTorch (CPU, 1 thread) tokens/s', def.ratios.wasm_relaxed_over_torch, 2);
     target('training, default preset: native >= 4x PyTorch (CPU, 1 thread) tokens/s', def.ratios.native_over_torch, 4);
+    // at equal threads beyond one (train_speed.mjs --threads): the CLI's --threads N against torch.set_num_threads(N)
+    for (const [k, v] of Object.entries(def.ratios)) {
+      const m = /^native_(\d+)t_over_torch_\1t$/.exec(k);
+      if (m) target(`training, default preset: native >= 4x PyTorch at ${m[1]} threads each, tokens/s`, v, 4);
+    }
   }
   if (page) {
     // not reached within the page bench's time limit: NaN, a miss with no value

@@ -2,7 +2,8 @@
 // native build (the `headscope train` CLI), its wasm build in Node (the npm package's createTrainer,
 // SIMD128, and the relaxed-SIMD build Chromium loads), and PyTorch on CPU with one thread
 // (bench/train_torch.py, the repository's reference GPT-2), on the same model shape, batch and
-// sequence length, in one run:
+// sequence length, in one run; then the native CLI and PyTorch again at each other count of
+// --threads (default 2; "1" for none), as native_Nt and torch_Nt:
 //   default  the page's default preset `induction`: 2 layers x 4 heads, n_embd 64, context 32,
 //            vocabulary 48, batch 16, T = 32 (cpp/src/training_spec.cpp)
 //   d128     the same with n_embd 128 (4 heads of 32): between the two, to place the crossover
@@ -19,7 +20,7 @@
 // ratios to PyTorch (paired), tokens/s the medians over rounds.
 //
 // Usage: node bench/train_speed.mjs --native BIN --pkg DIR --out FILE [--quick] [--shapes default,d128,d256]
-//          [--no-relaxed] [--rounds N] [--chunk-seconds S]
+//          [--no-relaxed] [--rounds N] [--chunk-seconds S] [--threads 2]
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
@@ -34,6 +35,7 @@ const { values: opt } = parseArgs({
     native: { type: 'string' }, pkg: { type: 'string' }, out: { type: 'string' }, quick: { type: 'boolean', default: false },
     shapes: { type: 'string', default: 'default,d128,d256' }, 'no-relaxed': { type: 'boolean', default: false },
     rounds: { type: 'string' }, 'chunk-seconds': { type: 'string' }, python: { type: 'string', default: '/usr/bin/python3' },
+    threads: { type: 'string', default: '2' },
   },
 });
 if (!opt.native || !opt.pkg || !opt.out) throw new Error('usage: node bench/train_speed.mjs --native BIN --pkg DIR --out FILE [--quick] [--shapes default,d128,d256] [--no-relaxed]');
@@ -41,6 +43,9 @@ if (!opt.native || !opt.pkg || !opt.out) throw new Error('usage: node bench/trai
 // one round should lie close together in time
 // (the quick run only checks that every subject trains and reports: 2 short rounds)
 const ROUNDS = Number(opt.rounds ?? (opt.quick ? 2 : 15));
+// thread counts beyond 1 for the native and PyTorch subjects
+const MORE_THREADS = opt.threads.split(',').map(Number).filter((n) => n !== 1);
+if (MORE_THREADS.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--threads takes counts like 2 or 2,4, got ${opt.threads}`);
 const CHUNK_S = Number(opt['chunk-seconds'] ?? (opt.quick ? 0.2 : 0.5));
 const log = (...a) => console.error('[train]', ...a);
 
@@ -81,14 +86,14 @@ function persistent(name, cmd, args) {
 }
 
 // ---- the native CLI: a process per chunk; windows of K steps, the first one dropped ---------------
-function nativeSubject(shape) {
+function nativeSubject(shape, threads = 1) {
   const cfg = path.join(tmp, `config-${shape.n_embd}.json`);
   writeFileSync(cfg, JSON.stringify({ n_layer: shape.n_layer, n_head: shape.n_head, n_embd: shape.n_embd, n_positions: shape.n_positions, vocab_size: shape.vocab_size }));
   const tokensPerStep = shape.batch_size * shape.seq_len;
   const run = (n) => new Promise((resolve, reject) => {
     const K = Math.max(1, Math.ceil(n / 4));
     const args = ['train', '--preset', 'induction', '--config', cfg, '--batch-size', String(shape.batch_size), '--seq-len', String(shape.seq_len),
-      '--steps', String(5 * K), '--log-every', String(K), '--out', path.join(tmp, 'native-out')];
+      '--steps', String(5 * K), '--log-every', String(K), '--threads', String(threads), '--out', path.join(tmp, `native-out-${threads}`)];
     const child = spawn(opt.native, args, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d) => { out += d; });
@@ -101,7 +106,7 @@ function nativeSubject(shape) {
       resolve({ steps, seconds: timed.reduce((s, w) => s + (K * tokensPerStep) / w.tokens_per_s, 0) });
     });
   });
-  return { name: 'native', ready: Promise.resolve({ build: '-O3 -march=native' }), run, close() {} };
+  return { name: threads === 1 ? 'native' : `native_${threads}t`, ready: Promise.resolve({ build: '-O3 -march=native', threads }), run, close() {} };
 }
 
 const median = (xs) => { const v = [...xs].sort((a, b) => a - b); const m = v.length >> 1; return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2; };
@@ -116,6 +121,8 @@ async function benchShape(key) {
     persistent('wasm', 'node', ['bench/train_wasm.mjs', '--pkg', opt.pkg, '--warmup', warm, shapeArg]),
     ...(opt['no-relaxed'] ? [] : [persistent('wasm_relaxed', 'node', ['--experimental-wasm-relaxed-simd', 'bench/train_wasm.mjs', '--pkg', opt.pkg, '--warmup', warm, shapeArg])]),
     persistent('torch', opt.python, ['bench/train_torch.py', shapeArg, '--warmup', warm, '--foreach']),
+    ...MORE_THREADS.flatMap((n) => [nativeSubject(shape, n),
+      persistent(`torch_${n}t`, opt.python, ['bench/train_torch.py', shapeArg, '--warmup', warm, '--foreach', '--threads', String(n)])]),
   ];
   const info = {};
   for (const s of subjects) info[s.name] = await s.ready;
@@ -150,6 +157,8 @@ async function benchShape(key) {
     wasm_over_torch: paired('wasm', 'torch'),
     ...(samples.wasm_relaxed ? { wasm_relaxed_over_torch: paired('wasm_relaxed', 'torch') } : {}),
     wasm_over_native: paired('wasm', 'native'),
+    ...Object.fromEntries(MORE_THREADS.flatMap((n) => [[`native_${n}t_over_torch_${n}t`, paired(`native_${n}t`, `torch_${n}t`)],
+      [`native_${n}t_over_native`, paired(`native_${n}t`, 'native')], [`torch_${n}t_over_torch`, paired(`torch_${n}t`, 'torch')]])),
   };
   // the spread of the per-round ratios (first and third quartile): how much the load moved them
   const spread = Object.fromEntries(Object.keys(ratios).map((k) => { const [a, b] = k.split('_over_'); return [k, quartiles(pairs(a, b))]; }));

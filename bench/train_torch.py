@@ -29,7 +29,7 @@ def main():
     shape = json.loads(args[0])
     warmup = int(args[args.index("--warmup") + 1]) if "--warmup" in args else 20
     foreach = "--foreach" in args
-    torch.set_num_threads(1)
+    torch.set_num_threads(int(args[args.index("--threads") + 1]) if "--threads" in args else 1)
     torch.manual_seed(1)
     B, T, V = shape["batch_size"], shape["seq_len"], shape["vocab_size"]
     cfg = {k: shape[k] for k in ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size")}

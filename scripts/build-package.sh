@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the WebAssembly module (preset wasm-release) and assembles dist/, the npm package's
+# Builds the WebAssembly modules (presets wasm-release, wasm-relaxed, wasm-threads) and assembles dist/, the npm package's
 # payload: the JS API, its types, the worker, the web component, the .wasm and the shipped models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,11 +11,16 @@ cmake --build --preset wasm-release --target headscope_wasm -j "${JOBS:-2}"
 # the same engine with relaxed SIMD's multiply-add; the JS layer picks it where the browser has it
 cmake --preset wasm-relaxed >/dev/null
 cmake --build --preset wasm-relaxed --target headscope_wasm -j "${JOBS:-2}"
+# and with pthreads, for cross-origin-isolated pages (the JS layer picks it for a run on more than one thread)
+cmake --preset wasm-threads >/dev/null
+cmake --build --preset wasm-threads --target headscope_wasm -j "${JOBS:-2}"
 rm -rf dist.tmp && mkdir -p dist.tmp/models
 cp build/wasm-release/headscope_wasm.js build/wasm-release/headscope_wasm.wasm dist.tmp/
 # each binary with its own glue (their invoke_* imports differ: web/lib/wasm.js)
 cp build/wasm-relaxed/headscope_wasm.wasm dist.tmp/headscope_wasm_relaxed.wasm
 cp build/wasm-relaxed/headscope_wasm.js dist.tmp/headscope_wasm_relaxed.js
+cp build/wasm-threads/headscope_wasm_threads.js build/wasm-threads/headscope_wasm_threads.worker.js \
+   build/wasm-threads/headscope_wasm_threads.wasm dist.tmp/
 cp web/lib/*.js web/lib/*.d.ts web/lib/*.json dist.tmp/
 for m in web/models/*/; do
   [ -f "$m/model.safetensors" ] || continue

@@ -60,7 +60,11 @@ static int run(int argc, char** argv) {
   }
   const bool quick = argc > 2 && std::strcmp(argv[2], "--quick") == 0;
   const double min_ms = quick ? 40 : 150;
-  Model model = Model::load_directory(argv[1]);
+  // one thread: this bench places the native build beside wasm's single-threaded engine (threads are
+  // bench/native_vs_torch.py's and bench/long_text_bench.mjs's)
+  headscope::LoadOptions one_thread;
+  one_thread.threads = 1;
+  Model model = Model::load_directory(argv[1], one_thread);
   const auto& c = model.config();
   const int C = c.n_embd, F = c.n_inner, NH = c.n_head, P = c.n_positions;
   std::vector<int32_t> ids(P);

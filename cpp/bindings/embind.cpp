@@ -61,8 +61,9 @@ std::string string_of(const val& v, const char* what) {
   return v.as<std::string>();
 }
 
-// storage: "f32" or "f16" (headscope::WeightStorage); the four-argument form loads float32
-Model* load_stored(val config_json, val weights, val vocab_json, val merges_txt, val storage) {
+// storage: "f32" or "f16" (headscope::WeightStorage); threads: LoadOptions::threads. The four-argument
+// form loads float32 on the threads the engine has (one, but in the threaded build).
+Model* load_stored(val config_json, val weights, val vocab_json, val merges_txt, val storage, int threads) {
   return guarded([&]() -> Model* {
     const std::string config = string_of(config_json, "config.json");
     const std::string vocab = string_of(vocab_json, "vocab.json");
@@ -70,11 +71,12 @@ Model* load_stored(val config_json, val weights, val vocab_json, val merges_txt,
     if (!weights.instanceof(val::global("Uint8Array"))) throw headscope::Error("weights must be a Uint8Array");
     headscope::LoadOptions options;
     options.weights = headscope::parse_weight_storage(string_of(storage, "weights"));
+    options.threads = threads;
     return new Model(Model::load_source(config, std::make_shared<headscope::JsBytes>(weights), vocab, merges, 0, options));
   }, static_cast<Model*>(nullptr));
 }
 Model* load(val config_json, val weights, val vocab_json, val merges_txt) {
-  return load_stored(config_json, weights, vocab_json, merges_txt, val("f32"));
+  return load_stored(config_json, weights, vocab_json, merges_txt, val("f32"), 0);
 }
 
 val token_array(const std::vector<headscope::Token>& tokens) {
@@ -407,6 +409,7 @@ EMSCRIPTEN_BINDINGS(headscope) {
                   return guarded([&] { return val(m.reserve(tokens)); });
                 }))
       .function("config", &config_object)
+      .function("threads", optional_override([](const Model& m) { return m.threads(); }))
       .function("parameterCount", optional_override([](const Model& m) { return (double)m.parameter_count(); }))
       .function("weightBytes", optional_override([](const Model& m) { return (double)m.weight_bytes(); }))
       .function("weightStorage", optional_override([](const Model& m) {
@@ -447,6 +450,9 @@ EMSCRIPTEN_BINDINGS(headscope) {
                   return guarded([&]() -> Model* { return new Model(r.model()); }, static_cast<Model*>(nullptr));
                 }), allow_raw_pointers())
       .function("stepsDone", optional_override([](const TrainingRun& r) { return r.steps_done(); }))
+      .function("setThreads", optional_override([](TrainingRun& r, int threads) {
+                  return guarded([&] { r.trainer().set_threads(threads); return val(r.trainer().threads()); });
+                }))
       .function("learningRate", optional_override([](const TrainingRun& r, int step) { return r.learning_rate(step); }))
       .function("spec", optional_override([](const TrainingRun& r) { return headscope::train::spec_to_json(r.spec()); }))
       .function("config", optional_override([](const TrainingRun& r) {

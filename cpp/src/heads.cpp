@@ -86,7 +86,7 @@ struct HeadsMeasurement::State {
         exact ? (double)n * (n + 1) / 2 : (double)n * (std::min(candidates, n) + 3.0 / std::max(1, o.gradient_every));
     total_runs = 4 + n + greedy_runs + (double)o.random_orders * n;
     trainer.load(m);
-    trainer.set_threads(m.threads());
+    trainer.share_threads(m);
     r.n_layer = L;
     r.n_head = NH;
     r.tokens = T;

@@ -24,6 +24,8 @@ using namespace headscope::kernels;  // the backward kernels and optimizer updat
 struct Trainer::Packed {
   std::vector<BlockWeights> blocks;
   std::unique_ptr<kernels::ThreadPool> pool;  // the kernels' threads (set_threads)
+  kernels::ThreadPool* borrowed = nullptr;     // or a model's (share_threads)
+  kernels::ThreadPool* threads() const { return borrowed ? borrowed : pool.get(); }
 };
 Trainer::Trainer(Trainer&&) noexcept = default;
 Trainer& Trainer::operator=(Trainer&&) noexcept = default;
@@ -213,7 +215,7 @@ float Trainer::forward(const int* ids, const int* targets, int B, int T) {
   if (B < 1 || B > B_ || T < 1 || T > T_)
     throw Error("train: batch (" + std::to_string(B) + ", " + std::to_string(T) + ") is outside (1.." +
                 std::to_string(B_) + ", 1.." + std::to_string(T_) + ")");
-  kernels::PoolScope pool(packed_->pool.get());
+  kernels::PoolScope pool(packed_->threads());
   const int V = config_.vocab_size, C = config_.n_embd;
   const int N = B * T;
   for (int i = 0; i < N; i++) {
@@ -273,13 +275,21 @@ void Trainer::set_threads(int threads) {
   if (threads < 0 || threads > kMaxThreads)
     throw Error("threads must be within [0, " + std::to_string(kMaxThreads) + "] (0: one per core), got " +
                 std::to_string(threads));
+  // the old pool's threads first: in the threaded wasm build they are the new pool's workers
+  packed_->pool.reset();
+  packed_->borrowed = nullptr;
   packed_->pool = std::make_unique<kernels::ThreadPool>(threads == 0 ? kernels::hardware_threads() : threads);
 }
-int Trainer::threads() const { return packed_->pool ? packed_->pool->size() : 1; }
+int Trainer::threads() const { return packed_->threads() ? packed_->threads()->size() : 1; }
+
+void Trainer::share_threads(const Model& model) {
+  packed_->pool.reset();
+  packed_->borrowed = model.impl_->pool_.get();
+}
 
 void Trainer::backward(Gradients which) {
   if (cur_B_ == 0) throw Error("train: backward() before forward()");
-  kernels::PoolScope pool(packed_->pool.get());
+  kernels::PoolScope pool(packed_->threads());
   // gates only: every activation's gradient down to the lowest layer's gates, no weight's (about a
   // third of the work, and the LM head's weight gradient streams the whole embedding)
   const bool weights = which == Gradients::all;

@@ -1,19 +1,22 @@
 # The Catch2 suite: the same sources natively and as wasm under node (through
 # CMAKE_CROSSCOMPILING_EMULATOR, see CMakePresets.json).
-add_executable(headscope_tests
-  tests/cpp/catch_main.cpp
-  tests/cpp/test_kernels.cpp
+set(HEADSCOPE_TEST_FILES tests/cpp/catch_main.cpp tests/cpp/test_kernels.cpp tests/cpp/test_backward.cpp)
+if(HEADSCOPE_TEST_SET STREQUAL "all")
+  list(APPEND HEADSCOPE_TEST_FILES
   tests/cpp/test_config_safetensors.cpp
   tests/cpp/test_model.cpp
   tests/cpp/test_f16.cpp
   tests/cpp/test_tokenizer.cpp
   tests/cpp/test_predictions.cpp
-  tests/cpp/test_backward.cpp
   tests/cpp/test_train_golden.cpp
   tests/cpp/test_training_run.cpp
   tests/cpp/test_heads.cpp
   tests/cpp/test_generate.cpp
   tests/cpp/test_threads.cpp)
+elseif(NOT HEADSCOPE_TEST_SET STREQUAL "kernels")
+  message(FATAL_ERROR "HEADSCOPE_TEST_SET is all or kernels, got ${HEADSCOPE_TEST_SET}")
+endif()
+add_executable(headscope_tests ${HEADSCOPE_TEST_FILES})
 target_link_libraries(headscope_tests PRIVATE headscope_core headscope_kernels)
 # Catch2's runner (its main and reporters: most of the single header's 18,000 lines) is the suite's
 # slowest file to compile and never the code under test: unoptimized, uninstrumented, no debug info
@@ -30,6 +33,15 @@ if(EMSCRIPTEN)
   target_link_options(headscope_tests PRIVATE -sNODERAWFS=1 -sTOTAL_STACK=8MB -sINITIAL_MEMORY=64MB -sMAXIMUM_MEMORY=4GB)
   # .cjs: the package is "type": "module", and this runner is CommonJS glue for node
   set_target_properties(headscope_tests PROPERTIES SUFFIX ".cjs")
+  if(HEADSCOPE_WASM_THREADS)
+    # node runs pthreads on worker_threads; the pool is made before main() because a worker cannot
+    # start while the main thread waits on it. 8: test_threads.cpp's largest pool (7 threads) and one more.
+    # EXIT_RUNTIME: main's return ends the workers too (else their worker_threads keep node running)
+    target_link_options(headscope_tests PRIVATE -sPTHREAD_POOL_SIZE=8 -sPTHREAD_POOL_SIZE_STRICT=2 -sEXIT_RUNTIME=1)
+    # its pthread worker (headscope_tests.worker.js) is CommonJS like the runner, but the repository's
+    # package.json says "type": "module": this tree's own package.json says otherwise
+    file(WRITE ${CMAKE_BINARY_DIR}/package.json "{ \"type\": \"commonjs\" }\n")
+  endif()
   headscope_wasm_postlink(headscope_tests)
 endif()
 

@@ -5,17 +5,19 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test as base, expect, ROOT, startServer, shot } from './fixtures.mjs';
+import { ISOLATION_HEADERS } from '../../web/demo/static-server.mjs';
 
 const DIST = path.join(ROOT, 'dist');
 const FIXTURES = path.join(ROOT, 'tests/fixtures/models');
 
 // The files a CDN user downloads with the default model: the two component bundles and what they
 // import, the engine (the relaxed-SIMD build: Chromium validates it; the SIMD128 binary is not
-// fetched, its 66 KB glue is: wasm.js imports both glues statically), and the default model's
-// four files. Nothing else.
+// fetched, its 66 KB glue is: wasm.js imports every glue statically, the threaded build's too, whose
+// .wasm and worker are fetched only on a cross-origin-isolated page), and the default model's four
+// files. Nothing else.
 const EXPECTED_FILES = [
   '/headscope-view.js', '/headscope-lab.js', '/analysis.js', '/roles.json', '/headscope-worker.js', '/headscope.js',
-  '/headscope_wasm.js', '/headscope_wasm_relaxed.js', '/wasm.js', '/files.js', '/result.js', '/worker-thread.js', '/headscope_wasm_relaxed.wasm',
+  '/headscope_wasm.js', '/headscope_wasm_relaxed.js', '/headscope_wasm_threads.js', '/wasm.js', '/files.js', '/result.js', '/worker-thread.js', '/headscope_wasm_relaxed.wasm',
   '/worker-protocol.js', // the page-worker message table, imported on both sides
   '/trainer.js', // createTrainer's adapter (7 KB), a static import of headscope.js: bundlers' worker formats refuse code splitting
   '/generation.js', // generate()'s options and the written text's bytes, a static import of headscope.js
@@ -38,11 +40,14 @@ const test = base.extend({
   cdnJsOnly: origin({ root: DIST, cors: ['.js', '.json'] }),
   // the test models without any CORS header
   thirdOrigin: origin({ root: FIXTURES }),
+  // dist/ as a CDN that also sends Cross-Origin-Resource-Policy, which a cross-origin-isolated article
+  // needs for the threaded engine's worker script (loaded without CORS)
+  cdnWithCorp: origin({ root: DIST, cors: ['*'], headers: { 'Cross-Origin-Resource-Policy': 'cross-origin' } }),
   // article(name, { from, csp, body }): writes an article page (in the test's output folder) that
   // loads the widgets from `from`, serves it on an origin of its own under `csp`, returns its URL
   article: async ({}, use, testInfo) => {
     const servers = [];
-    await use(async (name, { from, csp = null, body }) => {
+    await use(async (name, { from, csp = null, body, headers = {} }) => {
       const dir = testInfo.outputPath(name);
       mkdirSync(dir, { recursive: true });
       writeFileSync(path.join(dir, 'favicon.ico'), ''); // the browser asks for it; a 404 would be a console error
@@ -60,7 +65,7 @@ ${body}
 </body>
 </html>
 `);
-      const server = await startServer({ root: dir, mounts: [], csp });
+      const server = await startServer({ root: dir, mounts: [], csp, headers });
       servers.push(server);
       return server.base;
     });
@@ -73,6 +78,10 @@ ${body}
     await use(infos);
   },
 });
+
+// what the single-threaded engine says, once, on a page that is not cross-origin isolated
+const NOT_ISOLATED = 'headscope: single-threaded engine: the page is not cross-origin isolated (it needs '
+  + 'Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp or credentialless)';
 
 const VIEW_AND_LAB = `
 <headscope-view id="view" view="heatmap" layer="0" head="1" editable></headscope-view>
@@ -112,7 +121,8 @@ test('an article on one origin runs both widgets from the package on another; on
   await checkWidgetsWork(page);
   expect(page.workers(), 'the model runs in one Web Worker shared by both widgets').toHaveLength(1);
   expect(page.workers()[0].url(), 'started through a same-origin blob: module').toMatch(/^blob:/);
-  expect(infos.filter((m) => m.includes('headscope')), 'no page-thread fallback').toEqual([]);
+  expect(infos.filter((m) => m.includes('headscope')), 'no page-thread fallback; the single-threaded engine said why, once')
+    .toEqual([NOT_ISOLATED]);
   const requested = [...new Set(cdn.requests)].sort();
   expect(requested, 'a CDN user downloads the default model and the engine, nothing else').toEqual([...EXPECTED_FILES].sort());
   expect(cdn.requests.filter((p) => p.endsWith('model.safetensors')), 'one weights download for two widgets').toHaveLength(1);
@@ -128,7 +138,7 @@ test('an article with a strict CSP that allows the CDN and blob: workers runs bo
   expect(response.headers()['content-security-policy']).toBe(csp);
   await checkWidgetsWork(page);
   expect(page.workers(), 'the worker started under the policy').toHaveLength(1);
-  expect(infos.filter((m) => m.includes('headscope'))).toEqual([]);
+  expect(infos.filter((m) => m.includes('headscope'))).toEqual([NOT_ISOLATED]);
   await shot(page, 'cdn-strict-csp', { fullPage: true });
 });
 
@@ -144,13 +154,31 @@ test('a CSP that forbids blob: workers: the widgets run on the page thread, say 
   await expect(page.locator('#lines')).toHaveAttribute('data-tokens', /^[1-9]\d*$/);
   await expect(page.locator('#lines svg line').first(), 'the lines widget draws links').toBeAttached();
   expect(page.workers(), 'no worker runs').toHaveLength(0);
-  const told = infos.filter((m) => m.includes('headscope'));
+  const told = infos.filter((m) => m.includes('headscope') && m !== NOT_ISOLATED);
   expect(told, 'told once, for three widgets').toHaveLength(1);
   expect(told[0]).toMatch(/no Web Worker could be started: .*worker-thread\.js could not be started from this page .*must allow blob: and http:\/\/127\.0\.0\.1:\d+ in worker-src.*page thread/s);
   expect(cdn.requests.filter((p) => p.endsWith('model.safetensors')), 'one weights download for three widgets').toHaveLength(1);
   expect(problems.csp.length, 'the refused worker was reported').toBeGreaterThanOrEqual(1);
   for (const v of problems.csp) expect(v).toMatch(/^worker-src blob/);
   await shot(page, 'cdn-no-blob-worker', { fullPage: true });
+});
+
+test('a cross-origin-isolated article runs the engine threaded from a CDN that sends CORP, its pthread workers started from blob: scripts', async ({ page, cdnWithCorp, article, infos }) => {
+  const url = await article('isolated', { from: cdnWithCorp.base, body: VIEW_AND_LAB, headers: ISOLATION_HEADERS });
+  await page.goto(url);
+  expect(await page.evaluate(() => crossOriginIsolated), 'the article is isolated').toBe(true);
+  await checkWidgetsWork(page);
+  expect(infos.filter((m) => m.includes('headscope')), 'nothing to say: the engine runs threaded').toEqual([]);
+  // the widgets' model: its threads, and the threaded build's files from the CDN
+  const threads = await page.evaluate(async (base) => {
+    const { loadModelInWorker } = await import(`${base}headscope-worker.js`);
+    const model = await loadModelInWorker();
+    try { return model.threads; } finally { model.dispose(); }
+  }, cdnWithCorp.base);
+  expect(threads, 'min(cores, 8) threads on this 2-core machine').toBe(Math.min(8, await page.evaluate(() => navigator.hardwareConcurrency)));
+  for (const f of ['/headscope_wasm_threads.wasm', '/headscope_wasm_threads.worker.js'])
+    expect(cdnWithCorp.requests, `${f} came from the CDN`).toContain(f);
+  await shot(page, 'cdn-isolated-threads', { fullPage: true });
 });
 
 test('a CDN that sends CORS headers only on the scripts: each widget names the .wasm it could not read and the header it needs', async ({ page, cdnJsOnly, article }) => {

@@ -36,12 +36,12 @@ export function withModel(url) {
 /**
  * Serves a folder on a free port of 127.0.0.1 (web/demo/static-server.mjs, the demo's own server).
  * By default: the test site with the fixtures mounted, under the demo's strict CSP. Options:
- * root, mounts, csp (null: none), cors (as in static-server.mjs). `requests` collects the paths
+ * root, mounts, csp (null: none), cors, headers (as in static-server.mjs). `requests` collects the paths
  * asked for, in order.
  */
-export async function startServer({ root = SITE, mounts = [['/fixtures/', path.join(ROOT, 'tests/fixtures/models')]], csp = DEMO_CSP, cors = null } = {}) {
+export async function startServer({ root = SITE, mounts = [['/fixtures/', path.join(ROOT, 'tests/fixtures/models')]], csp = DEMO_CSP, cors = null, headers = {} } = {}) {
   const requests = [];
-  const server = await startStaticServer({ root, mounts, csp, cors, log: (method, p) => requests.push(p) });
+  const server = await startStaticServer({ root, mounts, csp, cors, headers, log: (method, p) => requests.push(p) });
   return { base: server.url, requests, close: server.close };
 }
 

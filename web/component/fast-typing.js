@@ -40,6 +40,7 @@ export class FastTypingModel {
   get pageThreadCostMs() { return this.#estimate(); }
 
   get info() { return this.#worker.info; }
+  get threads() { return this.#worker.threads; }
   get thread() { return this.#worker.thread; }
   get disposed() { return this.#worker.disposed; }
   /** True: short incremental runs may run on the page thread. */

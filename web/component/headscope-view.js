@@ -15,7 +15,7 @@
 // This module also exports the building blocks the demo page uses (views, runner, state helpers).
 import viewsCss from './views.css';
 import hostCss from './host.css';
-import { getModel, getFastTypingModel, loadModelFromBuffers, modelLoadCount } from './model-cache.js';
+import { getModel, getFastTypingModel, loadModelFromBuffers, modelLoadCount, setThreads } from './model-cache.js';
 import { Runner } from './runner.js';
 import { DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery } from './url-state.js';
 import { embedSnippet } from './embed-snippet.js';
@@ -35,7 +35,7 @@ import { readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken } from './
 import { sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg } from './scene.js';
 
 export {
-  getModel, getFastTypingModel, loadModelFromBuffers, Runner, DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery, embedSnippet, modelLoadCount,
+  getModel, getFastTypingModel, loadModelFromBuffers, setThreads, Runner, DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery, embedSnippet, modelLoadCount,
   GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
   gridScene, heatmapScene, linesScene, combineScene, attributionTarget, readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken,
   sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg, viewsCss,

@@ -2,9 +2,20 @@
 // model source however many widgets ask, and the page-thread twin that makes typing fast.
 import { loadModelInWorker } from '../lib/headscope-worker.js';
 import { loadModel } from '../lib/headscope.js';
+import { checkThreads } from '../lib/wasm.js';
 import { FastTypingModel } from './fast-typing.js';
 
 const models = new Map(); // model source key -> { promise, listeners:Set, progress }
+let pageThreads;  // the engine threads of this page's workers (setThreads); undefined: the default
+
+/**
+ * The threads of the models this page loads from now on (1 to 64; undefined: the default, as
+ * loadModelInWorker's `threads`). A page sets it before its first load, e.g. from ?threads=N.
+ */
+export function setThreads(threads) {
+  checkThreads(threads);
+  pageThreads = threads;
+}
 
 function keyOf(source) {
   return source ? String(source) : '';
@@ -25,6 +36,7 @@ export function getModel(source, { onProgress } = {}) {
     models.set(key, entry);
     entry.promise = loadModelInWorker(key || undefined, {
       pageThreadFallback: true,
+      threads: pageThreads,
       onProgress: (p) => {
         entry.progress = p;
         for (const fn of entry.listeners) fn(p);
@@ -46,7 +58,7 @@ export function getModel(source, { onProgress } = {}) {
  * not copied: a checkpoint of hundreds of MB is not held twice.
  */
 export function loadModelFromBuffers(buffers, { onProgress } = {}) {
-  return loadModelInWorker(buffers, { pageThreadFallback: true, transferBuffers: true, onProgress });
+  return loadModelInWorker(buffers, { pageThreadFallback: true, transferBuffers: true, onProgress, threads: pageThreads });
 }
 
 /** Models up to this many weight bytes also get a page-thread instance for typing (fast-typing.js). */
@@ -62,8 +74,9 @@ export async function getFastTypingModel(source, options = {}) {
   const model = await getModel(source, options);
   if (model.thread === 'page' || model.info.weightBytes > FAST_TYPING_MAX_BYTES) return model;
   // the files are in the HTTP cache by now: the second instance costs memory, not a download
-  // (with the same weight storage: both instances must compute the same numbers)
-  const page = loadModel(source || undefined, { weights: options.weights }).catch(() => null);
+  // (with the same weight storage: both instances must compute the same numbers; one thread: the
+  // page thread may not wait for others, and a keystroke's update is too small to split)
+  const page = loadModel(source || undefined, { weights: options.weights, threads: 1 }).catch(() => null);
   return new FastTypingModel(model, page);
 }
 

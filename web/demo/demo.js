@@ -2,7 +2,7 @@
 // through the component module's shared model cache) and the views exported by headscope-view.js.
 // One state object (`page`), one render path (renderNow), and one way to switch models (useModel).
 import {
-  getModel, getFastTypingModel, loadModelFromBuffers, Runner, DEFAULT_TEXT, stateFromQuery, stateToQuery,
+  getModel, getFastTypingModel, loadModelFromBuffers, setThreads, Runner, DEFAULT_TEXT, stateFromQuery, stateToQuery,
   GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
   gridScene, heatmapScene, linesScene, combineScene,
 } from '../component/headscope-view.js';
@@ -219,7 +219,10 @@ function renderNow() {
   document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
   clearTimeout(urlTimer);
   urlTimer = setTimeout(() => {
-    history.replaceState(null, '', `${location.pathname}?${stateToQuery(urlState())}`);
+    // ?threads stays as the reader set it: it chose the engine this page loaded
+    const query = stateToQuery(urlState());
+    const threads = new URLSearchParams(location.search).get('threads');
+    history.replaceState(null, '', `${location.pathname}?${query}${threads === null ? '' : `${query ? '&' : ''}threads=${encodeURIComponent(threads)}`}`);
   }, 300);
 }
 
@@ -288,8 +291,9 @@ function useModel(model, { name, local = false, card = null }) {
   let cardText = '';
   if (card?.loss?.val !== undefined) cardText += ` Validation loss ${Number(card.loss.val).toFixed(3)} nats per token (perplexity ${card.loss.val_perplexity}).`;
   if (card?.description) cardText += ` ${card.description}`;
+  const threads = `${page.info.threads} thread${page.info.threads === 1 ? '' : 's'}`;
   const where = model.thread === 'page' ? 'on the page thread (no Web Worker could start)'
-    : model.fastTyping ? 'in a Web Worker, with short updates while typing on the page thread' : 'in a Web Worker';
+    : model.fastTyping ? `in a Web Worker, ${threads}, with short updates while typing on the page thread` : `in a Web Worker, ${threads}`;
   $('model-info').textContent = `Model: ${name}${local ? ' (from your disk, not uploaded)' : ''}, ${c.nLayer} layers × ${c.nHead} heads, ${size}, context ${c.nPositions} tokens; engine: WebAssembly ${page.info.simd.simd ? `SIMD128${page.info.simd.relaxedMadd ? ' with relaxed-SIMD multiply-add' : ''}` : 'scalar'} ${where}.${cardText}`;
   // the old model's runs (and writing) stop here: none may write into the result on screen any more
   writer.stop('model');
@@ -350,6 +354,9 @@ async function start() {
   const fill = $('progress-fill');
   const bar = $('progress');
   try {
+    // ?threads=N: the engine's threads (1: the single-threaded build), for a reader to compare
+    const threads = new URLSearchParams(location.search).get('threads');
+    if (threads !== null) setThreads(/^\d+$/.test(threads) ? Number(threads) : threads);
     if (new URLSearchParams(location.search).get('trained') === '1') {
       await startTrained();
       return;

@@ -11,6 +11,15 @@ import sirv from 'sirv';
 /** The Content-Security-Policy the demo's pages are built for; every page is served under it. */
 export const DEMO_CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'";
 
+/**
+ * Cross-origin isolation, which the threaded engine needs (SharedArrayBuffer): the demo is served
+ * with it. Every file the demo loads is its own origin's, or fetched with CORS.
+ */
+export const ISOLATION_HEADERS = Object.freeze({
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+});
+
 // types sirv's table (mrmime) does not know
 const EXTRA_TYPES = { '.safetensors': 'application/octet-stream', '.md': 'text/plain; charset=utf-8', '.txt': 'text/plain; charset=utf-8' };
 

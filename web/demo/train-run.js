@@ -1,6 +1,6 @@
 // One training run on the training page: its controls, its Web Worker (createTrainerInWorker), and
 // its views (loss curve, role scores over steps, every head on the probe, role badges). Two of these
-// sit side by side; each trains on its own core.
+// sit side by side; each trains on its share of the cores (threadShare()).
 //
 // Life of a run: the controls pick a preset and a shape; Start creates the worker's trainer (once)
 // and trains in chunks; Pause aborts the chunked train() (it resolves after the step in progress);
@@ -16,6 +16,13 @@ import { lossChartScene, scoreChartScene } from '../component/views/training-cha
 import { readTheme } from '../component/theme.js';
 
 const LAYERS = [1, 2, 3, 4];
+
+// Each of the page's two runs gets half the cores (up to 8 in all) where threads can run, so the
+// two do not fight over them; undefined elsewhere (the engine's default, one thread, said once why).
+function threadShare() {
+  if (!globalThis.crossOriginIsolated) return undefined;
+  return Math.max(1, Math.floor(Math.min(navigator.hardwareConcurrency || 1, 8) / 2));
+}
 const HEADS = [1, 2, 4, 8];
 const WIDTHS = [32, 64, 128];
 const PROBE_EVERY = 25;
@@ -157,7 +164,7 @@ export class TrainingRunPanel {
   options() {
     const c = this.controls;
     const config = { ...this.preset.spec.config, nLayer: +c.layers.value, nHead: +c.heads.value, nEmbd: +c.width.value };
-    const options = { preset: this.preset.name, config };
+    const options = { preset: this.preset.name, config, threads: threadShare() };
     if (this.preset.spec.task === 'text') options.text = c.text.value;
     return options;
   }
@@ -251,8 +258,9 @@ export class TrainingRunPanel {
       }
     }
     const loss = p.losses[p.losses.length - 1];
+    const threads = this.trainer.threads;
     this.status.textContent = `Step ${p.stepsDone} of ${this.spec.steps} · loss ${loss.toFixed(3)} · `
-      + `${Math.round(p.tokensPerSecond).toLocaleString('en-US')} tokens/s · learning rate ${p.lr.toPrecision(2)}`;
+      + `${Math.round(p.tokensPerSecond).toLocaleString('en-US')} tokens/s on ${threads} thread${threads === 1 ? '' : 's'} · learning rate ${p.lr.toPrecision(2)}`;
     this.root.dataset.steps = String(p.stepsDone);
     this.scheduleDraw();
   }

@@ -10,6 +10,11 @@ export interface WorkerLoadOptions {
   /** 'f32' (default) or 'f16': as LoadOptions.weights of loadModel(). */
   weights?: 'f32' | 'f16';
   /**
+   * The engine's threads in the worker, 1 to 64: by default min(navigator.hardwareConcurrency, 8) on a
+   * cross-origin-isolated page, else 1 (said once with console.info). As LoadOptions.threads.
+   */
+  threads?: number;
+  /**
    * Use this worker instead of starting worker-thread.js (beside this module). By default
    * worker-thread.js is started directly when it is on the page's origin, and through a same-origin
    * `blob:` module that imports it when it is not (files from a CDN). A worker given here must run
@@ -38,6 +43,8 @@ export declare class WorkerStartError extends Error {
 export interface WorkerModel {
   /** Configuration and size of the loaded model. Throws after dispose(). */
   readonly info: ModelInfo;
+  /** ModelInfo.threads: the threads in use, in the worker. */
+  readonly threads: number;
   /** True after dispose(). */
   readonly disposed: boolean;
   /** Where the model runs: in a Web Worker, or on the page thread (pageThreadFallback). */
@@ -122,6 +129,8 @@ export interface TrainProgress {
 export interface WorkerTrainer {
   readonly spec: import('./headscope.js').TrainerSpec;
   readonly stepsDone: number;
+  /** The threads forward and backward run on, in the worker. */
+  readonly threads: number;
   readonly disposed: boolean;
   /** Trains `steps` more steps in chunks of about a frame; aborting `signal` pauses (resolves with stopped: true). */
   train(options: { steps: number; probeEvery?: number; onProgress?: (p: TrainProgress) => void; signal?: AbortSignal }): Promise<{ stepsDone: number; stopped: boolean }>;

@@ -7,6 +7,7 @@
 // (a CDN), the worker is started from a same-origin `blob:` module that imports worker-thread.js by
 // its absolute URL; worker-thread.js then resolves the .wasm and the shipped models from its own URL.
 import { loadModel, shippedModels } from './headscope.js';
+import { engineThreads } from './wasm.js';
 import { makeResult, reuseInfo, claimForUpdate, withPreviousRows } from './result.js';
 import { MESSAGES, NO_REPLY, cancelRequest } from './worker-protocol.js';
 import { generateOptions } from './generation.js';
@@ -107,14 +108,14 @@ class WorkerModel {
   started() { return this.#channel.started(); }
   call(...args) { return this.#channel.call(...args); }
 
-  async _load(source, onProgress, transferBuffers, weights) {
+  async _load(source, onProgress, transferBuffers, weights, threads) {
     await this.started();
     // buffers given as the model source are copied to the worker, or with transferBuffers moved
     // (no second copy of a checkpoint of hundreds of MB; the caller's buffers become empty)
     const transfer = transferBuffers && source && typeof source === 'object' && !(source instanceof URL)
       ? [...new Set(Object.values(source).map((v) => (ArrayBuffer.isView(v) ? v.buffer : v)).filter((v) => v instanceof ArrayBuffer))]
       : [];
-    this.#info = await this.call('load', { source: absoluteSource(source), weights }, onProgress, transfer);
+    this.#info = await this.call('load', { source: absoluteSource(source), weights, threads }, onProgress, transfer);
     return this;
   }
 
@@ -126,6 +127,8 @@ class WorkerModel {
     if (this.#channel.closed) throw new Error('this headscope model was disposed; load it again');
     return this.#info;
   }
+  /** The threads the engine splits this model's runs over, in the worker. */
+  get threads() { return this.info.threads; }
   get disposed() { return this.#channel.closed; }
 
   /**
@@ -240,6 +243,7 @@ class PageThreadModel {
   /** Where the model runs: 'page'. */
   get thread() { return 'page'; }
   get info() { return this.#model.info; }
+  get threads() { return this.#model.threads; }
   get disposed() { return this.#model.disposed; }
   async run(text, { onProgress, signal, ...options } = {}) { return this.#model.run(text, options); }
   async inspectHead(text, layer, head) { return this.#model.inspectHead(text, layer, head); }
@@ -312,6 +316,9 @@ let fallbackAnnounced = false;
  * logged once per page with console.info.
  */
 export async function loadModelInWorker(source, options = {}) {
+  // resolved here, so that a bad value is the caller's Error and a page without threads says so on
+  // its own console
+  const threads = engineThreads(options.threads, { forWorker: true });
   let model;
   let release = () => {};
   try {
@@ -331,11 +338,11 @@ export async function loadModelInWorker(source, options = {}) {
         + 'the page cannot respond while a run is in progress (a few milliseconds per keystroke for the '
         + 'shipped models, much longer for long texts or large checkpoints).');
     }
-    return new PageThreadModel(await loadModel(source, { onProgress: options.onProgress, weights: options.weights }));
+    return new PageThreadModel(await loadModel(source, { onProgress: options.onProgress, weights: options.weights, threads: 1 }));
   }
   release();
   try {
-    return await model._load(source, options.onProgress, options.transferBuffers, options.weights);
+    return await model._load(source, options.onProgress, options.transferBuffers, options.weights, threads);
   } catch (e) {
     model.dispose();
     throw e;
@@ -351,6 +358,7 @@ class WorkerTrainer {
   #channel;
   #spec = null;
   #stepsDone = 0;
+  #threads = 1;
 
   constructor(channel) {
     this.#channel = channel;
@@ -358,12 +366,16 @@ class WorkerTrainer {
   }
 
   async _create(options) {
-    ({ spec: this.#spec, stepsDone: this.#stepsDone } = await this.#channel.call('trainerCreate', { options }));
+    const threads = engineThreads(options?.threads, { forWorker: true });
+    ({ spec: this.#spec, stepsDone: this.#stepsDone, threads: this.#threads } =
+      await this.#channel.call('trainerCreate', { options: { ...options, threads } }));
     return this;
   }
 
   /** The run's options after its preset was applied. */
   get spec() { return this.#spec; }
+  /** The threads forward and backward run on, in the worker. */
+  get threads() { return this.#threads; }
   /** Steps taken, as of the last reply or progress message. */
   get stepsDone() { return this.#stepsDone; }
   get disposed() { return this.#channel.closed; }

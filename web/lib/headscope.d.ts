@@ -49,6 +49,16 @@ export interface LoadOptions {
    * Anything else rejects with an Error.
    */
   weights?: 'f32' | 'f16';
+  /**
+   * Threads the engine splits each run over: a whole number from 1 to 64 (else an Error). They run
+   * where the threaded build can: in a Web Worker (headscope/worker) of a cross-origin-isolated page
+   * (COOP same-origin, COEP require-corp or credentialless) on a device with more than one core; the
+   * default there is min(navigator.hardwareConcurrency, 8). Elsewhere (the page thread, a page
+   * without isolation, Node) the single-threaded build runs, and it says why once with console.info
+   * unless 1 was asked for. Results are bit-identical on any number of threads. ModelInfo.threads
+   * says what is in use.
+   */
+  threads?: number;
 }
 
 /** Loads the WebAssembly module (once) and a model. Rejects with an Error naming the problem. */
@@ -93,6 +103,8 @@ export interface ModelInfo {
    * validates relaxed SIMD (Chromium; node with --experimental-wasm-relaxed-simd).
    */
   simd: { arch: string; floatLanes: number; simd: boolean; relaxedMadd: boolean };
+  /** The threads this model's runs are split over (LoadOptions.threads, as available). */
+  threads: number;
 }
 
 export interface Token {
@@ -384,6 +396,8 @@ export declare class HeadscopeModel {
   private constructor();
   /** Configuration and size. Throws after dispose(). */
   readonly info: ModelInfo;
+  /** ModelInfo.threads: the threads in use. */
+  readonly threads: number;
   /** True after dispose(). */
   readonly disposed: boolean;
   /**
@@ -461,6 +475,8 @@ export interface TrainerOptions {
   config?: Partial<TrainerShape>;
   /** Start from these weights and tokenizer (what export() or a model folder holds). */
   init?: ModelFiles;
+  /** Threads for forward and backward, as LoadOptions.threads. */
+  threads?: number;
   task?: 'induction' | 'text' | 'batch';
   text?: string;
   batchSize?: number;
@@ -517,6 +533,8 @@ export type TokenIdRows = ReadonlyArray<readonly number[] | Int32Array | Uint32A
 export interface HeadscopeTrainer {
   readonly spec: TrainerSpec;
   readonly stepsDone: number;
+  /** The threads forward and backward run on. */
+  readonly threads: number;
   /** Bytes the engine holds for the run. */
   readonly bytes: number;
   /** n optimizer steps (default 1), or one step on an explicit batch; the losses, one per step. Throws if training diverges (the weights stay those before the failed step). */

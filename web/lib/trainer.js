@@ -12,7 +12,7 @@ const SPEC_KEYS = {
   minPeriod: 'min_period', maxPeriod: 'max_period', probePeriod: 'probe_period',
 };
 const SHAPE_KEYS = { nLayer: 'n_layer', nHead: 'n_head', nEmbd: 'n_embd', nPositions: 'n_positions', vocabSize: 'vocab_size' };
-const OTHER_KEYS = new Set(['preset', 'config', 'init', 'text']);
+const OTHER_KEYS = new Set(['preset', 'config', 'init', 'text', 'threads']);
 
 function invert(map) { return Object.fromEntries(Object.entries(map).map(([k, v]) => [v, k])); }
 
@@ -73,9 +73,13 @@ export class HeadscopeTrainer {
   #run;
   #wrapModel;
   #spec;
+  #threads = 1;
 
-  /** Use createTrainer() from headscope.js. wrapModel(handle) turns an engine Model into a HeadscopeModel. */
-  constructor(core, options, wrapModel) {
+  /**
+   * Use createTrainer() from headscope.js. wrapModel(handle) turns an engine Model into a
+   * HeadscopeModel; threads: the engine's threads for forward and backward.
+   */
+  constructor(core, options, wrapModel, threads = 1) {
     if (options === null || typeof options !== 'object') throw new Error('createTrainer() takes an options object');
     const { preset = 'induction', text } = options;
     if (typeof preset !== 'string') throw new Error('preset must be a preset name');
@@ -83,13 +87,12 @@ export class HeadscopeTrainer {
     this.#wrapModel = wrapModel;
     this.#run = checked(core, core.createTrainingRun(preset, specToJson(options), initFiles(options.init)));
     this.#spec = Object.freeze(specFromJson(this.#run.spec()));
-    if (text !== undefined) {
-      try {
-        checked(core, this.#run.setText(text));
-      } catch (e) {
-        this.dispose();
-        throw e;
-      }
+    try {
+      this.#threads = checked(core, this.#run.setThreads(threads));
+      if (text !== undefined) checked(core, this.#run.setText(text));
+    } catch (e) {
+      this.dispose();
+      throw e;
     }
   }
 
@@ -100,6 +103,8 @@ export class HeadscopeTrainer {
 
   /** The run's options after the preset and the given options were applied. */
   get spec() { this.#live(); return this.#spec; }
+  /** The threads forward and backward run on. */
+  get threads() { this.#live(); return this.#threads; }
   /** Optimizer steps taken so far. */
   get stepsDone() { return this.#live().stepsDone(); }
   /** Bytes the engine holds for this run (weights, gradients, optimizer state, activations). */

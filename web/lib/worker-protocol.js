@@ -27,7 +27,7 @@ export const NO_REPLY = 'no reply';
 // replacing it), so the page's runs do not wait for the whole measurement.
 export const MESSAGES = Object.freeze({
   load: {
-    handling: QUEUED, needs: null, args: '{ source, weights }', value: 'ModelInfo',
+    handling: QUEUED, needs: null, args: '{ source, weights, threads }', value: 'ModelInfo',
     progress: '{ loaded, total } (bytes)',
   },
   run: {
@@ -63,7 +63,7 @@ export const MESSAGES = Object.freeze({
   dispose: { handling: QUEUED, needs: 'model', args: '{}', value: 'true' },
   cacheState: { handling: AT_ONCE, needs: 'model', args: '{}', value: 'CacheState' },
   cancel: { handling: NO_REPLY, needs: null, args: '{ id } of the request to stop', value: null },
-  trainerCreate: { handling: QUEUED, needs: null, args: '{ options }', value: '{ spec, stepsDone }' },
+  trainerCreate: { handling: QUEUED, needs: null, args: '{ options }', value: '{ spec, stepsDone, threads }' },
   trainerTrain: {
     handling: QUEUED, needs: 'trainer', args: '{ steps, probeEvery }', value: '{ stepsDone, stopped }',
     progress: '{ stepsDone, losses, lr, tokensPerSecond, probe? } after each chunk of steps', cancellable: true,

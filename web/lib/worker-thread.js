@@ -255,6 +255,7 @@ const HANDLERS = {
     onScreen = null;
     model = await loadModel(args.source, {
       weights: args.weights,
+      threads: args.threads,
       onProgress: (p) => self.postMessage({ id, progress: p }),
     });
     return { value: model.info, transfer: [] };
@@ -312,7 +313,7 @@ const HANDLERS = {
     trainer?.dispose();
     trainer = null;
     trainer = await createTrainer(args.options);
-    return { value: { spec: trainer.spec, stepsDone: trainer.stepsDone }, transfer: [] };
+    return { value: { spec: trainer.spec, stepsDone: trainer.stepsDone, threads: trainer.threads }, transfer: [] };
   },
   trainerTrain: async (id, args) => ({ value: await trainInChunks(id, args), transfer: [] }),
   trainerStep(id, args) {

@@ -49,6 +49,10 @@ class Trainer {
   // Threads the kernels split forward and backward over (one per core at construction; 0 = one per
   // core; at most kMaxThreads). Every result is bit-identical for every count.
   void set_threads(int threads);
+  // Runs on `model`'s threads instead (its pool, which must outlive this trainer's steps): for a
+  // trainer whose steps alternate with the model's runs, as the head measurement's do. In the
+  // threaded wasm build a second pool of the same size could not start: the model holds the workers.
+  void share_threads(const Model& model);
   int threads() const;
   int max_batch() const { return B_; }
   int max_seq() const { return T_; }

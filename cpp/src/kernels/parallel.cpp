@@ -2,11 +2,21 @@
 #include "parallel.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
 #define HEADSCOPE_THREADS 0  // the single-threaded wasm build: std::thread cannot start
 #else
 #define HEADSCOPE_THREADS 1
+#endif
+
+#if defined(__EMSCRIPTEN_PTHREADS__)
+#include <emscripten.h>
+// The pthread workers that are loaded and idle. A wasm thread runs only on a worker made before the
+// thread that starts it waits (the page's loader sizes the pool, web/lib/wasm.js), so the threads
+// available are these plus the calling one.
+EM_JS(int, headscope_idle_workers, (), { return PThread.unusedWorkers.length; });
 #endif
 
 namespace headscope::kernels {
@@ -26,7 +36,19 @@ inline int chunk_begin(int n, int c, int parts) { return (int)((int64_t)n * c / 
 ThreadPool::ThreadPool(int threads) {
 #if HEADSCOPE_THREADS
   size_ = std::max(1, threads);
-  for (int i = 1; i < size_; i++) workers_.emplace_back([this, i] { work(i); });
+#if defined(__EMSCRIPTEN_PTHREADS__)
+  if (size_ > hardware_threads())
+    throw std::runtime_error("threads: " + std::to_string(size_) + " asked for, but this engine has " +
+                             std::to_string(hardware_threads()) + " (its pool of workers is made when it loads)");
+#endif
+  try {
+    for (int i = 1; i < size_; i++) workers_.emplace_back([this, i] { work(i); });
+  } catch (...) {  // a thread that could not start: stop the ones that did (a joinable thread must not be destroyed)
+    stop_ = true;
+    wake_.notify_all();
+    for (std::thread& w : workers_) w.join();
+    throw;
+  }
 #else
   (void)threads;
 #endif
@@ -92,7 +114,9 @@ void ThreadPool::run(int n, const std::function<void(int, int)>& fn) {
 }
 
 int hardware_threads() {
-#if HEADSCOPE_THREADS
+#if defined(__EMSCRIPTEN_PTHREADS__)
+  return 1 + headscope_idle_workers();
+#elif HEADSCOPE_THREADS
   return std::max(1, (int)std::thread::hardware_concurrency());
 #else
   return 1;

@@ -43,7 +43,8 @@ class ThreadPool {
 };
 
 // The threads this machine offers (std::thread::hardware_concurrency, at least 1); 1 in a wasm build
-// without threads.
+// without threads; in the threaded wasm build, the idle pthread workers and the calling thread (a
+// pool cannot have more there: ThreadPool refuses it).
 int hardware_threads();
 
 // Makes `pool` the current thread's pool until destroyed (null: none).

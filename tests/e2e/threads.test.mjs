@@ -1,0 +1,98 @@
+// The threaded engine in the demo: served cross-origin isolated (COOP + COEP, as `npm start` and
+// scripts/run.sh serve it), the page's model runs on min(cores, 8) threads in its Web Worker and says
+// so in its info line.
+// - Between thread counts of the threaded build, results are compared bit for bit (tolerance 0): the
+//   engine splits work by outputs only, so every number is computed by the same instructions in the
+//   same order on any number of threads (1 thread of that build: tests/cpp/test_threads.cpp, run in
+//   the wasm-threads suite).
+// - ?threads=1 loads the single-threaded build, which in Chromium is the relaxed-SIMD one: its fused
+//   multiply-adds round once where SIMD128 rounds twice, so it is compared within the bounds that
+//   tests/js/api.test.js derives for those two builds: logits 1e-4 relative + 1e-4 absolute,
+//   attention 1e-5 absolute.
+import { test as base, expect, startServer, withModel, demoReady, demoIdle, shot } from './fixtures.mjs';
+import { ISOLATION_HEADERS } from '../../web/demo/static-server.mjs';
+
+const test = base.extend({
+  isolatedSite: [async ({}, use) => {
+    const server = await startServer({ headers: ISOLATION_HEADERS });
+    await use({ ...server, url: (p) => withModel(server.base + p) });
+    await server.close();
+  }, { scope: 'worker' }],
+});
+
+// A text long enough that every product of the model is split over the threads (the engine runs a
+// product inline below about a million multiply-adds).
+const LONG = Array.from({ length: 30 }, (_, i) => `The chef, who trained in Paris, cooked meal number ${i} quickly.`).join(' ');
+
+/** The page's result on screen: every attention weight and the last position's logits. */
+const shown = (page) => page.evaluate(() => {
+  const r = window.headscopeDemo.result;
+  return { T: r.T, attention: Array.from(r.attentionAll), logits: Array.from(r.logitsLast) };
+});
+
+/** The same text through the package's Worker API on this page, at `threads` threads. */
+const apiRun = (page, threads, text) => page.evaluate(async ({ threads, text }) => {
+  const { loadModelInWorker } = await import(new URL('headscope-worker.js', location.href).href);
+  const source = new URLSearchParams(location.search).get('model');
+  const model = await loadModelInWorker(source ? new URL(source, location.href).href : undefined, { threads });
+  try {
+    const r = await model.run(text);
+    return { threads: model.threads, T: r.T, attention: Array.from(r.attentionAll), logits: Array.from(r.logitsLast) };
+  } finally {
+    model.dispose();
+  }
+}, { threads, text });
+
+test('the isolated demo runs on 2 threads and shows what ?threads=1 shows, within the builds\' rounding', async ({ page, isolatedSite }) => {
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+  expect(cores, 'this test needs more than one core').toBeGreaterThan(1);
+  const expected = Math.min(cores, 8);
+  await page.goto(isolatedSite.url('index.html'));
+  expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
+  await demoReady(page);
+  await expect(page.locator('#model-info')).toContainText(`in a Web Worker, ${expected} threads`);
+  await demoIdle(page);
+  const threaded = await shown(page);
+  await shot(page, 'threads-demo');
+
+  await page.goto(isolatedSite.url('index.html?threads=1'));
+  await demoReady(page);
+  await expect(page.locator('#model-info')).toContainText('in a Web Worker, 1 thread');
+  await demoIdle(page);
+  const single = await shown(page);
+  expect(single.T).toBe(threaded.T);
+  expect(single.attention.length).toBe(threaded.attention.length);
+  const worst = (a, b, tol) => a.reduce((w, x, i) => Math.max(w, Math.abs(x - b[i]) / tol(x)), 0);
+  expect(worst(threaded.attention, single.attention, () => 1e-5), 'attention, threaded vs ?threads=1, in units of its bound').toBeLessThanOrEqual(1);
+  expect(worst(threaded.logits, single.logits, (x) => 1e-4 + 1e-4 * Math.abs(x)), 'logits, threaded vs ?threads=1, in units of their bound').toBeLessThanOrEqual(1);
+});
+
+test('a long text through the Worker API: 2, 3 and 8 threads give the same bits', async ({ page, isolatedSite }) => {
+  await page.goto(isolatedSite.url('index.html'));
+  await demoReady(page);
+  const two = await apiRun(page, 2, LONG);
+  expect(two.threads).toBe(2);
+  expect(two.T, 'the text fills the context: every product is split').toBeGreaterThanOrEqual(100);
+  for (const threads of [3, 8]) {
+    const r = await apiRun(page, threads, LONG);
+    expect(r.threads, 'the worker runs the threads asked for').toBe(threads);
+    expect(r.attention, `attention, ${threads} threads vs 2`).toEqual(two.attention);
+    expect(r.logits, `logits, ${threads} threads vs 2`).toEqual(two.logits);
+  }
+});
+
+test('bad ?threads values are named on the page', async ({ page, isolatedSite }) => {
+  for (const bad of ['0', '65', 'two']) {
+    await page.goto(isolatedSite.url(`index.html?threads=${bad}`));
+    await expect(page.locator('#loading-text')).toContainText(`threads must be a whole number from 1 to 64, got ${bad === 'two' ? '"two"' : bad}`);
+  }
+});
+
+test('without isolation the demo runs single-threaded and says why once', async ({ page, site }) => {
+  const infos = [];
+  page.on('console', (msg) => { if (msg.type() === 'info') infos.push(msg.text()); });
+  await page.goto(site.url('index.html'));
+  await demoReady(page);
+  await expect(page.locator('#model-info')).toContainText('in a Web Worker, 1 thread');
+  expect(infos.filter((m) => m.startsWith('headscope: single-threaded engine: the page is not cross-origin isolated'))).toHaveLength(1);
+});
