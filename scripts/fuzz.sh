@@ -16,7 +16,7 @@ TARGETS=("$@")
 OUT=build/fuzz
 mkdir -p "$OUT"
 CXX=clang++-14
-FLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FLAGS=(-std=c++20 -g1 -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -Icpp/include -Icpp/src)
 SOURCES=(cpp/src/config.cpp cpp/src/safetensors.cpp cpp/src/tokenizer.cpp cpp/src/unicode.cpp cpp/src/kernels/reference.cpp cpp/src/kernels/forward_simd.cpp cpp/src/kernels/attention_simd.cpp cpp/src/kernels/parallel.cpp cpp/src/forward.cpp cpp/src/model.cpp cpp/src/model_results.cpp cpp/src/model_load.cpp cpp/src/predictions.cpp)
 

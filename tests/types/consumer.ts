@@ -43,6 +43,8 @@ const model = await loadModel('heads-4', {
 });
 same<typeof model, HeadscopeModel>();
 await loadModel();                                              // the default model
+const twoThreads = await loadModel('heads-4', { threads: 2 });
+same<typeof twoThreads.threads, number>();
 await loadModel(new URL('./models/gpt2/', location.href));      // a folder in the GPT-2 layout
 const files: ModelFiles = { config: '{}', weights: new ArrayBuffer(8), vocab: new Uint8Array(2), merges: '', name: 'mine' };
 await loadModel(files);
@@ -221,7 +223,13 @@ const notAwaited: RunResult = worker.run(text);
 // @ts-expect-error  progress of a run counts tokens, not bytes
 await worker.run(text, { onProgress: (p: LoadProgress) => p.loaded });
 // @ts-expect-error  no such option
-await loadModelInWorker('heads-4', { threads: 4 });
+await loadModelInWorker('heads-4', { cores: 4 });
+// threads: a number; what is in use is on the model, in the worker and on the page thread alike
+const threaded = await loadModelInWorker('heads-4', { threads: 4 });
+same<typeof threaded.threads, number>();
+same<typeof threaded.info.threads, number>();
+// @ts-expect-error  threads is a count, not a flag
+await loadModelInWorker('heads-4', { threads: true });
 try {
   await loadModelInWorker('heads-4', { worker: new Worker(new URL('./worker-thread.js', import.meta.url), { type: 'module' }) });
 } catch (e) {
@@ -254,6 +262,8 @@ const exported = trainer.export();
 same<typeof exported.weights, Uint8Array>();
 await loadModel({ ...exported, name: 'trained' });
 await createTrainer({ init: exported, task: 'text', text });
+const threadedTrainer = await createTrainer({ threads: 2 });
+same<typeof threadedTrainer.threads, number>();
 trainer.dispose();
 // @ts-expect-error  the optimizer is 'adamw' or 'sgd'
 await createTrainer({ optimizer: 'adam' });
