@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine (scripts/setup.sh) and runs every test suite of headscope:
-#   1. C++ engine, native, ASan + UBSan (Catch2 through ctest, preset native-debug), and the Catch2
-#      suite under ThreadSanitizer (preset native-tsan)
+#   1. C++ engine, native, ASan + UBSan (Catch2 through ctest, preset native-debug), and under
+#      ThreadSanitizer the tests of what runs on the thread pool (preset native-tsan: test_threads.cpp
+#      runs every split kernel, the model, the trainer and the head measurement at several counts)
 #   2. the same Catch2 suite built -O3 -march=native (preset native-release: the CLI's build, whose
 #      kernels run this machine's widest vectors, e.g. 16 lanes with AVX-512)
-#   3. the same Catch2 suite compiled to WebAssembly with SIMD128, under node (preset wasm-release);
-#      with pthreads, on node's worker_threads (preset wasm-threads); and the kernels' tests with
-#      relaxed SIMD's fused multiply-add (preset wasm-relaxed, node --experimental-wasm-relaxed-simd:
-#      its only difference from wasm-release is inside the kernels)
+#   3. the same Catch2 suite compiled to WebAssembly with pthreads, under node on worker_threads
+#      (preset wasm-threads), and the kernels' tests in the two single-threaded builds: SIMD128
+#      (preset wasm-release) and relaxed SIMD's fused multiply-add (preset wasm-relaxed, node
+#      --experimental-wasm-relaxed-simd). The three differ only in the kernels and the pool; the
+#      single-threaded package is also what the JavaScript and browser suites run.
 #   4. JavaScript package tests (node --test), the published types compiled by TypeScript consumers,
 #      and browser end-to-end tests
 #   5. libFuzzer targets (loaders, tokenizer), FUZZ_SECONDS each (default 10)
@@ -43,11 +45,11 @@ ctest_preset() {  # ctest_preset PRESET [TARGET...]: builds the targets (default
 
 # the sanitizer build: what its ctest runs, not the benches (the other presets build those for the bench)
 step "C++ native (ASan+UBSan)" ctest_preset native-debug headscope_tests headscope
-step "C++ native (ThreadSanitizer)" ctest_preset native-tsan headscope_tests
+step "C++ native (ThreadSanitizer, the pool's tests)" ctest_preset native-tsan headscope_tests
 step "C++ native -O3 -march=native" ctest_preset native-release
-step "C++ wasm SIMD128 under node" ctest_preset wasm-release
-# the package's two other engines: what the package ships and the tests (the bench adds its targets)
 step "C++ wasm pthreads under node" ctest_preset wasm-threads headscope_tests headscope_wasm
+step "C++ wasm SIMD128 under node (kernels)" ctest_preset wasm-release
+# what the package ships and the tests (the bench adds its targets)
 step "C++ wasm relaxed SIMD under node (kernels)" ctest_preset wasm-relaxed headscope_tests headscope_wasm
 step "fuzzing (${FUZZ_SECONDS:-10} s per target)" scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
 if [ -f tests/js/run.sh ]; then

@@ -4,7 +4,7 @@
 // This layer only adapts: it loads the .wasm (wasm.js) and the model files (files.js), converts
 // UTF-8 byte spans into string indices, turns results into plain objects and typed-array copies
 // (result.js), and guards against use after dispose(). All numerics happen in C++.
-import { loadCore, checked, engineThreads } from './wasm.js';
+import { loadCore, currentCore, checked, engineThreads } from './wasm.js';
 import { modelFileUrls, fetchModelFiles, givenModelFiles, asText, asBytes } from './files.js';
 import { makeResult, reuseInfo, firstChangedRow, roomyStride, withPreviousRows, claimForUpdate, sharedPrefixLength } from './result.js';
 import { generateOptions, WrittenText } from './generation.js';
@@ -525,15 +525,17 @@ export async function createTrainer(options = {}) {
 
 /** The training page's presets: [{ name, label, description, spec }]. */
 export async function trainingPresets() {
-  return presetsFromCore(await loadCore());
+  return presetsFromCore(await currentCore());
 }
 
-/** Bytes allocated in the wasm heap right now (for leak checks). Loads the engine if needed. */
+/** Bytes allocated in the wasm heap right now (for leak checks), of the engine the last load used. Loads the engine if needed. */
 export async function wasmHeapUsedBytes() {
-  return (await loadCore()).heapUsedBytes();
+  return (await currentCore()).heapUsedBytes();
 }
 
 /** Size of the engine's WebAssembly memory in bytes (it only grows). Loads the engine if needed. */
 export async function wasmMemoryBytes() {
-  return (await loadCore()).HEAP8.length;
+  const core = await currentCore();
+  // the threaded build's heap views follow a growth only when JS reads through them: ask its memory
+  return core.wasmMemory ? core.wasmMemory.buffer.byteLength : core.HEAP8.length;
 }

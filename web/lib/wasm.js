@@ -105,7 +105,14 @@ export function loadCore(threads = 1) {
     corePromises.set(threads, promise);
     promise.catch(() => { corePromises.delete(threads); });
   }
-  return corePromises.get(threads);
+  latest = corePromises.get(threads);
+  return latest;
+}
+
+let latest = null;
+/** The core loaded last (the one this page's or worker's model runs on), or the single-threaded one. */
+export function currentCore() {
+  return latest ?? loadCore(1);
 }
 
 async function loadSingle() {
