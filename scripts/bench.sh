@@ -181,7 +181,9 @@ native_run() {  # native_run N: both native builds (N: 1 before the Node runs, 2
   "$NATIVE_SSE/headscope_bench_native" "$MODEL" --quick > "$RAW/native-sse-$1.json"
 }
 train_speed() {
-  node bench/train_speed.mjs --native "$NATIVE/headscope" --pkg "$RAW/pkg" --out "$RAW/train.json" "${Q[@]}"
+  # quick: the default preset's shape only (the wider ones run the same code, for a minute of CI)
+  node bench/train_speed.mjs --native "$NATIVE/headscope" --pkg "$RAW/pkg" --out "$RAW/train.json" "${Q[@]}" \
+    $([ "$QUICK" = 1 ] && echo --shapes default)
 }
 train_page() {
   node bench/train_page_bench.mjs --site "$RAW/web" --out "$RAW/train-page.json" --repeats "$([ "$QUICK" = 1 ] && echo 1 || echo 2)"
