@@ -19,6 +19,9 @@ import { installLocalModelPicker, readModelFiles } from './local-model.js';
 import { loadTrainedModel } from './trained-model.js';
 import { installAttribution } from './attribution.js';
 
+// ?threads=N as the page was opened with: it chose the engine, so the URL keeps it
+const URL_THREADS = new URLSearchParams(location.search).get('threads');
+
 const $ = (id) => document.getElementById(id);
 const reducedMotion = () => window.matchMedia('(prefers-reduced-motion: reduce)').matches;
 const setText = (node, text) => { if (node.textContent !== text) node.textContent = text; }; // text, never markup
@@ -219,10 +222,9 @@ function renderNow() {
   document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
   clearTimeout(urlTimer);
   urlTimer = setTimeout(() => {
-    // ?threads stays as the reader set it: it chose the engine this page loaded
     const query = stateToQuery(urlState());
-    const threads = new URLSearchParams(location.search).get('threads');
-    history.replaceState(null, '', `${location.pathname}?${query}${threads === null ? '' : `${query ? '&' : ''}threads=${encodeURIComponent(threads)}`}`);
+    const threads = URL_THREADS === null ? '' : `${query ? '&' : ''}threads=${encodeURIComponent(URL_THREADS)}`;
+    history.replaceState(null, '', `${location.pathname}?${query}${threads}`);
   }, 300);
 }
 
@@ -355,8 +357,7 @@ async function start() {
   const bar = $('progress');
   try {
     // ?threads=N: the engine's threads (1: the single-threaded build), for a reader to compare
-    const threads = new URLSearchParams(location.search).get('threads');
-    if (threads !== null) setThreads(/^\d+$/.test(threads) ? Number(threads) : threads);
+    if (URL_THREADS !== null) setThreads(/^\d+$/.test(URL_THREADS) ? Number(URL_THREADS) : URL_THREADS);
     if (new URLSearchParams(location.search).get('trained') === '1') {
       await startTrained();
       return;

@@ -4,7 +4,7 @@
 // This layer only adapts: it loads the .wasm (wasm.js) and the model files (files.js), converts
 // UTF-8 byte spans into string indices, turns results into plain objects and typed-array copies
 // (result.js), and guards against use after dispose(). All numerics happen in C++.
-import { loadCore, currentCore, checked, engineThreads } from './wasm.js';
+import { loadEngine, currentCore, checked } from './wasm.js';
 import { modelFileUrls, fetchModelFiles, givenModelFiles, asText, asBytes } from './files.js';
 import { makeResult, reuseInfo, firstChangedRow, roomyStride, withPreviousRows, claimForUpdate, sharedPrefixLength } from './result.js';
 import { generateOptions, WrittenText } from './generation.js';
@@ -18,14 +18,14 @@ export { attentionIndex, strideOf } from './result.js';
  * Loads a model: a shipped model's name (default: headscope-base), the URL of a folder in the
  * Hugging Face GPT-2 layout, or the four files as buffers. `weights: 'f16'` holds the large weight
  * matrices in half precision (about half the memory); the default is 'f32'. `threads` (1 to 64):
- * the engine's threads where it can have them (wasm.js, engineThreads()), by default min(cores, 8).
+ * the engine's threads where it can have them (wasm.js, loadEngine()), by default min(cores, 8).
  */
 export async function loadModel(source, options = {}) {
   const { onProgress, signal, weights = 'f32' } = options;
-  const threads = engineThreads(options.threads);
+
   if (weights !== 'f32' && weights !== 'f16')
     throw new Error(`weights must be 'f32' or 'f16', got ${typeof weights === 'string' ? `'${weights}'` : String(weights)}`);
-  const core = await loadCore(threads);
+  const { core, threads } = await loadEngine(options.threads);
   let files;
   let name;
   const located = modelFileUrls(source);
@@ -39,7 +39,7 @@ export async function loadModel(source, options = {}) {
     throw new Error(`model source must be a shipped model name, a folder URL or { config, weights, vocab, merges }, got ${typeof source}`);
   }
   const handle = checked(core, core.load(asText(files.config, 'config'), asBytes(files.weights, 'weights'),
-    asText(files.vocab, 'vocab'), asText(files.merges, 'merges'), weights, Math.min(threads, core.poolThreads)));
+    asText(files.vocab, 'vocab'), asText(files.merges, 'merges'), weights, threads));
   return new HeadscopeModel(core, handle, name);
 }
 
@@ -518,9 +518,8 @@ export class HeadscopeModel {
 export async function createTrainer(options = {}) {
   // trainer.js is imported statically: a dynamic import would make bundlers split chunks, which
   // Vite's default (iife) worker format refuses
-  const threads = engineThreads(options?.threads);
-  const core = await loadCore(threads);
-  return new HeadscopeTrainer(core, options, (handle, name) => new HeadscopeModel(core, handle, name), Math.min(threads, core.poolThreads));
+  const { core, threads } = await loadEngine(options?.threads);
+  return new HeadscopeTrainer(core, options, (handle, name) => new HeadscopeModel(core, handle, name), threads);
 }
 
 /** The training page's presets: [{ name, label, description, spec }]. */

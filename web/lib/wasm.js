@@ -82,6 +82,16 @@ export function engineThreads(asked, { forWorker = false } = {}) {
   return asked ?? Math.min(navigator.hardwareConcurrency, DEFAULT_MAX_THREADS);
 }
 
+/**
+ * The engine for a load that asks for `asked` threads (engineThreads()), and the threads the load gets
+ * on it: as many as its pool runs (one if the threaded build fell back).
+ */
+export async function loadEngine(asked) {
+  const wanted = engineThreads(asked);
+  const core = await loadCore(wanted);
+  return { core, threads: Math.min(wanted, core.poolThreads) };
+}
+
 // The bindings never throw (a throw out of wasm would leak); they return null and keep the C++
 // message for lastError().
 export function checked(core, value) {
