@@ -124,6 +124,12 @@ class VocabSax : public nlohmann::json_sax<nlohmann::json> {
   bool have_key_ = false;
 };
 
+}  // namespace
+
+// Types of Tokenizer::Impl's members: in a named namespace, since a member whose type has internal
+// linkage is what GCC warns about (-Wsubobject-linkage) once this file is compiled inside a unity batch
+namespace bpe_detail {
+
 struct Piece {
   int32_t sym;   // symbol id (a vocab id if < vocab size)
   uint32_t len;  // bytes of the word it covers
@@ -133,6 +139,12 @@ struct MergeInfo {
   int32_t rank;
   int32_t result;
 };
+
+}  // namespace bpe_detail
+using bpe_detail::MergeInfo;
+using bpe_detail::Piece;
+
+namespace {
 
 inline uint64_t pair_key(int32_t a, int32_t b) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);

@@ -21,7 +21,7 @@ namespace kn = headscope::kernels;
 namespace {
 
 // around every lane count in use (4 SIMD128/SSE, 8 AVX2, 16 AVX-512) and the 2-batch dot
-const std::vector<int> kEdgeSizes = {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 65};
+const std::vector<int> kBackwardSizes = {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 65};
 
 // The reference attention runs one sequence; a training batch is B of them (att (B, NH, T, T))
 template <typename F>
@@ -32,7 +32,7 @@ void attention_forward_batch(F* out, F* att, const F* qkv, int B, int T, int C, 
 }
 
 template <typename F = float>
-std::vector<F> random_vector(std::size_t n, std::mt19937& rng, double scale = 1.0) {
+std::vector<F> random_values(std::size_t n, std::mt19937& rng, double scale = 1.0) {
   std::normal_distribution<double> d(0.0, scale);
   std::vector<F> v(n);
   for (auto& x : v) x = (F)d(rng);
@@ -101,11 +101,11 @@ double weighted_sum(const std::vector<double>& out, const std::vector<double>& g
 TEST_CASE("train: matmul_forward and matmul_backward equal the reference", "[train][matmul]") {
   std::mt19937 rng(11);
   for (int N : {1, 2, 3, 4, 5, 9})
-    for (int K : kEdgeSizes)
+    for (int K : kBackwardSizes)
       for (int OC : {1, 3, 4, 5, 8, 9, 16, 17, 33}) {
         INFO("N=" << N << " K=" << K << " OC=" << OC);
-        const auto inp = random_vector(N * K, rng), w = random_vector(K * OC, rng), b = random_vector(OC, rng),
-                   dout = random_vector(N * OC, rng);
+        const auto inp = random_values(N * K, rng), w = random_values(K * OC, rng), b = random_values(OC, rng),
+                   dout = random_values(N * OC, rng);
         std::vector<float> out(N * OC), out_ref(N * OC);
         kn::matmul_unpacked_forward(out.data(), inp.data(), w.data(), b.data(), N, K, OC);
         ref::matmul_forward<float>(out_ref.data(), inp.data(), w.data(), b.data(), N, K, OC);
@@ -116,7 +116,7 @@ TEST_CASE("train: matmul_forward and matmul_backward equal the reference", "[tra
           return sum_bound(K + 1, s);
         }, "out");
         // gradients accumulate into non-zero starting values, as in the trainer
-        auto dinp = random_vector(N * K, rng), dw = random_vector(K * OC, rng), db = random_vector(OC, rng);
+        auto dinp = random_values(N * K, rng), dw = random_values(K * OC, rng), db = random_values(OC, rng);
         auto dinp_ref = dinp, dw_ref = dw, db_ref = db;
         kn::matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), N, K, OC);
         ref::matmul_backward<float>(dinp_ref.data(), dw_ref.data(), db_ref.data(), dout.data(), inp.data(), w.data(),
@@ -138,7 +138,7 @@ TEST_CASE("train: matmul_forward and matmul_backward equal the reference", "[tra
           return sum_bound(N + 1, s) + 2 * kU * s;
         }, "dbias");
         // no weight or bias gradient asked (the head gates' backward): the same dinp, nothing else touched
-        const auto start = random_vector(N * K, rng);
+        const auto start = random_values(N * K, rng);
         auto with_w = start, alone = start, dw2 = dw_ref;
         kn::matmul_backward(with_w.data(), dw2.data(), nullptr, dout.data(), inp.data(), w.data(), N, K, OC);
         kn::matmul_backward(alone.data(), nullptr, nullptr, dout.data(), inp.data(), w.data(), N, K, OC);
@@ -149,11 +149,11 @@ TEST_CASE("train: matmul_forward and matmul_backward equal the reference", "[tra
 TEST_CASE("train: matmul_transposed_backward (tied LM head) equals the reference", "[train][matmul]") {
   std::mt19937 rng(12);
   for (int N : {1, 3, 5, 9})
-    for (int K : kEdgeSizes)
+    for (int K : kBackwardSizes)
       for (int OC : {1, 4, 7, 17, 33}) {
         INFO("N=" << N << " K=" << K << " OC=" << OC);
-        const auto inp = random_vector(N * K, rng), w = random_vector(OC * K, rng), dout = random_vector(N * OC, rng);
-        auto dinp = random_vector(N * K, rng), dw = random_vector(OC * K, rng);
+        const auto inp = random_values(N * K, rng), w = random_values(OC * K, rng), dout = random_values(N * OC, rng);
+        auto dinp = random_values(N * K, rng), dw = random_values(OC * K, rng);
         auto dinp_ref = dinp, dw_ref = dw;
         kn::matmul_transposed_backward(dinp.data(), dw.data(), dout.data(), inp.data(), w.data(), N, K, OC);
         ref::matmul_transposed_backward<float>(dinp_ref.data(), dw_ref.data(), dout.data(), inp.data(), w.data(), N, K,
@@ -169,7 +169,7 @@ TEST_CASE("train: matmul_transposed_backward (tied LM head) equals the reference
           return sum_bound(N + 1, s) + 2 * kU * s;
         }, "dweight");
         // without the weight's gradient: the same dinp
-        const auto start = random_vector(N * K, rng);
+        const auto start = random_values(N * K, rng);
         auto with_w = start, alone = start;
         kn::matmul_transposed_backward(with_w.data(), dw.data(), dout.data(), inp.data(), w.data(), N, K, OC);
         kn::matmul_transposed_backward(alone.data(), nullptr, dout.data(), inp.data(), w.data(), N, K, OC);
@@ -180,13 +180,13 @@ TEST_CASE("train: matmul_transposed_backward (tied LM head) equals the reference
 TEST_CASE("train: layernorm_backward equals the reference", "[train][layernorm]") {
   std::mt19937 rng(13);
   for (int N : {1, 2, 5})
-    for (int C : kEdgeSizes) {
+    for (int C : kBackwardSizes) {
       INFO("N=" << N << " C=" << C);
-      const auto inp = random_vector(N * C, rng, 2.0), w = random_vector(C, rng), b = random_vector(C, rng),
-                 dout = random_vector(N * C, rng);
+      const auto inp = random_values(N * C, rng, 2.0), w = random_values(C, rng), b = random_values(C, rng),
+                 dout = random_values(N * C, rng);
       std::vector<float> out(N * C), mean(N), rstd(N);
       ref::layernorm_forward<float>(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C, 1e-5f);
-      auto dinp = random_vector(N * C, rng), dw = random_vector(C, rng), db = random_vector(C, rng);
+      auto dinp = random_values(N * C, rng), dw = random_values(C, rng), db = random_values(C, rng);
       auto dinp_ref = dinp, dw_ref = dw, db_ref = db;
       kn::layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), mean.data(),
                              rstd.data(), N, C);
@@ -223,10 +223,10 @@ TEST_CASE("train: attention_backward equals the reference over head sizes and le
       for (int T : {1, 2, 5, 9}) {
         const int B = 2, C = NH * HS;
         INFO("NH=" << NH << " HS=" << HS << " T=" << T);
-        const auto qkv = random_vector(B * T * 3 * C, rng), dout = random_vector(B * T * C, rng);
+        const auto qkv = random_values(B * T * 3 * C, rng), dout = random_values(B * T * C, rng);
         std::vector<float> out(B * T * C), att(B * NH * T * T), scratch(T);
         attention_forward_batch<float>(out.data(), att.data(), qkv.data(), B, T, C, NH);
-        auto dqkv = random_vector(B * T * 3 * C, rng);
+        auto dqkv = random_values(B * T * 3 * C, rng);
         auto dqkv_ref = dqkv;
         kn::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
         ref::attention_backward<float>(dqkv_ref.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T, C,
@@ -242,10 +242,10 @@ TEST_CASE("train: attention_backward equals the reference over head sizes and le
 
 TEST_CASE("train: element-wise backward kernels and optimizers equal the reference", "[train][elementwise]") {
   std::mt19937 rng(15);
-  for (int n : kEdgeSizes) {
+  for (int n : kBackwardSizes) {
     INFO("n=" << n);
-    const auto x = random_vector(n, rng, 3.0), dout = random_vector(n, rng);
-    auto dinp = random_vector(n, rng);
+    const auto x = random_values(n, rng, 3.0), dout = random_values(n, rng);
+    auto dinp = random_values(n, rng);
     auto dinp_ref = dinp;
     kn::gelu_backward(dinp.data(), x.data(), dout.data(), n);
     ref::gelu_backward<float>(dinp_ref.data(), x.data(), dout.data(), n);
@@ -255,7 +255,7 @@ TEST_CASE("train: element-wise backward kernels and optimizers equal the referen
       return 32 * kU * (1.2 * std::fabs(dout[i]) * (1 + x[i] * x[i]) + std::fabs(dinp_ref[i])) + 1e-7;
     }, "gelu dinp");
 
-    auto dinp_erf = random_vector(n, rng);
+    auto dinp_erf = random_values(n, rng);
     auto dinp_erf_ref = dinp_erf;
     kn::gelu_erf_backward(dinp_erf.data(), x.data(), dout.data(), n);
     ref::gelu_erf_backward<float>(dinp_erf_ref.data(), x.data(), dout.data(), n);
@@ -265,7 +265,7 @@ TEST_CASE("train: element-wise backward kernels and optimizers equal the referen
       return 32 * kU * (1.2 * std::fabs(dout[i]) * (1 + x[i] * x[i]) + std::fabs(dinp_erf_ref[i])) + 1e-7;
     }, "gelu_erf dinp");
 
-    auto da = random_vector(n, rng), db = random_vector(n, rng);
+    auto da = random_values(n, rng), db = random_values(n, rng);
     auto da_ref = da, db_ref = db;
     kn::residual_backward(da.data(), db.data(), dout.data(), n);
     ref::residual_backward<float>(da_ref.data(), db_ref.data(), dout.data(), n);
@@ -274,7 +274,7 @@ TEST_CASE("train: element-wise backward kernels and optimizers equal the referen
     require_close(db, db_ref, [](std::size_t) { return 0.0; }, "residual db");
 
     // SGD: one fused-or-not multiply-add: within one rounding of the product
-    auto p = random_vector(n, rng), g = random_vector(n, rng);
+    auto p = random_values(n, rng), g = random_values(n, rng);
     auto p_ref = p;
     kn::sgd_update(p.data(), g.data(), n, 0.1f);
     ref::sgd_update<float>(p_ref.data(), g.data(), n, 0.1f);
@@ -283,7 +283,7 @@ TEST_CASE("train: element-wise backward kernels and optimizers equal the referen
 
     // AdamW over three steps: the update lr * m / (sqrt v + eps) has ~12 roundings per step;
     // its size is at most lr * ~3, and the parameter keeps its own rounding: 64 u (3 lr + |p|)
-    auto m = random_vector(n, rng, 0.1), v = random_vector(n, rng, 0.1);
+    auto m = random_values(n, rng, 0.1), v = random_values(n, rng, 0.1);
     for (auto& vi : v) vi = vi * vi;
     auto m_ref = m, v_ref = v, p2 = p, p2_ref = p;
     for (int t = 1; t <= 3; t++) {
@@ -300,12 +300,12 @@ TEST_CASE("train: element-wise backward kernels and optimizers equal the referen
 
 TEST_CASE("train: encoder and cross-entropy backward equal the reference", "[train][elementwise]") {
   std::mt19937 rng(16);
-  for (int C : kEdgeSizes) {
+  for (int C : kBackwardSizes) {
     const int B = 2, T = 5, V = C + 2;
     INFO("C=" << C);
     const auto ids = random_ids(B * T, V, rng);
-    const auto dout = random_vector(B * T * C, rng);
-    auto dwte = random_vector(V * C, rng), dwpe = random_vector(T * C, rng);
+    const auto dout = random_values(B * T * C, rng);
+    auto dwte = random_values(V * C, rng), dwpe = random_values(T * C, rng);
     auto dwte_ref = dwte, dwpe_ref = dwpe;
     kn::encoder_backward(dwte.data(), dwpe.data(), dout.data(), ids.data(), B, T, C);
     ref::encoder_backward<float>(dwte_ref.data(), dwpe_ref.data(), dout.data(), ids.data(), B, T, C);
@@ -313,7 +313,7 @@ TEST_CASE("train: encoder and cross-entropy backward equal the reference", "[tra
     require_close(dwte, dwte_ref, [](std::size_t) { return 0.0; }, "dwte");
     require_close(dwpe, dwpe_ref, [](std::size_t) { return 0.0; }, "dwpe");
 
-    const auto logits = random_vector(B * T * V, rng, 2.0);
+    const auto logits = random_values(B * T * V, rng, 2.0);
     std::vector<float> probs(B * T * V), losses(B * T);
     ref::crossentropy_forward<float>(losses.data(), probs.data(), logits.data(), ids.data(), B * T, V);
     std::vector<float> probs_simd(B * T * V), losses_simd(B * T);
@@ -323,7 +323,7 @@ TEST_CASE("train: encoder and cross-entropy backward equal the reference", "[tra
     // with |log sum| <= log V + 12 for these logits: 1e-6 absolute covers the polynomial and the log
     require_close(probs_simd, probs, [&](std::size_t i) { return 1e-6 * probs[i] + sum_bound(V, 1.0) + 1e-30; }, "probs");
     require_close(losses_simd, losses, [&](std::size_t i) { return 1e-6 * (1 + std::fabs(losses[i])); }, "losses");
-    auto dl = random_vector(B * T * V, rng);
+    auto dl = random_values(B * T * V, rng);
     auto dl_ref = dl;
     kn::crossentropy_backward(dl.data(), probs.data(), ids.data(), 0.1f, B * T, V);
     ref::crossentropy_backward<float>(dl_ref.data(), probs.data(), ids.data(), 0.1f, B * T, V);
@@ -341,9 +341,9 @@ TEST_CASE("train: reference gradients equal finite differences (double)", "[trai
 
   SECTION("matmul (Conv1D)") {
     const int N = 3, K = 5, OC = 4;
-    auto inp = random_vector<double>(N * K, rng), w = random_vector<double>(K * OC, rng),
-         b = random_vector<double>(OC, rng);
-    const auto g = random_vector<double>(N * OC, rng);
+    auto inp = random_values<double>(N * K, rng), w = random_values<double>(K * OC, rng),
+         b = random_values<double>(OC, rng);
+    const auto g = random_values<double>(N * OC, rng);
     std::vector<double> out(N * OC), dinp(N * K, 0), dw(K * OC, 0), db(OC, 0);
     ref::matmul_backward<double>(dinp.data(), dw.data(), db.data(), g.data(), inp.data(), w.data(), N, K, OC);
     auto f = [&] {
@@ -356,8 +356,8 @@ TEST_CASE("train: reference gradients equal finite differences (double)", "[trai
   }
   SECTION("tied LM head (matmul with weight transposed)") {
     const int N = 3, K = 5, OC = 7;
-    auto inp = random_vector<double>(N * K, rng), w = random_vector<double>(OC * K, rng);
-    const auto g = random_vector<double>(N * OC, rng);
+    auto inp = random_values<double>(N * K, rng), w = random_values<double>(OC * K, rng);
+    const auto g = random_values<double>(N * OC, rng);
     std::vector<double> out(N * OC), dinp(N * K, 0), dw(OC * K, 0);
     ref::matmul_transposed_backward<double>(dinp.data(), dw.data(), g.data(), inp.data(), w.data(), N, K, OC);
     auto f = [&] {
@@ -369,8 +369,8 @@ TEST_CASE("train: reference gradients equal finite differences (double)", "[trai
   }
   SECTION("layernorm") {
     const int N = 3, C = 7;
-    auto inp = random_vector<double>(N * C, rng), w = random_vector<double>(C, rng), b = random_vector<double>(C, rng);
-    const auto g = random_vector<double>(N * C, rng);
+    auto inp = random_values<double>(N * C, rng), w = random_values<double>(C, rng), b = random_values<double>(C, rng);
+    const auto g = random_values<double>(N * C, rng);
     std::vector<double> out(N * C), mean(N), rstd(N), dinp(N * C, 0), dw(C, 0), db(C, 0);
     ref::layernorm_forward<double>(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C, 1e-5);
     ref::layernorm_backward<double>(dinp.data(), dw.data(), db.data(), g.data(), inp.data(), w.data(), mean.data(),
@@ -385,8 +385,8 @@ TEST_CASE("train: reference gradients equal finite differences (double)", "[trai
   }
   SECTION("causal multi-head attention with softmax") {
     const int B = 2, T = 4, NH = 2, HS = 3, C = NH * HS;
-    auto qkv = random_vector<double>(B * T * 3 * C, rng);
-    const auto g = random_vector<double>(B * T * C, rng);
+    auto qkv = random_values<double>(B * T * 3 * C, rng);
+    const auto g = random_values<double>(B * T * C, rng);
     std::vector<double> out(B * T * C), att(B * NH * T * T), dqkv(B * T * 3 * C, 0), scratch(T);
     attention_forward_batch<double>(out.data(), att.data(), qkv.data(), B, T, C, NH);
     ref::attention_backward<double>(dqkv.data(), scratch.data(), g.data(), qkv.data(), att.data(), B, T, C, NH);
@@ -397,8 +397,8 @@ TEST_CASE("train: reference gradients equal finite differences (double)", "[trai
     check_fd(qkv, dqkv, f, "dqkv");
   }
   SECTION("gelu (tanh)") {
-    auto x = random_vector<double>(40, rng, 3.0);
-    const auto g = random_vector<double>(40, rng);
+    auto x = random_values<double>(40, rng, 3.0);
+    const auto g = random_values<double>(40, rng);
     std::vector<double> out(40), dx(40, 0);
     ref::gelu_backward<double>(dx.data(), x.data(), g.data(), 40);
     auto f = [&] {
@@ -408,8 +408,8 @@ TEST_CASE("train: reference gradients equal finite differences (double)", "[trai
     check_fd(x, dx, f, "dinp");
   }
   SECTION("gelu (erf)") {
-    auto x = random_vector<double>(40, rng, 3.0);
-    const auto g = random_vector<double>(40, rng);
+    auto x = random_values<double>(40, rng, 3.0);
+    const auto g = random_values<double>(40, rng);
     std::vector<double> out(40), dx(40, 0);
     ref::gelu_erf_backward<double>(dx.data(), x.data(), g.data(), 40);
     auto f = [&] {
@@ -420,9 +420,9 @@ TEST_CASE("train: reference gradients equal finite differences (double)", "[trai
   }
   SECTION("embeddings, residual and mean cross-entropy") {
     const int B = 2, T = 3, C = 4, V = 6;
-    auto wte = random_vector<double>(V * C, rng), wpe = random_vector<double>(T * C, rng);
+    auto wte = random_values<double>(V * C, rng), wpe = random_values<double>(T * C, rng);
     const auto ids = random_ids(B * T, V, rng), targets = random_ids(B * T, V, rng);
-    const auto g = random_vector<double>(B * T * C, rng);
+    const auto g = random_values<double>(B * T * C, rng);
     // loss = mean CE(enc @ wte^T + enc . g-projection) exercises encoder, residual and cross-entropy:
     //   enc = wte[ids] + wpe;  r = enc + enc (residual of a tensor with itself); logits = r @ wte^T
     std::vector<double> enc(B * T * C), r(B * T * C), logits(B * T * V), probs(B * T * V), losses(B * T);

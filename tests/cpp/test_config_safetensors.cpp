@@ -29,13 +29,13 @@ using test_util::read_text;
 
 namespace {
 
-const std::string kDir = std::string(HEADSCOPE_FIXTURES_DIR) + "/models/odd-hs12";
+const std::string kOddHs12Dir = std::string(HEADSCOPE_FIXTURES_DIR) + "/models/odd-hs12";
 
 struct Files {
-  std::string config = read_text(kDir + "/config.json");
-  std::vector<uint8_t> weights = read_bytes(kDir + "/model.safetensors");
-  std::string vocab = read_text(kDir + "/vocab.json");
-  std::string merges = read_text(kDir + "/merges.txt");
+  std::string config = read_text(kOddHs12Dir + "/config.json");
+  std::vector<uint8_t> weights = read_bytes(kOddHs12Dir + "/model.safetensors");
+  std::string vocab = read_text(kOddHs12Dir + "/vocab.json");
+  std::string merges = read_text(kOddHs12Dir + "/merges.txt");
   Model load() const { return Model::load_buffers(config, weights, vocab, merges); }
 };
 
@@ -186,10 +186,10 @@ TEST_CASE("missing files in a model folder", "[errors][files]") {
   REQUIRE_ERROR_CONTAINS(Model::load_directory("/nonexistent/headscope-model"), "model folder not found");
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "headscope-test-missing";
   std::filesystem::create_directories(dir);
-  std::filesystem::copy_file(kDir + "/config.json", dir / "config.json", std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(kOddHs12Dir + "/config.json", dir / "config.json", std::filesystem::copy_options::overwrite_existing);
   std::filesystem::remove(dir / "model.safetensors");
   REQUIRE_ERROR_CONTAINS(Model::load_directory(dir), "no model.safetensors");
-  std::filesystem::copy_file(kDir + "/model.safetensors", dir / "model.safetensors", std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(kOddHs12Dir + "/model.safetensors", dir / "model.safetensors", std::filesystem::copy_options::overwrite_existing);
   REQUIRE_ERROR_CONTAINS(Model::load_directory(dir), "cannot open");
   std::filesystem::remove_all(dir);
 }

@@ -24,6 +24,8 @@ using headscope::WeightStorage;
 using nlohmann::json;
 using test_util::read_bytes;
 using test_util::read_text;
+using test_util::fixture_dir;
+using test_util::kFixtureModels;
 
 namespace {
 
@@ -78,20 +80,13 @@ void require_same_bits(const std::vector<float>& a, const std::vector<float>& b,
     }
 }
 
-std::string fixture_dir(const std::string& name) { return std::string(HEADSCOPE_FIXTURES_DIR) + "/models/" + name; }
-
-Model load_fixture(const std::string& name, WeightStorage storage, const std::string& file = "model.safetensors") {
-  const std::string dir = fixture_dir(name);
-  const std::vector<uint8_t> weights = read_bytes(dir + "/" + file);
+Model load_stored(const std::string& name, WeightStorage storage, const std::string& file = "model.safetensors") {
   LoadOptions opt;
   opt.weights = storage;
-  return Model::load_buffers(read_text(dir + "/config.json"), weights, read_text(dir + "/vocab.json"),
-                             read_text(dir + "/merges.txt"), opt);
+  return test_util::load_fixture(name, file, opt);
 }
 
 std::vector<float> logits_last(const Model& m) { return {m.logits_last().begin(), m.logits_last().end()}; }
-
-const std::vector<std::string> kFixtureModels = {"tiny-hs4", "odd-hs12", "odd-hs20", "hs5"};
 
 }  // namespace
 
@@ -284,8 +279,8 @@ TEST_CASE("an F16 checkpoint gives the same bits in F16 storage as in float32 st
   // rounding) and widened exactly by the kernels, they must give bit-identical results to the
   // float32 storage of the same values: tolerance 0 on every output.
   for (const std::string& name : kFixtureModels) {
-    Model a = load_fixture(name, WeightStorage::f32, "model-f16.safetensors");
-    Model b = load_fixture(name, WeightStorage::f16, "model-f16.safetensors");
+    Model a = load_stored(name, WeightStorage::f32, "model-f16.safetensors");
+    Model b = load_stored(name, WeightStorage::f16, "model-f16.safetensors");
     REQUIRE(b.weight_storage() == WeightStorage::f16);
     const json ref = json::parse(read_text(fixture_dir(name) + "/reference.json"));
     for (const json& c : ref["cases"]) {
@@ -318,8 +313,8 @@ TEST_CASE("float32 checkpoints in F16 storage stay within F16's rounding of the 
   // while a wrong widening (a wrong exponent bias, swapped halves of a group) moves logits by O(1).
   const double u = std::ldexp(1.0, -11), G = 4.0;
   for (const std::string& name : kFixtureModels) {
-    Model a = load_fixture(name, WeightStorage::f32);
-    Model b = load_fixture(name, WeightStorage::f16);
+    Model a = load_stored(name, WeightStorage::f32);
+    Model b = load_stored(name, WeightStorage::f16);
     const int L = a.config().n_layer;
     const double M = 4.0 * L + 2.0;
     const json ref = json::parse(read_text(fixture_dir(name) + "/reference.json"));
@@ -349,7 +344,7 @@ TEST_CASE("float32 checkpoints in F16 storage stay within F16's rounding of the 
 
 TEST_CASE("F16 storage: typing one token at a time equals a full run, bit for bit", "[f16][model][incremental]") {
   for (const std::string& name : {std::string("odd-hs12"), std::string("hs5")}) {
-    Model typing = load_fixture(name, WeightStorage::f16);
+    Model typing = load_stored(name, WeightStorage::f16);
     const std::string text = "The chef, who tr";  // 16 tokens: fits hs5's context of 16
     RunOptions opt;
     opt.keep_contributions = true;
@@ -358,7 +353,7 @@ TEST_CASE("F16 storage: typing one token at a time equals a full run, bit for bi
     for (std::size_t len = 1; len <= text.size(); len++) {
       const std::string prefix = text.substr(0, len);
       reused_total += typing.run(prefix, opt).reused_tokens;
-      Model fresh = load_fixture(name, WeightStorage::f16);
+      Model fresh = load_stored(name, WeightStorage::f16);
       fresh.run(prefix, opt);
       INFO(name << ": prefix \"" << prefix << "\"");
       REQUIRE(typing.attention_all() == fresh.attention_all());
@@ -372,8 +367,8 @@ TEST_CASE("F16 storage: typing one token at a time equals a full run, bit for bi
 
 TEST_CASE("weight_bytes: F16 storage halves the large matrices and nothing else", "[f16][model]") {
   for (const std::string& name : kFixtureModels) {
-    const Model a = load_fixture(name, WeightStorage::f32);
-    const Model b = load_fixture(name, WeightStorage::f16);
+    const Model a = load_stored(name, WeightStorage::f32);
+    const Model b = load_stored(name, WeightStorage::f16);
     const auto& c = a.config();
     const std::size_t C = c.n_embd, F = c.n_inner, V = c.vocab_size, L = c.n_layer;
     const std::size_t P = std::max(1, k::linear_panel_width());

@@ -18,15 +18,10 @@
 
 using headscope::Model;
 using headscope::SamplingOptions;
+using test_util::fixture_dir;
+using test_util::load_fixture;
 
 namespace {
-std::string fixture_dir(const std::string& name) { return std::string(HEADSCOPE_FIXTURES_DIR) + "/models/" + name; }
-
-Model load(const std::string& name, const std::string& weights_file = "model.safetensors") {
-  const std::string d = fixture_dir(name);
-  return Model::load_buffers(test_util::read_text(d + "/config.json"), test_util::read_bytes(d + "/" + weights_file),
-                             test_util::read_text(d + "/vocab.json"), test_util::read_text(d + "/merges.txt"));
-}
 
 // The largest logit minus the runner-up's.
 double top_margin(std::span<const float> logits) {
@@ -142,8 +137,8 @@ TEST_CASE("generate: draws follow the distribution", "[generate]") {
 
 TEST_CASE("generate: each token is an incremental step equal to a full run; past the context it cuts like typing",
           "[generate][model]") {
-  Model m = load("tiny-hs4");  // context 32
-  Model fresh = load("tiny-hs4");
+  Model m = load_fixture("tiny-hs4");  // context 32
+  Model fresh = load_fixture("tiny-hs4");
   SamplingOptions o;
   o.seed = 3;
   const std::string prompt = "The chef";
@@ -170,7 +165,7 @@ TEST_CASE("generate: each token is an incremental step equal to a full run; past
   for (int32_t id : r.generated) bytes += m.tokenizer().token_bytes(id);
   REQUIRE(r.text == bytes);
   // one seed, one continuation; another seed, another
-  Model again = load("tiny-hs4");
+  Model again = load_fixture("tiny-hs4");
   REQUIRE(headscope::generate(again, prompt, 40, o).generated == r.generated);
   o.seed = 4;
   REQUIRE(headscope::generate(again, prompt, 40, o).generated != r.generated);
@@ -182,8 +177,8 @@ TEST_CASE("generate: each token is an incremental step equal to a full run; past
 
 TEST_CASE("generate: switched-off heads in every step; restore() after other runs gives the same continuation",
           "[generate][model]") {
-  Model m = load("tiny-hs4");
-  Model fresh = load("tiny-hs4");
+  Model m = load_fixture("tiny-hs4");
+  Model fresh = load_fixture("tiny-hs4");
   SamplingOptions o;
   o.seed = 11;
   headscope::RunOptions off;
@@ -201,7 +196,7 @@ TEST_CASE("generate: switched-off heads in every step; restore() after other run
   }
   // the same generation with other runs between tokens (another text; the same ids with every head
   // on), each followed by restore(), draws the same tokens
-  Model m2 = load("tiny-hs4");
+  Model m2 = load_fixture("tiny-hs4");
   headscope::Generation g2(m2, "The chef", o, off.ablate);
   for (int i = 0; i < 6; i++) {
     m2.run("Something else entirely");
@@ -251,7 +246,7 @@ TEST_CASE("generate: greedy equals PyTorch's float64 argmax chain on every fixtu
         REQUIRE(bounds[i] >= 10 * 2e-4);  // 10 tol with |top| + |runner-up| >= 0
         REQUIRE(margins[i] >= bounds[i]);
       }
-      Model m = load(name, weights);
+      Model m = load_fixture(name, weights);
       if (weights == "model-f16.safetensors") REQUIRE(m.weight_storage() == headscope::WeightStorage::f32);
       REQUIRE((int)prompt.size() + N <= m.config().n_positions);  // no cut past the context
       // the prompt text is the reference's ids

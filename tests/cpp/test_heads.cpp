@@ -21,16 +21,6 @@ using nlohmann::json;
 
 namespace {
 
-const std::vector<std::string> kModels = {"tiny-hs4", "odd-hs12", "odd-hs20", "hs5"};
-
-std::string dir_of(const std::string& name) { return std::string(HEADSCOPE_FIXTURES_DIR) + "/models/" + name; }
-
-Model load(const std::string& name) {
-  const std::string d = dir_of(name);
-  return Model::load_buffers(test_util::read_text(d + "/config.json"), test_util::read_bytes(d + "/model.safetensors"),
-                             test_util::read_text(d + "/vocab.json"), test_util::read_text(d + "/merges.txt"));
-}
-
 // Losses: means of log-sum-exps of float32 logits, which agree with float64 PyTorch within ~1e-5
 // (tests/fixtures/README.md: 8.1e-6 measured); the float32 sums over T <= 24 rows add ~T u |L|.
 // 1e-4 + 1e-5 |L| leaves a 10x margin; switching one head off moves these losses by 1e-3 to 1.
@@ -53,10 +43,10 @@ void require_grads(const std::vector<double>& got, const json& want, const char*
 }  // namespace
 
 TEST_CASE("heads: loss, gate gradients, knock-outs and a pruning curve equal float64 PyTorch", "[heads][pytorch]") {
-  for (const std::string& name : kModels) {
-    const json ref = json::parse(test_util::read_text(dir_of(name) + "/heads.json"));
+  for (const std::string& name : test_util::kFixtureModels) {
+    const json ref = json::parse(test_util::read_text(test_util::fixture_dir(name) + "/heads.json"));
     REQUIRE(ref["format"] == "headscope-heads-1");
-    Model m = load(name);
+    Model m = test_util::load_fixture(name);
     const std::vector<int32_t> ids = ref["ids"].get<std::vector<int32_t>>();
     const int L = m.config().n_layer, NH = m.config().n_head, n = L * NH;
     INFO("model " << name << ", T " << ids.size());
@@ -104,7 +94,7 @@ TEST_CASE("heads: loss, gate gradients, knock-outs and a pruning curve equal flo
 }
 
 TEST_CASE("heads: the greedy order is a permutation whose curve is its own measured losses", "[heads]") {
-  Model m = load("odd-hs12");
+  Model m = test_util::load_fixture("odd-hs12");
   const std::vector<int32_t> ids = {5, 17, 3, 99, 42, 7, 7, 18, 60};
   const int L = m.config().n_layer, NH = m.config().n_head, n = L * NH;
   headscope::HeadsOptions opt;
@@ -159,7 +149,7 @@ TEST_CASE("heads: the greedy order is a permutation whose curve is its own measu
 }
 
 TEST_CASE("heads: bad input and cancelling are clear errors, and the model keeps working", "[heads][errors]") {
-  Model m = load("tiny-hs4");
+  Model m = test_util::load_fixture("tiny-hs4");
   const std::vector<int32_t> one = {3};
   REQUIRE_THROWS_WITH(headscope::measure_heads(m, one), Catch::Contains("at least 2 tokens"));
   std::vector<int32_t> ids = {1, 2, 3, 4, 5, 6};

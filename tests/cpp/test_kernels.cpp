@@ -10,9 +10,12 @@
 
 #include "kernels/kernels.hpp"
 #include "kernels/reference.hpp"
+#include "test_util.hpp"
 
 namespace k = headscope::kernels;
 namespace ref = headscope::kernels::ref;
+
+using test_util::random_normal;
 
 namespace {
 
@@ -20,18 +23,11 @@ namespace {
 // GEMM panel, plus sizes that are not multiples of anything.
 const std::vector<int> kEdgeSizes = {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65};
 
-std::vector<float> random_vector(std::size_t n, std::mt19937& rng, float scale = 1.0f) {
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
 // Unit roundoff of float32. A sum of K products computed in any order is within
 // gamma_K * sum|a_k b_k| of the exact value (Higham, Accuracy and Stability, 3.1), gamma_K = K u / (1 - K u).
 // Two such computations (reference, SIMD with another order and with or without fused multiply-add)
 // differ by at most twice that.
-constexpr double kUnitRoundoff = 5.9604644775390625e-08;
+using test_util::kUnitRoundoff;
 double dot_error_bound(int K, double sum_abs) {
   const double gamma = (K + 1) * kUnitRoundoff / (1.0 - (K + 1) * kUnitRoundoff);
   return 2.0 * gamma * sum_abs + 1e-30;
@@ -66,8 +62,8 @@ TEST_CASE("matmul_forward equals the reference and Eigen", "[kernels][matmul]") 
   for (int T : {1, 2, 3, 4, 5, 9, 17}) {
     for (int K : kEdgeSizes) {
       for (int N : {1, 3, 4, 5, 7, 8, 9, 16, 17, 63, 64, 65}) {
-        const auto inp = random_vector((std::size_t)T * K, rng), w = random_vector((std::size_t)K * N, rng),
-                   b = random_vector(N, rng);
+        const auto inp = random_normal((std::size_t)T * K, rng), w = random_normal((std::size_t)K * N, rng),
+                   b = random_normal(N, rng);
         std::vector<float> ref((std::size_t)T * N), got((std::size_t)T * N, -1.0f);
         ref::matmul_forward<float>(ref.data(), inp.data(), w.data(), b.data(), T, K, N);
         const k::PackedLinear packed = k::pack_linear(w.data(), b.data(), K, N);
@@ -108,8 +104,8 @@ TEST_CASE("matmul_forward across its cache blocks: edges of tiles, depth slices 
       if (K < 1) continue;
       for (int N : Ns) {
         if (N < 1) continue;
-        const auto inp = random_vector((std::size_t)T * K, rng), w = random_vector((std::size_t)K * N, rng),
-                   bias = random_vector(N, rng);
+        const auto inp = random_normal((std::size_t)T * K, rng), w = random_normal((std::size_t)K * N, rng),
+                   bias = random_normal(N, rng);
         std::vector<float> ref((std::size_t)T * N), got((std::size_t)T * N, -1.0f);
         ref::matmul_forward<float>(ref.data(), inp.data(), w.data(), bias.data(), T, K, N);
         const k::PackedLinear packed = k::pack_linear(w.data(), bias.data(), K, N);
@@ -142,7 +138,7 @@ TEST_CASE("matmul_rows_forward: a row range of W with a strided input, as for on
     for (int NH : {1, 3, 4}) {
       const int C = HS * NH;
       for (int T : {1, 4, 7}) {
-        const auto inp = random_vector((std::size_t)T * C, rng), w = random_vector((std::size_t)C * C, rng);
+        const auto inp = random_normal((std::size_t)T * C, rng), w = random_normal((std::size_t)C * C, rng);
         const k::PackedLinear packed = k::pack_linear(w.data(), nullptr, C, C);
         for (int h = 0; h < NH; h++) {
           std::vector<float> got((std::size_t)T * C);
@@ -171,7 +167,7 @@ TEST_CASE("matmul_transposed_forward (tied LM head) equals the reference", "[ker
   for (int T : {1, 2, 5}) {
     for (int K : kEdgeSizes) {
       for (int N : {1, 3, 4, 5, 9, 65, 257}) {
-        const auto inp = random_vector((std::size_t)T * K, rng), w = random_vector((std::size_t)N * K, rng);
+        const auto inp = random_normal((std::size_t)T * K, rng), w = random_normal((std::size_t)N * K, rng);
         std::vector<float> ref((std::size_t)T * N), got((std::size_t)T * N);
         ref::matmul_transposed_forward<float>(ref.data(), inp.data(), w.data(), T, K, N);
         k::matmul_transposed_forward(got.data(), inp.data(), w.data(), T, K, N);
@@ -190,7 +186,7 @@ TEST_CASE("matmul_transposed_forward (tied LM head) equals the reference", "[ker
 TEST_CASE("dot and add equal the reference", "[kernels]") {
   std::mt19937 rng(4);
   for (int N : kEdgeSizes) {
-    const auto a = random_vector(N, rng), b = random_vector(N, rng);
+    const auto a = random_normal(N, rng), b = random_normal(N, rng);
     double sum_abs = 0;
     for (int i = 0; i < N; i++) sum_abs += std::fabs(a[i] * b[i]);
     INFO("N=" << N);
@@ -207,9 +203,9 @@ TEST_CASE("layernorm_forward equals the reference", "[kernels][layernorm]") {
   for (int T : {1, 3}) {
     for (int C : kEdgeSizes) {
       // an offset mean, as in a real residual stream, exercises the two-pass variance
-      auto inp = random_vector((std::size_t)T * C, rng, 3.0f);
+      auto inp = random_normal((std::size_t)T * C, rng, 3.0f);
       for (auto& x : inp) x += 5.0f;
-      const auto w = random_vector(C, rng), b = random_vector(C, rng);
+      const auto w = random_normal(C, rng), b = random_normal(C, rng);
       std::vector<float> ref((std::size_t)T * C), got((std::size_t)T * C), got_kept((std::size_t)T * C);
       std::vector<float> mean_ref(T), rstd_ref(T), mean(T), rstd(T);
       ref::layernorm_forward<float>(ref.data(), mean_ref.data(), rstd_ref.data(), inp.data(), w.data(), b.data(), T, C,
@@ -239,7 +235,7 @@ TEST_CASE("layernorm_forward equals the reference", "[kernels][layernorm]") {
 TEST_CASE("gelu_forward and gelu_erf_forward equal the reference", "[kernels][gelu]") {
   std::mt19937 rng(6);
   for (int N : kEdgeSizes) {
-    auto x = random_vector(N, rng, 4.0f);
+    auto x = random_normal(N, rng, 4.0f);
     x[0] = 0.0f;
     if (N > 2) x[1] = -12.0f, x[2] = 12.0f;  // saturated tanh / erf
     std::vector<float> ref(N), got(N), ref_erf(N), got_erf(N);
@@ -288,7 +284,7 @@ TEST_CASE("element-wise kernels give an element the same bits wherever the array
   // typing, all of them in a full run. If the last partial batch took a different (scalar) formula,
   // typing would differ from a full run whenever n * n_inner is not a multiple of the lane count.
   std::mt19937 rng(12);
-  const auto x = random_vector(67, rng, 4.0f);
+  const auto x = random_normal(67, rng, 4.0f);
   std::vector<float> neg(x.size());
   for (std::size_t i = 0; i < x.size(); i++) neg[i] = -std::fabs(x[i]) * 5.0f;
   using Fn = void (*)(float*, const float*, std::size_t) noexcept;
@@ -315,7 +311,7 @@ TEST_CASE("element-wise kernels give an element the same bits wherever the array
 TEST_CASE("softmax_forward equals the reference", "[kernels][softmax]") {
   std::mt19937 rng(7);
   for (int N : kEdgeSizes) {
-    const auto x = random_vector(N, rng, 5.0f);
+    const auto x = random_normal(N, rng, 5.0f);
     std::vector<float> ref = x, got = x;
     ref::softmax_forward<float>(ref.data(), N);
     k::softmax_forward(got.data(), N);
@@ -340,7 +336,7 @@ TEST_CASE("attention_forward equals the reference over head sizes, lengths and c
       for (int T : {1, 3, 4, 5, 8, 9, 11, 12, 13, 17, 25, 33, 65}) {
         for (int t_begin : {0, T / 2, T - 1}) {
           const int stride = T + 3;  // rows longer than T, as in the model's capacity-sized buffers
-          const auto qkv = random_vector((std::size_t)T * 3 * C, rng, 0.7f);
+          const auto qkv = random_normal((std::size_t)T * 3 * C, rng, 0.7f);
           std::vector<float> att_ref((std::size_t)NH * stride * stride, 7.0f), att_got = att_ref;
           std::vector<float> out_ref((std::size_t)T * C, 7.0f), out_got = out_ref;
           ref::attention_forward<float>(out_ref.data(), att_ref.data(), qkv.data(), t_begin, T, C, NH, stride);
@@ -397,7 +393,7 @@ TEST_CASE("attention_forward row by row equals one call over all rows, bit for b
   for (int HS : {1, 5, 8, 20, 64}) {
     for (int NH : {1, 3}) {
       const int C = HS * NH, T = 70, stride = 72;
-      const auto qkv = random_vector((std::size_t)T * 3 * C, rng, 0.7f);
+      const auto qkv = random_normal((std::size_t)T * 3 * C, rng, 0.7f);
       std::vector<float> att_all((std::size_t)NH * stride * stride, 0.0f), att_rows = att_all;
       std::vector<float> out_all((std::size_t)T * C, 0.0f), out_rows = out_all;
       std::vector<float> panels_all(k::attention_key_panels_floats(stride, C, NH), 0.0f), panels_rows = panels_all;

@@ -22,19 +22,11 @@ using headscope::RunOptions;
 using nlohmann::json;
 using test_util::read_bytes;
 using test_util::read_text;
+using test_util::fixture_dir;
+using test_util::kFixtureModels;
+using test_util::load_fixture;
 
 namespace {
-
-const std::vector<std::string> kFixtureModels = {"tiny-hs4", "odd-hs12", "odd-hs20", "hs5"};
-
-std::string fixture_dir(const std::string& name) { return std::string(HEADSCOPE_FIXTURES_DIR) + "/models/" + name; }
-
-Model load_fixture(const std::string& name, const std::string& weights_file = "model.safetensors") {
-  const std::string dir = fixture_dir(name);
-  const std::vector<uint8_t> weights = read_bytes(dir + "/" + weights_file);
-  return Model::load_buffers(read_text(dir + "/config.json"), weights, read_text(dir + "/vocab.json"),
-                             read_text(dir + "/merges.txt"));
-}
 
 // |got - ref| <= abs_tol + rel_tol * |ref| for every element, reporting the first failure.
 void require_close(const std::vector<float>& got, const json& ref, double abs_tol, double rel_tol, const std::string& what) {

@@ -10,6 +10,7 @@
 
 #include "headscope/error.hpp"
 #include "headscope/predictions.hpp"
+#include "test_util.hpp"
 
 using headscope::mean_next_token_loss;
 using headscope::mean_next_token_loss_reference;
@@ -17,7 +18,7 @@ using headscope::top_k_probabilities;
 
 namespace {
 
-constexpr double kUnitRoundoff = 5.9604644775390625e-08;  // float32
+using test_util::kUnitRoundoff;
 
 std::vector<float> random_logits(std::size_t n, std::mt19937& rng, float scale) {
   std::normal_distribution<float> d(0.0f, scale);

@@ -22,6 +22,8 @@ using headscope::RunOptions;
 using test_util::read_bytes;
 using test_util::read_text;
 
+using test_util::random_normal;
+
 namespace {
 
 // What a pool of `asked` threads has: natively that many (0: one per core), one in a wasm build
@@ -40,13 +42,6 @@ struct SplitEverything {
   ~SplitEverything() { kn::set_min_parallel_work(previous); }
 };
 
-std::vector<float> random_vector(std::size_t n, std::mt19937& rng) {
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
 // fn() run with no pool and with pools of 2, 3 and 7 threads: every result the same as without
 template <class F>
 void same_on_every_pool(F&& fn) {
@@ -60,11 +55,10 @@ void same_on_every_pool(F&& fn) {
   }
 }
 
-Model load(const std::string& dir, int threads) {
+Model load_threaded(const std::string& dir, int threads) {
   headscope::LoadOptions o;
   o.threads = threads;
-  return Model::load_buffers(read_text(dir + "/config.json"), read_bytes(dir + "/model.safetensors"),
-                             read_text(dir + "/vocab.json"), read_text(dir + "/merges.txt"), o);
+  return test_util::load_dir(dir, o);
 }
 
 }  // namespace
@@ -91,8 +85,8 @@ TEST_CASE("threads: split kernels equal one thread, bit for bit", "[threads][ker
     for (const auto& shape : {std::pair{7, 9}, std::pair{16, 33}, std::pair{40, 100}}) {
       const int K = shape.first, N = shape.second;  // not a structured binding: clang 14's lambdas cannot capture one
       INFO("T " << T << " K " << K << " N " << N);
-      const auto inp = random_vector((std::size_t)T * K, rng), w = random_vector((std::size_t)K * N, rng);
-      const auto bias = random_vector(N, rng), dout = random_vector((std::size_t)T * N, rng);
+      const auto inp = random_normal((std::size_t)T * K, rng), w = random_normal((std::size_t)K * N, rng);
+      const auto bias = random_normal(N, rng), dout = random_normal((std::size_t)T * N, rng);
       const kn::PackedLinear W = kn::pack_linear(w.data(), bias.data(), K, N);
       same_on_every_pool([&] {
         std::vector<float> out((std::size_t)T * N);
@@ -128,7 +122,7 @@ TEST_CASE("threads: split kernels equal one thread, bit for bit", "[threads][ker
   for (const auto& shape : {std::tuple{9, 12, 3}, std::tuple{17, 40, 5}}) {
     const int T = std::get<0>(shape), C = std::get<1>(shape), NH = std::get<2>(shape);
     INFO("attention T " << T << " C " << C << " NH " << NH);
-    const auto qkv = random_vector((std::size_t)T * 3 * C, rng);
+    const auto qkv = random_normal((std::size_t)T * 3 * C, rng);
     same_on_every_pool([&] {
       std::vector<float> out((std::size_t)T * C), att((std::size_t)NH * T * T);
       std::vector<float> panels(kn::attention_key_panels_floats(T, C, NH));
@@ -139,7 +133,7 @@ TEST_CASE("threads: split kernels equal one thread, bit for bit", "[threads][ker
     std::vector<float> att((std::size_t)NH * T * T), out((std::size_t)T * C);
     std::vector<float> panels(kn::attention_key_panels_floats(T, C, NH));
     kn::attention_forward(out.data(), att.data(), qkv.data(), 0, T, C, NH, T, panels.data(), nullptr, -1);
-    const auto d = random_vector((std::size_t)T * C, rng);
+    const auto d = random_normal((std::size_t)T * C, rng);
     same_on_every_pool([&] {
       std::vector<float> dqkv((std::size_t)T * 3 * C, 0.0f), scratch(T);
       kn::attention_backward(dqkv.data(), scratch.data(), d.data(), qkv.data(), att.data(), 1, T, C, NH);
@@ -158,7 +152,7 @@ TEST_CASE("threads: the model on 1, 2 and 3 threads gives the same results, typi
     bool operator==(const Out&) const = default;
   };
   const auto everything = [&](int threads) {
-    Model m = load(dir, threads);
+    Model m = load_threaded(dir, threads);
     REQUIRE(m.threads() == expected_threads(threads));
     RunOptions opt;
     opt.all_logits = true;
@@ -175,7 +169,7 @@ TEST_CASE("threads: the model on 1, 2 and 3 threads gives the same results, typi
   for (int threads : {2, 3}) REQUIRE(everything(threads) == one);
   // and the head measurement, whose gradients come from the trainer on the same threads
   const auto measured = [&](int threads) {
-    Model m = load(dir, threads);
+    Model m = load_threaded(dir, threads);
     headscope::HeadsOptions o;
     o.random_orders = 1;
     const headscope::HeadsReport r = headscope::measure_heads(m, ids, o);
@@ -190,7 +184,7 @@ TEST_CASE("threads: the model on 1, 2 and 3 threads gives the same results, typi
 TEST_CASE("threads: training steps on 1 and 3 threads move the weights the same way", "[threads][train]") {
   SplitEverything split;
   const std::string dir = std::string(HEADSCOPE_FIXTURES_DIR) + "/models/tiny-hs4";
-  const Model m = load(dir, 1);
+  const Model m = load_threaded(dir, 1);
   const auto train = [&](int threads) {
     headscope::train::Trainer t(m.config(), 2, 8);
     t.set_threads(threads);
@@ -218,13 +212,13 @@ TEST_CASE("threads: a count out of range is an error naming the range", "[thread
     const int available = kn::hardware_threads();
     REQUIRE(available > 1);
     REQUIRE_THROWS_WITH(kn::ThreadPool(available + 1), Catch::Contains("asked for, but this engine has " + std::to_string(available)));
-    REQUIRE_THROWS_WITH(load(dir, available + 1), Catch::Contains("threads: " + std::to_string(available + 1)));
+    REQUIRE_THROWS_WITH(load_threaded(dir, available + 1), Catch::Contains("threads: " + std::to_string(available + 1)));
     REQUIRE(kn::hardware_threads() == available);  // nothing held by the refused pools
   }
 #endif
-  REQUIRE_THROWS_WITH(load(dir, -1), Catch::Contains("threads must be within [0, 256]"));
-  REQUIRE_THROWS_WITH(load(dir, 257), Catch::Contains("got 257"));
-  const Model m = load(dir, 1);
+  REQUIRE_THROWS_WITH(load_threaded(dir, -1), Catch::Contains("threads must be within [0, 256]"));
+  REQUIRE_THROWS_WITH(load_threaded(dir, 257), Catch::Contains("got 257"));
+  const Model m = load_threaded(dir, 1);
   headscope::train::Trainer t(m.config(), 1, 4);
   REQUIRE_THROWS_WITH(t.set_threads(-2), Catch::Contains("threads must be within"));
 }

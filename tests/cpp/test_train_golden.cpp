@@ -19,7 +19,7 @@ namespace tr = headscope::train;
 
 namespace {
 
-const std::string kDir = std::string(HEADSCOPE_FIXTURES_DIR) + "/train";
+const std::string kTrainDir = std::string(HEADSCOPE_FIXTURES_DIR) + "/train";
 
 struct Golden {
   std::vector<uint8_t> bytes;
@@ -30,8 +30,8 @@ struct Golden {
   // the tanh-GELU model (config.json, golden.safetensors), or with erf true its twin with the exact
   // GELU (config-erf.json, golden-erf.safetensors): a checkpoint the model runs is one it trains
   explicit Golden(bool erf = false) {
-    bytes = test_util::read_bytes(kDir + (erf ? "/golden-erf.safetensors" : "/golden.safetensors"));
-    config = headscope::parse_config(test_util::read_text(kDir + (erf ? "/config-erf.json" : "/config.json")));
+    bytes = test_util::read_bytes(kTrainDir + (erf ? "/golden-erf.safetensors" : "/golden.safetensors"));
+    config = headscope::parse_config(test_util::read_text(kTrainDir + (erf ? "/config-erf.json" : "/config.json")));
     st = std::make_unique<headscope::SafeTensors>(bytes, "golden.safetensors");
     const auto& shape = st->info("batch").shape;
     B = (int)shape[0];

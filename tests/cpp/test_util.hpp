@@ -2,10 +2,13 @@
 #pragma once
 #include <cstdint>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "headscope/model.hpp"
 
 namespace test_util {
 
@@ -20,6 +23,36 @@ inline std::string read_text(const std::string& path) {
 inline std::vector<uint8_t> read_bytes(const std::string& path) {
   const std::string s = read_text(path);
   return std::vector<uint8_t>(s.begin(), s.end());
+}
+
+// n values drawn from N(0, scale^2)
+inline std::vector<float> random_normal(std::size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// float32's unit roundoff, 2^-24: the error bounds of the numeric tests are written in it
+inline constexpr double kUnitRoundoff = 5.9604644775390625e-08;
+
+// The random GPT-2 fixtures of tests/fixtures/models/ that have PyTorch float64 references
+// (tests/fixtures/README.md): head sizes 4, 12, 20 and 5
+inline const std::vector<std::string> kFixtureModels = {"tiny-hs4", "odd-hs12", "odd-hs20", "hs5"};
+
+inline std::string fixture_dir(const std::string& name) { return std::string(HEADSCOPE_FIXTURES_DIR) + "/models/" + name; }
+
+// A model folder (config.json, weights, vocab.json, merges.txt) through Model::load_buffers, the
+// loader the wasm build uses
+inline headscope::Model load_dir(const std::string& dir, const headscope::LoadOptions& options = {},
+                                 const std::string& weights_file = "model.safetensors") {
+  return headscope::Model::load_buffers(read_text(dir + "/config.json"), read_bytes(dir + "/" + weights_file),
+                                        read_text(dir + "/vocab.json"), read_text(dir + "/merges.txt"), options);
+}
+
+inline headscope::Model load_fixture(const std::string& name, const std::string& weights_file = "model.safetensors",
+                                     const headscope::LoadOptions& options = {}) {
+  return load_dir(fixture_dir(name), options, weights_file);
 }
 
 }  // namespace test_util
