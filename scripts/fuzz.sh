@@ -3,7 +3,7 @@
 # SECONDS (default 60; the test run uses 10), after replaying the committed regression inputs,
 # JOBS (default 2) at a time.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      e.g. scripts/fuzz.sh 3600 tokenizer
-# Targets: safetensors, config, vocab, tokenizer (tests/fuzz/fuzz_<target>.cpp).
+# Targets: safetensors, config, vocab, tokenizer, tokenizer_json (tests/fuzz/fuzz_<target>.cpp).
 # Seeds: tests/fuzz/corpus/<target>/ (committed). New corpus entries go to build/fuzz/corpus/.
 # A crash is written to build/fuzz/crashes/<target>/ and fails the run: fix it, then copy the input
 # into tests/fuzz/regressions/<target>/ so it is replayed on every run.
@@ -12,13 +12,13 @@ cd "$(dirname "$0")/.."
 SECONDS_EACH="${1:-60}"
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(safetensors config vocab tokenizer)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(safetensors config vocab tokenizer tokenizer_json)
 OUT=build/fuzz
 mkdir -p "$OUT"
 CXX=clang++-14
 FLAGS=(-std=c++20 -g1 -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -Icpp/include -Icpp/src)
-SOURCES=(cpp/src/config.cpp cpp/src/safetensors.cpp cpp/src/tokenizer.cpp cpp/src/unicode.cpp cpp/src/kernels/reference.cpp cpp/src/kernels/forward_simd.cpp cpp/src/kernels/attention_simd.cpp cpp/src/kernels/parallel.cpp cpp/src/forward.cpp cpp/src/model.cpp cpp/src/model_results.cpp cpp/src/model_load.cpp cpp/src/predictions.cpp)
+SOURCES=(cpp/src/config.cpp cpp/src/safetensors.cpp cpp/src/tokenizer.cpp cpp/src/tokenizer_load.cpp cpp/src/unicode.cpp cpp/src/unicode_nfc.cpp cpp/src/kernels/reference.cpp cpp/src/kernels/forward_simd.cpp cpp/src/kernels/attention_simd.cpp cpp/src/kernels/parallel.cpp cpp/src/forward.cpp cpp/src/model.cpp cpp/src/model_results.cpp cpp/src/model_load.cpp cpp/src/predictions.cpp)
 
 # the engine once as objects (JOBS at a time, default 2), then one link per target
 JOBS="${JOBS:-2}"

@@ -1,188 +1,25 @@
-// GPT-2 byte-level BPE. See cpp/include/headscope/tokenizer.hpp for the contract.
-#include "headscope/tokenizer.hpp"
-
+// Byte-level BPE encoding (contract in cpp/include/headscope/tokenizer.hpp): added tokens, the
+// normalizer, the pre-tokenizer's split and BPE, with the byte span of every token; the loaders are
+// in tokenizer_load.cpp.
 #include <algorithm>
-#include <array>
-#include <climits>
-#include <cstdio>
-#include <mutex>
 #include <queue>
-#include <unordered_map>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include "headscope/error.hpp"
-#include "unicode.hpp"
+#include "tokenizer_impl.hpp"
 
 namespace headscope {
-using unicode::CharClass;
+using bpe_detail::byte_map;
+using bpe_detail::hex_byte;
+using bpe_detail::kMaxCachedWordBytes;
+using bpe_detail::kMaxCachedWords;
+using bpe_detail::pair_key;
+using bpe_detail::quote_for_message;
 using unicode::append_utf8;
+using unicode::CharClass;
 using unicode::classify;
 using unicode::utf8_sanitize;
 using unicode::utf8_step;
-
-namespace {
-
-// GPT-2's bytes_to_unicode(): printable Latin-1 bytes map to themselves, the other 68 bytes to
-// U+0100.. in byte order, so every byte has a visible, non-space character in vocab.json.
-struct ByteMap {
-  std::array<char32_t, 256> to_char{};
-  std::array<int16_t, 0x144> to_byte{};  // indexed by char; -1 if not a byte character
-  ByteMap() {
-    to_byte.fill(-1);
-    int n = 0;
-    for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
-      to_char[b] = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + n++);
-      to_byte[to_char[b]] = static_cast<int16_t>(b);
-    }
-  }
-};
-
-const ByteMap& byte_map() {
-  static const ByteMap m;
-  return m;
-}
-
-std::string quote_for_message(std::string_view s) {
-  constexpr size_t kMax = 60;
-  std::string out = "'";
-  out += utf8_sanitize(s.substr(0, kMax));
-  out += s.size() > kMax ? "'..." : "'";
-  return out;
-}
-
-std::string hex_byte(uint8_t b) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "0x%02X", b);
-  return buf;
-}
-
-// Streaming parse of vocab.json: detects duplicate keys (a DOM parse silently keeps the last)
-// and avoids building a 50k-entry DOM only to copy it.
-class VocabSax : public nlohmann::json_sax<nlohmann::json> {
- public:
-  std::unordered_map<std::string, int32_t> ids;
-  std::string error;
-
-  bool null() override { return bad_value("null"); }
-  bool boolean(bool) override { return bad_value("a boolean"); }
-  bool number_integer(number_integer_t v) override {
-    if (v < 0) return fail("vocab.json: negative id " + std::to_string(v) + " for key " + quote_for_message(key_));
-    return add(static_cast<uint64_t>(v));
-  }
-  bool number_unsigned(number_unsigned_t v) override { return add(v); }
-  bool number_float(number_float_t, const string_t& s) override {
-    return bad_value("the non-integer number " + s);
-  }
-  bool string(string_t&) override { return bad_value("a string"); }
-  bool binary(binary_t&) override { return bad_value("binary data"); }
-  bool start_object(std::size_t) override {
-    if (depth_++ == 0) return true;
-    return bad_value("an object");
-  }
-  bool key(string_t& k) override {
-    key_ = k;
-    have_key_ = true;
-    return true;
-  }
-  bool end_object() override {
-    --depth_;
-    return true;
-  }
-  bool start_array(std::size_t) override {
-    if (depth_ == 0) return fail("vocab.json: expected a JSON object of token -> id, got an array");
-    return bad_value("an array");
-  }
-  bool end_array() override { return true; }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) override {
-    return fail(std::string("vocab.json: invalid JSON: ") + ex.what());
-  }
-
- private:
-  bool fail(std::string msg) {
-    if (error.empty()) error = std::move(msg);
-    return false;
-  }
-  bool bad_value(const std::string& what) {
-    if (depth_ == 0) return fail("vocab.json: expected a JSON object of token -> id, got " + what);
-    return fail("vocab.json: id for key " + quote_for_message(key_) + " is " + what +
-                ", expected a non-negative integer");
-  }
-  bool add(uint64_t v) {
-    if (depth_ != 1 || !have_key_) return bad_value("a number");
-    if (v > static_cast<uint64_t>(INT32_MAX))
-      return fail("vocab.json: id " + std::to_string(v) + " for key " + quote_for_message(key_) +
-                  " does not fit in int32");
-    if (!ids.emplace(key_, static_cast<int32_t>(v)).second)
-      return fail("vocab.json: duplicate key " + quote_for_message(key_));
-    return true;
-  }
-  int depth_ = 0;
-  std::string key_;
-  bool have_key_ = false;
-};
-
-}  // namespace
-
-// Types of Tokenizer::Impl's members: in a named namespace, since a member whose type has internal
-// linkage is what GCC warns about (-Wsubobject-linkage) once this file is compiled inside a unity batch
-namespace bpe_detail {
-
-struct Piece {
-  int32_t sym;   // symbol id (a vocab id if < vocab size)
-  uint32_t len;  // bytes of the word it covers
-};
-
-struct MergeInfo {
-  int32_t rank;
-  int32_t result;
-};
-
-}  // namespace bpe_detail
-using bpe_detail::MergeInfo;
-using bpe_detail::Piece;
-
-namespace {
-
-inline uint64_t pair_key(int32_t a, int32_t b) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
-}
-
-// Bounds memory for the page's keystroke re-encodes of large texts; results do not depend on it.
-constexpr size_t kMaxCachedWords = 1 << 18;
-constexpr size_t kMaxCachedWordBytes = 256;
-
-}  // namespace
-
-struct Tokenizer::Impl {
-  int32_t vocab_n = 0;
-  std::vector<std::string> bytes;    // raw bytes per vocab id
-  std::vector<std::string> display;  // sanitized bytes per vocab id
-  std::unordered_map<std::string, int32_t> vocab;  // vocab form -> id
-
-  // Symbols: vocab ids first, then strings that only occur in merges.txt.
-  std::vector<std::string> sym_form;
-  std::unordered_map<std::string, int32_t> extra_index;  // only strings not in the vocab
-  std::unordered_map<uint64_t, MergeInfo> merges;
-  std::array<int32_t, 256> byte_sym{};
-
-  mutable std::mutex cache_mu;
-  mutable std::unordered_map<std::string, std::vector<Piece>> cache;
-
-  int32_t intern(const std::string& form) {
-    if (auto v = vocab.find(form); v != vocab.end()) return v->second;
-    auto [it, inserted] = extra_index.emplace(form, static_cast<int32_t>(sym_form.size()));
-    if (inserted) sym_form.push_back(form);
-    return it->second;
-  }
-
-  void bpe(std::string_view word, std::vector<Piece>& out) const;
-  void word_pieces(std::string_view word, uint32_t word_offset, std::vector<Piece>& out) const;
-  template <class Sink>
-  void run(std::string_view text, Sink&& sink) const;
-};
 
 // OpenAI's loop: repeatedly take the lowest-ranked adjacent pair and merge all of its
 // non-overlapping occurrences left to right. A heap keyed by (rank, position) with lazy
@@ -254,22 +91,28 @@ void Tokenizer::Impl::word_pieces(std::string_view word, uint32_t word_offset,
       return;
     }
   }
-  bpe(word, out);
-  uint32_t at = word_offset;
+  if (ignore_merges) {
+    // tokenizer.json's ignore_merges: a pre-token the vocab holds whole is that token
+    std::string form;
+    for (char ch : word) append_utf8(form, byte_map().to_char[static_cast<uint8_t>(ch)]);
+    if (auto it = vocab.find(form); it != vocab.end()) out.push_back({it->second, static_cast<uint32_t>(word.size())});
+  }
+  if (out.empty()) bpe(word, out);
+  uint32_t rel = 0;  // where the piece starts in the word (word_offset: the word's place, for messages)
   for (const Piece& p : out) {
     if (p.sym >= vocab_n) {
+      const uint32_t at = word_offset + rel;
       if (p.len == 1) {
-        const auto b = static_cast<uint8_t>(word[at - word_offset]);
+        const auto b = static_cast<uint8_t>(word[rel]);
         std::string form;
         append_utf8(form, byte_map().to_char[b]);
         throw Error("byte " + hex_byte(b) + " at byte " + std::to_string(at) +
                     " is not in the vocab (vocab form " + quote_for_message(form) + ")");
       }
       throw Error("token " + quote_for_message(sym_form[p.sym]) + " at bytes " + std::to_string(at) +
-                  ".." + std::to_string(at + p.len) +
-                  " is produced by merges.txt but is not in the vocab");
+                  ".." + std::to_string(at + p.len) + " is produced by the merges but is not in the vocab");
     }
-    at += p.len;
+    rel += p.len;
   }
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mu);
@@ -278,15 +121,84 @@ void Tokenizer::Impl::word_pieces(std::string_view word, uint32_t word_offset,
   }
 }
 
-// The GPT-2 pattern, alternative by alternative, at each position:
-//   's|'t|'re|'ve|'m|'ll|'d    ASCII contractions, case-sensitive
-//   ' ?\p{L}+' etc.            an optional single U+0020 glued to a run of one class
-//   \s+(?!\S)                  whitespace up to the end, or all but the last whitespace
-//                              character before non-space (that one joins the next word)
-//   \s+                        a lone whitespace character before non-space
+namespace {
+
+// The pre-token that starts at code point i of a text of n code points (classes cls, byte offsets
+// off, n + 1 of them): the index of the code point after it. Each pattern (tokenizer_impl.hpp's
+// Split) is evaluated alternative by alternative, the first that matches winning, as a backtracking
+// regex engine does:
+//   gpt2:   's|'t|'re|'ve|'m|'ll|'d, case-sensitive; an optional single U+0020 glued to a run of one
+//           class; \s+(?!\S): whitespace up to the end, or all but the last whitespace character
+//           before non-space (that one joins the next word); \s+: a lone whitespace character
+//   llama3, qwen2: the contractions in either case (ASCII letters, as the npm peer transformers.js
+//           rewrites (?i:...)); one character that is no letter, number, \r or \n, glued to a run of
+//           letters; 1 to 3 digits (qwen2: 1); an optional U+0020 and a run of "other" characters
+//           with the \r and \n right after it; whitespace up to its last \r or \n; then the two
+//           whitespace rules of gpt2
+size_t pre_token_end(Split split, std::string_view text, const std::vector<CharClass>& cls,
+                     const std::vector<uint32_t>& off, size_t i) {
+  const size_t n = cls.size();
+  auto byte_at = [&](size_t b) -> char { return b < text.size() ? text[b] : '\0'; };
+  auto run_end = [&](size_t k, CharClass c) {
+    while (k < n && cls[k] == c) ++k;
+    return k;
+  };
+  auto newline = [&](size_t k) { return k < n && (text[off[k]] == '\r' || text[off[k]] == '\n'); };
+  auto whitespace = [&](size_t k) {  // \s+(?!\S) then \s+
+    const size_t end = run_end(k, CharClass::kSpace);
+    return end < n && end - k >= 2 ? end - 1 : end;
+  };
+  const uint32_t b = off[i];
+  const char c = text[b];
+  if (split == Split::gpt2) {
+    const char c1 = byte_at(b + 1), c2 = byte_at(b + 2);
+    if (c == '\'' && (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd')) return i + 2;
+    if (c == '\'' && ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l'))) return i + 3;
+    if (c == ' ' && i + 1 < n && cls[i + 1] != CharClass::kSpace) return run_end(i + 1, cls[i + 1]);
+    if (cls[i] != CharClass::kSpace) return run_end(i, cls[i]);
+    return whitespace(i);
+  }
+  if (c == '\'') {
+    const char c1 = static_cast<char>(byte_at(b + 1) | 0x20), c2 = static_cast<char>(byte_at(b + 2) | 0x20);
+    if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return i + 2;
+    if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) return i + 3;
+  }
+  if (cls[i] == CharClass::kLetter) return run_end(i, CharClass::kLetter);
+  if (cls[i] != CharClass::kNumber && !newline(i) && i + 1 < n && cls[i + 1] == CharClass::kLetter)
+    return run_end(i + 1, CharClass::kLetter);
+  if (cls[i] == CharClass::kNumber) {
+    const size_t most = split == Split::llama3 ? 3 : 1;
+    size_t end = i + 1;
+    while (end < n && end - i < most && cls[end] == CharClass::kNumber) ++end;
+    return end;
+  }
+  const size_t other = c == ' ' && i + 1 < n && cls[i + 1] == CharClass::kOther ? i + 1 : i;
+  if (cls[other] == CharClass::kOther) {
+    size_t end = run_end(other, CharClass::kOther);
+    while (newline(end)) ++end;
+    return end;
+  }
+  // whitespace: up to its last \r or \n, if it has one
+  const size_t end = run_end(i, CharClass::kSpace);
+  size_t last_newline = n;
+  for (size_t k = i; k < end; ++k)
+    if (newline(k)) last_newline = k;
+  if (last_newline != n) return last_newline + 1;
+  return whitespace(i);
+}
+
+}  // namespace
+
+// One stretch of text between added tokens (bytes [base, base + text.size()) of the input):
+// normalized, cut into pre-tokens, each pre-token into BPE pieces.
 template <class Sink>
-void Tokenizer::Impl::run(std::string_view text, Sink&& sink) const {
-  if (text.size() > UINT32_MAX) throw Error("text is larger than 4 GiB");
+void Tokenizer::Impl::run_stretch(std::string_view raw, uint32_t base, Sink&& sink) const {
+  std::string normalized;
+  std::vector<uint32_t> to_raw;  // with nfc: offsets of normalized bytes in raw (unicode::nfc)
+  if (nfc) normalized = unicode::nfc(raw, &to_raw);
+  const std::string_view text = nfc ? std::string_view(normalized) : raw;
+  auto source = [&](uint32_t b) { return base + (nfc ? to_raw[b] : b); };
+
   std::vector<CharClass> cls;
   std::vector<uint32_t> off;
   cls.reserve(text.size());
@@ -294,7 +206,7 @@ void Tokenizer::Impl::run(std::string_view text, Sink&& sink) const {
   for (size_t i = 0; i < text.size();) {
     char32_t cp;
     const int len = utf8_step(text, i, cp);
-    if (len <= 0) throw Error("invalid UTF-8 at byte " + std::to_string(i));
+    if (len <= 0) throw Error("invalid UTF-8 at byte " + std::to_string(base + i));
     cls.push_back(classify(cp));
     off.push_back(static_cast<uint32_t>(i));
     i += len;
@@ -302,126 +214,44 @@ void Tokenizer::Impl::run(std::string_view text, Sink&& sink) const {
   const size_t n = cls.size();
   off.push_back(static_cast<uint32_t>(text.size()));
 
-  auto byte_at = [&](size_t b) -> char { return b < text.size() ? text[b] : '\0'; };
-  auto run_end = [&](size_t i, CharClass k) {
-    while (i < n && cls[i] == k) ++i;
-    return i;
-  };
-
   std::vector<Piece> pieces;
   for (size_t i = 0; i < n;) {
-    const uint32_t b = off[i];
-    const char c = text[b];
-    size_t end;
-    const char c1 = byte_at(b + 1), c2 = byte_at(b + 2);
-    if (c == '\'' && (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd')) {
-      end = i + 2;
-    } else if (c == '\'' && ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') ||
-                             (c1 == 'l' && c2 == 'l'))) {
-      end = i + 3;
-    } else if (c == ' ' && i + 1 < n && cls[i + 1] != CharClass::kSpace) {
-      end = run_end(i + 1, cls[i + 1]);
-    } else if (cls[i] != CharClass::kSpace) {
-      end = run_end(i, cls[i]);
-    } else {
-      end = run_end(i, CharClass::kSpace);
-      if (end < n && end - i >= 2) --end;
-    }
+    const size_t end = pre_token_end(split, text, cls, off, i);
     const uint32_t wb = off[i], we = off[end];
-    word_pieces(text.substr(wb, we - wb), wb, pieces);
+    word_pieces(text.substr(wb, we - wb), source(wb), pieces);
     uint32_t at = wb;
     for (const Piece& p : pieces) {
-      sink(p.sym, at, at + p.len);
+      sink(p.sym, source(at), source(at + p.len));
       at += p.len;
     }
     i = end;
   }
 }
 
-Tokenizer Tokenizer::from_json(std::string_view vocab_json, std::string_view merges_txt) {
-  auto impl = std::make_shared<Impl>();
-  const ByteMap& bm = byte_map();
-
-  VocabSax sax;
-  const bool ok = nlohmann::json::sax_parse(vocab_json.begin(), vocab_json.end(), &sax);
-  if (!ok || !sax.error.empty())
-    throw Error(sax.error.empty() ? "vocab.json: invalid JSON" : sax.error);
-  if (sax.ids.empty()) throw Error("vocab.json: the vocab is empty");
-  // Contiguous ids keep vocab_size() == entry count and make every id below it decodable.
-  const auto n = static_cast<int32_t>(sax.ids.size());
-  impl->vocab_n = n;
-  impl->sym_form.assign(n, std::string());
-  std::vector<bool> seen(n, false);
-  for (const auto& [form, id] : sax.ids) {
-    if (id >= n)
-      throw Error("vocab.json: ids must be 0.." + std::to_string(n - 1) + " (one per entry), got id " +
-                  std::to_string(id) + " for key " + quote_for_message(form));
-    if (seen[id]) throw Error("vocab.json: duplicate id " + std::to_string(id));
-    seen[id] = true;
-    impl->sym_form[id] = form;
-  }
-  impl->vocab = std::move(sax.ids);
-
-  impl->bytes.resize(n);
-  impl->display.resize(n);
-  for (int32_t id = 0; id < n; ++id) {
-    const std::string& form = impl->sym_form[id];
-    std::string raw;
-    for (size_t i = 0; i < form.size();) {
-      char32_t cp;
-      const int len = utf8_step(form, i, cp);  // nlohmann only yields valid UTF-8
-      if (cp < bm.to_byte.size() && bm.to_byte[cp] >= 0)
-        raw += static_cast<char>(bm.to_byte[cp]);
-      else
-        raw.append(form, i, len);
-      i += len;
-    }
-    impl->display[id] = utf8_sanitize(raw);
-    impl->bytes[id] = std::move(raw);
-  }
-
-  for (int b = 0; b < 256; ++b) {
-    std::string form;
-    append_utf8(form, bm.to_char[b]);
-    impl->byte_sym[b] = impl->intern(form);
-  }
-
-  size_t line_no = 0, rank = 0;
-  for (size_t pos = 0; pos <= merges_txt.size();) {
-    size_t nl = merges_txt.find('\n', pos);
-    if (nl == std::string_view::npos) nl = merges_txt.size();
-    std::string_view line = merges_txt.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line_no == 1 && line.substr(0, 8) == "#version") continue;
-    if (line.empty()) continue;
-    std::vector<std::string_view> parts;
-    for (size_t i = 0; i < line.size();) {
-      if (line[i] == ' ' || line[i] == '\t') {
-        ++i;
-        continue;
+template <class Sink>
+void Tokenizer::Impl::run(std::string_view text, Sink&& sink) const {
+  if (text.size() > UINT32_MAX) throw Error("text is larger than 4 GiB");
+  if (added_ids.empty()) return run_stretch(text, 0, sink);
+  // added tokens first: at each byte the longest that matches (they are valid UTF-8, so a match
+  // starts at a character boundary); the stretches between them are encoded on their own
+  size_t stretch = 0;
+  for (size_t i = 0; i < text.size();) {
+    const AddedToken* hit = nullptr;
+    for (const AddedToken& a : added_by_byte[static_cast<uint8_t>(text[i])])
+      if (text.compare(i, a.content.size(), a.content) == 0) {
+        hit = &a;
+        break;
       }
-      size_t j = i;
-      while (j < line.size() && line[j] != ' ' && line[j] != '\t') ++j;
-      parts.push_back(line.substr(i, j - i));
-      i = j;
+    if (!hit) {
+      ++i;
+      continue;
     }
-    if (parts.size() != 2)
-      throw Error("merges.txt line " + std::to_string(line_no) + ": expected two tokens, got " +
-                  std::to_string(parts.size()) + " in " + quote_for_message(line));
-    const std::string left(parts[0]), right(parts[1]);
-    const int32_t a = impl->intern(left);
-    const int32_t b = impl->intern(right);
-    const int32_t r = impl->intern(left + right);
-    if (rank >= static_cast<size_t>(INT32_MAX))
-      throw Error("merges.txt: too many merges");
-    if (!impl->merges.emplace(pair_key(a, b), MergeInfo{static_cast<int32_t>(rank), r}).second)
-      throw Error("merges.txt line " + std::to_string(line_no) + ": duplicate merge " +
-                  quote_for_message(line));
-    ++rank;
+    if (i > stretch) run_stretch(text.substr(stretch, i - stretch), static_cast<uint32_t>(stretch), sink);
+    sink(hit->id, static_cast<uint32_t>(i), static_cast<uint32_t>(i + hit->content.size()));
+    i += hit->content.size();
+    stretch = i;
   }
-  return Tokenizer(std::move(impl));
+  if (stretch < text.size()) run_stretch(text.substr(stretch), static_cast<uint32_t>(stretch), sink);
 }
 
 std::vector<Token> Tokenizer::encode(std::string_view utf8) const {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace headscope::unicode {
 
@@ -25,5 +26,12 @@ int utf8_step(std::string_view s, std::size_t i, char32_t& cp);
 
 // s with every maximal invalid subpart replaced by U+FFFD.
 std::string utf8_sanitize(std::string_view s);
+
+// Unicode Normalization Form C of valid UTF-8 (else Error "invalid UTF-8 at byte N"), in
+// unicode_nfc.cpp. With source_offsets: out.size() + 1 offsets into s, one per byte of the result and
+// one for its end, never decreasing: at character boundaries a < b of the result, the source bytes
+// [offsets[a], offsets[b]) are what the characters [a, b) came from, so spans of the result map to
+// spans that tile s in order; inside a character NFC left unchanged, byte for byte.
+std::string nfc(std::string_view s, std::vector<uint32_t>* source_offsets = nullptr);
 
 }  // namespace headscope::unicode

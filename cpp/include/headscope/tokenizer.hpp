@@ -1,4 +1,5 @@
-// GPT-2 byte-level BPE tokenizer (the encoder of OpenAI's gpt-2 encoder.py, reimplemented).
+// Byte-level BPE tokenizer: GPT-2's (the encoder of OpenAI's gpt-2 encoder.py, reimplemented) from
+// vocab.json and merges.txt, and the Llama 3 / Qwen2 family's from tokenizer.json (from_tokenizer_json).
 //
 // Behaviour follows OpenAI's Python original; the JS package gpt-3-encoder is the test peer and
 // agrees everywhere the tests look (see tests/cpp/test_tokenizer.cpp for where it does not).
@@ -45,6 +46,19 @@ class Tokenizer {
   // vocab.json: GPT-2 encoder (token string in byte-to-unicode form -> id).
   // merges.txt: "#version" line optional, then "a b" pairs by rank. Throws Error (see above).
   static Tokenizer from_json(std::string_view vocab_json, std::string_view merges_txt);
+  // Hugging Face's tokenizer.json with a byte-level BPE model (Llama 3, Qwen2/3, SmolLM, GPT-2):
+  //  - normalizer: none or NFC (applied to each stretch between added tokens; spans stay in the input's
+  //    bytes, so a token of a composed character covers what it was composed from; a token can be
+  //    empty only where NFC reordered marks and BPE cut between them)
+  //  - pre_tokenizer: ByteLevel with its regex, or a Sequence of a Split by Llama 3's, Qwen2's or
+  //    GPT-2's regex (behavior Isolated) and ByteLevel without one; no prefix space
+  //  - model: BPE, merges as "a b" strings or [a, b] pairs, ignore_merges; no byte_fallback,
+  //    subword affixes or dropout
+  //  - added_tokens: matched in the raw text first, the longest at each position (lstrip, rstrip
+  //    and single_word refused); ids of the vocab and the added tokens together run 0..N-1
+  // Anything else (a SentencePiece or WordPiece model, another regex) throws Error naming it. The
+  // post-processor (e.g. a BOS token) is not applied: encode() gives the text's own tokens.
+  static Tokenizer from_tokenizer_json(std::string_view tokenizer_json);
 
   // Empty input gives an empty vector. Throws Error("invalid UTF-8 at byte N") on bad input.
   // The spans of the returned tokens tile the input exactly, in order.

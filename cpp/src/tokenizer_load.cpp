@@ -1,0 +1,399 @@
+// The tokenizer's loaders (contract in cpp/include/headscope/tokenizer.hpp): GPT-2's vocab.json and
+// merges.txt (from_json), and Hugging Face's tokenizer.json with a byte-level BPE model
+// (from_tokenizer_json), as Llama 3, Qwen2/3 and SmolLM ship it.
+#include <algorithm>
+#include <climits>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "headscope/error.hpp"
+#include "tokenizer_impl.hpp"
+
+namespace headscope {
+using bpe_detail::byte_map;
+using bpe_detail::pair_key;
+using bpe_detail::quote_for_message;
+using unicode::append_utf8;
+using unicode::utf8_sanitize;
+using unicode::utf8_step;
+
+namespace {
+
+// Streaming parse of vocab.json: detects duplicate keys (a DOM parse silently keeps the last)
+// and avoids building a 50k-entry DOM only to copy it.
+class VocabSax : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  std::unordered_map<std::string, int32_t> ids;
+  std::string error;
+
+  bool null() override { return bad_value("null"); }
+  bool boolean(bool) override { return bad_value("a boolean"); }
+  bool number_integer(number_integer_t v) override {
+    if (v < 0) return fail("vocab.json: negative id " + std::to_string(v) + " for key " + quote_for_message(key_));
+    return add(static_cast<uint64_t>(v));
+  }
+  bool number_unsigned(number_unsigned_t v) override { return add(v); }
+  bool number_float(number_float_t, const string_t& s) override {
+    return bad_value("the non-integer number " + s);
+  }
+  bool string(string_t&) override { return bad_value("a string"); }
+  bool binary(binary_t&) override { return bad_value("binary data"); }
+  bool start_object(std::size_t) override {
+    if (depth_++ == 0) return true;
+    return bad_value("an object");
+  }
+  bool key(string_t& k) override {
+    key_ = k;
+    have_key_ = true;
+    return true;
+  }
+  bool end_object() override {
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    if (depth_ == 0) return fail("vocab.json: expected a JSON object of token -> id, got an array");
+    return bad_value("an array");
+  }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) override {
+    return fail(std::string("vocab.json: invalid JSON: ") + ex.what());
+  }
+
+ private:
+  bool fail(std::string msg) {
+    if (error.empty()) error = std::move(msg);
+    return false;
+  }
+  bool bad_value(const std::string& what) {
+    if (depth_ == 0) return fail("vocab.json: expected a JSON object of token -> id, got " + what);
+    return fail("vocab.json: id for key " + quote_for_message(key_) + " is " + what +
+                ", expected a non-negative integer");
+  }
+  bool add(uint64_t v) {
+    if (depth_ != 1 || !have_key_) return bad_value("a number");
+    if (v > static_cast<uint64_t>(INT32_MAX))
+      return fail("vocab.json: id " + std::to_string(v) + " for key " + quote_for_message(key_) +
+                  " does not fit in int32");
+    if (!ids.emplace(key_, static_cast<int32_t>(v)).second)
+      return fail("vocab.json: duplicate key " + quote_for_message(key_));
+    return true;
+  }
+  int depth_ = 0;
+  std::string key_;
+  bool have_key_ = false;
+};
+
+}  // namespace
+
+// The raw bytes and display text of every id from its form (GPT-2's byte-to-unicode characters; any
+// other character stands for its own UTF-8), and the symbol of each single byte.
+void Tokenizer::Impl::finish_vocab() {
+  const int32_t n = vocab_n;
+  bytes.resize(n);
+  display.resize(n);
+  for (int32_t id = 0; id < n; ++id) {
+    const std::string& form = sym_form[id];
+    std::string raw;
+    for (size_t i = 0; i < form.size();) {
+      char32_t cp;
+      const int len = utf8_step(form, i, cp);  // nlohmann only yields valid UTF-8
+      if (cp < byte_map().to_byte.size() && byte_map().to_byte[cp] >= 0)
+        raw += static_cast<char>(byte_map().to_byte[cp]);
+      else
+        raw.append(form, i, len);
+      i += len;
+    }
+    display[id] = utf8_sanitize(raw);
+    bytes[id] = std::move(raw);
+  }
+
+  for (int b = 0; b < 256; ++b) {
+    std::string form;
+    append_utf8(form, byte_map().to_char[b]);
+    byte_sym[b] = intern(form);
+  }
+}
+
+Tokenizer Tokenizer::from_json(std::string_view vocab_json, std::string_view merges_txt) {
+  auto impl = std::make_shared<Impl>();
+
+  VocabSax sax;
+  const bool ok = nlohmann::json::sax_parse(vocab_json.begin(), vocab_json.end(), &sax);
+  if (!ok || !sax.error.empty())
+    throw Error(sax.error.empty() ? "vocab.json: invalid JSON" : sax.error);
+  if (sax.ids.empty()) throw Error("vocab.json: the vocab is empty");
+  // Contiguous ids keep vocab_size() == entry count and make every id below it decodable.
+  const auto n = static_cast<int32_t>(sax.ids.size());
+  impl->vocab_n = n;
+  impl->sym_form.assign(n, std::string());
+  std::vector<bool> seen(n, false);
+  for (const auto& [form, id] : sax.ids) {
+    if (id >= n)
+      throw Error("vocab.json: ids must be 0.." + std::to_string(n - 1) + " (one per entry), got id " +
+                  std::to_string(id) + " for key " + quote_for_message(form));
+    if (seen[id]) throw Error("vocab.json: duplicate id " + std::to_string(id));
+    seen[id] = true;
+    impl->sym_form[id] = form;
+  }
+  impl->vocab = std::move(sax.ids);
+
+  impl->finish_vocab();
+
+  size_t line_no = 0, rank = 0;
+  for (size_t pos = 0; pos <= merges_txt.size();) {
+    size_t nl = merges_txt.find('\n', pos);
+    if (nl == std::string_view::npos) nl = merges_txt.size();
+    std::string_view line = merges_txt.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line_no == 1 && line.substr(0, 8) == "#version") continue;
+    if (line.empty()) continue;
+    std::vector<std::string_view> parts;
+    for (size_t i = 0; i < line.size();) {
+      if (line[i] == ' ' || line[i] == '\t') {
+        ++i;
+        continue;
+      }
+      size_t j = i;
+      while (j < line.size() && line[j] != ' ' && line[j] != '\t') ++j;
+      parts.push_back(line.substr(i, j - i));
+      i = j;
+    }
+    if (parts.size() != 2)
+      throw Error("merges.txt line " + std::to_string(line_no) + ": expected two tokens, got " +
+                  std::to_string(parts.size()) + " in " + quote_for_message(line));
+    const std::string left(parts[0]), right(parts[1]);
+    const int32_t a = impl->intern(left);
+    const int32_t b = impl->intern(right);
+    const int32_t r = impl->intern(left + right);
+    if (rank >= static_cast<size_t>(INT32_MAX))
+      throw Error("merges.txt: too many merges");
+    if (!impl->merges.emplace(pair_key(a, b), MergeInfo{static_cast<int32_t>(rank), r}).second)
+      throw Error("merges.txt line " + std::to_string(line_no) + ": duplicate merge " +
+                  quote_for_message(line));
+    ++rank;
+  }
+  return Tokenizer(std::move(impl));
+}
+
+}  // namespace headscope
+
+namespace headscope {
+namespace {
+
+using json = nlohmann::json;
+
+// The Split patterns this engine evaluates by hand (tokenizer.cpp, pre_token_end), as tokenizer.json
+// spells them
+constexpr std::string_view kLlama3Pattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+constexpr std::string_view kQwen2Pattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+constexpr std::string_view kGpt2Pattern = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+
+[[noreturn]] void refuse(const std::string& what) { throw Error("tokenizer.json: " + what); }
+
+const json& member(const json& j, const char* key, const std::string& where) {
+  auto it = j.find(key);
+  if (it == j.end()) refuse(where + " has no \"" + key + "\"");
+  return *it;
+}
+
+bool flag(const json& j, const char* key, bool fallback, const std::string& where) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) refuse(where + "." + key + " must be true or false");
+  return it->get<bool>();
+}
+
+std::string type_of(const json& j, const std::string& where) {
+  if (!j.is_object()) refuse(where + " must be an object");
+  const json& t = member(j, "type", where);
+  if (!t.is_string()) refuse(where + ".type must be a string");
+  return t.get<std::string>();
+}
+
+// A ByteLevel pre-tokenizer: its own regex (GPT-2's) or none; no prefix space
+bool byte_level_uses_regex(const json& p, const std::string& where) {
+  if (flag(p, "add_prefix_space", false, where))
+    refuse(where + ".add_prefix_space = true is not supported (the models it knows split without one)");
+  return flag(p, "use_regex", true, where);
+}
+
+Split read_pre_tokenizer(const json& p) {
+  if (p.is_null()) refuse("pre_tokenizer is null: a byte-level BPE model needs ByteLevel");
+  const std::string type = type_of(p, "pre_tokenizer");
+  if (type == "ByteLevel") {
+    if (!byte_level_uses_regex(p, "pre_tokenizer")) refuse("pre_tokenizer ByteLevel without its regex splits nothing");
+    return Split::gpt2;
+  }
+  if (type != "Sequence") refuse("pre_tokenizer \"" + type + "\" is not supported (ByteLevel, or a Sequence of Split and ByteLevel)");
+  const json& list = member(p, "pretokenizers", "pre_tokenizer");
+  if (!list.is_array()) refuse("pre_tokenizer.pretokenizers must be an array");
+  std::optional<Split> split;
+  bool byte_level = false;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string where = "pre_tokenizer.pretokenizers[" + std::to_string(i) + "]";
+    const std::string t = type_of(list[i], where);
+    if (t == "Split" && !split && !byte_level) {
+      const json& pattern = member(list[i], "pattern", where);
+      const auto regex = pattern.is_object() ? pattern.find("Regex") : pattern.end();
+      if (regex == pattern.end() || !regex->is_string()) refuse(where + ".pattern must be {\"Regex\": ...}");
+      const std::string re = regex->get<std::string>();
+      if (re == kLlama3Pattern) split = Split::llama3;
+      else if (re == kQwen2Pattern) split = Split::qwen2;
+      else if (re == kGpt2Pattern) split = Split::gpt2;
+      else refuse(where + " splits by a regex this engine does not know: " + quote_for_message(re) +
+                  " (it knows Llama 3's, Qwen2's and GPT-2's)");
+      const json& behavior = member(list[i], "behavior", where);
+      if (!behavior.is_string() || behavior.get<std::string>() != "Isolated")
+        refuse(where + ".behavior must be \"Isolated\", got " + behavior.dump());
+      if (flag(list[i], "invert", false, where)) refuse(where + ".invert = true is not supported");
+    } else if (t == "ByteLevel" && !byte_level) {
+      const bool regex = byte_level_uses_regex(list[i], where);
+      if (regex && split) refuse(where + " splits again after the Split: not supported");
+      if (regex) split = Split::gpt2;
+      byte_level = true;
+    } else {
+      refuse(where + " \"" + t + "\" is not supported here (a Split, then ByteLevel)");
+    }
+  }
+  if (!byte_level) refuse("pre_tokenizer has no ByteLevel step: only byte-level BPE models are supported");
+  if (!split) refuse("pre_tokenizer splits nothing before BPE");
+  return *split;
+}
+
+bool read_normalizer(const json& n) {
+  if (n.is_null()) return false;
+  const std::string type = type_of(n, "normalizer");
+  if (type == "NFC") return true;
+  if (type == "Sequence") {
+    const json& list = member(n, "normalizers", "normalizer");
+    if (list.is_array() && list.empty()) return false;
+    if (list.is_array() && list.size() == 1 && type_of(list[0], "normalizer.normalizers[0]") == "NFC") return true;
+  }
+  refuse("normalizer \"" + type + "\" is not supported (none, or NFC)");
+}
+
+std::string json_string(const json& j, const std::string& where) {
+  if (!j.is_string()) refuse(where + " must be a string, got " + j.dump().substr(0, 60));
+  return j.get<std::string>();
+}
+
+}  // namespace
+
+Tokenizer Tokenizer::from_tokenizer_json(std::string_view text) {
+  json j;
+  try {
+    j = json::parse(text.begin(), text.end());
+  } catch (const json::exception& e) {
+    refuse(std::string("not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) refuse("expected a JSON object");
+  auto impl = std::make_shared<Impl>();
+  impl->nfc = read_normalizer(j.contains("normalizer") ? j["normalizer"] : json());
+  impl->split = read_pre_tokenizer(j.contains("pre_tokenizer") ? j["pre_tokenizer"] : json());
+
+  const json& model = member(j, "model", "the file");
+  const std::string type = type_of(model, "model");
+  if (type != "BPE") refuse("model type \"" + type + "\" is not supported (byte-level BPE only; a SentencePiece or WordPiece tokenizer is not)");
+  if (flag(model, "byte_fallback", false, "model")) refuse("model.byte_fallback = true (SentencePiece-style BPE) is not supported");
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
+    if (model.contains(key) && !model[key].is_null() && model[key] != "") refuse(std::string("model.") + key + " is not supported");
+  if (model.contains("dropout") && !model["dropout"].is_null() && model["dropout"] != 0) refuse("model.dropout is not supported");
+  impl->ignore_merges = flag(model, "ignore_merges", false, "model");
+
+  // the vocabulary: ids 0..N-1 of the model, then the added tokens' ids, together 0..M-1
+  const json& vocab = member(model, "vocab", "model");
+  if (!vocab.is_object() || vocab.empty()) refuse("model.vocab must be a non-empty object of token -> id");
+  const json added = j.contains("added_tokens") && !j["added_tokens"].is_null() ? j["added_tokens"] : json::array();
+  if (!added.is_array()) refuse("added_tokens must be an array");
+  if (vocab.size() + added.size() > static_cast<size_t>(INT32_MAX)) refuse("too many tokens");
+  const int64_t most = static_cast<int64_t>(vocab.size() + added.size());
+  std::vector<int8_t> seen(static_cast<size_t>(most), 0);  // 1: in the vocab, 2: an added token
+  int64_t top = -1;
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    if (!it.value().is_number_integer()) refuse("model.vocab: the id of " + quote_for_message(it.key()) + " is not an integer");
+    const int64_t id = it.value().get<int64_t>();
+    if (id < 0 || id >= static_cast<int64_t>(vocab.size()))
+      refuse("model.vocab: ids must be 0.." + std::to_string(vocab.size() - 1) + ", got " + std::to_string(id) + " for " + quote_for_message(it.key()));
+    if (seen[id]) refuse("model.vocab: duplicate id " + std::to_string(id));
+    seen[id] = 1;
+    top = std::max(top, id);
+  }
+  const auto model_n = static_cast<int32_t>(vocab.size());
+  std::vector<AddedToken> tokens;
+  for (size_t i = 0; i < added.size(); ++i) {
+    const std::string where = "added_tokens[" + std::to_string(i) + "]";
+    if (!added[i].is_object()) refuse(where + " must be an object");
+    const json& idj = member(added[i], "id", where);
+    if (!idj.is_number_integer() || idj.get<int64_t>() < 0 || idj.get<int64_t>() >= most)
+      refuse(where + ".id must be an integer in [0, " + std::to_string(most) + "), got " + idj.dump());
+    const auto id = static_cast<int32_t>(idj.get<int64_t>());
+    std::string content = json_string(member(added[i], "content", where), where + ".content");
+    if (content.empty()) refuse(where + ".content is empty");
+    for (const char* key : {"lstrip", "rstrip", "single_word"})
+      if (flag(added[i], key, false, where)) refuse(where + "." + key + " = true is not supported");
+    if (flag(added[i], "normalized", false, where) && impl->nfc) refuse(where + ".normalized = true with a normalizer is not supported");
+    if (seen[id] == 1 && vocab.value(content, json()) != json(id))
+      refuse(where + " has id " + std::to_string(id) + ", which the vocab gives to another token");
+    if (seen[id] == 2) refuse(where + ": duplicate id " + std::to_string(id));
+    if (impl->added_ids.count(content)) refuse(where + ": duplicate content " + quote_for_message(content));
+    seen[id] = 2;
+    top = std::max<int64_t>(top, id);
+    impl->added_ids.emplace(content, id);
+    tokens.push_back({std::move(content), id});
+  }
+  for (int64_t id = 0; id <= top; ++id)
+    if (!seen[id]) refuse("no token has id " + std::to_string(id) + " (ids must run 0.." + std::to_string(top) + " without gaps)");
+
+  impl->vocab_n = static_cast<int32_t>(top + 1);
+  impl->sym_form.assign(impl->vocab_n, std::string());
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    const auto id = it.value().get<int32_t>();
+    impl->sym_form[id] = it.key();
+    impl->vocab.emplace(it.key(), id);
+  }
+  for (const AddedToken& a : tokens)
+    if (a.id >= model_n || impl->sym_form[a.id].empty()) impl->sym_form[a.id] = a.content;
+  impl->finish_vocab();
+  for (const AddedToken& a : tokens) {  // an added token's bytes are its content, not byte-level characters
+    impl->bytes[a.id] = a.content;
+    impl->display[a.id] = utf8_sanitize(a.content);
+    impl->added_by_byte[static_cast<uint8_t>(a.content[0])].push_back(a);
+  }
+  for (auto& list : impl->added_by_byte)
+    std::stable_sort(list.begin(), list.end(), [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
+
+  // merges: "left right" strings, or [left, right] pairs; rank = order
+  const json& merges = member(model, "merges", "model");
+  if (!merges.is_array()) refuse("model.merges must be an array");
+  int32_t rank = 0;
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const std::string where = "model.merges[" + std::to_string(i) + "]";
+    std::string left, right;
+    if (merges[i].is_string()) {
+      const std::string m = merges[i].get<std::string>();
+      const size_t sp = m.find(' ');
+      if (sp == std::string::npos || sp == 0 || sp + 1 >= m.size() || m.find(' ', sp + 1) != std::string::npos)
+        refuse(where + " must be two tokens separated by one space, got " + quote_for_message(m));
+      left = m.substr(0, sp);
+      right = m.substr(sp + 1);
+    } else if (merges[i].is_array() && merges[i].size() == 2) {
+      left = json_string(merges[i][0], where + "[0]");
+      right = json_string(merges[i][1], where + "[1]");
+      if (left.empty() || right.empty()) refuse(where + " has an empty token");
+    } else {
+      refuse(where + " must be \"left right\" or [left, right]");
+    }
+    const int32_t a = impl->intern(left), b = impl->intern(right), r = impl->intern(left + right);
+    if (!impl->merges.emplace(pair_key(a, b), MergeInfo{rank, r}).second) refuse(where + ": duplicate merge " + quote_for_message(left + " " + right));
+    ++rank;
+  }
+  return Tokenizer(std::move(impl));
+}
+
+}  // namespace headscope
