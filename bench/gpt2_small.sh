@@ -5,6 +5,8 @@
 #     Eigen's with the attention kernel alone (headscope_gemm_native)  -> gpt2-small-native.md
 #   wasm SIMD128 and relaxed SIMD against onnxruntime-web (node)          -> gpt2-small-wasm.md
 #   typing at the end of 1,000 tokens in the demo (headless Chromium)     -> gpt2-small-typing.md
+#   the package at 1 and 2 threads against onnxruntime-web in Chromium,
+#     on a cross-origin-isolated page, and the trainer at 1 and 2 threads -> gpt2-small-browser.md
 # Full: a random checkpoint of GPT-2 small's exact shape (548 MB, .cache/bench/gpt2-small, never in
 # the repository); the three files are written to bench/.
 # BENCH_QUICK=1: the same scripts on a small model with GPT-2's vocabulary and context (2 layers x 4
@@ -20,11 +22,11 @@ log() { echo "[gpt2 $(date +%H:%M:%S)] $*" >&2; }
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
   G=.cache/bench/gpt2-tiny; SHAPE=(--layers 2 --heads 4 --embd 64)
   OUT=build/bench/quick/gpt2; MD=$OUT
-  TOKENS=64,256; REPEAT=1; Q=(--quick); KEYS=3
+  TOKENS=64,256; BROWSER_TOKENS=64; REPEAT=1; Q=(--quick); KEYS=3
 else
   G=.cache/bench/gpt2-small; SHAPE=()
   OUT=build/bench/gpt2; MD=bench
-  TOKENS=64,256,1024; REPEAT=5; Q=(); KEYS=11
+  TOKENS=64,256,1024; BROWSER_TOKENS=256,1024; REPEAT=5; Q=(); KEYS=11
 fi
 mkdir -p "$OUT" .cache/bench
 [ -f "$G/model.safetensors" ] || /usr/bin/python3 bench/make_gpt2_small.py "$G" "${SHAPE[@]}"
@@ -61,4 +63,7 @@ node "${RELAXED_FLAG[@]}" bench/wasm_gpt2_small.mjs --model "$G" --onnx "$G-onnx
   --simd build/wasm-release --relaxed build/wasm-relaxed --markdown "$MD/gpt2-small-wasm.md" "${Q[@]}"
 log "typing at the end of 1,000 tokens in the demo (headless Chromium)"
 node bench/long_text_bench.mjs --model "$G" --demo "$SITE" --keys "$KEYS" --out "$OUT/long-text.json" --markdown "$MD/gpt2-small-typing.md"
-log "wrote $MD/gpt2-small-native.md, $MD/gpt2-small-wasm.md, $MD/gpt2-small-typing.md"
+log "the package threaded against onnxruntime-web in Chromium (an isolated page)"
+node bench/browser_gpt2_small.mjs --model "$G" --onnx "$G-onnx" --pkg dist --tokens "$BROWSER_TOKENS" "${Q[@]}" \
+  --out "$OUT/browser.json" --markdown "$MD/gpt2-small-browser.md"
+log "wrote $MD/gpt2-small-native.md, $MD/gpt2-small-wasm.md, $MD/gpt2-small-typing.md, $MD/gpt2-small-browser.md"
