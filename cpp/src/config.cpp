@@ -1,5 +1,7 @@
 #include "headscope/config.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "headscope/error.hpp"
@@ -50,6 +52,18 @@ ModelConfig parse_config(std::string_view config_json) {
     throw Error(std::string("config.json: not valid JSON: ") + e.what());
   }
   if (!j.is_object()) throw Error("config.json: expected a JSON object");
+  // the model's family first: another family's config lacks GPT-2's keys, and "missing n_embd"
+  // would not say what is wrong
+  if (auto it = j.find("model_type"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) throw Error("config.json: \"model_type\" must be a string");
+    const std::string type = it->get<std::string>();
+    static constexpr const char* kLlamaFamily[] = {"llama", "qwen2", "qwen3", "mistral", "smollm", "smollm3"};
+    const bool llama = std::find(std::begin(kLlamaFamily), std::end(kLlamaFamily), type) != std::end(kLlamaFamily);
+    if (type != "gpt2")
+      throw Error("config.json: model_type \"" + type + "\" is not supported" +
+                  (llama ? " yet (the Llama family: RMSNorm, rotary positions, shared key/value heads)" : "") +
+                  ": this engine runs GPT-2 models (model_type \"gpt2\")");
+  }
 
   ModelConfig c;
   c.vocab_size = read_int(j, "vocab_size", 1, kMaxVocab);
@@ -92,8 +106,6 @@ ModelConfig parse_config(std::string_view config_json) {
     throw Error("config.json: scale_attn_by_inverse_layer_idx=true is not supported");
   if (read_bool(j, "reorder_and_upcast_attn", false))
     throw Error("config.json: reorder_and_upcast_attn=true is not supported");
-  if (auto it = j.find("model_type"); it != j.end() && it->is_string() && it->get<std::string>() != "gpt2")
-    throw Error("config.json: model_type \"" + it->get<std::string>() + "\" is not a GPT-2 model");
   return c;
 }
 

@@ -145,6 +145,7 @@ WeightStorage parse_weight_storage(std::string_view name) {
 Model Model::load_directory(const std::filesystem::path& dir, const LoadOptions& options) {
   if (!std::filesystem::is_directory(dir)) throw Error("model folder not found: " + dir.string());
   const std::string config = read_file(dir / "config.json");
+  parse_config(config);  // a folder of another family is named by its model_type, before its files are missed
   const std::filesystem::path weights_path = dir / "model.safetensors";
   if (!std::filesystem::exists(weights_path))
     throw Error("no model.safetensors in " + dir.string() + " (only the safetensors format is supported)");
