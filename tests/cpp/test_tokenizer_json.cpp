@@ -4,6 +4,7 @@
 // are compared exactly: tokenization is discrete.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,6 +21,16 @@ namespace {
 
 std::string family_dir(const std::string& family) { return std::string(HEADSCOPE_TOKENIZER_JSON_DIR) + "/" + family; }
 
+// Each real file is loaded once for the whole suite (9 and 11 MB of JSON: seconds under the
+// sanitizers and in wasm)
+const Tokenizer& family_tokenizer(const std::string& family) {
+  static std::map<std::string, Tokenizer> loaded;
+  auto it = loaded.find(family);
+  if (it == loaded.end())
+    it = loaded.emplace(family, Tokenizer::from_tokenizer_json(test_util::read_text(family_dir(family) + "/tokenizer.json"))).first;
+  return it->second;
+}
+
 // The smallest tokenizer.json of this layout: bytes a, b, c, their merges "a b" and "ab c"
 json tiny_tokenizer() {
   return json::parse(R"({
@@ -34,7 +45,7 @@ json tiny_tokenizer() {
 
 TEST_CASE("tokenizer.json: Llama 3's and Qwen3's ids equal transformers.js's on every case", "[tokenizer_json]") {
   for (const std::string family : {"llama3", "qwen3"}) {
-    const Tokenizer tok = Tokenizer::from_tokenizer_json(test_util::read_text(family_dir(family) + "/tokenizer.json"));
+    const Tokenizer& tok = family_tokenizer(family);
     const json cases = json::parse(test_util::read_text(family_dir(family) + "/cases.json"));
     REQUIRE(cases.size() > 30);
     for (const auto& c : cases) {
@@ -61,10 +72,10 @@ TEST_CASE("tokenizer.json: Llama 3's and Qwen3's ids equal transformers.js's on 
 }
 
 TEST_CASE("tokenizer.json: the vocabulary, added tokens and what a Qwen3 span covers", "[tokenizer_json]") {
-  const Tokenizer llama = Tokenizer::from_tokenizer_json(test_util::read_text(family_dir("llama3") + "/tokenizer.json"));
+  const Tokenizer& llama = family_tokenizer("llama3");
   REQUIRE(llama.vocab_size() == 128256);  // 128,000 BPE tokens and 256 added ones
   REQUIRE(llama.token_bytes(128000) == "<|begin_of_text|>");
-  const Tokenizer qwen = Tokenizer::from_tokenizer_json(test_util::read_text(family_dir("qwen3") + "/tokenizer.json"));
+  const Tokenizer& qwen = family_tokenizer("qwen3");
   REQUIRE(qwen.vocab_size() == 151669);
   // "e" + COMBINING ACUTE is one character after NFC: its token spans both source characters
   const auto toks = qwen.encode("caf" "e\xCC\x81");
