@@ -57,7 +57,7 @@ ModelConfig parse_config(std::string_view config_json) {
   if (auto it = j.find("model_type"); it != j.end() && !it->is_null()) {
     if (!it->is_string()) throw Error("config.json: \"model_type\" must be a string");
     const std::string type = it->get<std::string>();
-    static constexpr const char* kLlamaFamily[] = {"llama", "qwen2", "qwen3", "mistral", "smollm", "smollm3"};
+    static constexpr const char* kLlamaFamily[] = {"llama", "qwen2", "qwen3", "mistral", "smollm3"};
     const bool llama = std::find(std::begin(kLlamaFamily), std::end(kLlamaFamily), type) != std::end(kLlamaFamily);
     if (type != "gpt2")
       throw Error("config.json: model_type \"" + type + "\" is not supported" +
