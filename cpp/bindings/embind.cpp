@@ -49,6 +49,15 @@ val f32_copy(const float* data, std::size_t n) {
   return val::global("Float32Array").new_(emscripten::typed_memory_view(n, data));
 }
 val f32_copy(const std::vector<float>& v) { return f32_copy(v.data(), v.size()); }
+
+// Heads to switch off from JS's flat [layer0, head0, layer1, head1, ...] (the engine checks ranges).
+std::vector<headscope::HeadRef> ablate_of(val ablate_pairs) {
+  const std::vector<int> flat = emscripten::convertJSArrayToNumberVector<int>(ablate_pairs);
+  if (flat.size() % 2) throw headscope::Error("ablate must hold [layer, head] pairs");
+  std::vector<headscope::HeadRef> ablate;
+  for (std::size_t i = 0; i < flat.size(); i += 2) ablate.push_back({flat[i], flat[i + 1]});
+  return ablate;
+}
 val f64_copy(const std::vector<double>& v) {
   return val::global("Float64Array").new_(emscripten::typed_memory_view(v.size(), v.data()));
 }
@@ -100,9 +109,7 @@ val run(Model& m, val text, val ablate_pairs, bool all_logits) {
     if (!text.isString()) throw headscope::Error("text must be a string, got " + text.typeOf().as<std::string>());
     headscope::RunOptions opt;
     opt.all_logits = all_logits;
-    const std::vector<int> flat = emscripten::convertJSArrayToNumberVector<int>(ablate_pairs);
-    if (flat.size() % 2) throw headscope::Error("ablate must hold [layer, head] pairs");
-    for (std::size_t i = 0; i < flat.size(); i += 2) opt.ablate.push_back({flat[i], flat[i + 1]});
+    opt.ablate = ablate_of(ablate_pairs);
     const headscope::RunInfo info = m.run(text.as<std::string>(), opt);
     val out = val::object();
     out.set("tokens", info.tokens);
@@ -156,13 +163,15 @@ val results(const Model& m, int top_k, bool all_logits, int rows_from, int block
   });
 }
 
-// Runs `text` (no heads switched off) keeping head (layer, head)'s insides, and returns them as
-// Model::head_inside() gives them: { layer, head, T, headSize, nEmbd, q, k, v, scores, attention, z,
-// out, valueNorm }, Float32Arrays row-major, masked scores -Infinity. The run fills the cache as
-// run() does; its other results are read with results() as usual.
-val inspect(Model& m, val text, int layer, int head) {
+// Runs `text` with the heads of `ablate_pairs` switched off (flat [layer0, head0, ...], as run()),
+// keeping head (layer, head)'s insides, and returns them as Model::head_inside() gives them:
+// { layer, head, T, headSize, nEmbd, q, k, v, scores, attention, z, out, valueNorm }, Float32Arrays
+// row-major, masked scores -Infinity. The run fills the cache as run() does; its other results are
+// read with results() as usual.
+val inspect(Model& m, val text, int layer, int head, val ablate_pairs) {
   return guarded([&] {
     headscope::RunOptions opt;
+    opt.ablate = ablate_of(ablate_pairs);
     opt.inspect = headscope::HeadRef{layer, head};
     m.run(string_of(text, "text"), opt);
     const headscope::HeadInside in = m.head_inside();
@@ -260,11 +269,7 @@ headscope::Generation* generation(Model& m, val text, double temperature, int to
     o.top_k = top_k;
     o.top_p = top_p;
     o.seed = (uint64_t)seed;
-    const std::vector<int> flat = emscripten::convertJSArrayToNumberVector<int>(ablate_pairs);
-    if (flat.size() % 2) throw headscope::Error("ablate must hold [layer, head] pairs");
-    std::vector<headscope::HeadRef> ablate;
-    for (std::size_t i = 0; i < flat.size(); i += 2) ablate.push_back({flat[i], flat[i + 1]});
-    return new headscope::Generation(m, string_of(text, "text"), o, std::move(ablate));
+    return new headscope::Generation(m, string_of(text, "text"), o, ablate_of(ablate_pairs));
   }, static_cast<headscope::Generation*>(nullptr));
 }
 

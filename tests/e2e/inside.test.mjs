@@ -167,6 +167,31 @@ test('the panel\'s score for each (query, key) pair is the API\'s; its softmax s
   await expect(page).toHaveURL(/[?&]inside=6&step=4(&|$)/);
 });
 
+test('with heads switched off below it, the panel is the model the views show: its softmax step is the heatmap\'s row', async ({ page, site }) => {
+  const [layer, head, query] = [1, 1, 6];
+  // every head of layer 0 off (they feed layer 1), and the panel's own head too: it stays on in the panel
+  const { nHead } = await (async () => { await page.goto(site.url('index.html')); await demoReady(page); return page.evaluate(() => window.headscopeDemo.model.info.config); })();
+  const off = [...Array.from({ length: nHead }, (_, h) => [0, h]), [layer, head]];
+  await openInside(page, site.url(`index.html?layer=${layer}&head=${head}&inside=${query}&step=4&off=${off.map(([l, h]) => `${l}:${h}`).join(',')}`), { layer, head, query });
+  await expect.poll(() => page.evaluate(() => window.headscopeDemo.result.ablate.length)).toBe(off.length);
+  await expect(page.locator('#inside-note')).toContainText('This head is switched off');
+  const weights = await panel(page).locator('[data-weight]').evaluateAll((els) => els.map((e) => Number(e.dataset.weight)));
+  const [heatmapRow, allOn] = await page.evaluate(async ([l, h, q]) => {
+    const d = window.headscopeDemo;
+    const r = d.result;
+    const on = await d.model.inspectHead(r.text, l, h);
+    return [Array.from(r.attention(l, h).subarray(q * r.T, q * r.T + q + 1)), Array.from(on.attention.subarray(q * on.T, q * on.T + q + 1))];
+  }, [layer, head, query]);
+  // the same worker engine and the same switched-off heads: the same floats (tests/js/inspect.test.js)
+  expect(weights).toEqual(heatmapRow);
+  // and heads off below really moved them: every head on gives other weights
+  expect(allOn.some((w, k) => w !== heatmapRow[k]), 'layer 0 off changes layer 1\'s weights').toBe(true);
+  // step 6 shows what the head would write (it is on in the panel), not nothing
+  await page.click('#inside .hs-inside-step:nth-child(6)');
+  await expect(page.locator('#inside .hs-inside-figure')).toHaveAttribute('data-step', '6');
+  await shot(page, 'inside-heads-off', { animations: 'disabled' });
+});
+
 test('keyboard only: the steps, Back and Next, the key and the numbers; the URL keeps the step', async ({ page, site }) => {
   await openInside(page, site.url('index.html?layer=0&head=1&inside=5'), { layer: 0, head: 1, query: 5 });
   const tabs = page.locator('#inside [role="tab"]');

@@ -28,9 +28,10 @@ for (const m of models) {
 }
 after(() => { for (const m of models) { m.page.dispose(); m.worker.dispose(); } });
 
-function cliInside(dir, text, layer, head) {
+function cliInside(dir, text, layer, head, ablate = []) {
   assert.ok(cli, 'native CLI not built (tests/js/run.sh builds it first)');
-  return JSON.parse(execFileSync(cli, ['run', '--model', dir, '--text', text, '--inspect', `${layer}:${head}`, '--json'], { maxBuffer: 1 << 28 }));
+  const off = ablate.length ? ['--ablate', ablate.map(([l, h]) => `${l}:${h}`).join(',')] : [];
+  return JSON.parse(execFileSync(cli, ['run', '--model', dir, '--text', text, '--inspect', `${layer}:${head}`, ...off, '--json'], { maxBuffer: 1 << 28 }));
 }
 
 // Native (SSE/AVX with FMA, -O3) and wasm SIMD128 run the same kernels with other instruction
@@ -92,6 +93,36 @@ for (const m of models) {
       assert.equal(page.tokens.map((t) => SENTENCE.slice(t.start, t.end)).join(''), SENTENCE.slice(page.tokens[0].start));
       assert.deepEqual(page.tokens, m.page.run(SENTENCE).tokens);
     }
+  });
+
+  test(`${m.name}: with heads switched off, inspectHead equals the CLI's --inspect --ablate and run({ ablate })'s map`, async () => {
+    const { nLayer, nHead } = m.page.info.config;
+    const layer = nLayer - 1;
+    const head = nHead - 1;
+    // every head of the layers below off (they change this head's input), and the inspected head
+    // itself (it then writes nothing: out is 0, the rest as before)
+    const below = [];
+    for (let l = 0; l < layer; l++) for (let h = 0; h < nHead; h++) below.push([l, h]);
+    const on = m.page.inspectHead(SENTENCE, layer, head);
+    for (const ablate of [below, [...below, [layer, head]]]) {
+      const doc = cliInside(m.dir, SENTENCE, layer, head, ablate);
+      const page = m.page.inspectHead(SENTENCE, layer, head, { ablate });
+      const worker = await m.worker.inspectHead(SENTENCE, layer, head, { ablate });
+      const where = `${ablate.length} heads off`;
+      checkAgainstCli(page, doc, layer, head, `page thread, ${where}`);
+      checkAgainstCli(worker, doc, layer, head, `worker, ${where}`);
+      for (const [key] of FIELDS) assert.deepEqual(worker[key], page[key], `worker vs page, ${where}: ${key}`);
+      assert.deepEqual(page.ablate, ablate);
+      // the same forward pass as the views': run()'s map with those heads off, bit for bit
+      assert.deepEqual(page.attention, m.page.run(SENTENCE, { ablate }).attention(layer, head), where);
+      const selfOff = ablate.some(([l, h]) => l === layer && h === head);
+      if (selfOff) assert.ok(page.out.every((x) => x === 0), `${where}: a switched-off head writes nothing`);
+      // the set matters where it should: below a one-layer model nothing is off, and q only changes with earlier heads
+      if (below.length) assert.notDeepEqual(page.q, on.q, `${where}: heads off below change the query`);
+      else assert.deepEqual(page.q, on.q, `${where}: nothing below, the same query`);
+    }
+    await assert.rejects(m.worker.inspectHead(SENTENCE, layer, head, { ablate: [[nLayer, 0]] }), /layer/);
+    assert.throws(() => m.page.inspectHead(SENTENCE, layer, head, { ablate: [[0]] }), /pairs/);
   });
 
   test(`${m.name}: the insides agree with run() and with themselves`, () => {

@@ -112,6 +112,11 @@ same<typeof inside.tokens, Token[]>();
 const qOfLast: Float32Array = inside.q.subarray((inside.T - 1) * inside.headSize, inside.T * inside.headSize);
 const masked: boolean = inside.scores[1] === -Infinity;
 const writeWidth: number = inside.out.length / inside.T - inside.nEmbd;
+// with heads switched off, as a run: the insides of the model the views show
+const insideOff = model.inspectHead(text, 1, 2, { ablate: switchedOff });
+const insideOffHeads: Array<[number, number]> = insideOff.ablate;
+// @ts-expect-error  ablate holds [layer, head] pairs
+model.inspectHead(text, 1, 2, { ablate: [1, 2] });
 // @ts-expect-error  the layer is a number
 model.inspectHead(text, '1', 2);
 // @ts-expect-error  on the page, inspectHead() returns the insides, not a promise
@@ -203,6 +208,7 @@ same<Awaited<ReturnType<WorkerModel['tokenize']>>, Token[]>();
 same<Awaited<ReturnType<WorkerModel['tokenText']>>, string>();
 same<Awaited<ReturnType<WorkerModel['inspectHead']>>, HeadInside>();
 const workerInside = await worker.inspectHead(text, 0, 1);
+const workerInsideOff = await worker.inspectHead(text, 1, 0, { ablate: [[0, 1]] });
 const weightsOfLast: Float32Array = workerInside.attention.subarray((workerInside.T - 1) * workerInside.T);
 // @ts-expect-error  a worker's inspectHead() is a promise
 const notAwaitedInside: HeadInside = worker.inspectHead(text, 0, 1);

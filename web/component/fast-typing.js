@@ -143,7 +143,7 @@ export class FastTypingModel {
   }
 
   // in the worker: the page instance's cache (what #last says it holds) stays the typed text's
-  inspectHead(text, layer, head) { return this.#worker.inspectHead(text, layer, head); }
+  inspectHead(text, layer, head, options) { return this.#worker.inspectHead(text, layer, head, options); }
   // writing runs in the worker: each token is one incremental step there, with a result for the views
   generate(text, options) { return this.#worker.generate(text, options); }
   tokenize(text) { return this.#worker.tokenize(text); }

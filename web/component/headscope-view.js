@@ -294,7 +294,7 @@ export class HeadscopeViewElement extends HTMLElement {
       const inside = this.#shownInside(result, state);
       if (this.#view.step !== state.step) this.#view.setStep(state.step, { silent: true });
       const error = this.#source?.error;
-      this.#view.update(inside, state, theme, { status: error ? `This head could not be read: ${error}` : inside?.text === result.text ? '' : 'Reading the head…' });
+      this.#view.update(inside, state, theme, { status: error ? `This head could not be read: ${error}` : inside?.text === result.text && this.#source.fresh ? '' : 'Reading the head…' });
       sentence = `Inside layer ${state.layer}, head ${state.head}, token ${focusToken(result, state)}: step ${state.step} of ${INSIDE_STEPS.length}, ${INSIDE_STEPS[state.step - 1].name}`;
     } else {
       this.#view.update(result, state, theme);
@@ -317,7 +317,7 @@ export class HeadscopeViewElement extends HTMLElement {
 
   // The insides view="inside" shows: its head's, for the text on screen.
   #want(result, state) {
-    this.#source?.want(result.text, { panel: state.view === 'inside' ? [state.layer, state.head] : null });
+    this.#source?.want(result.text, { panel: state.view === 'inside' ? [state.layer, state.head] : null, ablate: result.ablate ?? [] });
   }
 
   // The insides shown: the latest of the selected head (an earlier text's while the next loads).

@@ -3,9 +3,11 @@
 // texts are skipped), like the Runner does for runs. (The value sizes "weight × value size"
 // colours by come with the page's own runs: run(text, { valueNorms: true }).)
 //
-// An inspect run is a full forward pass of the text with every head on (it cannot reuse a cache
-// made without inspecting that head), and it takes the engine's cache, which the next keystroke then
-// reuses. So it runs only once the page's runs are done (`idle`), and when the last one took long (a
+// The head is read with the page's switched-off heads off (panelAblate()), so its numbers are those
+// of the views above; the head itself stays on, so that its last step shows what it would write.
+//
+// An inspect run is a full forward pass of the text (it cannot reuse a cache made without
+// inspecting that head), and it takes the engine's cache, which the next keystroke then reuses. So it runs only once the page's runs are done (`idle`), and when the last one took long (a
 // big model on a long text) only after the wish has stayed the same for a moment: typing is never
 // queued behind it.
 
@@ -14,13 +16,22 @@ export const SLOW_INSPECT_MS = 40;
 /** How long the wish must stay the same before a slow inspect run starts (ms). */
 export const QUIET_MS = 350;
 
-const keyOf = (layer, head) => `${layer}:${head}`;
+const keyOf = (panel, ablate) => (panel ? `${panel[0]}:${panel[1]} ${JSON.stringify(ablate)}` : '');
+
+/**
+ * The heads an inspect run of head (layer, head) switches off: the page's `ablate` ([[l, h], ...])
+ * without that head, sorted (so that one set is one key).
+ */
+export function panelAblate(ablate, layer, head) {
+  return ablate.filter(([l, h]) => l !== layer || h !== head).map(([l, h]) => [l, h])
+    .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+}
 
 export class InsideSource {
   #model;
   #onUpdate;
   #idle;
-  #want = null;      // { text, panel: [l, h] | null }
+  #want = null;      // { text, panel: [l, h] | null, ablate: panelAblate()'s, key }
   #full = null;      // { text, key, inside }: the panel head's insides (the latest fetched)
   #failed = null;    // { text, key, message }: not asked again for the same text and head
   #busy = false;
@@ -37,11 +48,14 @@ export class InsideSource {
 
   /**
    * What the view wants for `text`: the full insides of head `panel` ([layer, head], or null for
-   * nothing). Fetches it unless it is there; the insides of an earlier text stay, shown as stale.
+   * nothing) with the heads of `ablate` switched off (the page's set: the panel's head itself stays
+   * on). Fetches it unless it is there; the insides of an earlier text or set stay, shown as stale.
    */
-  want(text, { panel = null } = {}) {
-    if (this.#want && this.#want.text === text && keyOf(...(this.#want.panel ?? [])) === keyOf(...(panel ?? []))) return;
-    this.#want = { text, panel };
+  want(text, { panel = null, ablate = [] } = {}) {
+    const off = panel ? panelAblate(ablate, panel[0], panel[1]) : [];
+    const key = keyOf(panel, off);
+    if (this.#want && this.#want.text === text && this.#want.key === key) return;
+    this.#want = { text, panel, ablate: off, key };
     this.#wantedAt = performance.now();
     if (this.#quiet) this.#restartQuiet();
     if (!this.#busy) this.#pump();
@@ -53,21 +67,23 @@ export class InsideSource {
   /** True while the insides wanted are still missing. */
   get pending() { return !!this.#next(); }
 
+  /** True when inside() is what was wanted last: its text, head and switched-off heads. */
+  get fresh() { return !!this.#full && !!this.#want && this.#full.text === this.#want.text && this.#full.key === this.#want.key; }
+
   /** The error of the last failed inspect run for what is wanted now, or ''. */
   get error() {
     const w = this.#want;
     const f = this.#failed;
-    return w && f && f.text === w.text && f.key === keyOf(...(w.panel ?? [])) ? f.message : '';
+    return w && f && f.text === w.text && f.key === w.key ? f.message : '';
   }
 
   // The head to fetch for the wish, or null: it is there, or failed for this text already.
   #next() {
     const w = this.#want;
     if (!w?.panel) return null;
-    const key = keyOf(...w.panel);
-    if (this.#full && this.#full.text === w.text && this.#full.key === key) return null;
-    if (this.#failed && this.#failed.text === w.text && this.#failed.key === key) return null;
-    return w.panel;
+    if (this.#full && this.#full.text === w.text && this.#full.key === w.key) return null;
+    if (this.#failed && this.#failed.text === w.text && this.#failed.key === w.key) return null;
+    return w;
   }
 
   #restartQuiet() {
@@ -93,12 +109,10 @@ export class InsideSource {
         if (this.#model.disposed) return;
         const job = this.#next();
         if (!job) return;
-        const text = this.#want.text;
-        const [layer, head] = job;
-        const key = keyOf(layer, head);
+        const { text, key, ablate, panel: [layer, head] } = job;
         const t0 = performance.now();
         try {
-          this.#full = { text, key, inside: await this.#model.inspectHead(text, layer, head) };
+          this.#full = { text, key, inside: await this.#model.inspectHead(text, layer, head, { ablate }) };
         } catch (e) {
           if (this.#model.disposed) return;
           this.#failed = { text, key, message: e?.message ?? String(e) };

@@ -61,7 +61,7 @@ export function installInside({ state, announce, render, reducedMotion, wantValu
     /** Before the views are drawn: wants the insides they show, and draws the panel. */
     update(result, theme) {
       const { layer, head } = state;
-      source?.want(result.text, { panel: visible || state.insideOpen ? [layer, head] : null });
+      source?.want(result.text, { panel: visible || state.insideOpen ? [layer, head] : null, ablate: result.ablate ?? state.ablate });
       const byNote = $('by-explain');
       byNote.hidden = state.by !== 'value';
       // a result of a run without them (the mode was just switched) is shown by its weights meanwhile
@@ -72,16 +72,15 @@ export function installInside({ state, announce, render, reducedMotion, wantValu
       // the panel: the selected head's insides, an earlier text's while the next one is read
       const latest = source?.inside;
       const inside = latest && latest.layer === layer && latest.head === head ? latest : null;
-      const fresh = !!inside && inside.text === result.text;
+      const fresh = !!inside && !!source?.fresh && inside.text === result.text;
       const error = source?.error;
       const status = error ? `This head could not be read: ${error}` : fresh ? '' : `Reading layer ${layer}, head ${head}…`;
       view.update(inside, state, theme, { status });
       const note = $('inside-note');
-      const earlier = state.ablate.some(([l]) => l < layer);
+      // the panel reads the head with the page's switched-off heads off (InsideSource), except itself
       const off = state.ablate.some(([l, h]) => l === layer && h === head);
-      note.hidden = !earlier && !off;
-      setText(note, earlier ? 'Heads are switched off in earlier layers: this panel shows the model with every head on, so its numbers differ from the views above.'
-        : off ? 'This head is switched off: the model drops its write, and the panel shows what it would write.' : '');
+      note.hidden = !off;
+      setText(note, off ? 'This head is switched off: the model drops its write, and the panel shows what it would write.' : '');
       // for the tests: which head, query and text the panel shows, once it is the text on screen
       section.dataset.ready = fresh ? `${layer}:${head}:${focusToken(inside, state)}:${inside.T}` : '';
     },

@@ -2,7 +2,7 @@
 // Worker): the headscope API running in a Web Worker.
 // Every method returns a promise; results arrive as transferred buffers (not copied).
 // dispose() terminates the worker, which frees the model's memory.
-import type { HeadInside, LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token, HeadsOptions, HeadsReport, LogitAttribution, GenerateOptions, GenerateResult } from './headscope.js';
+import type { HeadInside, InspectOptions, LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token, HeadsOptions, HeadsReport, LogitAttribution, GenerateOptions, GenerateResult } from './headscope.js';
 
 export interface WorkerLoadOptions {
   /** Called as model bytes arrive. */
@@ -65,7 +65,7 @@ export interface WorkerModel {
    * run({ reuse }) still patches them correctly). Rejects with the engine's Error for a layer or
    * head out of range and for empty text.
    */
-  inspectHead(text: string, layer: number, head: number): Promise<HeadInside>;
+  inspectHead(text: string, layer: number, head: number, options?: InspectOptions): Promise<HeadInside>;
   /**
    * As HeadscopeModel.measureHeads, in the worker (the report's arrays transferred): onProgress after
    * each chunk (a promise it returns is not waited for), aborting `signal` stops it between chunks

@@ -156,13 +156,13 @@ class WorkerModel {
   }
 
   /**
-   * As HeadscopeModel.inspectHead, in the worker: one head's insides on `text`, its arrays
-   * transferred. It runs the text with every head on and leaves it in the engine's cache (as run()
-   * does); results on screen are not touched, so a later run({ reuse }) still patches the right rows.
+   * As HeadscopeModel.inspectHead, in the worker: one head's insides on `text` (with `ablate`'s
+   * heads off), its arrays transferred. It leaves the text in the engine's cache (as run() does);
+   * results on screen are not touched, so a later run({ reuse }) still patches the right rows.
    */
-  async inspectHead(text, layer, head) {
+  async inspectHead(text, layer, head, { ablate = [] } = {}) {
     if (typeof text !== 'string') throw new Error(`text must be a string, got ${text === null ? 'null' : typeof text}`);
-    return this.call('inspectHead', { text, layer, head });
+    return this.call('inspectHead', { text, layer, head, options: { ablate } });
   }
 
   /**
@@ -246,7 +246,7 @@ class PageThreadModel {
   get threads() { return this.#model.threads; }
   get disposed() { return this.#model.disposed; }
   async run(text, { onProgress, signal, ...options } = {}) { return this.#model.run(text, options); }
-  async inspectHead(text, layer, head) { return this.#model.inspectHead(text, layer, head); }
+  async inspectHead(text, layer, head, options) { return this.#model.inspectHead(text, layer, head, options); }
   async measureHeads(text, options) { return this.#model.measureHeads(text, options); }
   async generate(text, options) { return this.#model.generate(text, options); }
   async logitAttribution(position, token, of) { return this.#model.logitAttribution(position, token, of); }

@@ -265,6 +265,12 @@ export interface GenerateResult {
   stopped: boolean;
 }
 
+export interface InspectOptions {
+  /** [layer, head] pairs switched off for the run, as RunOptions.ablate: heads off in earlier layers
+   *  change the inspected head's input; the inspected head itself off writes nothing (`out` is 0). */
+  ablate?: ReadonlyArray<readonly [number, number]>;
+}
+
 /**
  * One head's computation on a text (HeadscopeModel.inspectHead), from the forward pass itself: the
  * same buffers and kernels that give the attention maps. Every array is row-major and its own copy.
@@ -274,6 +280,8 @@ export interface HeadInside {
   head: number;
   /** The text as run (lone surrogates replaced, as in RunResult.text). */
   text: string;
+  /** The heads switched off for the run (InspectOptions.ablate, a copy). */
+  ablate: Array<[number, number]>;
   /** The tokens the model saw (a text longer than the context keeps its last tokens, as run() does). */
   tokens: Token[];
   /** Number of tokens. */
@@ -406,11 +414,12 @@ export declare class HeadscopeModel {
    */
   run(text: string, options?: RunOptions): RunResult;
   /**
-   * One head's insides on `text` (run with every head on): q, k, v, scores, attention, z, its write
-   * and each value's size. Like run(), it leaves the text in the engine's cache. Throws an Error
-   * naming the range for a layer or head out of range, and for non-string or empty text.
+   * One head's insides on `text` (run with `options.ablate`'s heads off, none by default): q, k, v,
+   * scores, attention, z, its write and each value's size. Like run(), it leaves the text in the
+   * engine's cache. Throws an Error naming the range for a layer or head out of range, for ablate
+   * entries out of range, and for non-string or empty text.
    */
-  inspectHead(text: string, layer: number, head: number): HeadInside;
+  inspectHead(text: string, layer: number, head: number, options?: InspectOptions): HeadInside;
   /** The tokens of `text`, without running the model. */
   tokenize(text: string): Token[];
   /** The display text of vocabulary entry `id`. */

@@ -239,19 +239,23 @@ export class HeadscopeModel {
    * (plain data: the worker sends it across as it is), every
    * array a Float32Array, row-major: q, k, v and z are T x headSize, scores and attention T x T
    * (scores are q_i . k_j / sqrt(headSize), -Infinity where j > i), out is T x nEmbd (the head's
-   * write z_i W_O^h), valueNorm T values (the size of v_j W_O^h). The text runs with every head on.
-   * Like run(), it leaves the text in the engine's cache, which a later run() of it reuses.
-   * A layer or head out of range, or an empty text, throws the engine's Error naming the range.
+   * write z_i W_O^h), valueNorm T values (the size of v_j W_O^h). The text runs with the heads of
+   * `ablate` switched off ([[layer, head], ...], as run()'s; none by default): heads off in earlier
+   * layers change this head's input, and a switched-off head's `out` is 0 (it writes nothing).
+   * Like run(), it leaves the text in the engine's cache, which a later run() of it with the same
+   * ablate reuses. A layer or head out of range, or an empty text, throws the engine's Error naming
+   * the range.
    */
-  inspectHead(text, layer, head) {
+  inspectHead(text, layer, head, { ablate = [] } = {}) {
     const h = this.#live();
     const wellFormed = toWellFormed(text);
     // embind would truncate 1.5 or refuse '1' with a TypeError of its own: the engine's wording instead
     for (const [name, v] of [['layer', layer], ['head', head]])
       if (!Number.isInteger(v)) throw new Error(`${name} must be an integer, got ${typeof v === 'number' ? v : typeof v}`);
+    const flat = flatAblate(ablate);
     this.#engineHoldsLastRun = false;
     this.#generating = null;
-    const inside = checked(this.#core, h.inspect(wellFormed, layer, head));
+    const inside = checked(this.#core, h.inspect(wellFormed, layer, head, flat));
     // the tokens of this run, without any attention rows (rows [T, T) of a T-wide block: none)
     const T = inside.T;
     const out = checked(this.#core, h.results(0, false, T, 0, T));
@@ -259,7 +263,7 @@ export class HeadscopeModel {
     const tokens = new Array(T);
     for (let i = 0; i < T; i++)
       tokens[i] = { text: out.tokenTexts[i], id: out.tokenIds[i], start: map.start(out.tokenByteStarts[i]), end: map.end(out.tokenByteEnds[i]) };
-    return { ...inside, text: wellFormed, tokens };
+    return { ...inside, text: wellFormed, tokens, ablate: ablate.map(([l, hd]) => [l, hd]) };
   }
 
   /**

@@ -36,7 +36,7 @@ export const MESSAGES = Object.freeze({
     progress: '{ tokens, total } after each step of a long run', cancellable: true, betweenChunks: true,
   },
   inspectHead: {
-    handling: QUEUED, needs: 'model', args: '{ text, layer, head }',
+    handling: QUEUED, needs: 'model', args: '{ text, layer, head, options: { ablate } }',
     value: 'HeadscopeModel.inspectHead(): one head\'s insides (its eight typed arrays transferred)', betweenChunks: true,
   },
   tokenize: { handling: QUEUED, needs: 'model', args: '{ text }', value: 'Token[]', betweenChunks: true },

@@ -271,10 +271,10 @@ const HANDLERS = {
     return { value: data, transfer };
   },
   inspectHead(id, args) {
-    const inside = model.inspectHead(args.text, args.layer, args.head);
-    // the inspect run took the engine's cache (every head on, the inspected text): say so, so that
-    // the next run and the restore of the text on screen know what the cache holds
-    cached = { ids: inside.tokens.map((t) => t.id), key: cacheKey({}) };
+    const inside = model.inspectHead(args.text, args.layer, args.head, args.options);
+    // the inspect run took the engine's cache (the inspected text, with its heads off): say so, so
+    // that the next run and the restore of the text on screen know what the cache holds
+    cached = { ids: inside.tokens.map((t) => t.id), key: cacheKey(inside) };
     return { value: inside, transfer: INSIDE_BUFFERS.map((k) => inside[k].buffer) };
   },
   async measureHeads(id, args) {
