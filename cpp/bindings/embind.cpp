@@ -199,7 +199,7 @@ val inspect(Model& m, val text, int layer, int head, val ablate_pairs) {
 headscope::HeadsMeasurement* measure_heads(Model& m, val text, int random_orders, double seed, int exact_limit,
                                            int candidates) {
   return guarded([&]() -> headscope::HeadsMeasurement* {
-    std::vector<headscope::Token> tokens = m.tokenizer().encode(string_of(text, "text"));
+    std::vector<headscope::Token> tokens = m.tokenizer().encode_input(string_of(text, "text"));
     const int dropped = m.tokens_to_drop((int)tokens.size());
     std::vector<int32_t> ids;
     for (std::size_t i = dropped; i < tokens.size(); i++) ids.push_back(tokens[i].id);
@@ -424,7 +424,7 @@ EMSCRIPTEN_BINDINGS(headscope) {
                   return guarded([&] { return val(m.tokenizer().token_display(id)); });
                 }))
       .function("tokenize", optional_override([](const Model& m, val text) {
-                  return guarded([&] { return token_array(m.tokenizer().encode(string_of(text, "text"))); });
+                  return guarded([&] { return token_array(m.tokenizer().encode_input(string_of(text, "text"))); });
                 }));
   function("measureHeads", &measure_heads, allow_raw_pointers());
   function("generation", &generation, allow_raw_pointers());

@@ -103,7 +103,7 @@ int run_heads(const HeadsArgs& a) {
   const std::string text = read_text_file(a.text_file);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw Error("the text file " + a.text_file + " is empty");
   Model model = Model::load_directory(a.model, a.load);
-  std::vector<Token> tokens = model.tokenizer().encode(text);
+  std::vector<Token> tokens = model.tokenizer().encode_input(text);
   const int dropped = model.tokens_to_drop((int)tokens.size());
   if (dropped)
     std::cerr << "headscope heads: the text has " << tokens.size() << " tokens; the first " << dropped

@@ -42,6 +42,93 @@ bool read_bool(const json& j, const char* key, bool fallback) {
   return it->get<bool>();
 }
 
+// A number in (lo, hi), or `fallback` when absent.
+double read_number(const json& j, const char* key, double lo, double hi, double fallback, const char* where = "") {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_number()) throw Error(std::string("config.json: ") + where + "\"" + key + "\" must be a number");
+  const double v = it->get<double>();
+  if (!(v > lo && v < hi))
+    throw Error(std::string("config.json: ") + where + "\"" + key + "\" = " + it->dump() + " is outside (" +
+                json(lo).dump() + ", " + json(hi).dump() + ")");
+  return v;
+}
+
+// LlamaConfig's and Qwen3Config's keys (transformers' configuration_llama.py / configuration_qwen3.py,
+// with their defaults where a key may be absent).
+ModelConfig parse_llama(const json& j, const std::string& type) {
+  ModelConfig c;
+  c.family = Family::llama;
+  c.model_type = type;
+  c.vocab_size = read_int(j, "vocab_size", 1, kMaxVocab);
+  c.n_embd = read_int(j, "hidden_size", 1, kMaxEmbd);
+  c.n_inner = read_int(j, "intermediate_size", 1, 8 * kMaxEmbd);
+  c.n_layer = read_int(j, "num_hidden_layers", 1, kMaxLayers);
+  c.n_head = read_int(j, "num_attention_heads", 1, kMaxHeads);
+  c.n_kv_head = read_int(j, "num_key_value_heads", 1, kMaxHeads, false, c.n_head);
+  if (c.n_head % c.n_kv_head != 0)
+    throw Error("config.json: num_attention_heads (" + std::to_string(c.n_head) +
+                ") is not a multiple of num_key_value_heads (" + std::to_string(c.n_kv_head) + ")");
+  // Qwen3Config's head_dim defaults to 128; LlamaConfig's to hidden_size / num_attention_heads
+  if (type == "qwen3")
+    c.head_dim = read_int(j, "head_dim", 2, 1024, false, 128);
+  else if (j.contains("head_dim") && !j["head_dim"].is_null())
+    c.head_dim = read_int(j, "head_dim", 2, 1024);
+  else {
+    if (c.n_embd % c.n_head != 0)
+      throw Error("config.json: hidden_size (" + std::to_string(c.n_embd) + ") is not divisible by num_attention_heads (" +
+                  std::to_string(c.n_head) + ") and there is no head_dim");
+    c.head_dim = c.n_embd / c.n_head;
+  }
+  if (c.head_dim % 2 != 0)
+    throw Error("config.json: head_dim = " + std::to_string(c.head_dim) + " is odd; rotary positions rotate pairs");
+  if ((int64_t)c.n_head * c.head_dim > 4 * kMaxEmbd)
+    throw Error("config.json: num_attention_heads x head_dim = " + std::to_string((int64_t)c.n_head * c.head_dim) +
+                " is too wide");
+  c.max_position_embeddings = read_int(j, "max_position_embeddings", 1, 1 << 24);
+  c.n_positions = std::min(c.max_position_embeddings, kLlamaContext);
+  c.layer_norm_epsilon = (float)read_number(j, "rms_norm_eps", 0.0, 1.0, 1e-6);
+  c.rope_theta = read_number(j, "rope_theta", 0.0, 1e12, 10000.0);
+  c.tie_word_embeddings = read_bool(j, "tie_word_embeddings", false);
+  c.qk_norm = type == "qwen3";
+  c.activation = Activation::silu;
+  c.activation_name = "silu";
+  if (auto it = j.find("hidden_act"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) throw Error("config.json: \"hidden_act\" must be a string");
+    c.activation_name = it->get<std::string>();
+    if (c.activation_name != "silu")
+      throw Error("config.json: hidden_act \"" + c.activation_name + "\" is not supported (the Llama family's MLP is silu)");
+  }
+  if (read_bool(j, "attention_bias", false)) throw Error("config.json: attention_bias=true is not supported");
+  if (read_bool(j, "mlp_bias", false)) throw Error("config.json: mlp_bias=true is not supported");
+  if (read_bool(j, "use_sliding_window", false)) throw Error("config.json: use_sliding_window=true is not supported");
+  if (read_number(j, "partial_rotary_factor", 0.0, 1.0 + 1e-9, 1.0) != 1.0)
+    throw Error("config.json: partial_rotary_factor below 1 is not supported (every dimension rotates here)");
+  if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) throw Error("config.json: \"rope_scaling\" must be an object or null");
+    const json& r = *it;
+    std::string kind;
+    for (const char* key : {"rope_type", "type"})  // older files say "type"
+      if (auto k = r.find(key); k != r.end() && k->is_string()) { kind = k->get<std::string>(); break; }
+    if (kind != "llama3" && kind != "default")
+      throw Error("config.json: rope_scaling of type \"" + kind +
+                  "\" is not supported (only \"llama3\", as Llama 3.1 and 3.2 ship it)");
+    if (kind == "llama3") {
+      RopeScaling& s = c.rope_scaling;
+      s.llama3 = true;
+      s.factor = read_number(r, "factor", 0.0, 1e6, -1, "rope_scaling ");
+      s.low_freq_factor = read_number(r, "low_freq_factor", 0.0, 1e6, -1, "rope_scaling ");
+      s.high_freq_factor = read_number(r, "high_freq_factor", 0.0, 1e6, -1, "rope_scaling ");
+      if (s.factor < 0 || s.low_freq_factor < 0 || s.high_freq_factor < 0)
+        throw Error("config.json: rope_scaling of type llama3 needs factor, low_freq_factor and high_freq_factor");
+      s.original_max_position_embeddings = read_int(r, "original_max_position_embeddings", 1, 1 << 24);
+      if (!(s.high_freq_factor > s.low_freq_factor))
+        throw Error("config.json: rope_scaling's high_freq_factor must be above its low_freq_factor");
+    }
+  }
+  return c;
+}
+
 }  // namespace
 
 ModelConfig parse_config(std::string_view config_json) {
@@ -57,12 +144,14 @@ ModelConfig parse_config(std::string_view config_json) {
   if (auto it = j.find("model_type"); it != j.end() && !it->is_null()) {
     if (!it->is_string()) throw Error("config.json: \"model_type\" must be a string");
     const std::string type = it->get<std::string>();
-    static constexpr const char* kLlamaFamily[] = {"llama", "qwen2", "qwen3", "mistral", "smollm3"};
-    const bool llama = std::find(std::begin(kLlamaFamily), std::end(kLlamaFamily), type) != std::end(kLlamaFamily);
+    if (type == "llama" || type == "qwen3") return parse_llama(j, type);
+    // relatives whose computation differs: Qwen2's q/k/v biases, Mistral's sliding window, ...
+    static constexpr const char* kRelatives[] = {"qwen2", "mistral", "smollm3", "gemma", "gemma2", "phi3"};
+    const bool relative = std::find(std::begin(kRelatives), std::end(kRelatives), type) != std::end(kRelatives);
     if (type != "gpt2")
       throw Error("config.json: model_type \"" + type + "\" is not supported" +
-                  (llama ? " yet (the Llama family: RMSNorm, rotary positions, shared key/value heads)" : "") +
-                  ": this engine runs GPT-2 models (model_type \"gpt2\")");
+                  (relative ? " yet (a relative of the Llama family whose layers differ)" : "") +
+                  ": this engine runs GPT-2 (model_type \"gpt2\") and the Llama family (\"llama\", \"qwen3\")");
   }
 
   ModelConfig c;
@@ -78,6 +167,8 @@ ModelConfig parse_config(std::string_view config_json) {
   if (c.n_embd % c.n_head != 0)
     throw Error("config.json: n_embd (" + std::to_string(c.n_embd) + ") is not divisible by n_head (" +
                 std::to_string(c.n_head) + ")");
+  c.n_kv_head = c.n_head;
+  c.head_dim = c.n_embd / c.n_head;
 
   if (auto it = j.find("layer_norm_epsilon"); it != j.end() && !it->is_null()) {
     if (!it->is_number()) throw Error("config.json: \"layer_norm_epsilon\" must be a number");

@@ -1,4 +1,5 @@
-// The one forward pass of a GPT-2 block (forward.hpp), shared by the Model and the Trainer.
+// The one forward pass of a block (forward.hpp), GPT-2's or the Llama family's, shared by the Model
+// and the Trainer.
 #include "forward.hpp"
 
 #include <algorithm>
@@ -9,24 +10,41 @@ namespace headscope {
 void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffers& b, int B, int t_begin, int T,
                    int stride) noexcept {
   namespace k = kernels;
-  const int C = c.n_embd, NH = c.n_head, HS = c.head_size(), F = c.n_inner;
+  const int C = c.n_embd, NH = c.n_head, KV = c.kv_heads(), HS = c.head_size(), F = c.n_inner, QW = c.q_width();
+  const std::size_t W = c.qkv_width();
+  const bool llama = c.family == Family::llama;
   const int n = B == 1 ? T - t_begin : B * T;  // rows computed
   const float eps = c.layer_norm_epsilon;
   const std::size_t nc = (std::size_t)n * C;
+  const k::AttentionShape shape{NH, KV, HS};
 
-  // attention: every head reads the same LayerNormed input through its own slice of c_attn
-  k::layernorm_forward(b.ln1, b.ln1_mean, b.ln1_rstd, b.x, w.ln_1_weight.data(), w.ln_1_bias.data(), n, C, eps);
-  k::matmul_forward(b.qkv + (std::size_t)t_begin * 3 * C, b.ln1, w.c_attn, n);
-  for (int s = 0; s < B; s++)
-    k::attention_forward(b.head_out + (std::size_t)s * stride * C, b.att + (std::size_t)s * NH * stride * stride,
-                         b.qkv + (std::size_t)s * stride * 3 * C, t_begin, T, C, NH, stride, b.key_panels,
-                         b.inspect_scores, b.inspect_head);
+  // attention: every head reads the same normed input through its own slice of c_attn
+  if (llama)
+    k::rmsnorm_forward(b.ln1, b.ln1_rstd, b.x, w.ln_1_weight.data(), n, C, eps);
+  else
+    k::layernorm_forward(b.ln1, b.ln1_mean, b.ln1_rstd, b.x, w.ln_1_weight.data(), w.ln_1_bias.data(), n, C, eps);
+  k::matmul_forward(b.qkv + (std::size_t)t_begin * W, b.ln1, w.c_attn, n);
+  for (int s = 0; s < B; s++) {
+    float* qkv = b.qkv + (std::size_t)s * stride * W;
+    if (llama) {
+      // Qwen3: each head's q and k through their RMSNorm (heads are contiguous: NH, then KV, rows of
+      // HS), then the rotation of q and k (the NH + KV heads from column 0) by each row's position
+      for (int t = t_begin; c.qk_norm && t < T; t++) {
+        float* row = qkv + (std::size_t)t * W;
+        k::rmsnorm_forward(row, nullptr, row, w.q_norm.data(), NH, HS, eps);
+        k::rmsnorm_forward(row + QW, nullptr, row + QW, w.k_norm.data(), KV, HS, eps);
+      }
+      k::rope_forward(qkv, W, t_begin, T, NH + KV, HS, b.rope_inv_freq);
+    }
+    k::attention_forward(b.head_out + (std::size_t)s * stride * QW, b.att + (std::size_t)s * NH * stride * stride, qkv,
+                         t_begin, T, shape, stride, b.key_panels, b.inspect_scores, b.inspect_head);
+  }
 
   // W_O, one head at a time: out = bias + sum_h head_out[:, h] @ W_O[h rows]. A switched-off head
   // writes nothing. Summing per head gives each head's contribution from the same computation:
   // concatenating the heads and multiplying by W_O is the same as adding up what each head writes.
   float* proj = b.attn_proj;  // (n, C)
-  const float* head_rows = b.head_out + (std::size_t)t_begin * C;  // (n, C); t_begin is 0 for a batch
+  const float* head_rows = b.head_out + (std::size_t)t_begin * QW;  // (n, QW); t_begin is 0 for a batch
   // Nothing asked per head (the trainer without gates): one product over the concatenation, the
   // same sum in another order, and NH times fewer passes over the output.
   const bool per_head = b.contrib || b.norms || b.ablate || b.gates || b.inspect_out;
@@ -38,7 +56,7 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
     float* kept = b.contrib ? b.contrib + ((std::size_t)h * stride + t_begin) * C : nullptr;
     if (b.ablate && b.ablate[h]) {
       for (int r = 0; r < n; r++) {
-        float* row = b.head_out + (std::size_t)(t_begin + r) * C;
+        float* row = b.head_out + (std::size_t)(t_begin + r) * QW;
         std::fill(row + h * HS, row + (h + 1) * HS, 0.0f);
         if (norms) norms[t_begin + r] = 0.0f;
       }
@@ -50,7 +68,7 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
     if (b.gates && b.gates[h] == 0.0f) continue;
     float* inspected = h == b.inspect_head && b.inspect_out ? b.inspect_out + (std::size_t)t_begin * C : nullptr;
     float* contrib = kept ? kept : inspected ? inspected : b.head_proj;  // (n, C)
-    k::matmul_rows_forward(contrib, head_rows, C, w.c_proj, h * HS, (h + 1) * HS, n);
+    k::matmul_rows_forward(contrib, head_rows, QW, w.c_proj, h * HS, (h + 1) * HS, n);
     if (kept && inspected) std::copy(kept, kept + nc, inspected);
     if (b.gates && b.gates[h] != 1.0f)
       for (std::size_t i = 0; i < nc; i++) contrib[i] *= b.gates[h];
@@ -63,7 +81,15 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
   }
   k::add_forward(b.res_mid, b.x, proj, nc);
 
-  // MLP
+  // MLP: GPT-2's GELU, or the Llama family's SwiGLU, down(silu(gate(x)) * up(x))
+  if (llama) {
+    k::rmsnorm_forward(b.ln2, b.ln2_rstd, b.res_mid, w.ln_2_weight.data(), n, C, eps);
+    k::matmul_forward(b.fc_pre, b.ln2, w.c_fc, n);
+    k::swiglu_forward(b.fc_act, b.fc_pre, n, F);
+    k::matmul_forward(b.mlp_out, b.fc_act, w.mlp_proj, n);
+    k::add_forward(b.res_out, b.res_mid, b.mlp_out, nc);
+    return;
+  }
   k::layernorm_forward(b.ln2, b.ln2_mean, b.ln2_rstd, b.res_mid, w.ln_2_weight.data(), w.ln_2_bias.data(), n, C, eps);
   k::matmul_forward(b.fc_pre, b.ln2, w.c_fc, n);
   if (c.activation == Activation::gelu_tanh)

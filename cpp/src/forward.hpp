@@ -1,9 +1,11 @@
-// Internal to cpp/src: the one forward pass of a GPT-2 block, run by the Model (one sequence, rows
+// Internal to cpp/src: the one forward pass of a block (GPT-2's or the Llama family's), run by the Model (one sequence, rows
 // [t_begin, T) on top of its key/value cache) and by the Trainer (a batch of B sequences from
 // position 0, keeping every activation its backward needs). Both call the same kernels in the same
 // order, so every checkpoint the model runs can be trained further, and an op exists once.
 // Legend: B sequences, T tokens, n rows computed (T - t_begin for one sequence, B*T for a batch),
-// C n_embd, NH heads, HS head size, F n_inner; `stride` rows per sequence in the per-sequence buffers.
+// C n_embd, NH query heads, KV key/value heads, HS head size, QW = NH*HS the heads' outputs side by
+// side (C for GPT-2), W = (NH + 2 KV) HS a token's q | k | v (3C for GPT-2), F n_inner; `stride` rows
+// per sequence in the per-sequence buffers.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -13,14 +15,16 @@
 
 namespace headscope {
 
-// The weights of one block, packed for the kernels.
+// The weights of one block, packed for the kernels. The Llama family's have no biases (the packed
+// layers' are 0, the norms' empty); their c_fc is gate_proj and up_proj side by side.
 struct BlockWeights {
-  std::vector<float> ln_1_weight, ln_1_bias;  // (C)
-  kernels::PackedLinear c_attn;               // (C, 3C) -> q | k | v
-  kernels::PackedLinear c_proj;               // (C, C)  W_O, rows h*HS..(h+1)*HS belong to head h
-  std::vector<float> ln_2_weight, ln_2_bias;  // (C)
-  kernels::PackedLinear c_fc;                 // (C, F)
+  std::vector<float> ln_1_weight, ln_1_bias;  // (C): LayerNorm 1, or RMSNorm input_layernorm (no bias)
+  kernels::PackedLinear c_attn;               // (C, W) -> q | k | v
+  kernels::PackedLinear c_proj;               // (QW, C)  W_O, rows h*HS..(h+1)*HS belong to query head h
+  std::vector<float> ln_2_weight, ln_2_bias;  // (C): LayerNorm 2, or RMSNorm post_attention_layernorm
+  kernels::PackedLinear c_fc;                 // (C, F) GPT-2; (C, 2F) [gate | up] Llama
   kernels::PackedLinear mlp_proj;             // (F, C)
+  std::vector<float> q_norm, k_norm;          // (HS) Qwen3's RMSNorm of each head's q and k; else empty
 };
 
 // Where one block reads and writes. Row pointers (n rows) point at the first computed row; the
@@ -33,18 +37,20 @@ struct BlockBuffers {
   float* ln1 = nullptr;      // (n, C) LayerNorm 1
   float* ln1_mean = nullptr; // (n) or null; with ln1_rstd, what LayerNorm's backward needs
   float* ln1_rstd = nullptr; // (n) or null
-  float* qkv = nullptr;      // (B, stride, 3C): q | k | v; rows below t_begin are the key/value cache
+  float* qkv = nullptr;      // (B, stride, W): q | k | v (Llama: after q/k norm and rotation); rows
+                             // below t_begin are the key/value cache
   float* att = nullptr;      // (B, NH, stride, stride) attention probabilities, row = query
-  float* key_panels = nullptr;  // kernels::attention_key_panels_floats(stride, C, NH): the attention kernel's key cache
-  float* head_out = nullptr; // (B, stride, C) every head's output, concatenated (a switched-off head's is 0)
+  float* key_panels = nullptr;  // kernels::attention_key_panels_floats(stride, shape): the attention kernel's key cache
+  float* head_out = nullptr; // (B, stride, QW) every head's output, concatenated (a switched-off head's is 0)
   float* head_proj = nullptr;  // (n, C) scratch: one head's output through its rows of W_O
   float* attn_proj = nullptr;  // (n, C) the attention layer's output: W_O's bias plus every head's write
   float* res_mid = nullptr;  // (n, C) x + attn_proj
   float* ln2 = nullptr;      // (n, C) LayerNorm 2
   float* ln2_mean = nullptr; // (n) or null
   float* ln2_rstd = nullptr; // (n) or null
-  float* fc_pre = nullptr;   // (n, F) before the GELU
-  float* fc_act = nullptr;   // (n, F) after it (may be fc_pre)
+  float* fc_pre = nullptr;   // (n, F) before the GELU; Llama (n, 2F): gate | up
+  float* fc_act = nullptr;   // (n, F) after it (may be fc_pre for GPT-2, not for Llama)
+  const double* rope_inv_freq = nullptr;  // (HS/2) Llama: the rotary frequencies (kernels::rope_forward)
   float* mlp_out = nullptr;  // (n, C) the MLP's output (may be attn_proj: it is read before)
   float* res_out = nullptr;  // (n, C) res_mid + mlp_out (may be res_mid)
   // optional, one sequence only (the model's views):

@@ -78,7 +78,7 @@ Generation::Generation(Model& model, std::string_view text, const SamplingOption
   run_options_.ablate = std::move(ablate);
   check_sampling_options(options);
   if (text.empty()) throw Error("text is empty");
-  for (const Token& t : model.tokenizer().encode(text)) r_.ids.push_back(t.id);
+  for (const Token& t : model.tokenizer().encode_input(text)) r_.ids.push_back(t.id);
   if (r_.ids.empty()) throw Error("text is empty");
   r_.text = std::string(text);
   run_window();

@@ -20,13 +20,16 @@ bool Model::Impl::reserve(int tokens) { return ensure_capacity(std::clamp(tokens
 
 bool Model::Impl::ensure_capacity(int T) {
   if (T <= cap_) return false;
-  const std::size_t L = config_.n_layer, NH = config_.n_head, C = config_.n_embd, F = config_.n_inner;
+  const std::size_t L = config_.n_layer, NH = config_.n_head, C = config_.n_embd, QW = config_.q_width(),
+                    W = config_.qkv_width(), KVW = (std::size_t)config_.kv_heads() * config_.head_size();
+  const std::size_t FS = config_.family == Family::llama ? 3 * (std::size_t)config_.n_inner : config_.n_inner;
+  const kernels::AttentionShape shape{config_.n_head, config_.kv_heads(), config_.head_size()};
   // Sizes come from config.json and the text: add them up in 64 bits and refuse before allocating,
   // so a hostile config cannot overflow a 32-bit size_t (wasm) into a small buffer.
   const auto floats_for = [&](uint64_t c64) {
-    return (uint64_t)(L + 1) * c64 * C + (uint64_t)L * c64 * 3 * C + (uint64_t)L * NH * c64 * c64 + (uint64_t)L * c64 * C +
-           (uint64_t)L * NH * c64 + 3 * c64 * C + c64 * F +
-           (uint64_t)L * (2 * c64 + 32) * C /* key panels and values: L x NH x <= (2 cap + panel) x HS */;
+    return (uint64_t)(L + 1) * c64 * C + (uint64_t)L * c64 * W + (uint64_t)L * NH * c64 * c64 + (uint64_t)L * c64 * QW +
+           (uint64_t)L * NH * c64 + 3 * c64 * C + c64 * FS +
+           (uint64_t)L * (2 * c64 + 32) * KVW /* key panels and values: L x KV x <= (2 cap + panel) x HS */;
   };
   // Grow geometrically, with room for the next words typed, so typing does not reallocate at every
   // token: a reallocation drops the cache (the next run computes every token again). Exactly T
@@ -40,16 +43,16 @@ bool Model::Impl::ensure_capacity(int T) {
                 " MB limit; use a shorter text");
   try {
     residual_.assign((L + 1) * cap * C, 0.0f);
-    qkv_.assign(L * cap * 3 * C, 0.0f);
+    qkv_.assign(L * cap * W, 0.0f);
     att_.assign(L * NH * cap * cap, 0.0f);
-    head_out_.assign(L * cap * C, 0.0f);
+    head_out_.assign(L * cap * QW, 0.0f);
     contrib_.clear();
     contrib_norm_.assign(L * NH * cap, 0.0f);
     scratch_ln_.assign(cap * C, 0.0f);
     scratch_proj_.assign(cap * C, 0.0f);
     scratch_head_.assign(cap * C, 0.0f);
-    scratch_fc_.assign(cap * F, 0.0f);
-    key_panels_.assign(L * kernels::attention_key_panels_floats((int)cap, (int)C, (int)NH), 0.0f);
+    scratch_fc_.assign(cap * FS, 0.0f);
+    key_panels_.assign(L * kernels::attention_key_panels_floats((int)cap, shape), 0.0f);
   } catch (const std::bad_alloc&) {
     // leave no half-sized buffers behind: the next run starts from nothing
     cap_ = 0;
@@ -81,7 +84,7 @@ int Model::Impl::tokens_to_drop(int tokens) const {
 
 RunInfo Model::Impl::run(std::string_view text, const RunOptions& options) {
   if (text.empty()) throw Error("text is empty");
-  std::vector<Token> tokens = tokenizer_->encode(text);  // throws on invalid UTF-8
+  std::vector<Token> tokens = tokenizer_->encode_input(text);  // throws on invalid UTF-8
   if (tokens.empty()) throw Error("text is empty");
   const int dropped = tokens_to_drop((int)tokens.size());
   tokens.erase(tokens.begin(), tokens.begin() + dropped);
@@ -191,16 +194,19 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
   const ModelConfig& c = config_;
   const int T = T_, n = T - t_begin;  // n: rows computed in this call
   const int C = c.n_embd, NH = c.n_head, V = c.vocab_size;
-  const std::size_t cap = cap_;
+  const std::size_t cap = cap_, W = c.qkv_width(), QW = c.q_width();
+  const bool llama = c.family == Family::llama;
+  const k::AttentionShape shape{NH, c.kv_heads(), c.head_size()};
 
   if (n > 0) {
     for (int t = t_begin; layer_begin == 0 && t < T; t++) {
       float* row = &residual_[(std::size_t)t * C];
       if (wte_f16_.empty()) {
-        k::add_forward(row, &wte_[(std::size_t)ids_[t] * C], &wpe_[(std::size_t)t * C], C);
+        if (llama) std::copy_n(&wte_[(std::size_t)ids_[t] * C], C, row);  // rotary positions: no wpe
+        else k::add_forward(row, &wte_[(std::size_t)ids_[t] * C], &wpe_[(std::size_t)t * C], C);
       } else {  // widened in place (exact), then the same add
         k::f16_unpack_forward(row, &wte_f16_[(std::size_t)ids_[t] * C], C);
-        k::add_forward(row, row, &wpe_[(std::size_t)t * C], C);
+        if (!llama) k::add_forward(row, row, &wpe_[(std::size_t)t * C], C);
       }
     }
 
@@ -209,14 +215,16 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
       BlockBuffers io;
       io.x = &residual_[(l * cap + t_begin) * C];  // (n, C) stream entering it
       io.ln1 = io.ln2 = scratch_ln_.data();
-      io.qkv = &qkv_[l * cap * 3 * C];
+      io.qkv = &qkv_[l * cap * W];
       io.att = &att_[l * NH * cap * cap];
-      io.key_panels = key_panels_.data() + l * k::attention_key_panels_floats((int)cap, C, NH);
-      io.head_out = &head_out_[l * cap * C];
+      io.key_panels = key_panels_.data() + l * k::attention_key_panels_floats((int)cap, shape);
+      io.head_out = &head_out_[l * cap * QW];
       io.head_proj = scratch_head_.data();
       io.attn_proj = io.mlp_out = scratch_proj_.data();
       io.res_mid = io.res_out = x_next;
       io.fc_pre = io.fc_act = scratch_fc_.data();
+      if (llama) io.fc_act += cap * 2 * c.n_inner;  // SwiGLU reads gate | up and writes apart
+      io.rope_inv_freq = rope_inv_freq_.data();
       io.ablate = &ablate_mask_[(std::size_t)l * NH];
       io.contrib = options_.keep_contributions ? &contrib_[(std::size_t)l * NH * cap * C] : nullptr;
       io.norms = &contrib_norm_[(std::size_t)l * NH * cap];
@@ -229,27 +237,34 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
     }
   }
 
-  // final LayerNorm and tied LM head; the last row always (T may have shrunk: text deleted at the end)
+  // final norm and LM head; the last row always (T may have shrunk: text deleted at the end)
   const float* final_stream = &residual_[(std::size_t)c.n_layer * cap * C];
+  const auto final_norm = [&](const float* x, int rows) {
+    if (llama)
+      k::rmsnorm_forward(scratch_ln_.data(), nullptr, x, ln_f_weight_.data(), rows, C, c.layer_norm_epsilon);
+    else
+      k::layernorm_forward(scratch_ln_.data(), nullptr, nullptr, x, ln_f_weight_.data(), ln_f_bias_.data(), rows, C,
+                           c.layer_norm_epsilon);
+  };
   if (options_.all_logits && T > logits_begin) {
     const int rows = T - logits_begin;
-    k::layernorm_forward(scratch_ln_.data(), nullptr, nullptr, final_stream + (std::size_t)logits_begin * C,
-                         ln_f_weight_.data(), ln_f_bias_.data(), rows, C, c.layer_norm_epsilon);
+    final_norm(final_stream + (std::size_t)logits_begin * C, rows);
     lm_head(&logits_all_[(std::size_t)logits_begin * V], scratch_ln_.data(), rows);
   }
   logits_last_.resize(V);
-  k::layernorm_forward(scratch_ln_.data(), nullptr, nullptr, final_stream + (std::size_t)(T - 1) * C,
-                       ln_f_weight_.data(), ln_f_bias_.data(), 1, C, c.layer_norm_epsilon);
+  final_norm(final_stream + (std::size_t)(T - 1) * C, 1);
   lm_head(logits_last_.data(), scratch_ln_.data(), 1);
 }
 
-// out (T, V) = x (T, C) @ wte^T, the tied LM head, in either storage
+// out (T, V) = x (T, C) @ wte^T, the tied LM head (or lm_head.weight, untied), in either storage
 void Model::Impl::lm_head(float* out, const float* x, int T) {
   const int C = config_.n_embd, V = config_.vocab_size;
+  const bool untied = !lm_head_.empty() || !lm_head_f16_.empty();
   if (wte_f16_.empty())
-    kernels::matmul_transposed_forward(out, x, wte_.data(), T, C, V);
+    kernels::matmul_transposed_forward(out, x, untied ? lm_head_.data() : wte_.data(), T, C, V);
   else
-    kernels::matmul_transposed_f16_forward(out, x, wte_f16_.data(), T, C, V, scratch_wte_.data());
+    kernels::matmul_transposed_f16_forward(out, x, untied ? lm_head_f16_.data() : wte_f16_.data(), T, C, V,
+                                           scratch_wte_.data());
 }
 
 // ---- Model: the API, forwarding to its Impl ------------------------------------------------------

@@ -6,13 +6,16 @@
 #include "forward.hpp"
 #include "kernels/parallel.hpp"
 #include "headscope/model.hpp"
+#include "headscope/safetensors.hpp"
 
 namespace headscope {
 
 struct Model::Impl {
   // ---- the operations behind Model's API (contracts in model.hpp) ----
-  void build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors, std::string_view vocab_json,
-             std::string_view merges_txt, WeightStorage storage, int threads);
+  void build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors, Tokenizer tokenizer,
+             WeightStorage storage, int threads);
+  void load_gpt2_weights(const SafeTensors& st, bool f16);   // model_load.cpp
+  void load_llama_weights(const SafeTensors& st, bool f16);
   std::size_t weight_bytes() const;
   RunInfo run(std::string_view text, const RunOptions& options);
   int tokens_to_drop(int tokens) const;
@@ -49,23 +52,27 @@ struct Model::Impl {
   std::vector<float> wte_;         // (V, C), also the LM head (f32 storage; empty with f16)
   std::vector<uint16_t> wte_f16_;  // (V, C), each row packed by kernels::f16_pack (f16 storage; else empty)
   std::vector<float> scratch_wte_;  // matmul_transposed_f16_scratch_floats(C) (f16 storage): wte rows widened
-  std::vector<float> wpe_;  // (n_positions, C)
+  std::vector<float> wpe_;  // (n_positions, C); empty for the Llama family (rotary positions)
+  // the Llama family with an untied LM head (lm_head.weight): (V, C) in the same storage as wte
+  std::vector<float> lm_head_;
+  std::vector<uint16_t> lm_head_f16_;
+  std::vector<double> rope_inv_freq_;  // (HS/2) the Llama family's rotary frequencies, rope_scaling applied
   std::vector<BlockWeights> blocks_;
   std::vector<float> ln_f_weight_, ln_f_bias_;
 
   // activations, allocated for cap_ positions (grown on demand, at most n_positions)
   int cap_ = 0;
   std::vector<float> residual_;   // (L+1, cap, C)
-  std::vector<float> qkv_;        // (L, cap, 3C): the key/value cache lives here
+  std::vector<float> qkv_;        // (L, cap, W): q | k | v (W = 3C for GPT-2); the key/value cache lives here
   std::vector<float> att_;        // (L, NH, cap, cap)
-  std::vector<float> head_out_;   // (L, cap, C): concatenated head outputs, after ablation
+  std::vector<float> head_out_;   // (L, cap, QW): concatenated head outputs, after ablation
   std::vector<float> contrib_;    // (L, NH, cap, C) when keep_contributions
   std::vector<float> contrib_norm_;  // (L, NH, cap)
   std::vector<float> scratch_ln_;    // (cap, C)
   std::vector<float> scratch_proj_;  // (cap, C)
   std::vector<float> scratch_head_;  // (cap, C)
-  std::vector<float> scratch_fc_;    // (cap, F)
-  std::vector<float> key_panels_;  // L x attention_key_panels_floats(cap, C, NH): the keys in the attention kernel's layout, cached with qkv_
+  std::vector<float> scratch_fc_;    // (cap, F) GPT-2; (cap, 3F) Llama: gate | up, then the SwiGLU
+  std::vector<float> key_panels_;  // L x attention_key_panels_floats(cap, shape): keys and values in the attention kernel's layout, cached with qkv_
   std::vector<float> logits_last_;   // (V)
   std::vector<float> logits_all_;    // (cap, V) with all_logits
   std::vector<float> inspect_scores_;  // (cap, cap) with RunOptions::inspect: that head's scores

@@ -69,9 +69,17 @@ class TensorReader {
 // wte in the chosen storage, the rest float32.
 uint64_t planned_weight_bytes(const ModelConfig& c, WeightStorage storage) {
   const uint64_t V = c.vocab_size, P = c.n_positions, C = c.n_embd, F = c.n_inner, L = c.n_layer;
+  const uint64_t W = c.qkv_width(), QW = c.q_width();
+  const uint64_t bytes = storage == WeightStorage::f16 ? 2 : 4;
+  if (c.family == Family::llama) {
+    // embedding (and an untied LM head), the linear layers; the norms and the packed layers' zero biases
+    const uint64_t large = V * C * (c.tie_word_embeddings ? 1 : 2) + L * (C * W + QW * C + C * 2 * F + F * C);
+    const uint64_t small = L * (2 * C + W + C + 2 * F + C + 2 * (uint64_t)c.head_size()) + C;
+    return bytes * large + 4 * small;
+  }
   const uint64_t large = V * C + L * (C * 3 * C + C * C + C * F + F * C);       // wte and the linear layers
   const uint64_t small = P * C + L * (4 * C + 3 * C + C + F + C) + 2 * C;         // wpe, LayerNorms, biases
-  return (storage == WeightStorage::f16 ? 2 : 4) * large + 4 * small;
+  return bytes * large + 4 * small;
 }
 
 // Peak bytes while loading: the weights, plus one linear layer's Conv1D-layout weight read in float32
@@ -79,7 +87,10 @@ uint64_t planned_weight_bytes(const ModelConfig& c, WeightStorage storage) {
 // so that peak is wte's two copies).
 uint64_t planned_load_bytes(const ModelConfig& c, WeightStorage storage) {
   const uint64_t C = c.n_embd, V = c.vocab_size;
-  const uint64_t linear_temporary = 4 * C * std::max<uint64_t>(3 * C, c.n_inner);
+  // a Llama-family layer is read as Hugging Face's [out, in] and transposed: two copies
+  const uint64_t linear_temporary = c.family == Family::llama
+      ? 8 * std::max<uint64_t>(C * c.qkv_width(), std::max<uint64_t>(C * 2 * (uint64_t)c.n_inner, (uint64_t)c.q_width() * C))
+      : 4 * C * std::max<uint64_t>(3 * C, c.n_inner);
   const uint64_t with_linear = planned_weight_bytes(c, storage) + linear_temporary;
   return storage == WeightStorage::f16 ? std::max(with_linear, 6 * V * C) : with_linear;
 }
@@ -149,10 +160,12 @@ Model Model::load_directory(const std::filesystem::path& dir, const LoadOptions&
   const std::filesystem::path weights_path = dir / "model.safetensors";
   if (!std::filesystem::exists(weights_path))
     throw Error("no model.safetensors in " + dir.string() + " (only the safetensors format is supported)");
-  const std::string vocab = read_file(dir / "vocab.json");
-  const std::string merges = read_file(dir / "merges.txt");
+  // GPT-2's vocab.json + merges.txt when the folder has them, else Hugging Face's tokenizer.json
+  const bool gpt2_files = std::filesystem::exists(dir / "vocab.json") || !std::filesystem::exists(dir / "tokenizer.json");
+  Tokenizer tokenizer = gpt2_files ? Tokenizer::from_json(read_file(dir / "vocab.json"), read_file(dir / "merges.txt"))
+                                   : Tokenizer::from_tokenizer_json(read_file(dir / "tokenizer.json"));
   // read tensor by tensor into the weights' own storage: the file is never held in memory
-  return load_source(config, file_source(weights_path), vocab, merges, 0, options);
+  return load_source(config, file_source(weights_path), std::move(tokenizer), 0, options);
 }
 
 Model Model::load_buffers(std::string_view config_json, std::span<const uint8_t> safetensors,
@@ -160,9 +173,23 @@ Model Model::load_buffers(std::string_view config_json, std::span<const uint8_t>
   return load_source(config_json, memory_source(safetensors), vocab_json, merges_txt, safetensors.size(), options);
 }
 
+Model Model::load_buffers_tokenizer_json(std::string_view config_json, std::span<const uint8_t> safetensors,
+                                         std::string_view tokenizer_json, const LoadOptions& options) {
+  parse_config(config_json);  // a config of another family is named before the tokenizer is read
+  return load_source(config_json, memory_source(safetensors), Tokenizer::from_tokenizer_json(tokenizer_json),
+                     safetensors.size(), options);
+}
+
 Model Model::load_source(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
                          std::string_view vocab_json, std::string_view merges_txt, uint64_t resident_bytes,
                          const LoadOptions& options) {
+  parse_config(config_json);
+  return load_source(config_json, std::move(safetensors), Tokenizer::from_json(vocab_json, merges_txt), resident_bytes,
+                     options);
+}
+
+Model Model::load_source(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
+                         Tokenizer tokenizer, uint64_t resident_bytes, const LoadOptions& options) {
   Model m;
   if (options.threads < 0 || options.threads > kMaxThreads)
     throw Error("threads must be within [0, " + std::to_string(kMaxThreads) + "] (0: one per core), got " +
@@ -170,7 +197,7 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
   const ModelConfig config = parse_config(config_json);
   check_weights_fit(config, resident_bytes, options.weights);
   try {
-    m.impl_->build(config_json, std::move(safetensors), vocab_json, merges_txt, options.weights, options.threads);
+    m.impl_->build(config_json, std::move(safetensors), std::move(tokenizer), options.weights, options.threads);
   } catch (const std::bad_alloc&) {
     throw Error(std::string("out of memory while loading the model: its ") + storage_words(options.weights) +
                 " weights need about " + gigabytes(planned_weight_bytes(config, options.weights)) +
@@ -180,40 +207,62 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
 }
 
 void Model::Impl::build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
-                  std::string_view vocab_json, std::string_view merges_txt, WeightStorage storage, int threads) {
+                        Tokenizer tokenizer, WeightStorage storage, int threads) {
   config_ = parse_config(config_json);
   pool_ = std::make_unique<kernels::ThreadPool>(threads == 0 ? kernels::hardware_threads() : threads);
   storage_ = storage;
-  const bool f16 = storage == WeightStorage::f16;
-  tokenizer_ = Tokenizer::from_json(vocab_json, merges_txt);
+  tokenizer_ = std::move(tokenizer);
   const ModelConfig& c = config_;
   if (tokenizer_->vocab_size() > c.vocab_size)
-    throw Error("vocab.json has " + std::to_string(tokenizer_->vocab_size()) + " tokens but config.json says vocab_size " +
-                std::to_string(c.vocab_size));
-
+    throw Error("the tokenizer has " + std::to_string(tokenizer_->vocab_size()) +
+                " tokens but config.json says vocab_size " + std::to_string(c.vocab_size));
   const SafeTensors st(std::move(safetensors), "model.safetensors");
+  if (c.family == Family::llama)
+    load_llama_weights(st, storage == WeightStorage::f16);
+  else
+    load_gpt2_weights(st, storage == WeightStorage::f16);
+  cap_ = 0;
+  has_run_ = false;
+  cached_tokens_ = 0;
+  cached_logits_ = 0;
+}
+
+namespace {
+// A (V, C) embedding matrix in the chosen storage: float32 as read, or F16 packed row by row (the
+// embedding and the LM head widen whole rows).
+void store_embedding(std::vector<float>& f32, std::vector<uint16_t>& f16, const std::string& name, int64_t V, int64_t C,
+                     bool to_f16) {
+  f16.clear();
+  if (!to_f16) return;
+  check_f16_range(name, f32.data(), f32.size());
+  f16.resize(f32.size());
+  for (int64_t v = 0; v < V; v++) kernels::f16_pack(&f16[(std::size_t)v * C], &f32[(std::size_t)v * C], (std::size_t)C);
+  std::vector<float>().swap(f32);
+}
+
+// A linear layer in the chosen storage; w is (K, N) in Conv1D layout.
+kernels::PackedLinear pack_in(bool f16, const std::string& name, const std::vector<float>& w,
+                              const std::vector<float>& bias, int K, int N) {
+  if (!f16) return kernels::pack_linear(w.data(), bias.data(), K, N);
+  check_f16_range(name, w.data(), w.size());
+  return kernels::pack_linear_f16(w.data(), bias.data(), K, N);
+}
+}  // namespace
+
+void Model::Impl::load_gpt2_weights(const SafeTensors& st, bool f16) {
+  const ModelConfig& c = config_;
   const TensorReader r(st);
   const int64_t C = c.n_embd, F = c.n_inner;
   std::size_t n = 0;
   wte_.assign((std::size_t)c.vocab_size * C, 0.0f);
   r.read_into(wte_.data(), "wte.weight", {c.vocab_size, C}, n);
-  wte_f16_.clear();
-  scratch_wte_.clear();
-  if (f16) {
-    check_f16_range("wte.weight", wte_.data(), wte_.size());
-    wte_f16_.resize(wte_.size());
-    for (int64_t v = 0; v < c.vocab_size; v++)  // row by row: the embedding and the LM head widen whole rows
-      kernels::f16_pack(&wte_f16_[(std::size_t)v * C], &wte_[(std::size_t)v * C], (std::size_t)C);
-    std::vector<float>().swap(wte_);
-    scratch_wte_.assign(kernels::matmul_transposed_f16_scratch_floats((int)C), 0.0f);
-  }
-  // a linear layer in the chosen storage
+  store_embedding(wte_, wte_f16_, "wte.weight", c.vocab_size, C, f16);
+  scratch_wte_.assign(f16 ? kernels::matmul_transposed_f16_scratch_floats((int)C) : 0, 0.0f);
+  lm_head_.clear();
+  lm_head_f16_.clear();
+  rope_inv_freq_.clear();
   const auto pack = [&](const std::string& name, const std::vector<float>& w, const std::vector<float>& bias, int K,
-                        int N) {
-    if (!f16) return kernels::pack_linear(w.data(), bias.data(), K, N);
-    check_f16_range(name, w.data(), w.size());
-    return kernels::pack_linear_f16(w.data(), bias.data(), K, N);
-  };
+                        int N) { return pack_in(f16, name, w, bias, K, N); };
   wpe_.assign((std::size_t)c.n_positions * C, 0.0f);
   r.read_into(wpe_.data(), "wpe.weight", {c.n_positions, C}, n);
   blocks_.clear();
@@ -249,18 +298,104 @@ void Model::Impl::build(std::string_view config_json, std::shared_ptr<const Byte
   ln_f_weight_ = r.read("ln_f.weight", {C}, n);
   ln_f_bias_ = r.read("ln_f.bias", {C}, n);
   parameter_count_ = n;
-  cap_ = 0;
-  has_run_ = false;
-  cached_tokens_ = 0;
-  cached_logits_ = 0;
+}
+
+// Hugging Face's rotary frequencies (modeling_rope_utils: the default, and "llama3" scaling), in double.
+static std::vector<double> rope_frequencies(const ModelConfig& c) {
+  const int half = c.head_size() / 2;
+  std::vector<double> f(half);
+  for (int i = 0; i < half; i++) f[i] = 1.0 / std::pow(c.rope_theta, (2.0 * i) / c.head_size());
+  const RopeScaling& s = c.rope_scaling;
+  if (!s.llama3) return f;
+  const double pi = 3.14159265358979323846, old_len = s.original_max_position_embeddings;
+  const double low_wavelen = old_len / s.low_freq_factor, high_wavelen = old_len / s.high_freq_factor;
+  for (double& x : f) {
+    const double wavelen = 2 * pi / x;
+    const double scaled = wavelen > low_wavelen ? x / s.factor : x;  // low frequencies slowed down
+    if (wavelen < high_wavelen || wavelen > low_wavelen) {
+      x = scaled;  // high ones kept, low ones divided by factor
+    } else {  // between: a blend
+      const double smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+      x = (1 - smooth) * scaled / s.factor + smooth * scaled;
+    }
+  }
+  return f;
+}
+
+// The Llama family in Hugging Face's names and nn.Linear's [out, in] layout, transposed to the
+// kernels' [in, out]: q_proj, k_proj and v_proj side by side as one (C, W) layer, gate_proj and
+// up_proj as one (C, 2F). No biases (config.cpp refuses attention_bias and mlp_bias).
+void Model::Impl::load_llama_weights(const SafeTensors& st, bool f16) {
+  const ModelConfig& c = config_;
+  const TensorReader r(st);
+  const int64_t C = c.n_embd, F = c.n_inner, HS = c.head_size(), QW = c.q_width(), KVW = (int64_t)c.kv_heads() * HS;
+  const int64_t W = c.qkv_width();
+  std::size_t n = 0;
+  wte_.assign((std::size_t)c.vocab_size * C, 0.0f);
+  r.read_into(wte_.data(), "model.embed_tokens.weight", {c.vocab_size, C}, n);
+  store_embedding(wte_, wte_f16_, "model.embed_tokens.weight", c.vocab_size, C, f16);
+  lm_head_.clear();
+  lm_head_f16_.clear();
+  if (!c.tie_word_embeddings) {
+    lm_head_.assign((std::size_t)c.vocab_size * C, 0.0f);
+    r.read_into(lm_head_.data(), "lm_head.weight", {c.vocab_size, C}, n);
+    store_embedding(lm_head_, lm_head_f16_, "lm_head.weight", c.vocab_size, C, f16);
+  } else if (st.contains("lm_head.weight")) {
+    throw Error("model.safetensors has lm_head.weight but config.json says tie_word_embeddings=true");
+  }
+  scratch_wte_.assign(f16 ? kernels::matmul_transposed_f16_scratch_floats((int)C) : 0, 0.0f);
+  wpe_.clear();
+  rope_inv_freq_ = rope_frequencies(c);
+  // [out, in] tensors, each transposed into columns [col, col + out) of a (in, width) matrix
+  std::vector<float> packed;
+  const auto transposed_into = [&](const std::string& name, int64_t out, int64_t in, int64_t width, int64_t col) {
+    const std::vector<float> w = r.read(name, {out, in}, n);
+    for (int64_t o = 0; o < out; o++)
+      for (int64_t i = 0; i < in; i++) packed[(std::size_t)(i * width + col + o)] = w[(std::size_t)(o * in + i)];
+  };
+  const auto linear = [&](const std::string& name, int64_t K, int64_t N) {
+    return pack_in(f16, name, packed, std::vector<float>((std::size_t)N, 0.0f), (int)K, (int)N);
+  };
+  blocks_.clear();
+  for (int l = 0; l < c.n_layer; l++) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    BlockWeights b;
+    b.ln_1_weight = r.read(p + "input_layernorm.weight", {C}, n);
+    packed.assign((std::size_t)(C * W), 0.0f);
+    transposed_into(p + "self_attn.q_proj.weight", QW, C, W, 0);
+    transposed_into(p + "self_attn.k_proj.weight", KVW, C, W, QW);
+    transposed_into(p + "self_attn.v_proj.weight", KVW, C, W, QW + KVW);
+    b.c_attn = linear(p + "self_attn.qkv", C, W);
+    if (c.qk_norm) {
+      b.q_norm = r.read(p + "self_attn.q_norm.weight", {HS}, n);
+      b.k_norm = r.read(p + "self_attn.k_norm.weight", {HS}, n);
+    }
+    packed.assign((std::size_t)(QW * C), 0.0f);
+    transposed_into(p + "self_attn.o_proj.weight", C, QW, C, 0);
+    b.c_proj = linear(p + "self_attn.o_proj.weight", QW, C);
+    b.ln_2_weight = r.read(p + "post_attention_layernorm.weight", {C}, n);
+    packed.assign((std::size_t)(C * 2 * F), 0.0f);
+    transposed_into(p + "mlp.gate_proj.weight", F, C, 2 * F, 0);
+    transposed_into(p + "mlp.up_proj.weight", F, C, 2 * F, F);
+    b.c_fc = linear(p + "mlp.gate_up", C, 2 * F);
+    packed.assign((std::size_t)(F * C), 0.0f);
+    transposed_into(p + "mlp.down_proj.weight", C, F, C, 0);
+    b.mlp_proj = linear(p + "mlp.down_proj.weight", F, C);
+    blocks_.push_back(std::move(b));
+  }
+  std::vector<float>().swap(packed);
+  ln_f_weight_ = r.read("model.norm.weight", {C}, n);
+  ln_f_bias_.clear();
+  parameter_count_ = n;
 }
 
 std::size_t Model::Impl::weight_bytes() const {
-  std::size_t b = (wte_.size() + wpe_.size() + ln_f_weight_.size() + ln_f_bias_.size()) * sizeof(float) +
-                  wte_f16_.size() * sizeof(uint16_t);
+  std::size_t b = (wte_.size() + wpe_.size() + lm_head_.size() + ln_f_weight_.size() + ln_f_bias_.size()) * sizeof(float) +
+                  (wte_f16_.size() + lm_head_f16_.size()) * sizeof(uint16_t);
   for (const auto& blk : blocks_)
-    b += (blk.ln_1_weight.size() * 4) * sizeof(float) + blk.c_attn.bytes() + blk.c_proj.bytes() + blk.c_fc.bytes() +
-         blk.mlp_proj.bytes();
+    b += (blk.ln_1_weight.size() + blk.ln_1_bias.size() + blk.ln_2_weight.size() + blk.ln_2_bias.size() +
+          blk.q_norm.size() + blk.k_norm.size()) * sizeof(float) +
+         blk.c_attn.bytes() + blk.c_proj.bytes() + blk.c_fc.bytes() + blk.mlp_proj.bytes();
   return b;
 }
 

@@ -116,11 +116,16 @@ std::vector<float> Model::Impl::contribution_norms() const {
 // does not depend on how many rows are computed together, so rows added later equal a full run's.
 // scratch: grown to (T_ - row_begin, C) floats, reused across heads by the caller.
 void Model::Impl::value_norm_rows(float* out, int layer, int head, int row_begin, std::vector<float>& moved) const {
-  const int C = config_.n_embd, HS = config_.head_size(), n = T_ - row_begin;
+  const ModelConfig& c = config_;
+  const int C = c.n_embd, HS = c.head_size(), n = T_ - row_begin, W = c.qkv_width();
   if (n <= 0) return;
-  const float* values = &qkv_[((std::size_t)layer * cap_ + row_begin) * 3 * C + 2 * C];
+  // the query head's value is its key/value head's, at column (NH + KV + g) HS of qkv; the product
+  // reads columns [head HS, (head + 1) HS) of its input, so the input starts head HS before it
+  const int g = head / c.group_size();
+  const float* values = &qkv_[((std::size_t)layer * cap_ + row_begin) * W + (std::size_t)(c.n_head + c.kv_heads() + g) * HS] -
+                        (std::size_t)head * HS;
   moved.resize((std::size_t)n * C);
-  kernels::matmul_rows_forward(moved.data(), values, 3 * C, blocks_[layer].c_proj, head * HS, (head + 1) * HS, n);
+  kernels::matmul_rows_forward(moved.data(), values, W, blocks_[layer].c_proj, head * HS, (head + 1) * HS, n);
   for (int t = 0; t < n; t++) {
     const float* row = &moved[(std::size_t)t * C];
     out[t] = std::sqrt(kernels::dot(row, row, C));
@@ -158,12 +163,16 @@ HeadInside Model::Impl::head_inside() const {
   r.T = T;
   r.head_size = HS;
   r.n_embd = C;
-  // q, k and v are the forward's own rows of c_attn's output (qkv_, the key/value cache)
-  const float* qkv = &qkv_[l * cap * 3 * C];
-  for (const auto& [dst, third] : {std::pair{&r.q, 0}, std::pair{&r.k, 1}, std::pair{&r.v, 2}}) {
+  // q, k and v are the forward's own rows of c_attn's output (qkv_, the key/value cache; the Llama
+  // family's q and k after their norm and rotation, as the attention dots them): query head h, and
+  // the key/value head g it reads
+  const std::size_t W = c.qkv_width();
+  const int g = h / c.group_size();
+  const float* qkv = &qkv_[l * cap * W];
+  for (const auto& [dst, column] : {std::pair{&r.q, h}, std::pair{&r.k, c.n_head + g}, std::pair{&r.v, c.n_head + c.kv_heads() + g}}) {
     dst->resize((std::size_t)T * HS);
     for (int t = 0; t < T; t++)
-      std::copy_n(qkv + (std::size_t)t * 3 * C + third * C + h * HS, HS, dst->data() + (std::size_t)t * HS);
+      std::copy_n(qkv + (std::size_t)t * W + (std::size_t)column * HS, HS, dst->data() + (std::size_t)t * HS);
   }
   r.scores.assign((std::size_t)T * T, -std::numeric_limits<float>::infinity());
   r.attention.resize((std::size_t)T * T);
@@ -174,7 +183,7 @@ HeadInside Model::Impl::head_inside() const {
   }
   r.z.resize((std::size_t)T * HS);
   for (int t = 0; t < T; t++)
-    std::copy_n(&head_out_[(l * cap + t) * C + h * HS], HS, &r.z[(std::size_t)t * HS]);
+    std::copy_n(&head_out_[(l * cap + t) * c.q_width() + h * HS], HS, &r.z[(std::size_t)t * HS]);
   r.out.assign(inspect_out_.begin(), inspect_out_.begin() + (std::ptrdiff_t)T * C);
   r.value_norm.resize(T);
   std::vector<float> scratch;
@@ -197,6 +206,8 @@ LogitAttribution Model::Impl::logit_attribution(int position, int token) const {
     throw Error("position " + std::to_string(position) + " is outside [0, " + std::to_string(T_) + ")");
   if (token < 0 || token >= c.vocab_size)
     throw Error("token " + std::to_string(token) + " is outside [0, " + std::to_string(c.vocab_size) + ")");
+  if (c.family == Family::llama)
+    throw Error("the split of a logit into its parts is not available for the Llama family yet (its final norm is an RMSNorm)");
   const int C = c.n_embd, L = c.n_layer, NH = c.n_head;
   const std::size_t cap = cap_;
   // the token's unembedding times the final LayerNorm's scale, in double

@@ -254,6 +254,16 @@ void Tokenizer::Impl::run(std::string_view text, Sink&& sink) const {
   if (stretch < text.size()) run_stretch(text.substr(stretch), static_cast<uint32_t>(stretch), sink);
 }
 
+std::vector<Token> Tokenizer::encode_input(std::string_view utf8) const {
+  std::vector<Token> text = encode(utf8);
+  if (text.empty() || impl_->prefix_ids.empty()) return text;
+  std::vector<Token> out;
+  out.reserve(impl_->prefix_ids.size() + text.size());
+  for (int32_t id : impl_->prefix_ids) out.push_back(Token{id, impl_->display[id], 0, 0});
+  out.insert(out.end(), std::make_move_iterator(text.begin()), std::make_move_iterator(text.end()));
+  return out;
+}
+
 std::vector<Token> Tokenizer::encode(std::string_view utf8) const {
   std::vector<Token> out;
   impl_->run(utf8, [&](int32_t id, uint32_t b, uint32_t e) {

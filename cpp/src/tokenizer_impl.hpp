@@ -107,6 +107,7 @@ struct Tokenizer::Impl {
   // indexed by their first byte, each list longest first
   std::array<std::vector<AddedToken>, 256> added_by_byte;
   std::unordered_map<std::string, int32_t> added_ids;  // content -> id
+  std::vector<int32_t> prefix_ids;  // what the post-processor puts before a text (Llama 3's BOS)
 
   // Symbols: ids first, then strings that only occur in merges.
   std::vector<std::string> sym_form;

@@ -285,6 +285,50 @@ std::string json_string(const json& j, const std::string& where) {
 
 }  // namespace
 
+// The tokens the post-processor puts before a single text (TemplateProcessing's leading special
+// tokens: Llama 3's <|begin_of_text|>), by content; empty for none (ByteLevel's only trims offsets).
+// Anything that adds tokens after the text, or another kind of processor (Bert's, Roberta's), is
+// refused by name: the model would read other ids than this tokenizer gives.
+std::vector<std::string> read_post_processor(const json& p, const std::string& where = "post_processor") {
+  if (p.is_null()) return {};
+  const std::string type = type_of(p, where);
+  if (type == "ByteLevel") return {};
+  if (type == "Sequence") {
+    const json& list = member(p, "processors", where);
+    if (!list.is_array()) refuse(where + ".processors must be an array");
+    std::vector<std::string> prefix;
+    for (size_t i = 0; i < list.size(); ++i) {
+      auto more = read_post_processor(list[i], where + ".processors[" + std::to_string(i) + "]");
+      if (!more.empty() && !prefix.empty()) refuse(where + " adds special tokens twice");
+      if (!more.empty()) prefix = std::move(more);
+    }
+    return prefix;
+  }
+  if (type != "TemplateProcessing")
+    refuse(where + " \"" + type + "\" is not supported (ByteLevel, TemplateProcessing, or a Sequence of them)");
+  const json& single = member(p, "single", where);
+  if (!single.is_array()) refuse(where + ".single must be an array");
+  std::vector<std::string> prefix;
+  bool text_seen = false;
+  for (size_t i = 0; i < single.size(); ++i) {
+    const std::string at = where + ".single[" + std::to_string(i) + "]";
+    if (!single[i].is_object()) refuse(at + " must be an object");
+    if (auto s = single[i].find("SpecialToken"); s != single[i].end()) {
+      if (text_seen) refuse(at + ": a special token after the text is not supported (only tokens before it)");
+      const json& id = member(*s, "id", at + ".SpecialToken");
+      if (!id.is_string()) refuse(at + ".SpecialToken.id must be a string");
+      prefix.push_back(id.get<std::string>());
+    } else if (single[i].contains("Sequence")) {
+      if (text_seen) refuse(at + ": the text twice");
+      text_seen = true;
+    } else {
+      refuse(at + " must be a SpecialToken or the Sequence");
+    }
+  }
+  if (!text_seen) refuse(where + ".single has no Sequence (the text)");
+  return prefix;
+}
+
 Tokenizer Tokenizer::from_tokenizer_json(std::string_view text) {
   json j;
   try {
@@ -392,6 +436,12 @@ Tokenizer Tokenizer::from_tokenizer_json(std::string_view text) {
     const int32_t a = impl->intern(left), b = impl->intern(right), r = impl->intern(left + right);
     if (!impl->merges.emplace(pair_key(a, b), MergeInfo{rank, r}).second) refuse(where + ": duplicate merge " + quote_for_message(left + " " + right));
     ++rank;
+  }
+  for (const std::string& content : read_post_processor(j.contains("post_processor") ? j["post_processor"] : json())) {
+    const auto it = impl->added_ids.find(content);
+    if (it == impl->added_ids.end())
+      refuse("post_processor adds " + quote_for_message(content) + ", which is not one of the added_tokens");
+    impl->prefix_ids.push_back(it->second);
   }
   return Tokenizer(std::move(impl));
 }

@@ -46,6 +46,9 @@ std::size_t Trainer::add_tensor(const std::string& name, std::vector<int64_t> sh
 
 Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes, bool optimizer_state)
     : config_(config), B_(B), T_(T) {
+  if (config.family == Family::llama)
+    throw Error("train: training a Llama-family model (model_type \"" + config.model_type + "\") is not supported yet; "
+                "the trainer runs GPT-2 models");
   const int64_t V = config.vocab_size, C = config.n_embd, L = config.n_layer, NH = config.n_head;
   const int64_t H = config.n_inner > 0 ? config.n_inner : 4 * C;
   config_.n_inner = (int)H;  // block_forward reads the MLP width from the config

@@ -95,7 +95,7 @@ TEST_CASE("config.json errors name the key", "[errors][config]") {
   REQUIRE_ERROR_CONTAINS(with([](json& j) { j["layer_norm_epsilon"] = -1; }).load(), "layer_norm_epsilon");
   REQUIRE_ERROR_CONTAINS(with([](json& j) { j["activation_function"] = "relu"; }).load(), "activation_function \"relu\"");
   REQUIRE_ERROR_CONTAINS(with([](json& j) { j["scale_attn_by_inverse_layer_idx"] = true; }).load(), "not supported");
-  REQUIRE_ERROR_CONTAINS(with([](json& j) { j["vocab_size"] = 100; }).load(), "vocab.json has 257 tokens");
+  REQUIRE_ERROR_CONTAINS(with([](json& j) { j["vocab_size"] = 100; }).load(), "the tokenizer has 257 tokens but config.json says vocab_size 100");
   REQUIRE_ERROR_CONTAINS(with([](json& j) { j["model_type"] = "bert"; }).load(), "model_type \"bert\" is not supported: this engine runs GPT-2");
   REQUIRE_ERROR_CONTAINS(with([](json& j) { j["model_type"] = 3; }).load(), "\"model_type\" must be a string");
   Files bad = f;
@@ -195,14 +195,14 @@ TEST_CASE("missing files in a model folder", "[errors][files]") {
   std::filesystem::copy_file(kOddHs12Dir + "/model.safetensors", dir / "model.safetensors", std::filesystem::copy_options::overwrite_existing);
   REQUIRE_ERROR_CONTAINS(Model::load_directory(dir), "cannot open");
   std::filesystem::remove_all(dir);
-  // a Llama-family folder (config.json, model.safetensors, tokenizer.json) is named by its model_type,
-  // not by the vocab.json it lacks; its config has none of GPT-2's keys
-  const std::filesystem::path llama = std::filesystem::temp_directory_path() / "headscope-test-llama";
-  std::filesystem::create_directories(llama);
-  std::ofstream(llama / "config.json") << R"({"model_type": "llama", "hidden_size": 576, "num_attention_heads": 9,
-    "num_key_value_heads": 3, "num_hidden_layers": 30, "vocab_size": 49152, "rms_norm_eps": 1e-5})";
-  REQUIRE_ERROR_CONTAINS(Model::load_directory(llama), "model_type \"llama\" is not supported yet (the Llama family");
-  std::filesystem::remove_all(llama);
+  // a folder of a family not run here (config.json, model.safetensors, tokenizer.json) is named by its
+  // model_type, not by the vocab.json it lacks; its config has none of GPT-2's keys
+  const std::filesystem::path qwen2 = std::filesystem::temp_directory_path() / "headscope-test-qwen2";
+  std::filesystem::create_directories(qwen2);
+  std::ofstream(qwen2 / "config.json") << R"({"model_type": "qwen2", "hidden_size": 896, "num_attention_heads": 14,
+    "num_key_value_heads": 2, "num_hidden_layers": 24, "vocab_size": 151936, "rms_norm_eps": 1e-6})";
+  REQUIRE_ERROR_CONTAINS(Model::load_directory(qwen2), "model_type \"qwen2\" is not supported yet (a relative of the Llama family");
+  std::filesystem::remove_all(qwen2);
 }
 
 TEST_CASE("bad text, ids and head references", "[errors][input]") {

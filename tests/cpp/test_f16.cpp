@@ -278,7 +278,7 @@ TEST_CASE("an F16 checkpoint gives the same bits in F16 storage as in float32 st
   // The fixtures' model-f16.safetensors holds every tensor in F16. Kept as they are (no second
   // rounding) and widened exactly by the kernels, they must give bit-identical results to the
   // float32 storage of the same values: tolerance 0 on every output.
-  for (const std::string& name : kFixtureModels) {
+  for (const std::string& name : test_util::all_fixture_models()) {
     Model a = load_stored(name, WeightStorage::f32, "model-f16.safetensors");
     Model b = load_stored(name, WeightStorage::f16, "model-f16.safetensors");
     REQUIRE(b.weight_storage() == WeightStorage::f16);
@@ -312,7 +312,7 @@ TEST_CASE("float32 checkpoints in F16 storage stay within F16's rounding of the 
   // 0.020 at max |logit| 8.9, L = 2) and 0.7 for attention (worst 0.0034): G = 4 leaves >= 5x margin,
   // while a wrong widening (a wrong exponent bias, swapped halves of a group) moves logits by O(1).
   const double u = std::ldexp(1.0, -11), G = 4.0;
-  for (const std::string& name : kFixtureModels) {
+  for (const std::string& name : test_util::all_fixture_models()) {
     Model a = load_stored(name, WeightStorage::f32);
     Model b = load_stored(name, WeightStorage::f16);
     const int L = a.config().n_layer;

@@ -225,7 +225,7 @@ TEST_CASE("generate: switched-off heads in every step; restore() after other run
 TEST_CASE("generate: greedy equals PyTorch's float64 argmax chain on every fixture model, F32 and F16",
           "[generate][model][pytorch]") {
   int chains = 0;
-  for (const std::string name : {"tiny-hs4", "odd-hs12", "odd-hs20", "hs5"}) {
+  for (const std::string& name : test_util::all_fixture_models()) {
     const nlohmann::json ref = nlohmann::json::parse(test_util::read_text(fixture_dir(name) + "/greedy.json"));
     REQUIRE(ref["format"] == "headscope-greedy-1");
     std::set<std::string> files;
@@ -251,7 +251,7 @@ TEST_CASE("generate: greedy equals PyTorch's float64 argmax chain on every fixtu
       REQUIRE((int)prompt.size() + N <= m.config().n_positions);  // no cut past the context
       // the prompt text is the reference's ids
       std::vector<int32_t> ids;
-      for (const headscope::Token& t : m.tokenizer().encode(text)) ids.push_back(t.id);
+      for (const headscope::Token& t : m.tokenizer().encode_input(text)) ids.push_back(t.id);
       REQUIRE(ids == prompt);
       SamplingOptions greedy;
       greedy.temperature = 0;

@@ -76,7 +76,7 @@ constexpr double kAttentionAbs = 5e-5;
 constexpr double kHiddenAbs = 1e-4, kHiddenRel = 1e-4;
 
 TEST_CASE("fixture models match the PyTorch float64 reference", "[model][pytorch]") {
-  for (const std::string& name : kFixtureModels) {
+  for (const std::string& name : test_util::all_fixture_models()) {
     Model m = load_fixture(name);
     const json ref = json::parse(read_text(fixture_dir(name) + "/reference.json"));
     REQUIRE(ref["format"] == "headscope-reference-1");
@@ -142,7 +142,7 @@ TEST_CASE("fixture models match the PyTorch float64 reference", "[model][pytorch
 }
 
 TEST_CASE("F16 and BF16 checkpoints load and match their own rounded-weight references", "[model][pytorch][dtype]") {
-  for (const std::string& name : kFixtureModels) {
+  for (const std::string& name : test_util::all_fixture_models()) {
     const json ref = json::parse(read_text(fixture_dir(name) + "/reference.json"));
     for (const auto& [file, key] : {std::pair{"model-f16.safetensors", "f16_logits_last"},
                                     std::pair{"model-bf16.safetensors", "bf16_logits_last"}}) {
@@ -170,7 +170,8 @@ TEST_CASE("text goes through the tokenizer to the same ids as the reference", "[
 TEST_CASE("incremental update equals a full recompute, bit for bit", "[model][incremental]") {
   // Rows are computed independently and in the same order whether they are computed alone or with
   // others (GEMM tiles group rows but keep each row's k order), so reuse must be exact: tolerance 0.
-  for (const std::string& name : {std::string("odd-hs12"), std::string("hs5")}) {
+  // GPT-2, and the Llama family's grouped-query attention and rotary positions (Qwen3's q/k norms)
+  for (const std::string& name : {std::string("odd-hs12"), std::string("hs5"), std::string("llama-gqa"), std::string("qwen3-qknorm")}) {
     Model typing = load_fixture(name);
     const std::string text = "The chef, who tr";  // 16 bytes = 16 tokens: fits hs5's context of 16
     RunOptions opt;
@@ -415,7 +416,7 @@ TEST_CASE("shipped models match the references their training script wrote", "[m
 // which is below 10 on these fixtures: 10 kHiddenAbs. Attention is the attention tolerance.
 TEST_CASE("head_inside: q, k, v, scores, attention, z, the write and value norms equal float64 PyTorch",
           "[model][pytorch][inside]") {
-  for (const std::string& name : kFixtureModels) {
+  for (const std::string& name : test_util::all_fixture_models()) {
     const json ref = json::parse(read_text(fixture_dir(name) + "/inside.json"));
     REQUIRE(ref["format"] == "headscope-inside-1");
     REQUIRE(ref["cases"].size() >= 4);
@@ -531,7 +532,7 @@ TEST_CASE("head_inside: bad heads and a run without inspect are errors", "[model
 // from a plain run: value_norms() reads the run's own values, no inspect needed.
 TEST_CASE("value_norms: every head's || v_j W_O^h || from a plain run equals float64 PyTorch and head_inside's",
           "[model][pytorch][inside]") {
-  for (const std::string& name : kFixtureModels) {
+  for (const std::string& name : test_util::all_fixture_models()) {
     const json ref = json::parse(read_text(fixture_dir(name) + "/inside.json"));
     for (const json& c : ref["cases"]) {
       Model m = load_fixture(name, c["weights"].get<std::string>());

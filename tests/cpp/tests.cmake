@@ -1,6 +1,6 @@
 # The Catch2 suite: the same sources natively and as wasm under node (through
 # CMAKE_CROSSCOMPILING_EMULATOR, see CMakePresets.json).
-set(HEADSCOPE_TEST_FILES tests/cpp/catch_main.cpp tests/cpp/test_kernels.cpp tests/cpp/test_backward.cpp)
+set(HEADSCOPE_TEST_FILES tests/cpp/catch_main.cpp tests/cpp/test_kernels.cpp tests/cpp/test_kernels_llama.cpp tests/cpp/test_backward.cpp)
 if(HEADSCOPE_TEST_SET STREQUAL "threads")
   # what runs on the thread pool: every split kernel, the model, the trainer and the head measurement
   # at several thread counts, small shapes split too (test_threads.cpp)
@@ -18,6 +18,7 @@ elseif(HEADSCOPE_TEST_SET STREQUAL "all")
   tests/cpp/test_training_run.cpp
   tests/cpp/test_heads.cpp
   tests/cpp/test_generate.cpp
+  tests/cpp/test_llama.cpp
   tests/cpp/test_threads.cpp)
 elseif(NOT HEADSCOPE_TEST_SET STREQUAL "kernels")
   message(FATAL_ERROR "HEADSCOPE_TEST_SET is all, threads or kernels, got ${HEADSCOPE_TEST_SET}")

@@ -110,12 +110,17 @@ struct LogitAttribution {
 
 class Model {
  public:
-  // A folder in the Hugging Face GPT-2 layout: config.json, model.safetensors, vocab.json, merges.txt.
-  // The weights are read tensor by tensor into their own storage: the file is never held in memory.
+  // A folder in the Hugging Face layout: config.json, model.safetensors, and the tokenizer as
+  // vocab.json + merges.txt (GPT-2) or tokenizer.json (the Llama family; also read for GPT-2 when
+  // vocab.json is absent). The weights are read tensor by tensor into their own storage: the file
+  // is never held in memory.
   static Model load_directory(const std::filesystem::path& dir, const LoadOptions& options = {});
   // The same four files as in-memory buffers (what a browser hands over).
   static Model load_buffers(std::string_view config_json, std::span<const uint8_t> safetensors,
                             std::string_view vocab_json, std::string_view merges_txt, const LoadOptions& options = {});
+  // config.json, model.safetensors and tokenizer.json as in-memory buffers.
+  static Model load_buffers_tokenizer_json(std::string_view config_json, std::span<const uint8_t> safetensors,
+                                           std::string_view tokenizer_json, const LoadOptions& options = {});
   // The weights from any ByteSource (e.g. a JavaScript buffer read tensor by tensor).
   // resident_bytes: memory already taken by the source itself, counted when checking that the
   // weights fit. Every loader refuses, with the sizes, a model whose weights cannot fit in memory
@@ -125,6 +130,9 @@ class Model {
   static Model load_source(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
                            std::string_view vocab_json, std::string_view merges_txt, uint64_t resident_bytes,
                            const LoadOptions& options = {});
+  // The same with the tokenizer already made (from either kind of file).
+  static Model load_source(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
+                           Tokenizer tokenizer, uint64_t resident_bytes, const LoadOptions& options = {});
 
   const ModelConfig& config() const;
   const Tokenizer& tokenizer() const;

@@ -56,14 +56,18 @@ class Tokenizer {
   //    subword affixes or dropout
   //  - added_tokens: matched in the raw text first, the longest at each position (lstrip, rstrip
   //    and single_word refused); ids of the vocab and the added tokens together run 0..N-1
-  // Anything else (a SentencePiece or WordPiece model, another regex) throws Error naming it. The
-  // post-processor (e.g. a BOS token) is not applied: encode() gives the text's own tokens.
+  //  - post_processor: none, ByteLevel, or TemplateProcessing (alone or in a Sequence) with special
+  //    tokens before the text only (Llama 3's <|begin_of_text|>): those are what encode_input() adds
+  // Anything else (a SentencePiece or WordPiece model, another regex) throws Error naming it.
   static Tokenizer from_tokenizer_json(std::string_view tokenizer_json);
 
   // Empty input gives an empty vector. Throws Error("invalid UTF-8 at byte N") on bad input.
   // The spans of the returned tokens tile the input exactly, in order.
   std::vector<Token> encode(std::string_view utf8) const;
   std::vector<int32_t> encode_ids(std::string_view utf8) const;
+  // What a model reads: the post-processor's tokens before the text (Llama 3's BOS; each an empty
+  // span at byte 0), then encode()'s. The same as encode() for GPT-2's files. Empty input: empty.
+  std::vector<Token> encode_input(std::string_view utf8) const;
 
   // Concatenated raw token bytes (may be invalid UTF-8 for a partial sequence of ids).
   // Throws Error on an id outside [0, vocab_size()).

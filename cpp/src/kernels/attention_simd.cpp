@@ -44,8 +44,8 @@ static std::size_t head_cache_floats(int att_stride, int HS) {
   return ((std::size_t)(att_stride + kPanel - 1) / kPanel) * kPanel * HS + (std::size_t)att_stride * HS;
 }
 
-std::size_t attention_key_panels_floats(int att_stride, int C, int NH) {
-  return (std::size_t)NH * head_cache_floats(att_stride, C / NH);
+std::size_t attention_key_panels_floats(int att_stride, const AttentionShape& shape) {
+  return (std::size_t)shape.KV * head_cache_floats(att_stride, shape.HS);
 }
 
 // Scores of ROWS query rows against one panel of kPanel keys, accumulated over the head dimension.
@@ -140,32 +140,40 @@ static inline void weighted_values_rows_n(int rows, std::integer_sequence<int, R
   ((rows == R + 1 ? (weighted_values_rows<R + 1>(y, y_stride, a, att_stride, values, HS, n, hs_simd), 0) : 0), ...);
 }
 
-void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH, int att_stride,
-                       float* key_panels, float* scores, int scores_head) noexcept {
-  const int HS = C / NH;
+void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, const AttentionShape& shape,
+                       int att_stride, float* key_panels, float* scores, int scores_head) noexcept {
+  const int NH = shape.NH, KV = shape.KV, HS = shape.HS, group = NH / KV;
   const int hs_simd = HS - HS % kLanes;  // head-size columns covered by whole batches
   const float scale = 1.0f / std::sqrt((float)HS);
-  const std::size_t row3 = 3 * (std::size_t)C;
+  const std::size_t row3 = shape.qkv_row(), out_row = shape.out_row();
+  const int out_stride = (int)out_row;
   const int panels_per_head = (att_stride + kPanel - 1) / kPanel;
-  // threads take whole heads (parallel.hpp); a head's work is the same on any thread
-  const double work = (double)(T - t_begin) * T * C;  // scores and weighted values, about
+  // Each key/value head's cache: panels (panels_per_head, HS, kPanel) with [p][d][u] = k_{p*kPanel+u}[d],
+  // then values (att_stride, HS). Append rows [t_begin, T) first, for every key/value head: the query
+  // heads of a group share it, and may run on different threads. Panel slots past T hold zeros or
+  // stale keys: their scores are overwritten below.
+  parallel_for(KV, (double)(T - t_begin) * KV * HS, [&](int g_begin, int g_end) {
+    for (int g = g_begin; g < g_end; g++) {
+      const float* keys = qkv + (std::size_t)(NH + g) * HS;         // key j at keys + j * row3
+      const float* values = qkv + (std::size_t)(NH + KV + g) * HS;  // value j at values + j * row3
+      float* kp_g = key_panels + (std::size_t)g * head_cache_floats(att_stride, HS);
+      float* vc_g = kp_g + (std::size_t)panels_per_head * kPanel * HS;
+      for (int j = t_begin; j < T; j++) {
+        float* slot = kp_g + (std::size_t)(j / kPanel) * kPanel * HS + j % kPanel;
+        const float* kr = keys + j * row3;
+        for (int d = 0; d < HS; d++) slot[d * kPanel] = kr[d];
+        std::memcpy(vc_g + (std::size_t)j * HS, values + j * row3, sizeof(float) * HS);
+      }
+    }
+  });
+  // threads take whole query heads (parallel.hpp); a head's work is the same on any thread
+  const double work = (double)(T - t_begin) * T * NH * HS;  // scores and weighted values, about
   parallel_for(NH, work, [&](int h_begin, int h_end) {
   for (int h = h_begin; h < h_end; h++) {
-    const float* q0 = qkv + h * HS;               // query t at q0 + t * row3
-    const float* keys = qkv + C + h * HS;         // key j at keys + j * row3
-    const float* values = qkv + 2 * C + h * HS;   // value j at values + j * row3
+    const float* q0 = qkv + h * HS;  // query t at q0 + t * row3
     float* att_h = att + (std::size_t)h * att_stride * att_stride;
-    // this head's cache: panels (panels_per_head, HS, kPanel) with [p][d][u] = k_{p*kPanel+u}[d],
-    // then values (att_stride, HS). Append rows [t_begin, T); panel slots past T hold zeros or stale
-    // keys: their scores are overwritten below.
-    float* kp_h = key_panels + (std::size_t)h * head_cache_floats(att_stride, HS);
-    float* vc_h = kp_h + (std::size_t)panels_per_head * kPanel * HS;
-    for (int j = t_begin; j < T; j++) {
-      float* slot = kp_h + (std::size_t)(j / kPanel) * kPanel * HS + j % kPanel;
-      const float* kr = keys + j * row3;
-      for (int d = 0; d < HS; d++) slot[d * kPanel] = kr[d];
-      std::memcpy(vc_h + (std::size_t)j * HS, values + j * row3, sizeof(float) * HS);
-    }
+    const float* kp_h = key_panels + (std::size_t)(h / group) * head_cache_floats(att_stride, HS);
+    const float* vc_h = kp_h + (std::size_t)panels_per_head * kPanel * HS;
     for (int t0 = t_begin; t0 < T; t0 += kScoreRows) {
       const int rows = std::min(kScoreRows, T - t0);
       const int t_last = t0 + rows - 1;
@@ -186,11 +194,11 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
       // y = P V, kValueRows rows at a time over j up to the sub-block's last position
       for (int t = t0; t <= t_last; t += kValueRows) {
         const int vrows = std::min(kValueRows, t_last + 1 - t);
-        weighted_values_rows_n(vrows, std::make_integer_sequence<int, kValueRows>{}, out + (std::size_t)t * C + h * HS, C,
-                               att_h + (std::size_t)t * att_stride, att_stride, vc_h, HS, t + vrows, hs_simd);
+        weighted_values_rows_n(vrows, std::make_integer_sequence<int, kValueRows>{}, out + (std::size_t)t * out_row + h * HS,
+                               out_stride, att_h + (std::size_t)t * att_stride, att_stride, vc_h, HS, t + vrows, hs_simd);
       }
       for (int t = t0; t <= t_last; t++)
-        weighted_values_tail(out + (std::size_t)t * C + h * HS, att_h + (std::size_t)t * att_stride, vc_h, t + 1,
+        weighted_values_tail(out + (std::size_t)t * out_row + h * HS, att_h + (std::size_t)t * att_stride, vc_h, t + 1,
                              hs_simd, HS);
     }
   }
@@ -200,10 +208,10 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
 #else  // HEADSCOPE_SIMD == 0: the scalar build forwards to the reference
 
 int attention_key_panel_width() { return 1; }
-std::size_t attention_key_panels_floats(int, int, int) { return 0; }
-void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH, int att_stride,
-                       float*, float* scores, int scores_head) noexcept {
-  ref::attention_forward<float>(out, att, qkv, t_begin, T, C, NH, att_stride, scores, scores_head);
+std::size_t attention_key_panels_floats(int, const AttentionShape&) { return 0; }
+void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, const AttentionShape& shape,
+                       int att_stride, float*, float* scores, int scores_head) noexcept {
+  ref::attention_forward<float>(out, att, qkv, t_begin, T, shape.NH, shape.KV, shape.HS, att_stride, scores, scores_head);
 }
 
 #endif

@@ -134,25 +134,59 @@ void add_forward(float* out, const float* a, const float* b, std::size_t N) noex
 float dot(const float* a, const float* b, int N) noexcept;
 
 // ---------------------------------------------------------------------------------------------
-// Causal multi-head self-attention for query rows [t_begin, T), keys and values of rows [0, T).
-//   qkv (T, 3C): row t is [q_t | k_t | v_t], head h owns columns [h*HS, (h+1)*HS) of each third
-//   att (NH, att_stride, att_stride): att[h][t][j] = softmax_j(q_t . k_j / sqrt(HS)) for j <= t,
+// Causal self-attention for query rows [t_begin, T), keys and values of rows [0, T), with NH query
+// heads over KV key/value heads (grouped-query attention: query head h reads key/value head
+// g = h / (NH / KV); KV = NH is multi-head attention, KV = 1 multi-query).
+//   qkv (T, (NH + 2 KV) HS): row t is [q_t (NH heads) | k_t (KV heads) | v_t (KV heads)], each head
+//     HS wide. GPT-2's (T, 3C) is the case KV = NH, HS = C / NH.
+//   att (NH, att_stride, att_stride): att[h][t][j] = softmax_j(q_t^h . k_j^g / sqrt(HS)) for j <= t,
 //                                    and exactly 0 for t < j < att_stride (the causal mask)
-//   out (T, C): row t is the concatenation over heads of sum_j att[h][t][j] v_j
+//   out (T, NH HS): row t is the concatenation over query heads of sum_j att[h][t][j] v_j^g
 // Rows below t_begin of att and out are left untouched: that is the incremental update's cache.
-//   key_panels: attention_key_panels_floats(att_stride, C, NH) floats owned by the caller (so the
-//     kernel never allocates): the keys again, in the panel layout the SIMD kernel's register tiles
-//     read. Like att and out it is a cache: this call appends keys [t_begin, T), and keys [0, t_begin)
-//     must be there from earlier calls on the same qkv (a call with t_begin = 0 fills it). Unused by
-//     the scalar build. Its contents before the first call do not matter.
+//   key_panels: attention_key_panels_floats(att_stride, shape) floats owned by the caller (so the
+//     kernel never allocates): the keys and values again, per key/value head, in the layout the SIMD
+//     kernel's register tiles read. Like att and out it is a cache: this call appends rows [t_begin,
+//     T), and rows [0, t_begin) must be there from earlier calls on the same qkv (a call with t_begin
+//     = 0 fills it). Unused by the scalar build. Its contents before the first call do not matter.
 // Requires T <= att_stride. Rows computed one call at a time equal rows computed together, bit for bit.
+struct AttentionShape {
+  int NH, KV, HS;
+  static AttentionShape mha(int C, int NH) { return {NH, NH, C / NH}; }  // GPT-2's
+  std::size_t qkv_row() const { return (std::size_t)(NH + 2 * KV) * HS; }
+  std::size_t out_row() const { return (std::size_t)NH * HS; }
+};
 int attention_key_panel_width();  // keys per panel; 1 in the scalar build
-std::size_t attention_key_panels_floats(int att_stride, int C, int NH);
-//   scores: null, or (att_stride, att_stride) floats receiving head scores_head's scaled scores
+std::size_t attention_key_panels_floats(int att_stride, const AttentionShape& shape);
+inline std::size_t attention_key_panels_floats(int att_stride, int C, int NH) {
+  return attention_key_panels_floats(att_stride, AttentionShape::mha(C, NH));
+}
+//   scores: null, or (att_stride, att_stride) floats receiving query head scores_head's scaled scores
 //     q_t . k_j / sqrt(HS) for j <= t, rows [t_begin, T), exactly as the kernel computed them before
 //     its softmax (what the "Inside this head" view shows; the rest of each row is left untouched)
-void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH, int att_stride,
-                       float* key_panels, float* scores = nullptr, int scores_head = -1) noexcept;
+void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, const AttentionShape& shape,
+                       int att_stride, float* key_panels, float* scores = nullptr, int scores_head = -1) noexcept;
+// GPT-2's multi-head case: qkv (T, 3C), out (T, C)
+inline void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
+                              int att_stride, float* key_panels, float* scores = nullptr, int scores_head = -1) noexcept {
+  attention_forward(out, att, qkv, t_begin, T, AttentionShape::mha(C, NH), att_stride, key_panels, scores, scores_head);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Llama family's row ops.
+// RMSNorm: out (N, C) = x * weight / sqrt(mean(x^2) + eps), per row; rstd (N) or null receives
+// 1 / sqrt(mean(x^2) + eps). out may alias x. (Qwen3's q_norm and k_norm are this over each head's
+// HS values: N = rows x heads, C = HS, on contiguous heads.)
+void rmsnorm_forward(float* out, float* rstd, const float* x, const float* weight, int N, int C, float eps) noexcept;
+// Rotary positions, Hugging Face's rotate_half layout, in place on n_heads consecutive heads of HS
+// values in each of the rows [t_begin, T) of x (row t at x + t * row_stride, position t):
+//   for i < HS/2, angle = t * inv_freq[i]: (x_i, x_{i+HS/2}) <- (x_i cos - x_{i+HS/2} sin, x_{i+HS/2} cos + x_i sin)
+// The cosines and sines are computed in double from the double inv_freq (HS/2): a row's rotation does
+// not depend on which rows are computed with it.
+void rope_forward(float* x, std::size_t row_stride, int t_begin, int T, int n_heads, int HS,
+                  const double* inv_freq) noexcept;
+// SwiGLU: out (N, F) = silu(gate) * up, gate_up (N, 2F) holding [gate | up] per row, silu(x) = x / (1 + e^-x).
+// out may not alias gate_up.
+void swiglu_forward(float* out, const float* gate_up, int N, int F) noexcept;
 
 // ---------------------------------------------------------------------------------------------
 // Training: the backward kernels and the optimizer updates. Rows N = B*T.

@@ -184,36 +184,84 @@ void matmul_transposed_backward(F* dinp, F* dweight, const F* dout, const F* inp
     }
 }
 
-// ---- causal multi-head attention -------------------------------------------------------------------
-// One sequence, query rows [t_begin, T) against keys and values [0, T):
-// qkv (T,3C): [q | k | v], head h owns columns [h*HS, (h+1)*HS) of each third
+// ---- causal attention, multi-head or grouped-query ------------------------------------------------
+// One sequence, query rows [t_begin, T) against keys and values [0, T), NH query heads over KV
+// key/value heads of HS (query head h reads key/value head h / (NH / KV)):
+// qkv (T, (NH+2KV)HS): [q (NH heads) | k (KV heads) | v (KV heads)]; GPT-2's (T,3C) is KV = NH, HS = C/NH
 // att (NH, att_stride, att_stride): softmax_j(q_t . k_j / sqrt(HS)) for j <= t, exactly 0 for t < j < att_stride
-// out (T,C): per head sum_j att[t][j] v_j, heads concatenated. Rows below t_begin are left untouched.
-// A training batch calls it per sequence with t_begin 0 and att_stride T. scores, when not null,
-// receives head scores_head's scaled scores before the softmax, rows [t_begin, T), j <= t.
+// out (T, NH*HS): per query head sum_j att[t][j] v_j, heads concatenated. Rows below t_begin are left
+// untouched. A training batch calls it per sequence with t_begin 0 and att_stride T. scores, when not
+// null, receives query head scores_head's scaled scores before the softmax, rows [t_begin, T), j <= t.
 template <typename F>
-void attention_forward(F* out, F* att, const F* qkv, int t_begin, int T, int C, int NH, int att_stride,
+void attention_forward(F* out, F* att, const F* qkv, int t_begin, int T, int NH, int KV, int HS, int att_stride,
                        F* scores = nullptr, int scores_head = -1) {
-  const int HS = C / NH;
-  const std::size_t C3 = 3 * (std::size_t)C;
+  const std::size_t row = (std::size_t)(NH + 2 * KV) * HS, out_row = (std::size_t)NH * HS;
+  const int group = NH / KV;
   const F scale = F(1) / std::sqrt(F(HS));
   for (int h = 0; h < NH; h++)
     for (int t = t_begin; t < T; t++) {
-      const F* q = qkv + t * C3 + h * HS;
+      const int g = h / group;
+      const F* q = qkv + t * row + h * HS;
       F* a = att + ((std::size_t)h * att_stride + t) * att_stride;
-      for (int j = 0; j <= t; j++) a[j] = dot(q, qkv + j * C3 + C + h * HS, HS) * scale;
+      for (int j = 0; j <= t; j++) a[j] = dot(q, qkv + j * row + (std::size_t)(NH + g) * HS, HS) * scale;
       if (scores && h == scores_head)
         for (int j = 0; j <= t; j++) scores[(std::size_t)t * att_stride + j] = a[j];
       softmax_forward(a, t + 1);
       for (int j = t + 1; j < att_stride; j++) a[j] = 0;  // causal mask: the future gets exactly 0
-      F* o = out + (std::size_t)t * C + h * HS;
+      F* o = out + (std::size_t)t * out_row + h * HS;
       for (int i = 0; i < HS; i++) o[i] = 0;
       for (int j = 0; j <= t; j++) {
-        const F* vj = qkv + j * C3 + 2 * C + h * HS;
+        const F* vj = qkv + j * row + (std::size_t)(NH + KV + g) * HS;
         for (int i = 0; i < HS; i++) o[i] += a[j] * vj[i];
       }
     }
 }
+// GPT-2's multi-head case: qkv (T,3C), out (T,C)
+template <typename F>
+void attention_forward(F* out, F* att, const F* qkv, int t_begin, int T, int C, int NH, int att_stride,
+                       F* scores = nullptr, int scores_head = -1) {
+  attention_forward<F>(out, att, qkv, t_begin, T, NH, NH, C / NH, att_stride, scores, scores_head);
+}
+
+// ---- the Llama family's row ops (kernels.hpp says what each computes) --------------------------------
+template <typename F>
+void rmsnorm_forward(F* out, F* rstd, const F* x, const F* weight, int N, int C, F eps) {
+  for (int t = 0; t < N; t++) {
+    const F* xr = x + (std::size_t)t * C;
+    F ss = 0;
+    for (int i = 0; i < C; i++) ss += xr[i] * xr[i];
+    const F r = F(1) / std::sqrt(ss / F(C) + eps);
+    if (rstd) rstd[t] = r;
+    F* o = out + (std::size_t)t * C;
+    for (int i = 0; i < C; i++) o[i] = xr[i] * r * weight[i];
+  }
+}
+
+template <typename F>
+void rope_forward(F* x, std::size_t row_stride, int t_begin, int T, int n_heads, int HS, const double* inv_freq) {
+  const int half = HS / 2;
+  for (int t = t_begin; t < T; t++)
+    for (int i = 0; i < half; i++) {
+      const double angle = (double)t * inv_freq[i];
+      const F c = F(std::cos(angle)), s = F(std::sin(angle));
+      for (int h = 0; h < n_heads; h++) {
+        F* v = x + (std::size_t)t * row_stride + (std::size_t)h * HS;
+        const F a = v[i], b = v[i + half];
+        v[i] = a * c - b * s;
+        v[i + half] = b * c + a * s;
+      }
+    }
+}
+
+template <typename F>
+void swiglu_forward(F* out, const F* gate_up, int N, int Fw) {
+  for (int t = 0; t < N; t++)
+    for (int i = 0; i < Fw; i++) {
+      const F g = gate_up[(std::size_t)t * 2 * Fw + i], u = gate_up[(std::size_t)t * 2 * Fw + Fw + i];
+      out[(std::size_t)t * Fw + i] = g / (F(1) + std::exp(-g)) * u;
+    }
+}
+
 // Backward of a batch of B sequences of T tokens (att (B,NH,T,T) as the training forward keeps it):
 // dqkv (B,T,3C) += ...; dout (B,T,C); qkv and att from the forward; scratch (T) floats, overwritten
 template <typename F>

@@ -1,0 +1,117 @@
+// Llama-family checkpoints (config.json model_type "llama" / "qwen3", tokenizer.json): what is
+// particular to them. Their numbers against float64 PyTorch run in the shared tests of test_model.cpp,
+// test_f16.cpp and test_generate.cpp, which take both families' fixtures (test_util::all_fixture_models).
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "headscope/error.hpp"
+#include "headscope/model.hpp"
+#include "headscope/train.hpp"
+#include "test_util.hpp"
+
+using headscope::Model;
+using nlohmann::json;
+using test_util::fixture_dir;
+using test_util::kLlamaFixtureModels;
+using test_util::load_fixture;
+using test_util::read_text;
+
+namespace {
+
+#define REQUIRE_LLAMA_ERROR(expr, text) REQUIRE_THROWS_WITH(expr, Catch::Matchers::Contains(text))
+
+// llama-gqa's config.json with one edit, loaded with its own weights and tokenizer
+Model load_edited(const std::function<void(json&)>& edit, const std::string& name = "llama-gqa") {
+  json c = json::parse(read_text(fixture_dir(name) + "/config.json"));
+  edit(c);
+  return Model::load_buffers_tokenizer_json(c.dump(), test_util::read_bytes(fixture_dir(name) + "/model.safetensors"),
+                                            read_text(fixture_dir(name) + "/tokenizer.json"));
+}
+
+}  // namespace
+
+TEST_CASE("llama: the config is read into the shared fields, key/value heads and rotary settings", "[llama][config]") {
+  const Model gqa = load_fixture("llama-gqa");
+  const auto& c = gqa.config();
+  REQUIRE(c.family == headscope::Family::llama);
+  REQUIRE(c.n_head == 4);
+  REQUIRE(c.kv_heads() == 2);
+  REQUIRE(c.group_size() == 2);
+  REQUIRE(c.head_size() == 6);
+  REQUIRE(c.qkv_width() == (4 + 2 * 2) * 6);
+  REQUIRE(c.tie_word_embeddings);
+  const Model qwen = load_fixture("qwen3-qknorm");
+  REQUIRE(qwen.config().qk_norm);
+  REQUIRE(qwen.config().q_width() == 48);  // 4 heads of 12: wider than hidden_size 16
+  const Model mqa = load_fixture("llama-mqa");
+  REQUIRE(mqa.config().kv_heads() == 1);
+  REQUIRE(mqa.config().rope_scaling.llama3);
+  REQUIRE(!mqa.config().tie_word_embeddings);
+  // the untied LM head counts: embedding + lm_head are two V x C matrices
+  REQUIRE(mqa.parameter_count() > (std::size_t)2 * mqa.config().vocab_size * mqa.config().n_embd);
+}
+
+TEST_CASE("llama: text goes through tokenizer.json, with the post-processor's BOS, to the reference's ids", "[llama][tokenizer]") {
+  for (const std::string& name : kLlamaFixtureModels) {
+    const Model m = Model::load_directory(fixture_dir(name));  // the folder: config.json, model.safetensors, tokenizer.json
+    const json ref = json::parse(read_text(fixture_dir(name) + "/reference.json"));
+    const bool llama = m.config().model_type == "llama";
+    for (const json& c : ref["cases"]) {
+      const std::string text = c["text"].get<std::string>();
+      INFO(name << ": \"" << text << "\"");
+      std::vector<int32_t> ids;
+      for (const headscope::Token& t : m.tokenizer().encode_input(text)) ids.push_back(t.id);
+      // the reference's cases are cut to its T <= 24; the text's own ids start the same way
+      const auto want = c["ids"].get<std::vector<int32_t>>();
+      REQUIRE(ids.size() >= want.size());
+      REQUIRE(std::vector<int32_t>(ids.begin(), ids.begin() + (long)want.size()) == want);
+      // Llama 3's template puts <|begin_of_text|> first (an empty span); Qwen3's adds nothing
+      if (llama) {
+        REQUIRE(m.tokenizer().token_bytes(ids[0]) == "<|begin_of_text|>");
+        REQUIRE(m.tokenizer().encode_input(text)[0].byte_end == 0);
+        REQUIRE(m.tokenizer().encode(text).size() + 1 == ids.size());
+      } else {
+        REQUIRE(m.tokenizer().encode(text).size() == ids.size());
+      }
+    }
+    // a run of the text is a run of those ids
+    Model run = Model::load_directory(fixture_dir(name));
+    run.run("The chef");
+    std::vector<int32_t> ids;
+    for (const headscope::Token& t : run.tokenizer().encode_input("The chef")) ids.push_back(t.id);
+    REQUIRE(run.ids() == ids);
+  }
+}
+
+TEST_CASE("llama: bad configs and files are refused by name", "[llama][errors]") {
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["num_key_value_heads"] = 3; }), "not a multiple of num_key_value_heads");
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["head_dim"] = 5; }), "head_dim = 5 is odd");
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j.erase("max_position_embeddings"); }), "missing key \"max_position_embeddings\"");
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["hidden_act"] = "gelu"; }), "hidden_act \"gelu\" is not supported");
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["attention_bias"] = true; }), "attention_bias=true is not supported");
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; }),
+                      "rope_scaling of type \"yarn\" is not supported");
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}}; }),
+                      "needs factor, low_freq_factor and high_freq_factor");
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["rms_norm_eps"] = 0; }), "\"rms_norm_eps\" = 0 is outside");
+  // the shapes the config promises are the file's: a head_dim of 8 wants q_proj of 32 rows
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["head_dim"] = 8; }), "q_proj.weight");
+  // an untied model says lm_head.weight; a tied config with one in the file is contradictory
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["tie_word_embeddings"] = false; }), "lm_head.weight");
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["tie_word_embeddings"] = true; }, "llama-mqa"),
+                      "has lm_head.weight but config.json says tie_word_embeddings=true");
+  // Qwen3 without its q_norm
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["model_type"] = "qwen3"; j["head_dim"] = 6; }), "q_norm.weight");
+}
+
+TEST_CASE("llama: what is not available yet says so", "[llama][errors]") {
+  Model m = load_fixture("llama-gqa");
+  m.run("The chef");
+  REQUIRE_LLAMA_ERROR(m.logit_attribution(0, 1), "not available for the Llama family yet");
+  REQUIRE_LLAMA_ERROR(headscope::train::Trainer(m.config(), 1, 8), "training a Llama-family model");
+}
