@@ -41,6 +41,7 @@ done
 for pid in "${pids[@]}"; do wait "$pid" || { echo "fuzz: compiling the engine failed" >&2; exit 1; }; done
 
 export HEADSCOPE_FUZZ_MODEL_DIR="$PWD/tests/fixtures/models/tiny-hs4"
+export HEADSCOPE_FUZZ_LLAMA_DIR="$PWD/tests/fixtures/models/llama-gqa"
 export HEADSCOPE_FUZZ_GPT2_DIR="$PWD/$OUT/gpt2-tokenizer"
 [ -f "$HEADSCOPE_FUZZ_GPT2_DIR/vocab.json" ] || node scripts/make_tokenizer_cases.mjs "$HEADSCOPE_FUZZ_GPT2_DIR" >/dev/null
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

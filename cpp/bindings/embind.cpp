@@ -87,6 +87,20 @@ Model* load_stored(val config_json, val weights, val vocab_json, val merges_txt,
 Model* load(val config_json, val weights, val vocab_json, val merges_txt) {
   return load_stored(config_json, weights, vocab_json, merges_txt, val("f32"), 0);
 }
+// The same with Hugging Face's tokenizer.json instead of vocab.json and merges.txt (the Llama family's).
+Model* load_tokenizer_json(val config_json, val weights, val tokenizer_json, val storage, int threads) {
+  return guarded([&]() -> Model* {
+    const std::string config = string_of(config_json, "config.json");
+    headscope::parse_config(config);  // a config of another family is named before the tokenizer is read
+    const std::string tokenizer = string_of(tokenizer_json, "tokenizer.json");
+    if (!weights.instanceof(val::global("Uint8Array"))) throw headscope::Error("weights must be a Uint8Array");
+    headscope::LoadOptions options;
+    options.weights = headscope::parse_weight_storage(string_of(storage, "weights"));
+    options.threads = threads;
+    return new Model(Model::load_source(config, std::make_shared<headscope::JsBytes>(weights),
+                                        headscope::Tokenizer::from_tokenizer_json(tokenizer), 0, options));
+  }, static_cast<Model*>(nullptr));
+}
 
 val token_array(const std::vector<headscope::Token>& tokens) {
   val out = val::array();
@@ -295,15 +309,18 @@ val generation_next(headscope::Generation& g) {
 val config_object(const Model& m) {
   const auto& c = m.config();
   val o = val::object();
+  o.set("modelType", c.model_type);
   o.set("vocabSize", c.vocab_size);
   o.set("nPositions", c.n_positions);
   o.set("nEmbd", c.n_embd);
   o.set("nLayer", c.n_layer);
   o.set("nHead", c.n_head);
+  o.set("nKvHead", c.kv_heads());
   o.set("nInner", c.n_inner);
   o.set("headSize", c.head_size());
   o.set("layerNormEpsilon", c.layer_norm_epsilon);
   o.set("activation", c.activation_name);
+  o.set("tiedEmbeddings", c.family == headscope::Family::gpt2 || c.tie_word_embeddings);
   return o;
 }
 
@@ -399,6 +416,7 @@ EMSCRIPTEN_BINDINGS(headscope) {
   using namespace emscripten;
   function("load", &load, allow_raw_pointers());  // overloaded by argument count
   function("load", &load_stored, allow_raw_pointers());
+  function("loadTokenizerJson", &load_tokenizer_json, allow_raw_pointers());
   function("lastError", optional_override([]() { return g_last_error; }));
   function("simdInfo", &simd_object);
   function("heapUsedBytes", &heap_used_bytes);

@@ -43,6 +43,19 @@ inline const ModelFiles& tiny_model_files() {
   return files;
 }
 
+// A Llama-family fixture (grouped-query attention): config.json and tokenizer.json
+struct LlamaFiles {
+  std::string config, tokenizer_json;
+};
+
+inline const LlamaFiles& llama_model_files() {
+  static const LlamaFiles files = [] {
+    const std::string dir = env_dir("HEADSCOPE_FUZZ_LLAMA_DIR");
+    return LlamaFiles{read_all(dir + "/config.json"), read_all(dir + "/tokenizer.json")};
+  }();
+  return files;
+}
+
 inline const headscope::Tokenizer& gpt2_tokenizer() {
   static const headscope::Tokenizer tok = [] {
     const std::string dir = env_dir("HEADSCOPE_FUZZ_GPT2_DIR");

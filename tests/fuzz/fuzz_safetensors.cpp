@@ -22,10 +22,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const headscope::Error&) {
     return 0;
   }
-  // a structurally valid file: try it as the weights of the tiny fixture model
+  // a structurally valid file: try it as the weights of the tiny fixture model, and of a Llama-family
+  // one (other names, [out, in] layouts, an RMSNorm per head)
   try {
     const auto& f = fuzz::tiny_model_files();
     headscope::Model m = headscope::Model::load_buffers(f.config, bytes, f.vocab, f.merges);
+    m.run("ab c");
+  } catch (const headscope::Error&) {
+  }
+  try {
+    const auto& f = fuzz::llama_model_files();
+    headscope::Model m = headscope::Model::load_buffers_tokenizer_json(f.config, bytes, f.tokenizer_json);
     m.run("ab c");
   } catch (const headscope::Error&) {
   }

@@ -9,7 +9,7 @@ import {
   loadModel, shippedModels, defaultModelName, attentionIndex, strideOf, createTrainer, trainingPresets,
   wasmHeapUsedBytes, wasmMemoryBytes, HeadscopeModel,
   type ModelFiles, type ModelInfo, type LoadProgress, type RunOptions, type RunResult, type Token, type Prediction,
-  type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset, type HeadInside,
+  type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset, type HeadInside, type TokenizerJsonModelFiles,
   type HeadsOptions, type HeadsProgress, type HeadsReport, type LogitAttribution,
   type GenerateOptions, type GenerateResult, type GeneratedToken, type SamplingDistribution,
 } from 'headscope';
@@ -48,6 +48,9 @@ same<typeof twoThreads.threads, number>();
 await loadModel(new URL('./models/gpt2/', location.href));      // a folder in the GPT-2 layout
 const files: ModelFiles = { config: '{}', weights: new ArrayBuffer(8), vocab: new Uint8Array(2), merges: '', name: 'mine' };
 await loadModel(files);
+// a Llama-family model: tokenizer.json instead of vocab.json and merges.txt
+const llamaFiles: TokenizerJsonModelFiles = { config: '{}', weights: new Uint8Array(8), tokenizer: '{}' };
+await loadModel(llamaFiles);
 // @ts-expect-error  the storage is 'f32' or 'f16'
 await loadModel('heads-4', { weights: 'f8' });
 // @ts-expect-error  a source is a name, a URL or the four files
@@ -57,6 +60,9 @@ await loadModel({ config: '{}', weights: 'safetensors', vocab: '', merges: '' })
 
 const info: ModelInfo = model.info;
 const { nLayer, nHead, nPositions, headSize, vocabSize } = info.config;
+const sharing: number = info.config.nHead / info.config.nKvHead;  // query heads per key/value head
+const family: string = info.config.modelType;
+const tied: boolean = info.config.tiedEmbeddings;
 same<typeof info.weights, 'f32' | 'f16'>();
 const relaxed: boolean = info.simd.relaxedMadd;
 // @ts-expect-error  info is read-only

@@ -1,16 +1,22 @@
-// Opening a model folder from the reader's disk (a Hugging Face GPT-2 folder such as `gpt2` or
-// `distilgpt2`): a file picker for the folder or its four files, and drag and drop onto the page.
-// Nothing is uploaded: the files are read in the browser and handed to loadModel() as buffers.
+// Opening a model folder from the reader's disk (a Hugging Face folder: GPT-2's such as `gpt2` or
+// `distilgpt2`, or the Llama family's such as SmolLM2 or Qwen3): a file picker for the folder or its
+// files, and drag and drop onto the page. Nothing is uploaded: the files are read in the browser and
+// handed to loadModel() as buffers.
 
-/** The four files of a model folder, by the keys loadModel() takes. */
+/** The four files of a GPT-2 folder, by the keys loadModel() takes. */
 export const MODEL_FILES = Object.freeze({
   config: 'config.json', weights: 'model.safetensors', vocab: 'vocab.json', merges: 'merges.txt',
+});
+/** The three files of a Llama-family folder (its tokenizer in tokenizer.json). */
+export const TOKENIZER_JSON_MODEL_FILES = Object.freeze({
+  config: 'config.json', weights: 'model.safetensors', tokenizer: 'tokenizer.json',
 });
 
 /**
  * Picks the model's files out of a list of File objects (a folder's contents, or files chosen one
- * by one). Other files (the hub's pytorch_model.bin, tokenizer.json, ...) are ignored. Throws an
- * Error naming what is missing. Returns { name, files: { config, weights, vocab, merges }, bytes }.
+ * by one): GPT-2's four when vocab.json is there, else the three with tokenizer.json. Other files
+ * (the hub's pytorch_model.bin, ...) are ignored. Throws an Error naming what is missing. Returns
+ * { name, files: { config, weights, vocab, merges } or { config, weights, tokenizer }, bytes }.
  * `folder` names the model when the files carry no folder (webkitRelativePath).
  */
 export function modelFromFiles(fileList, folder = '') {
@@ -24,16 +30,19 @@ export function modelFromFiles(fileList, folder = '') {
     // a file at the folder's top wins over one of the same name in a subfolder
     if (!prev || depth < prev.depth) byName.set(f.name, { file: f, depth, path });
   }
-  const missing = Object.values(MODEL_FILES).filter((n) => !byName.has(n));
+  const layout = byName.has(TOKENIZER_JSON_MODEL_FILES.tokenizer) && !byName.has(MODEL_FILES.vocab)
+    ? TOKENIZER_JSON_MODEL_FILES : MODEL_FILES;
+  const missing = Object.values(layout).filter((n) => !byName.has(n));
   const first = byName.get(MODEL_FILES.config) ?? [...byName.values()][0];
   const name = folder || (first.path.includes('/') ? first.path.split('/').slice(-2, -1)[0] : '') || 'local model';
   if (missing.length) {
     const hint = byName.has('pytorch_model.bin') || files.some((f) => f.name.endsWith('.bin'))
       ? ' This folder has PyTorch .bin weights only: headscope reads model.safetensors (the hub offers it for gpt2 and distilgpt2).'
       : '';
-    throw new Error(`"${name}" is missing ${missing.join(', ')}: a GPT-2 model folder needs ${Object.values(MODEL_FILES).join(', ')}.${hint}`);
+    throw new Error(`"${name}" is missing ${missing.join(', ')}: a model folder needs ${Object.values(MODEL_FILES).join(', ')} `
+      + `(GPT-2) or ${Object.values(TOKENIZER_JSON_MODEL_FILES).join(', ')} (the Llama family).${hint}`);
   }
-  const picked = Object.fromEntries(Object.entries(MODEL_FILES).map(([key, n]) => [key, byName.get(n).file]));
+  const picked = Object.fromEntries(Object.entries(layout).map(([key, n]) => [key, byName.get(n).file]));
   const bytes = Object.values(picked).reduce((s, f) => s + f.size, 0);
   return { name, files: picked, bytes };
 }

@@ -1,6 +1,7 @@
-// Where a model's files are and how they arrive: shipped names, folder URLs (Hugging Face's GPT-2
-// layout), file: URLs read from disk in Node, streamed fetches that report progress. headscope.js
-// loads models through this module; nothing here touches the engine.
+// Where a model's files are and how they arrive: shipped names, folder URLs (Hugging Face's layout:
+// config.json and model.safetensors, with GPT-2's vocab.json + merges.txt or the Llama family's
+// tokenizer.json), file: URLs read from disk in Node, streamed fetches that report progress.
+// headscope.js loads models through this module; nothing here touches the engine.
 
 export const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined'
   && typeof importScripts === 'undefined';
@@ -9,7 +10,19 @@ export const isNode = typeof process === 'object' && !!process.versions?.node &&
 export const shippedModels = Object.freeze(['headscope-base', 'heads-1', 'heads-2', 'heads-4', 'heads-8']);
 /** The model loadModel() uses when called without a source. */
 export const defaultModelName = 'headscope-base';
-const FILE_KEYS = ['config', 'weights', 'vocab', 'merges'];
+const GPT2_KEYS = ['config', 'weights', 'vocab', 'merges'];
+const TOKENIZER_JSON_KEYS = ['config', 'weights', 'tokenizer'];
+/** config.json's model_type values whose folders carry tokenizer.json (the engine's Llama family). */
+export const TOKENIZER_JSON_TYPES = Object.freeze(['llama', 'qwen3']);
+
+/** 'tokenizer' when config.json (text) names a Llama-family model_type, else 'vocab' (GPT-2's files). */
+export function tokenizerKind(configText) {
+  try {
+    return TOKENIZER_JSON_TYPES.includes(JSON.parse(configText)?.model_type) ? 'tokenizer' : 'vocab';
+  } catch {
+    return 'vocab'; // the engine says what is wrong with the config
+  }
+}
 
 // Written as literal `new URL(..., import.meta.url)` so bundlers (Vite, webpack 5, esbuild)
 // see these files and emit them next to the bundle.
@@ -111,6 +124,7 @@ function folderUrls(base) {
     weights: new URL('model.safetensors', base),
     vocab: new URL('vocab.json', base),
     merges: new URL('merges.txt', base),
+    tokenizer: new URL('tokenizer.json', base),
   };
 }
 
@@ -127,27 +141,43 @@ export function asBytes(v, what) {
   throw new Error(`${what} must be an ArrayBuffer or typed array`);
 }
 
-// Fetches a model's four files at once; onProgress gets the bytes loaded and expected over all four.
+// Fetches a model's files; onProgress gets the bytes loaded and expected over all of them. A folder
+// (urls.tokenizer set) says in its config.json which tokenizer files it has, so that comes first
+// (a few hundred bytes), then the others at once; a shipped model's files all at once.
 export async function fetchModelFiles(urls, { onProgress, signal } = {}) {
-  const totals = Object.fromEntries(FILE_KEYS.map((k) => [k, 0]));
-  const loadedBy = Object.fromEntries(FILE_KEYS.map((k) => [k, 0]));
+  const totals = {};
+  const loadedBy = {};
   const report = () => {
     if (!onProgress) return;
-    const loaded = FILE_KEYS.reduce((s, k) => s + loadedBy[k], 0);
-    const total = FILE_KEYS.reduce((s, k) => s + Math.max(totals[k], loadedBy[k]), 0);
+    const keys = Object.keys(loadedBy);
+    const loaded = keys.reduce((s, k) => s + loadedBy[k], 0);
+    const total = keys.reduce((s, k) => s + Math.max(totals[k] ?? 0, loadedBy[k]), 0);
     onProgress({ loaded, total });
   };
-  const fetched = await Promise.all(FILE_KEYS.map((k) => fetchBytes(urls[k], (n, total) => {
-    loadedBy[k] += n;
-    totals[k] = total;
-    report();
-  }, signal)));
-  return Object.fromEntries(FILE_KEYS.map((k, i) => [k, fetched[i]]));
+  const fetchKeys = (keys) => Promise.all(keys.map((k) => {
+    loadedBy[k] = 0;
+    return fetchBytes(urls[k], (n, total) => {
+      loadedBy[k] += n;
+      totals[k] = total;
+      report();
+    }, signal);
+  }));
+  if (!urls.tokenizer) {
+    const fetched = await fetchKeys(GPT2_KEYS);
+    return Object.fromEntries(GPT2_KEYS.map((k, i) => [k, fetched[i]]));
+  }
+  const [config] = await fetchKeys(['config']);
+  const keys = (tokenizerKind(asText(config, 'config')) === 'tokenizer' ? TOKENIZER_JSON_KEYS : GPT2_KEYS).slice(1);
+  const fetched = await fetchKeys(keys);
+  return { config, ...Object.fromEntries(keys.map((k, i) => [k, fetched[i]])) };
 }
 
-// The four files given as buffers or strings ({ config, weights, vocab, merges }), checked for presence.
+// The files given as buffers or strings, checked for presence: { config, weights, vocab, merges }
+// (GPT-2's) or { config, weights, tokenizer } (tokenizer.json's contents: the Llama family's).
 export function givenModelFiles(source) {
-  for (const k of FILE_KEYS)
-    if (!(k in source)) throw new Error(`model source object is missing "${k}" (expected { config, weights, vocab, merges })`);
+  const keys = 'tokenizer' in source && !('vocab' in source) ? TOKENIZER_JSON_KEYS : GPT2_KEYS;
+  for (const k of keys)
+    if (!(k in source))
+      throw new Error(`model source object is missing "${k}" (expected { config, weights, vocab, merges } or { config, weights, tokenizer })`);
   return source;
 }

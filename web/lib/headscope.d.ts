@@ -23,11 +23,25 @@ export interface ModelFiles {
   name?: string;
 }
 
+/** A Llama-family model's files (config.json's model_type "llama" or "qwen3"), as buffers or text. */
+export interface TokenizerJsonModelFiles {
+  /** config.json (LlamaConfig's or Qwen3Config's keys). */
+  config: ArrayBuffer | ArrayBufferView | string;
+  /** model.safetensors; F32, F16 or BF16 tensors with Hugging Face's names. */
+  weights: ArrayBuffer | ArrayBufferView;
+  /** tokenizer.json: Hugging Face's byte-level BPE tokenizer (Llama 3's, Qwen3's, SmolLM's). */
+  tokenizer: ArrayBuffer | ArrayBufferView | string;
+  /** A name for `info.name`; defaults to "custom". */
+  name?: string;
+}
+
 /**
  * Where to load a model from: a shipped model's name, the URL of a folder holding config.json,
- * model.safetensors, vocab.json and merges.txt (http(s): in browsers, file: in Node), or the files.
+ * model.safetensors and the tokenizer's files (vocab.json and merges.txt for GPT-2, tokenizer.json
+ * for the Llama family, as its config.json's model_type says; http(s): in browsers, file: in
+ * Node), or the files.
  */
-export type ModelSource = string | URL | ModelFiles;
+export type ModelSource = string | URL | ModelFiles | TokenizerJsonModelFiles;
 
 export interface LoadProgress {
   /** Bytes received so far, over all four files. */
@@ -75,17 +89,26 @@ export declare function wasmHeapUsedBytes(): Promise<number>;
 export declare function wasmMemoryBytes(): Promise<number>;
 
 export interface ModelConfig {
+  /** config.json's model_type: "gpt2", "llama" or "qwen3". */
+  modelType: string;
   vocabSize: number;
   /** Context length: a longer text keeps its last tokens, cut in steps of nPositions / 8 (so between 7/8 of nPositions and all of it remain). */
   nPositions: number;
   nEmbd: number;
   nLayer: number;
+  /** Query heads per layer: every view has one map per query head. */
   nHead: number;
+  /** Key/value heads per layer (nHead for GPT-2): query head h reads key/value head
+   *  Math.floor(h / (nHead / nKvHead)), so nHead / nKvHead query heads share each one. */
+  nKvHead: number;
   nInner: number;
-  /** nEmbd / nHead: the width of each head's query, key and value. */
+  /** The width of each head's query, key and value (nEmbd / nHead unless config.json says head_dim). */
   headSize: number;
+  /** LayerNorm's epsilon (GPT-2) or RMSNorm's (the Llama family). */
   layerNormEpsilon: number;
   activation: string;
+  /** True when the LM head is the token embedding (always for GPT-2). */
+  tiedEmbeddings: boolean;
 }
 
 export interface ModelInfo {

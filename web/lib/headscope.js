@@ -36,10 +36,13 @@ export async function loadModel(source, options = {}) {
     files = givenModelFiles(source);
     name = source.name ?? 'custom';
   } else {
-    throw new Error(`model source must be a shipped model name, a folder URL or { config, weights, vocab, merges }, got ${typeof source}`);
+    throw new Error(`model source must be a shipped model name, a folder URL, { config, weights, vocab, merges } or { config, weights, tokenizer }, got ${typeof source}`);
   }
-  const handle = checked(core, core.load(asText(files.config, 'config'), asBytes(files.weights, 'weights'),
-    asText(files.vocab, 'vocab'), asText(files.merges, 'merges'), weights, threads));
+  const handle = 'vocab' in files
+    ? checked(core, core.load(asText(files.config, 'config'), asBytes(files.weights, 'weights'),
+      asText(files.vocab, 'vocab'), asText(files.merges, 'merges'), weights, threads))
+    : checked(core, core.loadTokenizerJson(asText(files.config, 'config'), asBytes(files.weights, 'weights'),
+      asText(files.tokenizer, 'tokenizer'), weights, threads));
   return new HeadscopeModel(core, handle, name);
 }
 

@@ -1,0 +1,116 @@
+// Llama-family folders through the JavaScript API: loadModel() from a folder URL (config.json says
+// model_type, then tokenizer.json is fetched), from buffers ({ config, weights, tokenizer }), and in
+// the Worker; results against the float64 PyTorch references of tests/fixtures/models/llama-*
+// (scripts/make_llama_fixtures.py), the grouping of query heads over key/value heads in info, and
+// the tokenizer's BOS.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { loadModel } from '../../dist/headscope.js';
+import { loadModelInWorker } from '../../dist/headscope-worker.js';
+import { nodeWorker } from './node-worker.js';
+
+const MODELS = ['llama-gqa', 'llama-mqa', 'qwen3-qknorm', 'llama-mha'];
+const folder = (name) => new URL(`../fixtures/models/${name}/`, import.meta.url);
+const reference = (name) => JSON.parse(readFileSync(new URL('reference.json', folder(name)), 'utf8'));
+const open = [];
+after(() => { for (const m of open) m.dispose(); });
+
+// The tolerances of the C++ tests against these references (tests/cpp/test_model.cpp; the
+// references' float32 PyTorch runs differ by at most 2.1e-5 in logits and 3.6e-6 in attention,
+// tests/fixtures/README.md): logits 1e-4 + 1e-4 |ref|, attention probabilities 5e-5.
+function assertClose(got, want, abs, rel, what) {
+  assert.equal(got.length, want.length, `${what}: length`);
+  for (let i = 0; i < want.length; i++)
+    assert.ok(Math.abs(got[i] - want[i]) <= abs + rel * Math.abs(want[i]), `${what}[${i}]: ${got[i]} vs ${want[i]}`);
+}
+
+// the cases whose whole text fits the reference's cut (the first is cut to 24 tokens)
+function checkRun(model, name) {
+  const ref = reference(name);
+  let checked = 0;
+  for (const c of ref.cases) {
+    const ids = model.tokenize(c.text).map((t) => t.id);
+    assert.deepEqual(ids.slice(0, c.ids.length), c.ids, `${name}: "${c.text}" tokenizes to the reference's ids`);
+    if (ids.length !== c.ids.length) continue;
+    const r = model.run(c.text);
+    assert.equal(r.T, c.T);
+    assertClose(r.logitsLast, c.logits_last, 1e-4, 1e-4, `${name} "${c.text}" logitsLast`);
+    const { nLayer, nHead } = model.info.config;
+    const att = [];
+    for (let l = 0; l < nLayer; l++) for (let h = 0; h < nHead; h++) att.push(...r.attention(l, h));
+    assertClose(att, c.attention, 5e-5, 0, `${name} "${c.text}" attention of every query head`);
+    checked++;
+  }
+  assert.ok(checked >= 3, `${name}: ${checked} cases checked`);
+}
+
+for (const name of MODELS) {
+  test(`${name}: a folder URL loads with tokenizer.json and equals float64 PyTorch; the same from buffers and in the Worker`, async () => {
+    const model = await loadModel(folder(name));
+    open.push(model);
+    const config = JSON.parse(readFileSync(new URL('config.json', folder(name)), 'utf8'));
+    const c = model.info.config;
+    assert.equal(c.modelType, config.model_type);
+    assert.equal(c.nHead, config.num_attention_heads);
+    assert.equal(c.nKvHead, config.num_key_value_heads);
+    assert.equal(c.headSize, config.head_dim);
+    assert.equal(c.tiedEmbeddings, !!config.tie_word_embeddings);
+    checkRun(model, name);
+
+    const read = (f) => readFileSync(new URL(f, folder(name)));
+    const buffers = await loadModel({ config: read('config.json'), weights: read('model.safetensors'), tokenizer: read('tokenizer.json') });
+    open.push(buffers);
+    const worker = await loadModelInWorker(folder(name), { worker: nodeWorker() });
+    open.push(worker);
+    const text = 'Line 1\nLine 22\n\t3.14';
+    const a = model.run(text), b = buffers.run(text), w = await worker.run(text);
+    // the same wasm on the same files: the same floats
+    assert.deepEqual(b.logitsLast, a.logitsLast);
+    assert.deepEqual(w.logitsLast, a.logitsLast);
+    assert.deepEqual(w.attentionAll, a.attentionAll);
+  });
+}
+
+test('Llama 3\'s template puts <|begin_of_text|> first, an empty span; Qwen3\'s adds nothing', async () => {
+  const llama = await loadModel(folder('llama-gqa'));
+  const qwen = await loadModel(folder('qwen3-qknorm'));
+  open.push(llama, qwen);
+  const [bos, ...rest] = llama.tokenize('The chef');
+  assert.equal(bos.text, '<|begin_of_text|>');
+  assert.deepEqual([bos.start, bos.end], [0, 0]);
+  assert.equal(rest.map((t) => 'The chef'.slice(t.start, t.end)).join(''), 'The chef');
+  const q = qwen.tokenize('The chef');
+  assert.equal(q.map((t) => 'The chef'.slice(t.start, t.end)).join(''), 'The chef');
+  assert.equal(q[0].start, 0);
+  assert.ok(q[0].end > 0);
+  // a run sees those tokens
+  assert.deepEqual(llama.run('The chef').tokens.map((t) => t.id), [bos, ...rest].map((t) => t.id));
+});
+
+test('inspectHead on a query head that shares its key/value head: k and v are the shared head\'s', async () => {
+  const model = await loadModel(folder('llama-gqa'));
+  open.push(model);
+  const text = 'Line 1\nLine 22';
+  // query heads 0 and 1 read key/value head 0; 2 and 3 read key/value head 1
+  const [h0, h1, h2] = [0, 1, 2].map((h) => model.inspectHead(text, 1, h));
+  assert.deepEqual(h1.k, h0.k);
+  assert.deepEqual(h1.v, h0.v);
+  assert.notDeepEqual(h1.q, h0.q);
+  assert.notDeepEqual(h2.k, h0.k);
+});
+
+test('bad Llama-family sources are Errors naming the problem', async () => {
+  const read = (f) => readFileSync(new URL(f, folder('llama-gqa')));
+  await assert.rejects(loadModel({ config: read('config.json'), weights: read('model.safetensors') }), /missing "vocab"|missing "tokenizer"/);
+  await assert.rejects(loadModel({ config: read('config.json'), weights: read('model.safetensors'), tokenizer: '{"model": 1}' }), /tokenizer\.json/);
+  const config = JSON.parse(read('config.json'));
+  config.num_key_value_heads = 3;
+  await assert.rejects(loadModel({ config: JSON.stringify(config), weights: read('model.safetensors'), tokenizer: read('tokenizer.json') }),
+    /not a multiple of num_key_value_heads/);
+  // training one says it is not supported yet (the trainer runs GPT-2)
+  const model = await loadModel(folder('llama-gqa'));
+  open.push(model);
+  model.run('The chef');
+  assert.throws(() => model.logitAttribution(0, 1), /Llama family/);
+});
