@@ -271,8 +271,13 @@ int run(const Args& a) {
   headscope::Model model = headscope::Model::load_directory(a.model, a.load);
   const auto& c = model.config();
   if (a.command == "info") {
-    std::printf("layers %d, heads %d, n_embd %d (head size %d), context %d, vocab %d, parameters %zu\n", c.n_layer,
-                c.n_head, c.n_embd, c.head_size(), c.n_positions, c.vocab_size, model.parameter_count());
+    std::printf("%s: layers %d, heads %d, n_embd %d (head size %d), context %d, vocab %d, parameters %zu\n",
+                c.model_type.c_str(), c.n_layer, c.n_head, c.n_embd, c.head_size(), c.n_positions, c.vocab_size,
+                model.parameter_count());
+    if (c.kv_heads() != c.n_head)
+      std::printf("key/value heads %d: each shared by %d query heads (heads 0-%d share key/value head 0, ...)\n",
+                  c.kv_heads(), c.group_size(), c.group_size() - 1);
+    std::printf("key/value cache %llu bytes per token (float32)\n", (unsigned long long)c.kv_cache_bytes_per_token());
     std::printf("weights %s, %.1f MB\n", headscope::weight_storage_name(model.weight_storage()),
                 model.weight_bytes() / 1048576.0);
     return 0;

@@ -98,3 +98,45 @@ test('a model from disk by its four files, and by drag and drop of the folder', 
   await expect.poll(() => page.evaluate(() => !document.body.dataset.localLoading)).toBe(true);
   await expect(page.locator('body'), 'the drop outline is gone').not.toHaveClass(/(^|\s)drop-active(\s|$)/);
 });
+
+test('a Llama-family folder (tokenizer.json, grouped-query attention) opens; the grid groups the heads that share keys and values (screenshots)', async ({ page, site }, testInfo) => {
+  // llama-mqa's config with 2 layers of 4 query heads over 1 key/value head would group all heads in one;
+  // llama-gqa's 4 over 2 shows two groups
+  const src = path.join(ROOT, 'tests/fixtures/models/llama-gqa');
+  const dir = testInfo.outputPath('local-models', 'tiny-llama');
+  mkdirSync(dir, { recursive: true });
+  for (const f of ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(path.join(src, f), path.join(dir, f));
+  const cfg = JSON.parse(readFileSync(path.join(src, 'config.json'), 'utf8'));
+  await page.goto(site.url('index.html'));
+  await demoReady(page);
+  await page.setInputFiles('#folder-input', dir);
+  await expect(page.locator('body')).toHaveAttribute('data-model', 'tiny-llama');
+  await expect(page.locator('#model-info')).toContainText('heads 0-1 share key/value head 0, heads 2-3 share key/value head 1 (grouped-query attention)');
+  // 2 layers x 2 key/value heads x head size 6 x (key + value) x 4 bytes
+  const cacheBytes = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * 4;
+  await expect(page.locator('#model-info')).toContainText(`${cacheBytes} bytes of key/value cache per token`);
+  await page.fill('#text', 'The chef, who trained in Paris');
+  await expect.poll(() => page.evaluate(() => window.headscopeDemo.result?.text)).toBe('The chef, who trained in Paris');
+  // the model's tokens: Llama 3's <|begin_of_text|> first, then the text's
+  const first = await page.evaluate(() => window.headscopeDemo.result.tokens[0].text);
+  expect(first).toBe('<|begin_of_text|>');
+  // the grid: every query head's map, and a bracket per key/value head over its query heads
+  await expect(page.locator('#grid [role="gridcell"]')).toHaveCount(cfg.num_hidden_layers * cfg.num_attention_heads);
+  const groups = page.locator('#grid .hs-grid-group');
+  await expect(groups).toHaveCount(cfg.num_key_value_heads);
+  await expect(groups.first()).toHaveText('key/value head 0');
+  // each bracket spans the columns of its heads: its left and right edges are its first and last head's
+  for (const [kv, a, b] of [[0, 0, 1], [1, 2, 3]]) {
+    const g = await groups.nth(kv).boundingBox();
+    const c0 = await page.locator(`#grid [data-layer="0"][data-head="${a}"]`).boundingBox();
+    const c1 = await page.locator(`#grid [data-layer="0"][data-head="${b}"]`).boundingBox();
+    expect(Math.abs(g.x - c0.x)).toBeLessThan(4);
+    expect(Math.abs(g.x + g.width - (c1.x + c1.width))).toBeLessThan(4);
+  }
+  await expect(page.locator('#grid [data-layer="1"][data-head="3"]')).toHaveAttribute('aria-label', /^Layer 1, head 3 \(heads 2-3 share key\/value head 1\)/);
+  // the inside panel says which heads share this head's keys and values
+  await page.locator('#grid [data-layer="1"][data-head="3"]').click();
+  await page.locator('#inside').scrollIntoViewIfNeeded();
+  await expect(page.locator('#inside-kv')).toContainText('In this model heads 2-3 share key/value head 1');
+  await shot(page, 'local-llama', { fullPage: true });
+});

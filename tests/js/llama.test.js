@@ -56,6 +56,7 @@ for (const name of MODELS) {
     assert.equal(c.nKvHead, config.num_key_value_heads);
     assert.equal(c.headSize, config.head_dim);
     assert.equal(c.tiedEmbeddings, !!config.tie_word_embeddings);
+    assert.equal(c.kvCacheBytesPerToken, 2 * config.num_hidden_layers * config.num_key_value_heads * config.head_dim * 4);
     checkRun(model, name);
 
     const read = (f) => readFileSync(new URL(f, folder(name)));

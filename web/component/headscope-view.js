@@ -29,6 +29,7 @@ import { WriteBar } from './writer.js';
 import { InsideView, insideScene, insideSentence, clampStep, INSIDE_STEPS } from './views/inside.js';
 import { VALUE_WEIGHTING_SENTENCE, valueWeightingSentence, hasValueNorms, byValue, shownWeights } from './views/weighting.js';
 import { InsideSource } from './inside-source.js';
+import { kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes } from './views/kv-groups.js';
 import { Tooltip } from './views/tooltip.js';
 import { parseAblate } from '../lib/result.js';
 import { readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken } from './theme.js';
@@ -40,6 +41,7 @@ export {
   gridScene, heatmapScene, linesScene, combineScene, attributionTarget, readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken,
   sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg, viewsCss,
   InsideView, insideScene, insideSentence, clampStep, INSIDE_STEPS, InsideSource, VALUE_WEIGHTING_SENTENCE, valueWeightingSentence, hasValueNorms, shownWeights,
+  kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes,
 };
 
 let sheets = null;
@@ -295,7 +297,8 @@ export class HeadscopeViewElement extends HTMLElement {
       if (this.#view.step !== state.step) this.#view.setStep(state.step, { silent: true });
       const error = this.#source?.error;
       this.#view.update(inside, state, theme, { status: error ? `This head could not be read: ${error}` : inside?.text === result.text && this.#source.fresh ? '' : 'Reading the head…' });
-      sentence = `Inside layer ${state.layer}, head ${state.head}, token ${focusToken(result, state)}: step ${state.step} of ${INSIDE_STEPS.length}, ${INSIDE_STEPS[state.step - 1].name}`;
+      const shared = headSharing(result.nHead, result.nKvHead ?? result.nHead, state.head);
+      sentence = `Inside layer ${state.layer}, head ${state.head}, token ${focusToken(result, state)}: step ${state.step} of ${INSIDE_STEPS.length}, ${INSIDE_STEPS[state.step - 1].name}${shared ? ` (${shared})` : ''}`;
     } else {
       this.#view.update(result, state, theme);
     }

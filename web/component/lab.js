@@ -15,6 +15,7 @@ import { SwitchOffPanel } from './lab/switch-off.js';
 import { KnockoutPanel, REDUNDANT_DELTA } from './lab/knockout.js';
 import { RolesPanel, ROLE_SHORT, ROLE_FORMULAS, ROLE_NAMES, BADGE_THRESHOLDS, liveScores, rolesSentence } from './lab/roles.js';
 import { QuizPanel } from './lab/quiz.js';
+import { headSharing } from './views/kv-groups.js';
 
 export { parseAblate, formatAblate, REDUNDANT_DELTA, ROLE_SHORT, ROLE_FORMULAS, ROLE_NAMES, liveScores, rolesSentence };
 
@@ -186,7 +187,8 @@ export class Lab {
       if (badge.textContent !== badgeText) badge.textContent = badgeText;
       setAttr(cell, 'data-roles', roles.join(' '));
       const hidden = res && this.quizPanel.hides(l, h);
-      const parts = [`Layer ${l}, head ${h}`];
+      const shared = res ? headSharing(res.nHead, res.nKvHead ?? res.nHead, h) : '';
+      const parts = [`Layer ${l}, head ${h}${shared ? ` (${shared})` : ''}`];
       if (off) parts.push('switched off');
       if (hidden) parts.push('pattern hidden until you answer the question');
       else if (s) parts.push(rolesSentence(s, roles));

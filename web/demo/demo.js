@@ -13,7 +13,7 @@ import { installSharing } from './share.js';
 import { installThemeToggle } from './theme-toggle.js';
 import { TokenStrip } from './token-strip.js';
 import { HeadChips } from './head-chips.js';
-import { modelIndex, loadCard, modelSize } from './models.js';
+import { modelIndex, loadCard, modelSize, cacheLine } from './models.js';
 import { cardOpening } from './card-opening.js';
 import { installLocalModelPicker, readModelFiles } from './local-model.js';
 import { loadTrainedModel } from './trained-model.js';
@@ -296,7 +296,7 @@ function useModel(model, { name, local = false, card = null }) {
   const threads = `${page.info.threads} thread${page.info.threads === 1 ? '' : 's'}`;
   const where = model.thread === 'page' ? 'on the page thread (no Web Worker could start)'
     : model.fastTyping ? `in a Web Worker, ${threads}, with short updates while typing on the page thread` : `in a Web Worker, ${threads}`;
-  $('model-info').textContent = `Model: ${name}${local ? ' (from your disk, not uploaded)' : ''}, ${c.nLayer} layers × ${c.nHead} heads, ${size}, context ${c.nPositions} tokens; engine: WebAssembly ${page.info.simd.simd ? `SIMD128${page.info.simd.relaxedMadd ? ' with relaxed-SIMD multiply-add' : ''}` : 'scalar'} ${where}.${cardText}`;
+  $('model-info').textContent = `Model: ${name}${local ? ' (from your disk, not uploaded)' : ''}, ${c.nLayer} layers × ${c.nHead} heads, ${size}, context ${c.nPositions} tokens; ${cacheLine(page.info)}; engine: WebAssembly ${page.info.simd.simd ? `SIMD128${page.info.simd.relaxedMadd ? ' with relaxed-SIMD multiply-add' : ''}` : 'scalar'} ${where}.${cardText}`;
   // the old model's runs (and writing) stop here: none may write into the result on screen any more
   writer.stop('model');
   if (page.runner) {

@@ -5,7 +5,7 @@
 // (web/component/views/weighting.js): the page's runs ask for them in that mode.
 // demo.js calls update(result, theme) in its render path.
 import {
-  InsideView, InsideSource, Tooltip, hasValueNorms, valueWeightingSentence, focusToken,
+  InsideView, InsideSource, Tooltip, hasValueNorms, valueWeightingSentence, focusToken, headSharing,
 } from '../component/headscope-view.js';
 
 const $ = (id) => document.getElementById(id);
@@ -81,6 +81,11 @@ export function installInside({ state, announce, render, reducedMotion, wantValu
       const off = state.ablate.some(([l, h]) => l === layer && h === head);
       note.hidden = !off;
       setText(note, off ? 'This head is switched off: the model drops its write, and the panel shows what it would write.' : '');
+      // grouped-query attention: the heads of this head's group read the same keys and values
+      const kvNote = $('inside-kv');
+      const shared = headSharing(result.nHead, result.nKvHead ?? result.nHead, head);
+      kvNote.hidden = !shared;
+      setText(kvNote, shared ? `In this model ${shared}: their keys (step 2) and values (step 5) are the same numbers; each head's own query (step 1) decides where it looks.` : '');
       // for the tests: which head, query and text the panel shows, once it is the text on screen
       section.dataset.ready = fresh ? `${layer}:${head}:${focusToken(inside, state)}:${inside.T}` : '';
     },

@@ -1,5 +1,6 @@
 // The models a demo site holds, their cards, and the head the page opens on.
 //   models/index.json is written by web/demo/build.sh: { models: [{ name, card }] }.
+import { sharingSentence, cacheBytes } from '../component/views/kv-groups.js';
 
 let indexPromise = null;
 
@@ -97,4 +98,13 @@ export function openingHead(card, { linkWeight } = {}) {
 export function modelSize(info) {
   const mb = info.weightBytes / 1e6;
   return `${(info.parameterCount / 1e6).toFixed(info.parameterCount < 1e7 ? 2 : 1)} M parameters, ${mb < 10 ? mb.toFixed(1) : mb.toFixed(0)} MB of weights`;
+}
+
+/**
+ * How the model's heads share keys and values, and what each token costs in key/value cache: "all 8
+ * heads share one key/value head (multi-query attention); 2.0 KB of key/value cache per token".
+ */
+export function cacheLine(info) {
+  const c = info.config;
+  return `${sharingSentence(c.nHead, c.nKvHead ?? c.nHead)}; ${cacheBytes(c.kvCacheBytesPerToken)} of key/value cache per token`;
 }

@@ -109,6 +109,9 @@ export interface ModelConfig {
   activation: string;
   /** True when the LM head is the token embedding (always for GPT-2). */
   tiedEmbeddings: boolean;
+  /** What each token adds to the key/value cache in float32: 2 x nLayer x nKvHead x headSize x 4 bytes
+   *  (sharing key/value heads divides it by nHead / nKvHead). */
+  kvCacheBytesPerToken: number;
 }
 
 export interface ModelInfo {
@@ -177,6 +180,8 @@ export interface RunResult {
   T: number;
   nLayer: number;
   nHead: number;
+  /** Key/value heads per layer (info.config.nKvHead): query head h reads Math.floor(h / (nHead / nKvHead)). */
+  nKvHead: number;
   /** Tokens cut from the START of the text because it exceeded the context (nPositions). */
   droppedTokens: number;
   /** Leading tokens whose keys and values were reused from the previous run (typing at the end). */

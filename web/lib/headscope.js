@@ -206,7 +206,7 @@ export class HeadscopeModel {
     this.#lastRun = { text: wellFormed, flat, allLogits: !!allLogits };
     this.#engineHoldsLastRun = true;
     const T = run.tokens;
-    const { nLayer, nHead, nPositions } = this.#info.config;
+    const { nLayer, nHead, nKvHead, nPositions } = this.#info.config;
     const rowsFrom = previous ? firstChangedRow(previous, h.tokenIds()) : 0;
     const stride = !previous ? T : rowsFrom > 0 ? previous.stride : roomyStride(T, nPositions);
     const out = checked(this.#core, h.results(k, !!allLogits, rowsFrom, rowsFrom > 0 ? T - rowsFrom : stride, stride));
@@ -221,6 +221,7 @@ export class HeadscopeModel {
       T,
       nLayer,
       nHead,
+      nKvHead,
       ablate: ablate.map(([l, hd]) => [l, hd]),
       droppedTokens: run.droppedTokens,
       reusedTokens: run.reusedTokens,
@@ -401,13 +402,13 @@ export class HeadscopeModel {
   // lacks are left out. Blocks always have room for more rows: the next token adds one.
   #writtenData(h, written, ids, reusedTokens, previous, { ablate, valueNorms }) {
     const T = ids.length;
-    const { nLayer, nHead, nPositions } = this.#info.config;
+    const { nLayer, nHead, nKvHead, nPositions } = this.#info.config;
     const rowsFrom = previous ? firstChangedRow(previous, ids) : 0;
     const stride = rowsFrom > 0 ? previous.stride : roomyStride(T, nPositions);
     const out = checked(this.#core, h.results(10, false, rowsFrom, rowsFrom > 0 ? T - rowsFrom : stride, stride));
     const droppedTokens = written.length - T;
     const data = {
-      text: written.text, tokens: written.tokens(droppedTokens), T, nLayer, nHead, ablate: ablate.map(([l, hd]) => [l, hd]),
+      text: written.text, tokens: written.tokens(droppedTokens), T, nLayer, nHead, nKvHead, ablate: ablate.map(([l, hd]) => [l, hd]),
       droppedTokens, reusedTokens, stride, rowsFrom,
       contributionNorms: out.contributionNorms, logitsLast: out.logitsLast, topNext: out.topNext,
     };

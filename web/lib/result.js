@@ -10,6 +10,7 @@
 //   contributionNorms  [nLayer, nHead, T]     norm of what each head writes through W_O, per token
 //   valueNorms         [nLayer, nHead, T]     || v_j W_O^h ||, per key token (only with { valueNorms })
 //   logitsLast         [V]                    next-token logits after the last token
+// nKvHead: the model's key/value heads (nHead for GPT-2); query head h reads h / (nHead / nKvHead).
 
 /** Rows and columns of each head's block in attentionAll (T unless the result keeps wider blocks). */
 export function strideOf(result) {

@@ -49,6 +49,9 @@ struct ModelConfig {
   int q_width() const { return n_head * head_size(); }                      // NH * HS
   int qkv_width() const { return (n_head + 2 * kv_heads()) * head_size(); }  // q | k | v per token
   int group_size() const { return n_head / kv_heads(); }                    // query heads per key/value head
+  // The key/value cache a generated token adds, in float32: a key and a value of HS per key/value
+  // head and layer (what grouped-query attention divides by group_size())
+  uint64_t kv_cache_bytes_per_token() const { return 2ull * n_layer * kv_heads() * head_size() * sizeof(float); }
 };
 
 // The longest context a Llama-family model runs with here (its max_position_embeddings is often

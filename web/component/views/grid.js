@@ -6,6 +6,11 @@ import { clamp, describeHead, focusToken } from './describe.js';
 import { paintGrid } from './paint.js';
 import { el } from './scene-view.js';
 import { byValue, shownWeightAt } from './weighting.js';
+import { kvGroups, headSharing } from './kv-groups.js';
+
+// Query heads that share a key/value head are drawn as one group: a bracket over their columns
+// named "key/value head g" (only when some heads share: GPT-2's heads each have their own).
+const sharing = (result) => (result.nKvHead ?? result.nHead) < result.nHead;
 
 /** The whole model as one picture (for export): layers down, heads across; weighted: by weight × value size. */
 export function gridScene(result, state, theme) {
@@ -14,7 +19,7 @@ export function gridScene(result, state, theme) {
   const size = px * T;
   const gap = 10;
   const x0 = 34;
-  const y0 = 50;
+  const y0 = sharing(result) ? 74 : 50;
   const width = x0 + nHead * (size + gap) + 4;
   const height = y0 + nLayer * (size + gap) + 4;
   const items = [];
@@ -22,6 +27,13 @@ export function gridScene(result, state, theme) {
   const what = weighted ? ', by weight × value size' : '';
   items.push({ type: 'text', x: 8, y: 12, text: `All ${nLayer * nHead} heads${what}: layers down, heads across`, size: 14, weight: 'bold', fill: theme.fg });
   for (let h = 0; h < nHead; h++) items.push({ type: 'text', x: x0 + h * (size + gap) + size / 2, y: y0 - 10, text: `H${h}`, size: 11, fill: theme.muted, anchor: 'middle' });
+  if (sharing(result)) {
+    for (const g of kvGroups(nHead, result.nKvHead)) {
+      const left = x0 + g.first * (size + gap), right = x0 + g.last * (size + gap) + size;
+      items.push({ type: 'rect', x: left, y: y0 - 30, w: right - left, h: 2, fill: theme.muted });
+      items.push({ type: 'text', x: (left + right) / 2, y: y0 - 36, text: `key/value head ${g.kv}`, size: 10, fill: theme.muted, anchor: 'middle' });
+    }
+  }
   for (let l = 0; l < nLayer; l++) {
     items.push({ type: 'text', x: x0 - 6, y: y0 + l * (size + gap) + size / 2, text: `L${l}`, size: 11, fill: theme.muted, anchor: 'end' });
     for (let h = 0; h < nHead; h++) {
@@ -119,7 +131,7 @@ export class GridView {
     this.onSelect?.(l, h, { focus: true });
   }
 
-  #build(nLayer, nHead) {
+  #build(nLayer, nHead, nKvHead) {
     const d = this.doc;
     this.grid.replaceChildren();
     this.grid.style.setProperty('--hs-cols', String(nHead));
@@ -150,6 +162,19 @@ export class GridView {
       ch.setAttribute('aria-label', `head ${h}`);
       header.appendChild(ch);
     }
+    if (nKvHead < nHead) {
+      // the groups of query heads that read one key/value head, as brackets over their columns
+      const groups = el(d, 'div', 'hs-grid-row hs-grid-groups');
+      groups.setAttribute('aria-hidden', 'true'); // each cell's label says its group
+      groups.appendChild(el(d, 'span', 'hs-grid-corner'));
+      for (const g of kvGroups(nHead, nKvHead)) {
+        const bracket = el(d, 'span', 'hs-grid-group', nHead / nKvHead > 1 ? `key/value head ${g.kv}` : `kv ${g.kv}`);
+        bracket.style.gridColumn = `span ${g.last - g.first + 1}`; // CSSOM: allowed under a strict CSP
+        bracket.dataset.kv = String(g.kv);
+        groups.appendChild(bracket);
+      }
+      this.grid.appendChild(groups);
+    }
     this.grid.appendChild(header);
     for (let l = 0; l < nLayer; l++) {
       const row = el(d, 'div', 'hs-grid-row');
@@ -163,9 +188,11 @@ export class GridView {
         const cell = el(d, 'div', 'hs-cell');
         cell.setAttribute('role', 'gridcell');
         cell.setAttribute('tabindex', '-1');
-        cell.setAttribute('aria-label', `Layer ${l}, head ${h}`);
+        const shared = headSharing(nHead, nKvHead, h);
+        cell.setAttribute('aria-label', `Layer ${l}, head ${h}${shared ? ` (${shared})` : ''}`);
         cell.dataset.layer = String(l);
         cell.dataset.head = String(h);
+        if (shared) cell.dataset.kv = String(Math.floor(h / (nHead / nKvHead)));
         const badge = el(d, 'span', 'hs-cell-badge'); // reserved for head-role badges
         badge.setAttribute('aria-hidden', 'true');
         cell.appendChild(badge);
@@ -182,8 +209,9 @@ export class GridView {
     this.state = state;
     this.theme = theme;
     const { nLayer, nHead, T } = result;
-    const shape = `${nLayer}x${nHead}`;
-    if (shape !== this.shape) { this.#build(nLayer, nHead); this.shape = shape; }
+    const nKvHead = result.nKvHead ?? nHead;
+    const shape = `${nLayer}x${nHead}/${nKvHead}`;
+    if (shape !== this.shape) { this.#build(nLayer, nHead, nKvHead); this.shape = shape; }
     this.#paint();
     const q = T > 0 ? focusToken(result, state) : 0;
     for (let l = 0; l < nLayer; l++) {
@@ -191,7 +219,8 @@ export class GridView {
         const entry = this.cells[l][h];
         this.#mark(entry, l === state.layer && h === state.head, false);
         // (the lab appends head roles to this title; it reads the base back from the element)
-        const title = T > 0 ? describeHead(result, l, h, q) : `Layer ${l}, head ${h}`;
+        const shared = headSharing(nHead, nKvHead, h);
+        const title = (T > 0 ? describeHead(result, l, h, q) : `Layer ${l}, head ${h}`) + (shared ? `; ${shared}` : '');
         if (entry.title !== title) { entry.cell.title = title; entry.title = title; }
       }
     }
