@@ -65,7 +65,8 @@ ModelConfig parse_llama(const json& j, const std::string& type) {
   c.n_inner = read_int(j, "intermediate_size", 1, 8 * kMaxEmbd);
   c.n_layer = read_int(j, "num_hidden_layers", 1, kMaxLayers);
   c.n_head = read_int(j, "num_attention_heads", 1, kMaxHeads);
-  c.n_kv_head = read_int(j, "num_key_value_heads", 1, kMaxHeads, false, c.n_head);
+  // Qwen3Config's num_key_value_heads defaults to 32, LlamaConfig's to num_attention_heads
+  c.n_kv_head = read_int(j, "num_key_value_heads", 1, kMaxHeads, false, type == "qwen3" ? 32 : c.n_head);
   if (c.n_head % c.n_kv_head != 0)
     throw Error("config.json: num_attention_heads (" + std::to_string(c.n_head) +
                 ") is not a multiple of num_key_value_heads (" + std::to_string(c.n_kv_head) + ")");
