@@ -64,6 +64,15 @@ for (const layer of d.attention) for (const head of layer) head.forEach((row, q)
 console.log(`readme commands: headscope run --json: ${T} tokens, ${L} x ${H} attention maps`);
 ' "$tmp/run.json" || fail "headscope run --json gave a malformed document"
 "$CLI" run --model "$MODEL" --text "$TEXT" --ablate 0:1,1:3 >/dev/null || fail "headscope run --ablate"
+# DIR may be a Llama-family folder (tokenizer.json): a grouped-query fixture, its BOS first
+LLAMA=tests/fixtures/models/llama-gqa
+"$CLI" run --model "$LLAMA" --text "$TEXT" --json > "$tmp/llama.json" || fail "headscope run --json on a Llama-family folder"
+node -e '
+const d = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+if (!(d.tokens[0] === "<|begin_of_text|>" && d.attention[0].length === 4)) process.exit(1);
+console.log(`readme commands: headscope run on a Llama-family folder: ${d.tokens.length} tokens, ${d.attention[0].length} query heads a layer`);
+' "$tmp/llama.json" || fail "headscope run --json on a Llama-family folder gave an unexpected document"
+"$CLI" info --model "$LLAMA" | grep -q "share key/value head" || fail "headscope info on a Llama-family folder does not say how heads share"
 # the README's training line, shortened: the preset as the page runs it, for 20 steps
 "$CLI" train --preset induction --steps 20 --out "$tmp/trained" --scores --log-every 10 >"$tmp/train.log" ||
   fail "headscope train --preset induction"

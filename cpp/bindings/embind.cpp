@@ -322,6 +322,7 @@ val config_object(const Model& m) {
   o.set("activation", c.activation_name);
   o.set("tiedEmbeddings", c.family == headscope::Family::gpt2 || c.tie_word_embeddings);
   o.set("kvCacheBytesPerToken", (double)c.kv_cache_bytes_per_token());
+  o.set("prefixTokens", m.tokenizer().prefix_size());
   return o;
 }
 

@@ -86,8 +86,12 @@ Generation::Generation(Model& model, std::string_view text, const SamplingOption
 
 // the window the model runs: the sequence's last tokens that fit, cut as typing cuts
 void Generation::run_window() {
-  const int drop = model_.tokens_to_drop((int)r_.ids.size());
-  model_.run_ids(std::span<const int32_t>(r_.ids.data() + drop, r_.ids.size() - drop), run_options_);
+  if (model_.tokens_to_drop((int)r_.ids.size()) == 0) {
+    model_.run_ids(r_.ids, run_options_);
+    return;
+  }
+  const std::vector<int32_t> window = model_.context_window(r_.ids);  // the BOS stays first
+  model_.run_ids(window, run_options_);
 }
 
 GeneratedToken Generation::next() {

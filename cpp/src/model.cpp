@@ -82,18 +82,28 @@ int Model::Impl::tokens_to_drop(int tokens) const {
   return tokens <= n ? 0 : (tokens - n + step - 1) / step * step;
 }
 
+// Where the cut of a sequence of `tokens` goes: after the `keep` leading special tokens, `dropped`
+// of the rest. A context too small to hold them and a text token cuts from the very start.
+void Model::Impl::cut(int tokens, int& keep, int& dropped) const {
+  dropped = tokens_to_drop(tokens);
+  keep = dropped > 0 ? std::min(tokenizer_->prefix_size(), tokens) : 0;
+  if (keep + 1 >= config_.n_positions) keep = 0;
+  dropped = std::min(dropped, tokens - keep - 1);
+}
+
 RunInfo Model::Impl::run(std::string_view text, const RunOptions& options) {
   if (text.empty()) throw Error("text is empty");
   std::vector<Token> tokens = tokenizer_->encode_input(text);  // throws on invalid UTF-8
   if (tokens.empty()) throw Error("text is empty");
-  const int dropped = tokens_to_drop((int)tokens.size());
-  tokens.erase(tokens.begin(), tokens.begin() + dropped);
+  int keep = 0, dropped = 0;
+  cut((int)tokens.size(), keep, dropped);
+  tokens.erase(tokens.begin() + keep, tokens.begin() + keep + dropped);
   std::vector<int32_t> ids(tokens.size());
   for (std::size_t i = 0; i < tokens.size(); i++) ids[i] = tokens[i].id;
   RunInfo info = run_ids(ids, options);
   tokens_ = std::move(tokens);
   info.dropped_tokens = dropped;
-  info.first_byte = tokens_.front().byte_start;
+  info.first_byte = tokens_[std::min<std::size_t>(keep, tokens_.size() - 1)].byte_start;
   return info;
 }
 
@@ -289,6 +299,14 @@ RunInfo Model::run(std::string_view text, const RunOptions& options) {
   return impl_->run(text, options);
 }
 int Model::tokens_to_drop(int tokens) const { return impl_->tokens_to_drop(tokens); }
+std::vector<int32_t> Model::context_window(std::span<const int32_t> ids, int* dropped) const {
+  int keep = 0, drop = 0;
+  impl_->cut((int)ids.size(), keep, drop);
+  if (dropped) *dropped = drop;
+  std::vector<int32_t> out(ids.begin(), ids.begin() + keep);
+  out.insert(out.end(), ids.begin() + keep + drop, ids.end());
+  return out;
+}
 RunInfo Model::run_ids(std::span<const int32_t> ids, const RunOptions& options) {
   kernels::PoolScope threads(impl_->pool_.get());
   return impl_->run_ids(ids, options);

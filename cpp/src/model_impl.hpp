@@ -19,6 +19,7 @@ struct Model::Impl {
   std::size_t weight_bytes() const;
   RunInfo run(std::string_view text, const RunOptions& options);
   int tokens_to_drop(int tokens) const;
+  void cut(int tokens, int& keep, int& dropped) const;
   RunInfo run_ids(std::span<const int32_t> ids, const RunOptions& options);
   bool reserve(int tokens);
   std::span<const float> logits_last() const;

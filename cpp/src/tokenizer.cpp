@@ -254,6 +254,8 @@ void Tokenizer::Impl::run(std::string_view text, Sink&& sink) const {
   if (stretch < text.size()) run_stretch(text.substr(stretch), static_cast<uint32_t>(stretch), sink);
 }
 
+int Tokenizer::prefix_size() const { return (int)impl_->prefix_ids.size(); }
+
 std::vector<Token> Tokenizer::encode_input(std::string_view utf8) const {
   std::vector<Token> text = encode(utf8);
   if (text.empty() || impl_->prefix_ids.empty()) return text;

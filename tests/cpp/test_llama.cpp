@@ -1,6 +1,7 @@
 // Llama-family checkpoints (config.json model_type "llama" / "qwen3", tokenizer.json): what is
 // particular to them. Their numbers against float64 PyTorch run in the shared tests of test_model.cpp,
 // test_f16.cpp and test_generate.cpp, which take both families' fixtures (test_util::all_fixture_models).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <functional>
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include "headscope/error.hpp"
+#include "headscope/generate.hpp"
+#include "headscope/heads.hpp"
 #include "headscope/model.hpp"
 #include "headscope/train.hpp"
 #include "test_util.hpp"
@@ -114,4 +117,51 @@ TEST_CASE("llama: what is not available yet says so", "[llama][errors]") {
   m.run("The chef");
   REQUIRE_LLAMA_ERROR(m.logit_attribution(0, 1), "not available for the Llama family yet");
   REQUIRE_LLAMA_ERROR(headscope::train::Trainer(m.config(), 1, 8), "training a Llama-family model");
+  const std::vector<int32_t> ids = m.ids();
+  REQUIRE_LLAMA_ERROR(headscope::HeadsMeasurement(m, ids, {}), "measuring the heads of a Llama-family model");
+}
+
+TEST_CASE("llama: past the context the BOS stays first and the cut comes after it; writing past it too", "[llama][context]") {
+  Model m = load_fixture("llama-gqa");  // context 32
+  const int P = m.config().n_positions;
+  const std::string text = "The chef, who trained in Paris, cooked the meal quickly. Then the chef left.";
+  const auto all = m.tokenizer().encode_input(text);
+  REQUIRE((int)all.size() > P);
+  const headscope::RunInfo info = m.run(text);
+  const std::vector<int32_t> ids = m.ids();
+  REQUIRE((int)ids.size() <= P);
+  REQUIRE(ids[0] == all[0].id);  // <|begin_of_text|>
+  REQUIRE(info.dropped_tokens == (int)all.size() - (int)ids.size());
+  for (std::size_t i = 1; i < ids.size(); i++) REQUIRE(ids[i] == all[all.size() - ids.size() + i].id);
+  REQUIRE(m.tokens()[0].byte_end == 0);
+  // the same window from ids
+  std::vector<int32_t> all_ids;
+  for (const auto& t : all) all_ids.push_back(t.id);
+  REQUIRE(m.context_window(all_ids) == ids);
+
+  // greedy writing past the context: every step runs the window with the BOS first, and each token is
+  // the argmax of a fresh run of that window (no cache, no generation code)
+  Model writer = load_fixture("llama-gqa");
+  Model fresh = load_fixture("llama-gqa");
+  headscope::SamplingOptions greedy;
+  greedy.temperature = 0;
+  // the prompt: about 28 of the 32 positions (its own tokens, as the writer will encode it)
+  const std::string prompt = writer.tokenizer().decode(std::vector<int32_t>(all_ids.begin() + 1, all_ids.begin() + 28));
+  std::vector<int32_t> seq;
+  for (const auto& t : writer.tokenizer().encode_input(prompt)) seq.push_back(t.id);
+  REQUIRE(seq.size() > 20);
+  REQUIRE((int)seq.size() <= P);
+  int steps = 0;
+  headscope::generate(writer, prompt, 12, greedy, [&](const headscope::GeneratedToken& g) {
+    fresh.run_ids(fresh.context_window(seq));
+    const auto logits = fresh.logits_last();
+    const int32_t best = (int32_t)(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    REQUIRE(g.id == best);
+    seq.push_back(g.id);
+    REQUIRE(writer.ids()[0] == seq[0]);
+    REQUIRE(writer.ids() == fresh.context_window(seq));
+    steps++;
+    return true;
+  });
+  REQUIRE(steps == 12);  // 28 + 12 > 32: the last steps ran cut windows
 }

@@ -115,3 +115,38 @@ test('bad Llama-family sources are Errors naming the problem', async () => {
   model.run('The chef');
   assert.throws(() => model.logitAttribution(0, 1), /Llama family/);
 });
+
+test('training from a Llama-family checkpoint, and measuring its heads, say they are not supported yet', async () => {
+  const { createTrainer } = await import('../../dist/headscope.js');
+  const read = (f) => readFileSync(new URL(f, folder('llama-gqa')));
+  await assert.rejects(async () => createTrainer({ init: { config: read('config.json'), weights: read('model.safetensors'), tokenizer: read('tokenizer.json') } }),
+    /training a Llama-family model is not supported yet/);
+  const model = await loadModel(folder('llama-gqa'));
+  open.push(model);
+  await assert.rejects(async () => model.measureHeads('The chef, who trained in Paris, cooked the meal quickly.'), /measuring the heads of a Llama-family model/);
+});
+
+test('writing past the context keeps the BOS first, with the CLI\'s ids, on both threads', async () => {
+  const { execFileSync } = await import('node:child_process');
+  const { existsSync } = await import('node:fs');
+  const { fileURLToPath } = await import('node:url');
+  const cli = ['build/native-release/headscope', 'build/native-debug/headscope'].map((p) => fileURLToPath(new URL(`../../${p}`, import.meta.url))).find(existsSync);
+  assert.ok(cli, 'native CLI not built (tests/js/run.sh builds it first)');
+  const prompt = 'The chef, who trained in Paris, cooked';  // 27 tokens with the BOS; context 32
+  const doc = JSON.parse(execFileSync(cli, ['generate', '--model', fileURLToPath(folder('llama-gqa')), '--text', prompt, '--tokens', '12', '--temperature', '0', '--json']));
+  const model = await loadModel(folder('llama-gqa'));
+  const worker = await loadModelInWorker(folder('llama-gqa'), { worker: nodeWorker() });
+  open.push(model, worker);
+  assert.equal(model.info.config.prefixTokens, 1);
+  for (const m of [model, worker]) {
+    let last = null;
+    const r = await m.generate(prompt, { maxTokens: 12, temperature: 0, onToken: ({ result }) => { last = result; } });
+    assert.deepEqual(r.generatedIds, doc.generated);
+    // the last token's result: a cut window, the BOS still first, then the sequence's last tokens
+    assert.ok(last.droppedTokens > 0, 'the writing went past the context');
+    assert.equal(last.tokens[0].text, '<|begin_of_text|>');
+    assert.equal(last.tokens.length, last.T);
+    const ids = r.tokens.map((t) => t.id);
+    assert.deepEqual(last.tokens.slice(1).map((t) => t.id), ids.slice(ids.length - last.T + 1));
+  }
+});

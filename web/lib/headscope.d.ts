@@ -112,6 +112,9 @@ export interface ModelConfig {
   /** What each token adds to the key/value cache in float32: 2 x nLayer x nKvHead x headSize x 4 bytes
    *  (sharing key/value heads divides it by nHead / nKvHead). */
   kvCacheBytesPerToken: number;
+  /** Tokens the tokenizer puts before every text (1 for Llama 3's <|begin_of_text|>, else 0); a text
+   *  longer than the context keeps them first and is cut after them. */
+  prefixTokens: number;
 }
 
 export interface ModelInfo {

@@ -4,6 +4,7 @@
 // their shape and copies arrays.
 
 import { checked } from './wasm.js';
+import { tokenizerKind } from './files.js';
 
 // option name here -> RunSpec JSON key (training_run.hpp)
 const SPEC_KEYS = {
@@ -62,6 +63,9 @@ function initFiles(init) {
     if (v instanceof ArrayBuffer || ArrayBuffer.isView(v)) return new TextDecoder().decode(v);
     throw new Error(`init.${what} must be a string or bytes`);
   };
+  // a Llama-family checkpoint ({ config, weights, tokenizer }): the engine's trainer is GPT-2's
+  if (('tokenizer' in init && !('vocab' in init)) || tokenizerKind(text(init.config ?? '', 'config')) === 'tokenizer')
+    throw new Error('training a Llama-family model is not supported yet; the trainer runs GPT-2 models ({ config, weights, vocab, merges })');
   const w = init.weights;
   if (!(w instanceof ArrayBuffer || ArrayBuffer.isView(w))) throw new Error('init.weights must be an ArrayBuffer or typed array');
   const weights = w instanceof Uint8Array ? w : ArrayBuffer.isView(w) ? new Uint8Array(w.buffer, w.byteOffset, w.byteLength) : new Uint8Array(w);

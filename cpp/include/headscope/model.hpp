@@ -147,6 +147,8 @@ class Model {
   // (tokens_to_drop()): typing on past the context then extends the same window for up to that many
   // tokens, each keystroke an incremental update, instead of shifting every position at every token.
   // RunInfo::dropped_tokens says how many were cut; the same text always keeps the same tokens.
+  // The tokenizer's leading special tokens (Llama 3's <|begin_of_text|>) stay first: the cut is after
+  // them, as a model trained with a BOS expects (its first-token "sink" heads look there).
   // When the new tokens begin with the previous run's tokens (typing at the end) and the switched-
   // off heads match, the cached keys and values of that prefix are reused; results equal a full run.
   // The same tokens with other switched-off heads reuse the layers below the first that changed.
@@ -155,6 +157,9 @@ class Model {
   // rounded up to a whole number of steps of n_positions / kContextDropSteps (at least 1).
   int tokens_to_drop(int tokens) const;
   static constexpr int kContextDropSteps = 8;
+  // The window run() keeps of a sequence of ids that begins as Tokenizer::encode_input's does: its
+  // leading special tokens, then all but the first `dropped` of the rest (tokens_to_drop()).
+  std::vector<int32_t> context_window(std::span<const int32_t> ids, int* dropped = nullptr) const;
   // Runs token ids directly (1 <= size <= n_positions, each id < vocab_size).
   RunInfo run_ids(std::span<const int32_t> ids, const RunOptions& options = {});
   void clear_cache();  // the next run computes every token

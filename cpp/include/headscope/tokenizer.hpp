@@ -68,6 +68,7 @@ class Tokenizer {
   // What a model reads: the post-processor's tokens before the text (Llama 3's BOS; each an empty
   // span at byte 0), then encode()'s. The same as encode() for GPT-2's files. Empty input: empty.
   std::vector<Token> encode_input(std::string_view utf8) const;
+  int prefix_size() const;  // how many tokens encode_input() puts before a (non-empty) text
 
   // Concatenated raw token bytes (may be invalid UTF-8 for a partial sequence of ids).
   // Throws Error on an id outside [0, vocab_size()).
