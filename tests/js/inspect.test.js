@@ -83,6 +83,8 @@ for (const m of models) {
       const page = m.page.inspectHead(SENTENCE, layer, head);
       const worker = await m.worker.inspectHead(SENTENCE, layer, head);
       assert.equal(page.headSize, headSize);
+      assert.equal(page.norm, 'layer norm');  // GPT-2: the explanation's words
+      assert.equal(page.rotary, false);
       assert.equal(page.nEmbd, nEmbd);
       checkAgainstCli(page, doc, layer, head, 'page thread');
       checkAgainstCli(worker, doc, layer, head, 'worker');

@@ -95,6 +95,8 @@ test('inspectHead on a query head that shares its key/value head: k and v are th
   const text = 'Line 1\nLine 22';
   // query heads 0 and 1 read key/value head 0; 2 and 3 read key/value head 1
   const [h0, h1, h2] = [0, 1, 2].map((h) => model.inspectHead(text, 1, h));
+  assert.equal(h0.norm, 'RMSNorm');
+  assert.equal(h0.rotary, true);
   assert.deepEqual(h1.k, h0.k);
   assert.deepEqual(h1.v, h0.v);
   assert.notDeepEqual(h1.q, h0.q);

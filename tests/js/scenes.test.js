@@ -336,6 +336,11 @@ test('inside scene, steps 1-2: the query\'s d_head cells in their signed colours
   assert.equal(two.scene.items.filter((it) => it.data?.tip?.startsWith('k[')).length, 4 * 4);
   assert.equal(two.scene.items.filter((it) => it.text === 'masked: a later token').length, 2, 'the two later tokens');
   assert.match(insideSentence(ins, i, 2), /the 2 later tokens are masked/);
+  // GPT-2's words by default; a Llama-family head's (inspectHead() says norm and rotary) name its norm and the rotation
+  assert.match(insideSentence(ins, i, 1), /after layer norm, .*what it looks for\.$/);
+  const llama = { ...ins, norm: 'RMSNorm', rotary: true };
+  assert.match(insideSentence(llama, i, 1), /after RMSNorm, .*rotary positions/);
+  assert.match(insideSentence(llama, i, 2), /through W_K, turned by its own position/);
 });
 
 test('inside scene, step 3: the products of the picked key sum to q.k, and every score is the engine\'s', () => {

@@ -313,6 +313,10 @@ export interface HeadInside {
   text: string;
   /** The heads switched off for the run (InspectOptions.ablate, a copy). */
   ablate: Array<[number, number]>;
+  /** The norm before the head: 'layer norm' (GPT-2) or 'RMSNorm' (the Llama family). */
+  norm: string;
+  /** True when q and k are rotated by their positions (the Llama family): q and k are the rotated ones. */
+  rotary: boolean;
   /** The tokens the model saw (a text longer than the context keeps its last tokens, as run() does). */
   tokens: Token[];
   /** Number of tokens. */

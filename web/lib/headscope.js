@@ -267,7 +267,10 @@ export class HeadscopeModel {
     const tokens = new Array(T);
     for (let i = 0; i < T; i++)
       tokens[i] = { text: out.tokenTexts[i], id: out.tokenIds[i], start: map.start(out.tokenByteStarts[i]), end: map.end(out.tokenByteEnds[i]) };
-    return { ...inside, text: wellFormed, tokens, ablate: ablate.map(([l, hd]) => [l, hd]) };
+    // what the explanation names: GPT-2 layer-norms the input and adds learned positions to it; the
+    // Llama family RMS-norms it and rotates q and k by their positions (the q and k here are rotated)
+    const llama = this.#info.config.modelType !== 'gpt2';
+    return { ...inside, text: wellFormed, tokens, ablate: ablate.map(([l, hd]) => [l, hd]), norm: llama ? 'RMSNorm' : 'layer norm', rotary: llama };
   }
 
   /**

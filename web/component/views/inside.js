@@ -86,9 +86,9 @@ export function insideSentence(inside, i, step, key = strongestInsideKey(inside,
   const sq = Math.sqrt(HS);
   switch (clampStep(step)) {
     case 1:
-      return `${tok} reads its input, the ${nEmbd} numbers of the residual stream after layer norm, through this head's query weights W_Q: the result is its query q, ${HS} numbers that say what it looks for.`;
+      return `${tok} reads its input, the ${nEmbd} numbers of the residual stream after ${inside.norm ?? 'layer norm'}, through this head's query weights W_Q: the result is its query q, ${HS} numbers that say what it looks for${inside.rotary ? ', turned by an angle that grows with its position (rotary positions: q · k then depends on how far apart two tokens are)' : ''}.`;
     case 2:
-      return `Every token up to ${tok} also gets a key k through W_K, ${HS} numbers that say what it offers; ${later === 0 ? 'no token comes after it' : `the ${later} later token${later === 1 ? ' is' : 's are'} masked, because ${tok} cannot see ${later === 1 ? 'it' : 'them'}`}.`;
+      return `Every token up to ${tok} also gets a key k through W_K${inside.rotary ? ', turned by its own position' : ''}, ${HS} numbers that say what it offers; ${later === 0 ? 'no token comes after it' : `the ${later} later token${later === 1 ? ' is' : 's are'} masked, because ${tok} cannot see ${later === 1 ? 'it' : 'them'}`}.`;
     case 3: {
       const { dot } = dotProducts(inside, i, key);
       return `A key's score is q · k, the sum of the ${HS} products of their numbers, divided by √${HS} = ${sq.toFixed(2)}: for ${quoteToken(inside.tokens[key].text)} that is ${signed(dot, 2)} ÷ ${sq.toFixed(2)} = ${signed(inside.scores[i * T + key])}.`;
