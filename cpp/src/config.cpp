@@ -105,9 +105,20 @@ ModelConfig parse_llama(const json& j, const std::string& type) {
   if (read_bool(j, "use_sliding_window", false)) throw Error("config.json: use_sliding_window=true is not supported");
   if (read_number(j, "partial_rotary_factor", 0.0, 1.0 + 1e-9, 1.0) != 1.0)
     throw Error("config.json: partial_rotary_factor below 1 is not supported (every dimension rotates here)");
+  // the rotary settings: rope_theta and rope_scaling at the top (transformers 4), or both inside
+  // rope_parameters (newer files)
+  const json* rope = nullptr;
   if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) throw Error("config.json: \"rope_scaling\" must be an object or null");
-    const json& r = *it;
+    rope = &*it;
+  }
+  if (auto it = j.find("rope_parameters"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) throw Error("config.json: \"rope_parameters\" must be an object or null");
+    c.rope_theta = read_number(*it, "rope_theta", 0.0, 1e12, c.rope_theta, "rope_parameters ");
+    if (!rope) rope = &*it;
+  }
+  if (rope) {
+    const json& r = *rope;
     std::string kind;
     for (const char* key : {"rope_type", "type"})  // older files say "type"
       if (auto k = r.find(key); k != r.end() && k->is_string()) { kind = k->get<std::string>(); break; }
@@ -118,6 +129,7 @@ ModelConfig parse_llama(const json& j, const std::string& type) {
       RopeScaling& s = c.rope_scaling;
       s.llama3 = true;
       s.factor = read_number(r, "factor", 0.0, 1e6, -1, "rope_scaling ");
+      if (s.factor >= 0 && s.factor < 1) throw Error("config.json: rope_scaling's factor must be at least 1");
       s.low_freq_factor = read_number(r, "low_freq_factor", 0.0, 1e6, -1, "rope_scaling ");
       s.high_freq_factor = read_number(r, "high_freq_factor", 0.0, 1e6, -1, "rope_scaling ");
       if (s.factor < 0 || s.low_freq_factor < 0 || s.high_freq_factor < 0)

@@ -18,19 +18,24 @@ namespace headscope {
 
 bool Model::Impl::reserve(int tokens) { return ensure_capacity(std::clamp(tokens, 1, config_.n_positions)); }
 
+// Floats of activations for `cap` positions (ensure_capacity's buffers). Sizes come from config.json
+// and the text: added up in 64 bits, so a hostile config cannot overflow a 32-bit size_t (wasm).
+uint64_t Model::Impl::activation_floats(uint64_t c64) const {
+  const uint64_t L = config_.n_layer, NH = config_.n_head, C = config_.n_embd, QW = config_.q_width(),
+                 W = config_.qkv_width(), KVW = (uint64_t)config_.kv_heads() * config_.head_size();
+  const uint64_t FS = config_.family == Family::llama ? 3 * (uint64_t)config_.n_inner : config_.n_inner;
+  return (L + 1) * c64 * C + L * c64 * W + L * NH * c64 * c64 + L * c64 * QW + L * NH * c64 + 3 * c64 * C + c64 * FS +
+         L * (2 * c64 + 32) * KVW /* key panels and values: L x KV x <= (2 cap + panel) x HS */;
+}
+
 bool Model::Impl::ensure_capacity(int T) {
   if (T <= cap_) return false;
   const std::size_t L = config_.n_layer, NH = config_.n_head, C = config_.n_embd, QW = config_.q_width(),
-                    W = config_.qkv_width(), KVW = (std::size_t)config_.kv_heads() * config_.head_size();
+                    W = config_.qkv_width();
   const std::size_t FS = config_.family == Family::llama ? 3 * (std::size_t)config_.n_inner : config_.n_inner;
   const kernels::AttentionShape shape{config_.n_head, config_.kv_heads(), config_.head_size()};
-  // Sizes come from config.json and the text: add them up in 64 bits and refuse before allocating,
-  // so a hostile config cannot overflow a 32-bit size_t (wasm) into a small buffer.
-  const auto floats_for = [&](uint64_t c64) {
-    return (uint64_t)(L + 1) * c64 * C + (uint64_t)L * c64 * W + (uint64_t)L * NH * c64 * c64 + (uint64_t)L * c64 * QW +
-           (uint64_t)L * NH * c64 + 3 * c64 * C + c64 * FS +
-           (uint64_t)L * (2 * c64 + 32) * KVW /* key panels and values: L x KV x <= (2 cap + panel) x HS */;
-  };
+  // refuse before allocating (activation_floats)
+  const auto floats_for = [&](uint64_t c64) { return activation_floats(c64); };
   // Grow geometrically, with room for the next words typed, so typing does not reallocate at every
   // token: a reallocation drops the cache (the next run computes every token again). Exactly T
   // when the room would not fit.
@@ -85,7 +90,9 @@ int Model::Impl::tokens_to_drop(int tokens) const {
 // Where the cut of a sequence of `tokens` goes: after the `keep` leading special tokens, `dropped`
 // of the rest. A context too small to hold them and a text token cuts from the very start.
 void Model::Impl::cut(int tokens, int& keep, int& dropped) const {
+  keep = 0;
   dropped = tokens_to_drop(tokens);
+  if (dropped == 0) return;
   keep = dropped > 0 ? std::min(tokenizer_->prefix_size(), tokens) : 0;
   if (keep + 1 >= config_.n_positions) keep = 0;
   dropped = std::min(dropped, tokens - keep - 1);

@@ -38,6 +38,7 @@ struct Model::Impl {
   LogitAttribution logit_attribution(int position, int token) const;
 
   bool ensure_capacity(int T);  // true when it reallocated (dropping the cache and the last results)
+  uint64_t activation_floats(uint64_t cap) const;
   void forward(int t_begin, int logits_begin, int layer_begin = 0);
   void lm_head(float* out, const float* x, int T);
   void check_layer_head(int layer, int head) const;

@@ -92,7 +92,9 @@ uint64_t planned_load_bytes(const ModelConfig& c, WeightStorage storage) {
       ? 8 * std::max<uint64_t>(C * c.qkv_width(), std::max<uint64_t>(C * 2 * (uint64_t)c.n_inner, (uint64_t)c.q_width() * C))
       : 4 * C * std::max<uint64_t>(3 * C, c.n_inner);
   const uint64_t with_linear = planned_weight_bytes(c, storage) + linear_temporary;
-  return storage == WeightStorage::f16 ? std::max(with_linear, 6 * V * C) : with_linear;
+  // an untied LM head is read the same way while wte's F16 copy is kept
+  const uint64_t untied = c.family == Family::llama && !c.tie_word_embeddings ? 2 * V * C : 0;
+  return storage == WeightStorage::f16 ? std::max(with_linear, 6 * V * C + untied) : with_linear;
 }
 
 const char* storage_words(WeightStorage s) { return s == WeightStorage::f16 ? "F16" : "float32"; }
@@ -156,12 +158,17 @@ WeightStorage parse_weight_storage(std::string_view name) {
 Model Model::load_directory(const std::filesystem::path& dir, const LoadOptions& options) {
   if (!std::filesystem::is_directory(dir)) throw Error("model folder not found: " + dir.string());
   const std::string config = read_file(dir / "config.json");
-  parse_config(config);  // a folder of another family is named by its model_type, before its files are missed
+  // a folder of another family is named by its model_type, before its files are missed
+  const bool llama = parse_config(config).family == Family::llama;
   const std::filesystem::path weights_path = dir / "model.safetensors";
   if (!std::filesystem::exists(weights_path))
     throw Error("no model.safetensors in " + dir.string() + " (only the safetensors format is supported)");
-  // GPT-2's vocab.json + merges.txt when the folder has them, else Hugging Face's tokenizer.json
-  const bool gpt2_files = std::filesystem::exists(dir / "vocab.json") || !std::filesystem::exists(dir / "tokenizer.json");
+  // The Llama family's tokenizer is its tokenizer.json (the hub's folders often hold a vocab.json and
+  // merges.txt too, without its split, normalizer and special tokens); GPT-2's is vocab.json +
+  // merges.txt, or tokenizer.json when the folder has only that
+  if (llama && !std::filesystem::exists(dir / "tokenizer.json"))
+    throw Error("no tokenizer.json in " + dir.string() + ": a Llama-family model's tokenizer is read from it");
+  const bool gpt2_files = !llama && (std::filesystem::exists(dir / "vocab.json") || !std::filesystem::exists(dir / "tokenizer.json"));
   Tokenizer tokenizer = gpt2_files ? Tokenizer::from_json(read_file(dir / "vocab.json"), read_file(dir / "merges.txt"))
                                    : Tokenizer::from_tokenizer_json(read_file(dir / "tokenizer.json"));
   // read tensor by tensor into the weights' own storage: the file is never held in memory
@@ -183,7 +190,9 @@ Model Model::load_buffers_tokenizer_json(std::string_view config_json, std::span
 Model Model::load_source(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
                          std::string_view vocab_json, std::string_view merges_txt, uint64_t resident_bytes,
                          const LoadOptions& options) {
-  parse_config(config_json);
+  if (parse_config(config_json).family == Family::llama)
+    throw Error("a Llama-family model's tokenizer is its tokenizer.json, not vocab.json and merges.txt "
+                "(Model::load_buffers_tokenizer_json; in JavaScript { config, weights, tokenizer })");
   return load_source(config_json, std::move(safetensors), Tokenizer::from_json(vocab_json, merges_txt), resident_bytes,
                      options);
 }
@@ -209,6 +218,18 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
 void Model::Impl::build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
                         Tokenizer tokenizer, WeightStorage storage, int threads) {
   config_ = parse_config(config_json);
+  if (config_.family == Family::llama) {
+    // The context is what fits: every view keeps (L, NH, T, T) attention maps, so a model with many
+    // layers and heads reaches the activation limit (model_memory.hpp) long before kLlamaContext
+    // (SmolLM2-135M near 1,080 tokens); a longer text is then cut, as past the context, instead of
+    // refused. (GPT-2's context is its n_positions, 1,024 at most in the published models.)
+    int lo = 1, hi = config_.n_positions;
+    while (lo < hi) {
+      const int mid = lo + (hi - lo + 1) / 2;
+      if (activation_floats((uint64_t)mid) <= kMaxActivationFloats) lo = mid; else hi = mid - 1;
+    }
+    config_.n_positions = lo;
+  }
   pool_ = std::make_unique<kernels::ThreadPool>(threads == 0 ? kernels::hardware_threads() : threads);
   storage_ = storage;
   tokenizer_ = std::move(tokenizer);

@@ -91,6 +91,26 @@ TEST_CASE("llama: text goes through tokenizer.json, with the post-processor's BO
   }
 }
 
+TEST_CASE("llama: a folder that also holds vocab.json and merges.txt is read with its tokenizer.json", "[llama][tokenizer]") {
+  // the hub's folders often hold both; GPT-2's files lack tokenizer.json's split, normalizer and BOS
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "headscope-test-llama-both";
+  std::filesystem::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"})
+    std::filesystem::copy_file(fixture_dir("llama-gqa") + "/" + f, dir / f, std::filesystem::copy_options::overwrite_existing);
+  for (const char* f : {"vocab.json", "merges.txt"})
+    std::filesystem::copy_file(fixture_dir("odd-hs12") + "/" + f, dir / f, std::filesystem::copy_options::overwrite_existing);
+  const Model m = Model::load_directory(dir);
+  REQUIRE(m.tokenizer().prefix_size() == 1);
+  REQUIRE(m.tokenizer().token_bytes(m.tokenizer().encode_input("The chef")[0].id) == "<|begin_of_text|>");
+  std::filesystem::remove(dir / "tokenizer.json");
+  REQUIRE_LLAMA_ERROR(Model::load_directory(dir), "no tokenizer.json");
+  std::filesystem::remove_all(dir);
+  // and as buffers: a Llama-family config with GPT-2's files is refused
+  REQUIRE_LLAMA_ERROR(Model::load_buffers(read_text(fixture_dir("llama-gqa") + "/config.json"),
+                                          test_util::read_bytes(fixture_dir("llama-gqa") + "/model.safetensors"), "{}", ""),
+                      "tokenizer is its tokenizer.json");
+}
+
 TEST_CASE("llama: bad configs and files are refused by name", "[llama][errors]") {
   REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["num_key_value_heads"] = 3; }), "not a multiple of num_key_value_heads");
   REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["head_dim"] = 5; }), "head_dim = 5 is odd");
@@ -102,6 +122,25 @@ TEST_CASE("llama: bad configs and files are refused by name", "[llama][errors]")
   REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}}; }),
                       "needs factor, low_freq_factor and high_freq_factor");
   REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["rms_norm_eps"] = 0; }), "\"rms_norm_eps\" = 0 is outside");
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) {
+                        j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 0.5}, {"low_freq_factor", 1.0},
+                                             {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8}};
+                      }),
+                      "factor must be at least 1");
+  // newer files put rope_theta and the scaling in rope_parameters: read from there, the same model
+  Model top = load_fixture("llama-mqa");
+  Model nested = load_edited([](json& j) {
+    j["rope_parameters"] = j["rope_scaling"];
+    j["rope_parameters"]["rope_theta"] = j["rope_theta"];
+    j.erase("rope_scaling");
+    j.erase("rope_theta");
+  }, "llama-mqa");
+  REQUIRE(nested.config().rope_theta == top.config().rope_theta);
+  REQUIRE(nested.config().rope_scaling.llama3);
+  top.run("Line 1 Line 22");
+  nested.run("Line 1 Line 22");
+  REQUIRE(std::vector<float>(top.logits_last().begin(), top.logits_last().end()) ==
+          std::vector<float>(nested.logits_last().begin(), nested.logits_last().end()));
   // the shapes the config promises are the file's: a head_dim of 8 wants q_proj of 32 rows
   REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["head_dim"] = 8; }), "q_proj.weight");
   // an untied model says lm_head.weight; a tied config with one in the file is contradictory
@@ -138,6 +177,7 @@ TEST_CASE("llama: past the context the BOS stays first and the cut comes after i
   std::vector<int32_t> all_ids;
   for (const auto& t : all) all_ids.push_back(t.id);
   REQUIRE(m.context_window(all_ids) == ids);
+  REQUIRE(m.context_window(std::vector<int32_t>{}).empty());  // nothing to cut
 
   // greedy writing past the context: every step runs the window with the BOS first, and each token is
   // the argmax of a fresh run of that window (no cache, no generation code)
@@ -153,6 +193,7 @@ TEST_CASE("llama: past the context the BOS stays first and the cut comes after i
   REQUIRE((int)seq.size() <= P);
   int steps = 0;
   headscope::generate(writer, prompt, 12, greedy, [&](const headscope::GeneratedToken& g) {
+    fresh.clear_cache();  // a full run of the window: no cached prefix
     fresh.run_ids(fresh.context_window(seq));
     const auto logits = fresh.logits_last();
     const int32_t best = (int32_t)(std::max_element(logits.begin(), logits.end()) - logits.begin());

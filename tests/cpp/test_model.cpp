@@ -171,7 +171,7 @@ TEST_CASE("incremental update equals a full recompute, bit for bit", "[model][in
   // Rows are computed independently and in the same order whether they are computed alone or with
   // others (GEMM tiles group rows but keep each row's k order), so reuse must be exact: tolerance 0.
   // GPT-2, and the Llama family's grouped-query attention and rotary positions (Qwen3's q/k norms)
-  for (const std::string& name : {std::string("odd-hs12"), std::string("hs5"), std::string("llama-gqa"), std::string("qwen3-qknorm")}) {
+  for (const std::string& name : {std::string("odd-hs12"), std::string("hs5"), std::string("llama-gqa"), std::string("llama-mqa"), std::string("qwen3-qknorm")}) {
     Model typing = load_fixture(name);
     const std::string text = "The chef, who tr";  // 16 bytes = 16 tokens: fits hs5's context of 16
     RunOptions opt;

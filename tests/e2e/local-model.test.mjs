@@ -106,6 +106,9 @@ test('a Llama-family folder (tokenizer.json, grouped-query attention) opens; the
   const dir = testInfo.outputPath('local-models', 'tiny-llama');
   mkdirSync(dir, { recursive: true });
   for (const f of ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(path.join(src, f), path.join(dir, f));
+  // the hub's folders often hold GPT-2-style vocab.json and merges.txt too: config.json's model_type
+  // picks tokenizer.json (its BOS below shows it was read)
+  for (const f of ['vocab.json', 'merges.txt']) copyFileSync(path.join(FIXTURE, f), path.join(dir, f));
   const cfg = JSON.parse(readFileSync(path.join(src, 'config.json'), 'utf8'));
   await page.goto(site.url('index.html'));
   await demoReady(page);

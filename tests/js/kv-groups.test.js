@@ -1,5 +1,7 @@
-// The grouping of query heads over key/value heads (web/component/views/kv-groups.js), against the
-// engine's rule (cpp/src/kernels/kernels.hpp: query head h reads key/value head h / (NH / KV)).
+// The grouping of query heads over key/value heads (web/component/views/kv-groups.js): groups that
+// tile the heads in order, as the engine's rule makes them (cpp/src/kernels/kernels.hpp: query head h
+// reads key/value head h / (NH / KV); that the engine follows it is tests/js/llama.test.js's
+// inspectHead check, where the heads of a group have the same k and v), and the sentences.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { kvHeadOf, kvGroups, headSharing, sharingSentence, cacheBytes } from '../../web/component/views/kv-groups.js';

@@ -111,7 +111,7 @@ test('bad Llama-family sources are Errors naming the problem', async () => {
   config.num_key_value_heads = 3;
   await assert.rejects(loadModel({ config: JSON.stringify(config), weights: read('model.safetensors'), tokenizer: read('tokenizer.json') }),
     /not a multiple of num_key_value_heads/);
-  // training one says it is not supported yet (the trainer runs GPT-2)
+  // the split of a logit says it is not available yet (its final norm is an RMSNorm)
   const model = await loadModel(folder('llama-gqa'));
   open.push(model);
   model.run('The chef');
@@ -151,4 +151,19 @@ test('writing past the context keeps the BOS first, with the CLI\'s ids, on both
     const ids = r.tokens.map((t) => t.id);
     assert.deepEqual(last.tokens.slice(1).map((t) => t.id), ids.slice(ids.length - last.T + 1));
   }
+});
+
+test('a folder URL of a family the engine does not run is named by its model_type, with nothing else fetched', async () => {
+  const { mkdtempSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { pathToFileURL } = await import('node:url');
+  const dir = mkdtempSync(join(tmpdir(), 'headscope-mistral-'));
+  writeFileSync(join(dir, 'config.json'), JSON.stringify({ model_type: 'mistral', hidden_size: 64 }));
+  // no weights, no tokenizer: a fetch of either would fail with "cannot read"
+  await assert.rejects(loadModel(pathToFileURL(`${dir}/`)), /model_type "mistral" is not supported yet/);
+  // a Llama-family config with GPT-2's tokenizer files is refused: its tokenizer is tokenizer.json
+  const read = (f) => readFileSync(new URL(f, folder('llama-gqa')));
+  await assert.rejects(loadModel({ config: read('config.json'), weights: read('model.safetensors'), vocab: '{}', merges: '' }),
+    /tokenizer is its tokenizer\.json/);
 });

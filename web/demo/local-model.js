@@ -1,7 +1,9 @@
 // Opening a model folder from the reader's disk (a Hugging Face folder: GPT-2's such as `gpt2` or
-// `distilgpt2`, or the Llama family's such as SmolLM2 or Qwen3): a file picker for the folder or its
+// `distilgpt2`, or the Llama family's such as Qwen3-0.6B): a file picker for the folder or its
 // files, and drag and drop onto the page. Nothing is uploaded: the files are read in the browser and
 // handed to loadModel() as buffers.
+
+import { tokenizerKind } from '../lib/files.js';
 
 /** The four files of a GPT-2 folder, by the keys loadModel() takes. */
 export const MODEL_FILES = Object.freeze({
@@ -30,9 +32,12 @@ export function modelFromFiles(fileList, folder = '') {
     // a file at the folder's top wins over one of the same name in a subfolder
     if (!prev || depth < prev.depth) byName.set(f.name, { file: f, depth, path });
   }
-  const layout = byName.has(TOKENIZER_JSON_MODEL_FILES.tokenizer) && !byName.has(MODEL_FILES.vocab)
-    ? TOKENIZER_JSON_MODEL_FILES : MODEL_FILES;
-  const missing = Object.values(layout).filter((n) => !byName.has(n));
+  // GPT-2's four, or the three with tokenizer.json; a folder with both (the hub's often are) keeps
+  // them all, and readModelFiles() goes by what config.json's model_type says
+  const both = byName.has(TOKENIZER_JSON_MODEL_FILES.tokenizer) && byName.has(MODEL_FILES.vocab);
+  const layout = both ? { ...MODEL_FILES, tokenizer: TOKENIZER_JSON_MODEL_FILES.tokenizer }
+    : byName.has(TOKENIZER_JSON_MODEL_FILES.tokenizer) ? TOKENIZER_JSON_MODEL_FILES : MODEL_FILES;
+  const missing = Object.values(layout).filter((n) => !byName.has(n) && !(both && n === MODEL_FILES.merges));
   const first = byName.get(MODEL_FILES.config) ?? [...byName.values()][0];
   const name = folder || (first.path.includes('/') ? first.path.split('/').slice(-2, -1)[0] : '') || 'local model';
   if (missing.length) {
@@ -47,15 +52,29 @@ export function modelFromFiles(fileList, folder = '') {
   return { name, files: picked, bytes };
 }
 
-/** Reads the picked files into buffers for loadModel(): { name, config, weights, vocab, merges }. */
+/**
+ * Reads the picked files into buffers for loadModel(): { name, config, weights, vocab, merges } or
+ * { name, config, weights, tokenizer }. With both kinds of tokenizer files, config.json's model_type
+ * picks: tokenizer.json for the Llama family (its vocab.json lacks the split, the normalizer and the
+ * special tokens), vocab.json + merges.txt for GPT-2.
+ */
 export async function readModelFiles({ name, files }) {
-  const entries = await Promise.all(Object.entries(files).map(async ([key, file]) => {
+  const read = async (file) => {
     try {
-      return [key, await file.arrayBuffer()];
+      return await file.arrayBuffer();
     } catch (e) {
       throw new Error(`could not read ${file.name}: ${e.message}`);
     }
-  }));
+  };
+  let chosen = files;
+  if (files.tokenizer && files.vocab) {
+    const config = new TextDecoder().decode(await read(files.config));
+    const { tokenizer, vocab, merges, ...rest } = files;
+    if (tokenizerKind(config) === 'tokenizer') chosen = { ...rest, tokenizer };
+    else if (merges) chosen = { ...rest, vocab, merges };
+    else throw new Error(`"${name}" is missing merges.txt: a GPT-2 model folder needs ${Object.values(MODEL_FILES).join(', ')}.`);
+  }
+  const entries = await Promise.all(Object.entries(chosen).map(async ([key, file]) => [key, await read(file)]));
   return { name, ...Object.fromEntries(entries) };
 }
 

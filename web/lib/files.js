@@ -15,13 +15,20 @@ const TOKENIZER_JSON_KEYS = ['config', 'weights', 'tokenizer'];
 /** config.json's model_type values whose folders carry tokenizer.json (the engine's Llama family). */
 export const TOKENIZER_JSON_TYPES = Object.freeze(['llama', 'qwen3']);
 
-/** 'tokenizer' when config.json (text) names a Llama-family model_type, else 'vocab' (GPT-2's files). */
+/**
+ * Which tokenizer files config.json (text) means: 'tokenizer' (tokenizer.json) for a Llama-family
+ * model_type, 'vocab' (GPT-2's vocab.json + merges.txt) for gpt2 or none, 'none' for a model_type
+ * the engine does not run (it names it; nothing else need be fetched).
+ */
 export function tokenizerKind(configText) {
+  let type;
   try {
-    return TOKENIZER_JSON_TYPES.includes(JSON.parse(configText)?.model_type) ? 'tokenizer' : 'vocab';
+    type = JSON.parse(configText)?.model_type;
   } catch {
     return 'vocab'; // the engine says what is wrong with the config
   }
+  if (TOKENIZER_JSON_TYPES.includes(type)) return 'tokenizer';
+  return typeof type === 'string' && type !== 'gpt2' ? 'none' : 'vocab';
 }
 
 // Written as literal `new URL(..., import.meta.url)` so bundlers (Vite, webpack 5, esbuild)
@@ -167,7 +174,10 @@ export async function fetchModelFiles(urls, { onProgress, signal } = {}) {
     return Object.fromEntries(GPT2_KEYS.map((k, i) => [k, fetched[i]]));
   }
   const [config] = await fetchKeys(['config']);
-  const keys = (tokenizerKind(asText(config, 'config')) === 'tokenizer' ? TOKENIZER_JSON_KEYS : GPT2_KEYS).slice(1);
+  const kind = tokenizerKind(asText(config, 'config'));
+  // a family the engine does not run: it refuses the config by its model_type before reading anything else
+  if (kind === 'none') return { config, weights: new Uint8Array(0), vocab: '', merges: '' };
+  const keys = (kind === 'tokenizer' ? TOKENIZER_JSON_KEYS : GPT2_KEYS).slice(1);
   const fetched = await fetchKeys(keys);
   return { config, ...Object.fromEntries(keys.map((k, i) => [k, fetched[i]])) };
 }

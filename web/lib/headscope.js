@@ -410,8 +410,10 @@ export class HeadscopeModel {
     const stride = rowsFrom > 0 ? previous.stride : roomyStride(T, nPositions);
     const out = checked(this.#core, h.results(10, false, rowsFrom, rowsFrom > 0 ? T - rowsFrom : stride, stride));
     const droppedTokens = written.length - T;
-    // past the context the window keeps the tokenizer's leading tokens (a BOS) and is cut after them
-    const keep = droppedTokens ? Math.min(this.#info.config.prefixTokens ?? 0, T) : 0;
+    // past the context the window keeps the tokenizer's leading tokens (a BOS) and is cut after them,
+    // unless the context is too small to hold them and a token of text (Model::Impl::cut)
+    const prefix = this.#info.config.prefixTokens ?? 0;
+    const keep = droppedTokens && prefix + 1 < nPositions ? Math.min(prefix, T) : 0;
     const tokens = keep ? [...written.tokens(0, keep), ...written.tokens(keep + droppedTokens)] : written.tokens(droppedTokens);
     const data = {
       text: written.text, tokens, T, nLayer, nHead, nKvHead, ablate: ablate.map(([l, hd]) => [l, hd]),

@@ -168,7 +168,7 @@ export class GridView {
       groups.setAttribute('aria-hidden', 'true'); // each cell's label says its group
       groups.appendChild(el(d, 'span', 'hs-grid-corner'));
       for (const g of kvGroups(nHead, nKvHead)) {
-        const bracket = el(d, 'span', 'hs-grid-group', nHead / nKvHead > 1 ? `key/value head ${g.kv}` : `kv ${g.kv}`);
+        const bracket = el(d, 'span', 'hs-grid-group', `key/value head ${g.kv}`);
         bracket.style.gridColumn = `span ${g.last - g.first + 1}`; // CSSOM: allowed under a strict CSP
         bracket.dataset.kv = String(g.kv);
         groups.appendChild(bracket);
