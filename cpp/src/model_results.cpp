@@ -206,28 +206,36 @@ LogitAttribution Model::Impl::logit_attribution(int position, int token) const {
     throw Error("position " + std::to_string(position) + " is outside [0, " + std::to_string(T_) + ")");
   if (token < 0 || token >= c.vocab_size)
     throw Error("token " + std::to_string(token) + " is outside [0, " + std::to_string(c.vocab_size) + ")");
-  if (c.family == Family::llama)
-    throw Error("the split of a logit into its parts is not available for the Llama family yet (its final norm is an RMSNorm)");
-  const int C = c.n_embd, L = c.n_layer, NH = c.n_head;
+  const bool llama = c.family == Family::llama;
+  const int C = c.n_embd, L = c.n_layer, NH = c.n_head, QW = c.q_width();
   const std::size_t cap = cap_;
-  // the token's unembedding times the final LayerNorm's scale, in double
+  // the token's unembedding (the LM head's row: wte's, or lm_head.weight's when untied) times the
+  // final norm's scale, in double
   std::vector<double> w(C);
   std::vector<float> row(C);
-  if (wte_f16_.empty()) std::copy_n(&wte_[(std::size_t)token * C], C, row.data());
-  else kernels::f16_unpack_forward(row.data(), &wte_f16_[(std::size_t)token * C], C);
+  const bool untied = !lm_head_.empty() || !lm_head_f16_.empty();
+  const std::vector<float>& f32 = untied ? lm_head_ : wte_;
+  const std::vector<uint16_t>& f16 = untied ? lm_head_f16_ : wte_f16_;
+  if (f16.empty()) std::copy_n(&f32[(std::size_t)token * C], C, row.data());
+  else kernels::f16_unpack_forward(row.data(), &f16[(std::size_t)token * C], C);
   for (int i = 0; i < C; i++) w[i] = (double)row[i] * ln_f_weight_[i];
-  // the final LayerNorm's scale at the position, from the residual stream it normalizes
+  // the final norm's scale at the position, from the residual stream it normalizes: LayerNorm's
+  // 1 / sigma (GPT-2), RMSNorm's 1 / rms (the Llama family, which does not center)
   const float* x = &residual_[((std::size_t)L * cap + position) * C];
   double mean = 0, var = 0;
-  for (int i = 0; i < C; i++) mean += x[i];
-  mean /= C;
+  if (!llama) {
+    for (int i = 0; i < C; i++) mean += x[i];
+    mean /= C;
+  }
   for (int i = 0; i < C; i++) var += (x[i] - mean) * (x[i] - mean);
   const double rstd = 1.0 / std::sqrt(var / C + c.layer_norm_epsilon);
-  // one part's attribution: its write centered, scaled, dotted with w
+  // one part's attribution: its write (centered, for LayerNorm) scaled and dotted with w
   const auto part = [&](const double* v) {
     double m = 0, s = 0;
-    for (int i = 0; i < C; i++) m += v[i];
-    m /= C;
+    if (!llama) {
+      for (int i = 0; i < C; i++) m += v[i];
+      m /= C;
+    }
     for (int i = 0; i < C; i++) s += (v[i] - m) * w[i];
     return s * rstd;
   };
@@ -245,7 +253,7 @@ LogitAttribution Model::Impl::logit_attribution(int position, int token) const {
       // computed alone equals the same row computed with the others, bit for bit); 0 if switched off
       std::vector<float> ch(C, 0.0f);
       if (!ablate_mask_[(std::size_t)l * NH + h])
-        kernels::matmul_rows_forward(ch.data(), &head_out_[(l * cap + position) * C], C, blocks_[l].c_proj, h * HS,
+        kernels::matmul_rows_forward(ch.data(), &head_out_[(l * cap + position) * QW], QW, blocks_[l].c_proj, h * HS,
                                      (h + 1) * HS, 1);
       for (int i = 0; i < C; i++) v[i] = ch[i], attn[i] += ch[i];
       a.heads.push_back(part(v.data()));
@@ -259,7 +267,7 @@ LogitAttribution Model::Impl::logit_attribution(int position, int token) const {
     for (int i = 0; i < C; i++) v[i] = (double)out[i] - in[i] - attn[i];
     a.mlp.push_back(part(v.data()));
   }
-  for (int i = 0; i < C; i++) a.ln_bias += (double)ln_f_bias_[i] * row[i];
+  for (std::size_t i = 0; i < ln_f_bias_.size(); i++) a.ln_bias += (double)ln_f_bias_[i] * row[i];  // RMSNorm: none
   a.logit = position == T_ - 1 ? logits_last_[token] : (options_.all_logits ? logits_all_[(std::size_t)position * c.vocab_size + token] : a.total());
   return a;
 }

@@ -154,7 +154,6 @@ TEST_CASE("llama: bad configs and files are refused by name", "[llama][errors]")
 TEST_CASE("llama: what is not available yet says so", "[llama][errors]") {
   Model m = load_fixture("llama-gqa");
   m.run("The chef");
-  REQUIRE_LLAMA_ERROR(m.logit_attribution(0, 1), "not available for the Llama family yet");
   REQUIRE_LLAMA_ERROR(headscope::train::Trainer(m.config(), 1, 8), "training a Llama-family model");
   const std::vector<int32_t> ids = m.ids();
   REQUIRE_LLAMA_ERROR(headscope::HeadsMeasurement(m, ids, {}), "measuring the heads of a Llama-family model");

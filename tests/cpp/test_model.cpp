@@ -642,7 +642,7 @@ TEST_CASE("value_norms: before any run it is an error", "[model][inside][errors]
 
 TEST_CASE("logit attribution: the parts sum to the logit, and a head's part is its write through the final LayerNorm",
           "[model][attribution]") {
-  for (const std::string& name : kFixtureModels) {
+  for (const std::string& name : test_util::all_fixture_models()) {
     Model m = load_fixture(name);
     const json ref = json::parse(read_text(fixture_dir(name) + "/reference.json"));
     const std::vector<int32_t> ids = ref["cases"][0]["ids"].get<std::vector<int32_t>>();
@@ -655,9 +655,12 @@ TEST_CASE("logit attribution: the parts sum to the logit, and a head's part is i
     const std::vector<float> hidden = m.hidden_states();
     const std::vector<uint8_t> bytes = read_bytes(fixture_dir(name) + "/model.safetensors");
     const headscope::SafeTensors st(bytes, "model.safetensors");
+    // GPT-2: LayerNorm and the tied wte; the Llama family: RMSNorm (no centering) and its LM head
+    const bool llama = m.config().family == headscope::Family::llama;
     const std::string pre = st.contains("wte.weight") ? "" : "transformer.";
-    const std::vector<float> wte = st.read_f32(pre + "wte.weight", {m.config().vocab_size, C});
-    const std::vector<float> gamma = st.read_f32(pre + "ln_f.weight", {C});
+    const std::string unembedding = !llama ? pre + "wte.weight" : st.contains("lm_head.weight") ? "lm_head.weight" : "model.embed_tokens.weight";
+    const std::vector<float> wte = st.read_f32(unembedding, {m.config().vocab_size, C});
+    const std::vector<float> gamma = st.read_f32(llama ? "model.norm.weight" : pre + "ln_f.weight", {C});
     for (int t : {0, T / 2, T - 1})
       for (int token : {ids[std::min(t + 1, T - 1)], 7}) {
         INFO("model " << name << " position " << t << " token " << token);
@@ -671,7 +674,7 @@ TEST_CASE("logit attribution: the parts sum to the logit, and a head's part is i
         // C-term dot product after a float32 LayerNorm: (C + 8) u relative to the sum of |terms| bounds both.
         const float* x = &hidden[((std::size_t)L * T + t) * C];
         double mean = 0, var = 0, terms = 0;
-        for (int i = 0; i < C; i++) mean += x[i];
+        for (int i = 0; i < C && !llama; i++) mean += x[i];
         mean /= C;
         for (int i = 0; i < C; i++) var += (x[i] - mean) * (x[i] - mean);
         const double rstd = 1 / std::sqrt(var / C + m.config().layer_norm_epsilon);
@@ -683,7 +686,7 @@ TEST_CASE("logit attribution: the parts sum to the logit, and a head's part is i
           for (int h = 0; h < NH; h++) {
             const std::vector<float> cv = m.contribution(l, h);
             double cm = 0, s = 0;
-            for (int i = 0; i < C; i++) cm += cv[(std::size_t)t * C + i];
+            for (int i = 0; i < C && !llama; i++) cm += cv[(std::size_t)t * C + i];
             cm /= C;
             for (int i = 0; i < C; i++) s += (cv[(std::size_t)t * C + i] - cm) * gamma[i] * wte[(std::size_t)token * C + i];
             REQUIRE(std::fabs(a.heads[(std::size_t)l * NH + h] - s * rstd) <= 1e-9 * (1 + std::fabs(s * rstd)));

@@ -141,5 +141,9 @@ test('a Llama-family folder (tokenizer.json, grouped-query attention) opens; the
   await page.locator('#grid [data-layer="1"][data-head="3"]').click();
   await page.locator('#inside').scrollIntoViewIfNeeded();
   await expect(page.locator('#inside-kv')).toContainText('In this model heads 2-3 share key/value head 1');
+  // "How the heads combine" splits the next token's logit through the final RMSNorm, and its parts add up
+  const combine = page.locator('section:has(#combine-title)');
+  await expect(combine).toContainText('through the final RMSNorm');
+  await expect(combine).toContainText(/All parts sum to -?\d/);
   await shot(page, 'local-llama', { fullPage: true });
 });

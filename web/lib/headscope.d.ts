@@ -427,6 +427,8 @@ export interface LogitAttribution {
   embedding: number;
   /** The final LayerNorm's bias. */
   lnBias: number;
+  /** The final norm the parts are read through: 'LayerNorm' (GPT-2) or 'RMSNorm' (the Llama family, no bias: lnBias 0). */
+  norm: string;
   nLayer: number;
   nHead: number;
   /** The text of the run split (as run() ran it: lone surrogates replaced by U+FFFD). */

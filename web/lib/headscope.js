@@ -514,7 +514,9 @@ export class HeadscopeModel {
     const { text, flat } = this.#lastRun;
     const ablate = [];
     for (let i = 0; i < flat.length; i += 2) ablate.push([flat[i], flat[i + 1]]);
-    return { ...a, nLayer, nHead, text, ablate };
+    // the final norm the parts are read through: GPT-2's LayerNorm (centred, with a bias) or the Llama family's RMSNorm
+    const norm = this.#info.config.modelType === 'gpt2' ? 'LayerNorm' : 'RMSNorm';
+    return { ...a, nLayer, nHead, text, ablate, norm };
   }
 
   /** Frees the model's wasm memory. Any later call throws. Safe to call twice. */

@@ -1,7 +1,9 @@
-// Model: a GPT-2-family transformer that records what every attention head did.
+// Model: a GPT-2 or Llama-family transformer that records what every attention head did.
 //
-// Data path: text -> Tokenizer (byte-level BPE) -> ids -> embeddings -> L pre-LayerNorm blocks
-// (causal multi-head attention, MLP) -> final LayerNorm -> tied LM head -> logits.
+// Data path: text -> Tokenizer (byte-level BPE) -> ids -> embeddings -> L pre-norm blocks (causal
+// attention: multi-head, or query heads sharing key/value heads; MLP) -> final norm -> LM head -> logits.
+// GPT-2: LayerNorm, learned positions, GELU, tied head; the Llama family: RMSNorm, rotary positions,
+// SwiGLU, tied or untied head (cpp/README.md, "The Llama family").
 // After run(), the model holds the last run's tokens, logits, attention probabilities of every
 // layer and head, and each head's contribution to the residual stream.
 //
@@ -96,7 +98,8 @@ struct SimdInfo {
 SimdInfo simd_info();
 
 // What pushed one logit: each part's write into the residual stream c at the position, through the
-// final LayerNorm fixed at that position, (c - mean(c)) / sigma . (gamma * wte[token]):
+// final LayerNorm fixed at that position, (c - mean(c)) / sigma . (gamma * wte[token]) (the Llama
+// family's RMSNorm: c / rms . (gamma * unembedding[token]), no centring and no bias):
 struct LogitAttribution {
   int position = 0, token = 0;
   double logit = 0;              // the model's logit (float32, as logits give it)
@@ -201,7 +204,7 @@ class Model {
   std::vector<float> value_norms() const;
   // The inspected head of the last run (RunOptions::inspect); throws Error if it had none.
   HeadInside head_inside() const;
-  // Direct logit attribution at `position` for token `token`, from the last run: the final LayerNorm
+  // Direct logit attribution at `position` for token `token`, from the last run: the final norm
   // is affine once its mean and scale at that position are fixed, so the logit splits exactly into
   // one term per thing written into the residual stream. Needs no kept contributions.
   LogitAttribution logit_attribution(int position, int token) const;

@@ -140,8 +140,8 @@ export function combineScene(result, state, theme, attribution = null, { width: 
       ? `All parts sum to ${total}; the model's logit is ${a ? a.logit.toFixed(3) : '00.000'}.`
       : `All parts sum to ${total}, the logit (the run computes logits at the last token only, so there is none to check it against here).`;
     const sentences = [
-      { text: `Pushing ${word} (${which}): each head's write through the final LayerNorm at this token onto the unembedding of ${word}.`, fill: theme.fg, always: true },
-      { text: `Layer ${layer}'s heads together: ${num(layerSum)}. Every other part (the other layers' heads, the MLPs, W_O's biases, the embeddings, the LayerNorm's bias): ${num(a ? a.total - layerSum : 0)}.`, fill: theme.muted },
+      { text: `Pushing ${word} (${which}): each head's write through the final ${a?.norm ?? 'LayerNorm'} at this token onto the unembedding of ${word}.`, fill: theme.fg, always: true },
+      { text: `Layer ${layer}'s heads together: ${num(layerSum)}. Every other part (the other layers' heads, the MLPs, ${a?.norm === 'RMSNorm' ? 'the embeddings' : 'W_O\'s biases, the embeddings, the LayerNorm\'s bias'}): ${num(a ? a.total - layerSum : 0)}.`, fill: theme.muted },
       { text: check, fill: theme.fg, data: a ? { total: a.total, logit: a.logit, layerSum, position: a.position, token: a.token } : undefined },
     ];
     for (const s of sentences) {
