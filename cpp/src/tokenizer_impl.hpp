@@ -72,6 +72,8 @@ struct AddedToken {
 };
 
 // How text is cut into pre-tokens before BPE: the regex of each family, evaluated by hand
+enum class Digits { none, runs, individual };
+
 enum class Split {
   gpt2,    // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
   llama3,  // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
@@ -92,6 +94,7 @@ using bpe_detail::AddedToken;
 using bpe_detail::MergeInfo;
 using bpe_detail::Piece;
 using bpe_detail::Split;
+using bpe_detail::Digits;
 
 struct Tokenizer::Impl {
   int32_t vocab_n = 0;               // ids 0..vocab_n-1: the BPE vocabulary's, then added tokens beyond it
@@ -101,6 +104,9 @@ struct Tokenizer::Impl {
 
   // tokenizer.json's pipeline (from_json's files: GPT-2's, no normalizer, no added tokens)
   Split split = Split::gpt2;
+  // a Digits pre-tokenizer before the split (SmolLM2's, StarCoder's): numbers cut out first, each
+  // digit alone (individual_digits) or each run, and the split's pattern applied between them
+  Digits digits = Digits::none;
   bool nfc = false;            // normalizer NFC, on each stretch of text between added tokens
   bool ignore_merges = false;  // a pre-token that is in the vocab is one token, merges or not
   // added tokens, matched in the raw text before anything else, longest first at each byte:

@@ -223,7 +223,7 @@ bool byte_level_uses_regex(const json& p, const std::string& where) {
   return flag(p, "use_regex", true, where);
 }
 
-Split read_pre_tokenizer(const json& p) {
+Split read_pre_tokenizer(const json& p, Digits& digits) {
   if (p.is_null()) refuse("pre_tokenizer is null: a byte-level BPE model needs ByteLevel");
   const std::string type = type_of(p, "pre_tokenizer");
   if (type == "ByteLevel") {
@@ -252,13 +252,15 @@ Split read_pre_tokenizer(const json& p) {
       if (!behavior.is_string() || behavior.get<std::string>() != "Isolated")
         refuse(where + ".behavior must be \"Isolated\", got " + behavior.dump());
       if (flag(list[i], "invert", false, where)) refuse(where + ".invert = true is not supported");
+    } else if (t == "Digits" && !split && !byte_level && digits == Digits::none) {
+      digits = flag(list[i], "individual_digits", false, where) ? Digits::individual : Digits::runs;
     } else if (t == "ByteLevel" && !byte_level) {
       const bool regex = byte_level_uses_regex(list[i], where);
       if (regex && split) refuse(where + " splits again after the Split: not supported");
       if (regex) split = Split::gpt2;
       byte_level = true;
     } else {
-      refuse(where + " \"" + t + "\" is not supported here (a Split, then ByteLevel)");
+      refuse(where + " \"" + t + "\" is not supported here (Digits or a Split, then ByteLevel)");
     }
   }
   if (!byte_level) refuse("pre_tokenizer has no ByteLevel step: only byte-level BPE models are supported");
@@ -339,7 +341,7 @@ Tokenizer Tokenizer::from_tokenizer_json(std::string_view text) {
   if (!j.is_object()) refuse("expected a JSON object");
   auto impl = std::make_shared<Impl>();
   impl->nfc = read_normalizer(j.contains("normalizer") ? j["normalizer"] : json());
-  impl->split = read_pre_tokenizer(j.contains("pre_tokenizer") ? j["pre_tokenizer"] : json());
+  impl->split = read_pre_tokenizer(j.contains("pre_tokenizer") ? j["pre_tokenizer"] : json(), impl->digits);
 
   const json& model = member(j, "model", "the file");
   const std::string type = type_of(model, "model");

@@ -44,7 +44,8 @@ json tiny_tokenizer() {
 }  // namespace
 
 TEST_CASE("tokenizer.json: Llama 3's and Qwen3's ids equal transformers.js's on every case", "[tokenizer_json]") {
-  for (const std::string family : {"llama3", "qwen3"}) {
+  // and SmolLM2's pre-tokenizer (Digits, then GPT-2's split) on GPT-2's vocabulary
+  for (const std::string family : {"llama3", "qwen3", "digits"}) {
     const Tokenizer& tok = family_tokenizer(family);
     const json cases = json::parse(test_util::read_text(family_dir(family) + "/cases.json"));
     REQUIRE(cases.size() > 30);

@@ -1,5 +1,5 @@
 // libFuzzer target: tokenizer.json loading (Tokenizer::from_tokenizer_json), then encoding a text
-// with what loaded: its added tokens, NFC and the Llama 3 / Qwen2 splits.
+// with what loaded: its added tokens, NFC, the Llama 3 / Qwen2 splits and a Digits step.
 // Input layout: tokenizer.json bytes, a 0xFF byte (never valid in UTF-8 JSON), the text to encode.
 #include <cstdint>
 #include <string_view>

@@ -51,7 +51,9 @@ class Tokenizer {
   //    bytes, so a token of a composed character covers what it was composed from; a token can be
   //    empty only where NFC reordered marks and BPE cut between them)
   //  - pre_tokenizer: ByteLevel with its regex, or a Sequence of a Split by Llama 3's, Qwen2's or
-  //    GPT-2's regex (behavior Isolated) and ByteLevel without one; no prefix space
+  //    GPT-2's regex (behavior Isolated) and ByteLevel without one; no prefix space. A Digits step may
+  //    come first (SmolLM2's): numbers cut out, each digit alone or each run, at Unicode's \p{N} as
+  //    Hugging Face's char::is_numeric cuts, and the split's regex applied between them
   //  - model: BPE, merges as "a b" strings or [a, b] pairs, ignore_merges; no byte_fallback,
   //    subword affixes or dropout
   //  - added_tokens: matched in the raw text first, the longest at each position (lstrip, rstrip
