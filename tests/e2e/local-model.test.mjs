@@ -3,6 +3,7 @@
 // is not GPT-2-shaped, with the previous model still in use. Nothing is uploaded: the test checks
 // that no request carries the files. Screenshots in build/e2e-artifacts/local-*.png.
 import { mkdirSync, copyFileSync, writeFileSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { test as base, expect, ROOT, shot, demoReady } from './fixtures.mjs';
 
@@ -99,7 +100,7 @@ test('a model from disk by its four files, and by drag and drop of the folder', 
   await expect(page.locator('body'), 'the drop outline is gone').not.toHaveClass(/(^|\s)drop-active(\s|$)/);
 });
 
-test('a Llama-family folder (tokenizer.json, grouped-query attention) opens; the grid groups the heads that share keys and values (screenshots)', async ({ page, site }, testInfo) => {
+test('a Llama-family folder (tokenizer.json, grouped-query attention) opens; the grid groups the heads that share keys and values (screenshots)', async ({ page, site, problems }, testInfo) => {
   // llama-mqa's config with 2 layers of 4 query heads over 1 key/value head would group all heads in one;
   // llama-gqa's 4 over 2 shows two groups
   const src = path.join(ROOT, 'tests/fixtures/models/llama-gqa');
@@ -145,5 +146,15 @@ test('a Llama-family folder (tokenizer.json, grouped-query attention) opens; the
   const combine = page.locator('section:has(#combine-title)');
   await expect(combine).toContainText('through the final RMSNorm');
   await expect(combine).toContainText(/All parts sum to -?\d/);
+  // the grouped grid and the notes keep the page accessible (as tests/e2e/a11y.test.mjs checks the
+  // GPT-2 pages): no serious or critical axe violations. axe's own <style> elements are refused by
+  // the strict CSP, which is expected from here on.
+  expect(problems.unexpected).toEqual([]);
+  problems.allow(/^CSP violation: style-src-elem inline$/, /^console error: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/);
+  await page.evaluate(readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8'));
+  const violations = await page.evaluate(async () => (await window.axe.run()).violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.nodes[0].target.join(' ')}`));
+  expect(violations).toEqual([]);
   await shot(page, 'local-llama', { fullPage: true });
 });
