@@ -170,6 +170,23 @@ def dumps(o):
     return json.dumps(o, ensure_ascii=False)
 
 
+def reloads_match(load_hf, folder, files, expect, name):
+    """Each written weights file, reloaded by load_hf(folder, file) in float64, reproduces the logits of
+    expect ([(ids, {file: logits})]) within 1e-9; prints each failure. scripts/make_llama_fixtures.py
+    checks its files the same way."""
+    ok = True
+    for fn in files:
+        r = load_hf(folder, fn).double().eval()
+        for ids, ref in expect:
+            with torch.no_grad():
+                got = r(torch.tensor([ids]))[0]
+            err = (got - ref[fn]).abs().max().item()
+            if not err < 1e-9:
+                print(f"FAIL {name}/{fn}: reloaded logits differ by {err:g}")
+                ok = False
+    return ok
+
+
 def logits_positions(T):
     """Rows of the (T, V) logits stored in "logits": the first and the middle position (the last
     row is "logits_last", which the C++ test also compares with the last row of logits_all)."""
@@ -270,15 +287,7 @@ def main():
             f.write("\n")
 
         # sanity: reload each written file and reproduce the logits
-        for fn in files:
-            r = GPT2.load_hf(folder, fn).double().eval()
-            for ids, ref in expect:
-                with torch.no_grad():
-                    got = r(torch.tensor([ids]))[0]
-                err = (got - ref[fn]).abs().max().item()
-                if not err < 1e-9:
-                    print(f"FAIL {name}/{fn}: reloaded logits differ by {err:g}")
-                    ok = False
+        ok = reloads_match(GPT2.load_hf, folder, files, expect, name) and ok
         # and the JSON parses back with the documented shapes
         with open(os.path.join(folder, "reference.json"), encoding="utf-8") as f:
             ref = json.load(f)

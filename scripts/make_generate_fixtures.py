@@ -106,27 +106,34 @@ def chain_case(m, cfg, weights, ti, n):
             "min_margin_over_bound": float(f"{min(a / b for a, b in zip(margins, bounds)):.7g}")}, None
 
 
-def find_cases(m, cfg, weights):
-    """Every text of TEXTS whose N-step chain clears the bound (a few prompts, so that some chains
-    are not one token repeated); if none does, the first text and N that do, N down to MIN_N.
-    Returns (cases, notes on the chains rejected)."""
+def pick_cases(try_one, n_texts, n, min_n):
+    """Every text whose n-step chain clears the bound (try_one(text index, steps) -> (case, why));
+    if none does, the first text and steps that do, steps down to min_n. Returns (cases, notes on the
+    chains rejected). scripts/make_llama_fixtures.py picks its chains the same way."""
     cases, notes = [], []
-    for ti in range(len(TEXTS)):
-        c, why = chain_case(m, cfg, weights, ti, N)
+    for ti in range(n_texts):
+        c, why = try_one(ti, n)
         if c:
             cases.append(c)
         else:
             notes.append(why)
-    for n in range(N - 1, MIN_N - 1, -1):
+    for k in range(n - 1, min_n - 1, -1):
         if cases:
             break
-        for ti in range(len(TEXTS)):
-            c, why = chain_case(m, cfg, weights, ti, n)
+        for ti in range(n_texts):
+            c, why = try_one(ti, k)
             if c:
                 cases.append(c)
                 break
             notes.append(why)
     return cases, notes
+
+
+def find_cases(m, cfg, weights):
+    """Every text of TEXTS whose N-step chain clears the bound (a few prompts, so that some chains
+    are not one token repeated); if none does, the first text and N that do, N down to MIN_N.
+    Returns (cases, notes on the chains rejected)."""
+    return pick_cases(lambda ti, n: chain_case(m, cfg, weights, ti, n), len(TEXTS), N, MIN_N)
 
 
 def main():

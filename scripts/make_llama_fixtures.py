@@ -45,7 +45,8 @@ sys.path.insert(0, HERE)
 
 from llama_torch import LlamaFamily, rope_inv_freq, rope_cos_sin  # noqa: E402
 from safetensors_io import save_file  # noqa: E402
-from make_fixtures import TEXTS, bytes_to_unicode, dumps, r7, logits_positions  # noqa: E402
+from make_fixtures import TEXTS, bytes_to_unicode, dumps, r7, logits_positions, reloads_match  # noqa: E402
+from make_generate_fixtures import LOGIT_ABS, LOGIT_REL, BOUND_FACTOR, greedy_chain, pick_cases  # noqa: E402
 
 OUT = os.path.join(ROOT, "tests", "fixtures", "models")
 FORMAT = "headscope-reference-1"
@@ -497,13 +498,6 @@ def inside(m, ids, layer, head):
 
 # ---- greedy.json (the rule of scripts/make_generate_fixtures.py) -------------------------------
 N_GEN, MIN_N, MIN_PROMPT = 12, 6, 4
-LOGIT_ABS, LOGIT_REL, BOUND_FACTOR = 1e-4, 1e-4, 10
-
-
-def tol(top, second):
-    return 2 * LOGIT_ABS + LOGIT_REL * (abs(top) + abs(second))
-
-
 def prompt_of(tok, text, n_positions, n):
     """The longest whole-UTF-8 byte prefix of text whose ids (BOS included) leave room for n tokens."""
     b = text.encode("utf-8")
@@ -520,26 +514,11 @@ def prompt_of(tok, text, n_positions, n):
     return None
 
 
-def greedy_chain(m, ids, n):
-    seq, gen, margins, bounds = list(ids), [], [], []
-    with torch.no_grad():
-        for _ in range(n):
-            last = m(torch.tensor([seq]))[0, -1].tolist()
-            order = sorted(range(len(last)), key=lambda i: (-last[i], i))
-            top, second = order[0], order[1]
-            gen.append(top)
-            margins.append(last[top] - last[second])
-            bounds.append(BOUND_FACTOR * tol(last[top], last[second]))
-            seq.append(top)
-    return gen, margins, bounds
-
-
 def greedy_cases(m, tok, weights, prompts):
     """Every text of TEXTS whose N_GEN-step chain clears the bound; if none does, the first text and N that do,
     N down to MIN_N. Each prompt tried is added to prompts (text -> ids) for the id check. Returns (cases, notes
     on the chains rejected)."""
     cfg = m.cfg
-    cases, notes = [], []
 
     def try_one(ti, n):
         p = prompt_of(tok, TEXTS[ti], cfg["max_position_embeddings"], n)
@@ -560,22 +539,7 @@ def greedy_cases(m, tok, weights, prompts):
                 "margins": [float(f"{x:.7g}") for x in margins], "bounds": [float(f"{x:.7g}") for x in bounds],
                 "min_margin_over_bound": float(f"{min(a / b for a, b in zip(margins, bounds)):.7g}")}, None
 
-    for ti in range(len(TEXTS)):
-        c, why = try_one(ti, N_GEN)
-        if c:
-            cases.append(c)
-        else:
-            notes.append(why)
-    for n in range(N_GEN - 1, MIN_N - 1, -1):
-        if cases:
-            break
-        for ti in range(len(TEXTS)):
-            c, why = try_one(ti, n)
-            if c:
-                cases.append(c)
-                break
-            notes.append(why)
-    return cases, notes
+    return pick_cases(try_one, len(TEXTS), N_GEN, MIN_N)
 
 
 # ---- float32 against the written reference (what an engine's tolerance must allow) ------------
@@ -686,15 +650,7 @@ def main():
             f.write("\n")
 
         # sanity: reload each written file and reproduce the logits
-        for fn in files:
-            r = LlamaFamily.load_hf(folder, fn).double().eval()
-            for ids, ref in expect:
-                with torch.no_grad():
-                    got = r(torch.tensor([ids]))[0]
-                err = (got - ref[fn]).abs().max().item()
-                if not err < 1e-9:
-                    print(f"FAIL {name}/{fn}: reloaded logits differ by {err:g}")
-                    ok = False
+        ok = reloads_match(LlamaFamily.load_hf, folder, files, expect, name) and ok
         # and the JSON parses back with the documented shapes
         with open(os.path.join(folder, "reference.json"), encoding="utf-8") as f:
             ref = json.load(f)
