@@ -72,15 +72,21 @@ std::string string_of(const val& v, const char* what) {
 
 // storage: "f32" or "f16" (headscope::WeightStorage); threads: LoadOptions::threads. The four-argument
 // form loads float32 on the threads the engine has (one, but in the threaded build).
+// What both loaders check of their weights and options: a Uint8Array, "f32" or "f16", the threads.
+headscope::LoadOptions load_options(val weights, val storage, int threads) {
+  if (!weights.instanceof(val::global("Uint8Array"))) throw headscope::Error("weights must be a Uint8Array");
+  headscope::LoadOptions options;
+  options.weights = headscope::parse_weight_storage(string_of(storage, "weights"));
+  options.threads = threads;
+  return options;
+}
+
 Model* load_stored(val config_json, val weights, val vocab_json, val merges_txt, val storage, int threads) {
   return guarded([&]() -> Model* {
     const std::string config = string_of(config_json, "config.json");
     const std::string vocab = string_of(vocab_json, "vocab.json");
     const std::string merges = string_of(merges_txt, "merges.txt");
-    if (!weights.instanceof(val::global("Uint8Array"))) throw headscope::Error("weights must be a Uint8Array");
-    headscope::LoadOptions options;
-    options.weights = headscope::parse_weight_storage(string_of(storage, "weights"));
-    options.threads = threads;
+    const headscope::LoadOptions options = load_options(weights, storage, threads);
     return new Model(Model::load_source(config, std::make_shared<headscope::JsBytes>(weights), vocab, merges, 0, options));
   }, static_cast<Model*>(nullptr));
 }
@@ -93,10 +99,7 @@ Model* load_tokenizer_json(val config_json, val weights, val tokenizer_json, val
     const std::string config = string_of(config_json, "config.json");
     headscope::parse_config(config);  // a config of another family is named before the tokenizer is read
     const std::string tokenizer = string_of(tokenizer_json, "tokenizer.json");
-    if (!weights.instanceof(val::global("Uint8Array"))) throw headscope::Error("weights must be a Uint8Array");
-    headscope::LoadOptions options;
-    options.weights = headscope::parse_weight_storage(string_of(storage, "weights"));
-    options.threads = threads;
+    const headscope::LoadOptions options = load_options(weights, storage, threads);
     return new Model(Model::load_source(config, std::make_shared<headscope::JsBytes>(weights),
                                         headscope::Tokenizer::from_tokenizer_json(tokenizer), 0, options));
   }, static_cast<Model*>(nullptr));

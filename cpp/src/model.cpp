@@ -34,14 +34,12 @@ bool Model::Impl::ensure_capacity(int T) {
                     W = config_.qkv_width();
   const std::size_t FS = config_.family == Family::llama ? 3 * (std::size_t)config_.n_inner : config_.n_inner;
   const kernels::AttentionShape shape{config_.n_head, config_.kv_heads(), config_.head_size()};
-  // refuse before allocating (activation_floats)
-  const auto floats_for = [&](uint64_t c64) { return activation_floats(c64); };
   // Grow geometrically, with room for the next words typed, so typing does not reallocate at every
   // token: a reallocation drops the cache (the next run computes every token again). Exactly T
   // when the room would not fit.
   int cap = std::min(config_.n_positions, std::max({T + T / 8 + 16, 2 * cap_, 16}));
-  if (floats_for(cap) > kMaxActivationFloats) cap = T;
-  const uint64_t floats = floats_for(cap);
+  if (activation_floats(cap) > kMaxActivationFloats) cap = T;
+  const uint64_t floats = activation_floats(cap);  // refused before anything is allocated
   if (floats > kMaxActivationFloats)
     throw Error("running " + std::to_string(T) + " tokens needs " + std::to_string(floats * 4 >> 20) +
                 " MB of activations, more than the " + std::to_string(kMaxActivationFloats * 4 >> 20) +
