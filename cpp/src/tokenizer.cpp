@@ -1,6 +1,6 @@
 // Byte-level BPE encoding (contract in cpp/include/headscope/tokenizer.hpp): added tokens, the
 // normalizer, the pre-tokenizer's split and BPE, with the byte span of every token; the loaders are
-// in tokenizer_load.cpp.
+// in tokenizer_load.cpp (GPT-2's files) and tokenizer_json.cpp (tokenizer.json).
 #include <algorithm>
 #include <queue>
 #include <utility>

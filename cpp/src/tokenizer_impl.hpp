@@ -1,5 +1,6 @@
 // Internal to the tokenizer: what a Tokenizer holds, shared by its loaders (tokenizer_load.cpp:
-// GPT-2's vocab.json + merges.txt, and Hugging Face's tokenizer.json) and its encoder (tokenizer.cpp).
+// GPT-2's vocab.json + merges.txt; tokenizer_json.cpp: Hugging Face's tokenizer.json) and its encoder
+// (tokenizer.cpp).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -139,7 +140,7 @@ struct Tokenizer::Impl {
   template <class Sink>
   void run_stretch(std::string_view text, uint32_t base, Sink&& sink) const;
 
-  // for the loaders (tokenizer_load.cpp): bytes, display and byte symbols once the ids are known
+  // for the loaders (tokenizer_load.cpp, tokenizer_json.cpp): bytes, display and byte symbols once the ids are known
   void finish_vocab();
 };
 
