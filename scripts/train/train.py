@@ -40,20 +40,13 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "common"))
 sys.path.insert(0, HERE)
 
-from gpt2_torch import GPT2  # noqa: E402
 import bpe  # noqa: E402
 import head_metrics  # noqa: E402
+import model_arch  # noqa: E402
 from run_config import load_configs, tokenizer_dir  # noqa: E402,F401
 
 CACHE = os.path.join(ROOT, ".cache")
-MODEL_KEYS = ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size")
-
-
-def model_cfg(tc):
-    cfg = {k: tc[k] for k in MODEL_KEYS}
-    cfg["layer_norm_epsilon"] = 1e-5
-    cfg["bos_token_id"] = cfg["eos_token_id"] = tc["vocab_size"] - 1  # <|endoftext|> is the last id
-    return cfg
+model_cfg = model_arch.model_cfg
 
 
 # ------------------------------------------------------------------------------------------- data
@@ -230,7 +223,7 @@ def train_model(name, tc, ids_train, ids_val, work, log, ckpt_minutes=3.0, induc
     repeated word lists (head_metrics.repeated_lists) for the prefix-matching score logged at evaluations."""
     torch.manual_seed(tc["seed"])
     cfg = model_cfg(tc)
-    model = GPT2(cfg)
+    model = model_arch.build(cfg)
     opt = make_optimizer(model, tc)
     rng = np.random.default_rng(tc["seed"])
     ckpt_path = os.path.join(work, "ckpt.pt")
@@ -361,8 +354,14 @@ A small model learns which words follow which, and its attention heads look back
 
 
 def run_smoke():
-    """Tiny end-to-end run in a temp dir: tokenizer, training, checkpoint + resume, export, reload check."""
+    """Tiny end-to-end runs in a temp dir, one per architecture: tokenizer, training, checkpoint + resume,
+    export, reload check."""
     torch.set_num_threads(1)
+    run_smoke_arch("gpt2")
+    run_smoke_arch("llama")
+
+
+def run_smoke_arch(arch):
     t0 = time.time()
     tmp = tempfile.mkdtemp(prefix="headscope-smoke-")
     try:
@@ -377,6 +376,10 @@ def run_smoke():
               # a final phase as the default model's: from step 20 a lower floor and other repeated spans
               "phases": [{"from_step": 20, "note": "smoke", "min_lr_ratio": 0.01,
                           "repeat_spans": {"share": 0.5, "random_share": 0.0, "min": 4, "max": 8}}]}
+        if arch == "llama":
+            # the key/value-head family's architecture: 4 query heads over 2 key/value heads (no position table)
+            tc = dict({k: v for k, v in tc.items() if k != "wpe_lr_mult"}, arch="llama", n_head=4, n_kv_head=2,
+                      intermediate_size=88)
         # the cosine ends at the phase's floor (0.01x), not the base floor (0.1x)
         assert math.isclose(lr_at(30, tc), 0.01 * 0.01, rel_tol=1e-9), lr_at(30, tc)
         base = {k: v for k, v in tc.items() if k != "phases"}
@@ -408,12 +411,16 @@ def run_smoke():
         import export
         out = os.path.join(tmp, "export")
         export.export_model("smoke", tc, st, tok_dir, txt, out, log=log, smoke=True)
-        for fn in ("config.json", "model.safetensors", "vocab.json", "merges.txt", "README.md", "card.json",
-                   "reference.json"):
+        tok_files = ("tokenizer.json",) if arch == "llama" else ("vocab.json", "merges.txt")
+        for fn in ("config.json", "model.safetensors", "README.md", "card.json", "reference.json") + tok_files:
             assert os.path.exists(os.path.join(out, fn)), fn
+        if arch == "llama":
+            with open(os.path.join(out, "card.json")) as f:
+                a = json.load(f)["architecture"]
+            assert a["n_kv_head"] == 2 and a["kv_cache_bytes_per_token"] == 2 * 2 * 2 * 8 * 4, a
         with open(os.path.join(out, "reference.json")) as f:
             ref = json.load(f)
-        m = GPT2.load_hf(out)
+        m = model_arch.load_hf(out)
         c = ref["cases"][0]
         with torch.no_grad():
             lg, d = m(torch.tensor([c["ids"]]), want_details=True)
@@ -421,7 +428,7 @@ def run_smoke():
         att = torch.stack([a[0] for a in d["att"]]).reshape(-1).numpy()
         assert np.allclose(att, c["attention"], atol=1e-5)
         assert c["ids"] == enc.encode(c["text"])
-        print(f"smoke OK: loss {h[0]['val_loss']:.3f} -> {h[-1]['val_loss']:.3f}, {time.time() - t0:.1f} s")
+        print(f"smoke OK ({arch}): loss {h[0]['val_loss']:.3f} -> {h[-1]['val_loss']:.3f}, {time.time() - t0:.1f} s")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
