@@ -1,6 +1,7 @@
 # The Catch2 suite: the same sources natively and as wasm under node (through
 # CMAKE_CROSSCOMPILING_EMULATOR, see CMakePresets.json).
-set(HEADSCOPE_TEST_FILES tests/cpp/catch_main.cpp tests/cpp/test_kernels.cpp tests/cpp/test_kernels_llama.cpp tests/cpp/test_backward.cpp)
+set(HEADSCOPE_TEST_FILES tests/cpp/catch_main.cpp tests/cpp/test_kernels.cpp tests/cpp/test_kernels_llama.cpp tests/cpp/test_backward.cpp
+    tests/cpp/test_backward_llama.cpp)
 if(HEADSCOPE_TEST_SET STREQUAL "threads")
   # what runs on the thread pool: every split kernel, the model, the trainer and the head measurement
   # at several thread counts, small shapes split too (test_threads.cpp)

@@ -212,11 +212,14 @@ void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, 
 }
 
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
-                        int T, int C, int NH) noexcept {
-  const int HS = C / NH, C3 = 3 * C;
+                        int T, const AttentionShape& shape) noexcept {
+  const int NH = shape.NH, KV = shape.KV, HS = shape.HS, group = NH / KV;
+  const std::size_t C3 = shape.qkv_row(), C = shape.out_row();
   const float scale = 1.0f / std::sqrt((float)HS);
-  // threads take whole (sequence, head) pairs: each writes only its head's columns of dqkv
-  parallel_for(B * NH, (double)B * T * T * C * 2, [&](int u_begin, int u_end) {
+  // threads take whole (sequence, key/value head) pairs and that head's query heads in order: each
+  // writes only its own columns of dqkv, and a shared key/value head sums its query heads' gradients
+  // in the same order for every thread count
+  parallel_for(B * KV, (double)B * T * T * C * 2, [&](int u_begin, int u_end) {
     static thread_local std::vector<float> own;
     float* datt = scratch;  // the caller's scratch serves the first chunk, the calling thread's
     if (u_begin > 0) {
@@ -224,25 +227,27 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
       datt = own.data();
     }
     for (int u = u_begin; u < u_end; u++) {
-      const int b = u / NH, h = u % NH;
-      for (int t = 0; t < T; t++) {
-        const float* a = att + (((std::size_t)b * NH + h) * T + t) * T;
-        const float* d = dout + ((std::size_t)b * T + t) * C + h * HS;
-        const float* base = qkv + (std::size_t)b * T * C3;
-        float* dbase = dqkv + (std::size_t)b * T * C3;
-        for (int j = 0; j <= t; j++) {
-          datt[j] = dot(d, base + (std::size_t)j * C3 + 2 * C + h * HS, HS);
-          axpy(dbase + (std::size_t)j * C3 + 2 * C + h * HS, a[j], d, HS);
+      const int b = u / KV, g = u % KV;
+      const std::size_t kcol = (std::size_t)(NH + g) * HS, vcol = (std::size_t)(NH + KV + g) * HS;
+      for (int h = g * group; h < (g + 1) * group; h++)
+        for (int t = 0; t < T; t++) {
+          const float* a = att + (((std::size_t)b * NH + h) * T + t) * T;
+          const float* d = dout + ((std::size_t)b * T + t) * C + h * HS;
+          const float* base = qkv + (std::size_t)b * T * C3;
+          float* dbase = dqkv + (std::size_t)b * T * C3;
+          for (int j = 0; j <= t; j++) {
+            datt[j] = dot(d, base + (std::size_t)j * C3 + vcol, HS);
+            axpy(dbase + (std::size_t)j * C3 + vcol, a[j], d, HS);
+          }
+          const float dsum = dot(a, datt, t + 1);
+          const float* q = base + (std::size_t)t * C3 + h * HS;
+          float* dq = dbase + (std::size_t)t * C3 + h * HS;
+          for (int j = 0; j <= t; j++) {
+            const float dpre = a[j] * (datt[j] - dsum) * scale;
+            axpy(dq, dpre, base + (std::size_t)j * C3 + kcol, HS);
+            axpy(dbase + (std::size_t)j * C3 + kcol, dpre, q, HS);
+          }
         }
-        const float dsum = dot(a, datt, t + 1);
-        const float* q = base + (std::size_t)t * C3 + h * HS;
-        float* dq = dbase + (std::size_t)t * C3 + h * HS;
-        for (int j = 0; j <= t; j++) {
-          const float dpre = a[j] * (datt[j] - dsum) * scale;
-          axpy(dq, dpre, base + (std::size_t)j * C3 + C + h * HS, HS);
-          axpy(dbase + (std::size_t)j * C3 + C + h * HS, dpre, q, HS);
-        }
-      }
     }
   });
 }
@@ -342,8 +347,8 @@ void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, 
   ref::matmul_transposed_backward<float>(dinp, dweight, dout, inp, weight, N, K, OC);
 }
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
-                        int T, int C, int NH) noexcept {
-  ref::attention_backward<float>(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+                        int T, const AttentionShape& shape) noexcept {
+  ref::attention_backward<float>(dqkv, scratch, dout, qkv, att, B, T, shape.NH, shape.KV, shape.HS);
 }
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t N) noexcept {
   ref::gelu_backward<float>(dinp, inp, dout, N);

@@ -205,10 +205,25 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 // the tied LM head: dinp (N, K), dweight (OC, K) or null += ...; dout (N, OC); weight (OC, K)
 void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                                 const float* weight, int N, int K, int OC) noexcept;
-// dqkv (B, T, 3C) += ...; dout (B, T, C); qkv (B, T, 3C) and att (B, NH, T, T) from the forward;
-// scratch (T) floats, overwritten
+// dqkv (B, T, (NH + 2 KV) HS) += ...; dout (B, T, NH HS); qkv (B, T, (NH + 2 KV) HS) and att
+// (B, NH, T, T) from the forward; scratch (T) floats, overwritten. A key/value head's rows of dqkv sum
+// the gradients of every query head that reads it, in query-head order whatever the thread count.
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
-                        int T, int C, int NH) noexcept;
+                        int T, const AttentionShape& shape) noexcept;
+// GPT-2's multi-head case: dqkv and qkv (B, T, 3C), dout (B, T, C)
+inline void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att,
+                               int B, int T, int C, int NH) noexcept {
+  attention_backward(dqkv, scratch, dout, qkv, att, B, T, AttentionShape::mha(C, NH));
+}
+// The Llama family's row ops backward (ref:: in reference.hpp has the formulas):
+// RMSNorm: dinp (N, C), dweight (C) += ...; dout (N, C); inp, weight, rstd (N) from the forward
+void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                      const float* rstd, int N, int C) noexcept;
+// The rotation's backward in place on dx (laid out as rope_forward's x): each pair turned back by its angle
+void rope_backward(float* dx, std::size_t row_stride, int t_begin, int T, int n_heads, int HS,
+                   const double* inv_freq) noexcept;
+// SwiGLU: dgate_up (N, 2F) += ...; gate_up (N, 2F) from the forward; dout (N, F)
+void swiglu_backward(float* dgate_up, const float* gate_up, const float* dout, int N, int F) noexcept;
 // dinp (N) += gelu'(inp) * dout, tanh form (gelu_new) and exact (erf) form
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t N) noexcept;
 void gelu_erf_backward(float* dinp, const float* inp, const float* dout, std::size_t N) noexcept;

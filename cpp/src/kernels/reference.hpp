@@ -262,23 +262,79 @@ void swiglu_forward(F* out, const F* gate_up, int N, int Fw) {
     }
 }
 
-// Backward of a batch of B sequences of T tokens (att (B,NH,T,T) as the training forward keeps it):
-// dqkv (B,T,3C) += ...; dout (B,T,C); qkv and att from the forward; scratch (T) floats, overwritten
+// RMSNorm's backward: dinp (N, C), dweight (C) += ...; dout (N, C); inp, weight and rstd (N) from the
+// forward. With n = w * dout: dinp_i = rstd (n_i - rstd^2 x_i (sum_j n_j x_j) / C), dweight_i = dout_i x_i rstd.
 template <typename F>
-void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B, int T, int C,
-                        int NH) {
-  const int HS = C / NH, C3 = 3 * C;
+void rmsnorm_backward(F* dinp, F* dweight, const F* dout, const F* inp, const F* weight, const F* rstd, int N, int C) {
+  for (int t = 0; t < N; t++) {
+    const F* x = inp + (std::size_t)t * C;
+    const F* d = dout + (std::size_t)t * C;
+    F* dx = dinp + (std::size_t)t * C;
+    const F r = rstd[t];
+    F dot_nx = 0;
+    for (int i = 0; i < C; i++) dot_nx += weight[i] * d[i] * x[i];
+    const F c = r * r * dot_nx / F(C);
+    for (int i = 0; i < C; i++) {
+      dx[i] += r * (weight[i] * d[i] - c * x[i]);
+      dweight[i] += d[i] * x[i] * r;
+    }
+  }
+}
+
+// The rotation's backward, in place on the gradients dx laid out as rope_forward's x: each pair is
+// turned back by its angle (the transpose of a rotation is its inverse), so
+//   (d_i, d_{i+HS/2}) <- (d_i cos + d_{i+HS/2} sin, d_{i+HS/2} cos - d_i sin)
+template <typename F>
+void rope_backward(F* dx, std::size_t row_stride, int t_begin, int T, int n_heads, int HS, const double* inv_freq) {
+  const int half = HS / 2;
+  for (int t = t_begin; t < T; t++)
+    for (int i = 0; i < half; i++) {
+      const double angle = (double)t * inv_freq[i];
+      const F c = F(std::cos(angle)), s = F(std::sin(angle));
+      for (int h = 0; h < n_heads; h++) {
+        F* v = dx + (std::size_t)t * row_stride + (std::size_t)h * HS;
+        const F a = v[i], b = v[i + half];
+        v[i] = a * c + b * s;
+        v[i + half] = b * c - a * s;
+      }
+    }
+}
+
+// SwiGLU's backward: dgate_up (N, 2F) += ...; gate_up (N, 2F) from the forward, dout (N, F).
+// silu'(g) = sigma(g) (1 + g (1 - sigma(g))): d gate = dout u silu'(g), d up = dout silu(g).
+template <typename F>
+void swiglu_backward(F* dgate_up, const F* gate_up, const F* dout, int N, int Fw) {
+  for (int t = 0; t < N; t++)
+    for (int i = 0; i < Fw; i++) {
+      const std::size_t gi = (std::size_t)t * 2 * Fw + i, ui = gi + Fw;
+      const F g = gate_up[gi], u = gate_up[ui], d = dout[(std::size_t)t * Fw + i];
+      const F sg = F(1) / (F(1) + std::exp(-g));
+      dgate_up[gi] += d * u * sg * (F(1) + g * (F(1) - sg));
+      dgate_up[ui] += d * g * sg;
+    }
+}
+
+// Backward of a batch of B sequences of T tokens (att (B,NH,T,T) as the training forward keeps it), with
+// NH query heads over KV key/value heads of size HS (query head h reads key/value head h / (NH / KV)):
+// dqkv (B,T,(NH+2KV)HS) += ...; dout (B,T,NH HS); qkv and att from the forward; scratch (T) floats,
+// overwritten. A key/value head's gradient sums what each of its query heads sends back.
+template <typename F>
+void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B, int T, int NH, int KV,
+                        int HS) {
+  const std::size_t C3 = (std::size_t)(NH + 2 * KV) * HS, C = (std::size_t)NH * HS;
+  const int group = NH / KV;
   const F scale = F(1) / std::sqrt(F(HS));
   F* datt = scratch;
   for (int b = 0; b < B; b++)
     for (int h = 0; h < NH; h++)
       for (int t = 0; t < T; t++) {
+        const std::size_t kcol = (std::size_t)(NH + h / group) * HS, vcol = (std::size_t)(NH + KV + h / group) * HS;
         const F* a = att + (((std::size_t)b * NH + h) * T + t) * T;
         const F* d = dout + ((std::size_t)b * T + t) * C + h * HS;
         // through out_t = sum_j a_j v_j
         for (int j = 0; j <= t; j++) {
-          const F* vj = qkv + ((std::size_t)b * T + j) * C3 + 2 * C + h * HS;
-          F* dvj = dqkv + ((std::size_t)b * T + j) * C3 + 2 * C + h * HS;
+          const F* vj = qkv + ((std::size_t)b * T + j) * C3 + vcol;
+          F* dvj = dqkv + ((std::size_t)b * T + j) * C3 + vcol;
           F s = 0;
           for (int i = 0; i < HS; i++) {
             s += d[i] * vj[i];
@@ -294,14 +350,20 @@ void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const 
         F* dq = dqkv + ((std::size_t)b * T + t) * C3 + h * HS;
         for (int j = 0; j <= t; j++) {
           const F dpre = a[j] * (datt[j] - dot) * scale;
-          const F* kj = qkv + ((std::size_t)b * T + j) * C3 + C + h * HS;
-          F* dkj = dqkv + ((std::size_t)b * T + j) * C3 + C + h * HS;
+          const F* kj = qkv + ((std::size_t)b * T + j) * C3 + kcol;
+          F* dkj = dqkv + ((std::size_t)b * T + j) * C3 + kcol;
           for (int i = 0; i < HS; i++) {
             dq[i] += dpre * kj[i];
             dkj[i] += dpre * q[i];
           }
         }
       }
+}
+// GPT-2's multi-head case: dqkv (B,T,3C), dout (B,T,C)
+template <typename F>
+void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B, int T, int C,
+                        int NH) {
+  attention_backward<F>(dqkv, scratch, dout, qkv, att, B, T, NH, NH, C / NH);
 }
 
 // ---- GELU, tanh form (gelu_new) ------------------------------------------------------------------------
