@@ -2,9 +2,10 @@
 """Write tests/fixtures/models/NAME/heads.json: head importance in float64, the reference for
 measure_heads and the Trainer's head gates (`headscope heads`).
 
-For each fixture model (scripts/make_fixtures.py) and the article's sentence, from the folder's F32
-weights, with gpt2_torch's head_mask as the gates xi (L, NH) that multiply each head's output before
-c_proj, and the loss as the mean next-token cross-entropy over the text's T - 1 predictions:
+For each fixture model (scripts/make_fixtures.py's GPT-2 ones and scripts/make_llama_fixtures.py's
+Llama-family ones) and the article's sentence (the Llama family's ids, with its BOS, from the folder's
+reference.json), from the folder's F32 weights, with gpt2_torch's or llama_torch's head_mask as the
+gates xi (L, NH) that multiply each (query) head's output before the output projection, and the loss as the mean next-token cross-entropy over the text's T - 1 predictions:
     loss             at xi = 1
     gate_grad        dL/dxi at xi = 1, by autograd (checked here against central differences)
     gates_mixed      a gate vector with zeros, a half and ones (the state of a pruning in progress)
@@ -26,7 +27,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "common"))
 sys.path.insert(0, HERE)
 
+import json  # noqa: E402
+
 from gpt2_torch import GPT2  # noqa: E402
+from llama_torch import LlamaFamily  # noqa: E402
+import make_llama_fixtures  # noqa: E402
 from make_fixtures import MODELS, OUT, TEXTS, MAX_T, encode, dumps, r7  # noqa: E402
 
 FORMAT = "headscope-heads-1"
@@ -37,13 +42,24 @@ def loss_of(m, idx, gates):
     return torch.nn.functional.cross_entropy(logits[0, :-1], idx[0, 1:])
 
 
-def main():
+def fixtures():
+    """(name, float64 model, (L, NH), ids of the article's sentence) of every fixture model"""
     for name, _overrides, _seed, opts in MODELS:
+        m = GPT2.load_hf(os.path.join(OUT, name), "model.safetensors").double().eval()
+        ids = encode(TEXTS[0])[: min(m.cfg["n_positions"], opts.get("max_t", MAX_T))]
+        yield name, m, (m.cfg["n_layer"], m.cfg["n_head"]), ids
+    for name, _overrides, _seed in make_llama_fixtures.MODELS:
         folder = os.path.join(OUT, name)
-        m = GPT2.load_hf(folder, "model.safetensors").double().eval()
-        cfg = m.cfg
-        L, NH = cfg["n_layer"], cfg["n_head"]
-        ids = encode(TEXTS[0])[: min(cfg["n_positions"], opts.get("max_t", MAX_T))]
+        m = LlamaFamily.load_hf(folder).double().eval()
+        with open(os.path.join(folder, "reference.json"), encoding="utf-8") as f:
+            case = json.load(f)["cases"][0]
+        assert case["text"] == TEXTS[0], case["text"]
+        yield name, m, (m.cfg["num_hidden_layers"], m.cfg["num_attention_heads"]), case["ids"]
+
+
+def main():
+    for name, m, (L, NH), ids in fixtures():
+        folder = os.path.join(OUT, name)
         idx = torch.tensor([ids], dtype=torch.long)
 
         def grad_at(values):

@@ -14,6 +14,12 @@
   config-erf.json, golden-erf.safetensors
                      the same with activation_function "gelu" (the exact, erf GELU) instead of
                      "gelu_new", the same batch, and c_fc scaled up (see main) so the two GELUs differ
+  config-llama.json, golden-llama.safetensors
+                     a Llama (scripts/common/llama_torch.py): 4 query heads over 2 key/value heads of
+                     head_dim 6 (not hidden / heads), rope_theta 100 (every pair turns by a sizeable angle
+                     within 7 positions), an untied lm_head; the same batch
+  config-qwen3.json, golden-qwen3.safetensors
+                     a Qwen3: 4 query heads over 1 key/value head (multi-query), q/k norms, tied
 
 Everything is computed in float64 from the float32 starting weights, so the file holds the exact
 answer to float32 inputs and a C++ float32 computation's distance from it is its own rounding.
@@ -32,6 +38,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(HERE, "common"))
 
 from gpt2_torch import GPT2  # noqa: E402
+from llama_torch import LlamaFamily  # noqa: E402
 from safetensors_io import save_file  # noqa: E402
 
 OUT = os.path.join(ROOT, "tests", "fixtures", "train")
@@ -53,16 +60,27 @@ def main():
     # scales c_fc up so its inputs spread over +-3, where the forms (and their derivatives) differ by
     # ~1e-3, and a trainer that used the tanh form's gradient on this file would fail its tolerance
     write(dict(CFG, activation_function="gelu"), "config-erf.json", "golden-erf.safetensors", fc_scale=40.0)
+    llama = {"model_type": "llama", "vocab_size": CFG["vocab_size"], "hidden_size": 20, "intermediate_size": 28,
+             "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 6,
+             "max_position_embeddings": CFG["n_positions"], "rms_norm_eps": 1e-5, "rope_theta": 100.0,
+             "tie_word_embeddings": False}
+    write(llama, "config-llama.json", "golden-llama.safetensors", build=LlamaFamily)
+    qwen = dict(llama, model_type="qwen3", num_key_value_heads=1, head_dim=4, tie_word_embeddings=True)
+    write(qwen, "config-qwen3.json", "golden-qwen3.safetensors", build=LlamaFamily)
 
 
-def write(cfg_in, config_name, golden_name, fc_scale=None):
+def write(cfg_in, config_name, golden_name, fc_scale=None, build=GPT2):
     torch.manual_seed(1717)
-    m = GPT2(cfg_in)
+    m = build(cfg_in)
     with torch.no_grad():
-        # LayerNorm weights and every bias away from their trivial init so their gradients are exercised
+        # LayerNorm and RMSNorm weights and every bias away from their trivial init so their gradients
+        # are exercised; the Llama family's embedding (normal 0.02) up to the size of its nn.Linear
+        # weights (uniform, about 0.13 at fan-in 20), so the residual stream is not all attention
         for n, p in m.named_parameters():
-            if n.endswith("bias") or "ln_" in n:
+            if n.endswith("bias") or "ln_" in n or n.endswith("norm.weight"):
                 p.add_(0.1 * torch.randn_like(p))
+            if n.endswith("embed_tokens.weight"):
+                p.mul_(10.0)
         if fc_scale is not None:
             for n, p in m.named_parameters():
                 if "mlp.c_fc" in n:
@@ -94,7 +112,7 @@ def write(cfg_in, config_name, golden_name, fc_scale=None):
     out["adamw_hparams"] = torch.tensor([LR, BETA1, BETA2, EPS, WD, CLIP], dtype=torch.float32)
 
     os.makedirs(OUT, exist_ok=True)
-    cfg = GPT2(cfg_in).hf_config()
+    cfg = build(cfg_in).hf_config()
     with open(os.path.join(OUT, config_name), "w") as f:
         json.dump(cfg, f, indent=2)
         f.write("\n")

@@ -7,6 +7,28 @@
 
 namespace headscope {
 
+// Hugging Face's rotary frequencies (modeling_rope_utils: the default, and "llama3" scaling), in double.
+std::vector<double> rope_frequencies(const ModelConfig& c) {
+  const int half = c.head_size() / 2;
+  std::vector<double> f(half);
+  for (int i = 0; i < half; i++) f[i] = 1.0 / std::pow(c.rope_theta, (2.0 * i) / c.head_size());
+  const RopeScaling& s = c.rope_scaling;
+  if (!s.llama3) return f;
+  const double pi = 3.14159265358979323846, old_len = s.original_max_position_embeddings;
+  const double low_wavelen = old_len / s.low_freq_factor, high_wavelen = old_len / s.high_freq_factor;
+  for (double& x : f) {
+    const double wavelen = 2 * pi / x;
+    const double scaled = wavelen > low_wavelen ? x / s.factor : x;  // low frequencies slowed down
+    if (wavelen < high_wavelen || wavelen > low_wavelen) {
+      x = scaled;  // high ones kept, low ones divided by factor
+    } else {  // between: a blend
+      const double smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+      x = (1 - smooth) * scaled / s.factor + smooth * scaled;
+    }
+  }
+  return f;
+}
+
 void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffers& b, int B, int t_begin, int T,
                    int stride) noexcept {
   namespace k = kernels;
@@ -31,8 +53,11 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
       // HS), then the rotation of q and k (the NH + KV heads from column 0) by each row's position
       for (int t = t_begin; c.qk_norm && t < T; t++) {
         float* row = qkv + (std::size_t)t * W;
-        k::rmsnorm_forward(row, nullptr, row, w.q_norm.data(), NH, HS, eps);
-        k::rmsnorm_forward(row + QW, nullptr, row + QW, w.k_norm.data(), KV, HS, eps);
+        const std::size_t r = (std::size_t)s * stride + t;
+        if (b.qkv_raw) std::copy(row, row + W, b.qkv_raw + r * W);
+        float* rstd = b.qk_rstd ? b.qk_rstd + r * (NH + KV) : nullptr;
+        k::rmsnorm_forward(row, rstd, row, w.q_norm.data(), NH, HS, eps);
+        k::rmsnorm_forward(row + QW, rstd ? rstd + NH : nullptr, row + QW, w.k_norm.data(), KV, HS, eps);
       }
       k::rope_forward(qkv, W, t_begin, T, NH + KV, HS, b.rope_inv_freq);
     }

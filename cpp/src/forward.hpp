@@ -39,6 +39,9 @@ struct BlockBuffers {
   float* ln1_rstd = nullptr; // (n) or null
   float* qkv = nullptr;      // (B, stride, W): q | k | v (Llama: after q/k norm and rotation); rows
                              // below t_begin are the key/value cache
+  float* qkv_raw = nullptr;  // Qwen3 only, or null: (B, stride, W) q | k | v before the q/k norms
+  float* qk_rstd = nullptr;  // Qwen3 only, or null: (B, stride, NH + KV) each head's q/k norm's rstd
+                             // (the two are what the trainer's backward of those norms reads)
   float* att = nullptr;      // (B, NH, stride, stride) attention probabilities, row = query
   float* key_panels = nullptr;  // kernels::attention_key_panels_floats(stride, shape): the attention kernel's key cache
   float* head_out = nullptr; // (B, stride, QW) every head's output, concatenated (a switched-off head's is 0)
@@ -63,6 +66,10 @@ struct BlockBuffers {
   float* inspect_scores = nullptr;  // (stride, stride) its scores before the softmax
   float* inspect_out = nullptr;     // (stride, C) its write through W_O
 };
+
+// The Llama family's rotary frequencies (HS/2), in double: theta^(-2i/HS), rescaled when the config
+// has llama3's rope_scaling (transformers' modeling_rope_utils). The model and the trainer rotate by them.
+std::vector<double> rope_frequencies(const ModelConfig& c);
 
 // Rows [t_begin, T) of B sequences through one block. B > 1 requires t_begin == 0 and stride == T,
 // so that the rows of every sequence are contiguous for the linear layers.

@@ -194,10 +194,6 @@ struct HeadsMeasurement::State {
 };
 
 HeadsMeasurement::HeadsMeasurement(Model& model, std::span<const int32_t> ids, const HeadsOptions& options) {
-  // the gate gradients come from the trainer's backward, which is GPT-2's
-  if (model.config().family == Family::llama)
-    throw Error("measuring the heads of a Llama-family model (model_type \"" + model.config().model_type +
-                "\") is not supported yet: it needs the trainer's backward pass, which runs GPT-2 models");
   check_ids(model, ids);
   if (options.random_orders < 0 || options.random_orders > 1000)
     throw Error("random orders must be within [0, 1000], got " + std::to_string(options.random_orders));

@@ -321,28 +321,6 @@ void Model::Impl::load_gpt2_weights(const SafeTensors& st, bool f16) {
   parameter_count_ = n;
 }
 
-// Hugging Face's rotary frequencies (modeling_rope_utils: the default, and "llama3" scaling), in double.
-static std::vector<double> rope_frequencies(const ModelConfig& c) {
-  const int half = c.head_size() / 2;
-  std::vector<double> f(half);
-  for (int i = 0; i < half; i++) f[i] = 1.0 / std::pow(c.rope_theta, (2.0 * i) / c.head_size());
-  const RopeScaling& s = c.rope_scaling;
-  if (!s.llama3) return f;
-  const double pi = 3.14159265358979323846, old_len = s.original_max_position_embeddings;
-  const double low_wavelen = old_len / s.low_freq_factor, high_wavelen = old_len / s.high_freq_factor;
-  for (double& x : f) {
-    const double wavelen = 2 * pi / x;
-    const double scaled = wavelen > low_wavelen ? x / s.factor : x;  // low frequencies slowed down
-    if (wavelen < high_wavelen || wavelen > low_wavelen) {
-      x = scaled;  // high ones kept, low ones divided by factor
-    } else {  // between: a blend
-      const double smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
-      x = (1 - smooth) * scaled / s.factor + smooth * scaled;
-    }
-  }
-  return f;
-}
-
 // The Llama family in Hugging Face's names and nn.Linear's [out, in] layout, transposed to the
 // kernels' [in, out]: q_proj, k_proj and v_proj side by side as one (C, W) layer, gate_proj and
 // up_proj as one (C, 2F). No biases (config.cpp refuses attention_bias and mlp_bias).

@@ -1,6 +1,7 @@
-// Trainer: parameters, gradients, AdamW state and activations in flat arrays (llm.c's layout); the
-// model's forward pass (block_forward, forward.hpp) run on a batch and keeping what the backward
-// needs; the backward pass in llm.c's order; the optimizer steps. Shapes use the legend in train.hpp.
+// Trainer: parameters, gradients, AdamW state and activations in flat arrays (llm.c's layout), for
+// GPT-2 and the Llama family; their initialisation, loading, packing for the forward's kernels and
+// saving; the optimizer steps. The forward and backward passes are in trainer_passes.cpp. Shapes use
+// the legend in train.hpp.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -8,25 +9,17 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "forward.hpp"
 #include "model_impl.hpp"
+#include "trainer_impl.hpp"
 #include "headscope/error.hpp"
 #include "headscope/safetensors.hpp"
-#include "headscope/train.hpp"
 #include "kernels/kernels.hpp"
-#include "kernels/parallel.hpp"
 
 namespace headscope::train {
 
 namespace k = headscope::kernels;
-using namespace headscope::kernels;  // the backward kernels and optimizer updates
+using namespace headscope::kernels;  // the optimizer updates
 
-struct Trainer::Packed {
-  std::vector<BlockWeights> blocks;
-  std::unique_ptr<kernels::ThreadPool> pool;  // the kernels' threads (set_threads)
-  kernels::ThreadPool* borrowed = nullptr;     // or a model's (share_threads)
-  kernels::ThreadPool* threads() const { return borrowed ? borrowed : pool.get(); }
-};
 Trainer::Trainer(Trainer&&) noexcept = default;
 Trainer& Trainer::operator=(Trainer&&) noexcept = default;
 Trainer::~Trainer() = default;
@@ -44,35 +37,10 @@ std::size_t Trainer::add_tensor(const std::string& name, std::vector<int64_t> sh
   return t.offset;
 }
 
-Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes, bool optimizer_state)
-    : config_(config), B_(B), T_(T) {
-  if (config.family == Family::llama)
-    throw Error("train: training a Llama-family model (model_type \"" + config.model_type + "\") is not supported yet; "
-                "the trainer runs GPT-2 models");
-  const int64_t V = config.vocab_size, C = config.n_embd, L = config.n_layer, NH = config.n_head;
-  const int64_t H = config.n_inner > 0 ? config.n_inner : 4 * C;
-  config_.n_inner = (int)H;  // block_forward reads the MLP width from the config
-  if (V < 1 || C < 1 || L < 1 || NH < 1 || C % NH != 0)
-    throw Error("train: invalid shape (vocab_size, n_embd, n_layer, n_head must be positive, n_embd divisible by n_head)");
-  if (B < 1 || T < 1) throw Error("train: batch size and sequence length must be at least 1");
-  if (T > config.n_positions)
-    throw Error("train: sequence length " + std::to_string(T) + " exceeds n_positions " +
-                std::to_string(config.n_positions));
-  // Memory check before any allocation: parameters x4 (weights, grads, m, v), activations x2 (values
-  // and gradients), as bytes() counts them afterwards.
-  const double n_params = (double)V * C + (double)config.n_positions * C + 2.0 * C +
-                          (double)L * (4.0 * C + 3.0 * C * C + 3.0 * C + C * C + C + 2.0 * C * H + H + C);
-  const double N = (double)B * T;
-  const double per_layer = N * (10.0 * C + 4.0 + 2.0 * H) + N * NH * T;
-  const double n_acts = N * (2.0 * C + 3.0 + 2.0 * V + 1.0) + L * per_layer;
-  const double need = 4.0 * ((optimizer_state ? 4.0 : 2.0) * n_params + 2.0 * n_acts);
-  if (need > (double)max_bytes)
-    throw Error("train: this shape needs about " + std::to_string((long long)(need / 1048576.0)) +
-                " MiB, more than the limit of " + std::to_string((long long)(max_bytes / 1048576)) +
-                " MiB: reduce n_embd, n_layer, vocab_size, the batch size or the sequence length");
-
+void Trainer::layout_gpt2() {
+  const int64_t V = config_.vocab_size, C = config_.n_embd, L = config_.n_layer, H = config_.n_inner;
   wte_ = add_tensor("wte.weight", {V, C});
-  wpe_ = add_tensor("wpe.weight", {config.n_positions, C});
+  wpe_ = add_tensor("wpe.weight", {config_.n_positions, C});
   for (int l = 0; l < L; l++) {
     const std::string p = "h." + std::to_string(l) + ".";
     Layer ly;
@@ -92,7 +60,71 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
   }
   lnfw_ = add_tensor("ln_f.weight", {C});
   lnfb_ = add_tensor("ln_f.bias", {C});
+  head_ = wte_;  // GPT-2's LM head is the embedding
+}
+
+// Hugging Face's names and shapes, in an order that keeps q_proj, k_proj, v_proj (and gate_proj,
+// up_proj) adjacent: in nn.Linear's [out, in] layout each pair of consecutive tensors is then one
+// matrix with the outputs side by side, as the forward's packed q | k | v and gate | up read them.
+void Trainer::layout_llama() {
+  const ModelConfig& c = config_;
+  const int64_t V = c.vocab_size, C = c.n_embd, L = c.n_layer, F = c.n_inner, HS = c.head_size();
+  const int64_t QW = c.q_width(), KVW = (int64_t)c.kv_heads() * HS;
+  wte_ = add_tensor("model.embed_tokens.weight", {V, C});
+  for (int l = 0; l < L; l++) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    Layer ly;
+    ly.ln1w = add_tensor(p + "input_layernorm.weight", {C});
+    ly.qkvw = add_tensor(p + "self_attn.q_proj.weight", {QW, C});
+    add_tensor(p + "self_attn.k_proj.weight", {KVW, C});
+    add_tensor(p + "self_attn.v_proj.weight", {KVW, C});
+    ly.attprojw = add_tensor(p + "self_attn.o_proj.weight", {C, QW});
+    if (c.qk_norm) {
+      ly.qnorm = add_tensor(p + "self_attn.q_norm.weight", {HS});
+      ly.knorm = add_tensor(p + "self_attn.k_norm.weight", {HS});
+    }
+    ly.ln2w = add_tensor(p + "post_attention_layernorm.weight", {C});
+    ly.fcw = add_tensor(p + "mlp.gate_proj.weight", {F, C});
+    add_tensor(p + "mlp.up_proj.weight", {F, C});
+    ly.fcprojw = add_tensor(p + "mlp.down_proj.weight", {C, F});
+    layers_.push_back(ly);
+  }
+  lnfw_ = add_tensor("model.norm.weight", {C});
+  head_ = c.tie_word_embeddings ? wte_ : add_tensor("lm_head.weight", {V, C});
+}
+
+Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes, bool optimizer_state)
+    : config_(config), B_(B), T_(T) {
+  const int64_t V = config.vocab_size, C = config.n_embd, L = config.n_layer, NH = config.n_head;
+  const int64_t H = config.n_inner > 0 ? config.n_inner : 4 * C;
+  config_.n_inner = (int)H;  // block_forward reads the MLP width from the config
+  if (V < 1 || C < 1 || L < 1 || NH < 1 || (!llama() && C % NH != 0))
+    throw Error("train: invalid shape (vocab_size, n_embd, n_layer, n_head must be positive, n_embd divisible by n_head)");
+  if (llama() && (config.kv_heads() < 1 || NH % config.kv_heads() != 0 || config.head_size() < 2 ||
+                  config.head_size() % 2 != 0))
+    throw Error("train: invalid Llama-family shape (key/value heads must divide the query heads, the head size must be even)");
+  if (B < 1 || T < 1) throw Error("train: batch size and sequence length must be at least 1");
+  if (T > config.n_positions)
+    throw Error("train: sequence length " + std::to_string(T) + " exceeds n_positions " +
+                std::to_string(config.n_positions));
+  // The parameters' names, shapes and offsets (nothing allocated yet)
+  if (llama()) layout_llama();
+  else layout_gpt2();
   const std::size_t P = tensors_.back().offset + tensors_.back().size();
+  // Memory check before any allocation: parameters x4 (weights, grads, m, v), activations x2 (values
+  // and gradients), as bytes() counts them afterwards.
+  const int64_t QW = config_.q_width(), W = config_.qkv_width(), NKV = NH + config_.kv_heads();
+  const double N = (double)B * T;
+  const double per_layer =
+      llama() ? N * (6.0 * C + 2.0 + W + QW + 3.0 * H + (config_.qk_norm ? (double)W + NKV : 0.0)) + N * NH * T
+              : N * (10.0 * C + 4.0 + 2.0 * H) + N * NH * T;
+  const double n_acts = N * (2.0 * C + 3.0 + 2.0 * V + 1.0) + L * per_layer;
+  const double need = 4.0 * ((optimizer_state ? 4.0 : 2.0) * (double)P + 2.0 * n_acts);
+  if (need > (double)max_bytes)
+    throw Error("train: this shape needs about " + std::to_string((long long)(need / 1048576.0)) +
+                " MiB, more than the limit of " + std::to_string((long long)(max_bytes / 1048576)) +
+                " MiB: reduce n_embd, n_layer, vocab_size, the batch size or the sequence length");
+
   params_.assign(P, 0.0f);
   grads_.assign(P, 0.0f);
   if (optimizer_state) {
@@ -107,20 +139,24 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
   targets_.assign(n, 0);
   auto alloc = [&](LayerActs& a) {
     a.ln1.assign(nc, 0);
-    a.ln1_mean.assign(n, 0);
+    a.ln1_mean.assign(llama() ? 0 : n, 0);  // RMSNorm keeps no mean
     a.ln1_rstd.assign(n, 0);
-    a.qkv.assign(3 * nc, 0);
+    a.qkv.assign(n * W, 0);
     a.att.assign(n * NH * T, 0);
-    a.atty.assign(nc, 0);
+    a.atty.assign(n * QW, 0);
     a.attproj.assign(nc, 0);
     a.res2.assign(nc, 0);
     a.ln2.assign(nc, 0);
-    a.ln2_mean.assign(n, 0);
+    a.ln2_mean.assign(llama() ? 0 : n, 0);
     a.ln2_rstd.assign(n, 0);
-    a.fch.assign(nh, 0);
+    a.fch.assign(llama() ? 2 * nh : nh, 0);  // the Llama family's gate | up
     a.fch_gelu.assign(nh, 0);
     a.fcproj.assign(nc, 0);
     a.res3.assign(nc, 0);
+    if (config_.qk_norm) {
+      a.qkv_raw.assign(n * W, 0);
+      a.qk_rstd.assign(n * NKV, 0);
+    }
   };
   acts_.resize(L);
   dacts_.resize(L);
@@ -130,7 +166,7 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
   }
   encoded_.assign(nc, 0);
   lnf_.assign(nc, 0);
-  lnf_mean_.assign(n, 0);
+  lnf_mean_.assign(llama() ? 0 : n, 0);
   lnf_rstd_.assign(n, 0);
   logits_.assign(n * V, 0);
   probs_.assign(n * V, 0);
@@ -138,12 +174,16 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
   dencoded_.assign(nc, 0);
   dlnf_.assign(nc, 0);
   dlogits_.assign(n * V, 0);
-  scratch_.assign(T, 0);
+  scratch_.assign(std::max<std::size_t>(T, config_.qk_norm ? (std::size_t)W : 0), 0);
   head_proj_.assign(nc, 0);
-  key_panels_.assign(k::attention_key_panels_floats(T, C, NH), 0);
+  key_panels_.assign(k::attention_key_panels_floats(T, k::AttentionShape{(int)NH, config_.kv_heads(), config_.head_size()}), 0);
   packed_ = std::make_unique<Packed>();
   packed_->blocks.resize(L);
   packed_->pool = std::make_unique<kernels::ThreadPool>(kernels::hardware_threads());
+  if (llama()) {
+    packed_->rope = rope_frequencies(config_);
+    packed_->zeros.assign((std::size_t)std::max<int64_t>({W, C, 2 * H}), 0.0f);
+  }
 }
 
 std::size_t Trainer::bytes() const {
@@ -154,7 +194,8 @@ std::size_t Trainer::bytes() const {
   for (const auto* set : {&acts_, &dacts_})
     for (const LayerActs& a : *set)
       for (const auto* v : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att, &a.atty, &a.attproj, &a.res2, &a.ln2,
-                            &a.ln2_mean, &a.ln2_rstd, &a.fch, &a.fch_gelu, &a.fcproj, &a.res3})
+                            &a.ln2_mean, &a.ln2_rstd, &a.fch, &a.fch_gelu, &a.fcproj, &a.res3, &a.qkv_raw,
+                            &a.qk_rstd})
         f += v->size();
   return f * sizeof(float) + (ids_.size() + targets_.size()) * sizeof(int);
 }
@@ -178,6 +219,11 @@ void Trainer::init_random(uint64_t seed) {
   const double proj_std = 0.02 / std::sqrt(2.0 * config_.n_layer);
   for (const NamedTensor& t : tensors_) {
     float* p = params_.data() + t.offset;
+    if (llama()) {  // transformers' _init_weights: Linear and Embedding normal(0, 0.02), RMSNorm gains 1
+      const bool norm = t.name.ends_with("norm.weight");
+      for (std::size_t i = 0; i < t.size(); i++) p[i] = norm ? 1.0f : (float)(0.02 * normal());
+      continue;
+    }
     const bool ln = t.name.find("ln_") != std::string::npos;
     if (ln) {
       const float v = t.name.ends_with(".weight") ? 1.0f : 0.0f;
@@ -214,64 +260,6 @@ std::span<const float> Trainer::attention(int layer) const {
   return {acts_[layer].att.data(), (std::size_t)cur_B_ * config_.n_head * cur_T_ * cur_T_};
 }
 
-float Trainer::forward(const int* ids, const int* targets, int B, int T) {
-  if (B < 1 || B > B_ || T < 1 || T > T_)
-    throw Error("train: batch (" + std::to_string(B) + ", " + std::to_string(T) + ") is outside (1.." +
-                std::to_string(B_) + ", 1.." + std::to_string(T_) + ")");
-  kernels::PoolScope pool(packed_->threads());
-  const int V = config_.vocab_size, C = config_.n_embd;
-  const int N = B * T;
-  for (int i = 0; i < N; i++) {
-    for (int id : {ids[i], targets[i]})
-      if (id < 0 || id >= V)
-        throw Error("train: token id " + std::to_string(id) + " at row " + std::to_string(i / T) + ", position " +
-                    std::to_string(i % T) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
-  }
-  std::copy(ids, ids + N, ids_.begin());
-  std::copy(targets, targets + N, targets_.begin());
-  cur_B_ = B;
-  cur_T_ = T;
-  pack_weights();
-  const float* P = params_.data();
-  const float eps = config_.layer_norm_epsilon;
-
-  // the model's forward on B sequences from position 0, keeping every layer's activations
-  for (int i = 0; i < N; i++)
-    k::add_forward(&encoded_[(std::size_t)i * C], P + wte_ + (std::size_t)ids[i] * C, P + wpe_ + (std::size_t)(i % T) * C, C);
-  const float* residual = encoded_.data();
-  for (std::size_t l = 0; l < layers_.size(); l++) {
-    LayerActs& a = acts_[l];
-    BlockBuffers io;
-    io.x = residual;
-    io.ln1 = a.ln1.data();
-    io.ln1_mean = a.ln1_mean.data();
-    io.ln1_rstd = a.ln1_rstd.data();
-    io.qkv = a.qkv.data();
-    io.att = a.att.data();
-    io.key_panels = key_panels_.data();
-    io.head_out = a.atty.data();
-    io.head_proj = head_proj_.data();
-    io.attn_proj = a.attproj.data();
-    io.res_mid = a.res2.data();
-    io.ln2 = a.ln2.data();
-    io.ln2_mean = a.ln2_mean.data();
-    io.ln2_rstd = a.ln2_rstd.data();
-    io.fc_pre = a.fch.data();
-    io.fc_act = a.fch_gelu.data();
-    io.mlp_out = a.fcproj.data();
-    io.res_out = a.res3.data();
-    io.gates = gated_ ? &gates_[l * config_.n_head] : nullptr;
-    block_forward(config_, packed_->blocks[l], io, B, 0, T, T);
-    residual = a.res3.data();
-  }
-  k::layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual, P + lnfw_, P + lnfb_, N, C, eps);
-  k::matmul_transposed_forward(logits_.data(), lnf_.data(), P + wte_, N, C, V);
-  k::crossentropy_forward(losses_.data(), probs_.data(), logits_.data(), targets, N, V);
-  double sum = 0;
-  for (int i = 0; i < N; i++) sum += losses_[i];
-  return (float)(sum / N);
-}
-
 void Trainer::zero_grad() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
 
 void Trainer::set_threads(int threads) {
@@ -290,130 +278,86 @@ void Trainer::share_threads(const Model& model) {
   packed_->borrowed = model.impl_->pool_.get();
 }
 
-void Trainer::backward(Gradients which) {
-  if (cur_B_ == 0) throw Error("train: backward() before forward()");
-  kernels::PoolScope pool(packed_->threads());
-  // gates only: every activation's gradient down to the lowest layer's gates, no weight's (about a
-  // third of the work, and the LM head's weight gradient streams the whole embedding)
-  const bool weights = which == Gradients::all;
-  const int B = cur_B_, T = cur_T_, N = B * T;
-  const int V = config_.vocab_size, C = config_.n_embd, NH = config_.n_head, HS = C / NH;
-  const int H = config_.n_inner > 0 ? config_.n_inner : 4 * C;
-  const std::size_t nc = (std::size_t)N * C;
-  const float* P = params_.data();
-  float* G = grads_.data();
-  // activation gradients start from zero each pass; parameter gradients accumulate until zero_grad()
-  for (auto& d : dacts_)
-    for (auto* v : {&d.ln1, &d.qkv, &d.atty, &d.attproj, &d.res2, &d.ln2, &d.fch, &d.fch_gelu, &d.fcproj, &d.res3})
-      std::fill(v->begin(), v->end(), 0.0f);
-  std::fill(dencoded_.begin(), dencoded_.end(), 0.0f);
-  std::fill(dlnf_.begin(), dlnf_.end(), 0.0f);
-  std::fill(dlogits_.begin(), dlogits_.end(), 0.0f);
-
-  crossentropy_backward(dlogits_.data(), probs_.data(), targets_.data(), 1.0f / N, N, V);
-  matmul_transposed_backward(dlnf_.data(), weights ? G + wte_ : nullptr, dlogits_.data(), lnf_.data(), P + wte_, N, C, V);
-  const int L = (int)layers_.size();
-  layernorm_backward(dacts_[L - 1].res3.data(), G + lnfw_, G + lnfb_, dlnf_.data(), acts_[L - 1].res3.data(),
-                     P + lnfw_, lnf_mean_.data(), lnf_rstd_.data(), N, C);
-  for (int l = L - 1; l >= 0; l--) {
-    const Layer& w = layers_[l];
-    LayerActs& a = acts_[l];
-    LayerActs& d = dacts_[l];
-    const float* residual = l == 0 ? encoded_.data() : acts_[l - 1].res3.data();
-    float* dresidual = l == 0 ? dencoded_.data() : dacts_[l - 1].res3.data();
-    residual_backward(d.res2.data(), d.fcproj.data(), d.res3.data(), nc);
-    matmul_backward(d.fch_gelu.data(), weights ? G + w.fcprojw : nullptr, weights ? G + w.fcprojb : nullptr,
-                    d.fcproj.data(), a.fch_gelu.data(), P + w.fcprojw, N, H, C);
-    if (config_.activation == Activation::gelu_tanh)
-      gelu_backward(d.fch.data(), a.fch.data(), d.fch_gelu.data(), (std::size_t)N * H);
-    else
-      gelu_erf_backward(d.fch.data(), a.fch.data(), d.fch_gelu.data(), (std::size_t)N * H);
-    matmul_backward(d.ln2.data(), weights ? G + w.fcw : nullptr, weights ? G + w.fcb : nullptr, d.fch.data(),
-                    a.ln2.data(), P + w.fcw, N, C, H);
-    layernorm_backward(d.res2.data(), G + w.ln2w, G + w.ln2b, d.ln2.data(), a.res2.data(), P + w.ln2w,
-                       a.ln2_mean.data(), a.ln2_rstd.data(), N, C);
-    residual_backward(dresidual, d.attproj.data(), d.res2.data(), nc);
-    // W_O saw the heads' outputs times their gates: through a gated copy when a gate is not 1. A head's
-    // gate gradient is the sum over rows of its slice of d(gated output) . (its output).
-    const float* wo_inp = a.atty.data();
-    float* d_wo_inp = d.atty.data();
-    const float* gates = &gates_[(std::size_t)l * NH];
-    if (gated_) {
-      for (int r = 0; r < N; r++)
-        for (int h = 0; h < NH; h++)
-          for (int i = 0; i < HS; i++) {
-            const std::size_t j = (std::size_t)r * C + h * HS + i;
-            gated_atty_[j] = a.atty[j] * gates[h];
-          }
-      std::fill(dgated_atty_.begin(), dgated_atty_.end(), 0.0f);
-      wo_inp = gated_atty_.data();
-      d_wo_inp = dgated_atty_.data();
-    }
-    matmul_backward(d_wo_inp, weights ? G + w.attprojw : nullptr, weights ? G + w.attprojb : nullptr, d.attproj.data(),
-                    wo_inp, P + w.attprojw, N, C, C);
-    for (int h = 0; h < NH; h++) {
-      double g = 0;
-      for (int r = 0; r < N; r++)
-        g += k::dot(d_wo_inp + (std::size_t)r * C + h * HS, a.atty.data() + (std::size_t)r * C + h * HS, HS);
-      gate_grads_[(std::size_t)l * NH + h] = (float)g;
-    }
-    if (gated_)
-      for (int r = 0; r < N; r++)
-        for (int h = 0; h < NH; h++)
-          for (int i = 0; i < HS; i++) {
-            const std::size_t j = (std::size_t)r * C + h * HS + i;
-            d.atty[j] += gates[h] * dgated_atty_[j];
-          }
-    if (!weights && l == 0) break;  // below the lowest gates only weights have gradients
-    attention_backward(d.qkv.data(), scratch_.data(), d.atty.data(), a.qkv.data(), a.att.data(), B, T, C, NH);
-    matmul_backward(d.ln1.data(), weights ? G + w.qkvw : nullptr, weights ? G + w.qkvb : nullptr, d.qkv.data(),
-                    a.ln1.data(), P + w.qkvw, N, C, 3 * C);
-    layernorm_backward(dresidual, G + w.ln1w, G + w.ln1b, d.ln1.data(), residual, P + w.ln1w, a.ln1_mean.data(),
-                       a.ln1_rstd.data(), N, C);
-  }
-  if (weights) encoder_backward(G + wte_, G + wpe_, dencoded_.data(), ids_.data(), B, T, C);
-}
-
 void Trainer::set_head_gates(std::span<const float> gates) {
   if (gates.size() != gates_.size())
     throw Error("train: " + std::to_string(gates.size()) + " head gates for " + std::to_string(gates_.size()) + " heads");
   std::copy(gates.begin(), gates.end(), gates_.begin());
   gated_ = std::any_of(gates_.begin(), gates_.end(), [](float g) { return g != 1.0f; });
   if (gated_ && gated_atty_.empty()) {
-    gated_atty_.assign((std::size_t)B_ * T_ * config_.n_embd, 0.0f);
+    gated_atty_.assign((std::size_t)B_ * T_ * config_.q_width(), 0.0f);
     dgated_atty_.assign(gated_atty_.size(), 0.0f);
   }
 }
 
+namespace {
+// dst (cols, rows) = src (rows, cols) transposed
+void transpose(float* dst, const float* src, std::size_t rows, std::size_t cols) {
+  for (std::size_t r = 0; r < rows; r++)
+    for (std::size_t c = 0; c < cols; c++) dst[c * rows + r] = src[r * cols + c];
+}
+// A (V, C) matrix of a model, float32 or F16 packed row by row (model_load.cpp), widened into dst
+void copy_embedding(float* dst, const std::vector<float>& f32, const std::vector<uint16_t>& f16, std::size_t V,
+                    std::size_t C) {
+  if (f16.empty()) {
+    std::copy(f32.begin(), f32.end(), dst);
+    return;
+  }
+  for (std::size_t v = 0; v < V; v++) k::f16_unpack_forward(dst + v * C, &f16[v * C], C);
+}
+}  // namespace
+
 void Trainer::load(const Model& model) {
   const Model::Impl& m = *model.impl_;
   const ModelConfig& c = m.config_;
-  if (c.vocab_size != config_.vocab_size || c.n_positions != config_.n_positions || c.n_embd != config_.n_embd ||
-      c.n_layer != config_.n_layer || c.n_head != config_.n_head || c.n_inner != config_.n_inner)
+  if (c.family != config_.family || c.vocab_size != config_.vocab_size || c.n_positions != config_.n_positions ||
+      c.n_embd != config_.n_embd || c.n_layer != config_.n_layer || c.n_head != config_.n_head ||
+      c.n_inner != config_.n_inner || c.kv_heads() != config_.kv_heads() || c.head_size() != config_.head_size() ||
+      c.qk_norm != config_.qk_norm || (llama() && c.tie_word_embeddings != config_.tie_word_embeddings))
     throw Error("train: the model's shape differs from this trainer's");
   float* P = params_.data();
   const std::size_t C = c.n_embd;
-  if (!m.wte_f16_.empty()) {
-    for (int v = 0; v < c.vocab_size; v++)  // rows packed one by one (model_load.cpp)
-      k::f16_unpack_forward(P + wte_ + v * C, &m.wte_f16_[v * C], C);
+  copy_embedding(P + wte_, m.wte_, m.wte_f16_, c.vocab_size, C);
+  if (llama()) {
+    if (head_ != wte_) copy_embedding(P + head_, m.lm_head_, m.lm_head_f16_, c.vocab_size, C);
+    // the packed layers unpacked to (in, out), then transposed back to nn.Linear's (out, in)
+    std::vector<float>& tmp = packed_->transposed;
+    const auto unpack_transposed = [&](float* dst, const k::PackedLinear& W) {
+      tmp.resize((std::size_t)W.K * W.N);
+      k::unpack_linear(tmp.data(), nullptr, W);
+      transpose(dst, tmp.data(), W.K, W.N);
+    };
+    for (std::size_t l = 0; l < layers_.size(); l++) {
+      const BlockWeights& b = m.blocks_[l];
+      const Layer& w = layers_[l];
+      std::copy(b.ln_1_weight.begin(), b.ln_1_weight.end(), P + w.ln1w);
+      unpack_transposed(P + w.qkvw, b.c_attn);
+      unpack_transposed(P + w.attprojw, b.c_proj);
+      std::copy(b.ln_2_weight.begin(), b.ln_2_weight.end(), P + w.ln2w);
+      unpack_transposed(P + w.fcw, b.c_fc);
+      unpack_transposed(P + w.fcprojw, b.mlp_proj);
+      if (c.qk_norm) {
+        std::copy(b.q_norm.begin(), b.q_norm.end(), P + w.qnorm);
+        std::copy(b.k_norm.begin(), b.k_norm.end(), P + w.knorm);
+      }
+    }
+    std::copy(m.ln_f_weight_.begin(), m.ln_f_weight_.end(), P + lnfw_);
   } else {
-    std::copy(m.wte_.begin(), m.wte_.end(), P + wte_);
+    std::copy(m.wpe_.begin(), m.wpe_.end(), P + wpe_);
+    for (std::size_t l = 0; l < layers_.size(); l++) {
+      const BlockWeights& b = m.blocks_[l];
+      const Layer& w = layers_[l];
+      std::copy(b.ln_1_weight.begin(), b.ln_1_weight.end(), P + w.ln1w);
+      std::copy(b.ln_1_bias.begin(), b.ln_1_bias.end(), P + w.ln1b);
+      k::unpack_linear(P + w.qkvw, P + w.qkvb, b.c_attn);
+      k::unpack_linear(P + w.attprojw, P + w.attprojb, b.c_proj);
+      std::copy(b.ln_2_weight.begin(), b.ln_2_weight.end(), P + w.ln2w);
+      std::copy(b.ln_2_bias.begin(), b.ln_2_bias.end(), P + w.ln2b);
+      k::unpack_linear(P + w.fcw, P + w.fcb, b.c_fc);
+      k::unpack_linear(P + w.fcprojw, P + w.fcprojb, b.mlp_proj);
+    }
+    std::copy(m.ln_f_weight_.begin(), m.ln_f_weight_.end(), P + lnfw_);
+    std::copy(m.ln_f_bias_.begin(), m.ln_f_bias_.end(), P + lnfb_);
   }
-  std::copy(m.wpe_.begin(), m.wpe_.end(), P + wpe_);
-  for (std::size_t l = 0; l < layers_.size(); l++) {
-    const BlockWeights& b = m.blocks_[l];
-    const Layer& w = layers_[l];
-    std::copy(b.ln_1_weight.begin(), b.ln_1_weight.end(), P + w.ln1w);
-    std::copy(b.ln_1_bias.begin(), b.ln_1_bias.end(), P + w.ln1b);
-    k::unpack_linear(P + w.qkvw, P + w.qkvb, b.c_attn);
-    k::unpack_linear(P + w.attprojw, P + w.attprojb, b.c_proj);
-    std::copy(b.ln_2_weight.begin(), b.ln_2_weight.end(), P + w.ln2w);
-    std::copy(b.ln_2_bias.begin(), b.ln_2_bias.end(), P + w.ln2b);
-    k::unpack_linear(P + w.fcw, P + w.fcb, b.c_fc);
-    k::unpack_linear(P + w.fcprojw, P + w.fcprojb, b.mlp_proj);
-  }
-  std::copy(m.ln_f_weight_.begin(), m.ln_f_weight_.end(), P + lnfw_);
-  std::copy(m.ln_f_bias_.begin(), m.ln_f_bias_.end(), P + lnfb_);
   std::fill(adam_m_.begin(), adam_m_.end(), 0.0f);
   std::fill(adam_v_.begin(), adam_v_.end(), 0.0f);
   adam_t_ = 0;
@@ -422,10 +366,37 @@ void Trainer::load(const Model& model) {
 double Trainer::grad_norm() const { return std::sqrt(k::sum_squares(grads_.data(), grads_.size())); }
 
 // The linear layers packed for the model's kernels from the current parameters: K x N moves per
-// layer against N_rows x K x N multiply-adds of its forward, once per step.
+// layer against N_rows x K x N multiply-adds of its forward, once per step (the Llama family's
+// through a transpose from nn.Linear's layout first, as many moves again).
 void Trainer::pack_weights() {
   const float* P = params_.data();
   const int C = config_.n_embd, H = config_.n_inner;
+  if (llama()) {
+    const int W = config_.qkv_width(), QW = config_.q_width(), HS = config_.head_size();
+    const float* zeros = packed_->zeros.data();
+    std::vector<float>& tmp = packed_->transposed;
+    // an (out, in) nn.Linear weight into the packed (in, out) layout, with a zero bias
+    const auto pack = [&](k::PackedLinear& dst, const float* w, int out, int in) {
+      tmp.resize((std::size_t)out * in);
+      transpose(tmp.data(), w, out, in);
+      k::pack_linear_into(dst, tmp.data(), zeros, in, out);
+    };
+    for (std::size_t l = 0; l < layers_.size(); l++) {
+      const Layer& w = layers_[l];
+      BlockWeights& b = packed_->blocks[l];
+      b.ln_1_weight.assign(P + w.ln1w, P + w.ln1w + C);
+      pack(b.c_attn, P + w.qkvw, W, C);
+      pack(b.c_proj, P + w.attprojw, C, QW);
+      b.ln_2_weight.assign(P + w.ln2w, P + w.ln2w + C);
+      pack(b.c_fc, P + w.fcw, 2 * H, C);
+      pack(b.mlp_proj, P + w.fcprojw, C, H);
+      if (config_.qk_norm) {
+        b.q_norm.assign(P + w.qnorm, P + w.qnorm + HS);
+        b.k_norm.assign(P + w.knorm, P + w.knorm + HS);
+      }
+    }
+    return;
+  }
   for (std::size_t l = 0; l < layers_.size(); l++) {
     const Layer& w = layers_[l];
     BlockWeights& b = packed_->blocks[l];
@@ -482,6 +453,37 @@ std::vector<uint8_t> Trainer::safetensors_bytes() const {
 
 std::string Trainer::config_json() const {
   const ModelConfig& c = config_;
+  if (llama()) {
+    const bool qwen = c.model_type == "qwen3";
+    nlohmann::ordered_json rope = nullptr;
+    if (c.rope_scaling.llama3)
+      rope = {{"rope_type", "llama3"},
+              {"factor", c.rope_scaling.factor},
+              {"low_freq_factor", c.rope_scaling.low_freq_factor},
+              {"high_freq_factor", c.rope_scaling.high_freq_factor},
+              {"original_max_position_embeddings", c.rope_scaling.original_max_position_embeddings}};
+    nlohmann::ordered_json j = {{"architectures", {qwen ? "Qwen3ForCausalLM" : "LlamaForCausalLM"}},
+                                {"model_type", qwen ? "qwen3" : "llama"},
+                                {"vocab_size", c.vocab_size},
+                                {"hidden_size", c.n_embd},
+                                {"intermediate_size", c.n_inner},
+                                {"num_hidden_layers", c.n_layer},
+                                {"num_attention_heads", c.n_head},
+                                {"num_key_value_heads", c.kv_heads()},
+                                {"head_dim", c.head_size()},
+                                {"hidden_act", "silu"},
+                                {"max_position_embeddings", c.max_position_embeddings > 0 ? c.max_position_embeddings
+                                                                                          : c.n_positions},
+                                {"rms_norm_eps", c.layer_norm_epsilon},
+                                {"rope_theta", c.rope_theta},
+                                {"rope_scaling", rope},
+                                {"attention_bias", false},
+                                {"tie_word_embeddings", c.tie_word_embeddings},
+                                {"torch_dtype", "float32"}};
+    if (!qwen) j["mlp_bias"] = false;
+    else j["use_sliding_window"] = false;
+    return j.dump(2) + "\n";
+  }
   nlohmann::ordered_json j = {{"architectures", {"GPT2LMHeadModel"}},
                               {"model_type", "gpt2"},
                               {"vocab_size", c.vocab_size},

@@ -1,6 +1,6 @@
 // Head importance (headscope/heads.hpp) and the Trainer's head gates, against float64 PyTorch:
-// tests/fixtures/models/*/heads.json (scripts/make_heads_fixtures.py: autograd through gpt2_torch's
-// head_mask, itself checked there against central differences).
+// tests/fixtures/models/*/heads.json (scripts/make_heads_fixtures.py: autograd through gpt2_torch's or
+// llama_torch's head_mask, itself checked there against central differences), GPT-2 and the Llama family.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
@@ -43,7 +43,7 @@ void require_grads(const std::vector<double>& got, const json& want, const char*
 }  // namespace
 
 TEST_CASE("heads: loss, gate gradients, knock-outs and a pruning curve equal float64 PyTorch", "[heads][pytorch]") {
-  for (const std::string& name : test_util::kFixtureModels) {
+  for (const std::string& name : test_util::all_fixture_models()) {
     const json ref = json::parse(test_util::read_text(test_util::fixture_dir(name) + "/heads.json"));
     REQUIRE(ref["format"] == "headscope-heads-1");
     Model m = test_util::load_fixture(name);

@@ -151,12 +151,41 @@ TEST_CASE("llama: bad configs and files are refused by name", "[llama][errors]")
   REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["model_type"] = "qwen3"; j["head_dim"] = 6; }), "q_norm.weight");
 }
 
-TEST_CASE("llama: what is not available yet says so", "[llama][errors]") {
-  Model m = load_fixture("llama-gqa");
-  m.run("The chef");
-  REQUIRE_LLAMA_ERROR(headscope::train::Trainer(m.config(), 1, 8), "training a Llama-family model");
-  const std::vector<int32_t> ids = m.ids();
-  REQUIRE_LLAMA_ERROR(headscope::HeadsMeasurement(m, ids, {}), "measuring the heads of a Llama-family model");
+TEST_CASE("llama: a Trainer from a loaded model computes its logits, and its checkpoint reloads as that model",
+          "[llama][train]") {
+  for (const std::string& name : kLlamaFixtureModels) {
+    INFO(name);
+    Model m = load_fixture(name);
+    m.run("The chef, who trained in Paris, cooked");
+    const std::vector<int32_t> ids = m.ids();
+    const int T = (int)ids.size();
+    headscope::RunOptions all;
+    all.all_logits = true;
+    m.run_ids(ids, all);
+    const std::vector<float> want = m.logits_all();
+    headscope::train::Trainer t(m.config(), 1, T);
+    t.load(m);
+    const std::vector<int> in(ids.begin(), ids.end()), targets(T, 0);
+    t.forward(in.data(), targets.data(), 1, T);
+    // the same kernels on the same weights, but the model sums W_O's product head by head (its views
+    // keep each head's write) where the trainer takes one product: float sums of NH HS terms in two
+    // orders, through 2 layers, |logits| < 5: 1e-5 (1 + |logit|) covers their rounding (measured
+    // below 1e-6), while a transposed or misplaced weight changes the logits by 1e-2 or more
+    double max_err = 0;
+    for (std::size_t i = 0; i < want.size(); i++) {
+      const double err = std::fabs(t.logits()[i] - want[i]);
+      max_err = std::max(max_err, err);
+      REQUIRE(err <= 1e-5 * (1 + std::fabs(want[i])));
+    }
+    INFO("max |trainer - model| " << max_err);
+    // config.json and model.safetensors as the trainer writes them (Hugging Face's Llama layout): the
+    // same model, bit for bit
+    const std::vector<uint8_t> weights = t.safetensors_bytes();
+    Model back = Model::load_buffers_tokenizer_json(t.config_json(), weights, read_text(fixture_dir(name) + "/tokenizer.json"));
+    REQUIRE(back.config().model_type == m.config().model_type);
+    back.run_ids(ids, all);
+    REQUIRE(back.logits_all() == want);
+  }
 }
 
 TEST_CASE("llama: past the context the BOS stays first and the cut comes after it; writing past it too", "[llama][context]") {

@@ -1,7 +1,9 @@
 // Training: a Trainer that owns its parameters, gradients, optimizer state and activations
 // (llm.c's train_gpt2.c layout), and its optimizer settings. Its kernels are the engine's kernel
-// library (cpp/src/kernels/); it reads weights with the same loaders and writes Hugging Face GPT-2 folders.
-// Legend: B batch, T tokens, N = B*T rows, C n_embd, NH heads, V vocabulary.
+// library (cpp/src/kernels/); it reads weights with the same loaders and writes Hugging Face folders,
+// GPT-2's or the Llama family's (Llama, Qwen3: grouped-query attention, rotary positions, SwiGLU).
+// Legend: B batch, T tokens, N = B*T rows, C n_embd, NH (query) heads, KV key/value heads, HS head
+// size, QW = NH HS, W = (NH + 2 KV) HS, F the MLP's width, V vocabulary.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -27,7 +29,9 @@ struct AdamW {
 
 // ---- the trainer --------------------------------------------------------------------------------------
 struct NamedTensor {
-  std::string name;             // Hugging Face GPT-2 name without "transformer.", e.g. "h.0.attn.c_attn.weight"
+  std::string name;             // Hugging Face name: GPT-2's without "transformer." ("h.0.attn.c_attn.weight",
+                                // Conv1D [in, out]) or the Llama family's ("model.layers.0.self_attn.q_proj.weight",
+                                // nn.Linear [out, in])
   std::vector<int64_t> shape;
   std::size_t offset = 0;       // into the flat parameter (and gradient) array
   std::size_t size() const;
@@ -58,9 +62,11 @@ class Trainer {
   int max_seq() const { return T_; }
   std::size_t bytes() const;
 
-  // GPT-2's initialisation (normal 0.02, residual projections 0.02/sqrt(2L), LayerNorm 1 and 0).
+  // GPT-2's initialisation (normal 0.02, residual projections 0.02/sqrt(2L), LayerNorm 1 and 0); the
+  // Llama family's as transformers' (every matrix normal 0.02, every norm's gain 1).
   void init_random(uint64_t seed);
-  // Every parameter from a checkpoint, names with or without "transformer."; F32/F16/BF16.
+  // Every parameter from a checkpoint, names with or without "transformer." (GPT-2); F32/F16/BF16. A
+  // tied Llama-family checkpoint's lm_head.weight, if any, is ignored (as transformers ties it).
   void load(const SafeTensors& weights);
   // Every parameter from a loaded Model of the same config (its packed weights unpacked; F16 widened).
   void load(const Model& model);
@@ -94,26 +100,36 @@ class Trainer {
   // attention probabilities of one layer in the last forward: (B, NH, T, T), row = query
   std::span<const float> attention(int layer) const;
 
-  // model.safetensors (F32, GPT2LMHeadModel names) and config.json contents of the current weights
+  // model.safetensors (F32, GPT2LMHeadModel's or LlamaForCausalLM's names) and config.json contents of
+  // the current weights
   std::vector<uint8_t> safetensors_bytes() const;
   std::string config_json() const;
 
  private:
-  struct Layer {  // offsets into the flat arrays
-    std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
+  struct Layer {  // offsets into the flat arrays (the Llama family: no biases; qkvw is q_proj, with
+                  // k_proj and v_proj right after it, so the three are one (W, C) matrix; fcw is gate_proj
+                  // with up_proj after it, one (2F, C) matrix; qnorm, knorm Qwen3's)
+    std::size_t ln1w = 0, ln1b = 0, qkvw = 0, qkvb = 0, attprojw = 0, attprojb = 0, ln2w = 0, ln2b = 0, fcw = 0,
+                fcb = 0, fcprojw = 0, fcprojb = 0, qnorm = 0, knorm = 0;
   };
   struct LayerActs {
     std::vector<float> ln1, ln1_mean, ln1_rstd, qkv, att, atty, attproj, res2, ln2, ln2_mean, ln2_rstd, fch,
-        fch_gelu, fcproj, res3;
+        fch_gelu, fcproj, res3, qkv_raw, qk_rstd;
   };
+  bool llama() const { return config_.family == Family::llama; }
   std::size_t add_tensor(const std::string& name, std::vector<int64_t> shape);
+  void layout_gpt2();
+  void layout_llama();
   void pack_weights();  // the current parameters into the kernels' packed layout (packed_)
+  // the attention output's backward through W_O and the head gates of layer l (both families)
+  void output_projection_backward(int l, bool weights);
 
   ModelConfig config_;
   int B_, T_;
   int cur_B_ = 0, cur_T_ = 0;
   std::vector<NamedTensor> tensors_;
   std::size_t wte_ = 0, wpe_ = 0, lnfw_ = 0, lnfb_ = 0;
+  std::size_t head_ = 0;  // the LM head's (V, C): wte_, or an untied lm_head.weight
   std::vector<Layer> layers_;
   std::vector<float> params_, grads_, adam_m_, adam_v_;
   int adam_t_ = 0;
@@ -124,8 +140,8 @@ class Trainer {
   std::vector<float> dencoded_, dlnf_, dlogits_, scratch_, head_proj_, key_panels_;
   std::vector<float> gates_, gate_grads_;  // (L*NH)
   bool gated_ = false;                     // some gate is not 1
-  std::vector<float> gated_atty_, dgated_atty_;  // (N, C) scratch of the gated backward
-  struct Packed;                    // the layers' weights as the forward's kernels read them (trainer.cpp)
+  std::vector<float> gated_atty_, dgated_atty_;  // (N, QW) scratch of the gated backward
+  struct Packed;                    // the layers' weights as the forward's kernels read them (trainer_impl.hpp)
   std::unique_ptr<Packed> packed_;
 };
 
