@@ -353,7 +353,8 @@ std::vector<uint8_t> bytes_of(const val& u8, const char* what) {
 }
 
 // spec_json: training_run.hpp's RunSpec JSON over the named preset's spec (or the defaults when
-// preset is ""); init: null, or { config, weights: Uint8Array, vocab, merges } to start from.
+// preset is ""); init: null, or { config, weights: Uint8Array, vocab, merges } (GPT-2) or
+// { config, weights, tokenizer } (the Llama family's tokenizer.json) to start from.
 TrainingRun* create_training_run(std::string preset, std::string spec_json, val init) {
   return guarded([&]() -> TrainingRun* {
     namespace tr = headscope::train;
@@ -361,8 +362,14 @@ TrainingRun* create_training_run(std::string preset, std::string spec_json, val 
     const tr::RunSpec spec = tr::spec_from_json(spec_json, base);
     if (init.isNull() || init.isUndefined()) return new TrainingRun(spec);
     const std::vector<uint8_t> weights = bytes_of(init["weights"], "init.weights");
-    return new TrainingRun(spec, string_of(init["config"], "init.config"), weights, string_of(init["vocab"], "init.vocab"),
-                           string_of(init["merges"], "init.merges"));
+    headscope::train::TokenizerFiles tokenizer;
+    if (init["tokenizer"].isUndefined()) {
+      tokenizer.vocab_json = string_of(init["vocab"], "init.vocab");
+      tokenizer.merges_txt = string_of(init["merges"], "init.merges");
+    } else {
+      tokenizer.tokenizer_json = string_of(init["tokenizer"], "init.tokenizer");
+    }
+    return new TrainingRun(spec, string_of(init["config"], "init.config"), weights, std::move(tokenizer));
   }, static_cast<TrainingRun*>(nullptr));
 }
 
@@ -409,8 +416,12 @@ val training_export(const TrainingRun& run) {
     val out = val::object();
     out.set("config", run.config_json());
     out.set("weights", val::global("Uint8Array").new_(emscripten::typed_memory_view(w.size(), w.data())));
-    out.set("vocab", run.vocab_json());
-    out.set("merges", run.merges_txt());
+    if (run.tokenizer_files().is_tokenizer_json()) {
+      out.set("tokenizer", run.tokenizer_files().tokenizer_json);
+    } else {
+      out.set("vocab", run.vocab_json());
+      out.set("merges", run.merges_txt());
+    }
     return out;
   });
 }

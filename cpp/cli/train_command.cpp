@@ -1,6 +1,7 @@
-// headscope train: trains a GPT-2-family model with the engine's TrainingRun (the same code the page
-// runs in its Worker) and writes a folder in the Hugging Face GPT-2 layout (config.json,
-// model.safetensors in F32, vocab.json, merges.txt) that `headscope run`, loadModel() and the demo open.
+// headscope train: trains a model with the engine's TrainingRun (the same code the page runs in its
+// Worker) and writes a folder in the Hugging Face layout (config.json, model.safetensors in F32, and
+// vocab.json + merges.txt, or for a Llama-family --init folder its tokenizer.json) that `headscope run`,
+// loadModel() and the demo open.
 //
 //   headscope train [--preset NAME] [--config FILE.json | --init DIR] [--task induction|text:FILE | --batch FILE.json]
 //                   [--steps N] [--optimizer adamw|sgd] [--lr X] [--weight-decay X] [--clip X]
@@ -21,7 +22,8 @@
 //   it, predicting ids[1..T] from ids[0..T-1] (mean cross-entropy over every sequence and position).
 // --task induction: spans of P distinct random tokens repeated to fill the window, P uniform in
 //   --periods (default 4:16; the probe period, their middle, excluded) per sequence (training_run.hpp). A fresh batch every step, from --seed.
-// --task text:FILE: the file, encoded with the tokenizer of --init DIR (its vocab.json and merges.txt),
+// --init DIR: a GPT-2 or Llama-family folder (llama, qwen3: its tokenizer.json is required).
+// --task text:FILE: the file, encoded with the tokenizer of --init DIR (its vocab.json and merges.txt, or tokenizer.json),
 //   or for a fresh model with one token per byte (vocab_size 256, as --preset text), gives each step
 //   B windows of T+1 consecutive tokens at random offsets. The text needs at least T+1 tokens. The
 //   output folder gets the tokenizer it was encoded with.
@@ -213,7 +215,8 @@ int train(const TrainArgs& a) {
   }
 
   // the model's shape and starting weights (from --init, the shape is the folder's)
-  std::string init_config, init_weights, init_vocab, init_merges;
+  std::string init_config, init_weights;
+  tr::TokenizerFiles init_tokenizer;
   if (!a.init.empty()) {
     const fs::path dir(a.init);
     if (!fs::is_directory(dir) || !fs::exists(dir / "config.json") || !fs::exists(dir / "model.safetensors"))
@@ -225,14 +228,19 @@ int train(const TrainArgs& a) {
       throw Error("--init " + a.init + ": " + e.what());
     }
     init_weights = read_file(dir / "model.safetensors", "model.safetensors");
-    if (fs::exists(dir / "vocab.json") && fs::exists(dir / "merges.txt")) {
-      init_vocab = read_file(dir / "vocab.json", "--init vocab.json");
-      init_merges = read_file(dir / "merges.txt", "--init merges.txt");
+    if (spec.shape.family == headscope::Family::llama) {
+      if (!fs::exists(dir / "tokenizer.json"))
+        throw Error("--init " + a.init + " is a Llama-family folder (model_type \"" + spec.shape.model_type +
+                    "\") without its tokenizer.json");
+      init_tokenizer.tokenizer_json = read_file(dir / "tokenizer.json", "--init tokenizer.json");
+    } else if (fs::exists(dir / "vocab.json") && fs::exists(dir / "merges.txt")) {
+      init_tokenizer.vocab_json = read_file(dir / "vocab.json", "--init vocab.json");
+      init_tokenizer.merges_txt = read_file(dir / "merges.txt", "--init merges.txt");
     } else {
       if (spec.task == "text")
         throw Error("--task text:FILE needs the vocab.json and merges.txt of --init " + a.init);
-      init_vocab = tr::synthetic_vocab_json(spec.shape.vocab_size);
-      init_merges = tr::kEmptyMerges;
+      init_tokenizer.vocab_json = tr::synthetic_vocab_json(spec.shape.vocab_size);
+      init_tokenizer.merges_txt = tr::kEmptyMerges;
     }
   }
 
@@ -256,7 +264,7 @@ int train(const TrainArgs& a) {
   std::unique_ptr<tr::TrainingRun> run;
   if (!a.init.empty()) {
     const std::span<const uint8_t> bytes((const uint8_t*)init_weights.data(), init_weights.size());
-    run = std::make_unique<tr::TrainingRun>(spec, init_config, bytes, init_vocab, init_merges);
+    run = std::make_unique<tr::TrainingRun>(spec, init_config, bytes, init_tokenizer);
   } else {
     run = std::make_unique<tr::TrainingRun>(spec);
   }
@@ -310,8 +318,12 @@ int train(const TrainArgs& a) {
     if (!f) throw Error("train: could not write " + (out / "model.safetensors").string());
   }
   std::ofstream(out / "config.json") << run->config_json();
-  std::ofstream(out / "vocab.json") << run->vocab_json() << "\n";
-  std::ofstream(out / "merges.txt") << run->merges_txt();
+  if (run->tokenizer_files().is_tokenizer_json()) {
+    std::ofstream(out / "tokenizer.json") << run->tokenizer_files().tokenizer_json;
+  } else {
+    std::ofstream(out / "vocab.json") << run->vocab_json() << "\n";
+    std::ofstream(out / "merges.txt") << run->merges_txt();
+  }
   std::cout << done.dump() << "\n";
   return 0;
 }

@@ -38,19 +38,33 @@ TrainingRun::TrainingRun(const RunSpec& spec) : spec_(spec), rng_(spec.seed * 0x
                 std::to_string(spec_.shape.vocab_size) + " (or start from a model folder, whose tokenizer it uses)");
   trainer_ = make_trainer(spec_);
   trainer_->init_random(spec_.seed);
-  vocab_json_ = spec_.task == "text" ? byte_vocab_json() : synthetic_vocab_json(spec_.shape.vocab_size);
-  merges_txt_ = kEmptyMerges;
+  tokenizer_.vocab_json = spec_.task == "text" ? byte_vocab_json() : synthetic_vocab_json(spec_.shape.vocab_size);
+  tokenizer_.merges_txt = kEmptyMerges;
+}
+
+Tokenizer TokenizerFiles::load() const {
+  return is_tokenizer_json() ? Tokenizer::from_tokenizer_json(tokenizer_json) : Tokenizer::from_json(vocab_json, merges_txt);
 }
 
 TrainingRun::TrainingRun(const RunSpec& spec, const std::string& init_config_json,
                          std::span<const uint8_t> init_safetensors, std::string init_vocab_json,
                          std::string init_merges_txt)
-    : spec_(spec), vocab_json_(std::move(init_vocab_json)), merges_txt_(std::move(init_merges_txt)),
-      rng_(spec.seed * 0x9E3779B97F4A7C15ull + 17) {
+    : TrainingRun(spec, init_config_json, init_safetensors,
+                  TokenizerFiles{std::move(init_vocab_json), std::move(init_merges_txt), ""}) {}
+
+TrainingRun::TrainingRun(const RunSpec& spec, const std::string& init_config_json,
+                         std::span<const uint8_t> init_safetensors, TokenizerFiles init_tokenizer)
+    : spec_(spec), tokenizer_(std::move(init_tokenizer)), rng_(spec.seed * 0x9E3779B97F4A7C15ull + 17) {
   spec_.shape = parse_config(init_config_json);
+  const bool llama = spec_.shape.family == Family::llama;
+  if (llama && !tokenizer_.is_tokenizer_json())
+    throw Error("train: a Llama-family model (model_type \"" + spec_.shape.model_type +
+                "\") reads its tokenizer from tokenizer.json, not vocab.json and merges.txt");
+  if (!llama && tokenizer_.is_tokenizer_json())
+    throw Error("train: a GPT-2 model reads its tokenizer from vocab.json and merges.txt, not tokenizer.json");
   validate(spec_);
   // the tokenizer must read before any training starts
-  (void)Tokenizer::from_json(vocab_json_, merges_txt_);
+  (void)tokenizer_.load();
   trainer_ = make_trainer(spec_);
   trainer_->load(SafeTensors(init_safetensors, "model.safetensors"));
 }
@@ -68,8 +82,7 @@ void TrainingRun::set_text_ids(std::vector<int32_t> ids) {
 }
 
 void TrainingRun::set_text(const std::string& text) {
-  const Tokenizer tok = Tokenizer::from_json(vocab_json_, merges_txt_);
-  set_text_ids(tok.encode_ids(text));
+  set_text_ids(tokenizer_.load().encode_ids(text));
 }
 
 float TrainingRun::learning_rate(int step) const {
@@ -229,7 +242,9 @@ HeadScores TrainingRun::probe_scores() {
 
 Model TrainingRun::model() const {
   const std::vector<uint8_t> weights = safetensors_bytes();
-  return Model::load_buffers(config_json(), weights, vocab_json_, merges_txt_);
+  if (tokenizer_.is_tokenizer_json())
+    return Model::load_buffers_tokenizer_json(config_json(), weights, tokenizer_.tokenizer_json);
+  return Model::load_buffers(config_json(), weights, tokenizer_.vocab_json, tokenizer_.merges_txt);
 }
 
 }  // namespace headscope::train

@@ -129,7 +129,7 @@ void validate(const RunSpec& s) {
   const ModelConfig& c = s.shape;
   if (c.n_layer < 1 || c.n_layer > 48) throw Error("train: n_layer must be 1 to 48, got " + std::to_string(c.n_layer));
   if (c.n_head < 1 || c.n_head > 64) throw Error("train: n_head must be 1 to 64, got " + std::to_string(c.n_head));
-  if (c.n_embd < 1 || c.n_embd % c.n_head != 0)
+  if (c.n_embd < 1 || (c.family == Family::gpt2 && c.n_embd % c.n_head != 0))
     throw Error("train: n_embd (" + std::to_string(c.n_embd) + ") must be a positive multiple of n_head (" +
                 std::to_string(c.n_head) + ")");
   if (c.vocab_size < 2) throw Error("train: vocab_size must be at least 2");

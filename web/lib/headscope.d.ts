@@ -519,8 +519,9 @@ export interface TrainerOptions {
   preset?: string;
   /** The shape of a fresh model (GPT-2 initialisation from `seed`). */
   config?: Partial<TrainerShape>;
-  /** Start from these weights and tokenizer (what export() or a model folder holds). */
-  init?: ModelFiles;
+  /** Start from these weights and tokenizer (what export() or a model folder holds): GPT-2's, or a
+   *  Llama-family model's with its tokenizer.json. */
+  init?: ModelFiles | TokenizerJsonModelFiles;
   /** Threads for forward and backward, as LoadOptions.threads. */
   threads?: number;
   task?: 'induction' | 'text' | 'batch';
@@ -589,8 +590,9 @@ export interface HeadscopeTrainer {
   probe(): TrainerProbe;
   /** A model with the current weights (dispose it when done). */
   model(): HeadscopeModel;
-  /** The four files of a Hugging Face GPT-2 folder (weights in F32); loadModel() accepts them. */
-  export(): { config: string; weights: Uint8Array; vocab: string; merges: string };
+  /** The files of a Hugging Face folder (weights in F32): GPT-2's four, or a Llama-family model's
+   *  config, weights and tokenizer.json; loadModel() accepts them. */
+  export(): { config: string; weights: Uint8Array; vocab: string; merges: string } | { config: string; weights: Uint8Array; tokenizer: string };
   dispose(): void;
 }
 

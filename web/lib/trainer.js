@@ -57,19 +57,22 @@ export function presetsFromCore(core) {
 
 function initFiles(init) {
   if (init === undefined || init === null) return null;
-  if (typeof init !== 'object') throw new Error('init must be { config, weights, vocab, merges } (what export() returns)');
+  if (typeof init !== 'object') throw new Error('init must be { config, weights, vocab, merges } or { config, weights, tokenizer } (what export() returns)');
   const text = (v, what) => {
     if (typeof v === 'string') return v;
     if (v instanceof ArrayBuffer || ArrayBuffer.isView(v)) return new TextDecoder().decode(v);
     throw new Error(`init.${what} must be a string or bytes`);
   };
-  // a Llama-family checkpoint ({ config, weights, tokenizer }): the engine's trainer is GPT-2's
-  if (('tokenizer' in init && !('vocab' in init)) || tokenizerKind(text(init.config ?? '', 'config')) === 'tokenizer')
-    throw new Error('training a Llama-family model is not supported yet; the trainer runs GPT-2 models ({ config, weights, vocab, merges })');
   const w = init.weights;
   if (!(w instanceof ArrayBuffer || ArrayBuffer.isView(w))) throw new Error('init.weights must be an ArrayBuffer or typed array');
   const weights = w instanceof Uint8Array ? w : ArrayBuffer.isView(w) ? new Uint8Array(w.buffer, w.byteOffset, w.byteLength) : new Uint8Array(w);
-  return { config: text(init.config, 'config'), weights, vocab: text(init.vocab, 'vocab'), merges: text(init.merges, 'merges') };
+  const config = text(init.config, 'config');
+  // a Llama-family checkpoint carries tokenizer.json (config.json's model_type says which the engine reads)
+  if (tokenizerKind(config) === 'tokenizer') {
+    if (!('tokenizer' in init)) throw new Error('init: a Llama-family model needs its tokenizer ({ config, weights, tokenizer })');
+    return { config, weights, tokenizer: text(init.tokenizer, 'tokenizer') };
+  }
+  return { config, weights, vocab: text(init.vocab, 'vocab'), merges: text(init.merges, 'merges') };
 }
 
 export class HeadscopeTrainer {

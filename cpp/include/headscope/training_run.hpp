@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "headscope/config.hpp"
+#include "headscope/tokenizer.hpp"
 #include "headscope/train.hpp"
 
 namespace headscope {
@@ -81,6 +82,15 @@ struct HeadScores {
   std::vector<float> previous, induction;  // (L, NH)
 };
 
+// The tokenizer files of a model folder: GPT-2's vocab.json and merges.txt, or the Llama family's
+// tokenizer.json (then the other two are empty).
+struct TokenizerFiles {
+  std::string vocab_json, merges_txt;
+  std::string tokenizer_json;
+  bool is_tokenizer_json() const { return !tokenizer_json.empty(); }
+  Tokenizer load() const;  // Throws Error as the tokenizer's loaders do
+};
+
 class TrainingRun {
  public:
   // A fresh model of spec.shape (GPT-2 initialisation from spec.seed), or the weights of `init`
@@ -88,6 +98,9 @@ class TrainingRun {
   explicit TrainingRun(const RunSpec& spec);
   TrainingRun(const RunSpec& spec, const std::string& init_config_json, std::span<const uint8_t> init_safetensors,
               std::string init_vocab_json, std::string init_merges_txt);
+  // The same from any folder: a GPT-2 one's vocab.json + merges.txt, a Llama-family one's tokenizer.json
+  TrainingRun(const RunSpec& spec, const std::string& init_config_json, std::span<const uint8_t> init_safetensors,
+              TokenizerFiles init_tokenizer);
 
   // The text task's tokens (already encoded). Throws Error if there are fewer than T+1 or an id is
   // outside the vocabulary.
@@ -117,11 +130,13 @@ class TrainingRun {
   Trainer& trainer() { return *trainer_; }
   const Trainer& trainer() const { return *trainer_; }
 
-  // The four files of a Hugging Face GPT-2 folder with the current weights (F32).
+  // The files of a Hugging Face folder with the current weights (F32): config.json, model.safetensors
+  // and the tokenizer's (GPT-2's vocab.json and merges.txt, or the Llama family's tokenizer.json).
   std::string config_json() const { return trainer_->config_json(); }
   std::vector<uint8_t> safetensors_bytes() const { return trainer_->safetensors_bytes(); }
-  const std::string& vocab_json() const { return vocab_json_; }
-  const std::string& merges_txt() const { return merges_txt_; }
+  const TokenizerFiles& tokenizer_files() const { return tokenizer_; }
+  const std::string& vocab_json() const { return tokenizer_.vocab_json; }
+  const std::string& merges_txt() const { return tokenizer_.merges_txt; }
   // A Model with the current weights, for run() between steps.
   Model model() const;
 
@@ -132,7 +147,7 @@ class TrainingRun {
 
   RunSpec spec_;
   std::unique_ptr<Trainer> trainer_;
-  std::string vocab_json_, merges_txt_;
+  TokenizerFiles tokenizer_;
   std::mt19937_64 rng_;
   std::vector<int32_t> text_ids_;
   std::vector<int> ids_, targets_;
