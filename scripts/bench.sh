@@ -10,7 +10,8 @@
 #   BENCH_QUICK=1   every sub-benchmark in a shortened form (CI runs this after scripts/test.sh); its
 #                   noisy numbers go to build/bench/quick/ only, never to bench/. It includes
 #                   bench/gpt2_small.sh on a small model of GPT-2's vocabulary and context.
-#   BENCH_GPT2=1    the full bench also runs bench/gpt2_small.sh (GPT-2 small's shape: long, opt-in)
+#   BENCH_GPT2=1    the full bench also runs bench/gpt2_small.sh (GPT-2 small's shape: long, opt-in) and
+#                   bench/llama_vs_torch.py on SmolLM2-135M's shape
 #   BENCH_ONLY=train  only the training rows (merged into the last results.json of this mode)
 #   BENCH_SKIP_TRAIN=1, BENCH_SKIP_PAGE=1  leave those rows out (full mode only: quick runs all)
 #   BENCH_MODEL=DIR another model folder; JOBS=N build parallelism (default 2)
@@ -224,6 +225,16 @@ fi
 if [ "$QUICK" = 1 ] || [ "${BENCH_GPT2:-0}" = 1 ]; then
   stage "GPT-2 $([ "$QUICK" = 1 ] && echo "vocabulary and context, small model" || echo "small's shape") (bench/gpt2_small.sh)" \
     env BENCH_SITE="$RAW/web" bench/gpt2_small.sh
+fi
+# A Llama-family shape (SmolLM2-135M's: grouped-query attention, 30 layers), native against PyTorch:
+# with GPT-2 small's, opt-in in the full bench (bench/llama-small-native.md); the quick run takes the
+# grouped-query test fixture
+if [ "$QUICK" = 1 ]; then
+  stage "Llama family: the grouped-query fixture, native against PyTorch (bench/llama_vs_torch.py --quick)" \
+    /usr/bin/python3 bench/llama_vs_torch.py --quick --cli "$NATIVE/headscope" --markdown "$RAW/llama-native.md"
+elif [ "${BENCH_GPT2:-0}" = 1 ]; then
+  stage "Llama family: SmolLM2-135M's shape, native against PyTorch (bench/llama_vs_torch.py)" \
+    /usr/bin/python3 bench/llama_vs_torch.py --cli "$NATIVE/headscope" --markdown bench/llama-small-native.md
 fi
 # bench/before_after.mjs compares two builds of the engine (run by hand around a change); the quick run
 # puts this build on both sides, one round, so the script cannot rot

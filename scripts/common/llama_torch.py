@@ -220,7 +220,9 @@ class Attention(nn.Module):
         if head_mask is not None:
             z = z * head_mask.view(1, H, 1, 1)
         details = None
-        if want_details:
+        if want_details == "att":  # the attention map alone (the bench's: no per-head writes)
+            details = {"att": att}
+        elif want_details:
             # head h's write into the residual stream: z_h (T,HD) @ o_proj.weight[:, h*HD:(h+1)*HD].T (HD,C)
             w = self.o_proj.weight.t().reshape(H, HD, -1)
             contrib = torch.einsum("bhtd,hdc->bhtc", z, w)  # (B,H,T,C)
