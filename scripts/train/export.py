@@ -659,7 +659,10 @@ def readme(c):
          f"| validation ({lo['val_tokens']:,} tokens) | {lo['val']:.4f} | {lo['val_perplexity']} |",
          f"| held-out natural text, bits per UTF-8 byte | {lo.get('heldout_bits_per_byte', float('nan')):.4f} | |",
          "", lo["note"] + ".",
-         "", f"PyTorch forward pass, 128 tokens, 1 thread: {c['speed']['pytorch_forward_ms_T128_1thread']} ms.",
+         "", f"PyTorch forward pass, 128 tokens, 1 thread: {c['speed']['pytorch_forward_ms_T128_1thread']} ms." + (
+             f" The native engine, 1 thread: the whole 128 tokens in {c['speed']['engine_forward_ms_T128_1thread']} ms, one "
+             f"more typed token in {c['speed']['engine_typed_token_ms_T128_1thread']} ms ({c['speed']['engine_note']})."
+             if "engine_typed_token_ms_T128_1thread" in c["speed"] else ""),
          ] + roles_md(c) + [
          "", "## Attention heads (measured after training)", "", c["head_stats_note"], "",
          head_summary(c), "",
