@@ -20,13 +20,20 @@ export function headSharing(nHead, nKvHead, head) {
   return `${heads(g)} share key/value head ${g.kv}`;
 }
 
+/** The name of the sharing: 'multi-head' (every head its own), 'multi-query' (all one) or 'grouped-query'. */
+export function sharingName(nHead, nKvHead) {
+  if (!(nKvHead < nHead)) return 'multi-head';
+  return nKvHead === 1 ? 'multi-query' : 'grouped-query';
+}
+
 /**
  * How a layer's heads share keys and values, in one sentence: every head its own (multi-head),
  * all one (multi-query), or the groups (at most four named, then how many more).
  */
 export function sharingSentence(nHead, nKvHead) {
-  if (!(nKvHead < nHead)) return `each of the ${nHead} heads has its own keys and values`;
-  if (nKvHead === 1) return `all ${nHead} heads share one key/value head (multi-query attention)`;
+  const kind = sharingName(nHead, nKvHead);
+  if (kind === 'multi-head') return `each of the ${nHead} heads has its own keys and values`;
+  if (kind === 'multi-query') return `all ${nHead} heads share one key/value head (multi-query attention)`;
   const groups = kvGroups(nHead, nKvHead);
   const named = groups.slice(0, 4).map((g) => `${heads(g)} share key/value head ${g.kv}`);
   const more = groups.length > 4 ? `, … (${nKvHead} key/value heads, ${nHead / nKvHead} query heads each)` : '';
