@@ -14,12 +14,18 @@ rm -rf "$TMP" && mkdir -p "$TMP"
 cp "$DIST"/*.js "$DIST"/*.wasm "$DIST"/*.json "$TMP"/
 mkdir -p "$TMP/models"
 [ -d "$DIST/models" ] && cp -r "$DIST/models/." "$TMP/models/"
-# models/index.json: the models this site holds (the page's model picker reads it)
+# models/index.json: the models this site holds (the page's model picker reads it), with each card's
+# family and key/value heads (compare.html picks its families by them)
 node -e '
 const fs = require("fs"), path = require("path");
 const dir = process.argv[1];
 const names = fs.readdirSync(dir).filter((n) => fs.existsSync(path.join(dir, n, "model.safetensors"))).sort();
-fs.writeFileSync(path.join(dir, "index.json"), JSON.stringify({ models: names.map((name) => ({ name, card: fs.existsSync(path.join(dir, name, "card.json")) })) }, null, 1));
+const cardOf = (name) => { try { return JSON.parse(fs.readFileSync(path.join(dir, name, "card.json"), "utf8")); } catch { return null; } };
+const entry = (name) => {
+  const c = cardOf(name), a = (c && c.architecture) || {};
+  return { name, card: !!c, family: (c && c.family) || null, n_kv_head: a.n_kv_head ?? a.n_head ?? null };
+};
+fs.writeFileSync(path.join(dir, "index.json"), JSON.stringify({ models: names.map(entry) }, null, 1));
 ' "$TMP/models"
 "$ROOT/web/component/build.sh" "$TMP"
 cp "$ROOT/web/component/views.css" "$TMP/"
@@ -27,7 +33,7 @@ for f in favicon.svg index.html embed.html component.html csp.html demo.css embe
   cp "$ROOT/web/demo/$f" "$TMP/"
 done
 node "$ROOT/web/bundle.mjs" --out "$TMP" demo
-# the lab's styles, the head-count comparison page and the lab component's article
+# the lab's styles, the comparison page and the lab component's article
 cp "$ROOT/web/demo/lab.css" "$ROOT/web/demo/compare.html" "$ROOT/web/demo/compare-pruning.css" "$ROOT/web/demo/lab-component.html" "$ROOT/web/demo/lab-component.js" "$TMP/"
 cp "$ROOT/web/component/lab.css" "$TMP/lab-views.css"
 rm -rf "$OUT" && mv "$TMP" "$OUT"

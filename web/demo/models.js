@@ -1,10 +1,11 @@
 // The models a demo site holds, their cards, and the head the page opens on.
-//   models/index.json is written by web/demo/build.sh: { models: [{ name, card }] }.
+//   models/index.json is written by web/demo/build.sh: { models: [{ name, card, family, n_kv_head }] }
+//   (card: whether the folder has card.json; family and n_kv_head: from that card, else null).
 import { sharingSentence, cacheBytes } from '../component/views/kv-groups.js';
 
 let indexPromise = null;
 
-/** The models this site holds: [{ name, card: boolean }]; [] when the index cannot be read. */
+/** The models this site holds: [{ name, card: boolean, family, n_kv_head }]; [] when the index cannot be read. */
 export function modelIndex() {
   if (!indexPromise) {
     indexPromise = fetch('models/index.json')
