@@ -18,7 +18,8 @@ function familyThresholds(entries) {
   return entries.find((e) => e.card?.roles?.thresholds)?.card.roles.thresholds || {};
 }
 
-function fmtBest(b, digits, unit) {
+/** "L1H4 · 0.27" (a card's roles.best entry), or a dash when it has none. */
+export function fmtBest(b, digits, unit) {
   if (!b || !Number.isFinite(b.score)) return DASH;
   return `L${b.layer}H${b.head} · ${b.score.toFixed(digits)}${unit ? ` ${unit}` : ''}`;
 }
