@@ -248,7 +248,7 @@ test.describe('wide', () => {
   test('compare.html: the head-count family side by side with loss, parameters, speed and a computed sentence', async ({ page, site }) => {
     await page.goto(`${site.base}compare.html${compareQuery}${compareQuery ? '&' : '?'}reps=3`);
     await expect(page.locator('body')).toHaveAttribute('data-timed', /^[1-9]\d*$/, { timeout: 60_000 });
-    const cols = page.locator('.compare-col');
+    const cols = page.locator('#cmp-models .compare-col');
     await expect(cols).toHaveCount(haveFamily ? 4 : 3);
     const cells = await cols.evaluateAll((secs) => secs.map((s) => s.querySelectorAll('[role="gridcell"]').length));
     const heads = await demo(page, () => window.headscopeCompare.entries.map((e) => e.info.config.nHead * e.info.config.nLayer));

@@ -8,19 +8,32 @@
 // ?models=a,b,...: other models (names or folder URLs), e.g. for tests with fixtures.
 // "How many heads does this model need?" (compare-pruning.js) measures those models and the demo's
 // default model; ?prune=a,b sets its models, ?orders=N its random orders (default 8).
-import { getModel, GridView, readTheme, DEFAULT_TEXT, describeHead } from '../component/headscope-view.js';
+// "Sharing keys and values": the key/value-head family (the site's models of family "kv", most
+// key/value heads first; ?kv=a,b,... other names or folder URLs) on the same text: grids with the
+// brackets of the query heads that share a key/value head, the table and sentence of compare-kv.js
+// from their cards and engines, and the time of a typed token (timeTyped()). The head measurement
+// above stays the head-count family's: these models are not in its list.
+import { getModel, GridView, readTheme, DEFAULT_TEXT, describeHead, headSharing } from '../component/headscope-view.js';
 import { allHeadScores, headBadges } from '../lib/analysis.js';
 import { ROLE_SHORT, rolesSentence } from '../component/lab.js';
+import { sharingName } from '../component/views/kv-groups.js';
 import { tradeoffSentence, fmtParams } from './tradeoff.js';
 import { familyRoleTable } from './compare-roles.js';
+import { kvFamilyNames, kvFamilyTable, kvTradeoffSentence, extendsByOne } from './compare-kv.js';
 import { PruningPanel } from './compare-pruning.js';
-import { defaultModelName as DEFAULT_MODEL } from '../lib/headscope.js';
+import { modelIndex, loadCard } from './models.js';
+import { defaultModelName as DEFAULT_MODEL, shippedModels } from '../lib/headscope.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const SPEED_REPS = Number(params.get('reps')) || 7;
+// A typed token costs about a millisecond with these models, and a page that is not cross-origin
+// isolated reads its clock in steps of 0.1 ms: each repetition types a burst of tokens, one run per
+// token, and takes the mean; the median is over the repetitions.
+const TYPED_REPS = 3 * SPEED_REPS;
+const TYPED_BURST = 4;
 
-const state = { text: params.get('text') ?? DEFAULT_TEXT, entries: [] };
+const state = { text: params.get('text') ?? DEFAULT_TEXT, entries: [], kv: { entries: [], suffix: null } };
 let theme = readTheme(document.documentElement);
 
 function headsOf(name) {
@@ -28,30 +41,26 @@ function headsOf(name) {
   return m ? Number(m[1]) : NaN;
 }
 
+const listParam = (q) => q.split(',').map((s) => s.trim()).filter(Boolean);
+
 async function modelNames() {
   const q = params.get('models');
-  if (q) return q.split(',').map((s) => s.trim()).filter(Boolean);
-  try {
-    const res = await fetch('models/index.json');
-    const j = res.ok ? await res.json() : { models: [] };
-    const names = (j.models || []).map((m) => m.name).filter((n) => /^heads-\d+$/.test(n));
-    if (names.length) return names.sort((a, b) => headsOf(a) - headsOf(b));
-  } catch { /* fall through */ }
+  if (q) return listParam(q);
+  const names = (await modelIndex()).map((m) => m.name).filter((n) => /^heads-\d+$/.test(n));
+  if (names.length) return names.sort((a, b) => headsOf(a) - headsOf(b));
   return ['heads-1', 'heads-2', 'heads-4', 'heads-8'];
 }
 
-/** A shipped model's card.json, when the site's models/index.json says it has one; else null. */
-let indexPromise = null;
-async function loadCard(name) {
-  if (!indexPromise) {
-    indexPromise = fetch('models/index.json').then((r) => (r.ok ? r.json() : { models: [] })).catch(() => ({ models: [] }));
-  }
-  const entry = ((await indexPromise).models || []).find((m) => m.name === name);
-  if (!entry?.card) return null; // folder URLs and models without a card: the table says so
-  try {
-    const res = await fetch(`models/${encodeURIComponent(name)}/card.json`);
-    return res.ok ? await res.json() : null;
-  } catch { return null; }
+/** The key/value-head family's models: ?kv= (empty: none), else the site's of family "kv". */
+async function kvModelNames() {
+  if (params.has('kv')) return listParam(params.get('kv'));
+  return kvFamilyNames(await modelIndex());
+}
+
+/** What getModel() loads for a name: the package's own models by name; the site's other models and
+ *  folder URLs as folders (relative to this page). */
+function sourceOf(name) {
+  return shippedModels.includes(name) || name.includes('/') ? name : `models/${encodeURIComponent(name)}/`;
 }
 
 function el(tag, cls, text) {
@@ -68,17 +77,20 @@ function median(xs) {
 }
 
 // ---- columns ---------------------------------------------------------------------------------
-function buildColumn(entry) {
-  const sec = el('section', 'panel compare-col');
-  sec.setAttribute('aria-labelledby', `cmp-title-${entry.index}`);
-  const h = el('h2', '', entry.label);
-  h.id = `cmp-title-${entry.index}`;
+// A model's column: heading, status line, the grid of every head (badges from the live scores) and
+// a caption on the selected head. The head-count models' columns are panels of their own (h2); the
+// key/value-head models' sit inside their section's panel (h3).
+function buildColumn(entry, { host = $('cmp-models'), id = `cmp-title-${entry.index}`, nested = false } = {}) {
+  const sec = el('section', nested ? 'compare-col compare-col-nested' : 'panel compare-col');
+  sec.setAttribute('aria-labelledby', id);
+  const h = el(nested ? 'h3' : 'h2', 'compare-col-title', entry.label);
+  h.id = id;
   const status = el('p', 'stats compare-col-status', 'Loading…');
   status.setAttribute('role', 'status');
   const gridHost = el('div', 'compare-gridhost');
   const caption = el('p', 'caption compare-caption');
   sec.append(h, status, gridHost, caption);
-  $('cmp-models').appendChild(sec);
+  host.appendChild(sec);
   entry.els = { sec, status, gridHost, caption };
   entry.sel = { layer: 0, head: 0, token: null };
   entry.grid = new GridView(gridHost, {
@@ -92,12 +104,15 @@ function buildColumn(entry) {
   });
 }
 
-// the same cell size in every model's grid, so 1 and 8 heads compare at one scale
+// the same cell size in every model's grid of a section, so 1 and 8 heads compare at one scale
+// (the key/value-head family's grids are smaller: three grids of 8 heads side by side)
 const CELL_PX = 64;
+const KV_CELL_PX = 40;
 function renderColumn(entry) {
   const r = entry.result;
   if (!r) return;
-  entry.els.gridHost.style.width = `${Math.round(r.nHead * (CELL_PX + 4) + 36)}px`; // CSSOM: allowed under the CSP
+  const cellPx = entry.kv ? KV_CELL_PX : CELL_PX;
+  entry.els.gridHost.style.width = `${Math.round(r.nHead * (cellPx + 4) + 36)}px`; // CSSOM: allowed under the CSP
   entry.grid.update(r, { ...entry.sel, heads: [entry.sel.head], ablate: [] }, theme);
   let scores = null;
   try { scores = allHeadScores(r); } catch { /* too short */ }
@@ -106,11 +121,15 @@ function renderColumn(entry) {
     const roles = s ? headBadges(s).filter((x) => x !== 'induction') : [];
     const badgeText = roles.map((x) => ROLE_SHORT[x]).join(' ');
     badge.textContent = badgeText;
-    // the accessible name holds the visible badge text too (WCAG 2.5.3, label in name)
-    cell.setAttribute('aria-label', `${entry.label}, layer ${l}, head ${h}${s ? `: ${rolesSentence(s, roles)}` : ''}${badgeText ? `; badge: ${badgeText}` : ''}`);
+    // the accessible name holds the visible badge text too (WCAG 2.5.3, label in name), and the
+    // head's key/value group as the grid's own name does
+    const shared = headSharing(r.nHead, r.nKvHead ?? r.nHead, h);
+    cell.setAttribute('aria-label', `${entry.label}, layer ${l}, head ${h}${shared ? ` (${shared})` : ''}${s ? `: ${rolesSentence(s, roles)}` : ''}${badgeText ? `; badge: ${badgeText}` : ''}`);
   }));
   entry.els.caption.textContent = describeHead(r, entry.sel.layer, entry.sel.head, r.T - 1);
-  entry.els.status.textContent = `${r.nLayer} layers × ${r.nHead} head${r.nHead > 1 ? 's' : ''} of width ${entry.info.config.headSize} · ${r.T} tokens`;
+  const nKv = r.nKvHead ?? r.nHead;
+  const kvPart = entry.kv ? `, ${nKv} key/value head${nKv > 1 ? 's' : ''}` : '';
+  entry.els.status.textContent = `${r.nLayer} layers × ${r.nHead} head${r.nHead > 1 ? 's' : ''} of width ${entry.info.config.headSize}${kvPart} · ${r.T} tokens`;
 }
 
 // ---- runs and timing -------------------------------------------------------------------------
@@ -119,7 +138,7 @@ async function runAll() {
   const seq = ++runSeq;
   const text = state.text;
   if (!text) return;
-  await Promise.all(state.entries.filter((e) => e.model).map(async (e) => {
+  await Promise.all([...state.entries, ...state.kv.entries].filter((e) => e.model).map(async (e) => {
     try {
       const r = await e.model.run(text, { topK: 5 });
       if (seq !== runSeq) return;
@@ -169,11 +188,68 @@ async function timeAll() {
   renderTable();
   document.body.dataset.timed = String(Number(document.body.dataset.timed || 0) + 1);
   renderSummary();
+  await timeTyped(seq);
+  if (seq !== timingSeq) return;
   // after the first timing, the heads each model needs, on the held-out passages
   if (pruning && !pruning.started) {
     pruning.started = true;
     pruning.measure('heldout');
   }
+}
+
+/** The first of these that every key/value-head model reads as one token more each time it is
+ *  typed after the text, TYPED_BURST times in a row. */
+const TYPED_SUFFIXES = [' the', '.', ' a', ',', ' '];
+async function typedSuffix(text, live) {
+  const base = await Promise.all(live.map((e) => e.model.tokenize(text)));
+  for (const s of TYPED_SUFFIXES) {
+    let before = base;
+    let ok = true;
+    for (let k = 1; k <= TYPED_BURST && ok; k++) {
+      const after = await Promise.all(live.map((e) => e.model.tokenize(text + s.repeat(k))));
+      ok = after.every((a, i) => extendsByOne(before[i], a));
+      before = after;
+    }
+    if (ok) return s;
+  }
+  return TYPED_SUFFIXES[0]; // the text fills the context: the table notes how many tokens were computed
+}
+
+/** What typing one token costs: in each key/value-head model's worker, run(text) leaves the text in
+ *  the engine's cache, then the runs of the text and one more token, two more, ... (TYPED_BURST) are
+ *  timed; each computes its new token only (its reusedTokens is T - 1: the other tokens' keys and
+ *  values come from the cache). Per token, the median over TYPED_REPS bursts, round-robin over the
+ *  models as timeAll(). */
+async function timeTyped(seq) {
+  const kv = state.kv;
+  const live = kv.entries.filter((e) => e.model);
+  for (const e of kv.entries) { e.typedMs = undefined; e.typedTimes = []; e.typedComputed = undefined; }
+  renderKv();
+  const text = state.text;
+  if (!live.length || !text) return;
+  try {
+    const suffix = await typedSuffix(text, live);
+    if (seq !== timingSeq) return;
+    kv.suffix = suffix;
+    for (const e of live) { await e.model.run(text, { topK: 1 }); await e.model.run(text + suffix, { topK: 1 }); } // warm up
+    for (let i = 0; i < TYPED_REPS; i++) {
+      for (const e of live) {
+        await e.model.run(text, { topK: 1 });
+        let computed = 0;
+        const t0 = performance.now();
+        for (let k = 1; k <= TYPED_BURST; k++) {
+          const r = await e.model.run(text + suffix.repeat(k), { topK: 1 });
+          computed = Math.max(computed, r.T - r.reusedTokens);
+        }
+        e.typedTimes.push((performance.now() - t0) / TYPED_BURST);
+        e.typedComputed = computed;
+        if (seq !== timingSeq) return;
+      }
+    }
+  } catch { return; /* leave unmeasured */ }
+  for (const e of live) e.typedMs = median(e.typedTimes);
+  renderKv();
+  document.body.dataset.kvTimed = String(Number(document.body.dataset.kvTimed || 0) + 1);
 }
 
 // ---- how many heads each model needs -------------------------------------------------------------
@@ -183,8 +259,7 @@ async function setUpPruning(names) {
   const models = q ? q.split(',').map((x) => x.trim()).filter(Boolean) : [...names];
   // the demo's default model after the family, when this site has it
   if (!q && !params.get('models')) {
-    const index = await (indexPromise ?? fetch('models/index.json').then((r) => (r.ok ? r.json() : { models: [] })).catch(() => ({ models: [] })));
-    if ((index.models || []).some((m) => m.name === DEFAULT_MODEL) && !models.includes(DEFAULT_MODEL)) models.push(DEFAULT_MODEL);
+    if ((await modelIndex()).some((m) => m.name === DEFAULT_MODEL) && !models.includes(DEFAULT_MODEL)) models.push(DEFAULT_MODEL);
   }
   pruning = new PruningPanel({
     host: $('cmp-prune-models'),
@@ -204,46 +279,15 @@ async function setUpPruning(names) {
 }
 
 // ---- the table and the sentence ----------------------------------------------------------------
-function renderTable() {
-  const t = $('cmp-table');
-  const rows = [
-    ['Heads per layer', (e) => (e.info ? String(e.info.config.nHead) : '…')],
-    ['Width of each head', (e) => (e.info ? String(e.info.config.headSize) : '…')],
-    ['Validation loss (nats/token)', (e) => (Number.isFinite(e.valLoss) ? e.valLoss.toFixed(3) : 'no card')],
-    ['Validation perplexity', (e) => (Number.isFinite(e.valPpl) ? e.valPpl.toFixed(1) : 'no card')],
-    ['Parameters', (e) => (e.params ? fmtParams(e.params) : '…')],
-    ['run() on this text, median', (e) => (Number.isFinite(e.speedMs) ? `${e.speedMs.toFixed(1)} ms` : e.model ? 'measuring…' : '…')],
-  ];
+/** A table from { columns, rows: [{ label, cells }] }: a header row of columns, a row header per row. */
+function fillTable(table, columns, rows) {
   const thead = el('thead');
   const hr = el('tr');
-  hr.appendChild(el('th', '', 'model'));
-  for (const e of state.entries) {
-    const th = el('th', '', e.label);
-    th.scope = 'col';
-    hr.appendChild(th);
-  }
-  thead.appendChild(hr);
-  const tbody = el('tbody');
-  for (const [name, f] of rows) {
-    const tr = el('tr');
-    const th = el('th', '', name);
-    th.scope = 'row';
-    tr.appendChild(th);
-    for (const e of state.entries) tr.appendChild(el('td', '', f(e)));
-    tbody.appendChild(tr);
-  }
-  t.replaceChildren(thead, tbody);
-}
-
-/** The roles table: role counts, best scores, copy accuracy and loss from each model's card. */
-function renderRoles() {
-  const entries = state.entries.map((e) => ({ label: e.label, card: e.card ?? null, nHead: e.info?.config.nHead ?? headsOf(e.name) }));
-  const { rows, notes } = familyRoleTable(entries);
-  const thead = el('thead');
-  const hr = el('tr');
-  hr.appendChild(el('th', '', 'model'));
-  for (const e of entries) {
-    const th = el('th', '', e.label);
+  const corner = el('th', '', 'model');
+  corner.scope = 'col';
+  hr.appendChild(corner);
+  for (const c of columns) {
+    const th = el('th', '', c);
     th.scope = 'col';
     hr.appendChild(th);
   }
@@ -257,12 +301,84 @@ function renderRoles() {
     for (const c of row.cells) tr.appendChild(el('td', '', c));
     tbody.appendChild(tr);
   }
-  $('cmp-roles').replaceChildren(thead, tbody);
+  table.replaceChildren(thead, tbody);
+}
+
+function renderTable() {
+  const rows = [
+    ['Heads per layer', (e) => (e.info ? String(e.info.config.nHead) : '…')],
+    ['Width of each head', (e) => (e.info ? String(e.info.config.headSize) : '…')],
+    ['Validation loss (nats/token)', (e) => (Number.isFinite(e.valLoss) ? e.valLoss.toFixed(3) : 'no card')],
+    ['Validation perplexity', (e) => (Number.isFinite(e.valPpl) ? e.valPpl.toFixed(1) : 'no card')],
+    ['Parameters', (e) => (e.params ? fmtParams(e.params) : '…')],
+    ['run() on this text, median', (e) => (Number.isFinite(e.speedMs) ? `${e.speedMs.toFixed(1)} ms` : e.model ? 'measuring…' : '…')],
+  ];
+  fillTable($('cmp-table'), state.entries.map((e) => e.label), rows.map(([label, f]) => ({ label, cells: state.entries.map(f) })));
+}
+
+/** The roles table: role counts, best scores, copy accuracy and loss from each model's card. */
+function renderRoles() {
+  const entries = state.entries.map((e) => ({ label: e.label, card: e.card ?? null, nHead: e.info?.config.nHead ?? headsOf(e.name) }));
+  const { rows, notes } = familyRoleTable(entries);
+  fillTable($('cmp-roles'), entries.map((e) => e.label), rows);
   $('cmp-roles-notes').replaceChildren(...notes.map((n) => el('p', 'compare-note', n)));
 }
 
 function renderSummary() {
   $('cmp-summary').textContent = tradeoffSentence(state.entries);
+}
+
+// ---- sharing keys and values ---------------------------------------------------------------------
+/** A model's name for the table: a folder URL's last part. */
+const shortName = (name) => name.replace(/\/+$/, '').split('/').pop() || name;
+
+/** A column's heading: "kv-2: 2 key/value heads (grouped-query)". */
+function kvHeading(label, config) {
+  const n = config.nKvHead ?? config.nHead;
+  return `${label}: ${n} key/value head${n > 1 ? 's' : ''} (${sharingName(config.nHead, n)})`;
+}
+
+/** The table, its notes and the sentence, from the cards and what the page measured. */
+function renderKv() {
+  const kv = state.kv;
+  if (!kv.entries.length) return;
+  const { columns, rows, notes } = kvFamilyTable(kv.entries);
+  fillTable($('kv-table'), columns, rows);
+  $('kv-notes').replaceChildren(...notes.map((n) => el('p', 'compare-note', n)));
+  $('kv-summary').textContent = kvTradeoffSentence(kv.entries);
+}
+
+/** The section's models: their cards first (the table fills in from them), then one load after another. */
+async function startKv() {
+  const kv = state.kv;
+  const names = await kvModelNames();
+  kv.entries = names.map((name, index) => ({ name, index, label: shortName(name), kv: true, card: undefined, config: null, status: 'loading' }));
+  if (!kv.entries.length) {
+    $('kv-table-wrap').hidden = true;
+    $('kv-summary').textContent = 'This site holds no key/value-head models (family "kv" in models/index.json). ?kv=a,b compares others: names or folder URLs.';
+    document.body.dataset.kvState = 'none';
+    return;
+  }
+  document.body.dataset.kvState = 'loading';
+  for (const e of kv.entries) buildColumn(e, { host: $('kv-models'), id: `kv-title-${e.index}`, nested: true });
+  await Promise.all(kv.entries.map(async (e) => { e.card = await loadCard(e.name); }));
+  renderKv();
+  for (const e of kv.entries) {
+    try {
+      e.model = await getModel(sourceOf(e.name));
+      e.info = e.model.info;
+      e.config = e.info.config;
+      e.parameterCount = e.info.parameterCount;
+      e.status = 'ready';
+      e.els.sec.querySelector('h3').textContent = kvHeading(e.label, e.config);
+      e.els.status.textContent = 'Running…';
+    } catch (err) {
+      e.status = 'error';
+      e.els.status.textContent = `Could not load ${e.name}: ${err.message}`;
+    }
+    renderKv();
+  }
+  document.body.dataset.kvState = 'ready';
 }
 
 // ---- start -----------------------------------------------------------------------------------
@@ -303,6 +419,7 @@ async function start() {
   renderTable();
   renderRoles();
   renderSummary();
+  await startKv();
   await setUpPruning(state.entries.map((e) => e.name));
   document.body.dataset.ready = 'true';
   await runAll();
@@ -310,7 +427,7 @@ async function start() {
 
 window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
   theme = readTheme(document.documentElement);
-  for (const e of state.entries) renderColumn(e);
+  for (const e of [...state.entries, ...state.kv.entries]) renderColumn(e);
   pruning?.redraw();
 });
 window.headscopeCompare = state;
