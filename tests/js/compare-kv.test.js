@@ -147,6 +147,10 @@ test('the sentence: each model against the one with the most key/value heads, co
   // without cards: the cache and the engine's parameter count, no loss
   const bare = kvTradeoffSentence([ready('a', 4, null), ready('b', 1, null)]);
   assert.equal(bare, 'b keeps 1/4 of a\'s key/value cache per token (256 bytes against 1,024 bytes) with as many parameters.');
+  // other shapes are not set against the baseline (the Llama-family fixtures: 1 layer of 3 heads, 2 of 4)
+  const odd = { ...ready('llama-mha', 3, null), config: { nLayer: 1, nHead: 3, nKvHead: 3, headSize: 4, nPositions: 32, kvCacheBytesPerToken: 96 }, typedMs: 0.5 };
+  const gqa = { ...ready('llama-gqa', 2, null), config: { nLayer: 2, nHead: 4, nKvHead: 2, headSize: 6, nPositions: 32, kvCacheBytesPerToken: 192 }, typedMs: 0.6 };
+  assert.equal(kvTradeoffSentence([odd, gqa]), 'llama-gqa differs from llama-mha in more than its key/value heads (layers, query heads or head size), so it is not set against it.');
   assert.equal(kvTradeoffSentence([]), 'Waiting for the models and their cards…');
   assert.equal(kvTradeoffSentence([e8]), 'Waiting for the models and their cards…');
   assert.deepEqual(kvOrder([e1, e8, e2]).map((e) => e.label), ['kv-8', 'kv-2', 'kv-1']);

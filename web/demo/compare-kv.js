@@ -152,19 +152,24 @@ export function kvFamilyTable(entries) {
   return { columns: ordered.map((e) => e.label), rows, notes };
 }
 
+/** Whether two models have the same layers, query heads and head size (they may differ in key/value heads). */
+const sameShape = (a, b) => a.nLayer === b.nLayer && a.nHead === b.nHead && a.headSize === b.headSize;
+
 /**
  * What sharing keys and values costs and saves, from the numbers on the page: each model with fewer
  * key/value heads against the one with the most (its cache, parameters and validation loss), then the
- * typed token's time in the one with the fewest against the one with the most.
+ * typed token's time in the one with the fewest against the one with the most. Only models of the
+ * baseline's shape (layers, query heads, head size) are set against it; the others are named.
  */
 export function kvTradeoffSentence(entries) {
   const ordered = kvOrder(entries).map((e) => ({ e, f: kvFacts(e) }));
   const sized = ordered.filter(({ f }) => Number.isFinite(f.nKvHead) && Number.isFinite(f.cacheBytes));
   const parts = [];
+  const base = sized[0];
+  const others = sized.slice(1).filter((o) => !sameShape(o.f, base.f));
   if (sized.length >= 2) {
-    const base = sized[0];
     for (const o of sized.slice(1)) {
-      if (!(o.f.nKvHead < base.f.nKvHead)) continue;
+      if (!(o.f.nKvHead < base.f.nKvHead) || !sameShape(o.f, base.f)) continue;
       let s = `${o.e.label} keeps ${fraction(o.f.cacheBytes, base.f.cacheBytes)} of ${base.e.label}'s key/value cache per token (${fmtBytes(o.f.cacheBytes)} against ${fmtBytes(base.f.cacheBytes)})`;
       if (Number.isFinite(o.f.params) && Number.isFinite(base.f.params)) {
         const fewer = (base.f.params - o.f.params) / base.f.params;
@@ -179,7 +184,10 @@ export function kvTradeoffSentence(entries) {
       parts.push(`${s}.`);
     }
   }
-  const timed = ordered.filter(({ e, f }) => Number.isFinite(e.typedMs) && Number.isFinite(f.nKvHead));
+  if (others.length) {
+    parts.push(`${others.map((o) => o.e.label).join(', ')} ${others.length > 1 ? 'differ' : 'differs'} from ${base.e.label} in more than ${others.length > 1 ? 'their' : 'its'} key/value heads (layers, query heads or head size), so ${others.length > 1 ? 'they are' : 'it is'} not set against it.`);
+  }
+  const timed = ordered.filter(({ e, f }) => Number.isFinite(e.typedMs) && Number.isFinite(f.nKvHead) && base && sameShape(f, base.f));
   if (timed.length >= 2) {
     const most = timed[0];
     const fewest = timed[timed.length - 1];
