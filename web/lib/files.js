@@ -7,7 +7,7 @@ export const isNode = typeof process === 'object' && !!process.versions?.node &&
   && typeof importScripts === 'undefined';
 
 /** Names of the models shipped in this package (folders under ./models/). */
-export const shippedModels = Object.freeze(['headscope-base', 'heads-1', 'heads-2', 'heads-4', 'heads-8']);
+export const shippedModels = Object.freeze(['headscope-base', 'heads-1', 'heads-2', 'heads-4', 'heads-8', 'kv-8', 'kv-2', 'kv-1']);
 /** The model loadModel() uses when called without a source. */
 export const defaultModelName = 'headscope-base';
 const GPT2_KEYS = ['config', 'weights', 'vocab', 'merges'];
