@@ -75,6 +75,12 @@ test('columns in key/value-head order, every cell from the card or the engine gi
   assert.deepEqual(cells(t, 'Induction heads (score ≥ 0.4)'), ['0', '2', '0']);
   assert.deepEqual(cells(t, 'Strongest induction head'), ['L0H3 · 0.04', 'L0H3 · 0.45', 'L0H3 · 0.04']);
   assert.deepEqual(cells(t, 'A typed token'), ['measuring…', 'measuring…', 'measuring…']);
+  // the head measurement and the native timing: a dash where a card has neither
+  assert.deepEqual(cells(t, 'Heads that can be switched off'), ['–', '–', '–']);
+  assert.deepEqual(cells(t, 'Natively, a typed token'), ['–', '–', '–']);
+  const measured = kvFamilyTable([ready('kv-2', 2, { ...c2, pruning: { heads: 16, heads_off_before_5pct: 11 }, speed: { engine_typed_token_ms_T128_1thread: 0.0412 } }), ready('kv-8', 8, c8)]);
+  assert.deepEqual(cells(measured, 'Heads that can be switched off'), ['–', '11 of 16']);
+  assert.deepEqual(cells(measured, 'Natively, a typed token'), ['–', '0.041 ms']);
   assert.deepEqual(t.notes, [], 'no card missing, no disagreement, roles held by one model');
   // another card, another cell: the numbers are read, not fixed
   const other = kvFamilyTable([ready('kv-8', 8, { ...c8, loss: { val: 4.5, heldout_bits_per_byte: 1.75 }, parameters: 1e6 })]);

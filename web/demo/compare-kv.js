@@ -73,6 +73,10 @@ export function kvFacts(entry) {
     counts: roles ? roleCounts(entry.card) : null,
     best: roles?.best || {},
     thresholds: roles?.thresholds || {},
+    // the card's head measurement (scripts/train/heads_card.py) and its native timing (measure_speed.py)
+    offBefore5: num(entry.card?.pruning?.heads_off_before_5pct, NaN),
+    prunedHeads: num(entry.card?.pruning?.heads, NaN),
+    nativeTypedMs: num(entry.card?.speed?.engine_typed_token_ms_T128_1thread, NaN),
   };
 }
 
@@ -124,6 +128,9 @@ export function kvFamilyTable(entries) {
     card(known(th[key]) ? `${name} heads (score ≥ ${th[key]})` : `${name} heads`, (f) => (f.counts && known(f.counts[key]) ? String(f.counts[key]) : null));
     card(`Strongest ${name.toLowerCase()} head`, (f) => (f.counts ? fmtBest(f.best[key], 2, '') : null));
   }
+  card('Heads that can be switched off before the held-out loss rises 5%', (f) => (known(f.offBefore5) && known(f.prunedHeads)
+    ? `${f.offBefore5} of ${f.prunedHeads}` : null));
+  card('Natively, a typed token (after 128 tokens, 1 thread)', (f) => (known(f.nativeTypedMs) ? `${f.nativeTypedMs.toFixed(3)} ms` : null));
   // measured in this browser
   rows.push({ label: 'A typed token (one run per token), median', cells: ordered.map((e) => {
     if (known(e.typedMs)) return `${e.typedMs.toFixed(2)} ms${e.typedComputed > 1 ? ` (${e.typedComputed} tokens computed)` : ''}`;
