@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <new>
 #include <numeric>
 #include <random>
 
@@ -197,7 +198,12 @@ HeadsMeasurement::HeadsMeasurement(Model& model, std::span<const int32_t> ids, c
   check_ids(model, ids);
   if (options.random_orders < 0 || options.random_orders > 1000)
     throw Error("random orders must be within [0, 1000], got " + std::to_string(options.random_orders));
-  s_ = std::make_unique<State>(model, ids, options);
+  try {
+    s_ = std::make_unique<State>(model, ids, options);
+  } catch (const std::bad_alloc&) {  // a wasm heap that already holds the model: an Error, never bad_alloc
+    throw Error("measuring the heads: not enough memory for the gradients of this model on " +
+                std::to_string(ids.size()) + " tokens (a shorter text needs less)");
+  }
 }
 HeadsMeasurement::HeadsMeasurement(HeadsMeasurement&&) noexcept = default;
 HeadsMeasurement::~HeadsMeasurement() = default;

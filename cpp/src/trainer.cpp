@@ -100,6 +100,12 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
   config_.n_inner = (int)H;  // block_forward reads the MLP width from the config
   if (V < 1 || C < 1 || L < 1 || NH < 1 || (!llama() && C % NH != 0))
     throw Error("train: invalid shape (vocab_size, n_embd, n_layer, n_head must be positive, n_embd divisible by n_head)");
+  // GPT-2's heads are C / NH wide, each with its own keys and values, whatever a config edited by hand
+  // still says in the Llama family's fields (the layout and the activations follow these)
+  if (!llama()) {
+    config_.n_kv_head = 0;
+    config_.head_dim = 0;
+  }
   if (llama() && (config.kv_heads() < 1 || NH % config.kv_heads() != 0 || config.head_size() < 2 ||
                   config.head_size() % 2 != 0))
     throw Error("train: invalid Llama-family shape (key/value heads must divide the query heads, the head size must be even)");
@@ -119,7 +125,10 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
       llama() ? N * (6.0 * C + 2.0 + W + QW + 3.0 * H + (config_.qk_norm ? (double)W + NKV : 0.0)) + N * NH * T
               : N * (10.0 * C + 4.0 + 2.0 * H) + N * NH * T;
   const double n_acts = N * (2.0 * C + 3.0 + 2.0 * V + 1.0) + L * per_layer;
-  const double need = 4.0 * ((optimizer_state ? 4.0 : 2.0) * (double)P + 2.0 * n_acts);
+  // (the packed copy of the layers the forward reads: at most P floats more, with the Llama family's
+  // transpose on its way there: one matrix)
+  const double packed = (double)P + (llama() ? (double)C * std::max<int64_t>({W, 2 * H, QW}) : 0.0);
+  const double need = 4.0 * ((optimizer_state ? 4.0 : 2.0) * (double)P + 2.0 * n_acts + packed);
   if (need > (double)max_bytes)
     throw Error("train: this shape needs about " + std::to_string((long long)(need / 1048576.0)) +
                 " MiB, more than the limit of " + std::to_string((long long)(max_bytes / 1048576)) +
@@ -137,7 +146,8 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
   const std::size_t n = (std::size_t)B * T, nc = n * C, nh = n * H;
   ids_.assign(n, 0);
   targets_.assign(n, 0);
-  auto alloc = [&](LayerActs& a) {
+  // dacts_ mirrors acts_, without what only the forward keeps (Qwen3's raw q | k and their rstd)
+  auto alloc = [&](LayerActs& a, bool forward) {
     a.ln1.assign(nc, 0);
     a.ln1_mean.assign(llama() ? 0 : n, 0);  // RMSNorm keeps no mean
     a.ln1_rstd.assign(n, 0);
@@ -153,7 +163,7 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
     a.fch_gelu.assign(nh, 0);
     a.fcproj.assign(nc, 0);
     a.res3.assign(nc, 0);
-    if (config_.qk_norm) {
+    if (config_.qk_norm && forward) {
       a.qkv_raw.assign(n * W, 0);
       a.qk_rstd.assign(n * NKV, 0);
     }
@@ -161,8 +171,8 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
   acts_.resize(L);
   dacts_.resize(L);
   for (int l = 0; l < L; l++) {
-    alloc(acts_[l]);
-    alloc(dacts_[l]);
+    alloc(acts_[l], true);
+    alloc(dacts_[l], false);
   }
   encoded_.assign(nc, 0);
   lnf_.assign(nc, 0);
@@ -197,7 +207,11 @@ std::size_t Trainer::bytes() const {
                             &a.ln2_mean, &a.ln2_rstd, &a.fch, &a.fch_gelu, &a.fcproj, &a.res3, &a.qkv_raw,
                             &a.qk_rstd})
         f += v->size();
-  return f * sizeof(float) + (ids_.size() + targets_.size()) * sizeof(int);
+  f += gated_atty_.size() + dgated_atty_.size() + packed_->transposed.size() + packed_->zeros.size();
+  std::size_t packed = 0;  // the layers as the forward's kernels read them (filled by the first forward)
+  for (const BlockWeights& b : packed_->blocks)
+    packed += b.c_attn.bytes() + b.c_proj.bytes() + b.c_fc.bytes() + b.mlp_proj.bytes();
+  return f * sizeof(float) + packed + (ids_.size() + targets_.size()) * sizeof(int);
 }
 
 namespace {
@@ -309,10 +323,20 @@ void copy_embedding(float* dst, const std::vector<float>& f32, const std::vector
 void Trainer::load(const Model& model) {
   const Model::Impl& m = *model.impl_;
   const ModelConfig& c = m.config_;
-  if (c.family != config_.family || c.vocab_size != config_.vocab_size || c.n_positions != config_.n_positions ||
-      c.n_embd != config_.n_embd || c.n_layer != config_.n_layer || c.n_head != config_.n_head ||
-      c.n_inner != config_.n_inner || c.kv_heads() != config_.kv_heads() || c.head_size() != config_.head_size() ||
-      c.qk_norm != config_.qk_norm || (llama() && c.tie_word_embeddings != config_.tie_word_embeddings))
+  // the Llama family has no position table: its context (which a Model lowers to what its activations
+  // allow) is no part of the weights, but its rotation and norms' epsilon are part of the model
+  const bool same_rope = c.rope_theta == config_.rope_theta && c.rope_scaling.llama3 == config_.rope_scaling.llama3 &&
+                         c.rope_scaling.factor == config_.rope_scaling.factor &&
+                         c.rope_scaling.low_freq_factor == config_.rope_scaling.low_freq_factor &&
+                         c.rope_scaling.high_freq_factor == config_.rope_scaling.high_freq_factor &&
+                         c.rope_scaling.original_max_position_embeddings ==
+                             config_.rope_scaling.original_max_position_embeddings;
+  if (c.family != config_.family || c.vocab_size != config_.vocab_size || c.n_embd != config_.n_embd ||
+      c.n_layer != config_.n_layer || c.n_head != config_.n_head || c.n_inner != config_.n_inner ||
+      c.kv_heads() != config_.kv_heads() || c.head_size() != config_.head_size() || c.qk_norm != config_.qk_norm ||
+      (!llama() && c.n_positions != config_.n_positions) ||
+      (llama() && (c.tie_word_embeddings != config_.tie_word_embeddings || !same_rope ||
+                   c.layer_norm_epsilon != config_.layer_norm_epsilon)))
     throw Error("train: the model's shape differs from this trainer's");
   float* P = params_.data();
   const std::size_t C = c.n_embd;
@@ -454,7 +478,7 @@ std::vector<uint8_t> Trainer::safetensors_bytes() const {
 std::string Trainer::config_json() const {
   const ModelConfig& c = config_;
   if (llama()) {
-    const bool qwen = c.model_type == "qwen3";
+    const bool qwen = c.qk_norm;  // Qwen3's q/k norms are what tells the two apart
     nlohmann::ordered_json rope = nullptr;
     if (c.rope_scaling.llama3)
       rope = {{"rope_type", "llama3"},

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <new>
+#include <nlohmann/json.hpp>
 
 #include "headscope/error.hpp"
 #include "headscope/model.hpp"
@@ -54,7 +55,8 @@ TrainingRun::TrainingRun(const RunSpec& spec, const std::string& init_config_jso
 
 TrainingRun::TrainingRun(const RunSpec& spec, const std::string& init_config_json,
                          std::span<const uint8_t> init_safetensors, TokenizerFiles init_tokenizer)
-    : spec_(spec), tokenizer_(std::move(init_tokenizer)), rng_(spec.seed * 0x9E3779B97F4A7C15ull + 17) {
+    : spec_(spec), tokenizer_(std::move(init_tokenizer)), init_config_json_(init_config_json),
+      rng_(spec.seed * 0x9E3779B97F4A7C15ull + 17) {
   spec_.shape = parse_config(init_config_json);
   const bool llama = spec_.shape.family == Family::llama;
   if (llama && !tokenizer_.is_tokenizer_json())
@@ -82,7 +84,13 @@ void TrainingRun::set_text_ids(std::vector<int32_t> ids) {
 }
 
 void TrainingRun::set_text(const std::string& text) {
-  set_text_ids(tokenizer_.load().encode_ids(text));
+  // as the model reads a text (encode_input: Llama 3's <|begin_of_text|> first), so windows from the
+  // text's start are what a run of it sees
+  const std::vector<Token> tokens = tokenizer_.load().encode_input(text);
+  std::vector<int32_t> ids;
+  ids.reserve(tokens.size());
+  for (const Token& t : tokens) ids.push_back(t.id);
+  set_text_ids(std::move(ids));
 }
 
 float TrainingRun::learning_rate(int step) const {
@@ -238,6 +246,17 @@ HeadScores TrainingRun::probe_scores() {
     }
   }
   return s;
+}
+
+std::string TrainingRun::config_json() const {
+  const std::string own = trainer_->config_json();
+  if (init_config_json_.empty()) return own;
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(init_config_json_);  // parse_config read it already
+  const nlohmann::ordered_json mine = nlohmann::ordered_json::parse(own);
+  for (auto it = mine.begin(); it != mine.end(); ++it) j[it.key()] = it.value();
+  // newer configs nest the rotation in rope_parameters; the trainer writes rope_theta and rope_scaling
+  if (mine.contains("rope_theta")) j.erase("rope_parameters");
+  return j.dump(2) + "\n";
 }
 
 Model TrainingRun::model() const {

@@ -164,7 +164,8 @@ export class HeadscopeTrainer {
     return this.#wrapModel(checked(this.#core, this.#live().model()), 'trained');
   }
 
-  /** The four files of a Hugging Face GPT-2 folder with the current weights (F32): loadModel() accepts them. */
+  /** The files of a Hugging Face folder with the current weights (F32), GPT-2's four or a Llama-family
+   *  model's { config, weights, tokenizer }: loadModel() accepts them. */
   export() {
     return checked(this.#core, this.#live().exportFiles());
   }

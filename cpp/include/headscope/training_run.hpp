@@ -132,7 +132,9 @@ class TrainingRun {
 
   // The files of a Hugging Face folder with the current weights (F32): config.json, model.safetensors
   // and the tokenizer's (GPT-2's vocab.json and merges.txt, or the Llama family's tokenizer.json).
-  std::string config_json() const { return trainer_->config_json(); }
+  // (from an init folder: its config.json with the trainer's keys written over it, so that what the
+  // trainer does not model, such as bos_token_id and eos_token_id, stays the folder's)
+  std::string config_json() const;
   std::vector<uint8_t> safetensors_bytes() const { return trainer_->safetensors_bytes(); }
   const TokenizerFiles& tokenizer_files() const { return tokenizer_; }
   const std::string& vocab_json() const { return tokenizer_.vocab_json; }
@@ -148,6 +150,7 @@ class TrainingRun {
   RunSpec spec_;
   std::unique_ptr<Trainer> trainer_;
   TokenizerFiles tokenizer_;
+  std::string init_config_json_;  // empty for a fresh model
   std::mt19937_64 rng_;
   std::vector<int32_t> text_ids_;
   std::vector<int> ids_, targets_;
