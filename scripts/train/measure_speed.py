@@ -72,7 +72,7 @@ def main():
             card["speed"].update({
                 "engine_forward_ms_T128_1thread": round(fw[len(fw) // 2], 3),
                 "engine_typed_token_ms_T128_1thread": round(inc[len(inc) // 2], 4),
-                "engine_note": f"the native engine (headscope bench, {engine[n][0]['simd']}, 1 thread, float32 weights): "
+                "engine_note": f"headscope bench, {engine[n][0]['simd']}, 1 thread, float32 weights: "
                                f"median over {a.reps} interleaved rounds of each round's median of 5; the typed token "
                                "is the incremental update of one token after 128 (what typing costs)"})
         export.add_chef_baselines(card)
