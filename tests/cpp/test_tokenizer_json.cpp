@@ -44,9 +44,11 @@ json tiny_tokenizer() {
 }  // namespace
 
 TEST_CASE("tokenizer.json: Llama 3's and Qwen3's ids equal transformers.js's on every case", "[tokenizer_json]") {
-  // and SmolLM2's pre-tokenizer (Digits, then GPT-2's split) on GPT-2's vocabulary
-  for (const std::string family : {"llama3", "qwen3", "digits"}) {
+  // and Llama 3.2's (the same model, a post-processor that adds the BOS), and SmolLM2's pre-tokenizer
+  // (Digits, then GPT-2's split) on GPT-2's vocabulary
+  for (const std::string family : {"llama3", "llama3_2", "qwen3", "digits"}) {
     const Tokenizer& tok = family_tokenizer(family);
+    REQUIRE(tok.prefix_size() == (family == "llama3_2" ? 1 : 0));
     const json cases = json::parse(test_util::read_text(family_dir(family) + "/cases.json"));
     REQUIRE(cases.size() > 30);
     for (const auto& c : cases) {
@@ -68,6 +70,12 @@ TEST_CASE("tokenizer.json: Llama 3's and Qwen3's ids equal transformers.js's on 
       }
       REQUIRE(at == text.size());
       REQUIRE(tok.decode(ids) == (family == "qwen3" ? headscope::unicode::nfc(text) : text));
+      // what the model reads: the post-processor's leading tokens (Llama 3.2's <|begin_of_text|>), then these
+      if (c.contains("input_ids")) {
+        std::vector<int32_t> input;
+        for (const auto& t : tok.encode_input(text)) input.push_back(t.id);
+        REQUIRE(input == c["input_ids"].get<std::vector<int32_t>>());
+      }
     }
   }
 }
