@@ -21,7 +21,7 @@ cd "$ROOT"
 bash scripts/data/fetch_corpus.sh
 $PY scripts/data/prepare_corpus.py
 $PY scripts/train/train.py --smoke
-for m in ${MODELS:-headscope-base heads-1 heads-2 heads-4 heads-8}; do
+for m in ${MODELS:-headscope-base heads-1 heads-2 heads-4 heads-8 kv-8 kv-2 kv-1}; do
   $PY scripts/train/train.py --model "$m"
 done
 # the engine's ablation test compares against PyTorch with two heads zeroed on the default model

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Collect the model cards into web/models/index.json and web/models/README.md (with the head-count
-family comparison), and check the size budget (each model.safetensors <= 8 MB, each folder <= 10 MB,
+"""Collect the model cards into web/models/index.json and web/models/README.md (with the head-count and
+key/value-head families' comparisons), and check the size budget (each model.safetensors <= 8 MB, each folder <= 10 MB,
 all together <= 30 MB).
 
   /usr/bin/python3 scripts/train/summarize.py
@@ -12,7 +12,7 @@ import sys
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MODELS = os.path.join(ROOT, "web", "models")
 MB = 1_000_000
-ORDER = ["headscope-base", "heads-1", "heads-2", "heads-4", "heads-8"]
+ORDER = ["headscope-base", "heads-1", "heads-2", "heads-4", "heads-8", "kv-8", "kv-2", "kv-1"]
 
 
 def folder_bytes(d):
@@ -44,7 +44,11 @@ def main():
         a = c["architecture"]
         entries.append({
             "name": c["name"], "path": c["name"] + "/", "family": c.get("family"), "description": c["description"],
-            "n_layer": a["n_layer"], "n_head": a["n_head"], "n_embd": a["n_embd"], "n_positions": a["n_positions"],
+            "architecture": "llama" if "n_kv_head" in a else "gpt2",
+            "n_layer": a["n_layer"], "n_head": a["n_head"], "n_kv_head": a.get("n_kv_head", a["n_head"]),
+            "kv_cache_bytes_per_token": a.get("kv_cache_bytes_per_token",
+                                              2 * a["n_layer"] * a["n_embd"] * 4),  # GPT-2: a key and a value per head
+            "n_embd": a["n_embd"], "n_positions": a["n_positions"],
             "vocab_size": a["vocab_size"], "parameters": c["parameters"], "folder_bytes": b,
             "val_loss": c["loss"]["val"], "val_perplexity": c["loss"]["val_perplexity"],
             "train_loss": c["loss"]["train"], "tokens_seen": c["training"]["tokens_seen"],
@@ -71,15 +75,17 @@ def main():
         f.write("\n")
     L = ["# Shipped models", "",
          "Trained by `scripts/train/all.sh` (see `scripts/train/README.md`); data and licences in "
-         "[DATA.md](DATA.md), checksums in `provenance.json`. Each folder holds a Hugging Face GPT-2 layout "
-         "model (F16 safetensors, GPT-2 format BPE tokenizer), a model card (README.md + card.json) and "
+         "[DATA.md](DATA.md), checksums in `provenance.json`. Each folder holds a model in Hugging Face's layout "
+         "(GPT-2's with vocab.json + merges.txt, or the `kv-*` family's Llama with tokenizer.json; F16 "
+         "safetensors), a model card (README.md + card.json) and "
          "`reference.json` (PyTorch logits and attention the C++ engine is tested against).", "",
          "| model | layers x heads | d_model | params | folder | tokens seen | train time | val loss | val ppl | "
          "fwd ms (T=128, PyTorch 1 thread) | strongest prev-token head |",
          "|---|---|---|---|---|---|---|---|---|---|---|"]
     for e in entries:
         s = e["strongest_prev_token_head"]
-        L.append(f"| [{e['name']}]({e['name']}/README.md) | {e['n_layer']} x {e['n_head']} | {e['n_embd']} | "
+        kv = f" (key/value {e['n_kv_head']})" if e["architecture"] == "llama" else ""
+        L.append(f"| [{e['name']}]({e['name']}/README.md) | {e['n_layer']} x {e['n_head']}{kv} | {e['n_embd']} | "
                  f"{e['parameters']:,} | {e['folder_bytes'] / MB:.2f} MB | {e['tokens_seen'] / 1e6:.1f} M | "
                  f"{e['train_seconds'] / 60:.1f} min | {e['val_loss']:.3f} | {e['val_perplexity']:.1f} | "
                  f"{e['pytorch_forward_ms_T128_1thread']:.1f} | L{s['layer']}H{s['head']} {s['score']:.2f} |")
@@ -114,6 +120,17 @@ def main():
                 L.append(f"| {e['name']} | {p['heads']} | {p['heads_off_before_5pct']} | {p['heads_off_before_10pct']} | "
                          f"{p['loss']:.3f} | {p['half_loss']:.3f} | {p['half_random_mean']:.3f} |")
         L.append("")
+    kvf = [e for e in entries if e["family"] == "kv"]
+    if kvf:
+        f0 = kvf[0]
+        L += [f"The `kv-*` family is the Llama architecture (RMSNorm, rotary positions, SwiGLU) at the head-count "
+              f"family's data, tokenizer, width (d_model {f0['n_embd']}), depth ({f0['n_layer']} layers) and context, with "
+              f"{f0['n_head']} query heads per layer; the models differ only in their key/value heads (" +
+              ", ".join(f"{e['name']}: {e['n_kv_head']}" for e in kvf) + f"), trained on the same budget "
+              f"({f0['tokens_seen']:,} tokens). Fewer key/value heads shrink the key/value cache each token adds (" +
+              ", ".join(f"{e['name']} {e['kv_cache_bytes_per_token']:,} bytes" for e in kvf) +
+              ") and the key and value projections (" + ", ".join(f"{e['name']} {e['parameters']:,} parameters" for e in kvf) +
+              ").", ""]
     if fam:
         f0 = fam[0]
         L += [f"The `heads-*` family shares data, tokenizer ({f0['vocab_size']:,} tokens), width (d_model {f0['n_embd']}), depth "
