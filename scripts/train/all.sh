@@ -28,9 +28,10 @@ done
 if [[ " ${MODELS:-headscope-base} " == *" headscope-base "* ]]; then
   $PY scripts/train/ablation_reference.py --model headscope-base
 fi
-$PY scripts/train/measure_speed.py
+# the engine's CLI (built by scripts/run.sh --cli): the cards' native timings and the head measurement
+[ -x build/native-release/headscope ] || { cmake --preset native-release >/dev/null && cmake --build --preset native-release --target headscope; }
+$PY scripts/train/measure_speed.py --cli build/native-release/headscope
 # which heads each model needs, on its held-out passage (the engine's CLI: built by scripts/run.sh --cli)
 $PY scripts/train/heldout_text.py
-[ -x build/native-release/headscope ] || { cmake --preset native-release >/dev/null && cmake --build --preset native-release --target headscope; }
 $PY scripts/train/heads_card.py
 $PY scripts/train/summarize.py

@@ -165,8 +165,9 @@ def save_tokenizer_json(path, vocab, merges):
 
 
 def load_tokenizer_json(path):
-    """(vocab, merges) of a tokenizer.json that save_tokenizer_json wrote; anything else is refused, so an
-    encoder read from it is GPT-2's algorithm on exactly these merges."""
+    """(vocab, merges) of a tokenizer.json that save_tokenizer_json wrote. Only its model's type, the
+    pre-tokenizer's type and the absence of a normalizer are checked (not every option a foreign file could
+    set): the exports read back only their own files."""
     with open(path, encoding="utf-8") as f:
         tj = json.load(f)
     m = tj["model"]

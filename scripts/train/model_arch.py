@@ -41,8 +41,8 @@ def model_cfg(tc):
 def build(cfg):
     """A freshly initialised model of a model_cfg(). The Llama family is initialised as transformers'
     LlamaPreTrainedModel._init_weights does (every matrix normal with std initializer_range = 0.02, the
-    norms' gains 1), which is also how gpt2_torch initialises GPT-2; nn.Linear's own default (uniform,
-    std 1/sqrt(3 fan_in)) would start the 128-wide matrices 2.5x larger."""
+    norms' gains 1); nn.Linear's own default (uniform, std 1/sqrt(3 fan_in)) would start the 128-wide
+    matrices 2.5x larger. GPT-2 keeps gpt2_torch's own initialisation."""
     if cfg.get("model_type") == "llama":
         m = LlamaFamily(cfg)
         for mod in m.modules():

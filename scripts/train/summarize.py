@@ -121,6 +121,9 @@ def main():
                          f"{p['loss']:.3f} | {p['half_loss']:.3f} | {p['half_random_mean']:.3f} |")
         L.append("")
     kvf = [e for e in entries if e["family"] == "kv"]
+    if kvf and len({e["tokens_seen"] for e in kvf}) != 1:
+        print("BUDGET: the kv-* family's models saw different numbers of tokens", file=sys.stderr)
+        ok = False
     if kvf:
         f0 = kvf[0]
         L += [f"The `kv-*` family is the Llama architecture (RMSNorm, rotary positions, SwiGLU) at the head-count "
@@ -129,8 +132,8 @@ def main():
               ", ".join(f"{e['name']}: {e['n_kv_head']}" for e in kvf) + f"), trained on the same budget "
               f"({f0['tokens_seen']:,} tokens). Fewer key/value heads shrink the key/value cache each token adds (" +
               ", ".join(f"{e['name']} {e['kv_cache_bytes_per_token']:,} bytes" for e in kvf) +
-              ") and the key and value projections (" + ", ".join(f"{e['name']} {e['parameters']:,} parameters" for e in kvf) +
-              ").", ""]
+              ") and the key and value projections, so the models' parameters (" +
+              ", ".join(f"{e['name']} {e['parameters']:,}" for e in kvf) + ").", ""]
     if fam:
         f0 = fam[0]
         L += [f"The `heads-*` family shares data, tokenizer ({f0['vocab_size']:,} tokens), width (d_model {f0['n_embd']}), depth "

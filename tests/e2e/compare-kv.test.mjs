@@ -16,6 +16,9 @@ const siteModels = (() => {
   try { return JSON.parse(readFileSync(path.join(SITE, 'models/index.json'), 'utf8')).models; } catch { return []; }
 })();
 const FAMILY = kvFamilyNames(siteModels);
+// a site built from a checkout that ships the family must list it (else the fallback below would hide it)
+if (!FAMILY.length && existsSync(path.join(SITE, 'models', 'kv-8', 'card.json')) && process.env.HEADSCOPE_E2E_KV_FIXTURES !== '1')
+  throw new Error('the site holds models/kv-8 but its models/index.json lists no model of family "kv"');
 // HEADSCOPE_E2E_KV_FIXTURES=1 runs on the fixtures even when the site holds the family
 const haveFamily = FAMILY.length > 0 && process.env.HEADSCOPE_E2E_KV_FIXTURES !== '1';
 const FIXTURES = ['/fixtures/llama-mha/', '/fixtures/llama-gqa/', '/fixtures/llama-mqa/'];
