@@ -32,9 +32,11 @@ void rmsnorm_forward(float* out, float* rstd, const float* x, const float* weigh
 
 // The rotation is a handful of multiplies per pair next to the matrix products that make q and k;
 // it stays scalar, with each row's cosines and sines computed once for all its heads (in double, so
-// that position 4,000 is as exact as position 4).
-void rope_forward(float* x, std::size_t row_stride, int t_begin, int T, int n_heads, int HS,
-                  const double* inv_freq) noexcept {
+// that position 4,000 is as exact as position 4). sign -1 turns each pair back by its angle: the
+// transpose of the rotation, rope_backward.
+namespace {
+void rotate_pairs(float* x, std::size_t row_stride, int t_begin, int T, int n_heads, int HS, const double* inv_freq,
+                  float sign) noexcept {
   const int half = HS / 2;
   constexpr int kChunk = 64;  // pairs whose cosines and sines are kept at once
   float cs[kChunk], sn[kChunk];
@@ -44,7 +46,7 @@ void rope_forward(float* x, std::size_t row_stride, int t_begin, int T, int n_he
       for (int i = 0; i < n; i++) {
         const double angle = (double)t * inv_freq[i0 + i];
         cs[i] = (float)std::cos(angle);
-        sn[i] = (float)std::sin(angle);
+        sn[i] = sign * (float)std::sin(angle);
       }
       for (int h = 0; h < n_heads; h++) {
         float* v = x + (std::size_t)t * row_stride + (std::size_t)h * HS + i0;
@@ -55,6 +57,12 @@ void rope_forward(float* x, std::size_t row_stride, int t_begin, int T, int n_he
         }
       }
     }
+}
+}  // namespace
+
+void rope_forward(float* x, std::size_t row_stride, int t_begin, int T, int n_heads, int HS,
+                  const double* inv_freq) noexcept {
+  rotate_pairs(x, row_stride, t_begin, T, n_heads, HS, inv_freq, 1.0f);
 }
 
 // silu(g) * u through xsimd's exp; the tail runs through the same batch code on padded lanes (as
@@ -108,29 +116,9 @@ void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const floa
   }
 }
 
-// As rope_forward: scalar, each row's cosines and sines once for all its heads
 void rope_backward(float* dx, std::size_t row_stride, int t_begin, int T, int n_heads, int HS,
                    const double* inv_freq) noexcept {
-  const int half = HS / 2;
-  constexpr int kChunk = 64;
-  float cs[kChunk], sn[kChunk];
-  for (int t = t_begin; t < T; t++)
-    for (int i0 = 0; i0 < half; i0 += kChunk) {
-      const int n = std::min(kChunk, half - i0);
-      for (int i = 0; i < n; i++) {
-        const double angle = (double)t * inv_freq[i0 + i];
-        cs[i] = (float)std::cos(angle);
-        sn[i] = (float)std::sin(angle);
-      }
-      for (int h = 0; h < n_heads; h++) {
-        float* v = dx + (std::size_t)t * row_stride + (std::size_t)h * HS + i0;
-        for (int i = 0; i < n; i++) {
-          const float a = v[i], b = v[i + half];
-          v[i] = a * cs[i] + b * sn[i];
-          v[i + half] = b * cs[i] - a * sn[i];
-        }
-      }
-    }
+  rotate_pairs(dx, row_stride, t_begin, T, n_heads, HS, inv_freq, -1.0f);
 }
 
 void swiglu_backward(float* dgate_up, const float* gate_up, const float* dout, int N, int F) noexcept {

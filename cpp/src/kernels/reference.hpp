@@ -237,13 +237,15 @@ void rmsnorm_forward(F* out, F* rstd, const F* x, const F* weight, int N, int C,
   }
 }
 
+// sign -1: each pair turned back by its angle (rope_backward)
 template <typename F>
-void rope_forward(F* x, std::size_t row_stride, int t_begin, int T, int n_heads, int HS, const double* inv_freq) {
+void rope_forward(F* x, std::size_t row_stride, int t_begin, int T, int n_heads, int HS, const double* inv_freq,
+                  F sign = F(1)) {
   const int half = HS / 2;
   for (int t = t_begin; t < T; t++)
     for (int i = 0; i < half; i++) {
       const double angle = (double)t * inv_freq[i];
-      const F c = F(std::cos(angle)), s = F(std::sin(angle));
+      const F c = F(std::cos(angle)), s = sign * F(std::sin(angle));
       for (int h = 0; h < n_heads; h++) {
         F* v = x + (std::size_t)t * row_stride + (std::size_t)h * HS;
         const F a = v[i], b = v[i + half];
@@ -286,18 +288,7 @@ void rmsnorm_backward(F* dinp, F* dweight, const F* dout, const F* inp, const F*
 //   (d_i, d_{i+HS/2}) <- (d_i cos + d_{i+HS/2} sin, d_{i+HS/2} cos - d_i sin)
 template <typename F>
 void rope_backward(F* dx, std::size_t row_stride, int t_begin, int T, int n_heads, int HS, const double* inv_freq) {
-  const int half = HS / 2;
-  for (int t = t_begin; t < T; t++)
-    for (int i = 0; i < half; i++) {
-      const double angle = (double)t * inv_freq[i];
-      const F c = F(std::cos(angle)), s = F(std::sin(angle));
-      for (int h = 0; h < n_heads; h++) {
-        F* v = dx + (std::size_t)t * row_stride + (std::size_t)h * HS;
-        const F a = v[i], b = v[i + half];
-        v[i] = a * c + b * s;
-        v[i + half] = b * c - a * s;
-      }
-    }
+  rope_forward<F>(dx, row_stride, t_begin, T, n_heads, HS, inv_freq, F(-1));
 }
 
 // SwiGLU's backward: dgate_up (N, 2F) += ...; gate_up (N, 2F) from the forward, dout (N, F).
