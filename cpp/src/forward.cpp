@@ -62,7 +62,7 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
       k::rope_forward(qkv, W, t_begin, T, NH + KV, HS, b.rope_inv_freq);
     }
     k::attention_forward(b.head_out + (std::size_t)s * stride * QW, b.att + (std::size_t)s * NH * stride * stride, qkv,
-                         t_begin, T, shape, stride, b.key_panels, b.inspect_scores, b.inspect_head);
+                         t_begin, T, shape, stride, b.key_panels, nullptr, -1);
   }
 
   // W_O, one head at a time: out = bias + sum_h head_out[:, h] @ W_O[h rows]. A switched-off head
@@ -72,7 +72,7 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
   const float* head_rows = b.head_out + (std::size_t)t_begin * QW;  // (n, QW); t_begin is 0 for a batch
   // Nothing asked per head (the trainer without gates): one product over the concatenation, the
   // same sum in another order, and NH times fewer passes over the output.
-  const bool per_head = b.contrib || b.norms || b.ablate || b.gates || b.inspect_out;
+  const bool per_head = b.contrib || b.norms || b.ablate || b.gates;
   if (!per_head) k::matmul_forward(proj, head_rows, w.c_proj, n);
   else
     for (int r = 0; r < n; r++) std::copy(w.c_proj.bias.begin(), w.c_proj.bias.begin() + C, proj + (std::size_t)r * C);
@@ -86,15 +86,11 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
         if (norms) norms[t_begin + r] = 0.0f;
       }
       if (kept) std::fill(kept, kept + nc, 0.0f);
-      if (h == b.inspect_head && b.inspect_out)
-        std::fill(b.inspect_out + (std::size_t)t_begin * C, b.inspect_out + (std::size_t)T * C, 0.0f);
       continue;
     }
     if (b.gates && b.gates[h] == 0.0f) continue;
-    float* inspected = h == b.inspect_head && b.inspect_out ? b.inspect_out + (std::size_t)t_begin * C : nullptr;
-    float* contrib = kept ? kept : inspected ? inspected : b.head_proj;  // (n, C)
+    float* contrib = kept ? kept : b.head_proj;  // (n, C)
     k::matmul_rows_forward(contrib, head_rows, QW, w.c_proj, h * HS, (h + 1) * HS, n);
-    if (kept && inspected) std::copy(kept, kept + nc, inspected);
     if (b.gates && b.gates[h] != 1.0f)
       for (std::size_t i = 0; i < nc; i++) contrib[i] *= b.gates[h];
     if (norms)

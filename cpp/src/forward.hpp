@@ -62,9 +62,6 @@ struct BlockBuffers {
   float* norms = nullptr;    // (NH, stride) L2 norm of each head's write per row, or null
   const float* gates = nullptr;     // (NH) or null: head h's write through W_O is scaled by gates[h] (the
                                     // trainer's head gates; 0 skips it, but unlike ablate keeps its output)
-  int inspect_head = -1;            // a head whose insides are kept (Model::head_inside), or -1
-  float* inspect_scores = nullptr;  // (stride, stride) its scores before the softmax
-  float* inspect_out = nullptr;     // (stride, C) its write through W_O
 };
 
 // The Llama family's rotary frequencies (HS/2), in double: theta^(-2i/HS), rescaled when the config

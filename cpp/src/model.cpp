@@ -69,8 +69,6 @@ bool Model::Impl::ensure_capacity(int T) {
                 " of activations next to " + gigabytes(weight_bytes()) + " of weights; use a shorter text");
   }
   logits_all_.clear();
-  inspect_scores_.clear();
-  inspect_out_.clear();
   value_norm_.clear();
   value_norm_rows_ = 0;
   cap_ = cap;
@@ -135,10 +133,9 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
   // that wants them computes those the cache lacks from the final residual stream it keeps, so a
   // loss computed while the reader pauses does not cost the next keystroke a full recompute.
   int reuse = 0;
-  // an inspected head needs its scores and write for the cached rows too: kept only by a run that
-  // inspected the same head
-  const bool kept_compatible = has_run_ && (!options.keep_contributions || options_.keep_contributions) &&
-                               (!options.inspect || options_.inspect == options.inspect);
+  // an inspected head needs nothing the cache lacks: head_inside() reads its insides from the run's
+  // own buffers, so inspecting a head while typing computes only the new tokens
+  const bool kept_compatible = has_run_ && (!options.keep_contributions || options_.keep_contributions);
   if (kept_compatible && mask == ablate_mask_) {
     const int limit = std::min({cached_tokens_, T, (int)ids_.size()});
     while (reuse < limit && ids_[reuse] == ids[reuse]) reuse++;
@@ -161,13 +158,6 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
   if (options.keep_contributions && contrib_.size() != (std::size_t)c.n_layer * c.n_head * cap_ * c.n_embd) {
     contrib_.assign((std::size_t)c.n_layer * c.n_head * cap_ * c.n_embd, 0.0f);
     reuse = layer_begin = 0;
-  }
-  if (options.inspect) {
-    if (inspect_scores_.size() != (std::size_t)cap_ * cap_) {
-      inspect_scores_.assign((std::size_t)cap_ * cap_, 0.0f);
-      inspect_out_.assign((std::size_t)cap_ * c.n_embd, 0.0f);
-      reuse = layer_begin = 0;
-    }
   }
   if (options.all_logits && logits_all_.size() != (std::size_t)cap_ * c.vocab_size) {
     logits_all_.assign((std::size_t)cap_ * c.vocab_size, 0.0f);
@@ -243,11 +233,6 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
       io.ablate = &ablate_mask_[(std::size_t)l * NH];
       io.contrib = options_.keep_contributions ? &contrib_[(std::size_t)l * NH * cap * C] : nullptr;
       io.norms = &contrib_norm_[(std::size_t)l * NH * cap];
-      if (options_.inspect && options_.inspect->layer == l) {
-        io.inspect_head = options_.inspect->head;
-        io.inspect_scores = inspect_scores_.data();
-        io.inspect_out = inspect_out_.data();
-      }
       block_forward(c, blocks_[l], io, 1, t_begin, T, (int)cap);
     }
   }

@@ -77,8 +77,6 @@ struct Model::Impl {
   std::vector<float> key_panels_;  // L x attention_key_panels_floats(cap, shape): keys and values in the attention kernel's layout, cached with qkv_
   std::vector<float> logits_last_;   // (V)
   std::vector<float> logits_all_;    // (cap, V) with all_logits
-  std::vector<float> inspect_scores_;  // (cap, cap) with RunOptions::inspect: that head's scores
-  std::vector<float> inspect_out_;     // (cap, C) with RunOptions::inspect: its write through W_O
 
   // state of the last run
   int T_ = 0;

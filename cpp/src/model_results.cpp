@@ -174,17 +174,28 @@ HeadInside Model::Impl::head_inside() const {
     for (int t = 0; t < T; t++)
       std::copy_n(qkv + (std::size_t)t * W + (std::size_t)column * HS, HS, dst->data() + (std::size_t)t * HS);
   }
+  // scores: q_i . k_j / sqrt(HS), as the attention kernel forms them before its softmax (the same
+  // float dot and scale; the kernel's blocked sums may round the last bit differently), read from the
+  // cache rather than kept by the run: any run of these tokens can be inspected, and typing with the
+  // panel open computes only the new tokens
+  const float scale = 1.0f / std::sqrt((float)HS);
   r.scores.assign((std::size_t)T * T, -std::numeric_limits<float>::infinity());
   r.attention.resize((std::size_t)T * T);
   const float* att = &att_[((std::size_t)l * c.n_head + h) * cap * cap];
   for (int t = 0; t < T; t++) {
-    std::copy_n(&inspect_scores_[(std::size_t)t * cap], t + 1, &r.scores[(std::size_t)t * T]);
+    const float* q = &r.q[(std::size_t)t * HS];
+    for (int j = 0; j <= t; j++) r.scores[(std::size_t)t * T + j] = kernels::dot(q, &r.k[(std::size_t)j * HS], HS) * scale;
     std::copy_n(att + (std::size_t)t * cap, T, &r.attention[(std::size_t)t * T]);
   }
   r.z.resize((std::size_t)T * HS);
   for (int t = 0; t < T; t++)
     std::copy_n(&head_out_[(l * cap + t) * c.q_width() + h * HS], HS, &r.z[(std::size_t)t * HS]);
-  r.out.assign(inspect_out_.begin(), inspect_out_.begin() + (std::ptrdiff_t)T * C);
+  // the write z W_O^h by the kernel and rows the forward pass sums into W_O's output, so it equals
+  // what the run added (bit for bit); a switched-off head wrote nothing
+  r.out.assign((std::size_t)T * C, 0.0f);
+  if (!ablate_mask_[(std::size_t)l * c.n_head + h])
+    kernels::matmul_rows_forward(r.out.data(), &head_out_[(std::size_t)l * cap * c.q_width()], c.q_width(), blocks_[l].c_proj,
+                                 h * HS, (h + 1) * HS, T);
   r.value_norm.resize(T);
   std::vector<float> scratch;
   value_norm_rows(r.value_norm.data(), l, h, 0, scratch);

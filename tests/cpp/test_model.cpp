@@ -505,12 +505,22 @@ TEST_CASE("head_inside comes from the forward pass: equal to the run's own maps 
   REQUIRE(inc.z == full.z);
   REQUIRE(inc.out == full.out);
   REQUIRE(inc.value_norm == full.value_norm);
-  // a run that inspected another head cannot supply this head's cached rows: computed again
-  RunOptions other;
-  other.inspect = headscope::HeadRef{0, 0};
-  typed.run_ids(std::span<const int32_t>(ids.data(), ids.size() - 1), other);
-  REQUIRE(typed.run_ids(ids, inspect_only).reused_tokens == 0);
-  REQUIRE(typed.head_inside().scores == full.scores);
+  // the insides come from the cache, not from what the run kept: after a run that inspected another
+  // head, or none (the page's typing), inspecting this one computes only the new token, and its
+  // insides are a full run's, bit for bit
+  for (const bool another : {true, false}) {
+    INFO((another ? "after a run that inspected another head" : "after a plain run"));
+    RunOptions before;
+    if (another) before.inspect = headscope::HeadRef{0, 0};
+    typed.run_ids(std::span<const int32_t>(ids.data(), ids.size() - 1), before);
+    REQUIRE(typed.run_ids(ids, inspect_only).reused_tokens == (int)ids.size() - 1);
+    const headscope::HeadInside again = typed.head_inside();
+    REQUIRE(again.scores == full.scores);
+    REQUIRE(again.attention == full.attention);
+    REQUIRE(again.z == full.z);
+    REQUIRE(again.out == full.out);
+    REQUIRE(again.value_norm == full.value_norm);
+  }
 }
 
 TEST_CASE("head_inside: bad heads and a run without inspect are errors", "[model][inside][errors]") {

@@ -41,13 +41,13 @@ struct RunOptions {
   bool all_logits = false;
   // Keep each head's full contribution vectors (L x NH x T x C floats); their norms are always kept.
   bool keep_contributions = false;
-  // Keep one head's insides (its scores before the softmax and its write through W_O) for
-  // Model::head_inside(): T x T + T x C floats more.
+  // The head Model::head_inside() returns. Costs the run nothing: the insides are read from the
+  // run's own buffers when asked for, so an inspecting run reuses the cache like any other.
   std::optional<HeadRef> inspect;
 };
 
-// One head's computation on the last run's tokens, taken from the forward pass itself (the same
-// buffers and kernels that produce the attention maps), row-major:
+// One head's computation on the last run's tokens, read from the forward pass's own buffers (q, k, v,
+// the attention map, z) and computed from them with the forward's kernels (scores, the write), row-major:
 struct HeadInside {
   int layer = 0, head = 0;
   int T = 0, head_size = 0, n_embd = 0;
