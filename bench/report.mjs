@@ -10,19 +10,30 @@
 //   --render       renders the existing --json FILE again (after a change to bench/tables.mjs)
 //   --check        exits 1 unless the README's tables are what --json FILE renders to (the quick
 //                  run checks the committed bench/README.md against bench/results.json)
+// Every report (not --render, --check) puts each figure beside the last committed full run's
+// (`git show HEAD:bench/results.json`, else bench/results.json on disk; bench/regressions.mjs) and
+// marks the ones more than 1.5x worse: in results.json's `comparison` and the README's tables (full
+// run), or in comparison.md beside --tables FILE (quick run). A full run (results.quick false) then
+// exits 1, after writing every file, when a marked figure is not explained in bench/README.md's
+// "## Regressions explained".
+//   --compare FILE          the previous run's results.json instead of the last committed one
+//   --allow-regressions     mark, never fail
 import { parseArgs } from 'node:util';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import os from 'node:os';
 import { ROOT } from './lib.mjs';
 import { trainingResults } from './train_report.mjs';
 import { renderTables, renderSvg, spliceTables, verdict } from './tables.mjs';
+import { figures, compareFigures, explainedRegressions, renderComparison } from './regressions.mjs';
 
 const { values: opt } = parseArgs({
   options: {
     raw: { type: 'string' }, model: { type: 'string' }, json: { type: 'string' }, readme: { type: 'string' },
     tables: { type: 'string' }, svg: { type: 'string' }, 'only-train': { type: 'boolean', default: false },
     render: { type: 'boolean', default: false }, check: { type: 'boolean', default: false },
+    compare: { type: 'string' }, 'allow-regressions': { type: 'boolean', default: false },
   },
 });
 if (opt.render || opt.check) {
@@ -74,6 +85,59 @@ function write(results) {
   console.log(`wrote ${[opt.json, opt.readme && `the tables of ${opt.readme}`, opt.tables, opt.svg].filter(Boolean).join(', ')}`);
 }
 
+// ---- against the last committed full run ----------------------------------------------------------
+const FACTOR = 1.5;  // a figure more than this many times worse is marked (and fails a full run)
+function previousRun() {
+  if (opt.compare) return { results: JSON.parse(readFileSync(opt.compare, 'utf8')), from: opt.compare };
+  try {
+    const text = execFileSync('git', ['show', 'HEAD:bench/results.json'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 256 * 2 ** 20 });
+    return { results: JSON.parse(text), from: 'HEAD:bench/results.json' };
+  } catch { /* no git or no commit holding it: the file on disk, read before this run writes it */ }
+  const p = path.join(ROOT, 'bench', 'results.json');
+  return existsSync(p) ? { results: JSON.parse(readFileSync(p, 'utf8')), from: 'bench/results.json' } : null;
+}
+
+// scope: 'training' with --only-train (only its figures changed); else every figure
+function compareAndWrite(results, scope) {
+  const prev = previousRun();
+  const readmePath = opt.readme ?? path.join(ROOT, 'bench', 'README.md');
+  const explained = explainedRegressions(existsSync(readmePath) ? readFileSync(readmePath, 'utf8') : '');
+  let cmp = null;
+  if (prev) {
+    const rows = compareFigures(figures(results), figures(prev.results), { factor: FACTOR })
+      .filter((r) => !scope || r.group === scope)
+      .map((r) => (r.regression && explained.has(r.id) ? { ...r, explained: explained.get(r.id) } : r));
+    const p = prev.results;
+    cmp = { previous: { commit: p.source?.commit ?? null, files_changed: p.source?.files_changed ?? 0, generated: p.generated ?? null, from: prev.from }, factor: FACTOR, ...(scope ? { scope } : {}), rows };
+  }
+  // the full run keeps it in results.json, so that the README's tables show it; the quick run's
+  // numbers are noisy and some come from smaller models: comparison.md only
+  delete results.comparison;
+  if (cmp && !results.quick) results.comparison = cmp;
+  write(results);
+  const text = cmp ? renderComparison(cmp.rows, { explained, previousSource: cmp.previous, factor: FACTOR, scope }) : 'No previous full run to compare with.\n';
+  const cmpFile = opt.tables && path.join(path.dirname(opt.tables), 'comparison.md');
+  if (cmpFile) writeFileSync(cmpFile, text);
+  if (!cmp) { console.log('no previous full run: nothing to compare with'); return; }
+  console.log(`\nagainst the last committed full run (${cmpFile ?? `the tables of ${opt.readme ?? opt.json}`}):\n${text}`);
+  const marked = cmp.rows.filter((r) => r.regression);
+  const open = marked.filter((r) => !explained.has(r.id));
+  if (!marked.length) { console.log(`no figure more than ${FACTOR}x worse than the last committed full run`); return; }
+  const v = (x) => (x === null ? '–' : String(+x.toPrecision(4)));
+  const u = (x, unit) => (unit === 'x' ? `${v(x)}x` : unit === 'fraction' ? v(x) : `${v(x)} ${unit}`);
+  const line = (r) => `  \`${r.id}\` (${r.label}): ${u(r.value, r.unit)} against ${u(r.previous, r.unit)}, ${r.worse_by.toFixed(2)}x worse`;
+  for (const r of marked.filter((x) => explained.has(x.id))) console.log(`explained regression:\n${line(r)}`);
+  if (!open.length) return;
+  if (results.quick || opt['allow-regressions']) {
+    console.log(`${open.length} figures more than ${FACTOR}x worse, not explained (marked only: ${results.quick ? 'quick run' : '--allow-regressions'}):\n${open.map(line).join('\n')}`);
+    return;
+  }
+  console.error(`\nREGRESSION: ${open.length} figures more than ${FACTOR}x worse than the last committed full run, not explained in ${path.relative(ROOT, readmePath)}'s "## Regressions explained":\n${open.map(line).join('\n')}`);
+  console.error('Explain each there ("- `figure-id`: why it is worse, measured how") and run the report again on the same measurements '
+    + `(node bench/report.mjs ${process.argv.slice(2).join(' ')}), or measure again on a quieter machine; --allow-regressions (BENCH_ALLOW_REGRESSIONS=1) marks without failing.`);
+  process.exit(1);
+}
+
 if (opt['only-train']) {
   // BENCH_ONLY=train: the training rows of the last full report, replaced in place
   if (!existsSync(opt.json)) throw new Error(`${opt.json} does not exist: run the whole bench once first`);
@@ -81,7 +145,7 @@ if (opt['only-train']) {
   const t = trainingResults(need('train.json'), maybe('train-page.json'));
   prev.training = t.training;
   prev.targets = [...(prev.targets ?? []).filter((x) => x.section !== 'training'), ...t.targets];
-  write(prev);
+  compareAndWrite(prev, 'training');
   process.exit(0);
 }
 
@@ -106,6 +170,7 @@ const variants = need('variants.json');
 const builds = need('builds.json');  // scripts/bench.sh: f32x4 counts and file sizes of the builds
 const page = maybe('page.json');  // absent with BENCH_SKIP_PAGE=1
 const train = trainingResults(maybe('train.json'), maybe('train-page.json'));  // absent with BENCH_SKIP_TRAIN=1
+const typing = maybe('typing.json');  // bench/typing_bench.mjs: typing in the demo
 const cfg = JSON.parse(readFileSync(path.join(opt.model, 'config.json'), 'utf8'));
 
 const geomean = (xs) => Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
@@ -199,5 +264,7 @@ const results = {
   training: train.training ?? undefined,
   demo: page?.demo ? (({ keys, ...rest }) => rest)(page.demo) : undefined,
   page: page ? { chromium: page.chromium, modes: Object.fromEntries(Object.entries(page.modes).map(([k, v]) => { const { keys, ...rest } = v; return [k, rest]; })) } : undefined,
+  // verbatim but for the per-keystroke lists, as demo and page drop theirs
+  typing: typing ? Object.fromEntries(Object.entries(typing).map(([k, v]) => [k, (k === 'default_model' || k === 'gpt2_small') && v && typeof v === 'object' ? (({ keys, ...rest }) => rest)(v) : v])) : undefined,
 };
-write(results);
+compareAndWrite(results);

@@ -15,8 +15,12 @@
 #   BENCH_ONLY=train  only the training rows (merged into the last results.json of this mode)
 #   BENCH_SKIP_TRAIN=1, BENCH_SKIP_PAGE=1  leave those rows out (full mode only: quick runs all)
 #   BENCH_MODEL=DIR another model folder; JOBS=N build parallelism (default 2)
+#   BENCH_ALLOW_REGRESSIONS=1  the report marks figures more than 1.5x worse than the last committed
+#                   full run's (bench/regressions.mjs) without failing on them
 # Every sub-benchmark runs even if an earlier one failed; the last lines list each stage with its
-# time; the exit code is non-zero if any stage failed (and then no report is written).
+# time; the exit code is non-zero if any stage failed (and then no report is written). The full
+# run's report stage also fails, after writing the report, on a figure more than 1.5x worse than the
+# last committed full run's that bench/README.md's "Regressions explained" does not explain.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NODE_PATH=/usr/share/nodejs   # Debian's emscripten needs Debian's acorn (cpp/README.md, "Toolchain notes")
@@ -189,7 +193,18 @@ train_speed() {
 train_page() {
   node bench/train_page_bench.mjs --site "$RAW/web" --out "$RAW/train-page.json" --repeats "$([ "$QUICK" = 1 ] && echo 1 || echo 2)"
 }
-report() { node bench/report.mjs --raw "$RAW" --model "$MODEL" "${REPORT[@]}" "$@"; }
+typing() {
+  # the two figures of typing in the demo (bench/typing_bench.mjs), on GPT-2 small's exact shape in
+  # both modes: the quick run's are the figures a regression shows first, so CI records them
+  local g=.cache/bench/gpt2-small
+  [ -f "$g/model.safetensors" ] || /usr/bin/python3 bench/make_gpt2_small.py "$g" >/dev/null
+  node bench/typing_bench.mjs --demo "$RAW/web" --gpt2 "$g" --out "$RAW/typing.json" "${Q[@]}"
+}
+report() {
+  local allow=()
+  [ "${BENCH_ALLOW_REGRESSIONS:-0}" = 1 ] && allow=(--allow-regressions)
+  node bench/report.mjs --raw "$RAW" --model "$MODEL" "${REPORT[@]}" "${allow[@]}" "$@"
+}
 
 stage "build: native and native SSE2 | wasm SIMD128, relaxed and scalar" build_all
 [ "$FAILED" = 0 ] || summary   # nothing can be measured without the builds
@@ -214,6 +229,9 @@ stage "native: second run (each native figure keeps the faster of the two, aroun
 if [ "$QUICK" = 1 ] || [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
   stage "page: cold load and keystroke to paint, bench/page and web/demo (headless Chromium)" \
     node bench/page_bench.mjs --model "$MODEL" --pkg "$RAW/pkg" --demo "$RAW/web" --out "$RAW/page.json" "${Q[@]}"
+fi
+if [ "$QUICK" = 1 ] || [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
+  stage "typing in the demo: the default model, and GPT-2 small's shape at 950 tokens (headless Chromium)" typing
 fi
 if [ "$QUICK" = 1 ] || [ "${BENCH_SKIP_TRAIN:-0}" != 1 ]; then
   stage "training: native, wasm SIMD128 and relaxed (Node), PyTorch 1 thread, interleaved" train_speed

@@ -130,6 +130,8 @@ async function typeSentence(page) {
 
 /** Waits until the view shows the split for the page's current focus; returns that target. */
 async function attributionShown(page) {
+  // the panel is drawn, and its split asked for, while it is on screen (as a reader looks at it)
+  await combine(page).scrollIntoViewIfNeeded();
   const target = await expectedTarget(page);
   await expect(combine(page)).toHaveAttribute('data-attribution', `${target.position}:${target.token}`, { timeout: 30_000 });
   return target;

@@ -23,6 +23,8 @@ const resultText = (page) => page.evaluate(() => window.headscopeDemo.result?.te
 const stripText = async (page) => (await page.locator('#tokens .token').allTextContents()).join('').replace(/·/g, ' ');
 
 test('page loads the model with a progress bar and shows the grid of all heads', async ({ page, site }) => {
+  // every panel on screen at once: panels off screen are drawn only when they come into view
+  await page.setViewportSize({ width: 1280, height: 3200 });
   await page.goto(site.url('index.html'));
   await expect(page.locator('#progress')).toHaveCount(1);
   await demoReady(page);
@@ -260,6 +262,8 @@ async function viewsAgreeWithResult(page) {
 }
 
 test('while typing, every view keeps showing the latest result (tokens, grid, detail, combine, predictions)', async ({ page, site }) => {
+  // every panel on screen at once: panels off screen are drawn only when they come into view
+  await page.setViewportSize({ width: 1280, height: 3200 });
   await page.goto(site.url('index.html'));
   await demoReady(page);
   const agree = (message) => expect.poll(() => viewsAgreeWithResult(page), { message }).toEqual([]);

@@ -54,6 +54,8 @@ const shownRun = (page) => page.evaluate(() => {
 });
 
 test('Continue writes the API\'s tokens, every view follows each one, the strip marks them and the panel shows the draw', async ({ page, site }) => {
+  // every panel on screen at once: panels off screen are drawn only when they come into view
+  await page.setViewportSize({ width: 1280, height: 3200 });
   await openDemo(page, site);
   const s = { tokens: 12, temperature: 0.8, topK: 40, topP: 0.95, seed: 4 };
   await settings(page, s);

@@ -18,6 +18,7 @@ import { cardOpening } from './card-opening.js';
 import { installLocalModelPicker, readModelFiles } from './local-model.js';
 import { loadTrainedModel } from './trained-model.js';
 import { installAttribution } from './attribution.js';
+import { watchOnScreen } from './on-screen.js';
 
 // ?threads=N as the page was opened with: it chose the engine, so the URL keeps it
 const URL_THREADS = new URLSearchParams(location.search).get('threads');
@@ -80,6 +81,9 @@ makeDetailView();
 const combine = new CombineView($('combine'), { onSelectHead: (h) => selectHead(state.layer, h, false) });
 const attribution = installAttribution({ getModel: () => page.model, idle: async () => page.runner?.idle(), onUpdate: () => render() });
 const topk = new TopKView($('topk'));
+// panels below the fold are drawn (and ask the model for their numbers) when they come into view
+const combineOnScreen = watchOnScreen($('combine'), () => render());
+const topkOnScreen = watchOnScreen($('topk'), () => render());
 const tokens = new TokenStrip($('tokens'), { onSelect: (t) => selectToken(t) });
 const chips = new HeadChips($('head-chips'), {
   onChange: (heads, head) => {
@@ -206,8 +210,8 @@ function renderNow() {
   chips.update(result, state, theme);
   const linksPick = $('links-pick');
   if (linksPick.hidden !== (state.view !== 'lines')) linksPick.hidden = state.view !== 'lines';
-  combine.update(result, state, theme, attribution.shown(result, state));
-  topk.update(result, { drawn: writing.drawn });
+  if (combineOnScreen.visible) combine.update(result, state, theme, attribution.shown(result, state));
+  if (topkOnScreen.visible) topk.update(result, { drawn: writing.drawn });
   setText($('detail-caption'), describeHead(result, state.layer, state.head, focusToken(result, state)));
   const notice = $('notice');
   if (result.droppedTokens > 0) {

@@ -7,6 +7,7 @@
 import {
   InsideView, InsideSource, Tooltip, hasValueNorms, valueWeightingSentence, focusToken, headSharing,
 } from '../component/headscope-view.js';
+import { watchOnScreen } from './on-screen.js';
 
 const $ = (id) => document.getElementById(id);
 const setText = (node, text) => { if (node.textContent !== text) node.textContent = text; }; // text, never markup
@@ -21,7 +22,6 @@ export function installInside({ state, announce, render, reducedMotion, wantValu
   const section = $('inside');
   const tooltip = new Tooltip(section);
   let source = null;
-  let visible = false;
   const view = new InsideView($('inside-view'), {
     tooltip,
     onAnnounce: announce,
@@ -36,12 +36,10 @@ export function installInside({ state, announce, render, reducedMotion, wantValu
     },
   });
   view.setStep(state.step, { silent: true });
-  // the panel's head is read while the panel is on screen (an inspect run is a full forward pass)
-  new IntersectionObserver(([entry]) => {
-    if (visible === entry.isIntersecting) return;
-    visible = entry.isIntersecting;
-    if (visible) render();
-  }).observe(section);
+  // the panel's head is read, and the panel drawn, while its figure is on screen (a heading at the
+  // bottom of the window is not): an inspect run takes the worker from typing, and drawing a step
+  // costs a keystroke milliseconds
+  const figure = watchOnScreen($('inside-view'), () => render());
 
   // colour the attention views by the weights, or by weight × value size
   const by = $('by-select');
@@ -61,7 +59,7 @@ export function installInside({ state, announce, render, reducedMotion, wantValu
     /** Before the views are drawn: wants the insides they show, and draws the panel. */
     update(result, theme) {
       const { layer, head } = state;
-      source?.want(result.text, { panel: visible || state.insideOpen ? [layer, head] : null, ablate: result.ablate ?? state.ablate });
+      source?.want(result.text, { panel: figure.visible || state.insideOpen ? [layer, head] : null, ablate: result.ablate ?? state.ablate });
       const byNote = $('by-explain');
       byNote.hidden = state.by !== 'value';
       // a result of a run without them (the mode was just switched) is shown by its weights meanwhile
@@ -75,7 +73,7 @@ export function installInside({ state, announce, render, reducedMotion, wantValu
       const fresh = !!inside && !!source?.fresh && inside.text === result.text;
       const error = source?.error;
       const status = error ? `This head could not be read: ${error}` : fresh ? '' : `Reading layer ${layer}, head ${head}…`;
-      view.update(inside, state, theme, { status });
+      if (figure.visible) view.update(inside, state, theme, { status });
       const note = $('inside-note');
       // the panel reads the head with the page's switched-off heads off (InsideSource), except itself
       const off = state.ablate.some(([l, h]) => l === layer && h === head);

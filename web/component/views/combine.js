@@ -8,6 +8,7 @@ import { wrap } from '../scene.js';
 import { focusToken, clamp } from './describe.js';
 import { signedColour } from './inside.js';
 import { SceneView } from './scene-view.js';
+import { HostWidth } from './host-width.js';
 
 /** A signed number with a real minus sign, and + for the rest: '+1.234', '−0.501'. */
 export function signedText(v, digits) {
@@ -160,6 +161,7 @@ export function combineScene(result, state, theme, attribution = null, { width: 
 export class CombineView extends SceneView {
   constructor(host, { onSelectHead } = {}) {
     super(host);
+    this.hostWidth = new HostWidth(host, () => { if (this.last) this.update(...this.last); });
     host.addEventListener('click', (e) => {
       const node = e.target?.closest?.('[data-head]');
       if (node) onSelectHead?.(Number(node.dataset.head));
@@ -167,10 +169,11 @@ export class CombineView extends SceneView {
   }
 
   /** The room the picture has: the host's width, as the scene lays itself out for it. */
-  get width() { return this.host.clientWidth || 460; }
+  get width() { return this.hostWidth.width || 460; }
 
   /** `attribution`: a LogitAttribution, or { note } saying why there is none (see combineScene). */
   update(result, state, theme, attribution = null) {
+    this.last = [result, state, theme, attribution];
     const { scene, target, attribution: shown } = combineScene(result, state, theme, attribution, { width: this.width });
     // the picture is one image to a screen reader: its name carries the split's sum
     const pushes = shown ? `, and how much each pushes ${quoteToken(target.text)} (all parts sum to ${shown.total.toFixed(3)})` : '';

@@ -7,6 +7,7 @@ import { attentionAt } from '../../lib/result.js';
 import { focusToken, clamp } from './describe.js';
 import { paintAttention } from './paint.js';
 import { SceneView } from './scene-view.js';
+import { HostWidth } from './host-width.js';
 import { shownWeights, weightAt, valueNormsOf, byValue } from './weighting.js';
 
 const fmt4 = (w) => w.toFixed(4);
@@ -159,11 +160,23 @@ export class HeatmapView extends SceneView {
    * (fractional: the canvas scales one pixel per cell), so that the picture is drawn at its own size,
    * labels at their font size and thinned to fit, instead of being shrunk by the browser.
    */
+  #scrollerWidth() {
+    const scroller = this.host.closest('.hs-scroll');
+    if (!scroller) return 0;
+    if (this.scroller?.el !== scroller) {
+      this.scroller?.disconnect();
+      this.scroller = new HostWidth(scroller, () => { if (this.result && this.result.T > 128) this.update(this.result, this.state, this.theme); });
+    }
+    return this.scroller.width;
+  }
+
   #cell(result, state, theme) {
     const T = result.T;
     let fitted = fitCell(T);
-    const width = this.host.closest('.hs-scroll')?.clientWidth ?? 0;
-    if (T > 128 && width > 0) {
+    // the scroller's width (kept by a ResizeObserver: no layout forced while the page draws), and
+    // only for texts long enough to be fitted to it
+    const width = T > 128 ? this.#scrollerWidth() : 0;
+    if (width > 0) {
       const probe = heatmapScene(result, state, theme, { image: true, cell: 1 }).layout;
       const reserve = probe.width - T; // labels and margins around the grid
       fitted = Math.min(fitted, Math.max(0.25, (width - reserve - 4) / T));

@@ -12,6 +12,7 @@ import { textWidth, wrap } from '../scene.js';
 import { heat, tokenLabel, quoteToken, tokenWords } from '../theme.js';
 import { focusToken, clamp } from './describe.js';
 import { SceneView, el } from './scene-view.js';
+import { HostWidth } from './host-width.js';
 
 export const INSIDE_STEPS = Object.freeze([
   { id: 'query', name: 'Query' },
@@ -450,6 +451,7 @@ export class InsideView {
     panel.setAttribute('aria-describedby', this.sentence.id);
     this.panel = panel;
     this.figure = new SceneView(panel);
+    this.panelWidth = new HostWidth(panel, () => this.#render());
     const nav = el(d, 'div', 'hs-inside-nav');
     this.back = el(d, 'button', 'hs-inside-back', '← Back');
     this.back.type = 'button';
@@ -512,7 +514,7 @@ export class InsideView {
   }
 
   #width() {
-    return Math.max(300, Math.min(900, this.panel.clientWidth || 640));
+    return Math.max(300, Math.min(900, this.panelWidth.width || 640));
   }
 
   #render(animate = false) {
