@@ -523,3 +523,36 @@ test.describe('on a phone', () => {
     await shot(page, 'phone-light-toggled');
   });
 });
+
+test('panels off screen do no work while the reader types, and show the latest result when they come into view', async ({ page, site }) => {
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.goto(site.url(`index.html?text=${encodeURIComponent('The chef cooked')}`));
+  await demoReady(page);
+  await demoIdle(page);
+  // the text box at the top: "How the heads combine" and the inside panel's figure are below the window
+  await page.evaluate(() => window.scrollTo(0, 0));
+  const combineLabel = () => page.evaluate(() => document.querySelector('#combine svg')?.getAttribute('aria-label') ?? null);
+  const before = await combineLabel();
+  const inspects = await page.evaluate(() => {
+    window.__inspects = 0;
+    const model = window.headscopeDemo.model;
+    const inspect = model.inspectHead.bind(model);
+    model.inspectHead = (...a) => { window.__inspects++; return inspect(...a); };
+    return window.__inspects;
+  });
+  await page.focus('#text');
+  await page.keyboard.press('End');
+  await page.keyboard.type(' the meal');
+  await expect.poll(() => resultText(page)).toBe('The chef cooked the meal');
+  await demoIdle(page);
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  // off screen: the combine view still shows the text it last drew there, and no head was inspected
+  expect(await combineLabel(), 'the combine view was not drawn off screen').toBe(before);
+  expect(await page.evaluate(() => window.__inspects), 'no inspect run for a panel off screen').toBe(inspects);
+  // in view: it catches up with the result on screen (its focused token is the last one, now 5)
+  await page.locator('#combine').scrollIntoViewIfNeeded();
+  await expect.poll(combineLabel).not.toBe(before);
+  expect(await combineLabel()).toContain(`token ${(await page.evaluate(() => window.headscopeDemo.result.T)) - 1}`);
+  await page.locator('#inside-view').scrollIntoViewIfNeeded();
+  await expect.poll(() => page.evaluate(() => window.__inspects), { message: 'the inside panel reads its head once in view' }).toBeGreaterThan(inspects);
+});
