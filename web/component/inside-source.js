@@ -6,10 +6,11 @@
 // The head is read with the page's switched-off heads off (panelAblate()), so its numbers are those
 // of the views above; the head itself stays on, so that its last step shows what it would write.
 //
-// An inspect run is a full forward pass of the text (it cannot reuse a cache made without
-// inspecting that head), and it takes the engine's cache, which the next keystroke then reuses. So it runs only once the page's runs are done (`idle`), and when the last one took long (a
-// big model on a long text) only after the wish has stayed the same for a moment: typing is never
-// queued behind it.
+// An inspect run reuses the engine's key/value cache like any run (the engine reads a head's insides
+// from it), so on the text on screen it computes only new tokens; on another text it is a full
+// forward pass and takes the cache. So it runs only once the page's runs are done (`idle`), and when
+// the last one took long (a big model on a long text) only after the wish has stayed the same for a
+// moment: typing is never queued behind it.
 
 /** An inspect run that took longer than this (ms) makes the next wait for a quiet moment. */
 export const SLOW_INSPECT_MS = 40;
