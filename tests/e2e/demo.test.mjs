@@ -525,12 +525,14 @@ test.describe('on a phone', () => {
 });
 
 test('panels off screen do no work while the reader types, and show the latest result when they come into view', async ({ page, site }) => {
-  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.setViewportSize({ width: 1280, height: 520 });
   await page.goto(site.url(`index.html?text=${encodeURIComponent('The chef cooked')}`));
   await demoReady(page);
   await demoIdle(page);
   // the text box at the top: "How the heads combine" and the inside panel's figure are below the window
   await page.evaluate(() => window.scrollTo(0, 0));
+  const below = await page.evaluate(() => ['#combine', '#inside-view'].map((s) => document.querySelector(s).getBoundingClientRect().top > innerHeight));
+  expect(below, 'both panels start below the window').toEqual([true, true]);
   const combineLabel = () => page.evaluate(() => document.querySelector('#combine svg')?.getAttribute('aria-label') ?? null);
   const before = await combineLabel();
   const inspects = await page.evaluate(() => {

@@ -42,7 +42,8 @@ function afterNextPaint(fn) {
  *   getState() -> { layer, head, token }, initialAblate, onAblate(pairs): re-run the views with
  *   these heads off, onHidePattern(layer, head | null): hide/unhide one head's pattern elsewhere
  *   on the page, onSelect(layer, head): focus a head (from the knock-out list),
- *   onUpdated(lab): after every update(), for pages that show more of the lab's state.
+ *   onUpdated(lab): after every update(), for pages that show more of the lab's state;
+ *   typing?: () => true while the page's own runs are in flight or pending (the probes wait).
  */
 export class Lab {
   constructor(host, opts) {
@@ -96,6 +97,7 @@ export class Lab {
 
   /** Stops listening to the grid (before a new Lab takes it over, e.g. for another model). */
   dispose() {
+    this.disposed = true;
     clearTimeout(this.probeTimer);
     this.#listeners.abort();
     this.cancelScore?.();
@@ -134,6 +136,7 @@ export class Lab {
     // stays within a frame; until then the cells keep the previous badges.
     if (result !== this.result) {
       this.result = result;
+      this.resultAt = performance.now();
       this.cancelScore?.();
       this.cancelScore = afterNextPaint(() => this.#score());
     }
@@ -144,7 +147,7 @@ export class Lab {
       clearTimeout(this.probeTimer);
       this.probeTimer = setTimeout(() => {
         this.probeStarted = true;
-        this.roles.probe(this.o.getModel, this.o.getProbeSentences?.()).then((measured) => {
+        this.roles.probe(async () => this.#pausingForTyping(await this.o.getModel()), this.o.getProbeSentences?.()).then((measured) => {
           if (measured && !this.probeScored) {
             this.probeScored = true;
             if (this.result) this.#score();
@@ -157,6 +160,31 @@ export class Lab {
     this.switchOff.scheduleLoss();
     if (this.quiz && this.quiz.text !== result.text) this.endQuiz();
     this.o.onUpdated?.(this);
+  }
+
+  // The model as the probes see it: each of their runs first waits until the page has no run in
+  // flight and no new result has come for PROBE_AFTER_PAUSE_MS. A probe run takes the engine's cache from the text on screen, so the
+  // reader's next keystroke computes the whole text again (seconds for GPT-2 on a long text); a
+  // reader who types while the probes run pays for that once, not once per probe run, and the
+  // probes go on at the next pause (the worker gives the cache back to the text once it is idle).
+  #pausingForTyping(model) {
+    const pause = () => new Promise((resolve) => {
+      const check = () => {
+        if (this.disposed) return resolve();
+        const quiet = performance.now() - (this.resultAt ?? 0);
+        if (this.o.typing?.()) setTimeout(check, PROBE_AFTER_PAUSE_MS);
+        else if (quiet >= PROBE_AFTER_PAUSE_MS) resolve();
+        else setTimeout(check, PROBE_AFTER_PAUSE_MS - quiet);
+      };
+      check();
+    });
+    return new Proxy(model, {
+      get(target, prop) {
+        if (prop === 'run') return async (...args) => { await pause(); return target.run(...args); };
+        const v = target[prop];
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
   }
 
   #score() {

@@ -82,8 +82,8 @@ const combine = new CombineView($('combine'), { onSelectHead: (h) => selectHead(
 const attribution = installAttribution({ getModel: () => page.model, idle: async () => page.runner?.idle(), onUpdate: () => render() });
 const topk = new TopKView($('topk'));
 // panels below the fold are drawn (and ask the model for their numbers) when they come into view
-const combineOnScreen = watchOnScreen($('combine'), () => render());
-const topkOnScreen = watchOnScreen($('topk'), () => render());
+const combineOnScreen = watchOnScreen($('combine'), (shown) => { if (shown) render(); });
+const topkOnScreen = watchOnScreen($('topk'), (shown) => { if (shown) render(); });
 const tokens = new TokenStrip($('tokens'), { onSelect: (t) => selectToken(t) });
 const chips = new HeadChips($('head-chips'), {
   onChange: (heads, head) => {

@@ -39,6 +39,7 @@ export function installInside({ state, announce, render, reducedMotion, wantValu
   // the panel's head is read, and the panel drawn, while its figure is on screen (a heading at the
   // bottom of the window is not): an inspect run takes the worker from typing, and drawing a step
   // costs a keystroke milliseconds
+  // (out of view, the next render withdraws the wish: a long text's pending inspect run never starts)
   const figure = watchOnScreen($('inside-view'), () => render());
 
   // colour the attention views by the weights, or by weight × value size

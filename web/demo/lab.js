@@ -50,6 +50,7 @@ export function installLab(ctx) {
     gridHost,
     initialAblate: initial,
     getModel: ctx.getModel,
+    typing: () => runner.busy || !!runner.pending, // the probes wait while the page's runs go
     getProbeSentences: () => ctx.card?.roles?.probe_sentences,
     getResult: ctx.getResult,
     getText: () => state.text,

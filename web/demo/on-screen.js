@@ -3,15 +3,16 @@
 
 /**
  * Watches `el`; `visible` is true while any of it is in the viewport (and until the first report,
- * so a panel is never left blank); `onShow()` when it comes into view (draw it then).
+ * so a panel is never left blank); `onChange(visible)` when it comes into view (draw it then) or
+ * leaves it (withdraw what it asked of the model).
  */
-export function watchOnScreen(el, onShow) {
+export function watchOnScreen(el, onChange) {
   const watch = { visible: true };
   if (!el || typeof IntersectionObserver !== 'function') return watch;
   new IntersectionObserver(([entry]) => {
-    const was = watch.visible;
+    if (watch.visible === entry.isIntersecting) return;
     watch.visible = entry.isIntersecting;
-    if (watch.visible && !was) onShow?.();
+    onChange?.(watch.visible);
   }).observe(el);
   return watch;
 }

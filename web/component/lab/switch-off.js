@@ -111,6 +111,9 @@ export class SwitchOffPanel {
     const seq = ++this.lossSeq;
     try {
       const model = await this.o.getModel();
+      // a text the reader has typed past (the timer fired as a new text arrived): its runs would only
+      // take the engine's cache from the text on screen
+      if (seq !== this.lossSeq || text !== this.o.getText()) return;
       // Every position's logits: T x vocabulary x width multiply-adds per run. Small models on
       // short texts take milliseconds; GPT-2 on 1,000 tokens takes seconds, which would hold up the
       // next keystroke's run behind it in the worker: then the reader asks for it.
