@@ -78,6 +78,8 @@ const PAGES = [
       await page.fill('#write-topk', '40');
       await page.click('#write-continue');
       await expect(page.locator('#write-status')).toHaveText(/^Wrote 8 tokens/, { timeout: 60_000 });
+      // the next-token panel is drawn while on screen, as a reader scrolls to it
+      await page.locator('#topk').scrollIntoViewIfNeeded();
       await expect(page.locator('#topk .hs-topk-drawn')).toHaveCount(1);
     },
   },

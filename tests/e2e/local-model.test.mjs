@@ -144,6 +144,7 @@ test('a Llama-family folder (tokenizer.json, grouped-query attention) opens; the
   await expect(page.locator('#inside-kv')).toContainText('In this model heads 2-3 share key/value head 1');
   // "How the heads combine" splits the next token's logit through the final RMSNorm, and its parts add up
   const combine = page.locator('section:has(#combine-title)');
+  await combine.scrollIntoViewIfNeeded(); // drawn, and its split asked for, while on screen
   await expect(combine).toContainText('through the final RMSNorm');
   await expect(combine).toContainText(/All parts sum to -?\d/);
   // the grouped grid and the notes keep the page accessible (as tests/e2e/a11y.test.mjs checks the

@@ -148,7 +148,7 @@ export class Lab {
       this.probeTimer = setTimeout(() => {
         this.probeStarted = true;
         this.roles.probe(async () => this.#pausingForTyping(await this.o.getModel()), this.o.getProbeSentences?.()).then((measured) => {
-          if (measured && !this.probeScored) {
+          if (measured && !this.probeScored && !this.disposed) {
             this.probeScored = true;
             if (this.result) this.#score();
             this.o.onRoles?.();
@@ -168,9 +168,9 @@ export class Lab {
   // reader who types while the probes run pays for that once, not once per probe run, and the
   // probes go on at the next pause (the worker gives the cache back to the text once it is idle).
   #pausingForTyping(model) {
-    const pause = () => new Promise((resolve) => {
+    const pause = () => new Promise((resolve, reject) => {
       const check = () => {
-        if (this.disposed) return resolve();
+        if (this.disposed) return reject(new Error('the lab was replaced')); // another model's lab took over
         const quiet = performance.now() - (this.resultAt ?? 0);
         if (this.o.typing?.()) setTimeout(check, PROBE_AFTER_PAUSE_MS);
         else if (quiet >= PROBE_AFTER_PAUSE_MS) resolve();
@@ -199,6 +199,7 @@ export class Lab {
 
   /** Crossed-out cells, badges and accessible names on the grid. */
   decorate() {
+    if (this.disposed) return; // the grid is the next model's lab's now
     const cells = this.o.grid?.cells;
     if (!cells) return;
     const res = this.result;
