@@ -28,7 +28,7 @@ test('the tarball holds the wasm, the JS, the types and the default model', () =
     'package/dist/analysis.d.ts', 'package/dist/headscope-view.d.ts', 'package/dist/headscope-lab.d.ts', 'package/dist/headscope_wasm.wasm',
     'package/dist/headscope_wasm.js', 'package/dist/headscope_wasm_relaxed.js', 'package/dist/wasm.js',
     'package/dist/headscope_wasm_threads.js', 'package/dist/headscope_wasm_threads.worker.js', 'package/dist/headscope_wasm_threads.wasm', 'package/dist/files.js', 'package/dist/result.js', 'package/dist/generation.js',
-    'package/dist/headscope-worker.js', 'package/dist/worker-thread.js', 'package/dist/worker-protocol.js', 'package/README.md'])
+    'package/dist/headscope-worker.js', 'package/dist/worker-thread.js', 'package/dist/worker-protocol.js', 'package/README.md', 'package/LICENSE', 'package/CHANGELOG.md'])
     assert.ok(files.includes(f), `${f} missing from the tarball`);
   assert.ok(!files.some((f) => f.includes('/cpp/') || f.includes('node_modules')), 'sources or node_modules leaked into the tarball');
 });
