@@ -171,8 +171,10 @@ async function take() {
     const detail = document.querySelector('#detail-view');
     if (!detail.querySelector('svg, canvas') || detail.getBoundingClientRect().height < 100) m.push('the heatmap of the selected head');
     if (!document.querySelector('#detail-caption').textContent.trim()) m.push('the detail caption');
-    if (count('#combine svg rect.hs-bar') !== r.nHead) m.push(`${r.nHead} bars in the combine view`);
-    if (count('#topk li') < 1) m.push('the top-k predictions');
+    // the panels below: drawn once on screen (the page draws no panel out of view)
+    const onScreen = (sel) => { const b = document.querySelector(sel).getBoundingClientRect(); return b.top < innerHeight && b.bottom > 0; };
+    if (onScreen('#combine') && count('#combine svg rect.hs-bar') !== r.nHead) m.push(`${r.nHead} bars in the combine view`);
+    if (onScreen('#topk') && count('#topk li') < 1) m.push('the top-k predictions');
     return m;
   }, { model: MODEL, sentence: SENTENCE });
   // polled each animation frame until nothing is missing; the watchdog bounds it
