@@ -5,7 +5,7 @@
 // sequence length, in one run; then the native CLI and PyTorch again at each other count of
 // --threads (default 2; "1" for none), as native_Nt and torch_Nt:
 //   default  the page's default preset `induction`: 2 layers x 4 heads, n_embd 64, context 32,
-//            vocabulary 48, batch 16, T = 32 (cpp/src/training_spec.cpp)
+//            vocabulary 48, batch 16, T = 32 (cpp/src/train/training_spec.cpp)
 //   d128     the same with n_embd 128 (4 heads of 32): between the two, to place the crossover
 //   d256     the same with n_embd 256 (4 heads of 64), where PyTorch's BLAS should win
 // Every subject does the same work per step: a fresh batch of B x (T+1) tokens, forward, mean
@@ -49,7 +49,7 @@ if (MORE_THREADS.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--
 const CHUNK_S = Number(opt['chunk-seconds'] ?? (opt.quick ? 0.2 : 0.5));
 const log = (...a) => console.error('[train]', ...a);
 
-// the page's default preset (cpp/src/training_spec.cpp, induction_spec(2, 4))
+// the page's default preset (cpp/src/train/training_spec.cpp, induction_spec(2, 4))
 const DEFAULT = { n_layer: 2, n_head: 4, n_embd: 64, n_positions: 32, vocab_size: 48, batch_size: 16, seq_len: 32 };
 const SHAPES = {
   default: { label: 'the page\'s default preset (induction: 2 layers x 4 heads, n_embd 64)', ...DEFAULT },

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generate cpp/src/unicode_nfc_tables.inc: what Unicode Normalization Form C needs (UAX #15).
+"""Generate cpp/src/text/unicode_nfc_tables.inc: what Unicode Normalization Form C needs (UAX #15).
 
 Qwen2/3's tokenizer.json normalizes its input to NFC before splitting it; neither std:: nor ICU
 (absent from this wasm toolchain) can do that in the engine, so the three tables are baked here from
@@ -12,7 +12,7 @@ Debian's unicode-data package (the same Unicode version as unicode_tables.inc):
                    decomposition they are, unless it is Full_Composition_Exclusion
 The engine's result is checked against the NFC column of NormalizationTest.txt (tests/cpp/test_nfc.cpp).
 
-Usage: /usr/bin/python3 scripts/gen_nfc_tables.py > cpp/src/unicode_nfc_tables.inc
+Usage: /usr/bin/python3 scripts/gen_nfc_tables.py > cpp/src/text/unicode_nfc_tables.inc
 """
 import sys
 

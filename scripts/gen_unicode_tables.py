@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generate cpp/src/unicode_tables.inc: the character classes GPT-2's pre-tokenizer needs.
+"""Generate cpp/src/text/unicode_tables.inc: the character classes GPT-2's pre-tokenizer needs.
 
 The regex `'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+`
 needs \\p{L}, \\p{N} and \\s. Neither std::regex nor ICU can supply these in the wasm build, so
@@ -11,7 +11,7 @@ encoder, matches) plus every code point JavaScript's \\s adds (U+FEFF and any Zs
 gpt-3-encoder's JS regex and the Python original agree with us wherever they agree with each
 other. Where they disagree (U+0085: Python whitespace, JS not) we follow Python.
 
-Usage: /usr/bin/python3 scripts/gen_unicode_tables.py [UnicodeData.txt PropList.txt] > cpp/src/unicode_tables.inc
+Usage: /usr/bin/python3 scripts/gen_unicode_tables.py [UnicodeData.txt PropList.txt] > cpp/src/text/unicode_tables.inc
 """
 import sys
 

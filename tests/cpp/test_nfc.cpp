@@ -1,4 +1,4 @@
-// Normalization Form C (cpp/src/unicode_nfc.cpp) against Unicode's own conformance file,
+// Normalization Form C (cpp/src/text/unicode_nfc.cpp) against Unicode's own conformance file,
 // NormalizationTest.txt of the same Unicode version as the tables (Debian's unicode-data; the ctest
 // fixture nfc_cases unpacks it into the build tree). Exact: NFC is a function of the code points.
 #include <catch2/catch.hpp>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "test_util.hpp"
-#include "unicode.hpp"
+#include "text/unicode.hpp"
 
 namespace {
 

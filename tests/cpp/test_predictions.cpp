@@ -1,4 +1,4 @@
-// The predictions computed next to the logits (cpp/src/predictions.cpp): the mean next-token loss
+// The predictions computed next to the logits (cpp/src/model/predictions.cpp): the mean next-token loss
 // against its double-precision reference, and the top-k against a full sort of a double softmax.
 // Each check states its tolerance and why.
 #include <catch2/catch.hpp>

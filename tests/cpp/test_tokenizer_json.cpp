@@ -12,7 +12,7 @@
 #include "headscope/error.hpp"
 #include "headscope/tokenizer.hpp"
 #include "test_util.hpp"
-#include "unicode.hpp"
+#include "text/unicode.hpp"
 
 using headscope::Tokenizer;
 using nlohmann::json;

@@ -217,7 +217,7 @@ class Model {
   friend class train::Trainer;  // Trainer::load(const Model&) reads the packed weights
   Model();
   // The weights, the activations (the key/value cache among them) and the last run's state live
-  // behind this pointer (cpp/src/model_impl.hpp), so this header is only the API.
+  // behind this pointer (cpp/src/model/model_impl.hpp), so this header is only the API.
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -4,7 +4,7 @@
 // Behaviour follows OpenAI's Python original; the JS package gpt-3-encoder is the test peer and
 // agrees everywhere the tests look (see tests/cpp/test_tokenizer.cpp for where it does not).
 //  - Pre-tokenizer: the GPT-2 regex, evaluated by hand over code points with Unicode 15.0 tables
-//    (cpp/src/unicode.cpp, unicode_tables.inc). \s is White_Space plus JavaScript's extra U+FEFF.
+//    (cpp/src/text/unicode.cpp, unicode_tables.inc). \s is White_Space plus JavaScript's extra U+FEFF.
 //  - Special tokens such as "<|endoftext|>" in the input are plain text, as in GPT-2's encoder.
 //  - Input must be valid UTF-8 (no overlongs, surrogates, truncation, > U+10FFFF).
 //

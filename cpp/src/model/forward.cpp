@@ -1,6 +1,6 @@
 // The one forward pass of a block (forward.hpp), GPT-2's or the Llama family's, shared by the Model
 // and the Trainer.
-#include "forward.hpp"
+#include "model/forward.hpp"
 
 #include <algorithm>
 #include <cmath>

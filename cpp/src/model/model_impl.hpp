@@ -3,7 +3,7 @@
 #pragma once
 #include <optional>
 
-#include "forward.hpp"
+#include "model/forward.hpp"
 #include "kernels/parallel.hpp"
 #include "headscope/model.hpp"
 #include "headscope/safetensors.hpp"

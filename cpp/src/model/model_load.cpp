@@ -19,8 +19,8 @@
 
 #include "headscope/error.hpp"
 #include "headscope/safetensors.hpp"
-#include "model_impl.hpp"
-#include "model_memory.hpp"
+#include "model/model_impl.hpp"
+#include "model/model_memory.hpp"
 
 namespace headscope {
 namespace {

@@ -8,8 +8,8 @@
 
 #include "headscope/error.hpp"
 #include "headscope/model.hpp"
-#include "model_impl.hpp"
-#include "model_memory.hpp"
+#include "model/model_impl.hpp"
+#include "model/model_memory.hpp"
 
 namespace headscope {
 void Model::Impl::require_run() const {

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "headscope/error.hpp"
-#include "tokenizer_impl.hpp"
+#include "text/tokenizer_impl.hpp"
 
 namespace headscope {
 using bpe_detail::byte_map;

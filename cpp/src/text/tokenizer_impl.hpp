@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "headscope/tokenizer.hpp"
-#include "unicode.hpp"
+#include "text/unicode.hpp"
 
 namespace headscope {
 

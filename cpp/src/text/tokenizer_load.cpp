@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "headscope/error.hpp"
-#include "tokenizer_impl.hpp"
+#include "text/tokenizer_impl.hpp"
 
 namespace headscope {
 using bpe_detail::byte_map;

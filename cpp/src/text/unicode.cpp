@@ -1,6 +1,6 @@
 // UTF-8 decoding and encoding, and the character classes of GPT-2's pre-tokenizer regex
 // (letters \p{L}, numbers \p{N}, white space \s) from Unicode 15.0 tables. See unicode.hpp.
-#include "unicode.hpp"
+#include "text/unicode.hpp"
 
 #include <algorithm>
 #include <array>

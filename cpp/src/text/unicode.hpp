@@ -1,4 +1,4 @@
-// Internal to the tokenizer (cpp/src/tokenizer.cpp): UTF-8 and the character classes its
+// Internal to the tokenizer (cpp/src/text/tokenizer.cpp): UTF-8 and the character classes its
 // pre-tokenizer needs. Validity follows Unicode Table 3-7 (no overlongs, surrogates or code points
 // above U+10FFFF); replacement follows the WHATWG TextDecoder (one U+FFFD per maximal invalid
 // subpart), so strict decoding and replacement share one definition of validity.
@@ -12,7 +12,7 @@
 namespace headscope::unicode {
 
 // The classes GPT-2's regex distinguishes: \p{L}, \p{N}, \s (White_Space plus U+FEFF, as in
-// JavaScript), everything else. Tables: cpp/src/unicode_tables.inc (scripts/gen_unicode_tables.py).
+// JavaScript), everything else. Tables: cpp/src/text/unicode_tables.inc (scripts/gen_unicode_tables.py).
 enum class CharClass : uint8_t { kOther = 0, kLetter, kNumber, kSpace };
 
 CharClass classify(char32_t cp);

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "headscope/error.hpp"
-#include "unicode.hpp"
+#include "text/unicode.hpp"
 
 namespace headscope::unicode {
 namespace {

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "model_impl.hpp"
-#include "trainer_impl.hpp"
+#include "model/model_impl.hpp"
+#include "train/trainer_impl.hpp"
 #include "headscope/error.hpp"
 #include "headscope/safetensors.hpp"
 #include "kernels/kernels.hpp"

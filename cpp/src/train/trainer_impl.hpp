@@ -4,7 +4,7 @@
 #include <memory>
 #include <vector>
 
-#include "forward.hpp"
+#include "model/forward.hpp"
 #include "headscope/train.hpp"
 #include "kernels/parallel.hpp"
 

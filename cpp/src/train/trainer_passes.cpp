@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "trainer_impl.hpp"
+#include "train/trainer_impl.hpp"
 #include "headscope/error.hpp"
 #include "kernels/kernels.hpp"
 
