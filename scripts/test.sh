@@ -10,7 +10,7 @@
 #      -pthread), and the kernels' tests with relaxed SIMD's fused multiply-add (preset wasm-relaxed,
 #      node --experimental-wasm-relaxed-simd). The single-threaded SIMD128 package (preset
 #      wasm-release, built for the package) is what the JavaScript and browser suites run.
-#   4. JavaScript package tests (node --test), the published types compiled by TypeScript consumers,
+#   4. JavaScript tests (node --test: tests/js/unit on the sources, tests/js/package on dist/), the published types compiled by TypeScript consumers,
 #      and browser end-to-end tests
 #   5. libFuzzer targets (loaders, tokenizer), FUZZ_SECONDS each (default 5)
 #   6. the commands README.md names, in a quick form (tests/readme_commands.sh): scripts/run.sh and
@@ -53,7 +53,7 @@ step "C++ wasm pthreads under node" ctest_preset wasm-threads headscope_tests he
 step "C++ wasm relaxed SIMD under node (kernels)" ctest_preset wasm-relaxed headscope_tests headscope_wasm
 step "fuzzing (${FUZZ_SECONDS:-5} s per target)" scripts/fuzz.sh "${FUZZ_SECONDS:-5}"
 if [ -f tests/js/run.sh ]; then
-  step "JavaScript package" tests/js/run.sh
+  step "JavaScript (unit, then the package)" tests/js/run.sh
 fi
 step "TypeScript consumers of the published types (tsc --noEmit)" tests/types/run.sh
 if [ -f tests/e2e/run.sh ]; then

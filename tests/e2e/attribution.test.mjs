@@ -40,7 +40,7 @@ function readTensors(file, names) {
 }
 
 // How far the float64 sum of the parts may be from the model's float32 logit (the bound of
-// tests/js/heads.test.js): the parts add up to LayerNorm(x) . (gamma * wte[token]) in float64; the
+// tests/js/package/heads.test.js): the parts add up to LayerNorm(x) . (gamma * wte[token]) in float64; the
 // logit is the same C-term dot product after a float32 LayerNorm, so the two differ by at most
 // (C + 8) u times the sum of |terms|, twice for the two sides, u = 2^-24. That sum is at most
 // ||xhat|| ||gamma * w|| <= sqrt(C) ||gamma * w|| (a normalised row has ||xhat||^2 <= C); + 1 for the

@@ -114,7 +114,7 @@ async function gridShowsResult(page, by) {
 }
 
 // The page and the API run the same wasm build on the same text: the attention and value sizes
-// are the same floats (tests/js/inspect.test.js), and the row sums run over the same keys in the same
+// are the same floats (tests/js/package/inspect.test.js), and the row sums run over the same keys in the same
 // order in float64. The page keeps each share as float32 (weighting.js valueShare: alpha * n * (1 / sum)
 // in float64, then rounded), so a share differs from the float64 quotient here by the float32
 // rounding, at most half an ulp (2^-24 relative), plus the float64 roundings of 1 / sum and of the
@@ -147,7 +147,7 @@ test('the panel\'s score for each (query, key) pair is the API\'s; its softmax s
   await shot(page, 'inside-scores-hover', { animations: 'disabled' });
 
   // step 4: the weights are the heatmap's row, exactly (the same engine computes both: see
-  // tests/js/inspect.test.js, which finds inspect's attention bit-identical to run()'s)
+  // tests/js/package/inspect.test.js, which finds inspect's attention bit-identical to run()'s)
   await page.click('#inside .hs-inside-next');
   await expect(page.locator('#inside .hs-inside-figure')).toHaveAttribute('data-step', '4');
   const weights = await panel(page).locator('[data-weight]').evaluateAll((els) => els.map((e) => ({ key: Number(e.dataset.key), weight: Number(e.dataset.weight), text: e.textContent })));
@@ -182,7 +182,7 @@ test('with heads switched off below it, the panel is the model the views show: i
     const on = await d.model.inspectHead(r.text, l, h);
     return [Array.from(r.attention(l, h).subarray(q * r.T, q * r.T + q + 1)), Array.from(on.attention.subarray(q * on.T, q * on.T + q + 1))];
   }, [layer, head, query]);
-  // the same worker engine and the same switched-off heads: the same floats (tests/js/inspect.test.js)
+  // the same worker engine and the same switched-off heads: the same floats (tests/js/package/inspect.test.js)
   expect(weights).toEqual(heatmapRow);
   // and heads off below really moved them: every head on gives other weights
   expect(allOn.some((w, k) => w !== heatmapRow[k]), 'layer 0 off changes layer 1\'s weights').toBe(true);
@@ -330,7 +330,7 @@ test('weight × value size: the heatmap and lines say α·‖v W_O‖ per row, f
   const api = await apiValueSizes(page, layer, head);
   // the page's own run and a fresh API run of the same text: the same engine, so the same floats
   expect(api.sizes).toEqual(await page.evaluate(([l, h]) => Array.from(window.headscopeDemo.result.headValueNorms(l, h)), [layer, head]));
-  // ...and inspectHead's, which the panel shows (tests/js/inspect.test.js: bit for bit)
+  // ...and inspectHead's, which the panel shows (tests/js/package/inspect.test.js: bit for bit)
   expect(api.sizes).toEqual((await apiInside(page, layer, head)).valueNorm);
   const row = await page.evaluate(([l, h, q]) => {
     const r = window.headscopeDemo.result;

@@ -1,7 +1,7 @@
 // Long use: the demo page typing for a minute keeps its memory steady and keeps
 // answering. The page's JavaScript heap is read through the Chrome DevTools Protocol after a
 // forced garbage collection. (The wasm heap inside the worker is checked over 100,000 runs in
-// tests/js/heap.test.js.)
+// tests/js/package/heap.test.js.)
 import { test, expect, demoReady, demoIdle, renders, shot } from './fixtures.mjs';
 
 const SECONDS = Number(process.env.HEADSCOPE_LONGUSE_SECONDS || 60);

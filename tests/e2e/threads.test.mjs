@@ -7,7 +7,7 @@
 //   the wasm-threads suite).
 // - ?threads=1 loads the single-threaded build, which in Chromium is the relaxed-SIMD one: its fused
 //   multiply-adds round once where SIMD128 rounds twice, so it is compared within the bounds that
-//   tests/js/api.test.js derives for those two builds: logits 1e-4 relative + 1e-4 absolute,
+//   tests/js/package/api.test.js derives for those two builds: logits 1e-4 relative + 1e-4 absolute,
 //   attention 1e-5 absolute.
 import { test as base, expect, startServer, withModel, demoReady, demoIdle, shot } from './fixtures.mjs';
 import { ISOLATION_HEADERS } from '../../web/demo/static-server.mjs';

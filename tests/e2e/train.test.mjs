@@ -95,7 +95,7 @@ test('bad input stops a run with a message; the other run and the page keep work
   await expect(runA).toHaveAttribute('data-state', 'paused');
   await expect(runA.locator('.train-error')).toBeHidden();
   // a learning rate that diverges cannot be chosen on the page; the API's message is tested in
-  // tests/js/trainer.test.js. Reset unlocks the controls.
+  // tests/js/package/trainer.test.js. Reset unlocks the controls.
   await runA.locator('.train-reset').click();
   await expect(runA.locator('select').first()).toBeEnabled();
   await shot(page, 'train-text');

@@ -1,7 +1,7 @@
 // compare.html's "Sharing keys and values": the key/value-head family (Llama-architecture models
 // whose layers have the same query heads over fewer and fewer key/value heads) as a table and a
 // sentence, from each model's card and what the page measured. Pure: no DOM; unit-tested in
-// tests/js/compare-kv.test.js.
+// tests/js/unit/compare-kv.test.js.
 //
 // An entry (one model): { label, card, config, parameterCount, status, typedMs, typedComputed }
 //   card           card.json; null: the model has none; undefined: not read yet

@@ -1,5 +1,5 @@
 // compare.html's "what more heads buy" table, built from the family's model cards (pure functions:
-// no DOM, unit-tested in tests/js/compare-roles.test.js). A new-format card has a "roles" section
+// no DOM, unit-tested in tests/js/unit/compare-roles.test.js). A new-format card has a "roles" section
 // (scripts/train/head_metrics.py: role counts at roles.json's thresholds, best scores, copy
 // accuracy); an old-format card lacks it, and its cells are a dash with a note.
 

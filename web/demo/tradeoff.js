@@ -1,5 +1,5 @@
 // The comparison page's plain-words sentence on the head-count trade-off, computed from the numbers
-// on the page (no DOM; unit-tested in tests/js/tradeoff.test.js).
+// on the page (no DOM; unit-tested in tests/js/unit/tradeoff.test.js).
 // entries: [{ info: { config: { nHead, headSize } }, valLoss, valPpl, params, speedMs }]
 
 export function fmtParams(n) {

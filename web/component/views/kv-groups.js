@@ -1,6 +1,6 @@
 // Which query heads share a key/value head (grouped-query attention: query head h reads key/value
 // head floor(h / (nHead / nKvHead))), and the sentences that say so. Pure: the grid, the info line
-// and the "Inside this head" panel read it; tests/js/kv-groups.test.js checks it.
+// and the "Inside this head" panel read it; tests/js/unit/kv-groups.test.js checks it.
 
 /** The key/value head that query head `head` reads. */
 export const kvHeadOf = (nHead, nKvHead, head) => Math.floor(head / (nHead / nKvHead));

@@ -1,6 +1,6 @@
 // "How many heads does this model need?" (compare.html): a head measurement (measureHeads(), the
 // CLI's `headscope heads`) as a chart scene (scene.js display list) and the numbers the page states,
-// pure so they are tested in Node (tests/js/pruning-curve.test.js).
+// pure so they are tested in Node (tests/js/unit/pruning-curve.test.js).
 //   pruningScene    the loss against heads switched off: greedily in the measurement's order (a
 //                   line with a dot per step), beside random orders (their mean dashed, their lowest
 //                   and highest loss as a band of one bar per step), the levels 5% and 10% above the

@@ -3,9 +3,9 @@
 // measures leaks, not model speed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadModel, wasmHeapUsedBytes } from '../../dist/headscope.js';
+import { loadModel, wasmHeapUsedBytes } from '../../../dist/headscope.js';
 
-const fixture = new URL('../fixtures/models/odd-hs12/', import.meta.url);
+const fixture = new URL('../../fixtures/models/odd-hs12/', import.meta.url);
 
 test('10,000 and 100,000 runs keep malloc-ed wasm memory steady', async () => {
   const model = await loadModel(fixture);

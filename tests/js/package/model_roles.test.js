@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { V2S_TOL, PREV_TOL, inductionTol, copyTol } from './role_tolerance.js';
 
-const root = new URL('../../', import.meta.url);
+const root = new URL('../../../', import.meta.url);
 const folder = ['dist/models/headscope-base/', 'web/models/headscope-base/'].map((p) => new URL(p, root)).find((u) => existsSync(new URL('card.json', u)));
 const script = fileURLToPath(new URL('scripts/model_roles.mjs', root));
 

@@ -1,8 +1,8 @@
 // Head role scores on hand-built attention patterns, and knock-out ranking through the engine.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { headScores, headBadges, knockoutRanking, inductionProbeText, allHeadScores, HeadScoreRows } from '../../dist/analysis.js';
-import { loadModel } from '../../dist/headscope.js';
+import { headScores, headBadges, knockoutRanking, inductionProbeText, allHeadScores, HeadScoreRows } from '../../../dist/analysis.js';
+import { loadModel } from '../../../dist/headscope.js';
 import { testModelUrl } from './helpers.js';
 
 function pattern(T, rowFn) {

@@ -4,9 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { createTrainer, trainingPresets, loadModel } from '../../dist/headscope.js';
+import { createTrainer, trainingPresets, loadModel } from '../../../dist/headscope.js';
 
-const FIXTURES = new URL('../fixtures/train/', import.meta.url);
+const FIXTURES = new URL('../../fixtures/train/', import.meta.url);
 
 // safetensors: an 8-byte header length, a JSON header, then the tensors (F32 here)
 function readSafetensors(bytes) {

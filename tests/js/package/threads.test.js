@@ -4,7 +4,7 @@
 // in headless Chromium (tests/e2e/threads.test.mjs) and as a C++ suite on node's worker_threads.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadModel, createTrainer } from '../../dist/headscope.js';
+import { loadModel, createTrainer } from '../../../dist/headscope.js';
 import { testModelUrl } from './helpers.js';
 
 // console.info's messages while fn runs

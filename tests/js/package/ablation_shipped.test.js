@@ -14,15 +14,15 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
-import { loadModel } from '../../dist/headscope.js';
+import { loadModel } from '../../../dist/headscope.js';
 
 const TOL = 2e-3;
 // the shipped model's folder that holds the reference (web/models; dist/models is a copy of it)
 // (HEADSCOPE_ABLATION_FOLDER: another folder holding a model and its ablation_reference.json)
 const override = process.env.HEADSCOPE_ABLATION_FOLDER && pathToFileURL(`${process.env.HEADSCOPE_ABLATION_FOLDER.replace(/\/$/, '')}/`);
-const candidates = ['../../web/models/headscope-base/'].map((p) => new URL(p, import.meta.url));
+const candidates = ['../../../web/models/headscope-base/'].map((p) => new URL(p, import.meta.url));
 const folder = override || candidates.find((u) => existsSync(new URL('model.safetensors', u)));
-const refUrl = override ? new URL('ablation_reference.json', override) : new URL('../../web/models/headscope-base/ablation_reference.json', import.meta.url);
+const refUrl = override ? new URL('ablation_reference.json', override) : new URL('../../../web/models/headscope-base/ablation_reference.json', import.meta.url);
 const have = folder && existsSync(refUrl);
 
 test('engine ablation equals PyTorch with the same heads zeroed (shipped headscope-base)', { skip: have ? false : 'web/models/headscope-base (with ablation_reference.json) not built yet' }, async () => {

@@ -8,9 +8,9 @@ import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { figures, compareFigures, explainedRegressions, renderComparison } from '../../bench/regressions.mjs';
+import { figures, compareFigures, explainedRegressions, renderComparison } from '../../../bench/regressions.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const committed = JSON.parse(readFileSync(path.join(ROOT, 'bench/results.json'), 'utf8'));
 const byId = (fs) => new Map(fs.map((f) => [f.id, f]));
 
@@ -57,8 +57,16 @@ test('figures() of the committed bench/results.json: unique ids, set directions,
   // ids come from keys, not values: a run with other numbers has the same ids in the same order
   const other = JSON.parse(JSON.stringify(committed), (k, v) => (typeof v === 'number' && k !== 'T' ? v * 1.7 : v));
   assert.deepEqual(figures(other).map((f) => f.id), ids);
-  // no typing section in the committed file: none of its figures
-  assert.ok(!ids.some((id) => id.startsWith('typing.')));
+  // the typing figures exactly when the file has a typing section (full runs since 2026-12-03)
+  const typingIds = ids.filter((id) => id.startsWith('typing.'));
+  if (committed.typing) {
+    assert.equal(m.get('typing.default_model.keystroke_to_frame.p95_ms')?.value, committed.typing.default_model.keystroke_to_frame.p95_ms);
+    assert.equal(m.get('typing.gpt2_small.typed_token.median_ms')?.value, committed.typing.gpt2_small.typed_token.median_ms);
+  } else {
+    assert.deepEqual(typingIds, []);
+  }
+  const { typing, ...withoutTyping } = committed;
+  assert.ok(!figures(withoutTyping).some((f) => f.id.startsWith('typing.')), 'no typing section: no typing figures');
 });
 
 test('figures() reads results.typing: keystroke to frame and typed token lower, shown fractions higher', () => {

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { loadModel, shippedModels, defaultModelName, attentionIndex } from '../../dist/headscope.js';
+import { loadModel, shippedModels, defaultModelName, attentionIndex } from '../../../dist/headscope.js';
 import { repo, testModelUrl, testModelDir, defaultModelShipped } from './helpers.js';
 
 const SENTENCE = 'The chef, who trained in Paris, cooked the meal quickly.';
@@ -231,7 +231,7 @@ test('prefill then run equals one run, bit for bit (how the worker runs long tex
 test('where the engine has relaxed SIMD, the package loads its relaxed build, and it agrees with SIMD128', () => {
   // a child node that validates relaxed SIMD's standard opcode (as Chromium does by default)
   const script = `
-    const { loadModel } = await import(${JSON.stringify(new URL('../../dist/headscope.js', import.meta.url).href)});
+    const { loadModel } = await import(${JSON.stringify(new URL('../../../dist/headscope.js', import.meta.url).href)});
     const m = await loadModel(new URL(${JSON.stringify(testModelUrl.href)}));
     const r = m.run(${JSON.stringify(SENTENCE)});
     process.stdout.write(JSON.stringify({ simd: m.info.simd, logits: Array.from(r.logitsLast), attention: Array.from(r.attentionAll) }));`;

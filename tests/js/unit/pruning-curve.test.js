@@ -5,15 +5,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { themeFrom } from '../../web/component/theme.js';
-import { textWidth } from '../../web/component/scene.js';
+import { themeFrom } from '../../../web/component/theme.js';
+import { textWidth } from '../../../web/component/scene.js';
 import {
   headsOffBefore, pruningSummary, pruningScene, pruningLayout, pruningLabel, headRoles, headTicks, RISES,
-} from '../../web/component/views/pruning-curve.js';
+} from '../../../web/component/views/pruning-curve.js';
 
 const theme = themeFrom(() => '');
 const dark = themeFrom((name) => (name === '--hs-scheme' ? 'dark' : ''));
-const MODELS = new URL('../../web/models/', import.meta.url);
+const MODELS = new URL('../../../web/models/', import.meta.url);
 const NAMES = ['headscope-base', 'heads-1', 'heads-2', 'heads-4', 'heads-8'];
 
 /** A card's pruning section as a HeadsReport (the fields the page reads). */

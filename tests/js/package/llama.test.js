@@ -6,12 +6,12 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { loadModel } from '../../dist/headscope.js';
-import { loadModelInWorker } from '../../dist/headscope-worker.js';
+import { loadModel } from '../../../dist/headscope.js';
+import { loadModelInWorker } from '../../../dist/headscope-worker.js';
 import { nodeWorker } from './node-worker.js';
 
 const MODELS = ['llama-gqa', 'llama-mqa', 'qwen3-qknorm', 'llama-mha'];
-const folder = (name) => new URL(`../fixtures/models/${name}/`, import.meta.url);
+const folder = (name) => new URL(`../../fixtures/models/${name}/`, import.meta.url);
 const reference = (name) => JSON.parse(readFileSync(new URL('reference.json', folder(name)), 'utf8'));
 const open = [];
 after(() => { for (const m of open) m.dispose(); });
@@ -123,7 +123,7 @@ test('bad Llama-family sources are Errors naming the problem', async () => {
 });
 
 test('a Llama-family checkpoint trains (createTrainer({ init })), exports its tokenizer.json and reloads; its heads measure', async () => {
-  const { createTrainer } = await import('../../dist/headscope.js');
+  const { createTrainer } = await import('../../../dist/headscope.js');
   const read = (f) => readFileSync(new URL(f, folder('llama-gqa')));
   const init = { config: read('config.json'), weights: read('model.safetensors'), tokenizer: read('tokenizer.json') };
   const trainer = await createTrainer({ init, task: 'text', text: 'The chef, who trained in Paris, cooked the meal quickly. '.repeat(8), seqLen: 16, batchSize: 2, lr: 3e-3, steps: 40 });
@@ -167,7 +167,7 @@ test('writing past the context keeps the BOS first, with the CLI\'s ids, on both
   const { execFileSync } = await import('node:child_process');
   const { existsSync } = await import('node:fs');
   const { fileURLToPath } = await import('node:url');
-  const cli = ['build/native-release/headscope', 'build/native-debug/headscope'].map((p) => fileURLToPath(new URL(`../../${p}`, import.meta.url))).find(existsSync);
+  const cli = ['build/native-release/headscope', 'build/native-debug/headscope'].map((p) => fileURLToPath(new URL(`../../../${p}`, import.meta.url))).find(existsSync);
   assert.ok(cli, 'native CLI not built (tests/js/run.sh builds it first)');
   const prompt = 'The chef, who trained in Paris, cooked';  // 27 tokens with the BOS; context 32
   const doc = JSON.parse(execFileSync(cli, ['generate', '--model', fileURLToPath(folder('llama-gqa')), '--text', prompt, '--tokens', '12', '--temperature', '0', '--json']));

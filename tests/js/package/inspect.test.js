@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { loadModel } from '../../dist/headscope.js';
-import { loadModelInWorker } from '../../dist/headscope-worker.js';
+import { loadModel } from '../../../dist/headscope.js';
+import { loadModelInWorker } from '../../../dist/headscope-worker.js';
 import { repo, testModelUrl, testModelDir } from './helpers.js';
 import { nodeWorker } from './node-worker.js';
 
@@ -17,7 +17,7 @@ const cli = ['build/native-release/headscope', 'build/native-debug/headscope'].m
 
 // The models compared with the CLI: the test model (the shipped default when built: d_head 20) and a
 // fixture with 2 layers and d_head 12, so that a head past the first layer is checked too.
-const FIXTURE = new URL('../fixtures/models/odd-hs12/', import.meta.url);
+const FIXTURE = new URL('../../fixtures/models/odd-hs12/', import.meta.url);
 const models = [
   { name: 'test model', url: testModelUrl, dir: testModelDir },
   { name: 'odd-hs12', url: FIXTURE, dir: fileURLToPath(FIXTURE) },
@@ -35,7 +35,7 @@ function cliInside(dir, text, layer, head, ablate = []) {
 }
 
 // Native (SSE/AVX with FMA, -O3) and wasm SIMD128 run the same kernels with other instruction
-// selection and tile widths, so float32 sums differ in order (tests/js/api.test.js). Bounds, as
+// selection and tile widths, so float32 sums differ in order (tests/js/package/api.test.js). Bounds, as
 // there: activations and logits-like values (q, k, v, scores, z, out, valueNorm: each a float32 sum
 // of nEmbd or headSize products, layer after layer) agree to 1e-4 absolute + 1e-4 relative;
 // attention probabilities (in [0, 1], after a softmax that damps score differences) to 1e-5.

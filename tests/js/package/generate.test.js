@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { loadModel, wasmHeapUsedBytes } from '../../dist/headscope.js';
-import { loadModelInWorker } from '../../dist/headscope-worker.js';
-import { decodeWithSpans, MAX_GENERATE_TOKENS } from '../../dist/generation.js';
+import { loadModel, wasmHeapUsedBytes } from '../../../dist/headscope.js';
+import { loadModelInWorker } from '../../../dist/headscope-worker.js';
+import { decodeWithSpans, MAX_GENERATE_TOKENS } from '../../../dist/generation.js';
 import { repo, testModelUrl, testModelDir } from './helpers.js';
 import { nodeWorker } from './node-worker.js';
 
@@ -18,7 +18,7 @@ const cli = ['build/native-release/headscope', 'build/native-debug/headscope'].m
 // The test model (the shipped default when built: BPE, context 128) and a byte-level fixture with a
 // context of 32 tokens, so that generation runs past the context (cut as typing cuts) and writes
 // bytes that are not valid UTF-8 on their own.
-const TINY = new URL('../fixtures/models/tiny-hs4/', import.meta.url);
+const TINY = new URL('../../fixtures/models/tiny-hs4/', import.meta.url);
 // `stepwise`: the continuation whose every step is compared with a fresh run of its text. A fresh run
 // tokenizes the text, which gives the same tokens only when the written bytes are valid UTF-8 and
 // the tokenizer splits them as they were written; on the random byte-level fixture, this seed and

@@ -2,7 +2,7 @@
 // emoji sequences and a megabyte of pasted text are handled; truncation keeps the last tokens.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadModel } from '../../dist/headscope.js';
+import { loadModel } from '../../../dist/headscope.js';
 import { testModelUrl } from './helpers.js';
 
 const model = await loadModel(testModelUrl);

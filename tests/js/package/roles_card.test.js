@@ -12,8 +12,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { loadModel } from '../../dist/headscope.js';
-import { allHeadScores, inductionScores, verbSubjectScores } from '../../dist/analysis.js';
+import { loadModel } from '../../../dist/headscope.js';
+import { allHeadScores, inductionScores, verbSubjectScores } from '../../../dist/analysis.js';
 import { V2S_TOL, inductionTol } from './role_tolerance.js';
 
 const PARAGRAPH = 'The old house at the end of the street had been empty for many years. Children walked past it on their way to school, and some of them said that a ghost lived in the attic. '
@@ -21,7 +21,7 @@ const PARAGRAPH = 'The old house at the end of the street had been empty for man
   + 'His wife planted a garden behind the kitchen, where tomatoes, beans and sunflowers soon grew taller than their two children. '
   + 'By the autumn the neighbours had stopped talking about ghosts. They talked instead about the new bread that came out of the oven every Saturday morning, and about the music that could be heard from the open windows in the evening.';
 
-const root = new URL('../../', import.meta.url);
+const root = new URL('../../../', import.meta.url);
 function shippedWithCards() {
   const out = [];
   for (const base of ['dist/models/', 'web/models/']) {

@@ -2,8 +2,8 @@
 // lands where its value says, thinning keeps the ends, ticks are round, thresholds are drawn.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { themeFrom, headColour } from '../../web/component/theme.js';
-import { lossChartScene, scoreChartScene, thin, ticks } from '../../web/component/views/training-charts.js';
+import { themeFrom, headColour } from '../../../web/component/theme.js';
+import { lossChartScene, scoreChartScene, thin, ticks } from '../../../web/component/views/training-charts.js';
 
 const theme = themeFrom(() => '');
 

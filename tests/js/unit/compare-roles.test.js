@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { familyRoleTable, oneHeadNote, roleCounts } from '../../web/demo/compare-roles.js';
+import { familyRoleTable, oneHeadNote, roleCounts } from '../../../web/demo/compare-roles.js';
 
 const TH = { prev_token: 0.5, induction: 0.4, verb_to_subject: 3.0 };
 function newCard({ nHead, prev = 0.1, ind = 0.03, v2s = 1.2, counts, copy = 0.0, val = 5.1, bpb = 2.02 }) {
@@ -70,7 +70,7 @@ test('old-format cards and missing cards degrade to a dash or "no card", with a 
 });
 
 test('the shipped family\'s cards build a table with a cell per model and row', () => {
-  const root = new URL('../../web/models/', import.meta.url);
+  const root = new URL('../../../web/models/', import.meta.url);
   const entries = ['heads-1', 'heads-2', 'heads-4', 'heads-8'].filter((n) => existsSync(new URL(`${n}/card.json`, root)))
     .map((n) => ({ label: n, nHead: Number(n.slice(6)), card: JSON.parse(readFileSync(new URL(`${n}/card.json`, root), 'utf8')) }));
   if (!entries.length) return;

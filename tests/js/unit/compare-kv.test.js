@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { kvFamilyNames, kvFamilyTable, kvTradeoffSentence, kvOrder, extendsByOne, fmtBytes, fraction } from '../../web/demo/compare-kv.js';
+import { kvFamilyNames, kvFamilyTable, kvTradeoffSentence, kvOrder, extendsByOne, fmtBytes, fraction } from '../../../web/demo/compare-kv.js';
 
 const TH = { prev_token: 0.5, induction: 0.4, verb_to_subject: 3.0 };
 /** A card of an nLayer x 8-query-head model over nKvHead key/value heads of head size 16. */
@@ -163,7 +163,7 @@ test('the sentence: each model against the one with the most key/value heads, co
 });
 
 test('the shipped family\'s cards: a column per model, the cache = 2 x layers x key/value heads x head size x 4 bytes', () => {
-  const root = new URL('../../web/models/', import.meta.url);
+  const root = new URL('../../../web/models/', import.meta.url);
   const index = existsSync(new URL('index.json', root)) ? JSON.parse(readFileSync(new URL('index.json', root), 'utf8')).models : [];
   const names = kvFamilyNames(index).filter((n) => existsSync(new URL(`${n}/card.json`, root)));
   // the repository ships the family: its index must list it (an empty list would check nothing)

@@ -10,8 +10,8 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync, rmSync } from 'no
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadModel, wasmHeapUsedBytes } from '../../dist/headscope.js';
-import { loadModelInWorker } from '../../dist/headscope-worker.js';
+import { loadModel, wasmHeapUsedBytes } from '../../../dist/headscope.js';
+import { loadModelInWorker } from '../../../dist/headscope-worker.js';
 import { repo, dist } from './helpers.js';
 import { nodeWorker } from './node-worker.js';
 
@@ -24,7 +24,7 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 // that cuts the sentence) exactly and by gate gradients with 2 candidates; and the shipped heads-4
 // (2 x 4, width 128) on its heldout.txt, exactly, as its card measures it. The CLI's run of the
 // shipped default (32 heads, 85 tokens) takes about a minute on a shared machine: the e2e tests run it in the page.
-const FIXTURE = new URL('../fixtures/models/odd-hs12/', import.meta.url);
+const FIXTURE = new URL('../../fixtures/models/odd-hs12/', import.meta.url);
 const HEADS4 = new URL('models/heads-4/', dist);
 const cases = [
   { name: 'odd-hs12, exact', url: FIXTURE, text: SENTENCE, options: { randomOrders: 3, seed: 7, exactLimit: 64, candidates: 4 } },

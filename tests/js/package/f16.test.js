@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { loadModel, wasmMemoryBytes } from '../../dist/headscope.js';
+import { loadModel, wasmMemoryBytes } from '../../../dist/headscope.js';
 import { testModelUrl } from './helpers.js';
 
 const SENTENCE = 'The chef, who trained in Paris, cooked the meal quickly.';
@@ -12,7 +12,7 @@ const f32 = await loadModel(testModelUrl);
 const f16 = await loadModel(testModelUrl, { weights: 'f16' });
 
 // a fixture's four files, with the weights file chosen: model.safetensors is F32, model-f16 F16
-const fixture = new URL('../fixtures/models/odd-hs12/', import.meta.url);
+const fixture = new URL('../../fixtures/models/odd-hs12/', import.meta.url);
 function fixtureFiles(weightsFile) {
   const read = (f) => readFileSync(new URL(f, fixture));
   return { config: read('config.json'), weights: read(weightsFile), vocab: read('vocab.json'), merges: read('merges.txt') };
