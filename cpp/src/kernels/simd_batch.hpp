@@ -1,6 +1,7 @@
 // Internal to cpp/src: the build's SIMD batch type and what every xsimd kernel file shares.
 //   wasm:    -msimd128 -msse4.1 -> xsimd's sse4.1 arch, which Emscripten lowers to SIMD128 (4 lanes)
-//   native:  whatever the compiler targets (SSE2 by default, AVX-512 with -march=native here)
+//   native:  whatever the compiler targets (SSE2 by default; with -march=native the machine's widest,
+//            AVX2 with FMA on the AMD EPYC the bench runs on, AVX-512 where the CPU has it)
 // With HEADSCOPE_SIMD=0 nothing here is defined and the kernel files forward to their references.
 #pragma once
 
