@@ -28,16 +28,6 @@ const char* kGenerateUsage =
     "  tokens and to the smallest set whose probability reaches P. Temperature 0 is greedy. Defaults:\n"
     "  temperature 1, top-k 0 (off), top-p 1 (off), seed 0; one seed gives one continuation.\n";
 
-double parse_number(const std::string& flag, const std::string& v) {
-  try {
-    std::size_t used = 0;
-    const double x = std::stod(v, &used);
-    if (used != v.size()) throw std::invalid_argument(v);
-    return x;
-  } catch (const std::exception&) {
-    throw Error(flag + " expects a number, got \"" + v + "\"");
-  }
-}
 
 int run_generate(int argc, char** argv) {
   std::string model_dir, text;
@@ -51,18 +41,13 @@ int run_generate(int argc, char** argv) {
       if (i + 1 >= argc) throw Error(arg + " needs a value");
       return argv[++i];
     };
-    const auto whole = [&](const std::string& v) {
-      const double x = parse_number(arg, v);
-      if (x != std::floor(x) || x < 0 || x > 1e15) throw Error(arg + " expects a whole number >= 0, got \"" + v + "\"");
-      return x;
-    };
     if (arg == "--model") model_dir = value();
     else if (arg == "--text") text = value(), has_text = true;
-    else if (arg == "--tokens") tokens = (int)std::min(whole(value()), 1e9);
+    else if (arg == "--tokens") tokens = parse_int(arg, value());
     else if (arg == "--temperature") o.temperature = parse_number(arg, value());
-    else if (arg == "--top-k") o.top_k = (int)std::min(whole(value()), 1e9);
+    else if (arg == "--top-k") o.top_k = parse_int(arg, value());
     else if (arg == "--top-p") o.top_p = parse_number(arg, value());
-    else if (arg == "--seed") o.seed = (uint64_t)whole(value());
+    else if (arg == "--seed") o.seed = (uint64_t)parse_whole(arg, value(), 0, 1LL << 53);
     else if (arg == "--weights") load.weights = parse_weight_storage(value());
     else if (arg == "--threads") load.threads = parse_threads(value());
     else if (arg == "--json") json = true;

@@ -49,16 +49,6 @@ struct HeadsArgs {
   LoadOptions load;
 };
 
-int parse_int(const std::string& flag, const std::string& v) {
-  try {
-    std::size_t used = 0;
-    const long long x = std::stoll(v, &used);
-    if (used != v.size() || x < 0 || x > 1000000000) throw std::invalid_argument(v);
-    return (int)x;
-  } catch (const std::exception&) {
-    throw Error(flag + " expects a whole number >= 0, got \"" + v + "\"");
-  }
-}
 
 HeadsArgs parse(int argc, char** argv) {
   HeadsArgs a;

@@ -102,13 +102,6 @@ std::vector<int32_t> parse_ids(const std::string& s) {
   return out;
 }
 
-int parse_count(const std::string& option, const std::string& v) {
-  int n = 0;
-  std::size_t used = 0;
-  try { n = std::stoi(v, &used); } catch (const std::exception&) { used = 0; }
-  if (used != v.size() || n < 1) throw headscope::Error(option + " expects a positive whole number, got \"" + v + "\"");
-  return n;
-}
 
 Args parse_args(int argc, char** argv) {
   if (argc < 2) throw headscope::Error("missing command");
@@ -125,11 +118,7 @@ Args parse_args(int argc, char** argv) {
     else if (arg == "--text") { a.text = value(); a.has_text = true; }
     else if (arg == "--ids") a.ids = parse_ids(value());
     else if (arg == "--json") a.json = true;
-    else if (arg == "--top") {
-      const std::string v = value();
-      try { a.top = std::stoi(v); } catch (const std::exception&) { throw headscope::Error("--top expects a number, got \"" + v + "\""); }
-      if (a.top < 1) throw headscope::Error("--top must be at least 1");
-    }
+    else if (arg == "--top") a.top = headscope::cli::parse_int(arg, value(), 1);
     else if (arg == "--ablate") a.ablate = parse_heads(value(), "--ablate");
     else if (arg == "--inspect") {
       const std::string v = value();
@@ -137,8 +126,8 @@ Args parse_args(int argc, char** argv) {
       if (heads.size() != 1) throw headscope::Error("--inspect expects one LAYER:HEAD pair, got \"" + v + "\"");
       a.inspect = heads[0];
     }
-    else if (arg == "--tokens") a.tokens = parse_count(arg, value());
-    else if (arg == "--repeat") a.repeat = parse_count(arg, value());
+    else if (arg == "--tokens") a.tokens = headscope::cli::parse_int(arg, value(), 1);
+    else if (arg == "--repeat") a.repeat = headscope::cli::parse_int(arg, value(), 1);
     else if (arg == "--threads") a.load.threads = headscope::cli::parse_threads(value());
     else if (arg == "--weights") {
       const std::string v = value();

@@ -1,5 +1,7 @@
-// Options several headscope commands share.
+// Options several headscope commands share, and the one reader of their numbers.
 #pragma once
+#include <cmath>
+#include <stdexcept>
 #include <string>
 
 #include "headscope/error.hpp"
@@ -7,18 +9,45 @@
 
 namespace headscope::cli {
 
+// The one reader of numbers on the command line, for every command: all of `v` must be the number
+// (no trailing text), finite, and for a whole number within [lo, hi]; otherwise an Error naming the
+// flag and the value.
+inline double parse_number(const std::string& flag, const std::string& v) {
+  try {
+    std::size_t used = 0;
+    const double x = std::stod(v, &used);
+    if (used == v.size() && std::isfinite(x)) return x;
+  } catch (const std::exception&) {
+  }
+  throw Error(flag + " expects a number, got \"" + v + "\"");
+}
+
+inline long long parse_whole(const std::string& flag, const std::string& v, long long lo, long long hi) {
+  double x = 0;
+  try {
+    x = parse_number(flag, v);
+  } catch (const Error&) {
+    x = std::nan("");
+  }
+  if (!(x == std::floor(x) && x >= (double)lo && x <= (double)hi)) {
+    const std::string range = hi >= 1000000000 ? ">= " + std::to_string(lo) : "within [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    throw Error(flag + " expects a whole number " + range + ", got \"" + v + "\"");
+  }
+  return (long long)x;
+}
+
+// an int-sized count or index
+inline int parse_int(const std::string& flag, const std::string& v, int lo = 0) {
+  return (int)parse_whole(flag, v, lo, 1000000000);
+}
+
 // --threads N: the kernels' threads, 0 for one per core (LoadOptions::threads, Trainer::set_threads)
 inline int parse_threads(const std::string& v) {
-  std::size_t used = 0;
-  int n = -1;
   try {
-    n = std::stoi(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || v.empty() || n < 0 || n > kMaxThreads)
+    return (int)parse_whole("--threads", v, 0, kMaxThreads);
+  } catch (const Error&) {
     throw Error("--threads expects a whole number within [0, " + std::to_string(kMaxThreads) + "] (0: one per core), got \"" + v + "\"");
-  return n;
+  }
 }
 
 }  // namespace headscope::cli

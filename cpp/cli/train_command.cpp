@@ -85,21 +85,6 @@ std::string read_file(const fs::path& p, const std::string& what) {
   return ss.str();
 }
 
-template <typename T>
-T number(const std::string& flag, const std::string& v) {
-  try {
-    std::size_t used = 0;
-    double d = std::stod(v, &used);
-    if (used != v.size() || !std::isfinite(d)) throw std::invalid_argument(v);
-    if constexpr (std::is_integral_v<T>) {
-      if (d != std::floor(d) || d < 0 || d > 2e9) throw std::invalid_argument(v);
-    }
-    return (T)d;
-  } catch (const std::exception&) {
-    throw Error(flag + " expects a " + (std::is_integral_v<T> ? "non-negative integer" : "number") + ", got \"" + v +
-                "\"");
-  }
-}
 
 TrainArgs parse(int argc, char** argv) {
   TrainArgs a;
@@ -115,8 +100,8 @@ TrainArgs parse(int argc, char** argv) {
       const std::string v = value();
       const std::size_t colon = v.find(':');
       if (colon == std::string::npos) throw Error("--periods expects MIN:MAX, got \"" + v + "\"");
-      a.min_period = number<int>(arg, v.substr(0, colon));
-      a.max_period = number<int>(arg, v.substr(colon + 1));
+      a.min_period = parse_int(arg, v.substr(0, colon));
+      a.max_period = parse_int(arg, v.substr(colon + 1));
       if (a.min_period < 2 || a.max_period < a.min_period) throw Error("--periods expects 2 <= MIN <= MAX, got \"" + v + "\"");
     }
     else if (arg == "--config") a.config = value();
@@ -126,19 +111,19 @@ TrainArgs parse(int argc, char** argv) {
     else if (arg == "--out") a.out = value();
     else if (arg == "--optimizer") a.optimizer = value();
     else if (arg == "--steps") {
-      if ((a.steps = number<int>(arg, value())) < 1) throw Error("train: --steps must be at least 1");
+      if ((a.steps = parse_int(arg, value())) < 1) throw Error("train: --steps must be at least 1");
     } else if (arg == "--batch-size") {
-      if ((a.batch_size = number<int>(arg, value())) < 1) throw Error("train: --batch-size must be at least 1");
+      if ((a.batch_size = parse_int(arg, value())) < 1) throw Error("train: --batch-size must be at least 1");
     }
-    else if (arg == "--seq-len") a.seq_len = number<int>(arg, value());
-    else if (arg == "--log-every") a.log_every = number<int>(arg, value());
+    else if (arg == "--seq-len") a.seq_len = parse_int(arg, value());
+    else if (arg == "--log-every") a.log_every = parse_int(arg, value());
     else if (arg == "--threads") a.threads = parse_threads(value());
-    else if (arg == "--seed") { a.seed = number<uint64_t>(arg, value()); a.has_seed = true; }
+    else if (arg == "--seed") { a.seed = (uint64_t)parse_whole(arg, value(), 0, 1LL << 53); a.has_seed = true; }
     else if (arg == "--lr") {
-      if (!((a.lr = number<float>(arg, value())) > 0)) throw Error("train: --lr must be positive");
+      if (!((a.lr = (float)parse_number(arg, value())) > 0)) throw Error("train: --lr must be positive");
     }
-    else if (arg == "--weight-decay") { a.weight_decay = number<float>(arg, value()); a.has_weight_decay = true; }
-    else if (arg == "--clip") { a.clip = number<float>(arg, value()); a.has_clip = true; }
+    else if (arg == "--weight-decay") { a.weight_decay = (float)parse_number(arg, value()); a.has_weight_decay = true; }
+    else if (arg == "--clip") { a.clip = (float)parse_number(arg, value()); a.has_clip = true; }
     else throw Error("train: unknown option \"" + arg + "\"");
   }
   if (!a.preset.empty()) headscope::train::preset(a.preset);  // an unknown name fails here, listing the presets

@@ -157,3 +157,13 @@ if(NOT n_tokens EQUAL 8)
 endif()
 expect_error("vocab_size must be 256" train --config ${WORK}/cfg.json --task text:${WORK}/text.txt --steps 1 --out ${WORK}/bad)
 message(STATUS "headscope train --task text: ok")
+
+# every command reads its numbers with the one reader (cpp/cli/options.hpp): the whole value, a finite
+# number, a whole number within the flag's range; the error names the flag and the value
+expect_error("--top expects a whole number >= 1, got \"0\"" run --model ${WORK}/ind --ids 3,4 --top 0)
+expect_error("--top expects a whole number >= 1, got \"2x\"" run --model ${WORK}/ind --ids 3,4 --top 2x)
+expect_error("--tokens expects a whole number >= 0, got \"1.5\"" generate --model ${WORK}/ind --text a --tokens 1.5)
+expect_error("--temperature expects a number, got \"inf\"" generate --model ${WORK}/ind --text a --tokens 1 --temperature inf)
+expect_error("--lr expects a number, got \"1e-3x\"" train --preset induction --lr 1e-3x --out ${WORK}/bad)
+expect_error("--seq-len expects a whole number >= 0, got \"-4\"" train --preset induction --seq-len -4 --out ${WORK}/bad)
+expect_error("--threads expects a whole number within \\[0, 256\\] \\(0: one per core\\), got \"2.5\"" run --model ${WORK}/ind --ids 3,4 --threads 2.5)
