@@ -19,7 +19,7 @@ import { getModel, getFastTypingModel, loadModelFromBuffers, modelLoadCount, set
 import { Runner } from './runner.js';
 import { DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery } from './url-state.js';
 import { embedSnippet } from './embed-snippet.js';
-import { describeHead, focusToken, clamp } from './views/describe.js';
+import { describeHead, focusToken, clamp } from './model/describe.js';
 import { GridView, gridScene } from './views/grid.js';
 import { HeatmapView, heatmapScene } from './views/heatmap.js';
 import { LinesView, linesScene } from './views/lines.js';
@@ -27,9 +27,9 @@ import { CombineView, combineScene, attributionTarget } from './views/combine.js
 import { TopKView } from './views/topk.js';
 import { WriteBar } from './writer.js';
 import { InsideView, insideScene, insideSentence, clampStep, INSIDE_STEPS } from './views/inside.js';
-import { VALUE_WEIGHTING_SENTENCE, valueWeightingSentence, hasValueNorms, byValue, shownWeights } from './views/weighting.js';
+import { VALUE_WEIGHTING_SENTENCE, valueWeightingSentence, hasValueNorms, byValue, shownWeights } from './model/weighting.js';
 import { InsideSource } from './inside-source.js';
-import { kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes } from './views/kv-groups.js';
+import { kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes } from './model/kv-groups.js';
 import { Tooltip } from './views/tooltip.js';
 import { parseAblate } from '../lib/result.js';
 import { readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken } from './theme.js';

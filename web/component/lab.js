@@ -1,4 +1,4 @@
-// The "lab", shared by the demo page (web/demo/lab.js) and the <headscope-lab> element. Its
+// The "lab", shared by the demo page (web/demo/lab-panel.js) and the <headscope-lab> element. Its
 // panels, one module each under lab/:
 //   - switch heads off (lab/switch-off.js): click or press X on the grid's cells; the views re-run
 //     with `ablate`; the change in the next-token probabilities and the mean loss is shown
@@ -15,7 +15,7 @@ import { SwitchOffPanel } from './lab/switch-off.js';
 import { KnockoutPanel, REDUNDANT_DELTA } from './lab/knockout.js';
 import { RolesPanel, ROLE_SHORT, ROLE_FORMULAS, ROLE_NAMES, BADGE_THRESHOLDS, liveScores, rolesSentence } from './lab/roles.js';
 import { QuizPanel } from './lab/quiz.js';
-import { headSharing } from './views/kv-groups.js';
+import { headSharing } from './model/kv-groups.js';
 
 export { parseAblate, formatAblate, REDUNDANT_DELTA, ROLE_SHORT, ROLE_FORMULAS, ROLE_NAMES, liveScores, rolesSentence };
 

@@ -16,7 +16,7 @@
 import { getModel, GridView, readTheme, DEFAULT_TEXT, describeHead, headSharing } from '../component/headscope-view.js';
 import { allHeadScores, headBadges } from '../lib/analysis.js';
 import { ROLE_SHORT, rolesSentence } from '../component/lab.js';
-import { sharingName } from '../component/views/kv-groups.js';
+import { sharingName } from '../component/model/kv-groups.js';
 import { tradeoffSentence, fmtParams } from './tradeoff.js';
 import { familyRoleTable } from './compare-roles.js';
 import { kvFamilyNames, kvFamilyTable, kvTradeoffSentence, extendsByOne } from './compare-kv.js';

@@ -6,8 +6,8 @@ import {
   GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
   gridScene, heatmapScene, linesScene, combineScene,
 } from '../component/headscope-view.js';
-import { installLab } from './lab.js';
-import { installInside } from './inside.js';
+import { installLab } from './lab-panel.js';
+import { installInside } from './inside-panel.js';
 import { installContinue } from './continue.js';
 import { installSharing } from './share.js';
 import { installThemeToggle } from './theme-toggle.js';

@@ -1,10 +1,10 @@
-// The grouping of query heads over key/value heads (web/component/views/kv-groups.js): groups that
+// The grouping of query heads over key/value heads (web/component/model/kv-groups.js): groups that
 // tile the heads in order, as the engine's rule makes them (cpp/src/kernels/kernels.hpp: query head h
 // reads key/value head h / (NH / KV); that the engine follows it is tests/js/package/llama.test.js's
 // inspectHead check, where the heads of a group have the same k and v), and the sentences.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { kvHeadOf, kvGroups, headSharing, sharingName, sharingSentence, cacheBytes } from '../../../web/component/views/kv-groups.js';
+import { kvHeadOf, kvGroups, headSharing, sharingName, sharingSentence, cacheBytes } from '../../../web/component/model/kv-groups.js';
 
 test('groups tile the heads in order, each read by nHead / nKvHead query heads', () => {
   for (const [NH, KV] of [[8, 8], [8, 2], [8, 1], [9, 3], [32, 8], [16, 8]]) {

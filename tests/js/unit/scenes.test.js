@@ -7,7 +7,7 @@ import {
   attentionIndex, attentionAt, headOffset, contributionIndex, makeResult, resultForTransfer, parseAblate, formatAblate,
 } from '../../../web/lib/result.js';
 import { themeFrom, heat, heatIndex } from '../../../web/component/theme.js';
-import { describeHead, focusToken, strongestKey } from '../../../web/component/views/describe.js';
+import { describeHead, focusToken, strongestKey } from '../../../web/component/model/describe.js';
 import { heatmapScene, fitCell } from '../../../web/component/views/heatmap.js';
 import { linesScene, DEFAULT_LINKS } from '../../../web/component/views/lines.js';
 import { combineScene, attributionTarget } from '../../../web/component/views/combine.js';
@@ -19,7 +19,7 @@ import {
 } from '../../../web/component/views/inside.js';
 import {
   valueWeighted, shownWeights, shownWeightAt, valueNormsOf, hasValueNorms, valueWeightingSentence, VALUE_WEIGHTING_SENTENCE,
-} from '../../../web/component/views/weighting.js';
+} from '../../../web/component/model/weighting.js';
 import { paintGrid } from '../../../web/component/views/paint.js';
 import { stateFromQuery, stateToQuery } from '../../../web/component/url-state.js';
 

@@ -5,7 +5,7 @@
 import { heat, headColour, quoteToken } from '../theme.js';
 import { contributionIndex, sameAblate } from '../../lib/result.js';
 import { wrap } from '../scene.js';
-import { focusToken, clamp } from './describe.js';
+import { focusToken, clamp } from '../model/describe.js';
 import { signedColour } from './inside.js';
 import { SceneView } from './scene-view.js';
 import { HostWidth } from './host-width.js';

@@ -2,11 +2,11 @@
 // builder for export; GridView is the live grid (DOM cells over one canvas, keyboard navigation).
 // Both colour by state.by, as the other views do (weighting.js).
 import { heat } from '../theme.js';
-import { clamp, describeHead, focusToken } from './describe.js';
+import { clamp, describeHead, focusToken } from '../model/describe.js';
 import { paintGrid } from './paint.js';
 import { el } from './scene-view.js';
-import { byValue, shownWeightAt } from './weighting.js';
-import { kvGroups, headSharing } from './kv-groups.js';
+import { byValue, shownWeightAt } from '../model/weighting.js';
+import { kvGroups, headSharing } from '../model/kv-groups.js';
 
 // Query heads that share a key/value head are drawn as one group: a bracket over their columns
 // named "key/value head g" (only when some heads share: GPT-2's heads each have their own).

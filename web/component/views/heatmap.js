@@ -4,11 +4,11 @@
 import { textWidth } from '../scene.js';
 import { heat, tokenLabel, quoteToken } from '../theme.js';
 import { attentionAt } from '../../lib/result.js';
-import { focusToken, clamp } from './describe.js';
+import { focusToken, clamp } from '../model/describe.js';
 import { paintAttention } from './paint.js';
 import { SceneView } from './scene-view.js';
 import { HostWidth } from './host-width.js';
-import { shownWeights, weightAt, valueNormsOf, byValue } from './weighting.js';
+import { shownWeights, weightAt, valueNormsOf, byValue } from '../model/weighting.js';
 
 const fmt4 = (w) => w.toFixed(4);
 

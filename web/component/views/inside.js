@@ -10,7 +10,7 @@
 // Back/Next, one sentence per step, a tooltip with each number and keyboard navigation.
 import { textWidth, wrap } from '../scene.js';
 import { heat, tokenLabel, quoteToken, tokenWords } from '../theme.js';
-import { focusToken, clamp } from './describe.js';
+import { focusToken, clamp } from '../model/describe.js';
 import { SceneView, el } from './scene-view.js';
 import { HostWidth } from './host-width.js';
 

@@ -3,9 +3,9 @@
 // builder; LinesView adds hover, tap and keyboard focus on a token.
 import { textWidth } from '../scene.js';
 import { headColour, tokenLabel, tokenWords, quoteToken } from '../theme.js';
-import { clamp } from './describe.js';
+import { clamp } from '../model/describe.js';
 import { SceneView } from './scene-view.js';
-import { shownWeights, weightAt } from './weighting.js';
+import { shownWeights, weightAt } from '../model/weighting.js';
 
 const fmt2 = (w) => w.toFixed(2);
 

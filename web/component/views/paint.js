@@ -3,7 +3,7 @@
 // with the theme's 256-colour table, which is far cheaper than a fillRect per cell.
 import { heatIndex } from '../theme.js';
 import { headOffset, strideOf } from '../../lib/result.js';
-import { byValue, valueRowScales, valueRowScale, valueShare } from './weighting.js';
+import { byValue, valueRowScales, valueRowScale, valueShare } from '../model/weighting.js';
 
 // Per canvas: its 2D context and a reusable ImageData (with a 32-bit view) of the current size.
 const paintCache = new WeakMap();

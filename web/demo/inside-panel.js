@@ -2,7 +2,7 @@
 // The panel's head comes from the model's inspectHead() through an InsideSource
 // (web/component/inside-source.js), in full while the panel is on screen (or an article linked to
 // it with ?inside=). "Weight × value size" reads the value sizes from the result on screen
-// (web/component/views/weighting.js): the page's runs ask for them in that mode.
+// (web/component/model/weighting.js): the page's runs ask for them in that mode.
 // demo.js calls update(result, theme) in its render path.
 import {
   InsideView, InsideSource, Tooltip, hasValueNorms, valueWeightingSentence, focusToken, headSharing,
