@@ -36,5 +36,18 @@ node "$ROOT/web/bundle.mjs" --out "$TMP" demo
 # the lab's styles, the comparison page and the lab component's article
 cp "$ROOT/web/demo/lab.css" "$ROOT/web/demo/compare.html" "$ROOT/web/demo/compare-pruning.css" "$ROOT/web/demo/lab-component.html" "$ROOT/web/demo/lab-component.js" "$TMP/"
 cp "$ROOT/web/component/lab.css" "$TMP/lab-views.css"
+# every page's Content-Security-Policy meta tag, from the one policy the server sends too
+# (web/demo/static-server.mjs, DEMO_CSP); a page without it fails the build
+node --input-type=module -e '
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { DEMO_CSP } from "'"$ROOT"'/web/demo/static-server.mjs";
+const dir = process.argv[1];
+for (const name of readdirSync(dir).filter((n) => n.endsWith(".html"))) {
+  const file = path.join(dir, name), html = readFileSync(file, "utf8");
+  if (!html.includes("content=\"{{DEMO_CSP}}\"")) throw new Error(`web/demo/build.sh: ${name} has no <meta http-equiv="Content-Security-Policy" content="{{DEMO_CSP}}">`);
+  writeFileSync(file, html.replaceAll("{{DEMO_CSP}}", DEMO_CSP.replaceAll("\"", "&quot;")));
+}
+' "$TMP"
 rm -rf "$OUT" && mv "$TMP" "$OUT"
 echo "web/demo/build.sh: site in ${OUT#$ROOT/} ($(du -sh "$OUT" | cut -f1))"
