@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Self-checks of scripts/common/llama_torch.py, the float64 reference of the Llama-family fixtures.
 Each check compares the reference with a second, independent way to compute the same thing; exits
 non-zero on any failure. About a second:

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Generate cpp/src/text/unicode_nfc_tables.inc: what Unicode Normalization Form C needs (UAX #15).
 
 Qwen2/3's tokenizer.json normalizes its input to NFC before splitting it; neither std:: nor ICU

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Write the PyTorch reference fixtures the C++ engine tests compare against.
 
 Regenerate (deterministic, seeded; overwrites tests/fixtures/models/*):

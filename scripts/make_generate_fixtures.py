@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Write tests/fixtures/models/NAME/greedy.json: greedy (temperature 0) generation in float64, the
 reference for headscope::generate with temperature 0.
 

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Write tests/fixtures/models/NAME/heads.json: head importance in float64, the reference for
 measure_heads and the Trainer's head gates (`headscope heads`).
 

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Write tests/fixtures/models/NAME/inside.json: one head's internals in float64, the reference for
 Model::inspect_head (the "Inside this head" view).
 

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Write the Llama-family fixtures: small RANDOM llama / qwen3 models with float64 PyTorch references.
 
 Regenerate (deterministic, seeded; overwrites tests/fixtures/models/{llama-gqa,llama-mqa,qwen3-qknorm,llama-mha}):

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Measure how many heads each shipped model needs and write it into its card (card.json "pruning",
 and the README.md generated from the card): `headscope heads` on the model's heldout.txt
 (scripts/train/heldout_text.py), greedy order against random orders.

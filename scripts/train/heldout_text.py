@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Write web/models/NAME/heldout.txt: a short passage of the validation split that no model trained
 on, for measuring which heads a model needs (`headscope heads`, the page's pruning curve).
 
