@@ -45,7 +45,7 @@ build() {  # build PRESET TARGET...
 build native-release headscope headscope_gemm_native
 build wasm-release headscope_bench_wasm
 # the relaxed build's bench module: not in quick mode (its build and post-link rewrite took a minute of
-# CI's run); without node's flag below wasm_gpt2_small.mjs then says it skips that subject
+# CI's run); without node's flag below wasm-gpt2-small.mjs then says it skips that subject
 RELAXED_FLAG=()
 if [ "${BENCH_QUICK:-0}" != 1 ]; then build wasm-relaxed headscope_bench_wasm; RELAXED_FLAG=(--experimental-wasm-relaxed-simd); fi
 SITE="${BENCH_SITE:-}"
@@ -59,11 +59,11 @@ log "native against PyTorch (1 thread, then 1 and 2 threads); the GEMM against E
 /usr/bin/python3 bench/native_vs_torch.py --cli build/native-release/headscope --gemm build/native-release/headscope_gemm_native \
   --model "$G" --tokens "$TOKENS" --repeat "$REPEAT" "${Q[@]}" --markdown "$MD/gpt2-small-native.md"
 log "wasm SIMD128 and relaxed SIMD against onnxruntime-web"
-node "${RELAXED_FLAG[@]}" bench/wasm_gpt2_small.mjs --model "$G" --onnx "$G-onnx" --tokens "$TOKENS" \
+node "${RELAXED_FLAG[@]}" bench/wasm-gpt2-small.mjs --model "$G" --onnx "$G-onnx" --tokens "$TOKENS" \
   --simd build/wasm-release --relaxed build/wasm-relaxed --markdown "$MD/gpt2-small-wasm.md" "${Q[@]}"
 log "typing at the end of 1,000 tokens in the demo (headless Chromium)"
-node bench/long_text_bench.mjs --model "$G" --demo "$SITE" --keys "$KEYS" --out "$OUT/long-text.json" --markdown "$MD/gpt2-small-typing.md"
+node bench/long-text-bench.mjs --model "$G" --demo "$SITE" --keys "$KEYS" --out "$OUT/long-text.json" --markdown "$MD/gpt2-small-typing.md"
 log "the package threaded against onnxruntime-web in Chromium (an isolated page)"
-node bench/browser_gpt2_small.mjs --model "$G" --onnx "$G-onnx" --pkg dist --tokens "$BROWSER_TOKENS" "${Q[@]}" \
+node bench/browser-gpt2-small.mjs --model "$G" --onnx "$G-onnx" --pkg dist --tokens "$BROWSER_TOKENS" "${Q[@]}" \
   --out "$OUT/browser.json" --markdown "$MD/gpt2-small-browser.md"
 log "wrote $MD/gpt2-small-native.md, $MD/gpt2-small-wasm.md, $MD/gpt2-small-typing.md, $MD/gpt2-small-browser.md"

@@ -24,7 +24,7 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import os from 'node:os';
 import { ROOT } from './lib.mjs';
-import { trainingResults } from './train_report.mjs';
+import { trainingResults } from './train-report.mjs';
 import { renderTables, renderSvg, spliceTables, verdict } from './tables.mjs';
 import { figures, compareFigures, explainedRegressions, renderComparison } from './regressions.mjs';
 
@@ -170,7 +170,7 @@ const variants = need('variants.json');
 const builds = need('builds.json');  // scripts/bench.sh: f32x4 counts and file sizes of the builds
 const page = maybe('page.json');  // absent with BENCH_SKIP_PAGE=1
 const train = trainingResults(maybe('train.json'), maybe('train-page.json'));  // absent with BENCH_SKIP_TRAIN=1
-const typing = maybe('typing.json');  // bench/typing_bench.mjs: typing in the demo
+const typing = maybe('typing.json');  // bench/typing-bench.mjs: typing in the demo
 const cfg = JSON.parse(readFileSync(path.join(opt.model, 'config.json'), 'utf8'));
 
 const geomean = (xs) => Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);

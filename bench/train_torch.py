@@ -1,4 +1,4 @@
-"""PyTorch's side of the training-speed bench (bench/train_speed.mjs): the repository's reference
+"""PyTorch's side of the training-speed bench (bench/train-speed.mjs): the repository's reference
 GPT-2 (scripts/common/gpt2_torch.py: pre-LN, tanh GELU, tied LM head) trained on CPU with one thread,
 as the engine trains the page's presets: AdamW (lr 1e-3, betas 0.9/0.999, eps 1e-8, no weight decay)
 after clip_grad_norm_(1.0), a fresh batch of random tokens from the vocabulary every step.

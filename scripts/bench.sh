@@ -187,18 +187,18 @@ native_run() {  # native_run N: both native builds (N: 1 before the Node runs, 2
 }
 train_speed() {
   # quick: the default preset's shape only (the wider ones run the same code, for a minute of CI)
-  node bench/train_speed.mjs --native "$NATIVE/headscope" --pkg "$RAW/pkg" --out "$RAW/train.json" "${Q[@]}" \
+  node bench/train-speed.mjs --native "$NATIVE/headscope" --pkg "$RAW/pkg" --out "$RAW/train.json" "${Q[@]}" \
     $([ "$QUICK" = 1 ] && echo --shapes default)
 }
 train_page() {
-  node bench/train_page_bench.mjs --site "$RAW/web" --out "$RAW/train-page.json" --repeats "$([ "$QUICK" = 1 ] && echo 1 || echo 2)"
+  node bench/train-page-bench.mjs --site "$RAW/web" --out "$RAW/train-page.json" --repeats "$([ "$QUICK" = 1 ] && echo 1 || echo 2)"
 }
 typing() {
-  # the two figures of typing in the demo (bench/typing_bench.mjs), on GPT-2 small's exact shape in
+  # the two figures of typing in the demo (bench/typing-bench.mjs), on GPT-2 small's exact shape in
   # both modes: the quick run's are the figures a regression shows first, so CI records them
   local g=.cache/bench/gpt2-small
   [ -f "$g/model.safetensors" ] || /usr/bin/python3 bench/make_gpt2_small.py "$g" >/dev/null
-  node bench/typing_bench.mjs --demo "$RAW/web" --gpt2 "$g" --out "$RAW/typing.json" "${Q[@]}"
+  node bench/typing-bench.mjs --demo "$RAW/web" --gpt2 "$g" --out "$RAW/typing.json" "${Q[@]}"
 }
 report() {
   local allow=()
@@ -222,13 +222,13 @@ stage "native: -march=native and SSE2, first run" native_run 1
 stage "calibration: SIMD128 peak now, engine GEMM against a hand-written 4x8 tile, previous kernels" \
   node bench/variants.mjs --simd "$SIMD" --model "$MODEL" --out "$RAW/variants.json" --quick
 stage "node: wasm SIMD, wasm scalar, onnxruntime-web (default tiering: Liftoff, then TurboFan)" \
-  node bench/node_bench.mjs --model "$MODEL" --onnx "$ONNX" --simd "$SIMD" --scalar "$SCALAR" --pkg "$RAW/pkg" --out "$RAW/node.json" "${Q[@]}"
+  node bench/node-bench.mjs --model "$MODEL" --onnx "$ONNX" --simd "$SIMD" --scalar "$SCALAR" --pkg "$RAW/pkg" --out "$RAW/node.json" "${Q[@]}"
 stage "node --no-liftoff: cross-check of the SIMD build" \
-  node --no-liftoff bench/node_bench.mjs --model "$MODEL" --onnx "$ONNX" --simd "$SIMD" --out "$RAW/node-noliftoff.json" --simd-only --quick
+  node --no-liftoff bench/node-bench.mjs --model "$MODEL" --onnx "$ONNX" --simd "$SIMD" --out "$RAW/node-noliftoff.json" --simd-only --quick
 stage "native: second run (each native figure keeps the faster of the two, around the Node runs)" native_run 2
 if [ "$QUICK" = 1 ] || [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
   stage "page: cold load and keystroke to paint, bench/page and web/demo (headless Chromium)" \
-    node bench/page_bench.mjs --model "$MODEL" --pkg "$RAW/pkg" --demo "$RAW/web" --out "$RAW/page.json" "${Q[@]}"
+    node bench/page-bench.mjs --model "$MODEL" --pkg "$RAW/pkg" --demo "$RAW/web" --out "$RAW/page.json" "${Q[@]}"
 fi
 if [ "$QUICK" = 1 ] || [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
   stage "typing in the demo: the default model, and GPT-2 small's shape at 950 tokens (headless Chromium)" typing
@@ -254,7 +254,7 @@ elif [ "${BENCH_GPT2:-0}" = 1 ]; then
   stage "Llama family: SmolLM2-135M's shape, native against PyTorch (bench/llama_vs_torch.py)" \
     /usr/bin/python3 bench/llama_vs_torch.py --cli "$NATIVE/headscope" --markdown bench/llama-small-native.md
 fi
-# bench/before_after.mjs compares two builds of the engine (run by hand around a change); the quick run
+# bench/before-after.mjs compares two builds of the engine (run by hand around a change); the quick run
 # puts this build on both sides, one round, so the script cannot rot
 before_after_smoke() {
   local d="$RAW/before-after"
@@ -262,10 +262,10 @@ before_after_smoke() {
   ln -s "$PWD/$NATIVE/headscope" "$d/headscope"
   ln -s "$PWD/$SIMD/headscope_wasm.js" "$d/headscope_wasm.js"
   ln -s "$PWD/$SIMD/headscope_wasm.wasm" "$d/headscope_wasm.wasm"
-  node bench/before_after.mjs --before "$d" --after "$d" --rounds 1 --out "$RAW/before-after.json" >/dev/null
+  node bench/before-after.mjs --before "$d" --after "$d" --rounds 1 --out "$RAW/before-after.json" >/dev/null
 }
 if [ "$QUICK" = 1 ]; then
-  stage "bench/before_after.mjs on this build against itself (one round)" before_after_smoke
+  stage "bench/before-after.mjs on this build against itself (one round)" before_after_smoke
 fi
 if [ "$FAILED" = 0 ]; then
   stage "report" report

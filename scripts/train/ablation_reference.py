@@ -9,7 +9,7 @@ Writes web/models/NAME/ablation_reference.json:
   logits_last_full     the same with every head on (for the size of the effect)
   loss, loss_ablated   mean next-token cross-entropy over the sentence (nats), without / with ablation
 The weights are the exported F16 file read back; arithmetic is float32 (as in reference.json).
-tests/js/ablation_shipped.test.js compares the WebAssembly engine against it.
+tests/js/ablation-shipped.test.js compares the WebAssembly engine against it.
 
   /usr/bin/python3 scripts/train/ablation_reference.py [--model headscope-base] [--heads 1:3,2:5]
 Without --heads: the two heads the model card ranks highest for 'cooked' -> 'chef' (else 1:3, 2:5).

@@ -6,7 +6,7 @@
 //   _v1: the engine's kernel until the register-tiled port (cpp/src/kernels_simd.cpp at commit a2250c9);
 //        the engine's current kernel is the latest version.
 //   _candidate_*: a variant that was measured and not adopted, with the reason beside it.
-// Whole-model before/after comparisons check out the older commit and build it: bench/before_after.mjs.
+// Whole-model before/after comparisons check out the older commit and build it: bench/before-after.mjs.
 #pragma once
 #include "kernels/kernels.hpp"
 

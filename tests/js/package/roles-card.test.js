@@ -8,13 +8,13 @@
 // New-format cards (a "roles" section) also carry induction and verb-to-subject scores per head:
 // measured through the engine as the page measures them (headscope/analysis inductionScores on the
 // roles.json word lists, verbSubjectScores on the card's probe sentences), every head agrees with
-// the card within the tolerances of role_tolerance.js.
+// the card within the tolerances of role-tolerance.js.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { loadModel } from '../../../dist/headscope.js';
 import { allHeadScores, inductionScores, verbSubjectScores } from '../../../dist/analysis.js';
-import { V2S_TOL, inductionTol } from './role_tolerance.js';
+import { V2S_TOL, inductionTol } from './role-tolerance.js';
 
 const PARAGRAPH = 'The old house at the end of the street had been empty for many years. Children walked past it on their way to school, and some of them said that a ghost lived in the attic. '
   + 'In the spring of that year, a young family bought the house. The father was a carpenter, and he spent the summer repairing the roof, the windows and the long front porch. '

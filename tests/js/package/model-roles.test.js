@@ -1,5 +1,5 @@
-// scripts/model_roles.mjs computes a card's role numbers through the engine; on the shipped default
-// model they agree with card.json within the tolerances of role_tolerance.js (justified there).
+// scripts/model-roles.mjs computes a card's role numbers through the engine; on the shipped default
+// model they agree with card.json within the tolerances of role-tolerance.js (justified there).
 // Old-format cards (no "roles" section) only carry per-head previous-token scores: those are checked,
 // and the rest is reported as not comparable.
 import { test } from 'node:test';
@@ -7,13 +7,13 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { V2S_TOL, PREV_TOL, inductionTol, copyTol } from './role_tolerance.js';
+import { V2S_TOL, PREV_TOL, inductionTol, copyTol } from './role-tolerance.js';
 
 const root = new URL('../../../', import.meta.url);
 const folder = ['dist/models/headscope-base/', 'web/models/headscope-base/'].map((p) => new URL(p, root)).find((u) => existsSync(new URL('card.json', u)));
-const script = fileURLToPath(new URL('scripts/model_roles.mjs', root));
+const script = fileURLToPath(new URL('scripts/model-roles.mjs', root));
 
-test('model_roles.mjs on the default model agrees with its card', { skip: folder ? false : 'no default model with a card' }, () => {
+test('model-roles.mjs on the default model agrees with its card', { skip: folder ? false : 'no default model with a card' }, () => {
   const LISTS = 64; // more lists than the card's 16: the engine's side of the sampling error shrinks
   const out = execFileSync(process.execPath, [script, fileURLToPath(folder), '--json', '--lists', String(LISTS)], { encoding: 'utf8' });
   const r = JSON.parse(out);

@@ -131,15 +131,15 @@ test('explainedRegressions reads "## Regressions explained" only, and only lines
     '## Regressions explained', '',
     'One line each: `- \\`figure-id\\`: why it is worse, measured how`.', '',
     '- `forward.simd.T64.median_ms`: the attention kernel now keeps every head apart (commit abc1234),',
-    '  measured with bench/before_after.mjs: 1.6x at T = 64',
+    '  measured with bench/before-after.mjs: 1.6x at T = 64',
     '- `demo.keystroke_to_paint_T_le_64.p95_ms`:   ',
     '- `page.main.draw_T_le_64.median_ms`',
-    '* `training.default.wasm.tokens_per_s`: a second optimizer state; 1.7x, bench/train_speed.mjs',
+    '* `training.default.wasm.tokens_per_s`: a second optimizer state; 1.7x, bench/train-speed.mjs',
     '', '## Results', '', '- `ratio.simd_over_scalar`: after the section, not counted',
   ].join('\n');
   const m = explainedRegressions(text);
   assert.deepEqual([...m.keys()].sort(), ['forward.simd.T64.median_ms', 'training.default.wasm.tokens_per_s']);
-  assert.equal(m.get('forward.simd.T64.median_ms'), 'the attention kernel now keeps every head apart (commit abc1234), measured with bench/before_after.mjs: 1.6x at T = 64');
+  assert.equal(m.get('forward.simd.T64.median_ms'), 'the attention kernel now keeps every head apart (commit abc1234), measured with bench/before-after.mjs: 1.6x at T = 64');
   assert.equal(explainedRegressions('# no such section\n- `a`: b\n').size, 0);
   // the committed README has the section, and explains nothing yet
   const readme = readFileSync(path.join(ROOT, 'bench/README.md'), 'utf8');

@@ -19,7 +19,7 @@
 // load spike on the shared machine hits all subjects alike; ratios are medians of the per-round
 // ratios to PyTorch (paired), tokens/s the medians over rounds.
 //
-// Usage: node bench/train_speed.mjs --native BIN --pkg DIR --out FILE [--quick] [--shapes default,d128,d256]
+// Usage: node bench/train-speed.mjs --native BIN --pkg DIR --out FILE [--quick] [--shapes default,d128,d256]
 //          [--no-relaxed] [--rounds N] [--chunk-seconds S] [--threads 2]
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -38,7 +38,7 @@ const { values: opt } = parseArgs({
     threads: { type: 'string', default: '2' },
   },
 });
-if (!opt.native || !opt.pkg || !opt.out) throw new Error('usage: node bench/train_speed.mjs --native BIN --pkg DIR --out FILE [--quick] [--shapes default,d128,d256] [--no-relaxed]');
+if (!opt.native || !opt.pkg || !opt.out) throw new Error('usage: node bench/train-speed.mjs --native BIN --pkg DIR --out FILE [--quick] [--shapes default,d128,d256] [--no-relaxed]');
 // many short rounds: the load on the shared cores changes within seconds, so the subjects' chunks of
 // one round should lie close together in time
 // (the quick run only checks that every subject trains and reports: 2 short rounds)
@@ -118,8 +118,8 @@ async function benchShape(key) {
   const warm = key === 'default' ? '50' : '6';  // steps (d256: about 0.1-0.3 s each)
   const subjects = [
     nativeSubject(shape),
-    persistent('wasm', 'node', ['bench/train_wasm.mjs', '--pkg', opt.pkg, '--warmup', warm, shapeArg]),
-    ...(opt['no-relaxed'] ? [] : [persistent('wasm_relaxed', 'node', ['--experimental-wasm-relaxed-simd', 'bench/train_wasm.mjs', '--pkg', opt.pkg, '--warmup', warm, shapeArg])]),
+    persistent('wasm', 'node', ['bench/train-wasm.mjs', '--pkg', opt.pkg, '--warmup', warm, shapeArg]),
+    ...(opt['no-relaxed'] ? [] : [persistent('wasm_relaxed', 'node', ['--experimental-wasm-relaxed-simd', 'bench/train-wasm.mjs', '--pkg', opt.pkg, '--warmup', warm, shapeArg])]),
     persistent('torch', opt.python, ['bench/train_torch.py', shapeArg, '--warmup', warm, '--foreach']),
     ...MORE_THREADS.flatMap((n) => [nativeSubject(shape, n),
       persistent(`torch_${n}t`, opt.python, ['bench/train_torch.py', shapeArg, '--warmup', warm, '--foreach', '--threads', String(n)])]),

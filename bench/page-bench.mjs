@@ -2,20 +2,20 @@
 //   cold load to first attention (fresh browser context, nothing cached), and keystroke-to-paint while
 //   typing, with the model on the page's thread (mode main) and in a Web Worker (mode worker).
 // Serves bench/page/ (a minimal page of our own), the npm package's payload (--pkg) and the model.
-// Usage: node bench/page_bench.mjs --model DIR --pkg DIR --out FILE [--quick] [--demo SITE]
+// Usage: node bench/page-bench.mjs --model DIR --pkg DIR --out FILE [--quick] [--demo SITE]
 //   PAGE_BENCH_DEMO_ONLY=1: only the demo page (skips the minimal page's main and worker modes)
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { ROOT, stats } from './lib.mjs';
-import { DEMO_PROBE } from './demo_probe.mjs';
+import { DEMO_PROBE } from './demo-probe.mjs';
 import { startStaticServer } from '../web/demo/static-server.mjs';
 
 const { values: opt } = parseArgs({
   options: { model: { type: 'string' }, pkg: { type: 'string' }, out: { type: 'string' }, quick: { type: 'boolean', default: false }, demo: { type: 'string' } },
 });
-if (!opt.model || !opt.pkg || !opt.out) throw new Error('usage: node bench/page_bench.mjs --model DIR --pkg DIR --out FILE [--quick] [--demo SITE]');
+if (!opt.model || !opt.pkg || !opt.out) throw new Error('usage: node bench/page-bench.mjs --model DIR --pkg DIR --out FILE [--quick] [--demo SITE]');
 const quick = opt.quick;
 const modelDir = path.resolve(opt.model);
 const pkgDir = path.resolve(opt.pkg);
@@ -170,10 +170,10 @@ if (demoDir) {
     }
     await context.close();
   }
-  // what bench/demo_probe.mjs reads from the demo (its run time in #stats, headscopeDemo.renderMs and
+  // what bench/demo-probe.mjs reads from the demo (its run time in #stats, headscopeDemo.renderMs and
   // result.ranOnPage): if the demo stops publishing one, its rows would silently go empty
   for (const [field, what] of [['run_ms', '"ran in N ms" in #stats'], ['render_ms', 'window.headscopeDemo.renderMs'], ['on_page', 'window.headscopeDemo.result.ranOnPage']])
-    if (!keys.some((k) => k[field] !== null && k[field] !== undefined)) throw new Error(`web/demo no longer publishes ${what} (bench/demo_probe.mjs reads it)`);
+    if (!keys.some((k) => k[field] !== null && k[field] !== undefined)) throw new Error(`web/demo no longer publishes ${what} (bench/demo-probe.mjs reads it)`);
   const upTo64 = keys.filter((k) => k.T <= 64);
   results.demo = {
     page: 'web/demo (built by web/demo/build.sh), model in a Web Worker, short typing updates on the page thread',

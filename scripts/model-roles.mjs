@@ -2,7 +2,7 @@
 // Every role number of a model card, computed from the exported files through the engine (the npm
 // package's API in Node, float32 WebAssembly), not through PyTorch:
 //
-//   node scripts/model_roles.mjs web/models/headscope-base [--json] [--lists N] [--text FILE]
+//   node scripts/model-roles.mjs web/models/headscope-base [--json] [--lists N] [--text FILE]
 //
 //   previous token   mean over t >= 1 of A[t][t-1], on 128-token windows of --text (default: the
 //                    English paragraph below). The card measures it on held-out validation text,
@@ -131,7 +131,7 @@ async function main(argv) {
   const args = argv.slice(2);
   const folder = args.find((a, i) => !a.startsWith('--') && !['--lists', '--text'].includes(args[i - 1]));
   if (!folder) {
-    console.error('usage: node scripts/model_roles.mjs MODEL_FOLDER [--json] [--lists N] [--text FILE]');
+    console.error('usage: node scripts/model-roles.mjs MODEL_FOLDER [--json] [--lists N] [--text FILE]');
     process.exit(2);
   }
   const opt = (name) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };

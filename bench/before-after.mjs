@@ -1,5 +1,5 @@
 // Two builds of the engine side by side, interleaved in one run: did a change keep the speed?
-//   node bench/before_after.mjs --before DIR --after DIR [--gpt2 FOLDER] [--rounds N] [--out FILE]
+//   node bench/before-after.mjs --before DIR --after DIR [--gpt2 FOLDER] [--rounds N] [--out FILE]
 //                               [--before-args "..."] [--after-args "..."]
 // --before-args / --after-args: more options for one side's CLI, written with "=" (e.g. --after-args="--threads 1", to
 // compare one thread with a build from before threads).
@@ -27,7 +27,7 @@ const { values: o } = parseArgs({
   },
 });
 if (!o.before || !o.after) {
-  console.error('usage: node bench/before_after.mjs --before DIR --after DIR [--gpt2 FOLDER] [--rounds N] [--out FILE]');
+  console.error('usage: node bench/before-after.mjs --before DIR --after DIR [--gpt2 FOLDER] [--rounds N] [--out FILE]');
   process.exit(2);
 }
 const rounds = Number(o.rounds);

@@ -1,5 +1,5 @@
 // The training rows of the benchmark: results.json's `training` object and its targets, from the raw
-// files of bench/train_speed.mjs (train.json) and bench/train_page_bench.mjs (train-page.json), and
+// files of bench/train-speed.mjs (train.json) and bench/train-page-bench.mjs (train-page.json), and
 // their tables (rendered from results.json by bench/tables.mjs). Used by bench/report.mjs, in the
 // full report and with --only-train.
 
@@ -20,7 +20,7 @@ export function trainingResults(train, page) {
     if (def.ratios.wasm_relaxed_over_torch !== undefined)
       target('training, default preset: wasm relaxed SIMD (the build Chromium loads) >= 2x PyTorch (CPU, 1 thread) tokens/s', def.ratios.wasm_relaxed_over_torch, 2);
     target('training, default preset: native >= 4x PyTorch (CPU, 1 thread) tokens/s', def.ratios.native_over_torch, 4);
-    // at equal threads beyond one (train_speed.mjs --threads): the CLI's --threads N against torch.set_num_threads(N)
+    // at equal threads beyond one (train-speed.mjs --threads): the CLI's --threads N against torch.set_num_threads(N)
     for (const [k, v] of Object.entries(def.ratios)) {
       const m = /^native_(\d+)t_over_torch_\1t$/.exec(k);
       if (m) target(`training, default preset: native >= 4x PyTorch at ${m[1]} threads each, tokens/s`, v, 4);

@@ -10,7 +10,7 @@
 // it: a keystroke whose text never reaches the screen (a later one's did) counts as not shown.
 // It reads only what every version of the demo publishes (#text, body[data-renders] and
 // window.headscopeDemo.result.text), so it times an old commit's site as well as today's.
-// Usage: node bench/typing_bench.mjs --demo SITE --out FILE [--gpt2 DIR] [--quick] [--tokens 950] [--gap 600]
+// Usage: node bench/typing-bench.mjs --demo SITE --out FILE [--gpt2 DIR] [--quick] [--tokens 950] [--gap 600]
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import path from 'node:path';
@@ -25,7 +25,7 @@ const { values: opt } = parseArgs({
     'default-only': { type: 'boolean', default: false },
   },
 });
-if (!opt.demo || !opt.out) throw new Error('usage: node bench/typing_bench.mjs --demo SITE --out FILE [--gpt2 DIR] [--quick]');
+if (!opt.demo || !opt.out) throw new Error('usage: node bench/typing-bench.mjs --demo SITE --out FILE [--gpt2 DIR] [--quick]');
 const log = (...a) => console.error('[typing]', ...a);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

@@ -3,7 +3,7 @@
 // encoder against @lenml/tokenizers (transformers.js's tokenizer code), an independent JavaScript
 // implementation of Hugging Face's tokenizer.json. make_llama_fixtures.py runs it before writing anything.
 //
-// Usage: node scripts/check_llama_fixture_ids.mjs CASES.json
+// Usage: node scripts/check-llama-fixture-ids.mjs CASES.json
 //   CASES.json: [{ "name", "tokenizer_json": path, "tokenizer_config": path,
 //                  "cases": [{ "text", "ids", "ids_no_special" }] }]
 //   ids:            encode(text, { add_special_tokens: true }): what the post_processor adds (Llama 3: BOS)
@@ -17,7 +17,7 @@ import { join, resolve } from 'node:path';
 
 const specPath = process.argv[2];
 if (!specPath) {
-  console.error('usage: check_llama_fixture_ids.mjs CASES.json');
+  console.error('usage: check-llama-fixture-ids.mjs CASES.json');
   process.exit(2);
 }
 const from = process.env.HEADSCOPE_NODE_MODULES
