@@ -36,17 +36,23 @@ node "$ROOT/web/bundle.mjs" --out "$TMP" demo
 # the lab's styles, the comparison page and the lab component's article
 cp "$ROOT/web/demo/lab.css" "$ROOT/web/demo/compare.html" "$ROOT/web/demo/compare-pruning.css" "$ROOT/web/demo/lab-component.html" "$ROOT/web/demo/lab-component.js" "$TMP/"
 cp "$ROOT/web/component/lab.css" "$TMP/lab-views.css"
-# every page's Content-Security-Policy meta tag, from the one policy the server sends too
-# (web/demo/static-server.mjs, DEMO_CSP); a page without it fails the build
+# every page's head starts with the same tags, written here: the character set, the viewport and the
+# Content-Security-Policy the server sends too (web/demo/static-server.mjs, DEMO_CSP), so the policy
+# lives in one place; a page without {{PAGE_HEAD}} fails the build
 node --input-type=module -e '
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { DEMO_CSP } from "'"$ROOT"'/web/demo/static-server.mjs";
+const head = [
+  "<meta charset=\"utf-8\">",
+  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
+  `<meta http-equiv="Content-Security-Policy" content="${DEMO_CSP.replaceAll("\"", "&quot;")}">`,
+].join("\n");
 const dir = process.argv[1];
 for (const name of readdirSync(dir).filter((n) => n.endsWith(".html"))) {
   const file = path.join(dir, name), html = readFileSync(file, "utf8");
-  if (!html.includes("content=\"{{DEMO_CSP}}\"")) throw new Error(`web/demo/build.sh: ${name} has no <meta http-equiv="Content-Security-Policy" content="{{DEMO_CSP}}">`);
-  writeFileSync(file, html.replaceAll("{{DEMO_CSP}}", DEMO_CSP.replaceAll("\"", "&quot;")));
+  if (!html.includes("<head>\n{{PAGE_HEAD}}\n")) throw new Error(`web/demo/build.sh: ${name} does not start its <head> with {{PAGE_HEAD}}`);
+  writeFileSync(file, html.replace("{{PAGE_HEAD}}", head));
 }
 ' "$TMP"
 rm -rf "$OUT" && mv "$TMP" "$OUT"
