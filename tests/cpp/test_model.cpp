@@ -496,15 +496,18 @@ TEST_CASE("head_inside comes from the forward pass: equal to the run's own maps 
   typed.run_ids(std::span<const int32_t>(ids.data(), ids.size() - 3), inspect_only);
   const headscope::RunInfo info = typed.run_ids(ids, inspect_only);
   REQUIRE(info.reused_tokens == (int)ids.size() - 3);
-  const headscope::HeadInside inc = typed.head_inside();
-  REQUIRE(inc.q == full.q);
-  REQUIRE(inc.k == full.k);
-  REQUIRE(inc.v == full.v);
-  REQUIRE(inc.scores == full.scores);
-  REQUIRE(inc.attention == full.attention);
-  REQUIRE(inc.z == full.z);
-  REQUIRE(inc.out == full.out);
-  REQUIRE(inc.value_norm == full.value_norm);
+  // every array of the insides equal to the full run's, bit for bit
+  const auto same_as_full = [&](const headscope::HeadInside& in) {
+    REQUIRE(in.q == full.q);
+    REQUIRE(in.k == full.k);
+    REQUIRE(in.v == full.v);
+    REQUIRE(in.scores == full.scores);
+    REQUIRE(in.attention == full.attention);
+    REQUIRE(in.z == full.z);
+    REQUIRE(in.out == full.out);
+    REQUIRE(in.value_norm == full.value_norm);
+  };
+  same_as_full(typed.head_inside());
   // the insides come from the cache, not from what the run kept: after a run that inspected another
   // head, or none (the page's typing), inspecting this one computes only the new token, and its
   // insides are a full run's, bit for bit
@@ -514,12 +517,7 @@ TEST_CASE("head_inside comes from the forward pass: equal to the run's own maps 
     if (another) before.inspect = headscope::HeadRef{0, 0};
     typed.run_ids(std::span<const int32_t>(ids.data(), ids.size() - 1), before);
     REQUIRE(typed.run_ids(ids, inspect_only).reused_tokens == (int)ids.size() - 1);
-    const headscope::HeadInside again = typed.head_inside();
-    REQUIRE(again.scores == full.scores);
-    REQUIRE(again.attention == full.attention);
-    REQUIRE(again.z == full.z);
-    REQUIRE(again.out == full.out);
-    REQUIRE(again.value_norm == full.value_norm);
+    same_as_full(typed.head_inside());
   }
 }
 
