@@ -34,6 +34,7 @@
 
 #include "headscope/error.hpp"
 #include "headscope/model.hpp"
+#include "headscope/predictions.hpp"
 #include "options.hpp"
 #include "report_errors.hpp"
 #include "generate_command.hpp"
@@ -142,14 +143,6 @@ Args parse_args(int argc, char** argv) {
   return a;
 }
 
-std::vector<float> softmax(std::span<const float> logits) {
-  const float m = *std::max_element(logits.begin(), logits.end());
-  std::vector<float> p(logits.size());
-  double sum = 0;
-  for (std::size_t i = 0; i < p.size(); i++) sum += (p[i] = std::exp(logits[i] - m));
-  for (float& x : p) x = (float)(x / sum);
-  return p;
-}
 
 // A memory figure of this process from /proc/self/status ("VmHWM" peak resident, "VmRSS" resident
 // now), in MB; -1 where /proc is unavailable.
@@ -308,14 +301,10 @@ int run(const Args& a) {
   if (info.dropped_tokens) std::printf(" (the first %d were cut to fit the context of %d)", info.dropped_tokens, c.n_positions);
   std::printf(":\n");
   for (const auto& t : model.tokens()) std::printf("  %6d  [%u, %u)  \"%s\"\n", t.id, t.byte_start, t.byte_end, t.text.c_str());
-  const std::vector<float> p = softmax(logits);
-  std::vector<int> order(p.size());
-  std::iota(order.begin(), order.end(), 0);
-  const int k = std::min<int>(a.top, (int)p.size());
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int x, int y) { return p[x] > p[y]; });
-  std::printf("top %d next tokens:\n", k);
-  for (int i = 0; i < k; i++)
-    std::printf("  %6.2f%%  \"%s\"\n", 100.0 * p[order[i]], model.tokenizer().token_display(order[i]).c_str());
+  // the engine's own top-k (predictions.hpp), as the package's topNext: ties to the smaller id
+  const std::vector<headscope::TokenProbability> top = headscope::top_k_probabilities(logits, a.top);
+  std::printf("top %d next tokens:\n", (int)top.size());
+  for (const auto& t : top) std::printf("  %6.2f%%  \"%s\"\n", 100.0 * t.prob, model.tokenizer().token_display(t.id).c_str());
   return 0;
 }
 
