@@ -1,19 +1,22 @@
-// The attention kernel of the forward pass, in xsimd (batch from simd_batch.hpp); with
-// HEADSCOPE_SIMD=0 it forwards to ref::attention_forward (reference.hpp).
-// Shapes use the legend in kernels.hpp.
+// Causal multi-head attention, grouped-query included (KV key/value heads shared by NH / KV query heads),
+// forward and backward, in xsimd (batch from simd_batch.hpp). The scalar build (HEADSCOPE_SIMD=0) is
+// scalar.cpp; the reference, ref::attention_forward and ref::attention_backward, is in reference.hpp and
+// the tests in tests/cpp/kernels/test_attention.cpp. Shapes use the legend in kernels.hpp.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "kernels.hpp"
 #include "parallel.hpp"
-#include "reference.hpp"
 #include "simd_batch.hpp"
-
-namespace headscope::kernels {
 
 #if HEADSCOPE_SIMD
 
+namespace headscope::kernels {
+
+using simd::axpy;
 using simd::batch;
 using simd::kLanes;
 using simd::kPanel;
@@ -205,15 +208,48 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
   });
 }
 
-#else  // HEADSCOPE_SIMD == 0: the scalar build forwards to the reference
-
-int attention_key_panel_width() { return 1; }
-std::size_t attention_key_panels_floats(int, const AttentionShape&) { return 0; }
-void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, const AttentionShape& shape,
-                       int att_stride, float*, float* scores, int scores_head) noexcept {
-  ref::attention_forward<float>(out, att, qkv, t_begin, T, shape.NH, shape.KV, shape.HS, att_stride, scores, scores_head);
+// --- backward: the scores' and the weighted sum's gradients, per key/value head and its query heads
+void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
+                        int T, const AttentionShape& shape) noexcept {
+  const int NH = shape.NH, KV = shape.KV, HS = shape.HS, group = NH / KV;
+  const std::size_t C3 = shape.qkv_row(), C = shape.out_row();
+  const float scale = 1.0f / std::sqrt((float)HS);
+  // threads take whole (sequence, key/value head) pairs and that head's query heads in order: each
+  // writes only its own columns of dqkv, and a shared key/value head sums its query heads' gradients
+  // in the same order for every thread count
+  parallel_for(B * KV, (double)B * T * T * C * 2, [&](int u_begin, int u_end) {
+    static thread_local std::vector<float> own;
+    float* datt = scratch;  // the caller's scratch serves the first chunk, the calling thread's
+    if (u_begin > 0) {
+      own.resize((std::size_t)T);
+      datt = own.data();
+    }
+    for (int u = u_begin; u < u_end; u++) {
+      const int b = u / KV, g = u % KV;
+      const std::size_t kcol = (std::size_t)(NH + g) * HS, vcol = (std::size_t)(NH + KV + g) * HS;
+      for (int h = g * group; h < (g + 1) * group; h++)
+        for (int t = 0; t < T; t++) {
+          const float* a = att + (((std::size_t)b * NH + h) * T + t) * T;
+          const float* d = dout + ((std::size_t)b * T + t) * C + h * HS;
+          const float* base = qkv + (std::size_t)b * T * C3;
+          float* dbase = dqkv + (std::size_t)b * T * C3;
+          for (int j = 0; j <= t; j++) {
+            datt[j] = dot(d, base + (std::size_t)j * C3 + vcol, HS);
+            axpy(dbase + (std::size_t)j * C3 + vcol, a[j], d, HS);
+          }
+          const float dsum = dot(a, datt, t + 1);
+          const float* q = base + (std::size_t)t * C3 + h * HS;
+          float* dq = dbase + (std::size_t)t * C3 + h * HS;
+          for (int j = 0; j <= t; j++) {
+            const float dpre = a[j] * (datt[j] - dsum) * scale;
+            axpy(dq, dpre, base + (std::size_t)j * C3 + kcol, HS);
+            axpy(dbase + (std::size_t)j * C3 + kcol, dpre, q, HS);
+          }
+        }
+    }
+  });
 }
 
-#endif
-
 }  // namespace headscope::kernels
+
+#endif  // HEADSCOPE_SIMD (scalar.cpp holds the build without SIMD)

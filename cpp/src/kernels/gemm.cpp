@@ -1,33 +1,35 @@
-// xsimd kernels of the forward pass but attention (attention_simd.cpp). Each is written once over
-// `batch` (simd_batch.hpp): a SIMD loop over whole batches, then a scalar tail.
-// With HEADSCOPE_SIMD=0 every kernel forwards to its scalar reference (reference.hpp); that build is
-// the "scalar" subject of the benchmarks. Shapes use the legend in kernels.hpp.
+// The matrix products, forward and backward, in xsimd (batch from simd_batch.hpp), on the one register
+// tile of gemm_tile.hpp:
+//   - packed weights (pack_linear): the inference GEMM, cache-blocked, F16 or float32 panels;
+//   - the LM head (matmul_transposed_*): rows of the weight are contiguous, each output a dot product;
+//   - the training products (gemm_rows): the Conv1D layer unpacked, its input and weight gradients.
+// Each is written once over `batch`: a SIMD loop over whole batches, then a scalar tail. The scalar
+// build (HEADSCOPE_SIMD=0) is scalar.cpp. Shapes use the legend in kernels.hpp; references in reference.hpp.
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstring>
-#include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "kernels.hpp"
 #include "reference.hpp"
 #include "simd_batch.hpp"
+
 #if HEADSCOPE_SIMD
 #include "gemm_tile.hpp"
 #include "parallel.hpp"
-#endif
 
 namespace headscope::kernels {
-
-#if HEADSCOPE_SIMD
 
 using simd::batch;
 using simd::kLanes;
 using simd::kPanel;
 using simd::madd;
+using simd::accumulate;
 using gemm::kTileRows;
 using gemm::TileStart;
+
 // Cache blocking (cpp/bench measures the choice). Depth is cut into slices of kDepthBlock: one panel's
 // slice (kDepthBlock x kPanel floats: 8 KB with SIMD128, 32 KB with AVX-512) stays in L1 while every
 // row tile of a block of kRowBlock input rows streams past it, and that input block
@@ -40,42 +42,6 @@ SimdInfo simd_info() { return {batch::arch_type::name(), kLanes, true, HEADSCOPE
 
 int linear_panel_width() { return kPanel; }
 GemmBlocking gemm_blocking() { return {kTileRows, kDepthBlock, kRowBlock}; }
-
-static float horizontal_max(const batch& b) {
-  alignas(64) float lanes[kLanes];
-  b.store_aligned(lanes);
-  float m = lanes[0];
-  for (int i = 1; i < kLanes; i++) m = std::max(m, lanes[i]);
-  return m;
-}
-
-// --- F16 -> float32 ------------------------------------------------------------------------
-// Widening by integer and float ops that SIMD128 has (no F16 instructions there, and the same code
-// natively): the 15 bits below the sign, shifted up by 13, are the float32 with the same mantissa
-// and an exponent 112 too small (subnormal F16 values land on subnormal float32 bit patterns), so one
-// exact multiply by 2^112 rebiases them; exponent 31 (inf, NaN) is forced to 255; then the sign.
-// Only the low 16 bits of each int32 lane are read.
-using ibatch = xsimd::batch<int32_t>;
-static inline batch f16_low_bits_to_f32(const ibatch& h) noexcept {
-  const ibatch magnitude = (h & ibatch(0x7fff)) << 13;
-  const ibatch rebiased = xsimd::bitwise_cast<ibatch>(xsimd::bitwise_cast<batch>(magnitude) * batch(0x1p112f));
-  const ibatch special = xsimd::select((h & ibatch(0x7c00)) == ibatch(0x7c00), ibatch(0x7f800000), ibatch(0));
-  return xsimd::bitwise_cast<batch>(rebiased | special | ((h & ibatch(0x8000)) << 16));
-}
-
-int f16_group_width() { return kPanel; }
-
-// out (n) <- packed (n): each whole group of kPanel values is one int32 batch whose low halves are
-// values [0, kLanes) and high halves values [kLanes, kPanel) (f16_pack's layout); the tail is plain.
-void f16_unpack_forward(float* out, const uint16_t* packed, std::size_t n) noexcept {
-  std::size_t i = 0;
-  for (; i + kPanel <= n; i += kPanel) {
-    const ibatch words = ibatch::load_unaligned(reinterpret_cast<const int32_t*>(packed + i));
-    f16_low_bits_to_f32(words).store_unaligned(out + i);
-    f16_low_bits_to_f32(words >> 16).store_unaligned(out + i + kLanes);
-  }
-  for (; i < n; i++) out[i] = f16_to_f32_reference(packed[i]);
-}
 
 // --- GEMM: the register tile is gemm::tile (gemm_tile.hpp), shared with training -------------
 using GemmTileFn = void (*)(float*, int, const float*, std::ptrdiff_t, std::ptrdiff_t, const float*, std::ptrdiff_t, int,
@@ -256,7 +222,7 @@ void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t*
   });
 }
 
-// --- element-wise and row-wise ops ------------------------------------------------------------
+// --- dot product: the LM head's tail rows, attention's scores in head_inside, RMSNorm's sum of squares
 float dot(const float* a, const float* b, int N) noexcept {
   batch acc(0.0f);
   int i = 0;
@@ -266,234 +232,115 @@ float dot(const float* a, const float* b, int N) noexcept {
   return s;
 }
 
-void layernorm_forward(float* out, float* mean_out, float* rstd_out, const float* inp, const float* weight,
-                       const float* bias, int T, int C, float eps) noexcept {
-  for (int t = 0; t < T; t++) {
-    const float* x = inp + (std::size_t)t * C;
-    float* o = out + (std::size_t)t * C;
-    // two passes (mean, then squared deviations) as in PyTorch: one-pass E[x^2]-E[x]^2 loses
-    // precision when the residual stream has a large mean
-    batch sum(0.0f);
-    int i = 0;
-    for (; i + kLanes <= C; i += kLanes) sum += batch::load_unaligned(x + i);
-    float s = xsimd::hadd(sum);
-    for (; i < C; i++) s += x[i];
-    const float mean = s / C;
-    const batch mean_b(mean);
-    batch sq(0.0f);
-    i = 0;
-    for (; i + kLanes <= C; i += kLanes) {
-      const batch d = batch::load_unaligned(x + i) - mean_b;
-      sq = xsimd::fma(d, d, sq);
-    }
-    float v = xsimd::hadd(sq);
-    for (; i < C; i++) v += (x[i] - mean) * (x[i] - mean);
-    const float rstd = 1.0f / std::sqrt(v / C + eps);
-    if (mean_out) mean_out[t] = mean;
-    if (rstd_out) rstd_out[t] = rstd;
-    const batch rstd_b(rstd);
-    i = 0;
-    for (; i + kLanes <= C; i += kLanes) {
-      const batch n = (batch::load_unaligned(x + i) - mean_b) * rstd_b;
-      xsimd::fma(n, batch::load_unaligned(weight + i), batch::load_unaligned(bias + i)).store_unaligned(o + i);
-    }
-    for (; i < C; i++) o[i] = (x[i] - mean) * rstd * weight[i] + bias[i];
+// ---- the Conv1D layer's training products, on the model's register tile ---------------------------
+// Each output tile lives in registers for its whole reduction and is written once: kTileRows rows x
+// two batches of columns, for out and dinp (reduction over K, resp. OC) and for dweight (reduction
+// over N, reading inp transposed through the tile's strides). dinp multiplies by the weight
+// transposed into a scratch copy, so that its reduction, like the others, needs no horizontal sums.
+// Column tails that fill no whole panel are summed in scalar code.
+
+// y (N, M) = (Accumulate ? y : bias or 0) + x (N, D) @ w (D, M)
+// The reduction runs in depth slices of w that stay in L2 (kSliceFloats) while every row tile passes
+// over them: without slicing, each tile of rows streams all of w from memory, which for the tied LM
+// head's input gradient (D = vocabulary) is the whole embedding once per 6 rows. A tile stores its
+// partial sums between slices and reloads them, which is exact (gemm_tile.hpp), so slicing does not
+// change a single result.
+template <bool Accumulate>
+void gemm_rows(float* y, const float* x, const float* w, const float* bias, int N, int D, int M) noexcept {
+  constexpr int kSliceFloats = 96 * 1024;  // 384 KB of w per slice (L2 is 512 KB per core on this machine)
+  const int slice = std::clamp(kSliceFloats / std::max(M, 1), 16, 512);
+  for (int d0 = 0; d0 < D; d0 += slice) {
+    const int depth = std::min(slice, D - d0);
+    const bool from_out = Accumulate || d0 > 0;
+    const float* b = d0 == 0 ? bias : nullptr;
+    const TileStart start = from_out ? TileStart::out : b ? TileStart::bias : TileStart::zero;
+    const auto rows = [&](auto r_tag, int t0, int j_begin, int j_end) {
+      constexpr int R = decltype(r_tag)::value;
+      int j = j_begin;
+      for (; j + 2 * kLanes <= j_end; j += 2 * kLanes)
+        gemm::tile<R, false>(y + (std::size_t)t0 * M + j, M, x + (std::size_t)t0 * D + d0, D, 1, w + (std::size_t)d0 * M + j,
+                             M, depth, start, b ? b + j : nullptr, 2 * kLanes);
+      for (; j < j_end; j++)
+        for (int r = 0; r < R; r++) {
+          const float* xr = x + (std::size_t)(t0 + r) * D;
+          float* dst = y + (std::size_t)(t0 + r) * M + j;
+          float acc = from_out ? *dst : b ? b[j] : 0.0f;
+          for (int d = d0; d < d0 + depth; d++) acc += xr[d] * w[(std::size_t)d * M + j];
+          *dst = acc;
+        }
+    };
+    // threads take whole column panels (parallel.hpp); the columns after the last panel are one more unit
+    const int panels = M / (2 * kLanes), units = panels + (M % (2 * kLanes) ? 1 : 0);
+    parallel_for(units, (double)N * depth * M, [&](int u_begin, int u_end) {
+      const int j_begin = u_begin * 2 * kLanes, j_end = std::min(M, u_end * 2 * kLanes);
+      int t = 0;
+      for (; t + kTileRows <= N; t += kTileRows) rows(std::integral_constant<int, kTileRows>{}, t, j_begin, j_end);
+      for (; t < N; t++) rows(std::integral_constant<int, 1>{}, t, j_begin, j_end);
+    });
   }
 }
 
-// Element-wise kernels whose SIMD formula differs from the scalar one (tanh, erf, exp) run the tail
-// through the same SIMD code on a padded batch: each element's result then depends only on its value,
-// not on where the array ends, so a model row gives the same bits whether it is computed alone
-// (typing) or with others (a full run) -- with 16 lanes, n * n_inner is often not a multiple of 16.
-template <class F>
-static inline void map_batches(float* out, const float* inp, std::size_t N, F&& f) noexcept {
-  std::size_t i = 0;
-  for (; i + kLanes <= N; i += kLanes) f(batch::load_unaligned(inp + i)).store_unaligned(out + i);
-  if (i < N) {
-    alignas(64) float tmp[kLanes] = {};
-    std::memcpy(tmp, inp + i, sizeof(float) * (N - i));
-    f(batch::load_aligned(tmp)).store_aligned(tmp);
-    std::memcpy(out + i, tmp, sizeof(float) * (N - i));
-  }
+void matmul_unpacked_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int K,
+                             int OC) noexcept {
+  gemm_rows<false>(out, inp, weight, bias, N, K, OC);
 }
 
-void gelu_forward(float* out, const float* inp, std::size_t N) noexcept {
-  const batch s_b(std::sqrt(2.0f / 3.14159265358979323846f)), c_b(0.044715f), half(0.5f), one(1.0f);
-  map_batches(out, inp, N, [&](batch x) {
-    const batch inner = s_b * xsimd::fma(c_b * x, x * x, x);
-    return half * x * (one + xsimd::tanh(inner));
+static void weight_grad(float* g, const float* a, const float* b, int N, int K, int M) noexcept;
+
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int N, int K, int OC) noexcept {
+  // dinp (N, K) += dout (N, OC) @ weight^T (OC, K): the transpose costs K x OC moves against N x K x OC
+  // multiply-adds. Scratch per thread, grown to the largest layer once.
+  static thread_local std::vector<float> weight_t;
+  weight_t.resize((std::size_t)K * OC);
+  // in 32 x 32 blocks: a plain loop writes one cache line per element (14% of a head-gate backward of
+  // GPT-2 small before blocking)
+  constexpr int kBlock = 32;
+  for (int k0 = 0; k0 < K; k0 += kBlock)
+    for (int o0 = 0; o0 < OC; o0 += kBlock)
+      for (int k = k0; k < std::min(K, k0 + kBlock); k++)
+        for (int o = o0; o < std::min(OC, o0 + kBlock); o++) weight_t[(std::size_t)o * K + k] = weight[(std::size_t)k * OC + o];
+  gemm_rows<true>(dinp, dout, weight_t.data(), nullptr, N, OC, K);
+  // dweight (K, OC) += inp (N, K)^T @ dout (N, OC)
+  if (dweight) weight_grad(dweight, inp, dout, N, K, OC);
+  // dbias (OC) += column sums of dout
+  if (dbias)
+    for (int tt = 0; tt < N; tt++) accumulate(dbias, dout + (std::size_t)tt * OC, OC);
+}
+
+// g (K, M) += a (N, K)^T @ b (N, M): each tile of g is summed over N in registers and written once
+static void weight_grad(float* g, const float* a, const float* b, int N, int K, int M) noexcept {
+  // threads take whole column panels of g, each summing its tiles over all N rows (parallel.hpp)
+  const int panels = M / (2 * kLanes), units = panels + (M % (2 * kLanes) ? 1 : 0);
+  parallel_for(units, (double)N * K * M, [&](int u_begin, int u_end) {
+    for (int o = u_begin * 2 * kLanes; o < std::min(u_end, panels) * 2 * kLanes; o += 2 * kLanes) {
+      int k = 0;
+      // rows k of g: A = a^T, element (k, t) at a[t * K + k]; B = b's rows, stride M
+      for (; k + kTileRows <= K; k += kTileRows)
+        gemm::tile<kTileRows, false>(g + (std::size_t)k * M + o, M, a + k, 1, K, b + o, M, N, TileStart::out,
+                                     nullptr, 2 * kLanes);
+      for (; k < K; k++)
+        gemm::tile<1, false>(g + (std::size_t)k * M + o, M, a + k, 1, K, b + o, M, N, TileStart::out, nullptr,
+                             2 * kLanes);
+    }
+    if (u_end > panels)
+      for (int o = panels * 2 * kLanes; o < M; o++)
+        for (int k = 0; k < K; k++) {
+          float s = 0.0f;
+          for (int tt = 0; tt < N; tt++) s += a[(std::size_t)tt * K + k] * b[(std::size_t)tt * M + o];
+          g[(std::size_t)k * M + o] += s;
+        }
   });
 }
 
-void gelu_erf_forward(float* out, const float* inp, std::size_t N) noexcept {
-  const batch inv_sqrt2(0.70710678118654752f), half(0.5f), one(1.0f);
-  map_batches(out, inp, N, [&](batch x) { return half * x * (one + xsimd::erf(x * inv_sqrt2)); });
+void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                const float* weight, int N, int K, int OC) noexcept {
+  // dinp (N, K) += dout (N, OC) @ weight (OC, K): the weight is already the product's right side
+  gemm_rows<true>(dinp, dout, weight, nullptr, N, OC, K);
+  // dweight (OC, K) += dout (N, OC)^T @ inp (N, K)
+  if (dweight) weight_grad(dweight, dout, inp, N, OC, K);
 }
-
-// exp(x) for x <= 0, the only inputs a max-subtracted softmax produces. xsimd::exp handles the whole
-// range with a round-to-integer and range checks that cost more than the polynomial in SIMD128;
-// this is Cephes' expf polynomial with 2^n built by integer ops (no float->int instruction):
-// max relative error 3.2e-7 (about 5 ulp), measured against std::exp in tests/cpp/test_kernels.cpp.
-// Inputs below -87.3 are clamped there, giving ~1e-38 instead of a denormal or 0 (the softmax's sum
-// is >= 1, so the difference is below float resolution).
-static inline batch exp_nonpositive(batch x) noexcept {
-  x = xsimd::max(x, batch(-87.33654f));
-  // t = x log2(e) + 1.5 * 2^23: the float add rounds x log2(e) to the nearest integer n, kept in t's low bits
-  const batch magic(12582912.0f);
-  const batch t = xsimd::fma(x, batch(1.44269504088896341f), magic);
-  const batch n = t - magic;
-  batch r = xsimd::fnma(n, batch(0.693359375f), x);  // r = x - n ln2, ln2 split in two for exactness
-  r = xsimd::fnma(n, batch(-2.12194440e-4f), r);
-  batch y(1.9875691500e-4f);
-  y = xsimd::fma(y, r, batch(1.3981999507e-3f));
-  y = xsimd::fma(y, r, batch(8.3334519073e-3f));
-  y = xsimd::fma(y, r, batch(4.1665795894e-2f));
-  y = xsimd::fma(y, r, batch(1.6666665459e-1f));
-  y = xsimd::fma(y, r, batch(5.0000001201e-1f));
-  y = xsimd::fma(y, r * r, r + batch(1.0f));  // e^r, |r| <= ln2 / 2
-  // 2^n: n + 127 shifted into the exponent field
-  const ibatch ni = xsimd::bitwise_cast<ibatch>(t) - xsimd::bitwise_cast<ibatch>(magic);
-  const batch two_n = xsimd::bitwise_cast<batch>((ni + ibatch(127)) << 23);
-  return y * two_n;
-}
-
-void exp_nonpositive_forward(float* out, const float* inp, std::size_t N) noexcept {
-  map_batches(out, inp, N, [](batch x) { return exp_nonpositive(x); });
-}
-
-// out (N) = softmax(in (N)); out may equal in. Returns the row's max and the sum of exp(x - max),
-// whose log is the log-sum-exp the cross-entropy needs.
-static inline std::pair<float, float> softmax_row(float* out, const float* in, int N) noexcept {
-  batch maxb(-std::numeric_limits<float>::infinity());
-  int i = 0;
-  for (; i + kLanes <= N; i += kLanes) maxb = xsimd::max(maxb, batch::load_unaligned(in + i));
-  float maxv = horizontal_max(maxb);
-  for (; i < N; i++) maxv = std::max(maxv, in[i]);
-  const batch maxv_b(maxv);
-  batch sumb(0.0f);
-  i = 0;
-  for (; i + kLanes <= N; i += kLanes) {
-    const batch e = exp_nonpositive(batch::load_unaligned(in + i) - maxv_b);
-    e.store_unaligned(out + i);
-    sumb += e;
-  }
-  float sum = xsimd::hadd(sumb);
-  for (; i < N; i++) {
-    out[i] = std::exp(in[i] - maxv);
-    sum += out[i];
-  }
-  const float inv = 1.0f / sum;
-  const batch inv_b(inv);
-  i = 0;
-  for (; i + kLanes <= N; i += kLanes) (batch::load_unaligned(out + i) * inv_b).store_unaligned(out + i);
-  for (; i < N; i++) out[i] *= inv;
-  return {maxv, sum};
-}
-
-void softmax_forward(float* row, int N) noexcept { softmax_row(row, row, N); }
-
-void crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V) noexcept {
-  for (int t = 0; t < N; t++) {
-    const float* l = logits + (std::size_t)t * V;
-    const auto [maxv, sum] = softmax_row(probs + (std::size_t)t * V, l, V);
-    losses[t] = std::log(sum) + maxv - l[targets[t]];
-  }
-}
-
-void add_forward(float* out, const float* a, const float* b, std::size_t N) noexcept {
-  std::size_t i = 0;
-  for (; i + kLanes <= N; i += kLanes) (batch::load_unaligned(a + i) + batch::load_unaligned(b + i)).store_unaligned(out + i);
-  for (; i < N; i++) out[i] = a[i] + b[i];
-}
-
-#else  // HEADSCOPE_SIMD == 0: the scalar build forwards everything to the references
-
-SimdInfo simd_info() { return {"scalar", 1, false}; }
-int linear_panel_width() { return 0; }  // one panel spanning all columns: the Conv1D layout unchanged
-GemmBlocking gemm_blocking() { return {1, 1, 1}; }
-
-int f16_group_width() { return 1; }  // plain order
-void f16_unpack_forward(float* out, const uint16_t* packed, std::size_t n) noexcept {
-  f16_unpack_forward_reference(out, packed, n);
-}
-PackedLinear pack_linear(const float* weight, const float* bias, int K, int N) {
-  PackedLinear W;
-  pack_linear_into(W, weight, bias, K, N);
-  return W;
-}
-void pack_linear_into(PackedLinear& W, const float* weight, const float* bias, int K, int N) {
-  W.K = K;
-  W.N = N;
-  W.panel_width = N;
-  W.panels_f16.clear();
-  W.panels.assign(weight, weight + (std::size_t)K * N);
-  if (bias) W.bias.assign(bias, bias + N);
-  else W.bias.clear();
-}
-PackedLinear pack_linear_f16(const float* weight, const float* bias, int K, int N) {
-  PackedLinear W;
-  W.K = K;
-  W.N = N;
-  W.panel_width = N;
-  W.panels_f16.resize((std::size_t)K * N);
-  f16_pack(W.panels_f16.data(), weight, W.panels_f16.size());
-  if (bias) W.bias.assign(bias, bias + N);
-  return W;
-}
-// weight element (k, n) of either storage, in float32
-static inline float weight_at(const PackedLinear& W, int k, int n) noexcept {
-  const std::size_t i = (std::size_t)k * W.N + n;
-  return W.is_f16() ? f16_to_f32_reference(W.panels_f16[i]) : W.panels[i];
-}
-// ref::matmul_forward's loops, reading either storage
-void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) noexcept {
-  if (!W.is_f16()) {
-    ref::matmul_forward<float>(out, inp, W.panels.data(), W.bias.empty() ? nullptr : W.bias.data(), T, W.K, W.N);
-    return;
-  }
-  for (int t = 0; t < T; t++)
-    for (int n = 0; n < W.N; n++) {
-      float acc = W.bias.empty() ? 0.0f : W.bias[n];
-      for (int k = 0; k < W.K; k++) acc += inp[(std::size_t)t * W.K + k] * weight_at(W, k, n);
-      out[(std::size_t)t * W.N + n] = acc;
-    }
-}
-void matmul_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin,
-                         int k_end, int T) noexcept {
-  for (int t = 0; t < T; t++)
-    for (int n = 0; n < W.N; n++) {
-      float acc = 0.0f;
-      for (int k = k_begin; k < k_end; k++) acc += inp[(std::size_t)t * inp_stride + k] * weight_at(W, k, n);
-      out[(std::size_t)t * W.N + n] = acc;
-    }
-}
-void matmul_transposed_forward(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept {
-  ref::matmul_transposed_forward<float>(out, inp, weight, T, K, N);
-}
-std::size_t matmul_transposed_f16_scratch_floats(int K) { return (std::size_t)K; }
-void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t* weight, int T, int K, int N,
-                                   float* scratch) noexcept {
-  for (int n = 0; n < N; n++) {
-    f16_unpack_forward_reference(scratch, weight + (std::size_t)n * K, K);
-    for (int t = 0; t < T; t++) out[(std::size_t)t * N + n] = ref::dot<float>(inp + (std::size_t)t * K, scratch, K);
-  }
-}
-float dot(const float* a, const float* b, int N) noexcept { return ref::dot<float>(a, b, N); }
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
-                       int T, int C, float eps) noexcept {
-  ref::layernorm_forward<float>(out, mean, rstd, inp, weight, bias, T, C, eps);
-}
-void gelu_forward(float* out, const float* inp, std::size_t N) noexcept { ref::gelu_forward<float>(out, inp, N); }
-void gelu_erf_forward(float* out, const float* inp, std::size_t N) noexcept { ref::gelu_erf_forward<float>(out, inp, N); }
-void softmax_forward(float* row, int N) noexcept { ref::softmax_forward<float>(row, N); }
-void crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V) noexcept {
-  ref::crossentropy_forward<float>(losses, probs, logits, targets, N, V);
-}
-void add_forward(float* out, const float* a, const float* b, std::size_t N) noexcept { ref::add_forward<float>(out, a, b, N); }
-void exp_nonpositive_forward(float* out, const float* inp, std::size_t N) noexcept {
-  ref::exp_nonpositive_forward<float>(out, inp, N);
-}
-
-#endif
 
 }  // namespace headscope::kernels
+
+#endif  // HEADSCOPE_SIMD (scalar.cpp holds the build without SIMD)
