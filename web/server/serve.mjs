@@ -1,5 +1,5 @@
 // Serves the demo site (or any folder) on loopback, for `npm start`, scripts/serve.sh and the tests.
-//   node web/demo/serve.mjs [--root build/web] [--port 8080] [--host 127.0.0.1] [--mount /prefix/=DIR]...
+//   node web/server/serve.mjs [--root build/web] [--port 8080] [--host 127.0.0.1] [--mount /prefix/=DIR]...
 //                           [--csp POLICY|none] [--cors [EXT,...]] [--isolation on|off] [--quiet]
 // Every response carries the strict Content-Security-Policy the pages are built for, so the demo is
 // always exercised under it (--csp replaces it; the tests use that for articles with their own
@@ -33,7 +33,7 @@ try {
   process.exit(2);
 }
 if (values.help) {
-  console.log('usage: node web/demo/serve.mjs [--root DIR] [--port N] [--host H] [--mount /prefix/=DIR]... [--csp POLICY|none] [--cors [EXT,...]] [--isolation on|off] [--quiet]');
+  console.log('usage: node web/server/serve.mjs [--root DIR] [--port N] [--host H] [--mount /prefix/=DIR]... [--csp POLICY|none] [--cors [EXT,...]] [--isolation on|off] [--quiet]');
   process.exit(0);
 }
 const port = Number(values.port);

@@ -11,7 +11,7 @@
 //   status         'loading' | 'ready' | 'error'
 //   typedMs        median wall time of run() on the text plus one token (the typed token)
 //   typedComputed  how many tokens that run computed (T - reusedTokens: 1 when the cache was reused)
-import { sharingName, cacheBytes } from '../component/model/kv-groups.js';
+import { sharingName, cacheBytes } from '../../component/model/kv-groups.js';
 import { fmtBest, roleCounts } from './compare-roles.js';
 import { fmtParams } from './tradeoff.js';
 

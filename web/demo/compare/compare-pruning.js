@@ -6,10 +6,10 @@
 // sentence, the heads that survive longest with their role badges, a link that opens the demo with
 // the heads that can go before +5% switched off (?off=), and the curve as a table.
 // Everything reaches the DOM through textContent and attributes (no markup), styles through classes.
-import { SceneView } from '../component/views/scene-view.js';
-import { pruningScene, pruningSummary, pruningLabel, headRoles, ROLE_BADGE, RISES } from '../component/views/pruning-curve.js';
-import { allHeadScores } from '../lib/analysis.js';
-import { formatAblate } from '../lib/result.js';
+import { SceneView } from '../../component/views/scene-view.js';
+import { pruningScene, pruningSummary, pruningLabel, headRoles, ROLE_BADGE, RISES } from '../../component/views/pruning-curve.js';
+import { allHeadScores } from '../../lib/analysis.js';
+import { formatAblate } from '../../lib/result.js';
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);

@@ -13,16 +13,16 @@
 // brackets of the query heads that share a key/value head, the table and sentence of compare-kv.js
 // from their cards and engines, and the time of a typed token (timeTyped()). The head measurement
 // above stays the head-count family's: these models are not in its list.
-import { getModel, GridView, readTheme, DEFAULT_TEXT, describeHead, headSharing } from '../component/headscope-view.js';
-import { allHeadScores, headBadges } from '../lib/analysis.js';
-import { ROLE_SHORT, rolesSentence } from '../component/lab.js';
-import { sharingName } from '../component/model/kv-groups.js';
+import { getModel, GridView, readTheme, DEFAULT_TEXT, describeHead, headSharing } from '../../component/headscope-view.js';
+import { allHeadScores, headBadges } from '../../lib/analysis.js';
+import { ROLE_SHORT, rolesSentence } from '../../component/lab.js';
+import { sharingName } from '../../component/model/kv-groups.js';
 import { tradeoffSentence, fmtParams } from './tradeoff.js';
 import { familyRoleTable } from './compare-roles.js';
 import { kvFamilyNames, kvFamilyTable, kvTradeoffSentence, extendsByOne } from './compare-kv.js';
 import { PruningPanel } from './compare-pruning.js';
-import { modelIndex, loadCard } from './models.js';
-import { defaultModelName as DEFAULT_MODEL, shippedModels } from '../lib/headscope.js';
+import { modelIndex, loadCard } from '../shared/models.js';
+import { defaultModelName as DEFAULT_MODEL, shippedModels } from '../../lib/headscope.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);

@@ -1,7 +1,7 @@
 // iframe mode: the URL query holds the whole state (model, text, layer, head, heads, token,
 // view, inside and step for view=inside, by, and optionally theme=light|dark and edit=1); this page
 // renders just that widget. A link with inside= and no view opens "Inside this head".
-import { stateFromQuery, stateToQuery, DEFAULT_TEXT } from '../component/headscope-view.js';
+import { stateFromQuery, stateToQuery, DEFAULT_TEXT } from '../../component/headscope-view.js';
 
 const query = new URLSearchParams(location.search);
 const state = stateFromQuery(location.search);

@@ -6,8 +6,8 @@
 // and the result is drawn, one request at a time, the latest wish next: typing never waits behind
 // it. An answer is kept only for the model, text, switched-off heads, position and token it was
 // asked for, and only if it says it split that text; anything else is dropped, never shown.
-import { attributionTarget } from '../component/headscope-view.js';
-import { sameAblate } from '../lib/result.js';
+import { attributionTarget } from '../../component/headscope-view.js';
+import { sameAblate } from '../../lib/result.js';
 
 // after the next paint: the frame that shows the result, then a task of its own
 const afterPaint = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));

@@ -2,8 +2,8 @@
 // model card finds most telling, with the verb-to-subject heads' links measured live through the
 // engine. The rule itself is openingHead (models.js); this module decides when it applies and
 // supplies the weights the card does not list.
-import { attentionAt } from '../lib/result.js';
-import { openingHead, verbSubjectHeads } from './models.js';
+import { attentionAt } from '../../lib/result.js';
+import { openingHead, verbSubjectHeads } from '../shared/models.js';
 
 /**
  * Whether the page opens on the card's head: the text is the article's sentence, and the URL

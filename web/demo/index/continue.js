@@ -8,7 +8,7 @@
 // edits elsewhere keep them), and the last token's draw (the next-token panel shows the
 // distribution it came from, until the text changes).
 
-import { quoteToken } from '../component/headscope-view.js';
+import { quoteToken } from '../../component/headscope-view.js';
 
 const nextFrame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
 const setText = (node, text) => { if (node.textContent !== text) node.textContent = text; }; // text, never markup

@@ -5,7 +5,7 @@ import {
   getModel, getFastTypingModel, loadModelFromBuffers, setThreads, Runner, DEFAULT_TEXT, stateFromQuery, stateToQuery,
   GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
   gridScene, heatmapScene, linesScene, combineScene,
-} from '../component/headscope-view.js';
+} from '../../component/headscope-view.js';
 import { installLab } from './lab-panel.js';
 import { installInside } from './inside-panel.js';
 import { installContinue } from './continue.js';
@@ -13,10 +13,10 @@ import { installSharing } from './share.js';
 import { installThemeToggle } from './theme-toggle.js';
 import { TokenStrip } from './token-strip.js';
 import { HeadChips } from './head-chips.js';
-import { modelIndex, loadCard, modelSize, cacheLine } from './models.js';
+import { modelIndex, loadCard, modelSize, cacheLine } from '../shared/models.js';
 import { cardOpening } from './card-opening.js';
 import { installLocalModelPicker, readModelFiles } from './local-model.js';
-import { loadTrainedModel } from './trained-model.js';
+import { loadTrainedModel } from '../shared/trained-model.js';
 import { installAttribution } from './attribution.js';
 import { watchOnScreen } from './on-screen.js';
 

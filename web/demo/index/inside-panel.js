@@ -6,7 +6,7 @@
 // demo.js calls update(result, theme) in its render path.
 import {
   InsideView, InsideSource, Tooltip, hasValueNorms, valueWeightingSentence, focusToken, headSharing,
-} from '../component/headscope-view.js';
+} from '../../component/headscope-view.js';
 import { watchOnScreen } from './on-screen.js';
 
 const $ = (id) => document.getElementById(id);

@@ -3,7 +3,7 @@
 // this file places it on the page and connects it to demo.js's runner, grid and state.
 // demo.js calls installLab() once the model is loaded and lab.update(result) after each render;
 // its runner adds state.ablate, which the lab keeps current, to every run.
-import { Lab, parseAblate, formatAblate } from '../component/lab.js';
+import { Lab, parseAblate, formatAblate } from '../../component/lab.js';
 
 const $ = (id) => document.getElementById(id);
 

@@ -3,7 +3,7 @@
 // files, and drag and drop onto the page. Nothing is uploaded: the files are read in the browser and
 // handed to loadModel() as buffers.
 
-import { tokenizerKind } from '../lib/files.js';
+import { tokenizerKind } from '../../lib/files.js';
 
 /** The four files of a GPT-2 folder, by the keys loadModel() takes. */
 export const MODEL_FILES = Object.freeze({

@@ -1,6 +1,6 @@
 // Exports (PNG and SVG of the grid, the detail view, "Inside this head" and the combine view) and
 // the "copy embed code" button, which writes the <iframe> snippet for the current view.
-import { embedSnippet, sceneToSvgString, sceneToPngBlob, downloadBlob } from '../component/headscope-view.js';
+import { embedSnippet, sceneToSvgString, sceneToPngBlob, downloadBlob } from '../../component/headscope-view.js';
 
 const $ = (id) => document.getElementById(id);
 

@@ -1,6 +1,6 @@
 // The page's light/dark theme: the reader's preference, a choice stored in localStorage, or
 // ?theme= in the URL. onChange(theme) receives the theme the views read (theme.js).
-import { readTheme } from '../component/headscope-view.js';
+import { readTheme } from '../../component/headscope-view.js';
 
 const THEME_KEY = 'headscope-theme';
 

@@ -1,8 +1,8 @@
 // The strip of token buttons under the text box. Each button is tinted by how much the focused
 // token looks at it in the selected head. Buttons are reused from render to render: typing changes
 // a few labels and tints instead of rebuilding the strip (which made the browser restyle all of it).
-import { focusToken, tokenLabel, tokenWords, heat, heatInk } from '../component/headscope-view.js';
-import { attentionIndex } from '../lib/result.js';
+import { focusToken, tokenLabel, tokenWords, heat, heatInk } from '../../component/headscope-view.js';
+import { attentionIndex } from '../../lib/result.js';
 
 function setAttr(node, name, value) {
   if (node.getAttribute(name) !== value) node.setAttribute(name, value);

@@ -1,7 +1,7 @@
 // The models a demo site holds, their cards, and the head the page opens on.
 //   models/index.json is written by web/demo/build.sh: { models: [{ name, card, family, n_kv_head }] }
 //   (card: whether the folder has card.json; family and n_kv_head: from that card, else null).
-import { sharingSentence, cacheBytes } from '../component/model/kv-groups.js';
+import { sharingSentence, cacheBytes } from '../../component/model/kv-groups.js';
 
 let indexPromise = null;
 

@@ -1,9 +1,9 @@
 // The training page (train.html): two runs side by side, each in its own Web Worker
 // (train-run.js), by default the same task with 2 layers and with 1, so the reader sees that an
 // induction head needs a head in an earlier layer to build on.
-import { trainingPresets } from '../lib/headscope.js';
+import { trainingPresets } from '../../lib/headscope.js';
 import { TrainingRunPanel } from './train-run.js';
-import { saveTrainedModel } from './trained-model.js';
+import { saveTrainedModel } from '../shared/trained-model.js';
 
 const live = document.getElementById('train-live');
 const announce = (message) => { live.textContent = message; };
