@@ -42,9 +42,10 @@ done
 shopt -u nullglob
 # the pages' scripts (index/demo.js, compare/compare.js, embed/embed.js, train/train.js), bundled
 node "$ROOT/web/bundle.mjs" --out "$TMP" demo
-# every page's head starts with the same tags, written here: the character set, the viewport and the
+# every page's head starts with the same tags, written here: the character set, the viewport, the
 # Content-Security-Policy the server sends too (web/server/static-server.mjs, DEMO_CSP), so the policy
-# lives in one place; a page without {{PAGE_HEAD}} fails the build
+# lives in one place, and the icon; a page without {{PAGE_HEAD}} fails the build. {{DEMO_CSP}} in a
+# page's text is the policy itself (csp.html quotes it).
 node --input-type=module -e '
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -53,12 +54,14 @@ const head = [
   "<meta charset=\"utf-8\">",
   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
   `<meta http-equiv="Content-Security-Policy" content="${DEMO_CSP.replaceAll("\"", "&quot;")}">`,
+  "<link rel=\"icon\" href=\"favicon.svg\" type=\"image/svg+xml\">",
 ].join("\n");
+const cspText = DEMO_CSP.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
 const dir = process.argv[1];
 for (const name of readdirSync(dir).filter((n) => n.endsWith(".html"))) {
   const file = path.join(dir, name), html = readFileSync(file, "utf8");
   if (!html.includes("<head>\n{{PAGE_HEAD}}\n")) throw new Error(`web/demo/build.sh: ${name} does not start its <head> with {{PAGE_HEAD}}`);
-  writeFileSync(file, html.replace("{{PAGE_HEAD}}", head));
+  writeFileSync(file, html.replace("{{PAGE_HEAD}}", head).replaceAll("{{DEMO_CSP}}", cspText));
 }
 ' "$TMP"
 rm -rf "$OUT" && mv "$TMP" "$OUT"
