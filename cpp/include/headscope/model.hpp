@@ -26,7 +26,8 @@ namespace headscope {
 
 namespace train {
 class Trainer;
-}
+}  // namespace train
+class ActivationPatching;
 
 struct HeadRef {
   int layer = 0;
@@ -215,6 +216,7 @@ class Model {
 
  private:
   friend class train::Trainer;  // Trainer::load(const Model&) reads the packed weights
+  friend class ActivationPatching;  // patching.hpp: runs from a layer with one head's output replaced
   Model();
   // The weights, the activations (the key/value cache among them) and the last run's state live
   // behind this pointer (cpp/src/model/model_impl.hpp), so this header is only the API.

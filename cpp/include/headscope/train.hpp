@@ -86,6 +86,12 @@ class Trainer {
   // grads() is then left unspecified (zero_grad() before the next training step's backward).
   enum class Gradients { all, gates };
   void backward(Gradients which = Gradients::all);
+  // The same for another function of the last forward's logits: dlogits (B, T, V) is its gradient
+  // with respect to them (activation patching seeds the logit difference at the last position).
+  void backward_from_logits(std::span<const float> dlogits, Gradients which = Gradients::gates);
+  // After a backward: the gradient with respect to each head's output before W_O at `layer`,
+  // (B, T, QW) with query head h at columns [h*HS, (h+1)*HS) (its gate applied after it)
+  std::span<const float> head_outputs_grad(int layer) const;
   double grad_norm() const;
   void sgd_step(float lr);
   void adamw_step(const AdamW& hp);
@@ -122,6 +128,7 @@ class Trainer {
   void pack_weights();  // the current parameters into the kernels' packed layout (packed_)
   // the attention output's backward through W_O and the head gates of layer l (both families)
   void output_projection_backward(int l, bool weights);
+  void backward_seeded(Gradients which, std::span<const float> dlogits);  // dlogits empty: the mean loss's
 
   ModelConfig config_;
   int B_, T_;

@@ -65,6 +65,11 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
                          t_begin, T, shape, stride, b.key_panels, nullptr, -1);
   }
 
+  if (b.patch_z)
+    for (int t = b.patch_begin; t < b.patch_end; t++)
+      std::copy_n(b.patch_z + (std::size_t)t * QW + (std::size_t)b.patch_head * HS, HS,
+                  b.head_out + (std::size_t)t * QW + (std::size_t)b.patch_head * HS);
+
   // W_O, one head at a time: out = bias + sum_h head_out[:, h] @ W_O[h rows]. A switched-off head
   // writes nothing. Summing per head gives each head's contribution from the same computation:
   // concatenating the heads and multiplying by W_O is the same as adding up what each head writes.

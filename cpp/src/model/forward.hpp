@@ -62,6 +62,10 @@ struct BlockBuffers {
   float* norms = nullptr;    // (NH, stride) L2 norm of each head's write per row, or null
   const float* gates = nullptr;     // (NH) or null: head h's write through W_O is scaled by gates[h] (the
                                     // trainer's head gates; 0 skips it, but unlike ablate keeps its output)
+  // activation patching (analysis/patching.cpp): head patch_head's output at rows [patch_begin,
+  // patch_end) is replaced by patch_z's rows (stride, QW: another run's head outputs) before W_O reads it
+  const float* patch_z = nullptr;
+  int patch_head = -1, patch_begin = 0, patch_end = 0;
 };
 
 // The Llama family's rotary frequencies (HS/2), in double: theta^(-2i/HS), rescaled when the config

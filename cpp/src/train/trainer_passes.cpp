@@ -124,7 +124,23 @@ void Trainer::output_projection_backward(int l, bool weights) {
         }
 }
 
-void Trainer::backward(Gradients which) {
+void Trainer::backward(Gradients which) { backward_seeded(which, {}); }
+
+void Trainer::backward_from_logits(std::span<const float> dlogits, Gradients which) {
+  if (cur_B_ == 0) throw Error("train: backward() before forward()");
+  if (dlogits.size() != (std::size_t)cur_B_ * cur_T_ * config_.vocab_size)
+    throw Error("train: " + std::to_string(dlogits.size()) + " logit gradients for a forward of " +
+                std::to_string((std::size_t)cur_B_ * cur_T_ * config_.vocab_size) + " logits");
+  backward_seeded(which, dlogits);
+}
+
+std::span<const float> Trainer::head_outputs_grad(int layer) const {
+  if (layer < 0 || layer >= config_.n_layer) throw Error("train: layer " + std::to_string(layer) + " is out of range");
+  return {dacts_[layer].atty.data(), (std::size_t)cur_B_ * cur_T_ * config_.q_width()};
+}
+
+// dlogits empty: the mean cross-entropy's gradient
+void Trainer::backward_seeded(Gradients which, std::span<const float> dlogits) {
   if (cur_B_ == 0) throw Error("train: backward() before forward()");
   kernels::PoolScope pool(packed_->threads());
   // gates only: every activation's gradient down to the lowest layer's gates, no weight's (about a
@@ -144,7 +160,8 @@ void Trainer::backward(Gradients which) {
   std::fill(dlnf_.begin(), dlnf_.end(), 0.0f);
   std::fill(dlogits_.begin(), dlogits_.end(), 0.0f);
 
-  k::crossentropy_backward(dlogits_.data(), probs_.data(), targets_.data(), 1.0f / N, N, V);
+  if (dlogits.empty()) k::crossentropy_backward(dlogits_.data(), probs_.data(), targets_.data(), 1.0f / N, N, V);
+  else std::copy(dlogits.begin(), dlogits.end(), dlogits_.begin());
   k::matmul_transposed_backward(dlnf_.data(), weights ? G + head_ : nullptr, dlogits_.data(), lnf_.data(), P + head_,
                                 N, C, V);
   const int L = (int)layers_.size();
