@@ -6,7 +6,7 @@
 //   lab?.lab?.setAblate([[0, 1]]);
 //
 // It sits next to headscope-view.js (and shares its model cache), analysis.js and the package's files.
-import type { RunResult } from './headscope.js';
+import type { RunResult } from '../lib/headscope.js';
 
 /** The element's attributes (strings in the DOM). Only text and ablate are watched after connection. */
 export interface HeadscopeLabAttributes {

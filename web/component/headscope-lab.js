@@ -11,7 +11,7 @@
 // Must sit next to headscope-view.js, analysis.js and the package's files, as in dist/.
 // Events: `headscope-render` after each render. Properties: result, lab (the Lab), ready.
 import { getModel, Runner, DEFAULT_TEXT, GridView, TopKView, readTheme, describeHead, viewsCss } from './headscope-view.js';
-import { Lab, parseAblate } from './lab.js';
+import { Lab, parseAblate } from './lab/lab.js';
 import hostCss from './host.css';
 import labCss from './lab.css';
 

@@ -8,7 +8,7 @@
 //
 // The module also exports the views, runner and state helpers the demo page is built from; those
 // are not a public API and are not declared here.
-import type { RunResult } from './headscope.js';
+import type { RunResult } from '../lib/headscope.js';
 
 /** What the element shows (attribute `view`). */
 export type HeadscopeViewName = 'grid' | 'heatmap' | 'lines' | 'inside';

@@ -15,10 +15,10 @@
 // This module also exports the building blocks the demo page uses (views, runner, state helpers).
 import viewsCss from './views.css';
 import hostCss from './host.css';
-import { getModel, getFastTypingModel, loadModelFromBuffers, modelLoadCount, setThreads } from './model-cache.js';
-import { Runner } from './runner.js';
-import { DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery } from './url-state.js';
-import { embedSnippet } from './embed-snippet.js';
+import { getModel, getFastTypingModel, loadModelFromBuffers, modelLoadCount, setThreads } from './runtime/model-cache.js';
+import { Runner } from './runtime/runner.js';
+import { DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery } from './runtime/url-state.js';
+import { embedSnippet } from './runtime/embed-snippet.js';
 import { describeHead, focusToken, clamp } from './model/describe.js';
 import { GridView, gridScene } from './views/grid.js';
 import { HeatmapView, heatmapScene } from './views/heatmap.js';
@@ -28,12 +28,12 @@ import { TopKView } from './views/topk.js';
 import { WriteBar } from './writer.js';
 import { InsideView, insideScene, insideSentence, clampStep, INSIDE_STEPS } from './views/inside.js';
 import { VALUE_WEIGHTING_SENTENCE, valueWeightingSentence, hasValueNorms, byValue, shownWeights } from './model/weighting.js';
-import { InsideSource } from './inside-source.js';
+import { InsideSource } from './runtime/inside-source.js';
 import { kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes } from './model/kv-groups.js';
 import { Tooltip } from './views/tooltip.js';
 import { parseAblate } from '../lib/result.js';
-import { readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken } from './theme.js';
-import { sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg } from './scene.js';
+import { readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken } from './runtime/theme.js';
+import { sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg } from './views/scene.js';
 
 export {
   getModel, getFastTypingModel, loadModelFromBuffers, setThreads, Runner, DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery, embedSnippet, modelLoadCount,

@@ -6,14 +6,14 @@ import assert from 'node:assert/strict';
 import {
   attentionIndex, attentionAt, headOffset, contributionIndex, makeResult, resultForTransfer, parseAblate, formatAblate,
 } from '../../../web/lib/result.js';
-import { themeFrom, heat, heatIndex } from '../../../web/component/theme.js';
+import { themeFrom, heat, heatIndex } from '../../../web/component/runtime/theme.js';
 import { describeHead, focusToken, strongestKey } from '../../../web/component/model/describe.js';
 import { heatmapScene, fitCell } from '../../../web/component/views/heatmap.js';
 import { linesScene, DEFAULT_LINKS } from '../../../web/component/views/lines.js';
 import { combineScene, attributionTarget } from '../../../web/component/views/combine.js';
 import { gridScene } from '../../../web/component/views/grid.js';
 import { formatPercent } from '../../../web/component/views/topk.js';
-import { textWidth } from '../../../web/component/scene.js';
+import { textWidth } from '../../../web/component/views/scene.js';
 import {
   insideScene, insideSentence, shownKeys, dotProducts, writeNorm, strongestInsideKey, signedColour, clampStep, MAX_KEY_ROWS,
 } from '../../../web/component/views/inside.js';
@@ -21,7 +21,7 @@ import {
   valueWeighted, shownWeights, shownWeightAt, valueNormsOf, hasValueNorms, valueWeightingSentence, VALUE_WEIGHTING_SENTENCE,
 } from '../../../web/component/model/weighting.js';
 import { paintGrid } from '../../../web/component/views/paint.js';
-import { stateFromQuery, stateToQuery } from '../../../web/component/url-state.js';
+import { stateFromQuery, stateToQuery } from '../../../web/component/runtime/url-state.js';
 
 const theme = themeFrom(() => '');
 

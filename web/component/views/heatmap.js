@@ -1,8 +1,8 @@
 // Head detail as a heatmap: rows are query tokens, columns the key tokens they attend to.
 // heatmapScene() is the pure scene builder (tested in Node); HeatmapView shows it, with the cells
 // painted on a canvas under the SVG labels, a tooltip and keyboard navigation.
-import { textWidth } from '../scene.js';
-import { heat, tokenLabel, quoteToken } from '../theme.js';
+import { textWidth } from './scene.js';
+import { heat, tokenLabel, quoteToken } from '../runtime/theme.js';
 import { attentionAt } from '../../lib/result.js';
 import { focusToken, clamp } from '../model/describe.js';
 import { paintAttention } from './paint.js';

@@ -8,8 +8,8 @@
 //   6 write    z times the head's rows of W_O: its share of the token's update
 // insideScene() is the pure scene builder (tested in Node); InsideView shows it with step tabs,
 // Back/Next, one sentence per step, a tooltip with each number and keyboard navigation.
-import { textWidth, wrap } from '../scene.js';
-import { heat, tokenLabel, quoteToken, tokenWords } from '../theme.js';
+import { textWidth, wrap } from './scene.js';
+import { heat, tokenLabel, quoteToken, tokenWords } from '../runtime/theme.js';
 import { focusToken, clamp } from '../model/describe.js';
 import { SceneView, el } from './scene-view.js';
 import { HostWidth } from './host-width.js';

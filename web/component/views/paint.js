@@ -1,7 +1,7 @@
 // Canvas painting of attention: one head into its own canvas (the detail heatmap), every head into
 // its tile of one shared canvas (the grid). Pixels are written through a 32-bit view of ImageData
 // with the theme's 256-colour table, which is far cheaper than a fillRect per cell.
-import { heatIndex } from '../theme.js';
+import { heatIndex } from '../runtime/theme.js';
 import { headOffset, strideOf } from '../../lib/result.js';
 import { byValue, valueRowScales, valueRowScale, valueShare } from '../model/weighting.js';
 

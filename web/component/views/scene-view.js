@@ -1,6 +1,6 @@
 // The base of the SVG views: shows a scene (scene.js display list) as live SVG and keeps it for
 // export; and the one DOM helper the views share.
-import { LiveSvg } from '../scene.js';
+import { LiveSvg } from './scene.js';
 
 /** A new element with a class and text content (never markup). */
 export function el(doc, tag, cls, text) {

@@ -1,5 +1,5 @@
 // Next-token predictions: the top k tokens with their probabilities, as an HTML list.
-import { tokenLabel } from '../theme.js';
+import { tokenLabel } from '../runtime/theme.js';
 import { el } from './scene-view.js';
 
 /**
