@@ -14,6 +14,7 @@ import { getModel, Runner, DEFAULT_TEXT, GridView, TopKView, readTheme, describe
 import { Lab, parseAblate } from './lab/lab.js';
 import hostCss from './host.css';
 import labCss from './lab.css';
+import { el } from './views/dom.js';
 
 let sheets = null;
 function styleSheets() {
@@ -60,12 +61,7 @@ export class HeadscopeLabElement extends HTMLElement {
   connectedCallback() {
     if (this.#els) return;
     const d = this.ownerDocument;
-    const mk = (tag, cls, text) => {
-      const e = d.createElement(tag);
-      if (cls) e.className = cls;
-      if (text !== undefined) e.textContent = text;
-      return e;
-    };
+    const mk = (tag, cls, text) => el(d, tag, cls, text);
     const wrap = mk('div', 'hs-labw');
     wrap.setAttribute('part', 'widget');
     const left = mk('div', 'hs-labw-left');

@@ -26,11 +26,14 @@ import { LinesView, linesScene } from './views/lines.js';
 import { CombineView, combineScene, attributionTarget } from './views/combine.js';
 import { TopKView } from './views/topk.js';
 import { WriteBar } from './writer.js';
-import { InsideView, insideScene, insideSentence, clampStep, INSIDE_STEPS } from './views/inside.js';
+import { InsideView } from './views/inside.js';
+import { insideScene } from './views/inside-scene.js';
+import { insideSentence, clampStep, INSIDE_STEPS } from './model/inside.js';
 import { VALUE_WEIGHTING_SENTENCE, valueWeightingSentence, hasValueNorms, byValue, shownWeights } from './model/weighting.js';
 import { InsideSource } from './runtime/inside-source.js';
 import { kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes } from './model/kv-groups.js';
 import { Tooltip } from './views/tooltip.js';
+import { el } from './views/dom.js';
 import { parseAblate } from '../lib/result.js';
 import { readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken } from './runtime/theme.js';
 import { sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg } from './views/scene.js';
@@ -156,12 +159,7 @@ export class HeadscopeViewElement extends HTMLElement {
 
   #build() {
     const d = this.ownerDocument;
-    const mk = (tag, cls, text) => {
-      const e = d.createElement(tag);
-      if (cls) e.className = cls;
-      if (text !== undefined) e.textContent = text;
-      return e;
-    };
+    const mk = (tag, cls, text) => el(d, tag, cls, text);
     const wrap = mk('div', 'hs-widget');
     wrap.setAttribute('part', 'widget');
     const status = mk('div', 'hs-status');

@@ -4,6 +4,8 @@
 // attribute or model stop it before the next token, leaving the text and the view of the last token
 // shown. The demo page has its own, larger version (web/demo/continue.js).
 
+import { el } from './views/dom.js';
+
 const nextFrame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
 
 // [id suffix, label, default, min, max, step]: the inputs, as the demo page's
@@ -26,12 +28,7 @@ export class WriteBar {
    */
   constructor(doc, host) {
     this.#host = host;
-    const mk = (tag, cls, text) => {
-      const e = doc.createElement(tag);
-      if (cls) e.className = cls;
-      if (text !== undefined) e.textContent = text;
-      return e;
-    };
+    const mk = (tag, cls, text) => el(doc, tag, cls, text);
     this.el = mk('div', 'hs-write');
     this.el.setAttribute('role', 'group');
     this.el.setAttribute('aria-label', 'Let the model write');

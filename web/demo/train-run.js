@@ -11,7 +11,8 @@ import { createTrainerInWorker } from '../lib/worker/client.js';
 import { makeResult } from '../lib/result.js';
 import { ROLE_THRESHOLDS } from '../lib/analysis.js';
 import { gridScene } from '../component/views/grid.js';
-import { SceneView, el } from '../component/views/scene-view.js';
+import { SceneView } from '../component/views/scene-view.js';
+import { el } from '../component/views/dom.js';
 import { lossChartScene, scoreChartScene } from '../component/charts/training-charts.js';
 import { readTheme } from '../component/runtime/theme.js';
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import {
   attentionIndex, attentionAt, headOffset, contributionIndex, makeResult, resultForTransfer, parseAblate, formatAblate,
 } from '../../../web/lib/result.js';
-import { themeFrom, heat, heatIndex } from '../../../web/component/runtime/theme.js';
+import { themeFrom, heat, heatIndex, signedColour } from '../../../web/component/runtime/theme.js';
 import { describeHead, focusToken, strongestKey } from '../../../web/component/model/describe.js';
 import { heatmapScene, fitCell } from '../../../web/component/views/heatmap.js';
 import { linesScene, DEFAULT_LINKS } from '../../../web/component/views/lines.js';
@@ -14,9 +14,10 @@ import { combineScene, attributionTarget } from '../../../web/component/views/co
 import { gridScene } from '../../../web/component/views/grid.js';
 import { formatPercent } from '../../../web/component/views/topk.js';
 import { textWidth } from '../../../web/component/views/scene.js';
+import { insideScene } from '../../../web/component/views/inside-scene.js';
 import {
-  insideScene, insideSentence, shownKeys, dotProducts, writeNorm, strongestInsideKey, signedColour, clampStep, MAX_KEY_ROWS,
-} from '../../../web/component/views/inside.js';
+  insideSentence, shownKeys, dotProducts, writeNorm, strongestInsideKey, clampStep, MAX_KEY_ROWS,
+} from '../../../web/component/model/inside.js';
 import {
   valueWeighted, shownWeights, shownWeightAt, valueNormsOf, hasValueNorms, valueWeightingSentence, VALUE_WEIGHTING_SENTENCE,
 } from '../../../web/component/model/weighting.js';

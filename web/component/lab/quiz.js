@@ -2,7 +2,8 @@
 // token attends to most (one button per token), then reveals the weights.
 import { tokenLabel, tokenWords, quoteToken } from '../runtime/theme.js';
 import { attentionAt } from '../../lib/result.js';
-import { el, panel, button } from '../views/dom.js';
+import { el } from '../views/dom.js';
+import { panel, button } from './panel.js';
 
 /**
  * Options: getResult() -> the latest result, getState() -> { layer, head, token },

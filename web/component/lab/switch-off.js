@@ -3,7 +3,8 @@
 // all heads and without the switched-off ones (runs with `allLogits`, when typing pauses).
 import { tokenLabel } from '../runtime/theme.js';
 import { formatAblate } from '../../lib/result.js';
-import { el, panel, button, signed } from '../views/dom.js';
+import { el } from '../views/dom.js';
+import { panel, button, signed } from './panel.js';
 
 const key = (l, h) => `${l}:${h}`;
 // Above this the loss is computed when the reader asks (a button), not whenever typing pauses:

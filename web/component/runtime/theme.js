@@ -7,12 +7,13 @@ import { interpolateBlues, interpolateInferno } from 'd3-scale-chromatic';
 const OKABE_ITO = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#F0E442', '#000000'];
 const OKABE_ITO_DARK = ['#56B4E9', '#E69F00', '#009E73', '#CC79A7', '#D55E00', '#0072B2', '#F0E442', '#FFFFFF'];
 
-function parseRgb(css) {
+/** [r, g, b] of a CSS colour written rgb(...) / rgba(...) or #rrggbb; `fallback` for anything else. */
+export function parseRgb(css, fallback = [128, 128, 128]) {
   const m = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(css);
   if (m) return [Number(m[1]), Number(m[2]), Number(m[3])];
-  const h = /^#([0-9a-f]{6})$/i.exec(css.trim());
+  const h = /^#([0-9a-f]{6})$/i.exec(String(css).trim());
   if (h) return [0, 2, 4].map((i) => parseInt(h[1].slice(i, i + 2), 16));
-  return [128, 128, 128];
+  return fallback;
 }
 
 // WCAG 2 relative luminance of an sRGB colour (0..255 channels)
@@ -96,6 +97,31 @@ export function heatInk(theme, w) {
 /** Colour of the i-th head shown at once. */
 export function headColour(theme, i) {
   return theme.heads[i % theme.heads.length];
+}
+
+// Signed numbers ("Inside this head", the logit split): blue for positive, orange for negative (the
+// first two Okabe-Ito colours of the scheme), from the theme's faint colour at 0 to the full colour
+// at the scale's largest size, in 33 steps.
+const signedLuts = new Map();
+function signedLut(theme) {
+  const key = `${theme.dark}|${theme.faint}`;
+  let lut = signedLuts.get(key);
+  if (!lut) {
+    const zero = parseRgb(theme.faint, [200, 200, 200]);
+    lut = (theme.dark ? OKABE_ITO_DARK : OKABE_ITO).slice(0, 2).map((end) => {
+      const e = parseRgb(end);
+      return Array.from({ length: 33 }, (_, s) => `rgb(${zero.map((z, c) => Math.round(z + ((e[c] - z) * s) / 32)).join(',')})`);
+    });
+    signedLuts.set(key, lut);
+  }
+  return lut;
+}
+
+/** Colour of a signed number on a scale whose largest size is `max` (linear in the size). */
+export function signedColour(theme, v, max) {
+  const [pos, neg] = signedLut(theme);
+  const s = max > 0 ? Math.round(Math.max(0, Math.min(1, Math.abs(v) / max)) * 32) : 0;
+  return v < 0 ? neg[s] : pos[s];
 }
 
 /** A token's text made visible for labels: spaces as '·', newlines and tabs as arrows. */

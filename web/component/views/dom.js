@@ -1,4 +1,5 @@
-// Small helpers shared by the lab's panels. Text reaches the DOM only through textContent.
+// The one DOM helper of the components (views, lab panels, the two elements, the writer). Text
+// reaches the DOM only through textContent, never markup.
 
 /** A new element with a class and text content (never markup). */
 export function el(doc, tag, cls, text) {
@@ -7,21 +8,3 @@ export function el(doc, tag, cls, text) {
   if (text !== undefined) e.textContent = text;
   return e;
 }
-
-/** A button of the lab's style. */
-export function button(doc, cls, text, onClick) {
-  const b = el(doc, 'button', `hs-lab-btn ${cls}`, text);
-  b.type = 'button';
-  if (onClick) b.addEventListener('click', onClick);
-  return b;
-}
-
-/** A panel: its block, title and explanation. */
-export function panel(doc, cls, title, explain) {
-  const block = el(doc, 'div', `hs-lab-block ${cls}`);
-  block.append(el(doc, 'h3', 'hs-lab-title', title), el(doc, 'p', 'hs-lab-explain', explain));
-  return block;
-}
-
-/** A loss change with its sign: +0.120, −0.004. */
-export const signed = (x, d = 3) => `${x >= 0 ? '+' : '−'}${Math.abs(x).toFixed(d)}`;

@@ -4,7 +4,7 @@
 import { heat } from '../runtime/theme.js';
 import { clamp, describeHead, focusToken } from '../model/describe.js';
 import { paintGrid } from './paint.js';
-import { el } from './scene-view.js';
+import { el } from './dom.js';
 import { byValue, shownWeightAt } from '../model/weighting.js';
 import { kvGroups, headSharing } from '../model/kv-groups.js';
 
