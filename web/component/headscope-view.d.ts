@@ -6,6 +6,12 @@
 //   view.setAttribute('view', 'inside');
 //   view.addEventListener('headscope-render', (e) => console.log(e.detail.T));
 //
+// The module imports the package's files at run time, so it sits beside them, as in dist/ (or on a
+// CDN that serves npm files with Access-Control-Allow-Origin). Widgets naming the same model share
+// one download and one Web Worker; where no worker can start (a Content-Security-Policy without it
+// in worker-src) the model runs on the page thread, said once with console.info. Token text reaches
+// the DOM only as text, and styles are constructed stylesheets, so no `style-src` is needed.
+//
 // The module also exports the views, runner and state helpers the demo page is built from; those
 // are not a public API and are not declared here.
 import type { RunResult } from '../lib/headscope.js';
