@@ -25,7 +25,7 @@ import { HeatmapView, heatmapScene } from './views/heatmap.js';
 import { LinesView, linesScene } from './views/lines.js';
 import { CombineView, combineScene, attributionTarget } from './views/combine.js';
 import { TopKView } from './views/topk.js';
-import { WriteBar } from './writer.js';
+import { WriteBar, Writer } from './writer.js';
 import { InsideView } from './views/inside.js';
 import { insideScene } from './views/inside-scene.js';
 import { insideSentence, clampStep, INSIDE_STEPS } from './model/inside.js';
@@ -44,7 +44,7 @@ export {
   gridScene, heatmapScene, linesScene, combineScene, attributionTarget, readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken,
   sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg, viewsCss,
   InsideView, insideScene, insideSentence, clampStep, INSIDE_STEPS, InsideSource, VALUE_WEIGHTING_SENTENCE, valueWeightingSentence, hasValueNorms, shownWeights,
-  kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes,
+  kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes, Writer,
 };
 
 let sheets = null;
