@@ -14,19 +14,9 @@ import { getModel, Runner, DEFAULT_TEXT, GridView, TopKView, readTheme, describe
 import { Lab, parseAblate } from './lab/lab.js';
 import hostCss from './host.css';
 import labCss from './lab.css';
-import { el } from './views/dom.js';
+import { el, lazySheets, styledShadow } from './views/dom.js';
+import { paletteCss } from './runtime/theme.js';
 
-let sheets = null;
-function styleSheets() {
-  if (!sheets) {
-    sheets = [hostCss, viewsCss, labCss, LOCAL_CSS].map((text) => {
-      const s = new CSSStyleSheet();
-      s.replaceSync(text);
-      return s;
-    });
-  }
-  return sheets;
-}
 const LOCAL_CSS = `
 :host { margin: 12px 0 24px; border: 1px solid var(--hs-faint); border-radius: 8px; }
 .hs-labw { display: grid; gap: 12px; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); padding: 8px; }
@@ -37,6 +27,7 @@ const LOCAL_CSS = `
 @media (max-width: 640px) { .hs-labw { grid-template-columns: minmax(0, 1fr); } }
 :host([compact]) .hs-labw { grid-template-columns: minmax(0, 1fr); }
 `;
+const styleSheets = lazySheets(paletteCss(), hostCss, viewsCss, labCss, LOCAL_CSS);
 
 export class HeadscopeLabElement extends HTMLElement {
   static get observedAttributes() { return ['text', 'ablate']; }
@@ -50,8 +41,7 @@ export class HeadscopeLabElement extends HTMLElement {
 
   constructor() {
     super();
-    this.#root = this.attachShadow({ mode: 'open' });
-    this.#root.adoptedStyleSheets = styleSheets();
+    this.#root = styledShadow(this, styleSheets());
     this.ready = new Promise((r) => { this.#readyResolve = r; });
   }
 

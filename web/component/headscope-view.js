@@ -33,9 +33,9 @@ import { VALUE_WEIGHTING_SENTENCE, valueWeightingSentence, hasValueNorms, byValu
 import { InsideSource } from './runtime/inside-source.js';
 import { kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes } from './model/kv-groups.js';
 import { Tooltip } from './views/tooltip.js';
-import { el } from './views/dom.js';
+import { el, lazySheets, styledShadow } from './views/dom.js';
 import { parseAblate } from '../lib/result.js';
-import { readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken } from './runtime/theme.js';
+import { paletteCss, readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken } from './runtime/theme.js';
 import { sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg } from './views/scene.js';
 
 export {
@@ -47,18 +47,7 @@ export {
   kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes, Writer,
 };
 
-let sheets = null;
-function styleSheets() {
-  // Constructed stylesheets: allowed under `style-src 'self'`, unlike <style> elements.
-  if (!sheets) {
-    sheets = [hostCss, viewsCss].map((text) => {
-      const s = new CSSStyleSheet();
-      s.replaceSync(text);
-      return s;
-    });
-  }
-  return sheets;
-}
+const styleSheets = lazySheets(paletteCss(), hostCss, viewsCss);
 
 function intAttr(el, name, fallback) {
   const v = el.getAttribute(name);
@@ -86,8 +75,7 @@ export class HeadscopeViewElement extends HTMLElement {
 
   constructor() {
     super();
-    this.#root = this.attachShadow({ mode: 'open' });
-    this.#root.adoptedStyleSheets = styleSheets();
+    this.#root = styledShadow(this, styleSheets());
     /** Resolves after the first successful render. */
     this.ready = new Promise((r) => { this.#readyResolve = r; });
   }

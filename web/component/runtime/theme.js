@@ -4,6 +4,30 @@
 // Okabe-Ito palette (designed to stay distinct for colour-blind readers).
 import { interpolateBlues, interpolateInferno } from 'd3-scale-chromatic';
 
+/**
+ * The components' one light and dark palette: the --hs-* custom properties of both elements'
+ * shadow roots (paletteCss()), and themeFrom()'s values where a property is unset. A page may set
+ * the properties on the elements to restyle them.
+ */
+export const PALETTE = Object.freeze({
+  light: Object.freeze({ fg: '#1b1d22', bg: '#ffffff', muted: '#5b606b', faint: '#eef0f4', accent: '#d1006b', focus: '#0b62d6', bar: '#2f6db5' }),
+  dark: Object.freeze({ fg: '#e8e8ea', bg: '#16181d', muted: '#a0a4ad', faint: '#2a2d35', accent: '#ffd166', focus: '#7fb3ff', bar: '#6fa8ff' }),
+});
+
+const paletteDeclarations = (scheme) =>
+  [`--hs-scheme: ${scheme};`, ...Object.entries(PALETTE[scheme]).map(([name, colour]) => `--hs-${name}: ${colour};`), `color-scheme: ${scheme};`].join(' ');
+
+/**
+ * The palette as the elements' shadow-root CSS: light by default, dark where the reader prefers it
+ * (unless theme="light"), and with theme="dark". Comes before host.css, which uses the properties.
+ */
+export function paletteCss() {
+  return `:host { ${paletteDeclarations('light')} }
+@media (prefers-color-scheme: dark) { :host(:not([theme="light"])) { ${paletteDeclarations('dark')} } }
+:host([theme="dark"]) { ${paletteDeclarations('dark')} }
+`;
+}
+
 const OKABE_ITO = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#F0E442', '#000000'];
 const OKABE_ITO_DARK = ['#56B4E9', '#E69F00', '#009E73', '#CC79A7', '#D55E00', '#0072B2', '#F0E442', '#FFFFFF'];
 
@@ -60,13 +84,14 @@ export function readTheme(el) {
 export function themeFrom(property) {
   const v = (name, fallback) => (property(name) || '').trim() || fallback;
   const dark = v('--hs-scheme', 'light') === 'dark';
+  const p = PALETTE[dark ? 'dark' : 'light'];
   return {
     dark,
-    fg: v('--hs-fg', dark ? '#e8e8ea' : '#1b1d22'),
-    bg: v('--hs-bg', dark ? '#16181d' : '#ffffff'),
-    muted: v('--hs-muted', dark ? '#a0a4ad' : '#5b606b'),
-    faint: v('--hs-faint', dark ? '#2a2d35' : '#eef0f4'),
-    accent: v('--hs-accent', dark ? '#ffd166' : '#d1006b'),
+    fg: v('--hs-fg', p.fg),
+    bg: v('--hs-bg', p.bg),
+    muted: v('--hs-muted', p.muted),
+    faint: v('--hs-faint', p.faint),
+    accent: v('--hs-accent', p.accent),
     font: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif',
     heads: dark ? OKABE_ITO_DARK : OKABE_ITO,
     lut: dark ? LUTS.dark : LUTS.light,
