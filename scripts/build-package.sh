@@ -21,7 +21,8 @@ cp build/wasm-relaxed/headscope_wasm.wasm dist.tmp/headscope_wasm_relaxed.wasm
 cp build/wasm-relaxed/headscope_wasm.js dist.tmp/headscope_wasm_relaxed.js
 cp build/wasm-threads/headscope_wasm_threads.js build/wasm-threads/headscope_wasm_threads.worker.js \
    build/wasm-threads/headscope_wasm_threads.wasm dist.tmp/
-cp web/lib/*.js web/lib/*.d.ts web/lib/*.json dist.tmp/
+# the JS API, its types and models/index.json, under their published names (PUBLISHED in web/bundle.mjs)
+node web/bundle.mjs --out dist.tmp lib
 for m in web/models/*/; do
   [ -f "$m/model.safetensors" ] || continue
   name=$(basename "$m")

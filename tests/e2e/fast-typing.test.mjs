@@ -1,5 +1,5 @@
 // Fast typing on the demo page: with a small model, short incremental updates run on the page
-// thread (web/component/fast-typing.js), so a keystroke is painted in the next frame (counted in
+// thread (web/component/runtime/fast-typing.js), so a keystroke is painted in the next frame (counted in
 // frames, not timed), and their
 // results equal the worker's for the same text, bit for bit (same engine, same weights; an
 // incremental update equals a full run).

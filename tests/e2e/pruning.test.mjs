@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { test, expect, SITE, ARTIFACTS, shot, demoReady } from './fixtures.mjs';
-import { headsOffBefore } from '../../web/component/views/pruning-curve.js';
+import { headsOffBefore } from '../../web/component/charts/pruning-curve.js';
 
 const FAMILY = ['heads-1', 'heads-2', 'heads-4', 'heads-8'];
 const shipped = (n) => existsSync(path.join(SITE, 'models', n, 'model.safetensors'));

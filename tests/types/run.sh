@@ -4,9 +4,9 @@
 # compiled with `tsc --noEmit`, strict, declarations checked too.
 #
 # The package is installed into a scratch project as npm would lay it out: package.json (its
-# "exports" map decides which .d.ts each import gets) and dist/*.d.ts, copied from web/lib/ as
-# scripts/build-package.sh copies them, so no wasm build is needed. Errors name the source files
-# (web/lib/*.d.ts, tests/types/*.ts). Exit code non-zero on any error; the last line is the summary.
+# "exports" map decides which .d.ts each import gets) and dist/*.d.ts, published from web/lib/ and
+# web/component/ as scripts/build-package.sh publishes them (node web/bundle.mjs ... lib), so no wasm
+# build is needed. Errors name the published files (dist/*.d.ts: web/lib/ and web/component/), and tests/types/*.ts. Exit code non-zero on any error; the last line is the summary.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT="$PWD"
@@ -16,7 +16,7 @@ SCRATCH="$(mktemp -d)"
 trap 'rm -rf "$SCRATCH"' EXIT
 mkdir -p "$SCRATCH/node_modules/headscope/dist" "$SCRATCH/node_modules/@types"
 cp package.json "$SCRATCH/node_modules/headscope/"
-cp web/lib/*.d.ts "$SCRATCH/node_modules/headscope/dist/"
+node web/bundle.mjs --out "$SCRATCH/node_modules/headscope/dist" lib
 # Node's types, as a Node project installs them (here a dependency of the devDependencies)
 ln -s "$ROOT/node_modules/@types/node" "$SCRATCH/node_modules/@types/node"
 cp tests/types/*.ts tests/types/tsconfig*.json "$SCRATCH/"
@@ -30,7 +30,7 @@ for config in tsconfig.json tsconfig.node.json; do
   else
     failed=$((failed + 1))
     # point at the files in the repository, not their scratch copies
-    printf '%s\n' "$out" | sed -e "s#node_modules/headscope/dist/#web/lib/#g" -e "s#^\(consumer[-a-z]*\.ts\)#tests/types/\1#"
+    printf '%s\n' "$out" | sed -e "s#node_modules/headscope/dist/#dist/#g" -e "s#^\(consumer[-a-z]*\.ts\)#tests/types/\1#"
     echo "FAIL tsc --noEmit -p tests/types/$config"
   fi
 done

@@ -11,21 +11,12 @@
 // Must sit next to headscope-view.js, analysis.js and the package's files, as in dist/.
 // Events: `headscope-render` after each render. Properties: result, lab (the Lab), ready.
 import { getModel, Runner, DEFAULT_TEXT, GridView, TopKView, readTheme, describeHead, viewsCss } from './headscope-view.js';
-import { Lab, parseAblate } from './lab.js';
+import { Lab, parseAblate } from './lab/lab.js';
 import hostCss from './host.css';
 import labCss from './lab.css';
+import { el, lazySheets, styledShadow } from './views/dom.js';
+import { paletteCss } from './runtime/theme.js';
 
-let sheets = null;
-function styleSheets() {
-  if (!sheets) {
-    sheets = [hostCss, viewsCss, labCss, LOCAL_CSS].map((text) => {
-      const s = new CSSStyleSheet();
-      s.replaceSync(text);
-      return s;
-    });
-  }
-  return sheets;
-}
 const LOCAL_CSS = `
 :host { margin: 12px 0 24px; border: 1px solid var(--hs-faint); border-radius: 8px; }
 .hs-labw { display: grid; gap: 12px; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); padding: 8px; }
@@ -36,6 +27,7 @@ const LOCAL_CSS = `
 @media (max-width: 640px) { .hs-labw { grid-template-columns: minmax(0, 1fr); } }
 :host([compact]) .hs-labw { grid-template-columns: minmax(0, 1fr); }
 `;
+const styleSheets = lazySheets(paletteCss(), hostCss, viewsCss, labCss, LOCAL_CSS);
 
 export class HeadscopeLabElement extends HTMLElement {
   static get observedAttributes() { return ['text', 'ablate']; }
@@ -49,8 +41,7 @@ export class HeadscopeLabElement extends HTMLElement {
 
   constructor() {
     super();
-    this.#root = this.attachShadow({ mode: 'open' });
-    this.#root.adoptedStyleSheets = styleSheets();
+    this.#root = styledShadow(this, styleSheets());
     this.ready = new Promise((r) => { this.#readyResolve = r; });
   }
 
@@ -60,12 +51,7 @@ export class HeadscopeLabElement extends HTMLElement {
   connectedCallback() {
     if (this.#els) return;
     const d = this.ownerDocument;
-    const mk = (tag, cls, text) => {
-      const e = d.createElement(tag);
-      if (cls) e.className = cls;
-      if (text !== undefined) e.textContent = text;
-      return e;
-    };
+    const mk = (tag, cls, text) => el(d, tag, cls, text);
     const wrap = mk('div', 'hs-labw');
     wrap.setAttribute('part', 'widget');
     const left = mk('div', 'hs-labw-left');

@@ -15,25 +15,28 @@
 // This module also exports the building blocks the demo page uses (views, runner, state helpers).
 import viewsCss from './views.css';
 import hostCss from './host.css';
-import { getModel, getFastTypingModel, loadModelFromBuffers, modelLoadCount, setThreads } from './model-cache.js';
-import { Runner } from './runner.js';
-import { DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery } from './url-state.js';
-import { embedSnippet } from './embed-snippet.js';
+import { getModel, getFastTypingModel, loadModelFromBuffers, modelLoadCount, setThreads } from './runtime/model-cache.js';
+import { Runner } from './runtime/runner.js';
+import { DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery } from './runtime/url-state.js';
+import { embedSnippet } from './runtime/embed-snippet.js';
 import { describeHead, focusToken, clamp } from './model/describe.js';
 import { GridView, gridScene } from './views/grid.js';
 import { HeatmapView, heatmapScene } from './views/heatmap.js';
 import { LinesView, linesScene } from './views/lines.js';
 import { CombineView, combineScene, attributionTarget } from './views/combine.js';
 import { TopKView } from './views/topk.js';
-import { WriteBar } from './writer.js';
-import { InsideView, insideScene, insideSentence, clampStep, INSIDE_STEPS } from './views/inside.js';
+import { WriteBar, Writer } from './writer.js';
+import { InsideView } from './views/inside.js';
+import { insideScene } from './views/inside-scene.js';
+import { insideSentence, clampStep, INSIDE_STEPS } from './model/inside.js';
 import { VALUE_WEIGHTING_SENTENCE, valueWeightingSentence, hasValueNorms, byValue, shownWeights } from './model/weighting.js';
-import { InsideSource } from './inside-source.js';
+import { InsideSource } from './runtime/inside-source.js';
 import { kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes } from './model/kv-groups.js';
 import { Tooltip } from './views/tooltip.js';
+import { el, lazySheets, styledShadow } from './views/dom.js';
 import { parseAblate } from '../lib/result.js';
-import { readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken } from './theme.js';
-import { sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg } from './scene.js';
+import { paletteCss, readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken } from './runtime/theme.js';
+import { sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg } from './views/scene.js';
 
 export {
   getModel, getFastTypingModel, loadModelFromBuffers, setThreads, Runner, DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery, embedSnippet, modelLoadCount,
@@ -41,21 +44,10 @@ export {
   gridScene, heatmapScene, linesScene, combineScene, attributionTarget, readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken,
   sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg, viewsCss,
   InsideView, insideScene, insideSentence, clampStep, INSIDE_STEPS, InsideSource, VALUE_WEIGHTING_SENTENCE, valueWeightingSentence, hasValueNorms, shownWeights,
-  kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes,
+  kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes, Writer,
 };
 
-let sheets = null;
-function styleSheets() {
-  // Constructed stylesheets: allowed under `style-src 'self'`, unlike <style> elements.
-  if (!sheets) {
-    sheets = [hostCss, viewsCss].map((text) => {
-      const s = new CSSStyleSheet();
-      s.replaceSync(text);
-      return s;
-    });
-  }
-  return sheets;
-}
+const styleSheets = lazySheets(paletteCss(), hostCss, viewsCss);
 
 function intAttr(el, name, fallback) {
   const v = el.getAttribute(name);
@@ -83,8 +75,7 @@ export class HeadscopeViewElement extends HTMLElement {
 
   constructor() {
     super();
-    this.#root = this.attachShadow({ mode: 'open' });
-    this.#root.adoptedStyleSheets = styleSheets();
+    this.#root = styledShadow(this, styleSheets());
     /** Resolves after the first successful render. */
     this.ready = new Promise((r) => { this.#readyResolve = r; });
   }
@@ -156,12 +147,7 @@ export class HeadscopeViewElement extends HTMLElement {
 
   #build() {
     const d = this.ownerDocument;
-    const mk = (tag, cls, text) => {
-      const e = d.createElement(tag);
-      if (cls) e.className = cls;
-      if (text !== undefined) e.textContent = text;
-      return e;
-    };
+    const mk = (tag, cls, text) => el(d, tag, cls, text);
     const wrap = mk('div', 'hs-widget');
     wrap.setAttribute('part', 'widget');
     const status = mk('div', 'hs-status');

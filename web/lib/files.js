@@ -2,13 +2,16 @@
 // config.json and model.safetensors, with GPT-2's vocab.json + merges.txt or the Llama family's
 // tokenizer.json), file: URLs read from disk in Node, streamed fetches that report progress.
 // headscope.js loads models through this module; nothing here touches the engine.
+// The shipped models are listed once, in web/models/index.json (published as models/index.json,
+// written by scripts/train/summarize.py from the model cards).
+import MODEL_INDEX from '../models/index.json' with { type: 'json' };
 
 export const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined'
   && typeof importScripts === 'undefined';
 
-/** Names of the models shipped in this package (folders under ./models/). */
-export const shippedModels = Object.freeze(['headscope-base', 'heads-1', 'heads-2', 'heads-4', 'heads-8', 'kv-8', 'kv-2', 'kv-1']);
-/** The model loadModel() uses when called without a source. */
+/** Names of the models shipped in this package (folders under ./models/, listed in models/index.json). */
+export const shippedModels = Object.freeze(MODEL_INDEX.models.map((m) => m.name));
+/** The model loadModel() uses when called without a source (DEFAULT_MODEL_FILES below are its files). */
 export const defaultModelName = 'headscope-base';
 const GPT2_KEYS = ['config', 'weights', 'vocab', 'merges'];
 const TOKENIZER_JSON_KEYS = ['config', 'weights', 'tokenizer'];

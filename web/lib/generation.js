@@ -2,7 +2,37 @@
 // the range, and the text being written kept as bytes. A generated token is a piece of UTF-8 that may
 // end inside a character (GPT-2's byte-level tokens split emoji and CJK characters), which a JS
 // string cannot hold: the sequence is kept as bytes and decoded, with every token's span mapped from
-// bytes to UTF-16 indices of the decoded text. Used on both sides of the Worker.
+// bytes to UTF-16 indices of the decoded text. Used on both sides of the Worker. Also every run's
+// text as UTF-8 (headscope.js): lone surrogates made well-formed, the engine's byte spans mapped to
+// string indices.
+
+// Lone UTF-16 surrogates cannot be encoded as UTF-8; they become U+FFFD (same length, so string
+// indices are unchanged).
+export function toWellFormed(text) {
+  if (typeof text !== 'string') throw new Error(`text must be a string, got ${text === null ? 'null' : typeof text}`);
+  return typeof text.toWellFormed === 'function' ? text.toWellFormed()
+    : text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+}
+
+// Maps UTF-8 byte offsets of `text` to UTF-16 indices. A byte inside a character maps to the
+// character's start (for starts) or end (for ends), so a token that splits an emoji still covers it.
+export function byteToIndexMaps(text) {
+  const starts = [];  // byte offset -> index of the character containing it
+  const ends = [];
+  let index = 0;
+  for (const ch of text) {
+    const cp = ch.codePointAt(0);
+    const nbytes = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    for (let b = 0; b < nbytes; b++) {
+      starts.push(index);
+      ends.push(index + ch.length);
+    }
+    index += ch.length;
+  }
+  starts.push(index);
+  ends.push(index);
+  return { start: (b) => starts[b], end: (b) => (b === 0 ? 0 : ends[b - 1]) };
+}
 
 /** The most tokens one generate() call writes (the CLI's limit too). */
 export const MAX_GENERATE_TOKENS = 100000;

@@ -12,6 +12,11 @@ export interface WorkerLoadOptions {
   /**
    * The engine's threads in the worker, 1 to 64: by default min(navigator.hardwareConcurrency, 8) on a
    * cross-origin-isolated page, else 1 (said once with console.info). As LoadOptions.threads.
+   * The threaded engine makes its pool of threads - 1 pthread workers when it loads in the worker
+   * (a worker cannot start while the thread that made it waits), so a later model or trainer in the
+   * same worker cannot have more threads than that. The pthread workers load
+   * headscope_wasm_threads.worker.js without CORS: from another origin, serve it with
+   * `Cross-Origin-Resource-Policy: cross-origin` for a `require-corp` page.
    */
   threads?: number;
   /**

@@ -3,8 +3,18 @@
 // Memory: a model lives in WebAssembly memory, which JavaScript's garbage collector does not free.
 // Call `dispose()` when done with a model. Every array a result holds is a copy (its own
 // ArrayBuffer), never a view into wasm memory, so it stays valid after later runs and memory growth.
+// Errors from the engine arrive as `Error` with its message, and whatever was loaded stays usable;
+// many runs in a row, failing ones included, leave the wasm heap as it was.
+//
+// Where it runs: browsers, Web Workers and Node 20, as an ES module built without eval (a
+// Content-Security-Policy needs `'wasm-unsafe-eval'`, not `'unsafe-eval'`). It finds its .wasm and
+// the shipped models beside itself (`new URL(..., import.meta.url)`, which bundlers such as Vite and
+// webpack 5 follow).
 
-/** Names of the models shipped inside the package (folders under `headscope/models/`). */
+/**
+ * Names of the models shipped inside the package (folders under `headscope/models/`), read from
+ * `headscope/models/index.json`, which also gives each one's family, shape, size and losses.
+ */
 export declare const shippedModels: readonly string[];
 /** The shipped model `loadModel()` uses when called without a source: `"headscope-base"`. */
 export declare const defaultModelName: string;

@@ -6,9 +6,9 @@
 // (result.js), and guards against use after dispose(). All numerics happen in C++.
 import { loadEngine, currentCore, checked } from './wasm.js';
 import { modelFileUrls, fetchModelFiles, givenModelFiles, asText, asBytes } from './files.js';
-import { makeResult, reuseInfo, firstChangedRow, roomyStride, withPreviousRows, claimForUpdate, sharedPrefixLength } from './result.js';
-import { generateOptions, WrittenText } from './generation.js';
-import { HeadscopeTrainer, presetsFromCore } from './trainer.js';
+import { makeResult, reuseInfo, firstChangedRow, roomyStride, withPreviousRows, claimForUpdate, sharedPrefixLength, flatAblate } from './result.js';
+import { generateOptions, WrittenText, toWellFormed, byteToIndexMaps } from './generation.js';
+import { HeadscopeTrainer, presetsFromCore, MEASURE_DEFAULTS, cancelledMeasurement, headsReport } from './trainer.js';
 
 export { shippedModels, defaultModelName } from './files.js';
 // where a weight sits in a result's attentionAll, whatever its block width (see RunOptions.reuse)
@@ -46,75 +46,12 @@ export async function loadModel(source, options = {}) {
   return new HeadscopeModel(core, handle, name);
 }
 
-// Maps UTF-8 byte offsets of `text` to UTF-16 indices. A byte inside a character maps to the
-// character's start (for starts) or end (for ends), so a token that splits an emoji still covers it.
-function byteToIndexMaps(text) {
-  const starts = [];  // byte offset -> index of the character containing it
-  const ends = [];
-  let index = 0;
-  for (const ch of text) {
-    const cp = ch.codePointAt(0);
-    const nbytes = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-    for (let b = 0; b < nbytes; b++) {
-      starts.push(index);
-      ends.push(index + ch.length);
-    }
-    index += ch.length;
-  }
-  starts.push(index);
-  ends.push(index);
-  return { start: (b) => starts[b], end: (b) => (b === 0 ? 0 : ends[b - 1]) };
-}
-
-// [[layer, head], ...] as the engine takes it: [l0, h0, l1, h1, ...]
-function flatAblate(ablate) {
-  if (!Array.isArray(ablate)) throw new Error('ablate must be an array of [layer, head] pairs');
-  const flat = [];
-  for (const pair of ablate) {
-    if (!Array.isArray(pair) || pair.length !== 2 || !pair.every(Number.isInteger))
-      throw new Error(`ablate entries must be [layer, head] pairs of integers, got ${JSON.stringify(pair)}`);
-    flat.push(pair[0], pair[1]);
-  }
-  return flat;
-}
-
-// Lone UTF-16 surrogates cannot be encoded as UTF-8; they become U+FFFD (same length, so string
-// indices are unchanged).
-function toWellFormed(text) {
-  if (typeof text !== 'string') throw new Error(`text must be a string, got ${text === null ? 'null' : typeof text}`);
-  return typeof text.toWellFormed === 'function' ? text.toWellFormed()
-    : text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
-}
-
-// measureHeads(): how long a chunk of steps lasts before the page may paint and read a cancel (a
-// frame at 60 Hz minus room for the page's work; a single model run may take longer), and the
-// defaults of the greedy search in the browser: exact up to 16 heads (the head-count family), above
-// it 4 candidates a step by gate gradients. On headscope-base's heldout.txt in Chromium here that
-// took 29 s against 45 s exact (a machine shared with other work), half the heads off +0.047 nats
-// against +0.032 exact and +0.350 in random orders (web/README.md, "How many heads")
+// measureHeads(), generate(): how long a chunk of steps lasts before the page may paint and read a
+// cancel (a frame at 60 Hz minus room for the page's work; a single model run may take longer)
 const CHUNK_MS = 12;
-const MEASURE_DEFAULTS = Object.freeze({ exactLimit: 16, candidates: 4 });
 const performanceNow = () => globalThis.performance.now();
 // a macrotask, so that the page can paint and events (a click on Cancel) arrive
 const yieldToEventLoop = () => new Promise((resolve) => setTimeout(resolve, 0));
-
-function cancelledMeasurement() {
-  const e = new Error('the head measurement was cancelled');
-  e.name = 'AbortError';
-  return e;
-}
-
-// The engine's report as the API's: the order as [layer, head] pairs, the options it ran with
-function headsReport(r, extra) {
-  const order = [];
-  for (let i = 0; i < r.order.length; i += 2) order.push([r.order[i], r.order[i + 1]]);
-  return {
-    nLayer: r.nLayer, nHead: r.nHead, tokens: r.tokens, method: r.method, loss: r.loss,
-    gateGrad: r.gateGrad, ablationDelta: r.ablationDelta, order, prunedLoss: r.prunedLoss,
-    randomLossMean: r.randomLossMean, randomLossLow: r.randomLossLow, randomLossHigh: r.randomLossHigh,
-    ...extra,
-  };
-}
 
 export class HeadscopeModel {
   #core;

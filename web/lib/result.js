@@ -165,6 +165,18 @@ export function makeResult(data) {
   return result;
 }
 
+// [[layer, head], ...] as the engine takes it: [l0, h0, l1, h1, ...]
+export function flatAblate(ablate) {
+  if (!Array.isArray(ablate)) throw new Error('ablate must be an array of [layer, head] pairs');
+  const flat = [];
+  for (const pair of ablate) {
+    if (!Array.isArray(pair) || pair.length !== 2 || !pair.every(Number.isInteger))
+      throw new Error(`ablate entries must be [layer, head] pairs of integers, got ${JSON.stringify(pair)}`);
+    flat.push(pair[0], pair[1]);
+  }
+  return flat;
+}
+
 /** Parses switched-off heads, "0:1,2:3" (or "0.1"), into [[0, 1], [2, 3]]; duplicates dropped. */
 export function parseAblate(s) {
   if (!s) return [];

@@ -1,15 +1,15 @@
-// "How many heads does this model need?" in Node (web/component/views/pruning-curve.js): the numbers
+// "How many heads does this model need?" in Node (web/component/charts/pruning-curve.js): the numbers
 // the page states against the model cards (which scripts/train/heads_card.py wrote from the CLI), and
 // the chart's scene: every point, bar and level where its value puts it, inside the picture, the
 // legend's entries apart, and what a report without random orders draws.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { themeFrom } from '../../../web/component/theme.js';
-import { textWidth } from '../../../web/component/scene.js';
+import { themeFrom } from '../../../web/component/runtime/theme.js';
+import { textWidth } from '../../../web/component/views/scene.js';
 import {
   headsOffBefore, pruningSummary, pruningScene, pruningLayout, pruningLabel, headRoles, headTicks, RISES,
-} from '../../../web/component/views/pruning-curve.js';
+} from '../../../web/component/charts/pruning-curve.js';
 
 const theme = themeFrom(() => '');
 const dark = themeFrom((name) => (name === '--hs-scheme' ? 'dark' : ''));

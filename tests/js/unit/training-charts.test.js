@@ -1,9 +1,9 @@
-// The training page's chart scenes (web/component/views/training-charts.js) in Node: every point
+// The training page's chart scenes (web/component/charts/training-charts.js) in Node: every point
 // lands where its value says, thinning keeps the ends, ticks are round, thresholds are drawn.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { themeFrom, headColour } from '../../../web/component/theme.js';
-import { lossChartScene, scoreChartScene, thin, ticks } from '../../../web/component/views/training-charts.js';
+import { themeFrom, headColour } from '../../../web/component/runtime/theme.js';
+import { lossChartScene, scoreChartScene, thin, ticks } from '../../../web/component/charts/training-charts.js';
 
 const theme = themeFrom(() => '');
 

@@ -2,7 +2,8 @@
 // the heads by how much the mean loss on the text rises without them. Heads that barely change it
 // look redundant on this text: more heads cost more, and some end up doing little.
 import { knockoutRanking } from '../../lib/analysis.js';
-import { el, panel, button, signed } from './dom.js';
+import { el } from '../views/dom.js';
+import { panel, button, signed } from './panel.js';
 
 /** Heads below this loss change (nats per token) count as "barely matters" in the knock-out. */
 export const REDUNDANT_DELTA = 0.02;

@@ -1,8 +1,9 @@
 // The lab's "predict, then reveal" panel: hides one head's pattern, asks which earlier token a
 // token attends to most (one button per token), then reveals the weights.
-import { tokenLabel, tokenWords, quoteToken } from '../theme.js';
+import { tokenLabel, tokenWords, quoteToken } from '../runtime/theme.js';
 import { attentionAt } from '../../lib/result.js';
-import { el, panel, button } from './dom.js';
+import { el } from '../views/dom.js';
+import { panel, button } from './panel.js';
 
 /**
  * Options: getResult() -> the latest result, getState() -> { layer, head, token },

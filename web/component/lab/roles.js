@@ -3,7 +3,8 @@
 // writes their formulas in words, and runs the induction probe once per model.
 import { ROLES_TABLE, INDUCTION_PROBE, inductionScores, verbSubjectScores } from '../../lib/analysis.js';
 import { allHeadScores } from '../../lib/analysis.js';
-import { el, panel } from './dom.js';
+import { el } from '../views/dom.js';
+import { panel } from './panel.js';
 
 // badged in the lab: roles measured on the reader's text ('live') or through the engine on the
 // card's probe texts ('probe': induction on common-word lists, verb to subject on probe sentences)

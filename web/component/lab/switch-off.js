@@ -1,9 +1,10 @@
 // The lab's switch-off panel: which heads are off, the mode in which a click on the grid switches a
 // head off, and what that costs: the mean loss on the text and the next-token probabilities with
 // all heads and without the switched-off ones (runs with `allLogits`, when typing pauses).
-import { tokenLabel } from '../theme.js';
+import { tokenLabel } from '../runtime/theme.js';
 import { formatAblate } from '../../lib/result.js';
-import { el, panel, button, signed } from './dom.js';
+import { el } from '../views/dom.js';
+import { panel, button, signed } from './panel.js';
 
 const key = (l, h) => `${l}:${h}`;
 // Above this the loss is computed when the reader asks (a button), not whenever typing pauses:

@@ -4,7 +4,7 @@
 //     token index or null for the last token, ablate: [[layer, head]...] }
 // Layers and heads are counted from 0, as in the engine's API and CLI.
 import { attentionAt } from '../../lib/result.js';
-import { quoteToken } from '../theme.js';
+import { quoteToken } from '../runtime/theme.js';
 
 const fmt2 = (w) => w.toFixed(2);
 

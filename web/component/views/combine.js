@@ -2,11 +2,10 @@
 // of W_O, as the norm of its contribution at the focused token, and beside it that write's push on
 // the next token's logit (direct logit attribution, the model's logitAttribution()). combineScene()
 // is the pure scene builder; CombineView shows it and picks a head on click.
-import { heat, headColour, quoteToken } from '../theme.js';
+import { heat, headColour, signedColour, quoteToken } from '../runtime/theme.js';
 import { contributionIndex, sameAblate } from '../../lib/result.js';
-import { wrap } from '../scene.js';
+import { wrap } from './scene.js';
 import { focusToken, clamp } from '../model/describe.js';
-import { signedColour } from './inside.js';
 import { SceneView } from './scene-view.js';
 import { HostWidth } from './host-width.js';
 

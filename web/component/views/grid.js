@@ -1,10 +1,10 @@
 // The model overview: every head of every layer as a small heatmap. gridScene() is the pure scene
 // builder for export; GridView is the live grid (DOM cells over one canvas, keyboard navigation).
 // Both colour by state.by, as the other views do (weighting.js).
-import { heat } from '../theme.js';
+import { heat } from '../runtime/theme.js';
 import { clamp, describeHead, focusToken } from '../model/describe.js';
 import { paintGrid } from './paint.js';
-import { el } from './scene-view.js';
+import { el } from './dom.js';
 import { byValue, shownWeightAt } from '../model/weighting.js';
 import { kvGroups, headSharing } from '../model/kv-groups.js';
 

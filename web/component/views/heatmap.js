@@ -1,12 +1,13 @@
 // Head detail as a heatmap: rows are query tokens, columns the key tokens they attend to.
 // heatmapScene() is the pure scene builder (tested in Node); HeatmapView shows it, with the cells
 // painted on a canvas under the SVG labels, a tooltip and keyboard navigation.
-import { textWidth } from '../scene.js';
-import { heat, tokenLabel, quoteToken } from '../theme.js';
+import { textWidth } from './scene.js';
+import { heat, tokenLabel, quoteToken } from '../runtime/theme.js';
 import { attentionAt } from '../../lib/result.js';
 import { focusToken, clamp } from '../model/describe.js';
 import { paintAttention } from './paint.js';
 import { SceneView } from './scene-view.js';
+import { el } from './dom.js';
 import { HostWidth } from './host-width.js';
 import { shownWeights, weightAt, valueNormsOf, byValue } from '../model/weighting.js';
 
@@ -107,38 +108,26 @@ export class HeatmapView extends SceneView {
   constructor(outer, { tooltip, onSelectToken, onAnnounce } = {}) {
     const doc = outer.ownerDocument;
     // zoom controls, shown when the text is long enough for the fitted cells to be small
-    const tools = doc.createElement('div');
-    tools.className = 'hs-zoom';
+    const tools = el(doc, 'div', 'hs-zoom');
     tools.setAttribute('role', 'group');
     tools.setAttribute('aria-label', 'Heatmap zoom');
     const mkButton = (text, label, fn) => {
-      const b = doc.createElement('button');
+      const b = el(doc, 'button', 'hs-zoom-btn', text);
       b.type = 'button';
-      b.className = 'hs-zoom-btn';
-      b.textContent = text;
       b.setAttribute('aria-label', label);
       b.addEventListener('click', fn);
       return b;
     };
     const zoomOut = mkButton('−', 'Zoom out', () => this.setZoom(this.zoom / 2));
     const zoomIn = mkButton('+', 'Zoom in', () => this.setZoom(this.zoom * 2));
-    const zoomText = doc.createElement('span');
-    zoomText.className = 'hs-zoom-text';
+    const zoomText = el(doc, 'span', 'hs-zoom-text');
     tools.append(zoomOut, zoomIn, zoomText);
     tools.hidden = true;
     outer.appendChild(tools);
-    const host = doc.createElement('div');
-    host.className = 'hs-heatmap';
+    const host = el(doc, 'div', 'hs-heatmap');
     outer.appendChild(host);
     super(host);
-    this.tools = { bar: tools, zoomOut, zoomIn, zoomText };
-    this.zoom = 1;
-    this.tooltip = tooltip;
-    this.onSelectToken = onSelectToken;
-    this.onAnnounce = onAnnounce;
-    this.result = null;
-    this.layout = null;
-    this.hover = null;
+    Object.assign(this, { tools: { bar: tools, zoomOut, zoomIn, zoomText }, zoom: 1, tooltip, onSelectToken, onAnnounce, result: null, layout: null, hover: null });
     // keyboard: the heatmap is one focusable element; arrows move a cursor cell
     host.tabIndex = 0;
     host.setAttribute('role', 'application');

@@ -1,8 +1,8 @@
 // The lines view: tokens in two columns and a line from each token to each earlier token it
 // attends to (opacity = weight), for one head or several in colours. linesScene() is the pure scene
 // builder; LinesView adds hover, tap and keyboard focus on a token.
-import { textWidth } from '../scene.js';
-import { headColour, tokenLabel, tokenWords, quoteToken } from '../theme.js';
+import { textWidth } from './scene.js';
+import { headColour, tokenLabel, tokenWords, quoteToken } from '../runtime/theme.js';
 import { clamp } from '../model/describe.js';
 import { SceneView } from './scene-view.js';
 import { shownWeights, weightAt } from '../model/weighting.js';

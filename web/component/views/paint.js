@@ -1,7 +1,7 @@
 // Canvas painting of attention: one head into its own canvas (the detail heatmap), every head into
 // its tile of one shared canvas (the grid). Pixels are written through a 32-bit view of ImageData
 // with the theme's 256-colour table, which is far cheaper than a fillRect per cell.
-import { heatIndex } from '../theme.js';
+import { heatIndex, parseRgb } from '../runtime/theme.js';
 import { headOffset, strideOf } from '../../lib/result.js';
 import { byValue, valueRowScales, valueRowScale, valueShare } from '../model/weighting.js';
 
@@ -122,16 +122,9 @@ const cssCache = new Map();
 function parseCss(c) {
   let v = cssCache.get(c);
   if (!v) {
-    v = parseCssUncached(c);
+    v = parseRgb(c, [200, 200, 200]);
     if (cssCache.size > 64) cssCache.clear();
     cssCache.set(c, v);
   }
   return v;
-}
-function parseCssUncached(c) {
-  const m = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(c);
-  if (m) return [Number(m[1]), Number(m[2]), Number(m[3])];
-  const h = /^#([0-9a-f]{6})$/i.exec(c.trim());
-  if (h) return [0, 2, 4].map((i) => parseInt(h[1].slice(i, i + 2), 16));
-  return [200, 200, 200];
 }

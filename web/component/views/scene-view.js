@@ -1,14 +1,6 @@
 // The base of the SVG views: shows a scene (scene.js display list) as live SVG and keeps it for
-// export; and the one DOM helper the views share.
-import { LiveSvg } from '../scene.js';
-
-/** A new element with a class and text content (never markup). */
-export function el(doc, tag, cls, text) {
-  const e = doc.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
+// export.
+import { LiveSvg } from './scene.js';
 
 /** Shows a scene as SVG inside `host`; keeps the last scene for export. */
 export class SceneView {

@@ -1,5 +1,5 @@
 // A tooltip that follows the pointer, for the heatmap's cells.
-import { el } from './scene-view.js';
+import { el } from './dom.js';
 
 /** A tooltip that follows the pointer (text only). */
 export class Tooltip {

@@ -1,6 +1,6 @@
 // Next-token predictions: the top k tokens with their probabilities, as an HTML list.
-import { tokenLabel } from '../theme.js';
-import { el } from './scene-view.js';
+import { tokenLabel } from '../runtime/theme.js';
+import { el } from './dom.js';
 
 /**
  * Next-token predictions, top-k with probabilities (HTML list). While the model writes, the

@@ -2,12 +2,12 @@
 // the demo's default model), measureHeads() on its shipped held-out passage (models/NAME/heldout.txt)
 // or, on request, on the text at the top of the page; one model at a time (two cores, and each
 // measurement is hundreds of model runs), each in its model's Web Worker, with progress and Cancel.
-// Each model gets the chart (views/pruning-curve.js, a scene shown as live SVG), the numbers in a
+// Each model gets the chart (web/component/charts/pruning-curve.js, a scene shown as live SVG), the numbers in a
 // sentence, the heads that survive longest with their role badges, a link that opens the demo with
 // the heads that can go before +5% switched off (?off=), and the curve as a table.
 // Everything reaches the DOM through textContent and attributes (no markup), styles through classes.
 import { SceneView } from '../../component/views/scene-view.js';
-import { pruningScene, pruningSummary, pruningLabel, headRoles, ROLE_BADGE, RISES } from '../../component/views/pruning-curve.js';
+import { pruningScene, pruningSummary, pruningLabel, headRoles, ROLE_BADGE, RISES } from '../../component/charts/pruning-curve.js';
 import { allHeadScores } from '../../lib/analysis.js';
 import { formatAblate } from '../../lib/result.js';
 

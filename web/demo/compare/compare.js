@@ -15,7 +15,7 @@
 // above stays the head-count family's: these models are not in its list.
 import { getModel, GridView, readTheme, DEFAULT_TEXT, describeHead, headSharing } from '../../component/headscope-view.js';
 import { allHeadScores, headBadges } from '../../lib/analysis.js';
-import { ROLE_SHORT, rolesSentence } from '../../component/lab.js';
+import { ROLE_SHORT, rolesSentence } from '../../component/lab/lab.js';
 import { sharingName } from '../../component/model/kv-groups.js';
 import { tradeoffSentence, fmtParams } from './tradeoff.js';
 import { familyRoleTable } from './compare-roles.js';

@@ -7,23 +7,12 @@
 // What it keeps: the ranges of the text the model wrote (the token strip marks their tokens, and
 // edits elsewhere keep them), and the last token's draw (the next-token panel shows the
 // distribution it came from, until the text changes).
+// The writing itself (Continue, Stop, the status line, a token a frame) is the components' one
+// Writer (web/component/writer.js), on this page's controls.
 
-import { quoteToken } from '../../component/headscope-view.js';
+import { quoteToken, Writer } from '../../component/headscope-view.js';
 
-const nextFrame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
 const setText = (node, text) => { if (node.textContent !== text) node.textContent = text; }; // text, never markup
-
-/** The settings as the reader wrote them; a value the API refuses comes back as its Error. */
-function readSettings($) {
-  const number = (id) => ($(id).value.trim() === '' ? NaN : Number($(id).value));
-  return {
-    maxTokens: number('write-tokens'),
-    temperature: number('write-temperature'),
-    topK: number('write-topk'),
-    topP: number('write-topp'),
-    seed: number('write-seed'),
-  };
-}
 
 // The ranges of `before` kept in `after`: the common start stays, the common end moves with the edit.
 function keepRanges(ranges, before, after) {
@@ -55,94 +44,58 @@ function settingsWords({ temperature, topK, topP }) {
  * page's live region.
  */
 export function installContinue({ $, state, textBox, getModel, getRunner, getResult, show, announce }) {
-  const continueButton = $('write-continue');
-  const stopButton = $('write-stop');
-  const status = $('write-status');
   const caption = $('next-drawn');
-  let writing = null; // { stop: AbortController, model, count, prompt }
   let written = [];   // [start, end) ranges of state.text the model wrote
   let shownText = state.text;
   let last = null;    // { result, drawn, settings }: the last token shown
-
-  function setWriting(on) {
-    const hadFocus = document.activeElement;
-    continueButton.disabled = on;
-    stopButton.disabled = !on;
-    document.body.dataset.writing = on ? 'true' : 'false';
-    // the key that pressed one button can press the other next
-    if (on && hadFocus === continueButton) stopButton.focus();
-    if (!on && (hadFocus === stopButton || hadFocus === document.body)) continueButton.focus();
-  }
-
-  function stop(reason) {
-    if (!writing) return;
-    writing.reason = reason;
-    writing.stop.abort();
-  }
-
-  async function start() {
-    if (writing) return;
-    const model = getModel();
-    const runner = getRunner();
-    if (!model || !runner || !state.text) {
-      setText(status, 'Type some text first: the model continues it.');
-      return;
-    }
-    const settings = readSettings($);
-    writing = { stop: new AbortController(), model, count: 0, reason: '' };
-    const mine = writing;
-    setWriting(true);
-    setText(status, 'Writing…');
-    try {
-      // the result on screen is the text's (a run may be in flight), and its rows take the first token
-      await runner.idle();
-      runner.onRequest = () => stop('edited');
-      const prompt = state.text;
+  let model = null;   // the model writing
+  let current = null; // its settings
+  let before = [];    // the written ranges this writing keeps as they are
+  let joined = 0;     // where this writing's range starts (one that continues the last writing extends it)
+  const input = (id) => $(`write-${id}`);
+  const writer = new Writer({
+    continueButton: $('write-continue'), stopButton: $('write-stop'), status: $('write-status'),
+    inputs: { maxTokens: input('tokens'), temperature: input('temperature'), topK: input('topk'), topP: input('topp'), seed: input('seed') },
+  }, {
+    runner: () => { model = getModel(); return model ? getRunner() : null; },
+    text: () => state.text,
+    options: () => ({ ablate: state.ablate, valueNorms: state.by === 'value', reuse: getResult() }),
+    begin(prompt, settings) {
+      current = settings;
       const from = prompt.length;
-      // this writing's range grows token by token; one that continues the last writing extends it
-      const before = written.filter(([, to]) => to < from);
-      const joined = written.find(([, to]) => to === from)?.[0] ?? from;
-      const value = await model.generate(prompt, {
-        ...settings, ablate: state.ablate, valueNorms: state.by === 'value', reuse: getResult(), signal: mine.stop.signal,
-        onToken: async ({ id, token, prob, distribution, ms, result }) => {
-          if (getModel() !== model) { stop('model'); return; }
-          result.runMs = ms; // the engine's time for the token, as the stats line says of a run
-          mine.count++;
-          written = [...before, [joined, result.text.length]];
-          last = { result, drawn: { id, token, prob, distribution }, settings };
-          // the text box follows, keeping the reader's caret where it was unless it was at the end
-          const { selectionStart: s0, selectionEnd: s1 } = textBox;
-          const atEnd = s0 === textBox.value.length;
-          state.text = shownText = result.text;
-          textBox.value = result.text;
-          if (!atEnd) textBox.setSelectionRange(s0, s1);
-          runner.adopt(result); // the next keystroke updates this result's rows
-          show(result);
-          setText(status, `Writing: ${mine.count} of ${settings.maxTokens} tokens…`);
-          await nextFrame(); // one token per frame at most: the reader sees each one
-        },
-      });
+      before = written.filter(([, to]) => to < from);
+      joined = written.find(([, to]) => to === from)?.[0] ?? from;
+    },
+    accept: () => getModel() === model,
+    token({ id, token, prob, distribution, ms, result }) {
+      result.runMs = ms; // the engine's time for the token, as the stats line says of a run
+      written = [...before, [joined, result.text.length]];
+      last = { result, drawn: { id, token, prob, distribution }, settings: current };
+      // the text box follows, keeping the reader's caret where it was unless it was at the end
+      const { selectionStart: s0, selectionEnd: s1 } = textBox;
+      const atEnd = s0 === textBox.value.length;
+      state.text = shownText = result.text;
+      textBox.value = result.text;
+      if (!atEnd) textBox.setSelectionRange(s0, s1);
+    },
+    show,
+    finished(value, reason) {
       const n = value.generatedIds.length;
       const words = `${n} token${n === 1 ? '' : 's'}`;
-      const why = { edited: ' when the text or the heads changed', model: ' when the model changed' }[mine.reason] ?? '';
+      const why = { edited: ' when the text or the heads changed', model: ' when the model changed' }[reason] ?? '';
       const message = value.stopped ? `Stopped after ${words}${why}.` : `Wrote ${words} (marked in the token strip).`;
-      setText(status, message);
       announce(message);
-    } catch (e) {
-      setText(status, `The model could not write: ${e.message}`);
-    } finally {
-      if (runner.onRequest) runner.onRequest = null;
-      writing = null;
-      setWriting(false);
-      // "weight × value size" was picked while the model wrote: the last token's result has no value
-      // sizes, so the text runs once more for them (unless a run is on its way: an edit stopped the writing)
+      return message;
+    },
+    writingChanged: (on) => { document.body.dataset.writing = on ? 'true' : 'false'; },
+    // "weight × value size" was picked while the model wrote: the last token's result has no value
+    // sizes, so the text runs once more for them (unless a run is on its way: an edit stopped the writing)
+    after(runner) {
       const shown = getResult();
       if (state.by === 'value' && shown && !shown.valueNorms && getModel() === model && getRunner() === runner && !runner.busy && !runner.pending) runner.request(state.text);
-    }
-  }
+    },
+  }, { promptWithoutModel: true, focusFromBody: true });
 
-  continueButton.addEventListener('click', () => { start(); });
-  stopButton.addEventListener('click', () => stop('stop'));
   // an edit stops the writing (through the runner's request) and moves the marks with the text
   textBox.addEventListener('input', () => {
     written = keepRanges(written, shownText, textBox.value);
@@ -150,8 +103,8 @@ export function installContinue({ $, state, textBox, getModel, getRunner, getRes
   });
 
   return {
-    stop,
-    get writing() { return !!writing; },
+    stop: (reason) => writer.stop(reason),
+    get writing() { return writer.writing; },
     /** What the views show of the writing for `result`: the written ranges, the last draw. */
     update(result) {
       const drawn = last && last.result === result ? last.drawn : null;

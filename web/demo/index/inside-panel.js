@@ -1,6 +1,6 @@
 // The demo page's "Inside this head" panel, and the "Colour by" choice of the attention views.
 // The panel's head comes from the model's inspectHead() through an InsideSource
-// (web/component/inside-source.js), in full while the panel is on screen (or an article linked to
+// (web/component/runtime/inside-source.js), in full while the panel is on screen (or an article linked to
 // it with ?inside=). "Weight × value size" reads the value sizes from the result on screen
 // (web/component/model/weighting.js): the page's runs ask for them in that mode.
 // demo.js calls update(result, theme) in its render path.

@@ -1,9 +1,9 @@
 // The demo page's lab panel: switch heads off, head-role badges, knock-out ranking,
-// predict-then-reveal. The logic lives in web/component/lab.js (shared with <headscope-lab>);
+// predict-then-reveal. The logic lives in web/component/lab/lab.js (shared with <headscope-lab>);
 // this file places it on the page and connects it to demo.js's runner, grid and state.
 // demo.js calls installLab() once the model is loaded and lab.update(result) after each render;
 // its runner adds state.ablate, which the lab keeps current, to every run.
-import { Lab, parseAblate, formatAblate } from '../../component/lab.js';
+import { Lab, parseAblate, formatAblate } from '../../component/lab/lab.js';
 
 const $ = (id) => document.getElementById(id);
 

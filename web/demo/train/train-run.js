@@ -7,13 +7,14 @@
 // Start again continues; Reset disposes the worker and unlocks the controls. A failure (a shape too
 // large, a text too short, a diverging learning rate) is shown in the panel and stops the run; what
 // was trained so far stays on screen.
-import { createTrainerInWorker } from '../../lib/headscope-worker.js';
+import { createTrainerInWorker } from '../../lib/worker/client.js';
 import { makeResult } from '../../lib/result.js';
 import { ROLE_THRESHOLDS } from '../../lib/analysis.js';
 import { gridScene } from '../../component/views/grid.js';
-import { SceneView, el } from '../../component/views/scene-view.js';
-import { lossChartScene, scoreChartScene } from '../../component/views/training-charts.js';
-import { readTheme } from '../../component/theme.js';
+import { SceneView } from '../../component/views/scene-view.js';
+import { el } from '../../component/views/dom.js';
+import { lossChartScene, scoreChartScene } from '../../component/charts/training-charts.js';
+import { readTheme } from '../../component/runtime/theme.js';
 
 const LAYERS = [1, 2, 3, 4];
 

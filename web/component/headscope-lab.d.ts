@@ -6,7 +6,8 @@
 //   lab?.lab?.setAblate([[0, 1]]);
 //
 // It sits next to headscope-view.js (and shares its model cache), analysis.js and the package's files.
-import type { RunResult } from './headscope.js';
+import type { RunResult } from '../lib/headscope.js';
+import type { TypedElement } from './headscope-view.js';
 
 /** The element's attributes (strings in the DOM). Only text and ablate are watched after connection. */
 export interface HeadscopeLabAttributes {
@@ -55,8 +56,11 @@ export interface HeadscopeLabEventMap extends HTMLElementEventMap {
   'headscope-render': CustomEvent<HeadscopeLabRenderDetail>;
 }
 
+// The element's base: HTMLElement typed by its attributes and events (as headscope-view.d.ts's).
+declare const TypedHTMLElement: { new <Attributes, EventMap>(): TypedElement<Attributes, EventMap>; prototype: HTMLElement };
+
 /** <headscope-lab>: every head in a grid with role badges, switch heads off, knock-outs, quizzes. */
-export declare class HeadscopeLabElement extends HTMLElement {
+export declare class HeadscopeLabElement extends TypedHTMLElement<HeadscopeLabAttributes, HeadscopeLabEventMap> {
   static readonly observedAttributes: string[];
   /** The latest run result (null before the first). */
   readonly result: RunResult | null;
@@ -64,14 +68,6 @@ export declare class HeadscopeLabElement extends HTMLElement {
   readonly lab: HeadscopeLabPanels | null;
   /** Resolves with the element after its first render. */
   readonly ready: Promise<HeadscopeLabElement>;
-  getAttribute<K extends keyof HeadscopeLabAttributes>(name: K): string | null;
-  getAttribute(name: string): string | null;
-  setAttribute<K extends keyof HeadscopeLabAttributes>(name: K, value: NonNullable<HeadscopeLabAttributes[K]>): void;
-  setAttribute(name: string, value: string): void;
-  addEventListener<K extends keyof HeadscopeLabEventMap>(type: K, listener: (this: HeadscopeLabElement, ev: HeadscopeLabEventMap[K]) => unknown, options?: boolean | AddEventListenerOptions): void;
-  addEventListener(type: string, listener: EventListenerOrEventListenerObject, options?: boolean | AddEventListenerOptions): void;
-  removeEventListener<K extends keyof HeadscopeLabEventMap>(type: K, listener: (this: HeadscopeLabElement, ev: HeadscopeLabEventMap[K]) => unknown, options?: boolean | EventListenerOptions): void;
-  removeEventListener(type: string, listener: EventListenerOrEventListenerObject, options?: boolean | EventListenerOptions): void;
 }
 
 declare global {
@@ -79,3 +75,5 @@ declare global {
     'headscope-lab': HeadscopeLabElement;
   }
 }
+
+export {};

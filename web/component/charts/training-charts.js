@@ -3,7 +3,7 @@
 //   scoreChartScene  one role score of every head over steps (one line per head, coloured by
 //                    layer), with the role's threshold: an induction head's phase change shows as
 //                    a line that jumps across it.
-import { headColour } from '../theme.js';
+import { headColour } from '../runtime/theme.js';
 
 const PAD = { left: 44, right: 18, top: 26, bottom: 30 };
 

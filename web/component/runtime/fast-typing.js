@@ -12,7 +12,7 @@ export const PAGE_THREAD_BUDGET_MS = 4;
 /** Over budget, every this many keystrokes that could run here one does, to measure again. */
 export const PAGE_THREAD_PROBE_EVERY = 8;
 
-import { sameAblate } from '../lib/result.js';
+import { sameAblate } from '../../lib/result.js';
 
 /**
  * The promise API of a worker model (run, inspectHead, logitAttribution, tokenize, tokenText, info, dispose), with short

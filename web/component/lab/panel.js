@@ -1,12 +1,6 @@
-// Small helpers shared by the lab's panels. Text reaches the DOM only through textContent.
-
-/** A new element with a class and text content (never markup). */
-export function el(doc, tag, cls, text) {
-  const e = doc.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
+// The lab panels' common pieces: a panel's block, its buttons, a signed number. Elements come from
+// the components' one DOM helper (views/dom.js).
+import { el } from '../views/dom.js';
 
 /** A button of the lab's style. */
 export function button(doc, cls, text, onClick) {

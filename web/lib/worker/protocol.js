@@ -1,5 +1,6 @@
-// Imported on BOTH sides of the Web Worker: the messages between the page (headscope-worker.js) and
-// the worker (worker-thread.js), in one table. The worker answers a method only if it is listed
+// Imported on both sides of the Web Worker (published as worker-protocol.js): the messages between
+// the page (client.js, published as headscope-worker.js) and the worker (host.js, published as
+// worker-thread.js), in one table. The worker answers a method only if it is listed
 // here, in the way listed here; the page sends only methods listed here.
 //
 // Page -> worker: { id, method, args }. Requests are numbered in order from 1 (the worker relies on

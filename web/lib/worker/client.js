@@ -1,16 +1,18 @@
-// Runs ON THE PAGE (the main thread): the client of the Web Worker that worker-thread.js runs in.
+// Runs on the page (the main thread): the client of the Web Worker that host.js runs in. Published
+// as headscope-worker.js (the package's `headscope/worker` export), beside worker-thread.js (host.js)
+// and worker-protocol.js (protocol.js): web/bundle.mjs, PUBLISHED. URLs below use those names.
 // The same API as headscope.js, with the model in a Web Worker so the page stays smooth: every
-// method returns a promise. Result buffers are transferred from the worker, not copied. This is the
-// package's public `headscope/worker` export. The messages it sends are the table in worker-protocol.js.
+// method returns a promise. Result buffers are transferred from the worker, not copied. The
+// messages it sends are the table in protocol.js.
 //
 // Browsers start a Worker only from a same-origin URL. When this file comes from another origin
 // (a CDN), the worker is started from a same-origin `blob:` module that imports worker-thread.js by
 // its absolute URL; worker-thread.js then resolves the .wasm and the shipped models from its own URL.
-import { loadModel, shippedModels } from './headscope.js';
-import { engineThreads } from './wasm.js';
-import { makeResult, reuseInfo, claimForUpdate, withPreviousRows } from './result.js';
-import { MESSAGES, NO_REPLY, cancelRequest } from './worker-protocol.js';
-import { generateOptions } from './generation.js';
+import { loadModel, shippedModels } from '../headscope.js';
+import { engineThreads } from '../wasm.js';
+import { makeResult, reuseInfo, claimForUpdate, withPreviousRows } from '../result.js';
+import { MESSAGES, NO_REPLY, cancelRequest } from './protocol.js';
+import { generateOptions } from '../generation.js';
 
 // The page's end of one worker: numbered requests, their progress messages and replies.
 class WorkerChannel {
@@ -56,7 +58,7 @@ class WorkerChannel {
   /** Resolves once the worker runs; rejects with a WorkerStartError if it never does. */
   started() { return this.#started; }
 
-  /** Sends request `method` (a message of worker-protocol.js) and resolves to its reply's value. */
+  /** Sends request `method` (a message of protocol.js) and resolves to its reply's value. */
   call(method, args, onProgress, transfer = [], signal = null) {
     if (this.#closed) return Promise.reject(new Error(`this headscope ${this.what} was disposed${this.what === 'model' ? '; load it again' : ''}`));
     const entry = MESSAGES[method];
@@ -72,7 +74,7 @@ class WorkerChannel {
     });
   }
 
-  /** Sends message `method`, one the worker acts on without a reply (NO_REPLY in worker-protocol.js). */
+  /** Sends message `method`, one the worker acts on without a reply (NO_REPLY in protocol.js). */
   notify(method, args) {
     if (this.#closed) return;
     if (MESSAGES[method]?.handling !== NO_REPLY) throw new Error(`headscope worker: ${method} is not a message without a reply`);

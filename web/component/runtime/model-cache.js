@@ -1,8 +1,8 @@
 // The models of a page, shared by every widget on it: one load (one download, one Web Worker) per
 // model source however many widgets ask, and the page-thread twin that makes typing fast.
-import { loadModelInWorker } from '../lib/headscope-worker.js';
-import { loadModel } from '../lib/headscope.js';
-import { checkThreads } from '../lib/wasm.js';
+import { loadModelInWorker } from '../../lib/worker/client.js';
+import { loadModel } from '../../lib/headscope.js';
+import { checkThreads } from '../../lib/wasm.js';
 import { FastTypingModel } from './fast-typing.js';
 
 const models = new Map(); // model source key -> { promise, listeners:Set, progress }

@@ -20,16 +20,7 @@ export class Runner {
   #last = null; // the latest result delivered (with reuseResults, the next run updates it)
 
   constructor(model, { onResult, onError, requestOptions, onProgress, onCancel, reuseResults = false } = {}) {
-    this.model = model;
-    this.reuseResults = reuseResults;
-    this.onResult = onResult;
-    this.onError = onError;
-    this.onProgress = onProgress;
-    this.onCancel = onCancel;
-    this.requestOptions = requestOptions;
-    this.pending = null;
-    this.busy = false;
-    this.runs = 0;
+    Object.assign(this, { model, reuseResults, onResult, onError, onProgress, onCancel, requestOptions, pending: null, busy: false, runs: 0 });
   }
 
   request(text, options = {}) {

@@ -8,14 +8,14 @@
 //   - predict, then reveal (lab/quiz.js)
 // This module wires them to the grid: crossed-out cells, badges, hidden patterns, accessible names.
 // Built on the package's public API only. Tokens reach the DOM only through textContent.
-import { headBadges, HeadScoreRows } from '../lib/analysis.js';
-import { parseAblate, formatAblate } from '../lib/result.js';
-import { el } from './lab/dom.js';
-import { SwitchOffPanel } from './lab/switch-off.js';
-import { KnockoutPanel, REDUNDANT_DELTA } from './lab/knockout.js';
-import { RolesPanel, ROLE_SHORT, ROLE_FORMULAS, ROLE_NAMES, BADGE_THRESHOLDS, liveScores, rolesSentence } from './lab/roles.js';
-import { QuizPanel } from './lab/quiz.js';
-import { headSharing } from './model/kv-groups.js';
+import { headBadges, HeadScoreRows } from '../../lib/analysis.js';
+import { parseAblate, formatAblate } from '../../lib/result.js';
+import { el } from '../views/dom.js';
+import { SwitchOffPanel } from './switch-off.js';
+import { KnockoutPanel, REDUNDANT_DELTA } from './knockout.js';
+import { RolesPanel, ROLE_SHORT, ROLE_FORMULAS, ROLE_NAMES, BADGE_THRESHOLDS, liveScores, rolesSentence } from './roles.js';
+import { QuizPanel } from './quiz.js';
+import { headSharing } from '../model/kv-groups.js';
 
 export { parseAblate, formatAblate, REDUNDANT_DELTA, ROLE_SHORT, ROLE_FORMULAS, ROLE_NAMES, liveScores, rolesSentence };
 

@@ -1,15 +1,15 @@
-// Runs INSIDE the Web Worker (the page's side is headscope-worker.js, which starts this file): holds
-// one model (or one training run) and answers the page's requests in order. Result typed arrays are
-// transferred to the page, not copied. The messages, and how each is answered, are the table in
-// worker-protocol.js.
+// Runs inside the Web Worker (published as worker-thread.js; the page's side is client.js, published
+// as headscope-worker.js, which starts this file): holds one model (or one training run) and answers
+// the page's requests in order. Result typed arrays are transferred to the page, not copied. The
+// messages, and how each is answered, are the table in protocol.js.
 //
 // A long run (a big model on a long text) is done in steps of tokens: the engine's cache takes the
 // text a piece at a time (prefill), the page hears the progress after each piece, and a cancel
 // message that arrived meanwhile stops it. The final run then only computes the last piece, and its
 // result equals a run in one go (the engine reuses cached tokens only where they match).
-import { loadModel, createTrainer } from './headscope.js';
-import { resultForTransfer, sharedPrefixLength } from './result.js';
-import { MESSAGES, AT_ONCE, NO_REPLY } from './worker-protocol.js';
+import { loadModel, createTrainer } from '../headscope.js';
+import { resultForTransfer, sharedPrefixLength } from '../result.js';
+import { MESSAGES, AT_ONCE, NO_REPLY } from './protocol.js';
 
 // Runs cheaper than this many (parameters x tokens) go in one step: about 200 ms of work in wasm.
 const STEPPED_RUN_WORK = 6e9;
@@ -243,7 +243,7 @@ async function generateInSteps(id, { text, options, previous, acks: withAcks, ab
   }
 }
 
-// What each message of worker-protocol.js's MESSAGES does: (id, args) -> { value, transfer }, the
+// What each message of protocol.js's MESSAGES does: (id, args) -> { value, transfer }, the
 // reply and the buffers it moves to the page. When each runs (queued or at once) and the check that a
 // model or trainer is loaded come from the table, in answer() and self.onmessage below.
 const HANDLERS = {

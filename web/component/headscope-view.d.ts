@@ -6,9 +6,15 @@
 //   view.setAttribute('view', 'inside');
 //   view.addEventListener('headscope-render', (e) => console.log(e.detail.T));
 //
+// The module imports the package's files at run time, so it sits beside them, as in dist/ (or on a
+// CDN that serves npm files with Access-Control-Allow-Origin). Widgets naming the same model share
+// one download and one Web Worker; where no worker can start (a Content-Security-Policy without it
+// in worker-src) the model runs on the page thread, said once with console.info. Token text reaches
+// the DOM only as text, and styles are constructed stylesheets, so no `style-src` is needed.
+//
 // The module also exports the views, runner and state helpers the demo page is built from; those
 // are not a public API and are not declared here.
-import type { RunResult } from './headscope.js';
+import type { RunResult } from '../lib/headscope.js';
 
 /** What the element shows (attribute `view`). */
 export type HeadscopeViewName = 'grid' | 'heatmap' | 'lines' | 'inside';
@@ -94,7 +100,7 @@ export interface HeadscopeViewEventMap extends HTMLElementEventMap {
 }
 
 /** <headscope-view>: one view of a model's attention, live. Changing an attribute updates it. */
-export declare class HeadscopeViewElement extends HTMLElement {
+export declare class HeadscopeViewElement extends TypedHTMLElement<HeadscopeViewAttributes, HeadscopeViewEventMap> {
   static readonly observedAttributes: string[];
   /** The latest run result (null before the first). */
   readonly result: RunResult | null;
@@ -108,18 +114,30 @@ export declare class HeadscopeViewElement extends HTMLElement {
   exportSvg(): string;
   /** The current view as a PNG, at `scale` times its size (default 2). */
   exportPng(scale?: number): Promise<Blob>;
-  getAttribute<K extends keyof HeadscopeViewAttributes>(name: K): string | null;
+}
+
+/**
+ * An element whose attribute and event methods are typed by its attributes and events (both
+ * elements are): getAttribute/setAttribute know the attribute names, addEventListener the details.
+ */
+export interface TypedElement<Attributes, EventMap> extends HTMLElement {
+  getAttribute<K extends keyof Attributes>(name: K): string | null;
   getAttribute(name: string): string | null;
-  setAttribute<K extends keyof HeadscopeViewAttributes>(name: K, value: NonNullable<HeadscopeViewAttributes[K]>): void;
+  setAttribute<K extends keyof Attributes>(name: K, value: NonNullable<Attributes[K]>): void;
   setAttribute(name: string, value: string): void;
-  addEventListener<K extends keyof HeadscopeViewEventMap>(type: K, listener: (this: HeadscopeViewElement, ev: HeadscopeViewEventMap[K]) => unknown, options?: boolean | AddEventListenerOptions): void;
+  addEventListener<K extends keyof EventMap>(type: K, listener: (this: this, ev: EventMap[K]) => unknown, options?: boolean | AddEventListenerOptions): void;
   addEventListener(type: string, listener: EventListenerOrEventListenerObject, options?: boolean | AddEventListenerOptions): void;
-  removeEventListener<K extends keyof HeadscopeViewEventMap>(type: K, listener: (this: HeadscopeViewElement, ev: HeadscopeViewEventMap[K]) => unknown, options?: boolean | EventListenerOptions): void;
+  removeEventListener<K extends keyof EventMap>(type: K, listener: (this: this, ev: EventMap[K]) => unknown, options?: boolean | EventListenerOptions): void;
   removeEventListener(type: string, listener: EventListenerOrEventListenerObject, options?: boolean | EventListenerOptions): void;
 }
+// The element's base: HTMLElement typed by its attributes and events. Not exported: at run time the
+// base is HTMLElement itself (`export {}` below keeps the module's names to those exported).
+declare const TypedHTMLElement: { new <Attributes, EventMap>(): TypedElement<Attributes, EventMap>; prototype: HTMLElement };
 
 declare global {
   interface HTMLElementTagNameMap {
     'headscope-view': HeadscopeViewElement;
   }
 }
+
+export {};

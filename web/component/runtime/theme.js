@@ -4,15 +4,40 @@
 // Okabe-Ito palette (designed to stay distinct for colour-blind readers).
 import { interpolateBlues, interpolateInferno } from 'd3-scale-chromatic';
 
+/**
+ * The components' one light and dark palette: the --hs-* custom properties of both elements'
+ * shadow roots (paletteCss()), and themeFrom()'s values where a property is unset. A page may set
+ * the properties on the elements to restyle them.
+ */
+export const PALETTE = Object.freeze({
+  light: Object.freeze({ fg: '#1b1d22', bg: '#ffffff', muted: '#5b606b', faint: '#eef0f4', accent: '#d1006b', focus: '#0b62d6', bar: '#2f6db5' }),
+  dark: Object.freeze({ fg: '#e8e8ea', bg: '#16181d', muted: '#a0a4ad', faint: '#2a2d35', accent: '#ffd166', focus: '#7fb3ff', bar: '#6fa8ff' }),
+});
+
+const paletteDeclarations = (scheme) =>
+  [`--hs-scheme: ${scheme};`, ...Object.entries(PALETTE[scheme]).map(([name, colour]) => `--hs-${name}: ${colour};`), `color-scheme: ${scheme};`].join(' ');
+
+/**
+ * The palette as the elements' shadow-root CSS: light by default, dark where the reader prefers it
+ * (unless theme="light"), and with theme="dark". Comes before host.css, which uses the properties.
+ */
+export function paletteCss() {
+  return `:host { ${paletteDeclarations('light')} }
+@media (prefers-color-scheme: dark) { :host(:not([theme="light"])) { ${paletteDeclarations('dark')} } }
+:host([theme="dark"]) { ${paletteDeclarations('dark')} }
+`;
+}
+
 const OKABE_ITO = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#F0E442', '#000000'];
 const OKABE_ITO_DARK = ['#56B4E9', '#E69F00', '#009E73', '#CC79A7', '#D55E00', '#0072B2', '#F0E442', '#FFFFFF'];
 
-function parseRgb(css) {
+/** [r, g, b] of a CSS colour written rgb(...) / rgba(...) or #rrggbb; `fallback` for anything else. */
+export function parseRgb(css, fallback = [128, 128, 128]) {
   const m = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(css);
   if (m) return [Number(m[1]), Number(m[2]), Number(m[3])];
-  const h = /^#([0-9a-f]{6})$/i.exec(css.trim());
+  const h = /^#([0-9a-f]{6})$/i.exec(String(css).trim());
   if (h) return [0, 2, 4].map((i) => parseInt(h[1].slice(i, i + 2), 16));
-  return [128, 128, 128];
+  return fallback;
 }
 
 // WCAG 2 relative luminance of an sRGB colour (0..255 channels)
@@ -59,13 +84,14 @@ export function readTheme(el) {
 export function themeFrom(property) {
   const v = (name, fallback) => (property(name) || '').trim() || fallback;
   const dark = v('--hs-scheme', 'light') === 'dark';
+  const p = PALETTE[dark ? 'dark' : 'light'];
   return {
     dark,
-    fg: v('--hs-fg', dark ? '#e8e8ea' : '#1b1d22'),
-    bg: v('--hs-bg', dark ? '#16181d' : '#ffffff'),
-    muted: v('--hs-muted', dark ? '#a0a4ad' : '#5b606b'),
-    faint: v('--hs-faint', dark ? '#2a2d35' : '#eef0f4'),
-    accent: v('--hs-accent', dark ? '#ffd166' : '#d1006b'),
+    fg: v('--hs-fg', p.fg),
+    bg: v('--hs-bg', p.bg),
+    muted: v('--hs-muted', p.muted),
+    faint: v('--hs-faint', p.faint),
+    accent: v('--hs-accent', p.accent),
     font: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif',
     heads: dark ? OKABE_ITO_DARK : OKABE_ITO,
     lut: dark ? LUTS.dark : LUTS.light,
@@ -96,6 +122,31 @@ export function heatInk(theme, w) {
 /** Colour of the i-th head shown at once. */
 export function headColour(theme, i) {
   return theme.heads[i % theme.heads.length];
+}
+
+// Signed numbers ("Inside this head", the logit split): blue for positive, orange for negative (the
+// first two Okabe-Ito colours of the scheme), from the theme's faint colour at 0 to the full colour
+// at the scale's largest size, in 33 steps.
+const signedLuts = new Map();
+function signedLut(theme) {
+  const key = `${theme.dark}|${theme.faint}`;
+  let lut = signedLuts.get(key);
+  if (!lut) {
+    const zero = parseRgb(theme.faint, [200, 200, 200]);
+    lut = (theme.dark ? OKABE_ITO_DARK : OKABE_ITO).slice(0, 2).map((end) => {
+      const e = parseRgb(end);
+      return Array.from({ length: 33 }, (_, s) => `rgb(${zero.map((z, c) => Math.round(z + ((e[c] - z) * s) / 32)).join(',')})`);
+    });
+    signedLuts.set(key, lut);
+  }
+  return lut;
+}
+
+/** Colour of a signed number on a scale whose largest size is `max` (linear in the size). */
+export function signedColour(theme, v, max) {
+  const [pos, neg] = signedLut(theme);
+  const s = max > 0 ? Math.round(Math.max(0, Math.min(1, Math.abs(v) / max)) * 32) : 0;
+  return v < 0 ? neg[s] : pos[s];
 }
 
 /** A token's text made visible for labels: spaces as '·', newlines and tabs as arrows. */

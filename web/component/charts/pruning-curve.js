@@ -10,7 +10,7 @@
 //   headRoles       a head's role badges (roles.json's thresholds, headBadges of analysis.js) from
 //                   the model card's probe scores and the live scores on the measured text
 import { ticks } from './training-charts.js';
-import { textWidth } from '../scene.js';
+import { textWidth } from '../views/scene.js';
 import { headBadges, ROLES_TABLE } from '../../lib/analysis.js';
 
 /** The rises the page marks: 5% and 10% above the loss with every head on. */

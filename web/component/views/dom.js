@@ -1,0 +1,33 @@
+// The one DOM helper of the components (views, lab panels, the two elements, the writer). Text
+// reaches the DOM only through textContent, never markup; styles only as constructed stylesheets.
+
+/** A new element with a class and text content (never markup). */
+export function el(doc, tag, cls, text) {
+  const e = doc.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+/** An open shadow root on `host`, styled by `sheets` (lazySheets()'s). */
+export function styledShadow(host, sheets) {
+  const root = host.attachShadow({ mode: 'open' });
+  root.adoptedStyleSheets = sheets;
+  return root;
+}
+
+/**
+ * The shadow-root styles of `texts`, as constructed stylesheets (allowed under `style-src 'self'`,
+ * unlike <style> elements): a function that makes them on its first call and then returns them.
+ */
+export function lazySheets(...texts) {
+  let sheets = null;
+  return () => {
+    sheets ??= texts.map((text) => {
+      const sheet = new CSSStyleSheet();
+      sheet.replaceSync(text);
+      return sheet;
+    });
+    return sheets;
+  };
+}
