@@ -3,6 +3,7 @@
 //                 [--weights f32|f16] [--threads N]
 //   headscope info --model DIR [--weights f32|f16]
 //   headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16] [--threads N]
+//   headscope patch ... (patch_command.cpp)
 // --weights f16 holds the large weight matrices in half precision (about half the memory).
 // --threads N splits each run over N threads (default 0: one per core); results are the same floats.
 // --json prints exactly one JSON document on stdout (other tools rely on it, keep it stable):
@@ -24,6 +25,7 @@
 #include "bench_command.hpp"
 #include "generate_command.hpp"
 #include "heads_command.hpp"
+#include "patch_command.hpp"
 #include "model_args.hpp"
 #include "report_errors.hpp"
 #include "run_command.hpp"
@@ -41,6 +43,8 @@ const char* kUsage =
     "  headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--json] (headscope heads --help)\n"
     "  headscope generate --model DIR --text TEXT --tokens N [--temperature X] [--top-k K] [--top-p P] [--seed S] [--json]\n"
     "                     (headscope generate --help)\n"
+    "  headscope patch --model DIR --clean TEXT --corrupted TEXT [--answer TOKEN] [--distractor TOKEN] [--by-position]\n"
+    "                  [--json] (headscope patch --help)\n"
     "DIR is a Hugging Face model folder: config.json, model.safetensors, and GPT-2's vocab.json + merges.txt\n"
     "or the Llama family's tokenizer.json.\n"
     "--weights f16 keeps the large weight matrices in half precision: about half the memory (default f32).\n"
@@ -56,6 +60,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "train") return headscope::cli::train_command(argc, argv);
   if (argc >= 2 && std::string(argv[1]) == "heads") return headscope::cli::heads_command(argc, argv);
   if (argc >= 2 && std::string(argv[1]) == "generate") return headscope::cli::generate_command(argc, argv);
+  if (argc >= 2 && std::string(argv[1]) == "patch") return headscope::cli::patch_command(argc, argv);
   return headscope::cli::report_errors([&] {
     const headscope::cli::Args a = headscope::cli::parse_model_args(argc, argv);
     return a.command == "bench" ? headscope::cli::bench_command(a) : headscope::cli::run_command(a);
