@@ -16,6 +16,7 @@
 #include "headscope/generate.hpp"
 #include "headscope/heads.hpp"
 #include "headscope/model.hpp"
+#include "headscope/patching.hpp"
 #include "headscope/predictions.hpp"
 #include "headscope/training_run.hpp"
 #include "js_bytes.hpp"
@@ -252,6 +253,48 @@ val heads_report(const headscope::HeadsMeasurement& h) {
   });
 }
 
+// Activation and attribution patching between two texts in steps (headscope::ActivationPatching): the
+// JS layer calls step() in chunks and reads a cancel between them; the first step runs both texts and
+// the attribution map. answer, distractor: token ids, or -1 for the default (the most likely tokens).
+headscope::ActivationPatching* patching(Model& m, val clean, val corrupted, int answer, int distractor, bool by_position) {
+  return guarded([&]() -> headscope::ActivationPatching* {
+    const headscope::PatchIds ids =
+        headscope::patching_ids(m, string_of(clean, "clean"), string_of(corrupted, "corrupted"));
+    headscope::PatchOptions o;
+    if (answer >= 0) o.answer = answer;
+    if (distractor >= 0) o.distractor = distractor;
+    o.by_position = by_position;
+    return new headscope::ActivationPatching(m, ids.clean, ids.corrupted, o);
+  }, static_cast<headscope::ActivationPatching*>(nullptr));
+}
+
+// The report as it stands: scores not computed yet are NaN (Float64Arrays, row-major)
+val patch_report(const headscope::ActivationPatching& p) {
+  return guarded([&] {
+    const headscope::PatchReport& r = p.report();
+    val out = val::object();
+    out.set("nLayer", r.n_layer);
+    out.set("nHead", r.n_head);
+    out.set("tokens", r.tokens);
+    out.set("firstDifference", r.first_difference);
+    out.set("idsClean", i32_copy(r.ids_clean));
+    out.set("idsCorrupted", i32_copy(r.ids_corrupted));
+    out.set("attributionReady", p.attribution_ready());
+    out.set("answer", r.answer);
+    out.set("distractor", r.distractor);
+    out.set("ldClean", r.ld_clean);
+    out.set("ldCorrupted", r.ld_corrupted);
+    out.set("heads", f64_copy(r.heads));
+    out.set("headsAttribution", f64_copy(r.heads_attribution));
+    out.set("resid", f64_copy(r.resid));
+    out.set("headsByPosition", f64_copy(r.heads_by_position));
+    out.set("headsByPositionAttribution", f64_copy(r.heads_by_position_attribution));
+    out.set("exactRunsDone", r.exact_runs_done);
+    out.set("exactRunsTotal", r.exact_runs_total);
+    return out;
+  });
+}
+
 // Direct logit attribution of the last run at `position` for `token` (Model::logit_attribution):
 // { position, token, logit, total, heads (L*NH), attnBias (L), mlp (L), embedding, lnBias }, Float64Arrays.
 val logit_attribution(const Model& m, int position, int token) {
@@ -457,10 +500,20 @@ EMSCRIPTEN_BINDINGS(headscope) {
       .function("tokenText", optional_override([](const Model& m, int id) {
                   return guarded([&] { return val(m.tokenizer().token_display(id)); });
                 }))
+      .function("singleTokenId", optional_override([](const Model& m, val token) {
+                  return guarded([&] { return val(headscope::single_token_id(m, string_of(token, "token"))); });
+                }))
       .function("tokenize", optional_override([](const Model& m, val text) {
                   return guarded([&] { return token_array(m.tokenizer().encode_input(string_of(text, "text"))); });
                 }));
   function("measureHeads", &measure_heads, allow_raw_pointers());
+  function("patching", &patching, allow_raw_pointers());
+  class_<headscope::ActivationPatching>("ActivationPatching")
+      .function("step", optional_override([](headscope::ActivationPatching& p, int max_runs) {
+                  return guarded([&] { return val(p.step(max_runs)); });
+                }))
+      .function("progress", &headscope::ActivationPatching::progress)
+      .function("report", &patch_report);
   function("generation", &generation, allow_raw_pointers());
   class_<headscope::Generation>("Generation")
       .function("next", &generation_next)

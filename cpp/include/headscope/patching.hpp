@@ -85,9 +85,14 @@ class ActivationPatching {
 // The whole patching in one call (options.progress is called after every run).
 PatchReport patch(Model& model, std::span<const int32_t> clean, std::span<const int32_t> corrupted,
                   const PatchOptions& options = {});
-// The same on texts, tokenized as Model::run tokenizes them (Tokenizer::encode_input); a text past the
-// context is refused, and texts of different token counts are refused naming both counts and the
-// first position where their tokens differ.
+// The two texts' ids, tokenized as Model::run tokenizes them (Tokenizer::encode_input). An empty
+// text and a text past the context are refused, and texts of different token counts are refused
+// naming both counts and the first position where their tokens differ.
+struct PatchIds {
+  std::vector<int32_t> clean, corrupted;
+};
+PatchIds patching_ids(const Model& model, std::string_view clean, std::string_view corrupted);
+// patch() on texts, tokenized by patching_ids()
 PatchReport patch_texts(Model& model, std::string_view clean, std::string_view corrupted,
                         const PatchOptions& options = {});
 // The id of `token` if it is exactly one token of the model's vocabulary (encoded without the

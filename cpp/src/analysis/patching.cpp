@@ -245,7 +245,7 @@ PatchReport patch(Model& model, std::span<const int32_t> clean, std::span<const 
   return p.report();
 }
 
-PatchReport patch_texts(Model& model, std::string_view clean, std::string_view corrupted, const PatchOptions& options) {
+PatchIds patching_ids(const Model& model, std::string_view clean, std::string_view corrupted) {
   std::vector<int32_t> ids[2];
   const std::string_view texts[2] = {clean, corrupted};
   const char* names[2] = {"clean", "corrupted"};
@@ -268,7 +268,12 @@ PatchReport patch_texts(Model& model, std::string_view clean, std::string_view c
                 std::to_string(ids[1].size()) + ": they must have the same number (they first differ at token " +
                 std::to_string(p) + ": " + shown(0) + " against " + shown(1) + ")");
   }
-  return patch(model, ids[0], ids[1], options);
+  return {std::move(ids[0]), std::move(ids[1])};
+}
+
+PatchReport patch_texts(Model& model, std::string_view clean, std::string_view corrupted, const PatchOptions& options) {
+  const PatchIds ids = patching_ids(model, clean, corrupted);
+  return patch(model, ids.clean, ids.corrupted, options);
 }
 
 int32_t single_token_id(const Model& model, std::string_view token) {
