@@ -11,7 +11,8 @@ set(HEADSCOPE_KERNEL_TEST_FILES
   tests/cpp/kernels/test_rope.cpp
   tests/cpp/kernels/test_softmax_loss.cpp
   tests/cpp/kernels/test_residual.cpp
-  tests/cpp/kernels/test_optimizer.cpp)
+  tests/cpp/kernels/test_optimizer.cpp
+  tests/cpp/kernels/test_f16.cpp)
 set(HEADSCOPE_TEST_FILES tests/cpp/catch_main.cpp ${HEADSCOPE_KERNEL_TEST_FILES})
 if(HEADSCOPE_TEST_SET STREQUAL "threads")
   # what runs on the thread pool: every split kernel, the model, the trainer and the head measurement
@@ -19,10 +20,10 @@ if(HEADSCOPE_TEST_SET STREQUAL "threads")
   list(APPEND HEADSCOPE_TEST_FILES tests/cpp/kernels/test_threads.cpp)
 elseif(HEADSCOPE_TEST_SET STREQUAL "all")
   list(APPEND HEADSCOPE_TEST_FILES
-  tests/cpp/kernels/test_f16.cpp
   tests/cpp/kernels/test_threads.cpp
   tests/cpp/io/test_config_safetensors.cpp
   tests/cpp/model/test_model.cpp
+  tests/cpp/model/test_f16_storage.cpp
   tests/cpp/model/test_predictions.cpp
   tests/cpp/model/test_generate.cpp
   tests/cpp/model/test_llama.cpp
