@@ -23,6 +23,8 @@ elseif(HEADSCOPE_TEST_SET STREQUAL "all")
   tests/cpp/kernels/test_threads.cpp
   tests/cpp/io/test_config_safetensors.cpp
   tests/cpp/model/test_model.cpp
+  tests/cpp/model/test_incremental.cpp
+  tests/cpp/model/test_inside.cpp
   tests/cpp/model/test_f16_storage.cpp
   tests/cpp/model/test_predictions.cpp
   tests/cpp/model/test_generate.cpp
@@ -46,7 +48,7 @@ if(NOT EMSCRIPTEN)
   # Natively the test files themselves are compiled unoptimized: the code under test is the engine's
   # libraries, built with the preset's flags (-O3 -march=native, or the sanitizers at -O1), and the
   # tests' own code (Catch2's assertions over the results) took most of the suite's compile
-  # (test_model.cpp at -O3 19 s, at -O0 8 s). Under the sanitizers they keep AddressSanitizer (or
+  # (test_model.cpp, before its split, at -O3 19 s, at -O0 8 s). Under the sanitizers they keep AddressSanitizer (or
   # ThreadSanitizer) but not UBSan, whose checks on Catch2's templates doubled their compile and find
   # nothing in the engine, which keeps both (its calls from the tests run its instrumented code).
   # (Target options, after the preset's: per-file ones would keep the files out of the unity batches.)
