@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine (scripts/setup.sh) and runs every test suite of headscope:
 #   1. C++ engine, native, ASan + UBSan (Catch2 through ctest, preset native-debug), and under
-#      ThreadSanitizer the tests of what runs on the thread pool (preset native-tsan: test_threads.cpp
+#      ThreadSanitizer the tests of what runs on the thread pool (preset native-tsan: kernels/test_threads.cpp
 #      runs every split kernel, the model, the trainer and the head measurement at several counts)
 #   2. the same Catch2 suite built -O3 -march=native (preset native-release: the CLI's build, whose
 #      kernels run this machine's widest vectors, e.g. 16 lanes with AVX-512)

@@ -1,6 +1,8 @@
 // Small helpers shared by the Catch2 tests.
 #pragma once
+#include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -35,6 +37,23 @@ inline std::vector<float> random_normal(std::size_t n, std::mt19937& rng, float 
 
 // float32's unit roundoff, 2^-24: the error bounds of the numeric tests are written in it
 inline constexpr double kUnitRoundoff = 5.9604644775390625e-08;
+
+// The bits of a float32: compared as bits, -0 differs from 0 and NaNs compare by their payloads
+inline uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// a and b hold the same floats, bit for bit
+inline void require_same_bits(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); i++)
+    if (bits_of(a[i]) != bits_of(b[i])) {
+      INFO(what << ": element " << i << " of " << a.size() << ": " << a[i] << " vs " << b[i]);
+      REQUIRE(bits_of(a[i]) == bits_of(b[i]));
+    }
+}
 
 // The random GPT-2 fixtures of tests/fixtures/models/ that have PyTorch float64 references
 // (tests/fixtures/README.md): head sizes 4, 12, 20 and 5

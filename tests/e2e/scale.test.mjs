@@ -154,7 +154,8 @@ test('typing at the end of 1,000 tokens moves only the new attention rows, and t
   expect(check.rowsFrom, JSON.stringify(check)).toBeGreaterThanOrEqual(1000);
   expect(check.T).toBeGreaterThan(check.rowsFrom);
   expect(check.stride).toBeGreaterThanOrEqual(check.T);
-  // exact: the same engine's numbers, patched in (see tests/cpp/test_model.cpp, "attention rows in a wider block")
+  // exact: the same engine's numbers, patched in (see tests/cpp/model/test_incremental.cpp,
+  // "attention rows in a wider block")
   expect({ attention: check.attention, logits: check.logits, norms: check.norms }).toEqual({ attention: true, logits: true, norms: true });
   await expect(page.locator('#detail-caption')).toHaveText(/^Layer \d+, head \d+:/);
   await shot(page, 'scale-typed-rows');

@@ -3,7 +3,7 @@
 // so in its info line.
 // - Between thread counts of the threaded build, results are compared bit for bit (tolerance 0): the
 //   engine splits work by outputs only, so every number is computed by the same instructions in the
-//   same order on any number of threads (1 thread of that build: tests/cpp/test_threads.cpp, run in
+//   same order on any number of threads (1 thread of that build: tests/cpp/kernels/test_threads.cpp, run in
 //   the wasm-threads suite).
 // - ?threads=1 loads the single-threaded build, which in Chromium is the relaxed-SIMD one: its fused
 //   multiply-adds round once where SIMD128 rounds twice, so it is compared within the bounds that

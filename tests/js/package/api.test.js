@@ -37,7 +37,7 @@ test('shapes, rows summing to 1 and causal zeros', () => {
         if (j > t) assert.equal(a[t * T + j], 0, `layer ${l} head ${h}: future token ${j} seen from ${t}`);
         sum += a[t * T + j];
       }
-      // t+1 float32 probabilities: 1e-5 covers their rounding (tests/cpp/test_model.cpp)
+      // t+1 float32 probabilities: 1e-5 covers their rounding (tests/cpp/model/test_model.cpp)
       assert.ok(Math.abs(sum - 1) < 1e-5, `layer ${l} head ${h} row ${t} sums to ${sum}`);
     }
     assert.equal(r.headContribution(l, h).length, T);

@@ -28,7 +28,7 @@ test('info says the storage, and weightBytes about halves', () => {
 });
 
 test('an F32 checkpoint in F16 storage stays within F16 rounding of the F32 results', async () => {
-  // Bound (derived in tests/cpp/test_f16.cpp): rounding a weight to F16 moves it by a relative
+  // Bound (derived in tests/cpp/model/test_f16_storage.cpp): rounding a weight to F16 moves it by a relative
   // u = 2^-11; the path has M = 4L + 2 products (four per block, embedding, LM head); with a gain
   // G = 4 for cancellation and LayerNorm, a logit moves by at most M u G (1 + max |logit|) and an
   // attention probability by M u G.

@@ -128,7 +128,7 @@ for (const m of models) {
         stride = result.stride;
         // a fresh run of the text is the same run when the text tokenizes to these ids (a BPE
         // model may split its own output otherwise; a byte model cannot when the bytes are valid
-        // UTF-8): bit for bit, as an incremental step equals a full run (tests/cpp/test_generate.cpp)
+        // UTF-8): bit for bit, as an incremental step equals a full run (tests/cpp/model/test_generate.cpp)
         if (m.fresh.tokenize(result.text).map((t) => t.id).join() === sequence.join()) {
           assertSameResult(result, m.fresh.run(result.text), `token ${index}`);
           compared++;

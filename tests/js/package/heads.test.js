@@ -252,7 +252,7 @@ for (const [name, url] of [['odd-hs12', FIXTURE], ['heads-4', HEADS4]]) {
         assert.equal(a.logit, r.logitsLast[token]);
         // The parts add up to LayerNorm(x) . (gamma * wte[token]) in float64; the logit is the same C-term
         // dot product after a float32 LayerNorm, so they differ by at most (C + 8) u times the sum of
-        // |terms| (tests/cpp/test_model.cpp), twice for the two sides. That sum is at most
+        // |terms| (tests/cpp/model/test_inside.cpp), twice for the two sides. That sum is at most
         // ||xhat|| ||gamma * w|| <= sqrt(C) ||gamma * w|| (the normalised row has ||xhat||^2 <= C).
         let gw = 0;
         for (let i = 0; i < C; i++) gw += (gamma[i] * wte[token * C + i]) ** 2;

@@ -16,7 +16,7 @@ const reference = (name) => JSON.parse(readFileSync(new URL('reference.json', fo
 const open = [];
 after(() => { for (const m of open) m.dispose(); });
 
-// The tolerances of the C++ tests against these references (tests/cpp/test_model.cpp; the
+// The tolerances of the C++ tests against these references (tests/cpp/model/reference_checks.hpp; the
 // references' float32 PyTorch runs differ by at most 2.1e-5 in logits and 3.6e-6 in attention,
 // tests/fixtures/README.md): logits 1e-4 + 1e-4 |ref|, attention probabilities 5e-5.
 function assertClose(got, want, abs, rel, what) {
@@ -118,7 +118,8 @@ test('bad Llama-family sources are Errors naming the problem', async () => {
   const a = model.logitAttribution(r.T - 1, 7);
   const sum = a.embedding + a.heads.reduce((s, x) => s + x, 0) + a.mlp.reduce((s, x) => s + x, 0)
     + a.attnBias.reduce((s, x) => s + x, 0) + a.lnBias;
-  // float32 logits of ~3 from C = 20 terms: 1e-4 covers the float32 rounding (tests/cpp/test_model.cpp derives it)
+  // float32 logits of ~3 from C = 20 terms: 1e-4 covers the float32 rounding
+  // (tests/cpp/model/test_inside.cpp derives it)
   assert.ok(Math.abs(sum - r.logitsLast[7]) <= 1e-4 * (1 + Math.abs(r.logitsLast[7])), `${sum} vs ${r.logitsLast[7]}`);
 });
 

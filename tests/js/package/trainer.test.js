@@ -35,7 +35,7 @@ const plain = { task: 'batch', warmup: 0, clip: 0, weightDecay: 0, schedule: 'co
 test('the golden batch: the loss is PyTorch\'s, and SGD at lr 1 moves each weight by minus PyTorch\'s gradient', async () => {
   const trainer = await createTrainer({ ...plain, init, optimizer: 'sgd', lr: 1 });
   const [loss] = trainer.step({ ids: batchRows });
-  // same tolerance as tests/cpp/test_train_golden.cpp: the logits agree within 1e-6, the mean of
+  // same tolerance as tests/cpp/train/test_train_golden.cpp: the logits agree within 1e-6, the mean of
   // 21 cross-entropies within ~1e-6 relative
   assert.ok(Math.abs(loss - golden.loss[0]) <= 1e-6 * golden.loss[0], `loss ${loss}, PyTorch ${golden.loss[0]}`);
   const after = readSafetensors(trainer.export().weights);

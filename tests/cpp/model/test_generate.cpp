@@ -214,7 +214,7 @@ TEST_CASE("generate: switched-off heads in every step; restore() after other run
 // F16 weights (F16 widens exactly): from each prompt, N times the argmax of the last position's
 // logits (ties to the lowest id), each a full forward of the sequence so far. Why an exact check of a
 // float32 engine against it holds: the engine's logits agree with float64 PyTorch to
-// |got - ref| <= 1e-4 + 1e-4 |ref| (kLogitAbs, kLogitRel in test_model.cpp, >10x float32's measured
+// |got - ref| <= 1e-4 + 1e-4 |ref| (kLogitAbs, kLogitRel in reference_checks.hpp, >10x float32's measured
 // error), so the gap between the top logit and the runner-up moves by at most
 // tol = 2e-4 + 1e-4 (|top| + |runner-up|). While the engine has picked the same tokens it runs the same
 // sequence, so its argmax can differ only at a step whose float64 margin is below tol; the script

@@ -1,6 +1,7 @@
 // Llama-family checkpoints (config.json model_type "llama" / "qwen3", tokenizer.json): what is
 // particular to them. Their numbers against float64 PyTorch run in the shared tests of test_model.cpp,
-// test_f16.cpp and test_generate.cpp, which take both families' fixtures (test_util::all_fixture_models).
+// test_inside.cpp, test_f16_storage.cpp and test_generate.cpp, which take both families' fixtures
+// (test_util::all_fixture_models).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>

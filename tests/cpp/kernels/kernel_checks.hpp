@@ -1,6 +1,6 @@
-// Helpers of the backward kernels' tests (test_backward.cpp, test_backward_llama.cpp): random values,
-// the float error bound of a sum, element-wise comparison with a per-element tolerance, and central
-// finite differences in double.
+// Helpers of the kernels' tests (tests/cpp/kernels/test_<op>.cpp): the sizes swept, random values and
+// token ids, the float error bound of a sum, element-wise comparison with a per-element tolerance, and
+// central finite differences in double.
 #pragma once
 #include <catch2/catch.hpp>
 #include <algorithm>
@@ -9,7 +9,27 @@
 #include <random>
 #include <vector>
 
-namespace backward_checks {
+#include "test_util.hpp"
+
+namespace kernel_checks {
+
+// ---- the forward kernels' sweeps (float) ---------------------------------------------------------
+
+// Sizes around every lane count in use (4 with SIMD128/SSE, 8 AVX2, 16 AVX-512) and the 8-wide
+// GEMM panel, plus sizes that are not multiples of anything.
+inline const std::vector<int> kEdgeSizes = {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65};
+
+// Unit roundoff of float32. A sum of K products computed in any order is within
+// gamma_K * sum|a_k b_k| of the exact value (Higham, Accuracy and Stability, 3.1), gamma_K = K u / (1 - K u).
+// Two such computations (reference, SIMD with another order and with or without fused multiply-add)
+// differ by at most twice that.
+inline double dot_error_bound(int K, double sum_abs) {
+  using test_util::kUnitRoundoff;
+  const double gamma = (K + 1) * kUnitRoundoff / (1.0 - (K + 1) * kUnitRoundoff);
+  return 2.0 * gamma * sum_abs + 1e-30;
+}
+
+// ---- the backward kernels and the references in double --------------------------------------------
 
 // around every lane count in use (4 SIMD128/SSE, 8 AVX2, 16 AVX-512) and the 2-batch dot
 inline const std::vector<int> kBackwardSizes = {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 65};
@@ -68,4 +88,12 @@ inline double weighted_sum(const std::vector<double>& out, const std::vector<dou
   return s;
 }
 
-}  // namespace backward_checks
+// n token ids drawn uniformly from [0, V)
+inline std::vector<int> random_ids(std::size_t n, int V, std::mt19937& rng) {
+  std::uniform_int_distribution<int> d(0, V - 1);
+  std::vector<int> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+}  // namespace kernel_checks
