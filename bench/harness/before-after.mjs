@@ -1,5 +1,5 @@
 // Two builds of the engine side by side, interleaved in one run: did a change keep the speed?
-//   node bench/before-after.mjs --before DIR --after DIR [--gpt2 FOLDER] [--rounds N] [--out FILE]
+//   node bench/harness/before-after.mjs --before DIR --after DIR [--gpt2 FOLDER] [--rounds N] [--out FILE]
 //                               [--before-args "..."] [--after-args "..."]
 // --before-args / --after-args: more options for one side's CLI, written with "=" (e.g. --after-args="--threads 1", to
 // compare one thread with a build from before threads).
@@ -7,7 +7,7 @@
 // (`headscope_wasm.js` + `.wasm`, a wasm-release build) of one version, e.g. build trees of a
 // `git worktree` at the old commit and of the current one. Measured, rounds alternating before/after:
 //   native: `headscope bench` forward (CPU time) on the default model (T = 128) and, with --gpt2, a
-//           GPT-2-small-shaped folder (bench/make_gpt2_small.py) at T = 64, 256, 1024;
+//           GPT-2-small-shaped folder (bench/shapes/make_gpt2_small.py) at T = 64, 256, 1024;
 //   native training: `headscope train --preset induction` tokens/s over 300 steps;
 //   wasm (Node): a full run of the default model (T = 128) and of the GPT-2-small folder (T = 256)
 //           through the bound Model.run, after a warm-up (V8 tiers wasm up only for later calls).
@@ -27,7 +27,7 @@ const { values: o } = parseArgs({
   },
 });
 if (!o.before || !o.after) {
-  console.error('usage: node bench/before-after.mjs --before DIR --after DIR [--gpt2 FOLDER] [--rounds N] [--out FILE]');
+  console.error('usage: node bench/harness/before-after.mjs --before DIR --after DIR [--gpt2 FOLDER] [--rounds N] [--out FILE]');
   process.exit(2);
 }
 const rounds = Number(o.rounds);

@@ -1,13 +1,13 @@
 // The engine in headless Chromium on a cross-origin-isolated page, at 1 and 2 threads, against
 // onnxruntime-web (wasm backend) at its own default thread count and at 2 threads, on the same page
-// and checkpoint (bench/make_gpt2_small.py; ONNX graph from bench/export_onnx.py). Each subject is
-// the npm package (or ORT) in a module Worker of its own (bench/browser_page/); every run returns
-// every attention map (L, H, T, T) and the last logits to JavaScript, as bench/wasm-gpt2-small.mjs
+// and checkpoint (bench/shapes/make_gpt2_small.py; ONNX graph from bench/shapes/export_onnx.py). Each subject is
+// the npm package (or ORT) in a module Worker of its own (bench/harness/browser_page/); every run returns
+// every attention map (L, H, T, T) and the last logits to JavaScript, as bench/harness/wasm-gpt2-small.mjs
 // measures in node, where the threaded build does not load. Subjects run one at a time, interleaved
 // round by round, so a load spike on the shared machine hits all alike. Outputs are checked against
 // onnxruntime-web before anything is timed. Then training in the page: the package's trainer at 1
 // and 2 threads on the training page's default preset (tokens/s).
-// Usage: node bench/browser-gpt2-small.mjs --model DIR --onnx DIR --pkg DIR --out FILE
+// Usage: node bench/harness/browser-gpt2-small.mjs --model DIR --onnx DIR --pkg DIR --out FILE
 //          [--tokens 256,1024] [--quick] [--markdown OUT]
 //   DIR: a GPT-2-shaped folder; --pkg: the package's files (dist/, as scripts/build-package.sh builds it)
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { ROOT, stats } from './lib.mjs';
-import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../web/demo/static-server.mjs';
+import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/demo/static-server.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -24,13 +24,13 @@ const { values: opt } = parseArgs({
   },
 });
 if (!opt.model || !opt.onnx || !opt.pkg || !opt.out) {
-  throw new Error('usage: node bench/browser-gpt2-small.mjs --model DIR --onnx DIR --pkg DIR --out FILE [--tokens 256,1024] [--quick] [--markdown OUT]');
+  throw new Error('usage: node bench/harness/browser-gpt2-small.mjs --model DIR --onnx DIR --pkg DIR --out FILE [--tokens 256,1024] [--quick] [--markdown OUT]');
 }
 const Ts = opt.tokens.split(',').map(Number);
 const log = (...a) => console.error('[browser-gpt2]', ...a);
 
 const server = await startStaticServer({
-  root: path.join(ROOT, 'bench', 'browser_page'),
+  root: path.join(ROOT, 'bench', 'harness', 'browser_page'),
   mounts: [['/pkg/', path.resolve(opt.pkg)], ['/model/', path.resolve(opt.model)], ['/onnx/', path.resolve(opt.onnx)],
     ['/ort/', path.join(ROOT, 'node_modules', 'onnxruntime-web', 'dist')]],
   csp: DEMO_CSP,
@@ -66,7 +66,7 @@ try {
   const call = (name, op, args) => page.evaluate(([a, b, c]) => window.__bench.call(a, b, c), [name, op, args]);
 
   // agreement first, at a short text: float32 on both sides in different orders, so the bounds of
-  // bench/wasm-gpt2-small.mjs (attention within 1e-4, logits within 1e-3 of their largest size)
+  // bench/harness/wasm-gpt2-small.mjs (attention within 1e-4, logits within 1e-3 of their largest size)
   const probe = (await call('ours-1', 'inputs', { T: 16 }))[0];
   for (const name of ['ours-1', 'ours-2', 'ort-2']) {
     const d = await page.evaluate(([a, input]) => window.__bench.agreement(a, 'ort-default', input), [name, probe]);
@@ -138,9 +138,9 @@ try {
   console.log(lines.join('\n'));
   if (opt.markdown) {
     writeFileSync(opt.markdown, '# GPT-2 small\'s shape in Chromium, threaded, against onnxruntime-web\n\nWritten by ' +
-      '`node bench/browser-gpt2-small.mjs --markdown ...` on ' + new Date().toISOString().slice(0, 16).replace('T', ' ') +
-      ` UTC, on the checkpoint of bench/make_gpt2_small.py (${config.nLayer} layers, ${config.nHead} heads, d_model ${config.nEmbd}, ` +
-      `context ${config.nPositions}, vocabulary ${config.vocabSize}); ONNX graph from bench/export_onnx.py.\n\n` + lines.join('\n') + '\n');
+      '`node bench/harness/browser-gpt2-small.mjs --markdown ...` on ' + new Date().toISOString().slice(0, 16).replace('T', ' ') +
+      ` UTC, on the checkpoint of bench/shapes/make_gpt2_small.py (${config.nLayer} layers, ${config.nHead} heads, d_model ${config.nEmbd}, ` +
+      `context ${config.nPositions}, vocabulary ${config.vocabSize}); ONNX graph from bench/shapes/export_onnx.py.\n\n` + lines.join('\n') + '\n');
   }
 } finally {
   await browser.close();

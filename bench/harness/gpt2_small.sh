@@ -15,7 +15,7 @@
 # Options (environment): JOBS=N build parallelism; BENCH_SITE=DIR a demo site already built
 # (web/demo/build.sh; scripts/bench.sh passes its own).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 export NODE_PATH=/usr/share/nodejs   # Debian's emscripten needs Debian's acorn (cpp/README.md, "Toolchain notes")
 JOBS="${JOBS:-2}"
 log() { echo "[gpt2 $(date +%H:%M:%S)] $*" >&2; }
@@ -25,14 +25,14 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then
   TOKENS=64,256; BROWSER_TOKENS=64; REPEAT=1; Q=(--quick); KEYS=3
 else
   G=.cache/bench/gpt2-small; SHAPE=()
-  OUT=build/bench/gpt2; MD=bench
+  OUT=build/bench/gpt2; MD=bench/results
   TOKENS=64,256,1024; BROWSER_TOKENS=256,1024; REPEAT=5; Q=(); KEYS=11
 fi
 mkdir -p "$OUT" .cache/bench
-[ -f "$G/model.safetensors" ] || /usr/bin/python3 bench/make_gpt2_small.py "$G" "${SHAPE[@]}"
+[ -f "$G/model.safetensors" ] || /usr/bin/python3 bench/shapes/make_gpt2_small.py "$G" "${SHAPE[@]}"
 if [ ! -f "$G-onnx/forward.onnx" ] || [ "$G/model.safetensors" -nt "$G-onnx/forward.onnx" ]; then
   log "exporting the ONNX graph with torch.onnx"
-  /usr/bin/python3 bench/export_onnx.py "$G" "$G-onnx" >"$OUT/export-onnx.log" 2>&1 || { tail -20 "$OUT/export-onnx.log" >&2; exit 1; }
+  /usr/bin/python3 bench/shapes/export_onnx.py "$G" "$G-onnx" >"$OUT/export-onnx.log" 2>&1 || { tail -20 "$OUT/export-onnx.log" >&2; exit 1; }
 fi
 
 # the presets' own trees, shared with scripts/test.sh and scripts/bench.sh: only missing targets are built
@@ -56,14 +56,14 @@ if [ -z "$SITE" ]; then
 fi
 
 log "native against PyTorch (1 thread, then 1 and 2 threads); the GEMM against Eigen's and the attention kernel"
-/usr/bin/python3 bench/native_vs_torch.py --cli build/native-release/headscope --gemm build/native-release/headscope_gemm_native \
+/usr/bin/python3 bench/shapes/vs_torch.py --cli build/native-release/headscope --gemm build/native-release/headscope_gemm_native \
   --model "$G" --tokens "$TOKENS" --repeat "$REPEAT" "${Q[@]}" --markdown "$MD/gpt2-small-native.md"
 log "wasm SIMD128 and relaxed SIMD against onnxruntime-web"
-node "${RELAXED_FLAG[@]}" bench/wasm-gpt2-small.mjs --model "$G" --onnx "$G-onnx" --tokens "$TOKENS" \
+node "${RELAXED_FLAG[@]}" bench/harness/wasm-gpt2-small.mjs --model "$G" --onnx "$G-onnx" --tokens "$TOKENS" \
   --simd build/wasm-release --relaxed build/wasm-relaxed --markdown "$MD/gpt2-small-wasm.md" "${Q[@]}"
 log "typing at the end of 1,000 tokens in the demo (headless Chromium)"
-node bench/long-text-bench.mjs --model "$G" --demo "$SITE" --keys "$KEYS" --out "$OUT/long-text.json" --markdown "$MD/gpt2-small-typing.md"
+node bench/harness/long-text-bench.mjs --model "$G" --demo "$SITE" --keys "$KEYS" --out "$OUT/long-text.json" --markdown "$MD/gpt2-small-typing.md"
 log "the package threaded against onnxruntime-web in Chromium (an isolated page)"
-node bench/browser-gpt2-small.mjs --model "$G" --onnx "$G-onnx" --pkg dist --tokens "$BROWSER_TOKENS" "${Q[@]}" \
+node bench/harness/browser-gpt2-small.mjs --model "$G" --onnx "$G-onnx" --pkg dist --tokens "$BROWSER_TOKENS" "${Q[@]}" \
   --out "$OUT/browser.json" --markdown "$MD/gpt2-small-browser.md"
 log "wrote $MD/gpt2-small-native.md, $MD/gpt2-small-wasm.md, $MD/gpt2-small-typing.md, $MD/gpt2-small-browser.md"

@@ -6,8 +6,8 @@
 // page's own update of every view). The page is cross-origin isolated, as `npm start` serves it: the
 // engine runs threaded (min(cores, 8) threads); then the same first run and typing with ?threads=N for
 // each other count of --threads (default 1), in a fresh page.
-// Usage: node bench/long-text-bench.mjs --model DIR --demo SITE --out FILE [--markdown FILE] [--tokens 1000] [--keys 11] [--threads 1]
-//   DIR: a GPT-2-shaped folder (bench/make_gpt2_small.py writes GPT-2 small's shape, random weights)
+// Usage: node bench/harness/long-text-bench.mjs --model DIR --demo SITE --out FILE [--markdown FILE] [--tokens 1000] [--keys 11] [--threads 1]
+//   DIR: a GPT-2-shaped folder (bench/shapes/make_gpt2_small.py writes GPT-2 small's shape, random weights)
 //   SITE: the built demo (web/demo/build.sh SITE)
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -15,7 +15,7 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { stats } from './lib.mjs';
 import { DEMO_PROBE } from './demo-probe.mjs';
-import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../web/demo/static-server.mjs';
+import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/demo/static-server.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -24,7 +24,7 @@ const { values: opt } = parseArgs({
     threads: { type: 'string', default: '1' },
   },
 });
-if (!opt.model || !opt.demo || !opt.out) throw new Error('usage: node bench/long-text-bench.mjs --model DIR --demo SITE --out FILE [--tokens N] [--keys K]');
+if (!opt.model || !opt.demo || !opt.out) throw new Error('usage: node bench/harness/long-text-bench.mjs --model DIR --demo SITE --out FILE [--tokens N] [--keys K]');
 const TOKENS = Number(opt.tokens);
 const KEYS = Number(opt.keys);
 const log = (...a) => console.error('[long-text]', ...a);
@@ -153,8 +153,8 @@ if (opt.markdown) {
   const row = (name, r) => `| ${name} | ${r.keystroke_to_paint.median_ms.toFixed(0)} | ${r.keystroke_to_paint.p95_ms.toFixed(0)} | `
     + `${r.run_round_trip.median_ms.toFixed(0)} | ${r.page_render.median_ms.toFixed(0)} | ${r.first_key_to_paint_ms.toFixed(0)} | ${r.T[0]}-${r.T.at(-1)} |`;
   await writeFile(opt.markdown, `# Typing at the end of a long text on GPT-2 small's shape, in the demo\n\n`
-    + `Written by \`node bench/long-text-bench.mjs\` (bench/gpt2_small.sh) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: `
-    + `Chromium ${result.chromium} (headless), the demo page (web/demo) under its strict CSP, the checkpoint of bench/make_gpt2_small.py `
+    + `Written by \`node bench/harness/long-text-bench.mjs\` (bench/harness/gpt2_small.sh) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: `
+    + `Chromium ${result.chromium} (headless), the demo page (web/demo) under its strict CSP, the checkpoint of bench/shapes/make_gpt2_small.py `
     + `(${info.nLayer} layers x ${info.nHead} heads, width ${info.nEmbd}, random weights), a text of ${TOKENS} tokens, then ${KEYS} keystrokes, `
     + `each a word with its space (one new token), first with the demo's row updates and then, in the same page, without them.\n\n`
     + `Load ${(loadMs / 1000).toFixed(1)} s; the first run of the ${TOKENS} tokens ${(firstRunMs / 1000).toFixed(1)} s, in steps with progress shown: ${progressSeen}.\n\n`

@@ -1,7 +1,7 @@
 // Node 20 side of the benchmark: our wasm SIMD build, our wasm scalar build and onnxruntime-web
 // (wasm backend, one thread) on the same model and the same shapes, measured side by side; then the
 // npm package's own module (its JS API over the engine).
-// Usage: node bench/node-bench.mjs --model DIR --onnx DIR --simd DIR --out FILE
+// Usage: node bench/harness/node-bench.mjs --model DIR --onnx DIR --simd DIR --out FILE
 //          [--scalar DIR --pkg DIR] [--quick] [--simd-only]
 //   --simd, --scalar: build trees holding headscope_bench_wasm (presets wasm-release, wasm-scalar)
 //   --pkg: the package's payload (dist/ or a copy of it)
@@ -22,7 +22,7 @@ const { values: opt } = parseArgs({
 const quick = opt.quick;
 const simdOnly = opt['simd-only'];
 if (!opt.model || !opt.simd || !opt.out || (!simdOnly && (!opt.onnx || !opt.scalar || !opt.pkg)))
-  throw new Error('usage: node bench/node-bench.mjs --model DIR --onnx DIR --simd DIR --scalar DIR --pkg DIR --out FILE [--quick] | --simd-only');
+  throw new Error('usage: node bench/harness/node-bench.mjs --model DIR --onnx DIR --simd DIR --scalar DIR --pkg DIR --out FILE [--quick] | --simd-only');
 const modelDir = opt.model;
 const onnxDir = opt.onnx;
 const pkgDir = opt.pkg;

@@ -1,8 +1,8 @@
 // Page-level figures in headless Chromium (playwright-core driving /usr/bin/chromium):
 //   cold load to first attention (fresh browser context, nothing cached), and keystroke-to-paint while
 //   typing, with the model on the page's thread (mode main) and in a Web Worker (mode worker).
-// Serves bench/page/ (a minimal page of our own), the npm package's payload (--pkg) and the model.
-// Usage: node bench/page-bench.mjs --model DIR --pkg DIR --out FILE [--quick] [--demo SITE]
+// Serves bench/harness/page/ (a minimal page of our own), the npm package's payload (--pkg) and the model.
+// Usage: node bench/harness/page-bench.mjs --model DIR --pkg DIR --out FILE [--quick] [--demo SITE]
 //   PAGE_BENCH_DEMO_ONLY=1: only the demo page (skips the minimal page's main and worker modes)
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -10,12 +10,12 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { ROOT, stats } from './lib.mjs';
 import { DEMO_PROBE } from './demo-probe.mjs';
-import { startStaticServer } from '../web/demo/static-server.mjs';
+import { startStaticServer } from '../../web/demo/static-server.mjs';
 
 const { values: opt } = parseArgs({
   options: { model: { type: 'string' }, pkg: { type: 'string' }, out: { type: 'string' }, quick: { type: 'boolean', default: false }, demo: { type: 'string' } },
 });
-if (!opt.model || !opt.pkg || !opt.out) throw new Error('usage: node bench/page-bench.mjs --model DIR --pkg DIR --out FILE [--quick] [--demo SITE]');
+if (!opt.model || !opt.pkg || !opt.out) throw new Error('usage: node bench/harness/page-bench.mjs --model DIR --pkg DIR --out FILE [--quick] [--demo SITE]');
 const quick = opt.quick;
 const modelDir = path.resolve(opt.model);
 const pkgDir = path.resolve(opt.pkg);
@@ -27,7 +27,7 @@ const pageErrors = [];
 const onPageError = (where) => (e) => { log(`${where} error:`, e.message); pageErrors.push(`${where}: ${e.message}`); };
 
 const server = await startStaticServer({
-  root: path.join(ROOT, 'bench', 'page'),
+  root: path.join(ROOT, 'bench', 'harness', 'page'),
   mounts: [['/pkg/', pkgDir], ['/model/', modelDir], ...(demoDir ? [['/demo/', demoDir]] : [])],
   csp: "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'",
 });
@@ -53,7 +53,7 @@ const QUICK_CHARS = 120;
 async function openPage(mode) {
   const context = await browser.newContext();  // fresh: no HTTP or compiled-code cache
   const page = await context.newPage();
-  page.on('pageerror', onPageError(`bench/page (${mode})`));
+  page.on('pageerror', onPageError(`bench/harness/page (${mode})`));
   await page.goto(`${base}?mode=${mode}&text=The`);
   await page.waitForFunction(() => window.__bench.ready || window.__bench.error, null, { timeout: 120000 });
   const err = await page.evaluate(() => window.__bench.error);
@@ -83,7 +83,7 @@ for (const mode of (process.env.PAGE_BENCH_DEMO_ONLY ? [] : ['main', 'worker']))
   const keys = await page.evaluate(() => window.__bench.keys);
   // the build the package chose in Chromium: the relaxed-SIMD one, which a reader's Chromium loads
   const simd = await page.evaluate(() => window.__benchModel.info.simd);
-  if (!simd?.relaxedMadd) throw new Error(`bench/page (${mode}) runs ${JSON.stringify(simd)}, not the relaxed-SIMD build Chromium validates`);
+  if (!simd?.relaxedMadd) throw new Error(`bench/harness/page (${mode}) runs ${JSON.stringify(simd)}, not the relaxed-SIMD build Chromium validates`);
   let inWorker = null, onPage = null;
   if (mode === 'main') {
     // the same incremental run timed inside a worker and on the page, no messaging in the timed part
@@ -170,10 +170,10 @@ if (demoDir) {
     }
     await context.close();
   }
-  // what bench/demo-probe.mjs reads from the demo (its run time in #stats, headscopeDemo.renderMs and
+  // what bench/harness/demo-probe.mjs reads from the demo (its run time in #stats, headscopeDemo.renderMs and
   // result.ranOnPage): if the demo stops publishing one, its rows would silently go empty
   for (const [field, what] of [['run_ms', '"ran in N ms" in #stats'], ['render_ms', 'window.headscopeDemo.renderMs'], ['on_page', 'window.headscopeDemo.result.ranOnPage']])
-    if (!keys.some((k) => k[field] !== null && k[field] !== undefined)) throw new Error(`web/demo no longer publishes ${what} (bench/demo-probe.mjs reads it)`);
+    if (!keys.some((k) => k[field] !== null && k[field] !== undefined)) throw new Error(`web/demo no longer publishes ${what} (bench/harness/demo-probe.mjs reads it)`);
   const upTo64 = keys.filter((k) => k.T <= 64);
   results.demo = {
     page: 'web/demo (built by web/demo/build.sh), model in a Web Worker, short typing updates on the page thread',

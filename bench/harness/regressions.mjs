@@ -1,6 +1,6 @@
 // Each figure of a bench run beside the last committed full run's, and the ones more than 1.5x worse.
 // Pure functions of what the caller passes (results.json objects, bench/README.md's text): no I/O.
-// bench/report.mjs compares and decides pass/fail, bench/tables.mjs renders the comparison stored in
+// bench/harness/report.mjs compares and decides pass/fail, bench/harness/tables.mjs renders the comparison stored in
 // results.json. Figure ids are stable: they come from results.json's keys (and targets' text), never
 // from values, so two runs match figure by figure.
 //   target.<slug of the target's text>          ratio.<key>, detail.<key>

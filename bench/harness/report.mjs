@@ -1,17 +1,17 @@
 // Turns the raw measurements of one run of scripts/bench.sh (one JSON file per sub-benchmark, in
 // --raw) into results.json, then renders the tables and the plot from results.json alone
-// (bench/tables.mjs), so that every number shown has one source. Prints the ratios and targets.
-// Usage: node bench/report.mjs --raw DIR --model DIR --json FILE [--readme FILE | --tables FILE] [--svg FILE]
-//        node bench/report.mjs --raw DIR --json FILE [--readme FILE | --tables FILE] --only-train
+// (bench/harness/tables.mjs), so that every number shown has one source. Prints the ratios and targets.
+// Usage: node bench/harness/report.mjs --raw DIR --model DIR --json FILE [--readme FILE | --tables FILE] [--svg FILE]
+//        node bench/harness/report.mjs --raw DIR --json FILE [--readme FILE | --tables FILE] --only-train
 //   --readme FILE  rewrites the part of FILE between <!-- tables:begin --> and <!-- tables:end -->
 //   --tables FILE  writes the tables alone (the quick run: its numbers never reach bench/)
 //   --only-train   replaces the training rows of the existing --json FILE and renders it again
-//        node bench/report.mjs --json FILE --readme FILE [--svg FILE] --render | --check
-//   --render       renders the existing --json FILE again (after a change to bench/tables.mjs)
+//        node bench/harness/report.mjs --json FILE --readme FILE [--svg FILE] --render | --check
+//   --render       renders the existing --json FILE again (after a change to bench/harness/tables.mjs)
 //   --check        exits 1 unless the README's tables are what --json FILE renders to (the quick
-//                  run checks the committed bench/README.md against bench/results.json)
+//                  run checks the committed bench/README.md against bench/results/results.json)
 // Every report (not --render, --check) puts each figure beside the last committed full run's
-// (`git show HEAD:bench/results.json`, else bench/results.json on disk; bench/regressions.mjs) and
+// (`git show HEAD:bench/results/results.json`, else bench/results/results.json on disk; bench/harness/regressions.mjs) and
 // marks the ones more than 1.5x worse: in results.json's `comparison` and the README's tables (full
 // run), or in comparison.md beside --tables FILE (quick run). A full run (results.quick false) then
 // exits 1, after writing every file, when a marked figure is not explained in bench/README.md's
@@ -36,14 +36,17 @@ const { values: opt } = parseArgs({
     compare: { type: 'string' }, 'allow-regressions': { type: 'boolean', default: false },
   },
 });
+// the plot beside results.json unless --svg says where; the tables link it from their own folder
+const svgPath = () => opt.svg ?? path.join(path.dirname(opt.json), 'latency.svg');
+const tableOptions = () => ({ svg: path.relative(path.dirname(opt.readme ?? opt.tables ?? opt.json), svgPath()).split(path.sep).join('/') });
 if (opt.render || opt.check) {
-  if (!opt.json || !opt.readme) throw new Error('usage: node bench/report.mjs --json FILE --readme FILE [--svg FILE] --render | --check');
+  if (!opt.json || !opt.readme) throw new Error('usage: node bench/harness/report.mjs --json FILE --readme FILE [--svg FILE] --render | --check');
   const results = JSON.parse(readFileSync(opt.json, 'utf8'));
   const text = readFileSync(opt.readme, 'utf8');
-  const rendered = spliceTables(text, renderTables(results), opt.readme);
+  const rendered = spliceTables(text, renderTables(results, tableOptions()), opt.readme);
   if (opt.check) {
     if (rendered !== text) {
-      console.error(`${opt.readme}: its tables are not what ${opt.json} renders to (edited by hand, or bench/tables.mjs changed): node bench/report.mjs --json ${opt.json} --readme ${opt.readme} --svg ${path.join(path.dirname(opt.readme), 'latency.svg')} --render`);
+      console.error(`${opt.readme}: its tables are not what ${opt.json} renders to (edited by hand, or bench/harness/tables.mjs changed): node bench/harness/report.mjs --json ${opt.json} --readme ${opt.readme} --svg ${svgPath()} --render`);
       process.exit(1);
     }
     console.log(`${opt.readme}: the tables are ${opt.json}'s`);
@@ -55,7 +58,7 @@ if (opt.render || opt.check) {
   process.exit(0);
 }
 if (!opt.raw || !opt.json || (!opt['only-train'] && !opt.model))
-  throw new Error('usage: node bench/report.mjs --raw DIR --model DIR --json FILE [--readme FILE | --tables FILE] [--svg FILE] [--only-train]');
+  throw new Error('usage: node bench/harness/report.mjs --raw DIR --model DIR --json FILE [--readme FILE | --tables FILE] [--svg FILE] [--only-train]');
 const B = opt.raw;
 // a file every full run writes: missing means its sub-benchmark did not run, and the report stops
 const need = (f) => {
@@ -67,7 +70,7 @@ const maybe = (f) => (existsSync(path.join(B, f)) ? JSON.parse(readFileSync(path
 
 function write(results) {
   // everything rendered (and the README's markers found) before any file is written
-  const tables = renderTables(results);
+  const tables = renderTables(results, tableOptions());
   const readme = opt.readme && spliceTables(readFileSync(opt.readme, 'utf8'), tables, opt.readme);
   writeFileSync(opt.json, JSON.stringify(results, null, 1) + '\n');
   if (readme) writeFileSync(opt.readme, readme);
@@ -87,14 +90,19 @@ function write(results) {
 
 // ---- against the last committed full run ----------------------------------------------------------
 const FACTOR = 1.5;  // a figure more than this many times worse is marked (and fails a full run)
+const RESULTS = 'bench/results/results.json';  // the last full run's, committed
 function previousRun() {
   if (opt.compare) return { results: JSON.parse(readFileSync(opt.compare, 'utf8')), from: opt.compare };
-  try {
-    const text = execFileSync('git', ['show', 'HEAD:bench/results.json'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 256 * 2 ** 20 });
-    return { results: JSON.parse(text), from: 'HEAD:bench/results.json' };
-  } catch { /* no git or no commit holding it: the file on disk, read before this run writes it */ }
-  const p = path.join(ROOT, 'bench', 'results.json');
-  return existsSync(p) ? { results: JSON.parse(readFileSync(p, 'utf8')), from: 'bench/results.json' } : null;
+  // bench/results/results.json; a commit from before bench/ was regrouped holds it as bench/results/results.json
+  for (const file of [RESULTS, 'bench/results/results.json']) {
+    try {
+      const text = execFileSync('git', ['show', `HEAD:${file}`], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 256 * 2 ** 20 });
+      return { results: JSON.parse(text), from: `HEAD:${file}` };
+    } catch { /* no git, or no commit holding it: the next place */ }
+  }
+  // the file on disk, read before this run writes it
+  const p = path.join(ROOT, RESULTS);
+  return existsSync(p) ? { results: JSON.parse(readFileSync(p, 'utf8')), from: RESULTS } : null;
 }
 
 // scope: 'training' with --only-train (only its figures changed); else every figure
@@ -134,7 +142,7 @@ function compareAndWrite(results, scope) {
   }
   console.error(`\nREGRESSION: ${open.length} figures more than ${FACTOR}x worse than the last committed full run, not explained in ${path.relative(ROOT, readmePath)}'s "## Regressions explained":\n${open.map(line).join('\n')}`);
   console.error('Explain each there ("- `figure-id`: why it is worse, measured how") and run the report again on the same measurements '
-    + `(node bench/report.mjs ${process.argv.slice(2).join(' ')}), or measure again on a quieter machine; --allow-regressions (BENCH_ALLOW_REGRESSIONS=1) marks without failing.`);
+    + `(node bench/harness/report.mjs ${process.argv.slice(2).join(' ')}), or measure again on a quieter machine; --allow-regressions (BENCH_ALLOW_REGRESSIONS=1) marks without failing.`);
   process.exit(1);
 }
 
@@ -170,7 +178,7 @@ const variants = need('variants.json');
 const builds = need('builds.json');  // scripts/bench.sh: f32x4 counts and file sizes of the builds
 const page = maybe('page.json');  // absent with BENCH_SKIP_PAGE=1
 const train = trainingResults(maybe('train.json'), maybe('train-page.json'));  // absent with BENCH_SKIP_TRAIN=1
-const typing = maybe('typing.json');  // bench/typing-bench.mjs: typing in the demo
+const typing = maybe('typing.json');  // bench/harness/typing-bench.mjs: typing in the demo
 const cfg = JSON.parse(readFileSync(path.join(opt.model, 'config.json'), 'utf8'));
 
 const geomean = (xs) => Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);

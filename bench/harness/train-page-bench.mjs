@@ -4,18 +4,18 @@
 // score of at least 0.4 (web/demo/train-run.js sets data-induction-at-ms, the training time since
 // Start, and data-induction-at-step). Reports that time, the wall time from the click to the
 // attribute appearing, the step, and the tokens/s the page trained at. Target: under 60 s.
-// Usage: node bench/train-page-bench.mjs --site DIR --out FILE [--repeats N] [--timeout-s S]
+// Usage: node bench/harness/train-page-bench.mjs --site DIR --out FILE [--repeats N] [--timeout-s S]
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
-import { startStaticServer, DEMO_CSP } from '../web/demo/static-server.mjs';
+import { startStaticServer, DEMO_CSP } from '../../web/demo/static-server.mjs';
 
 const { values: opt } = parseArgs({
   options: { site: { type: 'string' }, out: { type: 'string' }, repeats: { type: 'string', default: '1' }, 'timeout-s': { type: 'string', default: '180' } },
 });
-if (!opt.site || !opt.out) throw new Error('usage: node bench/train-page-bench.mjs --site DIR --out FILE [--repeats N] [--timeout-s S]');
+if (!opt.site || !opt.out) throw new Error('usage: node bench/harness/train-page-bench.mjs --site DIR --out FILE [--repeats N] [--timeout-s S]');
 const log = (...a) => console.error('[train-page]', ...a);
 const TARGET_MS = 60_000;
 

@@ -1,6 +1,6 @@
 // The training rows of the benchmark: results.json's `training` object and its targets, from the raw
-// files of bench/train-speed.mjs (train.json) and bench/train-page-bench.mjs (train-page.json), and
-// their tables (rendered from results.json by bench/tables.mjs). Used by bench/report.mjs, in the
+// files of bench/harness/train-speed.mjs (train.json) and bench/harness/train-page-bench.mjs (train-page.json), and
+// their tables (rendered from results.json by bench/harness/tables.mjs). Used by bench/harness/report.mjs, in the
 // full report and with --only-train.
 
 const f = (x, d = 2) => (x === undefined || x === null || !isFinite(x) ? '–' : x.toFixed(d));

@@ -1,7 +1,7 @@
 // Training speed side by side: tokens/s of full training steps of the engine's
 // native build (the `headscope train` CLI), its wasm build in Node (the npm package's createTrainer,
 // SIMD128, and the relaxed-SIMD build Chromium loads), and PyTorch on CPU with one thread
-// (bench/train_torch.py, the repository's reference GPT-2), on the same model shape, batch and
+// (bench/shapes/train_torch.py, the repository's reference GPT-2), on the same model shape, batch and
 // sequence length, in one run; then the native CLI and PyTorch again at each other count of
 // --threads (default 2; "1" for none), as native_Nt and torch_Nt:
 //   default  the page's default preset `induction`: 2 layers x 4 heads, n_embd 64, context 32,
@@ -19,7 +19,7 @@
 // load spike on the shared machine hits all subjects alike; ratios are medians of the per-round
 // ratios to PyTorch (paired), tokens/s the medians over rounds.
 //
-// Usage: node bench/train-speed.mjs --native BIN --pkg DIR --out FILE [--quick] [--shapes default,d128,d256]
+// Usage: node bench/harness/train-speed.mjs --native BIN --pkg DIR --out FILE [--quick] [--shapes default,d128,d256]
 //          [--no-relaxed] [--rounds N] [--chunk-seconds S] [--threads 2]
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -38,7 +38,7 @@ const { values: opt } = parseArgs({
     threads: { type: 'string', default: '2' },
   },
 });
-if (!opt.native || !opt.pkg || !opt.out) throw new Error('usage: node bench/train-speed.mjs --native BIN --pkg DIR --out FILE [--quick] [--shapes default,d128,d256] [--no-relaxed]');
+if (!opt.native || !opt.pkg || !opt.out) throw new Error('usage: node bench/harness/train-speed.mjs --native BIN --pkg DIR --out FILE [--quick] [--shapes default,d128,d256] [--no-relaxed]');
 // many short rounds: the load on the shared cores changes within seconds, so the subjects' chunks of
 // one round should lie close together in time
 // (the quick run only checks that every subject trains and reports: 2 short rounds)
@@ -118,11 +118,11 @@ async function benchShape(key) {
   const warm = key === 'default' ? '50' : '6';  // steps (d256: about 0.1-0.3 s each)
   const subjects = [
     nativeSubject(shape),
-    persistent('wasm', 'node', ['bench/train-wasm.mjs', '--pkg', opt.pkg, '--warmup', warm, shapeArg]),
-    ...(opt['no-relaxed'] ? [] : [persistent('wasm_relaxed', 'node', ['--experimental-wasm-relaxed-simd', 'bench/train-wasm.mjs', '--pkg', opt.pkg, '--warmup', warm, shapeArg])]),
-    persistent('torch', opt.python, ['bench/train_torch.py', shapeArg, '--warmup', warm, '--foreach']),
+    persistent('wasm', 'node', ['bench/harness/train-wasm.mjs', '--pkg', opt.pkg, '--warmup', warm, shapeArg]),
+    ...(opt['no-relaxed'] ? [] : [persistent('wasm_relaxed', 'node', ['--experimental-wasm-relaxed-simd', 'bench/harness/train-wasm.mjs', '--pkg', opt.pkg, '--warmup', warm, shapeArg])]),
+    persistent('torch', opt.python, ['bench/shapes/train_torch.py', shapeArg, '--warmup', warm, '--foreach']),
     ...MORE_THREADS.flatMap((n) => [nativeSubject(shape, n),
-      persistent(`torch_${n}t`, opt.python, ['bench/train_torch.py', shapeArg, '--warmup', warm, '--foreach', '--threads', String(n)])]),
+      persistent(`torch_${n}t`, opt.python, ['bench/shapes/train_torch.py', shapeArg, '--warmup', warm, '--foreach', '--threads', String(n)])]),
   ];
   const info = {};
   for (const s of subjects) info[s.name] = await s.ready;

@@ -1,14 +1,14 @@
-// The wasm side of the training-speed bench (bench/train-speed.mjs): the npm package's
+// The wasm side of the training-speed bench (bench/harness/train-speed.mjs): the npm package's
 // createTrainer() in Node, on the page's default preset with an optional other shape. Steps are
 // taken one call at a time, trainer.step(1), as the page's Worker takes them (web/lib/worker.js),
 // so V8 has tiered the engine's functions up to TurboFan after the warm-up (cpp/README.md, "Toolchain notes").
 // Which build runs: the package's SIMD128 build; with `node --experimental-wasm-relaxed-simd` the
 // package picks its relaxed-SIMD build (the one Chromium loads).
 //
-// Same protocol as bench/train_torch.py: prints {"ready": true, ...} once warmed up, then for every
+// Same protocol as bench/shapes/train_torch.py: prints {"ready": true, ...} once warmed up, then for every
 // line "N" on stdin runs N steps and prints {"steps": N, "seconds": s, "loss": x}; an empty line or
 // EOF ends it.
-//   node bench/train-wasm.mjs --pkg dist '{"n_layer":2,"n_head":4,"n_embd":64,"n_positions":32,
+//   node bench/harness/train-wasm.mjs --pkg dist '{"n_layer":2,"n_head":4,"n_embd":64,"n_positions":32,
 //       "vocab_size":48,"batch_size":16,"seq_len":32}' [--warmup 20]
 import { parseArgs } from 'node:util';
 import { createInterface } from 'node:readline';

@@ -3,20 +3,21 @@
 // isolated, so the engine runs on its threads):
 //   1. the default model, typing at the end of the article's sentence, one character every 120 ms:
 //      keystroke to the frame that shows its run (p50, p95), over PASSES fresh pages;
-//   2. a GPT-2-shaped folder (--gpt2 DIR, bench/make_gpt2_small.py) at about --tokens tokens, one
+//   2. a GPT-2-shaped folder (--gpt2 DIR, bench/shapes/make_gpt2_small.py) at about --tokens tokens, one
 //      word (one new token) every --gap ms: the typed token's time from its input event to the frame
 //      that shows its run, and how many keystrokes showed a run of their own.
 // Keystrokes come at a fixed rhythm, not after the previous result, so a page that falls behind shows
 // it: a keystroke whose text never reaches the screen (a later one's did) counts as not shown.
-// It reads only what every version of the demo publishes (#text, body[data-renders] and
-// window.headscopeDemo.result.text), so it times an old commit's site as well as today's.
-// Usage: node bench/typing-bench.mjs --demo SITE --out FILE [--gpt2 DIR] [--quick] [--tokens 950] [--gap 600]
+// The probe is demo-probe.mjs's (its window.__typing): it reads only what every version of the demo
+// publishes, so it times an old commit's site as well as today's.
+// Usage: node bench/harness/typing-bench.mjs --demo SITE --out FILE [--gpt2 DIR] [--quick] [--tokens 950] [--gap 600]
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { stats } from './lib.mjs';
-import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../web/demo/static-server.mjs';
+import { DEMO_PROBE } from './demo-probe.mjs';
+import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/demo/static-server.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -25,32 +26,9 @@ const { values: opt } = parseArgs({
     'default-only': { type: 'boolean', default: false },
   },
 });
-if (!opt.demo || !opt.out) throw new Error('usage: node bench/typing-bench.mjs --demo SITE --out FILE [--gpt2 DIR] [--quick]');
+if (!opt.demo || !opt.out) throw new Error('usage: node bench/harness/typing-bench.mjs --demo SITE --out FILE [--gpt2 DIR] [--quick]');
 const log = (...a) => console.error('[typing]', ...a);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-// Records every input event (its time and the text it left) and, at each render of the demo, the
-// frame that paints it: rendered inside a frame, painted at its end; between frames, in the next.
-// A keystroke is shown by the first render whose result is its text.
-const PROBE = `(() => {
-  const b = (window.__typing = { inputs: [], shown: [] });
-  let inFrame = false;
-  const after = new MessageChannel();
-  after.port1.onmessage = () => { inFrame = false; };
-  const tick = () => { inFrame = true; after.port2.postMessage(0); requestAnimationFrame(tick); };
-  requestAnimationFrame(tick);
-  document.addEventListener('input', (e) => { if (e.target.id === 'text') b.inputs.push({ t: e.timeStamp, text: e.target.value }); }, true);
-  let renders = 0;
-  const watch = () => new MutationObserver(() => {
-    const n = Number(document.body.dataset.renders || 0);
-    if (n === renders) return;
-    renders = n;
-    const text = window.headscopeDemo?.result?.text;
-    const painted = () => { const ch = new MessageChannel(); ch.port1.onmessage = () => b.shown.push({ text, t: performance.now() }); ch.port2.postMessage(0); };
-    if (inFrame) painted(); else requestAnimationFrame(painted);
-  }).observe(document.body, { attributes: true, attributeFilter: ['data-renders'] });
-  if (document.body) watch(); else document.addEventListener('DOMContentLoaded', watch);
-})();`;
 
 // Each input matched with the first paint of its own text after it; null when none came.
 function match({ inputs, shown }) {
@@ -73,7 +51,7 @@ const pageErrors = [];
 async function openDemo(query) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
-  await page.addInitScript(PROBE);
+  await page.addInitScript(DEMO_PROBE);
   page.on('pageerror', (e) => { log('page error:', e.message); pageErrors.push(e.message); });
   await page.goto(`${server.url}index.html?${query}`);
   await page.waitForFunction(() => window.headscopeDemo?.result, null, { timeout: 300_000 });

@@ -1,12 +1,12 @@
 // wasm at GPT-2 small's shape: our SIMD128 build, our relaxed-SIMD build and onnxruntime-web (wasm
-// backend, one thread) on the same random checkpoint (bench/make_gpt2_small.py) in one node process,
-// interleaved (bench/lib.mjs compare). Every subject returns the same outputs to JavaScript: every
+// backend, one thread) on the same random checkpoint (bench/shapes/make_gpt2_small.py) in one node process,
+// interleaved (bench/harness/lib.mjs compare). Every subject returns the same outputs to JavaScript: every
 // attention map (L, NH, T, T) and the last position's logits. Outputs are checked against
 // onnxruntime-web before anything is timed.
-// Usage: node --experimental-wasm-relaxed-simd bench/wasm-gpt2-small.mjs --model DIR --onnx DIR
+// Usage: node --experimental-wasm-relaxed-simd bench/harness/wasm-gpt2-small.mjs --model DIR --onnx DIR
 //          [--simd build/wasm-release] [--relaxed build/wasm-relaxed] [--tokens 64,256,1024] [--quick]
 //          [--markdown OUT]
-// (--onnx: bench/export_onnx.py MODEL_DIR OUT_DIR; without the node flag the relaxed build is skipped.)
+// (--onnx: bench/shapes/export_onnx.py MODEL_DIR OUT_DIR; without the node flag the relaxed build is skipped.)
 import path from 'node:path';
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as ort from 'onnxruntime-web';
@@ -51,7 +51,7 @@ const session = await ort.InferenceSession.create(readFileSync(path.join(onnxDir
   { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
 const ortIds = (T) => ({ ids: new ort.Tensor('int64', BigInt64Array.from(ids.slice(0, T), BigInt), [1, T]) });
 
-// agreement first: float32 on both sides in different orders; the same bounds as bench/node-bench.mjs
+// agreement first: float32 on both sides in different orders; the same bounds as bench/harness/node-bench.mjs
 {
   const T = 16;
   const r = await session.run(ortIds(T));
@@ -101,9 +101,9 @@ console.log(lines.join('\n'));
 const mdOut = arg('--markdown');
 if (mdOut) {
   writeFileSync(mdOut, '# GPT-2 small\'s shape in wasm, against onnxruntime-web\n\nWritten by `node --experimental-wasm-relaxed-simd ' +
-    'bench/wasm-gpt2-small.mjs --markdown ...` on ' + new Date().toISOString().slice(0, 16).replace('T', ' ') +
-    ` UTC, on the checkpoint of bench/make_gpt2_small.py (${cfg.n_layer} layers, ${cfg.n_head} heads, d_model ${cfg.n_embd}, ` +
-    `context ${cfg.n_positions}, vocabulary ${cfg.vocab_size}); ONNX graph from bench/export_onnx.py.\n\n` + lines.join('\n') + '\n');
+    'bench/harness/wasm-gpt2-small.mjs --markdown ...` on ' + new Date().toISOString().slice(0, 16).replace('T', ' ') +
+    ` UTC, on the checkpoint of bench/shapes/make_gpt2_small.py (${cfg.n_layer} layers, ${cfg.n_head} heads, d_model ${cfg.n_embd}, ` +
+    `context ${cfg.n_positions}, vocabulary ${cfg.vocab_size}); ONNX graph from bench/shapes/export_onnx.py.\n\n` + lines.join('\n') + '\n');
 }
 function heapLine() {
   return ks.map((k) => `${k} wasm memory ${(subjects[k].heapBytes() / 2 ** 20).toFixed(0)} MB`).join(', ');

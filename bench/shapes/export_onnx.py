@@ -6,13 +6,13 @@
   forward_all_logits.onnx  the same with the logits of every position (T, V), as run(text, { allLogits })
   gemm_K_N.onnx    y (M, N) = x (M, K) @ W (K, N) + b, the model's linear layers (first block's weights),
                    M dynamic: ORT's Gemm at the same shapes as our matmul_forward.
-Usage: /usr/bin/python3 bench/export_onnx.py MODEL_DIR OUT_DIR
+Usage: /usr/bin/python3 bench/shapes/export_onnx.py MODEL_DIR OUT_DIR
 """
 import json
 import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "common"))
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402

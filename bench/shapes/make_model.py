@@ -3,14 +3,14 @@
 Speed depends only on the shapes, so until the trained model exists the benchmarks run on this one.
 Shape from scripts/train/configs.json ("headscope-base"); tokenizer files from the training cache
 (.cache/tokenizer-5120) or, failing that, from any shipped model.
-Usage: /usr/bin/python3 bench/make_model.py OUT_DIR
+Usage: /usr/bin/python3 bench/shapes/make_model.py OUT_DIR
 """
 import json
 import os
 import shutil
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "common"))
 import torch  # noqa: E402
 from gpt2_torch import GPT2  # noqa: E402

@@ -1,4 +1,4 @@
-"""PyTorch's side of the training-speed bench (bench/train-speed.mjs): the repository's reference
+"""PyTorch's side of the training-speed bench (bench/harness/train-speed.mjs): the repository's reference
 GPT-2 (scripts/common/gpt2_torch.py: pre-LN, tanh GELU, tied LM head) trained on CPU with one thread,
 as the engine trains the page's presets: AdamW (lr 1e-3, betas 0.9/0.999, eps 1e-8, no weight decay)
 after clip_grad_norm_(1.0), a fresh batch of random tokens from the vocabulary every step.
@@ -10,7 +10,7 @@ Protocol (so the driver can interleave subjects in one run): reads the shape as 
 line, prints {"ready": true, ...} once warmed up, then for every line "N" on stdin runs N steps and
 prints {"steps": N, "seconds": s, "loss": x}. An empty line or EOF ends it.
 
-  /usr/bin/python3 bench/train_torch.py '{"n_layer":2,"n_head":4,"n_embd":64,"n_positions":32,
+  /usr/bin/python3 bench/shapes/train_torch.py '{"n_layer":2,"n_head":4,"n_embd":64,"n_positions":32,
       "vocab_size":48,"batch_size":16,"seq_len":32}' [--warmup 20] [--foreach]
 """
 import json
@@ -20,7 +20,7 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "common"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "common"))
 from gpt2_torch import GPT2  # noqa: E402
 
 

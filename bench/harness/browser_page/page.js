@@ -1,4 +1,4 @@
-// The page of bench/browser-gpt2-small.mjs: one module Worker per subject (worker.js), all on this
+// The page of bench/harness/browser-gpt2-small.mjs: one module Worker per subject (worker.js), all on this
 // cross-origin-isolated page, driven one at a time through window.__bench. What is timed is timed
 // inside the workers, so messaging is not part of it.
 const workers = new Map();

@@ -1,4 +1,4 @@
-// One subject of bench/browser-gpt2-small.mjs in its own module Worker: the npm package (ours, its
+// One subject of bench/harness/browser-gpt2-small.mjs in its own module Worker: the npm package (ours, its
 // threaded build when threads > 1 on this isolated page) or onnxruntime-web's wasm backend. Both
 // return the same outputs to JavaScript on every run: every attention map (L, H, T, T) and the last
 // position's logits. Or (kind 'trainer') the package's trainer on the page's default preset, taking
