@@ -124,6 +124,16 @@ def naive_forward(m, ids, rope):
     return logits, atts
 
 
+def check_against_naive(m, ids, rope, what):
+    """m's attention and logits on ids against naive_forward's."""
+    with torch.no_grad():
+        logits, d = m(torch.tensor([ids]), want_details=True)
+    ref_logits, ref_att = naive_forward(m, ids, rope)
+    da = maxdiff(torch.stack([a[0] for a in d["att"]]), torch.tensor(ref_att, dtype=torch.float64))
+    dl = maxdiff(logits[0], ref_logits)
+    check(da < 1e-12 and dl < 1e-11, f"{what}: attention {da:.1e}, logits {dl:.1e}")
+
+
 def check_naive():
     cfg = dict(model_type="llama", vocab_size=40, hidden_size=12, intermediate_size=20, num_hidden_layers=2,
                num_attention_heads=3, num_key_value_heads=3, rms_norm_eps=1e-5, rope_theta=10000.0,
@@ -133,35 +143,15 @@ def check_naive():
     ids = [3, 17, 5, 5, 39, 0, 22, 8, 11]
     for rope in (False, True):
         m.use_rope = rope
-        with torch.no_grad():
-            logits, d = m(torch.tensor([ids]), want_details=True)
-        ref_logits, ref_att = naive_forward(m, ids, rope)
-        att = torch.stack([a[0] for a in d["att"]])
-        da = maxdiff(att, torch.tensor(ref_att, dtype=torch.float64))
-        dl = maxdiff(logits[0], ref_logits)
-        check(da < 1e-12 and dl < 1e-11,
-              f"(a) naive per-head loop, rotation {'on (pairs i, i+HD/2)' if rope else 'off (test hook)'}: "
-              f"attention {da:.1e}, logits {dl:.1e}")
+        check_against_naive(m, ids, rope, f"(a) naive per-head loop, rotation "
+                                          f"{'on (pairs i, i+HD/2)' if rope else 'off (test hook)'}")
     m.use_rope = True
     # a GQA model against the naive loop too (query head h reads kv head h // G)
     cfg_g = dict(cfg, num_attention_heads=4, num_key_value_heads=2, head_dim=6)
-    mg = random_model(cfg_g, 12)
-    with torch.no_grad():
-        logits, d = mg(torch.tensor([ids]), want_details=True)
-    ref_logits, ref_att = naive_forward(mg, ids, True)
-    da = maxdiff(torch.stack([a[0] for a in d["att"]]), torch.tensor(ref_att, dtype=torch.float64))
-    dl = maxdiff(logits[0], ref_logits)
-    check(da < 1e-12 and dl < 1e-11,
-          f"(a) naive loop, GQA H 4 / KV 2, head_dim 6 != C/H: attention {da:.1e}, logits {dl:.1e}")
+    check_against_naive(random_model(cfg_g, 12), ids, True, "(a) naive loop, GQA H 4 / KV 2, head_dim 6 != C/H")
     # qwen3: q_norm / k_norm per head, before the rotation (their gains are per dimension, so the order matters)
     mq = random_model(dict(cfg_g, model_type="qwen3", head_dim=8, tie_word_embeddings=True), 13)
-    with torch.no_grad():
-        logits, d = mq(torch.tensor([ids]), want_details=True)
-    ref_logits, ref_att = naive_forward(mq, ids, True)
-    da = maxdiff(torch.stack([a[0] for a in d["att"]]), torch.tensor(ref_att, dtype=torch.float64))
-    dl = maxdiff(logits[0], ref_logits)
-    check(da < 1e-12 and dl < 1e-11,
-          f"(a) naive loop, qwen3 (q_norm/k_norm, then rotation), tied: attention {da:.1e}, logits {dl:.1e}")
+    check_against_naive(mq, ids, True, "(a) naive loop, qwen3 (q_norm/k_norm, then rotation), tied")
 
 
 # ---- (b) GQA = repeated kv heads ----------------------------------------------------------------
