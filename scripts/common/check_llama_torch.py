@@ -3,7 +3,7 @@
 Each check compares the reference with a second, independent way to compute the same thing; exits
 non-zero on any failure. About a second:
 
-    /usr/bin/python3 scripts/check_llama_torch.py
+    /usr/bin/python3 scripts/common/check_llama_torch.py
 
 (a) attention, and the whole forward, against a hand-written loop over heads, positions and keys, with
     the rotation off (LlamaFamily.use_rope, a test hook) and on (pairs (i, i + HD/2) turned one by one)
@@ -25,7 +25,7 @@ import tempfile
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "common"))
+sys.path.insert(0, HERE)
 
 from llama_torch import LlamaFamily, apply_rope, rope_cos_sin, rope_inv_freq, normalize_config  # noqa: E402
 from safetensors_io import load_file, save_file  # noqa: E402

@@ -268,7 +268,7 @@ class LlamaFamily(nn.Module):
         super().__init__()
         cfg = normalize_config(config)
         self.cfg = cfg
-        self.use_rope = True  # test hook: False skips the rotation (scripts/check_llama_torch.py)
+        self.use_rope = True  # test hook: False skips the rotation (scripts/common/check_llama_torch.py)
         V, C = cfg["vocab_size"], cfg["hidden_size"]
         self.model = nn.Module()
         self.model.embed_tokens = nn.Embedding(V, C)
