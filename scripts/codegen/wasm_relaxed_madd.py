@@ -20,7 +20,7 @@ as many `f32x4.relaxed_madd` as were rewritten. A match inside an immediate (a c
 rewritten without being an instruction, so the counts would differ: the file is then restored and
 the exact loop runs instead.
 
-Usage: /usr/bin/python3 scripts/wasm_relaxed_madd.py FILE.wasm   (rewrites in place; prints a count)
+Usage: /usr/bin/python3 scripts/codegen/wasm_relaxed_madd.py FILE.wasm   (rewrites in place; prints a count)
 """
 import re
 import subprocess
