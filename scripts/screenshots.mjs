@@ -17,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import zlib from 'node:zlib';
-import { startStaticServer, DEMO_CSP } from '../web/demo/static-server.mjs';
+import { startStaticServer, DEMO_CSP } from '../web/server/static-server.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DEFAULT_SITE = path.join(ROOT, 'build/web');

@@ -15,4 +15,4 @@ if [ "${HEADSCOPE_SKIP_BUILD:-0}" != 1 ]; then
 fi
 [ -f build/web/models/headscope-base/model.safetensors ] ||
   echo "note: the default model (web/models/headscope-base) is not built yet; open the page with ?model=<folder URL> meanwhile" >&2
-exec node web/demo/serve.mjs --root build/web --port "${PORT:-8080}" --host "${HOST:-127.0.0.1}" --quiet
+exec node web/server/serve.mjs --root build/web --port "${PORT:-8080}" --host "${HOST:-127.0.0.1}" --quiet

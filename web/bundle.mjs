@@ -18,7 +18,7 @@ const WEB = path.dirname(fileURLToPath(import.meta.url));
 
 const ENTRIES = {
   component: ['component/headscope-view.js', 'component/headscope-lab.js'],
-  demo: ['demo/demo.js', 'demo/compare.js', 'demo/embed.js', 'demo/train.js'],
+  demo: ['demo/index/demo.js', 'demo/compare/compare.js', 'demo/embed/embed.js', 'demo/train/train.js'],
 };
 
 // Files that are published beside the bundles: every module of the package's API, and the

@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { ROOT, stats } from './lib.mjs';
-import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/demo/static-server.mjs';
+import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
 const { values: opt } = parseArgs({
   options: {

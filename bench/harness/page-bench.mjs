@@ -10,7 +10,7 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { ROOT, stats } from './lib.mjs';
 import { DEMO_PROBE } from './demo-probe.mjs';
-import { startStaticServer } from '../../web/demo/static-server.mjs';
+import { startStaticServer } from '../../web/server/static-server.mjs';
 
 const { values: opt } = parseArgs({
   options: { model: { type: 'string' }, pkg: { type: 'string' }, out: { type: 'string' }, quick: { type: 'boolean', default: false }, demo: { type: 'string' } },

@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
-import { startStaticServer, DEMO_CSP } from '../../web/demo/static-server.mjs';
+import { startStaticServer, DEMO_CSP } from '../../web/server/static-server.mjs';
 
 const { values: opt } = parseArgs({
   options: { site: { type: 'string' }, out: { type: 'string' }, repeats: { type: 'string', default: '1' }, 'timeout-s': { type: 'string', default: '180' } },

@@ -5,7 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test as base, expect, ROOT, startServer, shot } from './fixtures.mjs';
-import { ISOLATION_HEADERS } from '../../web/demo/static-server.mjs';
+import { ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
 const DIST = path.join(ROOT, 'dist');
 const FIXTURES = path.join(ROOT, 'tests/fixtures/models');

@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { test, expect, SITE, ARTIFACTS, shot } from './fixtures.mjs';
-import { kvFamilyNames, kvFamilyTable, kvTradeoffSentence, fmtBytes } from '../../web/demo/compare-kv.js';
+import { kvFamilyNames, kvFamilyTable, kvTradeoffSentence, fmtBytes } from '../../web/demo/compare/compare-kv.js';
 
 const siteModels = (() => {
   try { return JSON.parse(readFileSync(path.join(SITE, 'models/index.json'), 'utf8')).models; } catch { return []; }

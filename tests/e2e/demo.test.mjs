@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test, expect, shot, demoReady, demoIdle, renders, ARTIFACTS, SITE, usingDefaultModel } from './fixtures.mjs';
-import { openingHead, verbSubjectHeads } from '../../web/demo/models.js';
+import { openingHead, verbSubjectHeads } from '../../web/demo/shared/models.js';
 
 test.beforeAll(() => {
   console.log(`# model: ${usingDefaultModel ? 'headscope-base (default)' : 'fixture odd-hs12'}`);
@@ -63,7 +63,7 @@ test('the page opens on the head its model card finds most telling in the articl
   test.skip(!usingDefaultModel, 'needs the default model and its card');
   await page.goto(site.url('index.html'));
   await demoReady(page);
-  // the rule is the page's own (web/demo/models.js, unit-tested in tests/js/unit/opening-head.test.js),
+  // the rule is the page's own (web/demo/shared/models.js, unit-tested in tests/js/unit/opening-head.test.js),
   // applied to the card the site serves
   const card = JSON.parse(readFileSync(path.join(SITE, 'models/headscope-base/card.json'), 'utf8'));
   // a new-format card names a verb-to-subject head; its link on this sentence is read from the

@@ -5,7 +5,7 @@
 //   test('...', async ({ page, site, problems }) => { await page.goto(site.url('index.html')); ... });
 //
 // - `site` (one per worker): the test site build/e2e-site/ with the test models mounted under
-//   /fixtures/, served by web/demo/static-server.mjs under the demo's strict CSP header.
+//   /fixtures/, served by web/server/static-server.mjs under the demo's strict CSP header.
 // - `context` / `page`: Playwright's, with every page of the context watched for console errors,
 //   page errors, dialogs and CSP violations. At the end of a test that passed so far, any of them
 //   fails it, unless the test declared it with problems.allow(/pattern/). Playwright closes the
@@ -15,7 +15,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test as base, expect } from '@playwright/test';
-import { startStaticServer, DEMO_CSP } from '../../web/demo/static-server.mjs';
+import { startStaticServer, DEMO_CSP } from '../../web/server/static-server.mjs';
 
 export { expect };
 
@@ -34,7 +34,7 @@ export function withModel(url) {
 }
 
 /**
- * Serves a folder on a free port of 127.0.0.1 (web/demo/static-server.mjs, the demo's own server).
+ * Serves a folder on a free port of 127.0.0.1 (web/server/static-server.mjs, the demo's own server).
  * By default: the test site with the fixtures mounted, under the demo's strict CSP. Options:
  * root, mounts, csp (null: none), cors, headers (as in static-server.mjs). `requests` collects the paths
  * asked for, in order.

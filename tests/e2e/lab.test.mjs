@@ -2,7 +2,7 @@
 // head-role badges and their legend, knock-out ranking, predict-then-reveal, and the head-count
 // comparison page. Screenshots in build/e2e-artifacts/lab-*.png. Run with tests/e2e/run.sh.
 import { existsSync, readFileSync } from 'node:fs';
-import { familyRoleTable } from '../../web/demo/compare-roles.js';
+import { familyRoleTable } from '../../web/demo/compare/compare-roles.js';
 import path from 'node:path';
 import { test, expect, shot, demoReady, SITE, usingDefaultModel } from './fixtures.mjs';
 

@@ -10,7 +10,7 @@
 //   tests/js/package/api.test.js derives for those two builds: logits 1e-4 relative + 1e-4 absolute,
 //   attention 1e-5 absolute.
 import { test as base, expect, startServer, withModel, demoReady, demoIdle, shot } from './fixtures.mjs';
-import { ISOLATION_HEADERS } from '../../web/demo/static-server.mjs';
+import { ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
 const test = base.extend({
   isolatedSite: [async ({}, use) => {

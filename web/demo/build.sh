@@ -29,30 +29,39 @@ fs.writeFileSync(path.join(dir, "index.json"), JSON.stringify({ models: names.ma
 ' "$TMP/models"
 "$ROOT/web/component/build.sh" "$TMP"
 cp "$ROOT/web/component/views.css" "$TMP/"
-for f in favicon.svg index.html embed.html component.html csp.html demo.css embed.css article.css article.js train.html train.css; do
-  cp "$ROOT/web/demo/$f" "$TMP/"
-done
-node "$ROOT/web/bundle.mjs" --out "$TMP" demo
-# the lab's styles, the comparison page and the lab component's article
-cp "$ROOT/web/demo/lab.css" "$ROOT/web/demo/compare.html" "$ROOT/web/demo/compare-pruning.css" "$ROOT/web/demo/lab-component.html" "$ROOT/web/demo/lab-component.js" "$TMP/"
 cp "$ROOT/web/component/lab.css" "$TMP/lab-views.css"
-# every page's head starts with the same tags, written here: the character set, the viewport and the
-# Content-Security-Policy the server sends too (web/demo/static-server.mjs, DEMO_CSP), so the policy
-# lives in one place; a page without {{PAGE_HEAD}} fails the build
+# The pages sit in a folder each (web/demo/README.md) but are served side by side, as one flat folder,
+# so that their URLs and their links to each other stay plain names: every page's HTML and CSS, the
+# shared files, and the articles' own small scripts (unbundled: they must run before the elements
+# are defined). A name in two folders would overwrite the other: the build stops instead.
+shopt -s nullglob
+for f in "$ROOT"/web/demo/*/*.{html,css,svg} "$ROOT"/web/demo/articles/*.js; do
+  [ ! -e "$TMP/${f##*/}" ] || { echo "web/demo/build.sh: ${f#"$ROOT"/} would overwrite another ${f##*/}" >&2; exit 1; }
+  cp "$f" "$TMP/"
+done
+shopt -u nullglob
+# the pages' scripts (index/demo.js, compare/compare.js, embed/embed.js, train/train.js), bundled
+node "$ROOT/web/bundle.mjs" --out "$TMP" demo
+# every page's head starts with the same tags, written here: the character set, the viewport, the
+# Content-Security-Policy the server sends too (web/server/static-server.mjs, DEMO_CSP), so the policy
+# lives in one place, and the icon; a page without {{PAGE_HEAD}} fails the build. {{DEMO_CSP}} in a
+# page's text is the policy itself (csp.html quotes it).
 node --input-type=module -e '
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { DEMO_CSP } from "'"$ROOT"'/web/demo/static-server.mjs";
+import { DEMO_CSP } from "'"$ROOT"'/web/server/static-server.mjs";
 const head = [
   "<meta charset=\"utf-8\">",
   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
   `<meta http-equiv="Content-Security-Policy" content="${DEMO_CSP.replaceAll("\"", "&quot;")}">`,
+  "<link rel=\"icon\" href=\"favicon.svg\" type=\"image/svg+xml\">",
 ].join("\n");
+const cspText = DEMO_CSP.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
 const dir = process.argv[1];
 for (const name of readdirSync(dir).filter((n) => n.endsWith(".html"))) {
   const file = path.join(dir, name), html = readFileSync(file, "utf8");
   if (!html.includes("<head>\n{{PAGE_HEAD}}\n")) throw new Error(`web/demo/build.sh: ${name} does not start its <head> with {{PAGE_HEAD}}`);
-  writeFileSync(file, html.replace("{{PAGE_HEAD}}", head));
+  writeFileSync(file, html.replace("{{PAGE_HEAD}}", head).replaceAll("{{DEMO_CSP}}", cspText));
 }
 ' "$TMP"
 rm -rf "$OUT" && mv "$TMP" "$OUT"

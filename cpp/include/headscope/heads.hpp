@@ -12,6 +12,15 @@
 // Up to `exact_limit` heads every remaining head is tried at every step (exact); above it the
 // candidates are ranked by the gate gradients recomputed with the heads removed so far (the
 // first-order change of removing h is -dL/dxi_h) and the best `exact_candidates` of them are measured.
+// Why measure, and why these defaults (2026-12-01, headscope-base's heldout.txt forced into this mode
+// with exact_limit 0): half the heads removed in the exact order cost +0.032 nats; with 4 candidates
+// measured per step +0.047 (gradients after every head) or +0.037 (every 4 heads); with 2 candidates
+// +0.072; by the recomputed gradients alone (1 candidate) +0.231; random orders +0.350 on average.
+// On heads-8 the exact order and 4 candidates (gradients every head or every 4) all cost +0.043,
+// random +0.328. A gradient costs about five runs, so recomputing it every 4 heads makes GPT-2
+// small's search about twice as fast at the same quality. The first-order estimate alone misses what
+// heads do together (L0H7's gradient predicts a gain where removing it costs 0.67 nats on the
+// article's sentence).
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -29,7 +29,7 @@ struct AdamW {
 
 // ---- the trainer --------------------------------------------------------------------------------------
 struct NamedTensor {
-  std::string name;             // Hugging Face name: GPT-2's without "transformer." ("h.0.attn.c_attn.weight",
+  std::string name;             // Hugging Face name: GPT-2's without "transformer." ("h.0.attn.attn_in.weight",
                                 // Conv1D [in, out]) or the Llama family's ("model.layers.0.self_attn.q_proj.weight",
                                 // nn.Linear [out, in])
   std::vector<int64_t> shape;
@@ -118,8 +118,7 @@ class Trainer {
   };
   bool llama() const { return config_.family == Family::llama; }
   std::size_t add_tensor(const std::string& name, std::vector<int64_t> shape);
-  void layout_gpt2();
-  void layout_llama();
+  void layout();  // the parameters in the family's tensor table (cpp/src/arch/)
   void pack_weights();  // the current parameters into the kernels' packed layout (packed_)
   // the attention output's backward through W_O and the head gates of layer l (both families)
   void output_projection_backward(int l, bool weights);

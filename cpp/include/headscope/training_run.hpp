@@ -1,4 +1,4 @@
-// TrainingRun: one training run as the page (web/demo/train.html, through the Worker) and
+// TrainingRun: one training run as the page (web/demo/train/train.html, through the Worker) and
 // `headscope train` drive it: a Trainer, the task that feeds it batches, the optimizer with its
 // learning-rate schedule, and a fixed probe on which every head's previous-token and induction
 // scores are measured between steps. The presets are defined here once, so the command line runs a

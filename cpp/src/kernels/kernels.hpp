@@ -1,10 +1,11 @@
 // The kernel library: every numerical kernel of the model and of training, private to the engine
 // (the headscope_kernels target; the core links it privately, tests and benches include it by this
-// path). Each op is an xsimd kernel written once over xsimd::batch<float>:
-//   <op>_forward, <op>_backward   forward_simd.cpp, attention_simd.cpp, backward_simd.cpp
-// and has one scalar reference beside it, ref::<op>_forward<F> / ref::<op>_backward<F> in
-// reference.hpp, which a build with HEADSCOPE_SIMD=OFF runs instead. tests/cpp/test_kernels.cpp and
-// test_backward.cpp check one against the other over edge sizes.
+// path). Each op is an xsimd kernel written once over xsimd::batch<float>, its forward and backward in
+// one file: gemm.cpp, attention.cpp, norm.cpp (LayerNorm, RMSNorm), activation.cpp (GELU, SwiGLU),
+// rope.cpp, softmax_loss.cpp, residual.cpp (and the embeddings' backward), optimizer.cpp, f16.cpp.
+// Each has one scalar reference, ref::<op>_forward<F> / ref::<op>_backward<F> in reference.hpp,
+// which the build with HEADSCOPE_SIMD=OFF runs instead (scalar.cpp). tests/cpp/kernels/ checks one
+// against the other over edge sizes, and the references against finite differences.
 //
 // Naming and argument order follow llm.c: outputs first, then inputs, then sizes. Backward kernels
 // accumulate (+=) into their gradient outputs.

@@ -13,6 +13,10 @@
 #endif
 
 #if HEADSCOPE_SIMD
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
 #include <xsimd/xsimd.hpp>
 
 namespace headscope::simd {
@@ -34,6 +38,52 @@ inline batch madd(const batch& a, const batch& b, const batch& c) noexcept {
 #else
 inline batch madd(const batch& a, const batch& b, const batch& c) noexcept { return xsimd::fma(a, b, c); }
 #endif
+
+// Helpers the kernel files share. Each loop runs over whole batches, then a scalar tail.
+using ibatch = xsimd::batch<int32_t>;
+
+inline float hsum(const batch& b) noexcept { return xsimd::hadd(b); }
+
+inline float horizontal_max(const batch& b) noexcept {
+  alignas(64) float lanes[kLanes];
+  b.store_aligned(lanes);
+  float m = lanes[0];
+  for (int i = 1; i < kLanes; i++) m = std::max(m, lanes[i]);
+  return m;
+}
+
+// y (n) += a * x (n)
+inline void axpy(float* y, float a, const float* x, int n) noexcept {
+  const batch va(a);
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    xsimd::fma(va, batch::load_unaligned(x + i), batch::load_unaligned(y + i)).store_unaligned(y + i);
+  for (; i < n; i++) y[i] += a * x[i];
+}
+
+// y (n) += x (n)
+inline void accumulate(float* y, const float* x, std::size_t n) noexcept {
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    (batch::load_unaligned(y + i) + batch::load_unaligned(x + i)).store_unaligned(y + i);
+  for (; i < n; i++) y[i] += x[i];
+}
+
+// Element-wise kernels whose SIMD formula differs from the scalar one (tanh, erf, exp) run the tail
+// through the same SIMD code on a padded batch: each element's result then depends only on its value,
+// not on where the array ends, so a model row gives the same bits whether it is computed alone
+// (typing) or with others (a full run) -- with 16 lanes, n * n_inner is often not a multiple of 16.
+template <class F>
+inline void map_batches(float* out, const float* inp, std::size_t N, F&& f) noexcept {
+  std::size_t i = 0;
+  for (; i + kLanes <= N; i += kLanes) f(batch::load_unaligned(inp + i)).store_unaligned(out + i);
+  if (i < N) {
+    alignas(64) float tmp[kLanes] = {};
+    std::memcpy(tmp, inp + i, sizeof(float) * (N - i));
+    f(batch::load_aligned(tmp)).store_aligned(tmp);
+    std::memcpy(out + i, tmp, sizeof(float) * (N - i));
+  }
+}
 
 }  // namespace headscope::simd
 #endif

@@ -40,12 +40,12 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
   const std::size_t nc = (std::size_t)n * C;
   const k::AttentionShape shape{NH, KV, HS};
 
-  // attention: every head reads the same normed input through its own slice of c_attn
+  // attention: every head reads the same normed input through its own slice of attn_in
   if (llama)
-    k::rmsnorm_forward(b.ln1, b.ln1_rstd, b.x, w.ln_1_weight.data(), n, C, eps);
+    k::rmsnorm_forward(b.ln1, b.ln1_rstd, b.x, w.norm1_weight.data(), n, C, eps);
   else
-    k::layernorm_forward(b.ln1, b.ln1_mean, b.ln1_rstd, b.x, w.ln_1_weight.data(), w.ln_1_bias.data(), n, C, eps);
-  k::matmul_forward(b.qkv + (std::size_t)t_begin * W, b.ln1, w.c_attn, n);
+    k::layernorm_forward(b.ln1, b.ln1_mean, b.ln1_rstd, b.x, w.norm1_weight.data(), w.norm1_bias.data(), n, C, eps);
+  k::matmul_forward(b.qkv + (std::size_t)t_begin * W, b.ln1, w.attn_in, n);
   for (int s = 0; s < B; s++) {
     float* qkv = b.qkv + (std::size_t)s * stride * W;
     if (llama) {
@@ -73,9 +73,9 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
   // Nothing asked per head (the trainer without gates): one product over the concatenation, the
   // same sum in another order, and NH times fewer passes over the output.
   const bool per_head = b.contrib || b.norms || b.ablate || b.gates;
-  if (!per_head) k::matmul_forward(proj, head_rows, w.c_proj, n);
+  if (!per_head) k::matmul_forward(proj, head_rows, w.attn_out, n);
   else
-    for (int r = 0; r < n; r++) std::copy(w.c_proj.bias.begin(), w.c_proj.bias.begin() + C, proj + (std::size_t)r * C);
+    for (int r = 0; r < n; r++) std::copy(w.attn_out.bias.begin(), w.attn_out.bias.begin() + C, proj + (std::size_t)r * C);
   for (int h = 0; per_head && h < NH; h++) {
     float* norms = b.norms ? b.norms + (std::size_t)h * stride : nullptr;
     float* kept = b.contrib ? b.contrib + ((std::size_t)h * stride + t_begin) * C : nullptr;
@@ -90,7 +90,7 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
     }
     if (b.gates && b.gates[h] == 0.0f) continue;
     float* contrib = kept ? kept : b.head_proj;  // (n, C)
-    k::matmul_rows_forward(contrib, head_rows, QW, w.c_proj, h * HS, (h + 1) * HS, n);
+    k::matmul_rows_forward(contrib, head_rows, QW, w.attn_out, h * HS, (h + 1) * HS, n);
     if (b.gates && b.gates[h] != 1.0f)
       for (std::size_t i = 0; i < nc; i++) contrib[i] *= b.gates[h];
     if (norms)
@@ -104,20 +104,20 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
 
   // MLP: GPT-2's GELU, or the Llama family's SwiGLU, down(silu(gate(x)) * up(x))
   if (llama) {
-    k::rmsnorm_forward(b.ln2, b.ln2_rstd, b.res_mid, w.ln_2_weight.data(), n, C, eps);
-    k::matmul_forward(b.fc_pre, b.ln2, w.c_fc, n);
+    k::rmsnorm_forward(b.ln2, b.ln2_rstd, b.res_mid, w.norm2_weight.data(), n, C, eps);
+    k::matmul_forward(b.fc_pre, b.ln2, w.mlp_in, n);
     k::swiglu_forward(b.fc_act, b.fc_pre, n, F);
-    k::matmul_forward(b.mlp_out, b.fc_act, w.mlp_proj, n);
+    k::matmul_forward(b.mlp_out, b.fc_act, w.mlp_out, n);
     k::add_forward(b.res_out, b.res_mid, b.mlp_out, nc);
     return;
   }
-  k::layernorm_forward(b.ln2, b.ln2_mean, b.ln2_rstd, b.res_mid, w.ln_2_weight.data(), w.ln_2_bias.data(), n, C, eps);
-  k::matmul_forward(b.fc_pre, b.ln2, w.c_fc, n);
+  k::layernorm_forward(b.ln2, b.ln2_mean, b.ln2_rstd, b.res_mid, w.norm2_weight.data(), w.norm2_bias.data(), n, C, eps);
+  k::matmul_forward(b.fc_pre, b.ln2, w.mlp_in, n);
   if (c.activation == Activation::gelu_tanh)
     k::gelu_forward(b.fc_act, b.fc_pre, (std::size_t)n * F);
   else
     k::gelu_erf_forward(b.fc_act, b.fc_pre, (std::size_t)n * F);
-  k::matmul_forward(b.mlp_out, b.fc_act, w.mlp_proj, n);
+  k::matmul_forward(b.mlp_out, b.fc_act, w.mlp_out, n);
   k::add_forward(b.res_out, b.res_mid, b.mlp_out, nc);
 }
 

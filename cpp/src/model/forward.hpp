@@ -16,14 +16,14 @@
 namespace headscope {
 
 // The weights of one block, packed for the kernels. The Llama family's have no biases (the packed
-// layers' are 0, the norms' empty); their c_fc is gate_proj and up_proj side by side.
+// layers' are 0, the norms' empty); their mlp_in is the gate and up projections side by side (arch/llama.cpp).
 struct BlockWeights {
-  std::vector<float> ln_1_weight, ln_1_bias;  // (C): LayerNorm 1, or RMSNorm input_layernorm (no bias)
-  kernels::PackedLinear c_attn;               // (C, W) -> q | k | v
-  kernels::PackedLinear c_proj;               // (QW, C)  W_O, rows h*HS..(h+1)*HS belong to query head h
-  std::vector<float> ln_2_weight, ln_2_bias;  // (C): LayerNorm 2, or RMSNorm post_attention_layernorm
-  kernels::PackedLinear c_fc;                 // (C, F) GPT-2; (C, 2F) [gate | up] Llama
-  kernels::PackedLinear mlp_proj;             // (F, C)
+  std::vector<float> norm1_weight, norm1_bias;  // (C): LayerNorm 1, or the RMSNorm before attention (no bias)
+  kernels::PackedLinear attn_in;               // (C, W) -> q | k | v
+  kernels::PackedLinear attn_out;               // (QW, C)  W_O, rows h*HS..(h+1)*HS belong to query head h
+  std::vector<float> norm2_weight, norm2_bias;  // (C): LayerNorm 2, or the RMSNorm before the MLP
+  kernels::PackedLinear mlp_in;                 // (C, F) GPT-2; (C, 2F) [gate | up] Llama
+  kernels::PackedLinear mlp_out;             // (F, C)
   std::vector<float> q_norm, k_norm;          // (HS) Qwen3's RMSNorm of each head's q and k; else empty
 };
 

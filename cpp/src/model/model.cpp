@@ -241,9 +241,9 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
   const float* final_stream = &residual_[(std::size_t)c.n_layer * cap * C];
   const auto final_norm = [&](const float* x, int rows) {
     if (llama)
-      k::rmsnorm_forward(scratch_ln_.data(), nullptr, x, ln_f_weight_.data(), rows, C, c.layer_norm_epsilon);
+      k::rmsnorm_forward(scratch_ln_.data(), nullptr, x, final_norm_weight_.data(), rows, C, c.layer_norm_epsilon);
     else
-      k::layernorm_forward(scratch_ln_.data(), nullptr, nullptr, x, ln_f_weight_.data(), ln_f_bias_.data(), rows, C,
+      k::layernorm_forward(scratch_ln_.data(), nullptr, nullptr, x, final_norm_weight_.data(), final_norm_bias_.data(), rows, C,
                            c.layer_norm_epsilon);
   };
   if (options_.all_logits && T > logits_begin) {
@@ -256,7 +256,7 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
   lm_head(logits_last_.data(), scratch_ln_.data(), 1);
 }
 
-// out (T, V) = x (T, C) @ wte^T, the tied LM head (or lm_head.weight, untied), in either storage
+// out (T, V) = x (T, C) @ wte^T, the tied LM head (or the untied one), in either storage
 void Model::Impl::lm_head(float* out, const float* x, int T) {
   const int C = config_.n_embd, V = config_.vocab_size;
   const bool untied = !lm_head_.empty() || !lm_head_f16_.empty();

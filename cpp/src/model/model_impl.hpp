@@ -14,8 +14,7 @@ struct Model::Impl {
   // ---- the operations behind Model's API (contracts in model.hpp) ----
   void build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors, Tokenizer tokenizer,
              WeightStorage storage, int threads);
-  void load_gpt2_weights(const SafeTensors& st, bool f16);   // model_load.cpp
-  void load_llama_weights(const SafeTensors& st, bool f16);
+  void load_weights(const SafeTensors& st, bool f16);  // model_load.cpp, through the family's arch/ table
   std::size_t weight_bytes() const;
   RunInfo run(std::string_view text, const RunOptions& options);
   int tokens_to_drop(int tokens) const;
@@ -55,12 +54,12 @@ struct Model::Impl {
   std::vector<uint16_t> wte_f16_;  // (V, C), each row packed by kernels::f16_pack (f16 storage; else empty)
   std::vector<float> scratch_wte_;  // matmul_transposed_f16_scratch_floats(C) (f16 storage): wte rows widened
   std::vector<float> wpe_;  // (n_positions, C); empty for the Llama family (rotary positions)
-  // the Llama family with an untied LM head (lm_head.weight): (V, C) in the same storage as wte
+  // the Llama family with an untied LM head: (V, C) in the same storage as wte
   std::vector<float> lm_head_;
   std::vector<uint16_t> lm_head_f16_;
   std::vector<double> rope_inv_freq_;  // (HS/2) the Llama family's rotary frequencies, rope_scaling applied
   std::vector<BlockWeights> blocks_;
-  std::vector<float> ln_f_weight_, ln_f_bias_;
+  std::vector<float> final_norm_weight_, final_norm_bias_;
 
   // activations, allocated for cap_ positions (grown on demand, at most n_positions)
   int cap_ = 0;

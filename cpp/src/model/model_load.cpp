@@ -19,6 +19,7 @@
 
 #include "headscope/error.hpp"
 #include "headscope/safetensors.hpp"
+#include "arch/tensor_table.hpp"
 #include "model/model_impl.hpp"
 #include "model/model_memory.hpp"
 
@@ -33,13 +34,10 @@ std::string read_file(const std::filesystem::path& path) {
   return ss.str();
 }
 
-// Hugging Face GPT-2 checkpoints name tensors "h.0.attn.c_attn.weight" (GPT2Model) or
-// "transformer.h.0..." (GPT2LMHeadModel); both are accepted.
+// Reads the checkpoint's tensors by their table names, under the file's prefix (arch::checkpoint_prefix)
 class TensorReader {
  public:
-  explicit TensorReader(const SafeTensors& st) : st_(st) {
-    if (!st.contains("wte.weight") && st.contains("transformer.wte.weight")) prefix_ = "transformer.";
-  }
+  TensorReader(const SafeTensors& st, std::string prefix) : st_(st), prefix_(std::move(prefix)) {}
   std::vector<float> read(const std::string& name, std::vector<int64_t> shape, std::size_t& count) const {
     std::size_t n = 1;
     for (int64_t d : shape) n *= (std::size_t)d;
@@ -238,10 +236,7 @@ void Model::Impl::build(std::string_view config_json, std::shared_ptr<const Byte
     throw Error("the tokenizer has " + std::to_string(tokenizer_->vocab_size()) +
                 " tokens but config.json says vocab_size " + std::to_string(c.vocab_size));
   const SafeTensors st(std::move(safetensors), "model.safetensors");
-  if (c.family == Family::llama)
-    load_llama_weights(st, storage == WeightStorage::f16);
-  else
-    load_gpt2_weights(st, storage == WeightStorage::f16);
+  load_weights(st, storage == WeightStorage::f16);
   cap_ = 0;
   has_run_ = false;
   cached_tokens_ = 0;
@@ -261,140 +256,131 @@ void store_embedding(std::vector<float>& f32, std::vector<uint16_t>& f16, const 
   std::vector<float>().swap(f32);
 }
 
-// A linear layer in the chosen storage; w is (K, N) in Conv1D layout.
-kernels::PackedLinear pack_in(bool f16, const std::string& name, const std::vector<float>& w,
-                              const std::vector<float>& bias, int K, int N) {
-  if (!f16) return kernels::pack_linear(w.data(), bias.data(), K, N);
-  check_f16_range(name, w.data(), w.size());
-  return kernels::pack_linear_f16(w.data(), bias.data(), K, N);
+// The packed layer a linear slot fills, and its (in, out) shape
+kernels::PackedLinear& linear_in(BlockWeights& b, arch::Slot s) {
+  using arch::Slot;
+  switch (arch::linear_of(s)) {
+    case Slot::qkv_weight: return b.attn_in;
+    case Slot::attn_proj_weight: return b.attn_out;
+    case Slot::fc_weight: return b.mlp_in;
+    default: return b.mlp_out;
+  }
+}
+std::pair<int64_t, int64_t> linear_shape(const ModelConfig& c, arch::Slot s) {
+  using arch::Slot;
+  const int64_t C = c.n_embd, F = c.n_inner, gate_up = c.family == Family::llama ? 2 : 1;
+  switch (arch::linear_of(s)) {
+    case Slot::qkv_weight: return {C, c.qkv_width()};
+    case Slot::attn_proj_weight: return {c.q_width(), C};
+    case Slot::fc_weight: return {C, gate_up * F};
+    default: return {F, C};
+  }
+}
+std::vector<float>* block_vector(BlockWeights& b, arch::Slot s) {
+  using arch::Slot;
+  switch (s) {
+    case Slot::ln1_weight: return &b.norm1_weight;
+    case Slot::ln1_bias: return &b.norm1_bias;
+    case Slot::ln2_weight: return &b.norm2_weight;
+    case Slot::ln2_bias: return &b.norm2_bias;
+    case Slot::q_norm: return &b.q_norm;
+    case Slot::k_norm: return &b.k_norm;
+    default: return nullptr;
+  }
 }
 }  // namespace
 
-void Model::Impl::load_gpt2_weights(const SafeTensors& st, bool f16) {
+// Every tensor of the family's table (arch/), each read once into the storage that keeps it: the
+// embedding and an untied LM head first (with F16 storage they are the peak, planned_load_bytes), then
+// the blocks in table order, each packed linear layer assembled from its parts (the Llama family's
+// nn.Linear [out, in] parts transposed into their columns of the kernels' [in, out]) and packed as
+// soon as it is whole, so one layer's float32 copy is the only temporary.
+void Model::Impl::load_weights(const SafeTensors& st, bool f16) {
+  using arch::Slot;
   const ModelConfig& c = config_;
-  const TensorReader r(st);
-  const int64_t C = c.n_embd, F = c.n_inner;
+  const arch::TensorTable table = arch::tensor_table(c);
+  const TensorReader r(st, arch::checkpoint_prefix(c, st));
+  for (const auto& [name, reason] : table.absent)
+    if (st.contains(name)) throw Error("model.safetensors has " + name + " but " + reason);
+  const int64_t C = c.n_embd;
   std::size_t n = 0;
-  wte_.assign((std::size_t)c.vocab_size * C, 0.0f);
-  r.read_into(wte_.data(), "wte.weight", {c.vocab_size, C}, n);
-  store_embedding(wte_, wte_f16_, "wte.weight", c.vocab_size, C, f16);
+  wte_.clear(), wte_f16_.clear(), lm_head_.clear(), lm_head_f16_.clear(), wpe_.clear(), final_norm_bias_.clear();
+  const auto embedding = [&](const arch::TensorEntry& e, std::vector<float>& f32, std::vector<uint16_t>& half) {
+    f32.assign((std::size_t)c.vocab_size * C, 0.0f);
+    r.read_into(f32.data(), e.name, e.shape, n);
+    store_embedding(f32, half, e.name, c.vocab_size, C, f16);
+  };
+  for (const arch::TensorEntry& e : table.tensors)
+    if (e.slot == Slot::embedding) embedding(e, wte_, wte_f16_);
+    else if (e.slot == Slot::lm_head) embedding(e, lm_head_, lm_head_f16_);
   scratch_wte_.assign(f16 ? kernels::matmul_transposed_f16_scratch_floats((int)C) : 0, 0.0f);
-  lm_head_.clear();
-  lm_head_f16_.clear();
-  rope_inv_freq_.clear();
-  const auto pack = [&](const std::string& name, const std::vector<float>& w, const std::vector<float>& bias, int K,
-                        int N) { return pack_in(f16, name, w, bias, K, N); };
-  wpe_.assign((std::size_t)c.n_positions * C, 0.0f);
-  r.read_into(wpe_.data(), "wpe.weight", {c.n_positions, C}, n);
-  blocks_.clear();
-  for (int l = 0; l < c.n_layer; l++) {
-    const std::string p = "h." + std::to_string(l) + ".";
-    BlockWeights b;
-    b.ln_1_weight = r.read(p + "ln_1.weight", {C}, n);
-    b.ln_1_bias = r.read(p + "ln_1.bias", {C}, n);
-    {
-      const auto w = r.read(p + "attn.c_attn.weight", {C, 3 * C}, n);
-      const auto bias = r.read(p + "attn.c_attn.bias", {3 * C}, n);
-      b.c_attn = pack(p + "attn.c_attn.weight", w, bias, (int)C, (int)(3 * C));
-    }
-    {
-      const auto w = r.read(p + "attn.c_proj.weight", {C, C}, n);
-      const auto bias = r.read(p + "attn.c_proj.bias", {C}, n);
-      b.c_proj = pack(p + "attn.c_proj.weight", w, bias, (int)C, (int)C);
-    }
-    b.ln_2_weight = r.read(p + "ln_2.weight", {C}, n);
-    b.ln_2_bias = r.read(p + "ln_2.bias", {C}, n);
-    {
-      const auto w = r.read(p + "mlp.c_fc.weight", {C, F}, n);
-      const auto bias = r.read(p + "mlp.c_fc.bias", {F}, n);
-      b.c_fc = pack(p + "mlp.c_fc.weight", w, bias, (int)C, (int)F);
-    }
-    {
-      const auto w = r.read(p + "mlp.c_proj.weight", {F, C}, n);
-      const auto bias = r.read(p + "mlp.c_proj.bias", {C}, n);
-      b.mlp_proj = pack(p + "mlp.c_proj.weight", w, bias, (int)F, (int)C);
-    }
-    blocks_.push_back(std::move(b));
-  }
-  ln_f_weight_ = r.read("ln_f.weight", {C}, n);
-  ln_f_bias_ = r.read("ln_f.bias", {C}, n);
-  parameter_count_ = n;
-}
+  rope_inv_freq_ = c.family == Family::llama ? rope_frequencies(c) : std::vector<double>();
 
-// The Llama family in Hugging Face's names and nn.Linear's [out, in] layout, transposed to the
-// kernels' [in, out]: q_proj, k_proj and v_proj side by side as one (C, W) layer, gate_proj and
-// up_proj as one (C, 2F). No biases (config.cpp refuses attention_bias and mlp_bias).
-void Model::Impl::load_llama_weights(const SafeTensors& st, bool f16) {
-  const ModelConfig& c = config_;
-  const TensorReader r(st);
-  const int64_t C = c.n_embd, F = c.n_inner, HS = c.head_size(), QW = c.q_width(), KVW = (int64_t)c.kv_heads() * HS;
-  const int64_t W = c.qkv_width();
-  std::size_t n = 0;
-  wte_.assign((std::size_t)c.vocab_size * C, 0.0f);
-  r.read_into(wte_.data(), "model.embed_tokens.weight", {c.vocab_size, C}, n);
-  store_embedding(wte_, wte_f16_, "model.embed_tokens.weight", c.vocab_size, C, f16);
-  lm_head_.clear();
-  lm_head_f16_.clear();
-  if (!c.tie_word_embeddings) {
-    lm_head_.assign((std::size_t)c.vocab_size * C, 0.0f);
-    r.read_into(lm_head_.data(), "lm_head.weight", {c.vocab_size, C}, n);
-    store_embedding(lm_head_, lm_head_f16_, "lm_head.weight", c.vocab_size, C, f16);
-  } else if (st.contains("lm_head.weight")) {
-    throw Error("model.safetensors has lm_head.weight but config.json says tie_word_embeddings=true");
-  }
-  scratch_wte_.assign(f16 ? kernels::matmul_transposed_f16_scratch_floats((int)C) : 0, 0.0f);
-  wpe_.clear();
-  rope_inv_freq_ = rope_frequencies(c);
-  // [out, in] tensors, each transposed into columns [col, col + out) of a (in, width) matrix
-  std::vector<float> packed;
-  const auto transposed_into = [&](const std::string& name, int64_t out, int64_t in, int64_t width, int64_t col) {
-    const std::vector<float> w = r.read(name, {out, in}, n);
-    for (int64_t o = 0; o < out; o++)
-      for (int64_t i = 0; i < in; i++) packed[(std::size_t)(i * width + col + o)] = w[(std::size_t)(o * in + i)];
+  blocks_.assign(c.n_layer, BlockWeights{});
+  // the linear layer being assembled: its weight (in, out) and bias, and the first part's name
+  std::vector<float> weight, bias;
+  std::string weight_name;
+  Slot open = Slot::embedding;  // no layer open
+  int open_layer = -1;
+  const auto close = [&] {
+    if (open == Slot::embedding) return;
+    const auto [K, N] = linear_shape(c, open);
+    if (bias.empty()) bias.assign((std::size_t)N, 0.0f);  // the Llama family: none
+    kernels::PackedLinear& dst = linear_in(blocks_[open_layer], open);
+    dst = f16 ? kernels::pack_linear_f16(weight.data(), bias.data(), (int)K, (int)N)
+              : kernels::pack_linear(weight.data(), bias.data(), (int)K, (int)N);
+    open = Slot::embedding;
+    bias.clear();
   };
-  const auto linear = [&](const std::string& name, int64_t K, int64_t N) {
-    return pack_in(f16, name, packed, std::vector<float>((std::size_t)N, 0.0f), (int)K, (int)N);
-  };
-  blocks_.clear();
-  for (int l = 0; l < c.n_layer; l++) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    BlockWeights b;
-    b.ln_1_weight = r.read(p + "input_layernorm.weight", {C}, n);
-    packed.assign((std::size_t)(C * W), 0.0f);
-    transposed_into(p + "self_attn.q_proj.weight", QW, C, W, 0);
-    transposed_into(p + "self_attn.k_proj.weight", KVW, C, W, QW);
-    transposed_into(p + "self_attn.v_proj.weight", KVW, C, W, QW + KVW);
-    b.c_attn = linear(p + "self_attn.qkv", C, W);
-    if (c.qk_norm) {
-      b.q_norm = r.read(p + "self_attn.q_norm.weight", {HS}, n);
-      b.k_norm = r.read(p + "self_attn.k_norm.weight", {HS}, n);
+  for (const arch::TensorEntry& e : table.tensors) {
+    if (arch::is_linear(e.slot)) {
+      const Slot layer_slot = arch::linear_of(e.slot);
+      if (layer_slot != open || e.layer != open_layer) {
+        close();
+        const auto [K, N] = linear_shape(c, layer_slot);
+        weight.assign((std::size_t)(K * N), 0.0f);
+        open = layer_slot, open_layer = e.layer, weight_name = e.name;
+      }
+      if (arch::is_bias(e.slot)) {
+        bias = r.read(e.name, e.shape, n);
+        continue;
+      }
+      const int64_t width = linear_shape(c, layer_slot).second;
+      if (table.linear_out_in) {  // [out, in] into columns [column, column + out) of (in, width)
+        const std::vector<float> w = r.read(e.name, e.shape, n);
+        if (f16) check_f16_range(e.name, w.data(), w.size());
+        const int64_t out = e.shape[0], in = e.shape[1];
+        for (int64_t o = 0; o < out; o++)
+          for (int64_t i = 0; i < in; i++) weight[(std::size_t)(i * width + e.column + o)] = w[(std::size_t)(o * in + i)];
+      } else {  // Conv1D's [in, out] is the kernels' layout
+        r.read_into(weight.data(), e.name, e.shape, n);
+        if (f16) check_f16_range(e.name, weight.data(), weight.size());
+      }
+      continue;
     }
-    packed.assign((std::size_t)(QW * C), 0.0f);
-    transposed_into(p + "self_attn.o_proj.weight", C, QW, C, 0);
-    b.c_proj = linear(p + "self_attn.o_proj.weight", QW, C);
-    b.ln_2_weight = r.read(p + "post_attention_layernorm.weight", {C}, n);
-    packed.assign((std::size_t)(C * 2 * F), 0.0f);
-    transposed_into(p + "mlp.gate_proj.weight", F, C, 2 * F, 0);
-    transposed_into(p + "mlp.up_proj.weight", F, C, 2 * F, F);
-    b.c_fc = linear(p + "mlp.gate_up", C, 2 * F);
-    packed.assign((std::size_t)(F * C), 0.0f);
-    transposed_into(p + "mlp.down_proj.weight", C, F, C, 0);
-    b.mlp_proj = linear(p + "mlp.down_proj.weight", F, C);
-    blocks_.push_back(std::move(b));
+    close();
+    if (e.layer >= 0) {
+      *block_vector(blocks_[e.layer], e.slot) = r.read(e.name, e.shape, n);
+    } else if (e.slot == Slot::positions) {
+      wpe_.assign((std::size_t)c.n_positions * C, 0.0f);
+      r.read_into(wpe_.data(), e.name, e.shape, n);
+    } else if (e.slot == Slot::final_norm_weight) {
+      final_norm_weight_ = r.read(e.name, e.shape, n);
+    } else if (e.slot == Slot::final_norm_bias) {
+      final_norm_bias_ = r.read(e.name, e.shape, n);
+    }
   }
-  std::vector<float>().swap(packed);
-  ln_f_weight_ = r.read("model.norm.weight", {C}, n);
-  ln_f_bias_.clear();
+  close();
   parameter_count_ = n;
 }
 
 std::size_t Model::Impl::weight_bytes() const {
-  std::size_t b = (wte_.size() + wpe_.size() + lm_head_.size() + ln_f_weight_.size() + ln_f_bias_.size()) * sizeof(float) +
+  std::size_t b = (wte_.size() + wpe_.size() + lm_head_.size() + final_norm_weight_.size() + final_norm_bias_.size()) * sizeof(float) +
                   (wte_f16_.size() + lm_head_f16_.size()) * sizeof(uint16_t);
   for (const auto& blk : blocks_)
-    b += (blk.ln_1_weight.size() + blk.ln_1_bias.size() + blk.ln_2_weight.size() + blk.ln_2_bias.size() +
+    b += (blk.norm1_weight.size() + blk.norm1_bias.size() + blk.norm2_weight.size() + blk.norm2_bias.size() +
           blk.q_norm.size() + blk.k_norm.size()) * sizeof(float) +
-         blk.c_attn.bytes() + blk.c_proj.bytes() + blk.c_fc.bytes() + blk.mlp_proj.bytes();
+         blk.attn_in.bytes() + blk.attn_out.bytes() + blk.mlp_in.bytes() + blk.mlp_out.bytes();
   return b;
 }
 

@@ -125,7 +125,7 @@ void Model::Impl::value_norm_rows(float* out, int layer, int head, int row_begin
   const float* values = &qkv_[((std::size_t)layer * cap_ + row_begin) * W + (std::size_t)(c.n_head + c.kv_heads() + g) * HS] -
                         (std::size_t)head * HS;
   moved.resize((std::size_t)n * C);
-  kernels::matmul_rows_forward(moved.data(), values, W, blocks_[layer].c_proj, head * HS, (head + 1) * HS, n);
+  kernels::matmul_rows_forward(moved.data(), values, W, blocks_[layer].attn_out, head * HS, (head + 1) * HS, n);
   for (int t = 0; t < n; t++) {
     const float* row = &moved[(std::size_t)t * C];
     out[t] = std::sqrt(kernels::dot(row, row, C));
@@ -163,7 +163,7 @@ HeadInside Model::Impl::head_inside() const {
   r.T = T;
   r.head_size = HS;
   r.n_embd = C;
-  // q, k and v are the forward's own rows of c_attn's output (qkv_, the key/value cache; the Llama
+  // q, k and v are the forward's own rows of attn_in's output (qkv_, the key/value cache; the Llama
   // family's q and k after their norm and rotation, as the attention dots them): query head h, and
   // the key/value head g it reads
   const std::size_t W = c.qkv_width();
@@ -194,7 +194,7 @@ HeadInside Model::Impl::head_inside() const {
   // what the run added (bit for bit); a switched-off head wrote nothing
   r.out.assign((std::size_t)T * C, 0.0f);
   if (!ablate_mask_[(std::size_t)l * c.n_head + h])
-    kernels::matmul_rows_forward(r.out.data(), &head_out_[(std::size_t)l * cap * c.q_width()], c.q_width(), blocks_[l].c_proj,
+    kernels::matmul_rows_forward(r.out.data(), &head_out_[(std::size_t)l * cap * c.q_width()], c.q_width(), blocks_[l].attn_out,
                                  h * HS, (h + 1) * HS, T);
   r.value_norm.resize(T);
   std::vector<float> scratch;
@@ -220,7 +220,7 @@ LogitAttribution Model::Impl::logit_attribution(int position, int token) const {
   const bool llama = c.family == Family::llama;
   const int C = c.n_embd, L = c.n_layer, NH = c.n_head, QW = c.q_width();
   const std::size_t cap = cap_;
-  // the token's unembedding (the LM head's row: wte's, or lm_head.weight's when untied) times the
+  // the token's unembedding (the LM head's row: wte's, or the untied LM head's) times the
   // final norm's scale, in double
   std::vector<double> w(C);
   std::vector<float> row(C);
@@ -229,7 +229,7 @@ LogitAttribution Model::Impl::logit_attribution(int position, int token) const {
   const std::vector<uint16_t>& f16 = untied ? lm_head_f16_ : wte_f16_;
   if (f16.empty()) std::copy_n(&f32[(std::size_t)token * C], C, row.data());
   else kernels::f16_unpack_forward(row.data(), &f16[(std::size_t)token * C], C);
-  for (int i = 0; i < C; i++) w[i] = (double)row[i] * ln_f_weight_[i];
+  for (int i = 0; i < C; i++) w[i] = (double)row[i] * final_norm_weight_[i];
   // the final norm's scale at the position, from the residual stream it normalizes: LayerNorm's
   // 1 / sigma (GPT-2), RMSNorm's 1 / rms (the Llama family, which does not center)
   const float* x = &residual_[((std::size_t)L * cap + position) * C];
@@ -264,12 +264,12 @@ LogitAttribution Model::Impl::logit_attribution(int position, int token) const {
       // computed alone equals the same row computed with the others, bit for bit); 0 if switched off
       std::vector<float> ch(C, 0.0f);
       if (!ablate_mask_[(std::size_t)l * NH + h])
-        kernels::matmul_rows_forward(ch.data(), &head_out_[(l * cap + position) * QW], QW, blocks_[l].c_proj, h * HS,
+        kernels::matmul_rows_forward(ch.data(), &head_out_[(l * cap + position) * QW], QW, blocks_[l].attn_out, h * HS,
                                      (h + 1) * HS, 1);
       for (int i = 0; i < C; i++) v[i] = ch[i], attn[i] += ch[i];
       a.heads.push_back(part(v.data()));
     }
-    const std::vector<float>& bias = blocks_[l].c_proj.bias;
+    const std::vector<float>& bias = blocks_[l].attn_out.bias;
     for (int i = 0; i < C; i++) v[i] = bias[i], attn[i] += bias[i];
     a.attn_bias.push_back(part(v.data()));
     // the MLP's write: what the block added beyond its attention
@@ -278,7 +278,7 @@ LogitAttribution Model::Impl::logit_attribution(int position, int token) const {
     for (int i = 0; i < C; i++) v[i] = (double)out[i] - in[i] - attn[i];
     a.mlp.push_back(part(v.data()));
   }
-  for (std::size_t i = 0; i < ln_f_bias_.size(); i++) a.ln_bias += (double)ln_f_bias_[i] * row[i];  // RMSNorm: none
+  for (std::size_t i = 0; i < final_norm_bias_.size(); i++) a.ln_bias += (double)final_norm_bias_[i] * row[i];  // RMSNorm: none
   a.logit = position == T_ - 1 ? logits_last_[token] : (options_.all_logits ? logits_all_[(std::size_t)position * c.vocab_size + token] : a.total());
   return a;
 }

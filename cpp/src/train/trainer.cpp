@@ -6,9 +6,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json.hpp>  // the safetensors header
 #include <random>
 
+#include "arch/tensor_table.hpp"
 #include "model/model_impl.hpp"
 #include "train/trainer_impl.hpp"
 #include "headscope/error.hpp"
@@ -37,60 +38,47 @@ std::size_t Trainer::add_tensor(const std::string& name, std::vector<int64_t> sh
   return t.offset;
 }
 
-void Trainer::layout_gpt2() {
-  const int64_t V = config_.vocab_size, C = config_.n_embd, L = config_.n_layer, H = config_.n_inner;
-  wte_ = add_tensor("wte.weight", {V, C});
-  wpe_ = add_tensor("wpe.weight", {config_.n_positions, C});
-  for (int l = 0; l < L; l++) {
-    const std::string p = "h." + std::to_string(l) + ".";
-    Layer ly;
-    ly.ln1w = add_tensor(p + "ln_1.weight", {C});
-    ly.ln1b = add_tensor(p + "ln_1.bias", {C});
-    ly.qkvw = add_tensor(p + "attn.c_attn.weight", {C, 3 * C});
-    ly.qkvb = add_tensor(p + "attn.c_attn.bias", {3 * C});
-    ly.attprojw = add_tensor(p + "attn.c_proj.weight", {C, C});
-    ly.attprojb = add_tensor(p + "attn.c_proj.bias", {C});
-    ly.ln2w = add_tensor(p + "ln_2.weight", {C});
-    ly.ln2b = add_tensor(p + "ln_2.bias", {C});
-    ly.fcw = add_tensor(p + "mlp.c_fc.weight", {C, H});
-    ly.fcb = add_tensor(p + "mlp.c_fc.bias", {H});
-    ly.fcprojw = add_tensor(p + "mlp.c_proj.weight", {H, C});
-    ly.fcprojb = add_tensor(p + "mlp.c_proj.bias", {C});
-    layers_.push_back(ly);
-  }
-  lnfw_ = add_tensor("ln_f.weight", {C});
-  lnfb_ = add_tensor("ln_f.bias", {C});
-  head_ = wte_;  // GPT-2's LM head is the embedding
-}
-
-// Hugging Face's names and shapes, in an order that keeps q_proj, k_proj, v_proj (and gate_proj,
-// up_proj) adjacent: in nn.Linear's [out, in] layout each pair of consecutive tensors is then one
-// matrix with the outputs side by side, as the forward's packed q | k | v and gate | up read them.
-void Trainer::layout_llama() {
-  const ModelConfig& c = config_;
-  const int64_t V = c.vocab_size, C = c.n_embd, L = c.n_layer, F = c.n_inner, HS = c.head_size();
-  const int64_t QW = c.q_width(), KVW = (int64_t)c.kv_heads() * HS;
-  wte_ = add_tensor("model.embed_tokens.weight", {V, C});
-  for (int l = 0; l < L; l++) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    Layer ly;
-    ly.ln1w = add_tensor(p + "input_layernorm.weight", {C});
-    ly.qkvw = add_tensor(p + "self_attn.q_proj.weight", {QW, C});
-    add_tensor(p + "self_attn.k_proj.weight", {KVW, C});
-    add_tensor(p + "self_attn.v_proj.weight", {KVW, C});
-    ly.attprojw = add_tensor(p + "self_attn.o_proj.weight", {C, QW});
-    if (c.qk_norm) {
-      ly.qnorm = add_tensor(p + "self_attn.q_norm.weight", {HS});
-      ly.knorm = add_tensor(p + "self_attn.k_norm.weight", {HS});
+// The flat parameters in the family's table order (arch/), and each block's offsets into them
+void Trainer::layout() {
+  using arch::Slot;
+  layers_.assign(config_.n_layer, Layer{});
+  bool untied = false;
+  for (const arch::TensorEntry& e : arch::tensor_table(config_).tensors) {
+    const std::size_t at = add_tensor(e.name, e.shape);
+    if (e.layer < 0) {
+      switch (e.slot) {
+        case Slot::embedding: wte_ = at; break;
+        case Slot::positions: wpe_ = at; break;
+        case Slot::lm_head: head_ = at; untied = true; break;
+        case Slot::final_norm_weight: lnfw_ = at; break;
+        case Slot::final_norm_bias: lnfb_ = at; break;
+        default: throw Error("train: tensor " + e.name + " has no place in the model");
+      }
+      continue;
     }
-    ly.ln2w = add_tensor(p + "post_attention_layernorm.weight", {C});
-    ly.fcw = add_tensor(p + "mlp.gate_proj.weight", {F, C});
-    add_tensor(p + "mlp.up_proj.weight", {F, C});
-    ly.fcprojw = add_tensor(p + "mlp.down_proj.weight", {C, F});
-    layers_.push_back(ly);
+    if (e.column != 0) continue;  // a later part of a packed layer: it follows the first
+    Layer& ly = layers_[e.layer];
+    std::size_t* field = nullptr;
+    switch (e.slot) {
+      case Slot::ln1_weight: field = &ly.ln1w; break;
+      case Slot::ln1_bias: field = &ly.ln1b; break;
+      case Slot::qkv_weight: field = &ly.qkvw; break;
+      case Slot::qkv_bias: field = &ly.qkvb; break;
+      case Slot::attn_proj_weight: field = &ly.attprojw; break;
+      case Slot::attn_proj_bias: field = &ly.attprojb; break;
+      case Slot::ln2_weight: field = &ly.ln2w; break;
+      case Slot::ln2_bias: field = &ly.ln2b; break;
+      case Slot::fc_weight: field = &ly.fcw; break;
+      case Slot::fc_bias: field = &ly.fcb; break;
+      case Slot::mlp_proj_weight: field = &ly.fcprojw; break;
+      case Slot::mlp_proj_bias: field = &ly.fcprojb; break;
+      case Slot::q_norm: field = &ly.qnorm; break;
+      case Slot::k_norm: field = &ly.knorm; break;
+      default: throw Error("train: tensor " + e.name + " has no place in a block");
+    }
+    *field = at;
   }
-  lnfw_ = add_tensor("model.norm.weight", {C});
-  head_ = c.tie_word_embeddings ? wte_ : add_tensor("lm_head.weight", {V, C});
+  if (!untied) head_ = wte_;  // a tied LM head is the embedding
 }
 
 Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes, bool optimizer_state)
@@ -114,8 +102,7 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
     throw Error("train: sequence length " + std::to_string(T) + " exceeds n_positions " +
                 std::to_string(config.n_positions));
   // The parameters' names, shapes and offsets (nothing allocated yet)
-  if (llama()) layout_llama();
-  else layout_gpt2();
+  layout();
   const std::size_t P = tensors_.back().offset + tensors_.back().size();
   // Memory check before any allocation: parameters x4 (weights, grads, m, v), activations x2 (values
   // and gradients), as bytes() counts them afterwards.
@@ -210,7 +197,7 @@ std::size_t Trainer::bytes() const {
   f += gated_atty_.size() + dgated_atty_.size() + packed_->transposed.size() + packed_->zeros.size();
   std::size_t packed = 0;  // the layers as the forward's kernels read them (filled by the first forward)
   for (const BlockWeights& b : packed_->blocks)
-    packed += b.c_attn.bytes() + b.c_proj.bytes() + b.c_fc.bytes() + b.mlp_proj.bytes();
+    packed += b.attn_in.bytes() + b.attn_out.bytes() + b.mlp_in.bytes() + b.mlp_out.bytes();
   return f * sizeof(float) + packed + (ids_.size() + targets_.size()) * sizeof(int);
 }
 
@@ -231,23 +218,17 @@ struct Normal {
 void Trainer::init_random(uint64_t seed) {
   Normal normal(seed);
   const double proj_std = 0.02 / std::sqrt(2.0 * config_.n_layer);
-  for (const NamedTensor& t : tensors_) {
+  const std::vector<arch::TensorEntry> table = arch::tensor_table(config_).tensors;  // in tensors_'s order
+  for (std::size_t i = 0; i < tensors_.size(); i++) {
+    const NamedTensor& t = tensors_[i];
     float* p = params_.data() + t.offset;
-    if (llama()) {  // transformers' _init_weights: Linear and Embedding normal(0, 0.02), RMSNorm gains 1
-      const bool norm = t.name.ends_with("norm.weight");
-      for (std::size_t i = 0; i < t.size(); i++) p[i] = norm ? 1.0f : (float)(0.02 * normal());
+    const arch::Init init = table[i].init;
+    if (init == arch::Init::ones || init == arch::Init::zeros) {  // no draws
+      std::fill(p, p + t.size(), init == arch::Init::ones ? 1.0f : 0.0f);
       continue;
     }
-    const bool ln = t.name.find("ln_") != std::string::npos;
-    if (ln) {
-      const float v = t.name.ends_with(".weight") ? 1.0f : 0.0f;
-      for (std::size_t i = 0; i < t.size(); i++) p[i] = v;
-    } else if (t.name.ends_with(".bias")) {
-      for (std::size_t i = 0; i < t.size(); i++) p[i] = 0.0f;
-    } else {
-      const double sd = t.name == "wpe.weight" ? 0.01 : t.name.ends_with("c_proj.weight") ? proj_std : 0.02;
-      for (std::size_t i = 0; i < t.size(); i++) p[i] = (float)(sd * normal());
-    }
+    const double sd = init == arch::Init::positions ? 0.01 : init == arch::Init::residual_projection ? proj_std : 0.02;
+    for (std::size_t j = 0; j < t.size(); j++) p[j] = (float)(sd * normal());
   }
   std::fill(adam_m_.begin(), adam_m_.end(), 0.0f);
   std::fill(adam_v_.begin(), adam_v_.end(), 0.0f);
@@ -255,7 +236,7 @@ void Trainer::init_random(uint64_t seed) {
 }
 
 void Trainer::load(const SafeTensors& st) {
-  const std::string prefix = !st.contains("wte.weight") && st.contains("transformer.wte.weight") ? "transformer." : "";
+  const std::string prefix = arch::checkpoint_prefix(config_, st);
   for (const NamedTensor& t : tensors_) {
     if (!st.contains(prefix + t.name)) throw Error("model.safetensors: tensor \"" + prefix + t.name + "\" is missing");
     const std::vector<float> v = st.read_f32(prefix + t.name, t.shape);
@@ -353,34 +334,34 @@ void Trainer::load(const Model& model) {
     for (std::size_t l = 0; l < layers_.size(); l++) {
       const BlockWeights& b = m.blocks_[l];
       const Layer& w = layers_[l];
-      std::copy(b.ln_1_weight.begin(), b.ln_1_weight.end(), P + w.ln1w);
-      unpack_transposed(P + w.qkvw, b.c_attn);
-      unpack_transposed(P + w.attprojw, b.c_proj);
-      std::copy(b.ln_2_weight.begin(), b.ln_2_weight.end(), P + w.ln2w);
-      unpack_transposed(P + w.fcw, b.c_fc);
-      unpack_transposed(P + w.fcprojw, b.mlp_proj);
+      std::copy(b.norm1_weight.begin(), b.norm1_weight.end(), P + w.ln1w);
+      unpack_transposed(P + w.qkvw, b.attn_in);
+      unpack_transposed(P + w.attprojw, b.attn_out);
+      std::copy(b.norm2_weight.begin(), b.norm2_weight.end(), P + w.ln2w);
+      unpack_transposed(P + w.fcw, b.mlp_in);
+      unpack_transposed(P + w.fcprojw, b.mlp_out);
       if (c.qk_norm) {
         std::copy(b.q_norm.begin(), b.q_norm.end(), P + w.qnorm);
         std::copy(b.k_norm.begin(), b.k_norm.end(), P + w.knorm);
       }
     }
-    std::copy(m.ln_f_weight_.begin(), m.ln_f_weight_.end(), P + lnfw_);
+    std::copy(m.final_norm_weight_.begin(), m.final_norm_weight_.end(), P + lnfw_);
   } else {
     std::copy(m.wpe_.begin(), m.wpe_.end(), P + wpe_);
     for (std::size_t l = 0; l < layers_.size(); l++) {
       const BlockWeights& b = m.blocks_[l];
       const Layer& w = layers_[l];
-      std::copy(b.ln_1_weight.begin(), b.ln_1_weight.end(), P + w.ln1w);
-      std::copy(b.ln_1_bias.begin(), b.ln_1_bias.end(), P + w.ln1b);
-      k::unpack_linear(P + w.qkvw, P + w.qkvb, b.c_attn);
-      k::unpack_linear(P + w.attprojw, P + w.attprojb, b.c_proj);
-      std::copy(b.ln_2_weight.begin(), b.ln_2_weight.end(), P + w.ln2w);
-      std::copy(b.ln_2_bias.begin(), b.ln_2_bias.end(), P + w.ln2b);
-      k::unpack_linear(P + w.fcw, P + w.fcb, b.c_fc);
-      k::unpack_linear(P + w.fcprojw, P + w.fcprojb, b.mlp_proj);
+      std::copy(b.norm1_weight.begin(), b.norm1_weight.end(), P + w.ln1w);
+      std::copy(b.norm1_bias.begin(), b.norm1_bias.end(), P + w.ln1b);
+      k::unpack_linear(P + w.qkvw, P + w.qkvb, b.attn_in);
+      k::unpack_linear(P + w.attprojw, P + w.attprojb, b.attn_out);
+      std::copy(b.norm2_weight.begin(), b.norm2_weight.end(), P + w.ln2w);
+      std::copy(b.norm2_bias.begin(), b.norm2_bias.end(), P + w.ln2b);
+      k::unpack_linear(P + w.fcw, P + w.fcb, b.mlp_in);
+      k::unpack_linear(P + w.fcprojw, P + w.fcprojb, b.mlp_out);
     }
-    std::copy(m.ln_f_weight_.begin(), m.ln_f_weight_.end(), P + lnfw_);
-    std::copy(m.ln_f_bias_.begin(), m.ln_f_bias_.end(), P + lnfb_);
+    std::copy(m.final_norm_weight_.begin(), m.final_norm_weight_.end(), P + lnfw_);
+    std::copy(m.final_norm_bias_.begin(), m.final_norm_bias_.end(), P + lnfb_);
   }
   std::fill(adam_m_.begin(), adam_m_.end(), 0.0f);
   std::fill(adam_v_.begin(), adam_v_.end(), 0.0f);
@@ -408,12 +389,12 @@ void Trainer::pack_weights() {
     for (std::size_t l = 0; l < layers_.size(); l++) {
       const Layer& w = layers_[l];
       BlockWeights& b = packed_->blocks[l];
-      b.ln_1_weight.assign(P + w.ln1w, P + w.ln1w + C);
-      pack(b.c_attn, P + w.qkvw, W, C);
-      pack(b.c_proj, P + w.attprojw, C, QW);
-      b.ln_2_weight.assign(P + w.ln2w, P + w.ln2w + C);
-      pack(b.c_fc, P + w.fcw, 2 * H, C);
-      pack(b.mlp_proj, P + w.fcprojw, C, H);
+      b.norm1_weight.assign(P + w.ln1w, P + w.ln1w + C);
+      pack(b.attn_in, P + w.qkvw, W, C);
+      pack(b.attn_out, P + w.attprojw, C, QW);
+      b.norm2_weight.assign(P + w.ln2w, P + w.ln2w + C);
+      pack(b.mlp_in, P + w.fcw, 2 * H, C);
+      pack(b.mlp_out, P + w.fcprojw, C, H);
       if (config_.qk_norm) {
         b.q_norm.assign(P + w.qnorm, P + w.qnorm + HS);
         b.k_norm.assign(P + w.knorm, P + w.knorm + HS);
@@ -424,14 +405,14 @@ void Trainer::pack_weights() {
   for (std::size_t l = 0; l < layers_.size(); l++) {
     const Layer& w = layers_[l];
     BlockWeights& b = packed_->blocks[l];
-    b.ln_1_weight.assign(P + w.ln1w, P + w.ln1w + C);
-    b.ln_1_bias.assign(P + w.ln1b, P + w.ln1b + C);
-    k::pack_linear_into(b.c_attn, P + w.qkvw, P + w.qkvb, C, 3 * C);
-    k::pack_linear_into(b.c_proj, P + w.attprojw, P + w.attprojb, C, C);
-    b.ln_2_weight.assign(P + w.ln2w, P + w.ln2w + C);
-    b.ln_2_bias.assign(P + w.ln2b, P + w.ln2b + C);
-    k::pack_linear_into(b.c_fc, P + w.fcw, P + w.fcb, C, H);
-    k::pack_linear_into(b.mlp_proj, P + w.fcprojw, P + w.fcprojb, H, C);
+    b.norm1_weight.assign(P + w.ln1w, P + w.ln1w + C);
+    b.norm1_bias.assign(P + w.ln1b, P + w.ln1b + C);
+    k::pack_linear_into(b.attn_in, P + w.qkvw, P + w.qkvb, C, 3 * C);
+    k::pack_linear_into(b.attn_out, P + w.attprojw, P + w.attprojb, C, C);
+    b.norm2_weight.assign(P + w.ln2w, P + w.ln2w + C);
+    b.norm2_bias.assign(P + w.ln2b, P + w.ln2b + C);
+    k::pack_linear_into(b.mlp_in, P + w.fcw, P + w.fcb, C, H);
+    k::pack_linear_into(b.mlp_out, P + w.fcprojw, P + w.fcprojb, H, C);
   }
 }
 
@@ -475,53 +456,6 @@ std::vector<uint8_t> Trainer::safetensors_bytes() const {
   return out;
 }
 
-std::string Trainer::config_json() const {
-  const ModelConfig& c = config_;
-  if (llama()) {
-    const bool qwen = c.qk_norm;  // Qwen3's q/k norms are what tells the two apart
-    nlohmann::ordered_json rope = nullptr;
-    if (c.rope_scaling.llama3)
-      rope = {{"rope_type", "llama3"},
-              {"factor", c.rope_scaling.factor},
-              {"low_freq_factor", c.rope_scaling.low_freq_factor},
-              {"high_freq_factor", c.rope_scaling.high_freq_factor},
-              {"original_max_position_embeddings", c.rope_scaling.original_max_position_embeddings}};
-    nlohmann::ordered_json j = {{"architectures", {qwen ? "Qwen3ForCausalLM" : "LlamaForCausalLM"}},
-                                {"model_type", qwen ? "qwen3" : "llama"},
-                                {"vocab_size", c.vocab_size},
-                                {"hidden_size", c.n_embd},
-                                {"intermediate_size", c.n_inner},
-                                {"num_hidden_layers", c.n_layer},
-                                {"num_attention_heads", c.n_head},
-                                {"num_key_value_heads", c.kv_heads()},
-                                {"head_dim", c.head_size()},
-                                {"hidden_act", "silu"},
-                                {"max_position_embeddings", c.max_position_embeddings > 0 ? c.max_position_embeddings
-                                                                                          : c.n_positions},
-                                {"rms_norm_eps", c.layer_norm_epsilon},
-                                {"rope_theta", c.rope_theta},
-                                {"rope_scaling", rope},
-                                {"attention_bias", false},
-                                {"tie_word_embeddings", c.tie_word_embeddings},
-                                {"torch_dtype", "float32"}};
-    if (!qwen) j["mlp_bias"] = false;
-    else j["use_sliding_window"] = false;
-    return j.dump(2) + "\n";
-  }
-  nlohmann::ordered_json j = {{"architectures", {"GPT2LMHeadModel"}},
-                              {"model_type", "gpt2"},
-                              {"vocab_size", c.vocab_size},
-                              {"n_positions", c.n_positions},
-                              {"n_ctx", c.n_positions},
-                              {"n_embd", c.n_embd},
-                              {"n_layer", c.n_layer},
-                              {"n_head", c.n_head},
-                              {"n_inner", c.n_inner > 0 ? c.n_inner : 4 * c.n_embd},
-                              {"layer_norm_epsilon", c.layer_norm_epsilon},
-                              {"activation_function", c.activation == Activation::gelu_tanh ? "gelu_new" : "gelu"},
-                              {"bos_token_id", 0},
-                              {"eos_token_id", 0}};
-  return j.dump(2) + "\n";
-}
+std::string Trainer::config_json() const { return arch::config_json(config_); }
 
 }  // namespace headscope::train

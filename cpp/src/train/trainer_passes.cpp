@@ -103,7 +103,7 @@ void Trainer::output_projection_backward(int l, bool weights) {
     wo_inp = gated_atty_.data();
     d_wo_inp = dgated_atty_.data();
   }
-  if (llama())  // o_proj (C, QW), nn.Linear's layout
+  if (llama())  // W_O (C, QW), nn.Linear's layout
     k::matmul_transposed_backward(d_wo_inp, weights ? G + w.attprojw : nullptr, d.attproj.data(), wo_inp,
                                   P + w.attprojw, N, QW, C);
   else
@@ -162,7 +162,7 @@ void Trainer::backward(Gradients which) {
     float* dresidual = l == 0 ? dencoded_.data() : dacts_[l - 1].res3.data();
     k::residual_backward(d.res2.data(), d.fcproj.data(), d.res3.data(), nc);
     if (llama()) {
-      // down (C, F), SwiGLU, gate | up (2F, C), post_attention_layernorm: nn.Linear's layout, no biases
+      // down (C, F), SwiGLU, gate | up (2F, C), the norm before the MLP: nn.Linear's layout, no biases
       k::matmul_transposed_backward(d.fch_gelu.data(), weights ? G + w.fcprojw : nullptr, d.fcproj.data(),
                                     a.fch_gelu.data(), P + w.fcprojw, N, H, C);
       k::swiglu_backward(d.fch.data(), a.fch.data(), d.fch_gelu.data(), N, H);

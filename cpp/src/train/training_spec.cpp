@@ -245,6 +245,11 @@ std::string presets_json() {
 
 // ---- tasks ---------------------------------------------------------------------------------------------
 
+// The induction task: each window is a span of P distinct random tokens repeated until it is full, P
+// drawn per sequence from [min_period, max_period] except `excluded` (the probe's period, 10, which the
+// task never trains on). A head that looks a fixed distance back cannot predict the repeats; copying
+// the token after the current token's previous occurrence can. The probe (training_run.cpp) is four
+// sequences of 10 distinct tokens repeated twice, scored with web/lib/roles.json's formulas.
 std::vector<std::vector<int32_t>> induction_batch(std::mt19937_64& rng, int B, int T, int V, int min_period,
                                                   int max_period, int excluded) {
   std::vector<std::vector<int32_t>> rows(B, std::vector<int32_t>(T + 1));

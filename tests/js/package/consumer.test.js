@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { repo, testModelDir } from './helpers.js';
-import { startStaticServer } from '../../../web/demo/static-server.mjs';
+import { startStaticServer } from '../../../web/server/static-server.mjs';
 
 const scratch = mkdtempSync(join(tmpdir(), 'headscope-consumer-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));

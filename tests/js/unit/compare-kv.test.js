@@ -1,11 +1,11 @@
-// compare.html's "Sharing keys and values" (web/demo/compare-kv.js): the table's cells come from the
+// compare.html's "Sharing keys and values" (web/demo/compare/compare-kv.js): the table's cells come from the
 // cards and the engine's numbers given, in key/value-head order; missing cards read "no card"; the
 // trade-off sentence is computed from the same numbers; the shipped family's cards (whatever their
 // numbers) give a cache of 2 x layers x key/value heads x head size x 4 bytes per token.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { kvFamilyNames, kvFamilyTable, kvTradeoffSentence, kvOrder, extendsByOne, fmtBytes, fraction } from '../../../web/demo/compare-kv.js';
+import { kvFamilyNames, kvFamilyTable, kvTradeoffSentence, kvOrder, extendsByOne, fmtBytes, fraction } from '../../../web/demo/compare/compare-kv.js';
 
 const TH = { prev_token: 0.5, induction: 0.4, verb_to_subject: 3.0 };
 /** A card of an nLayer x 8-query-head model over nKvHead key/value heads of head size 16. */

@@ -1,10 +1,10 @@
-// compare.html's "what more heads buy" table (web/demo/compare-roles.js), from model cards: new-format
+// compare.html's "what more heads buy" table (web/demo/compare/compare-roles.js), from model cards: new-format
 // cards give counts, best heads, copy accuracy and loss; old-format cards a dash with a note; the page
 // says when 1 head per layer does not hold both a previous-token and an induction role.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { familyRoleTable, oneHeadNote, roleCounts } from '../../../web/demo/compare-roles.js';
+import { familyRoleTable, oneHeadNote, roleCounts } from '../../../web/demo/compare/compare-roles.js';
 
 const TH = { prev_token: 0.5, induction: 0.4, verb_to_subject: 3.0 };
 function newCard({ nHead, prev = 0.1, ind = 0.03, v2s = 1.2, counts, copy = 0.0, val = 5.1, bpb = 2.02 }) {

@@ -1,7 +1,7 @@
 // The comparison page's trade-off sentence is computed from the numbers, not written in advance.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { tradeoffSentence } from '../../../web/demo/tradeoff.js';
+import { tradeoffSentence } from '../../../web/demo/compare/tradeoff.js';
 
 const entry = (nHead, valLoss, speedMs, params = 1068544) => ({
   info: { config: { nHead, headSize: 128 / nHead } }, valLoss, valPpl: Math.exp(valLoss), params, speedMs,

@@ -1,0 +1,346 @@
+// The matrix products, forward and backward, in xsimd (batch from simd_batch.hpp), on the one register
+// tile of gemm_tile.hpp:
+//   - packed weights (pack_linear): the inference GEMM, cache-blocked, F16 or float32 panels;
+//   - the LM head (matmul_transposed_*): rows of the weight are contiguous, each output a dot product;
+//   - the training products (gemm_rows): the Conv1D layer unpacked, its input and weight gradients.
+// Each is written once over `batch`: a SIMD loop over whole batches, then a scalar tail. The scalar
+// build (HEADSCOPE_SIMD=0) is scalar.cpp. Shapes use the legend in kernels.hpp; references in reference.hpp.
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "kernels.hpp"
+#include "reference.hpp"
+#include "simd_batch.hpp"
+
+#if HEADSCOPE_SIMD
+#include "gemm_tile.hpp"
+#include "parallel.hpp"
+
+namespace headscope::kernels {
+
+using simd::batch;
+using simd::kLanes;
+using simd::kPanel;
+using simd::madd;
+using simd::accumulate;
+using gemm::kTileRows;
+using gemm::TileStart;
+
+// Cache blocking (cpp/bench measures the choice). Depth is cut into slices of kDepthBlock: one panel's
+// slice (kDepthBlock x kPanel floats: 8 KB with SIMD128, 32 KB with AVX-512) stays in L1 while every
+// row tile of a block of kRowBlock input rows streams past it, and that input block
+// (kRowBlock x kDepthBlock floats, 128 KB) stays in L2 while all panels stream past it. Without the
+// blocking a long text re-reads its whole (T, K) input from memory once per panel.
+constexpr int kDepthBlock = 256;
+constexpr int kRowBlock = kTileRows * (128 / kTileRows);  // whole tiles: no remainder tile inside a long input
+
+SimdInfo simd_info() { return {batch::arch_type::name(), kLanes, true, HEADSCOPE_RELAXED_SIMD != 0}; }
+
+int linear_panel_width() { return kPanel; }
+GemmBlocking gemm_blocking() { return {kTileRows, kDepthBlock, kRowBlock}; }
+
+// --- GEMM: the register tile is gemm::tile (gemm_tile.hpp), shared with training -------------
+using GemmTileFn = void (*)(float*, int, const float*, std::ptrdiff_t, std::ptrdiff_t, const float*, std::ptrdiff_t, int,
+                            TileStart, const float*, int) noexcept;
+template <std::size_t... R>
+static constexpr std::array<GemmTileFn, sizeof...(R)> gemm_tiles(std::index_sequence<R...>) {
+  return {&gemm::tile<(int)R + 1, true>...};
+}
+// kGemmTiles[r - 1] computes r rows: the full tile and every remainder height
+static constexpr auto kGemmTiles = gemm_tiles(std::make_index_sequence<kTileRows>{});
+
+// out (T, N) = [bias +] inp[:, k_begin:k_end] @ W[k_begin:k_end, :]; inp has row stride inp_stride.
+// Loop order: depth slice > row block > panel > row tile (comments at kDepthBlock).
+// F16 storage: the panel's depth slice (depth x kPanel) is widened into a float32 slice on the stack
+// (8 KB with SIMD128, 32 KB with AVX-512) that the row tiles of the row block then read, so the
+// register tiles are the float32 ones and the widening is paid once per kRowBlock input rows.
+static void gemm_packed(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin,
+                        int k_end, bool with_bias, int T) noexcept {
+  const int N = W.N;
+  const int panels = (N + kPanel - 1) / kPanel;
+  const bool has_bias = with_bias && !W.bias.empty();
+  if (k_begin == k_end) {  // an empty product: the bias, or zeros
+    for (int t = 0; t < T; t++)
+      for (int n = 0; n < N; n++) out[(std::size_t)t * N + n] = has_bias ? W.bias[n] : 0.0f;
+    return;
+  }
+  // threads take whole column panels (parallel.hpp): each output is computed as on one thread
+  parallel_for(panels, (double)T * (k_end - k_begin) * N, [&](int p_begin, int p_end) {
+    alignas(64) float widened[kDepthBlock * kPanel];  // (depth, kPanel): one F16 panel slice in float32
+    for (int k0 = k_begin; k0 < k_end; k0 += kDepthBlock) {
+      const int depth = std::min(kDepthBlock, k_end - k0);
+      const TileStart start = k0 > k_begin ? TileStart::out : has_bias ? TileStart::bias : TileStart::zero;
+      for (int t0 = 0; t0 < T; t0 += kRowBlock) {
+        const int t1 = std::min(T, t0 + kRowBlock);
+        for (int p = p_begin; p < p_end; p++) {
+          const float* panel_k0;
+          if (W.is_f16()) {
+            f16_unpack_forward(widened, W.panels_f16.data() + ((std::size_t)p * W.K + k0) * kPanel, (std::size_t)depth * kPanel);
+            panel_k0 = widened;
+          } else {
+            panel_k0 = W.panels.data() + ((std::size_t)p * W.K + k0) * kPanel;
+          }
+          const int n0 = p * kPanel;
+          const int n_valid = std::min(kPanel, N - n0);
+          const float* bias = has_bias ? W.bias.data() + n0 : nullptr;
+          for (int t = t0; t < t1; t += kTileRows) {
+            const int rows = std::min(kTileRows, t1 - t);
+            kGemmTiles[rows - 1](out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride + k0, inp_stride, 1,
+                                 panel_k0, kPanel, depth, start, bias, n_valid);
+          }
+        }
+      }
+    }
+  });
+}
+
+PackedLinear pack_linear_f16(const float* weight, const float* bias, int K, int N) {
+  PackedLinear W = pack_linear(weight, bias, K, N);
+  // each panel row (kPanel values) is one F16 group
+  W.panels_f16.resize(W.panels.size());
+  f16_pack(W.panels_f16.data(), W.panels.data(), W.panels.size());
+  std::vector<float>().swap(W.panels);
+  return W;
+}
+
+PackedLinear pack_linear(const float* weight, const float* bias, int K, int N) {
+  PackedLinear W;
+  pack_linear_into(W, weight, bias, K, N);
+  return W;
+}
+
+void pack_linear_into(PackedLinear& W, const float* weight, const float* bias, int K, int N) {
+  W.K = K;
+  W.N = N;
+  W.panel_width = kPanel;
+  W.panels_f16.clear();
+  const int panels = (N + kPanel - 1) / kPanel;
+  W.panels.assign((std::size_t)panels * K * kPanel, 0.0f);
+  for (int p = 0; p < panels; p++)
+    for (int k = 0; k < K; k++)
+      for (int c = 0; c < kPanel && p * kPanel + c < N; c++)
+        W.panels[((std::size_t)p * K + k) * kPanel + c] = weight[(std::size_t)k * N + p * kPanel + c];
+  if (bias) {
+    // padded to whole panels so the tile can load a full batch pair from the last one
+    W.bias.assign((std::size_t)panels * kPanel, 0.0f);
+    std::copy(bias, bias + N, W.bias.begin());
+  } else {
+    W.bias.clear();
+  }
+}
+
+void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) noexcept {
+  gemm_packed(out, inp, W.K, W, 0, W.K, true, T);
+}
+
+void matmul_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin,
+                         int k_end, int T) noexcept {
+  gemm_packed(out, inp, inp_stride, W, k_begin, k_end, false, T);
+}
+
+// --- LM head: rows of the weight are contiguous, so each output is a dot product -------------
+constexpr int kLmRowsAtOnce = 4;  // four weight rows share each load of the input
+
+// o[0..4) = x (K) . w0..w3 (K each)
+static inline void dot_rows4(float* o, const float* x, const float* w0, const float* w1, const float* w2,
+                             const float* w3, int K) noexcept {
+  batch a0(0.0f), a1(0.0f), a2(0.0f), a3(0.0f);
+  int k = 0;
+  for (; k + kLanes <= K; k += kLanes) {
+    const batch xv = batch::load_unaligned(x + k);
+    a0 = madd(xv, batch::load_unaligned(w0 + k), a0);
+    a1 = madd(xv, batch::load_unaligned(w1 + k), a1);
+    a2 = madd(xv, batch::load_unaligned(w2 + k), a2);
+    a3 = madd(xv, batch::load_unaligned(w3 + k), a3);
+  }
+  float s0 = xsimd::hadd(a0), s1 = xsimd::hadd(a1), s2 = xsimd::hadd(a2), s3 = xsimd::hadd(a3);
+  for (; k < K; k++) {
+    s0 += x[k] * w0[k];
+    s1 += x[k] * w1[k];
+    s2 += x[k] * w2[k];
+    s3 += x[k] * w3[k];
+  }
+  o[0] = s0;
+  o[1] = s1;
+  o[2] = s2;
+  o[3] = s3;
+}
+
+// Rows of the weight outer: each block of kLmRowsAtOnce rows is read from memory once and stays in
+// cache for all T inputs. Inputs outer would stream the whole weight (the LM head: vocab x width,
+// 10 MB for the default model) once per input row, which made a run with all logits (the loss, and
+// every run of a head measurement) memory-bound. Each output is the same dot_rows4 or dot of the
+// same operands as before, so the results are unchanged, bit for bit.
+void matmul_transposed_forward(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept {
+  // threads take groups of kLmRowsAtOnce weight rows; the tail rows after the last whole group go to
+  // the last chunk, so every output is the same dot_rows4 or dot as on one thread
+  const int groups = N / kLmRowsAtOnce;
+  parallel_for(groups + (N % kLmRowsAtOnce ? 1 : 0), (double)T * K * N, [&](int g_begin, int g_end) {
+    for (int g = g_begin; g < std::min(g_end, groups); g++) {
+      const int n = g * kLmRowsAtOnce;
+      const float* w0 = weight + (std::size_t)n * K;
+      for (int t = 0; t < T; t++)
+        dot_rows4(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, w0, w0 + K, w0 + 2 * K, w0 + 3 * K, K);
+    }
+    if (g_end > groups)
+      for (int n = groups * kLmRowsAtOnce; n < N; n++)
+        for (int t = 0; t < T; t++) out[(std::size_t)t * N + n] = dot(inp + (std::size_t)t * K, weight + (std::size_t)n * K, K);
+  });
+}
+
+std::size_t matmul_transposed_f16_scratch_floats(int K) { return (std::size_t)kLmRowsAtOnce * K; }
+
+// The same outputs, each computed exactly as above; the loops are swapped (rows of the weight outer)
+// so each F16 row is widened once per call, not once per input row.
+void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t* weight, int T, int K, int N,
+                                   float* scratch) noexcept {
+  const int groups = N / kLmRowsAtOnce;
+  parallel_for(groups + (N % kLmRowsAtOnce ? 1 : 0), (double)T * K * N, [&](int g_begin, int g_end) {
+    // the caller's scratch serves the first chunk (the calling thread); other threads widen into their own
+    static thread_local std::vector<float> own;
+    float* rows = scratch;
+    if (g_begin > 0) {
+      own.resize(matmul_transposed_f16_scratch_floats(K));
+      rows = own.data();
+    }
+    for (int g = g_begin; g < std::min(g_end, groups); g++) {
+      const int n = g * kLmRowsAtOnce;
+      for (int r = 0; r < kLmRowsAtOnce; r++)
+        f16_unpack_forward(rows + (std::size_t)r * K, weight + (std::size_t)(n + r) * K, K);
+      for (int t = 0; t < T; t++)
+        dot_rows4(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, rows, rows + K, rows + 2 * K, rows + 3 * K, K);
+    }
+    if (g_end > groups)
+      for (int n = groups * kLmRowsAtOnce; n < N; n++) {
+        f16_unpack_forward(rows, weight + (std::size_t)n * K, K);
+        for (int t = 0; t < T; t++) out[(std::size_t)t * N + n] = dot(inp + (std::size_t)t * K, rows, K);
+      }
+  });
+}
+
+// --- dot product: the LM head's tail rows, attention's scores in head_inside, RMSNorm's sum of squares
+float dot(const float* a, const float* b, int N) noexcept {
+  batch acc(0.0f);
+  int i = 0;
+  for (; i + kLanes <= N; i += kLanes) acc = madd(batch::load_unaligned(a + i), batch::load_unaligned(b + i), acc);
+  float s = xsimd::hadd(acc);
+  for (; i < N; i++) s += a[i] * b[i];
+  return s;
+}
+
+// ---- the Conv1D layer's training products, on the model's register tile ---------------------------
+// Each output tile lives in registers for its whole reduction and is written once: kTileRows rows x
+// two batches of columns, for out and dinp (reduction over K, resp. OC) and for dweight (reduction
+// over N, reading inp transposed through the tile's strides). dinp multiplies by the weight
+// transposed into a scratch copy, so that its reduction, like the others, needs no horizontal sums.
+// Column tails that fill no whole panel are summed in scalar code.
+
+// y (N, M) = (Accumulate ? y : bias or 0) + x (N, D) @ w (D, M)
+// The reduction runs in depth slices of w that stay in L2 (kSliceFloats) while every row tile passes
+// over them: without slicing, each tile of rows streams all of w from memory, which for the tied LM
+// head's input gradient (D = vocabulary) is the whole embedding once per 6 rows. A tile stores its
+// partial sums between slices and reloads them, which is exact (gemm_tile.hpp), so slicing does not
+// change a single result.
+template <bool Accumulate>
+void gemm_rows(float* y, const float* x, const float* w, const float* bias, int N, int D, int M) noexcept {
+  constexpr int kSliceFloats = 96 * 1024;  // 384 KB of w per slice (L2 is 512 KB per core on this machine)
+  const int slice = std::clamp(kSliceFloats / std::max(M, 1), 16, 512);
+  for (int d0 = 0; d0 < D; d0 += slice) {
+    const int depth = std::min(slice, D - d0);
+    const bool from_out = Accumulate || d0 > 0;
+    const float* b = d0 == 0 ? bias : nullptr;
+    const TileStart start = from_out ? TileStart::out : b ? TileStart::bias : TileStart::zero;
+    const auto rows = [&](auto r_tag, int t0, int j_begin, int j_end) {
+      constexpr int R = decltype(r_tag)::value;
+      int j = j_begin;
+      for (; j + 2 * kLanes <= j_end; j += 2 * kLanes)
+        gemm::tile<R, false>(y + (std::size_t)t0 * M + j, M, x + (std::size_t)t0 * D + d0, D, 1, w + (std::size_t)d0 * M + j,
+                             M, depth, start, b ? b + j : nullptr, 2 * kLanes);
+      for (; j < j_end; j++)
+        for (int r = 0; r < R; r++) {
+          const float* xr = x + (std::size_t)(t0 + r) * D;
+          float* dst = y + (std::size_t)(t0 + r) * M + j;
+          float acc = from_out ? *dst : b ? b[j] : 0.0f;
+          for (int d = d0; d < d0 + depth; d++) acc += xr[d] * w[(std::size_t)d * M + j];
+          *dst = acc;
+        }
+    };
+    // threads take whole column panels (parallel.hpp); the columns after the last panel are one more unit
+    const int panels = M / (2 * kLanes), units = panels + (M % (2 * kLanes) ? 1 : 0);
+    parallel_for(units, (double)N * depth * M, [&](int u_begin, int u_end) {
+      const int j_begin = u_begin * 2 * kLanes, j_end = std::min(M, u_end * 2 * kLanes);
+      int t = 0;
+      for (; t + kTileRows <= N; t += kTileRows) rows(std::integral_constant<int, kTileRows>{}, t, j_begin, j_end);
+      for (; t < N; t++) rows(std::integral_constant<int, 1>{}, t, j_begin, j_end);
+    });
+  }
+}
+
+void matmul_unpacked_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int K,
+                             int OC) noexcept {
+  gemm_rows<false>(out, inp, weight, bias, N, K, OC);
+}
+
+static void weight_grad(float* g, const float* a, const float* b, int N, int K, int M) noexcept;
+
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int N, int K, int OC) noexcept {
+  // dinp (N, K) += dout (N, OC) @ weight^T (OC, K): the transpose costs K x OC moves against N x K x OC
+  // multiply-adds. Scratch per thread, grown to the largest layer once.
+  static thread_local std::vector<float> weight_t;
+  weight_t.resize((std::size_t)K * OC);
+  // in 32 x 32 blocks: a plain loop writes one cache line per element (14% of a head-gate backward of
+  // GPT-2 small before blocking)
+  constexpr int kBlock = 32;
+  for (int k0 = 0; k0 < K; k0 += kBlock)
+    for (int o0 = 0; o0 < OC; o0 += kBlock)
+      for (int k = k0; k < std::min(K, k0 + kBlock); k++)
+        for (int o = o0; o < std::min(OC, o0 + kBlock); o++) weight_t[(std::size_t)o * K + k] = weight[(std::size_t)k * OC + o];
+  gemm_rows<true>(dinp, dout, weight_t.data(), nullptr, N, OC, K);
+  // dweight (K, OC) += inp (N, K)^T @ dout (N, OC)
+  if (dweight) weight_grad(dweight, inp, dout, N, K, OC);
+  // dbias (OC) += column sums of dout
+  if (dbias)
+    for (int tt = 0; tt < N; tt++) accumulate(dbias, dout + (std::size_t)tt * OC, OC);
+}
+
+// g (K, M) += a (N, K)^T @ b (N, M): each tile of g is summed over N in registers and written once
+static void weight_grad(float* g, const float* a, const float* b, int N, int K, int M) noexcept {
+  // threads take whole column panels of g, each summing its tiles over all N rows (parallel.hpp)
+  const int panels = M / (2 * kLanes), units = panels + (M % (2 * kLanes) ? 1 : 0);
+  parallel_for(units, (double)N * K * M, [&](int u_begin, int u_end) {
+    for (int o = u_begin * 2 * kLanes; o < std::min(u_end, panels) * 2 * kLanes; o += 2 * kLanes) {
+      int k = 0;
+      // rows k of g: A = a^T, element (k, t) at a[t * K + k]; B = b's rows, stride M
+      for (; k + kTileRows <= K; k += kTileRows)
+        gemm::tile<kTileRows, false>(g + (std::size_t)k * M + o, M, a + k, 1, K, b + o, M, N, TileStart::out,
+                                     nullptr, 2 * kLanes);
+      for (; k < K; k++)
+        gemm::tile<1, false>(g + (std::size_t)k * M + o, M, a + k, 1, K, b + o, M, N, TileStart::out, nullptr,
+                             2 * kLanes);
+    }
+    if (u_end > panels)
+      for (int o = panels * 2 * kLanes; o < M; o++)
+        for (int k = 0; k < K; k++) {
+          float s = 0.0f;
+          for (int tt = 0; tt < N; tt++) s += a[(std::size_t)tt * K + k] * b[(std::size_t)tt * M + o];
+          g[(std::size_t)k * M + o] += s;
+        }
+  });
+}
+
+void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                const float* weight, int N, int K, int OC) noexcept {
+  // dinp (N, K) += dout (N, OC) @ weight (OC, K): the weight is already the product's right side
+  gemm_rows<true>(dinp, dout, weight, nullptr, N, OC, K);
+  // dweight (OC, K) += dout (N, OC)^T @ inp (N, K)
+  if (dweight) weight_grad(dweight, dout, inp, N, OC, K);
+}
+
+}  // namespace headscope::kernels
+
+#endif  // HEADSCOPE_SIMD (scalar.cpp holds the build without SIMD)
