@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm run bench`: builds the benchmark subjects, runs every sub-benchmark side by side and writes
-# bench/results.json, the tables of bench/README.md (between its `tables` markers) and
-# bench/latency.svg. bench/README.md says what each figure means.
+# bench/results/results.json, the tables of bench/README.md (between its `tables` markers) and
+# bench/results/latency.svg. bench/README.md says what each figure means.
 #   subjects: our wasm SIMD128 build, the same code without SIMD (preset wasm-scalar), our native
 #   build (-O3 -march=native) and the same built for plain SSE2, onnxruntime-web (wasm backend, one
 #   thread) on the same model exported with torch.onnx; page-level figures in headless Chromium;
@@ -9,14 +9,14 @@
 # Options (environment):
 #   BENCH_QUICK=1   every sub-benchmark in a shortened form (CI runs this after scripts/test.sh); its
 #                   noisy numbers go to build/bench/quick/ only, never to bench/. It includes
-#                   bench/gpt2_small.sh on a small model of GPT-2's vocabulary and context.
-#   BENCH_GPT2=1    the full bench also runs bench/gpt2_small.sh (GPT-2 small's shape: long, opt-in) and
-#                   bench/llama_vs_torch.py on SmolLM2-135M's shape
+#                   bench/harness/gpt2_small.sh on a small model of GPT-2's vocabulary and context.
+#   BENCH_GPT2=1    the full bench also runs bench/harness/gpt2_small.sh (GPT-2 small's shape: long, opt-in) and
+#                   bench/shapes/vs_torch.py --family llama on SmolLM2-135M's shape
 #   BENCH_ONLY=train  only the training rows (merged into the last results.json of this mode)
 #   BENCH_SKIP_TRAIN=1, BENCH_SKIP_PAGE=1  leave those rows out (full mode only: quick runs all)
 #   BENCH_MODEL=DIR another model folder; JOBS=N build parallelism (default 2)
 #   BENCH_ALLOW_REGRESSIONS=1  the report marks figures more than 1.5x worse than the last committed
-#                   full run's (bench/regressions.mjs) without failing on them
+#                   full run's (bench/harness/regressions.mjs) without failing on them
 # Every sub-benchmark runs even if an earlier one failed; the last lines list each stage with its
 # time; the exit code is non-zero if any stage failed (and then no report is written). The full
 # run's report stage also fails, after writing the report, on a figure more than 1.5x worse than the
@@ -47,7 +47,7 @@ if [ "$QUICK" = 1 ]; then
   Q=(--quick)
 else
   RAW=build/bench/full
-  REPORT=(--json bench/results.json --readme bench/README.md --svg bench/latency.svg)
+  REPORT=(--json bench/results/results.json --readme bench/README.md --svg bench/results/latency.svg)
   Q=()
 fi
 LOGS="$RAW/logs"
@@ -110,7 +110,7 @@ build_native() {
 }
 build_wasm() {
   local gpt2_targets=()
-  # bench/gpt2_small.sh times the relaxed build's bench module too (not in quick mode: its build and
+  # bench/harness/gpt2_small.sh times the relaxed build's bench module too (not in quick mode: its build and
   # post-link rewrite took a minute of CI's run)
   if [ "$QUICK" != 1 ] && [ "${BENCH_GPT2:-0}" = 1 ]; then gpt2_targets=(headscope_bench_wasm); fi
   configure "$SIMD" wasm-release
@@ -164,9 +164,9 @@ fi
 ONNX=.cache/bench/onnx
 export_onnx() {
   if [ ! -f "$ONNX/manifest.json" ] || [ "$MODEL/model.safetensors" -nt "$ONNX/manifest.json" ] ||
-     [ bench/export_onnx.py -nt "$ONNX/manifest.json" ] || [ "$(cat "$ONNX/source.txt" 2>/dev/null)" != "$(realpath "$MODEL")" ]; then
+     [ bench/shapes/export_onnx.py -nt "$ONNX/manifest.json" ] || [ "$(cat "$ONNX/source.txt" 2>/dev/null)" != "$(realpath "$MODEL")" ]; then
     rm -rf "$ONNX"
-    /usr/bin/python3 bench/export_onnx.py "$MODEL" "$ONNX" >"$LOGS/export-onnx.log" 2>&1 || { tail -20 "$LOGS/export-onnx.log" >&2; return 1; }
+    /usr/bin/python3 bench/shapes/export_onnx.py "$MODEL" "$ONNX" >"$LOGS/export-onnx.log" 2>&1 || { tail -20 "$LOGS/export-onnx.log" >&2; return 1; }
     realpath "$MODEL" > "$ONNX/source.txt"
   else
     log "  $ONNX is up to date"
@@ -174,7 +174,7 @@ export_onnx() {
 }
 model_and_onnx() {
   if [ "$MODEL" = .cache/bench/random-base ] && [ ! -f "$MODEL/model.safetensors" ]; then
-    /usr/bin/python3 bench/make_model.py "$MODEL"
+    /usr/bin/python3 bench/shapes/make_model.py "$MODEL"
   fi
   export_onnx
 }
@@ -187,23 +187,23 @@ native_run() {  # native_run N: both native builds (N: 1 before the Node runs, 2
 }
 train_speed() {
   # quick: the default preset's shape only (the wider ones run the same code, for a minute of CI)
-  node bench/train-speed.mjs --native "$NATIVE/headscope" --pkg "$RAW/pkg" --out "$RAW/train.json" "${Q[@]}" \
+  node bench/harness/train-speed.mjs --native "$NATIVE/headscope" --pkg "$RAW/pkg" --out "$RAW/train.json" "${Q[@]}" \
     $([ "$QUICK" = 1 ] && echo --shapes default)
 }
 train_page() {
-  node bench/train-page-bench.mjs --site "$RAW/web" --out "$RAW/train-page.json" --repeats "$([ "$QUICK" = 1 ] && echo 1 || echo 2)"
+  node bench/harness/train-page-bench.mjs --site "$RAW/web" --out "$RAW/train-page.json" --repeats "$([ "$QUICK" = 1 ] && echo 1 || echo 2)"
 }
 typing() {
-  # the two figures of typing in the demo (bench/typing-bench.mjs), on GPT-2 small's exact shape in
+  # the two figures of typing in the demo (bench/harness/typing-bench.mjs), on GPT-2 small's exact shape in
   # both modes: the quick run's are the figures a regression shows first, so CI records them
   local g=.cache/bench/gpt2-small
-  [ -f "$g/model.safetensors" ] || /usr/bin/python3 bench/make_gpt2_small.py "$g" >/dev/null
-  node bench/typing-bench.mjs --demo "$RAW/web" --gpt2 "$g" --out "$RAW/typing.json" "${Q[@]}"
+  [ -f "$g/model.safetensors" ] || /usr/bin/python3 bench/shapes/make_gpt2_small.py "$g" >/dev/null
+  node bench/harness/typing-bench.mjs --demo "$RAW/web" --gpt2 "$g" --out "$RAW/typing.json" "${Q[@]}"
 }
 report() {
   local allow=()
   [ "${BENCH_ALLOW_REGRESSIONS:-0}" = 1 ] && allow=(--allow-regressions)
-  node bench/report.mjs --raw "$RAW" --model "$MODEL" "${REPORT[@]}" "${allow[@]}" "$@"
+  node bench/harness/report.mjs --raw "$RAW" --model "$MODEL" "${REPORT[@]}" "${allow[@]}" "$@"
 }
 
 stage "build: native and native SSE2 | wasm SIMD128, relaxed and scalar" build_all
@@ -220,15 +220,15 @@ stage "model ($MODEL) and its ONNX export (torch.onnx)" model_and_onnx
 [ "$FAILED" = 0 ] || summary
 stage "native: -march=native and SSE2, first run" native_run 1
 stage "calibration: SIMD128 peak now, engine GEMM against a hand-written 4x8 tile, previous kernels" \
-  node bench/variants.mjs --simd "$SIMD" --model "$MODEL" --out "$RAW/variants.json" --quick
+  node bench/harness/variants.mjs --simd "$SIMD" --model "$MODEL" --out "$RAW/variants.json" --quick
 stage "node: wasm SIMD, wasm scalar, onnxruntime-web (default tiering: Liftoff, then TurboFan)" \
-  node bench/node-bench.mjs --model "$MODEL" --onnx "$ONNX" --simd "$SIMD" --scalar "$SCALAR" --pkg "$RAW/pkg" --out "$RAW/node.json" "${Q[@]}"
+  node bench/harness/node-bench.mjs --model "$MODEL" --onnx "$ONNX" --simd "$SIMD" --scalar "$SCALAR" --pkg "$RAW/pkg" --out "$RAW/node.json" "${Q[@]}"
 stage "node --no-liftoff: cross-check of the SIMD build" \
-  node --no-liftoff bench/node-bench.mjs --model "$MODEL" --onnx "$ONNX" --simd "$SIMD" --out "$RAW/node-noliftoff.json" --simd-only --quick
+  node --no-liftoff bench/harness/node-bench.mjs --model "$MODEL" --onnx "$ONNX" --simd "$SIMD" --out "$RAW/node-noliftoff.json" --simd-only --quick
 stage "native: second run (each native figure keeps the faster of the two, around the Node runs)" native_run 2
 if [ "$QUICK" = 1 ] || [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
-  stage "page: cold load and keystroke to paint, bench/page and web/demo (headless Chromium)" \
-    node bench/page-bench.mjs --model "$MODEL" --pkg "$RAW/pkg" --demo "$RAW/web" --out "$RAW/page.json" "${Q[@]}"
+  stage "page: cold load and keystroke to paint, bench/harness/page and web/demo (headless Chromium)" \
+    node bench/harness/page-bench.mjs --model "$MODEL" --pkg "$RAW/pkg" --demo "$RAW/web" --out "$RAW/page.json" "${Q[@]}"
 fi
 if [ "$QUICK" = 1 ] || [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
   stage "typing in the demo: the default model, and GPT-2 small's shape at 950 tokens (headless Chromium)" typing
@@ -241,20 +241,20 @@ if [ "$QUICK" = 1 ] || [ "${BENCH_SKIP_TRAIN:-0}" != 1 ]; then
 fi
 # GPT-2 small's shape: long, opt-in in the full bench; the quick run takes a small model instead
 if [ "$QUICK" = 1 ] || [ "${BENCH_GPT2:-0}" = 1 ]; then
-  stage "GPT-2 $([ "$QUICK" = 1 ] && echo "vocabulary and context, small model" || echo "small's shape") (bench/gpt2_small.sh)" \
-    env BENCH_SITE="$RAW/web" bench/gpt2_small.sh
+  stage "GPT-2 $([ "$QUICK" = 1 ] && echo "vocabulary and context, small model" || echo "small's shape") (bench/harness/gpt2_small.sh)" \
+    env BENCH_SITE="$RAW/web" bench/harness/gpt2_small.sh
 fi
 # A Llama-family shape (SmolLM2-135M's: grouped-query attention, 30 layers), native against PyTorch:
-# with GPT-2 small's, opt-in in the full bench (bench/llama-small-native.md); the quick run takes the
+# with GPT-2 small's, opt-in in the full bench (bench/results/llama-small-native.md); the quick run takes the
 # grouped-query test fixture
 if [ "$QUICK" = 1 ]; then
-  stage "Llama family: the grouped-query fixture, native against PyTorch (bench/llama_vs_torch.py --quick)" \
-    /usr/bin/python3 bench/llama_vs_torch.py --quick --cli "$NATIVE/headscope" --markdown "$RAW/llama-native.md"
+  stage "Llama family: the grouped-query fixture, native against PyTorch (bench/shapes/vs_torch.py --family llama --quick)" \
+    /usr/bin/python3 bench/shapes/vs_torch.py --family llama --quick --cli "$NATIVE/headscope" --markdown "$RAW/llama-native.md"
 elif [ "${BENCH_GPT2:-0}" = 1 ]; then
-  stage "Llama family: SmolLM2-135M's shape, native against PyTorch (bench/llama_vs_torch.py)" \
-    /usr/bin/python3 bench/llama_vs_torch.py --cli "$NATIVE/headscope" --markdown bench/llama-small-native.md
+  stage "Llama family: SmolLM2-135M's shape, native against PyTorch (bench/shapes/vs_torch.py --family llama)" \
+    /usr/bin/python3 bench/shapes/vs_torch.py --family llama --cli "$NATIVE/headscope" --markdown bench/results/llama-small-native.md
 fi
-# bench/before-after.mjs compares two builds of the engine (run by hand around a change); the quick run
+# bench/harness/before-after.mjs compares two builds of the engine (run by hand around a change); the quick run
 # puts this build on both sides, one round, so the script cannot rot
 before_after_smoke() {
   local d="$RAW/before-after"
@@ -262,17 +262,17 @@ before_after_smoke() {
   ln -s "$PWD/$NATIVE/headscope" "$d/headscope"
   ln -s "$PWD/$SIMD/headscope_wasm.js" "$d/headscope_wasm.js"
   ln -s "$PWD/$SIMD/headscope_wasm.wasm" "$d/headscope_wasm.wasm"
-  node bench/before-after.mjs --before "$d" --after "$d" --rounds 1 --out "$RAW/before-after.json" >/dev/null
+  node bench/harness/before-after.mjs --before "$d" --after "$d" --rounds 1 --out "$RAW/before-after.json" >/dev/null
 }
 if [ "$QUICK" = 1 ]; then
-  stage "bench/before-after.mjs on this build against itself (one round)" before_after_smoke
+  stage "bench/harness/before-after.mjs on this build against itself (one round)" before_after_smoke
 fi
 if [ "$FAILED" = 0 ]; then
   stage "report" report
   # the committed tables are rendered from the committed results.json, never edited by hand
   if [ "$QUICK" = 1 ]; then
-    stage "bench/README.md's tables are bench/results.json's" \
-      node bench/report.mjs --json bench/results.json --readme bench/README.md --check
+    stage "bench/README.md's tables are bench/results/results.json's" \
+      node bench/harness/report.mjs --json bench/results/results.json --readme bench/README.md --check
   fi
 else
   log "a stage failed: no report"

@@ -43,7 +43,7 @@ for pid in "${pids[@]}"; do wait "$pid" || { echo "fuzz: compiling the engine fa
 export HEADSCOPE_FUZZ_MODEL_DIR="$PWD/tests/fixtures/models/tiny-hs4"
 export HEADSCOPE_FUZZ_LLAMA_DIR="$PWD/tests/fixtures/models/llama-gqa"
 export HEADSCOPE_FUZZ_GPT2_DIR="$PWD/$OUT/gpt2-tokenizer"
-[ -f "$HEADSCOPE_FUZZ_GPT2_DIR/vocab.json" ] || node scripts/make-tokenizer-cases.mjs "$HEADSCOPE_FUZZ_GPT2_DIR" >/dev/null
+[ -f "$HEADSCOPE_FUZZ_GPT2_DIR/vocab.json" ] || node scripts/codegen/make-tokenizer-cases.mjs "$HEADSCOPE_FUZZ_GPT2_DIR" >/dev/null
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 

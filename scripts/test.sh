@@ -18,7 +18,7 @@
 #   7. the bench in its quick mode (BENCH_QUICK=1 scripts/bench.sh, = `npm run bench`), so it cannot rot
 #   8. the README's picture, taken again in headless Chromium (`npm run screenshots`, written to build/)
 #   9. the training pipeline's smoke run (PyTorch), and the self-checks of the float64 Llama-family
-#      reference the fixtures come from (scripts/check_llama_torch.py)
+#      reference the fixtures come from (scripts/common/check_llama_torch.py)
 # Every step runs even if an earlier one failed; the last line is the summary; the exit code is
 # non-zero if anything failed.
 set -uo pipefail
@@ -64,7 +64,7 @@ step "bench, quick mode" env BENCH_QUICK=1 scripts/bench.sh
 step "README picture (npm run screenshots)" node scripts/screenshots.mjs --site build/e2e-site --out build/e2e-artifacts/readme-picture.png
 # PyTorch is one of setup.sh's packages: without it this step fails rather than being skipped
 step "training smoke run" /usr/bin/python3 scripts/train/train.py --smoke
-step "float64 Llama-family reference, self-checks" /usr/bin/python3 scripts/check_llama_torch.py
+step "float64 Llama-family reference, self-checks" /usr/bin/python3 scripts/common/check_llama_torch.py
 
 echo
 pass=0; fail=0

@@ -1,7 +1,7 @@
 """Llama-family decoders (model_type "llama" and "qwen3") in plain PyTorch, with Hugging Face tensor names.
 
 The project's independent reference for the C++ engine's Llama-family path (tests/fixtures/models/llama-*,
-qwen3-* are written from it by scripts/make_llama_fixtures.py). It follows transformers' modeling_llama.py,
+qwen3-* are written from it by scripts/fixtures/). It follows transformers' modeling_llama.py,
 modeling_qwen3.py and modeling_rope_utils.py:
 
     x = embed_tokens[ids]                                    no position embedding, no scaling
@@ -268,7 +268,7 @@ class LlamaFamily(nn.Module):
         super().__init__()
         cfg = normalize_config(config)
         self.cfg = cfg
-        self.use_rope = True  # test hook: False skips the rotation (scripts/check_llama_torch.py)
+        self.use_rope = True  # test hook: False skips the rotation (scripts/common/check_llama_torch.py)
         V, C = cfg["vocab_size"], cfg["hidden_size"]
         self.model = nn.Module()
         self.model.embed_tokens = nn.Embedding(V, C)

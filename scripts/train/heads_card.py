@@ -15,7 +15,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from export import readme, write_card  # noqa: E402
+from card import write_card  # noqa: E402
+from card_readme import readme  # noqa: E402
 
 MODELS = os.path.join(ROOT, "web", "models")
 RANDOM_ORDERS = 8

@@ -23,7 +23,8 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(ROOT, "scripts", "common"))
 sys.path.insert(0, HERE)
 
-import export  # noqa: E402
+from card import add_chef_baselines  # noqa: E402
+from card_readme import readme  # noqa: E402
 import model_arch  # noqa: E402
 
 MODELS = os.path.join(ROOT, "web", "models")
@@ -75,12 +76,12 @@ def main():
                 "engine_note": f"headscope bench, {engine[n][0]['simd']}, 1 thread, float32 weights: "
                                f"median over {a.reps} interleaved rounds of each round's median of 5; the typed token "
                                "is the incremental update of one token after 128 (what typing costs)"})
-        export.add_chef_baselines(card)
+        add_chef_baselines(card)
         with open(p, "w") as f:
             json.dump(card, f, indent=1)
             f.write("\n")
         with open(os.path.join(MODELS, n, "README.md"), "w") as f:
-            f.write(export.readme(card))
+            f.write(readme(card))
         print(f"{n}: min {1000 * ts[0]:.2f} ms, median {1000 * ts[len(ts) // 2]:.2f} ms")
 
 

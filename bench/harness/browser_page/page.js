@@ -1,0 +1,52 @@
+// The page of bench/harness/browser-gpt2-small.mjs: one module Worker per subject (worker.js), all on this
+// cross-origin-isolated page, driven one at a time through window.__bench. What is timed is timed
+// inside the workers, so messaging is not part of it.
+const workers = new Map();
+const pending = new Map();
+let seq = 0;
+
+function call(name, op, args = {}) {
+  const worker = workers.get(name);
+  if (!worker) return Promise.reject(new Error(`no subject ${name}`));
+  return new Promise((resolve, reject) => {
+    const id = ++seq;
+    pending.set(id, { resolve, reject });
+    worker.postMessage({ id, op, ...args });
+  });
+}
+
+function onReply({ data }) {
+  const p = pending.get(data.id);
+  if (!p) return;
+  pending.delete(data.id);
+  if (data.error) p.reject(new Error(data.error));
+  else p.resolve(data.result);
+}
+
+function maxAbsDiff(a, b) {
+  if (a.length !== b.length) throw new Error(`lengths differ: ${a.length} and ${b.length}`);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m;
+}
+
+window.__bench = {
+  isolated: self.crossOriginIsolated,
+  cores: navigator.hardwareConcurrency,
+  /** Starts subject `name`: kind 'ours' (the package) or 'ort' (onnxruntime-web), with `threads` (null: its default). */
+  async start(name, kind, threads) {
+    const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+    worker.onmessage = onReply;
+    worker.onerror = (e) => { for (const p of pending.values()) p.reject(new Error(`worker ${name}: ${e.message}`)); pending.clear(); };
+    workers.set(name, worker);
+    return call(name, 'init', { kind, threads });
+  },
+  call,
+  /** Both subjects' outputs on one input, compared here: the largest differences. */
+  async agreement(a, b, input) {
+    const [x, y] = [await call(a, 'outputs', input), await call(b, 'outputs', input)];
+    let logitMax = 0;
+    for (const v of y.logitsLast) logitMax = Math.max(logitMax, Math.abs(v));
+    return { attention: maxAbsDiff(x.attention, y.attention), logits: maxAbsDiff(x.logitsLast, y.logitsLast), logitMax };
+  },
+};

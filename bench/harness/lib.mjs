@@ -1,0 +1,76 @@
+// Shared helpers of the benchmark harness: timing, statistics, loading the subjects.
+import { readFileSync, existsSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import path from 'node:path';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const now = () => performance.now();
+
+export function stats(samples) {
+  const v = [...samples].sort((a, b) => a - b);
+  const q = (p) => v[Math.min(v.length - 1, Math.floor(p * v.length))];
+  return { median_ms: q(0.5), p95_ms: q(0.95), min_ms: v[0], runs: v.length };
+}
+
+// Times several subjects of the same case side by side: warm-up calls for each (so V8 has tiered
+// the wasm up to TurboFan), then `rounds` rounds in which every subject runs in turn for about
+// minMs/rounds, so a load spike on the shared machine hits all subjects alike.
+// subjects: { name: { fn, before? } }; fn may be async. Returns { name: stats }.
+export async function compare(subjects, { warm = 8, minRuns = 15, minMs = 250, rounds = 20, maxRuns = 3000 } = {}) {
+  const names = Object.keys(subjects);
+  const samples = Object.fromEntries(names.map((n) => [n, []]));
+  for (const n of names) {
+    const { fn, before } = subjects[n];
+    for (let i = 0; i < warm; i++) {
+      if (before) await before();
+      await fn();
+    }
+  }
+  for (let r = 0; r < rounds; r++) {
+    for (const n of names) {
+      const { fn, before } = subjects[n];
+      const s = samples[n];
+      let spent = 0, runs = 0;
+      while ((runs < Math.ceil(minRuns / rounds) || spent < minMs / rounds) && s.length < maxRuns) {
+        if (before) await before();
+        const t0 = now();
+        const p = fn();
+        if (p && typeof p.then === 'function') await p;
+        const dt = now() - t0;
+        s.push(dt);
+        spent += dt;
+        runs++;
+      }
+    }
+  }
+  return Object.fromEntries(names.map((n) => [n, stats(samples[n])]));
+}
+
+// The benchmark embind module of one build tree (createHeadscopeBench), given the .wasm bytes.
+export async function loadBenchModule(dir, name = 'headscope_bench_wasm') {
+  const js = path.join(dir, `${name}.js`);
+  if (!existsSync(js)) throw new Error(`${js} not found: run scripts/bench.sh (it builds the benchmark modules)`);
+  const { default: factory } = await import(pathToFileURL(path.resolve(js)).href);
+  return factory({ wasmBinary: readFileSync(path.join(dir, `${name}.wasm`)) });
+}
+
+export function readModelFiles(dir) {
+  return {
+    config: readFileSync(path.join(dir, 'config.json'), 'utf8'),
+    weights: new Uint8Array(readFileSync(path.join(dir, 'model.safetensors'))),
+    vocab: readFileSync(path.join(dir, 'vocab.json'), 'utf8'),
+    merges: readFileSync(path.join(dir, 'merges.txt'), 'utf8'),
+  };
+}
+
+export function maxAbsDiff(a, b) {
+  if (a.length !== b.length) throw new Error(`length ${a.length} != ${b.length}`);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m;
+}
+
+// Deterministic token ids, the same for every subject.
+export function benchIds(n, vocab) {
+  return Array.from({ length: n }, (_, i) => (i * 7919 + 13) % vocab);
+}
