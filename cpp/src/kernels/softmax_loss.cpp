@@ -23,7 +23,7 @@ using simd::map_batches;
 // exp(x) for x <= 0, the only inputs a max-subtracted softmax produces. xsimd::exp handles the whole
 // range with a round-to-integer and range checks that cost more than the polynomial in SIMD128;
 // this is Cephes' expf polynomial with 2^n built by integer ops (no float->int instruction):
-// max relative error 3.2e-7 (about 5 ulp), measured against std::exp in tests/cpp/test_kernels.cpp.
+// max relative error 3.2e-7 (about 5 ulp), measured against std::exp in tests/cpp/kernels/test_softmax_loss.cpp.
 // Inputs below -87.3 are clamped there, giving ~1e-38 instead of a denormal or 0 (the softmax's sum
 // is >= 1, so the difference is below float resolution).
 static inline batch exp_nonpositive(batch x) noexcept {

@@ -12,7 +12,7 @@
 namespace headscope::unicode {
 
 // The classes GPT-2's regex distinguishes: \p{L}, \p{N}, \s (White_Space plus U+FEFF, as in
-// JavaScript), everything else. Tables: cpp/src/text/unicode_tables.inc (scripts/gen_unicode_tables.py).
+// JavaScript), everything else. Tables: cpp/src/text/unicode_tables.inc (scripts/codegen/gen_unicode_tables.py).
 enum class CharClass : uint8_t { kOther = 0, kLetter, kNumber, kSpace };
 
 CharClass classify(char32_t cp);

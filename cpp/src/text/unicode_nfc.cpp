@@ -1,7 +1,7 @@
 // Unicode Normalization Form C (UAX #15, section 3.11 of the standard): canonical decomposition,
 // canonical ordering, canonical composition, from the tables of unicode_nfc_tables.inc
-// (scripts/gen_nfc_tables.py); Hangul syllables arithmetically. Checked against every NFC case of
-// Unicode's NormalizationTest.txt (tests/cpp/test_nfc.cpp).
+// (scripts/codegen/gen_nfc_tables.py); Hangul syllables arithmetically. Checked against every NFC case of
+// Unicode's NormalizationTest.txt (tests/cpp/text/test_nfc.cpp).
 #include <algorithm>
 #include <iterator>
 #include <vector>

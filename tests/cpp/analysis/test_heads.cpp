@@ -1,5 +1,5 @@
 // Head importance (headscope/heads.hpp) and the Trainer's head gates, against float64 PyTorch:
-// tests/fixtures/models/*/heads.json (scripts/make_heads_fixtures.py: autograd through gpt2_torch's or
+// tests/fixtures/models/*/heads.json (scripts/fixtures/heads.py: autograd through gpt2_torch's or
 // llama_torch's head_mask, itself checked there against central differences), GPT-2 and the Llama family.
 #include <catch2/catch.hpp>
 #include <algorithm>

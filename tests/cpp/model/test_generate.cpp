@@ -210,7 +210,7 @@ TEST_CASE("generate: switched-off heads in every step; restore() after other run
   REQUIRE_THROWS_WITH(headscope::Generation(m, "The chef", o, {{9, 0}}), Catch::Contains("layer"));
 }
 
-// The reference (scripts/make_generate_fixtures.py) is PyTorch in float64 on the folder's own F32 and
+// The reference (scripts/fixtures/greedy.py) is PyTorch in float64 on the folder's own F32 and
 // F16 weights (F16 widens exactly): from each prompt, N times the argmax of the last position's
 // logits (ties to the lowest id), each a full forward of the sequence so far. Why an exact check of a
 // float32 engine against it holds: the engine's logits agree with float64 PyTorch to

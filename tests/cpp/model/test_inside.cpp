@@ -30,7 +30,7 @@ using namespace reference_checks;
 
 // ---- one head's insides (Model::head_inside, the "Inside this head" view) --------------------------
 
-// The reference (tests/fixtures/models/*/inside.json, scripts/make_inside_fixtures.py) is float64
+// The reference (tests/fixtures/models/*/inside.json, scripts/fixtures/inside.py) is float64
 // PyTorch on the folder's own F32 and F16 weights, computed with plain tensor operations. q, k, v,
 // z, the write and the value norms are float32 results of the same depth of computation as the
 // hidden states and head contributions (test_model.cpp: LayerNorm, one product over C, at most L blocks

@@ -1,4 +1,4 @@
-// The whole model against PyTorch (float64 references written by scripts/make_fixtures.py) for both
+// The whole model against PyTorch (float64 references written by scripts/fixtures/reference.py) for both
 // families' fixtures, F16 and BF16 checkpoints, text through the tokenizer, the attention invariants,
 // and the shipped models against the references their training script wrote. Runs that reuse the
 // cache are tested in test_incremental.cpp; one head's insides, the value sizes and the logit

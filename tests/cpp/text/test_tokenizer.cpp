@@ -1,5 +1,5 @@
 // GPT-2 BPE tokenizer tests. The file-based cases compare against gpt-3-encoder (an independent
-// JS implementation) through fixtures written by scripts/make-tokenizer-cases.mjs into the
+// JS implementation) through fixtures written by scripts/codegen/make-tokenizer-cases.mjs into the
 // directory HEADSCOPE_GPT2_TOKENIZER_DIR; the rest builds tiny vocabularies in memory.
 #include <catch2/catch.hpp>
 
@@ -60,7 +60,7 @@ std::vector<std::string> byte_forms() {
 #ifdef HEADSCOPE_GPT2_TOKENIZER_DIR
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot open " + path + " (run scripts/make-tokenizer-cases.mjs)");
+  if (!f) throw std::runtime_error("cannot open " + path + " (run scripts/codegen/make-tokenizer-cases.mjs)");
   std::ostringstream ss;
   ss << f.rdbuf();
   return ss.str();

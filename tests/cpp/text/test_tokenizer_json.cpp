@@ -1,6 +1,6 @@
 // tokenizer.json (Tokenizer::from_tokenizer_json) on the real files of Llama 3 and Qwen3, against
 // the ids of an independent implementation, transformers.js's tokenizer code on npm
-// (scripts/make-tokenizer-json-cases.mjs writes the files and the cases into the build tree). Ids
+// (scripts/codegen/make-tokenizer-json-cases.mjs writes the files and the cases into the build tree). Ids
 // are compared exactly: tokenization is discrete.
 #include <catch2/catch.hpp>
 

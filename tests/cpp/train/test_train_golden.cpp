@@ -1,5 +1,5 @@
 // The whole model against PyTorch (llm.c's test_gpt2.c): tests/fixtures/train/golden*.safetensors,
-// written by scripts/make_train_golden.py, hold a small model's weights, a fixed batch, the logits,
+// written by scripts/fixtures/train_golden.py, hold a small model's weights, a fixed batch, the logits,
 // the loss and the gradient of every parameter, computed in float64 from the float32 weights, and a
 // 10-step AdamW loss trajectory: GPT-2 with either GELU, a Llama (grouped-query, head_dim not
 // hidden / heads, untied) and a Qwen3 (multi-query, q/k norms, tied). Tolerances are derived beside

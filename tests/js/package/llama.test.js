@@ -1,7 +1,7 @@
 // Llama-family folders through the JavaScript API: loadModel() from a folder URL (config.json says
 // model_type, then tokenizer.json is fetched), from buffers ({ config, weights, tokenizer }), and in
 // the Worker; results against the float64 PyTorch references of tests/fixtures/models/llama-*
-// (scripts/make_llama_fixtures.py), the grouping of query heads over key/value heads in info, and
+// (scripts/fixtures/ (reference.py, inside.py, greedy.py)), the grouping of query heads over key/value heads in info, and
 // the tokenizer's BOS.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 // Training through the package in Node (the wasm SIMD128 build): the golden batch's loss and
-// gradients against PyTorch (tests/fixtures/train, scripts/make_train_golden.py), a 10-step AdamW
+// gradients against PyTorch (tests/fixtures/train, scripts/fixtures/train_golden.py), a 10-step AdamW
 // trajectory, the default preset forming an induction head, export/model() round trips and bad input.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
