@@ -84,18 +84,15 @@ def brown_detok(tokens):
     """tokens: list of words (tags removed). Returns a readable sentence."""
     out = []
     no_space = True
-    open_single = False
     for w in tokens:
         if w == "``":
-            piece, before, after = '"', not no_space, False
+            piece, before = '"', not no_space
         elif w == "''":
-            piece, before, after = '"', False, True
+            piece, before = '"', False
         elif w == "`":
-            piece, before, after = "'", not no_space, False
-            open_single = True
+            piece, before = "'", not no_space
         elif w == "'":
             piece, before = "'", False
-            open_single = False
         elif w == "." and out and out[-1].endswith("."):
             continue  # "Jr." at the end of a sentence: Brown adds a separate period
         elif w in _NO_SPACE_BEFORE:

@@ -10,7 +10,6 @@ module's own config keys.
 import json
 import os
 
-import torch
 import torch.nn as nn
 
 from gpt2_torch import GPT2
