@@ -14,7 +14,9 @@ import { Workspace, PositionEncoding } from '@astral-sh/ruff-wasm-nodejs';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const check = process.argv.includes('--check');
 const tracked = (...globs) =>
-  execFileSync('git', ['ls-files', '-z', '--', ...globs], { cwd: ROOT, encoding: 'utf8' }).split('\0').filter(Boolean);
+  execFileSync('git', ['ls-files', '-z', '--', ...globs], { cwd: ROOT, encoding: 'utf8' })
+    .split('\0')
+    .filter(Boolean);
 
 // ruff's settings: the formatter at 120 columns; the linter's errors that are bugs or dead code
 // (pyflakes F, pycodestyle E/W), without line length (the formatter's) and lambda assignment (a habit here)
@@ -33,7 +35,10 @@ function settle(file, before, after) {
 for (const file of tracked('*.cpp', '*.hpp')) {
   const before = readFileSync(join(ROOT, file), 'utf8');
   const after = execFileSync('clang-format', [`--assume-filename=${file}`], {
-    cwd: ROOT, input: before, encoding: 'utf8', maxBuffer: 64 << 20,
+    cwd: ROOT,
+    input: before,
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
   });
   settle(file, before, after);
 }

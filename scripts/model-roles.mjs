@@ -27,14 +27,19 @@ import { resolve } from 'node:path';
 
 const ROOT = new URL('../', import.meta.url);
 
-export const PARAGRAPH = 'The old house at the end of the street had been empty for many years. Children walked past it on their way to school, and some of them said that a ghost lived in the attic. '
-  + 'In the spring of that year, a young family bought the house. The father was a carpenter, and he spent the summer repairing the roof, the windows and the long front porch. '
-  + 'His wife planted a garden behind the kitchen, where tomatoes, beans and sunflowers soon grew taller than their two children. '
-  + 'By the autumn the neighbours had stopped talking about ghosts. They talked instead about the new bread that came out of the oven every Saturday morning, and about the music that could be heard from the open windows in the evening.';
+export const PARAGRAPH =
+  'The old house at the end of the street had been empty for many years. Children walked past it on their way to school, and some of them said that a ghost lived in the attic. ' +
+  'In the spring of that year, a young family bought the house. The father was a carpenter, and he spent the summer repairing the roof, the windows and the long front porch. ' +
+  'His wife planted a garden behind the kitchen, where tomatoes, beans and sunflowers soon grew taller than their two children. ' +
+  'By the autumn the neighbours had stopped talking about ghosts. They talked instead about the new bread that came out of the oven every Saturday morning, and about the music that could be heard from the open windows in the evening.';
 
 function best(grid) {
   let b = null;
-  grid.forEach((row, l) => row.forEach((s, h) => { if (!b || s > b.score) b = { layer: l, head: h, score: s }; }));
+  grid.forEach((row, l) =>
+    row.forEach((s, h) => {
+      if (!b || s > b.score) b = { layer: l, head: h, score: s };
+    }),
+  );
   return b;
 }
 
@@ -67,7 +72,9 @@ export async function modelRoles(folder, { lists, text = PARAGRAPH, seed = 1 } =
   const analysis = await import(new URL('dist/analysis.js', ROOT));
   const cardFile = new URL('card.json', dir);
   const card = existsSync(cardFile) ? JSON.parse(readFileSync(cardFile, 'utf8')) : null;
-  const thresholds = Object.fromEntries(analysis.ROLES_TABLE.filter((r) => r.where.includes('card')).map((r) => [r.name, r.threshold]));
+  const thresholds = Object.fromEntries(
+    analysis.ROLES_TABLE.filter((r) => r.where.includes('card')).map((r) => [r.name, r.threshold]),
+  );
   const model = await loadModel(dir);
   try {
     const prev = await previousTokenScores(model, analysis, text);
@@ -79,7 +86,10 @@ export async function modelRoles(folder, { lists, text = PARAGRAPH, seed = 1 } =
     for (let l = 0; l < nLayer; l++) {
       for (let h = 0; h < nHead; h++) {
         heads.push({
-          layer: l, head: h, prev_token: prev.scores[l][h], induction: ind.scores[l][h],
+          layer: l,
+          head: h,
+          prev_token: prev.scores[l][h],
+          induction: ind.scores[l][h],
           // the spread of this head's score from list to list (for the tolerance against the card)
           induction_list_sd: ind.listSd[l][h],
           verb_to_subject: v2s.scores ? v2s.scores[l][h] : null,
@@ -90,8 +100,16 @@ export async function modelRoles(folder, { lists, text = PARAGRAPH, seed = 1 } =
     const count = (key, th) => heads.filter((x) => x[key] !== null && x[key] >= th).length;
     return {
       model: model.info.name,
-      thresholds: { prev_token: thresholds.previous, induction: thresholds.induction, verb_to_subject: thresholds.verb_to_subject },
-      best: { prev_token: best(prev.scores), induction: best(ind.scores), verb_to_subject: v2s.scores ? best(v2s.scores) : null },
+      thresholds: {
+        prev_token: thresholds.previous,
+        induction: thresholds.induction,
+        verb_to_subject: thresholds.verb_to_subject,
+      },
+      best: {
+        prev_token: best(prev.scores),
+        induction: best(ind.scores),
+        verb_to_subject: v2s.scores ? best(v2s.scores) : null,
+      },
       counts: {
         prev_token: count('prev_token', thresholds.previous),
         induction: count('induction', thresholds.induction),
@@ -104,19 +122,33 @@ export async function modelRoles(folder, { lists, text = PARAGRAPH, seed = 1 } =
         prev_token: `${prev.windows} window(s) of at most ${model.info.config.nPositions} tokens of the given text (not the card's validation text)`,
         induction: `${ind.lists.length} lists of ${analysis.INDUCTION_PROBE.listLength} common one-token words (roles.json induction_probe, seed ${seed}), each followed by itself`,
         induction_lists: ind.lists.length,
-        copy_accuracy: 'same lists: argmax next token at repeat positions 0..n-2 equals the word that followed in the first copy',
+        copy_accuracy:
+          'same lists: argmax next token at repeat positions 0..n-2 equals the word that followed in the first copy',
         verb_to_subject: `${v2s.sentences} of the card's ${sentences.length} probe sentences`,
         bits_per_byte: 'not computed here: PyTorch only (scripts/train/head_metrics.py), on the validation text',
       },
       // the card's numbers beside them; an old-format card has per-head previous-token scores only
-      card: card ? {
-        roles: !!card.roles,
-        ...(card.roles ? {
-          thresholds: card.roles.thresholds, best: card.roles.best, counts: card.roles.counts, copy_accuracy: card.roles.copy_accuracy,
-          induction_lists: Number(/(\d+) seeded lists/.exec(card.roles.method?.induction || '')?.[1]) || null,
-        } : {}),
-        heads: (card.heads || []).map((x) => ({ layer: x.layer, head: x.head, prev_token: x.prev_token, induction: x.induction, verb_to_subject: x.verb_to_subject })),
-      } : null,
+      card: card
+        ? {
+            roles: !!card.roles,
+            ...(card.roles
+              ? {
+                  thresholds: card.roles.thresholds,
+                  best: card.roles.best,
+                  counts: card.roles.counts,
+                  copy_accuracy: card.roles.copy_accuracy,
+                  induction_lists: Number(/(\d+) seeded lists/.exec(card.roles.method?.induction || '')?.[1]) || null,
+                }
+              : {}),
+            heads: (card.heads || []).map((x) => ({
+              layer: x.layer,
+              head: x.head,
+              prev_token: x.prev_token,
+              induction: x.induction,
+              verb_to_subject: x.verb_to_subject,
+            })),
+          }
+        : null,
     };
   } finally {
     model.dispose();
@@ -134,13 +166,20 @@ async function main(argv) {
     console.error('usage: node scripts/model-roles.mjs MODEL_FOLDER [--json] [--lists N] [--text FILE]');
     process.exit(2);
   }
-  const opt = (name) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
+  const opt = (name) => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
   const lists = opt('--lists') ? Number(opt('--lists')) : undefined;
   const text = opt('--text') ? readFileSync(opt('--text'), 'utf8') : undefined;
   const r = await modelRoles(folder, { lists, text });
-  if (args.includes('--json')) { console.log(JSON.stringify(r, null, 1)); return; }
+  if (args.includes('--json')) {
+    console.log(JSON.stringify(r, null, 1));
+    return;
+  }
   const c = r.card?.roles ? r.card : null;
-  const row = (name, engine, cardValue) => console.log(`${name.padEnd(18)} engine ${engine.padEnd(22)} card ${cardValue}`);
+  const row = (name, engine, cardValue) =>
+    console.log(`${name.padEnd(18)} engine ${engine.padEnd(22)} card ${cardValue}`);
   console.log(`${r.model}: role numbers through the engine (${r.method.engine})`);
   row('previous token', fmtBest(r.best.prev_token), c ? fmtBest(c.best.prev_token) : '(old card: no roles)');
   row('induction', fmtBest(r.best.induction, 4), c ? fmtBest(c.best.induction, 4) : '-');
@@ -151,5 +190,8 @@ async function main(argv) {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] || '').href) {
-  main(process.argv).catch((e) => { console.error(`model_roles: ${e.message}`); process.exit(1); });
+  main(process.argv).catch((e) => {
+    console.error(`model_roles: ${e.message}`);
+    process.exit(1);
+  });
 }

@@ -72,7 +72,8 @@ function publishLib(out, published) {
     if (!file.endsWith('.json')) {
       text = text.replace(SPECIFIER, (match, before, quote, specifier) => {
         const target = published.get(path.resolve(path.dirname(file), specifier));
-        if (!target) throw new Error(`web/${source} imports ${specifier}, which is not published (PUBLISHED in web/bundle.mjs)`);
+        if (!target)
+          throw new Error(`web/${source} imports ${specifier}, which is not published (PUBLISHED in web/bundle.mjs)`);
         const relative = path.posix.relative(path.posix.dirname(`./${name}`), target);
         return `${before}${quote}${relative.startsWith('.') ? relative : `./${relative}`}${quote}`;
       });

@@ -20,30 +20,61 @@ import { pathToFileURL } from 'node:url';
 
 const { values: o } = parseArgs({
   options: {
-    before: { type: 'string' }, after: { type: 'string' }, gpt2: { type: 'string' },
-    rounds: { type: 'string', default: '3' }, out: { type: 'string' },
+    before: { type: 'string' },
+    after: { type: 'string' },
+    gpt2: { type: 'string' },
+    rounds: { type: 'string', default: '3' },
+    out: { type: 'string' },
     model: { type: 'string', default: 'web/models/headscope-base' },
-    'before-args': { type: 'string', default: '' }, 'after-args': { type: 'string', default: '' },
+    'before-args': { type: 'string', default: '' },
+    'after-args': { type: 'string', default: '' },
   },
 });
 if (!o.before || !o.after) {
-  console.error('usage: node bench/harness/before-after.mjs --before DIR --after DIR [--gpt2 FOLDER] [--rounds N] [--out FILE]');
+  console.error(
+    'usage: node bench/harness/before-after.mjs --before DIR --after DIR [--gpt2 FOLDER] [--rounds N] [--out FILE]',
+  );
   process.exit(2);
 }
 const rounds = Number(o.rounds);
 const sides = { before: path.resolve(o.before), after: path.resolve(o.after) };
-const extra = { [sides.before]: o['before-args'].split(' ').filter(Boolean), [sides.after]: o['after-args'].split(' ').filter(Boolean) };
+const extra = {
+  [sides.before]: o['before-args'].split(' ').filter(Boolean),
+  [sides.after]: o['after-args'].split(' ').filter(Boolean),
+};
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const results = {};
-const record = (name, side, value) => ((results[name] ??= { before: [], after: [] })[side].push(value));
+const record = (name, side, value) => (results[name] ??= { before: [], after: [] })[side].push(value);
 
 function nativeBench(dir, model, T) {
-  const out = execFileSync(path.join(dir, 'headscope'), ['bench', '--model', model, '--tokens', String(T), '--repeat', '5', ...extra[dir]]);
+  const out = execFileSync(path.join(dir, 'headscope'), [
+    'bench',
+    '--model',
+    model,
+    '--tokens',
+    String(T),
+    '--repeat',
+    '5',
+    ...extra[dir],
+  ]);
   return JSON.parse(out.toString()).forward_cpu_ms;
 }
 function nativeTrain(dir) {
-  const out = execFileSync(path.join(dir, 'headscope'), ['train', '--preset', 'induction', '--steps', '300',
-    '--log-every', '300', '--out', path.join('/tmp', `before-after-${process.pid}`), ...extra[dir]]).toString().trim().split('\n');
+  const out = execFileSync(path.join(dir, 'headscope'), [
+    'train',
+    '--preset',
+    'induction',
+    '--steps',
+    '300',
+    '--log-every',
+    '300',
+    '--out',
+    path.join('/tmp', `before-after-${process.pid}`),
+    ...extra[dir],
+  ])
+    .toString()
+    .trim()
+    .split('\n');
   return JSON.parse(out[0]).tokens_per_s;
 }
 
@@ -52,17 +83,23 @@ async function wasmModel(dir, folder) {
   const glue = await import(pathToFileURL(path.join(dir, 'headscope_wasm.js')).href + `?${path.basename(dir)}`);
   const core = await glue.default({ wasmBinary: readFileSync(path.join(dir, 'headscope_wasm.wasm')) });
   const f = (n) => readFileSync(path.join(folder, n));
-  const m = core.load(f('config.json').toString(), new Uint8Array(f('model.safetensors')), f('vocab.json').toString(),
-    f('merges.txt').toString());
+  const m = core.load(
+    f('config.json').toString(),
+    new Uint8Array(f('model.safetensors')),
+    f('vocab.json').toString(),
+    f('merges.txt').toString(),
+  );
   if (!m) throw new Error(core.lastError());
   return m;
 }
 // a text of about T tokens; two variants that differ at the first character, so each run is a full one
-const words = 'the chef who trained in paris cooked the meal quickly while the old farmer watched from his porch '.split(' ');
-const textOf = (T, first) => first + ' ' + Array.from({ length: T - 1 }, (_, i) => words[i % (words.length - 1)]).join(' ');
+const words =
+  'the chef who trained in paris cooked the meal quickly while the old farmer watched from his porch '.split(' ');
+const textOf = (T, first) =>
+  first + ' ' + Array.from({ length: T - 1 }, (_, i) => words[i % (words.length - 1)]).join(' ');
 async function wasmCase(name, models, T) {
   const texts = [textOf(T, 'A'), textOf(T, 'B')];
-  for (const side of Object.keys(sides)) for (let i = 0; i < 3; i++) models[side].run(texts[i % 2], [], false);  // warm-up
+  for (const side of Object.keys(sides)) for (let i = 0; i < 3; i++) models[side].run(texts[i % 2], [], false); // warm-up
   for (let r = 0; r < rounds; r++)
     for (const side of Object.keys(sides)) {
       const times = [];
@@ -78,7 +115,9 @@ async function wasmCase(name, models, T) {
 for (let r = 0; r < rounds; r++)
   for (const side of Object.keys(sides)) {
     record('native default model T=128 forward CPU ms', side, nativeBench(sides[side], o.model, 128));
-    if (o.gpt2) for (const T of [64, 256, 1024]) record(`native GPT-2 small T=${T} forward CPU ms`, side, nativeBench(sides[side], o.gpt2, T));
+    if (o.gpt2)
+      for (const T of [64, 256, 1024])
+        record(`native GPT-2 small T=${T} forward CPU ms`, side, nativeBench(sides[side], o.gpt2, T));
     record('native training, induction preset, tokens/s', side, nativeTrain(sides[side]));
   }
 const base = { before: await wasmModel(sides.before, o.model), after: await wasmModel(sides.after, o.model) };
@@ -89,7 +128,8 @@ if (o.gpt2) {
 }
 const report = { date: new Date().toISOString().slice(0, 10), rounds, cases: {} };
 for (const [name, v] of Object.entries(results)) {
-  const b = median(v.before), a = median(v.after);
+  const b = median(v.before),
+    a = median(v.after);
   report.cases[name] = { before: +b.toFixed(3), after: +a.toFixed(3), after_over_before: +(a / b).toFixed(3) };
 }
 const text = JSON.stringify(report, null, 1);

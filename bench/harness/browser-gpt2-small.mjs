@@ -19,40 +19,69 @@ import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server
 
 const { values: opt } = parseArgs({
   options: {
-    model: { type: 'string' }, onnx: { type: 'string' }, pkg: { type: 'string' }, out: { type: 'string' },
-    markdown: { type: 'string' }, tokens: { type: 'string', default: '256,1024' }, quick: { type: 'boolean', default: false },
+    model: { type: 'string' },
+    onnx: { type: 'string' },
+    pkg: { type: 'string' },
+    out: { type: 'string' },
+    markdown: { type: 'string' },
+    tokens: { type: 'string', default: '256,1024' },
+    quick: { type: 'boolean', default: false },
   },
 });
 if (!opt.model || !opt.onnx || !opt.pkg || !opt.out) {
-  throw new Error('usage: node bench/harness/browser-gpt2-small.mjs --model DIR --onnx DIR --pkg DIR --out FILE [--tokens 256,1024] [--quick] [--markdown OUT]');
+  throw new Error(
+    'usage: node bench/harness/browser-gpt2-small.mjs --model DIR --onnx DIR --pkg DIR --out FILE [--tokens 256,1024] [--quick] [--markdown OUT]',
+  );
 }
 const Ts = opt.tokens.split(',').map(Number);
 const log = (...a) => console.error('[browser-gpt2]', ...a);
 
 const server = await startStaticServer({
   root: path.join(ROOT, 'bench', 'harness', 'browser_page'),
-  mounts: [['/pkg/', path.resolve(opt.pkg)], ['/model/', path.resolve(opt.model)], ['/onnx/', path.resolve(opt.onnx)],
-    ['/ort/', path.join(ROOT, 'node_modules', 'onnxruntime-web', 'dist')]],
+  mounts: [
+    ['/pkg/', path.resolve(opt.pkg)],
+    ['/model/', path.resolve(opt.model)],
+    ['/onnx/', path.resolve(opt.onnx)],
+    ['/ort/', path.join(ROOT, 'node_modules', 'onnxruntime-web', 'dist')],
+  ],
   csp: DEMO_CSP,
   headers: ISOLATION_HEADERS,
 });
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
+  args: [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+  ],
 });
 const pageErrors = [];
 try {
   const page = await browser.newPage();
-  page.on('pageerror', (e) => { log('page error:', e.message); pageErrors.push(e.message); });
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') log(`console ${m.type()}: ${m.text()}`); });
+  page.on('pageerror', (e) => {
+    log('page error:', e.message);
+    pageErrors.push(e.message);
+  });
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') log(`console ${m.type()}: ${m.text()}`);
+  });
   await page.goto(server.url);
   await page.waitForFunction(() => window.__bench, null, { timeout: 30_000 });
   const env = await page.evaluate(() => ({ isolated: window.__bench.isolated, cores: window.__bench.cores }));
   if (!env.isolated) throw new Error('the bench page is not cross-origin isolated: no threads to measure');
 
   // the subjects, loaded one after the other (each holds its own copy of the weights)
-  const SUBJECTS = [['ours-1', 'ours', 1], ['ours-2', 'ours', 2], ['ort-default', 'ort', null], ['ort-2', 'ort', 2]];
+  const SUBJECTS = [
+    ['ours-1', 'ours', 1],
+    ['ours-2', 'ours', 2],
+    ['ort-default', 'ort', null],
+    ['ort-2', 'ort', 2],
+  ];
   const threads = {};
   let config = null;
   for (const [name, kind, n] of SUBJECTS) {
@@ -62,7 +91,8 @@ try {
     config ??= r.config;
     log(`${name}: ${r.threads} thread(s), loaded in ${Date.now() - t0} ms`);
   }
-  if (threads['ours-2'] !== 2) throw new Error(`the package runs ${threads['ours-2']} thread(s) where 2 were asked for`);
+  if (threads['ours-2'] !== 2)
+    throw new Error(`the package runs ${threads['ours-2']} thread(s) where 2 were asked for`);
   const call = (name, op, args) => page.evaluate(([a, b, c]) => window.__bench.call(a, b, c), [name, op, args]);
 
   // agreement first, at a short text: float32 on both sides in different orders, so the bounds of
@@ -70,15 +100,20 @@ try {
   const probe = (await call('ours-1', 'inputs', { T: 16 }))[0];
   for (const name of ['ours-1', 'ours-2', 'ort-2']) {
     const d = await page.evaluate(([a, input]) => window.__bench.agreement(a, 'ort-default', input), [name, probe]);
-    log(`agreement ${name} vs ort-default at T=16: attention ${d.attention.toExponential(2)}, logits ${d.logits.toExponential(2)}`);
-    if (!(d.attention < 1e-4) || !(d.logits < 1e-3 * Math.max(1, d.logitMax))) throw new Error(`${name} disagrees with onnxruntime-web: not timing`);
+    log(
+      `agreement ${name} vs ort-default at T=16: attention ${d.attention.toExponential(2)}, logits ${d.logits.toExponential(2)}`,
+    );
+    if (!(d.attention < 1e-4) || !(d.logits < 1e-3 * Math.max(1, d.logitMax)))
+      throw new Error(`${name} disagrees with onnxruntime-web: not timing`);
   }
 
   const rows = [];
   for (const T of Ts) {
     const inputs = await call('ours-1', 'inputs', { T });
     const long = T >= 1024;
-    const warm = opt.quick || long ? 1 : 2, rounds = opt.quick ? 1 : long ? 4 : 6, perRound = 1;
+    const warm = opt.quick || long ? 1 : 2,
+      rounds = opt.quick ? 1 : long ? 4 : 6,
+      perRound = 1;
     const samples = Object.fromEntries(SUBJECTS.map(([name]) => [name, []]));
     for (const [name] of SUBJECTS) await call(name, 'time', { inputs, runs: warm });
     // each round in another order, so that what one subject leaves behind (onnxruntime-web's
@@ -86,15 +121,23 @@ try {
     for (let r = 0; r < rounds; r++)
       for (let k = 0; k < SUBJECTS.length; k++) {
         const [name] = SUBJECTS[(k + r) % SUBJECTS.length];
-        samples[name].push(...await call(name, 'time', { inputs, runs: perRound }));
+        samples[name].push(...(await call(name, 'time', { inputs, runs: perRound })));
       }
     const s = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, stats(v)]));
     rows.push({ T, ...s });
-    log(`T=${T}: ` + Object.entries(s).map(([k, v]) => `${k} ${v.median_ms.toFixed(0)} ms`).join(', '));
+    log(
+      `T=${T}: ` +
+        Object.entries(s)
+          .map(([k, v]) => `${k} ${v.median_ms.toFixed(0)} ms`)
+          .join(', '),
+    );
   }
 
   // training on the page's default preset: the package's trainer at 1 and 2 threads, side by side
-  const TRAINERS = [['train-1', 1], ['train-2', 2]];
+  const TRAINERS = [
+    ['train-1', 1],
+    ['train-2', 2],
+  ];
   const training = { threads: {} };
   for (const [name, n] of TRAINERS) {
     const r = await page.evaluate(([a, c]) => window.__bench.start(a, 'trainer', c), [name, n]);
@@ -102,7 +145,8 @@ try {
     training.tokensPerStep = r.tokensPerStep;
     training.config = r.config;
   }
-  if (training.threads['train-2'] !== 2) throw new Error(`the trainer runs ${training.threads['train-2']} thread(s) where 2 were asked for`);
+  if (training.threads['train-2'] !== 2)
+    throw new Error(`the trainer runs ${training.threads['train-2']} thread(s) where 2 were asked for`);
   const steps = opt.quick ? 5 : 40;
   for (const [name] of TRAINERS) await call(name, 'train', { steps: opt.quick ? 2 : 20 });
   const trainMs = Object.fromEntries(TRAINERS.map(([name]) => [name, []]));
@@ -110,37 +154,64 @@ try {
     for (const [name] of TRAINERS) trainMs[name].push((await call(name, 'train', { steps })).ms);
   for (const [name] of TRAINERS) {
     const med = stats(trainMs[name]).median_ms;
-    training[name] = { median_ms_per_chunk: med, steps_per_chunk: steps, tokens_per_s: training.tokensPerStep * steps / (med / 1000) };
+    training[name] = {
+      median_ms_per_chunk: med,
+      steps_per_chunk: steps,
+      tokens_per_s: (training.tokensPerStep * steps) / (med / 1000),
+    };
   }
   log(`training: ${TRAINERS.map(([name]) => `${name} ${training[name].tokens_per_s.toFixed(0)} tokens/s`).join(', ')}`);
   if (pageErrors.length) throw new Error(`errors on the bench page: ${pageErrors.join('; ')}`);
 
-  const ortVersion = JSON.parse(readFileSync(path.join(ROOT, 'node_modules/onnxruntime-web/package.json'), 'utf8')).version;
-  const result = { chromium: browser.version(), onnxruntime_web: ortVersion, cores: env.cores, threads, config, rows, training };
+  const ortVersion = JSON.parse(
+    readFileSync(path.join(ROOT, 'node_modules/onnxruntime-web/package.json'), 'utf8'),
+  ).version;
+  const result = {
+    chromium: browser.version(),
+    onnxruntime_web: ortVersion,
+    cores: env.cores,
+    threads,
+    config,
+    rows,
+    training,
+  };
   writeFileSync(opt.out, JSON.stringify(result, null, 1) + '\n');
   const m = (r, k) => r[k].median_ms;
   const lines = [
     `Chromium ${result.chromium}, ${env.cores} cores, cross-origin isolated; onnxruntime-web ${ortVersion} (wasm backend) ` +
-    `at its default, ${threads['ort-default']} thread(s) here (min(4, ceil(cores / 2))), and at ${threads['ort-2']}; each subject in a ` +
-    'module Worker of its own on one page, run one at a time; a full run returning every attention map and the last logits to ' +
-    'JavaScript; median wall ms of interleaved runs.', '',
+      `at its default, ${threads['ort-default']} thread(s) here (min(4, ceil(cores / 2))), and at ${threads['ort-2']}; each subject in a ` +
+      'module Worker of its own on one page, run one at a time; a full run returning every attention map and the last logits to ' +
+      'JavaScript; median wall ms of interleaved runs.',
+    '',
     '| T | ours 1 thread | ours 2 threads | ORT default | ORT 2 threads | ours 2 / 1 thread | ours 2 threads / ORT default | ours / ORT, both 2 threads |',
     '|---|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.T} | ${m(r, 'ours-1').toFixed(0)} | ${m(r, 'ours-2').toFixed(0)} | ${m(r, 'ort-default').toFixed(0)} | ` +
-      `${m(r, 'ort-2').toFixed(0)} | ${(m(r, 'ours-1') / m(r, 'ours-2')).toFixed(2)}x | ${(m(r, 'ort-default') / m(r, 'ours-2')).toFixed(2)}x | ` +
-      `${(m(r, 'ort-2') / m(r, 'ours-2')).toFixed(2)}x |`),
-    '', `Training in the page (the package's trainer in a Worker, the training page's default preset: ${training.config.nLayer} layers x ` +
-    `${training.config.nHead} heads, width ${training.config.nEmbd}, ${training.tokensPerStep} tokens per step; median of ${steps}-step chunks):`, '',
-    '| trainer | 1 thread | 2 threads | 2 / 1 thread |', '|---|---|---|---|',
+    ...rows.map(
+      (r) =>
+        `| ${r.T} | ${m(r, 'ours-1').toFixed(0)} | ${m(r, 'ours-2').toFixed(0)} | ${m(r, 'ort-default').toFixed(0)} | ` +
+        `${m(r, 'ort-2').toFixed(0)} | ${(m(r, 'ours-1') / m(r, 'ours-2')).toFixed(2)}x | ${(m(r, 'ort-default') / m(r, 'ours-2')).toFixed(2)}x | ` +
+        `${(m(r, 'ort-2') / m(r, 'ours-2')).toFixed(2)}x |`,
+    ),
+    '',
+    `Training in the page (the package's trainer in a Worker, the training page's default preset: ${training.config.nLayer} layers x ` +
+      `${training.config.nHead} heads, width ${training.config.nEmbd}, ${training.tokensPerStep} tokens per step; median of ${steps}-step chunks):`,
+    '',
+    '| trainer | 1 thread | 2 threads | 2 / 1 thread |',
+    '|---|---|---|---|',
     `| tokens/s | ${training['train-1'].tokens_per_s.toFixed(0)} | ${training['train-2'].tokens_per_s.toFixed(0)} | ` +
-    `${(training['train-2'].tokens_per_s / training['train-1'].tokens_per_s).toFixed(2)}x |`,
+      `${(training['train-2'].tokens_per_s / training['train-1'].tokens_per_s).toFixed(2)}x |`,
   ];
   console.log(lines.join('\n'));
   if (opt.markdown) {
-    writeFileSync(opt.markdown, '# GPT-2 small\'s shape in Chromium, threaded, against onnxruntime-web\n\nWritten by ' +
-      '`node bench/harness/browser-gpt2-small.mjs --markdown ...` on ' + new Date().toISOString().slice(0, 16).replace('T', ' ') +
-      ` UTC, on the checkpoint of bench/shapes/make_gpt2_small.py (${config.nLayer} layers, ${config.nHead} heads, d_model ${config.nEmbd}, ` +
-      `context ${config.nPositions}, vocabulary ${config.vocabSize}); ONNX graph from bench/shapes/export_onnx.py.\n\n` + lines.join('\n') + '\n');
+    writeFileSync(
+      opt.markdown,
+      "# GPT-2 small's shape in Chromium, threaded, against onnxruntime-web\n\nWritten by " +
+        '`node bench/harness/browser-gpt2-small.mjs --markdown ...` on ' +
+        new Date().toISOString().slice(0, 16).replace('T', ' ') +
+        ` UTC, on the checkpoint of bench/shapes/make_gpt2_small.py (${config.nLayer} layers, ${config.nHead} heads, d_model ${config.nEmbd}, ` +
+        `context ${config.nPositions}, vocabulary ${config.vocabSize}); ONNX graph from bench/shapes/export_onnx.py.\n\n` +
+        lines.join('\n') +
+        '\n',
+    );
   }
 } finally {
   await browser.close();

@@ -30,7 +30,8 @@ export async function compare(subjects, { warm = 8, minRuns = 15, minMs = 250, r
     for (const n of names) {
       const { fn, before } = subjects[n];
       const s = samples[n];
-      let spent = 0, runs = 0;
+      let spent = 0,
+        runs = 0;
       while ((runs < Math.ceil(minRuns / rounds) || spent < minMs / rounds) && s.length < maxRuns) {
         if (before) await before();
         const t0 = now();

@@ -15,30 +15,44 @@ import { ROOT, compare, loadBenchModule, readModelFiles, maxAbsDiff, benchIds } 
 
 const { values: opt } = parseArgs({
   options: {
-    quick: { type: 'boolean', default: false }, 'simd-only': { type: 'boolean', default: false }, model: { type: 'string' },
-    onnx: { type: 'string' }, simd: { type: 'string' }, scalar: { type: 'string' }, pkg: { type: 'string' }, out: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    'simd-only': { type: 'boolean', default: false },
+    model: { type: 'string' },
+    onnx: { type: 'string' },
+    simd: { type: 'string' },
+    scalar: { type: 'string' },
+    pkg: { type: 'string' },
+    out: { type: 'string' },
   },
 });
 const quick = opt.quick;
 const simdOnly = opt['simd-only'];
 if (!opt.model || !opt.simd || !opt.out || (!simdOnly && (!opt.onnx || !opt.scalar || !opt.pkg)))
-  throw new Error('usage: node bench/harness/node-bench.mjs --model DIR --onnx DIR --simd DIR --scalar DIR --pkg DIR --out FILE [--quick] | --simd-only');
+  throw new Error(
+    'usage: node bench/harness/node-bench.mjs --model DIR --onnx DIR --simd DIR --scalar DIR --pkg DIR --out FILE [--quick] | --simd-only',
+  );
 const modelDir = opt.model;
 const onnxDir = opt.onnx;
 const pkgDir = opt.pkg;
 const outFile = opt.out;
 const t0run = performance.now();
 const log = (...a) => console.error(`[node +${((performance.now() - t0run) / 1000).toFixed(0)} s]`, ...a);
-const budget = quick ? 0.4 : 2.5;  // scales every minMs
+const budget = quick ? 0.4 : 2.5; // scales every minMs
 // compare()'s options; the quick run only checks that every case runs and agrees: a third of the
 // warm-up and timed runs, in 5 interleaved rounds instead of 20 (each round runs every subject once)
-const timing = ({ minMs, minRuns = 15, warm = 8 }) => (quick
-  ? { minMs, minRuns: Math.max(3, Math.ceil(minRuns / 3)), warm: Math.max(2, Math.ceil(warm / 3)), rounds: 5 }
-  : { minMs, minRuns, warm });
+const timing = ({ minMs, minRuns = 15, warm = 8 }) =>
+  quick
+    ? { minMs, minRuns: Math.max(3, Math.ceil(minRuns / 3)), warm: Math.max(2, Math.ceil(warm / 3)), rounds: 5 }
+    : { minMs, minRuns, warm };
 
 const files = readModelFiles(modelDir);
 const cfg = JSON.parse(files.config);
-const L = cfg.n_layer, NH = cfg.n_head, C = cfg.n_embd, F = cfg.n_inner ?? 4 * C, P = cfg.n_positions, V = cfg.vocab_size;
+const L = cfg.n_layer,
+  NH = cfg.n_head,
+  C = cfg.n_embd,
+  F = cfg.n_inner ?? 4 * C,
+  P = cfg.n_positions,
+  V = cfg.vocab_size;
 const ids = benchIds(P, V);
 
 // ---- subjects ---------------------------------------------------------------------------------
@@ -51,7 +65,11 @@ for (const k of ours) {
   models[k] = subj[k].loadModel(files.config, files.weights, files.vocab, files.merges);
   models[k].setIds(ids);
 }
-log('subjects:', ours.map((k) => `${k} (${JSON.stringify(subj[k].simdInfo())})`).join(', '), simdOnly ? '' : '+ onnxruntime-web');
+log(
+  'subjects:',
+  ours.map((k) => `${k} (${JSON.stringify(subj[k].simdInfo())})`).join(', '),
+  simdOnly ? '' : '+ onnxruntime-web',
+);
 
 let ortForward = null;
 const ortGemm = {};
@@ -61,14 +79,25 @@ if (!simdOnly) {
   const opts = { executionProviders: ['wasm'], graphOptimizationLevel: 'all' };
   ortForward = await ort.InferenceSession.create(readFileSync(path.join(onnxDir, 'forward.onnx')), opts);
   const manifest = JSON.parse(readFileSync(path.join(onnxDir, 'manifest.json'), 'utf8'));
-  for (const g of manifest.gemm) ortGemm[`${g.K}x${g.N}`] = await ort.InferenceSession.create(readFileSync(path.join(onnxDir, g.file)), opts);
-  if (manifest.overhead) ortGemm.overhead = await ort.InferenceSession.create(readFileSync(path.join(onnxDir, manifest.overhead)), opts);
+  for (const g of manifest.gemm)
+    ortGemm[`${g.K}x${g.N}`] = await ort.InferenceSession.create(readFileSync(path.join(onnxDir, g.file)), opts);
+  if (manifest.overhead)
+    ortGemm.overhead = await ort.InferenceSession.create(readFileSync(path.join(onnxDir, manifest.overhead)), opts);
 }
 const ortIds = (T) => ({ ids: new ort.Tensor('int64', BigInt64Array.from(ids.slice(0, T), BigInt), [1, T]) });
 
-const results = { env: { node: process.version, v8: process.versions.v8, execArgv: process.execArgv, quick }, subjects: {} };
+const results = {
+  env: { node: process.version, v8: process.versions.v8, execArgv: process.execArgv, quick },
+  subjects: {},
+};
 for (const k of ours) results.subjects[k] = subj[k].simdInfo();
-if (!simdOnly) results.subjects.ort = { package: 'onnxruntime-web', version: JSON.parse(readFileSync(path.join(ROOT, 'node_modules/onnxruntime-web/package.json'), 'utf8')).version, backend: 'wasm', threads: 1 };
+if (!simdOnly)
+  results.subjects.ort = {
+    package: 'onnxruntime-web',
+    version: JSON.parse(readFileSync(path.join(ROOT, 'node_modules/onnxruntime-web/package.json'), 'utf8')).version,
+    backend: 'wasm',
+    threads: 1,
+  };
 
 // ---- agreement: check the outputs agree before timing anything ---------------------------------
 if (!simdOnly) {
@@ -81,15 +110,29 @@ if (!simdOnly) {
       const l = maxAbsDiff(o.logitsLast, r.logits_last.data);
       let lmax = 0;
       for (const x of r.logits_last.data) lmax = Math.max(lmax, Math.abs(x));
-      results.agreement.push({ subject: k, T, attention_max_abs_diff: a, logits_max_abs_diff: l, logits_max_abs: lmax });
-      log(`agreement ${k} vs ort, T=${T}: attention ${a.toExponential(2)}, logits ${l.toExponential(2)} (|logits| <= ${lmax.toFixed(2)})`);
-      if (!(a < 1e-4) || !(l < 1e-3 * Math.max(1, lmax))) throw new Error(`outputs disagree with onnxruntime-web (${k}, T=${T}): not timing`);
+      results.agreement.push({
+        subject: k,
+        T,
+        attention_max_abs_diff: a,
+        logits_max_abs_diff: l,
+        logits_max_abs: lmax,
+      });
+      log(
+        `agreement ${k} vs ort, T=${T}: attention ${a.toExponential(2)}, logits ${l.toExponential(2)} (|logits| <= ${lmax.toFixed(2)})`,
+      );
+      if (!(a < 1e-4) || !(l < 1e-3 * Math.max(1, lmax)))
+        throw new Error(`outputs disagree with onnxruntime-web (${k}, T=${T}): not timing`);
     }
   }
 }
 
 // ---- GEMM at the model's shapes --------------------------------------------------------------
-const shapes = [[C, 3 * C, 'c_attn'], [C, C, 'c_proj'], [C, F, 'c_fc'], [F, C, 'mlp_proj']];
+const shapes = [
+  [C, 3 * C, 'c_attn'],
+  [C, C, 'c_proj'],
+  [C, F, 'c_fc'],
+  [F, C, 'mlp_proj'],
+];
 const Ms = [16, 64, P];
 results.gemm = [];
 for (const [K, N, layer] of shapes) {
@@ -114,7 +157,14 @@ for (const [K, N, layer] of shapes) {
       delete row.ort_overhead.gflops;
     }
     results.gemm.push(row);
-    log(`gemm ${layer} M=${M} K=${K} N=${N}: ` + Object.entries(row).filter(([, v]) => v.gflops).map(([k, v]) => `${k} ${v.gflops.toFixed(1)}`).join(', ') + ' GFLOP/s');
+    log(
+      `gemm ${layer} M=${M} K=${K} N=${N}: ` +
+        Object.entries(row)
+          .filter(([, v]) => v.gflops)
+          .map(([k, v]) => `${k} ${v.gflops.toFixed(1)}`)
+          .join(', ') +
+        ' GFLOP/s',
+    );
   }
   for (const k of ours) g[k].delete();
 }
@@ -128,7 +178,12 @@ for (const T of [16, 64, P]) {
   for (const k of ours) cases[k] = { fn: () => att[k].run(T, 0) };
   const s = await compare(cases, timing({ minMs: 150 * budget, minRuns: 15, warm: 8 }));
   results.attention.push({ T, ...s });
-  log(`attention T=${T}: ` + Object.entries(s).map(([k, v]) => `${k} ${v.median_ms.toFixed(3)} ms`).join(', '));
+  log(
+    `attention T=${T}: ` +
+      Object.entries(s)
+        .map(([k, v]) => `${k} ${v.median_ms.toFixed(3)} ms`)
+        .join(', '),
+  );
 }
 
 // ---- full forward against T (median, p95), with the attention kernel's share ------------------
@@ -138,16 +193,27 @@ const Ts = [];
 for (let T = 8; T <= P; T += T < 16 ? 8 : 16) if (!quick || [8, 16, 64, P].includes(T)) Ts.push(T);
 for (const T of Ts) {
   const cases = {};
-  const key = [16, 64, P].includes(T);  // the scalar build only at the tabulated T (it is slow)
+  const key = [16, 64, P].includes(T); // the scalar build only at the tabulated T (it is slow)
   const subs = ours.filter((k) => key || k !== 'scalar');
   for (const k of subs) cases[k] = { fn: () => models[k].forwardOut(T) };
-  if (!simdOnly) { const feeds = ortIds(T); cases.ort = { fn: () => ortForward.run(feeds) }; }
+  if (!simdOnly) {
+    const feeds = ortIds(T);
+    cases.ort = { fn: () => ortForward.run(feeds) };
+  }
   const s = await compare(cases, timing({ minMs: 300 * budget, minRuns: key ? 15 : 8, warm: 10 }));
-  const a = await compare(Object.fromEntries(subs.map((k) => [k, { fn: () => att[k].run(T, 0) }])), timing({ minMs: 80 * budget, warm: 3 }));
+  const a = await compare(
+    Object.fromEntries(subs.map((k) => [k, { fn: () => att[k].run(T, 0) }])),
+    timing({ minMs: 80 * budget, warm: 3 }),
+  );
   const row = { T, ...s, attention_kernel_ms: Object.fromEntries(subs.map((k) => [k, a[k].median_ms * L])) };
   results.forward.push(row);
-  log(`forward T=${T}: ` + Object.entries(s).map(([k, v]) => `${k} ${v.median_ms.toFixed(2)}/${v.p95_ms.toFixed(2)} ms`).join(', ') +
-      `; attention share (simd) ${(100 * row.attention_kernel_ms.simd / s.simd.median_ms).toFixed(0)}%`);
+  log(
+    `forward T=${T}: ` +
+      Object.entries(s)
+        .map(([k, v]) => `${k} ${v.median_ms.toFixed(2)}/${v.p95_ms.toFixed(2)} ms`)
+        .join(', ') +
+      `; attention share (simd) ${((100 * row.attention_kernel_ms.simd) / s.simd.median_ms).toFixed(0)}%`,
+  );
 }
 for (const k of ours) att[k].delete();
 
@@ -156,12 +222,23 @@ results.incremental = [];
 for (const T of [16, 64, P]) {
   const cases = {};
   for (const k of ours) cases[k] = { fn: () => models[k].incremental(T), before: () => models[k].prime(T) };
-  if (!simdOnly) { const feeds = ortIds(T); cases.ort = { fn: () => ortForward.run(feeds) }; }  // no KV cache in the graph: a full run
+  if (!simdOnly) {
+    const feeds = ortIds(T);
+    cases.ort = { fn: () => ortForward.run(feeds) };
+  } // no KV cache in the graph: a full run
   const s = await compare(cases, timing({ minMs: 150 * budget, minRuns: 20, warm: 8 }));
   results.incremental.push({ T, ...s });
-  log(`incremental T=${T}: ` + Object.entries(s).map(([k, v]) => `${k} ${v.median_ms.toFixed(3)} ms`).join(', '));
+  log(
+    `incremental T=${T}: ` +
+      Object.entries(s)
+        .map(([k, v]) => `${k} ${v.median_ms.toFixed(3)} ms`)
+        .join(', '),
+  );
 }
-if (models.simd.incremental(P) !== P) { models.simd.prime(P); if (models.simd.incremental(P) !== P - 1) throw new Error('incremental run did not reuse the cache'); }
+if (models.simd.incremental(P) !== P) {
+  models.simd.prime(P);
+  if (models.simd.incremental(P) !== P - 1) throw new Error('incremental run did not reuse the cache');
+}
 
 // ---- sizes and memory ----------------------------------------------------------------------------
 results.memory = {};
@@ -191,10 +268,13 @@ if (!simdOnly) {
   results.memory.package_wasm_memory_peak_bytes = await api.wasmMemoryBytes();
   results.memory.package_heap_used_bytes = await api.wasmHeapUsedBytes();
   results.package_api = { T: r.T, first_run_ms: t1 - t0, core_instantiate_ms: tl1 - tl0, model_load_ms: tl2 - tl1 };
-  log(`package module: wasm memory ${(before / 2 ** 20).toFixed(1)} MiB after load, ${(results.memory.package_wasm_memory_peak_bytes / 2 ** 20).toFixed(1)} MiB after a T=${r.T} run`);
+  log(
+    `package module: wasm memory ${(before / 2 ** 20).toFixed(1)} MiB after load, ${(results.memory.package_wasm_memory_peak_bytes / 2 ** 20).toFixed(1)} MiB after a T=${r.T} run`,
+  );
   // one keystroke at the end of a ~64-token text through the package's JS API, and its parts:
   // the embind calls HeadscopeModel.run makes, timed one by one on the same core
-  const typed = 'The quick brown fox jumps over the lazy dog near the river bank, while the old farmer watches from his porch and thinks about the harvest, the weather and the long winter that will come';
+  const typed =
+    'The quick brown fox jumps over the lazy dog near the river bank, while the old farmer watches from his porch and thinks about the harvest, the weather and the long winter that will come';
   const prev = typed.slice(0, -1);
   // the embind module itself (not part of the package's API), instantiated beside the package's
   const glue = await import(pathToFileURL(path.resolve(pkgDir, 'headscope_wasm.js')).href);
@@ -206,7 +286,8 @@ if (!simdOnly) {
   const coreRun = (text) => {
     const r = h.run(text, [], false);
     if (r === null) throw new Error(`Model.run failed: ${core.lastError()}`);
-    if (h.results(10, false, 0, r.tokens, r.tokens) === null) throw new Error(`Model.results failed: ${core.lastError()}`);
+    if (h.results(10, false, 0, r.tokens, r.tokens) === null)
+      throw new Error(`Model.results failed: ${core.lastError()}`);
   };
   const parts = {
     api_run: { fn: () => m.run(typed), before: () => m.run(prev) },
@@ -215,15 +296,19 @@ if (!simdOnly) {
   };
   const ps = await compare(parts, timing({ minMs: 200 * budget, minRuns: 30, warm: 8 }));
   results.package_run_parts = { T: m.run(typed).T, ...ps };
-  log(`package API, one keystroke at T=${results.package_run_parts.T}: run() ${ps.api_run.median_ms.toFixed(2)} ms; its two engine calls ${ps.core_run.median_ms.toFixed(2)} ms, tokenize alone ${ps.tokenize.median_ms.toFixed(3)} ms`);
+  log(
+    `package API, one keystroke at T=${results.package_run_parts.T}: run() ${ps.api_run.median_ms.toFixed(2)} ms; its two engine calls ${ps.core_run.median_ms.toFixed(2)} ms, tokenize alone ${ps.tokenize.median_ms.toFixed(3)} ms`,
+  );
   h.delete();
 
   // ---- all logits (the lab's loss): the package's whole run() with allLogits, which also returns
   // the loss, top-k and attention, against onnxruntime-web's graph with every position's logits and
   // the attention. Full runs on both sides: before each timed run ours runs a text that differs from
   // the first token on, so nothing is reused from the cache.
-  const ortAll = await ort.InferenceSession.create(readFileSync(path.join(onnxDir, 'forward_all_logits.onnx')),
-    { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+  const ortAll = await ort.InferenceSession.create(readFileSync(path.join(onnxDir, 'forward_all_logits.onnx')), {
+    executionProviders: ['wasm'],
+    graphOptimizationLevel: 'all',
+  });
   const words = typed.split(' ');
   const textOf = (T, first) => {
     let text = first;
@@ -236,12 +321,17 @@ if (!simdOnly) {
     const other = textOf(T, 'A');
     const Tours = m.run(text, { allLogits: true }).T;
     const feeds = ortIds(Tours);
-    const s = await compare({
-      ours: { fn: () => m.run(text, { allLogits: true }), before: () => m.run(other, { allLogits: true }) },
-      ort: { fn: () => ortAll.run(feeds) },
-    }, timing({ minMs: 300 * budget, minRuns: 10, warm: 5 }));
+    const s = await compare(
+      {
+        ours: { fn: () => m.run(text, { allLogits: true }), before: () => m.run(other, { allLogits: true }) },
+        ort: { fn: () => ortAll.run(feeds) },
+      },
+      timing({ minMs: 300 * budget, minRuns: 10, warm: 5 }),
+    );
     results.all_logits.push({ T: Tours, ...s });
-    log(`all logits T=${Tours}: package run(allLogits) ${s.ours.median_ms.toFixed(2)} ms (with the loss), onnxruntime-web ${s.ort.median_ms.toFixed(2)} ms`);
+    log(
+      `all logits T=${Tours}: package run(allLogits) ${s.ours.median_ms.toFixed(2)} ms (with the loss), onnxruntime-web ${s.ort.median_ms.toFixed(2)} ms`,
+    );
   }
   m.dispose();
 }

@@ -13,18 +13,28 @@ import { DEMO_PROBE } from './demo-probe.mjs';
 import { startStaticServer } from '../../web/server/static-server.mjs';
 
 const { values: opt } = parseArgs({
-  options: { model: { type: 'string' }, pkg: { type: 'string' }, out: { type: 'string' }, quick: { type: 'boolean', default: false }, demo: { type: 'string' } },
+  options: {
+    model: { type: 'string' },
+    pkg: { type: 'string' },
+    out: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    demo: { type: 'string' },
+  },
 });
-if (!opt.model || !opt.pkg || !opt.out) throw new Error('usage: node bench/harness/page-bench.mjs --model DIR --pkg DIR --out FILE [--quick] [--demo SITE]');
+if (!opt.model || !opt.pkg || !opt.out)
+  throw new Error('usage: node bench/harness/page-bench.mjs --model DIR --pkg DIR --out FILE [--quick] [--demo SITE]');
 const quick = opt.quick;
 const modelDir = path.resolve(opt.model);
 const pkgDir = path.resolve(opt.pkg);
 const outFile = opt.out;
-const demoDir = opt.demo ? path.resolve(opt.demo) : null;  // the built demo site (web/demo/build.sh), if any
+const demoDir = opt.demo ? path.resolve(opt.demo) : null; // the built demo site (web/demo/build.sh), if any
 const log = (...a) => console.error('[page]', ...a);
 // an uncaught exception on a measured page fails the bench (after the run, with every message)
 const pageErrors = [];
-const onPageError = (where) => (e) => { log(`${where} error:`, e.message); pageErrors.push(`${where}: ${e.message}`); };
+const onPageError = (where) => (e) => {
+  log(`${where} error:`, e.message);
+  pageErrors.push(`${where}: ${e.message}`);
+};
 
 const server = await startStaticServer({
   root: path.join(ROOT, 'bench', 'harness', 'page'),
@@ -35,23 +45,32 @@ const base = server.url;
 
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
+  args: [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+  ],
 });
 const version = browser.version();
 
 // Prose to type: at this tokenizer's ~4 characters per token, it carries T past 64.
-const TEXT = ' quick brown fox jumps over the lazy dog near the river bank, while the old farmer watches from his porch '
-  + 'and thinks about the harvest, the weather and the long winter that will come after the autumn rains. '
-  + 'In the evening the children return from school and tell him what they have learned about the history of the country, '
-  + 'about kings and presidents and the wars they fought.';
+const TEXT =
+  ' quick brown fox jumps over the lazy dog near the river bank, while the old farmer watches from his porch ' +
+  'and thinks about the harvest, the weather and the long winter that will come after the autumn rains. ' +
+  'In the evening the children return from school and tell him what they have learned about the history of the country, ' +
+  'about kings and presidents and the wars they fought.';
 
 // the quick run types only the start of it: enough for every figure at T <= 64 but one from each
 // phase, not for the T > 64 rows
 const QUICK_CHARS = 120;
 
 async function openPage(mode) {
-  const context = await browser.newContext();  // fresh: no HTTP or compiled-code cache
+  const context = await browser.newContext(); // fresh: no HTTP or compiled-code cache
   const page = await context.newPage();
   page.on('pageerror', onPageError(`bench/harness/page (${mode})`));
   await page.goto(`${base}?mode=${mode}&text=The`);
@@ -62,7 +81,7 @@ async function openPage(mode) {
 }
 
 const results = { chromium: version, modes: {} };
-for (const mode of (process.env.PAGE_BENCH_DEMO_ONLY ? [] : ['main', 'worker'])) {
+for (const mode of process.env.PAGE_BENCH_DEMO_ONLY ? [] : ['main', 'worker']) {
   // cold loads
   const cold = [];
   for (let i = 0; i < (quick ? 1 : 3); i++) {
@@ -83,14 +102,21 @@ for (const mode of (process.env.PAGE_BENCH_DEMO_ONLY ? [] : ['main', 'worker']))
   const keys = await page.evaluate(() => window.__bench.keys);
   // the build the package chose in Chromium: the relaxed-SIMD one, which a reader's Chromium loads
   const simd = await page.evaluate(() => window.__benchModel.info.simd);
-  if (!simd?.relaxedMadd) throw new Error(`bench/harness/page (${mode}) runs ${JSON.stringify(simd)}, not the relaxed-SIMD build Chromium validates`);
-  let inWorker = null, onPage = null;
+  if (!simd?.relaxedMadd)
+    throw new Error(
+      `bench/harness/page (${mode}) runs ${JSON.stringify(simd)}, not the relaxed-SIMD build Chromium validates`,
+    );
+  let inWorker = null,
+    onPage = null;
   if (mode === 'main') {
     // the same incremental run timed inside a worker and on the page, no messaging in the timed part
-    const t = 'The quick brown fox jumps over the lazy dog near the river bank, while the old farmer watches from his porch and thinks about';
+    const t =
+      'The quick brown fox jumps over the lazy dog near the river bank, while the old farmer watches from his porch and thinks about';
     inWorker = stats(await page.evaluate(([x, n]) => window.__runInWorker(x, n), [t, quick ? 30 : 80]));
     onPage = stats(await page.evaluate(([x, n]) => window.__runHere(x, n), [t, quick ? 30 : 80]));
-    log(`incremental run inside a worker: median ${inWorker.median_ms.toFixed(2)} ms; on the page: ${onPage.median_ms.toFixed(2)} ms`);
+    log(
+      `incremental run inside a worker: median ${inWorker.median_ms.toFixed(2)} ms; on the page: ${onPage.median_ms.toFixed(2)} ms`,
+    );
   }
   const ping = mode === 'worker' ? await page.evaluate((n) => window.__pingWorker(n), quick ? 40 : 100) : null;
   // the same empty round trip, sent from an input handler right after a keystroke
@@ -115,7 +141,9 @@ for (const mode of (process.env.PAGE_BENCH_DEMO_ONLY ? [] : ['main', 'worker']))
       await page.waitForFunction((k) => window.__rtt.length >= k, i + 1);
     }
     pingAfterKey = stats(await page.evaluate(() => window.__rtt));
-    log(`empty round trip sent right after a keystroke: median ${pingAfterKey.median_ms.toFixed(2)} ms, p95 ${pingAfterKey.p95_ms.toFixed(2)} ms`);
+    log(
+      `empty round trip sent right after a keystroke: median ${pingAfterKey.median_ms.toFixed(2)} ms, p95 ${pingAfterKey.p95_ms.toFixed(2)} ms`,
+    );
   }
   await context.close();
   const upTo64 = keys.filter((k) => k.T <= 64);
@@ -133,7 +161,10 @@ for (const mode of (process.env.PAGE_BENCH_DEMO_ONLY ? [] : ['main', 'worker']))
     next_frame_fraction_T_le_64: upTo64.filter((k) => k.frames <= 1).length / Math.max(1, upTo64.length),
     frames_late_T_le_64: summary(upTo64, (k) => k.frames),
     draw_T_le_64: summary(upTo64, (k) => k.draw_ms),
-    keystroke_to_paint_T_gt_64: summary(keys.filter((k) => k.T > 64), (k) => k.to_paint_ms),
+    keystroke_to_paint_T_gt_64: summary(
+      keys.filter((k) => k.T > 64),
+      (k) => k.to_paint_ms,
+    ),
     worker_round_trip: ping && stats(ping),
     worker_round_trip_after_keystroke: pingAfterKey,
     incremental_run_inside_worker: inWorker,
@@ -141,10 +172,15 @@ for (const mode of (process.env.PAGE_BENCH_DEMO_ONLY ? [] : ['main', 'worker']))
     keys,
   };
   const r = results.modes[mode];
-  if (ping) log(`empty message round trip page -> worker -> page: median ${r.worker_round_trip.median_ms.toFixed(2)} ms, p95 ${r.worker_round_trip.p95_ms.toFixed(2)} ms`);
-  log(`${mode}: cold load to first attention ${r.cold_to_first_attention_painted.median_ms.toFixed(0)} ms (median of ${cold.length}); `
-    + `keystroke-to-paint T<=64 median ${r.keystroke_to_paint_T_le_64.median_ms.toFixed(1)} p95 ${r.keystroke_to_paint_T_le_64.p95_ms.toFixed(1)} ms `
-    + `(work ${r.work_T_le_64.median_ms.toFixed(1)}/${r.work_T_le_64.p95_ms.toFixed(1)}, in the next frame ${(100 * r.next_frame_fraction_T_le_64).toFixed(0)}%; run ${r.run_T_le_64.median_ms.toFixed(1)}, draw ${r.draw_T_le_64.median_ms.toFixed(1)}), ${keys.length} keys, T up to ${r.max_T}`);
+  if (ping)
+    log(
+      `empty message round trip page -> worker -> page: median ${r.worker_round_trip.median_ms.toFixed(2)} ms, p95 ${r.worker_round_trip.p95_ms.toFixed(2)} ms`,
+    );
+  log(
+    `${mode}: cold load to first attention ${r.cold_to_first_attention_painted.median_ms.toFixed(0)} ms (median of ${cold.length}); ` +
+      `keystroke-to-paint T<=64 median ${r.keystroke_to_paint_T_le_64.median_ms.toFixed(1)} p95 ${r.keystroke_to_paint_T_le_64.p95_ms.toFixed(1)} ms ` +
+      `(work ${r.work_T_le_64.median_ms.toFixed(1)}/${r.work_T_le_64.p95_ms.toFixed(1)}, in the next frame ${(100 * r.next_frame_fraction_T_le_64).toFixed(0)}%; run ${r.run_T_le_64.median_ms.toFixed(1)}, draw ${r.draw_T_le_64.median_ms.toFixed(1)}), ${keys.length} keys, T up to ${r.max_T}`,
+  );
 }
 // ---- the project's demo page (web/demo, model in a Web Worker), measured from outside -------------
 if (demoDir) {
@@ -172,8 +208,13 @@ if (demoDir) {
   }
   // what bench/harness/demo-probe.mjs reads from the demo (its run time in #stats, headscopeDemo.renderMs and
   // result.ranOnPage): if the demo stops publishing one, its rows would silently go empty
-  for (const [field, what] of [['run_ms', '"ran in N ms" in #stats'], ['render_ms', 'window.headscopeDemo.renderMs'], ['on_page', 'window.headscopeDemo.result.ranOnPage']])
-    if (!keys.some((k) => k[field] !== null && k[field] !== undefined)) throw new Error(`web/demo no longer publishes ${what} (bench/harness/demo-probe.mjs reads it)`);
+  for (const [field, what] of [
+    ['run_ms', '"ran in N ms" in #stats'],
+    ['render_ms', 'window.headscopeDemo.renderMs'],
+    ['on_page', 'window.headscopeDemo.result.ranOnPage'],
+  ])
+    if (!keys.some((k) => k[field] !== null && k[field] !== undefined))
+      throw new Error(`web/demo no longer publishes ${what} (bench/harness/demo-probe.mjs reads it)`);
   const upTo64 = keys.filter((k) => k.T <= 64);
   results.demo = {
     page: 'web/demo (built by web/demo/build.sh), model in a Web Worker, short typing updates on the page thread',
@@ -183,16 +224,26 @@ if (demoDir) {
     max_T: keys.length ? Math.max(...keys.map((k) => k.T)) : 0,
     keystroke_to_paint_T_le_64: upTo64.length ? stats(upTo64.map((k) => k.to_paint_ms)) : null,
     keystroke_to_render_T_le_64: upTo64.length ? stats(upTo64.map((k) => k.to_render_ms)) : null,
-    run_T_le_64: upTo64.some((k) => k.run_ms !== null) ? stats(upTo64.filter((k) => k.run_ms !== null).map((k) => k.run_ms)) : null,
-    render_T_le_64: upTo64.some((k) => k.render_ms != null) ? stats(upTo64.filter((k) => k.render_ms != null).map((k) => k.render_ms)) : null,
+    run_T_le_64: upTo64.some((k) => k.run_ms !== null)
+      ? stats(upTo64.filter((k) => k.run_ms !== null).map((k) => k.run_ms))
+      : null,
+    render_T_le_64: upTo64.some((k) => k.render_ms != null)
+      ? stats(upTo64.filter((k) => k.render_ms != null).map((k) => k.render_ms))
+      : null,
     next_frame_fraction_T_le_64: upTo64.filter((k) => k.frames <= 1).length / Math.max(1, upTo64.length),
     page_thread_fraction_T_le_64: upTo64.filter((k) => k.on_page).length / Math.max(1, upTo64.length),
-    keystroke_to_paint_T_gt_64: keys.some((k) => k.T > 64) ? stats(keys.filter((k) => k.T > 64).map((k) => k.to_paint_ms)) : null,
+    keystroke_to_paint_T_gt_64: keys.some((k) => k.T > 64)
+      ? stats(keys.filter((k) => k.T > 64).map((k) => k.to_paint_ms))
+      : null,
     keys,
   };
   const d = results.demo;
-  log(`demo: cold load to first attention ${d.cold_to_first_attention_painted.median_ms.toFixed(0)} ms; keystroke-to-paint T<=64 `
-    + (d.keystroke_to_paint_T_le_64 ? `median ${d.keystroke_to_paint_T_le_64.median_ms.toFixed(1)} p95 ${d.keystroke_to_paint_T_le_64.p95_ms.toFixed(1)} ms, next frame ${(100 * d.next_frame_fraction_T_le_64).toFixed(0)}%, on the page thread ${(100 * d.page_thread_fraction_T_le_64).toFixed(0)}%` : 'no data'));
+  log(
+    `demo: cold load to first attention ${d.cold_to_first_attention_painted.median_ms.toFixed(0)} ms; keystroke-to-paint T<=64 ` +
+      (d.keystroke_to_paint_T_le_64
+        ? `median ${d.keystroke_to_paint_T_le_64.median_ms.toFixed(1)} p95 ${d.keystroke_to_paint_T_le_64.p95_ms.toFixed(1)} ms, next frame ${(100 * d.next_frame_fraction_T_le_64).toFixed(0)}%, on the page thread ${(100 * d.page_thread_fraction_T_le_64).toFixed(0)}%`
+        : 'no data'),
+  );
 }
 await browser.close();
 await server.close();

@@ -11,7 +11,11 @@
 //   typing.default_model.shown_fraction         typing.gpt2_small.typed_token.median_ms|p95_ms, typing.gpt2_small.shown_fraction
 
 /** A slug of a text: lower case, every run of other characters one '-'. */
-export const slug = (text) => String(text).toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
+export const slug = (text) =>
+  String(text)
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '');
 
 // results.ratios and results.detail, key by key: [direction, label]. Every ratio here is written as
 // the other subject's time (or rate) over ours, so higher is better; the GFLOP/s are rates, higher
@@ -30,7 +34,7 @@ const RATIO_KEYS = {
   simd_over_scalar_gemm: ['higher', 'wasm SIMD128 over wasm scalar, GEMM'],
   simd_over_scalar_attention: ['higher', 'wasm SIMD128 over wasm scalar, attention kernel'],
   simd_over_scalar_incremental: ['higher', 'wasm SIMD128 over wasm scalar, incremental update'],
-  ours_incremental_over_ort_forward: ['higher', 'our incremental update over onnxruntime-web\'s full run'],
+  ours_incremental_over_ort_forward: ['higher', "our incremental update over onnxruntime-web's full run"],
   wasm_over_native_gemm: ['higher', 'wasm over native -march=native, GEMM'],
   wasm_over_native_median: ['higher', 'wasm over native -march=native, full forward, medians'],
   wasm_over_native_sse2: ['higher', 'wasm over native SSE2, full forward, best samples'],
@@ -39,12 +43,12 @@ const RATIO_KEYS = {
   ort_gemm_gflops_geomean: [null],
   ort_gemm_gflops_best_geomean: [null],
   ort_gemm_kernel_gflops_geomean: [null],
-  ours_over_ort_gemm_kernel: ['higher', 'ours over onnxruntime-web\'s GEMM without its per-run cost'],
-  all_logits_run_over_ort: ['higher', 'run(text, { allLogits }) over onnxruntime-web\'s all-logits graph'],
+  ours_over_ort_gemm_kernel: ['higher', "ours over onnxruntime-web's GEMM without its per-run cost"],
+  all_logits_run_over_ort: ['higher', "run(text, { allLogits }) over onnxruntime-web's all-logits graph"],
   no_liftoff_over_default_forward: [null],
   no_liftoff_over_default_gemm: [null],
   simd128_throughput_probe_gflops_best: [null],
-  engine_gemm_gflops_best_max: ['higher', 'calibration: the engine\'s best GEMM sample (GFLOP/s)'],
+  engine_gemm_gflops_best_max: ['higher', "calibration: the engine's best GEMM sample (GFLOP/s)"],
   tile4x8_gemm_gflops_best_max: [null],
   engine_over_tile4x8_gemm: ['higher', 'calibration: engine GEMM over the hand-written 4x8 tile'],
 };
@@ -66,8 +70,11 @@ const unitOf = (key) => (/gflops/.test(key) ? 'GFLOP/s' : /_ms$/.test(key) ? 'ms
 const SKIP_TIMED = /^(worker_round_trip|frames_late_)/;
 const PAGE_LABEL = { main: 'bench/page, model on the page thread', worker: 'bench/page, model in a Web Worker' };
 const NAMES = {
-  work: 'keystroke to drawn (work before the frame)', keystroke_to_render: 'keystroke to its rendered state',
-  render: 'its update of every view', run: 'model run', draw: 'draw',
+  work: 'keystroke to drawn (work before the frame)',
+  keystroke_to_render: 'keystroke to its rendered state',
+  render: 'its update of every view',
+  run: 'model run',
+  draw: 'draw',
 };
 const words = (key) => {
   const m = /^(.*?)(_T_(le|gt)_(\d+))?$/.exec(key);
@@ -99,7 +106,14 @@ export function figures(results) {
 
   // targets: the value against its goal, in the direction the target states
   for (const t of r.targets ?? [])
-    add(`target.${slug(t.target)}`, `target: ${t.target}`, t.value, t.unit ?? 'x', t.lower_is_better, t.section === 'training' ? 'training' : t.section === 'page' ? 'page' : 'engine');
+    add(
+      `target.${slug(t.target)}`,
+      `target: ${t.target}`,
+      t.value,
+      t.unit ?? 'x',
+      t.lower_is_better,
+      t.section === 'training' ? 'training' : t.section === 'page' ? 'page' : 'engine',
+    );
 
   for (const src of ['ratios', 'detail']) {
     for (const [k, v] of Object.entries(r[src] ?? {})) {
@@ -109,44 +123,127 @@ export function figures(results) {
   }
 
   // our full forward and one-token update, wasm SIMD128, each T: medians (ms)
-  for (const x of r.forward ?? []) if (x.simd) add(`forward.simd.T${x.T}.median_ms`, `full forward, wasm SIMD, T = ${x.T}, median`, x.simd.median_ms, 'ms', true, 'engine');
-  for (const x of r.incremental ?? []) if (x.simd) add(`incremental.simd.T${x.T}.median_ms`, `one-token update, wasm SIMD, T = ${x.T}, median`, x.simd.median_ms, 'ms', true, 'engine');
+  for (const x of r.forward ?? [])
+    if (x.simd)
+      add(
+        `forward.simd.T${x.T}.median_ms`,
+        `full forward, wasm SIMD, T = ${x.T}, median`,
+        x.simd.median_ms,
+        'ms',
+        true,
+        'engine',
+      );
+  for (const x of r.incremental ?? [])
+    if (x.simd)
+      add(
+        `incremental.simd.T${x.T}.median_ms`,
+        `one-token update, wasm SIMD, T = ${x.T}, median`,
+        x.simd.median_ms,
+        'ms',
+        true,
+        'engine',
+      );
 
   // the package's JS API: cold start (one sample each), a keystroke's run and its parts, allLogits
   const pa = r.package_api;
   if (pa) {
-    const L = { core_instantiate_ms: 'package: cold start, instantiate the .wasm', model_load_ms: 'package: cold start, load and pack the model', first_run_ms: `package: cold start, first run (T = ${pa.T})` };
-    for (const [k, v] of Object.entries(pa)) if (/_ms$/.test(k)) add(`package_api.${k}`, L[k] ?? `package: ${words(k)}`, v, 'ms', true, 'engine');
+    const L = {
+      core_instantiate_ms: 'package: cold start, instantiate the .wasm',
+      model_load_ms: 'package: cold start, load and pack the model',
+      first_run_ms: `package: cold start, first run (T = ${pa.T})`,
+    };
+    for (const [k, v] of Object.entries(pa))
+      if (/_ms$/.test(k)) add(`package_api.${k}`, L[k] ?? `package: ${words(k)}`, v, 'ms', true, 'engine');
   }
   const pp = r.package_run_parts;
   if (pp) {
-    const L = { api_run: 'package: one keystroke, run()', core_run: 'package: one keystroke, its engine calls', tokenize: 'package: tokenizing the whole text' };
-    for (const [k, v] of Object.entries(pp)) if (isStat(v)) add(`package_run_parts.${k}.median_ms`, `${L[k] ?? `package: ${words(k)}`}, median`, v.median_ms, 'ms', true, 'engine');
+    const L = {
+      api_run: 'package: one keystroke, run()',
+      core_run: 'package: one keystroke, its engine calls',
+      tokenize: 'package: tokenizing the whole text',
+    };
+    for (const [k, v] of Object.entries(pp))
+      if (isStat(v))
+        add(
+          `package_run_parts.${k}.median_ms`,
+          `${L[k] ?? `package: ${words(k)}`}, median`,
+          v.median_ms,
+          'ms',
+          true,
+          'engine',
+        );
   }
-  for (const a of r.all_logits ?? []) if (a.ours) add(`all_logits.ours.T${a.T}.median_ms`, `package: run(text, { allLogits }), T = ${a.T}, median`, a.ours.median_ms, 'ms', true, 'engine');
+  for (const a of r.all_logits ?? [])
+    if (a.ours)
+      add(
+        `all_logits.ours.T${a.T}.median_ms`,
+        `package: run(text, { allLogits }), T = ${a.T}, median`,
+        a.ours.median_ms,
+        'ms',
+        true,
+        'engine',
+      );
 
   // page level: web/demo and bench/page's modes, medians and p95s (ms)
-  if (r.demo) for (const [k, v] of Object.entries(r.demo)) if (!SKIP_TIMED.test(k)) timed(`demo.${k}`, `web/demo: ${words(k)}`, v, 'page');
+  if (r.demo)
+    for (const [k, v] of Object.entries(r.demo))
+      if (!SKIP_TIMED.test(k)) timed(`demo.${k}`, `web/demo: ${words(k)}`, v, 'page');
   for (const [mode, m] of Object.entries(r.page?.modes ?? {}))
-    for (const [k, v] of Object.entries(m ?? {})) if (!SKIP_TIMED.test(k)) timed(`page.${mode}.${k}`, `${PAGE_LABEL[mode] ?? `bench/page, ${mode}`}: ${words(k)}`, v, 'page');
+    for (const [k, v] of Object.entries(m ?? {}))
+      if (!SKIP_TIMED.test(k))
+        timed(`page.${mode}.${k}`, `${PAGE_LABEL[mode] ?? `bench/page, ${mode}`}: ${words(k)}`, v, 'page');
 
   // training: our subjects' tokens/s (higher is better); PyTorch's is the peer's. train.html's time
   // to the first induction head is a target above.
   for (const s of r.training?.shapes ?? [])
     for (const [k, v] of Object.entries(s.subjects ?? {}))
-      if (k !== 'torch' && v && 'tokens_per_s' in v) add(`training.${s.key}.${k}.tokens_per_s`, `training, ${s.key === 'default' ? 'default preset' : s.key}: ${SUBJECTS[k] ?? k}, tokens/s`, v.tokens_per_s, 'tokens/s', false, 'training');
+      if (k !== 'torch' && v && 'tokens_per_s' in v)
+        add(
+          `training.${s.key}.${k}.tokens_per_s`,
+          `training, ${s.key === 'default' ? 'default preset' : s.key}: ${SUBJECTS[k] ?? k}, tokens/s`,
+          v.tokens_per_s,
+          'tokens/s',
+          false,
+          'training',
+        );
 
   // typing in the demo (headless Chromium): keystroke to frame and GPT-2 small's typed token are
   // times (lower is better), the keystrokes shown a fraction (higher is better)
   const ty = r.typing;
   if (ty?.default_model) {
-    timed('typing.default_model.keystroke_to_frame', 'typing, default model: keystroke to frame', ty.default_model.keystroke_to_frame, 'typing', true);
-    add('typing.default_model.shown_fraction', 'typing, default model: keystrokes shown', ty.default_model.shown_fraction, 'fraction', false, 'typing');
+    timed(
+      'typing.default_model.keystroke_to_frame',
+      'typing, default model: keystroke to frame',
+      ty.default_model.keystroke_to_frame,
+      'typing',
+      true,
+    );
+    add(
+      'typing.default_model.shown_fraction',
+      'typing, default model: keystrokes shown',
+      ty.default_model.shown_fraction,
+      'fraction',
+      false,
+      'typing',
+    );
   }
   if (ty?.gpt2_small) {
     const n = ty.gpt2_small.tokens;
-    timed('typing.gpt2_small.typed_token', `typing, GPT-2 small's shape${n ? ` at ${n} tokens` : ''}: typed token`, ty.gpt2_small.typed_token, 'typing', true);
-    add('typing.gpt2_small.shown_fraction', 'typing, GPT-2 small\'s shape: keystrokes that showed their own run', ty.gpt2_small.shown_fraction, 'fraction', false, 'typing');
+    timed(
+      'typing.gpt2_small.typed_token',
+      `typing, GPT-2 small's shape${n ? ` at ${n} tokens` : ''}: typed token`,
+      ty.gpt2_small.typed_token,
+      'typing',
+      true,
+    );
+    add(
+      'typing.gpt2_small.shown_fraction',
+      "typing, GPT-2 small's shape: keystrokes that showed their own run",
+      ty.gpt2_small.shown_fraction,
+      'fraction',
+      false,
+      'typing',
+    );
   }
   return out;
 }
@@ -166,7 +263,17 @@ export function compareFigures(current, previous, { factor = 1.5 } = {}) {
     const value = typeof c.value === 'number' && isFinite(c.value) ? c.value : null;
     const before = p && typeof p.value === 'number' && isFinite(p.value) ? p.value : null;
     const worse_by = usable(value) && usable(before) ? (c.lower_is_better ? value / before : before / value) : null;
-    return { id: c.id, label: c.label, unit: c.unit, lower_is_better: c.lower_is_better, group: c.group, value, previous: before, worse_by, regression: worse_by !== null && worse_by > factor };
+    return {
+      id: c.id,
+      label: c.label,
+      unit: c.unit,
+      lower_is_better: c.lower_is_better,
+      group: c.group,
+      value,
+      previous: before,
+      worse_by,
+      regression: worse_by !== null && worse_by > factor,
+    };
   });
 }
 
@@ -180,13 +287,21 @@ export function explainedRegressions(readmeText) {
   const lines = String(readmeText ?? '').split('\n');
   const start = lines.findIndex((l) => /^##\s+Regressions explained\s*$/.test(l));
   if (start < 0) return out;
-  let id = null, reason = '';
-  const flush = () => { if (id && reason.trim()) out.set(id, reason.trim()); id = null; reason = ''; };
+  let id = null,
+    reason = '';
+  const flush = () => {
+    if (id && reason.trim()) out.set(id, reason.trim());
+    id = null;
+    reason = '';
+  };
   for (const line of lines.slice(start + 1)) {
     if (/^#{1,2}\s/.test(line)) break;
     const m = /^[-*]\s+`([^`]+)`\s*:(.*)$/.exec(line);
-    if (m) { flush(); id = m[1].trim(); reason = m[2]; }
-    else if (id && /^\s+\S/.test(line)) reason += ' ' + line.trim();
+    if (m) {
+      flush();
+      id = m[1].trim();
+      reason = m[2];
+    } else if (id && /^\s+\S/.test(line)) reason += ' ' + line.trim();
     else flush();
   }
   flush();
@@ -197,7 +312,8 @@ const num = (x, unit) => {
   if (x === null || x === undefined || !isFinite(x)) return '–';
   if (unit === 'fraction') return `${(100 * x).toFixed(0)}%`;
   const a = Math.abs(x);
-  const s = a >= 1000 ? Math.round(x).toLocaleString('en-US') : x.toFixed(a >= 100 ? 0 : a >= 10 ? 1 : a >= 0.1 ? 2 : 4);
+  const s =
+    a >= 1000 ? Math.round(x).toLocaleString('en-US') : x.toFixed(a >= 100 ? 0 : a >= 10 ? 1 : a >= 0.1 ? 2 : 4);
   return unit && unit !== 'x' ? `${s} ${unit}` : `${s}${unit === 'x' ? 'x' : ''}`;
 };
 const factorText = (x) => `${+x.toFixed(2)}x`;
@@ -209,17 +325,26 @@ const factorText = (x) => `${+x.toFixed(2)}x`;
  */
 export function renderComparison(rows, { explained = new Map(), previousSource = {}, factor = 1.5, scope } = {}) {
   const p = previousSource ?? {};
-  const when = p.generated ? `run of ${String(p.generated).slice(0, 16).replace('T', ' ')} UTC` : 'run of an unknown date';
-  const commit = p.commit ? `commit ${p.commit}${p.files_changed ? ` with ${p.files_changed} files changed` : ''}` : 'an unknown commit';
+  const when = p.generated
+    ? `run of ${String(p.generated).slice(0, 16).replace('T', ' ')} UTC`
+    : 'run of an unknown date';
+  const commit = p.commit
+    ? `commit ${p.commit}${p.files_changed ? ` with ${p.files_changed} files changed` : ''}`
+    : 'an unknown commit';
   const md = [];
-  md.push(`The last committed full run${p.from ? ` (\`${p.from}\`)` : ''}: ${commit}, ${when}. `
-    + `Worse by: this run's time over that run's, or that run's rate over this run's (below 1: better); more than ${factorText(factor)} is marked`
-    + `${scope === 'training' ? '. Training figures only (BENCH_ONLY=train)' : ''}.`, '');
+  md.push(
+    `The last committed full run${p.from ? ` (\`${p.from}\`)` : ''}: ${commit}, ${when}. ` +
+      `Worse by: this run's time over that run's, or that run's rate over this run's (below 1: better); more than ${factorText(factor)} is marked` +
+      `${scope === 'training' ? '. Training figures only (BENCH_ONLY=train)' : ''}.`,
+    '',
+  );
   md.push('| figure | this run | last committed full run | worse by | |', '|---|---|---|---|---|');
   for (const r of rows) {
     const why = explained.get?.(r.id) ?? r.explained;
     const mark = r.regression ? `**regression (${factorText(r.worse_by)} worse)**${why ? ', explained' : ''}` : '';
-    md.push(`| ${r.label} (\`${r.id}\`) | ${num(r.value, r.unit)} | ${num(r.previous, r.unit)} | ${r.worse_by === null ? '–' : `${r.worse_by.toFixed(2)}x`} | ${mark} |`);
+    md.push(
+      `| ${r.label} (\`${r.id}\`) | ${num(r.value, r.unit)} | ${num(r.previous, r.unit)} | ${r.worse_by === null ? '–' : `${r.worse_by.toFixed(2)}x`} | ${mark} |`,
+    );
   }
   return md.join('\n') + '\n';
 }

@@ -13,23 +13,37 @@ import { chromium } from 'playwright-core';
 import { startStaticServer, DEMO_CSP } from '../../web/server/static-server.mjs';
 
 const { values: opt } = parseArgs({
-  options: { site: { type: 'string' }, out: { type: 'string' }, repeats: { type: 'string', default: '1' }, 'timeout-s': { type: 'string', default: '180' } },
+  options: {
+    site: { type: 'string' },
+    out: { type: 'string' },
+    repeats: { type: 'string', default: '1' },
+    'timeout-s': { type: 'string', default: '180' },
+  },
 });
-if (!opt.site || !opt.out) throw new Error('usage: node bench/harness/train-page-bench.mjs --site DIR --out FILE [--repeats N] [--timeout-s S]');
+if (!opt.site || !opt.out)
+  throw new Error('usage: node bench/harness/train-page-bench.mjs --site DIR --out FILE [--repeats N] [--timeout-s S]');
 const log = (...a) => console.error('[train-page]', ...a);
 const TARGET_MS = 60_000;
 
 const server = await startStaticServer({ root: path.resolve(opt.site), csp: DEMO_CSP });
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
+  args: [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+  ],
 });
 const chromiumVersion = browser.version();
 const runs = [];
 try {
   for (let i = 0; i < Number(opt.repeats); i++) {
-    const context = await browser.newContext();  // fresh: nothing cached, no trained model in IndexedDB
+    const context = await browser.newContext(); // fresh: nothing cached, no trained model in IndexedDB
     const page = await context.newPage();
     const errors = [];
     page.on('pageerror', (e) => errors.push(e.message));
@@ -42,13 +56,24 @@ try {
     await runA.locator('.train-start').click();
     let timedOut = false;
     try {
-      await page.waitForSelector('[data-run="A"][data-induction-at-ms]', { timeout: Number(opt['timeout-s']) * 1000, polling: 50 });
+      await page.waitForSelector('[data-run="A"][data-induction-at-ms]', {
+        timeout: Number(opt['timeout-s']) * 1000,
+        polling: 50,
+      });
     } catch {
       timedOut = true;
     }
     const wall = Date.now() - t0;
-    const at = await runA.evaluate((el) => ({ ms: el.dataset.inductionAtMs, step: el.dataset.inductionAtStep, steps: el.dataset.steps }));
-    const status = await runA.locator('.train-status').first().textContent().catch(() => null);
+    const at = await runA.evaluate((el) => ({
+      ms: el.dataset.inductionAtMs,
+      step: el.dataset.inductionAtStep,
+      steps: el.dataset.steps,
+    }));
+    const status = await runA
+      .locator('.train-status')
+      .first()
+      .textContent()
+      .catch(() => null);
     const run = {
       preset,
       induction_at_ms: at.ms === undefined ? null : Number(at.ms),
@@ -64,9 +89,13 @@ try {
     const shown = /([\d,]+) tokens\/s/.exec(status ?? '');
     run.page_status_tokens_per_s = shown ? Number(shown[1].replace(/,/g, '')) : null;
     // tokens/s the page trained at until then, probes included (the preset's batch 16 x T 32 per step)
-    if (run.induction_at_ms && run.induction_at_step) run.tokens_per_s = (run.induction_at_step * 16 * 32) / (run.induction_at_ms / 1000);
-    log(timedOut ? `no induction head within ${opt['timeout-s']} s (${at.steps} steps)`
-      : `run ${i + 1}: induction head at step ${run.induction_at_step}, ${(run.induction_at_ms / 1000).toFixed(1)} s of training, ${(wall / 1000).toFixed(1)} s from the click`);
+    if (run.induction_at_ms && run.induction_at_step)
+      run.tokens_per_s = (run.induction_at_step * 16 * 32) / (run.induction_at_ms / 1000);
+    log(
+      timedOut
+        ? `no induction head within ${opt['timeout-s']} s (${at.steps} steps)`
+        : `run ${i + 1}: induction head at step ${run.induction_at_step}, ${(run.induction_at_ms / 1000).toFixed(1)} s of training, ${(wall / 1000).toFixed(1)} s from the click`,
+    );
     runs.push(run);
     await context.close();
   }
@@ -75,7 +104,10 @@ try {
   await server.close();
 }
 const done = runs.filter((r) => r.induction_at_ms !== null);
-const med = (xs) => { const v = [...xs].sort((a, b) => a - b); return v.length ? v[(v.length - 1) >> 1] : null; };
+const med = (xs) => {
+  const v = [...xs].sort((a, b) => a - b);
+  return v.length ? v[(v.length - 1) >> 1] : null;
+};
 const result = {
   chromium: chromiumVersion,
   target_ms: TARGET_MS,

@@ -24,7 +24,13 @@ const { createTrainer } = await import(pathToFileURL(path.resolve(opt.pkg, 'head
 
 const trainer = await createTrainer({
   preset: 'induction',
-  config: { nLayer: shape.n_layer, nHead: shape.n_head, nEmbd: shape.n_embd, nPositions: shape.n_positions, vocabSize: shape.vocab_size },
+  config: {
+    nLayer: shape.n_layer,
+    nHead: shape.n_head,
+    nEmbd: shape.n_embd,
+    nPositions: shape.n_positions,
+    vocabSize: shape.vocab_size,
+  },
   batchSize: shape.batch_size,
   seqLen: shape.seq_len,
 });
@@ -36,10 +42,15 @@ const relaxed = probe.info.simd.relaxedMadd;
 probe.dispose();
 let loss = 0;
 for (let i = 0; i < Number(opt.warmup); i++) loss = trainer.step(1)[0];
-console.log(JSON.stringify({
-  ready: true, build: relaxed ? 'relaxed SIMD' : 'SIMD128', node: process.version,
-  spec: { ...spec.config, batchSize: spec.batchSize, seqLen: spec.seqLen }, bytes: trainer.bytes,
-}));
+console.log(
+  JSON.stringify({
+    ready: true,
+    build: relaxed ? 'relaxed SIMD' : 'SIMD128',
+    node: process.version,
+    spec: { ...spec.config, batchSize: spec.batchSize, seqLen: spec.seqLen },
+    bytes: trainer.bytes,
+  }),
+);
 
 for await (const line of createInterface({ input: process.stdin })) {
   if (!line.trim()) break;

@@ -21,12 +21,18 @@ import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server
 
 const { values: opt } = parseArgs({
   options: {
-    demo: { type: 'string' }, out: { type: 'string' }, gpt2: { type: 'string' }, quick: { type: 'boolean', default: false },
-    tokens: { type: 'string', default: '950' }, gap: { type: 'string', default: '600' }, passes: { type: 'string' },
+    demo: { type: 'string' },
+    out: { type: 'string' },
+    gpt2: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    tokens: { type: 'string', default: '950' },
+    gap: { type: 'string', default: '600' },
+    passes: { type: 'string' },
     'default-only': { type: 'boolean', default: false },
   },
 });
-if (!opt.demo || !opt.out) throw new Error('usage: node bench/harness/typing-bench.mjs --demo SITE --out FILE [--gpt2 DIR] [--quick]');
+if (!opt.demo || !opt.out)
+  throw new Error('usage: node bench/harness/typing-bench.mjs --demo SITE --out FILE [--gpt2 DIR] [--quick]');
 const log = (...a) => console.error('[typing]', ...a);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -41,27 +47,41 @@ function match({ inputs, shown }) {
 const server = await startStaticServer({
   root: path.resolve(opt.demo),
   mounts: opt.gpt2 ? [['/model/', path.resolve(opt.gpt2)]] : [],
-  csp: DEMO_CSP, headers: ISOLATION_HEADERS,
+  csp: DEMO_CSP,
+  headers: ISOLATION_HEADERS,
 });
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  args: [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+  ],
 });
 const pageErrors = [];
 async function openDemo(query) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   await page.addInitScript(DEMO_PROBE);
-  page.on('pageerror', (e) => { log('page error:', e.message); pageErrors.push(e.message); });
+  page.on('pageerror', (e) => {
+    log('page error:', e.message);
+    pageErrors.push(e.message);
+  });
   await page.goto(`${server.url}index.html?${query}`);
   await page.waitForFunction(() => window.headscopeDemo?.result, null, { timeout: 300_000 });
   return { context, page };
 }
 // until the page has nothing to run (the runner idle) and two frames have passed
-const settle = (page) => page.evaluate(async () => {
-  await window.headscopeDemo.idle();
-  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
-});
+const settle = (page) =>
+  page.evaluate(async () => {
+    await window.headscopeDemo.idle();
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  });
 
 const out = { chromium: browser.version(), site: path.resolve(opt.demo) };
 
@@ -77,7 +97,10 @@ const out = { chromium: browser.version(), site: path.resolve(opt.demo) };
     await settle(page);
     await page.focus('#text');
     await page.keyboard.press('End');
-    await page.evaluate(() => { window.__typing.inputs = []; window.__typing.shown = []; });
+    await page.evaluate(() => {
+      window.__typing.inputs = [];
+      window.__typing.shown = [];
+    });
     for (const ch of chars) {
       await page.keyboard.type(ch);
       await sleep(120);
@@ -89,30 +112,53 @@ const out = { chromium: browser.version(), site: path.resolve(opt.demo) };
   }
   const shown = all.filter((x) => x !== null);
   out.default_model = {
-    text: SENTENCE, typed_per_pass: chars.length, passes, gap_ms: 120,
-    keystrokes: all.length, shown: shown.length, shown_fraction: shown.length / Math.max(1, all.length),
+    text: SENTENCE,
+    typed_per_pass: chars.length,
+    passes,
+    gap_ms: 120,
+    keystrokes: all.length,
+    shown: shown.length,
+    shown_fraction: shown.length / Math.max(1, all.length),
     keystroke_to_frame: stats(shown),
   };
   const d = out.default_model;
-  log(`default model: keystroke to frame p50 ${d.keystroke_to_frame.median_ms.toFixed(1)} ms, p95 ${d.keystroke_to_frame.p95_ms.toFixed(1)} ms; ${d.shown} of ${d.keystrokes} keystrokes shown`);
+  log(
+    `default model: keystroke to frame p50 ${d.keystroke_to_frame.median_ms.toFixed(1)} ms, p95 ${d.keystroke_to_frame.p95_ms.toFixed(1)} ms; ${d.shown} of ${d.keystrokes} keystrokes shown`,
+  );
 }
 
 // ---- 2. a GPT-2-shaped folder at about TOKENS tokens, a word every GAP ms ------------------------
 if (opt.gpt2 && !opt['default-only']) {
-  const TOKENS = Number(opt.tokens), GAP = Number(opt.gap), KEYS = opt.quick ? 5 : 12;
+  const TOKENS = Number(opt.tokens),
+    GAP = Number(opt.gap),
+    KEYS = opt.quick ? 5 : 12;
   const { context, page } = await openDemo(`model=${encodeURIComponent('/model/')}&text=Short.`);
-  const info = await page.evaluate(() => ({ ...window.headscopeDemo.model.info.config, threads: window.headscopeDemo.model.info.threads }));
-  const PROSE = 'the chef who trained in paris cooked the meal quickly while the guests waited in the garden and talked about the long summer';
-  const text = await page.evaluate(async ({ prose, n }) => {
-    const words = prose.split(' ');
-    const long = Array.from({ length: Math.ceil(n / 1.1) + 50 }, (_, i) => words[i % words.length]).join(' ');
-    const tokens = await window.headscopeDemo.model.tokenize(long);
-    return long.slice(0, tokens[n].start);
-  }, { prose: PROSE, n: TOKENS });
+  const info = await page.evaluate(() => ({
+    ...window.headscopeDemo.model.info.config,
+    threads: window.headscopeDemo.model.info.threads,
+  }));
+  const PROSE =
+    'the chef who trained in paris cooked the meal quickly while the guests waited in the garden and talked about the long summer';
+  const text = await page.evaluate(
+    async ({ prose, n }) => {
+      const words = prose.split(' ');
+      const long = Array.from({ length: Math.ceil(n / 1.1) + 50 }, (_, i) => words[i % words.length]).join(' ');
+      const tokens = await window.headscopeDemo.model.tokenize(long);
+      return long.slice(0, tokens[n].start);
+    },
+    { prose: PROSE, n: TOKENS },
+  );
   // The lab measures the model's roles once, on probe texts of its own, at the reader's first pause;
   // those runs take the engine's cache (as at a7433ea, where this figure was first taken), so the
   // typing is timed after them
-  await page.waitForFunction(() => /Induction measured|could not run|no probe/.test(document.querySelector('.hs-lab-roles-status')?.textContent ?? ''), null, { timeout: 600_000 });
+  await page.waitForFunction(
+    () =>
+      /Induction measured|could not run|no probe/.test(
+        document.querySelector('.hs-lab-roles-status')?.textContent ?? '',
+      ),
+    null,
+    { timeout: 600_000 },
+  );
   const t0 = Date.now();
   await page.fill('#text', text);
   await page.waitForFunction((t) => window.headscopeDemo.result?.text === t, text, { timeout: 900_000 });
@@ -124,7 +170,10 @@ if (opt.gpt2 && !opt['default-only']) {
   await settle(page);
   await page.focus('#text');
   await page.keyboard.press('End');
-  await page.evaluate(() => { window.__typing.inputs = []; window.__typing.shown = []; });
+  await page.evaluate(() => {
+    window.__typing.inputs = [];
+    window.__typing.shown = [];
+  });
   const words = ' and then the guests ate it in the garden before the rain came down'.split(/(?= )/);
   for (let k = 0; k < KEYS; k++) {
     await page.keyboard.insertText(words[k % words.length]); // one input event: one new token
@@ -135,15 +184,27 @@ if (opt.gpt2 && !opt['default-only']) {
   await context.close();
   const shown = m.filter((x) => x !== null);
   out.gpt2_small = {
-    model: { n_layer: info.nLayer, n_head: info.nHead, n_embd: info.nEmbd, n_positions: info.nPositions, threads: info.threads },
-    tokens: TOKENS, gap_ms: GAP, first_run_ms: firstRunMs,
-    keystrokes: m.length, shown: shown.length, shown_fraction: shown.length / Math.max(1, m.length),
+    model: {
+      n_layer: info.nLayer,
+      n_head: info.nHead,
+      n_embd: info.nEmbd,
+      n_positions: info.nPositions,
+      threads: info.threads,
+    },
+    tokens: TOKENS,
+    gap_ms: GAP,
+    first_run_ms: firstRunMs,
+    keystrokes: m.length,
+    shown: shown.length,
+    shown_fraction: shown.length / Math.max(1, m.length),
     typed_token: shown.length ? stats(shown) : null,
     per_key_ms: m.map((x) => (x === null ? null : Math.round(x))),
   };
   const g = out.gpt2_small;
-  log(`GPT-2 (${info.nLayer} x ${info.nHead}, width ${info.nEmbd}, ${info.threads} threads) at ${TOKENS} tokens: first run ${(firstRunMs / 1000).toFixed(1)} s; `
-    + `typed token median ${g.typed_token?.median_ms.toFixed(0)} ms, p95 ${g.typed_token?.p95_ms.toFixed(0)} ms; ${g.shown} of ${g.keystrokes} keystrokes shown (${g.per_key_ms.join(', ')})`);
+  log(
+    `GPT-2 (${info.nLayer} x ${info.nHead}, width ${info.nEmbd}, ${info.threads} threads) at ${TOKENS} tokens: first run ${(firstRunMs / 1000).toFixed(1)} s; ` +
+      `typed token median ${g.typed_token?.median_ms.toFixed(0)} ms, p95 ${g.typed_token?.p95_ms.toFixed(0)} ms; ${g.shown} of ${g.keystrokes} keystrokes shown (${g.per_key_ms.join(', ')})`,
+  );
 }
 
 await browser.close();

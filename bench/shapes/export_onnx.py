@@ -8,6 +8,7 @@
                    M dynamic: ORT's Gemm at the same shapes as our matmul_forward.
 Usage: /usr/bin/python3 bench/shapes/export_onnx.py MODEL_DIR OUT_DIR
 """
+
 import json
 import os
 import sys
@@ -46,7 +47,7 @@ class Forward(nn.Module):
             q = q.view(B, T_, NH, HS).transpose(1, 2)
             k = k.view(B, T_, NH, HS).transpose(1, 2)
             v = v.view(B, T_, NH, HS).transpose(1, 2)
-            att = (q @ k.transpose(-2, -1)) * (1.0 / HS ** 0.5)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / HS**0.5)
             mask = torch.tril(torch.ones(T_, T_, dtype=torch.bool))
             att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
             atts.append(att[0])
@@ -86,33 +87,63 @@ def main():
         ref_logits = m(ids)[0, -1]
         logits, att = f(ids)
         assert torch.allclose(logits[0], ref_logits, atol=1e-4), "wrapper differs from GPT2.forward"
-        torch.onnx.export(f, (ids,), os.path.join(out, "forward.onnx"), input_names=["ids"],
-                          output_names=["logits_last", "attention"],
-                          dynamic_axes={"ids": {1: "T"}, "attention": {2: "T", 3: "T"}}, opset_version=OPSET)
+        torch.onnx.export(
+            f,
+            (ids,),
+            os.path.join(out, "forward.onnx"),
+            input_names=["ids"],
+            output_names=["logits_last", "attention"],
+            dynamic_axes={"ids": {1: "T"}, "attention": {2: "T", 3: "T"}},
+            opset_version=OPSET,
+        )
         # the same with every position's logits: what the package's run(text, { allLogits }) returns
         fa = Forward(m, all_logits=True)
         logits_all, _ = fa(ids)
         assert torch.allclose(logits_all[-1], ref_logits, atol=1e-4), "all-logits wrapper differs from GPT2.forward"
-        torch.onnx.export(fa, (ids,), os.path.join(out, "forward_all_logits.onnx"), input_names=["ids"],
-                          output_names=["logits", "attention"],
-                          dynamic_axes={"ids": {1: "T"}, "logits": {0: "T"}, "attention": {2: "T", 3: "T"}},
-                          opset_version=OPSET)
+        torch.onnx.export(
+            fa,
+            (ids,),
+            os.path.join(out, "forward_all_logits.onnx"),
+            input_names=["ids"],
+            output_names=["logits", "attention"],
+            dynamic_axes={"ids": {1: "T"}, "logits": {0: "T"}, "attention": {2: "T", 3: "T"}},
+            opset_version=OPSET,
+        )
         b0 = m.h[0]
         shapes = []
-        for name, lin in [("c_attn", b0.attn.c_attn), ("c_proj", b0.attn.c_proj), ("c_fc", b0.mlp.c_fc),
-                          ("mlp_proj", b0.mlp.c_proj)]:
+        for name, lin in [
+            ("c_attn", b0.attn.c_attn),
+            ("c_proj", b0.attn.c_proj),
+            ("c_fc", b0.mlp.c_fc),
+            ("mlp_proj", b0.mlp.c_proj),
+        ]:
             K, N = lin.weight.shape
             fn = "gemm_%d_%d.onnx" % (K, N)
-            torch.onnx.export(Linear(lin.weight, lin.bias), (torch.randn(16, K),), os.path.join(out, fn),
-                              input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "M"}, "y": {0: "M"}},
-                              opset_version=OPSET)
+            torch.onnx.export(
+                Linear(lin.weight, lin.bias),
+                (torch.randn(16, K),),
+                os.path.join(out, fn),
+                input_names=["x"],
+                output_names=["y"],
+                dynamic_axes={"x": {0: "M"}, "y": {0: "M"}},
+                opset_version=OPSET,
+            )
             shapes.append({"layer": name, "K": int(K), "N": int(N), "file": fn})
         # onnxruntime-web's per-run cost without a GEMM: one Neg over an input of the GEMM's input shape
-        torch.onnx.export(Neg(), (torch.randn(16, 160),), os.path.join(out, "overhead.onnx"), input_names=["x"],
-                          output_names=["y"], dynamic_axes={"x": {0: "M", 1: "K"}, "y": {0: "M", 1: "K"}},
-                          opset_version=OPSET)
-    json.dump({"config": cfg, "gemm": shapes, "overhead": "overhead.onnx", "opset": OPSET, "torch": torch.__version__},
-              open(os.path.join(out, "manifest.json"), "w"), indent=2)
+        torch.onnx.export(
+            Neg(),
+            (torch.randn(16, 160),),
+            os.path.join(out, "overhead.onnx"),
+            input_names=["x"],
+            output_names=["y"],
+            dynamic_axes={"x": {0: "M", 1: "K"}, "y": {0: "M", 1: "K"}},
+            opset_version=OPSET,
+        )
+    json.dump(
+        {"config": cfg, "gemm": shapes, "overhead": "overhead.onnx", "opset": OPSET, "torch": torch.__version__},
+        open(os.path.join(out, "manifest.json"), "w"),
+        indent=2,
+    )
     print("exported", out)
 
 

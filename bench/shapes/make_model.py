@@ -5,6 +5,7 @@ Shape from scripts/train/configs.json ("headscope-base"); tokenizer files from t
 (.cache/tokenizer-5120) or, failing that, from any shipped model.
 Usage: /usr/bin/python3 bench/shapes/make_model.py OUT_DIR
 """
+
 import json
 import os
 import shutil
@@ -23,8 +24,10 @@ def main():
     torch.manual_seed(1234)
     GPT2(shape).save_hf(out)
     for cand in [os.path.join(ROOT, ".cache", "tokenizer-5120")] + [
-            os.path.join(ROOT, "web", "models", m) for m in sorted(os.listdir(os.path.join(ROOT, "web", "models")))
-            if os.path.isdir(os.path.join(ROOT, "web", "models", m))]:
+        os.path.join(ROOT, "web", "models", m)
+        for m in sorted(os.listdir(os.path.join(ROOT, "web", "models")))
+        if os.path.isdir(os.path.join(ROOT, "web", "models", m))
+    ]:
         if os.path.exists(os.path.join(cand, "vocab.json")) and os.path.exists(os.path.join(cand, "merges.txt")):
             vocab = json.load(open(os.path.join(cand, "vocab.json")))
             if len(vocab) <= shape["vocab_size"]:

@@ -13,6 +13,7 @@ prints {"steps": N, "seconds": s, "loss": x}. An empty line or EOF ends it.
   /usr/bin/python3 bench/shapes/train_torch.py '{"n_layer":2,"n_head":4,"n_embd":64,"n_positions":32,
       "vocab_size":48,"batch_size":16,"seq_len":32}' [--warmup 20] [--foreach]
 """
+
 import json
 import os
 import sys
@@ -36,8 +37,9 @@ def main():
     model = GPT2(cfg)
     model.train()
     # foreach=None is PyTorch 1.13's default on CPU (one kernel per tensor); --foreach: the multi-tensor path
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                            foreach=True if foreach else None)
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, foreach=True if foreach else None
+    )
     params = list(model.parameters())
 
     def step():
@@ -52,8 +54,18 @@ def main():
 
     for _ in range(warmup):
         step()
-    print(json.dumps({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads(),
-                      "parameters": sum(p.numel() for p in params), "foreach": foreach}), flush=True)
+    print(
+        json.dumps(
+            {
+                "ready": True,
+                "torch": torch.__version__,
+                "threads": torch.get_num_threads(),
+                "parameters": sum(p.numel() for p in params),
+                "foreach": foreach,
+            }
+        ),
+        flush=True,
+    )
     for line in sys.stdin:
         line = line.strip()
         if not line:

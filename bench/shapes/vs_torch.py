@@ -26,6 +26,7 @@ Usage: /usr/bin/python3 bench/shapes/vs_torch.py [--family gpt2|llama] [--cli bu
 (--markdown writes the tables, the targets and the machine's load, e.g. to bench/results/gpt2-small-native.md
 or bench/results/llama-small-native.md)
 """
+
 import argparse
 import json
 import math
@@ -43,8 +44,10 @@ import torch.nn.functional as F  # noqa: E402
 from gpt2_torch import GPT2, gelu_new  # noqa: E402
 from llama_torch import LlamaFamily, rope_cos_sin, rope_inv_freq  # noqa: E402
 
-TEXT = ("Attention heads in a transformer each compute a weighted average of the value vectors of "
-        "earlier positions; some attend to the previous token.")
+TEXT = (
+    "Attention heads in a transformer each compute a weighted average of the value vectors of "
+    "earlier positions; some attend to the previous token."
+)
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "models", "llama-gqa")
 SHAPES = os.path.join(ROOT, "bench", "shapes")
 
@@ -95,8 +98,9 @@ def torch_forward(model, ids):
 
 
 def check_correctness(cli, model_dir, model):
-    out = subprocess.run([cli, "run", "--model", model_dir, "--text", TEXT, "--json"], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [cli, "run", "--model", model_dir, "--text", TEXT, "--json"], check=True, capture_output=True, text=True
+    ).stdout
     r = json.loads(out)
     ids = torch.tensor(r["ids"])
     logits, atts = torch_forward(model, ids)
@@ -123,8 +127,10 @@ def check_correctness(cli, model_dir, model):
     tol_att = 1e-4
     ok = d_logits <= tol_logits and d_att <= tol_att
     text = "" if isinstance(model, GPT2) else f" (of a {len(TEXT)}-character text)"
-    print(f"correctness on {len(r['ids'])} tokens{text}: logits max |diff| {d_logits:.2e} (tolerance {tol_logits:.1e}), "
-          f"attention max |diff| {d_att:.2e} (tolerance {tol_att:.0e}): {'ok' if ok else 'FAILED'}")
+    print(
+        f"correctness on {len(r['ids'])} tokens{text}: logits max |diff| {d_logits:.2e} (tolerance {tol_logits:.1e}), "
+        f"attention max |diff| {d_att:.2e} (tolerance {tol_att:.0e}): {'ok' if ok else 'FAILED'}"
+    )
     return ok, d_logits, d_att, len(r["ids"])
 
 
@@ -144,9 +150,25 @@ def time_torch(model, T, repeat):
 
 def headscope_bench(a, T, threads):
     """`headscope bench` at T tokens on that many threads (its JSON)."""
-    ours = json.loads(subprocess.run([a.cli, "bench", "--model", a.model, "--tokens", str(T), "--repeat",
-                                      str(a.repeat), "--threads", str(threads)], check=True, capture_output=True,
-                                     text=True).stdout)
+    ours = json.loads(
+        subprocess.run(
+            [
+                a.cli,
+                "bench",
+                "--model",
+                a.model,
+                "--tokens",
+                str(T),
+                "--repeat",
+                str(a.repeat),
+                "--threads",
+                str(threads),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
     if ours.get("threads") != threads:
         raise SystemExit(f"headscope bench ran {ours.get('threads')} threads, asked for {threads}")
     return ours
@@ -168,8 +190,16 @@ def time_threads(a, model, counts):
             ours = headscope_bench(a, T, n)
             torch.set_num_threads(n)
             pt_ms, _ = time_torch(model, T, a.repeat)
-            rows.append({"tokens": T, "threads": n, "ours_ms": ours["forward_ms"], "torch_ms": pt_ms,
-                         "incremental_ms": ours["incremental_ms"], "speed_ratio": pt_ms / ours["forward_ms"]})
+            rows.append(
+                {
+                    "tokens": T,
+                    "threads": n,
+                    "ours_ms": ours["forward_ms"],
+                    "torch_ms": pt_ms,
+                    "incremental_ms": ours["incremental_ms"],
+                    "speed_ratio": pt_ms / ours["forward_ms"],
+                }
+            )
     one = {r["tokens"]: r for r in rows if r["threads"] == 1}
     for r in rows:
         if r["tokens"] in one:
@@ -181,22 +211,33 @@ def time_threads(a, model, counts):
 def threads_table(rows, repeat):
     """The threads section of the report: the table and its targets (2 threads on this machine)."""
     targets = {256: 1.6, 1024: 1.75}  # 2 threads over one
-    lines = ["", "## Threads", "",
-             f"`headscope bench --threads N` against PyTorch with `torch.set_num_threads(N)`, wall time (medians of {repeat}); "
-             f"speed-ups are over the same side's 1 thread. Load average now {load_average()}.", "",
-             "| T | threads | headscope ms | PyTorch ms | headscope / PyTorch speed | headscope speed-up | PyTorch speed-up | incremental update ms |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## Threads",
+        "",
+        f"`headscope bench --threads N` against PyTorch with `torch.set_num_threads(N)`, wall time (medians of {repeat}); "
+        f"speed-ups are over the same side's 1 thread. Load average now {load_average()}.",
+        "",
+        "| T | threads | headscope ms | PyTorch ms | headscope / PyTorch speed | headscope speed-up | PyTorch speed-up | incremental update ms |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['tokens']} | {r['threads']} | {r['ours_ms']:.1f} | {r['torch_ms']:.1f} | {r['speed_ratio']:.2f}x | "
-                     f"{r.get('speedup_over_1', float('nan')):.2f}x | {r.get('torch_speedup_over_1', float('nan')):.2f}x | {r['incremental_ms']:.2f} |")
+        lines.append(
+            f"| {r['tokens']} | {r['threads']} | {r['ours_ms']:.1f} | {r['torch_ms']:.1f} | {r['speed_ratio']:.2f}x | "
+            f"{r.get('speedup_over_1', float('nan')):.2f}x | {r.get('torch_speedup_over_1', float('nan')):.2f}x | {r['incremental_ms']:.2f} |"
+        )
     lines += ["", "| target | measured | met |", "|---|---|---|"]
     for r in rows:
         if r["threads"] == 2 and r["tokens"] in targets and "speedup_over_1" in r:
             t = targets[r["tokens"]]
-            lines.append(f"| 2 threads >= {t}x one thread at T = {r['tokens']} | {r['speedup_over_1']:.2f}x | {'yes' if r['speedup_over_1'] >= t else '**no**'} |")
+            lines.append(
+                f"| 2 threads >= {t}x one thread at T = {r['tokens']} | {r['speedup_over_1']:.2f}x | {'yes' if r['speedup_over_1'] >= t else '**no**'} |"
+            )
     for r in rows:
         if r["threads"] == 2:
-            lines.append(f"| 2 threads >= 1.5x PyTorch with 2 threads at T = {r['tokens']} | {r['speed_ratio']:.2f}x | {'yes' if r['speed_ratio'] >= 1.5 else '**no**'} |")
+            lines.append(
+                f"| 2 threads >= 1.5x PyTorch with 2 threads at T = {r['tokens']} | {r['speed_ratio']:.2f}x | {'yes' if r['speed_ratio'] >= 1.5 else '**no**'} |"
+            )
     return lines
 
 
@@ -208,18 +249,29 @@ def gpt2_report(a, model, correctness):
     for T in ints(a.tokens):
         ours = headscope_bench(a, T, 1)
         pt_ms, pt_cpu_ms = time_torch(model, T, a.repeat)
-        rows.append({"tokens": T, "ours": ours, "torch_ms": pt_ms, "torch_cpu_ms": pt_cpu_ms,
-                     "speed_ratio": pt_ms / ours["forward_ms"], "cpu_speed_ratio": pt_cpu_ms / ours["forward_cpu_ms"]})
+        rows.append(
+            {
+                "tokens": T,
+                "ours": ours,
+                "torch_ms": pt_ms,
+                "torch_cpu_ms": pt_cpu_ms,
+                "speed_ratio": pt_ms / ours["forward_ms"],
+                "cpu_speed_ratio": pt_cpu_ms / ours["forward_cpu_ms"],
+            }
+        )
     thread_rows = time_threads(a, model, ints(a.threads))
     torch.set_num_threads(1)
     torch_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     base = rows[0]
-    lines = [f"simd {rows[0]['ours']['simd']}, torch {torch.__version__} with 1 thread; medians of {a.repeat}; "
-             "each cell wall time / CPU time (the cores are shared with other jobs: CPU time leaves out the "
-             "time a process waited for a core, so its ratios are the fairer comparison)", "",
-             "| T | headscope full forward ms | PyTorch ms | headscope / PyTorch speed | headscope ms per token"
-             f" (vs T = {base['tokens']}) | PyTorch ms per token | incremental update ms | load ms | RSS after load / peak MB |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"simd {rows[0]['ours']['simd']}, torch {torch.__version__} with 1 thread; medians of {a.repeat}; "
+        "each cell wall time / CPU time (the cores are shared with other jobs: CPU time leaves out the "
+        "time a process waited for a core, so its ratios are the fairer comparison)",
+        "",
+        "| T | headscope full forward ms | PyTorch ms | headscope / PyTorch speed | headscope ms per token"
+        f" (vs T = {base['tokens']}) | PyTorch ms per token | incremental update ms | load ms | RSS after load / peak MB |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         o = r["ours"]
         per_tok = o["forward_ms"] / r["tokens"]
@@ -232,52 +284,86 @@ def gpt2_report(a, model, correctness):
             f"{per_tok:.2f} ({r['per_token_vs_first']:.2f}x) / {per_tok_cpu:.2f} ({r['per_token_vs_first_cpu']:.2f}x) | "
             f"{r['torch_ms'] / r['tokens']:.2f} / {r['torch_cpu_ms'] / r['tokens']:.2f} | "
             f"{o['incremental_ms']:.1f} / {o['incremental_cpu_ms']:.1f} | {o['load_ms']:.0f} | "
-            f"{o['rss_after_load_mb']:.0f} / {o['peak_rss_mb']:.0f} |")
+            f"{o['rss_after_load_mb']:.0f} / {o['peak_rss_mb']:.0f} |"
+        )
     weight_mb = rows[0]["ours"]["weight_mb"]
     rss_ratio = rows[0]["ours"]["rss_after_load_mb"] / weight_mb
-    lines += ["", f"Weights {weight_mb:.0f} MB as the engine holds them (float32, packed); file "
-              f"{os.path.getsize(os.path.join(a.model, 'model.safetensors')) / 2**20:.0f} MB (with the mask buffers); "
-              f"resident after loading {rows[0]['ours']['rss_after_load_mb']:.0f} MB = {rss_ratio:.2f}x the weights; "
-              f"this PyTorch process's peak RSS {torch_rss_mb:.0f} MB.",
-              f"Correctness on a {len(TEXT)}-character text: logits max |diff| {d_logits:.1e}, attention max |diff| "
-              f"{d_att:.1e} ({'within' if ok else 'OUTSIDE'} the tolerances stated in bench/shapes/vs_torch.py).",
-              f"Load average during the run: {load_average()}.", "",
-              "| target | measured (wall / CPU) | met (CPU) |", "|---|---|---|"]
+    lines += [
+        "",
+        f"Weights {weight_mb:.0f} MB as the engine holds them (float32, packed); file "
+        f"{os.path.getsize(os.path.join(a.model, 'model.safetensors')) / 2**20:.0f} MB (with the mask buffers); "
+        f"resident after loading {rows[0]['ours']['rss_after_load_mb']:.0f} MB = {rss_ratio:.2f}x the weights; "
+        f"this PyTorch process's peak RSS {torch_rss_mb:.0f} MB.",
+        f"Correctness on a {len(TEXT)}-character text: logits max |diff| {d_logits:.1e}, attention max |diff| "
+        f"{d_att:.1e} ({'within' if ok else 'OUTSIDE'} the tolerances stated in bench/shapes/vs_torch.py).",
+        f"Load average during the run: {load_average()}.",
+        "",
+        "| target | measured (wall / CPU) | met (CPU) |",
+        "|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| native >= 1.5x PyTorch (1 thread) at T = {r['tokens']} | {r['speed_ratio']:.2f}x / "
-                     f"{r['cpu_speed_ratio']:.2f}x | {'yes' if r['cpu_speed_ratio'] >= 1.5 else '**no**'} |")
+        lines.append(
+            f"| native >= 1.5x PyTorch (1 thread) at T = {r['tokens']} | {r['speed_ratio']:.2f}x / "
+            f"{r['cpu_speed_ratio']:.2f}x | {'yes' if r['cpu_speed_ratio'] >= 1.5 else '**no**'} |"
+        )
     last = rows[-1]
-    lines.append(f"| time per token at T = {last['tokens']} <= 2x that at T = {base['tokens']} | "
-                 f"{last['per_token_vs_first']:.2f}x / {last['per_token_vs_first_cpu']:.2f}x | "
-                 f"{'yes' if last['per_token_vs_first_cpu'] <= 2 else '**no**'} |")
-    lines.append(f"| resident after loading <= 1.15x the weights | {rss_ratio:.2f}x | {'yes' if rss_ratio <= 1.15 else '**no**'} |")
+    lines.append(
+        f"| time per token at T = {last['tokens']} <= 2x that at T = {base['tokens']} | "
+        f"{last['per_token_vs_first']:.2f}x / {last['per_token_vs_first_cpu']:.2f}x | "
+        f"{'yes' if last['per_token_vs_first_cpu'] <= 2 else '**no**'} |"
+    )
+    lines.append(
+        f"| resident after loading <= 1.15x the weights | {rss_ratio:.2f}x | {'yes' if rss_ratio <= 1.15 else '**no**'} |"
+    )
     lines += threads_table(thread_rows, a.repeat)
     gemm_rows = []
     if a.gemm:
-        out = subprocess.run([a.gemm] + (["--quick"] if a.quick else []), check=True, capture_output=True, text=True).stdout
+        out = subprocess.run(
+            [a.gemm] + (["--quick"] if a.quick else []), check=True, capture_output=True, text=True
+        ).stdout
         gemm_rows = [json.loads(line) for line in out.splitlines() if line.strip()]
-        lines += ["", "## GEMM and attention kernels alone", "",
-                  f"`{os.path.relpath(a.gemm, ROOT)}{' --quick' if a.quick else ''}` (thread CPU time, medians), y (M, N) = x (M, K) @ W (K, N) + b "
-                  "at GPT-2 small's linear layers: the engine's blocked xsimd kernel against Eigen 3.4's GEMM built with the same "
-                  "-march=native; then the attention kernel of one layer (12 heads of 64) over all T rows.", "",
-                  "| M | K | N | engine GFLOP/s | Eigen GFLOP/s | engine / Eigen |", "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## GEMM and attention kernels alone",
+            "",
+            f"`{os.path.relpath(a.gemm, ROOT)}{' --quick' if a.quick else ''}` (thread CPU time, medians), y (M, N) = x (M, K) @ W (K, N) + b "
+            "at GPT-2 small's linear layers: the engine's blocked xsimd kernel against Eigen 3.4's GEMM built with the same "
+            "-march=native; then the attention kernel of one layer (12 heads of 64) over all T rows.",
+            "",
+            "| M | K | N | engine GFLOP/s | Eigen GFLOP/s | engine / Eigen |",
+            "|---|---|---|---|---|---|",
+        ]
         for g in gemm_rows:
             if "M" in g:
-                lines.append(f"| {g['M']} | {g['K']} | {g['N']} | {g['ours_gflops']:.1f} | {g['eigen_gflops']:.1f} | {g['ours_over_eigen']:.2f}x |")
+                lines.append(
+                    f"| {g['M']} | {g['K']} | {g['N']} | {g['ours_gflops']:.1f} | {g['eigen_gflops']:.1f} | {g['ours_over_eigen']:.2f}x |"
+                )
         lines += ["", "| attention T | ms per layer | GFLOP/s (causal QK^T and PV) |", "|---|---|---|"]
         for g in gemm_rows:
             if "attention_T" in g:
                 lines.append(f"| {g['attention_T']} | {g['ms']:.2f} | {g['gflops']:.1f} |")
     c = model.cfg
-    title = ("# GPT-2 small's shape, native engine against PyTorch\n\n"
-             "Written by `bench/shapes/vs_torch.py` (bench/harness/gpt2_small.sh) "
-             f"on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: a random checkpoint "
-             f"(bench/shapes/make_gpt2_small.py: {c['n_layer']} layers, {c['n_head']} heads, d_model {c['n_embd']}, "
-             f"context {c['n_positions']}, vocabulary {c['vocab_size']}, with the hub's tensor names and `h.N.attn.bias` "
-             "buffers), `headscope bench` (preset native-release) against "
-             "PyTorch computing the same outputs (every attention map, last-position logits), interleaved per T.\n\n")
-    return title, lines, {"correct": ok, "logits_max_diff": d_logits, "attention_max_diff": d_att, "rows": rows,
-                          "threads": thread_rows, "kernels": gemm_rows}
+    title = (
+        "# GPT-2 small's shape, native engine against PyTorch\n\n"
+        "Written by `bench/shapes/vs_torch.py` (bench/harness/gpt2_small.sh) "
+        f"on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: a random checkpoint "
+        f"(bench/shapes/make_gpt2_small.py: {c['n_layer']} layers, {c['n_head']} heads, d_model {c['n_embd']}, "
+        f"context {c['n_positions']}, vocabulary {c['vocab_size']}, with the hub's tensor names and `h.N.attn.bias` "
+        "buffers), `headscope bench` (preset native-release) against "
+        "PyTorch computing the same outputs (every attention map, last-position logits), interleaved per T.\n\n"
+    )
+    return (
+        title,
+        lines,
+        {
+            "correct": ok,
+            "logits_max_diff": d_logits,
+            "attention_max_diff": d_att,
+            "rows": rows,
+            "threads": thread_rows,
+            "kernels": gemm_rows,
+        },
+    )
 
 
 # ---- the Llama family: one table over T and thread counts ------------------------------------------
@@ -291,40 +377,74 @@ def llama_report(a, model, correctness):
             ours = headscope_bench(a, T, n)
             torch.set_num_threads(n)
             pt_ms, _ = time_torch(model, T, a.repeat)
-            rows.append({"tokens": T, "threads": n, "ours_ms": ours["forward_ms"], "torch_ms": pt_ms,
-                         "speed_ratio": pt_ms / ours["forward_ms"], "incremental_ms": ours["incremental_ms"],
-                         "weight_mb": ours["weight_mb"], "load_ms": ours["load_ms"], "peak_rss_mb": ours["peak_rss_mb"]})
+            rows.append(
+                {
+                    "tokens": T,
+                    "threads": n,
+                    "ours_ms": ours["forward_ms"],
+                    "torch_ms": pt_ms,
+                    "speed_ratio": pt_ms / ours["forward_ms"],
+                    "incremental_ms": ours["incremental_ms"],
+                    "weight_mb": ours["weight_mb"],
+                    "load_ms": ours["load_ms"],
+                    "peak_rss_mb": ours["peak_rss_mb"],
+                }
+            )
             print(json.dumps(rows[-1]))
     c = model.cfg
-    lines = [f"`headscope bench --threads N` against PyTorch {torch.__version__} with `torch.set_num_threads(N)`, "
-             f"wall time, medians of {a.repeat}, interleaved per T and thread count. The incremental update is one "
-             "token typed at the end of T (the engine's cache; PyTorch would rerun the whole text).", "",
-             "| T | threads | headscope full forward ms | PyTorch ms | headscope / PyTorch speed | typed token (incremental) ms |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"`headscope bench --threads N` against PyTorch {torch.__version__} with `torch.set_num_threads(N)`, "
+        f"wall time, medians of {a.repeat}, interleaved per T and thread count. The incremental update is one "
+        "token typed at the end of T (the engine's cache; PyTorch would rerun the whole text).",
+        "",
+        "| T | threads | headscope full forward ms | PyTorch ms | headscope / PyTorch speed | typed token (incremental) ms |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['tokens']} | {r['threads']} | {r['ours_ms']:.3g} | {r['torch_ms']:.3g} | "
-                     f"{r['speed_ratio']:.2f}x | {r['incremental_ms']:.3g} |")
-    lines += ["", f"Weights {rows[0]['weight_mb']:.0f} MB as the engine holds them (float32, packed), load "
-              f"{rows[0]['load_ms']:.0f} ms, peak RSS {max(r['peak_rss_mb'] for r in rows):.0f} MB. `headscope info`:", "",
-              "```", info.strip(), "```", "",
-              f"Correctness on {n_checked} tokens of a {len(TEXT)}-character text: logits max |diff| {d_logits:.1e}, attention max |diff| "
-              f"{d_att:.1e} ({'within' if ok else 'OUTSIDE'} the tolerances stated in bench/shapes/vs_torch.py).",
-              f"Load average during the run: {load_average()}."]
-    title = ("# A Llama-family shape, native engine against PyTorch\n\n"
-             f"Written by `bench/shapes/vs_torch.py --family llama{' --quick' if a.quick else ''}` on "
-             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: "
-             f"{os.path.relpath(a.model, ROOT)} ({c['model_type']}: {c['num_hidden_layers']} layers, "
-             f"{c['num_attention_heads']} query heads over {c['num_key_value_heads']} key/value heads of "
-             f"{c['head_dim']}, hidden {c['hidden_size']}, intermediate {c['intermediate_size']}, vocabulary "
-             f"{c['vocab_size']}; random weights: speed depends on the shape only).\n\n")
+        lines.append(
+            f"| {r['tokens']} | {r['threads']} | {r['ours_ms']:.3g} | {r['torch_ms']:.3g} | "
+            f"{r['speed_ratio']:.2f}x | {r['incremental_ms']:.3g} |"
+        )
+    lines += [
+        "",
+        f"Weights {rows[0]['weight_mb']:.0f} MB as the engine holds them (float32, packed), load "
+        f"{rows[0]['load_ms']:.0f} ms, peak RSS {max(r['peak_rss_mb'] for r in rows):.0f} MB. `headscope info`:",
+        "",
+        "```",
+        info.strip(),
+        "```",
+        "",
+        f"Correctness on {n_checked} tokens of a {len(TEXT)}-character text: logits max |diff| {d_logits:.1e}, attention max |diff| "
+        f"{d_att:.1e} ({'within' if ok else 'OUTSIDE'} the tolerances stated in bench/shapes/vs_torch.py).",
+        f"Load average during the run: {load_average()}.",
+    ]
+    title = (
+        "# A Llama-family shape, native engine against PyTorch\n\n"
+        f"Written by `bench/shapes/vs_torch.py --family llama{' --quick' if a.quick else ''}` on "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: "
+        f"{os.path.relpath(a.model, ROOT)} ({c['model_type']}: {c['num_hidden_layers']} layers, "
+        f"{c['num_attention_heads']} query heads over {c['num_key_value_heads']} key/value heads of "
+        f"{c['head_dim']}, hidden {c['hidden_size']}, intermediate {c['intermediate_size']}, vocabulary "
+        f"{c['vocab_size']}; random weights: speed depends on the shape only).\n\n"
+    )
     return title, lines, {"correct": ok, "logits_max_diff": d_logits, "attention_max_diff": d_att, "rows": rows}
 
 
 FAMILIES = {  # default checkpoint, its maker (run when the folder has none), T, loader, report
-    "gpt2": (os.path.join(ROOT, ".cache", "bench", "gpt2-small"), ["make_gpt2_small.py"], "64,256,1024",
-             GPT2.load_hf, gpt2_report),
-    "llama": (os.path.join(ROOT, ".cache", "bench", "smollm2-135m"), ["make_llama_small.py", "--shape", "smollm2-135m"],
-              "64,256", LlamaFamily.load_hf, llama_report),
+    "gpt2": (
+        os.path.join(ROOT, ".cache", "bench", "gpt2-small"),
+        ["make_gpt2_small.py"],
+        "64,256,1024",
+        GPT2.load_hf,
+        gpt2_report,
+    ),
+    "llama": (
+        os.path.join(ROOT, ".cache", "bench", "smollm2-135m"),
+        ["make_llama_small.py", "--shape", "smollm2-135m"],
+        "64,256",
+        LlamaFamily.load_hf,
+        llama_report,
+    ),
 }
 
 
@@ -337,8 +457,11 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--gemm", help="GPT-2: headscope_gemm_native, the kernels alone")
-    ap.add_argument("--quick", action="store_true",
-                    help="GPT-2: the kernels' short runs; the Llama family: the test fixture llama-gqa, T = 16, 3 runs")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="GPT-2: the kernels' short runs; the Llama family: the test fixture llama-gqa, T = 16, 3 runs",
+    )
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     a = ap.parse_args()

@@ -38,7 +38,8 @@ struct GemmCase {
   // W_O as the model does it: one head's rows at a time (NH products with K = HS), no bias
   void run_heads_split_k(int M, int NH) {
     const int HS = K / NH;
-    for (int h = 0; h < NH; h++) dev::matmul_rows_forward_candidate_split_k(out.data(), inp.data(), K, W, h * HS, (h + 1) * HS, M);
+    for (int h = 0; h < NH; h++)
+      dev::matmul_rows_forward_candidate_split_k(out.data(), inp.data(), K, W, h * HS, (h + 1) * HS, M);
   }
   void run_heads(int M, int NH) {
     const int HS = K / NH;
@@ -81,8 +82,12 @@ struct SoftmaxCase {
     for (int h = 0; h < NH; h++)
       for (int t = 0; t < T; t++) f(rows.data() + ((std::size_t)h * T + t) * T, t + 1);
   }
-  void run() { each([](float* r, int n) { kernels::softmax_forward(r, n); }); }
-  void run_previous() { each([](float* r, int n) { dev::softmax_forward_v1(r, n); }); }
+  void run() {
+    each([](float* r, int n) { kernels::softmax_forward(r, n); });
+  }
+  void run_previous() {
+    each([](float* r, int n) { dev::softmax_forward_v1(r, n); });
+  }
 };
 
 // The tied LM head for the last position: logits (V) = x (C) @ wte^T, wte (V, C).

@@ -1,7 +1,7 @@
 // Benchmark embind module: the engine's kernels at the model's shapes and the model itself, as
 // exported functions that bench/*.mjs call repeatedly from JavaScript after a warm-up (V8 tiers a
-// wasm function up from Liftoff to TurboFan only for later calls: cpp/README.md, "Toolchain notes"). Built from the same
-// sources in the wasm-release (SIMD128) and wasm-scalar (HEADSCOPE_SIMD=OFF) trees.
+// wasm function up from Liftoff to TurboFan only for later calls: cpp/README.md, "Toolchain notes"). Built from the
+// same sources in the wasm-release (SIMD128) and wasm-scalar (HEADSCOPE_SIMD=OFF) trees.
 #include <emscripten/bind.h>
 #include <emscripten/heap.h>
 #include <emscripten/val.h>
@@ -80,7 +80,8 @@ EMSCRIPTEN_BINDINGS(headscope_bench) {
       .function("runHeads", &bench::GemmCase::run_heads)
       .function("runSplitK", &bench::GemmCase::run_split_k)
       .function("runHeadsSplitK", &bench::GemmCase::run_heads_split_k)
-      .function("output", optional_override([](bench::GemmCase& g, int M) { return f32_copy(g.out.data(), (std::size_t)M * g.N); }));
+      .function("output", optional_override(
+                              [](bench::GemmCase& g, int M) { return f32_copy(g.out.data(), (std::size_t)M * g.N); }));
   class_<bench::AttentionCase>("Attention")
       .constructor<int, int, int>()
       .function("run", &bench::AttentionCase::run)
@@ -89,7 +90,8 @@ EMSCRIPTEN_BINDINGS(headscope_bench) {
       .function("output", optional_override([](bench::AttentionCase& a, int T) {
                   return f32_copy(a.out.data(), (std::size_t)T * a.C);
                 }))
-      .function("probs", optional_override([](bench::AttentionCase& a) { return f32_copy(a.att.data(), a.att.size()); }));
+      .function("probs",
+                optional_override([](bench::AttentionCase& a) { return f32_copy(a.att.data(), a.att.size()); }));
   class_<bench::LmHeadCase>("LmHead")
       .constructor<int, int>()
       .function("run", &bench::LmHeadCase::run)
@@ -99,7 +101,8 @@ EMSCRIPTEN_BINDINGS(headscope_bench) {
       .constructor<int, int>()
       .function("run", &bench::SoftmaxCase::run)
       .function("runPrevious", &bench::SoftmaxCase::run_previous)
-      .function("output", optional_override([](bench::SoftmaxCase& s) { return f32_copy(s.rows.data(), s.rows.size()); }));
+      .function("output",
+                optional_override([](bench::SoftmaxCase& s) { return f32_copy(s.rows.data(), s.rows.size()); }));
   function("previousAvailable", &bench::dev::available);
   class_<BenchModel>("Model")
       .function("setIds", &BenchModel::set_ids)

@@ -46,8 +46,8 @@ Stats time_it(const std::function<void()>& fn, const std::function<void()>& befo
 
 std::string stats_json(const Stats& s) {
   char buf[200];
-  std::snprintf(buf, sizeof buf, "{\"median_ms\": %.6f, \"p95_ms\": %.6f, \"min_ms\": %.6f, \"runs\": %d}", s.median_ms, s.p95_ms,
-                s.min_ms, s.runs);
+  std::snprintf(buf, sizeof buf, "{\"median_ms\": %.6f, \"p95_ms\": %.6f, \"min_ms\": %.6f, \"runs\": %d}", s.median_ms,
+                s.p95_ms, s.min_ms, s.runs);
   return buf;
 }
 
@@ -104,8 +104,8 @@ static int run(int argc, char** argv) {
   std::vector<int> Ts;
   for (int T = 8; T <= P; T += (T < 16 ? 8 : 16)) Ts.push_back(T);
   for (int T : Ts) {
-    const Stats st = time_it([&] { model.run_ids(std::span<const int32_t>(ids.data(), T)); }, [&] { model.clear_cache(); },
-                             10, min_ms);
+    const Stats st = time_it([&] { model.run_ids(std::span<const int32_t>(ids.data(), T)); },
+                             [&] { model.clear_cache(); }, 10, min_ms);
     const Stats at = time_it([&] { a.run(T, 0); }, {}, 10, min_ms / 4);
     std::printf("%s    {\"T\": %d, \"time\": %s, \"attention_kernel_ms\": %.6f}", first ? "" : ",\n", T,
                 stats_json(st).c_str(), at.median_ms * c.n_layer);
@@ -137,29 +137,35 @@ static int run(int argc, char** argv) {
     std::sort(es.begin(), es.end()), std::sort(cs.begin(), cs.end());
     e_best = es[0], c_best = cs[0];
     // engine_speedup: how much faster the engine's kernel runs than the alternative
-    std::printf("%s    {\"name\": \"%s\", \"engine_ms\": %.6f, \"alternative_ms\": %.6f, \"engine_speedup\": %.3f, \"engine_speedup_best\": %.3f}",
-                first ? "" : ",\n", name, es[3], cs[3], cs[3] / es[3], c_best / e_best);
+    std::printf(
+        "%s    {\"name\": \"%s\", \"engine_ms\": %.6f, \"alternative_ms\": %.6f, \"engine_speedup\": %.3f, "
+        "\"engine_speedup_best\": %.3f}",
+        first ? "" : ",\n", name, es[3], cs[3], cs[3] / es[3], c_best / e_best);
     first = false;
   };
   {
     bench::LmHeadCase lm(C, c.vocab_size);
-    versus("LM head", [&] { lm.run(); }, [&] { lm.run_8rows(); });
+    versus(
+        "LM head", [&] { lm.run(); }, [&] { lm.run_8rows(); });
     for (auto& s : shapes) {
       bench::GemmCase g(s[0], s[1], P);
       char name[64];
       std::snprintf(name, sizeof name, "GEMM M=1 K=%d N=%d", s[0], s[1]);
-      versus(name, [&] { g.run(1); }, [&] { g.run_split_k(1); });
+      versus(
+          name, [&] { g.run(1); }, [&] { g.run_split_k(1); });
     }
     for (int T : {64, P}) {
       bench::SoftmaxCase sm(NH, T);
       char name[64];
       std::snprintf(name, sizeof name, "softmax rows of one layer, T=%d", T);
-      versus(name, [&] { sm.run(); }, [&] { sm.run_previous(); });
+      versus(
+          name, [&] { sm.run(); }, [&] { sm.run_previous(); });
     }
     for (int T : {16, 64, P}) {
       char name[64];
       std::snprintf(name, sizeof name, "attention T=%d", T);
-      versus(name, [&] { a.run(T, 0); }, [&] { a.run_previous(T, 0); });
+      versus(
+          name, [&] { a.run(T, 0); }, [&] { a.run_previous(T, 0); });
     }
   }
   std::printf("\n  ]\n}\n");

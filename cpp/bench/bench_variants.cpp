@@ -45,16 +45,24 @@ float peak_probe_throughput(int iters) {
   v128_t s0 = wasm_f32x4_splat(0.0f), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0;
   const v128_t x = wasm_f32x4_splat(0.9999999f), y = wasm_f32x4_splat(1e-7f);
   for (int i = 0; i < iters; i++) {
-    m0 = wasm_f32x4_mul(m0, x); s0 = wasm_f32x4_add(s0, y);
-    m1 = wasm_f32x4_mul(m1, x); s1 = wasm_f32x4_add(s1, y);
-    m2 = wasm_f32x4_mul(m2, x); s2 = wasm_f32x4_add(s2, y);
-    m3 = wasm_f32x4_mul(m3, x); s3 = wasm_f32x4_add(s3, y);
-    m4 = wasm_f32x4_mul(m4, x); s4 = wasm_f32x4_add(s4, y);
-    m5 = wasm_f32x4_mul(m5, x); s5 = wasm_f32x4_add(s5, y);
+    m0 = wasm_f32x4_mul(m0, x);
+    s0 = wasm_f32x4_add(s0, y);
+    m1 = wasm_f32x4_mul(m1, x);
+    s1 = wasm_f32x4_add(s1, y);
+    m2 = wasm_f32x4_mul(m2, x);
+    s2 = wasm_f32x4_add(s2, y);
+    m3 = wasm_f32x4_mul(m3, x);
+    s3 = wasm_f32x4_add(s3, y);
+    m4 = wasm_f32x4_mul(m4, x);
+    s4 = wasm_f32x4_add(s4, y);
+    m5 = wasm_f32x4_mul(m5, x);
+    s5 = wasm_f32x4_add(s5, y);
   }
-  const v128_t s = wasm_f32x4_add(wasm_f32x4_add(wasm_f32x4_add(m0, m1), wasm_f32x4_add(m2, m3)),
-                                  wasm_f32x4_add(wasm_f32x4_add(m4, m5), wasm_f32x4_add(wasm_f32x4_add(s0, s1),
-                                  wasm_f32x4_add(wasm_f32x4_add(s2, s3), wasm_f32x4_add(s4, s5)))));
+  const v128_t s = wasm_f32x4_add(
+      wasm_f32x4_add(wasm_f32x4_add(m0, m1), wasm_f32x4_add(m2, m3)),
+      wasm_f32x4_add(
+          wasm_f32x4_add(m4, m5),
+          wasm_f32x4_add(wasm_f32x4_add(s0, s1), wasm_f32x4_add(wasm_f32x4_add(s2, s3), wasm_f32x4_add(s4, s5)))));
   return wasm_f32x4_extract_lane(s, 0);
 }
 
@@ -116,7 +124,8 @@ struct Gemm4x8 {
     }
   }
   emscripten::val output(int M) {
-    return emscripten::val::global("Float32Array").new_(emscripten::typed_memory_view((std::size_t)M * g.N, g.out.data()));
+    return emscripten::val::global("Float32Array")
+        .new_(emscripten::typed_memory_view((std::size_t)M * g.N, g.out.data()));
   }
   void run_engine(int M) { g.run(M); }
 };

@@ -42,7 +42,8 @@ double median_ms(const std::function<void()>& fn, int runs) {
 int run(int argc, char** argv) {
   bool quick = false;
   for (int i = 1; i < argc; i++) {
-    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    if (std::strcmp(argv[i], "--quick") == 0)
+      quick = true;
     else {
       std::fprintf(stderr, "usage: %s [--quick]\n", argv[0]);
       return std::strcmp(argv[i], "--help") == 0 ? 0 : 1;
@@ -65,10 +66,17 @@ int run(int argc, char** argv) {
       Eigen::Map<RowMat> Y(y.data(), M, N);
       const int runs = quick ? 3 : (M >= 256 ? 7 : 21);
       const double ours = median_ms([&] { headscope::kernels::matmul_forward(y.data(), x.data(), packed, M); }, runs);
-      const double eigen = median_ms([&] { Y.noalias() = X * W; Y.rowwise() += B; }, runs);
+      const double eigen = median_ms(
+          [&] {
+            Y.noalias() = X * W;
+            Y.rowwise() += B;
+          },
+          runs);
       const double flop = 2.0 * M * K * N;
-      std::printf("{\"M\": %d, \"K\": %d, \"N\": %d, \"ours_gflops\": %.1f, \"eigen_gflops\": %.1f, \"ours_over_eigen\": %.2f}\n",
-                  M, K, N, flop / ours / 1e6, flop / eigen / 1e6, eigen / ours);
+      std::printf(
+          "{\"M\": %d, \"K\": %d, \"N\": %d, \"ours_gflops\": %.1f, \"eigen_gflops\": %.1f, \"ours_over_eigen\": "
+          "%.2f}\n",
+          M, K, N, flop / ours / 1e6, flop / eigen / 1e6, eigen / ours);
       std::fflush(stdout);
     }
   }
@@ -81,7 +89,9 @@ int run(int argc, char** argv) {
     for (auto& v : qkv) v = d(rng);
     for (int T : {64, 256, 1024}) {
       const double ms = median_ms(
-          [&] { headscope::kernels::attention_forward(out.data(), att.data(), qkv.data(), 0, T, C, NH, cap, cache.data()); },
+          [&] {
+            headscope::kernels::attention_forward(out.data(), att.data(), qkv.data(), 0, T, C, NH, cap, cache.data());
+          },
           quick ? 3 : 9);
       const double flop = NH * 2.0 * 2 * HS * (double)T * (T + 1) / 2;
       std::printf("{\"attention_T\": %d, \"ms\": %.3f, \"gflops\": %.1f}\n", T, ms, flop / ms / 1e6);

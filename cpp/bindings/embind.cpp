@@ -75,7 +75,7 @@ std::string string_of(const val& v, const char* what) {
 // form loads float32 on the threads the engine has (one, but in the threaded build).
 // What both loaders check of their weights and options: a Uint8Array, "f32" or "f16", the threads.
 headscope::LoadOptions load_options(val weights, val storage, int threads) {
-  if (!weights.instanceof(val::global("Uint8Array"))) throw headscope::Error("weights must be a Uint8Array");
+  if (!weights.instanceof (val::global("Uint8Array"))) throw headscope::Error("weights must be a Uint8Array");
   headscope::LoadOptions options;
   options.weights = headscope::parse_weight_storage(string_of(storage, "weights"));
   options.threads = threads;
@@ -83,27 +83,32 @@ headscope::LoadOptions load_options(val weights, val storage, int threads) {
 }
 
 Model* load_stored(val config_json, val weights, val vocab_json, val merges_txt, val storage, int threads) {
-  return guarded([&]() -> Model* {
-    const std::string config = string_of(config_json, "config.json");
-    const std::string vocab = string_of(vocab_json, "vocab.json");
-    const std::string merges = string_of(merges_txt, "merges.txt");
-    const headscope::LoadOptions options = load_options(weights, storage, threads);
-    return new Model(Model::load_source(config, std::make_shared<headscope::JsBytes>(weights), vocab, merges, 0, options));
-  }, static_cast<Model*>(nullptr));
+  return guarded(
+      [&]() -> Model* {
+        const std::string config = string_of(config_json, "config.json");
+        const std::string vocab = string_of(vocab_json, "vocab.json");
+        const std::string merges = string_of(merges_txt, "merges.txt");
+        const headscope::LoadOptions options = load_options(weights, storage, threads);
+        return new Model(
+            Model::load_source(config, std::make_shared<headscope::JsBytes>(weights), vocab, merges, 0, options));
+      },
+      static_cast<Model*>(nullptr));
 }
 Model* load(val config_json, val weights, val vocab_json, val merges_txt) {
   return load_stored(config_json, weights, vocab_json, merges_txt, val("f32"), 0);
 }
 // The same with Hugging Face's tokenizer.json instead of vocab.json and merges.txt (the Llama family's).
 Model* load_tokenizer_json(val config_json, val weights, val tokenizer_json, val storage, int threads) {
-  return guarded([&]() -> Model* {
-    const std::string config = string_of(config_json, "config.json");
-    headscope::parse_config(config);  // a config of another family is named before the tokenizer is read
-    const std::string tokenizer = string_of(tokenizer_json, "tokenizer.json");
-    const headscope::LoadOptions options = load_options(weights, storage, threads);
-    return new Model(Model::load_source(config, std::make_shared<headscope::JsBytes>(weights),
-                                        headscope::Tokenizer::from_tokenizer_json(tokenizer), 0, options));
-  }, static_cast<Model*>(nullptr));
+  return guarded(
+      [&]() -> Model* {
+        const std::string config = string_of(config_json, "config.json");
+        headscope::parse_config(config);  // a config of another family is named before the tokenizer is read
+        const std::string tokenizer = string_of(tokenizer_json, "tokenizer.json");
+        const headscope::LoadOptions options = load_options(weights, storage, threads);
+        return new Model(Model::load_source(config, std::make_shared<headscope::JsBytes>(weights),
+                                            headscope::Tokenizer::from_tokenizer_json(tokenizer), 0, options));
+      },
+      static_cast<Model*>(nullptr));
 }
 
 val token_array(const std::vector<headscope::Token>& tokens) {
@@ -175,8 +180,7 @@ val results(const Model& m, int top_k, bool all_logits, int rows_from, int block
       top.call<void>("push", o);
     }
     out.set("topNext", top);
-    if (all_logits)
-      out.set("loss", headscope::mean_next_token_loss(m.logits_all(), m.ids(), m.config().vocab_size));
+    if (all_logits) out.set("loss", headscope::mean_next_token_loss(m.logits_all(), m.ids(), m.config().vocab_size));
     return out;
   });
 }
@@ -216,19 +220,21 @@ val inspect(Model& m, val text, int layer, int head, val ablate_pairs) {
 //   exact_limit: at most this many heads, the exact greedy search; candidates: measured per step above it
 headscope::HeadsMeasurement* measure_heads(Model& m, val text, int random_orders, double seed, int exact_limit,
                                            int candidates) {
-  return guarded([&]() -> headscope::HeadsMeasurement* {
-    std::vector<headscope::Token> tokens = m.tokenizer().encode_input(string_of(text, "text"));
-    const int dropped = m.tokens_to_drop((int)tokens.size());
-    std::vector<int32_t> ids;
-    for (std::size_t i = dropped; i < tokens.size(); i++) ids.push_back(tokens[i].id);
-    if (!(seed >= 0 && seed <= 9007199254740991.0)) throw headscope::Error("seed must be a whole number >= 0");
-    headscope::HeadsOptions o;
-    o.random_orders = random_orders;
-    o.seed = (uint64_t)seed;
-    o.exact_limit = exact_limit;
-    o.exact_candidates = candidates;
-    return new headscope::HeadsMeasurement(m, ids, o);
-  }, static_cast<headscope::HeadsMeasurement*>(nullptr));
+  return guarded(
+      [&]() -> headscope::HeadsMeasurement* {
+        std::vector<headscope::Token> tokens = m.tokenizer().encode_input(string_of(text, "text"));
+        const int dropped = m.tokens_to_drop((int)tokens.size());
+        std::vector<int32_t> ids;
+        for (std::size_t i = dropped; i < tokens.size(); i++) ids.push_back(tokens[i].id);
+        if (!(seed >= 0 && seed <= 9007199254740991.0)) throw headscope::Error("seed must be a whole number >= 0");
+        headscope::HeadsOptions o;
+        o.random_orders = random_orders;
+        o.seed = (uint64_t)seed;
+        o.exact_limit = exact_limit;
+        o.exact_candidates = candidates;
+        return new headscope::HeadsMeasurement(m, ids, o);
+      },
+      static_cast<headscope::HeadsMeasurement*>(nullptr));
 }
 
 val heads_report(const headscope::HeadsMeasurement& h) {
@@ -256,16 +262,19 @@ val heads_report(const headscope::HeadsMeasurement& h) {
 // Activation and attribution patching between two texts in steps (headscope::ActivationPatching): the
 // JS layer calls step() in chunks and reads a cancel between them; the first step runs both texts and
 // the attribution map. answer, distractor: token ids, or -1 for the default (the most likely tokens).
-headscope::ActivationPatching* patching(Model& m, val clean, val corrupted, int answer, int distractor, bool by_position) {
-  return guarded([&]() -> headscope::ActivationPatching* {
-    const headscope::PatchIds ids =
-        headscope::patching_ids(m, string_of(clean, "clean"), string_of(corrupted, "corrupted"));
-    headscope::PatchOptions o;
-    if (answer >= 0) o.answer = answer;
-    if (distractor >= 0) o.distractor = distractor;
-    o.by_position = by_position;
-    return new headscope::ActivationPatching(m, ids.clean, ids.corrupted, o);
-  }, static_cast<headscope::ActivationPatching*>(nullptr));
+headscope::ActivationPatching* patching(Model& m, val clean, val corrupted, int answer, int distractor,
+                                        bool by_position) {
+  return guarded(
+      [&]() -> headscope::ActivationPatching* {
+        const headscope::PatchIds ids =
+            headscope::patching_ids(m, string_of(clean, "clean"), string_of(corrupted, "corrupted"));
+        headscope::PatchOptions o;
+        if (answer >= 0) o.answer = answer;
+        if (distractor >= 0) o.distractor = distractor;
+        o.by_position = by_position;
+        return new headscope::ActivationPatching(m, ids.clean, ids.corrupted, o);
+      },
+      static_cast<headscope::ActivationPatching*>(nullptr));
 }
 
 // The report as it stands: scores not computed yet are NaN (Float64Arrays, row-major)
@@ -322,15 +331,17 @@ val logit_attribution(const Model& m, int position, int token) {
 // of the sequence so far as after run(). restore() runs the sequence again after other runs.
 headscope::Generation* generation(Model& m, val text, double temperature, int top_k, double top_p, double seed,
                                   val ablate_pairs) {
-  return guarded([&]() -> headscope::Generation* {
-    if (!(seed >= 0 && seed <= 9007199254740991.0)) throw headscope::Error("seed must be a whole number >= 0");
-    headscope::SamplingOptions o;
-    o.temperature = temperature;
-    o.top_k = top_k;
-    o.top_p = top_p;
-    o.seed = (uint64_t)seed;
-    return new headscope::Generation(m, string_of(text, "text"), o, ablate_of(ablate_pairs));
-  }, static_cast<headscope::Generation*>(nullptr));
+  return guarded(
+      [&]() -> headscope::Generation* {
+        if (!(seed >= 0 && seed <= 9007199254740991.0)) throw headscope::Error("seed must be a whole number >= 0");
+        headscope::SamplingOptions o;
+        o.temperature = temperature;
+        o.top_k = top_k;
+        o.top_p = top_p;
+        o.seed = (uint64_t)seed;
+        return new headscope::Generation(m, string_of(text, "text"), o, ablate_of(ablate_pairs));
+      },
+      static_cast<headscope::Generation*>(nullptr));
 }
 
 val generation_next(headscope::Generation& g) {
@@ -344,8 +355,9 @@ val generation_next(headscope::Generation& g) {
     out.set("id", t.id);
     out.set("token", t.token);
     out.set("prob", t.prob);
-    out.set("bytes", val::global("Uint8Array").new_(emscripten::typed_memory_view(text.size() - before,
-                                                                                   reinterpret_cast<const uint8_t*>(text.data() + before))));
+    out.set("bytes", val::global("Uint8Array")
+                         .new_(emscripten::typed_memory_view(text.size() - before,
+                                                             reinterpret_cast<const uint8_t*>(text.data() + before))));
     out.set("ids", i32_copy(t.distribution.ids));
     out.set("probs", f64_copy(t.distribution.probs));
     return out;
@@ -389,7 +401,7 @@ double heap_used_bytes() { return (double)(unsigned)mallinfo().uordblks; }
 // ---- training ---------------------------------------------------------------------------------------
 
 std::vector<uint8_t> bytes_of(const val& u8, const char* what) {
-  if (!u8.instanceof(val::global("Uint8Array"))) throw headscope::Error(std::string(what) + " must be a Uint8Array");
+  if (!u8.instanceof (val::global("Uint8Array"))) throw headscope::Error(std::string(what) + " must be a Uint8Array");
   std::vector<uint8_t> out(u8["length"].as<std::size_t>());
   val(emscripten::typed_memory_view(out.size(), out.data())).call<void>("set", u8);
   return out;
@@ -399,21 +411,23 @@ std::vector<uint8_t> bytes_of(const val& u8, const char* what) {
 // preset is ""); init: null, or { config, weights: Uint8Array, vocab, merges } (GPT-2) or
 // { config, weights, tokenizer } (the Llama family's tokenizer.json) to start from.
 TrainingRun* create_training_run(std::string preset, std::string spec_json, val init) {
-  return guarded([&]() -> TrainingRun* {
-    namespace tr = headscope::train;
-    const tr::RunSpec base = preset.empty() ? tr::RunSpec{} : tr::preset(preset).spec;
-    const tr::RunSpec spec = tr::spec_from_json(spec_json, base);
-    if (init.isNull() || init.isUndefined()) return new TrainingRun(spec);
-    const std::vector<uint8_t> weights = bytes_of(init["weights"], "init.weights");
-    headscope::train::TokenizerFiles tokenizer;
-    if (init["tokenizer"].isUndefined()) {
-      tokenizer.vocab_json = string_of(init["vocab"], "init.vocab");
-      tokenizer.merges_txt = string_of(init["merges"], "init.merges");
-    } else {
-      tokenizer.tokenizer_json = string_of(init["tokenizer"], "init.tokenizer");
-    }
-    return new TrainingRun(spec, string_of(init["config"], "init.config"), weights, std::move(tokenizer));
-  }, static_cast<TrainingRun*>(nullptr));
+  return guarded(
+      [&]() -> TrainingRun* {
+        namespace tr = headscope::train;
+        const tr::RunSpec base = preset.empty() ? tr::RunSpec{} : tr::preset(preset).spec;
+        const tr::RunSpec spec = tr::spec_from_json(spec_json, base);
+        if (init.isNull() || init.isUndefined()) return new TrainingRun(spec);
+        const std::vector<uint8_t> weights = bytes_of(init["weights"], "init.weights");
+        headscope::train::TokenizerFiles tokenizer;
+        if (init["tokenizer"].isUndefined()) {
+          tokenizer.vocab_json = string_of(init["vocab"], "init.vocab");
+          tokenizer.merges_txt = string_of(init["merges"], "init.merges");
+        } else {
+          tokenizer.tokenizer_json = string_of(init["tokenizer"], "init.tokenizer");
+        }
+        return new TrainingRun(spec, string_of(init["config"], "init.config"), weights, std::move(tokenizer));
+      },
+      static_cast<TrainingRun*>(nullptr));
 }
 
 // n steps of the run's task; the losses, one per step
@@ -484,12 +498,12 @@ EMSCRIPTEN_BINDINGS(headscope) {
       .function("results", &results)
       .function("inspect", &inspect)
       // (L, NH, T): every head's value sizes for the last run (Model::value_norms)
-      .function("valueNorms", optional_override([](const Model& m) { return guarded([&] { return f32_copy(m.value_norms()); }); }))
+      .function("valueNorms",
+                optional_override([](const Model& m) { return guarded([&] { return f32_copy(m.value_norms()); }); }))
       .function("logitAttribution", &logit_attribution)
       .function("tokenIds", optional_override([](const Model& m) { return i32_copy(m.ids()); }))
-      .function("reserve", optional_override([](Model& m, int tokens) {
-                  return guarded([&] { return val(m.reserve(tokens)); });
-                }))
+      .function("reserve",
+                optional_override([](Model& m, int tokens) { return guarded([&] { return val(m.reserve(tokens)); }); }))
       .function("config", &config_object)
       .function("threads", optional_override([](const Model& m) { return m.threads(); }))
       .function("parameterCount", optional_override([](const Model& m) { return (double)m.parameter_count(); }))
@@ -518,7 +532,10 @@ EMSCRIPTEN_BINDINGS(headscope) {
   class_<headscope::Generation>("Generation")
       .function("next", &generation_next)
       .function("restore", optional_override([](headscope::Generation& g) {
-                  return guarded([&] { g.restore(); return val(true); });
+                  return guarded([&] {
+                    g.restore();
+                    return val(true);
+                  });
                 }))
       .function("text", optional_override([](const headscope::Generation& g) { return g.result().text; }))
       .function("allIds", optional_override([](const headscope::Generation& g) { return i32_copy(g.result().ids); }));
@@ -536,19 +553,26 @@ EMSCRIPTEN_BINDINGS(headscope) {
       .function("probe", &training_probe)
       .function("exportFiles", &training_export)
       .function("setText", optional_override([](TrainingRun& r, val text) {
-                  return guarded([&] { r.set_text(string_of(text, "text")); return val(true); });
+                  return guarded([&] {
+                    r.set_text(string_of(text, "text"));
+                    return val(true);
+                  });
                 }))
       .function("model", optional_override([](const TrainingRun& r) {
                   return guarded([&]() -> Model* { return new Model(r.model()); }, static_cast<Model*>(nullptr));
-                }), allow_raw_pointers())
+                }),
+                allow_raw_pointers())
       .function("stepsDone", optional_override([](const TrainingRun& r) { return r.steps_done(); }))
       .function("setThreads", optional_override([](TrainingRun& r, int threads) {
-                  return guarded([&] { r.trainer().set_threads(threads); return val(r.trainer().threads()); });
+                  return guarded([&] {
+                    r.trainer().set_threads(threads);
+                    return val(r.trainer().threads());
+                  });
                 }))
       .function("learningRate", optional_override([](const TrainingRun& r, int step) { return r.learning_rate(step); }))
-      .function("spec", optional_override([](const TrainingRun& r) { return headscope::train::spec_to_json(r.spec()); }))
-      .function("config", optional_override([](const TrainingRun& r) {
-                  return guarded([&] { return val(r.config_json()); });
-                }))
+      .function("spec",
+                optional_override([](const TrainingRun& r) { return headscope::train::spec_to_json(r.spec()); }))
+      .function("config",
+                optional_override([](const TrainingRun& r) { return guarded([&] { return val(r.config_json()); }); }))
       .function("bytes", optional_override([](const TrainingRun& r) { return (double)r.trainer().bytes(); }));
 }

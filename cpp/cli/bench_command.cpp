@@ -46,7 +46,9 @@ double median(std::vector<double> v) {
 
 int bench_command(const Args& a) {
   using clk = std::chrono::steady_clock;
-  const auto ms_since = [](clk::time_point t0) { return std::chrono::duration<double, std::milli>(clk::now() - t0).count(); };
+  const auto ms_since = [](clk::time_point t0) {
+    return std::chrono::duration<double, std::milli>(clk::now() - t0).count();
+  };
   const auto t_load = clk::now();
   headscope::Model model = headscope::Model::load_directory(a.model, a.load);
   const double load_ms = ms_since(t_load);
@@ -54,7 +56,8 @@ int bench_command(const Args& a) {
   const auto& c = model.config();
   const int T = a.tokens;
   if (T > c.n_positions)
-    throw headscope::Error("--tokens " + std::to_string(T) + " exceeds the model's context of " + std::to_string(c.n_positions));
+    throw headscope::Error("--tokens " + std::to_string(T) + " exceeds the model's context of " +
+                           std::to_string(c.n_positions));
   // Token ids spread over the vocabulary; speed does not depend on which ids they are.
   std::vector<int32_t> ids(T);
   for (int i = 0; i < T; i++) ids[i] = (int32_t)(((int64_t)i * 7919 + 13) % c.vocab_size);

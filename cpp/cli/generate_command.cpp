@@ -28,7 +28,6 @@ const char* kGenerateUsage =
     "  tokens and to the smallest set whose probability reaches P. Temperature 0 is greedy. Defaults:\n"
     "  temperature 1, top-k 0 (off), top-p 1 (off), seed 0; one seed gives one continuation.\n";
 
-
 int run_generate(int argc, char** argv) {
   std::string model_dir, text;
   bool has_text = false, json = false;
@@ -41,17 +40,28 @@ int run_generate(int argc, char** argv) {
       if (i + 1 >= argc) throw Error(arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "--model") model_dir = value();
-    else if (arg == "--text") text = value(), has_text = true;
-    else if (arg == "--tokens") tokens = parse_int(arg, value());
-    else if (arg == "--temperature") o.temperature = parse_number(arg, value());
-    else if (arg == "--top-k") o.top_k = parse_int(arg, value());
-    else if (arg == "--top-p") o.top_p = parse_number(arg, value());
-    else if (arg == "--seed") o.seed = (uint64_t)parse_whole(arg, value(), 0, 1LL << 53);
-    else if (arg == "--weights") load.weights = parse_weight_storage(value());
-    else if (arg == "--threads") load.threads = parse_threads(value());
-    else if (arg == "--json") json = true;
-    else throw Error("unknown option " + arg);
+    if (arg == "--model")
+      model_dir = value();
+    else if (arg == "--text")
+      text = value(), has_text = true;
+    else if (arg == "--tokens")
+      tokens = parse_int(arg, value());
+    else if (arg == "--temperature")
+      o.temperature = parse_number(arg, value());
+    else if (arg == "--top-k")
+      o.top_k = parse_int(arg, value());
+    else if (arg == "--top-p")
+      o.top_p = parse_number(arg, value());
+    else if (arg == "--seed")
+      o.seed = (uint64_t)parse_whole(arg, value(), 0, 1LL << 53);
+    else if (arg == "--weights")
+      load.weights = parse_weight_storage(value());
+    else if (arg == "--threads")
+      load.threads = parse_threads(value());
+    else if (arg == "--json")
+      json = true;
+    else
+      throw Error("unknown option " + arg);
   }
   if (model_dir.empty()) throw Error("--model DIR is required");
   if (!has_text) throw Error("--text TEXT is required");

@@ -49,7 +49,6 @@ struct HeadsArgs {
   LoadOptions load;
 };
 
-
 HeadsArgs parse(int argc, char** argv) {
   HeadsArgs a;
   for (int i = 2; i < argc; i++) {
@@ -58,17 +57,28 @@ HeadsArgs parse(int argc, char** argv) {
       if (i + 1 >= argc) throw Error(arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "--model") a.model = value();
-    else if (arg == "--text-file") a.text_file = value();
-    else if (arg == "--random-orders") a.options.random_orders = parse_int(arg, value());
-    else if (arg == "--seed") a.options.seed = (uint64_t)parse_int(arg, value());
-    else if (arg == "--exact-limit") a.options.exact_limit = parse_int(arg, value());
-    else if (arg == "--candidates") a.options.exact_candidates = std::max(1, parse_int(arg, value()));
-    else if (arg == "--gradient-every") a.options.gradient_every = std::max(1, parse_int(arg, value()));
-    else if (arg == "--json") a.json = true;
-    else if (arg == "--weights") a.load.weights = parse_weight_storage(value());
-    else if (arg == "--threads") a.load.threads = parse_threads(value());
-    else throw Error("unknown option " + arg);
+    if (arg == "--model")
+      a.model = value();
+    else if (arg == "--text-file")
+      a.text_file = value();
+    else if (arg == "--random-orders")
+      a.options.random_orders = parse_int(arg, value());
+    else if (arg == "--seed")
+      a.options.seed = (uint64_t)parse_int(arg, value());
+    else if (arg == "--exact-limit")
+      a.options.exact_limit = parse_int(arg, value());
+    else if (arg == "--candidates")
+      a.options.exact_candidates = std::max(1, parse_int(arg, value()));
+    else if (arg == "--gradient-every")
+      a.options.gradient_every = std::max(1, parse_int(arg, value()));
+    else if (arg == "--json")
+      a.json = true;
+    else if (arg == "--weights")
+      a.load.weights = parse_weight_storage(value());
+    else if (arg == "--threads")
+      a.load.threads = parse_threads(value());
+    else
+      throw Error("unknown option " + arg);
   }
   if (a.model.empty()) throw Error("--model DIR is required");
   if (a.text_file.empty()) throw Error("--text-file F is required");
@@ -124,7 +134,8 @@ int run_heads(const HeadsArgs& a) {
     j["pruned_loss"] = r.pruned_loss;
     j["random_loss_mean"] = r.random_mean;
     j["random_loss_band"] = nlohmann::json::array();
-    for (std::size_t k = 0; k < r.random_mean.size(); k++) j["random_loss_band"].push_back({r.random_lo[k], r.random_hi[k]});
+    for (std::size_t k = 0; k < r.random_mean.size(); k++)
+      j["random_loss_band"].push_back({r.random_lo[k], r.random_hi[k]});
     std::cout << j.dump() << "\n";
     return 0;
   }
@@ -135,8 +146,12 @@ int run_heads(const HeadsArgs& a) {
   std::printf("heads off   loss (greedy)%s\n", r.random_mean.empty() ? "" : "   random mean [lowest, highest]");
   for (std::size_t k = 0; k < r.pruned_loss.size(); k++) {
     std::printf("%9zu   %.4f", k, r.pruned_loss[k]);
-    if (!r.random_mean.empty()) std::printf("          %.4f [%.4f, %.4f]", r.random_mean[k], r.random_lo[k], r.random_hi[k]);
-    std::printf("%s\n", k ? ("   off: L" + std::to_string(r.order[k - 1].layer) + "H" + std::to_string(r.order[k - 1].head)).c_str() : "");
+    if (!r.random_mean.empty())
+      std::printf("          %.4f [%.4f, %.4f]", r.random_mean[k], r.random_lo[k], r.random_hi[k]);
+    std::printf(
+        "%s\n",
+        k ? ("   off: L" + std::to_string(r.order[k - 1].layer) + "H" + std::to_string(r.order[k - 1].head)).c_str()
+          : "");
   }
   return 0;
 }
@@ -148,7 +163,8 @@ int heads_command(int argc, char** argv) {
     std::cout << kHeadsUsage;
     return 0;
   }
-  return report_errors([&] { return run_heads(parse(argc, argv)); }, kHeadsUsage, {"required", "unknown option", "needs a value"});
+  return report_errors([&] { return run_heads(parse(argc, argv)); }, kHeadsUsage,
+                       {"required", "unknown option", "needs a value"});
 }
 
 }  // namespace headscope::cli

@@ -12,8 +12,8 @@
 //    "scores" ([T][T], q_i.k_j/sqrt(HS), null where masked), "attention" ([T][T]), "z" ([T][HS]),
 //    "out" ([T][C], the head's write through W_O), "value_norm" ([T], ||v_j W_O^h||)}
 // bench prints one JSON line: {"tokens", "repeat", "load_ms", "forward_ms", "incremental_ms",
-//   "forward_cpu_ms", "incremental_cpu_ms", "rss_after_load_mb", "peak_rss_mb", "weight_mb", "weights", "simd"}; forward_ms is the
-//   median full run of T tokens from an empty cache, incremental_ms the median one-token update at T
+//   "forward_cpu_ms", "incremental_cpu_ms", "rss_after_load_mb", "peak_rss_mb", "weight_mb", "weights", "simd"};
+//   forward_ms is the median full run of T tokens from an empty cache, incremental_ms the median one-token update at T
 //   (T-1 tokens cached), *_cpu_ms the same in process CPU time, rss_after_load_mb VmRSS right after
 //   loading, peak_rss_mb VmHWM at the end (the activations for T tokens included), weights the storage ("f32"/"f16").
 // --ids runs token ids directly, without the tokenizer (the synthetic tasks of `headscope train` have
@@ -41,9 +41,11 @@ const char* kUsage =
     "  headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16] [--threads N]\n"
     "  headscope train ... (headscope train --help)\n"
     "  headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--json] (headscope heads --help)\n"
-    "  headscope generate --model DIR --text TEXT --tokens N [--temperature X] [--top-k K] [--top-p P] [--seed S] [--json]\n"
+    "  headscope generate --model DIR --text TEXT --tokens N [--temperature X] [--top-k K] [--top-p P] [--seed S] "
+    "[--json]\n"
     "                     (headscope generate --help)\n"
-    "  headscope patch --model DIR --clean TEXT --corrupted TEXT [--answer TOKEN] [--distractor TOKEN] [--by-position]\n"
+    "  headscope patch --model DIR --clean TEXT --corrupted TEXT [--answer TOKEN] [--distractor TOKEN] "
+    "[--by-position]\n"
     "                  [--json] (headscope patch --help)\n"
     "DIR is a Hugging Face model folder: config.json, model.safetensors, and GPT-2's vocab.json + merges.txt\n"
     "or the Llama family's tokenizer.json.\n"
@@ -61,8 +63,10 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "heads") return headscope::cli::heads_command(argc, argv);
   if (argc >= 2 && std::string(argv[1]) == "generate") return headscope::cli::generate_command(argc, argv);
   if (argc >= 2 && std::string(argv[1]) == "patch") return headscope::cli::patch_command(argc, argv);
-  return headscope::cli::report_errors([&] {
-    const headscope::cli::Args a = headscope::cli::parse_model_args(argc, argv);
-    return a.command == "bench" ? headscope::cli::bench_command(a) : headscope::cli::run_command(a);
-  }, kUsage, {"missing command", "unknown"});
+  return headscope::cli::report_errors(
+      [&] {
+        const headscope::cli::Args a = headscope::cli::parse_model_args(argc, argv);
+        return a.command == "bench" ? headscope::cli::bench_command(a) : headscope::cli::run_command(a);
+      },
+      kUsage, {"missing command", "unknown"});
 }

@@ -37,7 +37,11 @@ std::vector<int32_t> parse_ids(const std::string& s) {
     const std::string item = s.substr(pos, comma - pos);
     std::size_t used = 0;
     long long v = -1;
-    try { v = std::stoll(item, &used); } catch (const std::exception&) { used = 0; }
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
     if (item.empty() || used != item.size() || v < 0 || v > INT32_MAX)
       throw headscope::Error("--ids expects comma-separated token ids (whole numbers >= 0), got \"" + item + "\"");
     out.push_back((int32_t)v);
@@ -52,34 +56,44 @@ Args parse_model_args(int argc, char** argv) {
   if (argc < 2) throw headscope::Error("missing command");
   Args a;
   a.command = argv[1];
-  if (a.command != "run" && a.command != "info" && a.command != "bench") throw headscope::Error("unknown command \"" + a.command + "\"");
+  if (a.command != "run" && a.command != "info" && a.command != "bench")
+    throw headscope::Error("unknown command \"" + a.command + "\"");
   for (int i = 2; i < argc; i++) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
       if (i + 1 >= argc) throw headscope::Error(arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "--model") a.model = value();
-    else if (arg == "--text") { a.text = value(); a.has_text = true; }
-    else if (arg == "--ids") a.ids = parse_ids(value());
-    else if (arg == "--json") a.json = true;
-    else if (arg == "--top") a.top = headscope::cli::parse_int(arg, value(), 1);
-    else if (arg == "--ablate") a.ablate = parse_heads(value(), "--ablate");
+    if (arg == "--model")
+      a.model = value();
+    else if (arg == "--text") {
+      a.text = value();
+      a.has_text = true;
+    } else if (arg == "--ids")
+      a.ids = parse_ids(value());
+    else if (arg == "--json")
+      a.json = true;
+    else if (arg == "--top")
+      a.top = headscope::cli::parse_int(arg, value(), 1);
+    else if (arg == "--ablate")
+      a.ablate = parse_heads(value(), "--ablate");
     else if (arg == "--inspect") {
       const std::string v = value();
       const auto heads = parse_heads(v, "--inspect");  // the same LAYER:HEAD syntax, exactly one pair
       if (heads.size() != 1) throw headscope::Error("--inspect expects one LAYER:HEAD pair, got \"" + v + "\"");
       a.inspect = heads[0];
-    }
-    else if (arg == "--tokens") a.tokens = headscope::cli::parse_int(arg, value(), 1);
-    else if (arg == "--repeat") a.repeat = headscope::cli::parse_int(arg, value(), 1);
-    else if (arg == "--threads") a.load.threads = headscope::cli::parse_threads(value());
+    } else if (arg == "--tokens")
+      a.tokens = headscope::cli::parse_int(arg, value(), 1);
+    else if (arg == "--repeat")
+      a.repeat = headscope::cli::parse_int(arg, value(), 1);
+    else if (arg == "--threads")
+      a.load.threads = headscope::cli::parse_threads(value());
     else if (arg == "--weights") {
       const std::string v = value();
       if (v != "f32" && v != "f16") throw headscope::Error("--weights expects f32 or f16, got \"" + v + "\"");
       a.load.weights = headscope::parse_weight_storage(v);
-    }
-    else throw headscope::Error("unknown option \"" + arg + "\"");
+    } else
+      throw headscope::Error("unknown option \"" + arg + "\"");
   }
   if (a.model.empty()) throw headscope::Error("--model DIR is required");
   if (a.command == "run" && a.has_text == !a.ids.empty()) throw headscope::Error("run needs either --text or --ids");

@@ -30,7 +30,8 @@ inline long long parse_whole(const std::string& flag, const std::string& v, long
     x = std::nan("");
   }
   if (!(x == std::floor(x) && x >= (double)lo && x <= (double)hi)) {
-    const std::string range = hi >= 1000000000 ? ">= " + std::to_string(lo) : "within [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    const std::string range = hi >= 1000000000 ? ">= " + std::to_string(lo)
+                                               : "within [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
     throw Error(flag + " expects a whole number " + range + ", got \"" + v + "\"");
   }
   return (long long)x;
@@ -46,7 +47,8 @@ inline int parse_threads(const std::string& v) {
   try {
     return (int)parse_whole("--threads", v, 0, kMaxThreads);
   } catch (const Error&) {
-    throw Error("--threads expects a whole number within [0, " + std::to_string(kMaxThreads) + "] (0: one per core), got \"" + v + "\"");
+    throw Error("--threads expects a whole number within [0, " + std::to_string(kMaxThreads) +
+                "] (0: one per core), got \"" + v + "\"");
   }
 }
 

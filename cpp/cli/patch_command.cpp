@@ -48,16 +48,26 @@ PatchArgs parse(int argc, char** argv) {
       if (i + 1 >= argc) throw Error(arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "--model") a.model = value();
-    else if (arg == "--clean") a.clean = value(), a.have_clean = true;
-    else if (arg == "--corrupted") a.corrupted = value(), a.have_corrupted = true;
-    else if (arg == "--answer") a.answer = value();
-    else if (arg == "--distractor") a.distractor = value();
-    else if (arg == "--by-position") a.by_position = true;
-    else if (arg == "--json") a.json = true;
-    else if (arg == "--weights") a.load.weights = parse_weight_storage(value());
-    else if (arg == "--threads") a.load.threads = parse_threads(value());
-    else throw Error("unknown option " + arg);
+    if (arg == "--model")
+      a.model = value();
+    else if (arg == "--clean")
+      a.clean = value(), a.have_clean = true;
+    else if (arg == "--corrupted")
+      a.corrupted = value(), a.have_corrupted = true;
+    else if (arg == "--answer")
+      a.answer = value();
+    else if (arg == "--distractor")
+      a.distractor = value();
+    else if (arg == "--by-position")
+      a.by_position = true;
+    else if (arg == "--json")
+      a.json = true;
+    else if (arg == "--weights")
+      a.load.weights = parse_weight_storage(value());
+    else if (arg == "--threads")
+      a.load.threads = parse_threads(value());
+    else
+      throw Error("unknown option " + arg);
   }
   if (a.model.empty()) throw Error("--model DIR is required");
   if (!a.have_clean || !a.have_corrupted) throw Error("--clean TEXT and --corrupted TEXT are required");
@@ -67,7 +77,8 @@ PatchArgs parse(int argc, char** argv) {
 // (L, NH) or (L, n) rows
 nlohmann::json rows(const std::vector<double>& v, int rows_n, int row_size) {
   nlohmann::json out = nlohmann::json::array();
-  for (int r = 0; r < rows_n; r++) out.push_back(std::vector<double>(v.begin() + r * row_size, v.begin() + (r + 1) * row_size));
+  for (int r = 0; r < rows_n; r++)
+    out.push_back(std::vector<double>(v.begin() + r * row_size, v.begin() + (r + 1) * row_size));
   return out;
 }
 
@@ -90,7 +101,8 @@ int run_patch(const PatchArgs& a) {
   const Tokenizer& tok = model.tokenizer();
   if (a.json) {
     nlohmann::json j;
-    for (const auto& [name, ids] : {std::pair{"tokens_clean", &r.ids_clean}, std::pair{"tokens_corrupted", &r.ids_corrupted}}) {
+    for (const auto& [name, ids] :
+         {std::pair{"tokens_clean", &r.ids_clean}, std::pair{"tokens_corrupted", &r.ids_corrupted}}) {
       j[name] = nlohmann::json::array();
       for (int32_t id : *ids) j[name].push_back({{"text", tok.token_display(id)}, {"id", id}});
     }
@@ -107,18 +119,20 @@ int run_patch(const PatchArgs& a) {
       j["heads_by_position_attribution"] = nlohmann::json::array();
       for (int l = 0; l < L; l++) {
         j["heads_by_position"].push_back(rows({r.heads_by_position.begin() + (std::ptrdiff_t)l * NH * T,
-                                               r.heads_by_position.begin() + (std::ptrdiff_t)(l + 1) * NH * T}, NH, T));
+                                               r.heads_by_position.begin() + (std::ptrdiff_t)(l + 1) * NH * T},
+                                              NH, T));
         j["heads_by_position_attribution"].push_back(
             rows({r.heads_by_position_attribution.begin() + (std::ptrdiff_t)l * NH * T,
-                  r.heads_by_position_attribution.begin() + (std::ptrdiff_t)(l + 1) * NH * T}, NH, T));
+                  r.heads_by_position_attribution.begin() + (std::ptrdiff_t)(l + 1) * NH * T},
+                 NH, T));
       }
     }
     std::cout << j.dump() << "\n";
     return 0;
   }
   std::printf("%d tokens, first differing at %d; answer \"%s\", distractor \"%s\"; LD clean %.4f, corrupted %.4f\n", T,
-              r.first_difference, tok.token_display(r.answer).c_str(), tok.token_display(r.distractor).c_str(), r.ld_clean,
-              r.ld_corrupted);
+              r.first_difference, tok.token_display(r.answer).c_str(), tok.token_display(r.distractor).c_str(),
+              r.ld_clean, r.ld_corrupted);
   std::printf("head     patched  attribution\n");
   for (int i = 0; i < L * NH; i++)
     std::printf("L%dH%-4d %+8.4f  %+8.4f\n", i / NH, i % NH, r.heads[i], r.heads_attribution[i]);
@@ -132,7 +146,8 @@ int patch_command(int argc, char** argv) {
     std::cout << kPatchUsage;
     return 0;
   }
-  return report_errors([&] { return run_patch(parse(argc, argv)); }, kPatchUsage, {"required", "unknown option", "needs a value"});
+  return report_errors([&] { return run_patch(parse(argc, argv)); }, kPatchUsage,
+                       {"required", "unknown option", "needs a value"});
 }
 
 }  // namespace headscope::cli

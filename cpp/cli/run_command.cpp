@@ -96,13 +96,16 @@ int run_command(const Args& a) {
     return 0;
   }
   std::printf("%d tokens", model.T());
-  if (info.dropped_tokens) std::printf(" (the first %d were cut to fit the context of %d)", info.dropped_tokens, c.n_positions);
+  if (info.dropped_tokens)
+    std::printf(" (the first %d were cut to fit the context of %d)", info.dropped_tokens, c.n_positions);
   std::printf(":\n");
-  for (const auto& t : model.tokens()) std::printf("  %6d  [%u, %u)  \"%s\"\n", t.id, t.byte_start, t.byte_end, t.text.c_str());
+  for (const auto& t : model.tokens())
+    std::printf("  %6d  [%u, %u)  \"%s\"\n", t.id, t.byte_start, t.byte_end, t.text.c_str());
   // the engine's own top-k (predictions.hpp), as the package's topNext: ties to the smaller id
   const std::vector<headscope::TokenProbability> top = headscope::top_k_probabilities(logits, a.top);
   std::printf("top %d next tokens:\n", (int)top.size());
-  for (const auto& t : top) std::printf("  %6.2f%%  \"%s\"\n", 100.0 * t.prob, model.tokenizer().token_display(t.id).c_str());
+  for (const auto& t : top)
+    std::printf("  %6.2f%%  \"%s\"\n", 100.0 * t.prob, model.tokenizer().token_display(t.id).c_str());
   return 0;
 }
 

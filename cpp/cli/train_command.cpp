@@ -21,9 +21,11 @@
 // --batch FILE.json: a JSON array of token-id sequences of equal length T+1; every step trains on
 //   it, predicting ids[1..T] from ids[0..T-1] (mean cross-entropy over every sequence and position).
 // --task induction: spans of P distinct random tokens repeated to fill the window, P uniform in
-//   --periods (default 4:16; the probe period, their middle, excluded) per sequence (training_run.hpp). A fresh batch every step, from --seed.
+//   --periods (default 4:16; the probe period, their middle, excluded) per sequence (training_run.hpp). A fresh batch
+//   every step, from --seed.
 // --init DIR: a GPT-2 or Llama-family folder (llama, qwen3: its tokenizer.json is required).
-// --task text:FILE: the file, encoded with the tokenizer of --init DIR (its vocab.json and merges.txt, or tokenizer.json),
+// --task text:FILE: the file, encoded with the tokenizer of --init DIR (its vocab.json and merges.txt, or
+// tokenizer.json),
 //   or for a fresh model with one token per byte (vocab_size 256, as --preset text), gives each step
 //   B windows of T+1 consecutive tokens at random offsets. The text needs at least T+1 tokens. The
 //   output folder gets the tokenizer it was encoded with.
@@ -62,7 +64,8 @@ using headscope::Error;
 
 const char* kTrainUsage =
     "usage:\n"
-    "  headscope train [--preset NAME] [--config FILE.json | --init DIR] [--task induction|text:FILE | --batch FILE.json]\n"
+    "  headscope train [--preset NAME] [--config FILE.json | --init DIR] [--task induction|text:FILE | --batch "
+    "FILE.json]\n"
     "                  [--steps N] [--optimizer adamw|sgd] [--lr X] [--weight-decay X] [--clip X]\n"
     "                  [--batch-size B] [--seq-len T] [--seed S] [--periods MIN:MAX] [--log-every K] [--scores]\n"
     "                  [--threads N] --out DIR\n"
@@ -85,7 +88,6 @@ std::string read_file(const fs::path& p, const std::string& what) {
   return ss.str();
 }
 
-
 TrainArgs parse(int argc, char** argv) {
   TrainArgs a;
   for (int i = 2; i < argc; i++) {
@@ -94,37 +96,53 @@ TrainArgs parse(int argc, char** argv) {
       if (i + 1 >= argc) throw Error(arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "--preset") a.preset = value();
-    else if (arg == "--scores") a.scores = true;
+    if (arg == "--preset")
+      a.preset = value();
+    else if (arg == "--scores")
+      a.scores = true;
     else if (arg == "--periods") {
       const std::string v = value();
       const std::size_t colon = v.find(':');
       if (colon == std::string::npos) throw Error("--periods expects MIN:MAX, got \"" + v + "\"");
       a.min_period = parse_int(arg, v.substr(0, colon));
       a.max_period = parse_int(arg, v.substr(colon + 1));
-      if (a.min_period < 2 || a.max_period < a.min_period) throw Error("--periods expects 2 <= MIN <= MAX, got \"" + v + "\"");
-    }
-    else if (arg == "--config") a.config = value();
-    else if (arg == "--init") a.init = value();
-    else if (arg == "--task") a.task = value();
-    else if (arg == "--batch") a.batch = value();
-    else if (arg == "--out") a.out = value();
-    else if (arg == "--optimizer") a.optimizer = value();
+      if (a.min_period < 2 || a.max_period < a.min_period)
+        throw Error("--periods expects 2 <= MIN <= MAX, got \"" + v + "\"");
+    } else if (arg == "--config")
+      a.config = value();
+    else if (arg == "--init")
+      a.init = value();
+    else if (arg == "--task")
+      a.task = value();
+    else if (arg == "--batch")
+      a.batch = value();
+    else if (arg == "--out")
+      a.out = value();
+    else if (arg == "--optimizer")
+      a.optimizer = value();
     else if (arg == "--steps") {
       if ((a.steps = parse_int(arg, value())) < 1) throw Error("train: --steps must be at least 1");
     } else if (arg == "--batch-size") {
       if ((a.batch_size = parse_int(arg, value())) < 1) throw Error("train: --batch-size must be at least 1");
-    }
-    else if (arg == "--seq-len") a.seq_len = parse_int(arg, value());
-    else if (arg == "--log-every") a.log_every = parse_int(arg, value());
-    else if (arg == "--threads") a.threads = parse_threads(value());
-    else if (arg == "--seed") { a.seed = (uint64_t)parse_whole(arg, value(), 0, 1LL << 53); a.has_seed = true; }
-    else if (arg == "--lr") {
+    } else if (arg == "--seq-len")
+      a.seq_len = parse_int(arg, value());
+    else if (arg == "--log-every")
+      a.log_every = parse_int(arg, value());
+    else if (arg == "--threads")
+      a.threads = parse_threads(value());
+    else if (arg == "--seed") {
+      a.seed = (uint64_t)parse_whole(arg, value(), 0, 1LL << 53);
+      a.has_seed = true;
+    } else if (arg == "--lr") {
       if (!((a.lr = (float)parse_number(arg, value())) > 0)) throw Error("train: --lr must be positive");
-    }
-    else if (arg == "--weight-decay") { a.weight_decay = (float)parse_number(arg, value()); a.has_weight_decay = true; }
-    else if (arg == "--clip") { a.clip = (float)parse_number(arg, value()); a.has_clip = true; }
-    else throw Error("train: unknown option \"" + arg + "\"");
+    } else if (arg == "--weight-decay") {
+      a.weight_decay = (float)parse_number(arg, value());
+      a.has_weight_decay = true;
+    } else if (arg == "--clip") {
+      a.clip = (float)parse_number(arg, value());
+      a.has_clip = true;
+    } else
+      throw Error("train: unknown option \"" + arg + "\"");
   }
   if (!a.preset.empty()) headscope::train::preset(a.preset);  // an unknown name fails here, listing the presets
   if (!a.config.empty() && !a.init.empty()) throw Error("train: give at most one of --config FILE.json and --init DIR");
@@ -222,8 +240,7 @@ int train(const TrainArgs& a) {
       init_tokenizer.vocab_json = read_file(dir / "vocab.json", "--init vocab.json");
       init_tokenizer.merges_txt = read_file(dir / "merges.txt", "--init merges.txt");
     } else {
-      if (spec.task == "text")
-        throw Error("--task text:FILE needs the vocab.json and merges.txt of --init " + a.init);
+      if (spec.task == "text") throw Error("--task text:FILE needs the vocab.json and merges.txt of --init " + a.init);
       init_tokenizer.vocab_json = tr::synthetic_vocab_json(spec.shape.vocab_size);
       init_tokenizer.merges_txt = tr::kEmptyMerges;
     }
@@ -234,7 +251,8 @@ int train(const TrainArgs& a) {
   if (!fixed.empty()) {
     const int T = (int)fixed[0].size() - 1;
     if (a.seq_len > 0 && a.seq_len != T)
-      throw Error("--seq-len " + std::to_string(a.seq_len) + " differs from the --batch file's T = " + std::to_string(T));
+      throw Error("--seq-len " + std::to_string(a.seq_len) +
+                  " differs from the --batch file's T = " + std::to_string(T));
     spec.seq_len = T;
     spec.batch_size = (int)fixed.size();
   } else if (a.seq_len > 0) {
@@ -273,7 +291,8 @@ int train(const TrainArgs& a) {
     if (step % a.log_every == 0 || step == spec.steps) {
       const auto now = std::chrono::steady_clock::now();
       const double secs = std::chrono::duration<double>(now - start).count();
-      nlohmann::ordered_json line = {{"step", step}, {"loss", loss},
+      nlohmann::ordered_json line = {{"step", step},
+                                     {"loss", loss},
                                      {"tokens_per_s", secs > 0 ? tokens_since / secs : 0.0},
                                      {"lr", run->learning_rate(step - 1)}};
       if (a.scores) {

@@ -30,10 +30,10 @@ const { encode, decode } = require('gpt-3-encoder');
 const longParagraph =
   'Attention heads in a transformer each compute a weighted average of the value vectors of ' +
   'earlier positions. Some heads attend to the previous token; others track matching brackets, ' +
-  "quotes, or the subject of a sentence. In GPT-2 small there are 12 layers with 12 heads each " +
+  'quotes, or the subject of a sentence. In GPT-2 small there are 12 layers with 12 heads each ' +
   '(144 heads in total), and visualizing them side by side shows patterns that are surprisingly ' +
-  "regular: diagonal stripes, vertical bars at punctuation, and a strong pull toward the first " +
-  "token, which acts as a kind of no-op sink when a head has nothing useful to do. Researchers " +
+  'regular: diagonal stripes, vertical bars at punctuation, and a strong pull toward the first ' +
+  'token, which acts as a kind of no-op sink when a head has nothing useful to do. Researchers ' +
   "call these 'attention sinks'; they've been observed in models from 124M to 70B parameters.";
 
 const cases = [
@@ -50,41 +50,130 @@ const cases = [
   'def f(x):\n    return x**2  # square\n',
   'https://example.com/path?q=1&r=2#frag',
   // contractions (case-sensitive ASCII only in GPT-2's regex)
-  "don't", "I'll", "we've", "it's", "you're", "she'd", "I'm",
-  "DON'T", "It'S", "'s'", "''s", "rock 'n' roll", "y'all", "can't won't shouldn't've",
+  "don't",
+  "I'll",
+  "we've",
+  "it's",
+  "you're",
+  "she'd",
+  "I'm",
+  "DON'T",
+  "It'S",
+  "'s'",
+  "''s",
+  "rock 'n' roll",
+  "y'all",
+  "can't won't shouldn't've",
   'don\u2019t',
   // numbers
-  '3.14159', '1,000,000', '2024-01-01', '0x1F', '1e10', '12345678901234567890',
-  '\u0663\u0664\u0665', '\u216B', '\u00BD and \u00B2', 'version 2.0.1-beta',
+  '3.14159',
+  '1,000,000',
+  '2024-01-01',
+  '0x1F',
+  '1e10',
+  '12345678901234567890',
+  '\u0663\u0664\u0665',
+  '\u216B',
+  '\u00BD and \u00B2',
+  'version 2.0.1-beta',
   // whitespace
-  'a  b', 'a   b', 'a\tb', 'a\nb', 'a\n\nb', 'a \n b', '  leading', 'trailing  ', 'trailing ',
-  ' ', '  ', '\n', '\n\n\n', '\t\t', ' \t \n ', 'a\r\nb', 'x\u00A0y', 'x\u3000y', 'x\u2003 y',
-  'end\u2028', 'a\u000B\u000Cb', 'a\u001Cb', 'a\uFEFFb', ' \uFEFF x', '   x   y   ', 'line1\n  line2\n',
+  'a  b',
+  'a   b',
+  'a\tb',
+  'a\nb',
+  'a\n\nb',
+  'a \n b',
+  '  leading',
+  'trailing  ',
+  'trailing ',
+  ' ',
+  '  ',
+  '\n',
+  '\n\n\n',
+  '\t\t',
+  ' \t \n ',
+  'a\r\nb',
+  'x\u00A0y',
+  'x\u3000y',
+  'x\u2003 y',
+  'end\u2028',
+  'a\u000B\u000Cb',
+  'a\u001Cb',
+  'a\uFEFFb',
+  ' \uFEFF x',
+  '   x   y   ',
+  'line1\n  line2\n',
   // accents, scripts
-  'caf\u00E9 na\u00EFve r\u00E9sum\u00E9 Z\u00FCrich', 'Ελληνικά κείμενο', 'Русский текст',
-  'e\u0301 vs \u00E9', 'Z\u0351\u0360a\u0337l\u0334g\u0335o', '\u0915\u094D\u0937\u0924\u094D\u0930\u093F\u092F',
+  'caf\u00E9 na\u00EFve r\u00E9sum\u00E9 Z\u00FCrich',
+  'Ελληνικά κείμενο',
+  'Русский текст',
+  'e\u0301 vs \u00E9',
+  'Z\u0351\u0360a\u0337l\u0334g\u0335o',
+  '\u0915\u094D\u0937\u0924\u094D\u0930\u093F\u092F',
   '\uD835\uDD18\uD835\uDD2B\uD835\uDD26 \uD835\uDFD8\uD835\uDFD9',
   // CJK
-  '你好，世界！', '日本語のテキスト、カタカナ。', '한국어 문장입니다',
+  '你好，世界！',
+  '日本語のテキスト、カタカナ。',
+  '한국어 문장입니다',
   // emoji
   'I \u2764\uFE0F emoji \uD83D\uDE00\uD83C\uDF89',
   '\uD83D\uDC68\u200D\uD83D\uDC69\u200D\uD83D\uDC67\u200D\uD83D\uDC66 family',
-  '\uD83C\uDDEB\uD83C\uDDF7\uD83C\uDDEF\uD83C\uDDF5 flags', '\uD83D\uDC4D\uD83C\uDFFD', '1\uFE0F\u20E3',
+  '\uD83C\uDDEB\uD83C\uDDF7\uD83C\uDDEF\uD83C\uDDF5 flags',
+  '\uD83D\uDC4D\uD83C\uDFFD',
+  '1\uFE0F\u20E3',
   // right-to-left
-  'שלום עולם', 'مرحبا بالعالم', 'abc שלום 123 مرحبا',
+  'שלום עולם',
+  'مرحبا بالعالم',
+  'abc שלום 123 مرحبا',
   // the article sentence, a long paragraph, mixed case, special-token text
   'The chef, who trained in Paris, cooked the meal quickly.',
   longParagraph,
-  'HeLLo WoRLD iPhone McDonald\'s NASA eBay',
-  '<|endoftext|>', 'Hello<|endoftext|>world', ' <|endoftext|> ',
+  "HeLLo WoRLD iPhone McDonald's NASA eBay",
+  '<|endoftext|>',
+  'Hello<|endoftext|>world',
+  ' <|endoftext|> ',
 ];
 
 // Deterministic fuzz over a small alphabet that stresses the pre-tokenizer's boundaries
 // (space/letter/number/other transitions, apostrophes, whitespace runs) and BPE on punctuation.
 const alphabet = [
-  'a', 'b', 'e', 'r', 's', 't', 'l', 'v', 'm', 'd', 'T', 'S', '0', '1', '9', ' ', ' ', ' ', '\n',
-  '\t', "'", "'", ',', '.', '"', '[', ']', '-', '!', '\u00E9', '\u4E2D', '\u0663', '\u00A0',
-  '\u3000', '\u0301', '\uD83D\uDE00', '\u200D',
+  'a',
+  'b',
+  'e',
+  'r',
+  's',
+  't',
+  'l',
+  'v',
+  'm',
+  'd',
+  'T',
+  'S',
+  '0',
+  '1',
+  '9',
+  ' ',
+  ' ',
+  ' ',
+  '\n',
+  '\t',
+  "'",
+  "'",
+  ',',
+  '.',
+  '"',
+  '[',
+  ']',
+  '-',
+  '!',
+  '\u00E9',
+  '\u4E2D',
+  '\u0663',
+  '\u00A0',
+  '\u3000',
+  '\u0301',
+  '\uD83D\uDE00',
+  '\u200D',
 ];
 let seed = 12345;
 const rand = (n) => {
@@ -109,8 +198,7 @@ const assigned15 = (() => {
     const m = /^([0-9A-F]+)(?:\.\.([0-9A-F]+))?\s*;\s*(\d+)\.(\d+)/.exec(line);
     if (!m) continue;
     const [maj, min] = [Number(m[3]), Number(m[4])];
-    if (maj < 15 || (maj === 15 && min === 0))
-      ranges.push([parseInt(m[1], 16), parseInt(m[2] ?? m[1], 16)]);
+    if (maj < 15 || (maj === 15 && min === 0)) ranges.push([parseInt(m[1], 16), parseInt(m[2] ?? m[1], 16)]);
   }
   return (cp) => ranges.some(([lo, hi]) => cp >= lo && cp <= hi);
 })();

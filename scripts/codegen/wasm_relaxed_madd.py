@@ -22,6 +22,7 @@ the exact loop runs instead.
 
 Usage: /usr/bin/python3 scripts/codegen/wasm_relaxed_madd.py FILE.wasm   (rewrites in place; prints a count)
 """
+
 import re
 import subprocess
 import sys
@@ -102,7 +103,7 @@ def fast_path(path, data):
     for start, end in function_bodies(trial):
         at = trial.find(OLD, start, end)
         while at >= 0:
-            trial[at:at + 3] = NEW
+            trial[at : at + 3] = NEW
             rewritten += 1
             at = trial.find(OLD, at + 3, end)
     if rewritten == 0:
@@ -130,10 +131,12 @@ def main():
         if not offsets:
             break
         for off in offsets:
-            if data[off:off + 3] != OLD:
-                sys.exit(f"wasm_relaxed_madd.py: {path}: disassembly stops at 0x{off:x} on bytes "
-                         f"{data[off:off + 3].hex(' ')}, not the pre-standard f32x4 multiply-add (fd af 01)")
-            data[off:off + 3] = NEW
+            if data[off : off + 3] != OLD:
+                sys.exit(
+                    f"wasm_relaxed_madd.py: {path}: disassembly stops at 0x{off:x} on bytes "
+                    f"{data[off : off + 3].hex(' ')}, not the pre-standard f32x4 multiply-add (fd af 01)"
+                )
+            data[off : off + 3] = NEW
             rewritten += 1
         open(path, "wb").write(data)
     subprocess.run(["wasm-validate", "--enable-relaxed-simd", path], check=True)

@@ -17,6 +17,7 @@ non-zero on any failure. About a second:
     stray lm_head.weight is ignored, as transformers ties it
 (f) configs this reference does not implement are refused, not silently run as something else
 """
+
 import math
 import os
 import sys
@@ -92,14 +93,14 @@ def naive_forward(m, ids, rope):
         heads_out = [torch.zeros(H * HD, dtype=torch.float64) for _ in range(T)]
         for h in range(H):
             g = h // G
-            qh = [q[t][h * HD:(h + 1) * HD] for t in range(T)]
-            kh = [k[t][g * HD:(g + 1) * HD] for t in range(T)]
+            qh = [q[t][h * HD : (h + 1) * HD] for t in range(T)]
+            kh = [k[t][g * HD : (g + 1) * HD] for t in range(T)]
             if c["model_type"] == "qwen3":  # each head's q and k normalized over HD, then rotated
                 qh = [rms(u, W[p + "self_attn.q_norm.weight"]) for u in qh]
                 kh = [rms(u, W[p + "self_attn.k_norm.weight"]) for u in kh]
             qh = [rotate(qh[t], t) for t in range(T)]
             kh = [rotate(kh[t], t) for t in range(T)]
-            vh = [v[t][g * HD:(g + 1) * HD] for t in range(T)]
+            vh = [v[t][g * HD : (g + 1) * HD] for t in range(T)]
             rows = []
             for i in range(T):
                 s = [sum(float(qh[i][d]) * float(kh[j][d]) for d in range(HD)) / math.sqrt(HD) for j in range(i + 1)]
@@ -109,7 +110,7 @@ def naive_forward(m, ids, rope):
                 p_row = [u / tot for u in e]
                 rows.append(p_row + [0.0] * (T - i - 1))
                 zi = sum(p_row[j] * vh[j] for j in range(i + 1))
-                heads_out[i][h * HD:(h + 1) * HD] = zi
+                heads_out[i][h * HD : (h + 1) * HD] = zi
             layer_att.append(rows)
         atts.append(layer_att)
         x = [x[t] + W[p + "self_attn.o_proj.weight"] @ heads_out[t] for t in range(T)]
@@ -135,16 +136,27 @@ def check_against_naive(m, ids, rope, what):
 
 
 def check_naive():
-    cfg = dict(model_type="llama", vocab_size=40, hidden_size=12, intermediate_size=20, num_hidden_layers=2,
-               num_attention_heads=3, num_key_value_heads=3, rms_norm_eps=1e-5, rope_theta=10000.0,
-               max_position_embeddings=32, tie_word_embeddings=False)
+    cfg = dict(
+        model_type="llama",
+        vocab_size=40,
+        hidden_size=12,
+        intermediate_size=20,
+        num_hidden_layers=2,
+        num_attention_heads=3,
+        num_key_value_heads=3,
+        rms_norm_eps=1e-5,
+        rope_theta=10000.0,
+        max_position_embeddings=32,
+        tie_word_embeddings=False,
+    )
     m = random_model(cfg, 11)
     assert m.cfg["head_dim"] == 4  # C / H when config.json has no head_dim
     ids = [3, 17, 5, 5, 39, 0, 22, 8, 11]
     for rope in (False, True):
         m.use_rope = rope
-        check_against_naive(m, ids, rope, f"(a) naive per-head loop, rotation "
-                                          f"{'on (pairs i, i+HD/2)' if rope else 'off (test hook)'}")
+        check_against_naive(
+            m, ids, rope, f"(a) naive per-head loop, rotation {'on (pairs i, i+HD/2)' if rope else 'off (test hook)'}"
+        )
     m.use_rope = True
     # a GQA model against the naive loop too (query head h reads kv head h // G)
     cfg_g = dict(cfg, num_attention_heads=4, num_key_value_heads=2, head_dim=6)
@@ -157,9 +169,20 @@ def check_naive():
 # ---- (b) GQA = repeated kv heads ----------------------------------------------------------------
 def check_gqa():
     for mt in ("llama", "qwen3"):
-        cfg = dict(model_type=mt, vocab_size=50, hidden_size=16, intermediate_size=24, num_hidden_layers=2,
-                   num_attention_heads=6, num_key_value_heads=2, head_dim=8, rms_norm_eps=1e-6, rope_theta=10000.0,
-                   max_position_embeddings=32, tie_word_embeddings=True)
+        cfg = dict(
+            model_type=mt,
+            vocab_size=50,
+            hidden_size=16,
+            intermediate_size=24,
+            num_hidden_layers=2,
+            num_attention_heads=6,
+            num_key_value_heads=2,
+            head_dim=8,
+            rms_norm_eps=1e-6,
+            rope_theta=10000.0,
+            max_position_embeddings=32,
+            tie_word_embeddings=True,
+        )
         m = random_model(cfg, 21)
         H, KV, HD = 6, 2, 8
         G = H // KV
@@ -168,7 +191,7 @@ def check_gqa():
         for k, v in m.state_dict().items():
             if k.endswith("k_proj.weight") or k.endswith("v_proj.weight"):
                 # kv head g's HD rows, once for each of its G query heads
-                v = torch.cat([v[(h // G) * HD:(h // G + 1) * HD] for h in range(H)])
+                v = torch.cat([v[(h // G) * HD : (h // G + 1) * HD] for h in range(H)])
             sd[k] = v
         full.load_state_dict(sd)
         ids = torch.tensor([[1, 9, 44, 2, 2, 30, 7, 18, 25, 3, 49]])
@@ -178,15 +201,17 @@ def check_gqa():
         dl = maxdiff(l1, l2)
         da = max(maxdiff(a, b) for a, b in zip(d1["att"], d2["att"]))
         dc = max(maxdiff(a, b) for a, b in zip(d1["contrib"], d2["contrib"]))
-        check(dl < 1e-12 and da < 1e-13 and dc < 1e-12,
-              f"(b) {mt}: KV 2 < H 6 equals KV = H with repeated k/v rows: "
-              f"logits {dl:.1e}, attention {da:.1e}, contrib {dc:.1e}")
+        check(
+            dl < 1e-12 and da < 1e-13 and dc < 1e-12,
+            f"(b) {mt}: KV 2 < H 6 equals KV = H with repeated k/v rows: "
+            f"logits {dl:.1e}, attention {da:.1e}, contrib {dc:.1e}",
+        )
         # and the grouping is h // G, not h % KV: the interleaved repeat gives other logits
         wrong = LlamaFamily(dict(cfg, num_key_value_heads=H)).double().eval()
         sd_w = {}
         for k, v in m.state_dict().items():
             if k.endswith("k_proj.weight") or k.endswith("v_proj.weight"):
-                v = torch.cat([v[(h % KV) * HD:(h % KV + 1) * HD] for h in range(H)])
+                v = torch.cat([v[(h % KV) * HD : (h % KV + 1) * HD] for h in range(H)])
             sd_w[k] = v
         wrong.load_state_dict(sd_w)
         with torch.no_grad():
@@ -198,14 +223,38 @@ def check_gqa():
 def check_relative():
     g = torch.Generator().manual_seed(31)
     configs = {
-        "plain theta 1e4": normalize_config(dict(model_type="llama", vocab_size=8, hidden_size=8, intermediate_size=8,
-                                                 num_hidden_layers=1, num_attention_heads=1, head_dim=10,
-                                                 rope_theta=10000.0)),
-        "llama-mqa's llama3 scaling": normalize_config(dict(
-            model_type="llama", vocab_size=8, hidden_size=20, intermediate_size=8, num_hidden_layers=1,
-            num_attention_heads=4, num_key_value_heads=1, head_dim=6, rope_theta=500000.0,
-            rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                          "original_max_position_embeddings": 8})),
+        "plain theta 1e4": normalize_config(
+            dict(
+                model_type="llama",
+                vocab_size=8,
+                hidden_size=8,
+                intermediate_size=8,
+                num_hidden_layers=1,
+                num_attention_heads=1,
+                head_dim=10,
+                rope_theta=10000.0,
+            )
+        ),
+        "llama-mqa's llama3 scaling": normalize_config(
+            dict(
+                model_type="llama",
+                vocab_size=8,
+                hidden_size=20,
+                intermediate_size=8,
+                num_hidden_layers=1,
+                num_attention_heads=4,
+                num_key_value_heads=1,
+                head_dim=6,
+                rope_theta=500000.0,
+                rope_scaling={
+                    "rope_type": "llama3",
+                    "factor": 8.0,
+                    "low_freq_factor": 1.0,
+                    "high_freq_factor": 4.0,
+                    "original_max_position_embeddings": 8,
+                },
+            )
+        ),
     }
     for label, cfg in configs.items():
         HD = cfg["head_dim"]
@@ -216,16 +265,19 @@ def check_relative():
             k = torch.randn(HD, generator=g, dtype=torch.float64)
 
             def dot(i, j):
-                qi = apply_rope(q.view(1, 1, 1, HD), cos[i:i + 1], sin[i:i + 1]).view(-1)
-                kj = apply_rope(k.view(1, 1, 1, HD), cos[j:j + 1], sin[j:j + 1]).view(-1)
+                qi = apply_rope(q.view(1, 1, 1, HD), cos[i : i + 1], sin[i : i + 1]).view(-1)
+                kj = apply_rope(k.view(1, 1, 1, HD), cos[j : j + 1], sin[j : j + 1]).view(-1)
                 return float(qi @ kj)
+
             for i, j in ((3, 1), (10, 0), (7, 7), (0, 12)):
                 for d in (1, 5, 17, 31):
                     worst = max(worst, abs(dot(i, j) - dot(i + d, j + d)))
                     moved = max(moved, abs(dot(i, j) - dot(i + d, j)))
-        check(worst < 1e-12 and moved > 1e-2,
-              f"(c) {label}: q.k at (i, j) and (i+d, j+d) agree to {worst:.1e} "
-              f"(moving one side changes it by {moved:.2g})")
+        check(
+            worst < 1e-12 and moved > 1e-2,
+            f"(c) {label}: q.k at (i, j) and (i+d, j+d) agree to {worst:.1e} "
+            f"(moving one side changes it by {moved:.2g})",
+        )
 
 
 # ---- (d) llama3 rope scaling --------------------------------------------------------------------
@@ -246,10 +298,25 @@ def llama3_plain(theta, hd, factor, low, high, old_len):
 
 
 def check_llama3():
-    sc = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-          "original_max_position_embeddings": 8}
-    base = dict(model_type="llama", vocab_size=8, hidden_size=20, intermediate_size=8, num_hidden_layers=1,
-                num_attention_heads=4, num_key_value_heads=1, head_dim=6, rope_theta=500000.0, rope_scaling=sc)
+    sc = {
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8,
+    }
+    base = dict(
+        model_type="llama",
+        vocab_size=8,
+        hidden_size=20,
+        intermediate_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=6,
+        rope_theta=500000.0,
+        rope_scaling=sc,
+    )
     got = rope_inv_freq(normalize_config(base)).tolist()
     want = llama3_plain(500000.0, 6, 8.0, 1.0, 4.0, 8)
     rel = max(abs(a - b) / b for a, b in zip(got, want))
@@ -257,31 +324,62 @@ def check_llama3():
     # at original_max_position_embeddings 8 no frequency is high (that needs wavelength 2 pi / f < 8 / 4, f > pi,
     # and f <= 1): the fastest pair is in the smoothed band, the others are divided by 8
     plain = rope_inv_freq(normalize_config(dict(base, rope_scaling=None))).tolist()
-    check(abs(got[0] - plain[0]) > 0.5 and all(abs(g * 8 - p) < 1e-18 + 1e-15 * p for g, p in zip(got[1:], plain[1:])),
-          f"(d) llama-mqa: pair 0 smoothed ({plain[0]:.3g} -> {got[0]:.4g}), pairs 1.. divided by 8")
+    check(
+        abs(got[0] - plain[0]) > 0.5 and all(abs(g * 8 - p) < 1e-18 + 1e-15 * p for g, p in zip(got[1:], plain[1:])),
+        f"(d) llama-mqa: pair 0 smoothed ({plain[0]:.3g} -> {got[0]:.4g}), pairs 1.. divided by 8",
+    )
 
     # a config with all three bands: theta 1e4, HD 32, original 64 (high band: wavelength < 16, low: > 64)
-    cfg = normalize_config(dict(base, hidden_size=32, num_attention_heads=1, num_key_value_heads=1, head_dim=32,
-                                rope_theta=10000.0, rope_scaling=dict(sc, original_max_position_embeddings=64)))
+    cfg = normalize_config(
+        dict(
+            base,
+            hidden_size=32,
+            num_attention_heads=1,
+            num_key_value_heads=1,
+            head_dim=32,
+            rope_theta=10000.0,
+            rope_scaling=dict(sc, original_max_position_embeddings=64),
+        )
+    )
     got = rope_inv_freq(cfg).tolist()
     plain = rope_inv_freq(dict(cfg, rope_scaling=None)).tolist()
     want = llama3_plain(10000.0, 32, 8.0, 1.0, 4.0, 64)
     high = [i for i, f in enumerate(plain) if 2 * math.pi / f < 16]
     low = [i for i, f in enumerate(plain) if 2 * math.pi / f > 64]
     mid = [i for i in range(len(plain)) if i not in high and i not in low]
-    ok = (high and low and mid and all(got[i] == plain[i] for i in high) and all(got[i] == plain[i] / 8 for i in low)
-          and all(plain[i] / 8 < got[i] < plain[i] for i in mid)
-          and max(abs(a - b) / b for a, b in zip(got, want)) < 1e-15)
-    check(ok, f"(d) three bands (theta 1e4, HD 32, original 64): {len(high)} high unchanged, {len(mid)} smoothed, "
-              f"{len(low)} low divided by 8, all equal to the plain formula")
+    ok = (
+        high
+        and low
+        and mid
+        and all(got[i] == plain[i] for i in high)
+        and all(got[i] == plain[i] / 8 for i in low)
+        and all(plain[i] / 8 < got[i] < plain[i] for i in mid)
+        and max(abs(a - b) / b for a, b in zip(got, want)) < 1e-15
+    )
+    check(
+        ok,
+        f"(d) three bands (theta 1e4, HD 32, original 64): {len(high)} high unchanged, {len(mid)} smoothed, "
+        f"{len(low)} low divided by 8, all equal to the plain formula",
+    )
 
 
 # ---- (e) tied vs untied -------------------------------------------------------------------------
 def check_tied():
     for mt in ("llama", "qwen3"):
-        cfg = dict(model_type=mt, vocab_size=60, hidden_size=12, intermediate_size=20, num_hidden_layers=2,
-                   num_attention_heads=4, num_key_value_heads=2, head_dim=6, rms_norm_eps=1e-6, rope_theta=10000.0,
-                   max_position_embeddings=32, tie_word_embeddings=True)
+        cfg = dict(
+            model_type=mt,
+            vocab_size=60,
+            hidden_size=12,
+            intermediate_size=20,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=6,
+            rms_norm_eps=1e-6,
+            rope_theta=10000.0,
+            max_position_embeddings=32,
+            tie_word_embeddings=True,
+        )
         m = random_model(cfg, 41).float()
         ids = torch.tensor([[5, 59, 0, 12, 12, 33, 7]])
         with tempfile.TemporaryDirectory() as d:
@@ -298,8 +396,10 @@ def check_tied():
             b = LlamaFamily.load_hf(untied_dir).double()
             with torch.no_grad():
                 dl = maxdiff(a(ids), b(ids))
-            check("lm_head.weight" not in names_t and names_u - names_t == {"lm_head.weight"} and dl == 0.0,
-                  f"(e) {mt}: tied (no lm_head.weight) and untied (lm_head = embedding) give the same logits ({dl:g})")
+            check(
+                "lm_head.weight" not in names_t and names_u - names_t == {"lm_head.weight"} and dl == 0.0,
+                f"(e) {mt}: tied (no lm_head.weight) and untied (lm_head = embedding) give the same logits ({dl:g})",
+            )
             # a tied file that carries lm_head.weight anyway: ignored
             t2 = load_file(os.path.join(tied_dir, "model.safetensors"))
             t2["lm_head.weight"] = torch.zeros_like(t2["model.embed_tokens.weight"])
@@ -312,8 +412,14 @@ def check_tied():
 
 # ---- (f) refusals -------------------------------------------------------------------------------
 def check_refusals():
-    base = dict(model_type="llama", vocab_size=8, hidden_size=10, intermediate_size=8, num_hidden_layers=1,
-                num_attention_heads=2)
+    base = dict(
+        model_type="llama",
+        vocab_size=8,
+        hidden_size=10,
+        intermediate_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+    )
     bad = {
         "odd head_dim (transformers' rotary needs it even)": dict(base),  # 10 / 2 = 5
         "attention_bias": dict(base, head_dim=4, attention_bias=True),
@@ -333,8 +439,10 @@ def check_refusals():
     # transformers' defaults by model_type: Qwen3Config's head_dim is 128 and num_key_value_heads 32
     q = normalize_config(dict(base, model_type="qwen3", num_attention_heads=32))
     l_ = normalize_config(dict(base, head_dim=4))
-    check(q["head_dim"] == 128 and q["num_key_value_heads"] == 32 and l_["num_key_value_heads"] == 2,
-          "(f) defaults: qwen3 head_dim 128 / KV 32, llama KV = H")
+    check(
+        q["head_dim"] == 128 and q["num_key_value_heads"] == 32 and l_["num_key_value_heads"] == 2,
+        "(f) defaults: qwen3 head_dim 128 / KV 32, llama KV = H",
+    )
 
 
 def main():

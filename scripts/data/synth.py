@@ -15,33 +15,64 @@ Two disjoint uses:
   held-out probe sentences (probe_sentences): cities from PROBE_CITIES only, so no probe sentence can
   occur in the training share; the article's own sentence is excluded from training as well.
 """
+
 import random
 
 # (singular, plural, gender or None, trade)
 SUBJECTS = [
-    ("chef", "chefs", None, "kitchen"), ("cook", "cooks", None, "kitchen"), ("baker", "bakers", None, "kitchen"),
-    ("waiter", "waiters", "m", "kitchen"), ("waitress", "waitresses", "f", "kitchen"),
-    ("mayor", "mayors", None, "town"), ("governor", "governors", None, "town"), ("king", "kings", "m", "town"),
-    ("queen", "queens", "f", "town"), ("senator", "senators", None, "town"),
-    ("pilot", "pilots", None, "air"), ("captain", "captains", None, "air"),
-    ("farmer", "farmers", None, "farm"), ("gardener", "gardeners", None, "farm"),
-    ("teacher", "teachers", None, "school"), ("student", "students", None, "school"),
-    ("doctor", "doctors", None, "clinic"), ("nurse", "nurses", None, "clinic"),
-    ("painter", "painters", None, "art"), ("singer", "singers", None, "art"), ("actress", "actresses", "f", "art"),
-    ("actor", "actors", "m", "art"), ("writer", "writers", None, "art"), ("poet", "poets", None, "art"),
-    ("driver", "drivers", None, "road"), ("mechanic", "mechanics", None, "road"),
-    ("man", "men", "m", "home"), ("woman", "women", "f", "home"), ("boy", "boys", "m", "home"),
-    ("girl", "girls", "f", "home"), ("father", "fathers", "m", "home"), ("mother", "mothers", "f", "home"),
-    ("uncle", "uncles", "m", "home"), ("aunt", "aunts", "f", "home"), ("neighbour", "neighbours", None, "home"),
-    ("lawyer", "lawyers", None, "court"), ("judge", "judges", None, "court"),
-    ("soldier", "soldiers", None, "army"), ("general", "generals", None, "army"),
-    ("scientist", "scientists", None, "lab"), ("engineer", "engineers", None, "lab"),
+    ("chef", "chefs", None, "kitchen"),
+    ("cook", "cooks", None, "kitchen"),
+    ("baker", "bakers", None, "kitchen"),
+    ("waiter", "waiters", "m", "kitchen"),
+    ("waitress", "waitresses", "f", "kitchen"),
+    ("mayor", "mayors", None, "town"),
+    ("governor", "governors", None, "town"),
+    ("king", "kings", "m", "town"),
+    ("queen", "queens", "f", "town"),
+    ("senator", "senators", None, "town"),
+    ("pilot", "pilots", None, "air"),
+    ("captain", "captains", None, "air"),
+    ("farmer", "farmers", None, "farm"),
+    ("gardener", "gardeners", None, "farm"),
+    ("teacher", "teachers", None, "school"),
+    ("student", "students", None, "school"),
+    ("doctor", "doctors", None, "clinic"),
+    ("nurse", "nurses", None, "clinic"),
+    ("painter", "painters", None, "art"),
+    ("singer", "singers", None, "art"),
+    ("actress", "actresses", "f", "art"),
+    ("actor", "actors", "m", "art"),
+    ("writer", "writers", None, "art"),
+    ("poet", "poets", None, "art"),
+    ("driver", "drivers", None, "road"),
+    ("mechanic", "mechanics", None, "road"),
+    ("man", "men", "m", "home"),
+    ("woman", "women", "f", "home"),
+    ("boy", "boys", "m", "home"),
+    ("girl", "girls", "f", "home"),
+    ("father", "fathers", "m", "home"),
+    ("mother", "mothers", "f", "home"),
+    ("uncle", "uncles", "m", "home"),
+    ("aunt", "aunts", "f", "home"),
+    ("neighbour", "neighbours", None, "home"),
+    ("lawyer", "lawyers", None, "court"),
+    ("judge", "judges", None, "court"),
+    ("soldier", "soldiers", None, "army"),
+    ("general", "generals", None, "army"),
+    ("scientist", "scientists", None, "lab"),
+    ("engineer", "engineers", None, "lab"),
 ]
 
 # trade -> (past-tense verbs, objects)
 ACTIONS = {
-    "kitchen": (["cooked", "served", "prepared", "tasted", "made"], ["meal", "soup", "dinner", "bread", "cake", "fish"]),
-    "town": (["opened", "visited", "closed", "praised", "inspected"], ["bridge", "school", "park", "station", "palace", "museum"]),
+    "kitchen": (
+        ["cooked", "served", "prepared", "tasted", "made"],
+        ["meal", "soup", "dinner", "bread", "cake", "fish"],
+    ),
+    "town": (
+        ["opened", "visited", "closed", "praised", "inspected"],
+        ["bridge", "school", "park", "station", "palace", "museum"],
+    ),
     "air": (["flew", "landed", "checked", "repaired", "boarded"], ["plane", "jet", "helicopter", "glider"]),
     "farm": (["planted", "watered", "harvested", "sold", "picked"], ["corn", "wheat", "apples", "roses", "beans"]),
     "school": (["read", "wrote", "finished", "studied", "marked"], ["book", "lesson", "essay", "report", "test"]),
@@ -54,15 +85,67 @@ ACTIONS = {
     "lab": (["built", "tested", "designed", "measured", "improved"], ["machine", "engine", "device", "model"]),
 }
 
-TRAIN_CITIES = ["Paris", "London", "Rome", "Berlin", "Madrid", "Vienna", "Boston", "Chicago", "Dublin",
-                "Athens", "Cairo", "Tokyo", "Moscow", "Naples", "Venice", "Geneva", "Prague", "Warsaw",
-                "Texas", "Ohio", "Denver", "Seattle", "Atlanta", "Toronto", "Sydney", "Oxford", "Milan"]
+TRAIN_CITIES = [
+    "Paris",
+    "London",
+    "Rome",
+    "Berlin",
+    "Madrid",
+    "Vienna",
+    "Boston",
+    "Chicago",
+    "Dublin",
+    "Athens",
+    "Cairo",
+    "Tokyo",
+    "Moscow",
+    "Naples",
+    "Venice",
+    "Geneva",
+    "Prague",
+    "Warsaw",
+    "Texas",
+    "Ohio",
+    "Denver",
+    "Seattle",
+    "Atlanta",
+    "Toronto",
+    "Sydney",
+    "Oxford",
+    "Milan",
+]
 # never used in training sentences: the probe sentences are built with these
-PROBE_CITIES = ["Lyon", "Lisbon", "Brussels", "Munich", "Florence", "Oslo", "Stockholm", "Havana",
-                "Montreal", "Bombay", "Dallas", "Edinburgh"]
+PROBE_CITIES = [
+    "Lyon",
+    "Lisbon",
+    "Brussels",
+    "Munich",
+    "Florence",
+    "Oslo",
+    "Stockholm",
+    "Havana",
+    "Montreal",
+    "Bombay",
+    "Dallas",
+    "Edinburgh",
+]
 
-ADVERBS = ["quickly", "early", "slowly", "carefully", "again", "yesterday", "late", "twice", "well",
-           "today", "once", "alone", "gladly", "badly"]
+ADVERBS = [
+    "quickly",
+    "early",
+    "slowly",
+    "carefully",
+    "again",
+    "yesterday",
+    "late",
+    "twice",
+    "well",
+    "today",
+    "once",
+    "alone",
+    "gladly",
+    "badly",
+]
 
 # relative clauses: (singular form, plural form); {c} is a city
 REL_CLAUSES = [
@@ -110,7 +193,7 @@ def train_documents(n_sentences, seed, per_doc=12):
         s = sentence(rng, TRAIN_CITIES)["text"]
         if s != ARTICLE_SENTENCE:
             sents.append(s)
-    return [" ".join(sents[i:i + per_doc]) for i in range(0, len(sents), per_doc)]
+    return [" ".join(sents[i : i + per_doc]) for i in range(0, len(sents), per_doc)]
 
 
 def probe_sentences(n, seed=2024):

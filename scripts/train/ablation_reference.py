@@ -14,6 +14,7 @@ tests/js/ablation-shipped.test.js compares the WebAssembly engine against it.
   /usr/bin/python3 scripts/train/ablation_reference.py [--model headscope-base] [--heads 1:3,2:5]
 Without --heads: the two heads the model card ranks highest for 'cooked' -> 'chef' (else 1:3, 2:5).
 """
+
 import argparse
 import hashlib
 import json
@@ -79,22 +80,29 @@ def main():
         return F.cross_entropy(lg[0, :-1], x[0, 1:]).item() if len(ids) > 1 else float("nan")
 
     out = {
-        "format": "headscope-ablation-reference-1", "model": args.model, "text": args.text,
-        "ids": ids, "T": len(ids), "ablate": heads,
+        "format": "headscope-ablation-reference-1",
+        "model": args.model,
+        "text": args.text,
+        "ids": ids,
+        "T": len(ids),
+        "ablate": heads,
         "weights_sha256": hashlib.sha256(open(os.path.join(folder, "model.safetensors"), "rb").read()).hexdigest(),
         "note": "PyTorch (scripts/common/gpt2_torch.py), float32 arithmetic on the F16 weights read back from "
-                "model.safetensors; the listed heads' outputs are multiplied by 0 before c_proj (head_mask). "
-                "logits rounded to 7 significant digits; loss = mean next-token cross-entropy in nats.",
+        "model.safetensors; the listed heads' outputs are multiplied by 0 before c_proj (head_mask). "
+        "logits rounded to 7 significant digits; loss = mean next-token cross-entropy in nats.",
         "logits_last": [sig(v) for v in abl[0, -1].tolist()],
         "logits_last_full": [sig(v) for v in full[0, -1].tolist()],
-        "loss": sig(loss(full)), "loss_ablated": sig(loss(abl)),
+        "loss": sig(loss(full)),
+        "loss_ablated": sig(loss(abl)),
     }
     path = os.path.join(folder, "ablation_reference.json")
     with open(path, "w") as f:
         json.dump(out, f, separators=(",", ":"))
     d = (abl[0, -1] - full[0, -1]).abs().max().item()
-    print(f"{path}: heads {heads}, T {len(ids)}, max |logit change| {d:.4f}, "
-          f"loss {out['loss']:.4f} -> {out['loss_ablated']:.4f}")
+    print(
+        f"{path}: heads {heads}, T {len(ids)}, max |logit change| {d:.4f}, "
+        f"loss {out['loss']:.4f} -> {out['loss_ablated']:.4f}"
+    )
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ Usage:
   bpe.py train --input train.txt --vocab-size 6144 --out DIR
   bpe.py encode --dir DIR "some text"
 """
+
 import argparse
 import heapq
 import json
@@ -40,10 +41,10 @@ def bytes_to_unicode():
     bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
     cs = bs[:]
     n = 0
-    for b in range(2 ** 8):
+    for b in range(2**8):
         if b not in bs:
             bs.append(b)
-            cs.append(2 ** 8 + n)
+            cs.append(2**8 + n)
             n += 1
     return dict(zip(bs, [chr(c) for c in cs]))
 
@@ -152,14 +153,38 @@ def save_tokenizer_json(path, vocab, merges):
     merges in the same ranks, <|endoftext|> an added special token (matched before BPE, so it is always one
     token) and no post-processor tokens (a text is read as it is, without a BOS, as GPT-2 reads it)."""
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
-    tj = {"version": "1.0", "truncation": None, "padding": None,
-          "added_tokens": [{"id": vocab[EOT], "content": EOT, "single_word": False, "lstrip": False,
-                            "rstrip": False, "normalized": False, "special": True}],
-          "normalizer": None, "pre_tokenizer": byte_level,
-          "post_processor": dict(byte_level, trim_offsets=False), "decoder": byte_level,
-          "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
-                    "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                    "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]}}
+    tj = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [
+            {
+                "id": vocab[EOT],
+                "content": EOT,
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": True,
+            }
+        ],
+        "normalizer": None,
+        "pre_tokenizer": byte_level,
+        "post_processor": dict(byte_level, trim_offsets=False),
+        "decoder": byte_level,
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": "",
+            "end_of_word_suffix": "",
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": vocab,
+            "merges": [f"{a} {b}" for a, b in merges],
+        },
+    }
     with open(path, "w", encoding="utf-8") as f:
         json.dump(tj, f, ensure_ascii=False, separators=(",", ":"))
 
@@ -191,7 +216,9 @@ class Encoder:
     @staticmethod
     def load(folder):
         """From vocab.json + merges.txt, or from tokenizer.json when the folder has only that."""
-        if not os.path.exists(os.path.join(folder, "vocab.json")) and os.path.exists(os.path.join(folder, "tokenizer.json")):
+        if not os.path.exists(os.path.join(folder, "vocab.json")) and os.path.exists(
+            os.path.join(folder, "tokenizer.json")
+        ):
             return Encoder(*load_tokenizer_json(os.path.join(folder, "tokenizer.json")))
         with open(os.path.join(folder, "vocab.json"), encoding="utf-8") as f:
             vocab = json.load(f)
@@ -254,8 +281,11 @@ class Encoder:
 
     def decode(self, ids):
         text = "".join(self.decoder[i] for i in ids)
-        return bytearray(BYTE_DECODER[c] for c in text if c in BYTE_DECODER).decode("utf-8", errors="replace") \
-            if EOT not in text else text  # special token kept verbatim
+        return (
+            bytearray(BYTE_DECODER[c] for c in text if c in BYTE_DECODER).decode("utf-8", errors="replace")
+            if EOT not in text
+            else text
+        )  # special token kept verbatim
 
     def token_str(self, i):
         t = self.decoder[i]

@@ -16,6 +16,7 @@ leaves the previous model whole.
 Normally called by train.py at the end of training. Standalone (re-export from the checkpoint):
   /usr/bin/python3 scripts/train/export.py --model headscope-base
 """
+
 import argparse
 import json
 import math
@@ -67,14 +68,14 @@ def head_stats(model, ids_val, T, n_windows):
     score (mean attention to position 0 over queries t >= 1), mean attention entropy in nats (queries t >= 1),
     on n_windows evenly spaced windows of validation text."""
     starts = np.linspace(0, len(ids_val) - T - 1, n_windows).astype(np.int64)
-    X = torch.from_numpy(np.stack([ids_val[s:s + T] for s in starts]).astype(np.int64))
+    X = torch.from_numpy(np.stack([ids_val[s : s + T] for s in starts]).astype(np.int64))
     L, NH = model_arch.layers_heads(model)
     prev = torch.zeros(L, NH)
     first = torch.zeros(L, NH)
     ent = torch.zeros(L, NH)
     n = 0
     for i in range(0, len(X), 16):
-        _, d = model(X[i:i + 16], want_details=True)
+        _, d = model(X[i : i + 16], want_details=True)
         for l, a in enumerate(d["att"]):  # (B,NH,T,T)
             a = a[:, :, 1:, :]  # queries t >= 1
             t = torch.arange(1, T)
@@ -82,7 +83,7 @@ def head_stats(model, ids_val, T, n_windows):
             prev[l] += a.gather(-1, idx).squeeze(-1).sum(dim=(0, 2))
             first[l] += a[..., 0].sum(dim=(0, 2))
             ent[l] += -(a * torch.log(a.clamp_min(1e-12))).sum(-1).sum(dim=(0, 2))
-        n += X[i:i + 16].shape[0] * (T - 1)
+        n += X[i : i + 16].shape[0] * (T - 1)
     return (prev / n).tolist(), (first / n).tolist(), (ent / n).tolist()
 
 
@@ -92,16 +93,16 @@ def prev_token_top1(model, ids_val, T, n_windows):
     as head_stats. A head can spread its weight (a modest mean previous-token score) and still single
     out the previous token in most rows: this is what its heatmap's sub-diagonal shows."""
     starts = np.linspace(0, len(ids_val) - T - 1, n_windows).astype(np.int64)
-    X = torch.from_numpy(np.stack([ids_val[s:s + T] for s in starts]).astype(np.int64))
+    X = torch.from_numpy(np.stack([ids_val[s : s + T] for s in starts]).astype(np.int64))
     L, NH = model_arch.layers_heads(model)
     hits = torch.zeros(L, NH)
     n = 0
     target = torch.arange(0, T - 1).view(1, 1, -1)
     for i in range(0, len(X), 16):
-        _, d = model(X[i:i + 16], want_details=True)
+        _, d = model(X[i : i + 16], want_details=True)
         for l, a in enumerate(d["att"]):  # (B,NH,T,T)
             hits[l] += (a[:, :, 1:, :].argmax(-1) == target).float().sum(dim=(0, 2))
-        n += X[i:i + 16].shape[0] * (T - 1)
+        n += X[i : i + 16].shape[0] * (T - 1)
     return (hits / n).tolist()
 
 
@@ -161,6 +162,7 @@ def engine_load_ms(folder, reps=9):
     """Fastest of reps wall times of the native engine's `headscope info` on folder (load + parse of every
     file; the fastest, because other jobs on shared cores only ever add time), or None without a build. HEADSCOPE_ENGINE names the binary; default build/native-release/headscope."""
     import subprocess
+
     exe = os.environ.get("HEADSCOPE_ENGINE", os.path.join(ROOT, "build", "native-release", "headscope"))
     if not os.path.exists(exe):
         return None
@@ -188,8 +190,10 @@ def _export_to(name, tc, state, tok_dir, val_txt, out, log, smoke):
     write_card(card, out)
     write_readme(card, out)
     val_loss = meas["metrics"]["heldout"]["loss_all_targets_nats_per_token"]
-    log(f"export {name}: val loss {val_loss:.4f} (ppl {math.exp(val_loss):.1f}), {meas['n_params']} params, "
-        f"{sum(meas['sizes'].values())} bytes")
+    log(
+        f"export {name}: val loss {val_loss:.4f} (ppl {math.exp(val_loss):.1f}), {meas['n_params']} params, "
+        f"{sum(meas['sizes'].values())} bytes"
+    )
     return card
 
 
@@ -218,12 +222,14 @@ def write_weights(cfg, weights, tok_dir, out):
 
 
 def reference_dtype_note(model):
-    return ("weights stored as F16 in model.safetensors; these values were computed by "
-            f"scripts/common/{'llama_torch' if model_arch.shape(model)['arch'] == 'llama' else 'gpt2_torch'}.py "
-            "in float32 arithmetic on the F16 weights read back from that file (so they include the F16 "
-            "rounding); values rounded to 6 significant digits. attention is row-major "
-            "[layer][head][query][key] after softmax with the causal mask (masked entries are 0); the Llama "
-            "family's heads are its query heads.")
+    return (
+        "weights stored as F16 in model.safetensors; these values were computed by "
+        f"scripts/common/{'llama_torch' if model_arch.shape(model)['arch'] == 'llama' else 'gpt2_torch'}.py "
+        "in float32 arithmetic on the F16 weights read back from that file (so they include the F16 "
+        "rounding); values rounded to 6 significant digits. attention is row-major "
+        "[layer][head][query][key] after softmax with the causal mask (masked entries are 0); the Llama "
+        "family's heads are its query heads."
+    )
 
 
 @torch.no_grad()
@@ -236,9 +242,15 @@ def write_reference(model, enc, name, T, out):
         ids = enc.encode(text)[:T]
         lg, d = model(torch.tensor([ids]), want_details=True)
         att = torch.stack([a[0] for a in d["att"]])  # (L,NH,T,T)
-        cases.append({"text": text, "ids": ids, "T": len(ids),
-                      "logits_last": [sig6(v) for v in lg[0, -1].tolist()],
-                      "attention": [sig6(v) for v in att.reshape(-1).tolist()]})
+        cases.append(
+            {
+                "text": text,
+                "ids": ids,
+                "T": len(ids),
+                "logits_last": [sig6(v) for v in lg[0, -1].tolist()],
+                "attention": [sig6(v) for v in att.reshape(-1).tolist()],
+            }
+        )
     ref = {"format": "headscope-reference-1", "model": name, "dtype_note": reference_dtype_note(model), "cases": cases}
     with open(os.path.join(out, "reference.json"), "w") as f:
         json.dump(ref, f, separators=(",", ":"))
@@ -265,15 +277,26 @@ def measure(model, enc, out, val_txt, smoke):
     share, n_words = bpe.single_token_share(enc, val_text.replace(bpe.EOT, ""))
     n_params = sum(p.numel() for p in model.parameters())
     fwd = forward_ms(model, T, reps=3 if smoke else 10)
-    sizes = {fn: os.path.getsize(os.path.join(out, fn)) for fn in sorted(os.listdir(out))
-             if fn not in ("README.md", "card.json")}
-    return {"metrics": metrics, "prev": prev, "first": first, "entropy": ent, "prev_top1": prev_top1,
-            "chef_tokens": tokens, "chef_links": links, "single_token_share": share, "validation_words": n_words,
-            "n_params": n_params, "forward_ms": fwd, "sizes": sizes,
-            "engine_load_ms": None if smoke else engine_load_ms(out)}
-
-
-
+    sizes = {
+        fn: os.path.getsize(os.path.join(out, fn))
+        for fn in sorted(os.listdir(out))
+        if fn not in ("README.md", "card.json")
+    }
+    return {
+        "metrics": metrics,
+        "prev": prev,
+        "first": first,
+        "entropy": ent,
+        "prev_top1": prev_top1,
+        "chef_tokens": tokens,
+        "chef_links": links,
+        "single_token_share": share,
+        "validation_words": n_words,
+        "n_params": n_params,
+        "forward_ms": fwd,
+        "sizes": sizes,
+        "engine_load_ms": None if smoke else engine_load_ms(out),
+    }
 
 
 def main():
@@ -286,8 +309,14 @@ def main():
     if ck["best_model"] is None:
         ck["best_model"] = ck["model"]
     tok_dir = run_config.tokenizer_dir(tc)
-    export_model(a.model, tc, ck, tok_dir, os.path.join(ROOT, ".cache", "data", "val.txt"),
-                 a.out or os.path.join(ROOT, "web", "models", a.model))
+    export_model(
+        a.model,
+        tc,
+        ck,
+        tok_dir,
+        os.path.join(ROOT, ".cache", "data", "val.txt"),
+        a.out or os.path.join(ROOT, "web", "models", a.model),
+    )
 
 
 if __name__ == "__main__":

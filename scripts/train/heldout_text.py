@@ -10,13 +10,14 @@ same passage goes to every model: they share their data. Brown's licence permits
 
     /usr/bin/python3 scripts/train/heldout_text.py
 """
+
 import os
 import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VAL = os.path.join(ROOT, ".cache", "data", "val.txt")
 MODELS = os.path.join(ROOT, "web", "models")
-DOC = 6           # "A citation from Conservation Commissioner ...": ordinary news prose, no headings
+DOC = 6  # "A citation from Conservation Commissioner ...": ordinary news prose, no headings
 MAX_WORDS = 80
 
 

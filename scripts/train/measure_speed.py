@@ -8,6 +8,7 @@ keeping the minimum over many repetitions, makes them comparable with each other
 (NAME: the models to measure together, e.g. one family; default every model with a card. With --cli
 also the native engine's full forward and typed token, the models interleaved.)
 """
+
 import argparse
 import json
 import os
@@ -33,8 +34,11 @@ MODELS = os.path.join(ROOT, "web", "models")
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=30)
-    ap.add_argument("--cli", help="also time the native engine (headscope bench): its full forward and a typed "
-                                   "token (the incremental update) at T = 128, 1 thread, the models interleaved")
+    ap.add_argument(
+        "--cli",
+        help="also time the native engine (headscope bench): its full forward and a typed "
+        "token (the incremental update) at T = 128, 1 thread, the models interleaved",
+    )
     ap.add_argument("names", nargs="*", help="models to measure together (a family); default all")
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -42,8 +46,10 @@ def main():
     models = {n: model_arch.load_hf(os.path.join(MODELS, n)).eval() for n in names}
     times = {n: [] for n in names}
     with torch.no_grad():
-        x = {n: torch.randint(0, model_arch.shape(m)["vocab_size"], (1, model_arch.shape(m)["n_positions"]))
-             for n, m in models.items()}
+        x = {
+            n: torch.randint(0, model_arch.shape(m)["vocab_size"], (1, model_arch.shape(m)["n_positions"]))
+            for n, m in models.items()
+        }
         for n, m in models.items():
             m(x[n])
         for _ in range(a.reps):
@@ -54,28 +60,48 @@ def main():
     engine = {n: [] for n in names}
     for _ in range(a.reps if a.cli else 0):
         for n in names:
-            out = subprocess.run([a.cli, "bench", "--model", os.path.join(MODELS, n), "--tokens", "128", "--repeat",
-                                  "5", "--threads", "1"], check=True, capture_output=True, text=True).stdout
+            out = subprocess.run(
+                [
+                    a.cli,
+                    "bench",
+                    "--model",
+                    os.path.join(MODELS, n),
+                    "--tokens",
+                    "128",
+                    "--repeat",
+                    "5",
+                    "--threads",
+                    "1",
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
             engine[n].append(json.loads(out))
     for n in names:
         p = os.path.join(MODELS, n, "card.json")
         with open(p) as f:
             card = json.load(f)
         ts = sorted(times[n])
-        card["speed"] = {"pytorch_forward_ms_T128_1thread": round(1000 * ts[0], 2),
-                         "pytorch_forward_ms_T128_1thread_median": round(1000 * ts[len(ts) // 2], 2),
-                         "note": f"PyTorch 1.13 CPU, 1 thread, batch 1, 128 tokens; minimum and median of {a.reps} "
-                                 f"runs, {'all models' if not a.names else ', '.join(names)} measured in one process, "
-                                 "interleaved"}
+        card["speed"] = {
+            "pytorch_forward_ms_T128_1thread": round(1000 * ts[0], 2),
+            "pytorch_forward_ms_T128_1thread_median": round(1000 * ts[len(ts) // 2], 2),
+            "note": f"PyTorch 1.13 CPU, 1 thread, batch 1, 128 tokens; minimum and median of {a.reps} "
+            f"runs, {'all models' if not a.names else ', '.join(names)} measured in one process, "
+            "interleaved",
+        }
         if engine[n]:
             fw = sorted(r["forward_ms"] for r in engine[n])
             inc = sorted(r["incremental_ms"] for r in engine[n])
-            card["speed"].update({
-                "engine_forward_ms_T128_1thread": round(fw[len(fw) // 2], 3),
-                "engine_typed_token_ms_T128_1thread": round(inc[len(inc) // 2], 4),
-                "engine_note": f"headscope bench, {engine[n][0]['simd']}, 1 thread, float32 weights: "
-                               f"median over {a.reps} interleaved rounds of each round's median of 5; the typed token "
-                               "is the incremental update of one token after 128 (what typing costs)"})
+            card["speed"].update(
+                {
+                    "engine_forward_ms_T128_1thread": round(fw[len(fw) // 2], 3),
+                    "engine_typed_token_ms_T128_1thread": round(inc[len(inc) // 2], 4),
+                    "engine_note": f"headscope bench, {engine[n][0]['simd']}, 1 thread, float32 weights: "
+                    f"median over {a.reps} interleaved rounds of each round's median of 5; the typed token "
+                    "is the incremental update of one token after 128 (what typing costs)",
+                }
+            )
         add_chef_baselines(card)
         with open(p, "w") as f:
             json.dump(card, f, indent=1)

@@ -7,6 +7,7 @@ scripts/common/llama_torch.py: RMSNorm, rotary positions, SwiGLU, grouped-query 
 role scores, the export) asks this module for the model and its shape instead of reading either
 module's own config keys.
 """
+
 import json
 import os
 
@@ -25,12 +26,22 @@ def model_cfg(tc):
     <|endoftext|>, the tokenizer's last id, is both BOS and EOS; no BOS is prepended to a text (as GPT-2)."""
     eot = tc["vocab_size"] - 1
     if is_llama(tc):
-        return {"model_type": "llama", "vocab_size": tc["vocab_size"], "hidden_size": tc["n_embd"],
-                "intermediate_size": tc["intermediate_size"], "num_hidden_layers": tc["n_layer"],
-                "num_attention_heads": tc["n_head"], "num_key_value_heads": tc["n_kv_head"],
-                "head_dim": tc["n_embd"] // tc["n_head"], "max_position_embeddings": tc["n_positions"],
-                "rms_norm_eps": 1e-5, "rope_theta": float(tc.get("rope_theta", 10000.0)),
-                "tie_word_embeddings": True, "bos_token_id": eot, "eos_token_id": eot}
+        return {
+            "model_type": "llama",
+            "vocab_size": tc["vocab_size"],
+            "hidden_size": tc["n_embd"],
+            "intermediate_size": tc["intermediate_size"],
+            "num_hidden_layers": tc["n_layer"],
+            "num_attention_heads": tc["n_head"],
+            "num_key_value_heads": tc["n_kv_head"],
+            "head_dim": tc["n_embd"] // tc["n_head"],
+            "max_position_embeddings": tc["n_positions"],
+            "rms_norm_eps": 1e-5,
+            "rope_theta": float(tc.get("rope_theta", 10000.0)),
+            "tie_word_embeddings": True,
+            "bos_token_id": eot,
+            "eos_token_id": eot,
+        }
     cfg = {k: tc[k] for k in ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size")}
     cfg["layer_norm_epsilon"] = 1e-5
     cfg["bos_token_id"] = cfg["eos_token_id"] = eot
@@ -73,13 +84,27 @@ def cfg_shape(cfg):
     """{arch, n_layer, n_head (query heads), n_kv_head, n_embd, head_size, n_positions, vocab_size, and for
     the Llama family intermediate_size} of a model_cfg() or a built model's cfg."""
     if cfg.get("model_type") in ("llama", "qwen3"):
-        return {"arch": "llama", "n_layer": cfg["num_hidden_layers"], "n_head": cfg["num_attention_heads"],
-                "n_kv_head": cfg["num_key_value_heads"], "n_embd": cfg["hidden_size"], "head_size": cfg["head_dim"],
-                "n_positions": cfg["max_position_embeddings"], "vocab_size": cfg["vocab_size"],
-                "intermediate_size": cfg["intermediate_size"]}
-    return {"arch": "gpt2", "n_layer": cfg["n_layer"], "n_head": cfg["n_head"], "n_kv_head": cfg["n_head"],
-            "n_embd": cfg["n_embd"], "head_size": cfg["n_embd"] // cfg["n_head"], "n_positions": cfg["n_positions"],
-            "vocab_size": cfg["vocab_size"]}
+        return {
+            "arch": "llama",
+            "n_layer": cfg["num_hidden_layers"],
+            "n_head": cfg["num_attention_heads"],
+            "n_kv_head": cfg["num_key_value_heads"],
+            "n_embd": cfg["hidden_size"],
+            "head_size": cfg["head_dim"],
+            "n_positions": cfg["max_position_embeddings"],
+            "vocab_size": cfg["vocab_size"],
+            "intermediate_size": cfg["intermediate_size"],
+        }
+    return {
+        "arch": "gpt2",
+        "n_layer": cfg["n_layer"],
+        "n_head": cfg["n_head"],
+        "n_kv_head": cfg["n_head"],
+        "n_embd": cfg["n_embd"],
+        "head_size": cfg["n_embd"] // cfg["n_head"],
+        "n_positions": cfg["n_positions"],
+        "vocab_size": cfg["vocab_size"],
+    }
 
 
 def kv_cache_bytes_per_token(cfg, bytes_per_value=4):

@@ -3,6 +3,7 @@
 Shared by train.py (which trains and then exports) and export.py (which re-exports a checkpoint),
 so that neither imports the other.
 """
+
 import json
 import os
 

@@ -16,6 +16,7 @@ Steps for --model NAME (config in scripts/train/configs.json):
   5. export (scripts/train/export.py): web/models/NAME/ with F16 weights, tokenizer, card, reference.json.
      The exported weights are those with the best validation loss seen at an evaluation.
 """
+
 import argparse
 import json
 import math
@@ -67,6 +68,7 @@ def ensure_tokenizer(vocab_size, train_txt, folder=None, log=print, kind=None):
             text = f.read()
         if kind == "gpt2-subset":
             import gpt2_subset
+
             vocab, merges = gpt2_subset.build(text, vocab_size)
         else:
             vocab, merges = bpe.train(bpe.count_words(text), vocab_size, log=log)
@@ -81,6 +83,7 @@ def ensure_tokenizer(vocab_size, train_txt, folder=None, log=print, kind=None):
 
 def encode_file(enc, path, cache_path, tok_dir):
     import hashlib
+
     h = hashlib.sha256()
     for fn in (path, os.path.join(tok_dir, "merges.txt")):
         with open(fn, "rb") as f:
@@ -140,11 +143,13 @@ def make_optimizer(model, tc):
     variance in one direction after 8000 steps of the earlier default run), so the head sharpens only
     slowly (see scripts/train/README.md, "How the default model got a previous-token head")."""
     wpe_mult = tc.get("wpe_lr_mult")
-    own = (lambda n: wpe_mult is not None and n == "wpe.weight")
+    own = lambda n: wpe_mult is not None and n == "wpe.weight"
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and not own(n)]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": tc["weight_decay"], "lr_mult": 1.0},
-              {"params": no_decay, "weight_decay": 0.0, "lr_mult": 1.0}]
+    groups = [
+        {"params": decay, "weight_decay": tc["weight_decay"], "lr_mult": 1.0},
+        {"params": no_decay, "weight_decay": 0.0, "lr_mult": 1.0},
+    ]
     if wpe_mult is not None:
         groups.append({"params": [model.wpe.weight], "weight_decay": 0.0, "lr_mult": float(wpe_mult)})
     return torch.optim.AdamW(groups, lr=tc["lr"], betas=(0.9, 0.95), eps=1e-8)
@@ -167,13 +172,13 @@ def repeat_spans(x, rng, rs, vocab_size):
             n = int(rng.integers(rs["min"], min(rs["max"], T1 // 2) + 1))
             src = int(rng.integers(0, T1 - 2 * n + 1))
             dst = int(rng.integers(src + n, T1 - n + 1))
-            x[b, dst:dst + n] = x[b, src:src + n].copy()
+            x[b, dst : dst + n] = x[b, src : src + n].copy()
     return x
 
 
 def get_batch(ids, rng, B, T, rs=None, vocab_size=None):
     starts = rng.integers(0, len(ids) - T - 1, size=B)
-    x = np.stack([ids[s:s + T + 1] for s in starts]).astype(np.int64)
+    x = np.stack([ids[s : s + T + 1] for s in starts]).astype(np.int64)
     if rs:
         x = repeat_spans(x, rng, rs, vocab_size)
     x = torch.from_numpy(x)
@@ -183,7 +188,7 @@ def get_batch(ids, rng, B, T, rs=None, vocab_size=None):
 def eval_windows(val_ids, n, T):
     """n fixed, evenly spaced windows of T+1 tokens over the validation set."""
     starts = np.linspace(0, len(val_ids) - T - 2, n).astype(np.int64)
-    x = torch.from_numpy(np.stack([val_ids[s:s + T + 1] for s in starts]).astype(np.int64))
+    x = torch.from_numpy(np.stack([val_ids[s : s + T + 1] for s in starts]).astype(np.int64))
     return x[:, :-1], x[:, 1:]
 
 
@@ -192,9 +197,9 @@ def evaluate(model, X, Y, B):
     model.eval()
     tot, n = 0.0, 0
     for i in range(0, len(X), B):
-        lg = model(X[i:i + B])
-        tot += F.cross_entropy(lg.reshape(-1, lg.shape[-1]), Y[i:i + B].reshape(-1), reduction="sum").item()
-        n += Y[i:i + B].numel()
+        lg = model(X[i : i + B])
+        tot += F.cross_entropy(lg.reshape(-1, lg.shape[-1]), Y[i : i + B].reshape(-1), reduction="sum").item()
+        n += Y[i : i + B].numel()
     model.train()
     return tot / n
 
@@ -227,8 +232,17 @@ def train_model(name, tc, ids_train, ids_val, work, log, ckpt_minutes=3.0, induc
     opt = make_optimizer(model, tc)
     rng = np.random.default_rng(tc["seed"])
     ckpt_path = os.path.join(work, "ckpt.pt")
-    state = {"step": 0, "history": [], "best_val": float("inf"), "best_step": -1, "best_model": None,
-             "train_seconds": 0.0, "tokens_seen": 0, "config": tc, "model_cfg": cfg}
+    state = {
+        "step": 0,
+        "history": [],
+        "best_val": float("inf"),
+        "best_step": -1,
+        "best_model": None,
+        "train_seconds": 0.0,
+        "tokens_seen": 0,
+        "config": tc,
+        "model_cfg": cfg,
+    }
     if os.path.exists(ckpt_path):
         ck = torch.load(ckpt_path, map_location="cpu")
         if ck["config"] != tc:
@@ -242,17 +256,38 @@ def train_model(name, tc, ids_train, ids_val, work, log, ckpt_minutes=3.0, induc
         log(f"resumed {name} at step {state['step']} (best val {state['best_val']:.4f} at {state['best_step']})")
     else:
         n_params = sum(p.numel() for p in model.parameters())
-        log(f"start {name}: {json.dumps(cfg)} params {n_params} train tokens {len(ids_train)} val tokens {len(ids_val)}")
+        log(
+            f"start {name}: {json.dumps(cfg)} params {n_params} train tokens {len(ids_train)} val tokens {len(ids_val)}"
+        )
     B, T = tc["batch_size"], tc["n_positions"]
     Xv, Yv = eval_windows(ids_val, tc["eval_batches"] * B, T)
 
     def checkpoint():
-        save_ckpt(ckpt_path, dict(state, model=model.state_dict(), optimizer=opt.state_dict(),
-                                  np_rng=rng.bit_generator.state, torch_rng=torch.get_rng_state()))
+        save_ckpt(
+            ckpt_path,
+            dict(
+                state,
+                model=model.state_dict(),
+                optimizer=opt.state_dict(),
+                np_rng=rng.bit_generator.state,
+                torch_rng=torch.get_rng_state(),
+            ),
+        )
         with open(os.path.join(work, "log.json"), "w") as f:
-            json.dump({"model": name, "config": tc, "history": state["history"], "step": state["step"],
-                       "best_val": state["best_val"], "best_step": state["best_step"],
-                       "train_seconds": state["train_seconds"], "tokens_seen": state["tokens_seen"]}, f, indent=1)
+            json.dump(
+                {
+                    "model": name,
+                    "config": tc,
+                    "history": state["history"],
+                    "step": state["step"],
+                    "best_val": state["best_val"],
+                    "best_step": state["best_step"],
+                    "train_seconds": state["train_seconds"],
+                    "tokens_seen": state["tokens_seen"],
+                },
+                f,
+                indent=1,
+            )
 
     t_last_ckpt = time.time()
     t_seg = time.time()
@@ -293,17 +328,28 @@ def train_model(name, tc, ids_train, ids_val, work, log, ckpt_minutes=3.0, induc
             model.train()
             bp, bi = head_metrics.best(prev), head_metrics.best(ind)
             pl, ph = bp["layer"], bp["head"]
-            state["history"].append({"step": state["step"], "train_loss": round(tl, 4), "val_loss": round(vl, 4),
-                                     "lr": lr, "tokens_seen": state["tokens_seen"],
-                                     "train_seconds": round(state["train_seconds"], 1),
-                                     "max_prev_token": bp, "max_induction": bi, "copy_accuracy": round(copy, 4)})
+            state["history"].append(
+                {
+                    "step": state["step"],
+                    "train_loss": round(tl, 4),
+                    "val_loss": round(vl, 4),
+                    "lr": lr,
+                    "tokens_seen": state["tokens_seen"],
+                    "train_seconds": round(state["train_seconds"], 1),
+                    "max_prev_token": bp,
+                    "max_induction": bi,
+                    "copy_accuracy": round(copy, 4),
+                }
+            )
             if vl < state["best_val"]:
                 state["best_val"], state["best_step"] = vl, state["step"]
                 state["best_model"] = {k: v.clone() for k, v in model.state_dict().items()}
-            log(f"step {state['step']}/{n_steps} train {tl:.4f} val {vl:.4f} lr {lr:.2e} "
+            log(
+                f"step {state['step']}/{n_steps} train {tl:.4f} val {vl:.4f} lr {lr:.2e} "
                 f"tok/s {tps:.0f} elapsed {state['train_seconds'] / 60:.1f} min "
                 f"prev-token max L{pl}H{ph} {prev[pl][ph]:.3f} "
-                f"induction max L{bi['layer']}H{bi['head']} {bi['score']:.3f} copy {copy:.2f}")
+                f"induction max L{bi['layer']}H{bi['head']} {bi['score']:.3f} copy {copy:.2f}"
+            )
             checkpoint()
             t_last_ckpt = time.time()
             t_seg = time.time()  # evaluation and checkpoint time is not training time
@@ -329,18 +375,21 @@ def run_model(name, no_export=False):
     os.makedirs(work, exist_ok=True)
     log = Logger(work)
     train_txt, val_txt = ensure_data()
-    tok_dir = ensure_tokenizer(tc["vocab_size"], train_txt, folder=tokenizer_dir(tc), log=log,
-                               kind=tc.get("tokenizer"))
+    tok_dir = ensure_tokenizer(tc["vocab_size"], train_txt, folder=tokenizer_dir(tc), log=log, kind=tc.get("tokenizer"))
     enc = bpe.Encoder.load(tok_dir)
     assert len(enc.encoder) == tc["vocab_size"], "tokenizer size differs from config"
     ids_train = encode_file(enc, train_txt, os.path.join(CACHE, "data", f"train-{tc['vocab_size']}.npy"), tok_dir)
     ids_val = encode_file(enc, val_txt, os.path.join(CACHE, "data", f"val-{tc['vocab_size']}.npy"), tok_dir)
-    state = train_model(name, tc, ids_train, ids_val, work, log,
-                        induction_seqs=head_metrics.repeated_lists(enc, 4, seed=99))
-    log(f"done: best val {state['best_val']:.4f} at step {state['best_step']}, "
-        f"{state['tokens_seen']} tokens in {state['train_seconds'] / 60:.1f} min")
+    state = train_model(
+        name, tc, ids_train, ids_val, work, log, induction_seqs=head_metrics.repeated_lists(enc, 4, seed=99)
+    )
+    log(
+        f"done: best val {state['best_val']:.4f} at step {state['best_step']}, "
+        f"{state['tokens_seen']} tokens in {state['train_seconds'] / 60:.1f} min"
+    )
     if not no_export:
         import export
+
         out = os.path.join(ROOT, "web", "models", name)
         export.export_model(name, tc, state, tok_dir, val_txt, out, log=log)
         log(f"exported to {out}")
@@ -369,23 +418,50 @@ def run_smoke_arch(arch):
         txt = os.path.join(tmp, "train.txt")
         with open(txt, "w") as f:
             f.write(text)
-        tc = {"n_layer": 2, "n_head": 2, "n_embd": 32, "n_positions": 64, "vocab_size": 300,
-              "batch_size": 8, "steps": 30, "lr": 0.01, "warmup": 5, "min_lr_ratio": 0.1,
-              "weight_decay": 0.1, "grad_clip": 1.0, "seed": 1, "eval_every": 15, "eval_batches": 2,
-              "wpe_lr_mult": 3,  # the default model's own position-table learning rate, exercised here
-              # a final phase as the default model's: from step 20 a lower floor and other repeated spans
-              "phases": [{"from_step": 20, "note": "smoke", "min_lr_ratio": 0.01,
-                          "repeat_spans": {"share": 0.5, "random_share": 0.0, "min": 4, "max": 8}}]}
+        tc = {
+            "n_layer": 2,
+            "n_head": 2,
+            "n_embd": 32,
+            "n_positions": 64,
+            "vocab_size": 300,
+            "batch_size": 8,
+            "steps": 30,
+            "lr": 0.01,
+            "warmup": 5,
+            "min_lr_ratio": 0.1,
+            "weight_decay": 0.1,
+            "grad_clip": 1.0,
+            "seed": 1,
+            "eval_every": 15,
+            "eval_batches": 2,
+            "wpe_lr_mult": 3,  # the default model's own position-table learning rate, exercised here
+            # a final phase as the default model's: from step 20 a lower floor and other repeated spans
+            "phases": [
+                {
+                    "from_step": 20,
+                    "note": "smoke",
+                    "min_lr_ratio": 0.01,
+                    "repeat_spans": {"share": 0.5, "random_share": 0.0, "min": 4, "max": 8},
+                }
+            ],
+        }
         if arch == "llama":
             # the key/value-head family's architecture: 4 query heads over 2 key/value heads (no position table)
-            tc = dict({k: v for k, v in tc.items() if k != "wpe_lr_mult"}, arch="llama", n_head=4, n_kv_head=2,
-                      intermediate_size=88)
+            tc = dict(
+                {k: v for k, v in tc.items() if k != "wpe_lr_mult"},
+                arch="llama",
+                n_head=4,
+                n_kv_head=2,
+                intermediate_size=88,
+            )
         # the cosine ends at the phase's floor (0.01x), not the base floor (0.1x)
         assert math.isclose(lr_at(30, tc), 0.01 * 0.01, rel_tol=1e-9), lr_at(30, tc)
         base = {k: v for k, v in tc.items() if k != "phases"}
         assert math.isclose(lr_at(19, tc), lr_at(19, base)), "phase began early"
         assert lr_at(20, tc) < lr_at(20, base), "phase did not begin at its step"
-        assert config_at(tc, 20)["repeat_spans"] == tc["phases"][0]["repeat_spans"] and "repeat_spans" not in config_at(tc, 19)
+        assert config_at(tc, 20)["repeat_spans"] == tc["phases"][0]["repeat_spans"] and "repeat_spans" not in config_at(
+            tc, 19
+        )
         log = Logger(tmp, quiet=True)
         tok_dir = ensure_tokenizer(tc["vocab_size"], txt, folder=os.path.join(tmp, "tok"), log=log)
         enc = bpe.Encoder.load(tok_dir)
@@ -409,6 +485,7 @@ def run_smoke_arch(arch):
         assert st["step"] == 30 and len(h) >= 3, h
         assert h[-1]["val_loss"] < h[0]["val_loss"] - 0.5, f"loss did not fall: {h}"
         import export
+
         out = os.path.join(tmp, "export")
         export.export_model("smoke", tc, st, tok_dir, txt, out, log=log, smoke=True)
         tok_files = ("tokenizer.json",) if arch == "llama" else ("vocab.json", "merges.txt")

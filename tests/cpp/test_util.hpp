@@ -59,10 +59,10 @@ inline void require_same_bits(const std::vector<float>& a, const std::vector<flo
 // (tests/fixtures/README.md): head sizes 4, 12, 20 and 5
 inline const std::vector<std::string> kFixtureModels = {"tiny-hs4", "odd-hs12", "odd-hs20", "hs5"};
 
-// The random Llama-family fixtures (scripts/fixtures/ (reference.py, inside.py, greedy.py), the same reference formats):
-// grouped-query (4 query heads over 2 key/value heads), multi-query with llama3 rope scaling and an
-// untied LM head, Qwen3 with q/k norms and head_dim 12 wider than hidden / heads, and plain
-// multi-head with head_dim 4 narrower than it
+// The random Llama-family fixtures (scripts/fixtures/ (reference.py, inside.py, greedy.py), the same reference
+// formats): grouped-query (4 query heads over 2 key/value heads), multi-query with llama3 rope scaling and an untied LM
+// head, Qwen3 with q/k norms and head_dim 12 wider than hidden / heads, and plain multi-head with head_dim 4 narrower
+// than it
 inline const std::vector<std::string> kLlamaFixtureModels = {"llama-gqa", "llama-mqa", "qwen3-qknorm", "llama-mha"};
 
 // Both families: what every model the engine runs must do
@@ -72,14 +72,17 @@ inline std::vector<std::string> all_fixture_models() {
   return all;
 }
 
-inline std::string fixture_dir(const std::string& name) { return std::string(HEADSCOPE_FIXTURES_DIR) + "/models/" + name; }
+inline std::string fixture_dir(const std::string& name) {
+  return std::string(HEADSCOPE_FIXTURES_DIR) + "/models/" + name;
+}
 
 // A model folder (config.json, weights, and vocab.json + merges.txt or tokenizer.json) through
 // Model::load_buffers, the loader the wasm build uses
 inline headscope::Model load_dir(const std::string& dir, const headscope::LoadOptions& options = {},
                                  const std::string& weights_file = "model.safetensors") {
   if (!std::ifstream(dir + "/vocab.json"))
-    return headscope::Model::load_buffers_tokenizer_json(read_text(dir + "/config.json"), read_bytes(dir + "/" + weights_file),
+    return headscope::Model::load_buffers_tokenizer_json(read_text(dir + "/config.json"),
+                                                         read_bytes(dir + "/" + weights_file),
                                                          read_text(dir + "/tokenizer.json"), options);
   return headscope::Model::load_buffers(read_text(dir + "/config.json"), read_bytes(dir + "/" + weights_file),
                                         read_text(dir + "/vocab.json"), read_text(dir + "/merges.txt"), options);

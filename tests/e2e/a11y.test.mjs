@@ -12,16 +12,32 @@ const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
 const test = base.extend({
   // the test site, plus a random 12 x 12-head model with a 1024-token context under /a11y/ (written once per worker)
-  a11ySite: [async ({}, use) => {
-    const dir = path.join(ROOT, 'build/e2e-a11y');
-    rmSync(dir, { recursive: true, force: true });
-    const shipped = path.join(SITE, 'models/headscope-base');
-    const tokenizerDir = existsSync(path.join(shipped, 'vocab.json')) ? shipped : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
-    writeRandomModel(path.join(dir, 'gpt-12x12'), { n_layer: 12, n_head: 12, n_embd: 96, n_positions: 1024, tokenizerDir });
-    const server = await startServer({ mounts: [['/fixtures/', path.join(ROOT, 'tests/fixtures/models')], ['/a11y/', dir]] });
-    await use(server);
-    await server.close();
-  }, { scope: 'worker' }],
+  a11ySite: [
+    async ({}, use) => {
+      const dir = path.join(ROOT, 'build/e2e-a11y');
+      rmSync(dir, { recursive: true, force: true });
+      const shipped = path.join(SITE, 'models/headscope-base');
+      const tokenizerDir = existsSync(path.join(shipped, 'vocab.json'))
+        ? shipped
+        : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
+      writeRandomModel(path.join(dir, 'gpt-12x12'), {
+        n_layer: 12,
+        n_head: 12,
+        n_embd: 96,
+        n_positions: 1024,
+        tokenizerDir,
+      });
+      const server = await startServer({
+        mounts: [
+          ['/fixtures/', path.join(ROOT, 'tests/fixtures/models')],
+          ['/a11y/', dir],
+        ],
+      });
+      await use(server);
+      await server.close();
+    },
+    { scope: 'worker' },
+  ],
 });
 
 /**
@@ -31,17 +47,31 @@ const test = base.extend({
  */
 async function seriousViolations(page, problems) {
   expect(problems.unexpected, 'console errors, page errors, dialogs or CSP violations before axe ran').toEqual([]);
-  problems.allow(/^CSP violation: style-src-elem inline$/, /^console error: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/);
+  problems.allow(
+    /^CSP violation: style-src-elem inline$/,
+    /^console error: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/,
+  );
   await page.evaluate(AXE);
-  return page.evaluate(async () => (await window.axe.run()).violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}, ${v.nodes.length}x): ${v.nodes[0].target.join(' ')} - ${v.nodes[0].failureSummary.split('\n')[1]?.trim()}`));
+  return page.evaluate(async () =>
+    (await window.axe.run()).violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map(
+        (v) =>
+          `${v.id} (${v.impact}, ${v.nodes.length}x): ${v.nodes[0].target.join(' ')} - ${v.nodes[0].failureSummary.split('\n')[1]?.trim()}`,
+      ),
+  );
 }
 
 /** Waits until every widget matching `selector` has rendered a result. */
 async function widgetsReady(page, selector) {
   await expect(page.locator(selector).first()).toBeAttached();
-  await expect.poll(() => page.locator(selector).evaluateAll((all) => all.every((w) => Number(w.dataset.tokens) > 0 || w.result?.T > 0)), { timeout: 60_000 }).toBe(true);
+  await expect
+    .poll(
+      () =>
+        page.locator(selector).evaluateAll((all) => all.every((w) => Number(w.dataset.tokens) > 0 || w.result?.T > 0)),
+      { timeout: 60_000 },
+    )
+    .toBe(true);
 }
 
 const PAGES = [
@@ -55,8 +85,16 @@ const PAGES = [
     },
   },
   { name: 'component article', path: 'component.html', ready: (page) => widgetsReady(page, 'headscope-view') },
-  { name: 'lab article', path: 'lab-component.html', ready: (page) => widgetsReady(page, 'headscope-view, headscope-lab') },
-  { name: 'iframe mode', path: 'embed.html?view=lines&layer=1&head=1', ready: (page) => widgetsReady(page, 'headscope-view') },
+  {
+    name: 'lab article',
+    path: 'lab-component.html',
+    ready: (page) => widgetsReady(page, 'headscope-view, headscope-lab'),
+  },
+  {
+    name: 'iframe mode',
+    path: 'embed.html?view=lines&layer=1&head=1',
+    ready: (page) => widgetsReady(page, 'headscope-view'),
+  },
   {
     // "Inside this head" linked at its scores step, with the views coloured by weight × value size
     name: 'demo with "Inside this head" open',
@@ -86,7 +124,8 @@ const PAGES = [
   {
     name: 'iframe mode, inside view',
     path: 'embed.html?layer=1&head=1&inside=5&step=4',
-    ready: (page) => expect(page.locator('headscope-view .hs-inside-figure [data-weight]').first()).toBeAttached({ timeout: 60_000 }),
+    ready: (page) =>
+      expect(page.locator('headscope-view .hs-inside-figure [data-weight]').first()).toBeAttached({ timeout: 60_000 }),
   },
   { name: 'strict CSP page', path: 'csp.html', ready: (page) => widgetsReady(page, 'headscope-view') },
   {
@@ -97,7 +136,9 @@ const PAGES = [
       await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 60_000 });
       const run = page.locator('[data-run="A"]');
       await run.locator('.train-start').click();
-      await expect.poll(async () => Number(await run.getAttribute('data-steps') || 0), { timeout: 60_000 }).toBeGreaterThan(60);
+      await expect
+        .poll(async () => Number((await run.getAttribute('data-steps')) || 0), { timeout: 60_000 })
+        .toBeGreaterThan(60);
       await run.locator('.train-start').click();
       await expect(run).toHaveAttribute('data-state', 'paused');
     },
@@ -112,13 +153,21 @@ for (const p of PAGES) {
   });
 }
 
-test('axe: no serious or critical violations with 144 heads, 1024 tokens, the zoomed heatmap and the lines view', async ({ page, a11ySite, problems }) => {
+test('axe: no serious or critical violations with 144 heads, 1024 tokens, the zoomed heatmap and the lines view', async ({
+  page,
+  a11ySite,
+  problems,
+}) => {
   test.setTimeout(180_000);
   const words = 'the chef who trained in paris cooked the meal quickly while the guests waited'.split(' ');
   const text = Array.from({ length: 1400 }, (_, i) => words[i % words.length]).join(' ');
-  await page.goto(`${a11ySite.base}index.html?model=${encodeURIComponent('/a11y/gpt-12x12/')}&text=${encodeURIComponent(text)}`);
+  await page.goto(
+    `${a11ySite.base}index.html?model=${encodeURIComponent('/a11y/gpt-12x12/')}&text=${encodeURIComponent(text)}`,
+  );
   // longer than the context: cut in steps of an eighth of it, so 7/8 of the context or more remain
-  await expect.poll(() => page.evaluate(() => window.headscopeDemo.result?.T ?? 0), { timeout: 120_000 }).toBeGreaterThan(1024 - 128);
+  await expect
+    .poll(() => page.evaluate(() => window.headscopeDemo.result?.T ?? 0), { timeout: 120_000 })
+    .toBeGreaterThan(1024 - 128);
   await page.click('.hs-zoom-btn[aria-label="Zoom in"]');
   await expect(page.locator('.hs-zoom-text')).toHaveText(/^zoom 2×/);
   expect(await seriousViolations(page, problems), 'heatmap, zoomed').toEqual([]);

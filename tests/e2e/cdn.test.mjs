@@ -16,22 +16,38 @@ const FIXTURES = path.join(ROOT, 'tests/fixtures/models');
 // .wasm and worker are fetched only on a cross-origin-isolated page), and the default model's four
 // files. Nothing else.
 const EXPECTED_FILES = [
-  '/headscope-view.js', '/headscope-lab.js', '/analysis.js', '/roles.json', '/headscope-worker.js', '/headscope.js',
-  '/headscope_wasm.js', '/headscope_wasm_relaxed.js', '/headscope_wasm_threads.js', '/wasm.js', '/files.js', '/result.js', '/worker-thread.js', '/headscope_wasm_relaxed.wasm',
+  '/headscope-view.js',
+  '/headscope-lab.js',
+  '/analysis.js',
+  '/roles.json',
+  '/headscope-worker.js',
+  '/headscope.js',
+  '/headscope_wasm.js',
+  '/headscope_wasm_relaxed.js',
+  '/headscope_wasm_threads.js',
+  '/wasm.js',
+  '/files.js',
+  '/result.js',
+  '/worker-thread.js',
+  '/headscope_wasm_relaxed.wasm',
   '/worker-protocol.js', // the page-worker message table, imported on both sides
   '/trainer.js', // createTrainer's adapter (7 KB), a static import of headscope.js: bundlers' worker formats refuse code splitting
   '/generation.js', // generate()'s options and the written text's bytes, a static import of headscope.js
   '/models/index.json', // the shipped models' list (files.js's shippedModels), a JSON module of files.js
-  '/models/headscope-base/config.json', '/models/headscope-base/model.safetensors',
-  '/models/headscope-base/vocab.json', '/models/headscope-base/merges.txt',
+  '/models/headscope-base/config.json',
+  '/models/headscope-base/model.safetensors',
+  '/models/headscope-base/vocab.json',
+  '/models/headscope-base/merges.txt',
 ];
 
 /** A fixture serving `options` (startServer's) on its own origin for one test; `requests` logs its paths. */
-const origin = (options) => async ({}, use) => {
-  const server = await startServer({ mounts: [], csp: null, ...options });
-  await use(server);
-  await server.close();
-};
+const origin =
+  (options) =>
+  async ({}, use) => {
+    const server = await startServer({ mounts: [], csp: null, ...options });
+    await use(server);
+    await server.close();
+  };
 
 const test = base.extend({
   // dist/ with CORS on every file, as jsDelivr and unpkg send it
@@ -52,7 +68,9 @@ const test = base.extend({
       const dir = testInfo.outputPath(name);
       mkdirSync(dir, { recursive: true });
       writeFileSync(path.join(dir, 'favicon.ico'), ''); // the browser asks for it; a 404 would be a console error
-      writeFileSync(path.join(dir, 'index.html'), `<!doctype html>
+      writeFileSync(
+        path.join(dir, 'index.html'),
+        `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -65,7 +83,8 @@ const test = base.extend({
 ${body}
 </body>
 </html>
-`);
+`,
+      );
       const server = await startServer({ root: dir, mounts: [], csp, headers });
       servers.push(server);
       return server.base;
@@ -75,14 +94,17 @@ ${body}
   // the console.info messages of the test's pages (the widgets' page-thread fallback says why there)
   infos: async ({ context }, use) => {
     const infos = [];
-    context.on('console', (msg) => { if (msg.type() === 'info') infos.push(msg.text()); });
+    context.on('console', (msg) => {
+      if (msg.type() === 'info') infos.push(msg.text());
+    });
     await use(infos);
   },
 });
 
 // what the single-threaded engine says, once, on a page that is not cross-origin isolated
-const NOT_ISOLATED = 'headscope: single-threaded engine: the page is not cross-origin isolated (it needs '
-  + 'Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp or credentialless)';
+const NOT_ISOLATED =
+  'headscope: single-threaded engine: the page is not cross-origin isolated (it needs ' +
+  'Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp or credentialless)';
 
 const VIEW_AND_LAB = `
 <headscope-view id="view" view="heatmap" layer="0" head="1" editable></headscope-view>
@@ -95,7 +117,8 @@ function paintedColours(page, id) {
     if (!canvas || canvas.width === 0 || canvas.height === 0) return 0;
     const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
     const colours = new Set();
-    for (let i = 0; i < data.length; i += 4) if (data[i + 3] > 0) colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+    for (let i = 0; i < data.length; i += 4)
+      if (data[i + 3] > 0) colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
     return colours.size;
   });
 }
@@ -103,7 +126,9 @@ function paintedColours(page, id) {
 /** Checks that both widgets show attention, and that typing in the editable one re-runs it. */
 async function checkWidgetsWork(page) {
   await expect(page.locator('#view')).toHaveAttribute('data-tokens', /^[1-9]\d*$/, { timeout: 60_000 });
-  await expect.poll(() => page.locator('#lab').evaluate((e) => e.result?.T ?? 0), { timeout: 60_000 }).toBeGreaterThan(0);
+  await expect
+    .poll(() => page.locator('#lab').evaluate((e) => e.result?.T ?? 0), { timeout: 60_000 })
+    .toBeGreaterThan(0);
   // attention weights are painted in a colour ramp: a rendered head shows many shades, an empty
   // or failed canvas none (20 is far below the T*(T+1)/2 cells of even a short sentence)
   for (const id of ['view', 'lab']) {
@@ -115,22 +140,39 @@ async function checkWidgetsWork(page) {
   await expect(page.locator('#view .hs-caption')).toHaveText(/^Layer 0, head 1: .+ attends most to/);
 }
 
-test('an article on one origin runs both widgets from the package on another; one worker, one model load, only the needed files', async ({ page, cdn, article, infos }) => {
+test('an article on one origin runs both widgets from the package on another; one worker, one model load, only the needed files', async ({
+  page,
+  cdn,
+  article,
+  infos,
+}) => {
   const url = await article('open', { from: cdn.base, body: VIEW_AND_LAB });
   expect(new URL(url).origin).not.toBe(new URL(cdn.base).origin);
   await page.goto(url);
   await checkWidgetsWork(page);
   expect(page.workers(), 'the model runs in one Web Worker shared by both widgets').toHaveLength(1);
   expect(page.workers()[0].url(), 'started through a same-origin blob: module').toMatch(/^blob:/);
-  expect(infos.filter((m) => m.includes('headscope')), 'no page-thread fallback; the single-threaded engine said why, once')
-    .toEqual([NOT_ISOLATED]);
+  expect(
+    infos.filter((m) => m.includes('headscope')),
+    'no page-thread fallback; the single-threaded engine said why, once',
+  ).toEqual([NOT_ISOLATED]);
   const requested = [...new Set(cdn.requests)].sort();
-  expect(requested, 'a CDN user downloads the default model and the engine, nothing else').toEqual([...EXPECTED_FILES].sort());
-  expect(cdn.requests.filter((p) => p.endsWith('model.safetensors')), 'one weights download for two widgets').toHaveLength(1);
+  expect(requested, 'a CDN user downloads the default model and the engine, nothing else').toEqual(
+    [...EXPECTED_FILES].sort(),
+  );
+  expect(
+    cdn.requests.filter((p) => p.endsWith('model.safetensors')),
+    'one weights download for two widgets',
+  ).toHaveLength(1);
   await shot(page, 'cdn-article', { fullPage: true });
 });
 
-test('an article with a strict CSP that allows the CDN and blob: workers runs both widgets without violations', async ({ page, cdn, article, infos }) => {
+test('an article with a strict CSP that allows the CDN and blob: workers runs both widgets without violations', async ({
+  page,
+  cdn,
+  article,
+  infos,
+}) => {
   // CSP violations would be reported by the page fixture
   const cdnOrigin = new URL(cdn.base).origin;
   const csp = `default-src 'none'; script-src ${cdnOrigin} 'wasm-unsafe-eval'; worker-src blob: ${cdnOrigin}; connect-src ${cdnOrigin}`;
@@ -143,13 +185,22 @@ test('an article with a strict CSP that allows the CDN and blob: workers runs bo
   await shot(page, 'cdn-strict-csp', { fullPage: true });
 });
 
-test('a CSP that forbids blob: workers: the widgets run on the page thread, say why once, and share one model load', async ({ page, cdn, article, infos, problems }) => {
+test('a CSP that forbids blob: workers: the widgets run on the page thread, say why once, and share one model load', async ({
+  page,
+  cdn,
+  article,
+  infos,
+  problems,
+}) => {
   const cdnOrigin = new URL(cdn.base).origin;
   const csp = `default-src 'none'; script-src ${cdnOrigin} 'wasm-unsafe-eval'; worker-src 'self'; connect-src ${cdnOrigin}`;
   const body = `${VIEW_AND_LAB}\n<headscope-view id="lines" view="lines" layer="1" head="0"></headscope-view>`;
   const url = await article('no-blob-worker', { from: cdn.base, csp, body });
   // the refused worker is the one problem this page has: a violation report and its console error
-  problems.allow(/^CSP violation: worker-src blob\b/, /^console error: Creating a worker from 'blob:[^']+' violates the following Content Security Policy directive: "worker-src 'self'"/);
+  problems.allow(
+    /^CSP violation: worker-src blob\b/,
+    /^console error: Creating a worker from 'blob:[^']+' violates the following Content Security Policy directive: "worker-src 'self'"/,
+  );
   await page.goto(url);
   await checkWidgetsWork(page);
   await expect(page.locator('#lines')).toHaveAttribute('data-tokens', /^[1-9]\d*$/);
@@ -157,32 +208,55 @@ test('a CSP that forbids blob: workers: the widgets run on the page thread, say 
   expect(page.workers(), 'no worker runs').toHaveLength(0);
   const told = infos.filter((m) => m.includes('headscope') && m !== NOT_ISOLATED);
   expect(told, 'told once, for three widgets').toHaveLength(1);
-  expect(told[0]).toMatch(/no Web Worker could be started: .*worker-thread\.js could not be started from this page .*must allow blob: and http:\/\/127\.0\.0\.1:\d+ in worker-src.*page thread/s);
-  expect(cdn.requests.filter((p) => p.endsWith('model.safetensors')), 'one weights download for three widgets').toHaveLength(1);
+  expect(told[0]).toMatch(
+    /no Web Worker could be started: .*worker-thread\.js could not be started from this page .*must allow blob: and http:\/\/127\.0\.0\.1:\d+ in worker-src.*page thread/s,
+  );
+  expect(
+    cdn.requests.filter((p) => p.endsWith('model.safetensors')),
+    'one weights download for three widgets',
+  ).toHaveLength(1);
   expect(problems.csp.length, 'the refused worker was reported').toBeGreaterThanOrEqual(1);
   for (const v of problems.csp) expect(v).toMatch(/^worker-src blob/);
   await shot(page, 'cdn-no-blob-worker', { fullPage: true });
 });
 
-test('a cross-origin-isolated article runs the engine threaded from a CDN that sends CORP, its pthread workers started from blob: scripts', async ({ page, cdnWithCorp, article, infos }) => {
+test('a cross-origin-isolated article runs the engine threaded from a CDN that sends CORP, its pthread workers started from blob: scripts', async ({
+  page,
+  cdnWithCorp,
+  article,
+  infos,
+}) => {
   const url = await article('isolated', { from: cdnWithCorp.base, body: VIEW_AND_LAB, headers: ISOLATION_HEADERS });
   await page.goto(url);
   expect(await page.evaluate(() => crossOriginIsolated), 'the article is isolated').toBe(true);
   await checkWidgetsWork(page);
-  expect(infos.filter((m) => m.includes('headscope')), 'nothing to say: the engine runs threaded').toEqual([]);
+  expect(
+    infos.filter((m) => m.includes('headscope')),
+    'nothing to say: the engine runs threaded',
+  ).toEqual([]);
   // the widgets' model: its threads, and the threaded build's files from the CDN
   const threads = await page.evaluate(async (base) => {
     const { loadModelInWorker } = await import(`${base}headscope-worker.js`);
     const model = await loadModelInWorker();
-    try { return model.threads; } finally { model.dispose(); }
+    try {
+      return model.threads;
+    } finally {
+      model.dispose();
+    }
   }, cdnWithCorp.base);
-  expect(threads, 'min(cores, 8) threads on this 2-core machine').toBe(Math.min(8, await page.evaluate(() => navigator.hardwareConcurrency)));
+  expect(threads, 'min(cores, 8) threads on this 2-core machine').toBe(
+    Math.min(8, await page.evaluate(() => navigator.hardwareConcurrency)),
+  );
   for (const f of ['/headscope_wasm_threads.wasm', '/headscope_wasm_threads.worker.js'])
     expect(cdnWithCorp.requests, `${f} came from the CDN`).toContain(f);
   await shot(page, 'cdn-isolated-threads', { fullPage: true });
 });
 
-test('a CDN that sends CORS headers only on the scripts: each widget names the .wasm it could not read and the header it needs', async ({ page, cdnJsOnly, article }) => {
+test('a CDN that sends CORS headers only on the scripts: each widget names the .wasm it could not read and the header it needs', async ({
+  page,
+  cdnJsOnly,
+  article,
+}) => {
   const url = await article('wasm-without-cors', { from: cdnJsOnly.base, body: VIEW_AND_LAB });
   const wasm = `${cdnJsOnly.base}headscope_wasm_relaxed.wasm`; // the build Chromium loads
   // the refused read happens in the worker, whose network errors Chromium does not log on the page:
@@ -197,14 +271,21 @@ test('a CDN that sends CORS headers only on the scripts: each widget names the .
   await shot(page, 'cdn-wasm-without-cors', { fullPage: true });
 });
 
-test('a model folder on a third origin without CORS: the widget names the file and the header; the default model still runs beside it', async ({ page, cdn, thirdOrigin, article }) => {
+test('a model folder on a third origin without CORS: the widget names the file and the header; the default model still runs beside it', async ({
+  page,
+  cdn,
+  thirdOrigin,
+  article,
+}) => {
   const modelUrl = `${thirdOrigin.base}odd-hs12/`;
   const body = `<headscope-view id="other" model="${modelUrl}"></headscope-view>\n${VIEW_AND_LAB}`;
   const url = await article('model-without-cors', { from: cdn.base, body });
   await page.goto(url);
   const status = page.locator('#other [role="status"]', { hasText: 'could not be loaded' });
   await expect(status).toBeVisible({ timeout: 60_000 });
-  await expect(status).toContainText(new RegExp(`${escapeRegExp(modelUrl)}(config\\.json|model\\.safetensors|vocab\\.json|merges\\.txt)`));
+  await expect(status).toContainText(
+    new RegExp(`${escapeRegExp(modelUrl)}(config\\.json|model\\.safetensors|vocab\\.json|merges\\.txt)`),
+  );
   await expect(status).toContainText('Access-Control-Allow-Origin');
   await checkWidgetsWork(page);
   await shot(page, 'cdn-model-without-cors', { fullPage: true });

@@ -13,11 +13,19 @@ import { test, expect, SITE, ARTIFACTS, shot } from './fixtures.mjs';
 import { kvFamilyNames, kvFamilyTable, kvTradeoffSentence, fmtBytes } from '../../web/demo/compare/compare-kv.js';
 
 const siteModels = (() => {
-  try { return JSON.parse(readFileSync(path.join(SITE, 'models/index.json'), 'utf8')).models; } catch { return []; }
+  try {
+    return JSON.parse(readFileSync(path.join(SITE, 'models/index.json'), 'utf8')).models;
+  } catch {
+    return [];
+  }
 })();
 const FAMILY = kvFamilyNames(siteModels);
 // a site built from a checkout that ships the family must list it (else the fallback below would hide it)
-if (!FAMILY.length && existsSync(path.join(SITE, 'models', 'kv-8', 'card.json')) && process.env.HEADSCOPE_E2E_KV_FIXTURES !== '1')
+if (
+  !FAMILY.length &&
+  existsSync(path.join(SITE, 'models', 'kv-8', 'card.json')) &&
+  process.env.HEADSCOPE_E2E_KV_FIXTURES !== '1'
+)
   throw new Error('the site holds models/kv-8 but its models/index.json lists no model of family "kv"');
 // HEADSCOPE_E2E_KV_FIXTURES=1 runs on the fixtures even when the site holds the family
 const haveFamily = FAMILY.length > 0 && process.env.HEADSCOPE_E2E_KV_FIXTURES !== '1';
@@ -26,7 +34,8 @@ const FIXTURES = ['/fixtures/llama-mha/', '/fixtures/llama-gqa/', '/fixtures/lla
 const query = haveFamily ? '?reps=2' : `?reps=2&text=${encodeURIComponent('The cat.')}&kv=${FIXTURES.join(',')}`;
 
 test.afterAll(() => {
-  if (!haveFamily) console.log('# compare-kv: ran on the Llama-family fixtures (no cards), not on the family of the site');
+  if (!haveFamily)
+    console.log('# compare-kv: ran on the Llama-family fixtures (no cards), not on the family of the site');
 });
 
 // axe-core on the section (as tests/e2e/pruning.test.mjs does on its own): axe adds <style>
@@ -34,17 +43,28 @@ test.afterAll(() => {
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 async function axeOn(page, problems, selector) {
   expect(problems.unexpected, 'problems before axe ran').toEqual([]);
-  problems.allow(/^CSP violation: style-src-elem inline$/, /^console error: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/);
+  problems.allow(
+    /^CSP violation: style-src-elem inline$/,
+    /^console error: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/,
+  );
   await page.evaluate(AXE);
-  return page.evaluate(async (sel) => (await window.axe.run(sel)).violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}, ${v.nodes.length}x): ${v.nodes[0].target.join(' ')}`), selector);
+  return page.evaluate(
+    async (sel) =>
+      (await window.axe.run(sel)).violations
+        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+        .map((v) => `${v.id} (${v.impact}, ${v.nodes.length}x): ${v.nodes[0].target.join(' ')}`),
+    selector,
+  );
 }
 
 test.describe('wide', () => {
   test.use({ viewport: { width: 1400, height: 1000 } });
 
-  test('compare.html: the key/value-head family\'s grids, cache, cards and typed token', async ({ page, site, problems }) => {
+  test("compare.html: the key/value-head family's grids, cache, cards and typed token", async ({
+    page,
+    site,
+    problems,
+  }) => {
     test.setTimeout(240_000);
     if (haveFamily) {
       // a Llama-family folder needs its tokenizer.json on the site (scripts/build-package.sh copies the model files)
@@ -55,22 +75,39 @@ test.describe('wide', () => {
     await expect(page.locator('body')).toHaveAttribute('data-kv-timed', /^[1-9]\d*$/, { timeout: 200_000 });
     await expect(page.locator('body')).toHaveAttribute('data-kv-state', 'ready');
     const names = haveFamily ? FAMILY : FIXTURES;
-    const entries = await page.evaluate(() => window.headscopeCompare.kv.entries.map((e) => ({
-      name: e.name, label: e.label, status: e.status, config: e.config, parameterCount: e.parameterCount,
-      typedMs: e.typedMs, typedComputed: e.typedComputed, resultText: e.result?.text,
-    })));
+    const entries = await page.evaluate(() =>
+      window.headscopeCompare.kv.entries.map((e) => ({
+        name: e.name,
+        label: e.label,
+        status: e.status,
+        config: e.config,
+        parameterCount: e.parameterCount,
+        typedMs: e.typedMs,
+        typedComputed: e.typedComputed,
+        resultText: e.result?.text,
+      })),
+    );
     expect(entries.map((e) => e.name)).toEqual(names);
     for (const e of entries) expect(e.status, e.name).toBe('ready');
-    const cards = Object.fromEntries(names.map((n) => [n, haveFamily ? JSON.parse(readFileSync(path.join(SITE, 'models', n, 'card.json'), 'utf8')) : null]));
+    const cards = Object.fromEntries(
+      names.map((n) => [
+        n,
+        haveFamily ? JSON.parse(readFileSync(path.join(SITE, 'models', n, 'card.json'), 'utf8')) : null,
+      ]),
+    );
 
     // the table: what the page's builder makes of the cards the site serves and the engines' numbers
     const want = kvFamilyTable(entries.map((e) => ({ ...e, card: cards[e.name] })));
     const header = await page.locator('#kv-table thead th').allTextContents();
     expect(header).toEqual(['model', ...want.columns]);
-    const shown = await page.locator('#kv-table tbody tr').evaluateAll((rows) => rows.map((r) => [...r.children].map((c) => c.textContent)));
+    const shown = await page
+      .locator('#kv-table tbody tr')
+      .evaluateAll((rows) => rows.map((r) => [...r.children].map((c) => c.textContent)));
     expect(shown).toEqual(want.rows.map((r) => [r.label, ...r.cells]));
     expect(await page.locator('#kv-notes p').allTextContents()).toEqual(want.notes);
-    await expect(page.locator('#kv-summary')).toHaveText(kvTradeoffSentence(entries.map((e) => ({ ...e, card: cards[e.name] }))));
+    await expect(page.locator('#kv-summary')).toHaveText(
+      kvTradeoffSentence(entries.map((e) => ({ ...e, card: cards[e.name] }))),
+    );
     // columns by key/value heads, most first
     const byLabel = Object.fromEntries(entries.map((e) => [e.label, e]));
     const kvs = want.columns.map((c) => byLabel[c].config.nKvHead);
@@ -115,27 +152,43 @@ test.describe('wide', () => {
       }
       const size = nHead / nKvHead;
       for (let l = 0; l < nLayer; l++) {
-        const kvOf = await col.locator(`[role="gridcell"][data-layer="${l}"]`).evaluateAll((cells) => cells.map((c) => Number(c.dataset.kv)));
-        expect(kvOf, `${name}, layer ${l}: the key/value head of each query head`).toEqual(Array.from({ length: nHead }, (_, h) => Math.floor(h / size)));
+        const kvOf = await col
+          .locator(`[role="gridcell"][data-layer="${l}"]`)
+          .evaluateAll((cells) => cells.map((c) => Number(c.dataset.kv)));
+        expect(kvOf, `${name}, layer ${l}: the key/value head of each query head`).toEqual(
+          Array.from({ length: nHead }, (_, h) => Math.floor(h / size)),
+        );
         expect(new Set(kvOf).size, `${name}, layer ${l}: groups`).toBe(nKvHead);
       }
       for (let g = 0; g < nKvHead; g++) {
         await expect(groups.nth(g)).toHaveText(`key/value head ${g}`);
         const box = await groups.nth(g).boundingBox();
         const first = await col.locator(`[role="gridcell"][data-layer="0"][data-head="${g * size}"]`).boundingBox();
-        const last = await col.locator(`[role="gridcell"][data-layer="0"][data-head="${(g + 1) * size - 1}"]`).boundingBox();
+        const last = await col
+          .locator(`[role="gridcell"][data-layer="0"][data-head="${(g + 1) * size - 1}"]`)
+          .boundingBox();
         // the bracket spans its heads' columns (its margin is 2 px a side)
         expect(Math.abs(box.x - first.x), `${name}: bracket ${g}, left`).toBeLessThan(4);
         expect(Math.abs(box.x + box.width - (last.x + last.width)), `${name}: bracket ${g}, right`).toBeLessThan(4);
-        await expect(col.locator(`[role="gridcell"][data-layer="0"][data-head="${g * size}"]`)).toHaveAttribute('aria-label', new RegExp(`share key/value head ${g}`));
+        await expect(col.locator(`[role="gridcell"][data-layer="0"][data-head="${g * size}"]`)).toHaveAttribute(
+          'aria-label',
+          new RegExp(`share key/value head ${g}`),
+        );
       }
     }
     // the grids line up (a multi-head grid has no brackets, yet its heads start at the same height)
     // and fit side by side without a scrollbar of their own
-    const tops = await page.locator('#kv-models [role="gridcell"][data-layer="0"][data-head="0"]').evaluateAll((cells) => cells.map((c) => c.getBoundingClientRect().top));
+    const tops = await page
+      .locator('#kv-models [role="gridcell"][data-layer="0"][data-head="0"]')
+      .evaluateAll((cells) => cells.map((c) => c.getBoundingClientRect().top));
     expect(Math.max(...tops) - Math.min(...tops), `first heads' tops ${tops}`).toBeLessThan(1.5);
-    const overflow = await page.locator('#kv-models .compare-gridhost').evaluateAll((hosts) => hosts.map((h) => h.scrollWidth - h.clientWidth));
-    expect(overflow.every((x) => x <= 1), `grid overflow ${overflow}`).toBe(true);
+    const overflow = await page
+      .locator('#kv-models .compare-gridhost')
+      .evaluateAll((hosts) => hosts.map((h) => h.scrollWidth - h.clientWidth));
+    expect(
+      overflow.every((x) => x <= 1),
+      `grid overflow ${overflow}`,
+    ).toBe(true);
 
     // the head measurement is the head-count family's: it does not list these models
     const pruned = await page.evaluate(() => window.headscopePruning.entries.map((e) => e.name));
@@ -146,12 +199,22 @@ test.describe('wide', () => {
     await shot(page, 'compare-kv-page', { fullPage: true });
     // typing re-runs every grid of both sections
     await page.fill('#cmp-text', 'One two three, one two three.');
-    await expect.poll(() => page.evaluate(() => window.headscopeCompare.kv.entries.every((e) => e.result?.text === 'One two three, one two three.'))).toBe(true);
+    await expect
+      .poll(() =>
+        page.evaluate(() =>
+          window.headscopeCompare.kv.entries.every((e) => e.result?.text === 'One two three, one two three.'),
+        ),
+      )
+      .toBe(true);
     expect(await axeOn(page, problems, '#kv')).toEqual([]);
   });
 });
 
-test('compare.html without key/value models says so; hostile ?kv= names stay text', async ({ page, site, problems }) => {
+test('compare.html without key/value models says so; hostile ?kv= names stay text', async ({
+  page,
+  site,
+  problems,
+}) => {
   test.setTimeout(120_000);
   const heads = '/fixtures/tiny-hs4/';
   await page.goto(`${site.base}compare.html?reps=1&models=${heads}&kv=`);
@@ -165,7 +228,9 @@ test('compare.html without key/value models says so; hostile ?kv= names stay tex
   // its folder is not on the site
   problems.allow(/^(worker )?console error: Failed to load resource: the server responded with a status of 404/);
   const hostile = '<img src=x onerror=alert(1)>';
-  await page.goto(`${site.base}compare.html?reps=1&models=${heads}&kv=${encodeURIComponent(hostile)},/fixtures/llama-gqa/`);
+  await page.goto(
+    `${site.base}compare.html?reps=1&models=${heads}&kv=${encodeURIComponent(hostile)},/fixtures/llama-gqa/`,
+  );
   await expect(page.locator('body')).toHaveAttribute('data-kv-timed', /^[1-9]\d*$/, { timeout: 90_000 });
   await expect(page.locator('#kv img')).toHaveCount(0);
   await expect(page.locator('#kv-models .compare-col').first()).toContainText(`Could not load ${hostile}`);

@@ -13,7 +13,11 @@ test.beforeAll(() => {
 /** Waits until every widget matching `selector` has rendered a result. */
 async function widgetsReady(page, selector = 'headscope-view') {
   await expect(page.locator(selector).first()).toBeAttached();
-  await expect.poll(() => page.locator(selector).evaluateAll((all) => all.every((w) => Number(w.dataset.tokens) > 0)), { timeout: 60_000 }).toBe(true);
+  await expect
+    .poll(() => page.locator(selector).evaluateAll((all) => all.every((w) => Number(w.dataset.tokens) > 0)), {
+      timeout: 60_000,
+    })
+    .toBe(true);
 }
 
 /** The demo's latest result text. */
@@ -38,28 +42,35 @@ test('page loads the model with a progress bar and shows the grid of all heads',
   await expect(page.locator('#tokens .token')).toHaveCount(T);
   await expect(page.locator('#text')).toHaveValue('The chef, who trained in Paris, cooked the meal quickly.');
   // every cell's part of the grid canvas has content (not one flat colour)
-  const blankCells = () => page.evaluate(() => {
-    const canvas = document.querySelector('#grid canvas');
-    const box = canvas.getBoundingClientRect();
-    const ctx = canvas.getContext('2d');
-    return [...document.querySelectorAll('#grid [role="gridcell"]')].filter((cell) => {
-      const r = cell.getBoundingClientRect();
-      const x = Math.round(((r.left - box.left + 3) * canvas.width) / box.width);
-      const y = Math.round(((r.top - box.top + 3) * canvas.height) / box.height);
-      const w = Math.round(((r.width - 6) * canvas.width) / box.width);
-      const h = Math.round(((r.height - 6) * canvas.height) / box.height);
-      const d = ctx.getImageData(x, y, w, h).data;
-      for (let i = 4; i < d.length; i += 4) if (d[i] !== d[0] || d[i + 1] !== d[1] || d[i + 2] !== d[2]) return false;
-      return true;
-    }).map((cell) => `L${cell.dataset.layer}H${cell.dataset.head}`);
-  });
+  const blankCells = () =>
+    page.evaluate(() => {
+      const canvas = document.querySelector('#grid canvas');
+      const box = canvas.getBoundingClientRect();
+      const ctx = canvas.getContext('2d');
+      return [...document.querySelectorAll('#grid [role="gridcell"]')]
+        .filter((cell) => {
+          const r = cell.getBoundingClientRect();
+          const x = Math.round(((r.left - box.left + 3) * canvas.width) / box.width);
+          const y = Math.round(((r.top - box.top + 3) * canvas.height) / box.height);
+          const w = Math.round(((r.width - 6) * canvas.width) / box.width);
+          const h = Math.round(((r.height - 6) * canvas.height) / box.height);
+          const d = ctx.getImageData(x, y, w, h).data;
+          for (let i = 4; i < d.length; i += 4)
+            if (d[i] !== d[0] || d[i + 1] !== d[1] || d[i + 2] !== d[2]) return false;
+          return true;
+        })
+        .map((cell) => `L${cell.dataset.layer}H${cell.dataset.head}`);
+    });
   await expect.poll(blankCells, { message: 'blank grid cells' }).toEqual([]);
   await expect(page.locator('#combine svg rect.hs-bar'), 'one bar per head').toHaveCount(nHead);
   await expect.poll(() => page.locator('#topk li').count(), { message: 'top-k predictions' }).toBeGreaterThanOrEqual(5);
   await shot(page, 'demo-light', { fullPage: true });
 });
 
-test('the page opens on the head its model card finds most telling in the article\'s sentence', async ({ page, site }) => {
+test("the page opens on the head its model card finds most telling in the article's sentence", async ({
+  page,
+  site,
+}) => {
   test.skip(!usingDefaultModel, 'needs the default model and its card');
   await page.goto(site.url('index.html'));
   await demoReady(page);
@@ -71,16 +82,25 @@ test('the page opens on the head its model card finds most telling in the articl
   const v2sHeads = verbSubjectHeads(card);
   const link = card.chef_sentence?.links?.['cooked->chef'];
   // every verb-to-subject head's weight from "cooked" on "chef", read from the page's own result
-  const live = link ? await page.evaluate(({ heads, q, keys }) => {
-    const r = window.headscopeDemo.result;
-    return Object.fromEntries(heads.map(({ layer, head }) => {
-      const a = r.attention(layer, head);
-      return [`${layer}:${head}`, keys.reduce((s, k) => s + a[q * r.T + k], 0)];
-    }));
-  }, { heads: v2sHeads, q: link.query_token, keys: link.key_tokens }) : {};
+  const live = link
+    ? await page.evaluate(
+        ({ heads, q, keys }) => {
+          const r = window.headscopeDemo.result;
+          return Object.fromEntries(
+            heads.map(({ layer, head }) => {
+              const a = r.attention(layer, head);
+              return [`${layer}:${head}`, keys.reduce((s, k) => s + a[q * r.T + k], 0)];
+            }),
+          );
+        },
+        { heads: v2sHeads, q: link.query_token, keys: link.key_tokens },
+      )
+    : {};
   const want = openingHead(card, { linkWeight: (l, h) => live[`${l}:${h}`] });
-  console.log(`# opening head: L${want?.layer}H${want?.head} at token ${want?.token}${want?.role ? ` (verb to subject, ${want.ratio.toFixed(2)}x uniform)` : ''}; verb-to-subject heads on chef here: ${v2sHeads.map((v) => `L${v.layer}H${v.head} ${live[`${v.layer}:${v.head}`]?.toFixed(3)}`).join(', ') || 'none'}`);
-  expect(want, 'the default model\'s card names an opening head').not.toBeNull();
+  console.log(
+    `# opening head: L${want?.layer}H${want?.head} at token ${want?.token}${want?.role ? ` (verb to subject, ${want.ratio.toFixed(2)}x uniform)` : ''}; verb-to-subject heads on chef here: ${v2sHeads.map((v) => `L${v.layer}H${v.head} ${live[`${v.layer}:${v.head}`]?.toFixed(3)}`).join(', ') || 'none'}`,
+  );
+  expect(want, "the default model's card names an opening head").not.toBeNull();
   if (want.role === 'verb_to_subject') {
     // on the verb-to-subject head, focused on "cooked", and clearly above chance
     expect(card.chef_sentence.tokens[want.token].trim()).toBe('cooked');
@@ -124,7 +144,11 @@ test('typing re-runs the model and updates tokens, heatmaps and the grid', async
 test.describe('without the stylesheets', () => {
   test.use({ viewport: { width: 1280, height: 720 } });
 
-  test('the grid canvas never resizes the page it is measured from (no resize loop)', async ({ page, site, problems }) => {
+  test('the grid canvas never resizes the page it is measured from (no resize loop)', async ({
+    page,
+    site,
+    problems,
+  }) => {
     // The grid's heatmaps are painted on one canvas sized from the grid's box. If that canvas took part
     // in layout, sizing it could change the grid (or the page's scrollbars) and so size it again, every
     // frame. Without the pages' CSS the canvas's own inline layout must still keep it out of the flow.
@@ -133,29 +157,42 @@ test.describe('without the stylesheets', () => {
     await page.addInitScript(() => {
       const RO = window.ResizeObserver;
       window.__resizeCallbacks = 0;
-      window.ResizeObserver = class extends RO { constructor(cb) { super((...a) => { window.__resizeCallbacks++; cb(...a); }); } };
+      window.ResizeObserver = class extends RO {
+        constructor(cb) {
+          super((...a) => {
+            window.__resizeCallbacks++;
+            cb(...a);
+          });
+        }
+      };
     });
     // The number of resize callbacks once they stop: ResizeObserver delivers once per frame, so
     // 10 frames without a callback means layout has settled. A resize loop never goes quiet: after
     // 300 frames or 10 s the count so far is returned (and fails the check below).
-    const settledCallbacks = () => page.evaluate(() => new Promise((resolve) => {
-      let last = window.__resizeCallbacks;
-      let quiet = 0;
-      let frames = 0;
-      const t0 = performance.now();
-      const tick = () => {
-        const now = window.__resizeCallbacks;
-        quiet = now === last ? quiet + 1 : 0;
-        last = now;
-        if (quiet >= 10 || ++frames >= 300 || performance.now() - t0 > 10_000) resolve(now);
-        else requestAnimationFrame(tick);
-      };
-      requestAnimationFrame(tick);
-    }));
+    const settledCallbacks = () =>
+      page.evaluate(
+        () =>
+          new Promise((resolve) => {
+            let last = window.__resizeCallbacks;
+            let quiet = 0;
+            let frames = 0;
+            const t0 = performance.now();
+            const tick = () => {
+              const now = window.__resizeCallbacks;
+              quiet = now === last ? quiet + 1 : 0;
+              last = now;
+              if (quiet >= 10 || ++frames >= 300 || performance.now() - t0 > 10_000) resolve(now);
+              else requestAnimationFrame(tick);
+            };
+            requestAnimationFrame(tick);
+          }),
+      );
     await page.goto(site.url('index.html'));
     await demoReady(page);
     // the canvas's layer is out of the flow, by its own inline style
-    expect(await page.locator('#grid canvas').evaluate((c) => getComputedStyle(c.parentElement).position)).toBe('absolute');
+    expect(await page.locator('#grid canvas').evaluate((c) => getComputedStyle(c.parentElement).position)).toBe(
+      'absolute',
+    );
     const atStart = await settledCallbacks();
     const n = await renders(page);
     const typed = ' and then the waiter, who was new, dropped the plates';
@@ -168,7 +205,9 @@ test.describe('without the stylesheets', () => {
     // Typing may wrap the text box or the token strip and so resize things now and then (the count is
     // over every ResizeObserver on the page: 11 here without CSS), never on every frame (the loop this
     // guards against gave about 4 per keystroke): fewer callbacks than typed characters.
-    expect(callbacks, `${callbacks} resize callbacks while typing ${typed.length} characters`).toBeLessThan(typed.length);
+    expect(callbacks, `${callbacks} resize callbacks while typing ${typed.length} characters`).toBeLessThan(
+      typed.length,
+    );
   });
 });
 
@@ -189,7 +228,8 @@ async function viewsAgreeWithResult(page) {
     tokens.forEach((b, i) => {
       if (b.textContent !== label(r.tokens[i].text, 24)) problems.push(`token ${i}: '${b.textContent}'`);
       if (b.dataset.index !== String(i)) problems.push(`token ${i}: data-index ${b.dataset.index}`);
-      if (!b.getAttribute('aria-label').startsWith(`token ${i}: `)) problems.push(`token ${i}: aria-label ${b.getAttribute('aria-label')}`);
+      if (!b.getAttribute('aria-label').startsWith(`token ${i}: `))
+        problems.push(`token ${i}: aria-label ${b.getAttribute('aria-label')}`);
       if ((b.getAttribute('aria-pressed') === 'true') !== (i === q)) problems.push(`token ${i}: aria-pressed`);
     });
     // The grid canvas: every cell's tile shows its head's T x T cells, read at the centre of each
@@ -220,13 +260,22 @@ async function viewsAgreeWithResult(page) {
       for (let q = 0; q < r.T; q++) {
         for (let k = 0; k < r.T; k++) {
           const got = at(q, k);
-          if (selected && hpx && got !== heatAt(k, q)) { problems.push(`grid cell L${st.layer}H${st.head} (${q}, ${k}): ${got} vs heatmap ${heatAt(k, q)}`); q = r.T; break; }
-          if (k > q && faint && got !== faint) { problems.push(`grid cell L${cell.dataset.layer}H${cell.dataset.head} (${q}, ${k}) not faint: ${got}`); q = r.T; break; }
+          if (selected && hpx && got !== heatAt(k, q)) {
+            problems.push(`grid cell L${st.layer}H${st.head} (${q}, ${k}): ${got} vs heatmap ${heatAt(k, q)}`);
+            q = r.T;
+            break;
+          }
+          if (k > q && faint && got !== faint) {
+            problems.push(`grid cell L${cell.dataset.layer}H${cell.dataset.head} (${q}, ${k}) not faint: ${got}`);
+            q = r.T;
+            break;
+          }
         }
       }
     }
     const sel = [...document.querySelectorAll('#grid [aria-selected="true"]')];
-    if (sel.length !== 1 || sel[0].dataset.layer !== String(st.layer) || sel[0].dataset.head !== String(st.head)) problems.push('grid selection');
+    if (sel.length !== 1 || sel[0].dataset.layer !== String(st.layer) || sel[0].dataset.head !== String(st.head))
+      problems.push('grid selection');
     const caption = document.getElementById('detail-caption').textContent;
     if (!caption.startsWith(`Layer ${st.layer}, head ${st.head}: `)) problems.push(`caption: ${caption}`);
     const cellTitle = document.querySelector(`#grid [data-layer="${st.layer}"][data-head="${st.head}"]`).title;
@@ -234,7 +283,10 @@ async function viewsAgreeWithResult(page) {
     if (st.view === 'heatmap') {
       const rows = [...document.querySelectorAll('#detail-view svg text[data-row]')];
       if (rows.length !== r.T) problems.push(`heatmap: ${rows.length} row labels for ${r.T} tokens`);
-      rows.forEach((t, i) => { if (t.textContent !== label(r.tokens[i].text, 14) || t.dataset.row !== String(i)) problems.push(`heatmap row ${i}: '${t.textContent}'`); });
+      rows.forEach((t, i) => {
+        if (t.textContent !== label(r.tokens[i].text, 14) || t.dataset.row !== String(i))
+          problems.push(`heatmap row ${i}: '${t.textContent}'`);
+      });
       const cv = document.querySelector('#detail-view canvas.hs-heatmap-cells');
       if (cv.width !== r.T) problems.push(`heatmap canvas ${cv.width}`);
       const title = document.querySelector('#detail-view svg text').textContent;
@@ -250,8 +302,12 @@ async function viewsAgreeWithResult(page) {
     if (bars.length !== r.nHead) problems.push(`combine: ${bars.length} bars`);
     const combineTitle = document.querySelector('#combine svg text').textContent;
     if (!combineTitle.startsWith(`Layer ${st.layer}, token ${q}: `)) problems.push(`combine title ${combineTitle}`);
-    const norms = [...document.querySelectorAll('#combine svg text')].map((t) => t.textContent).filter((s) => /^\d+\.\d\d$/.test(s));
-    const want = Array.from({ length: r.nHead }, (_, h) => r.contributionNorms[contributionIndex(r, st.layer, h, q)].toFixed(2));
+    const norms = [...document.querySelectorAll('#combine svg text')]
+      .map((t) => t.textContent)
+      .filter((s) => /^\d+\.\d\d$/.test(s));
+    const want = Array.from({ length: r.nHead }, (_, h) =>
+      r.contributionNorms[contributionIndex(r, st.layer, h, q)].toFixed(2),
+    );
     if (norms.join(' ') !== want.join(' ')) problems.push(`combine norms ${norms} vs ${want}`);
     const topk = [...document.querySelectorAll('#topk li .hs-topk-token')].map((x) => x.textContent);
     const wantTop = r.topNext.map((p) => label(p.token, 20));
@@ -261,19 +317,23 @@ async function viewsAgreeWithResult(page) {
   });
 }
 
-test('while typing, every view keeps showing the latest result (tokens, grid, detail, combine, predictions)', async ({ page, site }) => {
+test('while typing, every view keeps showing the latest result (tokens, grid, detail, combine, predictions)', async ({
+  page,
+  site,
+}) => {
   // every panel on screen at once: panels off screen are drawn only when they come into view
   await page.setViewportSize({ width: 1280, height: 3200 });
   await page.goto(site.url('index.html'));
   await demoReady(page);
   const agree = (message) => expect.poll(() => viewsAgreeWithResult(page), { message }).toEqual([]);
   await agree('after loading');
-  const snapshot = () => page.evaluate(() => ({
-    combine: document.querySelector('#combine svg').outerHTML,
-    topk: document.getElementById('topk').textContent,
-    heatmap: document.querySelector('#detail-view canvas.hs-heatmap-cells').toDataURL(),
-    caption: document.getElementById('detail-caption').textContent,
-  }));
+  const snapshot = () =>
+    page.evaluate(() => ({
+      combine: document.querySelector('#combine svg').outerHTML,
+      topk: document.getElementById('topk').textContent,
+      heatmap: document.querySelector('#detail-view canvas.hs-heatmap-cells').toDataURL(),
+      caption: document.getElementById('detail-caption').textContent,
+    }));
   // shorter, then longer text: views shrink and grow in place
   await page.fill('#text', 'A');
   await expect.poll(() => resultText(page)).toBe('A');
@@ -305,7 +365,10 @@ test('while typing, every view keeps showing the latest result (tokens, grid, de
   await agree('after deleting');
 });
 
-test('clicking a head opens its detail; arrow keys move across the grid; screen-reader text follows', async ({ page, site }) => {
+test('clicking a head opens its detail; arrow keys move across the grid; screen-reader text follows', async ({
+  page,
+  site,
+}) => {
   await page.goto(site.url('index.html'));
   await demoReady(page);
   const { nLayer, nHead, T } = await page.evaluate(() => window.headscopeDemo.result);
@@ -315,7 +378,11 @@ test('clicking a head opens its detail; arrow keys move across the grid; screen-
   await cell(l, h).click();
   await expect(page.locator('#detail-caption')).toHaveText(new RegExp(`^Layer ${l}, head ${h}:`));
   await expect(cell(l, h)).toHaveAttribute('aria-selected', 'true');
-  await expect(page.locator('#live')).toHaveText(new RegExp(`^Layer ${l}, head ${h}: ('.+'|a space|a line break) attends most to ('.+'|itself|a space|a line break) \\(\\d\\.\\d\\d\\)$`));
+  await expect(page.locator('#live')).toHaveText(
+    new RegExp(
+      `^Layer ${l}, head ${h}: ('.+'|a space|a line break) attends most to ('.+'|itself|a space|a line break) \\(\\d\\.\\d\\d\\)$`,
+    ),
+  );
   await expect(page.locator('#detail-view svg text').first()).toHaveText(`Layer ${l}, head ${h}: attention weights`);
   // keyboard: the focused cell moves with the arrows
   await page.keyboard.press('ArrowUp');
@@ -369,7 +436,8 @@ test('lines view responds to hover and shows several heads in distinct colours',
   await chips.nth(others[0]).click();
   await chips.nth(others[1]).click();
   await expect.poll(() => page.evaluate(() => window.headscopeDemo.state.heads.length)).toBe(3);
-  const colours = () => svg.locator('line').evaluateAll((lines) => [...new Set(lines.map((l) => l.getAttribute('stroke')))]);
+  const colours = () =>
+    svg.locator('line').evaluateAll((lines) => [...new Set(lines.map((l) => l.getAttribute('stroke')))]);
   await expect.poll(colours, { message: 'three heads in three colours' }).toHaveLength(3);
   await shot(page, 'demo-lines-3-heads');
 });
@@ -378,20 +446,33 @@ test('export produces a valid PNG and a parseable SVG', async ({ page, site }) =
   await page.goto(site.url('index.html'));
   await demoReady(page);
   for (const which of ['detail', 'grid']) {
-    const [pngDl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-export="${which}"][data-format="png"]`)]);
+    const [pngDl] = await Promise.all([
+      page.waitForEvent('download'),
+      page.click(`[data-export="${which}"][data-format="png"]`),
+    ]);
     const png = await readFile(await pngDl.path());
     await pngDl.saveAs(path.join(ARTIFACTS, `export-${which}.png`));
     expect([...png.subarray(0, 8)], 'PNG signature').toEqual([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
     expect(png.toString('latin1', 12, 16)).toBe('IHDR');
     const width = png.readUInt32BE(16);
     const height = png.readUInt32BE(20);
-    const [svgDl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-export="${which}"][data-format="svg"]`)]);
+    const [svgDl] = await Promise.all([
+      page.waitForEvent('download'),
+      page.click(`[data-export="${which}"][data-format="svg"]`),
+    ]);
     const svgText = await readFile(await svgDl.path(), 'utf8');
     await svgDl.saveAs(path.join(ARTIFACTS, `export-${which}.svg`));
     const parsed = await page.evaluate((text) => {
       const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
       const root = doc.documentElement;
-      return { error: doc.getElementsByTagName('parsererror').length, name: root.localName, ns: root.namespaceURI, w: Number(root.getAttribute('width')), h: Number(root.getAttribute('height')), texts: doc.getElementsByTagName('text').length };
+      return {
+        error: doc.getElementsByTagName('parsererror').length,
+        name: root.localName,
+        ns: root.namespaceURI,
+        w: Number(root.getAttribute('width')),
+        h: Number(root.getAttribute('height')),
+        texts: doc.getElementsByTagName('text').length,
+      };
     }, svgText);
     expect(parsed.error, 'SVG parses').toBe(0);
     expect(parsed.name).toBe('svg');
@@ -411,10 +492,15 @@ test('hostile text renders inertly (no dialog, no <img>)', async ({ page, site }
   await expect.poll(() => resultText(page)).toBe(hostile);
   await expect.poll(() => stripText(page), { message: 'tokens are shown as text' }).toBe(hostile);
   await page.click('#tab-lines');
-  await expect(page.locator('#detail-view svg [data-side="q"]')).toHaveCount(await page.evaluate(() => window.headscopeDemo.result.T));
+  await expect(page.locator('#detail-view svg [data-side="q"]')).toHaveCount(
+    await page.evaluate(() => window.headscopeDemo.result.T),
+  );
   await expect(page.locator('img, image'), 'no image element was created').toHaveCount(0);
   const labels = await page.locator('#detail-view svg text').allTextContents();
-  expect(labels.some((t) => t.includes('<')) && labels.some((t) => t.includes('>')), 'token labels are text nodes').toBe(true);
+  expect(
+    labels.some((t) => t.includes('<')) && labels.some((t) => t.includes('>')),
+    'token labels are text nodes',
+  ).toBe(true);
   await shot(page, 'demo-hostile');
   // the web component and the iframe state too (locators pierce the open shadow root)
   await page.goto(site.url(`embed.html?text=${encodeURIComponent(hostile)}&view=lines`));
@@ -425,13 +511,17 @@ test('hostile text renders inertly (no dialog, no <img>)', async ({ page, site }
 
 test('web component: several widgets on one page share one model load', async ({ page, site }) => {
   const weights = [];
-  page.on('request', (r) => { if (r.url().endsWith('model.safetensors')) weights.push(r.url()); });
+  page.on('request', (r) => {
+    if (r.url().endsWith('model.safetensors')) weights.push(r.url());
+  });
   await page.goto(site.url('component.html'));
   await widgetsReady(page);
   expect(weights, 'one weights download for three widgets').toHaveLength(1);
   await expect(page.locator('headscope-view')).toHaveCount(3);
   // lines widget: layer 1 head 3 clamped to the model's size; caption in the shadow DOM
-  await expect(page.locator('#w-heatmap .hs-caption')).toHaveText(/^Layer \d+, head \d+: .+ attends most to .+ \(\d\.\d\d\)$/);
+  await expect(page.locator('#w-heatmap .hs-caption')).toHaveText(
+    /^Layer \d+, head \d+: .+ attends most to .+ \(\d\.\d\d\)$/,
+  );
   await expect(page.locator('#w-lines svg line').first()).toBeAttached();
   expect(await page.locator('#w-heatmap svg rect').count()).toBeGreaterThan(10);
   await expect(page.locator('#w-grid canvas'), 'one canvas holds all the cells').toHaveCount(1);
@@ -454,7 +544,11 @@ test('web component: several widgets on one page share one model load', async ({
   await shot(page, 'component-page', { fullPage: true });
 });
 
-test('iframe mode: the URL holds the state; "copy embed code" makes a working snippet', async ({ page, context, site }) => {
+test('iframe mode: the URL holds the state; "copy embed code" makes a working snippet', async ({
+  page,
+  context,
+  site,
+}) => {
   await page.goto(site.url('index.html?layer=1&head=2&view=lines'));
   await demoReady(page);
   await expect(page.locator('#tab-lines'), 'view from the URL').toHaveAttribute('aria-selected', 'true');
@@ -462,7 +556,9 @@ test('iframe mode: the URL holds the state; "copy embed code" makes a working sn
   await page.fill('#text', 'The cat sat on the mat.');
   await expect.poll(() => resultText(page)).toBe('The cat sat on the mat.');
   await page.click('#embed-button');
-  await expect(page.locator('#embed-code')).toHaveValue(/^<iframe src="[^"]+embed\.html\?[^"]+" width="\d+" height="\d+" title="[^"]+"/);
+  await expect(page.locator('#embed-code')).toHaveValue(
+    /^<iframe src="[^"]+embed\.html\?[^"]+" width="\d+" height="\d+" title="[^"]+"/,
+  );
   const snippet = await page.inputValue('#embed-code');
   const src = /src="([^"]+)"/.exec(snippet)[1].replace(/&amp;/g, '&');
   const q = new URL(src).searchParams;
@@ -491,21 +587,33 @@ test('strict CSP page works with no violations', async ({ page, site }) => {
   expect(response.headers()['content-security-policy']).toMatch(/script-src 'self' 'wasm-unsafe-eval'/);
   await widgetsReady(page);
   await page.locator('#csp-heatmap textarea').fill('Typing under a strict policy.');
-  await expect.poll(() => page.locator('#csp-heatmap').evaluate((w) => w.result.text)).toBe('Typing under a strict policy.');
+  await expect
+    .poll(() => page.locator('#csp-heatmap').evaluate((w) => w.result.text))
+    .toBe('Typing under a strict policy.');
   await expect(page.locator('#csp-lines svg line').first()).toBeAttached();
   await shot(page, 'csp-page', { fullPage: true });
 });
 
 test.describe('on a phone', () => {
-  test.use({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true, colorScheme: 'dark', reducedMotion: 'reduce' });
+  test.use({
+    viewport: { width: 390, height: 844 },
+    hasTouch: true,
+    isMobile: true,
+    colorScheme: 'dark',
+    reducedMotion: 'reduce',
+  });
 
   test('phone width with touch, dark theme and reduced motion', async ({ page, site }) => {
     await page.goto(site.url('index.html'));
     await demoReady(page);
     await shot(page, 'phone-dark-top');
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    const overflow = await page.evaluate(
+      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    );
     expect(overflow, `no horizontal page scroll at phone width (${overflow}px)`).toBeLessThanOrEqual(0);
-    expect(await page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--hs-scheme').trim())).toBe('dark');
+    expect(
+      await page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--hs-scheme').trim()),
+    ).toBe('dark');
     await page.tap('#grid [data-layer="1"][data-head="1"]');
     await expect(page.locator('#detail-caption')).toHaveText(/^Layer 1, head 1:/);
     await page.click('#tab-lines');
@@ -519,27 +627,40 @@ test.describe('on a phone', () => {
     // theme toggle back to light
     await page.click('#theme-toggle');
     await expect(page.locator('html')).toHaveAttribute('data-theme', 'light');
-    await expect.poll(() => page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--hs-scheme').trim())).toBe('light');
+    await expect
+      .poll(() =>
+        page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--hs-scheme').trim()),
+      )
+      .toBe('light');
     await shot(page, 'phone-light-toggled');
   });
 });
 
-test('panels off screen do no work while the reader types, and show the latest result when they come into view', async ({ page, site }) => {
+test('panels off screen do no work while the reader types, and show the latest result when they come into view', async ({
+  page,
+  site,
+}) => {
   await page.setViewportSize({ width: 1280, height: 520 });
   await page.goto(site.url(`index.html?text=${encodeURIComponent('The chef cooked')}`));
   await demoReady(page);
   await demoIdle(page);
   // the text box at the top: "How the heads combine" and the inside panel's figure are below the window
   await page.evaluate(() => window.scrollTo(0, 0));
-  const below = await page.evaluate(() => ['#combine', '#inside-view'].map((s) => document.querySelector(s).getBoundingClientRect().top > innerHeight));
+  const below = await page.evaluate(() =>
+    ['#combine', '#inside-view'].map((s) => document.querySelector(s).getBoundingClientRect().top > innerHeight),
+  );
   expect(below, 'both panels start below the window').toEqual([true, true]);
-  const combineLabel = () => page.evaluate(() => document.querySelector('#combine svg')?.getAttribute('aria-label') ?? null);
+  const combineLabel = () =>
+    page.evaluate(() => document.querySelector('#combine svg')?.getAttribute('aria-label') ?? null);
   const before = await combineLabel();
   const inspects = await page.evaluate(() => {
     window.__inspects = 0;
     const model = window.headscopeDemo.model;
     const inspect = model.inspectHead.bind(model);
-    model.inspectHead = (...a) => { window.__inspects++; return inspect(...a); };
+    model.inspectHead = (...a) => {
+      window.__inspects++;
+      return inspect(...a);
+    };
     return window.__inspects;
   });
   await page.focus('#text');
@@ -556,5 +677,7 @@ test('panels off screen do no work while the reader types, and show the latest r
   await expect.poll(combineLabel).not.toBe(before);
   expect(await combineLabel()).toContain(`token ${(await page.evaluate(() => window.headscopeDemo.result.T)) - 1}`);
   await page.locator('#inside-view').scrollIntoViewIfNeeded();
-  await expect.poll(() => page.evaluate(() => window.__inspects), { message: 'the inside panel reads its head once in view' }).toBeGreaterThan(inspects);
+  await expect
+    .poll(() => page.evaluate(() => window.__inspects), { message: 'the inside panel reads its head once in view' })
+    .toBeGreaterThan(inspects);
 });

@@ -5,7 +5,7 @@
 // incremental update equals a full run).
 import { test, expect, demoReady, renders } from './fixtures.mjs';
 
-test('typing at the end runs on the page thread, and its results equal the worker\'s', async ({ page, site }) => {
+test("typing at the end runs on the page thread, and its results equal the worker's", async ({ page, site }) => {
   await page.goto(site.url('index.html'));
   await demoReady(page);
   await expect(page.locator('#model-info')).toContainText('short updates while typing on the page thread');
@@ -19,9 +19,18 @@ test('typing at the end runs on the page thread, and its results equal the worke
   // views are in the very next paint; a worker round trip lets at least one frame pass.
   await page.evaluate(() => {
     const probe = (window.__frames = { frame: 0, keyFrame: null, framesToRender: [] });
-    const tick = () => { probe.frame++; requestAnimationFrame(tick); };
+    const tick = () => {
+      probe.frame++;
+      requestAnimationFrame(tick);
+    };
     requestAnimationFrame(tick);
-    document.addEventListener('keydown', () => { probe.keyFrame = probe.frame; }, true);
+    document.addEventListener(
+      'keydown',
+      () => {
+        probe.keyFrame = probe.frame;
+      },
+      true,
+    );
     // the first render after each keydown (later re-renders of the same result do not count)
     new MutationObserver(() => {
       if (probe.keyFrame === null) return;
@@ -37,7 +46,9 @@ test('typing at the end runs on the page thread, and its results equal the worke
     await page.keyboard.type(ch);
     // the keystroke's render: one more render, of the text now in the box
     await demoReady(page, n);
-    await expect.poll(() => page.evaluate(() => window.headscopeDemo.result.text === document.getElementById('text').value)).toBe(true);
+    await expect
+      .poll(() => page.evaluate(() => window.headscopeDemo.result.text === document.getElementById('text').value))
+      .toBe(true);
     const onPage = await page.evaluate(() => window.headscopeDemo.result.ranOnPage);
     where.push(onPage);
     framesToRender.push(await page.evaluate((i) => window.__frames.framesToRender[i], framesToRender.length));
@@ -67,9 +78,14 @@ test('typing at the end runs on the page thread, and its results equal the worke
   // loaded machine some go to the worker; npm run bench reports the share. Here: the page thread is
   // used at all, and what it computes is right.
   const cost = await page.evaluate(() => window.headscopeDemo.model.pageThreadCostMs);
-  expect(onPage, `${onPage} of ${where.length} keystrokes ran on the page thread (a keystroke there costs ${cost} ms, the budget is 4)`).toBeGreaterThanOrEqual(1);
+  expect(
+    onPage,
+    `${onPage} of ${where.length} keystrokes ran on the page thread (a keystroke there costs ${cost} ms, the budget is 4)`,
+  ).toBeGreaterThanOrEqual(1);
   expect(same).toEqual({ onPage: true, workerOnPage: false, attention: true, norms: true, logits: true, top: true });
   // every keystroke that ran on the page thread was rendered before the next frame began
-  const late = where.map((p, i) => (p && framesToRender[i] !== 0 ? `key ${i}: ${framesToRender[i]} frames` : null)).filter(Boolean);
+  const late = where
+    .map((p, i) => (p && framesToRender[i] !== 0 ? `key ${i}: ${framesToRender[i]} frames` : null))
+    .filter(Boolean);
   expect(late, `frames from keydown to render: ${framesToRender.join(' ')}`).toEqual([]);
 });

@@ -39,7 +39,13 @@ export function withModel(url) {
  * root, mounts, csp (null: none), cors, headers (as in static-server.mjs). `requests` collects the paths
  * asked for, in order.
  */
-export async function startServer({ root = SITE, mounts = [['/fixtures/', path.join(ROOT, 'tests/fixtures/models')]], csp = DEMO_CSP, cors = null, headers = {} } = {}) {
+export async function startServer({
+  root = SITE,
+  mounts = [['/fixtures/', path.join(ROOT, 'tests/fixtures/models')]],
+  csp = DEMO_CSP,
+  cors = null,
+  headers = {},
+} = {}) {
   const requests = [];
   const server = await startStaticServer({ root, mounts, csp, cors, headers, log: (method, p) => requests.push(p) });
   return { base: server.url, requests, close: server.close };
@@ -52,40 +58,58 @@ class PageProblems {
 
   /** Watches every page of `context`, present and future. */
   async watch(context) {
-    const onConsole = (where) => (msg) => { if (msg.type() === 'error') this.#seen.push(`${where}console error: ${msg.text()}`); };
+    const onConsole = (where) => (msg) => {
+      if (msg.type() === 'error') this.#seen.push(`${where}console error: ${msg.text()}`);
+    };
     context.on('console', onConsole(''));
     // the model runs in a Web Worker: its console is watched too
     const watchWorkers = (page) => page.on('worker', (w) => w.on('console', onConsole('worker ')));
     context.pages().forEach(watchWorkers);
     context.on('page', watchWorkers);
     context.on('weberror', (e) => this.#seen.push(`page error: ${e.error().message}`));
-    context.on('dialog', (d) => { this.#seen.push(`dialog: ${d.message()}`); d.dismiss().catch(() => {}); });
+    context.on('dialog', (d) => {
+      this.#seen.push(`dialog: ${d.message()}`);
+      d.dismiss().catch(() => {});
+    });
     await context.exposeBinding('__headscopeTestCsp', (source, text) => this.#seen.push(`CSP violation: ${text}`));
     await context.addInitScript(() => {
-      document.addEventListener('securitypolicyviolation', (e) => window.__headscopeTestCsp(`${e.violatedDirective} ${e.blockedURI}`));
+      document.addEventListener('securitypolicyviolation', (e) =>
+        window.__headscopeTestCsp(`${e.violatedDirective} ${e.blockedURI}`),
+      );
     });
   }
 
   /** Every problem so far, as 'console error: ...', 'worker console error: ...', 'page error: ...', 'dialog: ...',
    *  'CSP violation: <directive> <url>'. */
-  get all() { return [...this.#seen]; }
+  get all() {
+    return [...this.#seen];
+  }
 
   /** The CSP violations so far, as '<directive> <blocked URL>'. */
-  get csp() { return this.#seen.filter((p) => p.startsWith('CSP violation: ')).map((p) => p.slice('CSP violation: '.length)); }
+  get csp() {
+    return this.#seen.filter((p) => p.startsWith('CSP violation: ')).map((p) => p.slice('CSP violation: '.length));
+  }
 
   /** Declares problems this test expects (each pattern is matched against the strings of `all`). */
-  allow(...patterns) { this.#allowed.push(...patterns); }
+  allow(...patterns) {
+    this.#allowed.push(...patterns);
+  }
 
   /** The problems no allow() pattern matches. */
-  get unexpected() { return this.#seen.filter((p) => !this.#allowed.some((re) => re.test(p))); }
+  get unexpected() {
+    return this.#seen.filter((p) => !this.#allowed.some((re) => re.test(p)));
+  }
 }
 
 export const test = base.extend({
-  site: [async ({}, use) => {
-    const server = await startServer();
-    await use({ ...server, url: (p) => withModel(server.base + p) });
-    await server.close();
-  }, { scope: 'worker' }],
+  site: [
+    async ({}, use) => {
+      const server = await startServer();
+      await use({ ...server, url: (p) => withModel(server.base + p) });
+      await server.close();
+    },
+    { scope: 'worker' },
+  ],
 
   problems: async ({}, use) => {
     await use(new PageProblems());

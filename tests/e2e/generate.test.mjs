@@ -10,7 +10,13 @@ const PROMPT = 'The chef, who trained in Paris, cooked';
 
 /** Sets the writing controls (values as the reader types them). */
 async function settings(page, { tokens, temperature, topK, topP, seed }) {
-  for (const [id, v] of [['write-tokens', tokens], ['write-temperature', temperature], ['write-topk', topK], ['write-topp', topP], ['write-seed', seed]])
+  for (const [id, v] of [
+    ['write-tokens', tokens],
+    ['write-temperature', temperature],
+    ['write-topk', topK],
+    ['write-topp', topP],
+    ['write-seed', seed],
+  ])
     if (v !== undefined) await page.fill(`#${id}`, String(v));
 }
 
@@ -29,31 +35,49 @@ const writtenCount = (page) => page.locator('#tokens .token-written').count();
  * run's numbers of `runText` (the page's text at the end) on that model.
  */
 function apiInPage(page, prompt, options, runText = null) {
-  return page.evaluate(async ({ prompt, options, runText }) => {
-    const { loadModelInWorker } = await import(new URL('headscope-worker.js', location.href).href);
-    const source = new URLSearchParams(location.search).get('model') ?? undefined;
-    const model = await loadModelInWorker(source ? new URL(source, location.href).href : undefined);
-    try {
-      const value = await model.generate(prompt, options);
-      let run = null;
-      if (runText !== null) {
-        const r = await model.run(runText);
-        run = { ids: r.tokens.map((t) => t.id), attention: Array.from(r.attention(r.nLayer - 1, r.nHead - 1)), logits: Array.from(r.logitsLast) };
+  return page.evaluate(
+    async ({ prompt, options, runText }) => {
+      const { loadModelInWorker } = await import(new URL('headscope-worker.js', location.href).href);
+      const source = new URLSearchParams(location.search).get('model') ?? undefined;
+      const model = await loadModelInWorker(source ? new URL(source, location.href).href : undefined);
+      try {
+        const value = await model.generate(prompt, options);
+        let run = null;
+        if (runText !== null) {
+          const r = await model.run(runText);
+          run = {
+            ids: r.tokens.map((t) => t.id),
+            attention: Array.from(r.attention(r.nLayer - 1, r.nHead - 1)),
+            logits: Array.from(r.logitsLast),
+          };
+        }
+        return { ids: value.ids, generatedIds: value.generatedIds, text: value.text, run };
+      } finally {
+        model.dispose();
       }
-      return { ids: value.ids, generatedIds: value.generatedIds, text: value.text, run };
-    } finally {
-      model.dispose();
-    }
-  }, { prompt, options, runText });
+    },
+    { prompt, options, runText },
+  );
 }
 
 /** The page's result on screen, as apiInPage reads a fresh run. */
-const shownRun = (page) => page.evaluate(() => {
-  const r = window.headscopeDemo.result;
-  return { ids: r.tokens.map((t) => t.id), attention: Array.from(r.attention(r.nLayer - 1, r.nHead - 1)), logits: Array.from(r.logitsLast), text: r.text, T: r.T, rowsFrom: r.rowsFrom };
-});
+const shownRun = (page) =>
+  page.evaluate(() => {
+    const r = window.headscopeDemo.result;
+    return {
+      ids: r.tokens.map((t) => t.id),
+      attention: Array.from(r.attention(r.nLayer - 1, r.nHead - 1)),
+      logits: Array.from(r.logitsLast),
+      text: r.text,
+      T: r.T,
+      rowsFrom: r.rowsFrom,
+    };
+  });
 
-test('Continue writes the API\'s tokens, every view follows each one, the strip marks them and the panel shows the draw', async ({ page, site }) => {
+test("Continue writes the API's tokens, every view follows each one, the strip marks them and the panel shows the draw", async ({
+  page,
+  site,
+}) => {
   // every panel on screen at once: panels off screen are drawn only when they come into view
   await page.setViewportSize({ width: 1280, height: 3200 });
   await openDemo(page, site);
@@ -68,17 +92,26 @@ test('Continue writes the API\'s tokens, every view follows each one, the strip 
     const watch = () => {
       const r = window.headscopeDemo.result;
       const last = window.__seen.at(-1);
-      if (r && (!last || last.T !== r.T)) window.__seen.push({ T: r.T, rowsFrom: r.rowsFrom, text: box.value, resultText: r.text, strip: document.querySelectorAll('#tokens .token').length });
+      if (r && (!last || last.T !== r.T))
+        window.__seen.push({
+          T: r.T,
+          rowsFrom: r.rowsFrom,
+          text: box.value,
+          resultText: r.text,
+          strip: document.querySelectorAll('#tokens .token').length,
+        });
       if (document.body.dataset.writing !== 'false' || !last) requestAnimationFrame(watch);
     };
     requestAnimationFrame(watch);
   });
   await page.click('#write-continue');
-  await expect(page.locator('#write-status')).toHaveText('Wrote 12 tokens (marked in the token strip).', { timeout: 60_000 });
+  await expect(page.locator('#write-status')).toHaveText('Wrote 12 tokens (marked in the token strip).', {
+    timeout: 60_000,
+  });
   expect(await writing(page)).toBe('false');
   const want = await apiInPage(page, PROMPT, { maxTokens: 12, temperature: 0.8, topK: 40, topP: 0.95, seed: 4 });
   const shown = await shownRun(page);
-  expect(shown.ids, 'the written ids are the API\'s').toEqual(want.ids);
+  expect(shown.ids, "the written ids are the API's").toEqual(want.ids);
   expect(shown.ids.slice(0, promptIds.length)).toEqual(promptIds);
   await expect(page.locator('#text')).toHaveValue(want.text);
   expect(shown.text).toBe(want.text);
@@ -132,7 +165,10 @@ test('Continue writes the API\'s tokens, every view follows each one, the strip 
   expect(await writtenCount(page)).toBeGreaterThanOrEqual(11);
 });
 
-test('Stop stops the writing before the next token; the page then equals a fresh run of its text', async ({ page, site }) => {
+test('Stop stops the writing before the next token; the page then equals a fresh run of its text', async ({
+  page,
+  site,
+}) => {
   await openDemo(page, site);
   await settings(page, { tokens: 1000, temperature: 1, topK: 0, topP: 1, seed: 2 });
   await page.click('#write-continue');
@@ -166,7 +202,9 @@ test('Stop stops the writing before the next token; the page then equals a fresh
   // Continue again goes on from there
   await settings(page, { tokens: 3 });
   await page.click('#write-continue');
-  await expect(page.locator('#write-status')).toHaveText('Wrote 3 tokens (marked in the token strip).', { timeout: 60_000 });
+  await expect(page.locator('#write-status')).toHaveText('Wrote 3 tokens (marked in the token strip).', {
+    timeout: 60_000,
+  });
   expect((await page.locator('#text').inputValue()).startsWith(text)).toBe(true);
 });
 
@@ -179,7 +217,9 @@ test('editing the text while the model writes stops it and leaves a consistent p
   await page.locator('#text').focus();
   await page.locator('#text').press('Control+Home');
   await page.locator('#text').pressSequentially('Yes. ');
-  await expect(page.locator('#write-status')).toHaveText(/^Stopped after \d+ tokens? when the text or the heads changed\.$/);
+  await expect(page.locator('#write-status')).toHaveText(
+    /^Stopped after \d+ tokens? when the text or the heads changed\.$/,
+  );
   expect(await writing(page)).toBe('false');
   await demoIdle(page);
   const text = await page.locator('#text').inputValue();
@@ -196,24 +236,38 @@ test('editing the text while the model writes stops it and leaves a consistent p
   // the written part moved with the edit: its tokens are still marked, the typed ones are not
   expect(await writtenCount(page)).toBeGreaterThanOrEqual(3);
   await expect(page.locator('#tokens .token').first()).not.toHaveClass(/token-written/);
-  expect(await page.locator('#tokens .token-written').evaluateAll((all, from) => all.every((b) => Number(b.dataset.index) >= from), 5)).toBe(true);
+  expect(
+    await page
+      .locator('#tokens .token-written')
+      .evaluateAll((all, from) => all.every((b) => Number(b.dataset.index) >= from), 5),
+  ).toBe(true);
   await shot(page, 'generate-edited');
 });
 
-test('by weight × value size: each written token brings its value sizes; the mode picked while writing takes effect when it ends', async ({ page, site }) => {
+test('by weight × value size: each written token brings its value sizes; the mode picked while writing takes effect when it ends', async ({
+  page,
+  site,
+}) => {
   await page.goto(site.url(`index.html?by=value&text=${encodeURIComponent(PROMPT)}`));
   await demoReady(page);
   await demoIdle(page);
   await settings(page, { tokens: 3, temperature: 0 });
   await page.click('#write-continue');
-  await expect(page.locator('#write-status')).toHaveText('Wrote 3 tokens (marked in the token strip).', { timeout: 60_000 });
-  // the last token's result carries every head's value sizes, a fresh run's, and the grid shows them
-  const sizes = () => page.evaluate(async () => {
-    const d = window.headscopeDemo;
-    const r = d.result;
-    const fresh = await d.model.run(r.text, { valueNorms: true });
-    return { shown: r.valueNorms ? Array.from(r.valueNorms) : null, fresh: Array.from(fresh.valueNorms), sameIds: fresh.tokens.map((t) => t.id).join() === r.tokens.map((t) => t.id).join() };
+  await expect(page.locator('#write-status')).toHaveText('Wrote 3 tokens (marked in the token strip).', {
+    timeout: 60_000,
   });
+  // the last token's result carries every head's value sizes, a fresh run's, and the grid shows them
+  const sizes = () =>
+    page.evaluate(async () => {
+      const d = window.headscopeDemo;
+      const r = d.result;
+      const fresh = await d.model.run(r.text, { valueNorms: true });
+      return {
+        shown: r.valueNorms ? Array.from(r.valueNorms) : null,
+        fresh: Array.from(fresh.valueNorms),
+        sameIds: fresh.tokens.map((t) => t.id).join() === r.tokens.map((t) => t.id).join(),
+      };
+    });
   const written = await sizes();
   expect(written.shown, 'the written result has value sizes').not.toBeNull();
   if (written.sameIds) expect(written.shown).toEqual(written.fresh);
@@ -270,7 +324,9 @@ test('a setting the API refuses is said in words, and nothing is written', async
   await openDemo(page, site);
   await settings(page, { topP: 1.5 });
   await page.click('#write-continue');
-  await expect(page.locator('#write-status')).toHaveText(/^The model could not write: topP must be a number within \(0, 1\]/);
+  await expect(page.locator('#write-status')).toHaveText(
+    /^The model could not write: topP must be a number within \(0, 1\]/,
+  );
   await expect(page.locator('#text')).toHaveValue(PROMPT);
   expect(await writtenCount(page)).toBe(0);
   await expect(page.locator('#write-continue')).toBeEnabled();
@@ -281,13 +337,20 @@ test('on a phone the writing controls wrap and stay usable', async ({ page, site
   await openDemo(page, site);
   await settings(page, { tokens: 6, temperature: 0 });
   await page.click('#write-continue');
-  await expect(page.locator('#write-status')).toHaveText('Wrote 6 tokens (marked in the token strip).', { timeout: 60_000 });
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  await expect(page.locator('#write-status')).toHaveText('Wrote 6 tokens (marked in the token strip).', {
+    timeout: 60_000,
+  });
+  const overflow = await page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  );
   expect(overflow, 'no sideways scrolling').toBeLessThanOrEqual(0);
   await page.locator('.panel-input').screenshot({ path: path.join(ARTIFACTS, 'generate-phone.png') });
 });
 
-test('<headscope-view editable>: Continue writes the API\'s tokens into its text box, Stop and typing stop it', async ({ page, site }) => {
+test("<headscope-view editable>: Continue writes the API's tokens into its text box, Stop and typing stop it", async ({
+  page,
+  site,
+}) => {
   await page.goto(site.url('component.html'));
   const widget = page.locator('#w-grid');
   await expect.poll(() => widget.evaluate((w) => w.result?.T ?? 0), { timeout: 60_000 }).toBeGreaterThan(0);
@@ -299,12 +362,22 @@ test('<headscope-view editable>: Continue writes the API\'s tokens into its text
   await bar.getByLabel('Top-k').fill('30');
   await bar.getByLabel('Seed').fill('3');
   // count the widget's renders while it writes: one per token shown
-  await widget.evaluate((w) => { w.__renders = 0; w.addEventListener('headscope-render', () => { w.__renders++; }); });
+  await widget.evaluate((w) => {
+    w.__renders = 0;
+    w.addEventListener('headscope-render', () => {
+      w.__renders++;
+    });
+  });
   await bar.getByRole('button', { name: 'Continue' }).click();
   await expect(bar.locator('.hs-write-status')).toHaveText('Wrote 8 tokens.', { timeout: 60_000 });
   const want = await apiInPage(page, prompt, { maxTokens: 8, temperature: 0.7, topK: 30, seed: 3 });
   await expect(box).toHaveValue(want.text);
-  const shown = await widget.evaluate((w) => ({ ids: w.result.tokens.map((t) => t.id), rowsFrom: w.result.rowsFrom, T: w.result.T, renders: w.__renders }));
+  const shown = await widget.evaluate((w) => ({
+    ids: w.result.tokens.map((t) => t.id),
+    rowsFrom: w.result.rowsFrom,
+    T: w.result.T,
+    renders: w.__renders,
+  }));
   expect(shown.ids).toEqual(want.ids);
   expect(shown.rowsFrom, 'the last token moved only its row').toBe(shown.T - 1);
   expect(shown.renders).toBeGreaterThanOrEqual(8);
@@ -314,14 +387,18 @@ test('<headscope-view editable>: Continue writes the API\'s tokens into its text
   await bar.getByRole('button', { name: 'Continue' }).focus();
   await page.keyboard.press('Enter');
   await expect(bar.getByRole('button', { name: 'Stop' })).toBeFocused();
-  await expect.poll(() => widget.evaluate((w, n) => w.result.T - n, want.ids.length), { timeout: 60_000 }).toBeGreaterThanOrEqual(3);
+  await expect
+    .poll(() => widget.evaluate((w, n) => w.result.T - n, want.ids.length), { timeout: 60_000 })
+    .toBeGreaterThanOrEqual(3);
   await page.keyboard.press('Enter');
   await expect(bar.locator('.hs-write-status')).toHaveText(/^Stopped after \d+ tokens?\.$/);
   const stopped = await box.inputValue();
   expect(await widget.evaluate((w) => w.result.text)).toBe(stopped);
   // typing while it writes stops it; the view then shows the typed text's run
   await bar.getByRole('button', { name: 'Continue' }).click();
-  await expect.poll(() => widget.evaluate((w, t) => w.result.text.length > t.length, stopped), { timeout: 60_000 }).toBe(true);
+  await expect
+    .poll(() => widget.evaluate((w, t) => w.result.text.length > t.length, stopped), { timeout: 60_000 })
+    .toBe(true);
   await box.press('End');
   await box.pressSequentially('!');
   await expect(bar.locator('.hs-write-status')).toHaveText(/^Stopped after \d+ tokens?\.$/);

@@ -15,16 +15,20 @@ test.afterAll(() => {
 const demo = (page, fn, arg) => page.evaluate(fn, arg);
 const runs = (page) => demo(page, () => window.headscopeDemo.runs);
 
-test('page: switch heads off by click and keyboard; later layers, predictions and loss change', async ({ page, site }) => {
+test('page: switch heads off by click and keyboard; later layers, predictions and loss change', async ({
+  page,
+  site,
+}) => {
   await page.goto(site.url('index.html'));
   await demoReady(page);
   const mode = page.locator('#lab .hs-lab-mode');
   await expect(mode).toBeVisible();
   const { nLayer, nHead } = await demo(page, () => window.headscopeDemo.result);
-  const lastLayerAtt = () => demo(page, () => {
-    const r = window.headscopeDemo.result;
-    return Array.from(r.attention(r.nLayer - 1, 0).slice(0, 40));
-  });
+  const lastLayerAtt = () =>
+    demo(page, () => {
+      const r = window.headscopeDemo.result;
+      return Array.from(r.attention(r.nLayer - 1, 0).slice(0, 40));
+    });
   const topProb = () => demo(page, () => window.headscopeDemo.result.topNext[0].prob);
   const before = { att: await lastLayerAtt(), top: await topProb() };
   const firstLayerBefore = await demo(page, () => Array.from(window.headscopeDemo.result.attention(0, 0)));
@@ -41,7 +45,10 @@ test('page: switch heads off by click and keyboard; later layers, predictions an
   await page.keyboard.press('x');
   await expect.poll(() => runs(page)).toBeGreaterThan(n);
   await expect(page.locator('#grid .hs-ablated')).toHaveCount(2);
-  expect(await demo(page, () => window.headscopeDemo.state.ablate)).toEqual([[0, 0], [0, 1]]);
+  expect(await demo(page, () => window.headscopeDemo.state.ablate)).toEqual([
+    [0, 0],
+    [0, 1],
+  ]);
   await expect(page.locator('#grid [data-layer="0"][data-head="0"]')).toHaveAttribute('aria-label', /switched off/);
   // the result on show is the run with both heads off: the loss panel for 0:0,0:1 is filled in
   const loss = page.locator('#lab .hs-lab-loss[data-ablate="0:0,0:1"]');
@@ -49,8 +56,8 @@ test('page: switch heads off by click and keyboard; later layers, predictions an
   expect(await demo(page, () => window.headscopeDemo.result.text)).toBe(await page.inputValue('#text'));
   // layer 0's own attention is unchanged; the last layer's and the predictions changed
   const firstLayerAfter = await demo(page, () => Array.from(window.headscopeDemo.result.attention(0, 0)));
-  expect(firstLayerAfter, 'switching off a head does not change its own layer\'s attention').toEqual(firstLayerBefore);
-  if (nLayer > 1) expect(await lastLayerAtt(), 'later layers\' attention changed').not.toEqual(before.att);
+  expect(firstLayerAfter, "switching off a head does not change its own layer's attention").toEqual(firstLayerBefore);
+  if (nLayer > 1) expect(await lastLayerAtt(), "later layers' attention changed").not.toEqual(before.att);
   expect(await topProb()).not.toBe(before.top);
   // the loss with and without, and the next-token table
   const line = page.locator('#lab .hs-lab-lossline');
@@ -63,7 +70,15 @@ test('page: switch heads off by click and keyboard; later layers, predictions an
   const direct = await demo(page, async () => {
     const model = await window.headscopeLab.o.getModel();
     const text = window.headscopeDemo.state.text;
-    return (await model.run(text, { allLogits: true, ablate: [[0, 0], [0, 1]] })).loss;
+    return (
+      await model.run(text, {
+        allLogits: true,
+        ablate: [
+          [0, 0],
+          [0, 1],
+        ],
+      })
+    ).loss;
   });
   // the same engine on the same input: equal up to printing (the attribute holds the loss as text)
   expect(Math.abs(direct - abl), `direct ${direct} vs page ${abl}`).toBeLessThan(1e-6);
@@ -79,7 +94,9 @@ test('page: switch heads off by click and keyboard; later layers, predictions an
   await mode.click();
   await expect(mode).toHaveAttribute('aria-pressed', 'false');
   await page.click(`#grid [data-layer="${nLayer - 1}"][data-head="${nHead - 1}"]`);
-  await expect.poll(() => demo(page, () => [window.headscopeDemo.state.layer, window.headscopeDemo.state.head])).toEqual([nLayer - 1, nHead - 1]);
+  await expect
+    .poll(() => demo(page, () => [window.headscopeDemo.state.layer, window.headscopeDemo.state.head]))
+    .toEqual([nLayer - 1, nHead - 1]);
   await expect(page.locator('#grid .hs-ablated')).toHaveCount(0);
 });
 
@@ -87,22 +104,32 @@ test('page: role badges, legend with formulas and thresholds, knock-out ranking'
   await page.goto(site.url('index.html?off=0:1'));
   await demoReady(page);
   // the induction probe needs whole-word tokens: the shipped model has them, the byte-level fixture not
-  if (usingDefaultModel) await expect(page.locator('#lab .hs-lab-roles-status')).toContainText('Induction measured on', { timeout: 30_000 });
+  if (usingDefaultModel)
+    await expect(page.locator('#lab .hs-lab-roles-status')).toContainText('Induction measured on', { timeout: 30_000 });
   // verb to subject: measured on the card's probe sentences when the card has them, and said so
-  if (usingDefaultModel) await expect(page.locator('#lab .hs-lab-roles-status')).toContainText(/Verb to subject( measured on the model card's \d+ probe sentences|: no probe sentences)/);
+  if (usingDefaultModel)
+    await expect(page.locator('#lab .hs-lab-roles-status')).toContainText(
+      /Verb to subject( measured on the model card's \d+ probe sentences|: no probe sentences)/,
+    );
   // ?off= restores switched-off heads
   await expect(page.locator('#grid .hs-ablated')).toHaveCount(1);
   // badges match the package's headBadges on the displayed result (computed in the page)
-  await expect.poll(() => demo(page, () => window.headscopeLab.scoresResult === window.headscopeDemo.result)).toBe(true);
+  await expect
+    .poll(() => demo(page, () => window.headscopeLab.scoresResult === window.headscopeDemo.result))
+    .toBe(true);
   const check = await demo(page, async () => {
     const { allHeadScores, headBadges } = await import('./analysis.js');
     const r = window.headscopeDemo.result;
     const s = allHeadScores(r);
     return [...document.querySelectorAll('#grid [data-layer]')].map((c) => {
-      const l = +c.dataset.layer, h = +c.dataset.head;
+      const l = +c.dataset.layer,
+        h = +c.dataset.head;
       const expected = headBadges({ ...s[l][h], induction: 0, verb_to_subject: 0 }).join(' ');
       // induction and verb to subject come from probes, not from this text
-      const shown = (c.dataset.roles || '').split(' ').filter((x) => x && x !== 'induction' && x !== 'verb_to_subject').join(' ');
+      const shown = (c.dataset.roles || '')
+        .split(' ')
+        .filter((x) => x && x !== 'induction' && x !== 'verb_to_subject')
+        .join(' ');
       return { head: `L${l}H${h}`, shown, expected };
     });
   });
@@ -114,29 +141,61 @@ test('page: role badges, legend with formulas and thresholds, knock-out ranking'
     // scores sit far from the thresholds (verb to subject: 5.2x and 3.4x against 3.0, the next 2.5x;
     // induction: 0.72 and up against 0.4, the next 0.03), so fewer lists or float32 cannot move a head
     // across one.
-    const probeBadges = () => demo(page, async () => {
-      const card = await (await fetch('models/headscope-base/card.json')).json();
-      const th = card.roles.thresholds;
-      const heads = (key) => card.heads.filter((h) => h[key] >= th[key]).map((h) => `L${h.layer}H${h.head}`).sort();
-      const shown = (role) => [...document.querySelectorAll('#grid [data-layer]')]
-        .filter((c) => (c.dataset.roles || '').split(' ').includes(role)).map((c) => `L${c.dataset.layer}H${c.dataset.head}`).sort();
-      return { card: { induction: heads('induction'), verb_to_subject: heads('verb_to_subject') },
-        grid: { induction: shown('induction'), verb_to_subject: shown('verb_to_subject') } };
-    });
-    await expect.poll(async () => { const b = await probeBadges(); return JSON.stringify(b.grid) === JSON.stringify(b.card); },
-      { timeout: 30_000 }).toBe(true);
+    const probeBadges = () =>
+      demo(page, async () => {
+        const card = await (await fetch('models/headscope-base/card.json')).json();
+        const th = card.roles.thresholds;
+        const heads = (key) =>
+          card.heads
+            .filter((h) => h[key] >= th[key])
+            .map((h) => `L${h.layer}H${h.head}`)
+            .sort();
+        const shown = (role) =>
+          [...document.querySelectorAll('#grid [data-layer]')]
+            .filter((c) => (c.dataset.roles || '').split(' ').includes(role))
+            .map((c) => `L${c.dataset.layer}H${c.dataset.head}`)
+            .sort();
+        return {
+          card: { induction: heads('induction'), verb_to_subject: heads('verb_to_subject') },
+          grid: { induction: shown('induction'), verb_to_subject: shown('verb_to_subject') },
+        };
+      });
+    await expect
+      .poll(
+        async () => {
+          const b = await probeBadges();
+          return JSON.stringify(b.grid) === JSON.stringify(b.card);
+        },
+        { timeout: 30_000 },
+      )
+      .toBe(true);
     const { card } = await probeBadges();
     expect(card.verb_to_subject.length, 'the card names a verb-to-subject head').toBeGreaterThan(0);
     expect(card.induction.length, 'the card names an induction head').toBeGreaterThan(0);
     const [, vl, vh] = card.verb_to_subject[0].match(/^L(\d+)H(\d+)$/);
-    await expect(page.locator(`#grid [data-layer="${vl}"][data-head="${vh}"]`)).toHaveAttribute('aria-label', /links the main verb back to its subject[^(]*\(\d+\.\d× uniform\)/);
+    await expect(page.locator(`#grid [data-layer="${vl}"][data-head="${vh}"]`)).toHaveAttribute(
+      'aria-label',
+      /links the main verb back to its subject[^(]*\(\d+\.\d× uniform\)/,
+    );
   }
   // the formulas open from the keyboard
   await page.focus('#lab .hs-lab-formulas summary');
   await page.keyboard.press('Enter');
   const legend = page.locator('#lab .hs-lab-legend');
   await expect(legend).toBeVisible();
-  for (const word of ['previous', 'first token', 'self', 'duplicate', 'induction', 'verb to subject', 'broad', 'A[t][t−1]', '≥ 0.5', '≥ 3', 'ln(t+1)']) {
+  for (const word of [
+    'previous',
+    'first token',
+    'self',
+    'duplicate',
+    'induction',
+    'verb to subject',
+    'broad',
+    'A[t][t−1]',
+    '≥ 0.5',
+    '≥ 3',
+    'ln(t+1)',
+  ]) {
     await expect(legend, `legend mentions ${word}`).toContainText(word);
   }
   await expect(page.locator('#lab .hs-lab-roles')).toContainText('found after training');
@@ -147,14 +206,20 @@ test('page: role badges, legend with formulas and thresholds, knock-out ranking'
   const { nLayer, nHead } = await demo(page, () => window.headscopeDemo.result);
   const deltas = await page.locator('#lab .hs-lab-ko-item').evaluateAll((li) => li.map((x) => Number(x.dataset.delta)));
   expect(deltas, 'every head but the one already off').toHaveLength(nLayer * nHead - 1);
-  for (let i = 1; i < deltas.length; i++) expect(deltas[i], `ranked by loss increase (item ${i})`).toBeLessThanOrEqual(deltas[i - 1]);
+  for (let i = 1; i < deltas.length; i++)
+    expect(deltas[i], `ranked by loss increase (item ${i})`).toBeLessThanOrEqual(deltas[i - 1]);
   const status = page.locator('#lab .hs-lab-ko-status');
   await expect(status).toContainText(/Most needed: layer \d+ head \d+/);
   if (await page.locator('#lab .hs-redundant').count()) await expect(status).toContainText('redundant');
   // a ranked head's button selects it
-  const [l, h] = await page.locator('#lab .hs-lab-ko-item').first().evaluate((x) => [+x.dataset.layer, +x.dataset.head]);
+  const [l, h] = await page
+    .locator('#lab .hs-lab-ko-item')
+    .first()
+    .evaluate((x) => [+x.dataset.layer, +x.dataset.head]);
   await page.locator('#lab .hs-lab-ko-head').first().click();
-  await expect.poll(() => demo(page, () => [window.headscopeDemo.state.layer, window.headscopeDemo.state.head])).toEqual([l, h]);
+  await expect
+    .poll(() => demo(page, () => [window.headscopeDemo.state.layer, window.headscopeDemo.state.head]))
+    .toEqual([l, h]);
   await page.locator('#lab .hs-lab-ko').scrollIntoViewIfNeeded();
   await shot(page, 'lab-knockout-badges', { fullPage: true });
 });
@@ -196,7 +261,10 @@ test.describe('dark', () => {
   });
 });
 
-test('component: <headscope-lab> switches heads off and shares the model with <headscope-view>', async ({ page, site }) => {
+test('component: <headscope-lab> switches heads off and shares the model with <headscope-view>', async ({
+  page,
+  site,
+}) => {
   await page.goto(site.url('lab-component.html?ablate=0:0'));
   const lab = page.locator('headscope-lab');
   const view = page.locator('headscope-view').first();
@@ -219,16 +287,21 @@ test('component: <headscope-lab> switches heads off and shares the model with <h
   await expect(lab.locator('.hs-ablated')).toHaveCount(1);
   // <headscope-view ablate="..."> runs with those heads off too: layer 1's attention changes
   const lines = page.locator('#w-lines');
-  const maxDiff = (b) => lines.evaluate((e, before) => {
-    const a = e.result.attention(1, 0);
-    return Math.max(...Array.from(a, (x, i) => Math.abs(x - before[i])));
-  }, b);
+  const maxDiff = (b) =>
+    lines.evaluate((e, before) => {
+      const a = e.result.attention(1, 0);
+      return Math.max(...Array.from(a, (x, i) => Math.abs(x - before[i])));
+    }, b);
   const attBefore = await lines.evaluate((e) => Array.from(e.result.attention(1, 0)));
   await lines.evaluate((e) => e.setAttribute('ablate', '0:0,0:1'));
-  await expect.poll(() => maxDiff(attBefore), { message: 'layer 1 attention with two heads of layer 0 off' }).toBeGreaterThan(1e-6);
+  await expect
+    .poll(() => maxDiff(attBefore), { message: 'layer 1 attention with two heads of layer 0 off' })
+    .toBeGreaterThan(1e-6);
   await lines.evaluate((e) => e.removeAttribute('ablate'));
   // the same run as before: the same numbers (within float printing noise)
-  await expect.poll(() => maxDiff(attBefore), { message: 'layer 1 attention back to normal' }).toBeLessThanOrEqual(1e-6);
+  await expect
+    .poll(() => maxDiff(attBefore), { message: 'layer 1 attention back to normal' })
+    .toBeLessThanOrEqual(1e-6);
   // the quiz works inside the component
   await lab.locator('.hs-lab-quiz-start').click();
   await expect(lab.locator('.hs-lab-quiz-body')).toHaveAttribute('data-state', 'asking');
@@ -240,18 +313,25 @@ test('component: <headscope-lab> switches heads off and shares the model with <h
 // the head-count family when the site holds it; else fixtures with 2, 3 and 4 heads (no cards)
 const FAMILY = ['heads-1', 'heads-2', 'heads-4', 'heads-8'];
 const haveFamily = FAMILY.every((n) => existsSync(path.join(SITE, 'models', n, 'model.safetensors')));
-const compareQuery = haveFamily ? '' : `?models=${['/fixtures/hs5/', '/fixtures/odd-hs12/', '/fixtures/tiny-hs4/'].join(',')}`;
+const compareQuery = haveFamily
+  ? ''
+  : `?models=${['/fixtures/hs5/', '/fixtures/odd-hs12/', '/fixtures/tiny-hs4/'].join(',')}`;
 
 test.describe('wide', () => {
   test.use({ viewport: { width: 1400, height: 1000 } });
 
-  test('compare.html: the head-count family side by side with loss, parameters, speed and a computed sentence', async ({ page, site }) => {
+  test('compare.html: the head-count family side by side with loss, parameters, speed and a computed sentence', async ({
+    page,
+    site,
+  }) => {
     await page.goto(`${site.base}compare.html${compareQuery}${compareQuery ? '&' : '?'}reps=3`);
     await expect(page.locator('body')).toHaveAttribute('data-timed', /^[1-9]\d*$/, { timeout: 60_000 });
     const cols = page.locator('#cmp-models .compare-col');
     await expect(cols).toHaveCount(haveFamily ? 4 : 3);
     const cells = await cols.evaluateAll((secs) => secs.map((s) => s.querySelectorAll('[role="gridcell"]').length));
-    const heads = await demo(page, () => window.headscopeCompare.entries.map((e) => e.info.config.nHead * e.info.config.nLayer));
+    const heads = await demo(page, () =>
+      window.headscopeCompare.entries.map((e) => e.info.config.nHead * e.info.config.nLayer),
+    );
     expect(cells, 'one grid cell per head in each model').toEqual(heads);
     await expect(page.locator('#cmp-table')).toContainText('ms');
     const summary = page.locator('#cmp-summary');
@@ -267,16 +347,31 @@ test.describe('wide', () => {
       await expect(summary).toContainText(`the ${best}-head model predicts best`);
       // what more heads buy: the roles table shows, cell for cell, what the page's builder makes of
       // the cards the site serves (role counts, strongest heads, copy accuracy, loss; a dash for old cards)
-      const entries = await demo(page, () => window.headscopeCompare.entries.map((e) => ({ name: e.name, label: e.label, nHead: e.info.config.nHead })));
-      const want = familyRoleTable(entries.map((e) => ({ ...e, card: JSON.parse(readFileSync(path.join(SITE, 'models', e.name, 'card.json'), 'utf8')) })));
-      const shown = await page.locator('#cmp-roles tbody tr').evaluateAll((rows) => rows.map((r) => [...r.children].map((c) => c.textContent)));
+      const entries = await demo(page, () =>
+        window.headscopeCompare.entries.map((e) => ({ name: e.name, label: e.label, nHead: e.info.config.nHead })),
+      );
+      const want = familyRoleTable(
+        entries.map((e) => ({
+          ...e,
+          card: JSON.parse(readFileSync(path.join(SITE, 'models', e.name, 'card.json'), 'utf8')),
+        })),
+      );
+      const shown = await page
+        .locator('#cmp-roles tbody tr')
+        .evaluateAll((rows) => rows.map((r) => [...r.children].map((c) => c.textContent)));
       expect(shown).toEqual(want.rows.map((r) => [r.label, ...r.cells]));
       expect(await page.locator('#cmp-roles-notes p').allTextContents()).toEqual(want.notes);
       console.log(`# roles table notes: ${want.notes.join(' | ') || '(none)'}`);
     }
     // typing re-runs every model
     await page.fill('#cmp-text', 'One two three, one two three.');
-    await expect.poll(() => demo(page, () => window.headscopeCompare.entries.every((e) => e.result?.text === 'One two three, one two three.'))).toBe(true);
+    await expect
+      .poll(() =>
+        demo(page, () =>
+          window.headscopeCompare.entries.every((e) => e.result?.text === 'One two three, one two three.'),
+        ),
+      )
+      .toBe(true);
     // keyboard in a grid: the last model has several heads; the right arrow moves to the next one
     const last = cols.last();
     await last.locator('[role="gridcell"][data-layer="0"][data-head="0"]').click();

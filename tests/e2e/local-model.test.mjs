@@ -28,17 +28,27 @@ const test = base.extend({
 
 const bodyModel = (page) => page.locator('body').getAttribute('data-model');
 
-test('a model folder from disk: picked by folder, named everywhere, not uploaded; bad folders are refused and the model stays', async ({ page, site, folder }) => {
+test('a model folder from disk: picked by folder, named everywhere, not uploaded; bad folders are refused and the model stays', async ({
+  page,
+  site,
+  folder,
+}) => {
   const posted = [];
   // the files are read in the page; nothing may be sent, and nothing may name the local folders
-  page.on('request', (r) => { if (r.method() !== 'GET' || /my-gpt|odd-shape|broken-gpt|local-models/.test(r.url())) posted.push(`${r.method()} ${r.url()}`); });
+  page.on('request', (r) => {
+    if (r.method() !== 'GET' || /my-gpt|odd-shape|broken-gpt|local-models/.test(r.url()))
+      posted.push(`${r.method()} ${r.url()}`);
+  });
   await page.goto(site.url('index.html'));
   await demoReady(page);
   const before = await bodyModel(page);
   const status = page.locator('#local-status');
 
   // 1. a folder without merges.txt: refused with a message naming it; the page keeps its model
-  await page.setInputFiles('#folder-input', folder('broken-gpt', { omit: ['merges.txt'], extra: { 'pytorch_model.bin': 'x' } }));
+  await page.setInputFiles(
+    '#folder-input',
+    folder('broken-gpt', { omit: ['merges.txt'], extra: { 'pytorch_model.bin': 'x' } }),
+  );
   await expect(status).toContainText('Could not open');
   await expect(status).toContainText(/"broken-gpt" is missing merges\.txt/);
   await expect(status).toContainText(`Still showing ${before}`);
@@ -57,8 +67,12 @@ test('a model folder from disk: picked by folder, named everywhere, not uploaded
   // 3. a good folder: the page switches to it, names it in the picker, the tagline and the info
   await page.setInputFiles('#folder-input', folder('my-gpt'));
   await expect(page.locator('body')).toHaveAttribute('data-model', 'my-gpt');
-  await expect.poll(() => page.evaluate(() => window.headscopeDemo.result && window.headscopeDemo.model.info.name)).toBe('my-gpt');
-  await expect(status).toHaveText(/Opened my-gpt from your disk \([\d.]+ M parameters, [\d.]+ MB of weights\)\. Nothing was uploaded\./);
+  await expect
+    .poll(() => page.evaluate(() => window.headscopeDemo.result && window.headscopeDemo.model.info.name))
+    .toBe('my-gpt');
+  await expect(status).toHaveText(
+    /Opened my-gpt from your disk \([\d.]+ M parameters, [\d.]+ MB of weights\)\. Nothing was uploaded\./,
+  );
   await expect(page.locator('#tagline')).toHaveText(/^Every attention head of my-gpt \(\d+ layers × \d+ heads, /);
   await expect(page.locator('#model-info')).toHaveText(/^Model: my-gpt \(from your disk, not uploaded\)/);
   await expect(page.locator('#model-select')).toHaveValue('local:my-gpt');
@@ -66,11 +80,18 @@ test('a model folder from disk: picked by folder, named everywhere, not uploaded
   // the views show the new model's result for the current text
   await page.fill('#text', 'Now the folder from disk.');
   await expect.poll(() => page.evaluate(() => window.headscopeDemo.result.text)).toBe('Now the folder from disk.');
-  const shape = await page.evaluate(() => ({ L: window.headscopeDemo.result.nLayer, H: window.headscopeDemo.result.nHead }));
+  const shape = await page.evaluate(() => ({
+    L: window.headscopeDemo.result.nLayer,
+    H: window.headscopeDemo.result.nHead,
+  }));
   expect(shape).toEqual({ L: cfg.n_layer, H: cfg.n_head });
   await expect(page.locator('#grid [role="gridcell"]')).toHaveCount(cfg.n_layer * cfg.n_head);
   // a model from disk has no URL: the page's URL keeps the text and view, not the model
-  await expect.poll(() => page.evaluate(() => !new URLSearchParams(location.search).has('model') || location.search.includes('fixtures'))).toBe(true);
+  await expect
+    .poll(() =>
+      page.evaluate(() => !new URLSearchParams(location.search).has('model') || location.search.includes('fixtures')),
+    )
+    .toBe(true);
   await shot(page, 'local-folder', { fullPage: true });
   expect(posted, 'no request sent the files anywhere').toEqual([]);
 });
@@ -79,34 +100,55 @@ test('a model from disk by its four files, and by drag and drop of the folder', 
   await page.goto(site.url('index.html'));
   await demoReady(page);
   const dir = folder('four-files');
-  await page.setInputFiles('#files-input', ['config.json', 'model.safetensors', 'vocab.json', 'merges.txt'].map((f) => path.join(dir, f)));
+  await page.setInputFiles(
+    '#files-input',
+    ['config.json', 'model.safetensors', 'vocab.json', 'merges.txt'].map((f) => path.join(dir, f)),
+  );
   // files chosen one by one carry no folder name: the page calls it "local model"
   await expect(page.locator('body')).toHaveAttribute('data-model', 'local model');
-  await expect.poll(() => page.evaluate(() => window.headscopeDemo.model.info.name === 'local model' && !document.body.dataset.localLoading)).toBe(true);
-  await page.locator('#local-status').evaluate((e) => { e.textContent = ''; });
+  await expect
+    .poll(() =>
+      page.evaluate(
+        () => window.headscopeDemo.model.info.name === 'local model' && !document.body.dataset.localLoading,
+      ),
+    )
+    .toBe(true);
+  await page.locator('#local-status').evaluate((e) => {
+    e.textContent = '';
+  });
   // drag and drop: a DataTransfer with the four files, dropped on the page
-  const payload = Object.fromEntries(['config.json', 'vocab.json', 'merges.txt', 'model.safetensors']
-    .map((f) => [f, readFileSync(path.join(dir, f)).toString('base64')]));
+  const payload = Object.fromEntries(
+    ['config.json', 'vocab.json', 'merges.txt', 'model.safetensors'].map((f) => [
+      f,
+      readFileSync(path.join(dir, f)).toString('base64'),
+    ]),
+  );
   await page.evaluate((files) => {
     const dt = new DataTransfer();
     for (const [name, b64] of Object.entries(files)) {
       const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
       dt.items.add(new File([bytes], name));
     }
-    for (const type of ['dragenter', 'dragover', 'drop']) document.body.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+    for (const type of ['dragenter', 'dragover', 'drop'])
+      document.body.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
   }, payload);
   await expect(page.locator('#local-status')).toContainText('Opened local model');
   await expect.poll(() => page.evaluate(() => !document.body.dataset.localLoading)).toBe(true);
   await expect(page.locator('body'), 'the drop outline is gone').not.toHaveClass(/(^|\s)drop-active(\s|$)/);
 });
 
-test('a Llama-family folder (tokenizer.json, grouped-query attention) opens; the grid groups the heads that share keys and values (screenshots)', async ({ page, site, problems }, testInfo) => {
+test('a Llama-family folder (tokenizer.json, grouped-query attention) opens; the grid groups the heads that share keys and values (screenshots)', async ({
+  page,
+  site,
+  problems,
+}, testInfo) => {
   // llama-mqa's config with 2 layers of 4 query heads over 1 key/value head would group all heads in one;
   // llama-gqa's 4 over 2 shows two groups
   const src = path.join(ROOT, 'tests/fixtures/models/llama-gqa');
   const dir = testInfo.outputPath('local-models', 'tiny-llama');
   mkdirSync(dir, { recursive: true });
-  for (const f of ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(path.join(src, f), path.join(dir, f));
+  for (const f of ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'])
+    copyFileSync(path.join(src, f), path.join(dir, f));
   // the hub's folders often hold GPT-2-style vocab.json and merges.txt too: config.json's model_type
   // picks tokenizer.json (its BOS below shows it was read)
   for (const f of ['vocab.json', 'merges.txt']) copyFileSync(path.join(FIXTURE, f), path.join(dir, f));
@@ -115,12 +157,16 @@ test('a Llama-family folder (tokenizer.json, grouped-query attention) opens; the
   await demoReady(page);
   await page.setInputFiles('#folder-input', dir);
   await expect(page.locator('body')).toHaveAttribute('data-model', 'tiny-llama');
-  await expect(page.locator('#model-info')).toContainText('heads 0-1 share key/value head 0, heads 2-3 share key/value head 1 (grouped-query attention)');
+  await expect(page.locator('#model-info')).toContainText(
+    'heads 0-1 share key/value head 0, heads 2-3 share key/value head 1 (grouped-query attention)',
+  );
   // 2 layers x 2 key/value heads x head size 6 x (key + value) x 4 bytes
   const cacheBytes = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * 4;
   await expect(page.locator('#model-info')).toContainText(`${cacheBytes} bytes of key/value cache per token`);
   await page.fill('#text', 'The chef, who trained in Paris');
-  await expect.poll(() => page.evaluate(() => window.headscopeDemo.result?.text)).toBe('The chef, who trained in Paris');
+  await expect
+    .poll(() => page.evaluate(() => window.headscopeDemo.result?.text))
+    .toBe('The chef, who trained in Paris');
   // the model's tokens: Llama 3's <|begin_of_text|> first, then the text's
   const first = await page.evaluate(() => window.headscopeDemo.result.tokens[0].text);
   expect(first).toBe('<|begin_of_text|>');
@@ -130,14 +176,20 @@ test('a Llama-family folder (tokenizer.json, grouped-query attention) opens; the
   await expect(groups).toHaveCount(cfg.num_key_value_heads);
   await expect(groups.first()).toHaveText('key/value head 0');
   // each bracket spans the columns of its heads: its left and right edges are its first and last head's
-  for (const [kv, a, b] of [[0, 0, 1], [1, 2, 3]]) {
+  for (const [kv, a, b] of [
+    [0, 0, 1],
+    [1, 2, 3],
+  ]) {
     const g = await groups.nth(kv).boundingBox();
     const c0 = await page.locator(`#grid [data-layer="0"][data-head="${a}"]`).boundingBox();
     const c1 = await page.locator(`#grid [data-layer="0"][data-head="${b}"]`).boundingBox();
     expect(Math.abs(g.x - c0.x)).toBeLessThan(4);
     expect(Math.abs(g.x + g.width - (c1.x + c1.width))).toBeLessThan(4);
   }
-  await expect(page.locator('#grid [data-layer="1"][data-head="3"]')).toHaveAttribute('aria-label', /^Layer 1, head 3 \(heads 2-3 share key\/value head 1\)/);
+  await expect(page.locator('#grid [data-layer="1"][data-head="3"]')).toHaveAttribute(
+    'aria-label',
+    /^Layer 1, head 3 \(heads 2-3 share key\/value head 1\)/,
+  );
   // the inside panel says which heads share this head's keys and values
   await page.locator('#grid [data-layer="1"][data-head="3"]').click();
   await page.locator('#inside').scrollIntoViewIfNeeded();
@@ -151,11 +203,16 @@ test('a Llama-family folder (tokenizer.json, grouped-query attention) opens; the
   // GPT-2 pages): no serious or critical axe violations. axe's own <style> elements are refused by
   // the strict CSP, which is expected from here on.
   expect(problems.unexpected).toEqual([]);
-  problems.allow(/^CSP violation: style-src-elem inline$/, /^console error: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/);
+  problems.allow(
+    /^CSP violation: style-src-elem inline$/,
+    /^console error: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/,
+  );
   await page.evaluate(readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8'));
-  const violations = await page.evaluate(async () => (await window.axe.run()).violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.nodes[0].target.join(' ')}`));
+  const violations = await page.evaluate(async () =>
+    (await window.axe.run()).violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id}: ${v.nodes[0].target.join(' ')}`),
+  );
   expect(violations).toEqual([]);
   await shot(page, 'local-llama', { fullPage: true });
 });

@@ -9,23 +9,38 @@ import { writeRandomModel } from './random-model.mjs';
 
 const test = base.extend({
   // a server for the wide random model under /long/gpt-wide/ (written once per worker)
-  longSite: [async ({}, use) => {
-    const dir = path.join(ROOT, 'build/e2e-long');
-    rmSync(dir, { recursive: true, force: true });
-    const shipped = path.join(SITE, 'models/headscope-base');
-    const tokenizerDir = existsSync(path.join(shipped, 'vocab.json')) ? shipped : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
-    writeRandomModel(path.join(dir, 'gpt-wide'), { n_layer: 6, n_head: 12, n_embd: 384, n_positions: 1024, tokenizerDir, attnScale: 0.05 });
-    const server = await startServer({ mounts: [['/long/', dir]] });
-    await use(server);
-    await server.close();
-  }, { scope: 'worker' }],
+  longSite: [
+    async ({}, use) => {
+      const dir = path.join(ROOT, 'build/e2e-long');
+      rmSync(dir, { recursive: true, force: true });
+      const shipped = path.join(SITE, 'models/headscope-base');
+      const tokenizerDir = existsSync(path.join(shipped, 'vocab.json'))
+        ? shipped
+        : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
+      writeRandomModel(path.join(dir, 'gpt-wide'), {
+        n_layer: 6,
+        n_head: 12,
+        n_embd: 384,
+        n_positions: 1024,
+        tokenizerDir,
+        attnScale: 0.05,
+      });
+      const server = await startServer({ mounts: [['/long/', dir]] });
+      await use(server);
+      await server.close();
+    },
+    { scope: 'worker' },
+  ],
 });
 
 const WORDS = 'the chef who trained in paris cooked the meal quickly while the guests waited in the garden'.split(' ');
 const longText = (n) => Array.from({ length: n }, (_, i) => WORDS[i % WORDS.length]).join(' ');
 const resultText = (page) => page.evaluate(() => window.headscopeDemo.result?.text);
 
-test('a long run shows its progress, leaves the page responsive, can be cancelled, and completes with the same numbers as one run', async ({ page, longSite }) => {
+test('a long run shows its progress, leaves the page responsive, can be cancelled, and completes with the same numbers as one run', async ({
+  page,
+  longSite,
+}) => {
   test.setTimeout(240_000);
   await page.goto(`${longSite.base}index.html?model=${encodeURIComponent('/long/gpt-wide/')}&text=Short.`);
   await expect.poll(() => resultText(page), { timeout: 120_000 }).toBe('Short.');
@@ -73,7 +88,10 @@ test('a long run shows its progress, leaves the page responsive, can be cancelle
   expect({ attention: same.attention, logits: same.logits }).toEqual({ attention: true, logits: true });
 });
 
-test('after a side run takes the engine cache, the idle worker gives it back to the text on screen: the next keystroke runs in one go', async ({ page, longSite }) => {
+test('after a side run takes the engine cache, the idle worker gives it back to the text on screen: the next keystroke runs in one go', async ({
+  page,
+  longSite,
+}) => {
   test.setTimeout(240_000);
   await page.goto(`${longSite.base}index.html?text=Short.`);
   await expect.poll(() => resultText(page), { timeout: 120_000 }).toBe('Short.');
@@ -92,7 +110,12 @@ test('after a side run takes the engine cache, the idle worker gives it back to 
     const t = window.restoreTest;
     let steps = 0;
     const side = t.m.run('A side run, as the lab probes a head.');
-    const typed = t.m.run(`${text} again`, { reuse: t.shown, onProgress: () => { steps++; } });
+    const typed = t.m.run(`${text} again`, {
+      reuse: t.shown,
+      onProgress: () => {
+        steps++;
+      },
+    });
     await side;
     t.shown = await typed;
     return { steps };
@@ -105,14 +128,24 @@ test('after a side run takes the engine cache, the idle worker gives it back to 
     return window.restoreTest.m.cacheState(); // answered at once: the restore waits 250 ms
   });
   expect(taken.onScreenCached, 'the side run took the cache').toBeLessThan(taken.onScreenTokens);
-  await expect.poll(async () => {
-    const s = await page.evaluate(() => window.restoreTest.m.cacheState());
-    return s.onScreenTokens > 0 && s.onScreenCached === s.onScreenTokens;
-  }, { timeout: 90_000, intervals: [1_000] }).toBe(true);
+  await expect
+    .poll(
+      async () => {
+        const s = await page.evaluate(() => window.restoreTest.m.cacheState());
+        return s.onScreenTokens > 0 && s.onScreenCached === s.onScreenTokens;
+      },
+      { timeout: 90_000, intervals: [1_000] },
+    )
+    .toBe(true);
   const typed = await page.evaluate(async (text) => {
     const t = window.restoreTest;
     let steps = 0;
-    const r = await t.m.run(`${text} again more`, { reuse: t.shown, onProgress: () => { steps++; } });
+    const r = await t.m.run(`${text} again more`, {
+      reuse: t.shown,
+      onProgress: () => {
+        steps++;
+      },
+    });
     // the restored cache gives the numbers of a run in one go
     const { loadModel } = await import('./headscope.js');
     const fresh = await loadModel('/long/gpt-wide/');

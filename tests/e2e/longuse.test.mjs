@@ -39,8 +39,12 @@ test(`typing for ${SECONDS} s keeps the page's memory steady`, async ({ page, co
   await demoIdle(page);
   const afterHeap = await heapAfterGc(cdp);
   const rendersAfter = await renders(page);
-  console.log(`# ${rounds} rounds (${rounds * 56} keystrokes), ${rendersAfter - rendersBefore} renders; page JS heap ${(before / 1e6).toFixed(2)} -> ${(afterHeap / 1e6).toFixed(2)} MB`);
-  expect(rendersAfter - rendersBefore, 'the page kept re-running the model while typing').toBeGreaterThanOrEqual(rounds);
+  console.log(
+    `# ${rounds} rounds (${rounds * 56} keystrokes), ${rendersAfter - rendersBefore} renders; page JS heap ${(before / 1e6).toFixed(2)} -> ${(afterHeap / 1e6).toFixed(2)} MB`,
+  );
+  expect(rendersAfter - rendersBefore, 'the page kept re-running the model while typing').toBeGreaterThanOrEqual(
+    rounds,
+  );
   // A leak of even 1 KB per keystroke would add several MB over this run; allow 2 MB for
   // V8's own caches (compiled code, inline caches) settling.
   expect(afterHeap - before, `page JS heap grew by ${((afterHeap - before) / 1e6).toFixed(2)} MB`).toBeLessThan(2e6);

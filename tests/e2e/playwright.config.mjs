@@ -36,8 +36,16 @@ export default defineConfig({
     launchOptions: {
       executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
       // without the networking flags Chromium tries to reach outside hosts and stalls (cpp/README.md, "Toolchain notes" 12)
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-        '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     },
     viewport: { width: 1280, height: 900 },
     colorScheme: 'light',

@@ -28,7 +28,15 @@ async function shown(page) {
         name: e.name,
         state: e.box.dataset.state,
         text: p.texts[e.name],
-        report: r && { ...r, prunedLoss: [...r.prunedLoss], randomLossMean: [...r.randomLossMean], randomLossLow: [...r.randomLossLow], randomLossHigh: [...r.randomLossHigh], gateGrad: [...r.gateGrad], ablationDelta: [...r.ablationDelta] },
+        report: r && {
+          ...r,
+          prunedLoss: [...r.prunedLoss],
+          randomLossMean: [...r.randomLossMean],
+          randomLossLow: [...r.randomLossLow],
+          randomLossHigh: [...r.randomLossHigh],
+          gateGrad: [...r.gateGrad],
+          ablationDelta: [...r.ablationDelta],
+        },
         k5: Number(e.els.summary.dataset.k5),
         k10: Number(e.els.summary.dataset.k10),
         summary: e.els.summary.textContent,
@@ -52,27 +60,40 @@ const f3 = (x) => x.toFixed(3);
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 async function axeOnSection(page, problems) {
   expect(problems.unexpected, 'problems before axe ran').toEqual([]);
-  problems.allow(/^CSP violation: style-src-elem inline$/, /^console error: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/);
+  problems.allow(
+    /^CSP violation: style-src-elem inline$/,
+    /^console error: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/,
+  );
   await page.evaluate(AXE);
-  const bad = await page.evaluate(async () => (await window.axe.run('#cmp-prune')).violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}, ${v.nodes.length}x): ${v.nodes[0].target.join(' ')}`));
+  const bad = await page.evaluate(async () =>
+    (await window.axe.run('#cmp-prune')).violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id} (${v.impact}, ${v.nodes.length}x): ${v.nodes[0].target.join(' ')}`),
+  );
   expect(bad).toEqual([]);
 }
 
 test.describe('wide', () => {
   test.use({ viewport: { width: 1400, height: 1000 } });
 
-  test('compare.html measures every model on its held-out passage, draws the curves and shows the API\'s numbers', async ({ page, site, problems }) => {
+  test("compare.html measures every model on its held-out passage, draws the curves and shows the API's numbers", async ({
+    page,
+    site,
+    problems,
+  }) => {
     // the family (at most 16 heads, exact) takes about 10 s and the default model (32 heads) about
     // 40 s of measuring in headless Chromium on this shared machine
     test.setTimeout(360_000);
     await page.goto(`${site.base}compare.html${baseQuery}`);
     await expect(page.locator('body')).toHaveAttribute('data-prune-state', 'running', { timeout: 90_000 });
     // progress shows while a model is measured
-    await expect(page.locator('.prune-card[data-state="running"] progress:not([hidden])')).toHaveCount(1, { timeout: 60_000 });
+    await expect(page.locator('.prune-card[data-state="running"] progress:not([hidden])')).toHaveCount(1, {
+      timeout: 60_000,
+    });
     await expect(page.locator('body')).toHaveAttribute('data-prune-state', 'done', { timeout: 300_000 });
-    await expect(page.locator('#cmp-prune-status')).toHaveText(`Measured ${pruneModels.length} of ${pruneModels.length} models, each on its own held-out passage.`);
+    await expect(page.locator('#cmp-prune-status')).toHaveText(
+      `Measured ${pruneModels.length} of ${pruneModels.length} models, each on its own held-out passage.`,
+    );
     const cards = await shown(page);
     expect(cards.map((c) => c.name)).toEqual(pruneModels);
     for (const c of cards) {
@@ -95,10 +116,19 @@ test.describe('wide', () => {
         expect(row[4]).toBe(`${f3(c.report.randomLossLow[k])}–${f3(c.report.randomLossHigh[k])}`);
       });
       const half = Math.floor(n / 2);
-      expect(c.summary).toContain(`${c.k5} of ${n} heads can be switched off before the loss rises 5% (${c.k10} before 10%)`);
-      expect(c.summary).toContain(`${f3(c.report.prunedLoss[half])} nats in this order, ${f3(c.report.randomLossMean[half])} on average in 8 random orders`);
+      expect(c.summary).toContain(
+        `${c.k5} of ${n} heads can be switched off before the loss rises 5% (${c.k10} before 10%)`,
+      );
+      expect(c.summary).toContain(
+        `${f3(c.report.prunedLoss[half])} nats in this order, ${f3(c.report.randomLossMean[half])} on average in 8 random orders`,
+      );
       // the survivors: the last three heads of the order, the last first
-      expect(c.survivors).toEqual(c.report.order.slice(-Math.min(3, n)).reverse().map(([l, h]) => `${l}:${h}`));
+      expect(c.survivors).toEqual(
+        c.report.order
+          .slice(-Math.min(3, n))
+          .reverse()
+          .map(([l, h]) => `${l}:${h}`),
+      );
       // the held-out passage the site ships with the model
       if (haveFamily) expect(c.text).toBe(readFileSync(path.join(SITE, 'models', c.name, 'heldout.txt'), 'utf8'));
       // the link: the demo with the heads that can go before +5% switched off, on the measured text
@@ -106,31 +136,54 @@ test.describe('wide', () => {
       expect(link.pathname).toBe('/index.html');
       expect(link.searchParams.get('model')).toBe(c.name);
       expect(link.searchParams.get('text')).toBe(c.text);
-      expect(link.searchParams.get('off') ?? '').toBe(c.report.order.slice(0, c.k5).map(([l, h]) => `${l}:${h}`).join(','));
+      expect(link.searchParams.get('off') ?? '').toBe(
+        c.report.order
+          .slice(0, c.k5)
+          .map(([l, h]) => `${l}:${h}`)
+          .join(','),
+      );
     }
     // The API's numbers: measureHeads() on the page thread of this page, with the page's options,
     // for the family (the default model's 35 s are not spent twice: its report above is the worker's
     // measureHeads() itself). The same wasm engine on both threads runs the same float32 operations
     // in the same order, so the reports are equal exactly.
     const names = haveFamily ? FAMILY : FIXTURES;
-    const api = await page.evaluate(async ({ names, texts }) => {
-      const { loadModel } = await import('./headscope.js');
-      const out = {};
-      for (const name of names) {
-        const m = await loadModel(name);
-        const r = await m.measureHeads(texts[name], { randomOrders: 8, seed: 0 });
-        m.dispose();
-        out[name] = { ...r, prunedLoss: [...r.prunedLoss], randomLossMean: [...r.randomLossMean], randomLossLow: [...r.randomLossLow], randomLossHigh: [...r.randomLossHigh], gateGrad: [...r.gateGrad], ablationDelta: [...r.ablationDelta] };
-      }
-      return out;
-    }, { names, texts: Object.fromEntries(cards.map((c) => [c.name, c.text])) });
+    const api = await page.evaluate(
+      async ({ names, texts }) => {
+        const { loadModel } = await import('./headscope.js');
+        const out = {};
+        for (const name of names) {
+          const m = await loadModel(name);
+          const r = await m.measureHeads(texts[name], { randomOrders: 8, seed: 0 });
+          m.dispose();
+          out[name] = {
+            ...r,
+            prunedLoss: [...r.prunedLoss],
+            randomLossMean: [...r.randomLossMean],
+            randomLossLow: [...r.randomLossLow],
+            randomLossHigh: [...r.randomLossHigh],
+            gateGrad: [...r.gateGrad],
+            ablationDelta: [...r.ablationDelta],
+          };
+        }
+        return out;
+      },
+      { names, texts: Object.fromEntries(cards.map((c) => [c.name, c.text])) },
+    );
     for (const name of names) expect(cards.find((c) => c.name === name).report, name).toEqual(api[name]);
     if (haveFamily) {
       // the default model: 32 heads, by gate gradients above 16; the family exactly
       expect(cards.at(-1).report.method).toBe('greedy, gate gradients (every 4 heads) + 4 measured per step');
       for (const c of cards.slice(0, 4)) expect(c.report.method).toBe('greedy, exact');
-      console.log(`# heads off before +5%: ${cards.map((c) => `${c.name} ${c.k5}/${c.report.nLayer * c.report.nHead}`).join(', ')}`);
-      console.log(`# ${await page.locator('.prune-card .prune-state').allTextContents().then((t) => t.join(' | '))}`);
+      console.log(
+        `# heads off before +5%: ${cards.map((c) => `${c.name} ${c.k5}/${c.report.nLayer * c.report.nHead}`).join(', ')}`,
+      );
+      console.log(
+        `# ${await page
+          .locator('.prune-card .prune-state')
+          .allTextContents()
+          .then((t) => t.join(' | '))}`,
+      );
     }
     await page.locator('.prune-card').first().locator('summary').click();
     await shot(page, 'prune-compare', { fullPage: true });
@@ -142,14 +195,24 @@ test.describe('wide', () => {
     await page.locator(`.prune-card[data-model="${pick.name}"] .prune-demo-link`).click();
     await demoReady(page);
     await expect(page.locator('body')).toHaveAttribute('data-lab-ablated', String(pick.k5), { timeout: 30_000 });
-    const off = await page.locator('#grid .hs-cell.hs-ablated').evaluateAll((cells) => cells.map((c) => `${c.dataset.layer}:${c.dataset.head}`));
-    expect(off.sort()).toEqual(pick.report.order.slice(0, pick.k5).map(([l, h]) => `${l}:${h}`).sort());
+    const off = await page
+      .locator('#grid .hs-cell.hs-ablated')
+      .evaluateAll((cells) => cells.map((c) => `${c.dataset.layer}:${c.dataset.head}`));
+    expect(off.sort()).toEqual(
+      pick.report.order
+        .slice(0, pick.k5)
+        .map(([l, h]) => `${l}:${h}`)
+        .sort(),
+    );
     await page.locator('.panel-grid').scrollIntoViewIfNeeded();
     await shot(page, 'prune-demo-off');
   });
 });
 
-test('compare.html: Cancel stops the measurement, the models still run; the text above can be measured', async ({ page, site }) => {
+test('compare.html: Cancel stops the measurement, the models still run; the text above can be measured', async ({
+  page,
+  site,
+}) => {
   test.setTimeout(240_000);
   // the default model alone (a long measurement), then a short one on the text above
   const slow = haveFamily ? 'headscope-base' : FIXTURES[1];
@@ -165,10 +228,21 @@ test('compare.html: Cancel stops the measurement, the models still run; the text
   await expect(page.locator('.prune-card progress')).toBeHidden();
   await expect(page.locator('#cmp-prune-cancel')).toBeDisabled();
   // the measured model's worker still runs, and so do the grids' models (typing re-runs them)
-  const T = await page.evaluate(async (name) => (await (await window.headscopePruning.getModel(name)).run('The chef cooked.')).T, slow);
+  const T = await page.evaluate(
+    async (name) => (await (await window.headscopePruning.getModel(name)).run('The chef cooked.')).T,
+    slow,
+  );
   expect(T).toBeGreaterThan(1);
   await page.fill('#cmp-text', 'One two three, one two three, one two three.');
-  await expect.poll(() => page.evaluate(() => window.headscopeCompare.entries.every((e) => !e.model || e.result?.text === 'One two three, one two three, one two three.'))).toBe(true);
+  await expect
+    .poll(() =>
+      page.evaluate(() =>
+        window.headscopeCompare.entries.every(
+          (e) => !e.model || e.result?.text === 'One two three, one two three, one two three.',
+        ),
+      ),
+    )
+    .toBe(true);
   await page.locator('#cmp-prune').screenshot({ path: path.join(ARTIFACTS, 'prune-cancelled.png') });
 
   // on request, the text above: a small model, measured on the typed text
@@ -177,10 +251,15 @@ test('compare.html: Cancel stops the measurement, the models still run; the text
   await expect(page.locator('body')).toHaveAttribute('data-prune-state', /running|done/, { timeout: 90_000 });
   await page.fill('#cmp-text', 'The cat sat on the mat. The cat sat on the mat again.');
   await page.click('#cmp-prune-text');
-  await expect(page.locator('#cmp-prune-status')).toHaveText('Measured 1 of 1 models, on the text above.', { timeout: 120_000 });
+  await expect(page.locator('#cmp-prune-status')).toHaveText('Measured 1 of 1 models, on the text above.', {
+    timeout: 120_000,
+  });
   const [c] = await shown(page);
   expect(c.text).toBe('The cat sat on the mat. The cat sat on the mat again.');
-  const tokens = await page.evaluate(async ([name, text]) => (await (await window.headscopePruning.getModel(name)).tokenize(text)).length, [small, c.text]);
+  const tokens = await page.evaluate(
+    async ([name, text]) => (await (await window.headscopePruning.getModel(name)).tokenize(text)).length,
+    [small, c.text],
+  );
   expect(c.report.tokens).toBe(tokens);
   await expect(page.locator('.prune-card .prune-state')).toContainText('of the text above');
 });

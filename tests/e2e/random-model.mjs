@@ -24,7 +24,10 @@ function normals(seed) {
  * and key weights: larger gives sharper, more varied random attention patterns.
  * Returns the folder's config.
  */
-export function writeRandomModel(dir, { n_layer, n_head, n_embd, n_positions, tokenizerDir, seed = 1, attnScale = 0.25 }) {
+export function writeRandomModel(
+  dir,
+  { n_layer, n_head, n_embd, n_positions, tokenizerDir, seed = 1, attnScale = 0.25 },
+) {
   mkdirSync(dir, { recursive: true });
   const vocab = JSON.parse(readFileSync(path.join(tokenizerDir, 'vocab.json'), 'utf8'));
   const V = Object.keys(vocab).length;
@@ -56,7 +59,9 @@ export function writeRandomModel(dir, { n_layer, n_head, n_embd, n_positions, to
     add(`${p}mlp.c_proj.weight`, [4 * C, C], normal(0.02));
     add(`${p}mlp.c_proj.bias`, [C], () => 0);
     // the hub's checkpoints carry the causal mask as a buffer; the engine must skip it
-    add(`${p}attn.bias`, [1, 1, n_positions, n_positions], (i) => (i % n_positions <= Math.floor(i / n_positions) ? 1 : 0));
+    add(`${p}attn.bias`, [1, 1, n_positions, n_positions], (i) =>
+      i % n_positions <= Math.floor(i / n_positions) ? 1 : 0,
+    );
   }
   add('ln_f.weight', [C], () => 1);
   add('ln_f.bias', [C], () => 0);
@@ -71,10 +76,22 @@ export function writeRandomModel(dir, { n_layer, n_head, n_embd, n_positions, to
   json += ' '.repeat((8 - (json.length % 8)) % 8); // tensor data starts 8-byte aligned
   const head = Buffer.alloc(8);
   head.writeBigUInt64LE(BigInt(json.length));
-  writeFileSync(path.join(dir, 'model.safetensors'), Buffer.concat([head, Buffer.from(json), ...tensors.map((t) => Buffer.from(t.data.buffer))]));
+  writeFileSync(
+    path.join(dir, 'model.safetensors'),
+    Buffer.concat([head, Buffer.from(json), ...tensors.map((t) => Buffer.from(t.data.buffer))]),
+  );
   const config = {
-    architectures: ['GPT2LMHeadModel'], model_type: 'gpt2', vocab_size: V, n_positions, n_ctx: n_positions, n_embd: C,
-    n_layer, n_head, n_inner: null, layer_norm_epsilon: 1e-5, activation_function: 'gelu_new',
+    architectures: ['GPT2LMHeadModel'],
+    model_type: 'gpt2',
+    vocab_size: V,
+    n_positions,
+    n_ctx: n_positions,
+    n_embd: C,
+    n_layer,
+    n_head,
+    n_inner: null,
+    layer_norm_epsilon: 1e-5,
+    activation_function: 'gelu_new',
   };
   writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config, null, 2));
   copyFileSync(path.join(tokenizerDir, 'vocab.json'), path.join(dir, 'vocab.json'));

@@ -11,20 +11,34 @@ import { writeRandomModel } from './random-model.mjs';
 const test = base.extend({
   // a server for a random 12 x 12-head model with a 1024-token context under /scale/gpt-12x12/
   // (written once per worker); `config` is the model's config.json
-  scaleSite: [async ({}, use) => {
-    const dir = path.join(ROOT, 'build/e2e-scale');
-    rmSync(dir, { recursive: true, force: true });
-    const shipped = path.join(SITE, 'models/headscope-base');
-    const tokenizerDir = existsSync(path.join(shipped, 'vocab.json')) ? shipped : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
-    const config = writeRandomModel(path.join(dir, 'gpt-12x12'), { n_layer: 12, n_head: 12, n_embd: 96, n_positions: 1024, tokenizerDir });
-    const server = await startServer({ mounts: [['/scale/', dir]] });
-    await use({ ...server, config });
-    await server.close();
-  }, { scope: 'worker' }],
+  scaleSite: [
+    async ({}, use) => {
+      const dir = path.join(ROOT, 'build/e2e-scale');
+      rmSync(dir, { recursive: true, force: true });
+      const shipped = path.join(SITE, 'models/headscope-base');
+      const tokenizerDir = existsSync(path.join(shipped, 'vocab.json'))
+        ? shipped
+        : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
+      const config = writeRandomModel(path.join(dir, 'gpt-12x12'), {
+        n_layer: 12,
+        n_head: 12,
+        n_embd: 96,
+        n_positions: 1024,
+        tokenizerDir,
+      });
+      const server = await startServer({ mounts: [['/scale/', dir]] });
+      await use({ ...server, config });
+      await server.close();
+    },
+    { scope: 'worker' },
+  ],
 });
 
 // Prose long enough to fill the context (about 1.3 tokens per word with the shipped tokenizer).
-const WORDS = 'the chef who trained in paris cooked the meal quickly while the guests waited in the garden and talked about the long summer'.split(' ');
+const WORDS =
+  'the chef who trained in paris cooked the meal quickly while the guests waited in the garden and talked about the long summer'.split(
+    ' ',
+  );
 function longText(nWords) {
   return Array.from({ length: nWords }, (_, i) => WORDS[i % WORDS.length]).join(' ') + '.';
 }
@@ -34,10 +48,13 @@ function longText(nWords) {
 async function openWithTokens(page, site, model, n, query = '') {
   await page.goto(`${site.base}index.html?model=${encodeURIComponent(model)}${query}&text=Short.`);
   await ready(page, 1);
-  const text = await page.evaluate(async ({ long, n }) => {
-    const tokens = await window.headscopeDemo.model.tokenize(long);
-    return tokens.length > n ? long.slice(0, tokens[n].start) : long;
-  }, { long: longText(1400), n });
+  const text = await page.evaluate(
+    async ({ long, n }) => {
+      const tokens = await window.headscopeDemo.model.tokenize(long);
+      return tokens.length > n ? long.slice(0, tokens[n].start) : long;
+    },
+    { long: longText(1400), n },
+  );
   await page.fill('#text', text);
   await expect.poll(() => page.evaluate(() => window.headscopeDemo.result.text), { timeout: 120_000 }).toBe(text);
   return text;
@@ -45,10 +62,15 @@ async function openWithTokens(page, site, model, n, query = '') {
 
 async function ready(page, minTokens) {
   await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 120_000 });
-  await expect.poll(() => page.evaluate(() => window.headscopeDemo.result?.T ?? 0), { timeout: 120_000 }).toBeGreaterThanOrEqual(minTokens);
+  await expect
+    .poll(() => page.evaluate(() => window.headscopeDemo.result?.T ?? 0), { timeout: 120_000 })
+    .toBeGreaterThanOrEqual(minTokens);
 }
 
-test('1024 tokens, 144 heads: the heatmap fits and zooms, labels thinned, the focused token followed; exports of the zoomed view', async ({ page, scaleSite }) => {
+test('1024 tokens, 144 heads: the heatmap fits and zooms, labels thinned, the focused token followed; exports of the zoomed view', async ({
+  page,
+  scaleSite,
+}) => {
   test.setTimeout(180_000);
   await openWithTokens(page, scaleSite, '/scale/gpt-12x12/', scaleSite.config.n_positions);
   const T = await page.evaluate(() => window.headscopeDemo.result.T);
@@ -78,13 +100,16 @@ test('1024 tokens, 144 heads: the heatmap fits and zooms, labels thinned, the fo
   for (let i = 0; i < 3; i++) await page.click('.hs-zoom-btn[aria-label="Zoom in"]');
   await expect(page.locator('.hs-zoom-text')).toHaveText(/^zoom 8× · following token 1023 /);
   await expect(page.locator('#detail-scroll')).toHaveClass(/(^|\s)hs-zoomed(\s|$)/);
-  const inView = () => page.evaluate(() => {
-    const scroller = document.getElementById('detail-scroll').getBoundingClientRect();
-    const q = window.headscopeDemo.result.T - 1;
-    const label = [...document.querySelectorAll('#detail-view svg text[data-row]')].find((e) => e.dataset.row === String(q));
-    const r = label.getBoundingClientRect();
-    return r.top >= scroller.top - 1 && r.bottom <= scroller.bottom + 1;
-  });
+  const inView = () =>
+    page.evaluate(() => {
+      const scroller = document.getElementById('detail-scroll').getBoundingClientRect();
+      const q = window.headscopeDemo.result.T - 1;
+      const label = [...document.querySelectorAll('#detail-view svg text[data-row]')].find(
+        (e) => e.dataset.row === String(q),
+      );
+      const r = label.getBoundingClientRect();
+      return r.top >= scroller.top - 1 && r.bottom <= scroller.bottom + 1;
+    });
   await expect.poll(inView, { message: 'the focused (last) token is scrolled into view' }).toBe(true);
   // more labels at 8 px per row than at 1 px
   expect(await labels.count()).toBeGreaterThan(nLabels * 4);
@@ -95,30 +120,49 @@ test('1024 tokens, 144 heads: the heatmap fits and zooms, labels thinned, the fo
   const tip = page.locator('#detail-scroll .hs-tooltip'); // the heatmap's ("Inside this head" has its own)
   await expect(tip).toBeVisible();
   await expect(tip).toHaveText(/→ .*: \d\.\d{4}|cannot see the later token/);
-  expect(box.width, `the zoomed picture is larger than the panel (${JSON.stringify(box)})`).toBeGreaterThan(3 * scroller.width);
+  expect(box.width, `the zoomed picture is larger than the panel (${JSON.stringify(box)})`).toBeGreaterThan(
+    3 * scroller.width,
+  );
   await shot(page, 'scale-heatmap-zoomed');
   // export the zoomed view: the rows in view, at the zoomed cell size
-  const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-export="detail"][data-format="svg"]')]);
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.click('[data-export="detail"][data-format="svg"]'),
+  ]);
   const svg = Buffer.concat(await (await download.createReadStream()).toArray()).toString();
   const m = /tokens (\d+)–(\d+) of (\d+)/.exec(svg);
   expect(m, 'the export says which rows it holds').not.toBeNull();
   expect(Number(m[3])).toBe(T);
   expect(Number(m[2]), `rows ${m[1]}-${m[2]}: the part in view`).toBe(T - 1);
   expect(Number(m[1]), `rows ${m[1]}-${m[2]}: the part in view`).toBeGreaterThan(0);
-  const [png] = await Promise.all([page.waitForEvent('download'), page.click('[data-export="detail"][data-format="png"]')]);
+  const [png] = await Promise.all([
+    page.waitForEvent('download'),
+    page.click('[data-export="detail"][data-format="png"]'),
+  ]);
   const bytes = Buffer.concat(await (await png.createReadStream()).toArray());
   expect(bytes.subarray(1, 4).toString()).toBe('PNG');
   // typing at the end keeps following the new last token
   await page.locator('#text').press('End');
   await page.keyboard.type(' more');
   // a re-run of 1024 tokens on 144 heads: seconds of work, in steps, on a loaded machine more
-  await expect.poll(() => page.evaluate(() => window.headscopeDemo.result.text.endsWith(' more')), { timeout: 120_000 }).toBe(true);
+  await expect
+    .poll(() => page.evaluate(() => window.headscopeDemo.result.text.endsWith(' more')), { timeout: 120_000 })
+    .toBe(true);
   await expect.poll(inView, { message: 'still following after typing' }).toBe(true);
 });
 
-test('the lines view at 1024 tokens draws the strongest links of each token, k adjustable', async ({ page, scaleSite }) => {
+test('the lines view at 1024 tokens draws the strongest links of each token, k adjustable', async ({
+  page,
+  scaleSite,
+}) => {
   test.setTimeout(180_000);
-  await openWithTokens(page, scaleSite, '/scale/gpt-12x12/', scaleSite.config.n_positions, '&view=lines&layer=3&head=5');
+  await openWithTokens(
+    page,
+    scaleSite,
+    '/scale/gpt-12x12/',
+    scaleSite.config.n_positions,
+    '&view=lines&layer=3&head=5',
+  );
   const T = await page.evaluate(() => window.headscopeDemo.result.T);
   const lines = page.locator('#detail-view svg line');
   await expect(lines.first()).toBeAttached();
@@ -131,13 +175,18 @@ test('the lines view at 1024 tokens draws the strongest links of each token, k a
   await shot(page, 'scale-lines-top1');
 });
 
-test('typing at the end of 1,000 tokens moves only the new attention rows, and the result equals a fresh run', async ({ page, scaleSite }) => {
+test('typing at the end of 1,000 tokens moves only the new attention rows, and the result equals a fresh run', async ({
+  page,
+  scaleSite,
+}) => {
   test.setTimeout(240_000);
   // 1,000 tokens: within the context of 1,024, so typed tokens add rows instead of shifting them all
   const text = await openWithTokens(page, scaleSite, '/scale/gpt-12x12/', 1000);
   await page.locator('#text').press('End');
   await page.keyboard.type(' chef');
-  await expect.poll(() => page.evaluate(() => window.headscopeDemo.result.text), { timeout: 120_000 }).toBe(`${text} chef`);
+  await expect
+    .poll(() => page.evaluate(() => window.headscopeDemo.result.text), { timeout: 120_000 })
+    .toBe(`${text} chef`);
   const check = await page.evaluate(async () => {
     const r = window.headscopeDemo.result;
     const { loadModel } = await import('./headscope.js');
@@ -148,7 +197,14 @@ test('typing at the end of 1,000 tokens moves only the new attention rows, and t
     let attention = r.T === again.T;
     for (let l = 0; l < r.nLayer; l++)
       for (let h = 0; h < r.nHead; h++) attention &&= eq(r.attention(l, h), again.attention(l, h));
-    return { T: r.T, rowsFrom: r.rowsFrom, stride: r.stride, attention, logits: eq(r.logitsLast, again.logitsLast), norms: eq(r.contributionNorms, again.contributionNorms) };
+    return {
+      T: r.T,
+      rowsFrom: r.rowsFrom,
+      stride: r.stride,
+      attention,
+      logits: eq(r.logitsLast, again.logitsLast),
+      norms: eq(r.contributionNorms, again.contributionNorms),
+    };
   });
   // rows before the typed word came from the result on screen: only rows from token 1,000 on were copied
   expect(check.rowsFrom, JSON.stringify(check)).toBeGreaterThanOrEqual(1000);
@@ -156,7 +212,11 @@ test('typing at the end of 1,000 tokens moves only the new attention rows, and t
   expect(check.stride).toBeGreaterThanOrEqual(check.T);
   // exact: the same engine's numbers, patched in (see tests/cpp/model/test_incremental.cpp,
   // "attention rows in a wider block")
-  expect({ attention: check.attention, logits: check.logits, norms: check.norms }).toEqual({ attention: true, logits: true, norms: true });
+  expect({ attention: check.attention, logits: check.logits, norms: check.norms }).toEqual({
+    attention: true,
+    logits: true,
+    norms: true,
+  });
   await expect(page.locator('#detail-caption')).toHaveText(/^Layer \d+, head \d+:/);
   await shot(page, 'scale-typed-rows');
 });

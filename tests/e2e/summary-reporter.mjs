@@ -2,9 +2,13 @@
 // flaky, which ones failed, and how long the run took. It is the run's last line, so logs and
 // scripts/test.sh show the outcome without scrolling.
 export default class SummaryReporter {
-  printsToStdio() { return true; }
+  printsToStdio() {
+    return true;
+  }
 
-  onBegin(config, suite) { this.suite = suite; }
+  onBegin(config, suite) {
+    this.suite = suite;
+  }
 
   onEnd(result) {
     const counts = { passed: 0, failed: 0, flaky: 0, skipped: 0 };
@@ -14,10 +18,17 @@ export default class SummaryReporter {
       if (outcome === 'expected') counts[t.results.at(-1)?.status === 'skipped' ? 'skipped' : 'passed']++;
       else if (outcome === 'skipped') counts.skipped++;
       else if (outcome === 'flaky') counts.flaky++;
-      else { counts.failed++; failed.push(t.title); }
+      else {
+        counts.failed++;
+        failed.push(t.title);
+      }
     }
-    const parts = Object.entries(counts).filter(([k, n]) => n > 0 || k === 'passed' || k === 'failed').map(([k, n]) => `${n} ${k}`);
+    const parts = Object.entries(counts)
+      .filter(([k, n]) => n > 0 || k === 'passed' || k === 'failed')
+      .map(([k, n]) => `${n} ${k}`);
     const names = failed.length ? ` (${failed.map((t) => `"${t}"`).join(', ')})` : '';
-    console.log(`headscope e2e: ${result.status}, ${parts.join(', ')}${names} in ${(result.duration / 1000).toFixed(0)} s`);
+    console.log(
+      `headscope e2e: ${result.status}, ${parts.join(', ')}${names} in ${(result.duration / 1000).toFixed(0)} s`,
+    );
   }
 }

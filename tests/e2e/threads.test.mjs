@@ -13,37 +13,56 @@ import { test as base, expect, startServer, withModel, demoReady, demoIdle, shot
 import { ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
 const test = base.extend({
-  isolatedSite: [async ({}, use) => {
-    const server = await startServer({ headers: ISOLATION_HEADERS });
-    await use({ ...server, url: (p) => withModel(server.base + p) });
-    await server.close();
-  }, { scope: 'worker' }],
+  isolatedSite: [
+    async ({}, use) => {
+      const server = await startServer({ headers: ISOLATION_HEADERS });
+      await use({ ...server, url: (p) => withModel(server.base + p) });
+      await server.close();
+    },
+    { scope: 'worker' },
+  ],
 });
 
 // A text long enough that every product of the model is split over the threads (the engine runs a
 // product inline below about a million multiply-adds).
-const LONG = Array.from({ length: 30 }, (_, i) => `The chef, who trained in Paris, cooked meal number ${i} quickly.`).join(' ');
+const LONG = Array.from(
+  { length: 30 },
+  (_, i) => `The chef, who trained in Paris, cooked meal number ${i} quickly.`,
+).join(' ');
 
 /** The page's result on screen: every attention weight and the last position's logits. */
-const shown = (page) => page.evaluate(() => {
-  const r = window.headscopeDemo.result;
-  return { T: r.T, attention: Array.from(r.attentionAll), logits: Array.from(r.logitsLast) };
-});
+const shown = (page) =>
+  page.evaluate(() => {
+    const r = window.headscopeDemo.result;
+    return { T: r.T, attention: Array.from(r.attentionAll), logits: Array.from(r.logitsLast) };
+  });
 
 /** The same text through the package's Worker API on this page, at `threads` threads. */
-const apiRun = (page, threads, text) => page.evaluate(async ({ threads, text }) => {
-  const { loadModelInWorker } = await import(new URL('headscope-worker.js', location.href).href);
-  const source = new URLSearchParams(location.search).get('model');
-  const model = await loadModelInWorker(source ? new URL(source, location.href).href : undefined, { threads });
-  try {
-    const r = await model.run(text);
-    return { threads: model.threads, T: r.T, attention: Array.from(r.attentionAll), logits: Array.from(r.logitsLast) };
-  } finally {
-    model.dispose();
-  }
-}, { threads, text });
+const apiRun = (page, threads, text) =>
+  page.evaluate(
+    async ({ threads, text }) => {
+      const { loadModelInWorker } = await import(new URL('headscope-worker.js', location.href).href);
+      const source = new URLSearchParams(location.search).get('model');
+      const model = await loadModelInWorker(source ? new URL(source, location.href).href : undefined, { threads });
+      try {
+        const r = await model.run(text);
+        return {
+          threads: model.threads,
+          T: r.T,
+          attention: Array.from(r.attentionAll),
+          logits: Array.from(r.logitsLast),
+        };
+      } finally {
+        model.dispose();
+      }
+    },
+    { threads, text },
+  );
 
-test('the isolated demo runs on 2 threads and shows what ?threads=1 shows, within the builds\' rounding', async ({ page, isolatedSite }) => {
+test("the isolated demo runs on 2 threads and shows what ?threads=1 shows, within the builds' rounding", async ({
+  page,
+  isolatedSite,
+}) => {
   const cores = await page.evaluate(() => navigator.hardwareConcurrency);
   expect(cores, 'this test needs more than one core').toBeGreaterThan(1);
   const expected = Math.min(cores, 8);
@@ -63,8 +82,14 @@ test('the isolated demo runs on 2 threads and shows what ?threads=1 shows, withi
   expect(single.T).toBe(threaded.T);
   expect(single.attention.length).toBe(threaded.attention.length);
   const worst = (a, b, tol) => a.reduce((w, x, i) => Math.max(w, Math.abs(x - b[i]) / tol(x)), 0);
-  expect(worst(threaded.attention, single.attention, () => 1e-5), 'attention, threaded vs ?threads=1, in units of its bound').toBeLessThanOrEqual(1);
-  expect(worst(threaded.logits, single.logits, (x) => 1e-4 + 1e-4 * Math.abs(x)), 'logits, threaded vs ?threads=1, in units of their bound').toBeLessThanOrEqual(1);
+  expect(
+    worst(threaded.attention, single.attention, () => 1e-5),
+    'attention, threaded vs ?threads=1, in units of its bound',
+  ).toBeLessThanOrEqual(1);
+  expect(
+    worst(threaded.logits, single.logits, (x) => 1e-4 + 1e-4 * Math.abs(x)),
+    'logits, threaded vs ?threads=1, in units of their bound',
+  ).toBeLessThanOrEqual(1);
 });
 
 test('a long text through the Worker API: 2 and 3 threads give the same bits', async ({ page, isolatedSite }) => {
@@ -84,15 +109,21 @@ test('a long text through the Worker API: 2 and 3 threads give the same bits', a
 test('bad ?threads values are named on the page', async ({ page, isolatedSite }) => {
   for (const bad of ['0', '65', 'two']) {
     await page.goto(isolatedSite.url(`index.html?threads=${bad}`));
-    await expect(page.locator('#loading-text')).toContainText(`threads must be a whole number from 1 to 64, got ${bad === 'two' ? '"two"' : bad}`);
+    await expect(page.locator('#loading-text')).toContainText(
+      `threads must be a whole number from 1 to 64, got ${bad === 'two' ? '"two"' : bad}`,
+    );
   }
 });
 
 test('without isolation the demo runs single-threaded and says why once', async ({ page, site }) => {
   const infos = [];
-  page.on('console', (msg) => { if (msg.type() === 'info') infos.push(msg.text()); });
+  page.on('console', (msg) => {
+    if (msg.type() === 'info') infos.push(msg.text());
+  });
   await page.goto(site.url('index.html'));
   await demoReady(page);
   await expect(page.locator('#model-info')).toContainText('in a Web Worker, 1 thread');
-  expect(infos.filter((m) => m.startsWith('headscope: single-threaded engine: the page is not cross-origin isolated'))).toHaveLength(1);
+  expect(
+    infos.filter((m) => m.startsWith('headscope: single-threaded engine: the page is not cross-origin isolated')),
+  ).toHaveLength(1);
 });

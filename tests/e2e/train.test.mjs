@@ -8,7 +8,10 @@ import { test, expect, shot } from './fixtures.mjs';
 const INDUCTION_THRESHOLD = 0.4; // web/lib/roles.json
 const START_TO_INDUCTION_MS = 60_000; // the training page's target on this machine
 
-test('the default preset forms an induction head within 60 s; one layer does not; the trained model opens in the demo', async ({ page, site }) => {
+test('the default preset forms an induction head within 60 s; one layer does not; the trained model opens in the demo', async ({
+  page,
+  site,
+}) => {
   test.setTimeout(180_000);
   await page.goto(site.url('train.html'));
   await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
@@ -21,17 +24,23 @@ test('the default preset forms an induction head within 60 s; one layer does not
   await runB.locator('.train-start').click();
   await expect(runA).toHaveAttribute('data-state', 'running');
   // the page keeps painting while both workers train: 120 frames, their median and worst gaps
-  const gaps = await page.evaluate(() => new Promise((resolve) => {
-    const out = [];
-    let last = performance.now();
-    const tick = (t) => {
-      out.push(t - last);
-      last = t;
-      if (out.length < 120) requestAnimationFrame(tick); else resolve(out.sort((a, b) => a - b));
-    };
-    requestAnimationFrame(tick);
-  }));
-  console.log(`# train page: frame gaps while training, median ${gaps[60].toFixed(0)} ms, worst ${gaps[119].toFixed(0)} ms`);
+  const gaps = await page.evaluate(
+    () =>
+      new Promise((resolve) => {
+        const out = [];
+        let last = performance.now();
+        const tick = (t) => {
+          out.push(t - last);
+          last = t;
+          if (out.length < 120) requestAnimationFrame(tick);
+          else resolve(out.sort((a, b) => a - b));
+        };
+        requestAnimationFrame(tick);
+      }),
+  );
+  console.log(
+    `# train page: frame gaps while training, median ${gaps[60].toFixed(0)} ms, worst ${gaps[119].toFixed(0)} ms`,
+  );
   // Both cores train (one worker each), so the page thread shares a core: most frames still come at
   // the display's pace (median under 50 ms), and no frame waits half a second (training on the page
   // thread would block it for the whole run; the charts' redraws take tens of ms, every 250 ms)
@@ -40,7 +49,9 @@ test('the default preset forms an induction head within 60 s; one layer does not
   await expect(runA).toHaveAttribute('data-induction-at-ms', /\d+/, { timeout: START_TO_INDUCTION_MS + 10_000 });
   const ms = Number(await runA.getAttribute('data-induction-at-ms'));
   const step = Number(await runA.getAttribute('data-induction-at-step'));
-  console.log(`# train page: induction head in run A at step ${step}, ${(ms / 1000).toFixed(1)} s of training after Start`);
+  console.log(
+    `# train page: induction head in run A at step ${step}, ${(ms / 1000).toFixed(1)} s of training after Start`,
+  );
   expect(ms).toBeLessThan(START_TO_INDUCTION_MS);
   await expect(runA.locator('.train-badges [data-role="induction"]').first()).toBeVisible();
   await shot(page, 'train-induction');
@@ -48,7 +59,9 @@ test('the default preset forms an induction head within 60 s; one layer does not
   await runA.locator('.train-start').click();
   await expect(runA).toHaveAttribute('data-state', 'paused');
   const stepsA = Number(await runA.getAttribute('data-steps'));
-  await expect.poll(async () => Number(await runB.getAttribute('data-steps')), { timeout: 60_000 }).toBeGreaterThanOrEqual(Math.min(stepsA, 1500));
+  await expect
+    .poll(async () => Number(await runB.getAttribute('data-steps')), { timeout: 60_000 })
+    .toBeGreaterThanOrEqual(Math.min(stepsA, 1500));
   await runB.locator('.train-start').click();
   await expect(runB).not.toHaveAttribute('data-state', 'running');
   await expect(runB.locator('.train-badges [data-role="induction"]')).toHaveCount(0);
@@ -68,7 +81,8 @@ test('the default preset forms an induction head within 60 s; one layer does not
     const r = window.headscopeDemo.result;
     const ids = r.tokens.map((t) => t.id);
     let top = 0;
-    for (let l = 0; l < r.nLayer; l++) for (let h = 0; h < r.nHead; h++) top = Math.max(top, headScores(r.attention(l, h), ids).induction);
+    for (let l = 0; l < r.nLayer; l++)
+      for (let h = 0; h < r.nHead; h++) top = Math.max(top, headScores(r.attention(l, h), ids).induction);
     return top;
   });
   console.log(`# train page: best induction score of the trained model, run by the demo: ${best.toFixed(3)}`);
@@ -90,7 +104,9 @@ test('bad input stops a run with a message; the other run and the page keep work
   // fixed, it trains
   await text.fill('The chef, who trained in Paris, cooked the meal quickly. '.repeat(10));
   await runA.locator('.train-start').click();
-  await expect.poll(async () => Number(await runA.getAttribute('data-steps') || 0), { timeout: 30_000 }).toBeGreaterThan(0);
+  await expect
+    .poll(async () => Number((await runA.getAttribute('data-steps')) || 0), { timeout: 30_000 })
+    .toBeGreaterThan(0);
   await runA.locator('.train-start').click();
   await expect(runA).toHaveAttribute('data-state', 'paused');
   await expect(runA.locator('.train-error')).toBeHidden();

@@ -11,7 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view all((const char*)data, size);
   const size_t split = all.find('\xff');
   const std::string_view file = all.substr(0, split);
-  const std::string_view text = split == std::string_view::npos ? std::string_view("it's 2026!\r\n  caf\xC3\xA9") : all.substr(split + 1);
+  const std::string_view text =
+      split == std::string_view::npos ? std::string_view("it's 2026!\r\n  caf\xC3\xA9") : all.substr(split + 1);
   try {
     const headscope::Tokenizer tok = headscope::Tokenizer::from_tokenizer_json(file);
     const auto tokens = tok.encode(text);

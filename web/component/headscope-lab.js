@@ -10,7 +10,16 @@
 // (one download and one worker per model across <headscope-view> and <headscope-lab> widgets).
 // Must sit next to headscope-view.js, analysis.js and the package's files, as in dist/.
 // Events: `headscope-render` after each render. Properties: result, lab (the Lab), ready.
-import { getModel, Runner, DEFAULT_TEXT, GridView, TopKView, readTheme, describeHead, viewsCss } from './headscope-view.js';
+import {
+  getModel,
+  Runner,
+  DEFAULT_TEXT,
+  GridView,
+  TopKView,
+  readTheme,
+  describeHead,
+  viewsCss,
+} from './headscope-view.js';
 import { Lab, parseAblate } from './lab/lab.js';
 import hostCss from './host.css';
 import labCss from './lab.css';
@@ -30,7 +39,9 @@ const LOCAL_CSS = `
 const styleSheets = lazySheets(paletteCss(), hostCss, viewsCss, labCss, LOCAL_CSS);
 
 export class HeadscopeLabElement extends HTMLElement {
-  static get observedAttributes() { return ['text', 'ablate']; }
+  static get observedAttributes() {
+    return ['text', 'ablate'];
+  }
 
   #root;
   #els = null;
@@ -42,11 +53,17 @@ export class HeadscopeLabElement extends HTMLElement {
   constructor() {
     super();
     this.#root = styledShadow(this, styleSheets());
-    this.ready = new Promise((r) => { this.#readyResolve = r; });
+    this.ready = new Promise((r) => {
+      this.#readyResolve = r;
+    });
   }
 
-  get result() { return this.#result; }
-  get lab() { return this.#els?.lab ?? null; }
+  get result() {
+    return this.#result;
+  }
+  get lab() {
+    return this.#els?.lab ?? null;
+  }
 
   connectedCallback() {
     if (this.#els) return;
@@ -74,7 +91,9 @@ export class HeadscopeLabElement extends HTMLElement {
     this.#root.appendChild(wrap);
     const grid = new GridView(gridHost, {
       onSelect: (l, h, { focus } = {}) => {
-        this.#state.layer = l; this.#state.head = h; this.#state.heads = [h];
+        this.#state.layer = l;
+        this.#state.head = h;
+        this.#state.heads = [h];
         grid.select(l, h, focus);
         this.#render();
       },
@@ -88,26 +107,47 @@ export class HeadscopeLabElement extends HTMLElement {
       getResult: () => this.#result,
       getText: () => this.#text(),
       getState: () => this.#state,
-      onAblate: (pairs) => { this.#state.ablate = pairs; this.#run(); },
-      onSelect: (l, h) => { this.#state.layer = l; this.#state.head = h; grid.select(l, h, true); this.#render(); },
+      onAblate: (pairs) => {
+        this.#state.ablate = pairs;
+        this.#run();
+      },
+      onSelect: (l, h) => {
+        this.#state.layer = l;
+        this.#state.head = h;
+        grid.select(l, h, true);
+        this.#render();
+      },
       onHidePattern: () => this.#render(),
     });
     this.#state.ablate = lab.ablate;
     this.#els = { status, textarea, grid, topk, caption, lab };
-    getModel(this.getAttribute('model') || '').then((model) => {
-      this.#runner = new Runner(model, {
-        onResult: (r) => { this.#result = r; this.#render(); },
-        onError: (e) => { status.textContent = `The model could not run: ${e.message}`; },
-      });
-      status.textContent = '';
-      status.hidden = true;
-      this.#run();
-    }, (e) => { status.textContent = `The model could not be loaded: ${e.message}`; });
+    getModel(this.getAttribute('model') || '').then(
+      (model) => {
+        this.#runner = new Runner(model, {
+          onResult: (r) => {
+            this.#result = r;
+            this.#render();
+          },
+          onError: (e) => {
+            status.textContent = `The model could not run: ${e.message}`;
+          },
+        });
+        status.textContent = '';
+        status.hidden = true;
+        this.#run();
+      },
+      (e) => {
+        status.textContent = `The model could not be loaded: ${e.message}`;
+      },
+    );
   }
 
   attributeChangedCallback(name, oldValue, newValue) {
     if (!this.#els || oldValue === newValue) return;
-    if (name === 'text') { this.#els.textarea.value = newValue ?? DEFAULT_TEXT; this.#run(); }
+    if (name === 'text') {
+      this.#els.textarea.value = newValue ?? DEFAULT_TEXT;
+      this.#run();
+    }
     if (name === 'ablate') this.#els.lab.setAblate(parseAblate(newValue));
   }
 
@@ -131,10 +171,19 @@ export class HeadscopeLabElement extends HTMLElement {
     grid.update(r, this.#state, theme);
     lab.update(r);
     topk.update(r);
-    const hidden = lab.quiz && !lab.quiz.revealed && lab.quiz.layer === this.#state.layer && lab.quiz.head === this.#state.head;
-    caption.textContent = hidden ? `Layer ${this.#state.layer}, head ${this.#state.head}: hidden until you answer.` : describeHead(r, this.#state.layer, this.#state.head, r.T - 1);
+    const hidden =
+      lab.quiz && !lab.quiz.revealed && lab.quiz.layer === this.#state.layer && lab.quiz.head === this.#state.head;
+    caption.textContent = hidden
+      ? `Layer ${this.#state.layer}, head ${this.#state.head}: hidden until you answer.`
+      : describeHead(r, this.#state.layer, this.#state.head, r.T - 1);
     this.dataset.tokens = String(r.T);
-    this.dispatchEvent(new CustomEvent('headscope-render', { detail: { T: r.T, ablate: this.#state.ablate }, bubbles: true, composed: true }));
+    this.dispatchEvent(
+      new CustomEvent('headscope-render', {
+        detail: { T: r.T, ablate: this.#state.ablate },
+        bubbles: true,
+        composed: true,
+      }),
+    );
     this.#readyResolve?.(this);
   }
 }

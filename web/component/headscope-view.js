@@ -15,7 +15,13 @@
 // This module also exports the building blocks the demo page uses (views, runner, state helpers).
 import viewsCss from './views.css';
 import hostCss from './host.css';
-import { getModel, getFastTypingModel, loadModelFromBuffers, modelLoadCount, setThreads } from './runtime/model-cache.js';
+import {
+  getModel,
+  getFastTypingModel,
+  loadModelFromBuffers,
+  modelLoadCount,
+  setThreads,
+} from './runtime/model-cache.js';
 import { Runner } from './runtime/runner.js';
 import { DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery } from './runtime/url-state.js';
 import { embedSnippet } from './runtime/embed-snippet.js';
@@ -29,7 +35,13 @@ import { WriteBar, Writer } from './writer.js';
 import { InsideView } from './views/inside.js';
 import { insideScene } from './views/inside-scene.js';
 import { insideSentence, clampStep, INSIDE_STEPS } from './model/inside.js';
-import { VALUE_WEIGHTING_SENTENCE, valueWeightingSentence, hasValueNorms, byValue, shownWeights } from './model/weighting.js';
+import {
+  VALUE_WEIGHTING_SENTENCE,
+  valueWeightingSentence,
+  hasValueNorms,
+  byValue,
+  shownWeights,
+} from './model/weighting.js';
 import { InsideSource } from './runtime/inside-source.js';
 import { kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes } from './model/kv-groups.js';
 import { Tooltip } from './views/tooltip.js';
@@ -39,12 +51,58 @@ import { paletteCss, readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToke
 import { sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg } from './views/scene.js';
 
 export {
-  getModel, getFastTypingModel, loadModelFromBuffers, setThreads, Runner, DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery, embedSnippet, modelLoadCount,
-  GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
-  gridScene, heatmapScene, linesScene, combineScene, attributionTarget, readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken,
-  sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg, viewsCss,
-  InsideView, insideScene, insideSentence, clampStep, INSIDE_STEPS, InsideSource, VALUE_WEIGHTING_SENTENCE, valueWeightingSentence, hasValueNorms, shownWeights,
-  kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes, Writer,
+  getModel,
+  getFastTypingModel,
+  loadModelFromBuffers,
+  setThreads,
+  Runner,
+  DEFAULT_TEXT,
+  VIEWS,
+  parseHeads,
+  stateToQuery,
+  stateFromQuery,
+  embedSnippet,
+  modelLoadCount,
+  GridView,
+  HeatmapView,
+  LinesView,
+  CombineView,
+  TopKView,
+  Tooltip,
+  describeHead,
+  focusToken,
+  gridScene,
+  heatmapScene,
+  linesScene,
+  combineScene,
+  attributionTarget,
+  readTheme,
+  tokenLabel,
+  tokenWords,
+  heat,
+  heatInk,
+  quoteToken,
+  sceneToSvgString,
+  sceneToPngBlob,
+  downloadBlob,
+  sceneToSvg,
+  viewsCss,
+  InsideView,
+  insideScene,
+  insideSentence,
+  clampStep,
+  INSIDE_STEPS,
+  InsideSource,
+  VALUE_WEIGHTING_SENTENCE,
+  valueWeightingSentence,
+  hasValueNorms,
+  shownWeights,
+  kvGroups,
+  kvHeadOf,
+  headSharing,
+  sharingSentence,
+  cacheBytes,
+  Writer,
 };
 
 const styleSheets = lazySheets(paletteCss(), hostCss, viewsCss);
@@ -58,7 +116,22 @@ function intAttr(el, name, fallback) {
 
 export class HeadscopeViewElement extends HTMLElement {
   static get observedAttributes() {
-    return ['text', 'layer', 'head', 'heads', 'view', 'model', 'token', 'editable', 'theme', 'ablate', 'links', 'inside', 'step', 'by'];
+    return [
+      'text',
+      'layer',
+      'head',
+      'heads',
+      'view',
+      'model',
+      'token',
+      'editable',
+      'theme',
+      'ablate',
+      'links',
+      'inside',
+      'step',
+      'by',
+    ];
   }
 
   #root;
@@ -77,11 +150,15 @@ export class HeadscopeViewElement extends HTMLElement {
     super();
     this.#root = styledShadow(this, styleSheets());
     /** Resolves after the first successful render. */
-    this.ready = new Promise((r) => { this.#readyResolve = r; });
+    this.ready = new Promise((r) => {
+      this.#readyResolve = r;
+    });
   }
 
   /** The latest run result (see the package's RunResult). */
-  get result() { return this.#result; }
+  get result() {
+    return this.#result;
+  }
 
   /** The widget's state in the form used by URLs. */
   get state() {
@@ -93,14 +170,22 @@ export class HeadscopeViewElement extends HTMLElement {
     const heads = parseHeads(this.getAttribute('heads')).filter((h) => h < nH);
     const view = VIEWS.includes(this.getAttribute('view')) ? this.getAttribute('view') : 'heatmap';
     // view="inside" walks through the `inside` token (or `token`)
-    const token = view === 'inside' ? intAttr(this, 'inside', intAttr(this, 'token', null)) : intAttr(this, 'token', null);
+    const token =
+      view === 'inside' ? intAttr(this, 'inside', intAttr(this, 'token', null)) : intAttr(this, 'token', null);
     const links = intAttr(this, 'links', undefined);
     const by = this.getAttribute('by') === 'value' ? 'value' : 'weight';
     const ablate = parseAblate(this.getAttribute('ablate'));
     return {
       model: this.getAttribute('model') || undefined,
       text: this.#text(),
-      layer, head, heads: heads.length ? heads : [head], token, links, view, ablate, by,
+      layer,
+      head,
+      heads: heads.length ? heads : [head],
+      token,
+      links,
+      view,
+      ablate,
+      by,
       step: clampStep(intAttr(this, 'step', 1)),
     };
   }
@@ -128,8 +213,14 @@ export class HeadscopeViewElement extends HTMLElement {
 
   attributeChangedCallback(name, oldValue, newValue) {
     if (!this.#els || oldValue === newValue) return;
-    if (name === 'model') { this.#ensureModel(); return; }
-    if (name === 'ablate') { this.#run(); return; }
+    if (name === 'model') {
+      this.#ensureModel();
+      return;
+    }
+    if (name === 'ablate') {
+      this.#run();
+      return;
+    }
     // the result on screen has no value sizes: run the text again for them (the engine's cache
     // holds it, so this computes only the sizes)
     if (name === 'by' && newValue === 'value' && this.#result && !hasValueNorms(this.#result)) this.#run();
@@ -166,9 +257,19 @@ export class HeadscopeViewElement extends HTMLElement {
     textarea.addEventListener('input', () => this.#run());
     // editable: Continue lets the model write on (its tokens go into the text box, the view follows)
     const writer = new WriteBar(d, {
-      getRunner: () => this.#runner, getText: () => this.#text(), setText: (t) => { textarea.value = t; },
-      getResult: () => this.#result, getAblate: () => parseAblate(this.getAttribute('ablate')), getValueNorms: () => this.#byValue(),
-      show: (result) => { this.#result = result; this.#renderQueued = false; this.#render(); },
+      getRunner: () => this.#runner,
+      getText: () => this.#text(),
+      setText: (t) => {
+        textarea.value = t;
+      },
+      getResult: () => this.#result,
+      getAblate: () => parseAblate(this.getAttribute('ablate')),
+      getValueNorms: () => this.#byValue(),
+      show: (result) => {
+        this.#result = result;
+        this.#renderQueued = false;
+        this.#render();
+      },
     });
     writer.el.hidden = textarea.hidden;
     const caption = mk('p', 'hs-caption');
@@ -201,21 +302,28 @@ export class HeadscopeViewElement extends HTMLElement {
       onProgress: ({ loaded, total }) => {
         if (total > 0) fill.style.width = `${Math.min(100, (100 * loaded) / total).toFixed(1)}%`;
       },
-    }).then((model) => {
-      if (this.#modelKey !== key) return;
-      this.#runner = new Runner(model, {
-        onResult: (result) => { this.#result = result; this.#renderQueued = false; this.#render(); },
-        onError: (e) => this.#showError(`The model could not run: ${e.message}`),
-      });
-      const runner = this.#runner;
-      this.#source = new InsideSource(model, { onUpdate: () => this.#queueRender(), idle: () => runner.idle() });
-      status.hidden = true;
-      this.#run();
-    }, (e) => {
-      if (this.#modelKey !== key) return;
-      this.#loadError = e;
-      this.#showError(`The model could not be loaded: ${e.message}`);
-    });
+    }).then(
+      (model) => {
+        if (this.#modelKey !== key) return;
+        this.#runner = new Runner(model, {
+          onResult: (result) => {
+            this.#result = result;
+            this.#renderQueued = false;
+            this.#render();
+          },
+          onError: (e) => this.#showError(`The model could not run: ${e.message}`),
+        });
+        const runner = this.#runner;
+        this.#source = new InsideSource(model, { onUpdate: () => this.#queueRender(), idle: () => runner.idle() });
+        status.hidden = true;
+        this.#run();
+      },
+      (e) => {
+        if (this.#modelKey !== key) return;
+        this.#loadError = e;
+        this.#showError(`The model could not be loaded: ${e.message}`);
+      },
+    );
   }
 
   #showError(message) {
@@ -228,7 +336,10 @@ export class HeadscopeViewElement extends HTMLElement {
   #run() {
     const text = this.#text();
     if (!this.#runner) return;
-    if (text.length === 0) { this.#els.caption.textContent = 'Type some text to see the attention heads.'; return; }
+    if (text.length === 0) {
+      this.#els.caption.textContent = 'Type some text to see the attention heads.';
+      return;
+    }
     this.#runner.request(text, { ablate: parseAblate(this.getAttribute('ablate')), valueNorms: this.#byValue() });
   }
 
@@ -263,17 +374,29 @@ export class HeadscopeViewElement extends HTMLElement {
             this.setAttribute('layer', String(l));
             this.setAttribute('head', String(h));
             this.#view.select(l, h, focus);
-            this.dispatchEvent(new CustomEvent('headscope-select', { detail: { layer: l, head: h }, bubbles: true, composed: true }));
+            this.dispatchEvent(
+              new CustomEvent('headscope-select', { detail: { layer: l, head: h }, bubbles: true, composed: true }),
+            );
           },
         });
       } else if (state.view === 'lines') {
         this.#view = new LinesView(viewHost, { onSelectToken: selectToken });
       } else if (state.view === 'inside') {
         this.#view = new InsideView(viewHost, {
-          tooltip, onStep: (s) => this.setAttribute('step', String(s)), onAnnounce: (t) => { live.textContent = t; },
+          tooltip,
+          onStep: (s) => this.setAttribute('step', String(s)),
+          onAnnounce: (t) => {
+            live.textContent = t;
+          },
         });
       } else {
-        this.#view = new HeatmapView(viewHost, { tooltip, onSelectToken: selectToken, onAnnounce: (t) => { live.textContent = t; } });
+        this.#view = new HeatmapView(viewHost, {
+          tooltip,
+          onSelectToken: selectToken,
+          onAnnounce: (t) => {
+            live.textContent = t;
+          },
+        });
       }
     }
     this.#want(result, state);
@@ -282,16 +405,26 @@ export class HeadscopeViewElement extends HTMLElement {
       const inside = this.#shownInside(result, state);
       if (this.#view.step !== state.step) this.#view.setStep(state.step, { silent: true });
       const error = this.#source?.error;
-      this.#view.update(inside, state, theme, { status: error ? `This head could not be read: ${error}` : inside?.text === result.text && this.#source.fresh ? '' : 'Reading the head…' });
+      this.#view.update(inside, state, theme, {
+        status: error
+          ? `This head could not be read: ${error}`
+          : inside?.text === result.text && this.#source.fresh
+            ? ''
+            : 'Reading the head…',
+      });
       const shared = headSharing(result.nHead, result.nKvHead ?? result.nHead, state.head);
       sentence = `Inside layer ${state.layer}, head ${state.head}, token ${focusToken(result, state)}: step ${state.step} of ${INSIDE_STEPS.length}, ${INSIDE_STEPS[state.step - 1].name}${shared ? ` (${shared})` : ''}`;
     } else {
       this.#view.update(result, state, theme);
     }
-    const weighted = state.view !== 'inside' && byValue(result, state) ? ` ${valueWeightingSentence(result.ablate)}` : '';
-    caption.textContent = state.view === 'grid'
-      ? `Every head of the model (${result.nLayer} layers × ${result.nHead} heads). Selected: ${sentence}${weighted && `.${weighted}`}`
-      : weighted ? `${sentence}.${weighted}` : sentence;
+    const weighted =
+      state.view !== 'inside' && byValue(result, state) ? ` ${valueWeightingSentence(result.ablate)}` : '';
+    caption.textContent =
+      state.view === 'grid'
+        ? `Every head of the model (${result.nLayer} layers × ${result.nHead} heads). Selected: ${sentence}${weighted && `.${weighted}`}`
+        : weighted
+          ? `${sentence}.${weighted}`
+          : sentence;
     if (state.view !== 'inside' && live.textContent !== sentence) live.textContent = sentence;
     if (result.droppedTokens > 0) {
       notice.hidden = false;
@@ -300,13 +433,18 @@ export class HeadscopeViewElement extends HTMLElement {
       notice.hidden = true;
     }
     this.dataset.tokens = String(result.T);
-    this.dispatchEvent(new CustomEvent('headscope-render', { detail: { T: result.T, view: state.view }, bubbles: true, composed: true }));
+    this.dispatchEvent(
+      new CustomEvent('headscope-render', { detail: { T: result.T, view: state.view }, bubbles: true, composed: true }),
+    );
     this.#readyResolve?.(this);
   }
 
   // The insides view="inside" shows: its head's, for the text on screen.
   #want(result, state) {
-    this.#source?.want(result.text, { panel: state.view === 'inside' ? [state.layer, state.head] : null, ablate: result.ablate ?? [] });
+    this.#source?.want(result.text, {
+      panel: state.view === 'inside' ? [state.layer, state.head] : null,
+      ablate: result.ablate ?? [],
+    });
   }
 
   // The insides shown: the latest of the selected head (an earlier text's while the next loads).
@@ -324,7 +462,7 @@ export class HeadscopeViewElement extends HTMLElement {
     if (state.view === 'grid') return gridScene(r, state, theme).scene;
     if (state.view === 'inside') {
       const scene = this.#view?.exportScene?.();
-      if (!scene) throw new Error('the head\'s insides are not read yet');
+      if (!scene) throw new Error("the head's insides are not read yet");
       return scene;
     }
     if (state.view === 'lines') return linesScene(r, state, theme, this.#view?.focus ?? null).scene;
@@ -332,10 +470,14 @@ export class HeadscopeViewElement extends HTMLElement {
   }
 
   /** The current view as an SVG document (string). */
-  exportSvg() { return sceneToSvgString(this.scene(), 'headscope'); }
+  exportSvg() {
+    return sceneToSvgString(this.scene(), 'headscope');
+  }
 
   /** The current view as a PNG Blob (2x resolution). */
-  exportPng(scale = 2) { return sceneToPngBlob(this.scene(), scale); }
+  exportPng(scale = 2) {
+    return sceneToPngBlob(this.scene(), scale);
+  }
 }
 
 if (!customElements.get('headscope-view')) customElements.define('headscope-view', HeadscopeViewElement);

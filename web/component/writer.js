@@ -8,7 +8,9 @@
 import { el } from './views/dom.js';
 
 const nextFrame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
-const setText = (node, text) => { if (node.textContent !== text) node.textContent = text; }; // text, never markup
+const setText = (node, text) => {
+  if (node.textContent !== text) node.textContent = text;
+}; // text, never markup
 
 // [key, label, default, min, max, step]: the inputs (the demo page's have the same ranges)
 const SETTINGS = [
@@ -44,11 +46,15 @@ export class Writer {
     this.#controls = controls;
     this.#host = host;
     this.#options = options;
-    controls.continueButton.addEventListener('click', () => { this.start(); });
+    controls.continueButton.addEventListener('click', () => {
+      this.start();
+    });
     controls.stopButton.addEventListener('click', () => this.stop('stop'));
   }
 
-  get writing() { return !!this.#writing; }
+  get writing() {
+    return !!this.#writing;
+  }
 
   /** Stops the writing before its next token (nothing happens when it is not writing). */
   stop(reason = 'stop') {
@@ -75,7 +81,8 @@ export class Writer {
     this.#host.writingChanged?.(on);
     // the key that pressed one button can press the other next
     if (on && hadFocus === continueButton) stopButton.focus();
-    if (!on && (hadFocus === stopButton || (this.#options.focusFromBody && hadFocus === root.body))) continueButton.focus();
+    if (!on && (hadFocus === stopButton || (this.#options.focusFromBody && hadFocus === root.body)))
+      continueButton.focus();
   }
 
   async start() {
@@ -100,9 +107,14 @@ export class Writer {
       host.begin?.(prompt, settings);
       let count = 0;
       const value = await runner.model.generate(prompt, {
-        ...settings, ...host.options(), signal: mine.stop.signal,
+        ...settings,
+        ...host.options(),
+        signal: mine.stop.signal,
         onToken: async (token) => {
-          if (host.accept && !host.accept(token)) { this.stop('model'); return; }
+          if (host.accept && !host.accept(token)) {
+            this.stop('model');
+            return;
+          }
           count++;
           host.token(token, count);
           runner.adopt(token.result); // the next keystroke updates this result's rows
@@ -112,7 +124,11 @@ export class Writer {
         },
       });
       const n = value.generatedIds.length;
-      setText(status, host.finished?.(value, mine.reason) ?? `${value.stopped ? 'Stopped after' : 'Wrote'} ${n} token${n === 1 ? '' : 's'}.`);
+      setText(
+        status,
+        host.finished?.(value, mine.reason) ??
+          `${value.stopped ? 'Stopped after' : 'Wrote'} ${n} token${n === 1 ? '' : 's'}.`,
+      );
     } catch (e) {
       setText(status, `The model could not write: ${e.message}`);
     } finally {
@@ -156,19 +172,28 @@ export class WriteBar {
     this.status = mk('span', 'hs-write-status');
     this.status.setAttribute('role', 'status');
     this.el.append(this.continueButton, this.stopButton, fields, this.status);
-    this.#writer = new Writer({ continueButton: this.continueButton, stopButton: this.stopButton, status: this.status, inputs: this.inputs }, {
-      runner: () => host.getRunner(),
-      text: () => host.getText(),
-      options: () => ({ ablate: host.getAblate(), valueNorms: !!host.getValueNorms?.(), reuse: host.getResult() }),
-      token: ({ result }) => host.setText(result.text),
-      show: (result) => host.show(result),
-    });
+    this.#writer = new Writer(
+      { continueButton: this.continueButton, stopButton: this.stopButton, status: this.status, inputs: this.inputs },
+      {
+        runner: () => host.getRunner(),
+        text: () => host.getText(),
+        options: () => ({ ablate: host.getAblate(), valueNorms: !!host.getValueNorms?.(), reuse: host.getResult() }),
+        token: ({ result }) => host.setText(result.text),
+        show: (result) => host.show(result),
+      },
+    );
   }
 
-  get writing() { return this.#writer.writing; }
+  get writing() {
+    return this.#writer.writing;
+  }
 
   /** Stops the writing before its next token (nothing happens when it is not writing). */
-  stop() { this.#writer.stop(); }
+  stop() {
+    this.#writer.stop();
+  }
 
-  start() { return this.#writer.start(); }
+  start() {
+    return this.#writer.start();
+  }
 }

@@ -41,8 +41,11 @@ const SCORE_NAMES = ['previous', 'first', 'self', 'duplicate', 'induction', 'bro
 // where induction looks, after it); first[t], that id's first position; next[j], the id's next
 // position after j (T if none). Walking first -> next visits every earlier copy in order.
 function copiesOf(ids, T) {
-  const before = new Int32Array(T), first = new Int32Array(T), next = new Int32Array(T).fill(T);
-  const lastSeen = new Map(), firstSeen = new Map();
+  const before = new Int32Array(T),
+    first = new Int32Array(T),
+    next = new Int32Array(T).fill(T);
+  const lastSeen = new Map(),
+    firstSeen = new Map();
   for (let t = 0; t < T; t++) {
     const j = lastSeen.get(ids[t]);
     before[t] = j === undefined ? -1 : j;
@@ -81,8 +84,13 @@ function scoreRow(rows, A, o, t, { before, first, next }) {
 
 // Mean of the rows that count (not NaN), in row order; NaN when none does.
 function meanOfRows(values, T) {
-  let sum = 0, n = 0;
-  for (let t = 0; t < T; t++) if (!Number.isNaN(values[t])) { sum += values[t]; n++; }
+  let sum = 0,
+    n = 0;
+  for (let t = 0; t < T; t++)
+    if (!Number.isNaN(values[t])) {
+      sum += values[t];
+      n++;
+    }
   return n ? sum / n : NaN;
 }
 
@@ -165,7 +173,8 @@ export function headBadges(scores, thresholds = ROLE_THRESHOLDS) {
 // A small seeded generator, so a probe is the same on every load.
 function mulberry32(seed) {
   return () => {
-    seed |= 0; seed = (seed + 0x6D2B79F5) | 0;
+    seed |= 0;
+    seed = (seed + 0x6d2b79f5) | 0;
     let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
@@ -237,19 +246,29 @@ export const INDUCTION_PROBE = Object.freeze({
  * by itself (" w1 ... wn w1 ... wn", 2n tokens). The same seed gives the same lists. Throws when
  * fewer than `length` of the words are single tokens (a byte-level vocabulary).
  */
-export async function inductionWordLists(model, { lists = INDUCTION_PROBE.lists, length = INDUCTION_PROBE.listLength, seed = 1 } = {}) {
+export async function inductionWordLists(
+  model,
+  { lists = INDUCTION_PROBE.lists, length = INDUCTION_PROBE.listLength, seed = 1 } = {},
+) {
   const pool = [];
   const seen = new Set();
   for (const w of INDUCTION_PROBE.words) {
     const toks = await model.tokenize(` ${w}`);
-    if (toks.length === 1 && !seen.has(toks[0].id)) { seen.add(toks[0].id); pool.push({ word: ` ${w}`, id: toks[0].id }); }
+    if (toks.length === 1 && !seen.has(toks[0].id)) {
+      seen.add(toks[0].id);
+      pool.push({ word: ` ${w}`, id: toks[0].id });
+    }
   }
-  if (pool.length < length) throw new Error(`only ${pool.length} of the probe's common words are single tokens; the induction probe needs ${length}`);
+  if (pool.length < length)
+    throw new Error(
+      `only ${pool.length} of the probe's common words are single tokens; the induction probe needs ${length}`,
+    );
   const random = mulberry32(seed);
   const out = [];
   for (let i = 0; i < lists; i++) {
     const p = pool.slice();
-    for (let k = 0; k < length; k++) { // partial Fisher-Yates: `length` distinct words
+    for (let k = 0; k < length; k++) {
+      // partial Fisher-Yates: `length` distinct words
       const j = k + Math.floor(random() * (p.length - k));
       [p[k], p[j]] = [p[j], p[k]];
     }
@@ -265,7 +284,8 @@ export async function inductionWordLists(model, { lists = INDUCTION_PROBE.lists,
  * mean over the repeat's tokens q = n..2n-1 of A[q][q-n+1], the token after the first occurrence.
  */
 export function prefixMatchingScores(result, n = result.T / 2) {
-  if (!(Number.isInteger(n) && n >= 2 && result.T === 2 * n)) throw new Error(`prefix matching needs a list followed by itself (T = ${result.T})`);
+  if (!(Number.isInteger(n) && n >= 2 && result.T === 2 * n))
+    throw new Error(`prefix matching needs a list followed by itself (T = ${result.T})`);
   const T = result.T;
   const out = [];
   for (let l = 0; l < result.nLayer; l++) {
@@ -293,13 +313,18 @@ function meanGrid(grids) {
  * Returns { scores, copyAccuracy (NaN without copy), lists }; with `perList: true` also perList (each
  * list's [layer][head] scores) and listSd (each head's standard deviation across the lists).
  */
-export async function inductionScores(model, { lists, length = INDUCTION_PROBE.listLength, seed = 1, copy = false, perList = false } = {}) {
+export async function inductionScores(
+  model,
+  { lists, length = INDUCTION_PROBE.listLength, seed = 1, copy = false, perList = false } = {},
+) {
   const probes = await inductionWordLists(model, { lists, length, seed });
   const grids = [];
-  let hits = 0, total = 0;
+  let hits = 0,
+    total = 0;
   for (const p of probes) {
     const r = await model.run(p.text, { topK: 1 });
-    if (r.T !== 2 * length || r.tokens.some((t, i) => t.id !== p.ids[i])) throw new Error(`the probe "${p.text}" did not tokenize into its ${2 * length} words`);
+    if (r.T !== 2 * length || r.tokens.some((t, i) => t.id !== p.ids[i]))
+      throw new Error(`the probe "${p.text}" did not tokenize into its ${2 * length} words`);
     grids.push(prefixMatchingScores(r, length));
     if (copy) {
       for (let q = length; q < 2 * length - 1; q++) {
@@ -314,8 +339,11 @@ export async function inductionScores(model, { lists, length = INDUCTION_PROBE.l
   if (perList) {
     out.perList = grids;
     // sample standard deviation of each head's score across the lists
-    out.listSd = scores.map((row, l) => row.map((m, h) => (grids.length > 1
-      ? Math.sqrt(grids.reduce((s, g) => s + (g[l][h] - m) ** 2, 0) / (grids.length - 1)) : NaN)));
+    out.listSd = scores.map((row, l) =>
+      row.map((m, h) =>
+        grids.length > 1 ? Math.sqrt(grids.reduce((s, g) => s + (g[l][h] - m) ** 2, 0) / (grids.length - 1)) : NaN,
+      ),
+    );
   }
   return out;
 }
@@ -337,9 +365,14 @@ export function verbSubjectParts(sentence) {
 export function verbSubjectPositions(tokens, text) {
   const parts = verbSubjectParts(text);
   if (!parts) return null;
-  const words = [...text.matchAll(/[A-Za-z]+/g)].map((m) => ({ word: m[0], start: m.index, end: m.index + m[0].length }));
+  const words = [...text.matchAll(/[A-Za-z]+/g)].map((m) => ({
+    word: m[0],
+    start: m.index,
+    end: m.index + m[0].length,
+  }));
   const tokensOf = (w) => tokens.map((t, i) => (t.start < w.end && t.end > w.start ? i : -1)).filter((i) => i >= 0);
-  let keys = null, query = null;
+  let keys = null,
+    query = null;
   for (const w of words) {
     if (!keys && w.word === parts.subject) keys = tokensOf(w);
     else if (keys && query === null && w.word === parts.verb) {
@@ -360,9 +393,11 @@ export function verbSubjectRatios(result) {
   if (!pos) return null;
   const T = result.T;
   const uniform = pos.keys.length / (pos.query + 1);
-  const ratio = [], weight = [];
+  const ratio = [],
+    weight = [];
   for (let l = 0; l < result.nLayer; l++) {
-    const rr = [], ww = [];
+    const rr = [],
+      ww = [];
     for (let h = 0; h < result.nHead; h++) {
       const a = result.attention(l, h);
       let w = 0;
@@ -382,10 +417,14 @@ export function verbSubjectRatios(result) {
  * Returns { scores: [layer][head] mean ratio, weights: mean raw attention, sentences: how many counted }.
  */
 export async function verbSubjectScores(model, sentences) {
-  const ratios = [], weights = [];
+  const ratios = [],
+    weights = [];
   for (const s of sentences || []) {
     const r = verbSubjectRatios(await model.run(s, { topK: 1 }));
-    if (r) { ratios.push(r.ratio); weights.push(r.weight); }
+    if (r) {
+      ratios.push(r.ratio);
+      weights.push(r.weight);
+    }
   }
   if (!ratios.length) return { scores: null, weights: null, sentences: 0 };
   return { scores: meanGrid(ratios), weights: meanGrid(weights), sentences: ratios.length };

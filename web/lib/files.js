@@ -6,8 +6,11 @@
 // written by scripts/train/summarize.py from the model cards).
 import MODEL_INDEX from '../models/index.json' with { type: 'json' };
 
-export const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined'
-  && typeof importScripts === 'undefined';
+export const isNode =
+  typeof process === 'object' &&
+  !!process.versions?.node &&
+  typeof window === 'undefined' &&
+  typeof importScripts === 'undefined';
 
 /** Names of the models shipped in this package (folders under ./models/, listed in models/index.json). */
 export const shippedModels = Object.freeze(MODEL_INDEX.models.map((m) => m.name));
@@ -48,9 +51,11 @@ const DEFAULT_MODEL_FILES = {
 function crossOriginHint(url) {
   const here = globalThis.location?.origin;
   if (!here || here === 'null' || url.origin === here || !/^https?:$/.test(url.protocol)) return '';
-  return `. ${url.origin} is another origin than this page (${here}): its server must send the header `
-    + `"Access-Control-Allow-Origin: *" (or this page's origin), and the page's Content-Security-Policy `
-    + `must allow ${url.origin} in connect-src`;
+  return (
+    `. ${url.origin} is another origin than this page (${here}): its server must send the header ` +
+    `"Access-Control-Allow-Origin: *" (or this page's origin), and the page's Content-Security-Policy ` +
+    `must allow ${url.origin} in connect-src`
+  );
 }
 
 export async function fetchResponse(url, signal) {
@@ -104,12 +109,16 @@ async function fetchBytes(url, onChunk, signal) {
   }
   const bytes = new Uint8Array(loaded);
   let offset = 0;
-  for (const c of chunks) { bytes.set(c, offset); offset += c.byteLength; }
+  for (const c of chunks) {
+    bytes.set(c, offset);
+    offset += c.byteLength;
+  }
   return bytes;
 }
 
 export function modelFileUrls(source) {
-  if (source === undefined || source === null || source === defaultModelName) return { name: defaultModelName, urls: DEFAULT_MODEL_FILES };
+  if (source === undefined || source === null || source === defaultModelName)
+    return { name: defaultModelName, urls: DEFAULT_MODEL_FILES };
   if (typeof source === 'string' && shippedModels.includes(source)) {
     const base = new URL(`./models/${source}/`, import.meta.url);
     return { name: source, urls: folderUrls(base) };
@@ -164,14 +173,21 @@ export async function fetchModelFiles(urls, { onProgress, signal } = {}) {
     const total = keys.reduce((s, k) => s + Math.max(totals[k] ?? 0, loadedBy[k]), 0);
     onProgress({ loaded, total });
   };
-  const fetchKeys = (keys) => Promise.all(keys.map((k) => {
-    loadedBy[k] = 0;
-    return fetchBytes(urls[k], (n, total) => {
-      loadedBy[k] += n;
-      totals[k] = total;
-      report();
-    }, signal);
-  }));
+  const fetchKeys = (keys) =>
+    Promise.all(
+      keys.map((k) => {
+        loadedBy[k] = 0;
+        return fetchBytes(
+          urls[k],
+          (n, total) => {
+            loadedBy[k] += n;
+            totals[k] = total;
+            report();
+          },
+          signal,
+        );
+      }),
+    );
   if (!urls.tokenizer) {
     const fetched = await fetchKeys(GPT2_KEYS);
     return Object.fromEntries(GPT2_KEYS.map((k, i) => [k, fetched[i]]));
@@ -191,6 +207,8 @@ export function givenModelFiles(source) {
   const keys = 'tokenizer' in source && !('vocab' in source) ? TOKENIZER_JSON_KEYS : GPT2_KEYS;
   for (const k of keys)
     if (!(k in source))
-      throw new Error(`model source object is missing "${k}" (expected { config, weights, vocab, merges } or { config, weights, tokenizer })`);
+      throw new Error(
+        `model source object is missing "${k}" (expected { config, weights, vocab, merges } or { config, weights, tokenizer })`,
+      );
   return source;
 }

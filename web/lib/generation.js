@@ -10,14 +10,15 @@
 // indices are unchanged).
 export function toWellFormed(text) {
   if (typeof text !== 'string') throw new Error(`text must be a string, got ${text === null ? 'null' : typeof text}`);
-  return typeof text.toWellFormed === 'function' ? text.toWellFormed()
+  return typeof text.toWellFormed === 'function'
+    ? text.toWellFormed()
     : text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
 }
 
 // Maps UTF-8 byte offsets of `text` to UTF-16 indices. A byte inside a character maps to the
 // character's start (for starts) or end (for ends), so a token that splits an emoji still covers it.
 export function byteToIndexMaps(text) {
-  const starts = [];  // byte offset -> index of the character containing it
+  const starts = []; // byte offset -> index of the character containing it
   const ends = [];
   let index = 0;
   for (const ch of text) {
@@ -49,7 +50,9 @@ export function generateOptions(options = {}) {
   if (!Number.isInteger(maxTokens) || maxTokens < 1 || maxTokens > MAX_GENERATE_TOKENS)
     throw new Error(`maxTokens must be a whole number within [1, ${MAX_GENERATE_TOKENS}], got ${describe(maxTokens)}`);
   if (typeof temperature !== 'number' || !(temperature >= 0 && temperature <= 1e4))
-    throw new Error(`temperature must be a number within [0, 10000] (0: always the most likely token), got ${describe(temperature)}`);
+    throw new Error(
+      `temperature must be a number within [0, 10000] (0: always the most likely token), got ${describe(temperature)}`,
+    );
   if (!Number.isInteger(topK) || topK < 0 || topK > 2 ** 31 - 1)
     throw new Error(`topK must be a whole number >= 0 (0: off), got ${describe(topK)}`);
   if (typeof topP !== 'number' || !(topP > 0 && topP <= 1))
@@ -97,10 +100,20 @@ export function decodeWithSpans(bytes) {
       i++;
       continue;
     }
-    if (b0 >= 0xc2 && b0 <= 0xdf) { need = 1; cp = b0 & 0x1f; }
-    else if (b0 >= 0xe0 && b0 <= 0xef) { need = 2; cp = b0 & 0x0f; if (b0 === 0xe0) lower = 0xa0; if (b0 === 0xed) upper = 0x9f; }
-    else if (b0 >= 0xf0 && b0 <= 0xf4) { need = 3; cp = b0 & 0x07; if (b0 === 0xf0) lower = 0x90; if (b0 === 0xf4) upper = 0x8f; }
-    else {
+    if (b0 >= 0xc2 && b0 <= 0xdf) {
+      need = 1;
+      cp = b0 & 0x1f;
+    } else if (b0 >= 0xe0 && b0 <= 0xef) {
+      need = 2;
+      cp = b0 & 0x0f;
+      if (b0 === 0xe0) lower = 0xa0;
+      if (b0 === 0xed) upper = 0x9f;
+    } else if (b0 >= 0xf0 && b0 <= 0xf4) {
+      need = 3;
+      cp = b0 & 0x07;
+      if (b0 === 0xf0) lower = 0x90;
+      if (b0 === 0xf4) upper = 0x8f;
+    } else {
       emit(i, i + 1, 0xfffd); // a byte that cannot start a character
       i++;
       continue;
@@ -175,16 +188,24 @@ export class WrittenText {
     this.#decoded = null;
   }
 
-  get length() { return this.#ids.length; }
-  get ids() { return this.#ids; }
-  get bytes() { return this.#bytes.subarray(0, this.#length); }
+  get length() {
+    return this.#ids.length;
+  }
+  get ids() {
+    return this.#ids;
+  }
+  get bytes() {
+    return this.#bytes.subarray(0, this.#length);
+  }
 
   #decode() {
     return this.#decoded ?? (this.#decoded = decodeWithSpans(this.bytes));
   }
 
   /** The whole text so far (U+FFFD where it ends inside a character, or holds invalid UTF-8). */
-  get text() { return this.#decode().text; }
+  get text() {
+    return this.#decode().text;
+  }
 
   /** Tokens [from, to) as run()'s Token objects, with spans into `text`. */
   tokens(from = 0, to = this.length) {

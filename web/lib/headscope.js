@@ -6,7 +6,16 @@
 // (result.js), and guards against use after dispose(). All numerics happen in C++.
 import { loadEngine, currentCore, checked } from './wasm.js';
 import { modelFileUrls, fetchModelFiles, givenModelFiles, asText, asBytes } from './files.js';
-import { makeResult, reuseInfo, firstChangedRow, roomyStride, withPreviousRows, claimForUpdate, sharedPrefixLength, flatAblate } from './result.js';
+import {
+  makeResult,
+  reuseInfo,
+  firstChangedRow,
+  roomyStride,
+  withPreviousRows,
+  claimForUpdate,
+  sharedPrefixLength,
+  flatAblate,
+} from './result.js';
 import { generateOptions, WrittenText, toWellFormed, byteToIndexMaps } from './generation.js';
 import { HeadscopeTrainer, presetsFromCore, MEASURE_DEFAULTS, cancelledMeasurement, headsReport } from './trainer.js';
 
@@ -24,7 +33,9 @@ export async function loadModel(source, options = {}) {
   const { onProgress, signal, weights = 'f32' } = options;
 
   if (weights !== 'f32' && weights !== 'f16')
-    throw new Error(`weights must be 'f32' or 'f16', got ${typeof weights === 'string' ? `'${weights}'` : String(weights)}`);
+    throw new Error(
+      `weights must be 'f32' or 'f16', got ${typeof weights === 'string' ? `'${weights}'` : String(weights)}`,
+    );
   const { core, threads } = await loadEngine(options.threads);
   let files;
   let name;
@@ -36,13 +47,33 @@ export async function loadModel(source, options = {}) {
     files = givenModelFiles(source);
     name = source.name ?? 'custom';
   } else {
-    throw new Error(`model source must be a shipped model name, a folder URL, { config, weights, vocab, merges } or { config, weights, tokenizer }, got ${typeof source}`);
+    throw new Error(
+      `model source must be a shipped model name, a folder URL, { config, weights, vocab, merges } or { config, weights, tokenizer }, got ${typeof source}`,
+    );
   }
-  const handle = 'vocab' in files
-    ? checked(core, core.load(asText(files.config, 'config'), asBytes(files.weights, 'weights'),
-      asText(files.vocab, 'vocab'), asText(files.merges, 'merges'), weights, threads))
-    : checked(core, core.loadTokenizerJson(asText(files.config, 'config'), asBytes(files.weights, 'weights'),
-      asText(files.tokenizer, 'tokenizer'), weights, threads));
+  const handle =
+    'vocab' in files
+      ? checked(
+          core,
+          core.load(
+            asText(files.config, 'config'),
+            asBytes(files.weights, 'weights'),
+            asText(files.vocab, 'vocab'),
+            asText(files.merges, 'merges'),
+            weights,
+            threads,
+          ),
+        )
+      : checked(
+          core,
+          core.loadTokenizerJson(
+            asText(files.config, 'config'),
+            asBytes(files.weights, 'weights'),
+            asText(files.tokenizer, 'tokenizer'),
+            weights,
+            threads,
+          ),
+        );
   return new HeadscopeModel(core, handle, name);
 }
 
@@ -86,10 +117,17 @@ export class HeadscopeModel {
     return this.#handle;
   }
 
-  get info() { this.#live(); return this.#info; }
+  get info() {
+    this.#live();
+    return this.#info;
+  }
   /** The threads the engine splits this model's runs over (1 in the single-threaded build). */
-  get threads() { return this.info.threads; }
-  get disposed() { return this.#handle === null; }
+  get threads() {
+    return this.info.threads;
+  }
+  get disposed() {
+    return this.#handle === null;
+  }
 
   /** Text of one vocabulary entry, for display. */
   tokenText(id) {
@@ -108,7 +146,12 @@ export class HeadscopeModel {
     const h = this.#live();
     const wellFormed = toWellFormed(text);
     const map = byteToIndexMaps(wellFormed);
-    return checked(this.#core, h.tokenize(wellFormed)).map((t) => ({ text: t.text, id: t.id, start: map.start(t.byteStart), end: map.end(t.byteEnd) }));
+    return checked(this.#core, h.tokenize(wellFormed)).map((t) => ({
+      text: t.text,
+      id: t.id,
+      start: map.start(t.byteStart),
+      end: map.end(t.byteEnd),
+    }));
   }
 
   /**
@@ -151,7 +194,12 @@ export class HeadscopeModel {
     const { tokenIds, tokenByteStarts, tokenByteEnds, tokenTexts } = out;
     const tokens = new Array(T);
     for (let i = 0; i < T; i++)
-      tokens[i] = { text: tokenTexts[i], id: tokenIds[i], start: map.start(tokenByteStarts[i]), end: map.end(tokenByteEnds[i]) };
+      tokens[i] = {
+        text: tokenTexts[i],
+        id: tokenIds[i],
+        start: map.start(tokenByteStarts[i]),
+        end: map.end(tokenByteEnds[i]),
+      };
     const data = {
       text: wellFormed,
       tokens,
@@ -191,8 +239,12 @@ export class HeadscopeModel {
     const h = this.#live();
     const wellFormed = toWellFormed(text);
     // embind would truncate 1.5 or refuse '1' with a TypeError of its own: the engine's wording instead
-    for (const [name, v] of [['layer', layer], ['head', head]])
-      if (!Number.isInteger(v)) throw new Error(`${name} must be an integer, got ${typeof v === 'number' ? v : typeof v}`);
+    for (const [name, v] of [
+      ['layer', layer],
+      ['head', head],
+    ])
+      if (!Number.isInteger(v))
+        throw new Error(`${name} must be an integer, got ${typeof v === 'number' ? v : typeof v}`);
     const flat = flatAblate(ablate);
     this.#engineHoldsLastRun = false;
     this.#generating = null;
@@ -203,11 +255,23 @@ export class HeadscopeModel {
     const map = byteToIndexMaps(wellFormed);
     const tokens = new Array(T);
     for (let i = 0; i < T; i++)
-      tokens[i] = { text: out.tokenTexts[i], id: out.tokenIds[i], start: map.start(out.tokenByteStarts[i]), end: map.end(out.tokenByteEnds[i]) };
+      tokens[i] = {
+        text: out.tokenTexts[i],
+        id: out.tokenIds[i],
+        start: map.start(out.tokenByteStarts[i]),
+        end: map.end(out.tokenByteEnds[i]),
+      };
     // what the explanation names: GPT-2 layer-norms the input and adds learned positions to it; the
     // Llama family RMS-norms it and rotates q and k by their positions (the q and k here are rotated)
     const llama = this.#info.config.modelType !== 'gpt2';
-    return { ...inside, text: wellFormed, tokens, ablate: ablate.map(([l, hd]) => [l, hd]), norm: llama ? 'RMSNorm' : 'layer norm', rotary: llama };
+    return {
+      ...inside,
+      text: wellFormed,
+      tokens,
+      ablate: ablate.map(([l, hd]) => [l, hd]),
+      norm: llama ? 'RMSNorm' : 'layer norm',
+      rotary: llama,
+    };
   }
 
   /**
@@ -253,16 +317,22 @@ export class HeadscopeModel {
     // the result a token's rows go into is claimed: a run given it as `reuse` meanwhile copies its own
     let release = shown ? claimForUpdate(shown) : () => {};
     try {
-      const value = await this.generateData(text, options, previous, onToken && (async (step) => {
-        if (signal?.aborted) return false; // stopped before onToken heard of it: not part of the value
-        const result = makeResult(step.data.attentionRows ? withPreviousRows(shown, step.data) : step.data);
-        release();
-        shown = result;
-        release = claimForUpdate(result);
-        const { index, id, token, prob, distribution, ms } = step;
-        await onToken({ index, id, token, prob, distribution, ms, result });
-        return true;
-      }));
+      const value = await this.generateData(
+        text,
+        options,
+        previous,
+        onToken &&
+          (async (step) => {
+            if (signal?.aborted) return false; // stopped before onToken heard of it: not part of the value
+            const result = makeResult(step.data.attentionRows ? withPreviousRows(shown, step.data) : step.data);
+            release();
+            shown = result;
+            release = claimForUpdate(result);
+            const { index, id, token, prob, distribution, ms } = step;
+            await onToken({ index, id, token, prob, distribution, ms, result });
+            return true;
+          }),
+      );
       delete value.cachedIds;
       return value;
     } finally {
@@ -290,11 +360,17 @@ export class HeadscopeModel {
     try {
       // the prompt's tokens as the generation's engine run split them (the same tokenizer)
       const prompt = checked(core, h.tokenize(wellFormed));
-      const written = new WrittenText(new TextEncoder().encode(wellFormed), prompt.map((t) => ({ id: t.id, text: t.text, byteEnd: t.byteEnd })));
+      const written = new WrittenText(
+        new TextEncoder().encode(wellFormed),
+        prompt.map((t) => ({ id: t.id, text: t.text, byteEnd: t.byteEnd })),
+      );
       let windowIds = h.tokenIds(); // the engine's last run: what the next step reuses of it
       let lastYield = performanceNow();
       for (let i = 0; i < o.maxTokens; i++) {
-        if (signal?.aborted) { stopped = true; break; }
+        if (signal?.aborted) {
+          stopped = true;
+          break;
+        }
         h = this.#live(); // disposed meanwhile: the generation refers to the model, so it stops here
         if (this.#generating !== gen) {
           checked(core, gen.restore()); // another run took the engine since the last token
@@ -309,9 +385,21 @@ export class HeadscopeModel {
         if (onStep) {
           const data = this.#writtenData(h, written, ids, sharedPrefixLength(windowIds, ids), previous, o);
           previous = { ids, stride: data.stride };
-          const top = Array.from(t.ids.subarray(0, 10), (id, k) => ({ id, token: this.tokenText(id), prob: t.probs[k] }));
+          const top = Array.from(t.ids.subarray(0, 10), (id, k) => ({
+            id,
+            token: this.tokenText(id),
+            prob: t.probs[k],
+          }));
           const ms = performanceNow() - t0; // the draw, the model's step and the result's copy
-          const step = { index: i, id: t.id, token: t.token, prob: t.prob, distribution: { ids: t.ids, probs: t.probs, top }, ms, data };
+          const step = {
+            index: i,
+            id: t.id,
+            token: t.token,
+            prob: t.prob,
+            distribution: { ids: t.ids, probs: t.probs, top },
+            ms,
+            data,
+          };
           if ((await onStep(step)) === false) {
             written.pop();
             stopped = true;
@@ -328,8 +416,13 @@ export class HeadscopeModel {
       }
       const ids = written.ids.slice();
       return {
-        text: written.text, ids, generatedIds: ids.slice(written.promptTokens), tokens: written.tokens(),
-        promptTokens: written.promptTokens, stopped, cachedIds: Array.from(windowIds),
+        text: written.text,
+        ids,
+        generatedIds: ids.slice(written.promptTokens),
+        tokens: written.tokens(),
+        promptTokens: written.promptTokens,
+        stopped,
+        cachedIds: Array.from(windowIds),
       };
     } finally {
       gen.delete();
@@ -351,11 +444,24 @@ export class HeadscopeModel {
     // unless the context is too small to hold them and a token of text (Model::Impl::cut)
     const prefix = this.#info.config.prefixTokens ?? 0;
     const keep = droppedTokens && prefix + 1 < nPositions ? Math.min(prefix, T) : 0;
-    const tokens = keep ? [...written.tokens(0, keep), ...written.tokens(keep + droppedTokens)] : written.tokens(droppedTokens);
+    const tokens = keep
+      ? [...written.tokens(0, keep), ...written.tokens(keep + droppedTokens)]
+      : written.tokens(droppedTokens);
     const data = {
-      text: written.text, tokens, T, nLayer, nHead, nKvHead, ablate: ablate.map(([l, hd]) => [l, hd]),
-      droppedTokens, reusedTokens, stride, rowsFrom,
-      contributionNorms: out.contributionNorms, logitsLast: out.logitsLast, topNext: out.topNext,
+      text: written.text,
+      tokens,
+      T,
+      nLayer,
+      nHead,
+      nKvHead,
+      ablate: ablate.map(([l, hd]) => [l, hd]),
+      droppedTokens,
+      reusedTokens,
+      stride,
+      rowsFrom,
+      contributionNorms: out.contributionNorms,
+      logitsLast: out.logitsLast,
+      topNext: out.topNext,
     };
     data[rowsFrom > 0 ? 'attentionRows' : 'attentionAll'] = out.attentionRows;
     if (valueNorms) data.valueNorms = checked(this.#core, h.valueNorms());
@@ -377,14 +483,28 @@ export class HeadscopeModel {
     const h = this.#live();
     const wellFormed = toWellFormed(text);
     const {
-      randomOrders = 8, seed = 0, exactLimit = MEASURE_DEFAULTS.exactLimit, candidates = MEASURE_DEFAULTS.candidates,
-      onProgress, signal, chunkMs = CHUNK_MS,
+      randomOrders = 8,
+      seed = 0,
+      exactLimit = MEASURE_DEFAULTS.exactLimit,
+      candidates = MEASURE_DEFAULTS.candidates,
+      onProgress,
+      signal,
+      chunkMs = CHUNK_MS,
     } = options;
     // embind would truncate 2.5 or refuse '2' with a TypeError of its own: a message naming the option instead
-    for (const [name, v] of [['randomOrders', randomOrders], ['seed', seed], ['exactLimit', exactLimit], ['candidates', candidates]])
-      if (!Number.isInteger(v) || v < 0) throw new Error(`${name} must be a whole number >= 0, got ${typeof v === 'number' ? v : typeof v}`);
+    for (const [name, v] of [
+      ['randomOrders', randomOrders],
+      ['seed', seed],
+      ['exactLimit', exactLimit],
+      ['candidates', candidates],
+    ])
+      if (!Number.isInteger(v) || v < 0)
+        throw new Error(`${name} must be a whole number >= 0, got ${typeof v === 'number' ? v : typeof v}`);
     if (signal?.aborted) throw cancelledMeasurement();
-    const measurement = checked(this.#core, this.#core.measureHeads(h, wellFormed, randomOrders, seed, exactLimit, candidates));
+    const measurement = checked(
+      this.#core,
+      this.#core.measureHeads(h, wellFormed, randomOrders, seed, exactLimit, candidates),
+    );
     try {
       for (;;) {
         const t0 = performanceNow();
@@ -424,10 +544,15 @@ export class HeadscopeModel {
    */
   logitAttribution(position, token, of = undefined) {
     const h = this.#live();
-    for (const [name, v] of [['position', position], ['token', token]])
-      if (!Number.isInteger(v)) throw new Error(`${name} must be an integer, got ${typeof v === 'number' ? v : typeof v}`);
+    for (const [name, v] of [
+      ['position', position],
+      ['token', token],
+    ])
+      if (!Number.isInteger(v))
+        throw new Error(`${name} must be an integer, got ${typeof v === 'number' ? v : typeof v}`);
     if (of !== undefined) {
-      if (typeof of?.text !== 'string') throw new Error('logitAttribution(position, token, { text, ablate }): text must be a string');
+      if (typeof of?.text !== 'string')
+        throw new Error('logitAttribution(position, token, { text, ablate }): text must be a string');
       const text = toWellFormed(of.text);
       const flat = flatAblate(of.ablate ?? []);
       const last = this.#lastRun;

@@ -40,8 +40,10 @@ export function contributionIndex(result, layer, head, t) {
 }
 
 function checkLayerHead(data, layer, head) {
-  if (!Number.isInteger(layer) || layer < 0 || layer >= data.nLayer) throw new Error(`layer ${layer} is outside [0, ${data.nLayer})`);
-  if (!Number.isInteger(head) || head < 0 || head >= data.nHead) throw new Error(`head ${head} is outside [0, ${data.nHead})`);
+  if (!Number.isInteger(layer) || layer < 0 || layer >= data.nLayer)
+    throw new Error(`layer ${layer} is outside [0, ${data.nLayer})`);
+  if (!Number.isInteger(head) || head < 0 || head >= data.nHead)
+    throw new Error(`head ${head} is outside [0, ${data.nHead})`);
 }
 
 /** The typed arrays of a result: what a worker transfers instead of copying. */
@@ -55,7 +57,8 @@ export function resultForTransfer(result) {
 }
 
 /** True when two lists of switched-off heads ([[layer, head], ...]) are the same, in the same order. */
-export const sameAblate = (a = [], b = []) => a.length === b.length && a.every(([l, h], i) => l === b[i][0] && h === b[i][1]);
+export const sameAblate = (a = [], b = []) =>
+  a.length === b.length && a.every(([l, h], i) => l === b[i][0] && h === b[i][1]);
 
 /** How many leading entries two id sequences share. */
 export function sharedPrefixLength(a, b) {
@@ -82,8 +85,15 @@ export function claimForUpdate(result) {
  * attention buffer, superseded already, other heads switched off).
  */
 export function reuseInfo(result, ablate = []) {
-  if (!result || superseded.has(result) || claimed.has(result) || !(result.attentionAll instanceof Float32Array)
-    || !result.attentionAll.length || !sameAblate(result.ablate ?? [], ablate)) return null;
+  if (
+    !result ||
+    superseded.has(result) ||
+    claimed.has(result) ||
+    !(result.attentionAll instanceof Float32Array) ||
+    !result.attentionAll.length ||
+    !sameAblate(result.ablate ?? [], ablate)
+  )
+    return null;
   const S = strideOf(result);
   if (result.attentionAll.length !== result.nLayer * result.nHead * S * S) return null;
   return { ids: Int32Array.from(result.tokens, (t) => t.id), stride: S };
@@ -117,7 +127,8 @@ export function withPreviousRows(previous, update) {
   const { attentionRows, rowsFrom, stride: S, T, nLayer, nHead } = update;
   if (superseded.has(previous)) throw new Error('this result was already updated by a later run');
   const A = previous.attentionAll;
-  if (strideOf(previous) !== S || A.length !== nLayer * nHead * S * S) throw new Error('the attention rows do not fit the earlier result');
+  if (strideOf(previous) !== S || A.length !== nLayer * nHead * S * S)
+    throw new Error('the attention rows do not fit the earlier result');
   const rowsPerHead = T - rowsFrom;
   for (let head = 0; head < nLayer * nHead; head++) {
     const from = head * rowsPerHead * S;
@@ -130,7 +141,8 @@ export function withPreviousRows(previous, update) {
 }
 
 function checkCurrent(result) {
-  if (superseded.has(result)) throw new Error('this result was updated by a later run (passed as its `reuse`): use that one');
+  if (superseded.has(result))
+    throw new Error('this result was updated by a later run (passed as its `reuse`): use that one');
 }
 
 /** Adds the accessor methods to a result's data (built by the engine, or received from a worker). */
@@ -157,7 +169,8 @@ export function makeResult(data) {
     /** One head's value sizes at every token (a copy); only for a run with { valueNorms: true }. */
     headValueNorms(layer, head) {
       checkLayerHead(data, layer, head);
-      if (!(data.valueNorms instanceof Float32Array)) throw new Error('this result has no value sizes: run with { valueNorms: true }');
+      if (!(data.valueNorms instanceof Float32Array))
+        throw new Error('this result has no value sizes: run with { valueNorms: true }');
       const o = contributionIndex(data, layer, head, 0);
       return data.valueNorms.slice(o, o + data.T);
     },

@@ -8,14 +8,33 @@ import { tokenizerKind } from './files.js';
 
 // option name here -> RunSpec JSON key (training_run.hpp)
 const SPEC_KEYS = {
-  task: 'task', batchSize: 'batch_size', seqLen: 'seq_len', steps: 'steps', optimizer: 'optimizer', lr: 'lr',
-  weightDecay: 'weight_decay', clip: 'clip', warmup: 'warmup', schedule: 'schedule', seed: 'seed',
-  minPeriod: 'min_period', maxPeriod: 'max_period', probePeriod: 'probe_period',
+  task: 'task',
+  batchSize: 'batch_size',
+  seqLen: 'seq_len',
+  steps: 'steps',
+  optimizer: 'optimizer',
+  lr: 'lr',
+  weightDecay: 'weight_decay',
+  clip: 'clip',
+  warmup: 'warmup',
+  schedule: 'schedule',
+  seed: 'seed',
+  minPeriod: 'min_period',
+  maxPeriod: 'max_period',
+  probePeriod: 'probe_period',
 };
-const SHAPE_KEYS = { nLayer: 'n_layer', nHead: 'n_head', nEmbd: 'n_embd', nPositions: 'n_positions', vocabSize: 'vocab_size' };
+const SHAPE_KEYS = {
+  nLayer: 'n_layer',
+  nHead: 'n_head',
+  nEmbd: 'n_embd',
+  nPositions: 'n_positions',
+  vocabSize: 'vocab_size',
+};
 const OTHER_KEYS = new Set(['preset', 'config', 'init', 'text', 'threads']);
 
-function invert(map) { return Object.fromEntries(Object.entries(map).map(([k, v]) => [v, k])); }
+function invert(map) {
+  return Object.fromEntries(Object.entries(map).map(([k, v]) => [v, k]));
+}
 
 /** A RunSpec's JSON (snake_case) as the options createTrainer() takes (camelCase). */
 export function specFromJson(json) {
@@ -37,14 +56,18 @@ export function specToJson(options) {
     if (v === undefined) continue;
     if (k in SPEC_KEYS) out[SPEC_KEYS[k]] = v;
     else if (k === 'config') {
-      if (typeof v !== 'object' || v === null) throw new Error('config must be an object { nLayer, nHead, nEmbd, nPositions, vocabSize }');
+      if (typeof v !== 'object' || v === null)
+        throw new Error('config must be an object { nLayer, nHead, nEmbd, nPositions, vocabSize }');
       out.shape = {};
       for (const [sk, sv] of Object.entries(v)) {
-        if (!(sk in SHAPE_KEYS)) throw new Error(`unknown config key "${sk}" (expected ${Object.keys(SHAPE_KEYS).join(', ')})`);
+        if (!(sk in SHAPE_KEYS))
+          throw new Error(`unknown config key "${sk}" (expected ${Object.keys(SHAPE_KEYS).join(', ')})`);
         out.shape[SHAPE_KEYS[sk]] = sv;
       }
     } else if (!OTHER_KEYS.has(k)) {
-      throw new Error(`unknown trainer option "${k}" (expected ${[...OTHER_KEYS, ...Object.keys(SPEC_KEYS)].join(', ')})`);
+      throw new Error(
+        `unknown trainer option "${k}" (expected ${[...OTHER_KEYS, ...Object.keys(SPEC_KEYS)].join(', ')})`,
+      );
     }
   }
   return JSON.stringify(out);
@@ -57,19 +80,29 @@ export function presetsFromCore(core) {
 
 function initFiles(init) {
   if (init === undefined || init === null) return null;
-  if (typeof init !== 'object') throw new Error('init must be { config, weights, vocab, merges } or { config, weights, tokenizer } (what export() returns)');
+  if (typeof init !== 'object')
+    throw new Error(
+      'init must be { config, weights, vocab, merges } or { config, weights, tokenizer } (what export() returns)',
+    );
   const text = (v, what) => {
     if (typeof v === 'string') return v;
     if (v instanceof ArrayBuffer || ArrayBuffer.isView(v)) return new TextDecoder().decode(v);
     throw new Error(`init.${what} must be a string or bytes`);
   };
   const w = init.weights;
-  if (!(w instanceof ArrayBuffer || ArrayBuffer.isView(w))) throw new Error('init.weights must be an ArrayBuffer or typed array');
-  const weights = w instanceof Uint8Array ? w : ArrayBuffer.isView(w) ? new Uint8Array(w.buffer, w.byteOffset, w.byteLength) : new Uint8Array(w);
+  if (!(w instanceof ArrayBuffer || ArrayBuffer.isView(w)))
+    throw new Error('init.weights must be an ArrayBuffer or typed array');
+  const weights =
+    w instanceof Uint8Array
+      ? w
+      : ArrayBuffer.isView(w)
+        ? new Uint8Array(w.buffer, w.byteOffset, w.byteLength)
+        : new Uint8Array(w);
   const config = text(init.config, 'config');
   // a Llama-family checkpoint carries tokenizer.json (config.json's model_type says which the engine reads)
   if (tokenizerKind(config) === 'tokenizer') {
-    if (!('tokenizer' in init)) throw new Error('init: a Llama-family model needs its tokenizer ({ config, weights, tokenizer })');
+    if (!('tokenizer' in init))
+      throw new Error('init: a Llama-family model needs its tokenizer ({ config, weights, tokenizer })');
     return { config, weights, tokenizer: text(init.tokenizer, 'tokenizer') };
   }
   return { config, weights, vocab: text(init.vocab, 'vocab'), merges: text(init.merges, 'merges') };
@@ -109,13 +142,23 @@ export class HeadscopeTrainer {
   }
 
   /** The run's options after the preset and the given options were applied. */
-  get spec() { this.#live(); return this.#spec; }
+  get spec() {
+    this.#live();
+    return this.#spec;
+  }
   /** The threads forward and backward run on. */
-  get threads() { this.#live(); return this.#threads; }
+  get threads() {
+    this.#live();
+    return this.#threads;
+  }
   /** Optimizer steps taken so far. */
-  get stepsDone() { return this.#live().stepsDone(); }
+  get stepsDone() {
+    return this.#live().stepsDone();
+  }
   /** Bytes the engine holds for this run (weights, gradients, optimizer state, activations). */
-  get bytes() { return this.#live().bytes(); }
+  get bytes() {
+    return this.#live().bytes();
+  }
 
   /**
    * step(n): n optimizer steps on the task's batches; step({ ids }): one step on an explicit batch of
@@ -146,7 +189,9 @@ export class HeadscopeTrainer {
   }
 
   /** The learning rate of 0-based step `step` under the run's schedule. */
-  learningRate(step) { return this.#live().learningRate(step); }
+  learningRate(step) {
+    return this.#live().learningRate(step);
+  }
 
   /**
    * Every head's previous-token and induction scores on the probe (sequences of distinct random
@@ -200,9 +245,18 @@ export function headsReport(r, extra) {
   const order = [];
   for (let i = 0; i < r.order.length; i += 2) order.push([r.order[i], r.order[i + 1]]);
   return {
-    nLayer: r.nLayer, nHead: r.nHead, tokens: r.tokens, method: r.method, loss: r.loss,
-    gateGrad: r.gateGrad, ablationDelta: r.ablationDelta, order, prunedLoss: r.prunedLoss,
-    randomLossMean: r.randomLossMean, randomLossLow: r.randomLossLow, randomLossHigh: r.randomLossHigh,
+    nLayer: r.nLayer,
+    nHead: r.nHead,
+    tokens: r.tokens,
+    method: r.method,
+    loss: r.loss,
+    gateGrad: r.gateGrad,
+    ablationDelta: r.ablationDelta,
+    order,
+    prunedLoss: r.prunedLoss,
+    randomLossMean: r.randomLossMean,
+    randomLossLow: r.randomLossLow,
+    randomLossHigh: r.randomLossHigh,
     ...extra,
   };
 }

@@ -30,11 +30,16 @@ const DEFAULT_MAX_THREADS = 8;
 // Whether this engine validates relaxed SIMD's standard multiply-add: a 40-byte module whose one
 // function returns f32x4.relaxed_madd of three zero vectors (Chromium: yes; node 20: only with
 // --experimental-wasm-relaxed-simd). Chosen once, at load.
-const RELAXED_SIMD = typeof WebAssembly === 'object' && WebAssembly.validate(new Uint8Array([
-  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 19, 1, 17, 0,
-  65, 0, 253, 17, 65, 0, 253, 17, 65, 0, 253, 17, 253, 133, 2, 11]));
+const RELAXED_SIMD =
+  typeof WebAssembly === 'object' &&
+  WebAssembly.validate(
+    new Uint8Array([
+      0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 19, 1, 17, 0, 65, 0, 253, 17, 65, 0, 253, 17,
+      65, 0, 253, 17, 253, 133, 2, 11,
+    ]),
+  );
 
-const corePromises = new Map();  // threads of the core's pool (1: the single-threaded build) -> promise
+const corePromises = new Map(); // threads of the core's pool (1: the single-threaded build) -> promise
 const announced = new Set();
 
 // console.info once per message and page or worker, as the worker fallback does
@@ -53,9 +58,12 @@ function announce(message) {
 export function threadsUnavailable({ forWorker = false } = {}) {
   if (isNode) return 'Node runs the single-threaded build';
   if (typeof SharedArrayBuffer === 'undefined' || !globalThis.crossOriginIsolated)
-    return 'the page is not cross-origin isolated (it needs Cross-Origin-Opener-Policy: same-origin and '
-      + 'Cross-Origin-Embedder-Policy: require-corp or credentialless)';
-  if (!forWorker && typeof document !== 'undefined') return 'threads run only in a Web Worker (headscope/worker), not on the page thread';
+    return (
+      'the page is not cross-origin isolated (it needs Cross-Origin-Opener-Policy: same-origin and ' +
+      'Cross-Origin-Embedder-Policy: require-corp or credentialless)'
+    );
+  if (!forWorker && typeof document !== 'undefined')
+    return 'threads run only in a Web Worker (headscope/worker), not on the page thread';
   if (!(globalThis.navigator?.hardwareConcurrency > 1)) return 'this device reports one core';
   return null;
 }
@@ -64,7 +72,9 @@ export function threadsUnavailable({ forWorker = false } = {}) {
 export function checkThreads(threads) {
   if (threads === undefined) return;
   if (!Number.isInteger(threads) || threads < 1 || threads > MAX_THREADS)
-    throw new Error(`threads must be a whole number from 1 to ${MAX_THREADS}, got ${typeof threads === 'number' ? threads : JSON.stringify(threads) ?? String(threads)}`);
+    throw new Error(
+      `threads must be a whole number from 1 to ${MAX_THREADS}, got ${typeof threads === 'number' ? threads : (JSON.stringify(threads) ?? String(threads))}`,
+    );
 }
 
 /**
@@ -105,15 +115,21 @@ export function checked(core, value) {
 // and says why once. core.poolThreads is what the core can run.
 export function loadCore(threads = 1) {
   if (!corePromises.has(threads)) {
-    const promise = (threads > 1 ? loadThreaded(threads).catch((e) => {
-      announce(`single-threaded engine: the threaded build did not start (${e.message})`);
-      return loadCore(1);
-    }) : loadSingle()).then((core) => {
+    const promise = (
+      threads > 1
+        ? loadThreaded(threads).catch((e) => {
+            announce(`single-threaded engine: the threaded build did not start (${e.message})`);
+            return loadCore(1);
+          })
+        : loadSingle()
+    ).then((core) => {
       core.poolThreads ??= threads > 1 ? threads : 1;
       return core;
     });
     corePromises.set(threads, promise);
-    promise.catch(() => { corePromises.delete(threads); });
+    promise.catch(() => {
+      corePromises.delete(threads);
+    });
   }
   latest = corePromises.get(threads);
   return latest;
@@ -133,7 +149,8 @@ async function loadSingle() {
     options.wasmBinary = await readLocalFile(wasmUrl);
     return glueFor(wasmUrl)(options);
   }
-  let compiled, url = wasmUrl;
+  let compiled,
+    url = wasmUrl;
   try {
     compiled = await compileWasm(url);
   } catch (e) {
@@ -148,7 +165,7 @@ async function loadSingle() {
 async function loadThreaded(threads) {
   const compiled = await compileWasm(WASM_THREADS_URL);
   const options = {
-    headscopeWorkers: threads - 1,  // the pool's size: -sPTHREAD_POOL_SIZE=Module.headscopeWorkers
+    headscopeWorkers: threads - 1, // the pool's size: -sPTHREAD_POOL_SIZE=Module.headscopeWorkers
     // what each pthread worker imports: the glue by its absolute URL (a blob: worker has no base)
     mainScriptUrlOrBlob: THREADS_GLUE_URL.href,
   };
@@ -157,7 +174,9 @@ async function loadThreaded(threads) {
   if (typeof location !== 'undefined' && THREADS_WORKER_URL.origin !== location.origin) {
     // a browser starts workers only from its own origin: from a CDN, a same-origin blob: script
     // imports the glue's worker file (which then needs Cross-Origin-Resource-Policy or CORS there)
-    workerUrl = URL.createObjectURL(new Blob([`importScripts(${JSON.stringify(THREADS_WORKER_URL.href)});\n`], { type: 'text/javascript' }));
+    workerUrl = URL.createObjectURL(
+      new Blob([`importScripts(${JSON.stringify(THREADS_WORKER_URL.href)});\n`], { type: 'text/javascript' }),
+    );
   }
   options.locateFile = (path) => (path.endsWith('.worker.js') ? workerUrl : new URL(path, THREADS_GLUE_URL).href);
   return instantiate(createThreadedCore, compiled, options, true);
@@ -169,7 +188,9 @@ async function loadThreaded(threads) {
 // print it and wait for the worker forever.
 function instantiate(glue, compiled, options, threaded = false) {
   let failed;
-  const failure = new Promise((_, reject) => { failed = reject; });
+  const failure = new Promise((_, reject) => {
+    failed = reject;
+  });
   options.instantiateWasm = (imports, receiveInstance) => {
     WebAssembly.instantiate(compiled, imports).then((instance) => receiveInstance(instance, compiled), failed);
     return {};

@@ -26,14 +26,20 @@ try {
       help: { type: 'boolean', default: false },
     },
     // `--cors` alone means every file: parseArgs needs a value, so it is rewritten to `--cors=*`
-    args: process.argv.slice(2).flatMap((a, i, all) => (a === '--cors' && (all[i + 1] === undefined || all[i + 1].startsWith('--')) ? ['--cors=*'] : [a])),
+    args: process.argv
+      .slice(2)
+      .flatMap((a, i, all) =>
+        a === '--cors' && (all[i + 1] === undefined || all[i + 1].startsWith('--')) ? ['--cors=*'] : [a],
+      ),
   }));
 } catch (e) {
   console.error(`serve.mjs: ${e.message}`);
   process.exit(2);
 }
 if (values.help) {
-  console.log('usage: node web/server/serve.mjs [--root DIR] [--port N] [--host H] [--mount /prefix/=DIR]... [--csp POLICY|none] [--cors [EXT,...]] [--isolation on|off] [--quiet]');
+  console.log(
+    'usage: node web/server/serve.mjs [--root DIR] [--port N] [--host H] [--mount /prefix/=DIR]... [--csp POLICY|none] [--cors [EXT,...]] [--isolation on|off] [--quiet]',
+  );
   process.exit(0);
 }
 const port = Number(values.port);
@@ -43,7 +49,10 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
 }
 const mounts = values.mount.map((m) => {
   const eq = m.indexOf('=');
-  if (eq <= 0) { console.error(`serve.mjs: --mount takes /prefix/=DIR, got ${m}`); process.exit(2); }
+  if (eq <= 0) {
+    console.error(`serve.mjs: --mount takes /prefix/=DIR, got ${m}`);
+    process.exit(2);
+  }
   return [m.slice(0, eq), m.slice(eq + 1)];
 });
 const csp = values.csp === undefined ? DEMO_CSP : values.csp === 'none' ? null : values.csp;
@@ -57,7 +66,13 @@ if (values.isolation !== 'on' && values.isolation !== 'off') {
 const headers = values.isolation === 'on' ? ISOLATION_HEADERS : {};
 
 const server = await startStaticServer({
-  root: values.root, host: values.host, port, mounts, csp, cors, headers,
+  root: values.root,
+  host: values.host,
+  port,
+  mounts,
+  csp,
+  cors,
+  headers,
   log: values.quiet ? null : (method, path) => console.log(`${method} ${path}`),
 });
 const shown = values.host === '127.0.0.1' ? `http://localhost:${server.port}/` : server.url;

@@ -21,7 +21,11 @@ export const ISOLATION_HEADERS = Object.freeze({
 });
 
 // types sirv's table (mrmime) does not know
-const EXTRA_TYPES = { '.safetensors': 'application/octet-stream', '.md': 'text/plain; charset=utf-8', '.txt': 'text/plain; charset=utf-8' };
+const EXTRA_TYPES = {
+  '.safetensors': 'application/octet-stream',
+  '.md': 'text/plain; charset=utf-8',
+  '.txt': 'text/plain; charset=utf-8',
+};
 
 /**
  * A request handler serving `root`, and each [prefix, dir] of `mounts` under its prefix.
@@ -38,7 +42,10 @@ export function staticHandler({ root, mounts = [], csp = null, cors = null, head
     if (cors && (cors.includes('*') || cors.includes(ext))) res.setHeader('Access-Control-Allow-Origin', '*');
   };
   const serve = (dir) => sirv(path.resolve(dir), { dev: true, etag: false, dotfiles: false, setHeaders });
-  const routes = [...mounts.map(([prefix, dir]) => [prefix.endsWith('/') ? prefix : `${prefix}/`, serve(dir)]), ['/', serve(root)]];
+  const routes = [
+    ...mounts.map(([prefix, dir]) => [prefix.endsWith('/') ? prefix : `${prefix}/`, serve(dir)]),
+    ['/', serve(root)],
+  ];
   return (req, res) => {
     const url = new URL(req.url, 'http://localhost');
     log?.(req.method, url.pathname);
@@ -69,6 +76,10 @@ export async function startStaticServer({ host = '127.0.0.1', port = 0, ...optio
     server,
     port: actual,
     url: `http://${host}:${actual}/`,
-    close: () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(resolve); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections?.();
+        server.close(resolve);
+      }),
   };
 }

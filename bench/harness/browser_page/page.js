@@ -37,7 +37,10 @@ window.__bench = {
   async start(name, kind, threads) {
     const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
     worker.onmessage = onReply;
-    worker.onerror = (e) => { for (const p of pending.values()) p.reject(new Error(`worker ${name}: ${e.message}`)); pending.clear(); };
+    worker.onerror = (e) => {
+      for (const p of pending.values()) p.reject(new Error(`worker ${name}: ${e.message}`));
+      pending.clear();
+    };
     workers.set(name, worker);
     return call(name, 'init', { kind, threads });
   },
@@ -47,6 +50,10 @@ window.__bench = {
     const [x, y] = [await call(a, 'outputs', input), await call(b, 'outputs', input)];
     let logitMax = 0;
     for (const v of y.logitsLast) logitMax = Math.max(logitMax, Math.abs(v));
-    return { attention: maxAbsDiff(x.attention, y.attention), logits: maxAbsDiff(x.logitsLast, y.logitsLast), logitMax };
+    return {
+      attention: maxAbsDiff(x.attention, y.attention),
+      logits: maxAbsDiff(x.logitsLast, y.logitsLast),
+      logitMax,
+    };
   },
 };

@@ -7,7 +7,8 @@ import { loadModel, createTrainer } from '/pkg/headscope.js';
 
 let subject = null;
 let turn = 0;
-const PROSE = 'the chef who trained in paris cooked the meal quickly while the guests waited in the garden and ' +
+const PROSE =
+  'the chef who trained in paris cooked the meal quickly while the guests waited in the garden and ' +
   'talked about the long summer, the river, the market and the old bridge near the station; ';
 
 const ops = {
@@ -25,10 +26,12 @@ const ops = {
     }
     const ort = await import('/ort/ort.wasm.min.mjs');
     ort.env.wasm.wasmPaths = new URL('/ort/', self.location.href).href;
-    if (threads) ort.env.wasm.numThreads = threads;  // else its default: min(4, ceil(cores / 2)) when isolated
+    if (threads) ort.env.wasm.numThreads = threads; // else its default: min(4, ceil(cores / 2)) when isolated
     ort.env.logLevel = 'error';
-    const session = await ort.InferenceSession.create(new URL('/onnx/forward.onnx', self.location.href).href,
-      { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+    const session = await ort.InferenceSession.create(new URL('/onnx/forward.onnx', self.location.href).href, {
+      executionProviders: ['wasm'],
+      graphOptimizationLevel: 'all',
+    });
     subject = { kind, ort, session };
     return { threads: ort.env.wasm.numThreads };
   },
@@ -46,7 +49,8 @@ const ops = {
       if (ids.length !== T) throw new Error(`a text of ${T} tokens came out with ${ids.length}`);
       return { text, ids };
     };
-    const a = make('The'), b = make('A');
+    const a = make('The'),
+      b = make('A');
     if (a.ids[0] === b.ids[0]) throw new Error('the two texts start with the same token');
     return [a, b];
   },

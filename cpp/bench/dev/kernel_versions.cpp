@@ -31,8 +31,8 @@ static float horizontal_max(const batch& b) {
 // ---- GEMM with split-k small tiles (a candidate that was not adopted) ---------------------------
 // ROWS rows x kPanel columns; U interleaved k streams, each with its own accumulators (U*ROWS*2 chains)
 template <int ROWS, int U>
-static inline void tile_split(float* out, int out_stride, const float* inp, int inp_stride, const float* panel, int k_begin,
-                              int k_end, const float* bias, int n_valid) noexcept {
+static inline void tile_split(float* out, int out_stride, const float* inp, int inp_stride, const float* panel,
+                              int k_begin, int k_end, const float* bias, int n_valid) noexcept {
   batch acc0[U][ROWS], acc1[U][ROWS];
   for (int u = 0; u < U; u++)
     for (int r = 0; r < ROWS; r++) acc0[u][r] = acc1[u][r] = batch(0.0f);
@@ -86,22 +86,30 @@ static void gemm_split(float* out, const float* inp, int inp_stride, const k::Pa
     const float* bias = with_bias && !W.bias.empty() ? W.bias.data() + n0 : nullptr;
     int t = 0;
     for (; t + 4 <= T; t += 4)
-      tile_split<4, 1>(out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride, inp_stride, panel, k_begin, k_end, bias, n_valid);
+      tile_split<4, 1>(out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride, inp_stride, panel, k_begin,
+                       k_end, bias, n_valid);
     float* o = out + (std::size_t)t * N + n0;
     const float* a = inp + (std::size_t)t * inp_stride;
     switch (T - t) {
-      case 3: tile_split<3, 1>(o, N, a, inp_stride, panel, k_begin, k_end, bias, n_valid); break;
-      case 2: tile_split<2, 2>(o, N, a, inp_stride, panel, k_begin, k_end, bias, n_valid); break;
-      case 1: tile_split<1, 4>(o, N, a, inp_stride, panel, k_begin, k_end, bias, n_valid); break;
-      default: break;
+      case 3:
+        tile_split<3, 1>(o, N, a, inp_stride, panel, k_begin, k_end, bias, n_valid);
+        break;
+      case 2:
+        tile_split<2, 2>(o, N, a, inp_stride, panel, k_begin, k_end, bias, n_valid);
+        break;
+      case 1:
+        tile_split<1, 4>(o, N, a, inp_stride, panel, k_begin, k_end, bias, n_valid);
+        break;
+      default:
+        break;
     }
   }
 }
 void matmul_forward_candidate_split_k(float* out, const float* inp, const k::PackedLinear& W, int T) noexcept {
   gemm_split(out, inp, W.K, W, 0, W.K, true, T);
 }
-void matmul_rows_forward_candidate_split_k(float* out, const float* inp, int inp_stride, const k::PackedLinear& W, int k_begin, int k_end,
-                         int T) noexcept {
+void matmul_rows_forward_candidate_split_k(float* out, const float* inp, int inp_stride, const k::PackedLinear& W,
+                                           int k_begin, int k_end, int T) noexcept {
   gemm_split(out, inp, inp_stride, W, k_begin, k_end, false, T);
 }
 
@@ -134,7 +142,7 @@ void softmax_forward_v1(float* row, int N) noexcept {
 
 // ---- attention: one row at a time, one pass over the keys per head-size batch --------------------
 void attention_forward_v1(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
-                             int att_stride) noexcept {
+                          int att_stride) noexcept {
   const int HS = C / NH;
   const int hs_simd = HS - HS % kLanes;  // head-size columns covered by whole batches
   const float scale = 1.0f / std::sqrt((float)HS);
@@ -178,7 +186,8 @@ void attention_forward_v1(float* out, float* att, const float* qkv, int t_begin,
       float* y = out + (std::size_t)t * C + h * HS;
       for (int d = 0; d < hs_simd; d += kLanes) {
         batch acc(0.0f);
-        for (int jj = 0; jj <= t; jj++) acc = xsimd::fma(batch(a[jj]), batch::load_unaligned(values + jj * row3 + d), acc);
+        for (int jj = 0; jj <= t; jj++)
+          acc = xsimd::fma(batch(a[jj]), batch::load_unaligned(values + jj * row3 + d), acc);
         acc.store_unaligned(y + d);
       }
       for (int d = hs_simd; d < HS; d++) {
@@ -191,7 +200,8 @@ void attention_forward_v1(float* out, float* att, const float* qkv, int t_begin,
 }
 
 // ---- LM head with 8 weight rows per pass (a candidate that was not adopted) -------------------------
-void matmul_transposed_forward_candidate_8rows(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept {
+void matmul_transposed_forward_candidate_8rows(float* out, const float* inp, const float* weight, int T, int K,
+                                               int N) noexcept {
   constexpr int R = 8;
   for (int t = 0; t < T; t++) {
     const float* x = inp + (std::size_t)t * K;
@@ -222,17 +232,20 @@ void matmul_transposed_forward_candidate_8rows(float* out, const float* inp, con
 
 #else
 bool available() { return false; }
-void matmul_forward_candidate_split_k(float* out, const float* inp, const k::PackedLinear& W, int T) noexcept { k::matmul_forward(out, inp, W, T); }
-void matmul_rows_forward_candidate_split_k(float* out, const float* inp, int inp_stride, const k::PackedLinear& W, int k_begin, int k_end,
-                         int T) noexcept {
+void matmul_forward_candidate_split_k(float* out, const float* inp, const k::PackedLinear& W, int T) noexcept {
+  k::matmul_forward(out, inp, W, T);
+}
+void matmul_rows_forward_candidate_split_k(float* out, const float* inp, int inp_stride, const k::PackedLinear& W,
+                                           int k_begin, int k_end, int T) noexcept {
   k::matmul_rows_forward(out, inp, inp_stride, W, k_begin, k_end, T);
 }
 void softmax_forward_v1(float* row, int N) noexcept { k::softmax_forward(row, N); }
 void attention_forward_v1(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
-                             int att_stride) noexcept {
+                          int att_stride) noexcept {
   k::attention_forward(out, att, qkv, t_begin, T, C, NH, att_stride, nullptr);
 }
-void matmul_transposed_forward_candidate_8rows(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept {
+void matmul_transposed_forward_candidate_8rows(float* out, const float* inp, const float* weight, int T, int K,
+                                               int N) noexcept {
   k::matmul_transposed_forward(out, inp, weight, T, K, N);
 }
 #endif

@@ -40,15 +40,15 @@ struct ModelConfig {
   // the Llama family only:
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
-  bool qk_norm = false;              // Qwen3: an RMSNorm over each head's q and k before the rotation
-  bool tie_word_embeddings = true;   // false: the LM head is lm_head.weight, not the embedding
-  int max_position_embeddings = 0;   // as trained; n_positions is the engine's context, at most kLlamaContext
+  bool qk_norm = false;             // Qwen3: an RMSNorm over each head's q and k before the rotation
+  bool tie_word_embeddings = true;  // false: the LM head is lm_head.weight, not the embedding
+  int max_position_embeddings = 0;  // as trained; n_positions is the engine's context, at most kLlamaContext
   // A config made by hand (the trainer's shapes) may leave n_kv_head and head_dim 0: GPT-2's then.
   int head_size() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
   int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
-  int q_width() const { return n_head * head_size(); }                      // NH * HS
+  int q_width() const { return n_head * head_size(); }                       // NH * HS
   int qkv_width() const { return (n_head + 2 * kv_heads()) * head_size(); }  // q | k | v per token
-  int group_size() const { return n_head / kv_heads(); }                    // query heads per key/value head
+  int group_size() const { return n_head / kv_heads(); }                     // query heads per key/value head
   // The key/value cache a generated token adds, in float32: a key and a value of HS per key/value
   // head and layer (what grouped-query attention divides by group_size())
   uint64_t kv_cache_bytes_per_token() const { return 2ull * n_layer * kv_heads() * head_size() * sizeof(float); }

@@ -53,8 +53,8 @@ int32_t draw(const SamplingDistribution& d, double u);
 
 struct GeneratedToken {
   int32_t id = 0;
-  std::string token;               // its display text
-  double prob = 0;                 // its probability in the distribution it was drawn from
+  std::string token;  // its display text
+  double prob = 0;    // its probability in the distribution it was drawn from
   SamplingDistribution distribution;
 };
 

@@ -34,23 +34,23 @@
 namespace headscope {
 
 struct HeadsOptions {
-  int random_orders = 8;        // N random orders for the band (0: none)
-  uint64_t seed = 0;            // of the random orders (std::mt19937_64, Fisher-Yates from the last index)
-  int exact_limit = 64;         // at most this many heads: exact greedy
-  int exact_candidates = 4;     // above it: candidates measured per step
-  int gradient_every = 4;       // above it: gate gradients recomputed every this many heads removed
+  int random_orders = 8;     // N random orders for the band (0: none)
+  uint64_t seed = 0;         // of the random orders (std::mt19937_64, Fisher-Yates from the last index)
+  int exact_limit = 64;      // at most this many heads: exact greedy
+  int exact_candidates = 4;  // above it: candidates measured per step
+  int gradient_every = 4;    // above it: gate gradients recomputed every this many heads removed
   // called with the fraction done (0..1); returning false stops the measurement with Error("cancelled")
   std::function<bool(double)> progress;
 };
 
 struct HeadsReport {
   int n_layer = 0, n_head = 0, tokens = 0;
-  std::string method;                 // "greedy, exact" or "greedy, gate gradients (every K heads) + N measured per step"
+  std::string method;  // "greedy, exact" or "greedy, gate gradients (every K heads) + N measured per step"
   double loss = 0;
-  std::vector<double> gate_grad;      // (L*NH), row-major by layer
-  std::vector<double> ablation_delta; // (L*NH)
-  std::vector<HeadRef> order;         // every head once
-  std::vector<double> pruned_loss;    // (L*NH + 1)
+  std::vector<double> gate_grad;                          // (L*NH), row-major by layer
+  std::vector<double> ablation_delta;                     // (L*NH)
+  std::vector<HeadRef> order;                             // every head once
+  std::vector<double> pruned_loss;                        // (L*NH + 1)
   std::vector<double> random_mean, random_lo, random_hi;  // (L*NH + 1) each, empty without random orders
 };
 

@@ -91,10 +91,10 @@ struct RunInfo {
 
 // Which kernels this build runs (what `headscope bench` and the package's model.info report).
 struct SimdInfo {
-  std::string arch;          // xsimd architecture ("sse4.1" in wasm: Emscripten lowers it to SIMD128), or "scalar"
-  int float_lanes = 1;       // floats per SIMD batch; 1 when built with HEADSCOPE_SIMD=OFF
-  bool simd = false;         // false when every kernel runs its scalar reference
-  bool relaxed_madd = false; // wasm built with relaxed SIMD: products use f32x4.relaxed_madd
+  std::string arch;           // xsimd architecture ("sse4.1" in wasm: Emscripten lowers it to SIMD128), or "scalar"
+  int float_lanes = 1;        // floats per SIMD batch; 1 when built with HEADSCOPE_SIMD=OFF
+  bool simd = false;          // false when every kernel runs its scalar reference
+  bool relaxed_madd = false;  // wasm built with relaxed SIMD: products use f32x4.relaxed_madd
 };
 SimdInfo simd_info();
 
@@ -103,13 +103,13 @@ SimdInfo simd_info();
 // family's RMSNorm: c / rms . (gamma * unembedding[token]), no centring and no bias):
 struct LogitAttribution {
   int position = 0, token = 0;
-  double logit = 0;              // the model's logit (float32, as logits give it)
-  std::vector<double> heads;     // (L, NH): each head's write z_h W_O^h
-  std::vector<double> attn_bias; // (L): W_O's bias
-  std::vector<double> mlp;       // (L): each block's MLP
-  double embedding = 0;          // the token and position embeddings
-  double ln_bias = 0;            // beta . wte[token], the final LayerNorm's bias
-  double total() const;          // the sum of every part: the logit, up to rounding
+  double logit = 0;               // the model's logit (float32, as logits give it)
+  std::vector<double> heads;      // (L, NH): each head's write z_h W_O^h
+  std::vector<double> attn_bias;  // (L): W_O's bias
+  std::vector<double> mlp;        // (L): each block's MLP
+  double embedding = 0;           // the token and position embeddings
+  double ln_bias = 0;             // beta . wte[token], the final LayerNorm's bias
+  double total() const;           // the sum of every part: the logit, up to rounding
 };
 
 class Model {
@@ -176,11 +176,11 @@ class Model {
   int T() const;
   const std::vector<Token>& tokens() const;
   const std::vector<int32_t>& ids() const;
-  std::span<const float> logits_last() const;             // (V)
-  std::vector<float> logits_all() const;                  // (T, V); requires RunOptions::all_logits
+  std::span<const float> logits_last() const;               // (V)
+  std::vector<float> logits_all() const;                    // (T, V); requires RunOptions::all_logits
   std::vector<float> attention(int layer, int head) const;  // (T, T), row = query, column = key
-  std::vector<float> attention_all() const;               // (L, NH, T, T)
-  void copy_attention_all(float* out) const;              // same, into L*NH*T*T floats
+  std::vector<float> attention_all() const;                 // (L, NH, T, T)
+  void copy_attention_all(float* out) const;                // same, into L*NH*T*T floats
   // Rows [row_begin, T) of every head's attention, for a caller that keeps each head's rows in a
   // block of `block_rows` rows of `stride` floats (stride >= T, block_rows >= T - row_begin): row q
   // of head (l, h) goes to out[((l * NH + h) * block_rows + q - row_begin) * stride + k], keys k < T,
@@ -191,12 +191,12 @@ class Model {
   // Floats copy_attention_rows() writes: L * NH * block_rows * stride. Throws Error on a layout that
   // cannot hold the rows, or one wider than the context (stride or block_rows above n_positions).
   std::size_t attention_rows_floats(int row_begin, int block_rows, int stride) const;
-  std::vector<float> hidden_states() const;               // (L+1, T, C): residual entering each block, then after the last
+  std::vector<float> hidden_states() const;  // (L+1, T, C): residual entering each block, then after the last
   // Head h's contribution to the residual stream at each position: its output (T, HS) @ W_O[h*HS:(h+1)*HS, :].
   // The attention layer's output is the sum of these over heads plus W_O's bias: concatenating the
   // heads and multiplying by W_O is the same as adding up what each head writes through its rows of W_O.
   std::vector<float> contribution(int layer, int head) const;  // (T, C); requires keep_contributions
-  std::vector<float> contribution_norms() const;                // (L, NH, T): L2 norm of each contribution row
+  std::vector<float> contribution_norms() const;               // (L, NH, T): L2 norm of each contribution row
   // (L, NH, T): || v_j @ W_O^h ||, the size of what head h would move from token j, from the last
   // run's own values (so earlier switched-off heads count; a switched-off head's are what it would
   // move). Computed when first asked for, about one W_O product per layer, and kept with the cache:
@@ -215,7 +215,7 @@ class Model {
   ~Model();
 
  private:
-  friend class train::Trainer;  // Trainer::load(const Model&) reads the packed weights
+  friend class train::Trainer;      // Trainer::load(const Model&) reads the packed weights
   friend class ActivationPatching;  // patching.hpp: runs from a layer with one head's output replaced
   Model();
   // The weights, the activations (the key/value cache among them) and the last run's state live

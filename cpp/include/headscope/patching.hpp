@@ -47,10 +47,10 @@ struct PatchReport {
   int32_t answer = 0, distractor = 0;
   double ld_clean = 0, ld_corrupted = 0;
   // Scores, row-major; NaN where an exact one is not computed yet (a report read between steps)
-  std::vector<double> heads;               // (L, NH)
-  std::vector<double> heads_attribution;   // (L, NH)
-  std::vector<double> resid;               // (L, T)
-  std::vector<double> heads_by_position;   // (L, NH, T), with by_position; else empty
+  std::vector<double> heads;                          // (L, NH)
+  std::vector<double> heads_attribution;              // (L, NH)
+  std::vector<double> resid;                          // (L, T)
+  std::vector<double> heads_by_position;              // (L, NH, T), with by_position; else empty
   std::vector<double> heads_by_position_attribution;  // (L, NH, T), with by_position; else empty
   int exact_runs_done = 0, exact_runs_total = 0;
 };

@@ -17,7 +17,7 @@
 namespace headscope {
 
 struct TensorInfo {
-  std::string dtype;             // "F32", "F16", "BF16" are readable; others are listed but rejected on read
+  std::string dtype;  // "F32", "F16", "BF16" are readable; others are listed but rejected on read
   std::vector<int64_t> shape;
   std::size_t begin = 0, end = 0;  // byte range within the data section
 };

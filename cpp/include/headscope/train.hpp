@@ -17,7 +17,7 @@
 namespace headscope {
 class SafeTensors;
 class Model;
-}
+}  // namespace headscope
 
 namespace headscope::train {
 
@@ -29,11 +29,11 @@ struct AdamW {
 
 // ---- the trainer --------------------------------------------------------------------------------------
 struct NamedTensor {
-  std::string name;             // Hugging Face name: GPT-2's without "transformer." ("h.0.attn.attn_in.weight",
-                                // Conv1D [in, out]) or the Llama family's ("model.layers.0.self_attn.q_proj.weight",
-                                // nn.Linear [out, in])
+  std::string name;  // Hugging Face name: GPT-2's without "transformer." ("h.0.attn.attn_in.weight",
+                     // Conv1D [in, out]) or the Llama family's ("model.layers.0.self_attn.q_proj.weight",
+                     // nn.Linear [out, in])
   std::vector<int64_t> shape;
-  std::size_t offset = 0;       // into the flat parameter (and gradient) array
+  std::size_t offset = 0;  // into the flat parameter (and gradient) array
   std::size_t size() const;
 };
 
@@ -119,12 +119,12 @@ class Trainer {
                 fcb = 0, fcprojw = 0, fcprojb = 0, qnorm = 0, knorm = 0;
   };
   struct LayerActs {
-    std::vector<float> ln1, ln1_mean, ln1_rstd, qkv, att, atty, attproj, res2, ln2, ln2_mean, ln2_rstd, fch,
-        fch_gelu, fcproj, res3, qkv_raw, qk_rstd;
+    std::vector<float> ln1, ln1_mean, ln1_rstd, qkv, att, atty, attproj, res2, ln2, ln2_mean, ln2_rstd, fch, fch_gelu,
+        fcproj, res3, qkv_raw, qk_rstd;
   };
   bool llama() const { return config_.family == Family::llama; }
   std::size_t add_tensor(const std::string& name, std::vector<int64_t> shape);
-  void layout();  // the parameters in the family's tensor table (cpp/src/arch/)
+  void layout();        // the parameters in the family's tensor table (cpp/src/arch/)
   void pack_weights();  // the current parameters into the kernels' packed layout (packed_)
   // the attention output's backward through W_O and the head gates of layer l (both families)
   void output_projection_backward(int l, bool weights);
@@ -144,10 +144,10 @@ class Trainer {
   std::vector<float> encoded_, lnf_, lnf_mean_, lnf_rstd_, logits_, probs_, losses_;
   std::vector<LayerActs> acts_, dacts_;
   std::vector<float> dencoded_, dlnf_, dlogits_, scratch_, head_proj_, key_panels_;
-  std::vector<float> gates_, gate_grads_;  // (L*NH)
-  bool gated_ = false;                     // some gate is not 1
+  std::vector<float> gates_, gate_grads_;        // (L*NH)
+  bool gated_ = false;                           // some gate is not 1
   std::vector<float> gated_atty_, dgated_atty_;  // (N, QW) scratch of the gated backward
-  struct Packed;                    // the layers' weights as the forward's kernels read them (trainer_impl.hpp)
+  struct Packed;  // the layers' weights as the forward's kernels read them (trainer_impl.hpp)
   std::unique_ptr<Packed> packed_;
 };
 

@@ -15,8 +15,8 @@
 //
 // Probe: kProbeSequences sequences of P distinct random tokens repeated twice (T = 2P), from a fixed
 // seed, with P = probe_period(spec), a period the training data never has: a head that learned to
-// look back by the training periods scores nothing on it, a head that matches content does. A head's scores on it, as web/lib/roles.json
-// defines them:
+// look back by the training periods scores nothing on it, a head that matches content does. A head's scores on it, as
+// web/lib/roles.json defines them:
 //   previous   mean over tokens t >= 1 of A[t][t-1]
 //   induction  mean over the second copy (t = P .. 2P-1) of A[t][t-P+1] (prefix matching)
 #pragma once
@@ -37,18 +37,18 @@ class Model;
 namespace headscope::train {
 
 struct RunSpec {
-  ModelConfig shape;                // n_layer, n_head, n_embd, n_positions, vocab_size of a fresh model
-  std::string task = "induction";   // "induction" | "text" | "batch"
+  ModelConfig shape;               // n_layer, n_head, n_embd, n_positions, vocab_size of a fresh model
+  std::string task = "induction";  // "induction" | "text" | "batch"
   int batch_size = 16;
   int seq_len = 32;                 // T: tokens each sequence predicts (windows hold T+1)
   int steps = 1000;                 // planned steps (the schedule's horizon)
   std::string optimizer = "adamw";  // "adamw" | "sgd" (sgd: no momentum; decay and clip only if set)
   float lr = 1e-3f;
   float weight_decay = 0.0f;
-  float clip = 0.0f;                // > 0: clip the global gradient norm
-  int warmup = 0;                   // steps of linear warmup from lr / warmup
-  std::string schedule = "constant";  // "constant" | "cosine" (to 10% of lr at `steps`)
-  uint64_t seed = 1;                // initial weights and batches
+  float clip = 0.0f;                    // > 0: clip the global gradient norm
+  int warmup = 0;                       // steps of linear warmup from lr / warmup
+  std::string schedule = "constant";    // "constant" | "cosine" (to 10% of lr at `steps`)
+  uint64_t seed = 1;                    // initial weights and batches
   int min_period = 4, max_period = 16;  // induction task: training periods, probe_period excluded
   int probe_period = 0;                 // 0: the middle of [min_period, max_period]
 };

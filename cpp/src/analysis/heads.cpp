@@ -46,7 +46,8 @@ std::vector<HeadRef> random_head_order(int n_layer, int n_head, uint64_t seed, i
   for (std::size_t i = order.size(); i > 1; i--) {
     const uint64_t bound = i, limit = UINT64_MAX - UINT64_MAX % bound;
     uint64_t r;
-    do r = rng(); while (r >= limit);
+    do r = rng();
+    while (r >= limit);
     std::swap(order[i - 1], order[r % bound]);
   }
   return order;
@@ -66,22 +67,32 @@ struct HeadsMeasurement::State {
   std::vector<float> gates;
   HeadsReport r;
   enum class Phase { start, knockouts, greedy, random, done } phase = Phase::start;
-  int i = 0;                       // knock-outs: the head; random: the order
-  int j = 0;                       // random: heads off in the current order
-  std::vector<HeadRef> off;        // greedy: heads off so far
+  int i = 0;                 // knock-outs: the head; random: the order
+  int j = 0;                 // random: heads off in the current order
+  std::vector<HeadRef> off;  // greedy: heads off so far
   std::vector<bool> removed;
-  std::vector<int> pool;           // greedy: this step's candidates, and how many are measured
+  std::vector<int> pool;  // greedy: this step's candidates, and how many are measured
   std::size_t pool_next = 0;
   int best = -1;
   double best_loss = 0;
   std::vector<HeadRef> random_order;
-  std::vector<double> ranking;     // greedy: the gate gradients the candidates are ranked by
+  std::vector<double> ranking;  // greedy: the gate gradients the candidates are ranked by
 
   State(Model& m, std::span<const int32_t> ids_in, const HeadsOptions& o)
-      : model(m), ids(ids_in.begin(), ids_in.end()), options(o), L(m.config().n_layer), NH(m.config().n_head),
-        n(L * NH), T((int)ids_in.size()), exact(n <= o.exact_limit), candidates(std::max(1, o.exact_candidates)),
+      : model(m),
+        ids(ids_in.begin(), ids_in.end()),
+        options(o),
+        L(m.config().n_layer),
+        NH(m.config().n_head),
+        n(L * NH),
+        T((int)ids_in.size()),
+        exact(n <= o.exact_limit),
+        candidates(std::max(1, o.exact_candidates)),
         trainer(m.config(), 1, std::max(1, T - 1), std::size_t(3) << 30, /*optimizer_state=*/false),
-        inputs(ids.begin(), ids.end() - 1), targets(ids.begin() + 1, ids.end()), gates(n, 1.0f), removed(n, false) {
+        inputs(ids.begin(), ids.end() - 1),
+        targets(ids.begin() + 1, ids.end()),
+        gates(n, 1.0f),
+        removed(n, false) {
     // progress in model runs: the loss, the gradient (3), knock-outs, the greedy search, random curves
     const double greedy_runs =
         exact ? (double)n * (n + 1) / 2 : (double)n * (std::min(candidates, n) + 3.0 / std::max(1, o.gradient_every));
@@ -115,8 +126,10 @@ struct HeadsMeasurement::State {
     for (int h = 0; h < n; h++)
       if (!removed[h]) pool.push_back(h);
     if (!exact && (int)pool.size() > candidates) {
-      if (off.empty()) ranking = r.gate_grad;
-      else if (off.size() % std::max(1, options.gradient_every) == 0) ranking = gate_grads();
+      if (off.empty())
+        ranking = r.gate_grad;
+      else if (off.size() % std::max(1, options.gradient_every) == 0)
+        ranking = gate_grads();
       const std::vector<double>& g = ranking;
       std::stable_sort(pool.begin(), pool.end(), [&](int a, int b) { return -g[a] < -g[b]; });
       pool.resize(candidates);

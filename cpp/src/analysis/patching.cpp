@@ -24,12 +24,14 @@ int32_t argmax(std::span<const float> logits) {
 }
 
 void check_ids(const ModelConfig& c, std::span<const int32_t> clean, std::span<const int32_t> corrupted) {
-  if (clean.empty() || corrupted.empty()) throw Error(std::string("the ") + (clean.empty() ? "clean" : "corrupted") + " text is empty");
+  if (clean.empty() || corrupted.empty())
+    throw Error(std::string("the ") + (clean.empty() ? "clean" : "corrupted") + " text is empty");
   if (clean.size() != corrupted.size())
     throw Error("the clean text has " + std::to_string(clean.size()) + " tokens and the corrupted text " +
                 std::to_string(corrupted.size()) + ": they must have the same number");
   if ((int)clean.size() > c.n_positions)
-    throw Error(std::to_string(clean.size()) + " tokens exceed the model's context of " + std::to_string(c.n_positions));
+    throw Error(std::to_string(clean.size()) + " tokens exceed the model's context of " +
+                std::to_string(c.n_positions));
   for (auto ids : {clean, corrupted})
     for (std::size_t t = 0; t < ids.size(); t++)
       if (ids[t] < 0 || ids[t] >= c.vocab_size)
@@ -51,8 +53,8 @@ struct ActivationPatching::State {
   std::vector<float> resid_clean;  // (L, T, C) the clean run's residual stream entering each layer
   std::vector<float> saved_row;    // (C) the corrupted row a residual patch replaces
   bool started = false;
-  int cursor = 0;                  // the next exact run (run_item's order)
-  uint64_t calls_after_step = 0;   // the model's forward() count when this left it
+  int cursor = 0;                 // the next exact run (run_item's order)
+  uint64_t calls_after_step = 0;  // the model's forward() count when this left it
 
   State(Model& model_, Model::Impl& impl, std::span<const int32_t> clean, std::span<const int32_t> corrupted,
         const PatchOptions& o)
@@ -122,7 +124,8 @@ struct ActivationPatching::State {
     const std::size_t cap_now = m.cap_;
     std::vector<float> z_corrupted((std::size_t)L * T * QW);
     for (int l = 0; l < L; l++)
-      std::copy_n(&m.head_out_[(std::size_t)l * cap_now * QW], (std::size_t)T * QW, &z_corrupted[(std::size_t)l * T * QW]);
+      std::copy_n(&m.head_out_[(std::size_t)l * cap_now * QW], (std::size_t)T * QW,
+                  &z_corrupted[(std::size_t)l * T * QW]);
 
     // dLD/dz at the corrupted run: the training engine's backward from the logit difference
     train::Trainer trainer(c, 1, T, std::size_t(3) << 30, /*optimizer_state=*/false);
@@ -146,7 +149,8 @@ struct ActivationPatching::State {
             sum += ((double)z_clean[(std::size_t)l * T * QW + at + i] - z_corrupted[(std::size_t)l * T * QW + at + i]) *
                    g[at + i];
           whole += sum;
-          if (options.by_position) r.heads_by_position_attribution[((std::size_t)l * NH + h) * T + t] = sum / denominator;
+          if (options.by_position)
+            r.heads_by_position_attribution[((std::size_t)l * NH + h) * T + t] = sum / denominator;
         }
         r.heads_attribution[(std::size_t)l * NH + h] = whole / denominator;
       }

@@ -52,26 +52,28 @@ std::string llama_config_json(const ModelConfig& c) {
             {"low_freq_factor", c.rope_scaling.low_freq_factor},
             {"high_freq_factor", c.rope_scaling.high_freq_factor},
             {"original_max_position_embeddings", c.rope_scaling.original_max_position_embeddings}};
-  nlohmann::ordered_json j = {{"architectures", {qwen ? "Qwen3ForCausalLM" : "LlamaForCausalLM"}},
-                              {"model_type", qwen ? "qwen3" : "llama"},
-                              {"vocab_size", c.vocab_size},
-                              {"hidden_size", c.n_embd},
-                              {"intermediate_size", c.n_inner},
-                              {"num_hidden_layers", c.n_layer},
-                              {"num_attention_heads", c.n_head},
-                              {"num_key_value_heads", c.kv_heads()},
-                              {"head_dim", c.head_size()},
-                              {"hidden_act", "silu"},
-                              {"max_position_embeddings",
-                               c.max_position_embeddings > 0 ? c.max_position_embeddings : c.n_positions},
-                              {"rms_norm_eps", c.layer_norm_epsilon},
-                              {"rope_theta", c.rope_theta},
-                              {"rope_scaling", rope},
-                              {"attention_bias", false},
-                              {"tie_word_embeddings", c.tie_word_embeddings},
-                              {"torch_dtype", "float32"}};
-  if (!qwen) j["mlp_bias"] = false;
-  else j["use_sliding_window"] = false;
+  nlohmann::ordered_json j = {
+      {"architectures", {qwen ? "Qwen3ForCausalLM" : "LlamaForCausalLM"}},
+      {"model_type", qwen ? "qwen3" : "llama"},
+      {"vocab_size", c.vocab_size},
+      {"hidden_size", c.n_embd},
+      {"intermediate_size", c.n_inner},
+      {"num_hidden_layers", c.n_layer},
+      {"num_attention_heads", c.n_head},
+      {"num_key_value_heads", c.kv_heads()},
+      {"head_dim", c.head_size()},
+      {"hidden_act", "silu"},
+      {"max_position_embeddings", c.max_position_embeddings > 0 ? c.max_position_embeddings : c.n_positions},
+      {"rms_norm_eps", c.layer_norm_epsilon},
+      {"rope_theta", c.rope_theta},
+      {"rope_scaling", rope},
+      {"attention_bias", false},
+      {"tie_word_embeddings", c.tie_word_embeddings},
+      {"torch_dtype", "float32"}};
+  if (!qwen)
+    j["mlp_bias"] = false;
+  else
+    j["use_sliding_window"] = false;
   return j.dump(2) + "\n";
 }
 

@@ -19,9 +19,25 @@ namespace headscope::arch {
 // gate | up) and mlp_proj; a family that stores one of them as several tensors lists each as a part
 // with its first output column.
 enum class Slot {
-  embedding, positions, lm_head, final_norm_weight, final_norm_bias,                 // the model's
-  ln1_weight, ln1_bias, ln2_weight, ln2_bias, q_norm, k_norm,                        // a block's vectors
-  qkv_weight, qkv_bias, attn_proj_weight, attn_proj_bias, fc_weight, fc_bias, mlp_proj_weight, mlp_proj_bias,
+  embedding,
+  positions,
+  lm_head,
+  final_norm_weight,
+  final_norm_bias,  // the model's
+  ln1_weight,
+  ln1_bias,
+  ln2_weight,
+  ln2_bias,
+  q_norm,
+  k_norm,  // a block's vectors
+  qkv_weight,
+  qkv_bias,
+  attn_proj_weight,
+  attn_proj_bias,
+  fc_weight,
+  fc_bias,
+  mlp_proj_weight,
+  mlp_proj_bias,
 };
 
 // A fresh model's values (each family's _init_weights in transformers, and GPT-2's scaled residual
@@ -32,8 +48,8 @@ struct TensorEntry {
   std::string name;            // as in the checkpoint (without GPT2LMHeadModel's "transformer." prefix)
   std::vector<int64_t> shape;  // as in the checkpoint
   Slot slot;
-  int layer = -1;              // the block it belongs to; -1 for the model's own tensors
-  int64_t column = 0;          // for a part of a packed linear layer: its first output column there
+  int layer = -1;      // the block it belongs to; -1 for the model's own tensors
+  int64_t column = 0;  // for a part of a packed linear layer: its first output column there
   Init init = Init::normal;
 };
 

@@ -77,8 +77,9 @@ ModelConfig parse_llama(const json& j, const std::string& type) {
     c.head_dim = read_int(j, "head_dim", 2, 1024);
   else {
     if (c.n_embd % c.n_head != 0)
-      throw Error("config.json: hidden_size (" + std::to_string(c.n_embd) + ") is not divisible by num_attention_heads (" +
-                  std::to_string(c.n_head) + ") and there is no head_dim");
+      throw Error("config.json: hidden_size (" + std::to_string(c.n_embd) +
+                  ") is not divisible by num_attention_heads (" + std::to_string(c.n_head) +
+                  ") and there is no head_dim");
     c.head_dim = c.n_embd / c.n_head;
   }
   if (c.head_dim % 2 != 0)
@@ -98,7 +99,8 @@ ModelConfig parse_llama(const json& j, const std::string& type) {
     if (!it->is_string()) throw Error("config.json: \"hidden_act\" must be a string");
     c.activation_name = it->get<std::string>();
     if (c.activation_name != "silu")
-      throw Error("config.json: hidden_act \"" + c.activation_name + "\" is not supported (the Llama family's MLP is silu)");
+      throw Error("config.json: hidden_act \"" + c.activation_name +
+                  "\" is not supported (the Llama family's MLP is silu)");
   }
   if (read_bool(j, "attention_bias", false)) throw Error("config.json: attention_bias=true is not supported");
   if (read_bool(j, "mlp_bias", false)) throw Error("config.json: mlp_bias=true is not supported");
@@ -121,7 +123,10 @@ ModelConfig parse_llama(const json& j, const std::string& type) {
     const json& r = *rope;
     std::string kind;
     for (const char* key : {"rope_type", "type"})  // older files say "type"
-      if (auto k = r.find(key); k != r.end() && k->is_string()) { kind = k->get<std::string>(); break; }
+      if (auto k = r.find(key); k != r.end() && k->is_string()) {
+        kind = k->get<std::string>();
+        break;
+      }
     if (kind != "llama3" && kind != "default")
       throw Error("config.json: rope_scaling of type \"" + kind +
                   "\" is not supported (only \"llama3\", as Llama 3.1 and 3.2 ship it)");
@@ -194,8 +199,7 @@ ModelConfig parse_config(std::string_view config_json) {
   if (auto it = j.find("activation_function"); it != j.end() && !it->is_null()) {
     if (!it->is_string()) throw Error("config.json: \"activation_function\" must be a string");
     c.activation_name = it->get<std::string>();
-    if (c.activation_name == "gelu_new" || c.activation_name == "gelu_pytorch_tanh" ||
-        c.activation_name == "gelu_fast")
+    if (c.activation_name == "gelu_new" || c.activation_name == "gelu_pytorch_tanh" || c.activation_name == "gelu_fast")
       c.activation = Activation::gelu_tanh;  // all three are the tanh approximation
     else if (c.activation_name == "gelu")
       c.activation = Activation::gelu_erf;
@@ -204,8 +208,7 @@ ModelConfig parse_config(std::string_view config_json) {
                   "\" is not supported (use gelu_new, gelu_pytorch_tanh or gelu)");
   }
 
-  if (!read_bool(j, "scale_attn_weights", true))
-    throw Error("config.json: scale_attn_weights=false is not supported");
+  if (!read_bool(j, "scale_attn_weights", true)) throw Error("config.json: scale_attn_weights=false is not supported");
   if (read_bool(j, "scale_attn_by_inverse_layer_idx", false))
     throw Error("config.json: scale_attn_by_inverse_layer_idx=true is not supported");
   if (read_bool(j, "reorder_and_upcast_attn", false))

@@ -49,7 +49,8 @@ class FileSource final : public ByteSource {
     f_.seekg((std::streamoff)offset);
     f_.read(reinterpret_cast<char*>(dst), (std::streamsize)n);
     if (!f_ || (std::size_t)f_.gcount() != n)
-      throw Error("cannot read " + std::to_string(n) + " bytes at offset " + std::to_string(offset) + " of " + path_.string());
+      throw Error("cannot read " + std::to_string(n) + " bytes at offset " + std::to_string(offset) + " of " +
+                  path_.string());
   }
 
  private:
@@ -119,7 +120,8 @@ SafeTensors::SafeTensors(std::shared_ptr<const ByteSource> bytes, std::string so
 void SafeTensors::parse() {
   const std::string& src = source_;
   const uint64_t file_size = bytes_->size();
-  if (file_size < 8) throw Error(src + ": file is " + std::to_string(file_size) + " bytes, too short for a safetensors header");
+  if (file_size < 8)
+    throw Error(src + ": file is " + std::to_string(file_size) + " bytes, too short for a safetensors header");
   uint8_t len_bytes[8];
   bytes_->read(0, 8, len_bytes);
   uint64_t header_len = 0;
@@ -127,7 +129,8 @@ void SafeTensors::parse() {
   if (header_len > file_size - 8)
     throw Error(src + ": header length " + std::to_string(header_len) + " is larger than the file (" +
                 std::to_string(file_size) + " bytes); truncated or not a safetensors file");
-  if (header_len > kMaxHeaderBytes) throw Error(src + ": header length " + std::to_string(header_len) + " exceeds 100 MB");
+  if (header_len > kMaxHeaderBytes)
+    throw Error(src + ": header length " + std::to_string(header_len) + " exceeds 100 MB");
   std::string header_text((std::size_t)header_len, '\0');
   bytes_->read(8, (std::size_t)header_len, reinterpret_cast<uint8_t*>(header_text.data()));
   json header;
@@ -156,7 +159,8 @@ void SafeTensors::parse() {
     if (sh->size() > 8) throw Error(where + "has " + std::to_string(sh->size()) + " dimensions");
     uint64_t count = 1;
     for (auto& d : *sh) {
-      if (!d.is_number_integer() || d.get<int64_t>() < 0) throw Error(where + "shape entries must be non-negative integers");
+      if (!d.is_number_integer() || d.get<int64_t>() < 0)
+        throw Error(where + "shape entries must be non-negative integers");
       const uint64_t dim = d.get<uint64_t>();
       if (dim != 0 && count > std::numeric_limits<uint64_t>::max() / dim / elem)
         throw Error(where + "shape " + sh->dump() + " overflows");

@@ -46,12 +46,12 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t
 
 // gelu'(x) = Phi(x) + x phi(x) for the exact form (activation_function "gelu")
 void gelu_erf_backward(float* dinp, const float* inp, const float* dout, std::size_t N) noexcept {
-  const batch inv_sqrt2(0.70710678118654752f), inv_sqrt_2pi(0.39894228040143268f), half(0.5f), one(1.0f),
-      mhalf(-0.5f);
+  const batch inv_sqrt2(0.70710678118654752f), inv_sqrt_2pi(0.39894228040143268f), half(0.5f), one(1.0f), mhalf(-0.5f);
   std::size_t i = 0;
   for (; i + kLanes <= N; i += kLanes) {
     const batch x = batch::load_unaligned(inp + i);
-    const batch grad = xsimd::fma(x * inv_sqrt_2pi, xsimd::exp(mhalf * x * x), half * (one + xsimd::erf(x * inv_sqrt2)));
+    const batch grad =
+        xsimd::fma(x * inv_sqrt_2pi, xsimd::exp(mhalf * x * x), half * (one + xsimd::erf(x * inv_sqrt2)));
     xsimd::fma(grad, batch::load_unaligned(dout + i), batch::load_unaligned(dinp + i)).store_unaligned(dinp + i);
   }
   if (i < N) ref::gelu_erf_backward<float>(dinp + i, inp + i, dout + i, N - i);

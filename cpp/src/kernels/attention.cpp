@@ -110,11 +110,20 @@ static inline void weighted_values_rows(float* y, int y_stride, const float* a, 
   for (; d + 5 * kLanes <= hs_simd; d += 5 * kLanes)
     weighted_values_tile<ROWS, 5>(y + d, y_stride, a, att_stride, values + d, HS, n);
   switch ((hs_simd - d) / kLanes) {
-    case 4: weighted_values_tile<ROWS, 4>(y + d, y_stride, a, att_stride, values + d, HS, n); break;
-    case 3: weighted_values_tile<ROWS, 3>(y + d, y_stride, a, att_stride, values + d, HS, n); break;
-    case 2: weighted_values_tile<ROWS, 2>(y + d, y_stride, a, att_stride, values + d, HS, n); break;
-    case 1: weighted_values_tile<ROWS, 1>(y + d, y_stride, a, att_stride, values + d, HS, n); break;
-    default: break;
+    case 4:
+      weighted_values_tile<ROWS, 4>(y + d, y_stride, a, att_stride, values + d, HS, n);
+      break;
+    case 3:
+      weighted_values_tile<ROWS, 3>(y + d, y_stride, a, att_stride, values + d, HS, n);
+      break;
+    case 2:
+      weighted_values_tile<ROWS, 2>(y + d, y_stride, a, att_stride, values + d, HS, n);
+      break;
+    case 1:
+      weighted_values_tile<ROWS, 1>(y + d, y_stride, a, att_stride, values + d, HS, n);
+      break;
+    default:
+      break;
   }
 }
 
@@ -172,39 +181,41 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
   // threads take whole query heads (parallel.hpp); a head's work is the same on any thread
   const double work = (double)(T - t_begin) * T * NH * HS;  // scores and weighted values, about
   parallel_for(NH, work, [&](int h_begin, int h_end) {
-  for (int h = h_begin; h < h_end; h++) {
-    const float* q0 = qkv + h * HS;  // query t at q0 + t * row3
-    float* att_h = att + (std::size_t)h * att_stride * att_stride;
-    const float* kp_h = key_panels + (std::size_t)(h / group) * head_cache_floats(att_stride, HS);
-    const float* vc_h = kp_h + (std::size_t)panels_per_head * kPanel * HS;
-    for (int t0 = t_begin; t0 < T; t0 += kScoreRows) {
-      const int rows = std::min(kScoreRows, T - t0);
-      const int t_last = t0 + rows - 1;
-      // scores over the key panels up to the block's last position (causal)
-      for (int p = 0; p * kPanel <= t_last; p++) {
-        const int n_valid = std::min(kPanel, att_stride - p * kPanel);  // never write past the row
-        score_tile_rows(rows, std::make_integer_sequence<int, kScoreRows>{}, att_h + (std::size_t)t0 * att_stride + p * kPanel,
-                        att_stride, q0 + t0 * row3, row3, kp_h + (std::size_t)p * kPanel * HS, HS, scale, n_valid);
+    for (int h = h_begin; h < h_end; h++) {
+      const float* q0 = qkv + h * HS;  // query t at q0 + t * row3
+      float* att_h = att + (std::size_t)h * att_stride * att_stride;
+      const float* kp_h = key_panels + (std::size_t)(h / group) * head_cache_floats(att_stride, HS);
+      const float* vc_h = kp_h + (std::size_t)panels_per_head * kPanel * HS;
+      for (int t0 = t_begin; t0 < T; t0 += kScoreRows) {
+        const int rows = std::min(kScoreRows, T - t0);
+        const int t_last = t0 + rows - 1;
+        // scores over the key panels up to the block's last position (causal)
+        for (int p = 0; p * kPanel <= t_last; p++) {
+          const int n_valid = std::min(kPanel, att_stride - p * kPanel);  // never write past the row
+          score_tile_rows(rows, std::make_integer_sequence<int, kScoreRows>{},
+                          att_h + (std::size_t)t0 * att_stride + p * kPanel, att_stride, q0 + t0 * row3, row3,
+                          kp_h + (std::size_t)p * kPanel * HS, HS, scale, n_valid);
+        }
+        // softmax over the causal prefix; everything after it exactly 0 (this also overwrites the
+        // scores the tiles computed past each row's position)
+        for (int t = t0; t <= t_last; t++) {
+          float* a = att_h + (std::size_t)t * att_stride;
+          if (scores && h == scores_head) std::copy(a, a + t + 1, scores + (std::size_t)t * att_stride);
+          softmax_forward(a, t + 1);
+          std::fill(a + t + 1, a + att_stride, 0.0f);
+        }
+        // y = P V, kValueRows rows at a time over j up to the sub-block's last position
+        for (int t = t0; t <= t_last; t += kValueRows) {
+          const int vrows = std::min(kValueRows, t_last + 1 - t);
+          weighted_values_rows_n(vrows, std::make_integer_sequence<int, kValueRows>{},
+                                 out + (std::size_t)t * out_row + h * HS, out_stride,
+                                 att_h + (std::size_t)t * att_stride, att_stride, vc_h, HS, t + vrows, hs_simd);
+        }
+        for (int t = t0; t <= t_last; t++)
+          weighted_values_tail(out + (std::size_t)t * out_row + h * HS, att_h + (std::size_t)t * att_stride, vc_h,
+                               t + 1, hs_simd, HS);
       }
-      // softmax over the causal prefix; everything after it exactly 0 (this also overwrites the
-      // scores the tiles computed past each row's position)
-      for (int t = t0; t <= t_last; t++) {
-        float* a = att_h + (std::size_t)t * att_stride;
-        if (scores && h == scores_head) std::copy(a, a + t + 1, scores + (std::size_t)t * att_stride);
-        softmax_forward(a, t + 1);
-        std::fill(a + t + 1, a + att_stride, 0.0f);
-      }
-      // y = P V, kValueRows rows at a time over j up to the sub-block's last position
-      for (int t = t0; t <= t_last; t += kValueRows) {
-        const int vrows = std::min(kValueRows, t_last + 1 - t);
-        weighted_values_rows_n(vrows, std::make_integer_sequence<int, kValueRows>{}, out + (std::size_t)t * out_row + h * HS,
-                               out_stride, att_h + (std::size_t)t * att_stride, att_stride, vc_h, HS, t + vrows, hs_simd);
-      }
-      for (int t = t0; t <= t_last; t++)
-        weighted_values_tail(out + (std::size_t)t * out_row + h * HS, att_h + (std::size_t)t * att_stride, vc_h, t + 1,
-                             hs_simd, HS);
     }
-  }
   });
 }
 

@@ -22,13 +22,13 @@
 
 namespace headscope::kernels {
 
+using gemm::kTileRows;
+using gemm::TileStart;
+using simd::accumulate;
 using simd::batch;
 using simd::kLanes;
 using simd::kPanel;
 using simd::madd;
-using simd::accumulate;
-using gemm::kTileRows;
-using gemm::TileStart;
 
 // Cache blocking (cpp/bench measures the choice). Depth is cut into slices of kDepthBlock: one panel's
 // slice (kDepthBlock x kPanel floats: 8 KB with SIMD128, 32 KB with AVX-512) stays in L1 while every
@@ -44,8 +44,8 @@ int linear_panel_width() { return kPanel; }
 GemmBlocking gemm_blocking() { return {kTileRows, kDepthBlock, kRowBlock}; }
 
 // --- GEMM: the register tile is gemm::tile (gemm_tile.hpp), shared with training -------------
-using GemmTileFn = void (*)(float*, int, const float*, std::ptrdiff_t, std::ptrdiff_t, const float*, std::ptrdiff_t, int,
-                            TileStart, const float*, int) noexcept;
+using GemmTileFn = void (*)(float*, int, const float*, std::ptrdiff_t, std::ptrdiff_t, const float*, std::ptrdiff_t,
+                            int, TileStart, const float*, int) noexcept;
 template <std::size_t... R>
 static constexpr std::array<GemmTileFn, sizeof...(R)> gemm_tiles(std::index_sequence<R...>) {
   return {&gemm::tile<(int)R + 1, true>...};
@@ -58,8 +58,8 @@ static constexpr auto kGemmTiles = gemm_tiles(std::make_index_sequence<kTileRows
 // F16 storage: the panel's depth slice (depth x kPanel) is widened into a float32 slice on the stack
 // (8 KB with SIMD128, 32 KB with AVX-512) that the row tiles of the row block then read, so the
 // register tiles are the float32 ones and the widening is paid once per kRowBlock input rows.
-static void gemm_packed(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin,
-                        int k_end, bool with_bias, int T) noexcept {
+static void gemm_packed(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin, int k_end,
+                        bool with_bias, int T) noexcept {
   const int N = W.N;
   const int panels = (N + kPanel - 1) / kPanel;
   const bool has_bias = with_bias && !W.bias.empty();
@@ -79,7 +79,8 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
         for (int p = p_begin; p < p_end; p++) {
           const float* panel_k0;
           if (W.is_f16()) {
-            f16_unpack_forward(widened, W.panels_f16.data() + ((std::size_t)p * W.K + k0) * kPanel, (std::size_t)depth * kPanel);
+            f16_unpack_forward(widened, W.panels_f16.data() + ((std::size_t)p * W.K + k0) * kPanel,
+                               (std::size_t)depth * kPanel);
             panel_k0 = widened;
           } else {
             panel_k0 = W.panels.data() + ((std::size_t)p * W.K + k0) * kPanel;
@@ -89,8 +90,8 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
           const float* bias = has_bias ? W.bias.data() + n0 : nullptr;
           for (int t = t0; t < t1; t += kTileRows) {
             const int rows = std::min(kTileRows, t1 - t);
-            kGemmTiles[rows - 1](out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride + k0, inp_stride, 1,
-                                 panel_k0, kPanel, depth, start, bias, n_valid);
+            kGemmTiles[rows - 1](out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride + k0, inp_stride,
+                                 1, panel_k0, kPanel, depth, start, bias, n_valid);
           }
         }
       }
@@ -137,8 +138,8 @@ void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) 
   gemm_packed(out, inp, W.K, W, 0, W.K, true, T);
 }
 
-void matmul_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin,
-                         int k_end, int T) noexcept {
+void matmul_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin, int k_end,
+                         int T) noexcept {
   gemm_packed(out, inp, inp_stride, W, k_begin, k_end, false, T);
 }
 
@@ -188,7 +189,8 @@ void matmul_transposed_forward(float* out, const float* inp, const float* weight
     }
     if (g_end > groups)
       for (int n = groups * kLmRowsAtOnce; n < N; n++)
-        for (int t = 0; t < T; t++) out[(std::size_t)t * N + n] = dot(inp + (std::size_t)t * K, weight + (std::size_t)n * K, K);
+        for (int t = 0; t < T; t++)
+          out[(std::size_t)t * N + n] = dot(inp + (std::size_t)t * K, weight + (std::size_t)n * K, K);
   });
 }
 
@@ -212,7 +214,8 @@ void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t*
       for (int r = 0; r < kLmRowsAtOnce; r++)
         f16_unpack_forward(rows + (std::size_t)r * K, weight + (std::size_t)(n + r) * K, K);
       for (int t = 0; t < T; t++)
-        dot_rows4(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, rows, rows + K, rows + 2 * K, rows + 3 * K, K);
+        dot_rows4(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, rows, rows + K, rows + 2 * K, rows + 3 * K,
+                  K);
     }
     if (g_end > groups)
       for (int n = groups * kLmRowsAtOnce; n < N; n++) {
@@ -258,8 +261,8 @@ void gemm_rows(float* y, const float* x, const float* w, const float* bias, int 
       constexpr int R = decltype(r_tag)::value;
       int j = j_begin;
       for (; j + 2 * kLanes <= j_end; j += 2 * kLanes)
-        gemm::tile<R, false>(y + (std::size_t)t0 * M + j, M, x + (std::size_t)t0 * D + d0, D, 1, w + (std::size_t)d0 * M + j,
-                             M, depth, start, b ? b + j : nullptr, 2 * kLanes);
+        gemm::tile<R, false>(y + (std::size_t)t0 * M + j, M, x + (std::size_t)t0 * D + d0, D, 1,
+                             w + (std::size_t)d0 * M + j, M, depth, start, b ? b + j : nullptr, 2 * kLanes);
       for (; j < j_end; j++)
         for (int r = 0; r < R; r++) {
           const float* xr = x + (std::size_t)(t0 + r) * D;
@@ -299,7 +302,8 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
   for (int k0 = 0; k0 < K; k0 += kBlock)
     for (int o0 = 0; o0 < OC; o0 += kBlock)
       for (int k = k0; k < std::min(K, k0 + kBlock); k++)
-        for (int o = o0; o < std::min(OC, o0 + kBlock); o++) weight_t[(std::size_t)o * K + k] = weight[(std::size_t)k * OC + o];
+        for (int o = o0; o < std::min(OC, o0 + kBlock); o++)
+          weight_t[(std::size_t)o * K + k] = weight[(std::size_t)k * OC + o];
   gemm_rows<true>(dinp, dout, weight_t.data(), nullptr, N, OC, K);
   // dweight (K, OC) += inp (N, K)^T @ dout (N, OC)
   if (dweight) weight_grad(dweight, inp, dout, N, K, OC);
@@ -317,8 +321,8 @@ static void weight_grad(float* g, const float* a, const float* b, int N, int K, 
       int k = 0;
       // rows k of g: A = a^T, element (k, t) at a[t * K + k]; B = b's rows, stride M
       for (; k + kTileRows <= K; k += kTileRows)
-        gemm::tile<kTileRows, false>(g + (std::size_t)k * M + o, M, a + k, 1, K, b + o, M, N, TileStart::out,
-                                     nullptr, 2 * kLanes);
+        gemm::tile<kTileRows, false>(g + (std::size_t)k * M + o, M, a + k, 1, K, b + o, M, N, TileStart::out, nullptr,
+                                     2 * kLanes);
       for (; k < K; k++)
         gemm::tile<1, false>(g + (std::size_t)k * M + o, M, a + k, 1, K, b + o, M, N, TileStart::out, nullptr,
                              2 * kLanes);
@@ -333,8 +337,8 @@ static void weight_grad(float* g, const float* a, const float* b, int N, int K, 
   });
 }
 
-void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                                const float* weight, int N, int K, int OC) noexcept {
+void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                                int N, int K, int OC) noexcept {
   // dinp (N, K) += dout (N, OC) @ weight (OC, K): the weight is already the product's right side
   gemm_rows<true>(dinp, dout, weight, nullptr, N, OC, K);
   // dweight (OC, K) += dout (N, OC)^T @ inp (N, K)

@@ -25,9 +25,9 @@ namespace headscope::kernels {
 // ---------------------------------------------------------------------------------------------
 // Which implementation the public kernels use in this build.
 struct SimdInfo {
-  std::string arch;   // xsimd architecture name ("sse4.1" in the wasm build: Emscripten maps it to SIMD128)
-  int float_lanes;    // floats per xsimd batch; 1 when built with HEADSCOPE_SIMD=OFF
-  bool simd;          // false when every kernel forwards to its scalar reference
+  std::string arch;  // xsimd architecture name ("sse4.1" in the wasm build: Emscripten maps it to SIMD128)
+  int float_lanes;   // floats per xsimd batch; 1 when built with HEADSCOPE_SIMD=OFF
+  bool simd;         // false when every kernel forwards to its scalar reference
   // wasm built with relaxed SIMD (HEADSCOPE_RELAXED_SIMD): GEMM, attention and dot products multiply
   // and add with f32x4.relaxed_madd (fused where the CPU has FMA, as in V8 on x86-64)
   bool relaxed_madd = false;
@@ -93,8 +93,8 @@ GemmBlocking gemm_blocking();
 void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) noexcept;
 // out (T, N) = inp[:, k_begin:k_end] @ W[k_begin:k_end, :], no bias; inp has row stride inp_stride.
 // One head's contribution through W_O is this with the head's column range of the concatenation.
-void matmul_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W,
-                         int k_begin, int k_end, int T) noexcept;
+void matmul_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin, int k_end,
+                         int T) noexcept;
 
 // out (T, N) = inp (T, K) @ weight^T with weight (N, K) row-major (nn.Linear layout).
 // The tied LM head: logits = x @ wte^T with wte (V, C).
@@ -168,7 +168,8 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
                        int att_stride, float* key_panels, float* scores = nullptr, int scores_head = -1) noexcept;
 // GPT-2's multi-head case: qkv (T, 3C), out (T, C)
 inline void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
-                              int att_stride, float* key_panels, float* scores = nullptr, int scores_head = -1) noexcept {
+                              int att_stride, float* key_panels, float* scores = nullptr,
+                              int scores_head = -1) noexcept {
   attention_forward(out, att, qkv, t_begin, T, AttentionShape::mha(C, NH), att_stride, key_panels, scores, scores_head);
 }
 
@@ -204,8 +205,8 @@ void matmul_unpacked_forward(float* out, const float* inp, const float* weight, 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int K, int OC) noexcept;
 // the tied LM head: dinp (N, K), dweight (OC, K) or null += ...; dout (N, OC); weight (OC, K)
-void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                                const float* weight, int N, int K, int OC) noexcept;
+void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                                int N, int K, int OC) noexcept;
 // dqkv (B, T, (NH + 2 KV) HS) += ...; dout (B, T, NH HS); qkv (B, T, (NH + 2 KV) HS) and att
 // (B, NH, T, T) from the forward; scratch (T) floats, overwritten. A key/value head's rows of dqkv sum
 // the gradients of every query head that reads it, in query-head order whatever the thread count.
@@ -231,8 +232,7 @@ void gelu_erf_backward(float* dinp, const float* inp, const float* dout, std::si
 // da (N), db (N) += dout (N)
 void residual_backward(float* da, float* db, const float* dout, std::size_t N) noexcept;
 // dlogits (N, V) += (probs - onehot(targets)) * dloss
-void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N,
-                           int V) noexcept;
+void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V) noexcept;
 // AdamW as torch.optim.AdamW (decoupled weight decay, bias correction; step t >= 1); plain SGD
 void adamw_update(float* param, float* m, float* v, const float* grad, std::size_t N, float lr, float beta1,
                   float beta2, float eps, float weight_decay, int t) noexcept;

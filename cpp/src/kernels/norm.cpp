@@ -119,7 +119,8 @@ void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const floa
     batch acc(0.0f);
     int i = 0;
     for (; i + kLanes <= C; i += kLanes)
-      acc = xsimd::fma(batch::load_unaligned(weight + i) * batch::load_unaligned(d + i), batch::load_unaligned(x + i), acc);
+      acc = xsimd::fma(batch::load_unaligned(weight + i) * batch::load_unaligned(d + i), batch::load_unaligned(x + i),
+                       acc);
     float dot_nx = xsimd::hadd(acc);
     for (int j = i; j < C; j++) dot_nx += weight[j] * d[j] * x[j];
     const float c = r * r * dot_nx / (float)C;

@@ -16,8 +16,8 @@ using simd::kLanes;
 void adamw_update(float* param, float* m, float* v, const float* grad, std::size_t N, float lr, float beta1,
                   float beta2, float eps, float weight_decay, int t) noexcept {
   const float c1 = 1.0f - std::pow(beta1, (float)t), c2 = 1.0f - std::pow(beta2, (float)t);
-  const batch b1(beta1), b2(beta2), ob1(1.0f - beta1), ob2(1.0f - beta2), ic1(1.0f / c1), ic2(1.0f / c2),
-      veps(eps), vlr(lr), vwd(weight_decay);
+  const batch b1(beta1), b2(beta2), ob1(1.0f - beta1), ob2(1.0f - beta2), ic1(1.0f / c1), ic2(1.0f / c2), veps(eps),
+      vlr(lr), vwd(weight_decay);
   std::size_t i = 0;
   for (; i + kLanes <= N; i += kLanes) {
     const batch g = batch::load_unaligned(grad + i), p = batch::load_unaligned(param + i);

@@ -59,7 +59,8 @@ void f16_pack(uint16_t* out, const float* in, std::size_t n) noexcept {
   std::size_t i = 0;
   if (G > 1)
     for (; i + G <= n; i += G)
-      for (std::size_t j = 0; j < half; j++) {  // little-endian: the 32-bit word j is out[i + 2j] | out[i + 2j + 1] << 16
+      for (std::size_t j = 0; j < half;
+           j++) {  // little-endian: the 32-bit word j is out[i + 2j] | out[i + 2j + 1] << 16
         out[i + 2 * j] = f32_to_f16_reference(in[i + j]);
         out[i + 2 * j + 1] = f32_to_f16_reference(in[i + half + j]);
       }

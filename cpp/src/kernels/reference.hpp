@@ -75,8 +75,7 @@ void encoder_backward(F* dwte, F* dwpe, const F* dout, const int* ids, int B, in
 // out (N,C), mean (N), rstd (N) = 1/sqrt(biased var + eps); inp (N,C), weight (C), bias (C).
 // Two passes (mean, then squared deviations) as in PyTorch. mean and rstd may be null (inference).
 template <typename F>
-void layernorm_forward(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias, int N, int C,
-                       F eps) {
+void layernorm_forward(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias, int N, int C, F eps) {
   for (int t = 0; t < N; t++) {
     const F* x = inp + (std::size_t)t * C;
     F m = 0;
@@ -352,8 +351,7 @@ void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const 
 }
 // GPT-2's multi-head case: dqkv (B,T,3C), dout (B,T,C)
 template <typename F>
-void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B, int T, int C,
-                        int NH) {
+void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B, int T, int C, int NH) {
   attention_backward<F>(dqkv, scratch, dout, qkv, att, B, T, NH, NH, C / NH);
 }
 

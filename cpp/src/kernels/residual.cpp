@@ -1,7 +1,6 @@
 // The residual stream's element-wise ops, forward and backward, and the embeddings' backward (token and
 // position rows gathered by id), in xsimd (batch from simd_batch.hpp). The scalar build is scalar.cpp.
 
-
 #include "kernels.hpp"
 #include "simd_batch.hpp"
 
@@ -15,7 +14,8 @@ using simd::kLanes;
 
 void add_forward(float* out, const float* a, const float* b, std::size_t N) noexcept {
   std::size_t i = 0;
-  for (; i + kLanes <= N; i += kLanes) (batch::load_unaligned(a + i) + batch::load_unaligned(b + i)).store_unaligned(out + i);
+  for (; i + kLanes <= N; i += kLanes)
+    (batch::load_unaligned(a + i) + batch::load_unaligned(b + i)).store_unaligned(out + i);
   for (; i < N; i++) out[i] = a[i] + b[i];
 }
 

@@ -30,8 +30,10 @@ void pack_linear_into(PackedLinear& W, const float* weight, const float* bias, i
   W.panel_width = N;
   W.panels_f16.clear();
   W.panels.assign(weight, weight + (std::size_t)K * N);
-  if (bias) W.bias.assign(bias, bias + N);
-  else W.bias.clear();
+  if (bias)
+    W.bias.assign(bias, bias + N);
+  else
+    W.bias.clear();
 }
 PackedLinear pack_linear_f16(const float* weight, const float* bias, int K, int N) {
   PackedLinear W;
@@ -61,8 +63,8 @@ void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) 
       out[(std::size_t)t * W.N + n] = acc;
     }
 }
-void matmul_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin,
-                         int k_end, int T) noexcept {
+void matmul_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin, int k_end,
+                         int T) noexcept {
   for (int t = 0; t < T; t++)
     for (int n = 0; n < W.N; n++) {
       float acc = 0.0f;
@@ -87,12 +89,16 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
   ref::layernorm_forward<float>(out, mean, rstd, inp, weight, bias, T, C, eps);
 }
 void gelu_forward(float* out, const float* inp, std::size_t N) noexcept { ref::gelu_forward<float>(out, inp, N); }
-void gelu_erf_forward(float* out, const float* inp, std::size_t N) noexcept { ref::gelu_erf_forward<float>(out, inp, N); }
+void gelu_erf_forward(float* out, const float* inp, std::size_t N) noexcept {
+  ref::gelu_erf_forward<float>(out, inp, N);
+}
 void softmax_forward(float* row, int N) noexcept { ref::softmax_forward<float>(row, N); }
 void crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V) noexcept {
   ref::crossentropy_forward<float>(losses, probs, logits, targets, N, V);
 }
-void add_forward(float* out, const float* a, const float* b, std::size_t N) noexcept { ref::add_forward<float>(out, a, b, N); }
+void add_forward(float* out, const float* a, const float* b, std::size_t N) noexcept {
+  ref::add_forward<float>(out, a, b, N);
+}
 void exp_nonpositive_forward(float* out, const float* inp, std::size_t N) noexcept {
   ref::exp_nonpositive_forward<float>(out, inp, N);
 }
@@ -101,7 +107,8 @@ int attention_key_panel_width() { return 1; }
 std::size_t attention_key_panels_floats(int, const AttentionShape&) { return 0; }
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, const AttentionShape& shape,
                        int att_stride, float*, float* scores, int scores_head) noexcept {
-  ref::attention_forward<float>(out, att, qkv, t_begin, T, shape.NH, shape.KV, shape.HS, att_stride, scores, scores_head);
+  ref::attention_forward<float>(out, att, qkv, t_begin, T, shape.NH, shape.KV, shape.HS, att_stride, scores,
+                                scores_head);
 }
 
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* ids, int B, int T, int C) noexcept {
@@ -119,8 +126,8 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
                      const float* weight, int N, int K, int OC) noexcept {
   ref::matmul_backward<float>(dinp, dweight, dbias, dout, inp, weight, N, K, OC);
 }
-void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                                const float* weight, int N, int K, int OC) noexcept {
+void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                                int N, int K, int OC) noexcept {
   ref::matmul_transposed_backward<float>(dinp, dweight, dout, inp, weight, N, K, OC);
 }
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
@@ -136,8 +143,7 @@ void gelu_erf_backward(float* dinp, const float* inp, const float* dout, std::si
 void residual_backward(float* da, float* db, const float* dout, std::size_t N) noexcept {
   ref::residual_backward<float>(da, db, dout, N);
 }
-void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N,
-                           int V) noexcept {
+void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V) noexcept {
   ref::crossentropy_backward<float>(dlogits, probs, targets, dloss, N, V);
 }
 void adamw_update(float* param, float* m, float* v, const float* grad, std::size_t N, float lr, float beta1,

@@ -90,8 +90,7 @@ void crossentropy_forward(float* losses, float* probs, const float* logits, cons
   }
 }
 
-void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N,
-                           int V) noexcept {
+void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V) noexcept {
   for (int t = 0; t < N; t++) {
     float* d = dlogits + (std::size_t)t * V;
     axpy(d, dloss, probs + (std::size_t)t * V, V);

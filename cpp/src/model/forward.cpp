@@ -21,7 +21,7 @@ std::vector<double> rope_frequencies(const ModelConfig& c) {
     const double scaled = wavelen > low_wavelen ? x / s.factor : x;  // low frequencies slowed down
     if (wavelen < high_wavelen || wavelen > low_wavelen) {
       x = scaled;  // high ones kept, low ones divided by factor
-    } else {  // between: a blend
+    } else {       // between: a blend
       const double smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
       x = (1 - smooth) * scaled / s.factor + smooth * scaled;
     }
@@ -73,14 +73,16 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
   // W_O, one head at a time: out = bias + sum_h head_out[:, h] @ W_O[h rows]. A switched-off head
   // writes nothing. Summing per head gives each head's contribution from the same computation:
   // concatenating the heads and multiplying by W_O is the same as adding up what each head writes.
-  float* proj = b.attn_proj;  // (n, C)
+  float* proj = b.attn_proj;                                        // (n, C)
   const float* head_rows = b.head_out + (std::size_t)t_begin * QW;  // (n, QW); t_begin is 0 for a batch
   // Nothing asked per head (the trainer without gates): one product over the concatenation, the
   // same sum in another order, and NH times fewer passes over the output.
   const bool per_head = b.contrib || b.norms || b.ablate || b.gates;
-  if (!per_head) k::matmul_forward(proj, head_rows, w.attn_out, n);
+  if (!per_head)
+    k::matmul_forward(proj, head_rows, w.attn_out, n);
   else
-    for (int r = 0; r < n; r++) std::copy(w.attn_out.bias.begin(), w.attn_out.bias.begin() + C, proj + (std::size_t)r * C);
+    for (int r = 0; r < n; r++)
+      std::copy(w.attn_out.bias.begin(), w.attn_out.bias.begin() + C, proj + (std::size_t)r * C);
   for (int h = 0; per_head && h < NH; h++) {
     float* norms = b.norms ? b.norms + (std::size_t)h * stride : nullptr;
     float* kept = b.contrib ? b.contrib + ((std::size_t)h * stride + t_begin) * C : nullptr;

@@ -1,10 +1,9 @@
-// Internal to cpp/src: the one forward pass of a block (GPT-2's or the Llama family's), run by the Model (one sequence, rows
-// [t_begin, T) on top of its key/value cache) and by the Trainer (a batch of B sequences from
-// position 0, keeping every activation its backward needs). Both call the same kernels in the same
-// order, so every checkpoint the model runs can be trained further, and an op exists once.
-// Legend: B sequences, T tokens, n rows computed (T - t_begin for one sequence, B*T for a batch),
-// C n_embd, NH query heads, KV key/value heads, HS head size, QW = NH*HS the heads' outputs side by
-// side (C for GPT-2), W = (NH + 2 KV) HS a token's q | k | v (3C for GPT-2), F n_inner; `stride` rows
+// Internal to cpp/src: the one forward pass of a block (GPT-2's or the Llama family's), run by the Model (one sequence,
+// rows [t_begin, T) on top of its key/value cache) and by the Trainer (a batch of B sequences from position 0, keeping
+// every activation its backward needs). Both call the same kernels in the same order, so every checkpoint the model
+// runs can be trained further, and an op exists once. Legend: B sequences, T tokens, n rows computed (T - t_begin for
+// one sequence, B*T for a batch), C n_embd, NH query heads, KV key/value heads, HS head size, QW = NH*HS the heads'
+// outputs side by side (C for GPT-2), W = (NH + 2 KV) HS a token's q | k | v (3C for GPT-2), F n_inner; `stride` rows
 // per sequence in the per-sequence buffers.
 #pragma once
 #include <cstdint>
@@ -19,12 +18,12 @@ namespace headscope {
 // layers' are 0, the norms' empty); their mlp_in is the gate and up projections side by side (arch/llama.cpp).
 struct BlockWeights {
   std::vector<float> norm1_weight, norm1_bias;  // (C): LayerNorm 1, or the RMSNorm before attention (no bias)
-  kernels::PackedLinear attn_in;               // (C, W) -> q | k | v
+  kernels::PackedLinear attn_in;                // (C, W) -> q | k | v
   kernels::PackedLinear attn_out;               // (QW, C)  W_O, rows h*HS..(h+1)*HS belong to query head h
   std::vector<float> norm2_weight, norm2_bias;  // (C): LayerNorm 2, or the RMSNorm before the MLP
   kernels::PackedLinear mlp_in;                 // (C, F) GPT-2; (C, 2F) [gate | up] Llama
-  kernels::PackedLinear mlp_out;             // (F, C)
-  std::vector<float> q_norm, k_norm;          // (HS) Qwen3's RMSNorm of each head's q and k; else empty
+  kernels::PackedLinear mlp_out;                // (F, C)
+  std::vector<float> q_norm, k_norm;            // (HS) Qwen3's RMSNorm of each head's q and k; else empty
 };
 
 // Where one block reads and writes. Row pointers (n rows) point at the first computed row; the
@@ -33,35 +32,35 @@ struct BlockWeights {
 // keeps no copy: the model passes one residual buffer as res_mid and res_out, one LayerNorm buffer
 // as ln1 and ln2, and one buffer as fc_pre and fc_act (GELU in place).
 struct BlockBuffers {
-  const float* x = nullptr;  // (n, C) residual stream entering the block
-  float* ln1 = nullptr;      // (n, C) LayerNorm 1
-  float* ln1_mean = nullptr; // (n) or null; with ln1_rstd, what LayerNorm's backward needs
-  float* ln1_rstd = nullptr; // (n) or null
-  float* qkv = nullptr;      // (B, stride, W): q | k | v (Llama: after q/k norm and rotation); rows
-                             // below t_begin are the key/value cache
-  float* qkv_raw = nullptr;  // Qwen3 only, or null: (B, stride, W) q | k | v before the q/k norms
-  float* qk_rstd = nullptr;  // Qwen3 only, or null: (B, stride, NH + KV) each head's q/k norm's rstd
-                             // (the two are what the trainer's backward of those norms reads)
-  float* att = nullptr;      // (B, NH, stride, stride) attention probabilities, row = query
+  const float* x = nullptr;     // (n, C) residual stream entering the block
+  float* ln1 = nullptr;         // (n, C) LayerNorm 1
+  float* ln1_mean = nullptr;    // (n) or null; with ln1_rstd, what LayerNorm's backward needs
+  float* ln1_rstd = nullptr;    // (n) or null
+  float* qkv = nullptr;         // (B, stride, W): q | k | v (Llama: after q/k norm and rotation); rows
+                                // below t_begin are the key/value cache
+  float* qkv_raw = nullptr;     // Qwen3 only, or null: (B, stride, W) q | k | v before the q/k norms
+  float* qk_rstd = nullptr;     // Qwen3 only, or null: (B, stride, NH + KV) each head's q/k norm's rstd
+                                // (the two are what the trainer's backward of those norms reads)
+  float* att = nullptr;         // (B, NH, stride, stride) attention probabilities, row = query
   float* key_panels = nullptr;  // kernels::attention_key_panels_floats(stride, shape): the attention kernel's key cache
-  float* head_out = nullptr; // (B, stride, QW) every head's output, concatenated (a switched-off head's is 0)
-  float* head_proj = nullptr;  // (n, C) scratch: one head's output through its rows of W_O
-  float* attn_proj = nullptr;  // (n, C) the attention layer's output: W_O's bias plus every head's write
-  float* res_mid = nullptr;  // (n, C) x + attn_proj
-  float* ln2 = nullptr;      // (n, C) LayerNorm 2
-  float* ln2_mean = nullptr; // (n) or null
-  float* ln2_rstd = nullptr; // (n) or null
-  float* fc_pre = nullptr;   // (n, F) before the GELU; Llama (n, 2F): gate | up
-  float* fc_act = nullptr;   // (n, F) after it (may be fc_pre for GPT-2, not for Llama)
+  float* head_out = nullptr;    // (B, stride, QW) every head's output, concatenated (a switched-off head's is 0)
+  float* head_proj = nullptr;   // (n, C) scratch: one head's output through its rows of W_O
+  float* attn_proj = nullptr;   // (n, C) the attention layer's output: W_O's bias plus every head's write
+  float* res_mid = nullptr;     // (n, C) x + attn_proj
+  float* ln2 = nullptr;         // (n, C) LayerNorm 2
+  float* ln2_mean = nullptr;    // (n) or null
+  float* ln2_rstd = nullptr;    // (n) or null
+  float* fc_pre = nullptr;      // (n, F) before the GELU; Llama (n, 2F): gate | up
+  float* fc_act = nullptr;      // (n, F) after it (may be fc_pre for GPT-2, not for Llama)
   const double* rope_inv_freq = nullptr;  // (HS/2) Llama: the rotary frequencies (kernels::rope_forward)
-  float* mlp_out = nullptr;  // (n, C) the MLP's output (may be attn_proj: it is read before)
-  float* res_out = nullptr;  // (n, C) res_mid + mlp_out (may be res_mid)
+  float* mlp_out = nullptr;               // (n, C) the MLP's output (may be attn_proj: it is read before)
+  float* res_out = nullptr;               // (n, C) res_mid + mlp_out (may be res_mid)
   // optional, one sequence only (the model's views):
   const uint8_t* ablate = nullptr;  // (NH) 1 = head switched off, or null
-  float* contrib = nullptr;  // (NH, stride, C) each head's write through W_O, or null (then head_proj is scratch)
-  float* norms = nullptr;    // (NH, stride) L2 norm of each head's write per row, or null
-  const float* gates = nullptr;     // (NH) or null: head h's write through W_O is scaled by gates[h] (the
-                                    // trainer's head gates; 0 skips it, but unlike ablate keeps its output)
+  float* contrib = nullptr;      // (NH, stride, C) each head's write through W_O, or null (then head_proj is scratch)
+  float* norms = nullptr;        // (NH, stride) L2 norm of each head's write per row, or null
+  const float* gates = nullptr;  // (NH) or null: head h's write through W_O is scaled by gates[h] (the
+                                 // trainer's head gates; 0 skips it, but unlike ablate keeps its output)
   // activation patching (analysis/patching.cpp): head patch_head's output at rows [patch_begin,
   // patch_end) is replaced by patch_z's rows (stride, QW: another run's head outputs) before W_O reads it
   const float* patch_z = nullptr;

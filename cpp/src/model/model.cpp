@@ -147,12 +147,14 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
   if (kept_compatible && mask != ablate_mask_ && cached_tokens_ == T && (int)ids_.size() == T &&
       std::equal(ids.begin(), ids.end(), ids_.begin())) {
     const std::size_t NH = c.n_head;
-    while (std::equal(mask.begin() + (std::ptrdiff_t)(layer_begin * NH), mask.begin() + (std::ptrdiff_t)((layer_begin + 1) * NH),
+    while (std::equal(mask.begin() + (std::ptrdiff_t)(layer_begin * NH),
+                      mask.begin() + (std::ptrdiff_t)((layer_begin + 1) * NH),
                       ablate_mask_.begin() + (std::ptrdiff_t)(layer_begin * NH)))
       layer_begin++;  // stops before n_layer: the masks differ somewhere
   }
   if (options.keep_contributions && (uint64_t)c.n_layer * c.n_head * cap_ * c.n_embd > kMaxActivationFloats)
-    throw Error("keeping head contributions for " + std::to_string(T) + " tokens needs too much memory; use a shorter text");
+    throw Error("keeping head contributions for " + std::to_string(T) +
+                " tokens needs too much memory; use a shorter text");
   if (options.all_logits && (uint64_t)cap_ * c.vocab_size > kMaxActivationFloats)
     throw Error("logits for all " + std::to_string(T) + " positions need too much memory; use a shorter text");
   if (options.keep_contributions && contrib_.size() != (std::size_t)c.n_layer * c.n_head * cap_ * c.n_embd) {
@@ -208,8 +210,10 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin, bool e
     for (int t = t_begin; layer_begin == 0 && embed && t < T; t++) {
       float* row = &residual_[(std::size_t)t * C];
       if (wte_f16_.empty()) {
-        if (llama) std::copy_n(&wte_[(std::size_t)ids_[t] * C], C, row);  // rotary positions: no wpe
-        else k::add_forward(row, &wte_[(std::size_t)ids_[t] * C], &wpe_[(std::size_t)t * C], C);
+        if (llama)
+          std::copy_n(&wte_[(std::size_t)ids_[t] * C], C, row);  // rotary positions: no wpe
+        else
+          k::add_forward(row, &wte_[(std::size_t)ids_[t] * C], &wpe_[(std::size_t)t * C], C);
       } else {  // widened in place (exact), then the same add
         k::f16_unpack_forward(row, &wte_f16_[(std::size_t)ids_[t] * C], C);
         if (!llama) k::add_forward(row, row, &wpe_[(std::size_t)t * C], C);
@@ -250,8 +254,8 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin, bool e
     if (llama)
       k::rmsnorm_forward(scratch_ln_.data(), nullptr, x, final_norm_weight_.data(), rows, C, c.layer_norm_epsilon);
     else
-      k::layernorm_forward(scratch_ln_.data(), nullptr, nullptr, x, final_norm_weight_.data(), final_norm_bias_.data(), rows, C,
-                           c.layer_norm_epsilon);
+      k::layernorm_forward(scratch_ln_.data(), nullptr, nullptr, x, final_norm_weight_.data(), final_norm_bias_.data(),
+                           rows, C, c.layer_norm_epsilon);
   };
   if (options_.all_logits && T > logits_begin) {
     const int rows = T - logits_begin;
@@ -339,6 +343,8 @@ HeadInside Model::head_inside() const {
   kernels::PoolScope threads(impl_->pool_.get());
   return impl_->head_inside();
 }
-LogitAttribution Model::logit_attribution(int position, int token) const { return impl_->logit_attribution(position, token); }
+LogitAttribution Model::logit_attribution(int position, int token) const {
+  return impl_->logit_attribution(position, token);
+}
 
 }  // namespace headscope

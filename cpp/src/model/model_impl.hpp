@@ -51,10 +51,10 @@ struct Model::Impl {
 
   // weights
   WeightStorage storage_ = WeightStorage::f32;
-  std::vector<float> wte_;         // (V, C), also the LM head (f32 storage; empty with f16)
-  std::vector<uint16_t> wte_f16_;  // (V, C), each row packed by kernels::f16_pack (f16 storage; else empty)
+  std::vector<float> wte_;          // (V, C), also the LM head (f32 storage; empty with f16)
+  std::vector<uint16_t> wte_f16_;   // (V, C), each row packed by kernels::f16_pack (f16 storage; else empty)
   std::vector<float> scratch_wte_;  // matmul_transposed_f16_scratch_floats(C) (f16 storage): wte rows widened
-  std::vector<float> wpe_;  // (n_positions, C); empty for the Llama family (rotary positions)
+  std::vector<float> wpe_;          // (n_positions, C); empty for the Llama family (rotary positions)
   // the Llama family with an untied LM head: (V, C) in the same storage as wte
   std::vector<float> lm_head_;
   std::vector<uint16_t> lm_head_f16_;
@@ -64,17 +64,18 @@ struct Model::Impl {
 
   // activations, allocated for cap_ positions (grown on demand, at most n_positions)
   int cap_ = 0;
-  std::vector<float> residual_;   // (L+1, cap, C)
-  std::vector<float> qkv_;        // (L, cap, W): q | k | v (W = 3C for GPT-2); the key/value cache lives here
-  std::vector<float> att_;        // (L, NH, cap, cap)
-  std::vector<float> head_out_;   // (L, cap, QW): concatenated head outputs, after ablation
-  std::vector<float> contrib_;    // (L, NH, cap, C) when keep_contributions
+  std::vector<float> residual_;      // (L+1, cap, C)
+  std::vector<float> qkv_;           // (L, cap, W): q | k | v (W = 3C for GPT-2); the key/value cache lives here
+  std::vector<float> att_;           // (L, NH, cap, cap)
+  std::vector<float> head_out_;      // (L, cap, QW): concatenated head outputs, after ablation
+  std::vector<float> contrib_;       // (L, NH, cap, C) when keep_contributions
   std::vector<float> contrib_norm_;  // (L, NH, cap)
   std::vector<float> scratch_ln_;    // (cap, C)
   std::vector<float> scratch_proj_;  // (cap, C)
   std::vector<float> scratch_head_;  // (cap, C)
   std::vector<float> scratch_fc_;    // (cap, F) GPT-2; (cap, 3F) Llama: gate | up, then the SwiGLU
-  std::vector<float> key_panels_;  // L x attention_key_panels_floats(cap, shape): keys and values in the attention kernel's layout, cached with qkv_
+  std::vector<float> key_panels_;    // L x attention_key_panels_floats(cap, shape): keys and values in the attention
+                                     // kernel's layout, cached with qkv_
   std::vector<float> logits_last_;   // (V)
   std::vector<float> logits_all_;    // (cap, V) with all_logits
 

@@ -75,8 +75,8 @@ uint64_t planned_weight_bytes(const ModelConfig& c, WeightStorage storage) {
     const uint64_t small = L * (2 * C + W + C + 2 * F + C + 2 * (uint64_t)c.head_size()) + C;
     return bytes * large + 4 * small;
   }
-  const uint64_t large = V * C + L * (C * 3 * C + C * C + C * F + F * C);       // wte and the linear layers
-  const uint64_t small = P * C + L * (4 * C + 3 * C + C + F + C) + 2 * C;         // wpe, LayerNorms, biases
+  const uint64_t large = V * C + L * (C * 3 * C + C * C + C * F + F * C);  // wte and the linear layers
+  const uint64_t small = P * C + L * (4 * C + 3 * C + C + F + C) + 2 * C;  // wpe, LayerNorms, biases
   return bytes * large + 4 * small;
 }
 
@@ -86,9 +86,11 @@ uint64_t planned_weight_bytes(const ModelConfig& c, WeightStorage storage) {
 uint64_t planned_load_bytes(const ModelConfig& c, WeightStorage storage) {
   const uint64_t C = c.n_embd, V = c.vocab_size;
   // a Llama-family layer is read as Hugging Face's [out, in] and transposed: two copies
-  const uint64_t linear_temporary = c.family == Family::llama
-      ? 8 * std::max<uint64_t>(C * c.qkv_width(), std::max<uint64_t>(C * 2 * (uint64_t)c.n_inner, (uint64_t)c.q_width() * C))
-      : 4 * C * std::max<uint64_t>(3 * C, c.n_inner);
+  const uint64_t linear_temporary =
+      c.family == Family::llama
+          ? 8 * std::max<uint64_t>(C * c.qkv_width(),
+                                   std::max<uint64_t>(C * 2 * (uint64_t)c.n_inner, (uint64_t)c.q_width() * C))
+          : 4 * C * std::max<uint64_t>(3 * C, c.n_inner);
   const uint64_t with_linear = planned_weight_bytes(c, storage) + linear_temporary;
   // an untied LM head is read the same way while wte's F16 copy is kept
   const uint64_t untied = c.family == Family::llama && !c.tie_word_embeddings ? 2 * V * C : 0;
@@ -113,8 +115,8 @@ void check_weights_fit(const ModelConfig& c, uint64_t resident_bytes, WeightStor
   if (needed > limit)
     throw Error("this model needs about " + gigabytes(needed) + " of wasm memory (" + gigabytes(weights) + " of " +
                 storage_words(storage) + " weights" +
-                (in_use > (64u << 20) ? ", " + gigabytes(in_use) + " already in use" : std::string()) + "); the limit is " +
-                gigabytes(limit) +
+                (in_use > (64u << 20) ? ", " + gigabytes(in_use) + " already in use" : std::string()) +
+                "); the limit is " + gigabytes(limit) +
                 (storage == WeightStorage::f32 && f16_fits
                      ? "; it would fit with weights in F16: loadModel(source, { weights: 'f16' })"
                      : "; try a smaller model"));
@@ -127,9 +129,9 @@ void check_weights_fit(const ModelConfig& c, uint64_t resident_bytes, WeightStor
   if (needed > limit)
     throw Error("this model needs about " + gigabytes(needed) + " of memory (" + gigabytes(weights) + " of " +
                 storage_words(storage) + " weights); this machine has " + gigabytes(limit) +
-                (storage == WeightStorage::f32 && f16_fits
-                     ? "; it would fit with weights in F16: headscope run --weights f16 (LoadOptions::weights = WeightStorage::f16)"
-                     : "; try a smaller model"));
+                (storage == WeightStorage::f32 && f16_fits ? "; it would fit with weights in F16: headscope run "
+                                                             "--weights f16 (LoadOptions::weights = WeightStorage::f16)"
+                                                           : "; try a smaller model"));
 #endif
 }
 
@@ -152,7 +154,6 @@ WeightStorage parse_weight_storage(std::string_view name) {
   throw Error("weights must be \"f32\" or \"f16\", got \"" + std::string(name) + "\"");
 }
 
-
 Model Model::load_directory(const std::filesystem::path& dir, const LoadOptions& options) {
   if (!std::filesystem::is_directory(dir)) throw Error("model folder not found: " + dir.string());
   const std::string config = read_file(dir / "config.json");
@@ -166,7 +167,8 @@ Model Model::load_directory(const std::filesystem::path& dir, const LoadOptions&
   // merges.txt, or tokenizer.json when the folder has only that
   if (llama && !std::filesystem::exists(dir / "tokenizer.json"))
     throw Error("no tokenizer.json in " + dir.string() + ": a Llama-family model's tokenizer is read from it");
-  const bool gpt2_files = !llama && (std::filesystem::exists(dir / "vocab.json") || !std::filesystem::exists(dir / "tokenizer.json"));
+  const bool gpt2_files =
+      !llama && (std::filesystem::exists(dir / "vocab.json") || !std::filesystem::exists(dir / "tokenizer.json"));
   Tokenizer tokenizer = gpt2_files ? Tokenizer::from_json(read_file(dir / "vocab.json"), read_file(dir / "merges.txt"))
                                    : Tokenizer::from_tokenizer_json(read_file(dir / "tokenizer.json"));
   // read tensor by tensor into the weights' own storage: the file is never held in memory
@@ -189,8 +191,9 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
                          std::string_view vocab_json, std::string_view merges_txt, uint64_t resident_bytes,
                          const LoadOptions& options) {
   if (parse_config(config_json).family == Family::llama)
-    throw Error("a Llama-family model's tokenizer is its tokenizer.json, not vocab.json and merges.txt "
-                "(Model::load_buffers_tokenizer_json; in JavaScript { config, weights, tokenizer })");
+    throw Error(
+        "a Llama-family model's tokenizer is its tokenizer.json, not vocab.json and merges.txt "
+        "(Model::load_buffers_tokenizer_json; in JavaScript { config, weights, tokenizer })");
   return load_source(config_json, std::move(safetensors), Tokenizer::from_json(vocab_json, merges_txt), resident_bytes,
                      options);
 }
@@ -206,9 +209,10 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
   try {
     m.impl_->build(config_json, std::move(safetensors), std::move(tokenizer), options.weights, options.threads);
   } catch (const std::bad_alloc&) {
-    throw Error(std::string("out of memory while loading the model: its ") + storage_words(options.weights) +
-                " weights need about " + gigabytes(planned_weight_bytes(config, options.weights)) +
-                (options.weights == WeightStorage::f32 ? "; try weights in F16, or a smaller model" : "; try a smaller model"));
+    throw Error(
+        std::string("out of memory while loading the model: its ") + storage_words(options.weights) +
+        " weights need about " + gigabytes(planned_weight_bytes(config, options.weights)) +
+        (options.weights == WeightStorage::f32 ? "; try weights in F16, or a smaller model" : "; try a smaller model"));
   }
   return m;
 }
@@ -224,7 +228,10 @@ void Model::Impl::build(std::string_view config_json, std::shared_ptr<const Byte
     int lo = 1, hi = config_.n_positions;
     while (lo < hi) {
       const int mid = lo + (hi - lo + 1) / 2;
-      if (activation_floats((uint64_t)mid) <= kMaxActivationFloats) lo = mid; else hi = mid - 1;
+      if (activation_floats((uint64_t)mid) <= kMaxActivationFloats)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     config_.n_positions = lo;
   }
@@ -260,32 +267,47 @@ void store_embedding(std::vector<float>& f32, std::vector<uint16_t>& f16, const 
 kernels::PackedLinear& linear_in(BlockWeights& b, arch::Slot s) {
   using arch::Slot;
   switch (arch::linear_of(s)) {
-    case Slot::qkv_weight: return b.attn_in;
-    case Slot::attn_proj_weight: return b.attn_out;
-    case Slot::fc_weight: return b.mlp_in;
-    default: return b.mlp_out;
+    case Slot::qkv_weight:
+      return b.attn_in;
+    case Slot::attn_proj_weight:
+      return b.attn_out;
+    case Slot::fc_weight:
+      return b.mlp_in;
+    default:
+      return b.mlp_out;
   }
 }
 std::pair<int64_t, int64_t> linear_shape(const ModelConfig& c, arch::Slot s) {
   using arch::Slot;
   const int64_t C = c.n_embd, F = c.n_inner, gate_up = c.family == Family::llama ? 2 : 1;
   switch (arch::linear_of(s)) {
-    case Slot::qkv_weight: return {C, c.qkv_width()};
-    case Slot::attn_proj_weight: return {c.q_width(), C};
-    case Slot::fc_weight: return {C, gate_up * F};
-    default: return {F, C};
+    case Slot::qkv_weight:
+      return {C, c.qkv_width()};
+    case Slot::attn_proj_weight:
+      return {c.q_width(), C};
+    case Slot::fc_weight:
+      return {C, gate_up * F};
+    default:
+      return {F, C};
   }
 }
 std::vector<float>* block_vector(BlockWeights& b, arch::Slot s) {
   using arch::Slot;
   switch (s) {
-    case Slot::ln1_weight: return &b.norm1_weight;
-    case Slot::ln1_bias: return &b.norm1_bias;
-    case Slot::ln2_weight: return &b.norm2_weight;
-    case Slot::ln2_bias: return &b.norm2_bias;
-    case Slot::q_norm: return &b.q_norm;
-    case Slot::k_norm: return &b.k_norm;
-    default: return nullptr;
+    case Slot::ln1_weight:
+      return &b.norm1_weight;
+    case Slot::ln1_bias:
+      return &b.norm1_bias;
+    case Slot::ln2_weight:
+      return &b.norm2_weight;
+    case Slot::ln2_bias:
+      return &b.norm2_bias;
+    case Slot::q_norm:
+      return &b.q_norm;
+    case Slot::k_norm:
+      return &b.k_norm;
+    default:
+      return nullptr;
   }
 }
 }  // namespace
@@ -311,8 +333,10 @@ void Model::Impl::load_weights(const SafeTensors& st, bool f16) {
     store_embedding(f32, half, e.name, c.vocab_size, C, f16);
   };
   for (const arch::TensorEntry& e : table.tensors)
-    if (e.slot == Slot::embedding) embedding(e, wte_, wte_f16_);
-    else if (e.slot == Slot::lm_head) embedding(e, lm_head_, lm_head_f16_);
+    if (e.slot == Slot::embedding)
+      embedding(e, wte_, wte_f16_);
+    else if (e.slot == Slot::lm_head)
+      embedding(e, lm_head_, lm_head_f16_);
   scratch_wte_.assign(f16 ? kernels::matmul_transposed_f16_scratch_floats((int)C) : 0, 0.0f);
   rope_inv_freq_ = c.family == Family::llama ? rope_frequencies(c) : std::vector<double>();
 
@@ -351,7 +375,8 @@ void Model::Impl::load_weights(const SafeTensors& st, bool f16) {
         if (f16) check_f16_range(e.name, w.data(), w.size());
         const int64_t out = e.shape[0], in = e.shape[1];
         for (int64_t o = 0; o < out; o++)
-          for (int64_t i = 0; i < in; i++) weight[(std::size_t)(i * width + e.column + o)] = w[(std::size_t)(o * in + i)];
+          for (int64_t i = 0; i < in; i++)
+            weight[(std::size_t)(i * width + e.column + o)] = w[(std::size_t)(o * in + i)];
       } else {  // Conv1D's [in, out] is the kernels' layout
         r.read_into(weight.data(), e.name, e.shape, n);
         if (f16) check_f16_range(e.name, weight.data(), weight.size());
@@ -375,11 +400,13 @@ void Model::Impl::load_weights(const SafeTensors& st, bool f16) {
 }
 
 std::size_t Model::Impl::weight_bytes() const {
-  std::size_t b = (wte_.size() + wpe_.size() + lm_head_.size() + final_norm_weight_.size() + final_norm_bias_.size()) * sizeof(float) +
+  std::size_t b = (wte_.size() + wpe_.size() + lm_head_.size() + final_norm_weight_.size() + final_norm_bias_.size()) *
+                      sizeof(float) +
                   (wte_f16_.size() + lm_head_f16_.size()) * sizeof(uint16_t);
   for (const auto& blk : blocks_)
     b += (blk.norm1_weight.size() + blk.norm1_bias.size() + blk.norm2_weight.size() + blk.norm2_bias.size() +
-          blk.q_norm.size() + blk.k_norm.size()) * sizeof(float) +
+          blk.q_norm.size() + blk.k_norm.size()) *
+             sizeof(float) +
          blk.attn_in.bytes() + blk.attn_out.bytes() + blk.mlp_in.bytes() + blk.mlp_out.bytes();
   return b;
 }

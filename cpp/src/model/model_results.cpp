@@ -40,7 +40,8 @@ std::vector<float> Model::Impl::attention(int layer, int head) const {
   check_layer_head(layer, head);
   std::vector<float> out((std::size_t)T_ * T_);
   const float* src = &att_[((std::size_t)layer * config_.n_head + head) * cap_ * cap_];
-  for (int t = 0; t < T_; t++) std::copy(src + (std::size_t)t * cap_, src + (std::size_t)t * cap_ + T_, &out[(std::size_t)t * T_]);
+  for (int t = 0; t < T_; t++)
+    std::copy(src + (std::size_t)t * cap_, src + (std::size_t)t * cap_ + T_, &out[(std::size_t)t * T_]);
   return out;
 }
 
@@ -49,17 +50,21 @@ void Model::Impl::copy_attention_all(float* out) const { copy_attention_rows(out
 std::size_t Model::Impl::attention_rows_floats(int row_begin, int block_rows, int stride) const {
   require_run();
   const std::string t = std::to_string(T_);
-  if (row_begin < 0 || row_begin > T_) throw Error("attention rows must start within [0, " + t + "], got " + std::to_string(row_begin));
+  if (row_begin < 0 || row_begin > T_)
+    throw Error("attention rows must start within [0, " + t + "], got " + std::to_string(row_begin));
   if (stride < T_ || stride > config_.n_positions)
-    throw Error("attention row stride must be within [" + t + ", " + std::to_string(config_.n_positions) + "], got " + std::to_string(stride));
+    throw Error("attention row stride must be within [" + t + ", " + std::to_string(config_.n_positions) + "], got " +
+                std::to_string(stride));
   if (block_rows < T_ - row_begin || block_rows > config_.n_positions)
-    throw Error("a block of " + std::to_string(block_rows) + " rows cannot hold attention rows " + std::to_string(row_begin) + " to " + t +
+    throw Error("a block of " + std::to_string(block_rows) + " rows cannot hold attention rows " +
+                std::to_string(row_begin) + " to " + t +
                 " (at most n_positions = " + std::to_string(config_.n_positions) + " rows)");
   // 64-bit product, refused above the activation limit before a 32-bit size_t (wasm) could wrap
   const uint64_t floats = (uint64_t)config_.n_layer * config_.n_head * block_rows * stride;
   if (floats > kMaxActivationFloats)
     throw Error("attention rows of " + std::to_string(block_rows) + " x " + std::to_string(stride) + " per head need " +
-                std::to_string(floats * 4 >> 20) + " MB, more than the " + std::to_string(kMaxActivationFloats * 4 >> 20) + " MB limit");
+                std::to_string(floats * 4 >> 20) + " MB, more than the " +
+                std::to_string(kMaxActivationFloats * 4 >> 20) + " MB limit");
   return (std::size_t)floats;
 }
 
@@ -89,8 +94,7 @@ std::vector<float> Model::Impl::hidden_states() const {
   require_run();
   const std::size_t C = config_.n_embd, rows = (std::size_t)T_ * C;
   std::vector<float> out((config_.n_layer + 1) * rows);
-  for (int l = 0; l <= config_.n_layer; l++)
-    std::copy_n(&residual_[l * cap_ * C], rows, &out[l * rows]);
+  for (int l = 0; l <= config_.n_layer; l++) std::copy_n(&residual_[l * cap_ * C], rows, &out[l * rows]);
   return out;
 }
 
@@ -122,8 +126,9 @@ void Model::Impl::value_norm_rows(float* out, int layer, int head, int row_begin
   // the query head's value is its key/value head's, at column (NH + KV + g) HS of qkv; the product
   // reads columns [head HS, (head + 1) HS) of its input, so the input starts head HS before it
   const int g = head / c.group_size();
-  const float* values = &qkv_[((std::size_t)layer * cap_ + row_begin) * W + (std::size_t)(c.n_head + c.kv_heads() + g) * HS] -
-                        (std::size_t)head * HS;
+  const float* values =
+      &qkv_[((std::size_t)layer * cap_ + row_begin) * W + (std::size_t)(c.n_head + c.kv_heads() + g) * HS] -
+      (std::size_t)head * HS;
   moved.resize((std::size_t)n * C);
   kernels::matmul_rows_forward(moved.data(), values, W, blocks_[layer].attn_out, head * HS, (head + 1) * HS, n);
   for (int t = 0; t < n; t++) {
@@ -169,7 +174,8 @@ HeadInside Model::Impl::head_inside() const {
   const std::size_t W = c.qkv_width();
   const int g = h / c.group_size();
   const float* qkv = &qkv_[l * cap * W];
-  for (const auto& [dst, column] : {std::pair{&r.q, h}, std::pair{&r.k, c.n_head + g}, std::pair{&r.v, c.n_head + c.kv_heads() + g}}) {
+  for (const auto& [dst, column] :
+       {std::pair{&r.q, h}, std::pair{&r.k, c.n_head + g}, std::pair{&r.v, c.n_head + c.kv_heads() + g}}) {
     dst->resize((std::size_t)T * HS);
     for (int t = 0; t < T; t++)
       std::copy_n(qkv + (std::size_t)t * W + (std::size_t)column * HS, HS, dst->data() + (std::size_t)t * HS);
@@ -184,7 +190,8 @@ HeadInside Model::Impl::head_inside() const {
   const float* att = &att_[((std::size_t)l * c.n_head + h) * cap * cap];
   for (int t = 0; t < T; t++) {
     const float* q = &r.q[(std::size_t)t * HS];
-    for (int j = 0; j <= t; j++) r.scores[(std::size_t)t * T + j] = kernels::dot(q, &r.k[(std::size_t)j * HS], HS) * scale;
+    for (int j = 0; j <= t; j++)
+      r.scores[(std::size_t)t * T + j] = kernels::dot(q, &r.k[(std::size_t)j * HS], HS) * scale;
     std::copy_n(att + (std::size_t)t * cap, T, &r.attention[(std::size_t)t * T]);
   }
   r.z.resize((std::size_t)T * HS);
@@ -194,8 +201,8 @@ HeadInside Model::Impl::head_inside() const {
   // what the run added (bit for bit); a switched-off head wrote nothing
   r.out.assign((std::size_t)T * C, 0.0f);
   if (!ablate_mask_[(std::size_t)l * c.n_head + h])
-    kernels::matmul_rows_forward(r.out.data(), &head_out_[(std::size_t)l * cap * c.q_width()], c.q_width(), blocks_[l].attn_out,
-                                 h * HS, (h + 1) * HS, T);
+    kernels::matmul_rows_forward(r.out.data(), &head_out_[(std::size_t)l * cap * c.q_width()], c.q_width(),
+                                 blocks_[l].attn_out, h * HS, (h + 1) * HS, T);
   r.value_norm.resize(T);
   std::vector<float> scratch;
   value_norm_rows(r.value_norm.data(), l, h, 0, scratch);
@@ -227,8 +234,10 @@ LogitAttribution Model::Impl::logit_attribution(int position, int token) const {
   const bool untied = !lm_head_.empty() || !lm_head_f16_.empty();
   const std::vector<float>& f32 = untied ? lm_head_ : wte_;
   const std::vector<uint16_t>& f16 = untied ? lm_head_f16_ : wte_f16_;
-  if (f16.empty()) std::copy_n(&f32[(std::size_t)token * C], C, row.data());
-  else kernels::f16_unpack_forward(row.data(), &f16[(std::size_t)token * C], C);
+  if (f16.empty())
+    std::copy_n(&f32[(std::size_t)token * C], C, row.data());
+  else
+    kernels::f16_unpack_forward(row.data(), &f16[(std::size_t)token * C], C);
   for (int i = 0; i < C; i++) w[i] = (double)row[i] * final_norm_weight_[i];
   // the final norm's scale at the position, from the residual stream it normalizes: LayerNorm's
   // 1 / sigma (GPT-2), RMSNorm's 1 / rms (the Llama family, which does not center)
@@ -278,8 +287,11 @@ LogitAttribution Model::Impl::logit_attribution(int position, int token) const {
     for (int i = 0; i < C; i++) v[i] = (double)out[i] - in[i] - attn[i];
     a.mlp.push_back(part(v.data()));
   }
-  for (std::size_t i = 0; i < final_norm_bias_.size(); i++) a.ln_bias += (double)final_norm_bias_[i] * row[i];  // RMSNorm: none
-  a.logit = position == T_ - 1 ? logits_last_[token] : (options_.all_logits ? logits_all_[(std::size_t)position * c.vocab_size + token] : a.total());
+  for (std::size_t i = 0; i < final_norm_bias_.size(); i++)
+    a.ln_bias += (double)final_norm_bias_[i] * row[i];  // RMSNorm: none
+  a.logit = position == T_ - 1
+                ? logits_last_[token]
+                : (options_.all_logits ? logits_all_[(std::size_t)position * c.vocab_size + token] : a.total());
   return a;
 }
 

@@ -21,8 +21,8 @@ float row_max(const float* row, int V) {
 void check_ids(std::span<const float> logits, std::span<const int32_t> ids, int V) {
   if (V <= 0) throw Error("vocabulary size must be positive");
   if (logits.size() < ids.size() * (std::size_t)V)
-    throw Error("logits hold " + std::to_string(logits.size()) + " floats, fewer than T x V = " +
-                std::to_string(ids.size()) + " x " + std::to_string(V));
+    throw Error("logits hold " + std::to_string(logits.size()) +
+                " floats, fewer than T x V = " + std::to_string(ids.size()) + " x " + std::to_string(V));
   for (std::size_t t = 1; t < ids.size(); t++)
     if (ids[t] < 0 || ids[t] >= V)
       throw Error("token id " + std::to_string(ids[t]) + " at position " + std::to_string(t) + " is outside [0, " +

@@ -33,8 +33,7 @@ void Tokenizer::Impl::bpe(std::string_view word, std::vector<Piece>& out) const 
     uint32_t len;  // 0 once merged into its left neighbour
   };
   std::vector<Sym> syms(n);
-  for (int i = 0; i < n; ++i)
-    syms[i] = {byte_sym[static_cast<uint8_t>(word[i])], i - 1, i + 1 < n ? i + 1 : -1, 1};
+  for (int i = 0; i < n; ++i) syms[i] = {byte_sym[static_cast<uint8_t>(word[i])], i - 1, i + 1 < n ? i + 1 : -1, 1};
 
   struct Cand {
     int32_t rank, pos, left, right, result;
@@ -77,8 +76,7 @@ void Tokenizer::Impl::bpe(std::string_view word, std::vector<Piece>& out) const 
   for (int i = 0; i >= 0 && i < n; i = syms[i].next) out.push_back({syms[i].id, syms[i].len});
 }
 
-void Tokenizer::Impl::word_pieces(std::string_view word, uint32_t word_offset,
-                                  std::vector<Piece>& out) const {
+void Tokenizer::Impl::word_pieces(std::string_view word, uint32_t word_offset, std::vector<Piece>& out) const {
   out.clear();
   const bool cacheable = word.size() <= kMaxCachedWordBytes;
   std::string key;
@@ -106,11 +104,11 @@ void Tokenizer::Impl::word_pieces(std::string_view word, uint32_t word_offset,
         const auto b = static_cast<uint8_t>(word[rel]);
         std::string form;
         append_utf8(form, byte_map().to_char[b]);
-        throw Error("byte " + hex_byte(b) + " at byte " + std::to_string(at) +
-                    " is not in the vocab (vocab form " + quote_for_message(form) + ")");
+        throw Error("byte " + hex_byte(b) + " at byte " + std::to_string(at) + " is not in the vocab (vocab form " +
+                    quote_for_message(form) + ")");
       }
-      throw Error("token " + quote_for_message(sym_form[p.sym]) + " at bytes " + std::to_string(at) +
-                  ".." + std::to_string(at + p.len) + " is produced by the merges but is not in the vocab");
+      throw Error("token " + quote_for_message(sym_form[p.sym]) + " at bytes " + std::to_string(at) + ".." +
+                  std::to_string(at + p.len) + " is produced by the merges but is not in the vocab");
     }
     rel += p.len;
   }
@@ -280,9 +278,7 @@ std::vector<Token> Tokenizer::encode_input(std::string_view utf8) const {
 
 std::vector<Token> Tokenizer::encode(std::string_view utf8) const {
   std::vector<Token> out;
-  impl_->run(utf8, [&](int32_t id, uint32_t b, uint32_t e) {
-    out.push_back(Token{id, impl_->display[id], b, e});
-  });
+  impl_->run(utf8, [&](int32_t id, uint32_t b, uint32_t e) { out.push_back(Token{id, impl_->display[id], b, e}); });
   return out;
 }
 
@@ -294,8 +290,7 @@ std::vector<int32_t> Tokenizer::encode_ids(std::string_view utf8) const {
 
 static void check_id(const Tokenizer::Impl& impl, int32_t id) {
   if (id < 0 || id >= impl.vocab_n)
-    throw Error("token id " + std::to_string(id) + " is outside the vocab (size " +
-                std::to_string(impl.vocab_n) + ")");
+    throw Error("token id " + std::to_string(id) + " is outside the vocab (size " + std::to_string(impl.vocab_n) + ")");
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {

@@ -77,7 +77,8 @@ enum class Digits { none, runs, individual };
 
 enum class Split {
   gpt2,    // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-  llama3,  // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+  llama3,  // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+           // ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
   qwen2,   // the same with \p{N} for \p{N}{1,3}: one digit per pre-token
 };
 
@@ -92,10 +93,10 @@ constexpr size_t kMaxCachedWordBytes = 256;
 }  // namespace bpe_detail
 
 using bpe_detail::AddedToken;
+using bpe_detail::Digits;
 using bpe_detail::MergeInfo;
 using bpe_detail::Piece;
 using bpe_detail::Split;
-using bpe_detail::Digits;
 
 struct Tokenizer::Impl {
   int32_t vocab_n = 0;               // ids 0..vocab_n-1: the BPE vocabulary's, then added tokens beyond it
@@ -114,7 +115,7 @@ struct Tokenizer::Impl {
   // indexed by their first byte, each list longest first
   std::array<std::vector<AddedToken>, 256> added_by_byte;
   std::unordered_map<std::string, int32_t> added_ids;  // content -> id
-  std::vector<int32_t> prefix_ids;  // what the post-processor puts before a text (Llama 3's BOS)
+  std::vector<int32_t> prefix_ids;                     // what the post-processor puts before a text (Llama 3's BOS)
 
   // Symbols: ids first, then strings that only occur in merges.
   std::vector<std::string> sym_form;

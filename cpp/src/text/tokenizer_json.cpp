@@ -24,10 +24,13 @@ using json = nlohmann::json;
 // The Split patterns this engine evaluates by hand (tokenizer.cpp, pre_token_end), as tokenizer.json
 // spells them
 constexpr std::string_view kLlama3Pattern =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 constexpr std::string_view kQwen2Pattern =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-constexpr std::string_view kGpt2Pattern = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+constexpr std::string_view kGpt2Pattern =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
 [[noreturn]] void refuse(const std::string& what) { throw Error("tokenizer.json: " + what); }
 
@@ -65,7 +68,8 @@ Split read_pre_tokenizer(const json& p, Digits& digits) {
     if (!byte_level_uses_regex(p, "pre_tokenizer")) refuse("pre_tokenizer ByteLevel without its regex splits nothing");
     return Split::gpt2;
   }
-  if (type != "Sequence") refuse("pre_tokenizer \"" + type + "\" is not supported (ByteLevel, or a Sequence of Split and ByteLevel)");
+  if (type != "Sequence")
+    refuse("pre_tokenizer \"" + type + "\" is not supported (ByteLevel, or a Sequence of Split and ByteLevel)");
   const json& list = member(p, "pretokenizers", "pre_tokenizer");
   if (!list.is_array()) refuse("pre_tokenizer.pretokenizers must be an array");
   std::optional<Split> split;
@@ -78,11 +82,15 @@ Split read_pre_tokenizer(const json& p, Digits& digits) {
       const auto regex = pattern.is_object() ? pattern.find("Regex") : pattern.end();
       if (regex == pattern.end() || !regex->is_string()) refuse(where + ".pattern must be {\"Regex\": ...}");
       const std::string re = regex->get<std::string>();
-      if (re == kLlama3Pattern) split = Split::llama3;
-      else if (re == kQwen2Pattern) split = Split::qwen2;
-      else if (re == kGpt2Pattern) split = Split::gpt2;
-      else refuse(where + " splits by a regex this engine does not know: " + quote_for_message(re) +
-                  " (it knows Llama 3's, Qwen2's and GPT-2's)");
+      if (re == kLlama3Pattern)
+        split = Split::llama3;
+      else if (re == kQwen2Pattern)
+        split = Split::qwen2;
+      else if (re == kGpt2Pattern)
+        split = Split::gpt2;
+      else
+        refuse(where + " splits by a regex this engine does not know: " + quote_for_message(re) +
+               " (it knows Llama 3's, Qwen2's and GPT-2's)");
       const json& behavior = member(list[i], "behavior", where);
       if (!behavior.is_string() || behavior.get<std::string>() != "Isolated")
         refuse(where + ".behavior must be \"Isolated\", got " + behavior.dump());
@@ -180,11 +188,16 @@ Tokenizer Tokenizer::from_tokenizer_json(std::string_view text) {
 
   const json& model = member(j, "model", "the file");
   const std::string type = type_of(model, "model");
-  if (type != "BPE") refuse("model type \"" + type + "\" is not supported (byte-level BPE only; a SentencePiece or WordPiece tokenizer is not)");
-  if (flag(model, "byte_fallback", false, "model")) refuse("model.byte_fallback = true (SentencePiece-style BPE) is not supported");
+  if (type != "BPE")
+    refuse("model type \"" + type +
+           "\" is not supported (byte-level BPE only; a SentencePiece or WordPiece tokenizer is not)");
+  if (flag(model, "byte_fallback", false, "model"))
+    refuse("model.byte_fallback = true (SentencePiece-style BPE) is not supported");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
-    if (model.contains(key) && !model[key].is_null() && model[key] != "") refuse(std::string("model.") + key + " is not supported");
-  if (model.contains("dropout") && !model["dropout"].is_null() && model["dropout"] != 0) refuse("model.dropout is not supported");
+    if (model.contains(key) && !model[key].is_null() && model[key] != "")
+      refuse(std::string("model.") + key + " is not supported");
+  if (model.contains("dropout") && !model["dropout"].is_null() && model["dropout"] != 0)
+    refuse("model.dropout is not supported");
   impl->ignore_merges = flag(model, "ignore_merges", false, "model");
 
   // the vocabulary: ids 0..N-1 of the model, then the added tokens' ids, together 0..M-1
@@ -197,10 +210,12 @@ Tokenizer Tokenizer::from_tokenizer_json(std::string_view text) {
   std::vector<int8_t> seen(static_cast<size_t>(most), 0);  // 1: in the vocab, 2: an added token
   int64_t top = -1;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    if (!it.value().is_number_integer()) refuse("model.vocab: the id of " + quote_for_message(it.key()) + " is not an integer");
+    if (!it.value().is_number_integer())
+      refuse("model.vocab: the id of " + quote_for_message(it.key()) + " is not an integer");
     const int64_t id = it.value().get<int64_t>();
     if (id < 0 || id >= static_cast<int64_t>(vocab.size()))
-      refuse("model.vocab: ids must be 0.." + std::to_string(vocab.size() - 1) + ", got " + std::to_string(id) + " for " + quote_for_message(it.key()));
+      refuse("model.vocab: ids must be 0.." + std::to_string(vocab.size() - 1) + ", got " + std::to_string(id) +
+             " for " + quote_for_message(it.key()));
     if (seen[id]) refuse("model.vocab: duplicate id " + std::to_string(id));
     seen[id] = 1;
     top = std::max(top, id);
@@ -218,7 +233,8 @@ Tokenizer Tokenizer::from_tokenizer_json(std::string_view text) {
     if (content.empty()) refuse(where + ".content is empty");
     for (const char* key : {"lstrip", "rstrip", "single_word"})
       if (flag(added[i], key, false, where)) refuse(where + "." + key + " = true is not supported");
-    if (flag(added[i], "normalized", false, where) && impl->nfc) refuse(where + ".normalized = true with a normalizer is not supported");
+    if (flag(added[i], "normalized", false, where) && impl->nfc)
+      refuse(where + ".normalized = true with a normalizer is not supported");
     if (seen[id] == 1 && vocab.value(content, json()) != json(id))
       refuse(where + " has id " + std::to_string(id) + ", which the vocab gives to another token");
     if (seen[id] == 2) refuse(where + ": duplicate id " + std::to_string(id));
@@ -229,7 +245,8 @@ Tokenizer Tokenizer::from_tokenizer_json(std::string_view text) {
     tokens.push_back({std::move(content), id});
   }
   for (int64_t id = 0; id <= top; ++id)
-    if (!seen[id]) refuse("no token has id " + std::to_string(id) + " (ids must run 0.." + std::to_string(top) + " without gaps)");
+    if (!seen[id])
+      refuse("no token has id " + std::to_string(id) + " (ids must run 0.." + std::to_string(top) + " without gaps)");
 
   impl->vocab_n = static_cast<int32_t>(top + 1);
   impl->sym_form.assign(impl->vocab_n, std::string());
@@ -247,7 +264,8 @@ Tokenizer Tokenizer::from_tokenizer_json(std::string_view text) {
     impl->added_by_byte[static_cast<uint8_t>(a.content[0])].push_back(a);
   }
   for (auto& list : impl->added_by_byte)
-    std::stable_sort(list.begin(), list.end(), [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
+    std::stable_sort(list.begin(), list.end(),
+                     [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
 
   // merges: "left right" strings, or [left, right] pairs; rank = order
   const json& merges = member(model, "merges", "model");
@@ -271,7 +289,8 @@ Tokenizer Tokenizer::from_tokenizer_json(std::string_view text) {
       refuse(where + " must be \"left right\" or [left, right]");
     }
     const int32_t a = impl->intern(left), b = impl->intern(right), r = impl->intern(left + right);
-    if (!impl->merges.emplace(pair_key(a, b), MergeInfo{rank, r}).second) refuse(where + ": duplicate merge " + quote_for_message(left + " " + right));
+    if (!impl->merges.emplace(pair_key(a, b), MergeInfo{rank, r}).second)
+      refuse(where + ": duplicate merge " + quote_for_message(left + " " + right));
     ++rank;
   }
   for (const std::string& content : read_post_processor(j.contains("post_processor") ? j["post_processor"] : json())) {

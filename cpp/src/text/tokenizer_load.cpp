@@ -34,9 +34,7 @@ class VocabSax : public nlohmann::json_sax<nlohmann::json> {
     return add(static_cast<uint64_t>(v));
   }
   bool number_unsigned(number_unsigned_t v) override { return add(v); }
-  bool number_float(number_float_t, const string_t& s) override {
-    return bad_value("the non-integer number " + s);
-  }
+  bool number_float(number_float_t, const string_t& s) override { return bad_value("the non-integer number " + s); }
   bool string(string_t&) override { return bad_value("a string"); }
   bool binary(binary_t&) override { return bad_value("binary data"); }
   bool start_object(std::size_t) override {
@@ -121,8 +119,7 @@ Tokenizer Tokenizer::from_json(std::string_view vocab_json, std::string_view mer
 
   VocabSax sax;
   const bool ok = nlohmann::json::sax_parse(vocab_json.begin(), vocab_json.end(), &sax);
-  if (!ok || !sax.error.empty())
-    throw Error(sax.error.empty() ? "vocab.json: invalid JSON" : sax.error);
+  if (!ok || !sax.error.empty()) throw Error(sax.error.empty() ? "vocab.json: invalid JSON" : sax.error);
   if (sax.ids.empty()) throw Error("vocab.json: the vocab is empty");
   // Contiguous ids keep vocab_size() == entry count and make every id below it decodable.
   const auto n = static_cast<int32_t>(sax.ids.size());
@@ -169,11 +166,9 @@ Tokenizer Tokenizer::from_json(std::string_view vocab_json, std::string_view mer
     const int32_t a = impl->intern(left);
     const int32_t b = impl->intern(right);
     const int32_t r = impl->intern(left + right);
-    if (rank >= static_cast<size_t>(INT32_MAX))
-      throw Error("merges.txt: too many merges");
+    if (rank >= static_cast<size_t>(INT32_MAX)) throw Error("merges.txt: too many merges");
     if (!impl->merges.emplace(pair_key(a, b), MergeInfo{static_cast<int32_t>(rank), r}).second)
-      throw Error("merges.txt line " + std::to_string(line_no) + ": duplicate merge " +
-                  quote_for_message(line));
+      throw Error("merges.txt line " + std::to_string(line_no) + ": duplicate merge " + quote_for_message(line));
     ++rank;
   }
   return Tokenizer(std::move(impl));

@@ -18,8 +18,8 @@ struct CodeRange {
 
 CharClass classify_slow(char32_t cp) {
   const auto* end = std::end(kCodeRanges);
-  const auto* it = std::upper_bound(std::begin(kCodeRanges), end, cp,
-                                    [](char32_t c, const CodeRange& r) { return c < r.first; });
+  const auto* it =
+      std::upper_bound(std::begin(kCodeRanges), end, cp, [](char32_t c, const CodeRange& r) { return c < r.first; });
   if (it == std::begin(kCodeRanges)) return CharClass::kOther;
   --it;
   return cp <= it->last ? it->cls : CharClass::kOther;
@@ -42,21 +42,31 @@ int utf8_lead(uint8_t b, uint8_t& lo, uint8_t& hi) {
   hi = 0xBF;
   if (b < 0x80) return 1;
   if (b >= 0xC2 && b <= 0xDF) return 2;
-  if (b == 0xE0) { lo = 0xA0; return 3; }
+  if (b == 0xE0) {
+    lo = 0xA0;
+    return 3;
+  }
   if (b >= 0xE1 && b <= 0xEC) return 3;
-  if (b == 0xED) { hi = 0x9F; return 3; }
+  if (b == 0xED) {
+    hi = 0x9F;
+    return 3;
+  }
   if (b >= 0xEE && b <= 0xEF) return 3;
-  if (b == 0xF0) { lo = 0x90; return 4; }
+  if (b == 0xF0) {
+    lo = 0x90;
+    return 4;
+  }
   if (b >= 0xF1 && b <= 0xF3) return 4;
-  if (b == 0xF4) { hi = 0x8F; return 4; }
+  if (b == 0xF4) {
+    hi = 0x8F;
+    return 4;
+  }
   return 0;
 }
 
 }  // namespace
 
-CharClass classify(char32_t cp) {
-  return cp < 128 ? ascii_classes()[cp] : classify_slow(cp);
-}
+CharClass classify(char32_t cp) { return cp < 128 ? ascii_classes()[cp] : classify_slow(cp); }
 
 void append_utf8(std::string& out, char32_t cp) {
   if (cp < 0x80) {

@@ -145,7 +145,8 @@ std::string nfc(std::string_view s, std::vector<uint32_t>* source_offsets) {
     if (source_offsets) {
       source_offsets->push_back(reached);
       for (size_t k = 1; k < out.size() - before; ++k)
-        source_offsets->push_back(std::max<uint32_t>(reached, std::min<uint32_t>(c.start + static_cast<uint32_t>(k), c.end - 1)));
+        source_offsets->push_back(
+            std::max<uint32_t>(reached, std::min<uint32_t>(c.start + static_cast<uint32_t>(k), c.end - 1)));
     }
     reached = std::max(reached, c.end);
   }

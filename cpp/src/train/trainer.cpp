@@ -47,12 +47,24 @@ void Trainer::layout() {
     const std::size_t at = add_tensor(e.name, e.shape);
     if (e.layer < 0) {
       switch (e.slot) {
-        case Slot::embedding: wte_ = at; break;
-        case Slot::positions: wpe_ = at; break;
-        case Slot::lm_head: head_ = at; untied = true; break;
-        case Slot::final_norm_weight: lnfw_ = at; break;
-        case Slot::final_norm_bias: lnfb_ = at; break;
-        default: throw Error("train: tensor " + e.name + " has no place in the model");
+        case Slot::embedding:
+          wte_ = at;
+          break;
+        case Slot::positions:
+          wpe_ = at;
+          break;
+        case Slot::lm_head:
+          head_ = at;
+          untied = true;
+          break;
+        case Slot::final_norm_weight:
+          lnfw_ = at;
+          break;
+        case Slot::final_norm_bias:
+          lnfb_ = at;
+          break;
+        default:
+          throw Error("train: tensor " + e.name + " has no place in the model");
       }
       continue;
     }
@@ -60,21 +72,50 @@ void Trainer::layout() {
     Layer& ly = layers_[e.layer];
     std::size_t* field = nullptr;
     switch (e.slot) {
-      case Slot::ln1_weight: field = &ly.ln1w; break;
-      case Slot::ln1_bias: field = &ly.ln1b; break;
-      case Slot::qkv_weight: field = &ly.qkvw; break;
-      case Slot::qkv_bias: field = &ly.qkvb; break;
-      case Slot::attn_proj_weight: field = &ly.attprojw; break;
-      case Slot::attn_proj_bias: field = &ly.attprojb; break;
-      case Slot::ln2_weight: field = &ly.ln2w; break;
-      case Slot::ln2_bias: field = &ly.ln2b; break;
-      case Slot::fc_weight: field = &ly.fcw; break;
-      case Slot::fc_bias: field = &ly.fcb; break;
-      case Slot::mlp_proj_weight: field = &ly.fcprojw; break;
-      case Slot::mlp_proj_bias: field = &ly.fcprojb; break;
-      case Slot::q_norm: field = &ly.qnorm; break;
-      case Slot::k_norm: field = &ly.knorm; break;
-      default: throw Error("train: tensor " + e.name + " has no place in a block");
+      case Slot::ln1_weight:
+        field = &ly.ln1w;
+        break;
+      case Slot::ln1_bias:
+        field = &ly.ln1b;
+        break;
+      case Slot::qkv_weight:
+        field = &ly.qkvw;
+        break;
+      case Slot::qkv_bias:
+        field = &ly.qkvb;
+        break;
+      case Slot::attn_proj_weight:
+        field = &ly.attprojw;
+        break;
+      case Slot::attn_proj_bias:
+        field = &ly.attprojb;
+        break;
+      case Slot::ln2_weight:
+        field = &ly.ln2w;
+        break;
+      case Slot::ln2_bias:
+        field = &ly.ln2b;
+        break;
+      case Slot::fc_weight:
+        field = &ly.fcw;
+        break;
+      case Slot::fc_bias:
+        field = &ly.fcb;
+        break;
+      case Slot::mlp_proj_weight:
+        field = &ly.fcprojw;
+        break;
+      case Slot::mlp_proj_bias:
+        field = &ly.fcprojb;
+        break;
+      case Slot::q_norm:
+        field = &ly.qnorm;
+        break;
+      case Slot::k_norm:
+        field = &ly.knorm;
+        break;
+      default:
+        throw Error("train: tensor " + e.name + " has no place in a block");
     }
     *field = at;
   }
@@ -87,16 +128,18 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
   const int64_t H = config.n_inner > 0 ? config.n_inner : 4 * C;
   config_.n_inner = (int)H;  // block_forward reads the MLP width from the config
   if (V < 1 || C < 1 || L < 1 || NH < 1 || (!llama() && C % NH != 0))
-    throw Error("train: invalid shape (vocab_size, n_embd, n_layer, n_head must be positive, n_embd divisible by n_head)");
+    throw Error(
+        "train: invalid shape (vocab_size, n_embd, n_layer, n_head must be positive, n_embd divisible by n_head)");
   // GPT-2's heads are C / NH wide, each with its own keys and values, whatever a config edited by hand
   // still says in the Llama family's fields (the layout and the activations follow these)
   if (!llama()) {
     config_.n_kv_head = 0;
     config_.head_dim = 0;
   }
-  if (llama() && (config.kv_heads() < 1 || NH % config.kv_heads() != 0 || config.head_size() < 2 ||
-                  config.head_size() % 2 != 0))
-    throw Error("train: invalid Llama-family shape (key/value heads must divide the query heads, the head size must be even)");
+  if (llama() &&
+      (config.kv_heads() < 1 || NH % config.kv_heads() != 0 || config.head_size() < 2 || config.head_size() % 2 != 0))
+    throw Error(
+        "train: invalid Llama-family shape (key/value heads must divide the query heads, the head size must be even)");
   if (B < 1 || T < 1) throw Error("train: batch size and sequence length must be at least 1");
   if (T > config.n_positions)
     throw Error("train: sequence length " + std::to_string(T) + " exceeds n_positions " +
@@ -173,7 +216,8 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
   dlogits_.assign(n * V, 0);
   scratch_.assign(std::max<std::size_t>(T, config_.qk_norm ? (std::size_t)W : 0), 0);
   head_proj_.assign(nc, 0);
-  key_panels_.assign(k::attention_key_panels_floats(T, k::AttentionShape{(int)NH, config_.kv_heads(), config_.head_size()}), 0);
+  key_panels_.assign(
+      k::attention_key_panels_floats(T, k::AttentionShape{(int)NH, config_.kv_heads(), config_.head_size()}), 0);
   packed_ = std::make_unique<Packed>();
   packed_->blocks.resize(L);
   packed_->pool = std::make_unique<kernels::ThreadPool>(kernels::hardware_threads());
@@ -191,8 +235,7 @@ std::size_t Trainer::bytes() const {
   for (const auto* set : {&acts_, &dacts_})
     for (const LayerActs& a : *set)
       for (const auto* v : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att, &a.atty, &a.attproj, &a.res2, &a.ln2,
-                            &a.ln2_mean, &a.ln2_rstd, &a.fch, &a.fch_gelu, &a.fcproj, &a.res3, &a.qkv_raw,
-                            &a.qk_rstd})
+                            &a.ln2_mean, &a.ln2_rstd, &a.fch, &a.fch_gelu, &a.fcproj, &a.res3, &a.qkv_raw, &a.qk_rstd})
         f += v->size();
   f += gated_atty_.size() + dgated_atty_.size() + packed_->transposed.size() + packed_->zeros.size();
   std::size_t packed = 0;  // the layers as the forward's kernels read them (filled by the first forward)
@@ -275,7 +318,8 @@ void Trainer::share_threads(const Model& model) {
 
 void Trainer::set_head_gates(std::span<const float> gates) {
   if (gates.size() != gates_.size())
-    throw Error("train: " + std::to_string(gates.size()) + " head gates for " + std::to_string(gates_.size()) + " heads");
+    throw Error("train: " + std::to_string(gates.size()) + " head gates for " + std::to_string(gates_.size()) +
+                " heads");
   std::copy(gates.begin(), gates.end(), gates_.begin());
   gated_ = std::any_of(gates_.begin(), gates_.end(), [](float g) { return g != 1.0f; });
   if (gated_ && gated_atty_.empty()) {
@@ -306,12 +350,12 @@ void Trainer::load(const Model& model) {
   const ModelConfig& c = m.config_;
   // the Llama family has no position table: its context (which a Model lowers to what its activations
   // allow) is no part of the weights, but its rotation and norms' epsilon are part of the model
-  const bool same_rope = c.rope_theta == config_.rope_theta && c.rope_scaling.llama3 == config_.rope_scaling.llama3 &&
-                         c.rope_scaling.factor == config_.rope_scaling.factor &&
-                         c.rope_scaling.low_freq_factor == config_.rope_scaling.low_freq_factor &&
-                         c.rope_scaling.high_freq_factor == config_.rope_scaling.high_freq_factor &&
-                         c.rope_scaling.original_max_position_embeddings ==
-                             config_.rope_scaling.original_max_position_embeddings;
+  const bool same_rope =
+      c.rope_theta == config_.rope_theta && c.rope_scaling.llama3 == config_.rope_scaling.llama3 &&
+      c.rope_scaling.factor == config_.rope_scaling.factor &&
+      c.rope_scaling.low_freq_factor == config_.rope_scaling.low_freq_factor &&
+      c.rope_scaling.high_freq_factor == config_.rope_scaling.high_freq_factor &&
+      c.rope_scaling.original_max_position_embeddings == config_.rope_scaling.original_max_position_embeddings;
   if (c.family != config_.family || c.vocab_size != config_.vocab_size || c.n_embd != config_.n_embd ||
       c.n_layer != config_.n_layer || c.n_head != config_.n_head || c.n_inner != config_.n_inner ||
       c.kv_heads() != config_.kv_heads() || c.head_size() != config_.head_size() || c.qk_norm != config_.qk_norm ||
@@ -428,8 +472,8 @@ void Trainer::adamw_step(const AdamW& hp) {
       for (float& g : grads_) g = (float)(g * coef);
   }
   adam_t_++;
-  adamw_update(params_.data(), adam_m_.data(), adam_v_.data(), grads_.data(), params_.size(), hp.lr, hp.beta1,
-               hp.beta2, hp.eps, hp.weight_decay, adam_t_);
+  adamw_update(params_.data(), adam_m_.data(), adam_v_.data(), grads_.data(), params_.size(), hp.lr, hp.beta1, hp.beta2,
+               hp.eps, hp.weight_decay, adam_t_);
 }
 
 std::vector<uint8_t> Trainer::safetensors_bytes() const {

@@ -13,7 +13,7 @@ namespace headscope::train {
 struct Trainer::Packed {
   std::vector<BlockWeights> blocks;
   std::unique_ptr<kernels::ThreadPool> pool;  // the kernels' threads (set_threads)
-  kernels::ThreadPool* borrowed = nullptr;     // or a model's (share_threads)
+  kernels::ThreadPool* borrowed = nullptr;    // or a model's (share_threads)
   kernels::ThreadPool* threads() const { return borrowed ? borrowed : pool.get(); }
   // the Llama family: its rotary frequencies, a matrix's transpose on its way into the packed layout,
   // and the zero biases its packed layers carry (the forward reads a bias of every layer)

@@ -37,8 +37,10 @@ float Trainer::forward(const int* ids, const int* targets, int B, int T) {
   // the position's row of wpe, the Llama family rotates q and k inside the block instead
   for (int i = 0; i < N; i++) {
     const float* tok = P + wte_ + (std::size_t)ids[i] * C;
-    if (llama()) std::copy(tok, tok + C, &encoded_[(std::size_t)i * C]);
-    else k::add_forward(&encoded_[(std::size_t)i * C], tok, P + wpe_ + (std::size_t)(i % T) * C, C);
+    if (llama())
+      std::copy(tok, tok + C, &encoded_[(std::size_t)i * C]);
+    else
+      k::add_forward(&encoded_[(std::size_t)i * C], tok, P + wpe_ + (std::size_t)(i % T) * C, C);
   }
   const float* residual = encoded_.data();
   for (std::size_t l = 0; l < layers_.size(); l++) {
@@ -69,8 +71,10 @@ float Trainer::forward(const int* ids, const int* targets, int B, int T) {
     block_forward(config_, packed_->blocks[l], io, B, 0, T, T);
     residual = a.res3.data();
   }
-  if (llama()) k::rmsnorm_forward(lnf_.data(), lnf_rstd_.data(), residual, P + lnfw_, N, C, eps);
-  else k::layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual, P + lnfw_, P + lnfb_, N, C, eps);
+  if (llama())
+    k::rmsnorm_forward(lnf_.data(), lnf_rstd_.data(), residual, P + lnfw_, N, C, eps);
+  else
+    k::layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual, P + lnfw_, P + lnfb_, N, C, eps);
   k::matmul_transposed_forward(logits_.data(), lnf_.data(), P + head_, N, C, V);
   k::crossentropy_forward(losses_.data(), probs_.data(), logits_.data(), targets, N, V);
   double sum = 0;
@@ -160,10 +164,12 @@ void Trainer::backward_seeded(Gradients which, std::span<const float> dlogits) {
   std::fill(dlnf_.begin(), dlnf_.end(), 0.0f);
   std::fill(dlogits_.begin(), dlogits_.end(), 0.0f);
 
-  if (dlogits.empty()) k::crossentropy_backward(dlogits_.data(), probs_.data(), targets_.data(), 1.0f / N, N, V);
-  else std::copy(dlogits.begin(), dlogits.end(), dlogits_.begin());
-  k::matmul_transposed_backward(dlnf_.data(), weights ? G + head_ : nullptr, dlogits_.data(), lnf_.data(), P + head_,
-                                N, C, V);
+  if (dlogits.empty())
+    k::crossentropy_backward(dlogits_.data(), probs_.data(), targets_.data(), 1.0f / N, N, V);
+  else
+    std::copy(dlogits.begin(), dlogits.end(), dlogits_.begin());
+  k::matmul_transposed_backward(dlnf_.data(), weights ? G + head_ : nullptr, dlogits_.data(), lnf_.data(), P + head_, N,
+                                C, V);
   const int L = (int)layers_.size();
   if (llama())
     k::rmsnorm_backward(dacts_[L - 1].res3.data(), G + lnfw_, dlnf_.data(), acts_[L - 1].res3.data(), P + lnfw_,
@@ -183,8 +189,8 @@ void Trainer::backward_seeded(Gradients which, std::span<const float> dlogits) {
       k::matmul_transposed_backward(d.fch_gelu.data(), weights ? G + w.fcprojw : nullptr, d.fcproj.data(),
                                     a.fch_gelu.data(), P + w.fcprojw, N, H, C);
       k::swiglu_backward(d.fch.data(), a.fch.data(), d.fch_gelu.data(), N, H);
-      k::matmul_transposed_backward(d.ln2.data(), weights ? G + w.fcw : nullptr, d.fch.data(), a.ln2.data(),
-                                    P + w.fcw, N, C, 2 * H);
+      k::matmul_transposed_backward(d.ln2.data(), weights ? G + w.fcw : nullptr, d.fch.data(), a.ln2.data(), P + w.fcw,
+                                    N, C, 2 * H);
       k::rmsnorm_backward(d.res2.data(), G + w.ln2w, d.ln2.data(), a.res2.data(), P + w.ln2w, a.ln2_rstd.data(), N, C);
     } else {
       k::matmul_backward(d.fch_gelu.data(), weights ? G + w.fcprojw : nullptr, weights ? G + w.fcprojb : nullptr,
@@ -227,8 +233,8 @@ void Trainer::backward_seeded(Gradients which, std::span<const float> dlogits) {
         k::rmsnorm_backward(drow + QW, G + w.knorm, dnormed + QW, raw + QW, P + w.knorm, rstd + NH, KV, HS);
       }
     }
-    k::matmul_transposed_backward(d.ln1.data(), weights ? G + w.qkvw : nullptr, d.qkv.data(), a.ln1.data(),
-                                  P + w.qkvw, N, C, W);
+    k::matmul_transposed_backward(d.ln1.data(), weights ? G + w.qkvw : nullptr, d.qkv.data(), a.ln1.data(), P + w.qkvw,
+                                  N, C, W);
     k::rmsnorm_backward(dresidual, G + w.ln1w, d.ln1.data(), residual, P + w.ln1w, a.ln1_rstd.data(), N, C);
   }
   if (!weights) return;

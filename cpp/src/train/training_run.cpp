@@ -44,7 +44,8 @@ TrainingRun::TrainingRun(const RunSpec& spec) : spec_(spec), rng_(spec.seed * 0x
 }
 
 Tokenizer TokenizerFiles::load() const {
-  return is_tokenizer_json() ? Tokenizer::from_tokenizer_json(tokenizer_json) : Tokenizer::from_json(vocab_json, merges_txt);
+  return is_tokenizer_json() ? Tokenizer::from_tokenizer_json(tokenizer_json)
+                             : Tokenizer::from_json(vocab_json, merges_txt);
 }
 
 TrainingRun::TrainingRun(const RunSpec& spec, const std::string& init_config_json,
@@ -55,7 +56,9 @@ TrainingRun::TrainingRun(const RunSpec& spec, const std::string& init_config_jso
 
 TrainingRun::TrainingRun(const RunSpec& spec, const std::string& init_config_json,
                          std::span<const uint8_t> init_safetensors, TokenizerFiles init_tokenizer)
-    : spec_(spec), tokenizer_(std::move(init_tokenizer)), init_config_json_(init_config_json),
+    : spec_(spec),
+      tokenizer_(std::move(init_tokenizer)),
+      init_config_json_(init_config_json),
       rng_(spec.seed * 0x9E3779B97F4A7C15ull + 17) {
   spec_.shape = parse_config(init_config_json);
   const bool llama = spec_.shape.family == Family::llama;
@@ -105,7 +108,8 @@ float TrainingRun::learning_rate(int step) const {
 void TrainingRun::fill_batch(const std::vector<std::vector<int32_t>>& rows) {
   const int B = (int)rows.size();
   if (B < 1 || B > trainer_->max_batch())
-    throw Error("train: a batch needs 1 to " + std::to_string(trainer_->max_batch()) + " rows, got " + std::to_string(B));
+    throw Error("train: a batch needs 1 to " + std::to_string(trainer_->max_batch()) + " rows, got " +
+                std::to_string(B));
   const int T = (int)rows[0].size() - 1;
   if (T < 1 || T > trainer_->max_seq())
     throw Error("train: batch rows need 2 to " + std::to_string(trainer_->max_seq() + 1) + " ids, got " +
@@ -128,8 +132,8 @@ float TrainingRun::step() {
   check_not_diverged();
   const int B = spec_.batch_size, T = spec_.seq_len;
   if (spec_.task == "induction") {
-    fill_batch(induction_batch(rng_, B, T, spec_.shape.vocab_size, spec_.min_period, spec_.max_period,
-                               probe_period(spec_)));
+    fill_batch(
+        induction_batch(rng_, B, T, spec_.shape.vocab_size, spec_.min_period, spec_.max_period, probe_period(spec_)));
   } else if (spec_.task == "text") {
     if (text_ids_.empty()) throw Error("train: the text task has no text yet");
     std::vector<std::vector<int32_t>> rows(B);
@@ -161,8 +165,9 @@ float TrainingRun::step_on(const std::vector<std::vector<int32_t>>& rows) {
 
 void TrainingRun::check_not_diverged() const {
   if (diverged_)
-    throw Error("train: this run diverged; its weights are those before the failed step. Start again with a lower "
-                "learning rate");
+    throw Error(
+        "train: this run diverged; its weights are those before the failed step. Start again with a lower "
+        "learning rate");
 }
 
 float TrainingRun::apply_step(float loss) {

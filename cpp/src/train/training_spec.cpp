@@ -149,12 +149,15 @@ void validate(const RunSpec& s) {
     throw Error("train: unknown task \"" + s.task + "\" (induction, text or batch)");
   if (s.task == "induction") {
     if (s.min_period < 2 || s.max_period < s.min_period + 2)
-      throw Error("train: induction periods must satisfy 2 <= min and min + 2 <= max (the probe's period lies "
-                  "between them), got " + std::to_string(s.min_period) + ":" + std::to_string(s.max_period));
+      throw Error(
+          "train: induction periods must satisfy 2 <= min and min + 2 <= max (the probe's period lies "
+          "between them), got " +
+          std::to_string(s.min_period) + ":" + std::to_string(s.max_period));
     const int pp = s.probe_period > 0 ? s.probe_period : (s.min_period + s.max_period + 1) / 2;
     if (pp <= s.min_period || pp >= s.max_period)
-      throw Error("train: the probe's period " + std::to_string(pp) + " must lie strictly between the training periods " +
-                  std::to_string(s.min_period) + " and " + std::to_string(s.max_period));
+      throw Error("train: the probe's period " + std::to_string(pp) +
+                  " must lie strictly between the training periods " + std::to_string(s.min_period) + " and " +
+                  std::to_string(s.max_period));
     if (2 * s.max_period > s.seq_len + 1)
       throw Error("train: the induction task's longest period (" + std::to_string(s.max_period) +
                   ") must repeat at least once in a window of " + std::to_string(s.seq_len + 1) + " tokens");
@@ -174,13 +177,26 @@ std::string spec_to_json(const RunSpec& s) {
     std::snprintf(buf, sizeof buf, "%.7g", x);
     return std::strtod(buf, nullptr);
   };
-  nlohmann::ordered_json j = {
-      {"shape", {{"n_layer", c.n_layer}, {"n_head", c.n_head}, {"n_embd", c.n_embd}, {"n_positions", c.n_positions},
-                 {"vocab_size", c.vocab_size}}},
-      {"task", s.task}, {"batch_size", s.batch_size}, {"seq_len", s.seq_len}, {"steps", s.steps},
-      {"optimizer", s.optimizer}, {"lr", dec(s.lr)}, {"weight_decay", dec(s.weight_decay)}, {"clip", dec(s.clip)},
-      {"warmup", s.warmup}, {"schedule", s.schedule}, {"seed", s.seed}, {"min_period", s.min_period},
-      {"max_period", s.max_period}, {"probe_period", probe_period(s)}};
+  nlohmann::ordered_json j = {{"shape",
+                               {{"n_layer", c.n_layer},
+                                {"n_head", c.n_head},
+                                {"n_embd", c.n_embd},
+                                {"n_positions", c.n_positions},
+                                {"vocab_size", c.vocab_size}}},
+                              {"task", s.task},
+                              {"batch_size", s.batch_size},
+                              {"seq_len", s.seq_len},
+                              {"steps", s.steps},
+                              {"optimizer", s.optimizer},
+                              {"lr", dec(s.lr)},
+                              {"weight_decay", dec(s.weight_decay)},
+                              {"clip", dec(s.clip)},
+                              {"warmup", s.warmup},
+                              {"schedule", s.schedule},
+                              {"seed", s.seed},
+                              {"min_period", s.min_period},
+                              {"max_period", s.max_period},
+                              {"probe_period", probe_period(s)}};
   return j.dump();
 }
 
@@ -210,27 +226,45 @@ RunSpec spec_from_json(const std::string& text, const RunSpec& base) {
     if (key == "shape") {
       if (!v.is_object()) throw Error("train: shape must be an object");
       for (const auto& [k, x] : v.items()) {
-        int& field = k == "n_layer" ? s.shape.n_layer : k == "n_head" ? s.shape.n_head : k == "n_embd" ? s.shape.n_embd
-                   : k == "n_positions" ? s.shape.n_positions : k == "vocab_size" ? s.shape.vocab_size
-                   : throw Error("train: unknown shape key \"" + k + "\"");
+        int& field = k == "n_layer"       ? s.shape.n_layer
+                     : k == "n_head"      ? s.shape.n_head
+                     : k == "n_embd"      ? s.shape.n_embd
+                     : k == "n_positions" ? s.shape.n_positions
+                     : k == "vocab_size"  ? s.shape.vocab_size
+                                          : throw Error("train: unknown shape key \"" + k + "\"");
         field = integer(x, k);
       }
       s.shape.n_inner = 4 * s.shape.n_embd;
-    } else if (key == "task") s.task = string(v, key);
-    else if (key == "batch_size") s.batch_size = integer(v, key);
-    else if (key == "seq_len") s.seq_len = integer(v, key);
-    else if (key == "steps") s.steps = integer(v, key);
-    else if (key == "optimizer") s.optimizer = string(v, key);
-    else if (key == "lr") s.lr = number(v, key);
-    else if (key == "weight_decay") s.weight_decay = number(v, key);
-    else if (key == "clip") s.clip = number(v, key);
-    else if (key == "warmup") s.warmup = integer(v, key);
-    else if (key == "schedule") s.schedule = string(v, key);
-    else if (key == "seed") s.seed = (uint64_t)std::max(0, integer(v, key));
-    else if (key == "min_period") s.min_period = integer(v, key);
-    else if (key == "max_period") s.max_period = integer(v, key);
-    else if (key == "probe_period") s.probe_period = integer(v, key);
-    else throw Error("train: unknown option \"" + key + "\"");
+    } else if (key == "task")
+      s.task = string(v, key);
+    else if (key == "batch_size")
+      s.batch_size = integer(v, key);
+    else if (key == "seq_len")
+      s.seq_len = integer(v, key);
+    else if (key == "steps")
+      s.steps = integer(v, key);
+    else if (key == "optimizer")
+      s.optimizer = string(v, key);
+    else if (key == "lr")
+      s.lr = number(v, key);
+    else if (key == "weight_decay")
+      s.weight_decay = number(v, key);
+    else if (key == "clip")
+      s.clip = number(v, key);
+    else if (key == "warmup")
+      s.warmup = integer(v, key);
+    else if (key == "schedule")
+      s.schedule = string(v, key);
+    else if (key == "seed")
+      s.seed = (uint64_t)std::max(0, integer(v, key));
+    else if (key == "min_period")
+      s.min_period = integer(v, key);
+    else if (key == "max_period")
+      s.max_period = integer(v, key);
+    else if (key == "probe_period")
+      s.probe_period = integer(v, key);
+    else
+      throw Error("train: unknown option \"" + key + "\"");
   }
   return s;
 }
@@ -238,7 +272,9 @@ RunSpec spec_from_json(const std::string& text, const RunSpec& base) {
 std::string presets_json() {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const Preset& p : presets())
-    out.push_back({{"name", p.name}, {"label", p.label}, {"description", p.description},
+    out.push_back({{"name", p.name},
+                   {"label", p.label},
+                   {"description", p.description},
                    {"spec", nlohmann::ordered_json::parse(spec_to_json(p.spec))}});
   return out.dump();
 }

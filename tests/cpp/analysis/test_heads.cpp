@@ -59,7 +59,8 @@ TEST_CASE("heads: loss, gate gradients, knock-outs and a pruning curve equal flo
     REQUIRE((int)r.ablation_delta.size() == n);
     for (int i = 0; i < n; i++) {
       INFO("head " << i);
-      REQUIRE(std::fabs(r.ablation_delta[i] - ref["ablation_delta"][i].get<double>()) <= 2 * loss_tol(ref["loss"].get<double>()));
+      REQUIRE(std::fabs(r.ablation_delta[i] - ref["ablation_delta"][i].get<double>()) <=
+              2 * loss_tol(ref["loss"].get<double>()));
     }
     // the loss along the reference's fixed order
     std::vector<HeadRef> order;
@@ -108,7 +109,8 @@ TEST_CASE("heads: the greedy order is a permutation whose curve is its own measu
   REQUIRE((int)r.pruned_loss.size() == n + 1);
   REQUIRE(r.pruned_loss[0] == r.loss);
   // the same computation twice gives the same double: the curve is exactly what the order measures
-  for (int k = 0; k <= n; k++) REQUIRE(r.pruned_loss[k] == headscope::loss_with_heads_off(m, ids, std::span(r.order.data(), k)));
+  for (int k = 0; k <= n; k++)
+    REQUIRE(r.pruned_loss[k] == headscope::loss_with_heads_off(m, ids, std::span(r.order.data(), k)));
   // exact greedy's first step is the best single knock-out
   REQUIRE(r.pruned_loss[1] == r.loss + *std::min_element(r.ablation_delta.begin(), r.ablation_delta.end()));
   // the band holds the mean; both ends meet at 0 and at n heads off (every order ends with all off)
@@ -145,7 +147,8 @@ TEST_CASE("heads: the greedy order is a permutation whose curve is its own measu
   std::set<std::pair<int, int>> seen2;
   for (const HeadRef& h : g2.order) seen2.insert({h.layer, h.head});
   REQUIRE((int)seen2.size() == n);
-  for (int k = 0; k <= n; k++) REQUIRE(g2.pruned_loss[k] == headscope::loss_with_heads_off(m, ids, std::span(g2.order.data(), k)));
+  for (int k = 0; k <= n; k++)
+    REQUIRE(g2.pruned_loss[k] == headscope::loss_with_heads_off(m, ids, std::span(g2.order.data(), k)));
 }
 
 TEST_CASE("heads: bad input and cancelling are clear errors, and the model keeps working", "[heads][errors]") {

@@ -67,8 +67,7 @@ std::vector<uint8_t> edited(const std::vector<uint8_t>& file, const std::functio
   return p.join();
 }
 
-#define REQUIRE_ERROR_CONTAINS(expr, text) \
-  REQUIRE_THROWS_WITH(expr, Catch::Matchers::Contains(text))
+#define REQUIRE_ERROR_CONTAINS(expr, text) REQUIRE_THROWS_WITH(expr, Catch::Matchers::Contains(text))
 
 }  // namespace
 
@@ -93,10 +92,13 @@ TEST_CASE("config.json errors name the key", "[errors][config]") {
   REQUIRE_ERROR_CONTAINS(with([](json& j) { j["vocab_size"] = "many"; }).load(), "\"vocab_size\" must be an integer");
   REQUIRE_ERROR_CONTAINS(with([](json& j) { j["n_head"] = 5; }).load(), "n_embd (48) is not divisible by n_head (5)");
   REQUIRE_ERROR_CONTAINS(with([](json& j) { j["layer_norm_epsilon"] = -1; }).load(), "layer_norm_epsilon");
-  REQUIRE_ERROR_CONTAINS(with([](json& j) { j["activation_function"] = "relu"; }).load(), "activation_function \"relu\"");
+  REQUIRE_ERROR_CONTAINS(with([](json& j) { j["activation_function"] = "relu"; }).load(),
+                         "activation_function \"relu\"");
   REQUIRE_ERROR_CONTAINS(with([](json& j) { j["scale_attn_by_inverse_layer_idx"] = true; }).load(), "not supported");
-  REQUIRE_ERROR_CONTAINS(with([](json& j) { j["vocab_size"] = 100; }).load(), "the tokenizer has 257 tokens but config.json says vocab_size 100");
-  REQUIRE_ERROR_CONTAINS(with([](json& j) { j["model_type"] = "bert"; }).load(), "model_type \"bert\" is not supported: this engine runs GPT-2");
+  REQUIRE_ERROR_CONTAINS(with([](json& j) { j["vocab_size"] = 100; }).load(),
+                         "the tokenizer has 257 tokens but config.json says vocab_size 100");
+  REQUIRE_ERROR_CONTAINS(with([](json& j) { j["model_type"] = "bert"; }).load(),
+                         "model_type \"bert\" is not supported: this engine runs GPT-2");
   REQUIRE_ERROR_CONTAINS(with([](json& j) { j["model_type"] = 3; }).load(), "\"model_type\" must be a string");
   Files bad = f;
   bad.config = "{\"n_embd\": 48,";
@@ -189,10 +191,12 @@ TEST_CASE("missing files in a model folder", "[errors][files]") {
   REQUIRE_ERROR_CONTAINS(Model::load_directory("/nonexistent/headscope-model"), "model folder not found");
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "headscope-test-missing";
   std::filesystem::create_directories(dir);
-  std::filesystem::copy_file(kOddHs12Dir + "/config.json", dir / "config.json", std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(kOddHs12Dir + "/config.json", dir / "config.json",
+                             std::filesystem::copy_options::overwrite_existing);
   std::filesystem::remove(dir / "model.safetensors");
   REQUIRE_ERROR_CONTAINS(Model::load_directory(dir), "no model.safetensors");
-  std::filesystem::copy_file(kOddHs12Dir + "/model.safetensors", dir / "model.safetensors", std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(kOddHs12Dir + "/model.safetensors", dir / "model.safetensors",
+                             std::filesystem::copy_options::overwrite_existing);
   REQUIRE_ERROR_CONTAINS(Model::load_directory(dir), "cannot open");
   std::filesystem::remove_all(dir);
   // a folder of a family not run here (config.json, model.safetensors, tokenizer.json) is named by its
@@ -201,7 +205,8 @@ TEST_CASE("missing files in a model folder", "[errors][files]") {
   std::filesystem::create_directories(qwen2);
   std::ofstream(qwen2 / "config.json") << R"({"model_type": "qwen2", "hidden_size": 896, "num_attention_heads": 14,
     "num_key_value_heads": 2, "num_hidden_layers": 24, "vocab_size": 151936, "rms_norm_eps": 1e-6})";
-  REQUIRE_ERROR_CONTAINS(Model::load_directory(qwen2), "model_type \"qwen2\" is not supported yet (a relative of the Llama family");
+  REQUIRE_ERROR_CONTAINS(Model::load_directory(qwen2),
+                         "model_type \"qwen2\" is not supported yet (a relative of the Llama family");
   std::filesystem::remove_all(qwen2);
 }
 
@@ -209,9 +214,11 @@ TEST_CASE("bad text, ids and head references", "[errors][input]") {
   Model m = Files().load();
   REQUIRE_ERROR_CONTAINS(m.logits_last(), "call run() first");
   REQUIRE_ERROR_CONTAINS(m.run(""), "text is empty");
-  REQUIRE_ERROR_CONTAINS(m.run("ab\xff" "cd"), "invalid UTF-8 at byte 2");
+  REQUIRE_ERROR_CONTAINS(m.run("ab\xff"
+                               "cd"),
+                         "invalid UTF-8 at byte 2");
   REQUIRE_ERROR_CONTAINS(m.run("\xed\xa0\x80"), "invalid UTF-8");  // a UTF-16 surrogate encoded in UTF-8
-  REQUIRE_ERROR_CONTAINS(m.run("\xc3"), "invalid UTF-8");           // truncated sequence
+  REQUIRE_ERROR_CONTAINS(m.run("\xc3"), "invalid UTF-8");          // truncated sequence
   const std::vector<int32_t> bad_ids = {1, 2, 300};
   REQUIRE_ERROR_CONTAINS(m.run_ids(bad_ids), "token id 300 at position 2");
   const std::vector<int32_t> too_many(33, 5);
@@ -330,7 +337,8 @@ TEST_CASE("F16 storage refuses a weight beyond F16's range, naming the tensor", 
   f16.weights = headscope::WeightStorage::f16;
   for (const float big : {65520.0f, -1e5f}) {
     const std::vector<uint8_t> weights = edited(f.weights, [&](Parts& p) {
-      const std::string t = p.header.contains("h.1.mlp.c_fc.weight") ? "h.1.mlp.c_fc.weight" : "transformer.h.1.mlp.c_fc.weight";
+      const std::string t =
+          p.header.contains("h.1.mlp.c_fc.weight") ? "h.1.mlp.c_fc.weight" : "transformer.h.1.mlp.c_fc.weight";
       REQUIRE(p.header[t]["dtype"] == "F32");
       const uint64_t at = p.header[t]["data_offsets"][0].get<uint64_t>() + 4 * 5;  // element 5
       std::memcpy(&p.data[at], &big, 4);
@@ -346,7 +354,8 @@ TEST_CASE("F16 storage refuses a weight beyond F16's range, naming the tensor", 
     const float ok[2] = {65504.0f, -65519.0f};
     std::memcpy(&p.data[p.header[t]["data_offsets"][0].get<uint64_t>()], ok, 8);
   });
-  REQUIRE(Model::load_buffers(f.config, weights, f.vocab, f.merges, f16).weight_storage() == headscope::WeightStorage::f16);
+  REQUIRE(Model::load_buffers(f.config, weights, f.vocab, f.merges, f16).weight_storage() ==
+          headscope::WeightStorage::f16);
   REQUIRE_ERROR_CONTAINS(headscope::parse_weight_storage("f8"), "weights must be \"f32\" or \"f16\", got \"f8\"");
 }
 
@@ -368,9 +377,13 @@ TEST_CASE("the wasm module can grow past 2 GB, to wasm32's 4 GB", "[memory][wasm
 
 TEST_CASE("hostile text: NUL bytes, right-to-left, combining marks, emoji, a megabyte", "[input][hostile]") {
   Model m = Files().load();  // odd-hs12: byte-level vocabulary, context 32
-  for (const std::string& text : {std::string("a\0b\0", 4), std::string("\xd7\xa9\xd7\x9c\xd7\x95\xd7\x9d \xd8\xb9\xd8\xa7\xd9\x84\xd9\x85"),
-                                 std::string("e\xcc\x81\xcc\x82\xcc\x83\xcc\x84"), std::string("\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa7 \xf0\x9f\x87\xab\xf0\x9f\x87\xb7"),
-                                 std::string("\xe2\x80\xae" "reversed\xe2\x80\xac")}) {
+  for (const std::string& text :
+       {std::string("a\0b\0", 4), std::string("\xd7\xa9\xd7\x9c\xd7\x95\xd7\x9d \xd8\xb9\xd8\xa7\xd9\x84\xd9\x85"),
+        std::string("e\xcc\x81\xcc\x82\xcc\x83\xcc\x84"),
+        std::string("\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa7 "
+                    "\xf0\x9f\x87\xab\xf0\x9f\x87\xb7"),
+        std::string("\xe2\x80\xae"
+                    "reversed\xe2\x80\xac")}) {
     INFO("text bytes " << text.size());
     const auto info = m.run(text);
     REQUIRE(info.tokens == (int)std::min<std::size_t>(text.size(), 32));  // one token per byte here

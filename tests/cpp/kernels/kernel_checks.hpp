@@ -61,7 +61,7 @@ void require_close(const std::vector<float>& got, const std::vector<float>& want
 // error eps |f| / h ~ 1e-16 * 10 / 1e-5 = 1e-10; tolerance 1e-7 (absolute, plus 1e-7 relative) leaves
 // three orders of magnitude for larger derivatives while any wrong term (O(1e-2) or more) fails.
 inline void check_fd(std::vector<double>& x, const std::vector<double>& analytic, const std::function<double()>& f,
-              const char* what) {
+                     const char* what) {
   REQUIRE(x.size() == analytic.size());
   const double h = 1e-5;
   double max_err = 0;

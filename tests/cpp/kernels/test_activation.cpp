@@ -71,7 +71,8 @@ TEST_CASE("gelu_forward and gelu_erf_forward give an element the same bits where
   }
 }
 
-TEST_CASE("swiglu_forward equals silu(gate) * up in double; a row alone equals the row among others", "[kernels][llama]") {
+TEST_CASE("swiglu_forward equals silu(gate) * up in double; a row alone equals the row among others",
+          "[kernels][llama]") {
   std::mt19937 rng(35);
   for (int F : {1, 3, 4, 5, 8, 9, 17, 40, 100}) {
     const int N = 3;
@@ -110,9 +111,12 @@ TEST_CASE("train: gelu_backward and gelu_erf_backward equal the reference", "[tr
     ref::gelu_backward<float>(dinp_ref.data(), x.data(), dout.data(), n);
     // gelu'(x) is at most 1.13 in size; xsimd's tanh is within a few ulp of std::tanh and the
     // derivative formula has ~10 roundings: 32 u of (|gelu'| |dout| + |start|)
-    require_close(dinp, dinp_ref, [&](std::size_t i) {
-      return 32 * kU * (1.2 * std::fabs(dout[i]) * (1 + x[i] * x[i]) + std::fabs(dinp_ref[i])) + 1e-7;
-    }, "gelu dinp");
+    require_close(
+        dinp, dinp_ref,
+        [&](std::size_t i) {
+          return 32 * kU * (1.2 * std::fabs(dout[i]) * (1 + x[i] * x[i]) + std::fabs(dinp_ref[i])) + 1e-7;
+        },
+        "gelu dinp");
 
     auto dinp_erf = random_values(n, rng);
     auto dinp_erf_ref = dinp_erf;
@@ -120,9 +124,12 @@ TEST_CASE("train: gelu_backward and gelu_erf_backward equal the reference", "[tr
     ref::gelu_erf_backward<float>(dinp_erf_ref.data(), x.data(), dout.data(), n);
     // Phi(x) + x phi(x) is at most 1.13 in size; xsimd's erf and exp are within a few ulp of std's,
     // with ~8 roundings in the formula: the same bound as the tanh form's
-    require_close(dinp_erf, dinp_erf_ref, [&](std::size_t i) {
-      return 32 * kU * (1.2 * std::fabs(dout[i]) * (1 + x[i] * x[i]) + std::fabs(dinp_erf_ref[i])) + 1e-7;
-    }, "gelu_erf dinp");
+    require_close(
+        dinp_erf, dinp_erf_ref,
+        [&](std::size_t i) {
+          return 32 * kU * (1.2 * std::fabs(dout[i]) * (1 + x[i] * x[i]) + std::fabs(dinp_erf_ref[i])) + 1e-7;
+        },
+        "gelu_erf dinp");
   }
 }
 
@@ -138,11 +145,14 @@ TEST_CASE("train: swiglu_backward equals the reference", "[train][llama]") {
       ref::swiglu_backward<float>(dgu_ref.data(), gu.data(), dout.data(), N, F);
       // sigma through xsimd's exp (a few ulp of std::exp) and ~8 roundings in each formula; the terms
       // are at most |d| |u| 1.1 (1 + |g|) and |d| |g|: 32 u of those, plus the starting value's rounding
-      require_close(dgu, dgu_ref, [&](std::size_t i) {
-        const std::size_t t = i / (2 * F), c = i % (2 * F), k = c % F;
-        const double g = gu[t * 2 * F + k], u = gu[t * 2 * F + F + k], d = dout[t * F + k];
-        return 32 * kU * (std::fabs(d) * (std::fabs(u) + 1) * (1 + std::fabs(g)) + std::fabs(dgu_ref[i])) + 1e-30;
-      }, "dgate_up");
+      require_close(
+          dgu, dgu_ref,
+          [&](std::size_t i) {
+            const std::size_t t = i / (2 * F), c = i % (2 * F), k = c % F;
+            const double g = gu[t * 2 * F + k], u = gu[t * 2 * F + F + k], d = dout[t * F + k];
+            return 32 * kU * (std::fabs(d) * (std::fabs(u) + 1) * (1 + std::fabs(g)) + std::fabs(dgu_ref[i])) + 1e-30;
+          },
+          "dgate_up");
     }
 }
 

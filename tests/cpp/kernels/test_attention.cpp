@@ -86,14 +86,17 @@ TEST_CASE("attention_forward equals the reference over head sizes, lengths and c
           std::vector<float> key_panels(k::attention_key_panels_floats(stride, C, NH), 9.0f);
           if (t_begin > 0) {
             std::vector<float> att_prev(att_got.size()), out_prev(out_got.size());
-            k::attention_forward(out_prev.data(), att_prev.data(), qkv.data(), 0, t_begin, C, NH, stride, key_panels.data());
+            k::attention_forward(out_prev.data(), att_prev.data(), qkv.data(), 0, t_begin, C, NH, stride,
+                                 key_panels.data());
           }
-          k::attention_forward(out_got.data(), att_got.data(), qkv.data(), t_begin, T, C, NH, stride, key_panels.data());
+          k::attention_forward(out_got.data(), att_got.data(), qkv.data(), t_begin, T, C, NH, stride,
+                               key_panels.data());
           for (int h = 0; h < NH; h++)
             for (int t = 0; t < stride; t++)
               for (int j = 0; j < stride; j++) {
                 const std::size_t i = ((std::size_t)h * stride + t) * stride + j;
-                INFO("HS=" << HS << " NH=" << NH << " T=" << T << " t_begin=" << t_begin << " h=" << h << " t=" << t << " j=" << j);
+                INFO("HS=" << HS << " NH=" << NH << " T=" << T << " t_begin=" << t_begin << " h=" << h << " t=" << t
+                           << " j=" << j);
                 if (t < t_begin || t >= T) {
                   REQUIRE(att_got[i] == 7.0f);  // rows outside [t_begin, T) untouched (the cache)
                 } else if (j > t) {
@@ -103,7 +106,8 @@ TEST_CASE("attention_forward equals the reference over head sizes, lengths and c
                   // softmax turns an absolute score error e into a relative probability error ~2e.
                   double sum_abs = 0;
                   for (int d = 0; d < HS; d++)
-                    sum_abs += std::fabs(qkv[(std::size_t)t * 3 * C + h * HS + d] * qkv[(std::size_t)j * 3 * C + C + h * HS + d]);
+                    sum_abs += std::fabs(qkv[(std::size_t)t * 3 * C + h * HS + d] *
+                                         qkv[(std::size_t)j * 3 * C + C + h * HS + d]);
                   const double tol = (2.0 * dot_error_bound(HS, sum_abs) + (t + 9) * kUnitRoundoff) * att_ref[i] + 1e-9;
                   REQUIRE(std::fabs(att_got[i] - att_ref[i]) <= tol);
                 }
@@ -111,7 +115,8 @@ TEST_CASE("attention_forward equals the reference over head sizes, lengths and c
           for (int t = 0; t < T; t++)
             for (int c = 0; c < C; c++) {
               const std::size_t i = (std::size_t)t * C + c;
-              INFO("out: HS=" << HS << " NH=" << NH << " T=" << T << " t_begin=" << t_begin << " t=" << t << " c=" << c);
+              INFO("out: HS=" << HS << " NH=" << NH << " T=" << T << " t_begin=" << t_begin << " t=" << t
+                              << " c=" << c);
               if (t < t_begin) {
                 REQUIRE(out_got[i] == 7.0f);
               } else {
@@ -146,7 +151,8 @@ TEST_CASE("attention_forward row by row equals one call over all rows, bit for b
       REQUIRE(att_rows == att_all);
       REQUIRE(out_rows == out_all);
       // and a paste: rows [0, 40) in one call, then [40, T) in another
-      std::vector<float> att_two(att_all.size(), 0.0f), out_two(out_all.size(), 0.0f), panels_two(panels_all.size(), 3.0f);
+      std::vector<float> att_two(att_all.size(), 0.0f), out_two(out_all.size(), 0.0f),
+          panels_two(panels_all.size(), 3.0f);
       k::attention_forward(out_two.data(), att_two.data(), qkv.data(), 0, 40, C, NH, stride, panels_two.data());
       k::attention_forward(out_two.data(), att_two.data(), qkv.data(), 40, T, C, NH, stride, panels_two.data());
       REQUIRE(att_two == att_all);
@@ -155,8 +161,9 @@ TEST_CASE("attention_forward row by row equals one call over all rows, bit for b
   }
 }
 
-TEST_CASE("grouped-query attention: the reference is multi-head attention on repeated keys and values; the kernel equals it",
-          "[kernels][attention][gqa]") {
+TEST_CASE(
+    "grouped-query attention: the reference is multi-head attention on repeated keys and values; the kernel equals it",
+    "[kernels][attention][gqa]") {
   std::mt19937 rng(31);
   for (const auto& [NH, KV] : {std::pair{4, 2}, std::pair{4, 1}, std::pair{6, 3}, std::pair{3, 3}}) {
     for (int HS : {2, 4, 6, 12, 20, 64}) {
@@ -178,7 +185,8 @@ TEST_CASE("grouped-query attention: the reference is multi-head attention on rep
           std::vector<float> panels(k::attention_key_panels_floats(stride, shape), 9.0f);
           if (t_begin > 0) {
             std::vector<float> att_prev(att_got.size()), out_prev(out_got.size());
-            k::attention_forward(out_prev.data(), att_prev.data(), qkv.data(), 0, t_begin, shape, stride, panels.data());
+            k::attention_forward(out_prev.data(), att_prev.data(), qkv.data(), 0, t_begin, shape, stride,
+                                 panels.data());
           }
           k::attention_forward(out_got.data(), att_got.data(), qkv.data(), t_begin, T, shape, stride, panels.data());
           for (std::size_t i = 0; i < att_ref.size(); i++) {
@@ -189,7 +197,8 @@ TEST_CASE("grouped-query attention: the reference is multi-head attention on rep
           for (std::size_t i = 0; i < out_ref.size(); i++) {
             if (i < (std::size_t)t_begin * QW) REQUIRE(out_got[i] == 7.0f);  // the cache's rows untouched
             // a convex combination of t+1 values (|v| < ~4): 1e-5 absolute and relative, as for multi-head
-            else REQUIRE(std::fabs(out_got[i] - out_ref[i]) <= 1e-5 + 1e-5 * std::fabs(out_ref[i]));
+            else
+              REQUIRE(std::fabs(out_got[i] - out_ref[i]) <= 1e-5 + 1e-5 * std::fabs(out_ref[i]));
           }
         }
       }
@@ -197,7 +206,8 @@ TEST_CASE("grouped-query attention: the reference is multi-head attention on rep
   }
 }
 
-TEST_CASE("grouped-query attention row by row equals one call over all rows, bit for bit", "[kernels][attention][gqa]") {
+TEST_CASE("grouped-query attention row by row equals one call over all rows, bit for bit",
+          "[kernels][attention][gqa]") {
   // typing (one row per call) against a full run: the tiles group rows differently but keep each sum's order
   std::mt19937 rng(32);
   for (const auto& [NH, KV, HS] : {std::tuple{4, 2, 6}, std::tuple{4, 1, 20}, std::tuple{8, 2, 64}}) {
@@ -208,7 +218,8 @@ TEST_CASE("grouped-query attention row by row equals one call over all rows, bit
     std::vector<float> out_all((std::size_t)T * NH * HS, 0.0f), out_rows = out_all;
     std::vector<float> p_all(k::attention_key_panels_floats(stride, shape)), p_rows = p_all;
     k::attention_forward(out_all.data(), att_all.data(), qkv.data(), 0, T, shape, stride, p_all.data());
-    for (int t = 0; t < T; t++) k::attention_forward(out_rows.data(), att_rows.data(), qkv.data(), t, t + 1, shape, stride, p_rows.data());
+    for (int t = 0; t < T; t++)
+      k::attention_forward(out_rows.data(), att_rows.data(), qkv.data(), t, t + 1, shape, stride, p_rows.data());
     INFO("NH=" << NH << " KV=" << KV << " HS=" << HS);
     REQUIRE(att_rows == att_all);
     REQUIRE(out_rows == out_all);
@@ -239,13 +250,16 @@ TEST_CASE("train: attention_backward equals the reference over head sizes and le
         // Bound: sum_bound(T * (HS + T), T * HS * (max|.|)^2) with max|.| <= 6 for these draws.
         const double m = 6.0;
         const double tol = sum_bound(T * (HS + T + 2), T * (HS + T) * m * m * m) + 1e-6;
-        require_close(dqkv, dqkv_ref, [&](std::size_t i) { return tol + 4 * kU * std::fabs(dqkv_ref[i]); }, "dqkv");
+        require_close(
+            dqkv, dqkv_ref, [&](std::size_t i) { return tol + 4 * kU * std::fabs(dqkv_ref[i]); }, "dqkv");
       }
 }
 
 TEST_CASE("train: grouped-query attention_backward equals the reference", "[train][llama][gqa]") {
   std::mt19937 rng(34);
-  struct Heads { int NH, KV; };
+  struct Heads {
+    int NH, KV;
+  };
   for (Heads hk : {Heads{4, 2}, Heads{4, 1}, Heads{6, 3}, Heads{3, 3}, Heads{8, 1}})
     for (int HS : {1, 4, 5, 16})
       for (int T : {1, 5, 9}) {
@@ -265,7 +279,8 @@ TEST_CASE("train: grouped-query attention_backward equals the reference", "[trai
         // draws), with a shared key/value head summing G query heads' terms
         const double m = 6.0;
         const double tol = sum_bound(G * T * (HS + T + 2), G * T * (HS + T) * m * m * m) + 1e-6;
-        require_close(dqkv, dqkv_ref, [&](std::size_t i) { return tol + 4 * kU * std::fabs(dqkv_ref[i]); }, "dqkv");
+        require_close(
+            dqkv, dqkv_ref, [&](std::size_t i) { return tol + 4 * kU * std::fabs(dqkv_ref[i]); }, "dqkv");
       }
 }
 
@@ -310,8 +325,9 @@ TEST_CASE("train: grouped-query attention's reference gradient equals finite dif
   }
 }
 
-TEST_CASE("train: grouped-query attention's gradient is multi-head attention's on repeated keys and values, summed back",
-          "[train][llama][gqa]") {
+TEST_CASE(
+    "train: grouped-query attention's gradient is multi-head attention's on repeated keys and values, summed back",
+    "[train][llama][gqa]") {
   std::mt19937 rng(36);
   const int B = 2, T = 6, NH = 6, KV = 2, HS = 4, G = NH / KV, C = NH * HS;
   const std::size_t row = (std::size_t)(NH + 2 * KV) * HS;
@@ -331,7 +347,8 @@ TEST_CASE("train: grouped-query attention's gradient is multi-head attention's o
       }
   std::vector<double> out_rep(out.size()), att_rep(att.size());
   for (int b = 0; b < B; b++)
-    ref::attention_forward<double>(out_rep.data() + (std::size_t)b * T * C, att_rep.data() + (std::size_t)b * NH * T * T,
+    ref::attention_forward<double>(out_rep.data() + (std::size_t)b * T * C,
+                                   att_rep.data() + (std::size_t)b * NH * T * T,
                                    rep.data() + (std::size_t)b * T * 3 * C, 0, T, C, NH, T);
   ref::attention_backward<double>(drep.data(), scratch.data(), dout.data(), rep.data(), att_rep.data(), B, T, C, NH);
   // the copies' gradients summed into the head they copy: equal up to double rounding of sums of

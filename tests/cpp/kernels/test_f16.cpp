@@ -46,15 +46,20 @@ uint16_t f32_to_f16_by_search(float x) {
   int lo = 0, hi = 0x7bff;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if (f16_value((uint16_t)mid) <= a) lo = mid;
-    else hi = mid - 1;
+    if (f16_value((uint16_t)mid) <= a)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   if (lo == 0x7bff) return sign | 0x7bff;  // a in [65504, 65520)
   const double below = f16_value((uint16_t)lo), above = f16_value((uint16_t)(lo + 1));
   int pick;
-  if (a - below < above - a) pick = lo;
-  else if (a - below > above - a) pick = lo + 1;
-  else pick = (lo % 2 == 0) ? lo : lo + 1;
+  if (a - below < above - a)
+    pick = lo;
+  else if (a - below > above - a)
+    pick = lo + 1;
+  else
+    pick = (lo % 2 == 0) ? lo : lo + 1;
   return sign | (uint16_t)pick;
 }
 
@@ -198,7 +203,8 @@ TEST_CASE("F16 GEMM equals the float32 GEMM on the F16-rounded weights, bit for 
         for (float& v : w) v = normal(rng) * 0.1f;
         for (float& v : b) v = normal(rng);
         std::vector<float> w_rounded(w.size());
-        for (std::size_t i = 0; i < w.size(); i++) w_rounded[i] = k::f16_to_f32_reference(k::f32_to_f16_reference(w[i]));
+        for (std::size_t i = 0; i < w.size(); i++)
+          w_rounded[i] = k::f16_to_f32_reference(k::f32_to_f16_reference(w[i]));
         const k::PackedLinear f16 = k::pack_linear_f16(w.data(), b.data(), K, N);
         const k::PackedLinear f32 = k::pack_linear(w_rounded.data(), b.data(), K, N);
         REQUIRE(f16.is_f16());

@@ -63,12 +63,14 @@ TEST_CASE("matmul_forward equals the reference and Eigen", "[kernels][matmul]") 
 
         // Eigen as a second, independent reference for the scalar loops themselves
         using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-        const RowMat eig = (Eigen::Map<const RowMat>(inp.data(), T, K) * Eigen::Map<const RowMat>(w.data(), K, N))
-                               .rowwise() + Eigen::Map<const Eigen::RowVectorXf>(b.data(), N);
+        const RowMat eig =
+            (Eigen::Map<const RowMat>(inp.data(), T, K) * Eigen::Map<const RowMat>(w.data(), K, N)).rowwise() +
+            Eigen::Map<const Eigen::RowVectorXf>(b.data(), N);
         for (int t = 0; t < T; t++)
           for (int n = 0; n < N; n++) {
             double sum_abs = std::fabs(b[n]);
-            for (int kk = 0; kk < K; kk++) sum_abs += std::fabs(inp[(std::size_t)t * K + kk] * w[(std::size_t)kk * N + n]);
+            for (int kk = 0; kk < K; kk++)
+              sum_abs += std::fabs(inp[(std::size_t)t * K + kk] * w[(std::size_t)kk * N + n]);
             const double tol = dot_error_bound(K + 1, sum_abs);  // K products + the bias
             INFO("T=" << T << " K=" << K << " N=" << N << " at (" << t << ", " << n << ")");
             REQUIRE(std::fabs(got[(std::size_t)t * N + n] - ref[(std::size_t)t * N + n]) <= tol);
@@ -84,10 +86,11 @@ TEST_CASE("matmul_forward across its cache blocks: edges of tiles, depth slices 
   // register tile, a depth slice continued from stored partial sums, a second row block.
   const k::GemmBlocking b = k::gemm_blocking();
   const int P = std::max(1, k::linear_panel_width());
-  INFO("tile_rows " << b.tile_rows << " depth_block " << b.depth_block << " row_block " << b.row_block << " panel " << P);
+  INFO("tile_rows " << b.tile_rows << " depth_block " << b.depth_block << " row_block " << b.row_block << " panel "
+                    << P);
   std::mt19937 rng(11);
-  const std::vector<int> Ts = {1, b.tile_rows - 1, b.tile_rows, b.tile_rows + 1, b.row_block - 1, b.row_block,
-                               b.row_block + b.tile_rows + 1};
+  const std::vector<int> Ts = {
+      1, b.tile_rows - 1, b.tile_rows, b.tile_rows + 1, b.row_block - 1, b.row_block, b.row_block + b.tile_rows + 1};
   const std::vector<int> Ks = {b.depth_block - 1, b.depth_block, b.depth_block + 1, 2 * b.depth_block + 3};
   const std::vector<int> Ns = {P - 1, P + 1, 3 * P};
   for (int T : Ts) {
@@ -105,10 +108,12 @@ TEST_CASE("matmul_forward across its cache blocks: edges of tiles, depth slices 
         for (int t = 0; t < T; t++)
           for (int n = 0; n < N; n++) {
             double sum_abs = std::fabs(bias[n]);
-            for (int kk = 0; kk < K; kk++) sum_abs += std::fabs(inp[(std::size_t)t * K + kk] * w[(std::size_t)kk * N + n]);
+            for (int kk = 0; kk < K; kk++)
+              sum_abs += std::fabs(inp[(std::size_t)t * K + kk] * w[(std::size_t)kk * N + n]);
             INFO("T=" << T << " K=" << K << " N=" << N << " at (" << t << ", " << n << ")");
             // K products + the bias in another order, possibly fused: Higham's bound (dot_error_bound)
-            REQUIRE(std::fabs(got[(std::size_t)t * N + n] - ref[(std::size_t)t * N + n]) <= dot_error_bound(K + 1, sum_abs));
+            REQUIRE(std::fabs(got[(std::size_t)t * N + n] - ref[(std::size_t)t * N + n]) <=
+                    dot_error_bound(K + 1, sum_abs));
           }
         // Each row alone (as the incremental update computes a new token) must give the same bits
         // as the call over all rows: the typing-equals-full-run invariant rests on it.
@@ -139,12 +144,14 @@ TEST_CASE("matmul_rows_forward: a row range of W with a strided input, as for on
           std::vector<float> sub_inp((std::size_t)T * HS), sub_w((std::size_t)HS * C), ref((std::size_t)T * C);
           for (int t = 0; t < T; t++)
             for (int d = 0; d < HS; d++) sub_inp[(std::size_t)t * HS + d] = inp[(std::size_t)t * C + h * HS + d];
-          std::copy(w.begin() + (std::ptrdiff_t)h * HS * C, w.begin() + (std::ptrdiff_t)(h + 1) * HS * C, sub_w.begin());
+          std::copy(w.begin() + (std::ptrdiff_t)h * HS * C, w.begin() + (std::ptrdiff_t)(h + 1) * HS * C,
+                    sub_w.begin());
           ref::matmul_forward<float>(ref.data(), sub_inp.data(), sub_w.data(), nullptr, T, HS, C);
           for (std::size_t i = 0; i < ref.size(); i++) {
             double sum_abs = 0;
             const int t = (int)(i / C), n = (int)(i % C);
-            for (int d = 0; d < HS; d++) sum_abs += std::fabs(sub_inp[(std::size_t)t * HS + d] * sub_w[(std::size_t)d * C + n]);
+            for (int d = 0; d < HS; d++)
+              sum_abs += std::fabs(sub_inp[(std::size_t)t * HS + d] * sub_w[(std::size_t)d * C + n]);
             INFO("HS=" << HS << " NH=" << NH << " T=" << T << " head " << h << " index " << i);
             REQUIRE(std::fabs(got[i] - ref[i]) <= dot_error_bound(HS, sum_abs));
           }
@@ -166,9 +173,11 @@ TEST_CASE("matmul_transposed_forward (tied LM head) equals the reference", "[ker
         for (int t = 0; t < T; t++)
           for (int n = 0; n < N; n++) {
             double sum_abs = 0;
-            for (int kk = 0; kk < K; kk++) sum_abs += std::fabs(inp[(std::size_t)t * K + kk] * w[(std::size_t)n * K + kk]);
+            for (int kk = 0; kk < K; kk++)
+              sum_abs += std::fabs(inp[(std::size_t)t * K + kk] * w[(std::size_t)n * K + kk]);
             INFO("T=" << T << " K=" << K << " N=" << N << " at (" << t << ", " << n << ")");
-            REQUIRE(std::fabs(got[(std::size_t)t * N + n] - ref[(std::size_t)t * N + n]) <= dot_error_bound(K, sum_abs));
+            REQUIRE(std::fabs(got[(std::size_t)t * N + n] - ref[(std::size_t)t * N + n]) <=
+                    dot_error_bound(K, sum_abs));
           }
       }
     }
@@ -182,7 +191,8 @@ TEST_CASE("dot equals the reference", "[kernels]") {
     double sum_abs = 0;
     for (int i = 0; i < N; i++) sum_abs += std::fabs(a[i] * b[i]);
     INFO("N=" << N);
-    REQUIRE(std::fabs(k::dot(a.data(), b.data(), N) - ref::dot<float>(a.data(), b.data(), N)) <= dot_error_bound(N, sum_abs));
+    REQUIRE(std::fabs(k::dot(a.data(), b.data(), N) - ref::dot<float>(a.data(), b.data(), N)) <=
+            dot_error_bound(N, sum_abs));
   }
 }
 
@@ -202,33 +212,45 @@ TEST_CASE("train: matmul_forward and matmul_backward equal the reference", "[tra
         k::matmul_unpacked_forward(out.data(), inp.data(), w.data(), b.data(), N, K, OC);
         ref::matmul_forward<float>(out_ref.data(), inp.data(), w.data(), b.data(), N, K, OC);
         // each output is K products plus the bias
-        require_close(out, out_ref, [&](std::size_t i) {
-          double s = std::fabs(b[i % OC]);
-          for (int k = 0; k < K; k++) s += std::fabs(inp[(i / OC) * K + k] * w[k * OC + i % OC]);
-          return sum_bound(K + 1, s);
-        }, "out");
+        require_close(
+            out, out_ref,
+            [&](std::size_t i) {
+              double s = std::fabs(b[i % OC]);
+              for (int k = 0; k < K; k++) s += std::fabs(inp[(i / OC) * K + k] * w[k * OC + i % OC]);
+              return sum_bound(K + 1, s);
+            },
+            "out");
         // gradients accumulate into non-zero starting values, as in the trainer
         auto dinp = random_values(N * K, rng), dw = random_values(K * OC, rng), db = random_values(OC, rng);
         auto dinp_ref = dinp, dw_ref = dw, db_ref = db;
         k::matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), N, K, OC);
-        ref::matmul_backward<float>(dinp_ref.data(), dw_ref.data(), db_ref.data(), dout.data(), inp.data(), w.data(),
-                                    N, K, OC);
+        ref::matmul_backward<float>(dinp_ref.data(), dw_ref.data(), db_ref.data(), dout.data(), inp.data(), w.data(), N,
+                                    K, OC);
         // dinp: OC products + the starting value; dweight: N products + start; dbias: N terms + start
-        require_close(dinp, dinp_ref, [&](std::size_t i) {
-          double s = std::fabs(dinp_ref[i]);
-          for (int o = 0; o < OC; o++) s += std::fabs(dout[(i / K) * OC + o] * w[(i % K) * OC + o]);
-          return sum_bound(OC + 1, s) + 2 * kU * s;
-        }, "dinp");
-        require_close(dw, dw_ref, [&](std::size_t i) {
-          double s = std::fabs(dw_ref[i]);
-          for (int t = 0; t < N; t++) s += std::fabs(inp[t * K + i / OC] * dout[t * OC + i % OC]);
-          return sum_bound(N + 1, s) + 2 * kU * s;
-        }, "dweight");
-        require_close(db, db_ref, [&](std::size_t i) {
-          double s = std::fabs(db_ref[i]);
-          for (int t = 0; t < N; t++) s += std::fabs(dout[t * OC + i]);
-          return sum_bound(N + 1, s) + 2 * kU * s;
-        }, "dbias");
+        require_close(
+            dinp, dinp_ref,
+            [&](std::size_t i) {
+              double s = std::fabs(dinp_ref[i]);
+              for (int o = 0; o < OC; o++) s += std::fabs(dout[(i / K) * OC + o] * w[(i % K) * OC + o]);
+              return sum_bound(OC + 1, s) + 2 * kU * s;
+            },
+            "dinp");
+        require_close(
+            dw, dw_ref,
+            [&](std::size_t i) {
+              double s = std::fabs(dw_ref[i]);
+              for (int t = 0; t < N; t++) s += std::fabs(inp[t * K + i / OC] * dout[t * OC + i % OC]);
+              return sum_bound(N + 1, s) + 2 * kU * s;
+            },
+            "dweight");
+        require_close(
+            db, db_ref,
+            [&](std::size_t i) {
+              double s = std::fabs(db_ref[i]);
+              for (int t = 0; t < N; t++) s += std::fabs(dout[t * OC + i]);
+              return sum_bound(N + 1, s) + 2 * kU * s;
+            },
+            "dbias");
         // no weight or bias gradient asked (the head gates' backward): the same dinp, nothing else touched
         const auto start = random_values(N * K, rng);
         auto with_w = start, alone = start, dw2 = dw_ref;
@@ -250,16 +272,22 @@ TEST_CASE("train: matmul_transposed_backward (tied LM head) equals the reference
         k::matmul_transposed_backward(dinp.data(), dw.data(), dout.data(), inp.data(), w.data(), N, K, OC);
         ref::matmul_transposed_backward<float>(dinp_ref.data(), dw_ref.data(), dout.data(), inp.data(), w.data(), N, K,
                                                OC);
-        require_close(dinp, dinp_ref, [&](std::size_t i) {
-          double s = std::fabs(dinp_ref[i]);
-          for (int o = 0; o < OC; o++) s += std::fabs(dout[(i / K) * OC + o] * w[o * K + i % K]);
-          return sum_bound(OC + 1, s) + 2 * kU * s;
-        }, "dinp");
-        require_close(dw, dw_ref, [&](std::size_t i) {
-          double s = std::fabs(dw_ref[i]);
-          for (int t = 0; t < N; t++) s += std::fabs(dout[t * OC + i / K] * inp[t * K + i % K]);
-          return sum_bound(N + 1, s) + 2 * kU * s;
-        }, "dweight");
+        require_close(
+            dinp, dinp_ref,
+            [&](std::size_t i) {
+              double s = std::fabs(dinp_ref[i]);
+              for (int o = 0; o < OC; o++) s += std::fabs(dout[(i / K) * OC + o] * w[o * K + i % K]);
+              return sum_bound(OC + 1, s) + 2 * kU * s;
+            },
+            "dinp");
+        require_close(
+            dw, dw_ref,
+            [&](std::size_t i) {
+              double s = std::fabs(dw_ref[i]);
+              for (int t = 0; t < N; t++) s += std::fabs(dout[t * OC + i / K] * inp[t * K + i % K]);
+              return sum_bound(N + 1, s) + 2 * kU * s;
+            },
+            "dweight");
         // without the weight's gradient: the same dinp
         const auto start = random_values(N * K, rng);
         auto with_w = start, alone = start;

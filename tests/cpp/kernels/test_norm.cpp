@@ -112,22 +112,31 @@ TEST_CASE("train: layernorm_backward equals the reference", "[train][layernorm]"
       // starting value's rounding.
       double sum_abs_dnorm = 0;
       for (int i = 0; i < N * C; i++) sum_abs_dnorm = std::max(sum_abs_dnorm, (double)std::fabs(w[i % C] * dout[i]));
-      require_close(dinp, dinp_ref, [&](std::size_t i) {
-        const double s = C * sum_abs_dnorm * (1.0 + std::sqrt((double)C));
-        return (sum_bound(C, s) / C + 8 * kU * (sum_abs_dnorm * (1 + std::sqrt((double)C)))) * rstd[i / C] +
-               4 * kU * std::fabs(dinp_ref[i]) + 1e-6;
-      }, "dinp");
+      require_close(
+          dinp, dinp_ref,
+          [&](std::size_t i) {
+            const double s = C * sum_abs_dnorm * (1.0 + std::sqrt((double)C));
+            return (sum_bound(C, s) / C + 8 * kU * (sum_abs_dnorm * (1 + std::sqrt((double)C)))) * rstd[i / C] +
+                   4 * kU * std::fabs(dinp_ref[i]) + 1e-6;
+          },
+          "dinp");
       // dweight, dbias: N terms each, norm recomputed identically up to an ulp or two
-      require_close(dw, dw_ref, [&](std::size_t i) {
-        double s = std::fabs(dw_ref[i]);
-        for (int t = 0; t < N; t++) s += std::fabs(dout[t * C + i]) * std::sqrt((double)C);
-        return sum_bound(N + 1, s) + 8 * kU * s;
-      }, "dweight");
-      require_close(db, db_ref, [&](std::size_t i) {
-        double s = std::fabs(db_ref[i]);
-        for (int t = 0; t < N; t++) s += std::fabs(dout[t * C + i]);
-        return sum_bound(N + 1, s);
-      }, "dbias");
+      require_close(
+          dw, dw_ref,
+          [&](std::size_t i) {
+            double s = std::fabs(dw_ref[i]);
+            for (int t = 0; t < N; t++) s += std::fabs(dout[t * C + i]) * std::sqrt((double)C);
+            return sum_bound(N + 1, s) + 8 * kU * s;
+          },
+          "dweight");
+      require_close(
+          db, db_ref,
+          [&](std::size_t i) {
+            double s = std::fabs(db_ref[i]);
+            for (int t = 0; t < N; t++) s += std::fabs(dout[t * C + i]);
+            return sum_bound(N + 1, s);
+          },
+          "dbias");
     }
 }
 
@@ -146,25 +155,31 @@ TEST_CASE("train: rmsnorm_backward equals the reference", "[train][llama]") {
       // dx_i = r (n_i - c x_i), c = r^2 (sum_j n_j x_j) / C: the C-term sum differs by sum_bound(C, S),
       // S = sum_j |n_j x_j|, which moves c by r^2 sum_bound / C; the few roundings of the rest are
       // within 8 u of the terms' sizes, and the starting value keeps its own rounding.
-      require_close(dx, dx_ref, [&](std::size_t i) {
-        const int t = (int)(i / C);
-        const double r = rstd[t];
-        double S = 0, dotv = 0;
-        for (int j = 0; j < C; j++) {
-          S += std::fabs((double)w[j] * dout[t * C + j] * x[t * C + j]);
-          dotv += (double)w[j] * dout[t * C + j] * x[t * C + j];
-        }
-        const double c = r * r * std::fabs(dotv) / C;
-        const double n = std::fabs((double)w[i % C] * dout[i]);
-        return r * (r * r * sum_bound(C, S) / C * std::fabs(x[i]) + 8 * kU * (n + c * std::fabs(x[i]))) +
-               4 * kU * std::fabs(dx_ref[i]) + 1e-30;
-      }, "dinp");
+      require_close(
+          dx, dx_ref,
+          [&](std::size_t i) {
+            const int t = (int)(i / C);
+            const double r = rstd[t];
+            double S = 0, dotv = 0;
+            for (int j = 0; j < C; j++) {
+              S += std::fabs((double)w[j] * dout[t * C + j] * x[t * C + j]);
+              dotv += (double)w[j] * dout[t * C + j] * x[t * C + j];
+            }
+            const double c = r * r * std::fabs(dotv) / C;
+            const double n = std::fabs((double)w[i % C] * dout[i]);
+            return r * (r * r * sum_bound(C, S) / C * std::fabs(x[i]) + 8 * kU * (n + c * std::fabs(x[i]))) +
+                   4 * kU * std::fabs(dx_ref[i]) + 1e-30;
+          },
+          "dinp");
       // dweight: N products accumulated in the same order, each within a fused-or-not rounding or two
-      require_close(dw, dw_ref, [&](std::size_t i) {
-        double s = std::fabs(dw_ref[i]);
-        for (int t = 0; t < N; t++) s += std::fabs((double)dout[t * C + i] * x[t * C + i] * rstd[t]);
-        return sum_bound(N + 1, s) + 8 * kU * s;
-      }, "dweight");
+      require_close(
+          dw, dw_ref,
+          [&](std::size_t i) {
+            double s = std::fabs(dw_ref[i]);
+            for (int t = 0; t < N; t++) s += std::fabs((double)dout[t * C + i] * x[t * C + i] * rstd[t]);
+            return sum_bound(N + 1, s) + 8 * kU * s;
+          },
+          "dweight");
     }
 }
 

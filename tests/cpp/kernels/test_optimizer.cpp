@@ -27,8 +27,8 @@ TEST_CASE("train: sgd_update and adamw_update equal the reference", "[train][ele
     auto p_ref = p;
     k::sgd_update(p.data(), g.data(), n, 0.1f);
     ref::sgd_update<float>(p_ref.data(), g.data(), n, 0.1f);
-    require_close(p, p_ref, [&](std::size_t i) { return 2 * kU * (0.1 * std::fabs(g[i]) + std::fabs(p_ref[i])); },
-                  "sgd");
+    require_close(
+        p, p_ref, [&](std::size_t i) { return 2 * kU * (0.1 * std::fabs(g[i]) + std::fabs(p_ref[i])); }, "sgd");
 
     // AdamW over three steps: the update lr * m / (sqrt v + eps) has ~12 roundings per step;
     // its size is at most lr * ~3, and the parameter keeps its own rounding: 64 u (3 lr + |p|)
@@ -37,12 +37,14 @@ TEST_CASE("train: sgd_update and adamw_update equal the reference", "[train][ele
     auto m_ref = m, v_ref = v, p2 = p, p2_ref = p;
     for (int t = 1; t <= 3; t++) {
       k::adamw_update(p2.data(), m.data(), v.data(), g.data(), n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, t);
-      ref::adamw_update<float>(p2_ref.data(), m_ref.data(), v_ref.data(), g.data(), n, 1e-2f, 0.9f, 0.999f, 1e-8f,
-                               0.1f, t);
+      ref::adamw_update<float>(p2_ref.data(), m_ref.data(), v_ref.data(), g.data(), n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f,
+                               t);
     }
-    require_close(p2, p2_ref, [&](std::size_t i) { return 64 * kU * (3 * 1e-2 + std::fabs(p2_ref[i])); }, "adamw p");
-    require_close(m, m_ref, [&](std::size_t i) { return 16 * kU * (std::fabs(m_ref[i]) + std::fabs(g[i])); },
-                  "adamw m");
-    require_close(v, v_ref, [&](std::size_t i) { return 16 * kU * (std::fabs(v_ref[i]) + g[i] * g[i]); }, "adamw v");
+    require_close(
+        p2, p2_ref, [&](std::size_t i) { return 64 * kU * (3 * 1e-2 + std::fabs(p2_ref[i])); }, "adamw p");
+    require_close(
+        m, m_ref, [&](std::size_t i) { return 16 * kU * (std::fabs(m_ref[i]) + std::fabs(g[i])); }, "adamw m");
+    require_close(
+        v, v_ref, [&](std::size_t i) { return 16 * kU * (std::fabs(v_ref[i]) + g[i] * g[i]); }, "adamw v");
   }
 }

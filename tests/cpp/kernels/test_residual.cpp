@@ -51,8 +51,10 @@ TEST_CASE("train: residual_backward equals the reference", "[train][elementwise]
     k::residual_backward(da.data(), db.data(), dout.data(), n);
     ref::residual_backward<float>(da_ref.data(), db_ref.data(), dout.data(), n);
     // one addition each, in the same order: identical
-    require_close(da, da_ref, [](std::size_t) { return 0.0; }, "residual da");
-    require_close(db, db_ref, [](std::size_t) { return 0.0; }, "residual db");
+    require_close(
+        da, da_ref, [](std::size_t) { return 0.0; }, "residual da");
+    require_close(
+        db, db_ref, [](std::size_t) { return 0.0; }, "residual db");
   }
 }
 
@@ -68,8 +70,10 @@ TEST_CASE("train: encoder_backward equals the reference", "[train][elementwise]"
     k::encoder_backward(dwte.data(), dwpe.data(), dout.data(), ids.data(), B, T, C);
     ref::encoder_backward<float>(dwte_ref.data(), dwpe_ref.data(), dout.data(), ids.data(), B, T, C);
     // the same additions in the same order: identical
-    require_close(dwte, dwte_ref, [](std::size_t) { return 0.0; }, "dwte");
-    require_close(dwpe, dwpe_ref, [](std::size_t) { return 0.0; }, "dwpe");
+    require_close(
+        dwte, dwte_ref, [](std::size_t) { return 0.0; }, "dwte");
+    require_close(
+        dwpe, dwpe_ref, [](std::size_t) { return 0.0; }, "dwpe");
   }
 }
 

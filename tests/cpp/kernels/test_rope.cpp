@@ -104,22 +104,28 @@ TEST_CASE("train: rope_backward equals the reference and undoes rope_forward", "
       ref::rope_backward<float>(d_ref.data(), stride, t_begin, T, n_heads, HS, f.data());
       // the same float cosines and sines and two products and a sum per value: within 4 u of the
       // pair's size (fused or not); rows below t_begin and the columns past the heads untouched
-      require_close(d, d_ref, [&](std::size_t i) {
-        const std::size_t t = i / stride, c = i % stride;
-        if (c >= (std::size_t)n_heads * HS || (int)t < t_begin) return 0.0;
-        const std::size_t h0 = t * stride + (c / HS) * HS, k = (c % HS) % (HS / 2);
-        return 4 * kU * (std::fabs(d0[h0 + k]) + std::fabs(d0[h0 + k + HS / 2]));
-      }, "drope");
+      require_close(
+          d, d_ref,
+          [&](std::size_t i) {
+            const std::size_t t = i / stride, c = i % stride;
+            if (c >= (std::size_t)n_heads * HS || (int)t < t_begin) return 0.0;
+            const std::size_t h0 = t * stride + (c / HS) * HS, k = (c % HS) % (HS / 2);
+            return 4 * kU * (std::fabs(d0[h0 + k]) + std::fabs(d0[h0 + k + HS / 2]));
+          },
+          "drope");
       // the transpose of a rotation is its inverse: forward then backward gives the input back
       auto x = d0;
       k::rope_forward(x.data(), stride, 0, T, n_heads, HS, f.data());
       k::rope_backward(x.data(), stride, 0, T, n_heads, HS, f.data());
-      require_close(x, d0, [&](std::size_t i) {
-        const std::size_t t = i / stride, c = i % stride;
-        if (c >= (std::size_t)n_heads * HS) return 0.0;
-        const std::size_t h0 = t * stride + (c / HS) * HS, k = (c % HS) % (HS / 2);
-        return 12 * kU * (std::fabs(d0[h0 + k]) + std::fabs(d0[h0 + k + HS / 2]));
-      }, "rope then its backward");
+      require_close(
+          x, d0,
+          [&](std::size_t i) {
+            const std::size_t t = i / stride, c = i % stride;
+            if (c >= (std::size_t)n_heads * HS) return 0.0;
+            const std::size_t h0 = t * stride + (c / HS) * HS, k = (c % HS) % (HS / 2);
+            return 12 * kU * (std::fabs(d0[h0 + k]) + std::fabs(d0[h0 + k + HS / 2]));
+          },
+          "rope then its backward");
     }
 }
 

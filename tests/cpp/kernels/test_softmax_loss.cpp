@@ -104,13 +104,16 @@ TEST_CASE("train: crossentropy_forward and crossentropy_backward equal the refer
     // the kernel's exp is a polynomial within 3.2e-7 relative of std::exp (its test above), plus the
     // sum's V roundings: probabilities within 1e-6 relative; the loss is log(sum) + max - l[target],
     // with |log sum| <= log V + 12 for these logits: 1e-6 absolute covers the polynomial and the log
-    require_close(probs_simd, probs, [&](std::size_t i) { return 1e-6 * probs[i] + sum_bound(V, 1.0) + 1e-30; }, "probs");
-    require_close(losses_simd, losses, [&](std::size_t i) { return 1e-6 * (1 + std::fabs(losses[i])); }, "losses");
+    require_close(
+        probs_simd, probs, [&](std::size_t i) { return 1e-6 * probs[i] + sum_bound(V, 1.0) + 1e-30; }, "probs");
+    require_close(
+        losses_simd, losses, [&](std::size_t i) { return 1e-6 * (1 + std::fabs(losses[i])); }, "losses");
     auto dl = random_values(B * T * V, rng);
     auto dl_ref = dl;
     k::crossentropy_backward(dl.data(), probs.data(), ids.data(), 0.1f, B * T, V);
     ref::crossentropy_backward<float>(dl_ref.data(), probs.data(), ids.data(), 0.1f, B * T, V);
     // (p - y) dloss + start: p dloss + start rounded (maybe fused), then - dloss: 3 roundings
-    require_close(dl, dl_ref, [&](std::size_t i) { return 4 * kU * (std::fabs(dl_ref[i]) + 0.2); }, "dlogits");
+    require_close(
+        dl, dl_ref, [&](std::size_t i) { return 4 * kU * (std::fabs(dl_ref[i]) + 0.2); }, "dlogits");
   }
 }

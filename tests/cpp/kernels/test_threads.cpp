@@ -162,42 +162,42 @@ TEST_CASE("threads: the model on 1, 2 and 3 threads gives the same results, typi
   SplitEverything split;
   // GPT-2, and a grouped-query Llama-family model (rotary positions, RMSNorm, SwiGLU)
   for (const char* name : {"odd-hs12", "llama-gqa"}) {
-  INFO(name);
-  const std::string dir = std::string(HEADSCOPE_FIXTURES_DIR) + "/models/" + name;
-  const std::vector<int32_t> ids = {5, 17, 3, 99, 42, 7, 7, 18, 60, 2, 11, 30, 8};
-  struct Out {
-    std::vector<float> attention, logits, hidden, norms, values, inside_scores;
-    bool operator==(const Out&) const = default;
-  };
-  const auto everything = [&](int threads) {
-    Model m = load_threaded(dir, threads);
-    REQUIRE(m.threads() == expected_threads(threads));
-    RunOptions opt;
-    opt.all_logits = true;
-    opt.keep_contributions = true;
-    opt.inspect = headscope::HeadRef{1, 2};
-    m.run_ids(std::span(ids.data(), ids.size() - 4), opt);  // then typed: an incremental run
-    m.run_ids(ids, opt);
-    opt.ablate = {{1, 0}};  // then a head off: the layers below reused
-    m.run_ids(ids, opt);
-    return Out{m.attention_all(), m.logits_all(), m.hidden_states(), m.contribution_norms(), m.value_norms(),
-               m.head_inside().scores};
-  };
-  const Out one = everything(1);
-  for (int threads : {2, 3}) REQUIRE(everything(threads) == one);
-  // and the head measurement, whose gradients come from the trainer on the same threads (for the
-  // grouped-query model through the key/value heads' partition of attention's backward)
-  const auto measured = [&](int threads) {
-    Model m = load_threaded(dir, threads);
-    headscope::HeadsOptions o;
-    o.random_orders = 1;
-    const headscope::HeadsReport r = headscope::measure_heads(m, ids, o);
-    std::vector<double> all = r.gate_grad;
-    all.insert(all.end(), r.pruned_loss.begin(), r.pruned_loss.end());
-    all.insert(all.end(), r.random_mean.begin(), r.random_mean.end());
-    return all;
-  };
-  REQUIRE(measured(3) == measured(1));
+    INFO(name);
+    const std::string dir = std::string(HEADSCOPE_FIXTURES_DIR) + "/models/" + name;
+    const std::vector<int32_t> ids = {5, 17, 3, 99, 42, 7, 7, 18, 60, 2, 11, 30, 8};
+    struct Out {
+      std::vector<float> attention, logits, hidden, norms, values, inside_scores;
+      bool operator==(const Out&) const = default;
+    };
+    const auto everything = [&](int threads) {
+      Model m = load_threaded(dir, threads);
+      REQUIRE(m.threads() == expected_threads(threads));
+      RunOptions opt;
+      opt.all_logits = true;
+      opt.keep_contributions = true;
+      opt.inspect = headscope::HeadRef{1, 2};
+      m.run_ids(std::span(ids.data(), ids.size() - 4), opt);  // then typed: an incremental run
+      m.run_ids(ids, opt);
+      opt.ablate = {{1, 0}};  // then a head off: the layers below reused
+      m.run_ids(ids, opt);
+      return Out{m.attention_all(),      m.logits_all(),  m.hidden_states(),
+                 m.contribution_norms(), m.value_norms(), m.head_inside().scores};
+    };
+    const Out one = everything(1);
+    for (int threads : {2, 3}) REQUIRE(everything(threads) == one);
+    // and the head measurement, whose gradients come from the trainer on the same threads (for the
+    // grouped-query model through the key/value heads' partition of attention's backward)
+    const auto measured = [&](int threads) {
+      Model m = load_threaded(dir, threads);
+      headscope::HeadsOptions o;
+      o.random_orders = 1;
+      const headscope::HeadsReport r = headscope::measure_heads(m, ids, o);
+      std::vector<double> all = r.gate_grad;
+      all.insert(all.end(), r.pruned_loss.begin(), r.pruned_loss.end());
+      all.insert(all.end(), r.random_mean.begin(), r.random_mean.end());
+      return all;
+    };
+    REQUIRE(measured(3) == measured(1));
   }
 }
 
@@ -235,8 +235,10 @@ TEST_CASE("threads: a count out of range is an error naming the range", "[thread
     // here): more is refused, with both counts, rather than waiting for a worker that cannot start
     const int available = kn::hardware_threads();
     REQUIRE(available > 1);
-    REQUIRE_THROWS_WITH(kn::ThreadPool(available + 1), Catch::Contains("asked for, but this engine has " + std::to_string(available)));
-    REQUIRE_THROWS_WITH(load_threaded(dir, available + 1), Catch::Contains("threads: " + std::to_string(available + 1)));
+    REQUIRE_THROWS_WITH(kn::ThreadPool(available + 1),
+                        Catch::Contains("asked for, but this engine has " + std::to_string(available)));
+    REQUIRE_THROWS_WITH(load_threaded(dir, available + 1),
+                        Catch::Contains("threads: " + std::to_string(available + 1)));
     REQUIRE(kn::hardware_threads() == available);  // nothing held by the refused pools
   }
 #endif

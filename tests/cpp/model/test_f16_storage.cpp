@@ -18,9 +18,9 @@ using headscope::Model;
 using headscope::RunOptions;
 using headscope::WeightStorage;
 using nlohmann::json;
-using test_util::read_text;
 using test_util::fixture_dir;
 using test_util::kFixtureModels;
+using test_util::read_text;
 using test_util::require_same_bits;
 
 namespace {

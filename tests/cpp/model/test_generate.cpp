@@ -27,8 +27,10 @@ namespace {
 double top_margin(std::span<const float> logits) {
   double a = -INFINITY, b = -INFINITY;
   for (float x : logits)
-    if (x > a) b = a, a = x;
-    else if (x > b) b = x;
+    if (x > a)
+      b = a, a = x;
+    else if (x > b)
+      b = x;
   return a - b;
 }
 }  // namespace
@@ -61,7 +63,8 @@ TEST_CASE("generate: temperature, top-k and top-p give the distribution they def
     long double sum = 0;
     for (int i = 0; i < (int)logits.size(); i++) sum += std::exp((long double)logits[i] / T);
     for (int i = 0; i < (int)logits.size(); i++) q.push_back({std::exp((long double)logits[i] / T) / sum, i});
-    std::stable_sort(q.begin(), q.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+    std::stable_sort(q.begin(), q.end(),
+                     [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
     if (k > 0) q.resize(k);
     long double kept = 0;
     for (auto& x : q) kept += x.first;
@@ -170,7 +173,8 @@ TEST_CASE("generate: each token is an incremental step equal to a full run; past
   o.seed = 4;
   REQUIRE(headscope::generate(again, prompt, 40, o).generated != r.generated);
   // stopping from the callback
-  const auto stopped = headscope::generate(again, prompt, 40, o, [](const headscope::GeneratedToken&) { return false; });
+  const auto stopped =
+      headscope::generate(again, prompt, 40, o, [](const headscope::GeneratedToken&) { return false; });
   REQUIRE(stopped.generated.size() == 1);
   REQUIRE_THROWS_WITH(headscope::generate(again, "", 3, o), Catch::Contains("text is empty"));
 }

@@ -21,17 +21,18 @@
 using headscope::Model;
 using headscope::RunOptions;
 using nlohmann::json;
-using test_util::read_bytes;
-using test_util::read_text;
 using test_util::fixture_dir;
 using test_util::kFixtureModels;
 using test_util::load_fixture;
+using test_util::read_bytes;
+using test_util::read_text;
 
 TEST_CASE("incremental update equals a full recompute, bit for bit", "[model][incremental]") {
   // Rows are computed independently and in the same order whether they are computed alone or with
   // others (GEMM tiles group rows but keep each row's k order), so reuse must be exact: tolerance 0.
   // GPT-2, and the Llama family's grouped-query attention and rotary positions (Qwen3's q/k norms)
-  for (const std::string& name : {std::string("odd-hs12"), std::string("hs5"), std::string("llama-gqa"), std::string("llama-mqa"), std::string("qwen3-qknorm")}) {
+  for (const std::string& name : {std::string("odd-hs12"), std::string("hs5"), std::string("llama-gqa"),
+                                  std::string("llama-mqa"), std::string("qwen3-qknorm")}) {
     Model typing = load_fixture(name);
     const std::string text = "The chef, who tr";  // 16 bytes = 16 tokens: fits hs5's context of 16
     RunOptions opt;
@@ -123,7 +124,8 @@ TEST_CASE("other heads switched off on the same tokens: the layers below the fir
   REQUIRE(m.run_ids(other, opt).reused_layers == 0);  // other tokens: no layer is the same
 }
 
-TEST_CASE("a run with every position's logits reuses a cache made without them, and the other way round", "[model][incremental]") {
+TEST_CASE("a run with every position's logits reuses a cache made without them, and the other way round",
+          "[model][incremental]") {
   // The demo's lab computes the loss (all logits) whenever typing pauses, between keystrokes that
   // only need the last logits. Both must reuse the cached tokens, and give a fresh run's numbers
   // exactly (the LM head computes each row alone, as above: tolerance 0).
@@ -131,8 +133,9 @@ TEST_CASE("a run with every position's logits reuses a cache made without them, 
   RunOptions last_only, all;
   all.all_logits = true;
   const std::vector<std::pair<std::string, bool>> steps = {
-      {"The chef, who", false}, {"The chef, who", true}, {"The chef, who tr", false}, {"The chef, who tra", true},
-      {"The chef, who trained", true}, {"The chef, who", true}, {"The chef, who cooked", false}, {"The chef, who cooked.", true}};
+      {"The chef, who", false},        {"The chef, who", true},         {"The chef, who tr", false},
+      {"The chef, who tra", true},     {"The chef, who trained", true}, {"The chef, who", true},
+      {"The chef, who cooked", false}, {"The chef, who cooked.", true}};
   bool first = true;
   for (const auto& [text, with_all] : steps) {
     const auto info = typing.run(text, with_all ? all : last_only);
@@ -148,7 +151,8 @@ TEST_CASE("a run with every position's logits reuses a cache made without them, 
   }
 }
 
-TEST_CASE("reserve() allocates ahead; growing drops the cache and the last results, which then throw", "[model][incremental]") {
+TEST_CASE("reserve() allocates ahead; growing drops the cache and the last results, which then throw",
+          "[model][incremental]") {
   Model m = load_fixture("odd-hs12");  // n_positions 32
   m.run("The chef");
   const std::vector<float> before = m.attention_all();
@@ -164,7 +168,8 @@ TEST_CASE("reserve() allocates ahead; growing drops the cache and the last resul
   REQUIRE_FALSE(m.reserve(1000));  // clamped to the context, which is there already
 }
 
-TEST_CASE("attention rows in a wider block: the rows a typed token changed, patched into the old ones", "[model][incremental][rows]") {
+TEST_CASE("attention rows in a wider block: the rows a typed token changed, patched into the old ones",
+          "[model][incremental][rows]") {
   // What a viewer does while the reader types: keep every head's rows in a block of `stride` rows
   // of `stride` floats, and after each edit copy only the rows from the first changed token on.
   // The patched blocks must equal a full run's attention exactly (row q depends on tokens 0..q
@@ -181,7 +186,8 @@ TEST_CASE("attention rows in a wider block: the rows a typed token changed, patc
     std::vector<float> rows(m.attention_rows_floats(same, T - same, S));
     m.copy_attention_rows(rows.data(), same, T - same, S);
     for (int head = 0; head < L * NH; head++)
-      std::copy_n(rows.data() + (std::size_t)head * (T - same) * S, (std::size_t)(T - same) * S, blocks.data() + ((std::size_t)head * S + same) * S);
+      std::copy_n(rows.data() + (std::size_t)head * (T - same) * S, (std::size_t)(T - same) * S,
+                  blocks.data() + ((std::size_t)head * S + same) * S);
     shown = m.ids();
 
     const std::vector<float> full = m.attention_all();  // (L, NH, T, T)
@@ -197,13 +203,15 @@ TEST_CASE("attention rows in a wider block: the rows a typed token changed, patc
   REQUIRE(plain == m.attention_all());
   // layouts that cannot hold the rows are refused before anything is written
   REQUIRE_THROWS_WITH(m.attention_rows_floats(0, m.T(), m.T() - 1), Catch::Matchers::Contains("stride must be within"));
-  REQUIRE_THROWS_WITH(m.attention_rows_floats(0, m.T() - 1, m.T()), Catch::Matchers::Contains("cannot hold attention rows"));
+  REQUIRE_THROWS_WITH(m.attention_rows_floats(0, m.T() - 1, m.T()),
+                      Catch::Matchers::Contains("cannot hold attention rows"));
   REQUIRE_THROWS_WITH(m.attention_rows_floats(-1, m.T(), m.T()), Catch::Matchers::Contains("must start within"));
   REQUIRE_THROWS_WITH(m.attention_rows_floats(0, 33, 33), Catch::Matchers::Contains("stride must be within"));
   REQUIRE_THROWS_WITH(m.attention_rows_floats(0, 40, 32), Catch::Matchers::Contains("at most n_positions"));
 }
 
-TEST_CASE("text longer than the context: the oldest tokens are cut in steps of an eighth of the context", "[model][truncation]") {
+TEST_CASE("text longer than the context: the oldest tokens are cut in steps of an eighth of the context",
+          "[model][truncation]") {
   Model m = load_fixture("hs5");  // n_positions 16 (steps of 2), one token per byte
   const std::string text = "abcdefghijklmnopqrstuvwxyz";
   const auto info = m.run(text);

@@ -21,11 +21,11 @@
 using headscope::Model;
 using headscope::RunOptions;
 using nlohmann::json;
-using test_util::read_bytes;
-using test_util::read_text;
 using test_util::fixture_dir;
 using test_util::kFixtureModels;
 using test_util::load_fixture;
+using test_util::read_bytes;
+using test_util::read_text;
 using namespace reference_checks;
 
 // ---- one head's insides (Model::head_inside, the "Inside this head" view) --------------------------
@@ -243,7 +243,8 @@ TEST_CASE("value_norms: kept with the cache while typing, and from the run's own
         for (int d = 0; d < HS; d++) {
           const int col = 2 * C + h * HS + d;
           double acc = b_attn[col];
-          for (int i = 0; i < C; i++) acc += ((x[i] - mean) * rstd * g[i] + beta[i]) * w_attn[(std::size_t)i * 3 * C + col];
+          for (int i = 0; i < C; i++)
+            acc += ((x[i] - mean) * rstd * g[i] + beta[i]) * w_attn[(std::size_t)i * 3 * C + col];
           v[d] = acc;
         }
         double norm = 0;
@@ -254,7 +255,8 @@ TEST_CASE("value_norms: kept with the cache while typing, and from the run's own
         }
         want.push_back(std::sqrt(norm));
         got.push_back(ablated[((std::size_t)l * NH + h) * T + t]);
-        moved_most = std::max(moved_most, (double)std::fabs(ablated[((std::size_t)l * NH + h) * T + t] - full[((std::size_t)l * NH + h) * T + t]));
+        moved_most = std::max(moved_most, (double)std::fabs(ablated[((std::size_t)l * NH + h) * T + t] -
+                                                            full[((std::size_t)l * NH + h) * T + t]));
       }
       INFO("layer " << l << " head " << h << " with head 0:1 switched off");
       require_close(got, want, kHiddenAbs, kHiddenRel, "value_norms");
@@ -289,7 +291,9 @@ TEST_CASE("logit attribution: the parts sum to the logit, and a head's part is i
     // GPT-2: LayerNorm and the tied wte; the Llama family: RMSNorm (no centering) and its LM head
     const bool llama = m.config().family == headscope::Family::llama;
     const std::string pre = st.contains("wte.weight") ? "" : "transformer.";
-    const std::string unembedding = !llama ? pre + "wte.weight" : st.contains("lm_head.weight") ? "lm_head.weight" : "model.embed_tokens.weight";
+    const std::string unembedding = !llama                          ? pre + "wte.weight"
+                                    : st.contains("lm_head.weight") ? "lm_head.weight"
+                                                                    : "model.embed_tokens.weight";
     const std::vector<float> wte = st.read_f32(unembedding, {m.config().vocab_size, C});
     const std::vector<float> gamma = st.read_f32(llama ? "model.norm.weight" : pre + "ln_f.weight", {C});
     for (int t : {0, T / 2, T - 1})
@@ -309,7 +313,8 @@ TEST_CASE("logit attribution: the parts sum to the logit, and a head's part is i
         mean /= C;
         for (int i = 0; i < C; i++) var += (x[i] - mean) * (x[i] - mean);
         const double rstd = 1 / std::sqrt(var / C + m.config().layer_norm_epsilon);
-        for (int i = 0; i < C; i++) terms += std::fabs((x[i] - mean) * rstd * gamma[i] * wte[(std::size_t)token * C + i]);
+        for (int i = 0; i < C; i++)
+          terms += std::fabs((x[i] - mean) * rstd * gamma[i] * wte[(std::size_t)token * C + i]);
         const double tol = 2.0 * (C + 8) * 5.96e-8 * (terms + 1) + 1e-6;
         REQUIRE(std::fabs(a.total() - logit) <= tol);
         // a head's part from the public contribution and the checkpoint's tensors
@@ -319,7 +324,8 @@ TEST_CASE("logit attribution: the parts sum to the logit, and a head's part is i
             double cm = 0, s = 0;
             for (int i = 0; i < C && !llama; i++) cm += cv[(std::size_t)t * C + i];
             cm /= C;
-            for (int i = 0; i < C; i++) s += (cv[(std::size_t)t * C + i] - cm) * gamma[i] * wte[(std::size_t)token * C + i];
+            for (int i = 0; i < C; i++)
+              s += (cv[(std::size_t)t * C + i] - cm) * gamma[i] * wte[(std::size_t)token * C + i];
             REQUIRE(std::fabs(a.heads[(std::size_t)l * NH + h] - s * rstd) <= 1e-9 * (1 + std::fabs(s * rstd)));
           }
       }

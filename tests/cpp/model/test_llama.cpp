@@ -60,9 +60,11 @@ TEST_CASE("llama: the config is read into the shared fields, key/value heads and
   REQUIRE(mqa.parameter_count() > (std::size_t)2 * mqa.config().vocab_size * mqa.config().n_embd);
 }
 
-TEST_CASE("llama: text goes through tokenizer.json, with the post-processor's BOS, to the reference's ids", "[llama][tokenizer]") {
+TEST_CASE("llama: text goes through tokenizer.json, with the post-processor's BOS, to the reference's ids",
+          "[llama][tokenizer]") {
   for (const std::string& name : kLlamaFixtureModels) {
-    const Model m = Model::load_directory(fixture_dir(name));  // the folder: config.json, model.safetensors, tokenizer.json
+    const Model m =
+        Model::load_directory(fixture_dir(name));  // the folder: config.json, model.safetensors, tokenizer.json
     const json ref = json::parse(read_text(fixture_dir(name) + "/reference.json"));
     const bool llama = m.config().model_type == "llama";
     for (const json& c : ref["cases"]) {
@@ -92,14 +94,17 @@ TEST_CASE("llama: text goes through tokenizer.json, with the post-processor's BO
   }
 }
 
-TEST_CASE("llama: a folder that also holds vocab.json and merges.txt is read with its tokenizer.json", "[llama][tokenizer]") {
+TEST_CASE("llama: a folder that also holds vocab.json and merges.txt is read with its tokenizer.json",
+          "[llama][tokenizer]") {
   // the hub's folders often hold both; GPT-2's files lack tokenizer.json's split, normalizer and BOS
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "headscope-test-llama-both";
   std::filesystem::create_directories(dir);
   for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"})
-    std::filesystem::copy_file(fixture_dir("llama-gqa") + "/" + f, dir / f, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(fixture_dir("llama-gqa") + "/" + f, dir / f,
+                               std::filesystem::copy_options::overwrite_existing);
   for (const char* f : {"vocab.json", "merges.txt"})
-    std::filesystem::copy_file(fixture_dir("odd-hs12") + "/" + f, dir / f, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(fixture_dir("odd-hs12") + "/" + f, dir / f,
+                               std::filesystem::copy_options::overwrite_existing);
   const Model m = Model::load_directory(dir);
   REQUIRE(m.tokenizer().prefix_size() == 1);
   REQUIRE(m.tokenizer().token_bytes(m.tokenizer().encode_input("The chef")[0].id) == "<|begin_of_text|>");
@@ -107,35 +112,47 @@ TEST_CASE("llama: a folder that also holds vocab.json and merges.txt is read wit
   REQUIRE_LLAMA_ERROR(Model::load_directory(dir), "no tokenizer.json");
   std::filesystem::remove_all(dir);
   // and as buffers: a Llama-family config with GPT-2's files is refused
-  REQUIRE_LLAMA_ERROR(Model::load_buffers(read_text(fixture_dir("llama-gqa") + "/config.json"),
-                                          test_util::read_bytes(fixture_dir("llama-gqa") + "/model.safetensors"), "{}", ""),
-                      "tokenizer is its tokenizer.json");
+  REQUIRE_LLAMA_ERROR(
+      Model::load_buffers(read_text(fixture_dir("llama-gqa") + "/config.json"),
+                          test_util::read_bytes(fixture_dir("llama-gqa") + "/model.safetensors"), "{}", ""),
+      "tokenizer is its tokenizer.json");
 }
 
 TEST_CASE("llama: bad configs and files are refused by name", "[llama][errors]") {
-  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["num_key_value_heads"] = 3; }), "not a multiple of num_key_value_heads");
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["num_key_value_heads"] = 3; }),
+                      "not a multiple of num_key_value_heads");
   REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["head_dim"] = 5; }), "head_dim = 5 is odd");
-  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j.erase("max_position_embeddings"); }), "missing key \"max_position_embeddings\"");
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j.erase("max_position_embeddings"); }),
+                      "missing key \"max_position_embeddings\"");
   REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["hidden_act"] = "gelu"; }), "hidden_act \"gelu\" is not supported");
   REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["attention_bias"] = true; }), "attention_bias=true is not supported");
-  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; }),
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) {
+                        j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+                      }),
                       "rope_scaling of type \"yarn\" is not supported");
-  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}}; }),
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) {
+                        j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
+                      }),
                       "needs factor, low_freq_factor and high_freq_factor");
   REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["rms_norm_eps"] = 0; }), "\"rms_norm_eps\" = 0 is outside");
   REQUIRE_LLAMA_ERROR(load_edited([](json& j) {
-                        j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 0.5}, {"low_freq_factor", 1.0},
-                                             {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8}};
+                        j["rope_scaling"] = {{"rope_type", "llama3"},
+                                             {"factor", 0.5},
+                                             {"low_freq_factor", 1.0},
+                                             {"high_freq_factor", 4.0},
+                                             {"original_max_position_embeddings", 8}};
                       }),
                       "factor must be at least 1");
   // newer files put rope_theta and the scaling in rope_parameters: read from there, the same model
   Model top = load_fixture("llama-mqa");
-  Model nested = load_edited([](json& j) {
-    j["rope_parameters"] = j["rope_scaling"];
-    j["rope_parameters"]["rope_theta"] = j["rope_theta"];
-    j.erase("rope_scaling");
-    j.erase("rope_theta");
-  }, "llama-mqa");
+  Model nested = load_edited(
+      [](json& j) {
+        j["rope_parameters"] = j["rope_scaling"];
+        j["rope_parameters"]["rope_theta"] = j["rope_theta"];
+        j.erase("rope_scaling");
+        j.erase("rope_theta");
+      },
+      "llama-mqa");
   REQUIRE(nested.config().rope_theta == top.config().rope_theta);
   REQUIRE(nested.config().rope_scaling.llama3);
   top.run("Line 1 Line 22");
@@ -149,7 +166,11 @@ TEST_CASE("llama: bad configs and files are refused by name", "[llama][errors]")
   REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["tie_word_embeddings"] = true; }, "llama-mqa"),
                       "has lm_head.weight but config.json says tie_word_embeddings=true");
   // Qwen3 without its q_norm
-  REQUIRE_LLAMA_ERROR(load_edited([](json& j) { j["model_type"] = "qwen3"; j["head_dim"] = 6; }), "q_norm.weight");
+  REQUIRE_LLAMA_ERROR(load_edited([](json& j) {
+                        j["model_type"] = "qwen3";
+                        j["head_dim"] = 6;
+                      }),
+                      "q_norm.weight");
 }
 
 TEST_CASE("llama: a Trainer from a loaded model computes its logits, and its checkpoint reloads as that model",
@@ -182,14 +203,16 @@ TEST_CASE("llama: a Trainer from a loaded model computes its logits, and its che
     // config.json and model.safetensors as the trainer writes them (Hugging Face's Llama layout): the
     // same model, bit for bit
     const std::vector<uint8_t> weights = t.safetensors_bytes();
-    Model back = Model::load_buffers_tokenizer_json(t.config_json(), weights, read_text(fixture_dir(name) + "/tokenizer.json"));
+    Model back =
+        Model::load_buffers_tokenizer_json(t.config_json(), weights, read_text(fixture_dir(name) + "/tokenizer.json"));
     REQUIRE(back.config().model_type == m.config().model_type);
     back.run_ids(ids, all);
     REQUIRE(back.logits_all() == want);
   }
 }
 
-TEST_CASE("llama: past the context the BOS stays first and the cut comes after it; writing past it too", "[llama][context]") {
+TEST_CASE("llama: past the context the BOS stays first and the cut comes after it; writing past it too",
+          "[llama][context]") {
   Model m = load_fixture("llama-gqa");  // context 32
   const int P = m.config().n_positions;
   const std::string text = "The chef, who trained in Paris, cooked the meal quickly. Then the chef left.";

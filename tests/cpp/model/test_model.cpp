@@ -23,11 +23,11 @@
 using headscope::Model;
 using headscope::RunOptions;
 using nlohmann::json;
-using test_util::read_bytes;
-using test_util::read_text;
 using test_util::fixture_dir;
 using test_util::kFixtureModels;
 using test_util::load_fixture;
+using test_util::read_bytes;
+using test_util::read_text;
 using namespace reference_checks;
 
 namespace {
@@ -81,8 +81,8 @@ TEST_CASE("fixture models match the PyTorch float64 reference", "[model][pytorch
         }
         REQUIRE(!rows.empty());
         require_close(rows, c["logits"], kLogitAbs, kLogitRel, "logits (stored rows)");
-        require_close(std::vector<float>(all.end() - (std::ptrdiff_t)V, all.end()), c["logits_last"], kLogitAbs, kLogitRel,
-                      "last row of logits_all");
+        require_close(std::vector<float>(all.end() - (std::ptrdiff_t)V, all.end()), c["logits_last"], kLogitAbs,
+                      kLogitRel, "last row of logits_all");
       }
       require_close(std::vector<float>(m.logits_last().begin(), m.logits_last().end()), c["logits_last"], kLogitAbs,
                     kLogitRel, "logits_last");
@@ -115,7 +115,8 @@ TEST_CASE("fixture models match the PyTorch float64 reference", "[model][pytorch
                     kLogitAbs, kLogitRel, "ablated logits_last");
       for (const auto& h : ablate.ablate) {
         const auto norms_ablated = m.contribution_norms();
-        for (int t = 0; t < T; t++) REQUIRE(norms_ablated[((std::size_t)h.layer * m.config().n_head + h.head) * T + t] == 0.0f);
+        for (int t = 0; t < T; t++)
+          REQUIRE(norms_ablated[((std::size_t)h.layer * m.config().n_head + h.head) * T + t] == 0.0f);
       }
     }
   }
@@ -130,7 +131,8 @@ TEST_CASE("F16 and BF16 checkpoints load and match their own rounded-weight refe
       for (const json& c : ref["cases"]) {
         INFO("model " << name << " " << file << " text \"" << c["text"].get<std::string>() << "\"");
         m.run_ids(c["ids"].get<std::vector<int32_t>>());
-        require_close(std::vector<float>(m.logits_last().begin(), m.logits_last().end()), c[key], kLogitAbs, kLogitRel, key);
+        require_close(std::vector<float>(m.logits_last().begin(), m.logits_last().end()), c[key], kLogitAbs, kLogitRel,
+                      key);
       }
     }
   }

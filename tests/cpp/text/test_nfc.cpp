@@ -72,8 +72,10 @@ TEST_CASE("nfc: every case of NormalizationTest.txt", "[nfc]") {
     for (int i : {0, 1, 2}) {
       std::vector<uint32_t> offsets;
       const std::string got = nfc(c[i], &offsets);
-      if (got != c[1]) FAIL("line: " << line << "\nNFC(c" << i + 1 << ") = " << hex_of(got) << ", expected " << hex_of(c[1]));
-      if (!tiles(offsets, got, c[i])) FAIL("line: " << line << "\nthe offsets of NFC(c" << i + 1 << ") do not tile its source");
+      if (got != c[1])
+        FAIL("line: " << line << "\nNFC(c" << i + 1 << ") = " << hex_of(got) << ", expected " << hex_of(c[1]));
+      if (!tiles(offsets, got, c[i]))
+        FAIL("line: " << line << "\nthe offsets of NFC(c" << i + 1 << ") do not tile its source");
     }
     for (int i : {3, 4})
       if (nfc(c[i]) != c[3]) FAIL("line: " << line << "\nNFC(c" << i + 1 << ") != c4");
@@ -93,7 +95,8 @@ TEST_CASE("nfc: every case of NormalizationTest.txt", "[nfc]") {
     const bool same = nfc(s) == s;
     if (!same)
       for (char32_t c : chunk)  // find which
-        if (nfc(utf8_of({c})) != utf8_of({c})) FAIL("U+" << std::hex << (uint32_t)c << " changed by NFC but not listed in Part 1");
+        if (nfc(utf8_of({c})) != utf8_of({c}))
+          FAIL("U+" << std::hex << (uint32_t)c << " changed by NFC but not listed in Part 1");
     REQUIRE(same);
     unchanged += chunk.size();
     chunk.clear();

@@ -135,7 +135,8 @@ TEST_CASE("GPT-2 whitespace edge cases follow Python for U+0085, JS for U+FEFF",
   // JS \s includes U+FEFF (Python gives [87, 27332, 119, 123, 13]).
   CHECK(tok.encode_ids("x \xEF\xBB\xBF.") == std::vector<int32_t>{87, 220, 171, 119, 123, 13});
   // U+001C..U+001F are \s for Python's re but not for regex/JS: they are "other".
-  CHECK(tok.encode_ids("a\x1C" "b") == std::vector<int32_t>{64, 216, 65});
+  CHECK(tok.encode_ids("a\x1C"
+                       "b") == std::vector<int32_t>{64, 216, 65});
 }
 
 TEST_CASE("GPT-2 encodes a large document in linear-ish time", "[tokenizer][gpt2]") {
@@ -183,7 +184,9 @@ TEST_CASE("tiny vocab: merges by rank, spans, decode", "[tokenizer]") {
   auto forms = byte_forms();  // ids 0..255 in byte order
   forms.push_back("ab");      // 256
   forms.push_back("abc");     // 257
-  forms.push_back("\xC4\xA0" "a");  // 258 "Ġa"
+  forms.push_back(
+      "\xC4\xA0"
+      "a");  // 258 "Ġa"
   const std::string merges = "#version: 0.2\nb c\na b\nab c\n\xC4\xA0 a\n";
   // "b c" outranks "a b", but "bc" is not in the vocab: it may appear only as an intermediate.
   const Tokenizer tok = Tokenizer::from_json(vocab_json(forms), merges);
@@ -280,23 +283,23 @@ TEST_CASE("malformed vocab.json and merges.txt throw Error with a message", "[to
 TEST_CASE("invalid UTF-8 throws Error naming the byte offset", "[tokenizer]") {
   const Tokenizer tok = Tokenizer::from_json(vocab_json(byte_forms()), "");
   const std::vector<std::pair<std::string, int>> bad = {
-      {"\x80", 0},                      // stray continuation byte
-      {"ab\xBF", 2},                    // stray continuation byte later on
-      {"\xC0\xAF", 0},                  // overlong '/'
-      {"\xC1\xBF", 0},                  // overlong
-      {"x\xE0\x80\xAF", 1},             // overlong 3-byte
-      {"\xF0\x80\x80\xAF", 0},          // overlong 4-byte
-      {"\xED\xA0\x80", 0},              // UTF-16 surrogate D800
-      {"ok \xED\xBF\xBF", 3},           // surrogate DFFF
-      {"\xF4\x90\x80\x80", 0},          // U+110000
-      {"\xF5\x80\x80\x80", 0},          // lead byte beyond U+10FFFF
+      {"\x80", 0},              // stray continuation byte
+      {"ab\xBF", 2},            // stray continuation byte later on
+      {"\xC0\xAF", 0},          // overlong '/'
+      {"\xC1\xBF", 0},          // overlong
+      {"x\xE0\x80\xAF", 1},     // overlong 3-byte
+      {"\xF0\x80\x80\xAF", 0},  // overlong 4-byte
+      {"\xED\xA0\x80", 0},      // UTF-16 surrogate D800
+      {"ok \xED\xBF\xBF", 3},   // surrogate DFFF
+      {"\xF4\x90\x80\x80", 0},  // U+110000
+      {"\xF5\x80\x80\x80", 0},  // lead byte beyond U+10FFFF
       {"\xFF", 0},
       {"\xFE", 0},
-      {"abc\xC3", 3},                   // truncated at end
-      {"\xE4\xB8", 0},                  // truncated 3-byte
-      {"\xF0\x9F\x98", 0},              // truncated 4-byte
-      {"a\xC3(", 1},                    // lead byte followed by ASCII
-      {"\xE4\xB8\xADx\xE4(", 4},        // valid CJK then a broken one
+      {"abc\xC3", 3},             // truncated at end
+      {"\xE4\xB8", 0},            // truncated 3-byte
+      {"\xF0\x9F\x98", 0},        // truncated 4-byte
+      {"a\xC3(", 1},              // lead byte followed by ASCII
+      {"\xE4\xB8\xADx\xE4(", 4},  // valid CJK then a broken one
   };
   for (const auto& entry : bad) {
     const std::string& text = entry.first;
@@ -307,8 +310,9 @@ TEST_CASE("invalid UTF-8 throws Error naming the byte offset", "[tokenizer]") {
     CHECK(error_of([&] { tok.encode_ids(text); }) == msg);
   }
   // Boundary code points that are valid.
-  for (const std::string& ok : std::vector<std::string>{"\x7F", "\xC2\x80", "\xDF\xBF", "\xE0\xA0\x80", "\xED\x9F\xBF", "\xEE\x80\x80",
-                               "\xEF\xBF\xBF", "\xF0\x90\x80\x80", "\xF4\x8F\xBF\xBF", std::string("\0", 1)}) {
+  for (const std::string& ok :
+       std::vector<std::string>{"\x7F", "\xC2\x80", "\xDF\xBF", "\xE0\xA0\x80", "\xED\x9F\xBF", "\xEE\x80\x80",
+                                "\xEF\xBF\xBF", "\xF0\x90\x80\x80", "\xF4\x8F\xBF\xBF", std::string("\0", 1)}) {
     const auto toks = tok.encode(ok);
     check_spans(toks, ok);
     std::vector<int32_t> ids;
@@ -320,8 +324,8 @@ TEST_CASE("invalid UTF-8 throws Error naming the byte offset", "[tokenizer]") {
 TEST_CASE("sanitize_utf8 replaces maximal invalid subparts like TextDecoder", "[tokenizer]") {
   const std::string R = "\xEF\xBF\xBD";
   CHECK(Tokenizer::sanitize_utf8("abc") == "abc");
-  CHECK(Tokenizer::sanitize_utf8("\xE4\xB8") == R);            // one truncated sequence
-  CHECK(Tokenizer::sanitize_utf8("\xB8\xAD") == R + R);        // two stray continuations
+  CHECK(Tokenizer::sanitize_utf8("\xE4\xB8") == R);      // one truncated sequence
+  CHECK(Tokenizer::sanitize_utf8("\xB8\xAD") == R + R);  // two stray continuations
   CHECK(Tokenizer::sanitize_utf8("\xF0\x9F\x98x") == R + "x");
   CHECK(Tokenizer::sanitize_utf8("\xED\xA0\x80") == R + R + R);  // surrogate: E D is bad at A0
   CHECK(Tokenizer::sanitize_utf8("\xC0\xAF") == R + R);

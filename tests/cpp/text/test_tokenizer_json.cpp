@@ -27,7 +27,10 @@ const Tokenizer& family_tokenizer(const std::string& family) {
   static std::map<std::string, Tokenizer> loaded;
   auto it = loaded.find(family);
   if (it == loaded.end())
-    it = loaded.emplace(family, Tokenizer::from_tokenizer_json(test_util::read_text(family_dir(family) + "/tokenizer.json"))).first;
+    it = loaded
+             .emplace(family,
+                      Tokenizer::from_tokenizer_json(test_util::read_text(family_dir(family) + "/tokenizer.json")))
+             .first;
   return it->second;
 }
 
@@ -87,9 +90,12 @@ TEST_CASE("tokenizer.json: the vocabulary, added tokens and what a Qwen3 span co
   const Tokenizer& qwen = family_tokenizer("qwen3");
   REQUIRE(qwen.vocab_size() == 151669);
   // "e" + COMBINING ACUTE is one character after NFC: its token spans both source characters
-  const auto toks = qwen.encode("caf" "e\xCC\x81");
+  const auto toks = qwen.encode(
+      "caf"
+      "e\xCC\x81");
   REQUIRE(toks.back().byte_end == 6);
-  REQUIRE(qwen.decode(qwen.encode_ids("caf" "e\xCC\x81")) == "caf\xC3\xA9");
+  REQUIRE(qwen.decode(qwen.encode_ids("caf"
+                                      "e\xCC\x81")) == "caf\xC3\xA9");
 }
 
 TEST_CASE("tokenizer.json: a tiny file; merges as strings and as pairs, added tokens first", "[tokenizer_json]") {

@@ -96,8 +96,8 @@ TEST_CASE("train: logits, loss and every parameter's gradient match PyTorch", "[
   // Gradients: each is the float32 rounding of a chain of sums (over B*T = 21 rows, widths <= 80)
   // compared to PyTorch's float64 result. Per tensor, the tolerance is relative to its largest element:
   // |g - ref| <= 1e-5 * max|ref| + 1e-9. Measured (native AVX-512): at most 5.1e-7 of max|ref| over all
-  // 28 tensors of GPT-2 (the Llama family's 21 and 24 pass the same bound), so 1e-5 is a 20x margin for other builds, while a wrong gradient (a missing term, a
-  // transposed index, a wrong scale) is off by O(1) of max|ref|.
+  // 28 tensors of GPT-2 (the Llama family's 21 and 24 pass the same bound), so 1e-5 is a 20x margin for other builds,
+  // while a wrong gradient (a missing term, a transposed index, a wrong scale) is off by O(1) of max|ref|.
   for (const tr::NamedTensor& t : trainer.tensors()) {
     const auto want = g.read("grad." + t.name);
     REQUIRE(want.size() == t.size());
@@ -105,8 +105,8 @@ TEST_CASE("train: logits, loss and every parameter's gradient match PyTorch", "[
     for (std::size_t i = 0; i < want.size(); i++) max_ref = std::max(max_ref, (double)std::fabs(want[i]));
     const float* got = trainer.grads().data() + t.offset;
     for (std::size_t i = 0; i < want.size(); i++) max_err = std::max(max_err, (double)std::fabs(got[i] - want[i]));
-    INFO(std::setprecision(3) << t.name << ": max |grad - PyTorch| " << max_err << ", max |grad| " << max_ref << ", relative "
-                << max_err / (max_ref + 1e-30));
+    INFO(std::setprecision(3) << t.name << ": max |grad - PyTorch| " << max_err << ", max |grad| " << max_ref
+                              << ", relative " << max_err / (max_ref + 1e-30));
     CHECK(max_err <= 1e-5 * max_ref + 1e-9);
     REQUIRE(max_ref > 0);  // every parameter gets a gradient in this batch
   }
@@ -137,7 +137,7 @@ TEST_CASE("train: 10 AdamW steps follow PyTorch's loss trajectory step by step",
     trainer.backward();
     trainer.adamw_step(opt);
     INFO(std::setprecision(9) << "step " << s << ": loss " << loss << ", PyTorch " << want[s] << ", relative error "
-                                << std::fabs(loss - want[s]) / want[s]);
+                              << std::fabs(loss - want[s]) / want[s]);
     REQUIRE(std::fabs(loss - want[s]) <= 1e-5 * std::fabs(want[s]));
   }
 }

@@ -46,7 +46,8 @@ TEST_CASE("training run: induction batches repeat spans of distinct tokens, neve
   CHECK(periods.size() == 12);  // every allowed period occurs (400 draws of 12 choices)
 }
 
-TEST_CASE("training run: probe scores equal the formulas on the inference engine's attention", "[training_run][probe]") {
+TEST_CASE("training run: probe scores equal the formulas on the inference engine's attention",
+          "[training_run][probe]") {
   TrainingRun run(small_spec());
   for (int i = 0; i < 30; i++) run.step();
   const HeadScores s = run.probe_scores();
@@ -137,7 +138,8 @@ TEST_CASE("training run: bad specs and texts get clear errors", "[training_run][
   TrainingRun text(t);
   CHECK_THROWS_WITH(text.step(), Catch::Contains("no text yet"));
   CHECK_THROWS_WITH(text.set_text(""), Catch::Contains("the text is empty"));
-  CHECK_THROWS_WITH(text.set_text("too short"), Catch::Contains("the text is too short: 9 tokens, a window needs T+1 = 65"));
+  CHECK_THROWS_WITH(text.set_text("too short"),
+                    Catch::Contains("the text is too short: 9 tokens, a window needs T+1 = 65"));
   text.set_text(std::string(200, 'a') + "The chef, who trained in Paris, cooked the meal quickly.");
   CHECK(std::isfinite(text.step()));
   CHECK_THROWS_WITH(text.step_on({{1, 2, 3}, {4, 5}}), Catch::Contains("ragged batch"));

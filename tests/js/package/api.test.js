@@ -28,20 +28,21 @@ test('shapes, rows summing to 1 and causal zeros', () => {
   assert.equal(r.contributionNorms.length, L * H * T);
   assert.equal(r.logitsLast.length, model.info.config.vocabSize);
   assert.equal(r.topNext.length, 10);
-  for (let l = 0; l < L; l++) for (let h = 0; h < H; h++) {
-    const a = r.attention(l, h);
-    assert.equal(a.length, T * T);
-    for (let t = 0; t < T; t++) {
-      let sum = 0;
-      for (let j = 0; j < T; j++) {
-        if (j > t) assert.equal(a[t * T + j], 0, `layer ${l} head ${h}: future token ${j} seen from ${t}`);
-        sum += a[t * T + j];
+  for (let l = 0; l < L; l++)
+    for (let h = 0; h < H; h++) {
+      const a = r.attention(l, h);
+      assert.equal(a.length, T * T);
+      for (let t = 0; t < T; t++) {
+        let sum = 0;
+        for (let j = 0; j < T; j++) {
+          if (j > t) assert.equal(a[t * T + j], 0, `layer ${l} head ${h}: future token ${j} seen from ${t}`);
+          sum += a[t * T + j];
+        }
+        // t+1 float32 probabilities: 1e-5 covers their rounding (tests/cpp/model/test_model.cpp)
+        assert.ok(Math.abs(sum - 1) < 1e-5, `layer ${l} head ${h} row ${t} sums to ${sum}`);
       }
-      // t+1 float32 probabilities: 1e-5 covers their rounding (tests/cpp/model/test_model.cpp)
-      assert.ok(Math.abs(sum - 1) < 1e-5, `layer ${l} head ${h} row ${t} sums to ${sum}`);
+      assert.equal(r.headContribution(l, h).length, T);
     }
-    assert.equal(r.headContribution(l, h).length, T);
-  }
   // top predictions are sorted probabilities
   for (let i = 1; i < r.topNext.length; i++) assert.ok(r.topNext[i - 1].prob >= r.topNext[i].prob);
 });
@@ -93,11 +94,18 @@ test('reuse: a typed token copies only its new attention rows into the earlier r
     } else {
       assert.equal(shown.rowsFrom, 0, `${text}: nothing shared, a full copy`);
     }
-    assert.ok(shown.stride >= shown.T + 16 || shown.stride === model.info.config.nPositions, `room to type: stride ${shown.stride} at T ${shown.T}`);
+    assert.ok(
+      shown.stride >= shown.T + 16 || shown.stride === model.info.config.nPositions,
+      `room to type: stride ${shown.stride} at T ${shown.T}`,
+    );
     if (text === 'A cook') assert.notEqual(shown.attentionAll, previousBuffer, 'a new text starts a new buffer');
     // the exported index reads the wide blocks: the last query's weights as attention() has them
-    const q = shown.T - 1, last = shown.attention(L - 1, H - 1).subarray(q * shown.T, (q + 1) * shown.T);
-    assert.deepEqual(Array.from(last, (_, k) => shown.attentionAll[attentionIndex(shown, L - 1, H - 1, q, k)]), Array.from(last));
+    const q = shown.T - 1,
+      last = shown.attention(L - 1, H - 1).subarray(q * shown.T, (q + 1) * shown.T);
+    assert.deepEqual(
+      Array.from(last, (_, k) => shown.attentionAll[attentionIndex(shown, L - 1, H - 1, q, k)]),
+      Array.from(last),
+    );
     previousBuffer = shown.attentionAll;
   }
   // reserve(): room ahead of time; growing reports that the cache is gone
@@ -116,9 +124,15 @@ test('ablating a head changes predictions; ablating nothing changes nothing', ()
   const base = model.run(SENTENCE);
   const none = model.run(SENTENCE, { ablate: [] });
   assert.deepEqual(none.logitsLast, base.logitsLast);
-  const ablated = model.run(SENTENCE, { ablate: [[0, 0], [model.info.config.nLayer - 1, 1]] });
+  const ablated = model.run(SENTENCE, {
+    ablate: [
+      [0, 0],
+      [model.info.config.nLayer - 1, 1],
+    ],
+  });
   let maxDiff = 0;
-  for (let i = 0; i < base.logitsLast.length; i++) maxDiff = Math.max(maxDiff, Math.abs(base.logitsLast[i] - ablated.logitsLast[i]));
+  for (let i = 0; i < base.logitsLast.length; i++)
+    maxDiff = Math.max(maxDiff, Math.abs(base.logitsLast[i] - ablated.logitsLast[i]));
   assert.ok(maxDiff > 1e-3, `ablation moved logits by only ${maxDiff}`);
   assert.ok(ablated.headContribution(0, 0).every((x) => x === 0));
   // layer 0's attention is computed before any ablation takes effect
@@ -135,23 +149,39 @@ test('loss on the text with allLogits', () => {
 test('results equal the native CLI --json output', () => {
   const cli = ['build/native-release/headscope', 'build/native-debug/headscope'].map((p) => repo + p).find(existsSync);
   assert.ok(cli, 'native CLI not built (scripts/test.sh builds it first)');
-  const out = JSON.parse(execFileSync(cli, ['run', '--model', testModelDir, '--text', SENTENCE, '--json'], { maxBuffer: 1 << 28 }));
+  const out = JSON.parse(
+    execFileSync(cli, ['run', '--model', testModelDir, '--text', SENTENCE, '--json'], { maxBuffer: 1 << 28 }),
+  );
   const r = model.run(SENTENCE);
-  assert.deepEqual(r.tokens.map((t) => t.id), out.ids);
-  assert.deepEqual(r.tokens.map((t) => t.text), out.tokens);
+  assert.deepEqual(
+    r.tokens.map((t) => t.id),
+    out.ids,
+  );
+  assert.deepEqual(
+    r.tokens.map((t) => t.text),
+    out.tokens,
+  );
   // Native (SSE2/AVX, -O1 or -O3) and wasm SIMD128 builds run the same kernels with different
   // instruction selection and tile widths, so float32 sums differ in order: logits agree to
   // 1e-4 relative + 1e-4 absolute (as against PyTorch), attention to 1e-5 absolute.
-  out.logits_last.forEach((x, i) => assert.ok(Math.abs(x - r.logitsLast[i]) <= 1e-4 + 1e-4 * Math.abs(x), `logit ${i}: ${x} vs ${r.logitsLast[i]}`));
-  const T = r.T, { nLayer: L, nHead: H } = model.info.config;
-  for (let l = 0; l < L; l++) for (let h = 0; h < H; h++) for (let t = 0; t < T; t++) for (let j = 0; j < T; j++) {
-    const x = out.attention[l][h][t][j], y = r.attentionAll[((l * H + h) * T + t) * T + j];
-    assert.ok(Math.abs(x - y) <= 1e-5, `attention ${l},${h},${t},${j}: ${x} vs ${y}`);
-  }
+  out.logits_last.forEach((x, i) =>
+    assert.ok(Math.abs(x - r.logitsLast[i]) <= 1e-4 + 1e-4 * Math.abs(x), `logit ${i}: ${x} vs ${r.logitsLast[i]}`),
+  );
+  const T = r.T,
+    { nLayer: L, nHead: H } = model.info.config;
+  for (let l = 0; l < L; l++)
+    for (let h = 0; h < H; h++)
+      for (let t = 0; t < T; t++)
+        for (let j = 0; j < T; j++) {
+          const x = out.attention[l][h][t][j],
+            y = r.attentionAll[((l * H + h) * T + t) * T + j];
+          assert.ok(Math.abs(x - y) <= 1e-5, `attention ${l},${h},${t},${j}: ${x} vs ${y}`);
+        }
 });
 
 test('bad inputs throw Errors with messages', async () => {
-  for (const bad of [42, null, undefined, {}, ['a']]) assert.throws(() => model.run(bad), { name: 'Error', message: /text must be a string/ });
+  for (const bad of [42, null, undefined, {}, ['a']])
+    assert.throws(() => model.run(bad), { name: 'Error', message: /text must be a string/ });
   assert.throws(() => model.run(''), { message: /text is empty/ });
   assert.throws(() => model.run('x', { ablate: [[99, 0]] }), { message: /layer 99 is outside/ });
   assert.throws(() => model.run('x', { ablate: [[0]] }), { message: /\[layer, head\] pairs/ });
@@ -159,8 +189,10 @@ test('bad inputs throw Errors with messages', async () => {
   assert.throws(() => model.run('x').attention(0, 999), { message: /head 999 is outside/ });
   await assert.rejects(loadModel('no-such-model'), { message: /unknown model "no-such-model": not a shipped model/ });
   // the four files are fetched in parallel: the Error names whichever failed first
-  await assert.rejects(loadModel(new URL('file:///nonexistent/folder/')),
-    { message: /^cannot read file:\/\/\/nonexistent\/folder\/(config\.json|model\.safetensors|vocab\.json|merges\.txt): ENOENT/ });
+  await assert.rejects(loadModel(new URL('file:///nonexistent/folder/')), {
+    message:
+      /^cannot read file:\/\/\/nonexistent\/folder\/(config\.json|model\.safetensors|vocab\.json|merges\.txt): ENOENT/,
+  });
   await assert.rejects(loadModel(42), { message: /model source must be/ });
   await assert.rejects(loadModel({ config: '{}' }), { message: /missing "weights"/ });
   const files = {
@@ -171,8 +203,13 @@ test('bad inputs throw Errors with messages', async () => {
   };
   const corrupt = new Uint8Array(files.weights);
   corrupt.fill(0x41, 8, 40); // clobber the start of the JSON header
-  await assert.rejects(loadModel({ ...files, weights: corrupt }), { name: 'Error', message: /model\.safetensors: header is not valid JSON/ });
-  await assert.rejects(loadModel({ ...files, weights: files.weights.subarray(0, 1000) }), { message: /model\.safetensors/ });
+  await assert.rejects(loadModel({ ...files, weights: corrupt }), {
+    name: 'Error',
+    message: /model\.safetensors: header is not valid JSON/,
+  });
+  await assert.rejects(loadModel({ ...files, weights: files.weights.subarray(0, 1000) }), {
+    message: /model\.safetensors/,
+  });
   await assert.rejects(loadModel({ ...files, config: '{"n_embd": 5' }), { message: /config\.json: not valid JSON/ });
   const ok = await loadModel({ ...files, name: 'from-buffers' });
   assert.equal(ok.info.name, 'from-buffers');
@@ -189,13 +226,17 @@ test('dispose: later calls throw a clear Error; disposing twice is fine', async 
   assert.throws(() => m.tokenize('x'), { message: /disposed/ });
 });
 
-test('shipped model names and the default', { skip: !defaultModelShipped && 'the default model is not built into dist/ yet' }, async () => {
-  assert.ok(shippedModels.includes(defaultModelName));
-  const m = await loadModel();
-  assert.equal(m.info.name, defaultModelName);
-  assert.ok(m.run(SENTENCE).T > 5);
-  m.dispose();
-});
+test(
+  'shipped model names and the default',
+  { skip: !defaultModelShipped && 'the default model is not built into dist/ yet' },
+  async () => {
+    assert.ok(shippedModels.includes(defaultModelName));
+    const m = await loadModel();
+    assert.equal(m.info.name, defaultModelName);
+    assert.ok(m.run(SENTENCE).T > 5);
+    m.dispose();
+  },
+);
 
 test('prefill then run equals one run, bit for bit (how the worker runs long texts in steps)', async () => {
   const text = 'The chef, who trained in Paris, cooked the meal quickly. The guests waited in the garden.';
@@ -207,7 +248,10 @@ test('prefill then run equals one run, bit for bit (how the worker runs long tex
   assert.ok(info.tokens > 0 && info.tokens < whole.T);
   assert.equal(info.reusedTokens, 0, 'the other text shares no prefix');
   const stepped = fresh.run(text, { allLogits: true });
-  assert.ok(stepped.reusedTokens >= info.tokens - 1, `reused ${stepped.reusedTokens} of ${info.tokens} prefilled tokens`);
+  assert.ok(
+    stepped.reusedTokens >= info.tokens - 1,
+    `reused ${stepped.reusedTokens} of ${info.tokens} prefilled tokens`,
+  );
   assert.deepEqual(Array.from(stepped.attentionAll), Array.from(whole.attentionAll));
   assert.deepEqual(Array.from(stepped.logitsLast), Array.from(whole.logitsLast));
   assert.equal(stepped.loss, whole.loss);
@@ -216,7 +260,10 @@ test('prefill then run equals one run, bit for bit (how the worker runs long tex
   fresh.run('Something else entirely.');
   fresh.prefill(text.slice(0, cut));
   const withLogits = fresh.run(text, { allLogits: true });
-  assert.ok(withLogits.reusedTokens >= info.tokens - 1, `reused ${withLogits.reusedTokens} of ${info.tokens} prefilled tokens`);
+  assert.ok(
+    withLogits.reusedTokens >= info.tokens - 1,
+    `reused ${withLogits.reusedTokens} of ${info.tokens} prefilled tokens`,
+  );
   assert.deepEqual(Array.from(withLogits.attentionAll), Array.from(whole.attentionAll));
   assert.equal(withLogits.loss, whole.loss);
   // other switched-off heads: the cache cannot be reused, a full run
@@ -235,7 +282,11 @@ test('where the engine has relaxed SIMD, the package loads its relaxed build, an
     const m = await loadModel(new URL(${JSON.stringify(testModelUrl.href)}));
     const r = m.run(${JSON.stringify(SENTENCE)});
     process.stdout.write(JSON.stringify({ simd: m.info.simd, logits: Array.from(r.logitsLast), attention: Array.from(r.attentionAll) }));`;
-  const out = JSON.parse(execFileSync(process.execPath, ['--experimental-wasm-relaxed-simd', '--input-type=module', '-e', script], { maxBuffer: 1 << 28 }));
+  const out = JSON.parse(
+    execFileSync(process.execPath, ['--experimental-wasm-relaxed-simd', '--input-type=module', '-e', script], {
+      maxBuffer: 1 << 28,
+    }),
+  );
   assert.deepEqual(out.simd, { arch: 'sse4.1', floatLanes: 4, simd: true, relaxedMadd: true });
   const r = model.run(SENTENCE);
   // Fused multiply-adds round once where SIMD128 rounds twice: the same bounds as native (FMA)
@@ -245,7 +296,9 @@ test('where the engine has relaxed SIMD, the package loads its relaxed build, an
     assert.ok(Math.abs(x - r.logitsLast[i]) <= 1e-4 + 1e-4 * Math.abs(x), `logit ${i}: ${x} vs ${r.logitsLast[i]}`);
     logitDiff = Math.max(logitDiff, Math.abs(x - r.logitsLast[i]));
   });
-  out.attention.forEach((x, i) => assert.ok(Math.abs(x - r.attentionAll[i]) <= 1e-5, `attention ${i}: ${x} vs ${r.attentionAll[i]}`));
+  out.attention.forEach((x, i) =>
+    assert.ok(Math.abs(x - r.attentionAll[i]) <= 1e-5, `attention ${i}: ${x} vs ${r.attentionAll[i]}`),
+  );
   // the two builds are different code: identical logits would mean the relaxed one was not used
   assert.ok(logitDiff > 0, 'the relaxed build computes with fused multiply-adds');
 });

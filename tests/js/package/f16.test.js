@@ -15,7 +15,12 @@ const f16 = await loadModel(testModelUrl, { weights: 'f16' });
 const fixture = new URL('../../fixtures/models/odd-hs12/', import.meta.url);
 function fixtureFiles(weightsFile) {
   const read = (f) => readFileSync(new URL(f, fixture));
-  return { config: read('config.json'), weights: read(weightsFile), vocab: read('vocab.json'), merges: read('merges.txt') };
+  return {
+    config: read('config.json'),
+    weights: read(weightsFile),
+    vocab: read('vocab.json'),
+    merges: read('merges.txt'),
+  };
 }
 
 test('info says the storage, and weightBytes about halves', () => {
@@ -35,18 +40,28 @@ test('an F32 checkpoint in F16 storage stays within F16 rounding of the F32 resu
   const f32Model = await loadModel(fixtureFiles('model.safetensors'));
   const f16Model = await loadModel(fixtureFiles('model.safetensors'), { weights: 'f16' });
   const { nLayer: L } = f32Model.info.config;
-  const M = 4 * L + 2, u = 2 ** -11, G = 4;
-  const a = f32Model.run(SENTENCE), b = f16Model.run(SENTENCE);
+  const M = 4 * L + 2,
+    u = 2 ** -11,
+    G = 4;
+  const a = f32Model.run(SENTENCE),
+    b = f16Model.run(SENTENCE);
   f32Model.dispose();
   f16Model.dispose();
-  assert.deepEqual(b.tokens.map((t) => t.id), a.tokens.map((t) => t.id));
-  let maxLogit = 0, worstLogit = 0, worstAtt = 0;
+  assert.deepEqual(
+    b.tokens.map((t) => t.id),
+    a.tokens.map((t) => t.id),
+  );
+  let maxLogit = 0,
+    worstLogit = 0,
+    worstAtt = 0;
   for (let i = 0; i < a.logitsLast.length; i++) {
     maxLogit = Math.max(maxLogit, Math.abs(a.logitsLast[i]));
     worstLogit = Math.max(worstLogit, Math.abs(a.logitsLast[i] - b.logitsLast[i]));
   }
-  for (let i = 0; i < a.attentionAll.length; i++) worstAtt = Math.max(worstAtt, Math.abs(a.attentionAll[i] - b.attentionAll[i]));
-  const logitBound = M * u * G * (1 + maxLogit), attBound = M * u * G;
+  for (let i = 0; i < a.attentionAll.length; i++)
+    worstAtt = Math.max(worstAtt, Math.abs(a.attentionAll[i] - b.attentionAll[i]));
+  const logitBound = M * u * G * (1 + maxLogit),
+    attBound = M * u * G;
   const what = `logits differ by up to ${worstLogit} (bound ${logitBound}), attention by up to ${worstAtt} (bound ${attBound})`;
   assert.ok(worstLogit <= logitBound, what);
   assert.ok(worstAtt <= attBound, what);
@@ -80,7 +95,9 @@ test('F16 storage: typing at the end equals a full run, bit for bit', async () =
 });
 
 test('bad weights values reject with an Error naming them', async () => {
-  await assert.rejects(loadModel(testModelUrl, { weights: 'f8' }), { message: "weights must be 'f32' or 'f16', got 'f8'" });
+  await assert.rejects(loadModel(testModelUrl, { weights: 'f8' }), {
+    message: "weights must be 'f32' or 'f16', got 'f8'",
+  });
   await assert.rejects(loadModel(testModelUrl, { weights: 16 }), /weights must be 'f32' or 'f16', got 16/);
   assert.ok((await wasmMemoryBytes()) > 0);
 });

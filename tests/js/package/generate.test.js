@@ -24,17 +24,35 @@ const TINY = new URL('../../fixtures/models/tiny-hs4/', import.meta.url);
 // the tokenizer splits them as they were written; on the random byte-level fixture, this seed and
 // temperature (found by trying seeds) write ASCII for all 40 tokens, 16 of them past the cut.
 const models = [
-  { name: 'test model', url: testModelUrl, dir: testModelDir, prompt: 'The chef, who trained in Paris, cooked', tokens: 30,
-    stepwise: { prompt: 'The chef, who trained in Paris, cooked', settings: { temperature: 1, topK: 20, seed: 5 } } },
-  { name: 'tiny-hs4', url: TINY, dir: fileURLToPath(TINY), prompt: 'The chef 😀', tokens: 40,
-    stepwise: { prompt: 'The chef', settings: { temperature: 0.5, seed: 39 } } },
+  {
+    name: 'test model',
+    url: testModelUrl,
+    dir: testModelDir,
+    prompt: 'The chef, who trained in Paris, cooked',
+    tokens: 30,
+    stepwise: { prompt: 'The chef, who trained in Paris, cooked', settings: { temperature: 1, topK: 20, seed: 5 } },
+  },
+  {
+    name: 'tiny-hs4',
+    url: TINY,
+    dir: fileURLToPath(TINY),
+    prompt: 'The chef 😀',
+    tokens: 40,
+    stepwise: { prompt: 'The chef', settings: { temperature: 0.5, seed: 39 } },
+  },
 ];
 for (const m of models) {
   m.page = await loadModel(m.url);
   m.fresh = await loadModel(m.url); // fresh runs to compare with
   m.worker = await loadModelInWorker(m.url, { worker: nodeWorker() });
 }
-after(() => { for (const m of models) { m.page.dispose(); m.fresh.dispose(); m.worker.dispose(); } });
+after(() => {
+  for (const m of models) {
+    m.page.dispose();
+    m.fresh.dispose();
+    m.worker.dispose();
+  }
+});
 
 // greedy, top-k, top-p, a plain temperature, and all three together
 const SETTINGS = [
@@ -47,8 +65,24 @@ const SETTINGS = [
 
 function cliGenerate(dir, text, tokens, { temperature = 1, topK = 0, topP = 1, seed = 0 }) {
   assert.ok(cli, 'native CLI not built (tests/js/run.sh builds it first)');
-  const args = ['generate', '--model', dir, '--text', text, '--tokens', String(tokens), '--temperature', String(temperature),
-    '--top-k', String(topK), '--top-p', String(topP), '--seed', String(seed), '--json'];
+  const args = [
+    'generate',
+    '--model',
+    dir,
+    '--text',
+    text,
+    '--tokens',
+    String(tokens),
+    '--temperature',
+    String(temperature),
+    '--top-k',
+    String(topK),
+    '--top-p',
+    String(topP),
+    '--seed',
+    String(seed),
+    '--json',
+  ];
   return JSON.parse(execFileSync(cli, args, { maxBuffer: 1 << 26 }));
 }
 
@@ -80,15 +114,25 @@ for (const m of models) {
       assert.deepEqual(page.generatedIds, want.generated, `page thread ${where}: generated`);
       assert.equal(page.promptTokens, want.ids.length - want.generated.length);
       assert.equal(page.stopped, false);
-      assert.deepEqual(page.tokens.map((t) => t.id), want.ids);
+      assert.deepEqual(
+        page.tokens.map((t) => t.id),
+        want.ids,
+      );
       // the CLI replaces invalid UTF-8 its own way; a valid text must be the same
-      if (!want.text.includes('\uFFFD') && !page.text.includes('\uFFFD')) assert.equal(page.text, want.text, `${where}: text`);
+      if (!want.text.includes('\uFFFD') && !page.text.includes('\uFFFD'))
+        assert.equal(page.text, want.text, `${where}: text`);
       assert.ok(page.text.startsWith(m.prompt));
       // the Worker: without onToken (no progress) and with it (a result per token, acknowledged)
       const worker = await m.worker.generate(m.prompt, { maxTokens: m.tokens, ...s });
       assert.deepEqual(worker, page, `worker ${where}`);
       let heard = 0;
-      const withTokens = await m.worker.generate(m.prompt, { maxTokens: m.tokens, ...s, onToken: () => { heard++; } });
+      const withTokens = await m.worker.generate(m.prompt, {
+        maxTokens: m.tokens,
+        ...s,
+        onToken: () => {
+          heard++;
+        },
+      });
       assert.deepEqual(withTokens, page, `worker with onToken ${where}`);
       assert.equal(heard, m.tokens);
     }
@@ -107,7 +151,9 @@ for (const m of models) {
     let wider = 0;
     let stride = start.stride;
     const value = await m.page.generate(prompt, {
-      maxTokens: m.tokens, ...s, reuse: start,
+      maxTokens: m.tokens,
+      ...s,
+      reuse: start,
       onToken: ({ index, id, token, prob, distribution, result }) => {
         assert.equal(index, heardPage.length);
         assert.equal(id, want.generated[index]);
@@ -116,20 +162,32 @@ for (const m of models) {
         assert.ok(distribution.ids instanceof Int32Array && distribution.probs instanceof Float64Array);
         assert.ok(Math.abs(distribution.probs.reduce((a, b) => a + b, 0) - 1) < 1e-9);
         if (s.topK) assert.ok(distribution.ids.length <= s.topK, `top-k ${s.topK} keeps at most ${s.topK} tokens`);
-        for (let k = 1; k < distribution.probs.length; k++) assert.ok(distribution.probs[k] <= distribution.probs[k - 1]);
+        for (let k = 1; k < distribution.probs.length; k++)
+          assert.ok(distribution.probs[k] <= distribution.probs[k - 1]);
         const at = distribution.ids.indexOf(id);
         assert.ok(at >= 0 && distribution.probs[at] === prob);
-        assert.deepEqual(distribution.top.map((p) => p.id), Array.from(distribution.ids.subarray(0, 10)));
+        assert.deepEqual(
+          distribution.top.map((p) => p.id),
+          Array.from(distribution.ids.subarray(0, 10)),
+        );
         // the sequence so far, in the result's window (the last nPositions tokens, cut in steps)
         const sequence = want.ids.slice(0, promptIds.length + index + 1);
-        assert.deepEqual(result.tokens.map((t) => t.id), sequence.slice(result.droppedTokens));
+        assert.deepEqual(
+          result.tokens.map((t) => t.id),
+          sequence.slice(result.droppedTokens),
+        );
         if (result.rowsFrom === result.T - 1) rowUpdates++;
         if (result.stride !== stride) wider++; // the blocks ran out of room: copied whole, wider
         stride = result.stride;
         // a fresh run of the text is the same run when the text tokenizes to these ids (a BPE
         // model may split its own output otherwise; a byte model cannot when the bytes are valid
         // UTF-8): bit for bit, as an incremental step equals a full run (tests/cpp/model/test_generate.cpp)
-        if (m.fresh.tokenize(result.text).map((t) => t.id).join() === sequence.join()) {
+        if (
+          m.fresh
+            .tokenize(result.text)
+            .map((t) => t.id)
+            .join() === sequence.join()
+        ) {
           assertSameResult(result, m.fresh.run(result.text), `token ${index}`);
           compared++;
         }
@@ -145,26 +203,46 @@ for (const m of models) {
     // each token an incremental step: one new row per head, except at a cut past the context or when
     // the blocks ran out of room (a full copy)
     const cuts = new Set(heardPage.map((h) => h.result.droppedTokens)).size - 1;
-    assert.ok(rowUpdates >= m.tokens - cuts - wider, `${rowUpdates} row updates of ${m.tokens} tokens (${cuts} cuts, ${wider} wider blocks)`);
+    assert.ok(
+      rowUpdates >= m.tokens - cuts - wider,
+      `${rowUpdates} row updates of ${m.tokens} tokens (${cuts} cuts, ${wider} wider blocks)`,
+    );
     assert.ok(rowUpdates >= m.tokens / 2);
     if (m.name === 'tiny-hs4') assert.ok(cuts > 0, 'the fixture writes past its context');
     // the Worker's results, patched on the page from the rows sent, are the same numbers
     const page = [];
-    const again = await m.page.generate(prompt, { maxTokens: m.tokens, ...s, onToken: ({ result }) => {
-      page.push({ tokens: result.tokens, attention: result.attention(result.nLayer - 1, result.nHead - 1), logits: result.logitsLast });
-    } });
+    const again = await m.page.generate(prompt, {
+      maxTokens: m.tokens,
+      ...s,
+      onToken: ({ result }) => {
+        page.push({
+          tokens: result.tokens,
+          attention: result.attention(result.nLayer - 1, result.nHead - 1),
+          logits: result.logitsLast,
+        });
+      },
+    });
     let i = 0;
     const workerStart = await m.worker.run(prompt, { reuse: await m.worker.run('Another text.') });
     let workerStride = workerStart.stride;
-    const viaWorker = await m.worker.generate(prompt, { maxTokens: m.tokens, ...s, reuse: workerStart, onToken: async ({ result }) => {
-      assert.deepEqual(result.tokens, page[i].tokens, `worker token ${i}: tokens`);
-      assert.deepEqual(result.attention(result.nLayer - 1, result.nHead - 1), page[i].attention, `worker token ${i}: attention`);
-      assert.deepEqual(result.logitsLast, page[i].logits, `worker token ${i}: logits`);
-      if (result.droppedTokens === (i ? heardPage[i - 1].result.droppedTokens : 0) && result.stride === workerStride)
-        assert.equal(result.rowsFrom, result.T - 1, `worker token ${i}: one new row`);
-      workerStride = result.stride;
-      i++;
-    } });
+    const viaWorker = await m.worker.generate(prompt, {
+      maxTokens: m.tokens,
+      ...s,
+      reuse: workerStart,
+      onToken: async ({ result }) => {
+        assert.deepEqual(result.tokens, page[i].tokens, `worker token ${i}: tokens`);
+        assert.deepEqual(
+          result.attention(result.nLayer - 1, result.nHead - 1),
+          page[i].attention,
+          `worker token ${i}: attention`,
+        );
+        assert.deepEqual(result.logitsLast, page[i].logits, `worker token ${i}: logits`);
+        if (result.droppedTokens === (i ? heardPage[i - 1].result.droppedTokens : 0) && result.stride === workerStride)
+          assert.equal(result.rowsFrom, result.T - 1, `worker token ${i}: one new row`);
+        workerStride = result.stride;
+        i++;
+      },
+    });
     assert.equal(i, m.tokens);
     assert.deepEqual(viaWorker, again);
   });
@@ -180,7 +258,11 @@ test('the written text is the decoded bytes, with spans covering split character
     const printable = (b >= 33 && b <= 126) || (b >= 0xa1 && b <= 0xac) || b >= 0xae;
     byteOf.set(String.fromCodePoint(printable ? b : 256 + n++), b);
   }
-  const idBytes = new Map(Object.entries(vocab).filter(([k]) => [...k].length === 1 && byteOf.has(k)).map(([k, id]) => [id, byteOf.get(k)]));
+  const idBytes = new Map(
+    Object.entries(vocab)
+      .filter(([k]) => [...k].length === 1 && byteOf.has(k))
+      .map(([k, id]) => [id, byteOf.get(k)]),
+  );
   let invalid = 0;
   for (let seed = 0; seed < 8; seed++) {
     const v = await m.page.generate(m.prompt, { maxTokens: 24, temperature: 1.5, seed });
@@ -190,7 +272,8 @@ test('the written text is the decoded bytes, with spans covering split character
     assert.equal(v.text, decoded, `seed ${seed}`);
     if (decoded.includes('\uFFFD')) invalid++;
     // every token's span covers its bytes' characters, in order
-    for (let i = 1; i < v.tokens.length; i++) assert.ok(v.tokens[i].start >= v.tokens[i - 1].start && v.tokens[i].end >= v.tokens[i].start);
+    for (let i = 1; i < v.tokens.length; i++)
+      assert.ok(v.tokens[i].start >= v.tokens[i - 1].start && v.tokens[i].end >= v.tokens[i].start);
     assert.equal(v.tokens.at(-1).end, v.text.length);
   }
   assert.ok(invalid > 0, 'random bytes at temperature 1.5 include some that are not UTF-8');
@@ -198,7 +281,10 @@ test('the written text is the decoded bytes, with spans covering split character
   let x = 12345;
   const rand = () => ((x = (x * 1103515245 + 12345) >>> 0) >>> 8) & 0xff;
   for (let k = 0; k < 2000; k++) {
-    const bytes = Uint8Array.from({ length: 1 + (k % 13) }, () => { const r = rand(); return r < 96 ? 0x80 + (r % 64) : r < 160 ? 0xc0 + (r % 64) : r; });
+    const bytes = Uint8Array.from({ length: 1 + (k % 13) }, () => {
+      const r = rand();
+      return r < 96 ? 0x80 + (r % 64) : r < 160 ? 0xc0 + (r % 64) : r;
+    });
     const { text, start, end } = decodeWithSpans(bytes);
     assert.equal(text, new TextDecoder().decode(bytes), `bytes ${Array.from(bytes)}`);
     assert.equal(start(bytes.length), text.length);
@@ -211,14 +297,22 @@ test('signal: stopping before the next token resolves with the tokens onToken he
   const m = models[0];
   const s = { temperature: 1, seed: 3 };
   const full = await m.page.generate(m.prompt, { maxTokens: 20, ...s });
-  for (const [where, model] of [['page thread', m.page], ['worker', m.worker]]) {
+  for (const [where, model] of [
+    ['page thread', m.page],
+    ['worker', m.worker],
+  ]) {
     // stopped from inside onToken: the token it heard is part of the value
     const stop = new AbortController();
     let heard = 0;
-    const v = await model.generate(m.prompt, { maxTokens: 20, ...s, signal: stop.signal, onToken: ({ index }) => {
-      heard++;
-      if (index === 4) stop.abort();
-    } });
+    const v = await model.generate(m.prompt, {
+      maxTokens: 20,
+      ...s,
+      signal: stop.signal,
+      onToken: ({ index }) => {
+        heard++;
+        if (index === 4) stop.abort();
+      },
+    });
     assert.equal(v.stopped, true, where);
     assert.equal(heard, 5, where);
     assert.deepEqual(v.generatedIds, full.generatedIds.slice(0, 5), where);
@@ -226,10 +320,15 @@ test('signal: stopping before the next token resolves with the tokens onToken he
     assert.equal(v.tokens.at(-1).end, v.text.length, `${where}: the text ends with the last token heard`);
     // stopped while onToken awaits something (a page painting): the same
     const stop2 = new AbortController();
-    const v2 = await model.generate(m.prompt, { maxTokens: 20, ...s, signal: stop2.signal, onToken: async ({ index }) => {
-      await new Promise((resolve) => setImmediate(resolve));
-      if (index === 2) stop2.abort();
-    } });
+    const v2 = await model.generate(m.prompt, {
+      maxTokens: 20,
+      ...s,
+      signal: stop2.signal,
+      onToken: async ({ index }) => {
+        await new Promise((resolve) => setImmediate(resolve));
+        if (index === 2) stop2.abort();
+      },
+    });
     assert.deepEqual(v2.generatedIds, full.generatedIds.slice(0, 3), `${where}: awaited onToken`);
     // aborted before it starts: nothing is written
     const v3 = await model.generate(m.prompt, { maxTokens: 20, ...s, signal: AbortSignal.abort() });
@@ -257,29 +356,66 @@ test('other runs between tokens do not change the continuation', async () => {
   const s = { temperature: 1, topP: 0.95, seed: 9 };
   const want = cliGenerate(m.dir, m.prompt, 12, s);
   // on the page thread: a run of another text, the same text with a head off, an inspect run
-  const page = await m.page.generate(m.prompt, { maxTokens: 12, ...s, onToken: ({ index, result }) => {
-    if (index % 3 === 0) m.page.run('Something else entirely.');
-    if (index % 3 === 1) m.page.run(result.text, { ablate: [[0, 0]] });
-    if (index % 3 === 2) m.page.inspectHead(result.text, 0, 0);
-  } });
+  const page = await m.page.generate(m.prompt, {
+    maxTokens: 12,
+    ...s,
+    onToken: ({ index, result }) => {
+      if (index % 3 === 0) m.page.run('Something else entirely.');
+      if (index % 3 === 1) m.page.run(result.text, { ablate: [[0, 0]] });
+      if (index % 3 === 2) m.page.inspectHead(result.text, 0, 0);
+    },
+  });
   assert.deepEqual(page.ids, want.ids);
   // in the Worker: runs sent while onToken waits are answered between tokens, not after the end
   let answered = 0;
-  const worker = await m.worker.generate(m.prompt, { maxTokens: 12, ...s, onToken: async ({ result }) => {
-    const r = await m.worker.run('Something else entirely.');
-    assert.equal(r.text, 'Something else entirely.');
-    await m.worker.inspectHead(result.text, 0, 0);
-    answered++;
-  } });
+  const worker = await m.worker.generate(m.prompt, {
+    maxTokens: 12,
+    ...s,
+    onToken: async ({ result }) => {
+      const r = await m.worker.run('Something else entirely.');
+      assert.equal(r.text, 'Something else entirely.');
+      await m.worker.inspectHead(result.text, 0, 0);
+      answered++;
+    },
+  });
   assert.equal(answered, 12);
   assert.deepEqual(worker.ids, want.ids);
   // switched-off heads: every step runs with them off, on both sides
-  const off = await m.page.generate(m.prompt, { maxTokens: 8, temperature: 0, ablate: [[0, 0], [0, 1]], onToken: ({ result }) => {
-    assert.deepEqual(result.ablate, [[0, 0], [0, 1]]);
-    if (m.fresh.tokenize(result.text).length === result.T)
-      assert.deepEqual(result.logitsLast, m.fresh.run(result.text, { ablate: [[0, 0], [0, 1]] }).logitsLast);
-  } });
-  assert.deepEqual(await m.worker.generate(m.prompt, { maxTokens: 8, temperature: 0, ablate: [[0, 0], [0, 1]] }), off);
+  const off = await m.page.generate(m.prompt, {
+    maxTokens: 8,
+    temperature: 0,
+    ablate: [
+      [0, 0],
+      [0, 1],
+    ],
+    onToken: ({ result }) => {
+      assert.deepEqual(result.ablate, [
+        [0, 0],
+        [0, 1],
+      ]);
+      if (m.fresh.tokenize(result.text).length === result.T)
+        assert.deepEqual(
+          result.logitsLast,
+          m.fresh.run(result.text, {
+            ablate: [
+              [0, 0],
+              [0, 1],
+            ],
+          }).logitsLast,
+        );
+    },
+  });
+  assert.deepEqual(
+    await m.worker.generate(m.prompt, {
+      maxTokens: 8,
+      temperature: 0,
+      ablate: [
+        [0, 0],
+        [0, 1],
+      ],
+    }),
+    off,
+  );
 });
 
 test('bad options are Errors naming the option and its range, on both sides', async () => {
@@ -303,14 +439,30 @@ test('bad options are Errors naming the option and its range, on both sides', as
     [{ maxTokens: 3, ablate: [[9, 0]] }, /layer 9 is outside \[0, \d+\)/],
     [{ maxTokens: 3, ablate: [[0, 99]] }, /head 99 is outside \[0, \d+\)/],
   ];
-  for (const [where, model] of [['page thread', m.page], ['worker', m.worker]]) {
+  for (const [where, model] of [
+    ['page thread', m.page],
+    ['worker', m.worker],
+  ]) {
     for (const [options, message] of cases) {
-      await assert.rejects(model.generate(m.prompt, options), (e) => e instanceof Error && message.test(e.message), `${where} ${JSON.stringify(options)}`);
+      await assert.rejects(
+        model.generate(m.prompt, options),
+        (e) => e instanceof Error && message.test(e.message),
+        `${where} ${JSON.stringify(options)}`,
+      );
     }
     await assert.rejects(model.generate('', { maxTokens: 3 }), /text is empty/, where);
     await assert.rejects(model.generate(null, { maxTokens: 3 }), /text must be a string, got null/, where);
     // an onToken that throws stops the generation with its error
-    await assert.rejects(model.generate(m.prompt, { maxTokens: 5, onToken: () => { throw new Error('view failed'); } }), /view failed/, where);
+    await assert.rejects(
+      model.generate(m.prompt, {
+        maxTokens: 5,
+        onToken: () => {
+          throw new Error('view failed');
+        },
+      }),
+      /view failed/,
+      where,
+    );
     // whatever failed, the model still works
     assert.equal((await model.generate(m.prompt, { maxTokens: 2, temperature: 0 })).generatedIds.length, 2, where);
   }
@@ -322,9 +474,18 @@ test('generating leaves the wasm heap unchanged', async () => {
     for (let i = 0; i < n; i++) {
       const stop = new AbortController();
       await m.page.generate(m.prompt, {
-        maxTokens: 12 + (i % 5) * 10, temperature: i % 4 === 0 ? 0 : 1, topK: i % 3, topP: i % 2 ? 0.9 : 1, seed: i,
+        maxTokens: 12 + (i % 5) * 10,
+        temperature: i % 4 === 0 ? 0 : 1,
+        topK: i % 3,
+        topP: i % 2 ? 0.9 : 1,
+        seed: i,
         signal: stop.signal,
-        onToken: i % 2 ? ({ index }) => { if (index === 7 && i % 4 === 1) stop.abort(); } : undefined,
+        onToken:
+          i % 2
+            ? ({ index }) => {
+                if (index === 7 && i % 4 === 1) stop.abort();
+              }
+            : undefined,
       });
       if (i % 5 === 0) await assert.rejects(m.page.generate('', { maxTokens: 3 })); // errors must not leak either
       if (i % 7 === 0) await assert.rejects(m.page.generate(m.prompt, { maxTokens: 3, ablate: [[9, 9]] }));
@@ -340,20 +501,26 @@ test('generating leaves the wasm heap unchanged', async () => {
   assert.ok(after - before <= 4096, `wasm heap grew from ${before} to ${after} bytes over 300 generations`);
 });
 
-test('valueNorms: each written token\'s result holds every head\'s value sizes, equal to a fresh run\'s', async () => {
+test("valueNorms: each written token's result holds every head's value sizes, equal to a fresh run's", async () => {
   const m = models[0];
   const prompt = 'The chef, who trained in Paris,';
-  let heard = 0, compared = 0;
+  let heard = 0,
+    compared = 0;
   for (const model of [m.page, m.worker]) {
     await model.generate(prompt, {
-      maxTokens: 3, temperature: 0, valueNorms: true,
+      maxTokens: 3,
+      temperature: 0,
+      valueNorms: true,
       onToken: ({ result }) => {
         heard++;
         assert.ok(result.valueNorms instanceof Float32Array);
         assert.equal(result.valueNorms.length, result.nLayer * result.nHead * result.T);
         // the same run when the written text tokenizes to the written ids (see the onToken test above)
         const fresh = m.fresh.run(result.text, { valueNorms: true });
-        if (fresh.tokens.length === result.tokens.length && fresh.tokens.every((t, i) => t.id === result.tokens[i].id)) {
+        if (
+          fresh.tokens.length === result.tokens.length &&
+          fresh.tokens.every((t, i) => t.id === result.tokens[i].id)
+        ) {
           assert.deepEqual(result.valueNorms, fresh.valueNorms);
           compared++;
         }

@@ -27,18 +27,53 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 const FIXTURE = new URL('../../fixtures/models/odd-hs12/', import.meta.url);
 const HEADS4 = new URL('models/heads-4/', dist);
 const cases = [
-  { name: 'odd-hs12, exact', url: FIXTURE, text: SENTENCE, options: { randomOrders: 3, seed: 7, exactLimit: 64, candidates: 4 } },
-  { name: 'odd-hs12, gate gradients + 2', url: FIXTURE, text: SENTENCE, options: { randomOrders: 2, seed: 0, exactLimit: 0, candidates: 2 } },
+  {
+    name: 'odd-hs12, exact',
+    url: FIXTURE,
+    text: SENTENCE,
+    options: { randomOrders: 3, seed: 7, exactLimit: 64, candidates: 4 },
+  },
+  {
+    name: 'odd-hs12, gate gradients + 2',
+    url: FIXTURE,
+    text: SENTENCE,
+    options: { randomOrders: 2, seed: 0, exactLimit: 0, candidates: 2 },
+  },
 ];
 if (existsSync(new URL('model.safetensors', HEADS4)))
-  cases.push({ name: 'heads-4 on heldout.txt', url: HEADS4, text: readFileSync(new URL('heldout.txt', HEADS4), 'utf8'), options: { randomOrders: 8, seed: 0, exactLimit: 64, candidates: 4 } });
+  cases.push({
+    name: 'heads-4 on heldout.txt',
+    url: HEADS4,
+    text: readFileSync(new URL('heldout.txt', HEADS4), 'utf8'),
+    options: { randomOrders: 8, seed: 0, exactLimit: 64, candidates: 4 },
+  });
 
 function cliHeads(url, text, { randomOrders, seed, exactLimit, candidates }) {
   assert.ok(cli, 'native CLI not built (tests/js/run.sh builds it first)');
   const file = path.join(scratch, 'text.txt');
   writeFileSync(file, text);
-  return JSON.parse(execFileSync(cli, ['heads', '--model', fileURLToPath(url), '--text-file', file, '--random-orders', String(randomOrders),
-    '--seed', String(seed), '--exact-limit', String(exactLimit), '--candidates', String(candidates), '--json'], { maxBuffer: 1 << 26, stdio: ['ignore', 'pipe', 'ignore'] }));
+  return JSON.parse(
+    execFileSync(
+      cli,
+      [
+        'heads',
+        '--model',
+        fileURLToPath(url),
+        '--text-file',
+        file,
+        '--random-orders',
+        String(randomOrders),
+        '--seed',
+        String(seed),
+        '--exact-limit',
+        String(exactLimit),
+        '--candidates',
+        String(candidates),
+        '--json',
+      ],
+      { maxBuffer: 1 << 26, stdio: ['ignore', 'pipe', 'ignore'] },
+    ),
+  );
 }
 
 // The largest |logit| the model gives anywhere on the text with every head on: the last logits of
@@ -71,7 +106,10 @@ function tolerance(model, text) {
 function assertClose(actual, expected, { abs, rel = 0 }, what) {
   assert.equal(actual.length, expected.length, `${what}: length`);
   for (let i = 0; i < expected.length; i++)
-    assert.ok(Math.abs(actual[i] - expected[i]) <= abs + rel * Math.abs(expected[i]), `${what}[${i}]: ${actual[i]} vs the CLI's ${expected[i]} (tolerance ${abs} + ${rel} relative)`);
+    assert.ok(
+      Math.abs(actual[i] - expected[i]) <= abs + rel * Math.abs(expected[i]),
+      `${what}[${i}]: ${actual[i]} vs the CLI's ${expected[i]} (tolerance ${abs} + ${rel} relative)`,
+    );
 }
 
 // The report against the CLI's document. The greedy order is compared head by head: a different
@@ -93,11 +131,27 @@ function checkAgainstCli(r, doc, bound, where) {
   assert.equal(new Set(r.order.map(([l, h]) => `${l}:${h}`)).size, n, `${where}: every head once`);
   let same = 0;
   while (same < n && r.order[same][0] === doc.order[same][0] && r.order[same][1] === doc.order[same][1]) same++;
-  if (same < n) assertClose([r.prunedLoss[same + 1]], [doc.pruned_loss[same + 1]], tol, `${where}: step ${same} picks another head, so it must be a tie`);
+  if (same < n)
+    assertClose(
+      [r.prunedLoss[same + 1]],
+      [doc.pruned_loss[same + 1]],
+      tol,
+      `${where}: step ${same} picks another head, so it must be a tie`,
+    );
   assertClose(r.prunedLoss.subarray(0, same + 2), doc.pruned_loss.slice(0, same + 2), tol, `${where}: greedy curve`);
   assertClose(r.randomLossMean, doc.random_loss_mean, tol, `${where}: random mean`);
-  assertClose(r.randomLossLow, doc.random_loss_band.map((b) => b[0]), tol, `${where}: random lowest`);
-  assertClose(r.randomLossHigh, doc.random_loss_band.map((b) => b[1]), tol, `${where}: random highest`);
+  assertClose(
+    r.randomLossLow,
+    doc.random_loss_band.map((b) => b[0]),
+    tol,
+    `${where}: random lowest`,
+  );
+  assertClose(
+    r.randomLossHigh,
+    doc.random_loss_band.map((b) => b[1]),
+    tol,
+    `${where}: random highest`,
+  );
   return same;
 }
 
@@ -108,21 +162,30 @@ for (const c of cases) {
     try {
       const doc = cliHeads(c.url, c.text, c.options);
       const fractions = [];
-      const r = await page.measureHeads(c.text, { ...c.options, onProgress: (p) => { fractions.push(p.fraction); } });
+      const r = await page.measureHeads(c.text, {
+        ...c.options,
+        onProgress: (p) => {
+          fractions.push(p.fraction);
+        },
+      });
       const tol = tolerance(page, c.text);
       const agreed = checkAgainstCli(r, doc, tol, 'page thread');
-      assert.equal(agreed, r.order.length, 'the greedy order is the CLI\'s (no tie on these texts)');
+      assert.equal(agreed, r.order.length, "the greedy order is the CLI's (no tie on these texts)");
       for (const k of ['randomOrders', 'seed', 'exactLimit', 'candidates']) assert.equal(r[k], c.options[k], k);
       for (const k of ['gateGrad', 'ablationDelta', 'prunedLoss', 'randomLossMean', 'randomLossLow', 'randomLossHigh'])
         assert.ok(r[k] instanceof Float64Array, `${k} is a Float64Array`);
       // progress: after every chunk, never decreasing, ending at 1
       assert.ok(fractions.length >= 2, `${fractions.length} progress reports`);
-      for (let i = 1; i < fractions.length; i++) assert.ok(fractions[i] >= fractions[i - 1], `progress went back: ${fractions[i - 1]} -> ${fractions[i]}`);
+      for (let i = 1; i < fractions.length; i++)
+        assert.ok(fractions[i] >= fractions[i - 1], `progress went back: ${fractions[i - 1]} -> ${fractions[i]}`);
       assert.equal(fractions.at(-1), 1);
       assert.ok(fractions.slice(0, -1).every((f) => f >= 0 && f < 1));
       // the same wasm in the worker: the same numbers, bit for bit, and progress there too
       const workerFractions = [];
-      const w = await worker.measureHeads(c.text, { ...c.options, onProgress: (p) => workerFractions.push(p.fraction) });
+      const w = await worker.measureHeads(c.text, {
+        ...c.options,
+        onProgress: (p) => workerFractions.push(p.fraction),
+      });
       assert.deepEqual(w, r);
       assert.ok(workerFractions.length >= 2 && workerFractions.at(-1) === 1);
       for (let i = 1; i < workerFractions.length; i++) assert.ok(workerFractions[i] >= workerFractions[i - 1]);
@@ -143,10 +206,17 @@ test('the page thread: cancel rejects with an AbortError, the model still runs, 
     const heap = await wasmHeapUsedBytes();
     const controller = new AbortController();
     let seen = 0;
-    await assert.rejects(model.measureHeads(SENTENCE, {
-      ...options, signal: controller.signal,
-      onProgress: ({ fraction }) => { seen = fraction; if (fraction > 0.3) controller.abort(); },
-    }), { name: 'AbortError', message: /cancelled/ });
+    await assert.rejects(
+      model.measureHeads(SENTENCE, {
+        ...options,
+        signal: controller.signal,
+        onProgress: ({ fraction }) => {
+          seen = fraction;
+          if (fraction > 0.3) controller.abort();
+        },
+      }),
+      { name: 'AbortError', message: /cancelled/ },
+    );
     assert.ok(seen > 0.3 && seen < 1, `stopped at ${seen}`);
     // an aborted signal stops it before anything is allocated; bad input is an Error naming it
     await assert.rejects(model.measureHeads(SENTENCE, { signal: AbortSignal.abort() }), { name: 'AbortError' });
@@ -167,7 +237,16 @@ test('the page thread: cancel rejects with an AbortError, the model still runs, 
     assert.ok((await wasmHeapUsedBytes()) < heap, 'dispose() and the stopped measurement freed the model');
     // ... and one in the last onProgress (one chunk does it all): no report read from a freed model
     const other = await loadModel(FIXTURE);
-    await assert.rejects(other.measureHeads(SENTENCE, { randomOrders: 0, chunkMs: 1e9, onProgress: ({ fraction }) => { if (fraction === 1) other.dispose(); } }), /disposed/);
+    await assert.rejects(
+      other.measureHeads(SENTENCE, {
+        randomOrders: 0,
+        chunkMs: 1e9,
+        onProgress: ({ fraction }) => {
+          if (fraction === 1) other.dispose();
+        },
+      }),
+      /disposed/,
+    );
   } finally {
     model.dispose();
   }
@@ -180,8 +259,14 @@ test('the Worker: cancel rejects with an AbortError, runs are answered between c
     const full = await worker.measureHeads(SENTENCE, options);
     // a run sent during a measurement comes back before the measurement ends
     const settled = [];
-    const measuring = worker.measureHeads(SENTENCE, options).then((r) => { settled.push('measurement'); return r; });
-    const run = worker.run(SENTENCE, { topK: 3 }).then((r) => { settled.push('run'); return r; });
+    const measuring = worker.measureHeads(SENTENCE, options).then((r) => {
+      settled.push('measurement');
+      return r;
+    });
+    const run = worker.run(SENTENCE, { topK: 3 }).then((r) => {
+      settled.push('run');
+      return r;
+    });
     const [r, res] = await Promise.all([measuring, run]);
     assert.deepEqual(settled, ['run', 'measurement']);
     assert.deepEqual(r, full, 'a run between its chunks does not change the measurement');
@@ -189,10 +274,17 @@ test('the Worker: cancel rejects with an AbortError, runs are answered between c
     // cancel: the promise rejects, and the worker answers the next requests
     const controller = new AbortController();
     let seen = 0;
-    await assert.rejects(worker.measureHeads(SENTENCE, {
-      ...options, signal: controller.signal,
-      onProgress: ({ fraction }) => { seen = fraction; if (fraction > 0.2) controller.abort(); },
-    }), { name: 'AbortError' });
+    await assert.rejects(
+      worker.measureHeads(SENTENCE, {
+        ...options,
+        signal: controller.signal,
+        onProgress: ({ fraction }) => {
+          seen = fraction;
+          if (fraction > 0.2) controller.abort();
+        },
+      }),
+      { name: 'AbortError' },
+    );
     assert.ok(seen < 1);
     assert.deepEqual((await worker.run(SENTENCE, { topK: 3 })).logitsLast, res.logitsLast);
     assert.deepEqual(await worker.measureHeads(SENTENCE, options), full);
@@ -227,14 +319,20 @@ function readTensors(url, names) {
   return out;
 }
 
-for (const [name, url] of [['odd-hs12', FIXTURE], ['heads-4', HEADS4]]) {
+for (const [name, url] of [
+  ['odd-hs12', FIXTURE],
+  ['heads-4', HEADS4],
+]) {
   if (!existsSync(new URL('model.safetensors', url))) continue;
   test(`${name}: logitAttribution's parts sum to the run's logit, page thread and Worker`, async () => {
     const model = await loadModel(url);
     const worker = await loadModelInWorker(url, { worker: nodeWorker() });
     try {
       const { nEmbd: C, nLayer: L, nHead: NH, vocabSize: V } = model.info.config;
-      const { 'wte.weight': wte, 'ln_f.weight': gamma } = readTensors(new URL('model.safetensors', url), ['wte.weight', 'ln_f.weight']);
+      const { 'wte.weight': wte, 'ln_f.weight': gamma } = readTensors(new URL('model.safetensors', url), [
+        'wte.weight',
+        'ln_f.weight',
+      ]);
       const r = model.run(SENTENCE, { ablate: [[0, 1]] });
       const T = r.T;
       const top = r.topNext[0].id;
@@ -257,9 +355,17 @@ for (const [name, url] of [['odd-hs12', FIXTURE], ['heads-4', HEADS4]]) {
         let gw = 0;
         for (let i = 0; i < C; i++) gw += (gamma[i] * wte[token * C + i]) ** 2;
         const bound = 2 * (C + 8) * 2 ** -24 * (Math.sqrt(C) * Math.sqrt(gw) + 1) + 1e-6;
-        const sum = a.heads.reduce((s, x) => s + x, 0) + a.attnBias.reduce((s, x) => s + x, 0) + a.mlp.reduce((s, x) => s + x, 0) + a.embedding + a.lnBias;
+        const sum =
+          a.heads.reduce((s, x) => s + x, 0) +
+          a.attnBias.reduce((s, x) => s + x, 0) +
+          a.mlp.reduce((s, x) => s + x, 0) +
+          a.embedding +
+          a.lnBias;
         assert.ok(Math.abs(a.total - sum) <= 1e-9 * (1 + Math.abs(sum)), 'total is the sum of the parts');
-        assert.ok(Math.abs(a.total - a.logit) <= bound, `token ${token}: total ${a.total} vs logit ${a.logit} (bound ${bound})`);
+        assert.ok(
+          Math.abs(a.total - a.logit) <= bound,
+          `token ${token}: total ${a.total} vs logit ${a.logit} (bound ${bound})`,
+        );
         // a switched-off head writes nothing
         assert.equal(a.heads[0 * NH + 1], 0);
         // the worker's engine, the same numbers
@@ -278,7 +384,10 @@ for (const [name, url] of [['odd-hs12', FIXTURE], ['heads-4', HEADS4]]) {
         const bound = 2 * (C + 8) * 2 ** -24 * (Math.sqrt(C) * Math.sqrt(gw) + 1) + 1e-6;
         const earlier = model.logitAttribution(T - 2, top);
         assert.equal(earlier.text, SENTENCE, 'the last run, not the shorter one before it');
-        assert.ok(Math.abs(earlier.total - rp.logitsLast[top]) <= bound, `position ${T - 2}: ${earlier.total} vs ${rp.logitsLast[top]}`);
+        assert.ok(
+          Math.abs(earlier.total - rp.logitsLast[top]) <= bound,
+          `position ${T - 2}: ${earlier.total} vs ${rp.logitsLast[top]}`,
+        );
       }
       // after a head measurement (the engine ran other texts) the last run is repeated: the same numbers
       const last = model.logitAttribution(T - 1, top);

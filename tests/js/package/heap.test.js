@@ -9,13 +9,20 @@ const fixture = new URL('../../fixtures/models/odd-hs12/', import.meta.url);
 
 test('10,000 and 100,000 runs keep malloc-ed wasm memory steady', async () => {
   const model = await loadModel(fixture);
-  const texts = ['The chef', 'The chef, who trained', 'The chef, who trained in Paris', 'A different text entirely', 'x', 'héllo 😀'];
+  const texts = [
+    'The chef',
+    'The chef, who trained',
+    'The chef, who trained in Paris',
+    'A different text entirely',
+    'x',
+    'héllo 😀',
+  ];
   const run = (i) => {
     const r = model.run(texts[i % texts.length], { ablate: i % 7 === 0 ? [[0, 1]] : [], allLogits: i % 11 === 0 });
     r.attention(0, 0);
     r.headContribution(0, 0);
     if (i % 13 === 0) model.tokenize(texts[i % texts.length]);
-    if (i % 17 === 0) assert.throws(() => model.run(''));  // errors must not leak either
+    if (i % 17 === 0) assert.throws(() => model.run('')); // errors must not leak either
   };
   for (let i = 0; i < 500; i++) run(i); // warm-up: caches and buffers reach their size
   const before = await wasmHeapUsedBytes();

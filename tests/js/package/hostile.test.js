@@ -25,7 +25,14 @@ test('lone surrogates become U+FFFD, keeping string indices', () => {
 });
 
 test('NUL, right-to-left, combining marks and emoji sequences', () => {
-  for (const text of ['a\0b\0c', 'שלום עולם مرحبا', 'e\u0301\u0302\u0303 Zalgo̶̢͓', '👨‍👩‍👧 🇫🇷 👍🏽 1️⃣', '\u202Ereversed\u202C', '\uFEFFbom']) {
+  for (const text of [
+    'a\0b\0c',
+    'שלום עולם مرحبا',
+    'e\u0301\u0302\u0303 Zalgo̶̢͓',
+    '👨‍👩‍👧 🇫🇷 👍🏽 1️⃣',
+    '\u202Ereversed\u202C',
+    '\uFEFFbom',
+  ]) {
     const r = model.run(text);
     checkSpans(text, r);
     assert.ok(r.logitsLast.every(Number.isFinite));

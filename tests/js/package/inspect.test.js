@@ -26,12 +26,21 @@ for (const m of models) {
   m.page = await loadModel(m.url);
   m.worker = await loadModelInWorker(m.url, { worker: nodeWorker() });
 }
-after(() => { for (const m of models) { m.page.dispose(); m.worker.dispose(); } });
+after(() => {
+  for (const m of models) {
+    m.page.dispose();
+    m.worker.dispose();
+  }
+});
 
 function cliInside(dir, text, layer, head, ablate = []) {
   assert.ok(cli, 'native CLI not built (tests/js/run.sh builds it first)');
   const off = ablate.length ? ['--ablate', ablate.map(([l, h]) => `${l}:${h}`).join(',')] : [];
-  return JSON.parse(execFileSync(cli, ['run', '--model', dir, '--text', text, '--inspect', `${layer}:${head}`, ...off, '--json'], { maxBuffer: 1 << 28 }));
+  return JSON.parse(
+    execFileSync(cli, ['run', '--model', dir, '--text', text, '--inspect', `${layer}:${head}`, ...off, '--json'], {
+      maxBuffer: 1 << 28,
+    }),
+  );
 }
 
 // Native (SSE/AVX with FMA, -O3) and wasm SIMD128 run the same kernels with other instruction
@@ -47,7 +56,8 @@ function assertClose(actual, expected, { abs, rel }, what) {
   for (let i = 0; i < expected.length; i++) {
     const x = expected[i];
     const y = actual[i];
-    if (x === null || x === -Infinity) { // the CLI writes a masked score as null
+    if (x === null || x === -Infinity) {
+      // the CLI writes a masked score as null
       assert.equal(y, -Infinity, `${what}[${i}] is masked`);
       continue;
     }
@@ -58,14 +68,26 @@ function assertClose(actual, expected, { abs, rel }, what) {
   return worst;
 }
 
-const FIELDS = [['q', 'q', CLOSE], ['k', 'k', CLOSE], ['v', 'v', CLOSE], ['scores', 'scores', CLOSE],
-  ['attention', 'attention', PROB], ['z', 'z', CLOSE], ['out', 'out', CLOSE], ['valueNorm', 'value_norm', CLOSE]];
+const FIELDS = [
+  ['q', 'q', CLOSE],
+  ['k', 'k', CLOSE],
+  ['v', 'v', CLOSE],
+  ['scores', 'scores', CLOSE],
+  ['attention', 'attention', PROB],
+  ['z', 'z', CLOSE],
+  ['out', 'out', CLOSE],
+  ['valueNorm', 'value_norm', CLOSE],
+];
 
 function checkAgainstCli(inside, doc, layer, head, where) {
   const c = doc.inside;
   assert.equal(inside.layer, layer);
   assert.equal(inside.head, head);
-  assert.deepEqual(inside.tokens.map((t) => t.id), doc.ids, `${where}: tokens`);
+  assert.deepEqual(
+    inside.tokens.map((t) => t.id),
+    doc.ids,
+    `${where}: tokens`,
+  );
   assert.equal(inside.T, doc.ids.length);
   for (const [key, cliKey, tol] of FIELDS) {
     assert.ok(inside[key] instanceof Float32Array, `${where}: ${key} is a Float32Array`);
@@ -77,13 +99,17 @@ for (const m of models) {
   test(`${m.name}: inspectHead on the page thread and in the Worker equals the CLI's --inspect`, async () => {
     const { nLayer, nHead, headSize, nEmbd } = m.page.info.config;
     // the first and the last head, and one in between: every layer's first head too
-    const heads = [[0, 0], [nLayer - 1, nHead - 1], [Math.floor(nLayer / 2), Math.floor(nHead / 2)]];
+    const heads = [
+      [0, 0],
+      [nLayer - 1, nHead - 1],
+      [Math.floor(nLayer / 2), Math.floor(nHead / 2)],
+    ];
     for (const [layer, head] of heads) {
       const doc = cliInside(m.dir, SENTENCE, layer, head);
       const page = m.page.inspectHead(SENTENCE, layer, head);
       const worker = await m.worker.inspectHead(SENTENCE, layer, head);
       assert.equal(page.headSize, headSize);
-      assert.equal(page.norm, 'layer norm');  // GPT-2: the explanation's words
+      assert.equal(page.norm, 'layer norm'); // GPT-2: the explanation's words
       assert.equal(page.rotary, false);
       assert.equal(page.nEmbd, nEmbd);
       checkAgainstCli(page, doc, layer, head, 'page thread');
@@ -92,7 +118,10 @@ for (const m of models) {
       for (const [key] of FIELDS) assert.deepEqual(worker[key], page[key], `worker vs page: ${key}`);
       assert.deepEqual(worker.tokens, page.tokens);
       // spans index the text, as run()'s do (a fixture's short context keeps the text's end only)
-      assert.equal(page.tokens.map((t) => SENTENCE.slice(t.start, t.end)).join(''), SENTENCE.slice(page.tokens[0].start));
+      assert.equal(
+        page.tokens.map((t) => SENTENCE.slice(t.start, t.end)).join(''),
+        SENTENCE.slice(page.tokens[0].start),
+      );
       assert.deepEqual(page.tokens, m.page.run(SENTENCE).tokens);
     }
   });
@@ -118,7 +147,11 @@ for (const m of models) {
       // the same forward pass as the views': run()'s map with those heads off, bit for bit
       assert.deepEqual(page.attention, m.page.run(SENTENCE, { ablate }).attention(layer, head), where);
       const selfOff = ablate.some(([l, h]) => l === layer && h === head);
-      if (selfOff) assert.ok(page.out.every((x) => x === 0), `${where}: a switched-off head writes nothing`);
+      if (selfOff)
+        assert.ok(
+          page.out.every((x) => x === 0),
+          `${where}: a switched-off head writes nothing`,
+        );
       // the set matters where it should: below a one-layer model nothing is off, and q only changes with earlier heads
       if (below.length) assert.notDeepEqual(page.q, on.q, `${where}: heads off below change the query`);
       else assert.deepEqual(page.q, on.q, `${where}: nothing below, the same query`);
@@ -141,7 +174,10 @@ for (const m of models) {
       let s = 0;
       for (let c = 0; c < C; c++) s += ins.out[t * C + c] ** 2;
       // a float64 norm of float32 entries vs the engine's float32 one: 1e-5 relative covers the rounding of C squares
-      assert.ok(Math.abs(Math.sqrt(s) - norms[t]) <= 1e-5 * norms[t] + 1e-6, `||out[${t}]|| = ${Math.sqrt(s)} vs ${norms[t]}`);
+      assert.ok(
+        Math.abs(Math.sqrt(s) - norms[t]) <= 1e-5 * norms[t] + 1e-6,
+        `||out[${t}]|| = ${Math.sqrt(s)} vs ${norms[t]}`,
+      );
     }
     // what each field means, recomputed in float64 from the others: scores = q.k / sqrt(HS), the
     // softmax of each row, z = sum_j a_ij v_j. Float32 inputs and float32 engine sums of HS or T
@@ -230,9 +266,12 @@ test('an inspect run between two typed runs: the result on screen is still patch
 // Every head's value sizes with a run (run({ valueNorms: true })): the engine computes them from the
 // run's own values by the kernel inspectHead uses, so within one build they are the same floats as
 // inspectHead's valueNorm, bit for bit (inspectHead itself is checked against the CLI above).
-test('run({ valueNorms }) gives every head\'s value sizes: inspectHead\'s, kept while typing, on both threads', async () => {
+test("run({ valueNorms }) gives every head's value sizes: inspectHead's, kept while typing, on both threads", async () => {
   const fresh = await loadModel(models[1].url);
-  for (const [where, m] of [['page', models[1].page], ['worker', models[1].worker]]) {
+  for (const [where, m] of [
+    ['page', models[1].page],
+    ['worker', models[1].worker],
+  ]) {
     const { nLayer: L, nHead: H } = m.info.config;
     const r = await m.run(SENTENCE, { valueNorms: true });
     assert.ok(r.valueNorms instanceof Float32Array, `${where}: valueNorms is a Float32Array`);
@@ -247,7 +286,11 @@ test('run({ valueNorms }) gives every head\'s value sizes: inspectHead\'s, kept 
     shown = await m.run('The chef, who trained in', { valueNorms: true, reuse: shown }); // blocks with room to grow
     shown = await m.run('The chef, who trained in Paris,', { valueNorms: true, reuse: shown });
     assert.ok(shown.rowsFrom > 0 && shown.reusedTokens > 0, `${where}: an incremental run`);
-    assert.deepEqual(shown.valueNorms, fresh.run('The chef, who trained in Paris,', { valueNorms: true }).valueNorms, `${where}: typed`);
+    assert.deepEqual(
+      shown.valueNorms,
+      fresh.run('The chef, who trained in Paris,', { valueNorms: true }).valueNorms,
+      `${where}: typed`,
+    );
     // a head of layer 0 switched off: layer 0's sizes stay, a later layer's come from the changed stream
     const off = await m.run(SENTENCE, { valueNorms: true, ablate: [[0, 0]] });
     assert.deepEqual(off.valueNorms.subarray(0, H * off.T), r.valueNorms.subarray(0, H * r.T), `${where}: layer 0`);

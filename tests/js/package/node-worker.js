@@ -22,7 +22,9 @@ export function nodeWorker() {
     onmessage: null,
     onerror: null,
     postMessage: (message, transfer = []) => thread.postMessage(message, transfer),
-    terminate: () => { thread.terminate(); },
+    terminate: () => {
+      thread.terminate();
+    },
   };
   thread.on('message', (data) => worker.onmessage?.({ data }));
   thread.on('error', (e) => worker.onerror?.({ message: e.message, preventDefault() {} }));

@@ -24,7 +24,8 @@ export function inductionTol(sd, cardLists, engineLists) {
  *  at the pooled share, 5 of them, plus one position's worth on the engine side for argmax ties. */
 export function copyTol(pCard, pEngine, cardLists, engineLists, listLength = 20) {
   const p = (pCard + pEngine) / 2;
-  const nc = cardLists * (listLength - 1), ne = engineLists * (listLength - 1);
+  const nc = cardLists * (listLength - 1),
+    ne = engineLists * (listLength - 1);
   return 5 * Math.sqrt(p * (1 - p) * (1 / nc + 1 / ne)) + 1 / ne;
 }
 

@@ -22,13 +22,23 @@ async function infoDuring(fn) {
 
 test('bad threads values reject with an Error naming the range', async () => {
   for (const bad of [0, -1, 65, 1.5, NaN, Infinity, '2', null]) {
-    await assert.rejects(loadModel(testModelUrl, { threads: bad }), /threads must be a whole number from 1 to 64, got /,
-      `loadModel threads ${String(bad)}`);
-    await assert.rejects(createTrainer({ threads: bad, steps: 1 }), /threads must be a whole number from 1 to 64/,
-      `createTrainer threads ${String(bad)}`);
+    await assert.rejects(
+      loadModel(testModelUrl, { threads: bad }),
+      /threads must be a whole number from 1 to 64, got /,
+      `loadModel threads ${String(bad)}`,
+    );
+    await assert.rejects(
+      createTrainer({ threads: bad, steps: 1 }),
+      /threads must be a whole number from 1 to 64/,
+      `createTrainer threads ${String(bad)}`,
+    );
   }
-  await assert.rejects(loadModel(testModelUrl, { threads: 0 }), { message: 'threads must be a whole number from 1 to 64, got 0' });
-  await assert.rejects(loadModel(testModelUrl, { threads: '2' }), { message: 'threads must be a whole number from 1 to 64, got "2"' });
+  await assert.rejects(loadModel(testModelUrl, { threads: 0 }), {
+    message: 'threads must be a whole number from 1 to 64, got 0',
+  });
+  await assert.rejects(loadModel(testModelUrl, { threads: '2' }), {
+    message: 'threads must be a whole number from 1 to 64, got "2"',
+  });
 });
 
 test('Node runs one thread, and says why once only when more were asked for', async () => {

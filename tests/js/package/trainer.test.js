@@ -30,9 +30,17 @@ const V = goldenConfig.vocab_size;
 const vocab = JSON.stringify(Object.fromEntries(Array.from({ length: V }, (_, i) => [String.fromCharCode(33 + i), i])));
 const init = { config: JSON.stringify(goldenConfig), weights: goldenBytes, vocab, merges: '#version: 0.2\n' };
 const batchRows = JSON.parse(readFileSync(new URL('batch.json', FIXTURES), 'utf8'));
-const plain = { task: 'batch', warmup: 0, clip: 0, weightDecay: 0, schedule: 'constant', batchSize: batchRows.length, seqLen: batchRows[0].length - 1 };
+const plain = {
+  task: 'batch',
+  warmup: 0,
+  clip: 0,
+  weightDecay: 0,
+  schedule: 'constant',
+  batchSize: batchRows.length,
+  seqLen: batchRows[0].length - 1,
+};
 
-test('the golden batch: the loss is PyTorch\'s, and SGD at lr 1 moves each weight by minus PyTorch\'s gradient', async () => {
+test("the golden batch: the loss is PyTorch's, and SGD at lr 1 moves each weight by minus PyTorch's gradient", async () => {
   const trainer = await createTrainer({ ...plain, init, optimizer: 'sgd', lr: 1 });
   const [loss] = trainer.step({ ids: batchRows });
   // same tolerance as tests/cpp/train/test_train_golden.cpp: the logits agree within 1e-6, the mean of
@@ -46,7 +54,9 @@ test('the golden batch: the loss is PyTorch\'s, and SGD at lr 1 moves each weigh
     if (name === 'lm_head.weight') continue; // tied to wte
     assert.ok(g, `no golden gradient for ${name}`);
     const before = golden[key];
-    let maxRef = 0, maxOld = 0, maxErr = 0;
+    let maxRef = 0,
+      maxOld = 0,
+      maxErr = 0;
     for (let i = 0; i < w.length; i++) {
       maxRef = Math.max(maxRef, Math.abs(g[i]));
       maxOld = Math.max(maxOld, Math.abs(before[i]));
@@ -61,20 +71,26 @@ test('the golden batch: the loss is PyTorch\'s, and SGD at lr 1 moves each weigh
   trainer.dispose();
 });
 
-test('10 AdamW steps on the golden batch follow PyTorch\'s losses', async () => {
+test("10 AdamW steps on the golden batch follow PyTorch's losses", async () => {
   const [lr, beta1, beta2, eps, weightDecay, clip] = golden.adamw_hparams;
   // the run's AdamW has PyTorch's default betas and eps, which the golden file was made with
-  assert.deepEqual([beta1, beta2, eps].map((x) => Math.fround(x)), [0.9, 0.999, 1e-8].map((x) => Math.fround(x)));
+  assert.deepEqual(
+    [beta1, beta2, eps].map((x) => Math.fround(x)),
+    [0.9, 0.999, 1e-8].map((x) => Math.fround(x)),
+  );
   const trainer = await createTrainer({ ...plain, init, optimizer: 'adamw', lr, weightDecay, clip });
   for (let s = 0; s < golden.adamw_losses.length; s++) {
     const [loss] = trainer.step({ ids: batchRows });
     // test_train_golden.cpp's tolerance: 1e-5 relative per step (measured drift ~5e-7)
-    assert.ok(Math.abs(loss - golden.adamw_losses[s]) <= 1e-5 * golden.adamw_losses[s], `step ${s}: ${loss} vs ${golden.adamw_losses[s]}`);
+    assert.ok(
+      Math.abs(loss - golden.adamw_losses[s]) <= 1e-5 * golden.adamw_losses[s],
+      `step ${s}: ${loss} vs ${golden.adamw_losses[s]}`,
+    );
   }
   trainer.dispose();
 });
 
-test('the page\'s default preset forms an induction head in the wasm build', async () => {
+test("the page's default preset forms an induction head in the wasm build", async () => {
   const presets = await trainingPresets();
   assert.equal(presets[0].name, 'induction');
   const trainer = await createTrainer();
@@ -97,7 +113,8 @@ test('the page\'s default preset forms an induction head in the wasm build', asy
   const r = model.run(text);
   assert.equal(r.T, p.T);
   let maxDiff = 0;
-  for (let i = 0; i < p.attention.length; i++) maxDiff = Math.max(maxDiff, Math.abs(r.attentionAll[i] - p.attention[i]));
+  for (let i = 0; i < p.attention.length; i++)
+    maxDiff = Math.max(maxDiff, Math.abs(r.attentionAll[i] - p.attention[i]));
   // two float32 forwards (training and inference kernels) of probabilities in [0, 1]
   assert.ok(maxDiff < 1e-5, `probe attention differs from model().run() by ${maxDiff}`);
   // export() is a model folder loadModel() opens, with the same attention
@@ -112,12 +129,24 @@ test('bad input gets a clear Error and keeps what was there', async () => {
   await assert.rejects(createTrainer({ lr: -1 }), /learning rate must be a positive number/);
   await assert.rejects(createTrainer({ nope: 1 }), /unknown trainer option "nope"/);
   await assert.rejects(createTrainer({ preset: 'nope' }), /unknown preset "nope"/);
-  await assert.rejects(createTrainer({ config: { nLayer: 48, nHead: 16, nEmbd: 4096, nPositions: 1024, vocabSize: 50257 }, seqLen: 1024 }), /MiB/);
+  await assert.rejects(
+    createTrainer({ config: { nLayer: 48, nHead: 16, nEmbd: 4096, nPositions: 1024, vocabSize: 50257 }, seqLen: 1024 }),
+    /MiB/,
+  );
   await assert.rejects(createTrainer({ preset: 'text', text: '' }), /the text is empty/);
   await assert.rejects(createTrainer({ preset: 'text', text: 'too short' }), /too short: 9 tokens/);
   await assert.rejects(createTrainer({ ...plain, init: { ...init, weights: new Uint8Array(10) } }), /safetensors/);
   const trainer = await createTrainer({ ...plain, init, optimizer: 'sgd', lr: 1 });
-  assert.throws(() => trainer.step({ ids: [[1, 2, 3], [4, 5]] }), /ragged batch: row 1 has 2 ids, row 0 has 3/);
+  assert.throws(
+    () =>
+      trainer.step({
+        ids: [
+          [1, 2, 3],
+          [4, 5],
+        ],
+      }),
+    /ragged batch: row 1 has 2 ids, row 0 has 3/,
+  );
   assert.throws(() => trainer.step({ ids: [[1, 2, V]] }), new RegExp(`token id ${V} in the batch is outside`));
   trainer.dispose();
   // a learning rate that diverges: an Error, the weights before the failed step, no further steps
@@ -126,7 +155,11 @@ test('bad input gets a clear Error and keeps what was there', async () => {
   let good = null;
   for (let i = 0; i < 6 && !error; i++) {
     good = wild.export().weights;
-    try { wild.step({ ids: batchRows }); } catch (e) { error = e; }
+    try {
+      wild.step({ ids: batchRows });
+    } catch (e) {
+      error = e;
+    }
   }
   assert.match(error?.message ?? '', /training diverged/);
   assert.deepEqual(wild.export().weights, good);

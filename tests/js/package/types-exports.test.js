@@ -10,7 +10,13 @@ import { dist } from './helpers.js';
 // declarations (interfaces and types have no value at run time)
 function declaredValues(dts) {
   const names = [...dts.matchAll(/^export declare (?:const|function|class) (\w+)/gm)].map((m) => m[1]);
-  for (const m of dts.matchAll(/^export \{([^}]*)\}/gm)) names.push(...m[1].split(',').map((s) => s.trim()).filter(Boolean));
+  for (const m of dts.matchAll(/^export \{([^}]*)\}/gm))
+    names.push(
+      ...m[1]
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    );
   return names.sort();
 }
 
@@ -31,9 +37,21 @@ for (const name of ['headscope-view', 'headscope-lab']) {
     const bundle = readFileSync(new URL(`${name}.js`, dist), 'utf8');
     const list = /export\s*\{([^}]*)\};?\s*$/.exec(bundle);
     assert.ok(list, `${name}.js ends with an export statement`);
-    const exported = list[1].split(',').map((s) => s.trim().split(/\s+as\s+/).pop()).filter(Boolean);
+    const exported = list[1]
+      .split(',')
+      .map((s) =>
+        s
+          .trim()
+          .split(/\s+as\s+/)
+          .pop(),
+      )
+      .filter(Boolean);
     assert.ok(declared.length > 0);
-    for (const value of declared) assert.ok(exported.includes(value), `${value} is declared but ${name}.js does not export it`);
-    assert.match(readFileSync(new URL(`${name}.d.ts`, dist), 'utf8'), new RegExp(`interface HTMLElementTagNameMap \\{\\s*'${name}'`));
+    for (const value of declared)
+      assert.ok(exported.includes(value), `${value} is declared but ${name}.js does not export it`);
+    assert.match(
+      readFileSync(new URL(`${name}.d.ts`, dist), 'utf8'),
+      new RegExp(`interface HTMLElementTagNameMap \\{\\s*'${name}'`),
+    );
   });
 }

@@ -8,7 +8,12 @@ import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { figures, compareFigures, explainedRegressions, renderComparison } from '../../../bench/harness/regressions.mjs';
+import {
+  figures,
+  compareFigures,
+  explainedRegressions,
+  renderComparison,
+} from '../../../bench/harness/regressions.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const committed = JSON.parse(readFileSync(path.join(ROOT, 'bench/results/results.json'), 'utf8'));
@@ -51,17 +56,32 @@ test('figures() of the committed bench/results/results.json: unique ids, set dir
   }
   assert.equal(m.get('forward.simd.T16.median_ms').value, committed.forward.find((x) => x.T === 16).simd.median_ms);
   // calibration of the machine, V8's tiering cross-check and the peer's own rates are not ours
-  for (const id of ['detail.no_liftoff_over_default_forward', 'detail.no_liftoff_over_default_gemm', 'detail.simd128_throughput_probe_gflops_best',
-    'detail.tile4x8_gemm_gflops_best_max', 'detail.ort_gemm_gflops_geomean', 'training.default.torch.tokens_per_s'])
+  for (const id of [
+    'detail.no_liftoff_over_default_forward',
+    'detail.no_liftoff_over_default_gemm',
+    'detail.simd128_throughput_probe_gflops_best',
+    'detail.tile4x8_gemm_gflops_best_max',
+    'detail.ort_gemm_gflops_geomean',
+    'training.default.torch.tokens_per_s',
+  ])
     assert.ok(!m.has(id), `${id} is left out`);
   // ids come from keys, not values: a run with other numbers has the same ids in the same order
   const other = JSON.parse(JSON.stringify(committed), (k, v) => (typeof v === 'number' && k !== 'T' ? v * 1.7 : v));
-  assert.deepEqual(figures(other).map((f) => f.id), ids);
+  assert.deepEqual(
+    figures(other).map((f) => f.id),
+    ids,
+  );
   // the typing figures exactly when the file has a typing section (full runs since 2026-12-03)
   const typingIds = ids.filter((id) => id.startsWith('typing.'));
   if (committed.typing) {
-    assert.equal(m.get('typing.default_model.keystroke_to_frame.p95_ms')?.value, committed.typing.default_model.keystroke_to_frame.p95_ms);
-    assert.equal(m.get('typing.gpt2_small.typed_token.median_ms')?.value, committed.typing.gpt2_small.typed_token.median_ms);
+    assert.equal(
+      m.get('typing.default_model.keystroke_to_frame.p95_ms')?.value,
+      committed.typing.default_model.keystroke_to_frame.p95_ms,
+    );
+    assert.equal(
+      m.get('typing.gpt2_small.typed_token.median_ms')?.value,
+      committed.typing.gpt2_small.typed_token.median_ms,
+    );
   } else {
     assert.deepEqual(typingIds, []);
   }
@@ -72,8 +92,20 @@ test('figures() of the committed bench/results/results.json: unique ids, set dir
 test('figures() reads results.typing: keystroke to frame and typed token lower, shown fractions higher', () => {
   const typing = {
     chromium: '156',
-    default_model: { keystrokes: 40, shown: 30, shown_fraction: 0.75, keystroke_to_frame: { median_ms: 20, p95_ms: 31, min_ms: 9, runs: 30 } },
-    gpt2_small: { model: { n_layer: 12 }, tokens: 950, keystrokes: 12, shown: 6, shown_fraction: 0.5, typed_token: { median_ms: 140, p95_ms: 210, min_ms: 99, runs: 6 } },
+    default_model: {
+      keystrokes: 40,
+      shown: 30,
+      shown_fraction: 0.75,
+      keystroke_to_frame: { median_ms: 20, p95_ms: 31, min_ms: 9, runs: 30 },
+    },
+    gpt2_small: {
+      model: { n_layer: 12 },
+      tokens: 950,
+      keystrokes: 12,
+      shown: 6,
+      shown_fraction: 0.5,
+      typed_token: { median_ms: 140, p95_ms: 210, min_ms: 99, runs: 6 },
+    },
   };
   const m = byId(figures({ ...committed, typing }));
   const expected = [
@@ -94,19 +126,45 @@ test('figures() reads results.typing: keystroke to frame and typed token lower, 
   assert.equal(none.get('typing.gpt2_small.typed_token.median_ms').value, null);
 });
 
-const fig = (id, value, lower_is_better) => ({ id, label: id, unit: lower_is_better ? 'ms' : 'x', value, lower_is_better });
+const fig = (id, value, lower_is_better) => ({
+  id,
+  label: id,
+  unit: lower_is_better ? 'ms' : 'x',
+  value,
+  lower_is_better,
+});
 
 test('compareFigures marks more than 1.5x worse either way, not 1.4x worse nor 1.6x better', () => {
-  const previous = [fig('t.slow', 10, true), fig('r.slow', 3.2, false), fig('t.bit', 10, true), fig('r.bit', 2.8, false), fig('t.fast', 16, true), fig('r.fast', 2, false)];
-  const current = [fig('t.slow', 16, true), fig('r.slow', 2, false), fig('t.bit', 14, true), fig('r.bit', 2, false), fig('t.fast', 10, true), fig('r.fast', 3.2, false)];
+  const previous = [
+    fig('t.slow', 10, true),
+    fig('r.slow', 3.2, false),
+    fig('t.bit', 10, true),
+    fig('r.bit', 2.8, false),
+    fig('t.fast', 16, true),
+    fig('r.fast', 2, false),
+  ];
+  const current = [
+    fig('t.slow', 16, true),
+    fig('r.slow', 2, false),
+    fig('t.bit', 14, true),
+    fig('r.bit', 2, false),
+    fig('t.fast', 10, true),
+    fig('r.fast', 3.2, false),
+  ];
   const rows = byId(compareFigures(current, previous));
   const near = (x, y) => assert.ok(Math.abs(x - y) < 1e-9, `${x} vs ${y}`);
-  near(rows.get('t.slow').worse_by, 1.6); assert.equal(rows.get('t.slow').regression, true);
-  near(rows.get('r.slow').worse_by, 1.6); assert.equal(rows.get('r.slow').regression, true);
-  near(rows.get('t.bit').worse_by, 1.4); assert.equal(rows.get('t.bit').regression, false);
-  near(rows.get('r.bit').worse_by, 1.4); assert.equal(rows.get('r.bit').regression, false);
-  near(rows.get('t.fast').worse_by, 0.625); assert.equal(rows.get('t.fast').regression, false);
-  near(rows.get('r.fast').worse_by, 0.625); assert.equal(rows.get('r.fast').regression, false);
+  near(rows.get('t.slow').worse_by, 1.6);
+  assert.equal(rows.get('t.slow').regression, true);
+  near(rows.get('r.slow').worse_by, 1.6);
+  assert.equal(rows.get('r.slow').regression, true);
+  near(rows.get('t.bit').worse_by, 1.4);
+  assert.equal(rows.get('t.bit').regression, false);
+  near(rows.get('r.bit').worse_by, 1.4);
+  assert.equal(rows.get('r.bit').regression, false);
+  near(rows.get('t.fast').worse_by, 0.625);
+  assert.equal(rows.get('t.fast').regression, false);
+  near(rows.get('r.fast').worse_by, 0.625);
+  assert.equal(rows.get('r.fast').regression, false);
   assert.equal(rows.get('t.slow').value, 16);
   assert.equal(rows.get('t.slow').previous, 10);
   // the factor is a parameter
@@ -114,9 +172,18 @@ test('compareFigures marks more than 1.5x worse either way, not 1.4x worse nor 1
 });
 
 test('compareFigures: a figure missing, not finite or zero on either side has no worse_by', () => {
-  const rows = byId(compareFigures(
-    [fig('new', 5, true), fig('nan', NaN, true), fig('zero', 0, false), fig('gone-before', 4, true), fig('null', null, true)],
-    [fig('nan', 3, true), fig('zero', 2, false), fig('gone-before', NaN, true), fig('null', 2, true)]));
+  const rows = byId(
+    compareFigures(
+      [
+        fig('new', 5, true),
+        fig('nan', NaN, true),
+        fig('zero', 0, false),
+        fig('gone-before', 4, true),
+        fig('null', null, true),
+      ],
+      [fig('nan', 3, true), fig('zero', 2, false), fig('gone-before', NaN, true), fig('null', 2, true)],
+    ),
+  );
   for (const id of ['new', 'nan', 'zero', 'gone-before', 'null']) {
     assert.equal(rows.get(id).worse_by, null, id);
     assert.equal(rows.get(id).regression, false, id);
@@ -127,19 +194,30 @@ test('compareFigures: a figure missing, not finite or zero on either side has no
 
 test('explainedRegressions reads "## Regressions explained" only, and only lines with a reason', () => {
   const text = [
-    '# Benchmarks', '', '- `forward.simd.T16.median_ms`: outside the section, not counted', '',
-    '## Regressions explained', '',
-    'One line each: `- \\`figure-id\\`: why it is worse, measured how`.', '',
+    '# Benchmarks',
+    '',
+    '- `forward.simd.T16.median_ms`: outside the section, not counted',
+    '',
+    '## Regressions explained',
+    '',
+    'One line each: `- \\`figure-id\\`: why it is worse, measured how`.',
+    '',
     '- `forward.simd.T64.median_ms`: the attention kernel now keeps every head apart (commit abc1234),',
     '  measured with bench/harness/before-after.mjs: 1.6x at T = 64',
     '- `demo.keystroke_to_paint_T_le_64.p95_ms`:   ',
     '- `page.main.draw_T_le_64.median_ms`',
     '* `training.default.wasm.tokens_per_s`: a second optimizer state; 1.7x, bench/harness/train-speed.mjs',
-    '', '## Results', '', '- `ratio.simd_over_scalar`: after the section, not counted',
+    '',
+    '## Results',
+    '',
+    '- `ratio.simd_over_scalar`: after the section, not counted',
   ].join('\n');
   const m = explainedRegressions(text);
   assert.deepEqual([...m.keys()].sort(), ['forward.simd.T64.median_ms', 'training.default.wasm.tokens_per_s']);
-  assert.equal(m.get('forward.simd.T64.median_ms'), 'the attention kernel now keeps every head apart (commit abc1234), measured with bench/harness/before-after.mjs: 1.6x at T = 64');
+  assert.equal(
+    m.get('forward.simd.T64.median_ms'),
+    'the attention kernel now keeps every head apart (commit abc1234), measured with bench/harness/before-after.mjs: 1.6x at T = 64',
+  );
   assert.equal(explainedRegressions('# no such section\n- `a`: b\n').size, 0);
   // the committed README has the section, and explains nothing yet
   const readme = readFileSync(path.join(ROOT, 'bench/README.md'), 'utf8');
@@ -150,8 +228,12 @@ test('explainedRegressions reads "## Regressions explained" only, and only lines
 test('renderComparison names the previous run and marks regressions, explained or not', () => {
   const rows = compareFigures(
     [fig('t.slow', 18, true), fig('r.slow', 1, false), fig('t.same', 10, true)],
-    [fig('t.slow', 10, true), fig('r.slow', 1.6, false), fig('t.same', 10, true)]);
-  const md = renderComparison(rows, { explained: new Map([['r.slow', 'measured, known']]), previousSource: { commit: 'abc1234', generated: '2026-12-01T10:03:45.003Z' } });
+    [fig('t.slow', 10, true), fig('r.slow', 1.6, false), fig('t.same', 10, true)],
+  );
+  const md = renderComparison(rows, {
+    explained: new Map([['r.slow', 'measured, known']]),
+    previousSource: { commit: 'abc1234', generated: '2026-12-01T10:03:45.003Z' },
+  });
   const lines = md.split('\n');
   assert.match(lines[0], /commit abc1234/);
   assert.match(lines[0], /2026-12-01 10:03 UTC/);
@@ -171,16 +253,49 @@ test('bench/harness/report.mjs fails a full run on an unexplained regression, af
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const tr = committed.training;
   const raw = path.join(dir, 'raw');
-  const halved = tr.shapes.map((s) => (s.key === 'default' ? { ...s, subjects: { ...s.subjects, wasm: { ...s.subjects.wasm, tokens_per_s: s.subjects.wasm.tokens_per_s / 2 } } } : s));
+  const halved = tr.shapes.map((s) =>
+    s.key === 'default'
+      ? {
+          ...s,
+          subjects: { ...s.subjects, wasm: { ...s.subjects.wasm, tokens_per_s: s.subjects.wasm.tokens_per_s / 2 } },
+        }
+      : s,
+  );
   mkdirSync(raw);
-  writeFileSync(path.join(raw, 'train.json'), JSON.stringify({ generated: tr.generated, machine: tr.machine, rounds: tr.rounds, chunk_seconds: tr.chunk_seconds, node: tr.node, shapes: halved }));
+  writeFileSync(
+    path.join(raw, 'train.json'),
+    JSON.stringify({
+      generated: tr.generated,
+      machine: tr.machine,
+      rounds: tr.rounds,
+      chunk_seconds: tr.chunk_seconds,
+      node: tr.node,
+      shapes: halved,
+    }),
+  );
   writeFileSync(path.join(raw, 'train-page.json'), JSON.stringify(tr.start_to_induction));
-  const json = path.join(dir, 'results.json'), readme = path.join(dir, 'README.md');
+  const json = path.join(dir, 'results.json'),
+    readme = path.join(dir, 'README.md');
   const readmeText = readFileSync(path.join(ROOT, 'bench/README.md'), 'utf8');
   const run = (...extra) => {
     writeFileSync(json, JSON.stringify(committed));
-    return spawnSync(process.execPath, [path.join(ROOT, 'bench/harness/report.mjs'), '--raw', raw, '--json', json, '--readme', readme, '--only-train',
-      '--compare', path.join(ROOT, 'bench/results/results.json'), ...extra], { encoding: 'utf8' });
+    return spawnSync(
+      process.execPath,
+      [
+        path.join(ROOT, 'bench/harness/report.mjs'),
+        '--raw',
+        raw,
+        '--json',
+        json,
+        '--readme',
+        readme,
+        '--only-train',
+        '--compare',
+        path.join(ROOT, 'bench/results/results.json'),
+        ...extra,
+      ],
+      { encoding: 'utf8' },
+    );
   };
   const id = 'training.default.wasm.tokens_per_s';
 
@@ -197,12 +312,22 @@ test('bench/harness/report.mjs fails a full run on an unexplained regression, af
   assert.match(tables, /### Against the last committed full run/);
   assert.match(tables, /\*\*regression \(2x worse\)\*\*/);
   // the tables are results.json's: --check holds on what was written
-  const check = spawnSync(process.execPath, [path.join(ROOT, 'bench/harness/report.mjs'), '--json', json, '--readme', readme, '--check'], { encoding: 'utf8' });
+  const check = spawnSync(
+    process.execPath,
+    [path.join(ROOT, 'bench/harness/report.mjs'), '--json', json, '--readme', readme, '--check'],
+    { encoding: 'utf8' },
+  );
   assert.equal(check.status, 0, check.stderr);
 
   assert.equal(run('--allow-regressions').status, 0);
 
-  writeFileSync(readme, readmeText.replace('## Regressions explained\n', `## Regressions explained\n\n- \`${id}\`: a test's halved figure, measured by no one\n`));
+  writeFileSync(
+    readme,
+    readmeText.replace(
+      '## Regressions explained\n',
+      `## Regressions explained\n\n- \`${id}\`: a test's halved figure, measured by no one\n`,
+    ),
+  );
   r = run();
   assert.equal(r.status, 0, r.stdout + r.stderr);
   assert.match(readFileSync(readme, 'utf8'), /\*\*regression \(2x worse\)\*\*, explained/);
@@ -210,8 +335,22 @@ test('bench/harness/report.mjs fails a full run on an unexplained regression, af
   // a quick run only marks: results.quick true never fails, and keeps no comparison in results.json
   writeFileSync(readme, readmeText);
   writeFileSync(json, JSON.stringify({ ...committed, quick: true }));
-  r = spawnSync(process.execPath, [path.join(ROOT, 'bench/harness/report.mjs'), '--raw', raw, '--json', json, '--tables', path.join(dir, 'tables.md'), '--only-train',
-    '--compare', path.join(ROOT, 'bench/results/results.json')], { encoding: 'utf8' });
+  r = spawnSync(
+    process.execPath,
+    [
+      path.join(ROOT, 'bench/harness/report.mjs'),
+      '--raw',
+      raw,
+      '--json',
+      json,
+      '--tables',
+      path.join(dir, 'tables.md'),
+      '--only-train',
+      '--compare',
+      path.join(ROOT, 'bench/results/results.json'),
+    ],
+    { encoding: 'utf8' },
+  );
   assert.equal(r.status, 0, r.stdout + r.stderr);
   assert.equal(JSON.parse(readFileSync(json, 'utf8')).comparison, undefined);
   assert.match(readFileSync(path.join(dir, 'comparison.md'), 'utf8'), /\*\*regression \(2x worse\)\*\*/);

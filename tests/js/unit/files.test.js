@@ -8,7 +8,10 @@ import { shippedModels, defaultModelName, modelFileUrls } from '../../../web/lib
 const index = JSON.parse(readFileSync(new URL('../../../web/models/index.json', import.meta.url), 'utf8'));
 
 test('shippedModels are the names of web/models/index.json, in its order, the default among them', () => {
-  assert.deepEqual([...shippedModels], index.models.map((m) => m.name));
+  assert.deepEqual(
+    [...shippedModels],
+    index.models.map((m) => m.name),
+  );
   assert.ok(Object.isFrozen(shippedModels));
   assert.equal(defaultModelName, index.default);
   assert.ok(shippedModels.includes(defaultModelName));
@@ -16,7 +19,10 @@ test('shippedModels are the names of web/models/index.json, in its order, the de
 
 test('every shipped model has its folder under web/models/ and is found by name beside the package', () => {
   for (const name of shippedModels) {
-    assert.ok(existsSync(new URL(`../../../web/models/${name}/config.json`, import.meta.url)), `web/models/${name}/config.json`);
+    assert.ok(
+      existsSync(new URL(`../../../web/models/${name}/config.json`, import.meta.url)),
+      `web/models/${name}/config.json`,
+    );
     const { name: found, urls } = modelFileUrls(name);
     assert.equal(found, name);
     assert.ok(urls.config.href.endsWith(`/models/${name}/config.json`), urls.config.href);

@@ -7,21 +7,39 @@ import { themeFrom, heat, signedColour } from '../../../web/component/runtime/th
 import { textWidth } from '../../../web/component/views/scene.js';
 import { insideScene } from '../../../web/component/views/inside-scene.js';
 import {
-  insideSentence, shownKeys, dotProducts, writeNorm, strongestInsideKey, clampStep, MAX_KEY_ROWS,
+  insideSentence,
+  shownKeys,
+  dotProducts,
+  writeNorm,
+  strongestInsideKey,
+  clampStep,
+  MAX_KEY_ROWS,
 } from '../../../web/component/model/inside.js';
 
 const theme = themeFrom(() => '');
 
 function syntheticInside({ T = 6, HS = 4, C = 8, layer = 1, head = 2, seed = 7 } = {}) {
   let a = seed;
-  const rnd = () => { a = (a * 1103515245 + 12345) % 2147483648; return a / 2147483648 * 2 - 1; };
+  const rnd = () => {
+    a = (a * 1103515245 + 12345) % 2147483648;
+    return (a / 2147483648) * 2 - 1;
+  };
   const fill = (n) => Float32Array.from({ length: n }, rnd);
-  const q = fill(T * HS), k = fill(T * HS), v = fill(T * HS), W = fill(HS * C);
+  const q = fill(T * HS),
+    k = fill(T * HS),
+    v = fill(T * HS),
+    W = fill(HS * C);
   const scores = new Float32Array(T * T).fill(-Infinity);
   const attention = new Float32Array(T * T);
-  const z = new Float32Array(T * HS), out = new Float32Array(T * C), valueNorm = new Float32Array(T);
+  const z = new Float32Array(T * HS),
+    out = new Float32Array(T * C),
+    valueNorm = new Float32Array(T);
   for (let i = 0; i < T; i++) {
-    for (let j = 0; j <= i; j++) { let d = 0; for (let x = 0; x < HS; x++) d += q[i * HS + x] * k[j * HS + x]; scores[i * T + j] = d / Math.sqrt(HS); }
+    for (let j = 0; j <= i; j++) {
+      let d = 0;
+      for (let x = 0; x < HS; x++) d += q[i * HS + x] * k[j * HS + x];
+      scores[i * T + j] = d / Math.sqrt(HS);
+    }
     const max = Math.max(...scores.subarray(i * T, i * T + i + 1));
     let sum = 0;
     for (let j = 0; j <= i; j++) sum += Math.exp(scores[i * T + j] - max);
@@ -29,7 +47,11 @@ function syntheticInside({ T = 6, HS = 4, C = 8, layer = 1, head = 2, seed = 7 }
     for (let x = 0; x < HS; x++) for (let j = 0; j <= i; j++) z[i * HS + x] += attention[i * T + j] * v[j * HS + x];
     for (let c = 0; c < C; c++) for (let x = 0; x < HS; x++) out[i * C + c] += z[i * HS + x] * W[x * C + c];
     let n = 0;
-    for (let c = 0; c < C; c++) { let m = 0; for (let x = 0; x < HS; x++) m += v[i * HS + x] * W[x * C + c]; n += m * m; }
+    for (let c = 0; c < C; c++) {
+      let m = 0;
+      for (let x = 0; x < HS; x++) m += v[i * HS + x] * W[x * C + c];
+      n += m * m;
+    }
     valueNorm[i] = Math.sqrt(n);
   }
   const words = ['The', ' chef', ',', ' who', ' cooked', ' it', '.', ' Then', ' more'];
@@ -39,7 +61,7 @@ function syntheticInside({ T = 6, HS = 4, C = 8, layer = 1, head = 2, seed = 7 }
 
 const insideItems = (inside, state, step, options = {}) => insideScene(inside, state, theme, { step, ...options });
 
-test('inside scene, steps 1-2: the query\'s d_head cells in their signed colours; a key row per visible token, later ones masked', () => {
+test("inside scene, steps 1-2: the query's d_head cells in their signed colours; a key row per visible token, later ones masked", () => {
   const ins = syntheticInside({ T: 6, HS: 4 });
   const i = 3;
   const one = insideItems(ins, { token: i }, 1);
@@ -48,7 +70,11 @@ test('inside scene, steps 1-2: the query\'s d_head cells in their signed colours
   const qMax = Math.max(...Array.from(ins.q.subarray(i * 4, i * 4 + 4), Math.abs));
   qCells.forEach((c, d) => {
     assert.equal(c.fill, signedColour(theme, ins.q[i * 4 + d], qMax), `colour of q[${d}]`);
-    assert.match(c.data.tip, new RegExp(`= ${ins.q[i * 4 + d] < 0 ? '−' : ''}${Math.abs(ins.q[i * 4 + d]).toFixed(4)}$`), 'the tooltip holds the value');
+    assert.match(
+      c.data.tip,
+      new RegExp(`= ${ins.q[i * 4 + d] < 0 ? '−' : ''}${Math.abs(ins.q[i * 4 + d]).toFixed(4)}$`),
+      'the tooltip holds the value',
+    );
   });
   // the signed scale: the largest size in full colour, blue above 0 and orange below, faint at 0
   assert.notEqual(signedColour(theme, 1, 1), signedColour(theme, -1, 1));
@@ -65,7 +91,7 @@ test('inside scene, steps 1-2: the query\'s d_head cells in their signed colours
   assert.match(insideSentence(llama, i, 2), /through W_K, turned by its own position/);
 });
 
-test('inside scene, step 3: the products of the picked key sum to q.k, and every score is the engine\'s', () => {
+test("inside scene, step 3: the products of the picked key sum to q.k, and every score is the engine's", () => {
   const ins = syntheticInside({ T: 6, HS: 4 });
   const i = 5;
   for (const key of [0, 2, 5]) {
@@ -77,10 +103,17 @@ test('inside scene, step 3: the products of the picked key sum to q.k, and every
     // float64 sum of float32 products against the float32 score times sqrt(HS): 1e-6 of rounding
     assert.ok(Math.abs(dot / 2 - ins.scores[i * 6 + key]) < 1e-6);
     const sum = scene.items.find((it) => it.text?.startsWith('sum q · k'));
-    assert.equal(sum.text, `sum q · k = ${dot < 0 ? '−' : ''}${Math.abs(dot).toFixed(2)}, ÷ √4 = ${ins.scores[i * 6 + key] < 0 ? '−' : ''}${Math.abs(ins.scores[i * 6 + key]).toFixed(3)}`);
+    assert.equal(
+      sum.text,
+      `sum q · k = ${dot < 0 ? '−' : ''}${Math.abs(dot).toFixed(2)}, ÷ √4 = ${ins.scores[i * 6 + key] < 0 ? '−' : ''}${Math.abs(ins.scores[i * 6 + key]).toFixed(3)}`,
+    );
     const scores = scene.items.filter((it) => it.data?.score !== undefined);
-    assert.deepEqual(scores.map((it) => it.data.key), [0, 1, 2, 3, 4, 5]);
-    for (const it of scores) assert.equal(it.data.score, ins.scores[i * 6 + it.data.key], 'the number is the engine\'s, unrounded');
+    assert.deepEqual(
+      scores.map((it) => it.data.key),
+      [0, 1, 2, 3, 4, 5],
+    );
+    for (const it of scores)
+      assert.equal(it.data.score, ins.scores[i * 6 + it.data.key], "the number is the engine's, unrounded");
   }
   // default: the key with the most weight
   const row = Array.from(ins.attention.subarray(i * 6, i * 6 + 6));
@@ -88,19 +121,25 @@ test('inside scene, step 3: the products of the picked key sum to q.k, and every
   assert.equal(strongestInsideKey(ins, i), row.indexOf(Math.max(...row)));
 });
 
-test('inside scene, step 4: the softmax weights are the attention row (the heatmap\'s), masked tokens left out', () => {
+test("inside scene, step 4: the softmax weights are the attention row (the heatmap's), masked tokens left out", () => {
   const ins = syntheticInside({ T: 7, HS: 3 });
   const i = 4;
   const { scene } = insideItems(ins, { token: i }, 4);
   const weights = scene.items.filter((it) => it.data?.weight !== undefined);
-  assert.deepEqual(weights.map((it) => it.data.key), [0, 1, 2, 3, 4]);
+  assert.deepEqual(
+    weights.map((it) => it.data.key),
+    [0, 1, 2, 3, 4],
+  );
   for (const it of weights) {
     assert.equal(it.data.weight, ins.attention[i * 7 + it.data.key]);
     assert.equal(it.text, ins.attention[i * 7 + it.data.key].toFixed(4));
   }
   // the strip of row i in the heatmap's colours
   const strip = scene.items.filter((it) => it.type === 'rect' && it.data?.tip && !it.data.tip.startsWith('weight'));
-  assert.deepEqual(strip.map((it) => it.fill), Array.from({ length: i + 1 }, (_, j) => heat(theme, ins.attention[i * 7 + j])));
+  assert.deepEqual(
+    strip.map((it) => it.fill),
+    Array.from({ length: i + 1 }, (_, j) => heat(theme, ins.attention[i * 7 + j])),
+  );
   assert.match(insideSentence(ins, i, 4), new RegExp(`row ${i} of the heatmap\\.$`));
 });
 
@@ -110,9 +149,14 @@ test('inside scene, steps 5-6: weight × value rows add up to z; the write has n
   const five = insideItems(ins, { token: i }, 5).scene;
   const zCells = five.items.filter((it) => it.data?.tip?.startsWith('z['));
   assert.equal(zCells.length, 4);
-  zCells.forEach((c, d) => assert.ok(c.data.tip.endsWith(`${ins.z[i * 4 + d] < 0 ? '−' : ''}${Math.abs(ins.z[i * 4 + d]).toFixed(4)}`)));
+  zCells.forEach((c, d) =>
+    assert.ok(c.data.tip.endsWith(`${ins.z[i * 4 + d] < 0 ? '−' : ''}${Math.abs(ins.z[i * 4 + d]).toFixed(4)}`)),
+  );
   const sizes = five.items.filter((it) => it.data?.valueNorm !== undefined);
-  assert.deepEqual(sizes.map((it) => it.data.valueNorm), Array.from(ins.valueNorm));
+  assert.deepEqual(
+    sizes.map((it) => it.data.valueNorm),
+    Array.from(ins.valueNorm),
+  );
   const six = insideItems(ins, { token: i }, 6).scene;
   assert.equal(six.items.filter((it) => it.data?.tip?.startsWith('write[')).length, 12);
   const norm = Math.hypot(...ins.out.subarray(i * 12, i * 12 + 12));
@@ -130,12 +174,19 @@ test('inside scene: a long text draws the keys with the most weight (and the pic
   const row = Array.from(ins.attention.subarray(i * 40, i * 40 + 40));
   const top = [...row.keys()].sort((a, b) => row[b] - row[a]).slice(0, MAX_KEY_ROWS - 1);
   for (const j of top) assert.ok(keys.includes(j), `key ${j} (weight ${row[j]}) is drawn`);
-  assert.deepEqual(keys, [...keys].sort((a, b) => a - b), 'in text order');
+  assert.deepEqual(
+    keys,
+    [...keys].sort((a, b) => a - b),
+    'in text order',
+  );
   // a picked key among the strongest (or none picked): the next strongest fills the last row
   for (const picked of [top[0], null]) {
     const rows = shownKeys(ins, i, picked).keys;
     assert.equal(rows.length, MAX_KEY_ROWS, `picked ${picked}`);
-    assert.deepEqual(rows, [...rows].sort((a, b) => a - b));
+    assert.deepEqual(
+      rows,
+      [...rows].sort((a, b) => a - b),
+    );
   }
   for (let step = 1; step <= 6; step++) {
     const s = insideSentence(ins, i, step);
@@ -149,13 +200,26 @@ test('inside scene: a long text draws the keys with the most weight (and the pic
       // as wide as its content within the room; where even 3 px cells leave no room for the
       // columns the picture is a little wider and the page shrinks it to the panel (by at most a
       // sixth here: still legible)
-      assert.ok(scene.width >= 320 && scene.width <= (width >= 640 ? width : 1.2 * width), `step ${step} at ${width} px: ${scene.width} px wide`);
+      assert.ok(
+        scene.width >= 320 && scene.width <= (width >= 640 ? width : 1.2 * width),
+        `step ${step} at ${width} px: ${scene.width} px wide`,
+      );
       assert.ok(layout.x0 + 64 * layout.cellW <= scene.width, `step ${step}: 64 cells of ${layout.cellW} px fit`);
       for (const it of scene.items) {
-        const [left, right] = it.type === 'rect' ? [it.x, it.x + it.w] : it.type === 'line' ? [Math.min(it.x1, it.x2), Math.max(it.x1, it.x2)]
-          : it.anchor === 'end' ? [it.x - textWidth(it.text, it.size), it.x] : it.anchor === 'middle' ? [it.x - textWidth(it.text, it.size) / 2, it.x + textWidth(it.text, it.size) / 2]
-            : [it.x, it.x + textWidth(it.text, it.size)];
-        assert.ok(left >= 0 && right <= scene.width + 0.5, `step ${step} at ${width} px: ${it.type} ${it.text ?? ''} spans ${left.toFixed(1)}..${right.toFixed(1)}`);
+        const [left, right] =
+          it.type === 'rect'
+            ? [it.x, it.x + it.w]
+            : it.type === 'line'
+              ? [Math.min(it.x1, it.x2), Math.max(it.x1, it.x2)]
+              : it.anchor === 'end'
+                ? [it.x - textWidth(it.text, it.size), it.x]
+                : it.anchor === 'middle'
+                  ? [it.x - textWidth(it.text, it.size) / 2, it.x + textWidth(it.text, it.size) / 2]
+                  : [it.x, it.x + textWidth(it.text, it.size)];
+        assert.ok(
+          left >= 0 && right <= scene.width + 0.5,
+          `step ${step} at ${width} px: ${it.type} ${it.text ?? ''} spans ${left.toFixed(1)}..${right.toFixed(1)}`,
+        );
       }
     }
   }

@@ -4,7 +4,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  attentionIndex, attentionAt, headOffset, contributionIndex, makeResult, resultForTransfer, parseAblate, formatAblate,
+  attentionIndex,
+  attentionAt,
+  headOffset,
+  contributionIndex,
+  makeResult,
+  resultForTransfer,
+  parseAblate,
+  formatAblate,
 } from '../../../web/lib/result.js';
 import { themeFrom, heat, heatIndex } from '../../../web/component/runtime/theme.js';
 import { describeHead, focusToken, strongestKey } from '../../../web/component/model/describe.js';
@@ -14,7 +21,13 @@ import { combineScene, attributionTarget } from '../../../web/component/views/co
 import { gridScene } from '../../../web/component/views/grid.js';
 import { formatPercent } from '../../../web/component/views/topk.js';
 import {
-  valueWeighted, shownWeights, shownWeightAt, valueNormsOf, hasValueNorms, valueWeightingSentence, VALUE_WEIGHTING_SENTENCE,
+  valueWeighted,
+  shownWeights,
+  shownWeightAt,
+  valueNormsOf,
+  hasValueNorms,
+  valueWeightingSentence,
+  VALUE_WEIGHTING_SENTENCE,
 } from '../../../web/component/model/weighting.js';
 import { paintGrid } from '../../../web/component/views/paint.js';
 import { stateFromQuery, stateToQuery } from '../../../web/component/runtime/url-state.js';
@@ -44,7 +57,17 @@ function syntheticResult({ T = 6, nLayer = 2, nHead = 3 } = {}) {
   }
   const words = ['The', ' chef', ',', ' who', ' cooked', ' it', '.', ' Then', ' more'];
   const tokens = Array.from({ length: T }, (_, i) => ({ text: words[i % words.length], id: i, start: 0, end: 0 }));
-  return makeResult({ text: '', tokens, T, nLayer, nHead, attentionAll, contributionNorms, logitsLast: new Float32Array(4), topNext: [] });
+  return makeResult({
+    text: '',
+    tokens,
+    T,
+    nLayer,
+    nHead,
+    attentionAll,
+    contributionNorms,
+    logitsLast: new Float32Array(4),
+    topNext: [],
+  });
 }
 
 test('result layout: every index helper agrees with the per-head copies makeResult() hands out', () => {
@@ -66,14 +89,21 @@ test('result layout: every index helper agrees with the per-head copies makeResu
 test('result transfer: plain data without methods, and exactly the three typed arrays to transfer', () => {
   const r = syntheticResult();
   const { data, transfer } = resultForTransfer(r);
-  assert.equal(Object.values(data).some((v) => typeof v === 'function'), false);
+  assert.equal(
+    Object.values(data).some((v) => typeof v === 'function'),
+    false,
+  );
   assert.deepEqual(transfer, [r.attentionAll.buffer, r.contributionNorms.buffer, r.logitsLast.buffer]);
   const rebuilt = makeResult(structuredClone(data));
   assert.deepEqual(Array.from(rebuilt.attention(1, 2)), Array.from(r.attention(1, 2)));
 });
 
 test('ablate strings: parsed, deduplicated, malformed parts dropped, and formatted back', () => {
-  assert.deepEqual(parseAblate('0:1, 2:3,0:1,x:2,4.5'), [[0, 1], [2, 3], [4, 5]]);
+  assert.deepEqual(parseAblate('0:1, 2:3,0:1,x:2,4.5'), [
+    [0, 1],
+    [2, 3],
+    [4, 5],
+  ]);
   assert.deepEqual(parseAblate(''), []);
   assert.equal(formatAblate(parseAblate('1:0,0:7')), '1:0,0:7');
 });
@@ -89,12 +119,14 @@ test('describeHead names the strongest key of the focused token', () => {
   assert.equal(describeHead(r, 0, 0, 4), `Layer 0, head 0: 'cooked' attends most to 'who' (${w.toFixed(2)})`);
 });
 
-test('heatmap scene: one cell per visible (query, key) pair in its weight\'s colour, none above the diagonal', () => {
+test("heatmap scene: one cell per visible (query, key) pair in its weight's colour, none above the diagonal", () => {
   const r = syntheticResult({ T: 6 });
   const state = { layer: 1, head: 2, token: 3 };
   const { scene, layout } = heatmapScene(r, state, theme);
   const { x0, y0, cell, T } = layout;
-  const cells = scene.items.filter((it) => it.type === 'rect' && it.w === cell && it.h === cell && it.x >= x0 && it.y >= y0);
+  const cells = scene.items.filter(
+    (it) => it.type === 'rect' && it.w === cell && it.h === cell && it.x >= x0 && it.y >= y0,
+  );
   assert.equal(cells.length, (T * (T + 1)) / 2);
   for (const c of cells) {
     const q = Math.round((c.y - y0) / cell);
@@ -111,10 +143,14 @@ test('heatmap scene: one cell per visible (query, key) pair in its weight\'s col
 
 test('lines scene: the strongest links of each token (default 3, or every pair with links 0), opacity = weight', () => {
   const r = syntheticResult({ T: 6 });
-  const lineWeights = (state, focus = null) => linesScene(r, state, theme, focus).scene.items.filter((it) => it.type === 'line').map((l) => l.opacity);
+  const lineWeights = (state, focus = null) =>
+    linesScene(r, state, theme, focus)
+      .scene.items.filter((it) => it.type === 'line')
+      .map((l) => l.opacity);
   // every pair with weight >= 0.01
   const all = [];
-  for (let q = 0; q < 6; q++) for (let k = 0; k <= q; k++) if (attentionAt(r, 0, 1, q, k) >= 0.01) all.push(attentionAt(r, 0, 1, q, k));
+  for (let q = 0; q < 6; q++)
+    for (let k = 0; k <= q; k++) if (attentionAt(r, 0, 1, q, k) >= 0.01) all.push(attentionAt(r, 0, 1, q, k));
   assert.deepEqual(lineWeights({ layer: 0, head: 1, heads: [1], links: 0 }).sort(), all.sort());
   // the default: per query row, its DEFAULT_LINKS largest weights
   const top = [];
@@ -130,7 +166,9 @@ test('lines scene: the strongest links of each token (default 3, or every pair w
   const focused = lineWeights({ layer: 0, head: 1, heads: [1] }, { side: 'q', index: 4 });
   assert.deepEqual(focused.sort(), [0, 1, 2, 3, 4].map((k) => attentionAt(r, 0, 1, 4, k)).sort());
   // several heads at once: one colour per head
-  const multi = linesScene(r, { layer: 0, head: 0, heads: [0, 2] }, theme, null).scene.items.filter((it) => it.type === 'line');
+  const multi = linesScene(r, { layer: 0, head: 0, heads: [0, 2] }, theme, null).scene.items.filter(
+    (it) => it.type === 'line',
+  );
   assert.equal(new Set(multi.map((l) => l.stroke)).size, 2);
 });
 
@@ -140,7 +178,9 @@ test('heatmap scene at long texts: labels thinned to what fits, rows windowed fo
   const state = { layer: 0, head: 1, token: 123 };
   assert.equal(fitCell(T), 3);
   const { scene, layout } = heatmapScene(r, state, theme, { image: true });
-  const rowLabels = scene.items.filter((it) => it.type === 'text' && it.data?.row !== undefined).map((it) => it.data.row);
+  const rowLabels = scene.items
+    .filter((it) => it.type === 'text' && it.data?.row !== undefined)
+    .map((it) => it.data.row);
   // 9 px labels on 3 px rows: every 4th row is labelled, plus the focused token
   assert.equal(layout.step, 4);
   assert.ok(rowLabels.includes(123), 'the focused token is labelled');
@@ -160,7 +200,10 @@ test('heatmap scene at long texts: labels thinned to what fits, rows windowed fo
 test('combine scene: one bar per head, lengths proportional to the contribution norms at the focused token', () => {
   const r = syntheticResult({ T: 6, nHead: 3 });
   const { scene, norms } = combineScene(r, { layer: 1, head: 2, token: 4 }, theme);
-  assert.deepEqual(norms, [0, 1, 2].map((h) => r.contributionNorms[contributionIndex(r, 1, h, 4)]));
+  assert.deepEqual(
+    norms,
+    [0, 1, 2].map((h) => r.contributionNorms[contributionIndex(r, 1, h, 4)]),
+  );
   const bars = scene.items.filter((it) => it.cls === 'hs-bar');
   assert.equal(bars.length, 3);
   const max = Math.max(...norms);
@@ -174,25 +217,45 @@ test('combine scene: one bar per head, lengths proportional to the contribution 
 // heads has one negative, one positive and one large positive head.
 function fakeAttribution(r, { position, token }) {
   const heads = new Float64Array(r.nLayer * r.nHead);
-  for (let l = 0; l < r.nLayer; l++) for (let h = 0; h < r.nHead; h++) heads[l * r.nHead + h] = (h - 1) * (l + 1) + 0.25;
+  for (let l = 0; l < r.nLayer; l++)
+    for (let h = 0; h < r.nHead; h++) heads[l * r.nHead + h] = (h - 1) * (l + 1) + 0.25;
   const attnBias = Float64Array.from({ length: r.nLayer }, (_, l) => 0.1 * l);
   const mlp = Float64Array.from({ length: r.nLayer }, (_, l) => 1.5 - l);
   const embedding = 0.7;
   const lnBias = -0.05;
   const total = [...heads, ...attnBias, ...mlp].reduce((s, v) => s + v, embedding + lnBias);
   return {
-    position, token, logit: total + 1e-7, total, heads, attnBias, mlp, embedding, lnBias,
-    nLayer: r.nLayer, nHead: r.nHead, text: r.text, ablate: r.ablate ?? [],
+    position,
+    token,
+    logit: total + 1e-7,
+    total,
+    heads,
+    attnBias,
+    mlp,
+    embedding,
+    lnBias,
+    nLayer: r.nLayer,
+    nHead: r.nHead,
+    text: r.text,
+    ablate: r.ablate ?? [],
   };
 }
 
 test('combine scene with an attribution: one signed bar per head of the layer, the sentence names the token and sums to total', () => {
   const r = syntheticResult({ T: 6, nHead: 3 });
-  for (const [state, predicted] of [[{ layer: 1, head: 2, token: 3 }, false], [{ layer: 1, head: 0, token: null }, true]]) {
+  for (const [state, predicted] of [
+    [{ layer: 1, head: 2, token: 3 }, false],
+    [{ layer: 1, head: 0, token: null }, true],
+  ]) {
     if (predicted) r.topNext = [{ id: 41, token: ' soup', prob: 0.3 }];
     const target = attributionTarget(r, state);
     // an earlier token: the text's own next token; the last: the model's top prediction
-    assert.deepEqual(target, predicted ? { position: 5, token: 41, text: ' soup', predicted: true } : { position: 3, token: 4, text: ' cooked', predicted: false });
+    assert.deepEqual(
+      target,
+      predicted
+        ? { position: 5, token: 41, text: ' soup', predicted: true }
+        : { position: 3, token: 4, text: ' cooked', predicted: false },
+    );
     const a = fakeAttribution(r, target);
     const { scene, attribution } = combineScene(r, state, theme, a);
     assert.equal(attribution, a);
@@ -205,25 +268,47 @@ test('combine scene with an attribution: one signed bar per head of the layer, t
       assert.equal(bars[h].data.head, h);
       assert.equal(bars[h].data.dla, v, `head ${h}'s value`);
       // negative: left of the zero axis, in the negative colour; positive: right of it
-      if (v < 0) assert.ok(Math.abs(bars[h].x + bars[h].w - axis.x1) < 1e-9 && bars[h].fill !== bars[2].fill, `head ${h} is left of the axis`);
+      if (v < 0)
+        assert.ok(
+          Math.abs(bars[h].x + bars[h].w - axis.x1) < 1e-9 && bars[h].fill !== bars[2].fill,
+          `head ${h} is left of the axis`,
+        );
       else assert.ok(Math.abs(bars[h].x - axis.x1) < 1e-9, `head ${h} is right of the axis`);
       const label = scene.items.find((it) => it.data?.dlaText === h);
       assert.equal(label.text, (v < 0 ? '−' : '+') + Math.abs(v).toFixed(2));
     }
     assert.ok(bars[0].data.dla < 0 && bars[1].data.dla > 0 && bars[2].data.dla > 0, 'the fake has both signs');
     // lengths proportional to |value|, the largest filling half the column
-    for (let h = 0; h < 3; h++) assert.ok(Math.abs(bars[h].w / bars[2].w - Math.abs(a.heads[3 + h]) / a.heads[5]) < 1e-9);
-    const texts = scene.items.filter((it) => it.type === 'text').map((it) => it.text).join(' ');
-    assert.ok(texts.includes(predicted ? "Pushing 'soup' (the model's prediction for the next token)" : "Pushing 'cooked' (the next token of the text)"), texts);
+    for (let h = 0; h < 3; h++)
+      assert.ok(Math.abs(bars[h].w / bars[2].w - Math.abs(a.heads[3 + h]) / a.heads[5]) < 1e-9);
+    const texts = scene.items
+      .filter((it) => it.type === 'text')
+      .map((it) => it.text)
+      .join(' ');
+    assert.ok(
+      texts.includes(
+        predicted
+          ? "Pushing 'soup' (the model's prediction for the next token)"
+          : "Pushing 'cooked' (the next token of the text)",
+      ),
+      texts,
+    );
     const check = scene.items.find((it) => it.data?.total !== undefined);
     assert.equal(check.data.total, a.total);
-    assert.equal(Number(/sum to (-?[\d.]+)/.exec(check.text)[1]), Number(a.total.toFixed(3)), 'the stated sum is total');
-    assert.ok(a.total > 1, 'the fake\'s total is not the zero a placeholder would show');
+    assert.equal(
+      Number(/sum to (-?[\d.]+)/.exec(check.text)[1]),
+      Number(a.total.toFixed(3)),
+      'the stated sum is total',
+    );
+    assert.ok(a.total > 1, "the fake's total is not the zero a placeholder would show");
     // (wrapped lines are joined with the spaces they were cut at)
     if (predicted) assert.ok(texts.includes(`the model's logit is ${a.logit.toFixed(3)}.`), texts);
     else assert.match(texts, /there is none to check it against here/);
     const layerSum = a.heads[3] + a.heads[4] + a.heads[5];
-    assert.ok(texts.includes(`together: +${layerSum.toFixed(3)}`) && texts.includes(`+${(a.total - layerSum).toFixed(3)}.`), 'the layer\'s heads and the rest');
+    assert.ok(
+      texts.includes(`together: +${layerSum.toFixed(3)}`) && texts.includes(`+${(a.total - layerSum).toFixed(3)}.`),
+      "the layer's heads and the rest",
+    );
   }
 });
 
@@ -234,14 +319,21 @@ test('combine scene without an attribution, or with one of another text, token o
   const good = fakeAttribution(r, target);
   const height = combineScene(r, state, theme, good).scene.height;
   for (const [why, a] of [
-    ['none', null], ['a note', { note: 'not read' }], ['another text', { ...good, text: 'something else' }],
-    ['another token', { ...good, token: 99 }], ['another position', { ...good, position: 2 }],
+    ['none', null],
+    ['a note', { note: 'not read' }],
+    ['another text', { ...good, text: 'something else' }],
+    ['another token', { ...good, token: 99 }],
+    ['another position', { ...good, position: 2 }],
     ['other heads off', { ...good, ablate: [[0, 1]] }],
   ]) {
     const { scene, attribution } = combineScene(r, state, theme, a);
     assert.equal(attribution, null, why);
     assert.equal(scene.items.filter((it) => it.cls === 'hs-dla-bar').length, 0, `${why}: no attribution bars`);
-    assert.equal(scene.items.some((it) => it.data?.total !== undefined), false, `${why}: no sum`);
+    assert.equal(
+      scene.items.some((it) => it.data?.total !== undefined),
+      false,
+      `${why}: no sum`,
+    );
     const note = scene.items.find((it) => it.data?.attributionNote);
     assert.equal(note.data.attributionNote, a?.note ?? 'reading…', why);
     assert.equal(scene.items.filter((it) => it.cls === 'hs-bar').length, 3, `${why}: the contribution bars as before`);
@@ -267,7 +359,10 @@ test('top-k percentages', () => {
 });
 
 test('token tints: the text colour on every heat colour has WCAG contrast of at least 4.5 (light and dark)', () => {
-  const lum = (c) => { const v = c / 255; return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+  const lum = (c) => {
+    const v = c / 255;
+    return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+  };
   const L = (r, g, b) => 0.2126 * lum(r) + 0.7152 * lum(g) + 0.0722 * lum(b);
   for (const scheme of ['light', 'dark']) {
     const t = themeFrom((name) => (name === '--hs-scheme' ? scheme : ''));
@@ -276,7 +371,10 @@ test('token tints: the text colour on every heat colour has WCAG contrast of at 
       const bg = L(r, g, b);
       const ink = t.lut.ink[i] === '#fff' ? 1 : 0;
       const ratio = (Math.max(bg, ink) + 0.05) / (Math.min(bg, ink) + 0.05);
-      assert.ok(ratio >= 4.5, `${scheme} entry ${i}: rgb(${r},${g},${b}) with ${t.lut.ink[i]} has contrast ${ratio.toFixed(2)}`);
+      assert.ok(
+        ratio >= 4.5,
+        `${scheme} entry ${i}: rgb(${r},${g},${b}) with ${t.lut.ink[i]} has contrast ${ratio.toFixed(2)}`,
+      );
     }
   }
 });
@@ -303,7 +401,7 @@ function handWeighted(r, l, h, q, k) {
   return (attentionAt(r, l, h, q, k) * n(k)) / sum;
 }
 
-test('value weighting: rows of weight × value size sum to 1, from the result\'s own value sizes; a result without them shows its weights', () => {
+test("value weighting: rows of weight × value size sum to 1, from the result's own value sizes; a result without them shows its weights", () => {
   const plain = syntheticResult({ T: 6, nLayer: 2, nHead: 3 });
   const r = withValueNorms(plain);
   assert.equal(hasValueNorms(r), true);
@@ -328,24 +426,48 @@ test('value weighting: rows of weight × value size sum to 1, from the result\'s
   assert.equal(shownWeights(r, { ...state, by: 'weight' }, 1, 2).weighted, false);
   const { scene, layout } = heatmapScene(r, state, theme);
   assert.match(scene.items[0].text, /weight × value size$/);
-  const cell = scene.items.find((it) => it.type === 'rect' && it.x === layout.x0 && it.y === layout.y0 + 5 * layout.cell);
+  const cell = scene.items.find(
+    (it) => it.type === 'rect' && it.x === layout.x0 && it.y === layout.y0 + 5 * layout.cell,
+  );
   assert.equal(cell.fill, heat(theme, m[5 * 6]), 'cells coloured by weight × value size');
   assert.match(heatmapScene(plain, state, theme).scene.items[0].text, /attention weights$/);
-  const lines = linesScene(r, { ...state, heads: [2] }, theme, { side: 'q', index: 5 }).scene.items.filter((it) => it.type === 'line');
-  assert.deepEqual(lines.map((l) => l.opacity).sort(), Array.from(m.subarray(30, 36)).filter((w) => w >= 0.01).sort());
+  const lines = linesScene(r, { ...state, heads: [2] }, theme, { side: 'q', index: 5 }).scene.items.filter(
+    (it) => it.type === 'line',
+  );
+  assert.deepEqual(
+    lines.map((l) => l.opacity).sort(),
+    Array.from(m.subarray(30, 36))
+      .filter((w) => w >= 0.01)
+      .sort(),
+  );
   // the sentence says whose run the sizes are of when heads are off
   assert.equal(valueWeightingSentence([]), VALUE_WEIGHTING_SENTENCE);
-  assert.match(valueWeightingSentence([[0, 1], [1, 2]]), /this run's, with the 2 switched-off heads off\.$/);
+  assert.match(
+    valueWeightingSentence([
+      [0, 1],
+      [1, 2],
+    ]),
+    /this run's, with the 2 switched-off heads off\.$/,
+  );
 });
 
-test('grid scene and painter by weight × value size: every cell is α·‖v‖ over its row\'s sum; by weight, the weights', () => {
+test("grid scene and painter by weight × value size: every cell is α·‖v‖ over its row's sum; by weight, the weights", () => {
   const r = withValueNorms(syntheticResult({ T: 5, nLayer: 2, nHead: 3 }));
   const { T, nLayer, nHead } = r;
   // gridScene's layout: tiles of px * T, gap 10, from (34, 50); a cell's rect at its (q, k), drawn
   // over its row's background (the last rect there)
   const px = Math.min(8, Math.floor(72 / T));
-  const cellFill = (scene, l, h, q, k) => scene.items.filter((it) => it.type === 'rect' && it.w === px && it.h === px
-    && it.x === 34 + h * (px * T + 10) + k * px && it.y === 50 + l * (px * T + 10) + q * px).at(-1)?.fill;
+  const cellFill = (scene, l, h, q, k) =>
+    scene.items
+      .filter(
+        (it) =>
+          it.type === 'rect' &&
+          it.w === px &&
+          it.h === px &&
+          it.x === 34 + h * (px * T + 10) + k * px &&
+          it.y === 50 + l * (px * T + 10) + q * px,
+      )
+      .at(-1)?.fill;
   const byValue = gridScene(r, { layer: 0, head: 0, by: 'value' }, theme);
   const byWeight = gridScene(r, { layer: 0, head: 0, by: 'weight' }, theme);
   assert.equal(byValue.weighted, true);
@@ -363,7 +485,11 @@ test('grid scene and painter by weight × value size: every cell is α·‖v‖ 
           assert.ok(Math.abs(got - want) <= want * (2 ** -24 + 2 ** -50), `L${l}H${h} (${q}, ${k}): ${got} vs ${want}`);
           assert.equal(shownWeightAt(r, { by: 'weight' }, l, h, q, k), attentionAt(r, l, h, q, k));
           assert.equal(cellFill(byValue.scene, l, h, q, k), heat(theme, want), `value: L${l}H${h} (${q}, ${k})`);
-          assert.equal(cellFill(byWeight.scene, l, h, q, k), heat(theme, attentionAt(r, l, h, q, k)), `weight: L${l}H${h} (${q}, ${k})`);
+          assert.equal(
+            cellFill(byWeight.scene, l, h, q, k),
+            heat(theme, attentionAt(r, l, h, q, k)),
+            `weight: L${l}H${h} (${q}, ${k})`,
+          );
           if (heat(theme, want) !== heat(theme, attentionAt(r, l, h, q, k))) differ++;
         }
   assert.ok(differ > T * nLayer * nHead, `the two colourings differ (${differ} cells)`);
@@ -372,15 +498,31 @@ test('grid scene and painter by weight × value size: every cell is α·‖v‖ 
   const n = [0.25, 3.25, 1.25, 4.25];
   assert.deepEqual(Array.from(r.headValueNorms(1, 2).subarray(0, 4)), n);
   const hand = (w[1] * n[1]) / w.reduce((s, a, j) => s + a * n[j], 0);
-  assert.ok(Math.abs(shownWeightAt(r, { by: 'value' }, 1, 2, 3, 1) - hand) < 1e-6, `${shownWeightAt(r, { by: 'value' }, 1, 2, 3, 1)} vs ${hand}`);
+  assert.ok(
+    Math.abs(shownWeightAt(r, { by: 'value' }, 1, 2, 3, 1) - hand) < 1e-6,
+    `${shownWeightAt(r, { by: 'value' }, 1, 2, 3, 1)} vs ${hand}`,
+  );
 
   // the live grid's painter: one device pixel per (query, key) cell, every head's tile side by side
   const W = nHead * T;
-  const layout = { width: W, height: nLayer * T, cells: Array.from({ length: nLayer }, (_, l) => Array.from({ length: nHead }, (_, h) => ({
-    box: [h * T, l * T, T, T], x: h * T, y: l * T, w: T, h: T,
-  }))) };
+  const layout = {
+    width: W,
+    height: nLayer * T,
+    cells: Array.from({ length: nLayer }, (_, l) =>
+      Array.from({ length: nHead }, (_, h) => ({
+        box: [h * T, l * T, T, T],
+        x: h * T,
+        y: l * T,
+        w: T,
+        h: T,
+      })),
+    ),
+  };
   const rgbAt = (pixels, x, y) => Array.from(new Uint8Array(pixels.buffer, (y * W + x) * 4, 3));
-  const lutRgb = (w) => { const i = heatIndex(w); return Array.from(theme.lut.lut.subarray(i * 3, i * 3 + 3)); };
+  const lutRgb = (w) => {
+    const i = heatIndex(w);
+    return Array.from(theme.lut.lut.subarray(i * 3, i * 3 + 3));
+  };
   for (const by of ['value', 'weight']) {
     const pixels = new Int32Array(W * nLayer * T);
     paintGrid(pixels, layout, r, theme, { by });
@@ -389,15 +531,32 @@ test('grid scene and painter by weight × value size: every cell is α·‖v‖ 
         for (let q = 0; q < T; q++)
           for (let k = 0; k <= q; k++) {
             const want = by === 'value' ? handWeighted(r, l, h, q, k) : attentionAt(r, l, h, q, k);
-            assert.deepEqual(rgbAt(pixels, h * T + k, l * T + q), lutRgb(want), `painted by ${by}: L${l}H${h} (${q}, ${k})`);
+            assert.deepEqual(
+              rgbAt(pixels, h * T + k, l * T + q),
+              lutRgb(want),
+              `painted by ${by}: L${l}H${h} (${q}, ${k})`,
+            );
           }
   }
   // tiles narrower and shorter than T (a long text): pixel (x, y) shows query floor(y T / h), key
   // floor(x T / w), keys after the query faint; tiles of 3 x 2 pixels with 1 pixel of box around them
-  const tw = 3, th = 2, bw = tw + 2, bh = th + 2;
-  const small = { width: nHead * bw, height: nLayer * bh, cells: Array.from({ length: nLayer }, (_, l) => Array.from({ length: nHead }, (_, h) => ({
-    box: [h * bw, l * bh, bw, bh], x: h * bw + 1, y: l * bh + 1, w: tw, h: th,
-  }))) };
+  const tw = 3,
+    th = 2,
+    bw = tw + 2,
+    bh = th + 2;
+  const small = {
+    width: nHead * bw,
+    height: nLayer * bh,
+    cells: Array.from({ length: nLayer }, (_, l) =>
+      Array.from({ length: nHead }, (_, h) => ({
+        box: [h * bw, l * bh, bw, bh],
+        x: h * bw + 1,
+        y: l * bh + 1,
+        w: tw,
+        h: th,
+      })),
+    ),
+  };
   const faintRgb = [0, 2, 4].map((i) => parseInt(theme.faint.slice(1 + i, 3 + i), 16));
   for (const by of ['value', 'weight']) {
     const pixels = new Int32Array(small.width * small.height);
@@ -408,9 +567,15 @@ test('grid scene and painter by weight × value size: every cell is α·‖v‖ 
         assert.deepEqual(at(h * bw, l * bh), faintRgb, 'the box around the tile');
         for (let y = 0; y < th; y++)
           for (let x = 0; x < tw; x++) {
-            const q = Math.floor((y * T) / th), k = Math.floor((x * T) / tw);
-            const want = k > q ? faintRgb : lutRgb(by === 'value' ? handWeighted(r, l, h, q, k) : attentionAt(r, l, h, q, k));
-            assert.deepEqual(at(h * bw + 1 + x, l * bh + 1 + y), want, `small tiles by ${by}: L${l}H${h} pixel (${x}, ${y}) = (${q}, ${k})`);
+            const q = Math.floor((y * T) / th),
+              k = Math.floor((x * T) / tw);
+            const want =
+              k > q ? faintRgb : lutRgb(by === 'value' ? handWeighted(r, l, h, q, k) : attentionAt(r, l, h, q, k));
+            assert.deepEqual(
+              at(h * bw + 1 + x, l * bh + 1 + y),
+              want,
+              `small tiles by ${by}: L${l}H${h} pixel (${x}, ${y}) = (${q}, ${k})`,
+            );
           }
       }
   }
@@ -422,7 +587,10 @@ test('grid scene and painter by weight × value size: every cell is α·‖v‖ 
 
 test('URL state: inside (the query token), step and by survive the round trip', () => {
   const s = stateFromQuery('?layer=1&head=3&inside=7&step=4&by=value&view=inside');
-  assert.deepEqual({ layer: s.layer, head: s.head, inside: s.inside, step: s.step, by: s.by, view: s.view }, { layer: 1, head: 3, inside: 7, step: 4, by: 'value', view: 'inside' });
+  assert.deepEqual(
+    { layer: s.layer, head: s.head, inside: s.inside, step: s.step, by: s.by, view: s.view },
+    { layer: 1, head: 3, inside: 7, step: 4, by: 'value', view: 'inside' },
+  );
   assert.deepEqual(stateFromQuery(stateToQuery(s)), s);
   assert.equal(stateFromQuery('?step=9').step, undefined, 'steps are 1-6');
   assert.equal(stateFromQuery('?by=colour').by, undefined);

@@ -31,7 +31,8 @@ test('loss chart: the raw curve passes through every loss; the smooth curve is t
   const scene = lossChartScene(losses, theme, { width: 520, height: 200, steps: 400 });
   const raw = segments(scene, theme.muted).filter((s) => s.width === 1);
   // x maps steps 0..400 to the plot's width, y maps 0..max*1.05 to its height (top-down)
-  const plotW = 520 - 44 - 18, plotH = 200 - 26 - 30;
+  const plotW = 520 - 44 - 18,
+    plotH = 200 - 26 - 30;
   const sx = (step) => 44 + (step / 400) * plotW;
   const sy = (v) => 26 + plotH - (v / (4 * 1.05)) * plotH;
   const first = raw.find((s) => Math.abs(s.x1 - sx(1)) < 1e-6);
@@ -41,21 +42,32 @@ test('loss chart: the raw curve passes through every loss; the smooth curve is t
   assert.ok(last && Math.abs(last.y2 - sy(losses[199])) < 0.01, 'a segment ends at the last loss');
   const smooth = segments(scene, theme.accent);
   assert.ok(smooth.length > 0);
-  for (const s of smooth) assert.ok(s.y1 >= sy(4) - 0.01 && s.y1 <= sy(1) + 0.01, 'the running mean stays within the losses');
+  for (const s of smooth)
+    assert.ok(s.y1 >= sy(4) - 0.01 && s.y1 <= sy(1) + 0.01, 'the running mean stays within the losses');
 });
 
 test('score chart: one line per head in its layer colour, the threshold drawn and labelled, roles labelled', () => {
-  const nLayer = 2, nHead = 3;
+  const nLayer = 2,
+    nHead = 3;
   const history = [0, 25, 50, 75].map((step, k) => ({
     step,
     scores: Float32Array.from({ length: nLayer * nHead }, (_, i) => (i === 4 ? 0.2 * k + 0.1 : 0.05)),
   }));
-  const scene = scoreChartScene(history, theme, { nLayer, nHead, threshold: 0.4, title: 'Induction', steps: 100, width: 400, height: 180 });
-  for (let l = 0; l < nLayer; l++) for (let h = 0; h < nHead; h++) {
-    const mine = scene.items.filter((it) => it.data?.layer === l && it.data?.head === h);
-    assert.equal(mine.length, 3, `head L${l}H${h}: one segment between each pair of probes`);
-    for (const s of mine) assert.equal(s.stroke, headColour(theme, l));
-  }
+  const scene = scoreChartScene(history, theme, {
+    nLayer,
+    nHead,
+    threshold: 0.4,
+    title: 'Induction',
+    steps: 100,
+    width: 400,
+    height: 180,
+  });
+  for (let l = 0; l < nLayer; l++)
+    for (let h = 0; h < nHead; h++) {
+      const mine = scene.items.filter((it) => it.data?.layer === l && it.data?.head === h);
+      assert.equal(mine.length, 3, `head L${l}H${h}: one segment between each pair of probes`);
+      for (const s of mine) assert.equal(s.stroke, headColour(theme, l));
+    }
   // head index 4 = L1H1 ends at 0.7 >= 0.4: labelled; the others are not
   const labels = scene.items.filter((it) => it.type === 'text' && /^L\dH\d$/.test(it.text)).map((it) => it.text);
   assert.deepEqual(labels, ['L1H1']);

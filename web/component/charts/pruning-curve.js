@@ -26,14 +26,21 @@ const LEGEND_SIZE = 11;
 function legendLayout(report, width) {
   const entries = [{ text: 'greedy order', sample: 'line', sampleWidth: 18 }];
   if (hasRandom(report)) {
-    entries.push({ text: `${report.randomOrders ? `${report.randomOrders} random orders` : 'random orders'}: mean`, sample: 'dashed', sampleWidth: 18 });
+    entries.push({
+      text: `${report.randomOrders ? `${report.randomOrders} random orders` : 'random orders'}: mean`,
+      sample: 'dashed',
+      sampleWidth: 18,
+    });
     entries.push({ text: 'lowest–highest', sample: 'box', sampleWidth: 12 });
   }
   let x = 4;
   let row = 0;
   for (const e of entries) {
     const w = e.sampleWidth + 4 + textWidth(e.text, LEGEND_SIZE);
-    if (x > 4 && x + w > width - 4) { row++; x = 4; }
+    if (x > 4 && x + w > width - 4) {
+      row++;
+      x = 4;
+    }
     Object.assign(e, { x, y: LEGEND_Y + row * LEGEND_ROW });
     x += w + 14;
   }
@@ -75,7 +82,10 @@ export function pruningSummary(report, { survivors = 3 } = {}) {
     halfRandomLow: random ? report.randomLossLow[half] : NaN,
     halfRandomHigh: random ? report.randomLossHigh[half] : NaN,
     allOffLoss: report.prunedLoss[n],
-    survivors: report.order.slice(n - Math.min(survivors, n)).reverse().map(([l, h]) => [l, h]),
+    survivors: report.order
+      .slice(n - Math.min(survivors, n))
+      .reverse()
+      .map(([l, h]) => [l, h]),
   };
 }
 
@@ -106,9 +116,11 @@ export function headRoles(layer, head, { live = null, cardHeads = null } = {}) {
 export function pruningLabel(report, name) {
   const s = pruningSummary(report);
   const random = hasRandom(report) ? `; in random orders ${s.halfRandomMean.toFixed(3)} on average` : '';
-  return `${name}: loss against heads switched off, from ${s.loss.toFixed(3)} nats with all ${s.n} heads to ${s.allOffLoss.toFixed(3)} with none. `
-    + `${s.offBefore[0.05]} heads can go before the loss rises 5%, ${s.offBefore[0.1]} before 10%. `
-    + `Half the heads off: ${s.halfLoss.toFixed(3)} nats in the greedy order${random}.`;
+  return (
+    `${name}: loss against heads switched off, from ${s.loss.toFixed(3)} nats with all ${s.n} heads to ${s.allOffLoss.toFixed(3)} with none. ` +
+    `${s.offBefore[0.05]} heads can go before the loss rises 5%, ${s.offBefore[0.1]} before 10%. ` +
+    `Half the heads off: ${s.halfLoss.toFixed(3)} nats in the greedy order${random}.`
+  );
 }
 
 /** Whole-number ticks from 0 to n, about `count` of them (1, 2 or 5 times a power of ten apart). */
@@ -128,8 +140,14 @@ function dashed(items, x1, y1, x2, y2, style, on = 5, off = 4) {
   if (!(len > 0)) return;
   for (let a = 0; a < len; a += on + off) {
     const b = Math.min(len, a + on);
-    items.push({ type: 'line', x1: x1 + ((x2 - x1) * a) / len, y1: y1 + ((y2 - y1) * a) / len,
-      x2: x1 + ((x2 - x1) * b) / len, y2: y1 + ((y2 - y1) * b) / len, ...style });
+    items.push({
+      type: 'line',
+      x1: x1 + ((x2 - x1) * a) / len,
+      y1: y1 + ((y2 - y1) * a) / len,
+      x2: x1 + ((x2 - x1) * b) / len,
+      y2: y1 + ((y2 - y1) * b) / len,
+      ...style,
+    });
   }
 }
 
@@ -163,17 +181,31 @@ export function pruningLayout(report, { width = 420, height = 250 } = {}) {
   const W = width - PAD.left - PAD.right;
   const H = height - top - PAD.bottom;
   return {
-    n, lo, hi, W, H, left: PAD.left, top,
+    n,
+    lo,
+    hi,
+    W,
+    H,
+    left: PAD.left,
+    top,
     sx: (k) => PAD.left + (n > 0 ? (k / n) * W : W / 2),
     sy: (y) => top + H - ((y - lo) / (hi - lo)) * H,
   };
 }
 
-export function pruningScene(report, theme, { width = 420, height = 250, title = 'Loss as heads are switched off' } = {}) {
+export function pruningScene(
+  report,
+  theme,
+  { width = 420, height = 250, title = 'Loss as heads are switched off' } = {},
+) {
   const items = [];
   const random = hasRandom(report);
   const greedy = Array.from(report.prunedLoss);
-  const levels = RISES.map((r) => ({ rise: r, level: (1 + r) * report.loss, k: headsOffBefore(greedy, report.loss, r) }));
+  const levels = RISES.map((r) => ({
+    rise: r,
+    level: (1 + r) * report.loss,
+    k: headsOffBefore(greedy, report.loss, r),
+  }));
   const { n, lo, hi, W, H, top, sx, sy } = pruningLayout(report, { width, height });
   const greedyColour = theme.heads[0];
   const randomColour = theme.heads[1];
@@ -181,10 +213,28 @@ export function pruningScene(report, theme, { width = 420, height = 250, title =
   // title and legend
   items.push({ type: 'text', x: 4, y: 12, text: title, size: 13, weight: 'bold', fill: theme.fg });
   for (const e of legendLayout(report, width).entries) {
-    if (e.sample === 'line') items.push({ type: 'line', x1: e.x, y1: e.y, x2: e.x + e.sampleWidth, y2: e.y, stroke: greedyColour, width: 2.5 });
-    else if (e.sample === 'dashed') dashed(items, e.x, e.y, e.x + e.sampleWidth, e.y, { stroke: randomColour, width: 2 }, 4, 3);
+    if (e.sample === 'line')
+      items.push({
+        type: 'line',
+        x1: e.x,
+        y1: e.y,
+        x2: e.x + e.sampleWidth,
+        y2: e.y,
+        stroke: greedyColour,
+        width: 2.5,
+      });
+    else if (e.sample === 'dashed')
+      dashed(items, e.x, e.y, e.x + e.sampleWidth, e.y, { stroke: randomColour, width: 2 }, 4, 3);
     else items.push({ type: 'rect', x: e.x, y: e.y - 5, w: e.sampleWidth, h: 10, fill: randomColour, opacity: 0.25 });
-    items.push({ type: 'text', x: e.x + e.sampleWidth + 4, y: e.y, text: e.text, size: LEGEND_SIZE, fill: theme.fg, data: { legend: e.sample } });
+    items.push({
+      type: 'text',
+      x: e.x + e.sampleWidth + 4,
+      y: e.y,
+      text: e.text,
+      size: LEGEND_SIZE,
+      fill: theme.fg,
+      data: { legend: e.sample },
+    });
   }
 
   // axes: loss ticks with grid lines, heads-off ticks
@@ -193,15 +243,39 @@ export function pruningScene(report, theme, { width = 420, height = 250, title =
   for (const v of yt) {
     if (v < lo || v > hi) continue;
     items.push({ type: 'line', x1: PAD.left, y1: sy(v), x2: PAD.left + W, y2: sy(v), stroke: theme.faint, width: 1 });
-    items.push({ type: 'text', x: PAD.left - 5, y: sy(v), text: v.toFixed(yDigits), size: 10, fill: theme.muted, anchor: 'end' });
+    items.push({
+      type: 'text',
+      x: PAD.left - 5,
+      y: sy(v),
+      text: v.toFixed(yDigits),
+      size: 10,
+      fill: theme.muted,
+      anchor: 'end',
+    });
   }
   for (const k of headTicks(n)) {
     items.push({ type: 'line', x1: sx(k), y1: top + H, x2: sx(k), y2: top + H + 4, stroke: theme.muted, width: 1 });
-    items.push({ type: 'text', x: sx(k), y: top + H + 13, text: String(k), size: 10, fill: theme.muted, anchor: 'middle' });
+    items.push({
+      type: 'text',
+      x: sx(k),
+      y: top + H + 13,
+      text: String(k),
+      size: 10,
+      fill: theme.muted,
+      anchor: 'middle',
+    });
   }
   items.push({ type: 'line', x1: PAD.left, y1: top + H, x2: PAD.left + W, y2: top + H, stroke: theme.muted, width: 1 });
   items.push({ type: 'line', x1: PAD.left, y1: top, x2: PAD.left, y2: top + H, stroke: theme.muted, width: 1 });
-  items.push({ type: 'text', x: PAD.left + W, y: height - 6, text: `heads switched off (of ${n})`, size: 10, fill: theme.muted, anchor: 'end' });
+  items.push({
+    type: 'text',
+    x: PAD.left + W,
+    y: height - 6,
+    text: `heads switched off (of ${n})`,
+    size: 10,
+    fill: theme.muted,
+    anchor: 'end',
+  });
   items.push({ type: 'text', x: 4, y: top - 10, text: 'loss (nats)', size: 10, fill: theme.muted });
 
   // random orders: a bar per step from the lowest to the highest loss, their mean dashed
@@ -210,29 +284,100 @@ export function pruningScene(report, theme, { width = 420, height = 250, title =
     for (let k = 0; k <= n; k++) {
       const barTop = sy(report.randomLossHigh[k]);
       const h = Math.max(1, sy(report.randomLossLow[k]) - barTop);
-      items.push({ type: 'rect', x: sx(k) - bw / 2, y: barTop, w: bw, h, fill: randomColour, opacity: 0.25, data: { series: 'band', k } });
+      items.push({
+        type: 'rect',
+        x: sx(k) - bw / 2,
+        y: barTop,
+        w: bw,
+        h,
+        fill: randomColour,
+        opacity: 0.25,
+        data: { series: 'band', k },
+      });
     }
     for (let k = 1; k <= n; k++)
-      dashed(items, sx(k - 1), sy(report.randomLossMean[k - 1]), sx(k), sy(report.randomLossMean[k]), { stroke: randomColour, width: 2, data: { series: 'random-mean' } }, 4, 3);
+      dashed(
+        items,
+        sx(k - 1),
+        sy(report.randomLossMean[k - 1]),
+        sx(k),
+        sy(report.randomLossMean[k]),
+        { stroke: randomColour, width: 2, data: { series: 'random-mean' } },
+        4,
+        3,
+      );
   }
 
   // the levels +5% and +10%, and where the greedy curve last stays under each
   for (const { rise, level, k } of levels) {
     if (level > hi) continue; // never reached: the summary says so
     const label = `+${Math.round(rise * 100)}%`;
-    dashed(items, PAD.left, sy(level), PAD.left + W, sy(level), { stroke: theme.muted, width: 1, data: { rise } }, 3, 3);
-    items.push({ type: 'text', x: PAD.left + W + 4, y: sy(level), text: label, size: 10, fill: theme.muted, data: { rise } });
+    dashed(
+      items,
+      PAD.left,
+      sy(level),
+      PAD.left + W,
+      sy(level),
+      { stroke: theme.muted, width: 1, data: { rise } },
+      3,
+      3,
+    );
+    items.push({
+      type: 'text',
+      x: PAD.left + W + 4,
+      y: sy(level),
+      text: label,
+      size: 10,
+      fill: theme.muted,
+      data: { rise },
+    });
     if (k >= 0 && k < n) {
-      dashed(items, sx(k), sy(level), sx(k), top + H, { stroke: theme.fg, width: 1, opacity: 0.7, data: { rise, k } }, 2, 3);
-      items.push({ type: 'text', x: sx(k) - 3, y: sy(level) - 7, text: `${k} off`, size: 10, fill: theme.fg, anchor: 'end', data: { rise, k } });
+      dashed(
+        items,
+        sx(k),
+        sy(level),
+        sx(k),
+        top + H,
+        { stroke: theme.fg, width: 1, opacity: 0.7, data: { rise, k } },
+        2,
+        3,
+      );
+      items.push({
+        type: 'text',
+        x: sx(k) - 3,
+        y: sy(level) - 7,
+        text: `${k} off`,
+        size: 10,
+        fill: theme.fg,
+        anchor: 'end',
+        data: { rise, k },
+      });
     }
   }
 
   // the greedy curve on top, a dot per step
   for (let k = 1; k <= n; k++)
-    items.push({ type: 'line', x1: sx(k - 1), y1: sy(greedy[k - 1]), x2: sx(k), y2: sy(greedy[k]), stroke: greedyColour, width: 2.5, data: { series: 'greedy-line' } });
+    items.push({
+      type: 'line',
+      x1: sx(k - 1),
+      y1: sy(greedy[k - 1]),
+      x2: sx(k),
+      y2: sy(greedy[k]),
+      stroke: greedyColour,
+      width: 2.5,
+      data: { series: 'greedy-line' },
+    });
   const dot = n > 48 ? 3 : 5;
   for (let k = 0; k <= n; k++)
-    items.push({ type: 'rect', x: sx(k) - dot / 2, y: sy(greedy[k]) - dot / 2, w: dot, h: dot, rx: dot / 2, fill: greedyColour, data: { series: 'greedy', k } });
+    items.push({
+      type: 'rect',
+      x: sx(k) - dot / 2,
+      y: sy(greedy[k]) - dot / 2,
+      w: dot,
+      h: dot,
+      rx: dot / 2,
+      fill: greedyColour,
+      data: { series: 'greedy', k },
+    });
   return { width, height, background: theme.bg, font: theme.font, items };
 }

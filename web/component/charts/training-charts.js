@@ -36,13 +36,45 @@ function axes(items, theme, { width, height, x0, x1, y0, y1, title, yLabel, yFor
   items.push({ type: 'text', x: PAD.left, y: 16, text: title, size: 13, weight: 'bold', fill: theme.fg });
   for (const v of ticks(y0, y1)) {
     items.push({ type: 'line', x1: PAD.left, y1: sy(v), x2: PAD.left + W, y2: sy(v), stroke: theme.faint, width: 1 });
-    items.push({ type: 'text', x: PAD.left - 4, y: sy(v) + 4, text: yFormat(v), size: 10, fill: theme.muted, anchor: 'end' });
+    items.push({
+      type: 'text',
+      x: PAD.left - 4,
+      y: sy(v) + 4,
+      text: yFormat(v),
+      size: 10,
+      fill: theme.muted,
+      anchor: 'end',
+    });
   }
   for (const v of ticks(x0, x1)) {
-    items.push({ type: 'text', x: sx(v), y: PAD.top + H + 14, text: String(v), size: 10, fill: theme.muted, anchor: 'middle' });
+    items.push({
+      type: 'text',
+      x: sx(v),
+      y: PAD.top + H + 14,
+      text: String(v),
+      size: 10,
+      fill: theme.muted,
+      anchor: 'middle',
+    });
   }
-  items.push({ type: 'line', x1: PAD.left, y1: PAD.top + H, x2: PAD.left + W, y2: PAD.top + H, stroke: theme.muted, width: 1 });
-  items.push({ type: 'text', x: PAD.left + W, y: height - 4, text: 'step', size: 10, fill: theme.muted, anchor: 'end' });
+  items.push({
+    type: 'line',
+    x1: PAD.left,
+    y1: PAD.top + H,
+    x2: PAD.left + W,
+    y2: PAD.top + H,
+    stroke: theme.muted,
+    width: 1,
+  });
+  items.push({
+    type: 'text',
+    x: PAD.left + W,
+    y: height - 4,
+    text: 'step',
+    size: 10,
+    fill: theme.muted,
+    anchor: 'end',
+  });
   if (yLabel) items.push({ type: 'text', x: 4, y: PAD.top - 8, text: yLabel, size: 10, fill: theme.muted });
   return { sx, sy };
 }
@@ -60,18 +92,32 @@ function polyline(items, points, sx, sy, stroke, width = 1.5, data = undefined) 
  * show (the run's planned steps, or more when it went on). A thin line shows every step (noisy: one
  * batch each), a thick one their running mean over about 2% of the steps.
  */
-export function lossChartScene(losses, theme, { width = 360, height = 180, steps = losses.length, label = 'Loss' } = {}) {
+export function lossChartScene(
+  losses,
+  theme,
+  { width = 360, height = 180, steps = losses.length, label = 'Loss' } = {},
+) {
   const items = [];
   const n = losses.length;
   const finite = Array.from(losses).filter(Number.isFinite);
   const hi = finite.length ? Math.max(...finite) : 1;
   const lo = finite.length ? Math.min(0, Math.min(...finite)) : 0;
   const { sx, sy } = axes(items, theme, {
-    width, height, x0: 0, x1: Math.max(steps, n, 1), y0: lo, y1: hi * 1.05 || 1, title: label, yLabel: 'nats',
+    width,
+    height,
+    x0: 0,
+    x1: Math.max(steps, n, 1),
+    y0: lo,
+    y1: hi * 1.05 || 1,
+    title: label,
+    yLabel: 'nats',
     yFormat: (v) => v.toFixed(1),
   });
   const maxSegments = Math.max(2, width - PAD.left - PAD.right);
-  const raw = thin(Array.from(losses, (y, i) => [i + 1, y]), maxSegments);
+  const raw = thin(
+    Array.from(losses, (y, i) => [i + 1, y]),
+    maxSegments,
+  );
   polyline(items, raw, sx, sy, theme.muted, 1);
   const window = Math.max(1, Math.round(n / 50));
   const smooth = [];
@@ -90,17 +136,45 @@ export function lossChartScene(losses, theme, { width = 360, height = 180, steps
  * `threshold`: the role's threshold (roles.json), drawn as a dashed line with its value. Heads are
  * coloured by layer (a head's line is labelled at its end when it ends above the threshold).
  */
-export function scoreChartScene(history, theme, { nLayer, nHead, threshold, title, steps, width = 360, height = 180 } = {}) {
+export function scoreChartScene(
+  history,
+  theme,
+  { nLayer, nHead, threshold, title, steps, width = 360, height = 180 } = {},
+) {
   const items = [];
   const last = history.length ? history[history.length - 1].step : 0;
   const { sx, sy } = axes(items, theme, {
-    width, height, x0: 0, x1: Math.max(steps ?? last, last, 1), y0: 0, y1: 1, title, yLabel: 'score',
+    width,
+    height,
+    x0: 0,
+    x1: Math.max(steps ?? last, last, 1),
+    y0: 0,
+    y1: 1,
+    title,
+    yLabel: 'score',
     yFormat: (v) => v.toFixed(1),
   });
   const W = width - PAD.left - PAD.right;
   for (let x = PAD.left; x < PAD.left + W; x += 8)
-    items.push({ type: 'line', x1: x, y1: sy(threshold), x2: Math.min(x + 4, PAD.left + W), y2: sy(threshold), stroke: theme.fg, width: 1, opacity: 0.6 });
-  items.push({ type: 'text', x: PAD.left + W, y: sy(threshold) - 4, text: `role at ${threshold}`, size: 10, fill: theme.fg, anchor: 'end' });
+    items.push({
+      type: 'line',
+      x1: x,
+      y1: sy(threshold),
+      x2: Math.min(x + 4, PAD.left + W),
+      y2: sy(threshold),
+      stroke: theme.fg,
+      width: 1,
+      opacity: 0.6,
+    });
+  items.push({
+    type: 'text',
+    x: PAD.left + W,
+    y: sy(threshold) - 4,
+    text: `role at ${threshold}`,
+    size: 10,
+    fill: theme.fg,
+    anchor: 'end',
+  });
   const points = thin(history, Math.max(2, W / 4));
   for (let l = 0; l < nLayer; l++) {
     for (let h = 0; h < nHead; h++) {
@@ -109,12 +183,28 @@ export function scoreChartScene(history, theme, { nLayer, nHead, threshold, titl
       polyline(items, line, sx, sy, headColour(theme, l), 1.5, { layer: l, head: h });
       const end = line[line.length - 1];
       if (end && end[1] >= threshold)
-        items.push({ type: 'text', x: sx(end[0]) - 2, y: sy(end[1]) - 4, text: `L${l}H${h}`, size: 10, fill: headColour(theme, l), anchor: 'end' });
+        items.push({
+          type: 'text',
+          x: sx(end[0]) - 2,
+          y: sy(end[1]) - 4,
+          text: `L${l}H${h}`,
+          size: 10,
+          fill: headColour(theme, l),
+          anchor: 'end',
+        });
     }
   }
   for (let l = 0; l < nLayer; l++) {
     const x = PAD.left + 4 + l * 52;
-    items.push({ type: 'line', x1: x, y1: height - 8, x2: x + 12, y2: height - 8, stroke: headColour(theme, l), width: 3 });
+    items.push({
+      type: 'line',
+      x1: x,
+      y1: height - 8,
+      x2: x + 12,
+      y2: height - 8,
+      stroke: headColour(theme, l),
+      width: 3,
+    });
     items.push({ type: 'text', x: x + 16, y: height - 4, text: `layer ${l}`, size: 10, fill: theme.muted });
   }
   return { width, height, background: theme.bg, font: theme.font, items };

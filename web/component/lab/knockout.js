@@ -16,7 +16,12 @@ export class KnockoutPanel {
   constructor(doc, options) {
     this.doc = doc;
     this.o = options;
-    const ko = panel(doc, 'hs-lab-ko', 'Which heads does this text need?', 'Switches off each head alone (on top of any already off) and ranks heads by how much the mean loss on the text rises without it.');
+    const ko = panel(
+      doc,
+      'hs-lab-ko',
+      'Which heads does this text need?',
+      'Switches off each head alone (on top of any already off) and ranks heads by how much the mean loss on the text rises without it.',
+    );
     this.runButton = button(doc, 'hs-lab-ko-run', 'Knock out each head in turn', () => this.run());
     this.status = el(doc, 'p', 'hs-lab-ko-status');
     this.status.setAttribute('role', 'status');
@@ -51,11 +56,14 @@ export class KnockoutPanel {
         const li = el(d, 'li', 'hs-lab-ko-item');
         const b = el(d, 'button', 'hs-lab-ko-head', `L${x.layer} H${x.head}`);
         b.type = 'button';
-        b.setAttribute('aria-label', `Layer ${x.layer}, head ${x.head}: loss ${signed(x.delta)} nats without it. Select this head.`);
+        b.setAttribute(
+          'aria-label',
+          `Layer ${x.layer}, head ${x.head}: loss ${signed(x.delta)} nats without it. Select this head.`,
+        );
         b.addEventListener('click', () => this.o.onSelect?.(x.layer, x.head));
         const bar = el(d, 'span', 'hs-lab-ko-bar');
         const fill = el(d, 'span', x.delta >= 0 ? 'hs-lab-ko-fill' : 'hs-lab-ko-fill hs-neg');
-        fill.style.width = `${(100 * Math.abs(x.delta) / max).toFixed(1)}%`;
+        fill.style.width = `${((100 * Math.abs(x.delta)) / max).toFixed(1)}%`;
         bar.appendChild(fill);
         const val = el(d, 'span', 'hs-lab-ko-val', signed(x.delta));
         li.append(b, bar, val);
@@ -75,7 +83,8 @@ export class KnockoutPanel {
       s += redundant.length
         ? ` ${redundant.length} of ${heads.length} heads change the loss by less than ${REDUNDANT_DELTA} nats when switched off alone: on this text they look redundant (some heads end up doing little after training).`
         : ` Every head changes the loss by at least ${REDUNDANT_DELTA} nats here.`;
-      if (harmful.length) s += ` Without ${harmful.length === 1 ? 'one head' : `${harmful.length} heads`} the loss on this text even drops: what helps on average can hurt on one text.`;
+      if (harmful.length)
+        s += ` Without ${harmful.length === 1 ? 'one head' : `${harmful.length} heads`} the loss on this text even drops: what helps on average can hurt on one text.`;
       s += ` (${heads.length + 1} runs in ${(ms / 1000).toFixed(1)} s.)`;
       koStatus.textContent = s;
       koList.dataset.ready = 'true';

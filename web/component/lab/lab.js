@@ -13,7 +13,15 @@ import { parseAblate, formatAblate } from '../../lib/result.js';
 import { el } from '../views/dom.js';
 import { SwitchOffPanel } from './switch-off.js';
 import { KnockoutPanel, REDUNDANT_DELTA } from './knockout.js';
-import { RolesPanel, ROLE_SHORT, ROLE_FORMULAS, ROLE_NAMES, BADGE_THRESHOLDS, liveScores, rolesSentence } from './roles.js';
+import {
+  RolesPanel,
+  ROLE_SHORT,
+  ROLE_FORMULAS,
+  ROLE_NAMES,
+  BADGE_THRESHOLDS,
+  liveScores,
+  rolesSentence,
+} from './roles.js';
 import { QuizPanel } from './quiz.js';
 import { headSharing } from '../model/kv-groups.js';
 
@@ -29,10 +37,18 @@ const PROBE_AFTER_PAUSE_MS = 800;
  */
 function afterNextPaint(fn) {
   let done = false;
-  const run = () => { if (!done) { done = true; fn(); } };
+  const run = () => {
+    if (!done) {
+      done = true;
+      fn();
+    }
+  };
   requestAnimationFrame(() => setTimeout(run, 0));
   const timer = setTimeout(run, 200);
-  return () => { done = true; clearTimeout(timer); };
+  return () => {
+    done = true;
+    clearTimeout(timer);
+  };
 }
 
 /**
@@ -68,11 +84,17 @@ export class Lab {
       },
     });
     this.knockout = new KnockoutPanel(d, {
-      getModel: opts.getModel, getText: opts.getText, getAblate: () => this.ablate, onSelect: opts.onSelect,
+      getModel: opts.getModel,
+      getText: opts.getText,
+      getAblate: () => this.ablate,
+      onSelect: opts.onSelect,
     });
     this.roles = new RolesPanel(d);
     this.quizPanel = new QuizPanel(d, {
-      getResult: () => this.result, getState: opts.getState, onHidePattern: opts.onHidePattern, onChange: () => this.decorate(),
+      getResult: () => this.result,
+      getState: opts.getState,
+      onHidePattern: opts.onHidePattern,
+      onChange: () => this.decorate(),
     });
     const root = el(d, 'div', 'hs-lab');
     root.append(this.switchOff.element, this.knockout.element, this.roles.element, this.quizPanel.element);
@@ -81,17 +103,35 @@ export class Lab {
   }
 
   /** The switched-off heads, sorted: [[layer, head], ...]. */
-  get ablate() { return this.switchOff.ablate; }
+  get ablate() {
+    return this.switchOff.ablate;
+  }
   /** The open question of "predict, then reveal", or null. */
-  get quiz() { return this.quizPanel.question; }
+  get quiz() {
+    return this.quizPanel.question;
+  }
 
-  setSwitchMode(on) { this.switchOff.setSwitchMode(on); }
-  toggle(l, h) { this.switchOff.toggle(l, h); }
-  setAblate(pairs) { this.switchOff.setAblate(pairs); }
-  runKnockout() { return this.knockout.run(); }
-  startQuiz(surprising) { this.quizPanel.start(surprising); }
-  answerQuiz(k) { this.quizPanel.answer(k); }
-  endQuiz() { this.quizPanel.end(); }
+  setSwitchMode(on) {
+    this.switchOff.setSwitchMode(on);
+  }
+  toggle(l, h) {
+    this.switchOff.toggle(l, h);
+  }
+  setAblate(pairs) {
+    this.switchOff.setAblate(pairs);
+  }
+  runKnockout() {
+    return this.knockout.run();
+  }
+  startQuiz(surprising) {
+    this.quizPanel.start(surprising);
+  }
+  answerQuiz(k) {
+    this.quizPanel.answer(k);
+  }
+  endQuiz() {
+    this.quizPanel.end();
+  }
 
   #listeners = new AbortController();
 
@@ -108,25 +148,33 @@ export class Lab {
     const gh = this.o.gridHost;
     const { signal } = this.#listeners;
     // capture phase: runs before the grid's own click (which selects a head)
-    gh.addEventListener('click', (e) => {
-      if (!this.switchOff.switchMode) return;
-      const c = e.target.closest?.('[data-layer]');
-      if (!c) return;
-      e.stopPropagation();
-      e.preventDefault();
-      this.switchOff.toggle(Number(c.dataset.layer), Number(c.dataset.head));
-      c.focus();
-    }, { capture: true, signal });
-    gh.addEventListener('keydown', (e) => {
-      const c = e.target.closest?.('[data-layer]');
-      if (!c) return;
-      const k = e.key;
-      if (k === 'x' || k === 'X' || k === 'Delete' || (this.switchOff.switchMode && (k === 'Enter' || k === ' '))) {
+    gh.addEventListener(
+      'click',
+      (e) => {
+        if (!this.switchOff.switchMode) return;
+        const c = e.target.closest?.('[data-layer]');
+        if (!c) return;
         e.stopPropagation();
         e.preventDefault();
         this.switchOff.toggle(Number(c.dataset.layer), Number(c.dataset.head));
-      }
-    }, { capture: true, signal });
+        c.focus();
+      },
+      { capture: true, signal },
+    );
+    gh.addEventListener(
+      'keydown',
+      (e) => {
+        const c = e.target.closest?.('[data-layer]');
+        if (!c) return;
+        const k = e.key;
+        if (k === 'x' || k === 'X' || k === 'Delete' || (this.switchOff.switchMode && (k === 'Enter' || k === ' '))) {
+          e.stopPropagation();
+          e.preventDefault();
+          this.switchOff.toggle(Number(c.dataset.layer), Number(c.dataset.head));
+        }
+      },
+      { capture: true, signal },
+    );
   }
 
   /** Call after the views rendered `result` (which was run with the current ablation). */
@@ -147,13 +195,15 @@ export class Lab {
       clearTimeout(this.probeTimer);
       this.probeTimer = setTimeout(() => {
         this.probeStarted = true;
-        this.roles.probe(async () => this.#pausingForTyping(await this.o.getModel()), this.o.getProbeSentences?.()).then((measured) => {
-          if (measured && !this.probeScored && !this.disposed) {
-            this.probeScored = true;
-            if (this.result) this.#score();
-            this.o.onRoles?.();
-          }
-        });
+        this.roles
+          .probe(async () => this.#pausingForTyping(await this.o.getModel()), this.o.getProbeSentences?.())
+          .then((measured) => {
+            if (measured && !this.probeScored && !this.disposed) {
+              this.probeScored = true;
+              if (this.result) this.#score();
+              this.o.onRoles?.();
+            }
+          });
       }, PROBE_AFTER_PAUSE_MS);
     }
     this.decorate();
@@ -168,19 +218,24 @@ export class Lab {
   // reader who types while the probes run pays for that once, not once per probe run, and the
   // probes go on at the next pause (the worker gives the cache back to the text once it is idle).
   #pausingForTyping(model) {
-    const pause = () => new Promise((resolve, reject) => {
-      const check = () => {
-        if (this.disposed) return reject(new Error('the lab was replaced')); // another model's lab took over
-        const quiet = performance.now() - (this.resultAt ?? 0);
-        if (this.o.typing?.()) setTimeout(check, PROBE_AFTER_PAUSE_MS);
-        else if (quiet >= PROBE_AFTER_PAUSE_MS) resolve();
-        else setTimeout(check, PROBE_AFTER_PAUSE_MS - quiet);
-      };
-      check();
-    });
+    const pause = () =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          if (this.disposed) return reject(new Error('the lab was replaced')); // another model's lab took over
+          const quiet = performance.now() - (this.resultAt ?? 0);
+          if (this.o.typing?.()) setTimeout(check, PROBE_AFTER_PAUSE_MS);
+          else if (quiet >= PROBE_AFTER_PAUSE_MS) resolve();
+          else setTimeout(check, PROBE_AFTER_PAUSE_MS - quiet);
+        };
+        check();
+      });
     return new Proxy(model, {
       get(target, prop) {
-        if (prop === 'run') return async (...args) => { await pause(); return target.run(...args); };
+        if (prop === 'run')
+          return async (...args) => {
+            await pause();
+            return target.run(...args);
+          };
         const v = target[prop];
         return typeof v === 'function' ? v.bind(target) : v;
       },
@@ -192,7 +247,9 @@ export class Lab {
     if (!r) return;
     try {
       this.scores = liveScores(r, this.roles.probeScores, this.scoreRows);
-    } catch { this.scores = null; }
+    } catch {
+      this.scores = null;
+    }
     this.scoresResult = r;
     this.decorate();
   }
@@ -204,38 +261,42 @@ export class Lab {
     if (!cells) return;
     const res = this.result;
     // called after every render: write only what changed (each write makes the browser restyle)
-    const setAttr = (node, name, value) => { if (node.getAttribute(name) !== value) node.setAttribute(name, value); };
-    cells.forEach((row, l) => row.forEach((entry, h) => {
-      const { cell, badge } = entry;
-      const off = this.switchOff.isOff(l, h);
-      if (cell.classList.contains('hs-ablated') !== off) cell.classList.toggle('hs-ablated', off);
-      setAttr(cell, 'data-ablated', off ? 'true' : 'false');
-      const s = this.scores?.[l]?.[h];
-      const roles = s ? headBadges(s, BADGE_THRESHOLDS) : [];
-      const badgeText = roles.map((r) => ROLE_SHORT[r]).join(' ');
-      if (badge.textContent !== badgeText) badge.textContent = badgeText;
-      setAttr(cell, 'data-roles', roles.join(' '));
-      const hidden = res && this.quizPanel.hides(l, h);
-      const shared = res ? headSharing(res.nHead, res.nKvHead ?? res.nHead, h) : '';
-      const parts = [`Layer ${l}, head ${h}${shared ? ` (${shared})` : ''}`];
-      if (off) parts.push('switched off');
-      if (hidden) parts.push('pattern hidden until you answer the question');
-      else if (s) parts.push(rolesSentence(s, roles));
-      if (this.switchOff.switchMode) parts.push(off ? 'press Enter to switch on' : 'press Enter to switch off');
-      // the accessible name holds the visible badge text too (WCAG 2.5.3, label in name)
-      if (badgeText) parts.push(`badge: ${badgeText}`);
-      setAttr(cell, 'aria-label', parts.join(': '));
-      let title;
-      if (hidden) {
-        title = `Layer ${l}, head ${h}: hidden until you answer`;
-      } else {
-        // the grid's own title for the cell (GridView keeps it as entry.title), then the roles
-        const base = entry.title ?? cell.title.split(' · found after training')[0];
-        title = roles.length ? `${base} · found after training: ${roles.map((x) => ROLE_NAMES[x]).join(', ')}` : base;
-      }
-      if (cell.classList.contains('hs-pattern-hidden') !== !!hidden) cell.classList.toggle('hs-pattern-hidden', !!hidden);
-      if (cell.title !== title) cell.title = title;
-    }));
+    const setAttr = (node, name, value) => {
+      if (node.getAttribute(name) !== value) node.setAttribute(name, value);
+    };
+    cells.forEach((row, l) =>
+      row.forEach((entry, h) => {
+        const { cell, badge } = entry;
+        const off = this.switchOff.isOff(l, h);
+        if (cell.classList.contains('hs-ablated') !== off) cell.classList.toggle('hs-ablated', off);
+        setAttr(cell, 'data-ablated', off ? 'true' : 'false');
+        const s = this.scores?.[l]?.[h];
+        const roles = s ? headBadges(s, BADGE_THRESHOLDS) : [];
+        const badgeText = roles.map((r) => ROLE_SHORT[r]).join(' ');
+        if (badge.textContent !== badgeText) badge.textContent = badgeText;
+        setAttr(cell, 'data-roles', roles.join(' '));
+        const hidden = res && this.quizPanel.hides(l, h);
+        const shared = res ? headSharing(res.nHead, res.nKvHead ?? res.nHead, h) : '';
+        const parts = [`Layer ${l}, head ${h}${shared ? ` (${shared})` : ''}`];
+        if (off) parts.push('switched off');
+        if (hidden) parts.push('pattern hidden until you answer the question');
+        else if (s) parts.push(rolesSentence(s, roles));
+        if (this.switchOff.switchMode) parts.push(off ? 'press Enter to switch on' : 'press Enter to switch off');
+        // the accessible name holds the visible badge text too (WCAG 2.5.3, label in name)
+        if (badgeText) parts.push(`badge: ${badgeText}`);
+        setAttr(cell, 'aria-label', parts.join(': '));
+        let title;
+        if (hidden) {
+          title = `Layer ${l}, head ${h}: hidden until you answer`;
+        } else {
+          // the grid's own title for the cell (GridView keeps it as entry.title), then the roles
+          const base = entry.title ?? cell.title.split(' · found after training')[0];
+          title = roles.length ? `${base} · found after training: ${roles.map((x) => ROLE_NAMES[x]).join(', ')}` : base;
+        }
+        if (cell.classList.contains('hs-pattern-hidden') !== !!hidden)
+          cell.classList.toggle('hs-pattern-hidden', !!hidden);
+        if (cell.title !== title) cell.title = title;
+      }),
+    );
   }
-
 }

@@ -16,7 +16,12 @@ export class QuizPanel {
     this.doc = doc;
     this.o = options;
     this.question = null;
-    const quiz = panel(doc, 'hs-lab-quiz', 'Predict, then reveal', 'Guess where a head looks before you see it. The head\'s pattern is hidden until you answer.');
+    const quiz = panel(
+      doc,
+      'hs-lab-quiz',
+      'Predict, then reveal',
+      "Guess where a head looks before you see it. The head's pattern is hidden until you answer.",
+    );
     const row = el(doc, 'div', 'hs-lab-row');
     row.append(
       button(doc, 'hs-lab-quiz-start', 'Quiz me on the selected head', () => this.start(false)),
@@ -54,21 +59,24 @@ export class QuizPanel {
       // that, any clear answer; failing that (a model with only diffuse heads), the clearest ones
       const tiers = [[], [], []];
       const all = [];
-      for (let l = 0; l < r.nLayer; l++) for (let h = 0; h < r.nHead; h++) for (let t = 2; t < T; t++) {
-        const k = argmax(l, h, t);
-        const w = at(l, h, t, k);
-        all.push([l, h, t, w]);
-        if (w >= 0.4 && k !== t && k !== t - 1 && k !== 0) tiers[0].push([l, h, t]);
-        else if (w >= 0.4) tiers[1].push([l, h, t]);
-        else if (w >= 0.25) tiers[2].push([l, h, t]);
-      }
+      for (let l = 0; l < r.nLayer; l++)
+        for (let h = 0; h < r.nHead; h++)
+          for (let t = 2; t < T; t++) {
+            const k = argmax(l, h, t);
+            const w = at(l, h, t, k);
+            all.push([l, h, t, w]);
+            if (w >= 0.4 && k !== t && k !== t - 1 && k !== 0) tiers[0].push([l, h, t]);
+            else if (w >= 0.4) tiers[1].push([l, h, t]);
+            else if (w >= 0.25) tiers[2].push([l, h, t]);
+          }
       all.sort((x, y) => y[3] - x[3]);
       const cands = tiers.find((c) => c.length) || all.slice(0, 20);
       this.count = (this.count || 0) + 1;
       [layer, head, q] = cands[(this.count * 7919) % cands.length];
     } else {
       const s = this.o.getState();
-      layer = s.layer; head = s.head;
+      layer = s.layer;
+      head = s.head;
       q = Number.isInteger(s.token) && s.token >= 1 && s.token < T ? s.token : T - 1;
     }
     this.question = { layer, head, q, text: r.text, revealed: false, answer: argmax(layer, head, q) };
@@ -84,8 +92,11 @@ export class QuizPanel {
     const body = this.body;
     const frag = d.createDocumentFragment();
     const qp = el(d, 'p', 'hs-lab-quiz-q');
-    qp.append(d.createTextNode(`Layer ${layer}, head ${head} (its pattern is hidden). In this head, which token does `),
-      el(d, 'strong', 'hs-lab-tok', quoteToken(r.tokens[q].text)), d.createTextNode(` (token ${q}) attend to most?`));
+    qp.append(
+      d.createTextNode(`Layer ${layer}, head ${head} (its pattern is hidden). In this head, which token does `),
+      el(d, 'strong', 'hs-lab-tok', quoteToken(r.tokens[q].text)),
+      d.createTextNode(` (token ${q}) attend to most?`),
+    );
     frag.appendChild(qp);
     const choices = el(d, 'div', 'hs-lab-choices');
     choices.setAttribute('role', 'group');
@@ -115,10 +126,13 @@ export class QuizPanel {
     if (revealed) {
       const w = attentionAt(r, layer, head, q, answer);
       const target = answer === q ? 'itself' : quoteToken(r.tokens[answer].text);
-      res.textContent = guess === answer
-        ? `Right: it attends most to ${target} (weight ${w.toFixed(2)}). The numbers under the tokens are the head's weights; the grid and detail view show the pattern again.`
-        : `Not quite: it attends most to ${target} (weight ${w.toFixed(2)}); your guess got ${attentionAt(r, layer, head, q, guess).toFixed(2)}. The numbers under the tokens are the head's weights.`;
-      if (w < 0.2) res.textContent += ' This head spreads its attention thinly here: no token gets much more than the others, so there was no clear answer.';
+      res.textContent =
+        guess === answer
+          ? `Right: it attends most to ${target} (weight ${w.toFixed(2)}). The numbers under the tokens are the head's weights; the grid and detail view show the pattern again.`
+          : `Not quite: it attends most to ${target} (weight ${w.toFixed(2)}); your guess got ${attentionAt(r, layer, head, q, guess).toFixed(2)}. The numbers under the tokens are the head's weights.`;
+      if (w < 0.2)
+        res.textContent +=
+          ' This head spreads its attention thinly here: no token gets much more than the others, so there was no clear answer.';
       const again = el(d, 'button', 'hs-lab-btn hs-lab-quiz-next', 'Another question');
       again.type = 'button';
       again.addEventListener('click', () => this.start(true));
@@ -149,4 +163,5 @@ export class QuizPanel {
     delete this.body.dataset.state;
     if (wasHidden) this.o.onHidePattern?.(null, null);
     this.o.onChange?.();
-  }}
+  }
+}

@@ -23,7 +23,9 @@ export const ROLE_NAMES = Object.freeze(Object.fromEntries(LIVE.map((r) => [r.na
 export const BADGE_THRESHOLDS = Object.freeze(Object.fromEntries(LIVE.map((r) => [r.name, r.threshold])));
 const BADGE_DESCRIPTIONS = Object.freeze(Object.fromEntries(LIVE.map((r) => [r.name, r.description])));
 // a score with a unit (a ratio to uniform attention) reads as '5.2× uniform'; the others are shares in [0, 1]
-const formatScore = Object.fromEntries(LIVE.map((r) => [r.name, r.unit ? (x) => `${x.toFixed(1)}${r.unit}` : (x) => x.toFixed(2)]));
+const formatScore = Object.fromEntries(
+  LIVE.map((r) => [r.name, r.unit ? (x) => `${x.toFixed(1)}${r.unit}` : (x) => x.toFixed(2)]),
+);
 
 /** Role scores of every head of `result`, with the induction and verb-to-subject scores from the probes. */
 // (the induction score always comes from the probe: on ordinary text few tokens repeat, and a
@@ -54,7 +56,12 @@ export function rolesSentence(scores, roles) {
 export class RolesPanel {
   constructor(doc) {
     const d = doc;
-    const roles = panel(d, 'hs-lab-roles', 'What the heads turned out to do', 'Badges on the grid are measured live on the current text, except two measured through the engine on probe texts, as the model cards measure them: induction on lists of 20 common words, each list repeated once; verb to subject on the model card\'s probe sentences (only when the model has a card). They describe patterns found after training, not jobs anyone assigned; a head can show several, and on other text it may behave differently. A badge appears when a score reaches its threshold (in small grid cells, as a dot; hover or focus the head for its words):');
+    const roles = panel(
+      d,
+      'hs-lab-roles',
+      'What the heads turned out to do',
+      "Badges on the grid are measured live on the current text, except two measured through the engine on probe texts, as the model cards measure them: induction on lists of 20 common words, each list repeated once; verb to subject on the model card's probe sentences (only when the model has a card). They describe patterns found after training, not jobs anyone assigned; a head can show several, and on other text it may behave differently. A badge appears when a score reaches its threshold (in small grid cells, as a dot; hover or focus the head for its words):",
+    );
     // a compact key, always visible; the formulas and thresholds one click away
     const key = el(d, 'ul', 'hs-lab-key');
     for (const r of Object.keys(BADGE_THRESHOLDS)) {
@@ -63,12 +70,20 @@ export class RolesPanel {
       key.appendChild(li);
     }
     const details = el(d, 'details', 'hs-lab-formulas');
-    details.appendChild(el(d, 'summary', '', 'How each score is computed (A = the head\'s attention; row t = the token that looks)'));
+    details.appendChild(
+      el(d, 'summary', '', "How each score is computed (A = the head's attention; row t = the token that looks)"),
+    );
     const legend = el(d, 'dl', 'hs-lab-legend');
     for (const r of Object.keys(BADGE_THRESHOLDS)) {
       const dt = el(d, 'dt');
-      dt.append(el(d, 'span', 'hs-lab-badge', ROLE_SHORT[r]), d.createTextNode(` ${ROLE_NAMES[r]}: ${BADGE_DESCRIPTIONS[r]}`));
-      const where = PROBE_ROLES.includes(r) && !ROLES_TABLE.find((x) => x.name === r).where.includes('live') ? ' (probe sentences only, not the current text)' : '';
+      dt.append(
+        el(d, 'span', 'hs-lab-badge', ROLE_SHORT[r]),
+        d.createTextNode(` ${ROLE_NAMES[r]}: ${BADGE_DESCRIPTIONS[r]}`),
+      );
+      const where =
+        PROBE_ROLES.includes(r) && !ROLES_TABLE.find((x) => x.name === r).where.includes('live')
+          ? ' (probe sentences only, not the current text)'
+          : '';
       const dd = el(d, 'dd', '', `score = ${ROLE_FORMULAS[r]}; badge at ≥ ${BADGE_THRESHOLDS[r]}${where}`);
       legend.append(dt, dd);
     }
@@ -92,11 +107,16 @@ export class RolesPanel {
       const model = await getModel();
       const ind = await inductionScores(model, { lists: LAB_INDUCTION_LISTS });
       const v2s = sentences?.length ? await verbSubjectScores(model, sentences) : { scores: null, sentences: 0 };
-      this.probeScores = ind.scores.map((row, l) => row.map((x, h) => ({ induction: x, verb_to_subject: v2s.scores ? v2s.scores[l][h] : NaN })));
+      this.probeScores = ind.scores.map((row, l) =>
+        row.map((x, h) => ({ induction: x, verb_to_subject: v2s.scores ? v2s.scores[l][h] : NaN })),
+      );
       this.probeText = ind.lists[0].text;
       const first = ind.lists[0].text.trim().split(' ').slice(0, INDUCTION_PROBE.listLength).join(' ');
-      this.status.textContent = `Induction measured on ${ind.lists.length} lists of ${INDUCTION_PROBE.listLength} common words, each repeated once (the first: "${first}"). `
-        + (v2s.scores ? `Verb to subject measured on the model card's ${v2s.sentences} probe sentences, not on the current text.` : 'Verb to subject: no probe sentences (the model has no card with them), so no badge.');
+      this.status.textContent =
+        `Induction measured on ${ind.lists.length} lists of ${INDUCTION_PROBE.listLength} common words, each repeated once (the first: "${first}"). ` +
+        (v2s.scores
+          ? `Verb to subject measured on the model card's ${v2s.sentences} probe sentences, not on the current text.`
+          : 'Verb to subject: no probe sentences (the model has no card with them), so no badge.');
       return true;
     })().catch((e) => {
       this.status.textContent = `The induction probe could not run: ${e.message}`;

@@ -10,14 +10,18 @@ const key = (l, h) => `${l}:${h}`;
 // Above this the loss is computed when the reader asks (a button), not whenever typing pauses:
 // about a quarter of a second of WebAssembly.
 const AUTO_LOSS_MAX_GFLOP = 3;
-const pct = (p) => (p >= 0.1 ? `${(100 * p).toFixed(0)}%` : p >= 0.01 ? `${(100 * p).toFixed(1)}%` : `${(100 * p).toFixed(2)}%`);
+const pct = (p) =>
+  p >= 0.1 ? `${(100 * p).toFixed(0)}%` : p >= 0.01 ? `${(100 * p).toFixed(1)}%` : `${(100 * p).toFixed(2)}%`;
 
 function softmax(logits) {
   let m = -Infinity;
   for (const v of logits) if (v > m) m = v;
   let s = 0;
   const p = new Float64Array(logits.length);
-  for (let i = 0; i < logits.length; i++) { p[i] = Math.exp(logits[i] - m); s += p[i]; }
+  for (let i = 0; i < logits.length; i++) {
+    p[i] = Math.exp(logits[i] - m);
+    s += p[i];
+  }
   for (let i = 0; i < p.length; i++) p[i] /= s;
   return p;
 }
@@ -34,7 +38,12 @@ export class SwitchOffPanel {
     for (const [l, h] of options.initialAblate || []) this.ablated.set(key(l, h), [l, h]);
     this.switchMode = false;
     this.lossSeq = 0;
-    const off = panel(doc, 'hs-lab-off', 'Switch heads off', 'Turn on "switch-off mode", then click heads in the grid (or press X on a focused head) to run the model without them. Their outputs are removed before W_O; every later layer and the predictions are recomputed.');
+    const off = panel(
+      doc,
+      'hs-lab-off',
+      'Switch heads off',
+      'Turn on "switch-off mode", then click heads in the grid (or press X on a focused head) to run the model without them. Their outputs are removed before W_O; every later layer and the predictions are recomputed.',
+    );
     const row = el(doc, 'div', 'hs-lab-row');
     this.modeButton = button(doc, 'hs-lab-mode', 'Switch-off mode: off', () => this.setSwitchMode(!this.switchMode));
     this.modeButton.setAttribute('aria-pressed', 'false');
@@ -60,7 +69,9 @@ export class SwitchOffPanel {
     return [...this.ablated.values()].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   }
 
-  isOff(l, h) { return this.ablated.has(key(l, h)); }
+  isOff(l, h) {
+    return this.ablated.has(key(l, h));
+  }
 
   setSwitchMode(on) {
     this.switchMode = on;
@@ -71,7 +82,8 @@ export class SwitchOffPanel {
 
   toggle(l, h) {
     const k = key(l, h);
-    if (this.ablated.has(k)) this.ablated.delete(k); else this.ablated.set(k, [l, h]);
+    if (this.ablated.has(k)) this.ablated.delete(k);
+    else this.ablated.set(k, [l, h]);
     this.#changed();
   }
 
@@ -126,7 +138,11 @@ export class SwitchOffPanel {
         this.lastLoss = null;
         const p = el(this.doc, 'p', 'hs-lab-lossline');
         p.textContent = `The mean loss on this text needs the logits at every position (about ${gflop.toFixed(0)} GFLOP${ablate.length ? ', twice' : ''}), so it is not computed on every pause. `;
-        p.append(button(this.doc, 'hs-lab-loss-run', 'Compute the loss', () => this.#computeLoss(text, ablate, sig, { asked: true })));
+        p.append(
+          button(this.doc, 'hs-lab-loss-run', 'Compute the loss', () =>
+            this.#computeLoss(text, ablate, sig, { asked: true }),
+          ),
+        );
         this.lossBox.replaceChildren(p);
         return;
       }
@@ -177,7 +193,12 @@ export class SwitchOffPanel {
         tr.appendChild(el(d, 'td', '', pct(pb[id])));
         tr.appendChild(el(d, 'td', '', pct(pa[id])));
         const ch = pa[id] - pb[id];
-        const td = el(d, 'td', ch > 0.0005 ? 'hs-up' : ch < -0.0005 ? 'hs-down' : '', `${ch >= 0 ? '+' : '−'}${(100 * Math.abs(ch)).toFixed(1)} pt`);
+        const td = el(
+          d,
+          'td',
+          ch > 0.0005 ? 'hs-up' : ch < -0.0005 ? 'hs-down' : '',
+          `${ch >= 0 ? '+' : '−'}${(100 * Math.abs(ch)).toFixed(1)} pt`,
+        );
         tr.appendChild(td);
         tb.appendChild(tr);
       }
@@ -188,5 +209,4 @@ export class SwitchOffPanel {
     box.dataset.ready = 'true';
     box.dataset.ablate = formatAblate(ablate); // which heads these numbers are for
   }
-
 }

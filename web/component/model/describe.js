@@ -8,7 +8,9 @@ import { quoteToken } from '../runtime/theme.js';
 
 const fmt2 = (w) => w.toFixed(2);
 
-export function clamp(v, lo, hi) { return Math.max(lo, Math.min(hi, v)); }
+export function clamp(v, lo, hi) {
+  return Math.max(lo, Math.min(hi, v));
+}
 
 /** The query token index the views focus on (the selected one, or the last token). */
 export function focusToken(result, state) {
@@ -22,7 +24,10 @@ export function strongestKey(result, layer, head, q) {
   let bw = -1;
   for (let k = 0; k <= q; k++) {
     const w = attentionAt(result, layer, head, q, k);
-    if (w > bw) { bw = w; best = k; }
+    if (w > bw) {
+      bw = w;
+      best = k;
+    }
   }
   return { k: best, w: bw };
 }

@@ -13,9 +13,10 @@ import { headOffset, strideOf } from '../../lib/result.js';
 export const WEIGHINGS = ['weight', 'value'];
 
 /** The sentence that says what "weight × value size" shows (the views' legends and the page). */
-export const VALUE_WEIGHTING_SENTENCE = 'Weight × value size: each weight times the size of what that token\'s value '
-  + 'vector writes through the head (‖v W_O‖), rescaled so that each row sums to 1; a token that gets much '
-  + 'weight but carries a small value moves little.';
+export const VALUE_WEIGHTING_SENTENCE =
+  "Weight × value size: each weight times the size of what that token's value " +
+  'vector writes through the head (‖v W_O‖), rescaled so that each row sums to 1; a token that gets much ' +
+  'weight but carries a small value moves little.';
 
 /** The same, and with heads switched off (`ablate`, [[layer, head], ...]) whose run the sizes are of. */
 export function valueWeightingSentence(ablate = []) {
@@ -25,7 +26,8 @@ export function valueWeightingSentence(ablate = []) {
 }
 
 /** True when `result` holds every head's value sizes. */
-export const hasValueNorms = (result) => !!result?.valueNorms && result.valueNorms.length === result.nLayer * result.nHead * result.T;
+export const hasValueNorms = (result) =>
+  !!result?.valueNorms && result.valueNorms.length === result.nLayer * result.nHead * result.T;
 
 /** True when the views show `result` by weight × value size (state asks, and the result has the sizes). */
 export const byValue = (result, state) => state?.by === 'value' && hasValueNorms(result);
@@ -90,7 +92,10 @@ const matrices = new WeakMap(); // result -> Map(layer * nHead + head -> T x T m
 export function valueWeighted(result, layer, head) {
   const { T } = result;
   let perResult = matrices.get(result);
-  if (!perResult) { perResult = new Map(); matrices.set(result, perResult); }
+  if (!perResult) {
+    perResult = new Map();
+    matrices.set(result, perResult);
+  }
   const lh = layer * result.nHead + head;
   const hit = perResult.get(lh);
   if (hit) return hit;
@@ -115,8 +120,14 @@ export function valueWeighted(result, layer, head) {
  * matrix when state.by is 'value' and the result has the value sizes (weighted: true).
  */
 export function shownWeights(result, state, layer, head) {
-  if (byValue(result, state)) return { data: valueWeighted(result, layer, head), offset: 0, stride: result.T, weighted: true };
-  return { data: result.attentionAll, offset: headOffset(result, layer, head), stride: strideOf(result), weighted: false };
+  if (byValue(result, state))
+    return { data: valueWeighted(result, layer, head), offset: 0, stride: result.T, weighted: true };
+  return {
+    data: result.attentionAll,
+    offset: headOffset(result, layer, head),
+    stride: strideOf(result),
+    weighted: false,
+  };
 }
 
 /** Weight (q, k) from shownWeights()'s source. */

@@ -22,10 +22,10 @@ import { sameAblate } from '../../lib/result.js';
 export class FastTypingModel {
   #worker;
   #page = null;
-  #last = null;     // the page instance's last run: { text, ablate } (what its cache holds)
-  #lastRun = null;  // the last run() asked of this model, wherever it ran: { text, ablate }
-  #costs = [];      // the last few page-thread runs, in ms per keystroke-sized update
-  #sentAway = 0;    // keystrokes that could have run here but went to the worker (over budget)
+  #last = null; // the page instance's last run: { text, ablate } (what its cache holds)
+  #lastRun = null; // the last run() asked of this model, wherever it ran: { text, ablate }
+  #costs = []; // the last few page-thread runs, in ms per keystroke-sized update
+  #sentAway = 0; // keystrokes that could have run here but went to the worker (over budget)
   #probing = false; // this run is such a probe
   #primeTimer = 0;
   #primeWith = null; // the text the page instance should catch up with
@@ -33,23 +33,46 @@ export class FastTypingModel {
   constructor(workerModel, pageModel) {
     this.#worker = workerModel;
     /** Settles when the page-thread instance has loaded (true) or failed to (false). */
-    this.pageReady = Promise.resolve(pageModel).then((m) => { this.#page = m; return !!m; }, () => { this.#page = null; return false; });
+    this.pageReady = Promise.resolve(pageModel).then(
+      (m) => {
+        this.#page = m;
+        return !!m;
+      },
+      () => {
+        this.#page = null;
+        return false;
+      },
+    );
   }
 
   /** What a keystroke-sized update costs on the page thread, in ms (the median of the last runs; Infinity before any). */
-  get pageThreadCostMs() { return this.#estimate(); }
+  get pageThreadCostMs() {
+    return this.#estimate();
+  }
 
-  get info() { return this.#worker.info; }
-  get threads() { return this.#worker.threads; }
-  get thread() { return this.#worker.thread; }
-  get disposed() { return this.#worker.disposed; }
+  get info() {
+    return this.#worker.info;
+  }
+  get threads() {
+    return this.#worker.threads;
+  }
+  get thread() {
+    return this.#worker.thread;
+  }
+  get disposed() {
+    return this.#worker.disposed;
+  }
   /** True: short incremental runs may run on the page thread. */
-  get fastTyping() { return true; }
+  get fastTyping() {
+    return true;
+  }
 
   // The cost of a keystroke here: the median of the last runs (one slow run, a garbage collection
   // say, does not send typing to the worker), each scaled to four new tokens (a run that primed the
   // cache computed them all).
-  static #perKeystroke(ms, computed) { return ms * Math.min(1, 4 / Math.max(1, computed)); }
+  static #perKeystroke(ms, computed) {
+    return ms * Math.min(1, 4 / Math.max(1, computed));
+  }
   #record(ms, computed) {
     this.#costs.push(FastTypingModel.#perKeystroke(ms, computed));
     if (this.#costs.length > 5) this.#costs.shift();
@@ -62,8 +85,12 @@ export class FastTypingModel {
   // An edit at the end of what the page instance's cache holds: the engine reuses every token before it.
   #extendsCache(text, ablate) {
     const last = this.#last;
-    return !!last && sameAblate(ablate, last.ablate)
-      && text.startsWith(last.text.slice(0, Math.max(0, last.text.length - 24))) && Math.abs(text.length - last.text.length) <= 24;
+    return (
+      !!last &&
+      sameAblate(ablate, last.ablate) &&
+      text.startsWith(last.text.slice(0, Math.max(0, last.text.length - 24))) &&
+      Math.abs(text.length - last.text.length) <= 24
+    );
   }
 
   // True when `text` can run on the page thread within a frame (see the module comment). Over
@@ -82,7 +109,8 @@ export class FastTypingModel {
   #runHere(text, options) {
     const t0 = performance.now();
     const result = this.#page.run(text, options);
-    const ms = performance.now() - t0, computed = result.T - result.reusedTokens;
+    const ms = performance.now() - t0,
+      computed = result.T - result.reusedTokens;
     // a probe under budget starts the history again (the median would need several)
     if (this.#probing && FastTypingModel.#perKeystroke(ms, computed) < PAGE_THREAD_BUDGET_MS) this.#costs = [];
     this.#probing = false;
@@ -137,18 +165,33 @@ export class FastTypingModel {
   // text first if it holds another.
   async logitAttribution(position, token, of = undefined) {
     const want = of ? { text: of.text, ablate: of.ablate ?? [] } : this.#lastRun;
-    const here = this.#page && !this.#page.disposed && want && this.#last
-      && this.#last.text === want.text && sameAblate(this.#last.ablate, want.ablate);
+    const here =
+      this.#page &&
+      !this.#page.disposed &&
+      want &&
+      this.#last &&
+      this.#last.text === want.text &&
+      sameAblate(this.#last.ablate, want.ablate);
     return here ? this.#page.logitAttribution(position, token, of) : this.#worker.logitAttribution(position, token, of);
   }
 
   // in the worker: the page instance's cache (what #last says it holds) stays the typed text's
-  inspectHead(text, layer, head, options) { return this.#worker.inspectHead(text, layer, head, options); }
+  inspectHead(text, layer, head, options) {
+    return this.#worker.inspectHead(text, layer, head, options);
+  }
   // writing runs in the worker: each token is one incremental step there, with a result for the views
-  generate(text, options) { return this.#worker.generate(text, options); }
-  tokenize(text) { return this.#worker.tokenize(text); }
-  tokenText(id) { return this.#worker.tokenText(id); }
-  cacheState() { return this.#worker.cacheState(); }
+  generate(text, options) {
+    return this.#worker.generate(text, options);
+  }
+  tokenize(text) {
+    return this.#worker.tokenize(text);
+  }
+  tokenText(id) {
+    return this.#worker.tokenText(id);
+  }
+  cacheState() {
+    return this.#worker.cacheState();
+  }
 
   dispose() {
     clearTimeout(this.#primeTimer);

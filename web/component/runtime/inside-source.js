@@ -24,7 +24,9 @@ const keyOf = (panel, ablate) => (panel ? `${panel[0]}:${panel[1]} ${JSON.string
  * without that head, sorted (so that one set is one key).
  */
 export function panelAblate(ablate, layer, head) {
-  return ablate.filter(([l, h]) => l !== layer || h !== head).map(([l, h]) => [l, h])
+  return ablate
+    .filter(([l, h]) => l !== layer || h !== head)
+    .map(([l, h]) => [l, h])
     .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
 }
 
@@ -32,13 +34,13 @@ export class InsideSource {
   #model;
   #onUpdate;
   #idle;
-  #want = null;      // { text, panel: [l, h] | null, ablate: panelAblate()'s, key }
-  #full = null;      // { text, key, inside }: the panel head's insides (the latest fetched)
-  #failed = null;    // { text, key, message }: not asked again for the same text and head
+  #want = null; // { text, panel: [l, h] | null, ablate: panelAblate()'s, key }
+  #full = null; // { text, key, inside }: the panel head's insides (the latest fetched)
+  #failed = null; // { text, key, message }: not asked again for the same text and head
   #busy = false;
   #lastMs = 0;
   #wantedAt = 0;
-  #quiet = null;     // { timer, resolve } while waiting for a quiet moment
+  #quiet = null; // { timer, resolve } while waiting for a quiet moment
 
   /** model: a page or worker model (inspectHead); onUpdate() after each arrival; idle(): the page's runs are done. */
   constructor(model, { onUpdate, idle } = {}) {
@@ -63,13 +65,19 @@ export class InsideSource {
   }
 
   /** The latest insides fetched for the panel (of the text wanted, or an earlier one), or null. */
-  get inside() { return this.#full?.inside ?? null; }
+  get inside() {
+    return this.#full?.inside ?? null;
+  }
 
   /** True while the insides wanted are still missing. */
-  get pending() { return !!this.#next(); }
+  get pending() {
+    return !!this.#next();
+  }
 
   /** True when inside() is what was wanted last: its text, head and switched-off heads. */
-  get fresh() { return !!this.#full && !!this.#want && this.#full.text === this.#want.text && this.#full.key === this.#want.key; }
+  get fresh() {
+    return !!this.#full && !!this.#want && this.#full.text === this.#want.text && this.#full.key === this.#want.key;
+  }
 
   /** The error of the last failed inspect run for what is wanted now, or ''. */
   get error() {
@@ -98,7 +106,9 @@ export class InsideSource {
     return new Promise((resolve) => {
       this.#quiet = { resolve, timer: 0 };
       this.#restartQuiet();
-    }).finally(() => { this.#quiet = null; });
+    }).finally(() => {
+      this.#quiet = null;
+    });
   }
 
   async #pump() {
@@ -110,7 +120,12 @@ export class InsideSource {
         if (this.#model.disposed) return;
         const job = this.#next();
         if (!job) return;
-        const { text, key, ablate, panel: [layer, head] } = job;
+        const {
+          text,
+          key,
+          ablate,
+          panel: [layer, head],
+        } = job;
         const t0 = performance.now();
         try {
           this.#full = { text, key, inside: await this.#model.inspectHead(text, layer, head, { ablate }) };

@@ -6,7 +6,7 @@ import { checkThreads } from '../../lib/wasm.js';
 import { FastTypingModel } from './fast-typing.js';
 
 const models = new Map(); // model source key -> { promise, listeners:Set, progress }
-let pageThreads;  // the engine threads of this page's workers (setThreads); undefined: the default
+let pageThreads; // the engine threads of this page's workers (setThreads); undefined: the default
 
 /**
  * The threads of the models this page loads from now on (1 to 64; undefined: the default, as
@@ -58,7 +58,12 @@ export function getModel(source, { onProgress } = {}) {
  * not copied: a checkpoint of hundreds of MB is not held twice.
  */
 export function loadModelFromBuffers(buffers, { onProgress } = {}) {
-  return loadModelInWorker(buffers, { pageThreadFallback: true, transferBuffers: true, onProgress, threads: pageThreads });
+  return loadModelInWorker(buffers, {
+    pageThreadFallback: true,
+    transferBuffers: true,
+    onProgress,
+    threads: pageThreads,
+  });
 }
 
 /** Models up to this many weight bytes also get a page-thread instance for typing (fast-typing.js). */

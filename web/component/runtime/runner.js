@@ -20,7 +20,18 @@ export class Runner {
   #last = null; // the latest result delivered (with reuseResults, the next run updates it)
 
   constructor(model, { onResult, onError, requestOptions, onProgress, onCancel, reuseResults = false } = {}) {
-    Object.assign(this, { model, reuseResults, onResult, onError, onProgress, onCancel, requestOptions, pending: null, busy: false, runs: 0 });
+    Object.assign(this, {
+      model,
+      reuseResults,
+      onResult,
+      onError,
+      onProgress,
+      onCancel,
+      requestOptions,
+      pending: null,
+      busy: false,
+      runs: 0,
+    });
   }
 
   request(text, options = {}) {
@@ -55,15 +66,22 @@ export class Runner {
       try {
         const t0 = performance.now();
         const result = await this.model.run(req.text, {
-          topK: 10, ...req.options, signal: abort.signal, reuse: this.reuseResults ? this.#last : null,
-          onProgress: (p) => { this.#long = true; this.onProgress?.(p, req); },
+          topK: 10,
+          ...req.options,
+          signal: abort.signal,
+          reuse: this.reuseResults ? this.#last : null,
+          onProgress: (p) => {
+            this.#long = true;
+            this.onProgress?.(p, req);
+          },
         });
         this.runs++;
         result.runMs = performance.now() - t0;
         this.#last = result;
         this.onResult?.(result, req);
       } catch (e) {
-        if (e?.name === 'AbortError') this.onCancel?.(req); else this.onError?.(e, req);
+        if (e?.name === 'AbortError') this.onCancel?.(req);
+        else this.onError?.(e, req);
       }
     }
     this.#abort = null;

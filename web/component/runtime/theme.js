@@ -10,12 +10,32 @@ import { interpolateBlues, interpolateInferno } from 'd3-scale-chromatic';
  * the properties on the elements to restyle them.
  */
 export const PALETTE = Object.freeze({
-  light: Object.freeze({ fg: '#1b1d22', bg: '#ffffff', muted: '#5b606b', faint: '#eef0f4', accent: '#d1006b', focus: '#0b62d6', bar: '#2f6db5' }),
-  dark: Object.freeze({ fg: '#e8e8ea', bg: '#16181d', muted: '#a0a4ad', faint: '#2a2d35', accent: '#ffd166', focus: '#7fb3ff', bar: '#6fa8ff' }),
+  light: Object.freeze({
+    fg: '#1b1d22',
+    bg: '#ffffff',
+    muted: '#5b606b',
+    faint: '#eef0f4',
+    accent: '#d1006b',
+    focus: '#0b62d6',
+    bar: '#2f6db5',
+  }),
+  dark: Object.freeze({
+    fg: '#e8e8ea',
+    bg: '#16181d',
+    muted: '#a0a4ad',
+    faint: '#2a2d35',
+    accent: '#ffd166',
+    focus: '#7fb3ff',
+    bar: '#6fa8ff',
+  }),
 });
 
 const paletteDeclarations = (scheme) =>
-  [`--hs-scheme: ${scheme};`, ...Object.entries(PALETTE[scheme]).map(([name, colour]) => `--hs-${name}: ${colour};`), `color-scheme: ${scheme};`].join(' ');
+  [
+    `--hs-scheme: ${scheme};`,
+    ...Object.entries(PALETTE[scheme]).map(([name, colour]) => `--hs-${name}: ${colour};`),
+    `color-scheme: ${scheme};`,
+  ].join(' ');
 
 /**
  * The palette as the elements' shadow-root CSS: light by default, dark where the reader prefers it
@@ -42,14 +62,17 @@ export function parseRgb(css, fallback = [128, 128, 128]) {
 
 // WCAG 2 relative luminance of an sRGB colour (0..255 channels)
 function luminance(r, g, b) {
-  const lin = (c) => { const v = c / 255; return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+  const lin = (c) => {
+    const v = c / 255;
+    return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+  };
   return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
 }
 
 /** Black or white, whichever contrasts more with the colour (WCAG contrast ratio). */
 export function inkOn(r, g, b) {
   const l = luminance(r, g, b);
-  return (1.05) / (l + 0.05) >= (l + 0.05) / 0.05 ? '#fff' : '#000';
+  return 1.05 / (l + 0.05) >= (l + 0.05) / 0.05 ? '#fff' : '#000';
 }
 
 function makeLut(interp, lo = 0, hi = 1) {
@@ -59,7 +82,9 @@ function makeLut(interp, lo = 0, hi = 1) {
   for (let i = 0; i < 256; i++) {
     const c = interp(lo + ((hi - lo) * i) / 255);
     const [r, g, b] = parseRgb(c);
-    lut[i * 3] = r; lut[i * 3 + 1] = g; lut[i * 3 + 2] = b;
+    lut[i * 3] = r;
+    lut[i * 3 + 1] = g;
+    lut[i * 3 + 2] = b;
     css[i] = `rgb(${r},${g},${b})`;
     ink[i] = inkOn(r, g, b);
   }
@@ -135,7 +160,10 @@ function signedLut(theme) {
     const zero = parseRgb(theme.faint, [200, 200, 200]);
     lut = (theme.dark ? OKABE_ITO_DARK : OKABE_ITO).slice(0, 2).map((end) => {
       const e = parseRgb(end);
-      return Array.from({ length: 33 }, (_, s) => `rgb(${zero.map((z, c) => Math.round(z + ((e[c] - z) * s) / 32)).join(',')})`);
+      return Array.from(
+        { length: 33 },
+        (_, s) => `rgb(${zero.map((z, c) => Math.round(z + ((e[c] - z) * s) / 32)).join(',')})`,
+      );
     });
     signedLuts.set(key, lut);
   }
@@ -151,7 +179,10 @@ export function signedColour(theme, v, max) {
 
 /** A token's text made visible for labels: spaces as '·', newlines and tabs as arrows. */
 export function tokenLabel(text, max = 16) {
-  let s = String(text).replace(/\r\n|\n|\r/g, '↵').replace(/\t/g, '⇥').replace(/ /g, '·');
+  let s = String(text)
+    .replace(/\r\n|\n|\r/g, '↵')
+    .replace(/\t/g, '⇥')
+    .replace(/ /g, '·');
   if (s === '') s = '∅';
   if ([...s].length > max) s = [...s].slice(0, max - 1).join('') + '…';
   return s;

@@ -41,7 +41,14 @@ export function stateFromQuery(search) {
 
 export function parseHeads(s) {
   if (!s) return [];
-  return [...new Set(String(s).split(',').map((x) => Number(x.trim())).filter((n) => Number.isInteger(n) && n >= 0))];
+  return [
+    ...new Set(
+      String(s)
+        .split(',')
+        .map((x) => Number(x.trim()))
+        .filter((n) => Number.isInteger(n) && n >= 0),
+    ),
+  ];
 }
 
 /** The query string (without '?') holding a state. */

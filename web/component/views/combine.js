@@ -22,7 +22,8 @@ export function signedText(v, digits) {
  */
 export function attributionTarget(result, state) {
   const t = focusToken(result, state);
-  if (t < result.T - 1) return { position: t, token: result.tokens[t + 1].id, text: result.tokens[t + 1].text, predicted: false };
+  if (t < result.T - 1)
+    return { position: t, token: result.tokens[t + 1].id, text: result.tokens[t + 1].text, predicted: false };
   const top = result.topNext?.[0];
   return top ? { position: t, token: top.id, text: top.token, predicted: true } : null;
 }
@@ -69,19 +70,55 @@ export function combineScene(result, state, theme, attribution = null, { width: 
   const dlaX = labelW + barW + normTextW + gap;
   const zeroX = dlaX + dlaW / 2;
   const items = [];
-  items.push({ type: 'text', x: 8, y: 12, text: `Layer ${layer}, token ${t}: ${quoteToken(tokens[t].text)}`, size: 14, weight: 'bold', fill: theme.fg });
+  items.push({
+    type: 'text',
+    x: 8,
+    y: 12,
+    text: `Layer ${layer}, token ${t}: ${quoteToken(tokens[t].text)}`,
+    size: 14,
+    weight: 'bold',
+    fill: theme.fg,
+  });
   // the combination step: head outputs side by side -> × W_O -> one update
   const dy = 40;
   items.push({ type: 'text', x: 8, y: dy, text: 'head outputs, side by side', size: 10, fill: theme.muted });
   const segW = Math.min(26, 170 / nHead);
   for (let h = 0; h < nHead; h++) {
     const x = 8 + h * segW;
-    items.push({ type: 'rect', x, y: dy + 10, w: segW - 2, h: 18, fill: heat(theme, 0.15 + (0.85 * norms[h]) / max), rx: 2, data: { head: h } });
-    if (segW >= 16) items.push({ type: 'text', x: x + (segW - 2) / 2, y: dy + 38, text: `h${h}`, size: 9, fill: theme.muted, anchor: 'middle' });
+    items.push({
+      type: 'rect',
+      x,
+      y: dy + 10,
+      w: segW - 2,
+      h: 18,
+      fill: heat(theme, 0.15 + (0.85 * norms[h]) / max),
+      rx: 2,
+      data: { head: h },
+    });
+    if (segW >= 16)
+      items.push({
+        type: 'text',
+        x: x + (segW - 2) / 2,
+        y: dy + 38,
+        text: `h${h}`,
+        size: 9,
+        fill: theme.muted,
+        anchor: 'middle',
+      });
   }
   const ax = 8 + nHead * segW + 8;
   items.push({ type: 'text', x: ax, y: dy + 19, text: '× W_O →', size: 12, fill: theme.fg, weight: 'bold' });
-  items.push({ type: 'rect', x: ax + 62, y: dy + 10, w: 70, h: 18, fill: theme.faint, stroke: theme.muted, strokeWidth: 1, rx: 3 });
+  items.push({
+    type: 'rect',
+    x: ax + 62,
+    y: dy + 10,
+    w: 70,
+    h: 18,
+    fill: theme.faint,
+    stroke: theme.muted,
+    strokeWidth: 1,
+    rx: 3,
+  });
   items.push({ type: 'text', x: ax + 97, y: dy + 19, text: 'one update', size: 10, fill: theme.fg, anchor: 'middle' });
   items.push({ type: 'text', x: ax + 62, y: dy + 38, text: 'added to the token', size: 9, fill: theme.muted });
   // two columns of bars, each under its heading (wrapped to the column: on a phone each has about
@@ -89,14 +126,23 @@ export function combineScene(result, state, theme, attribution = null, { width: 
   // are named at the column's ends
   const tokenName = target ? quoteToken(target.text) : 'the next token';
   const headings = [
-    { x: labelW, w: dlaX - labelW - 10, lines: [['size of each head\'s share', 11], ['(its output × its rows of W_O)', 10]] },
+    {
+      x: labelW,
+      w: dlaX - labelW - 10,
+      lines: [
+        ["size of each head's share", 11],
+        ['(its output × its rows of W_O)', 10],
+      ],
+    },
     { x: dlaX, w: width - dlaX - 8, lines: [[`its push on ${tokenName}`, 11]] },
   ].map((c) => ({ ...c, lines: c.lines.flatMap(([text, size]) => wrap(text, size, c.w).map((line) => [line, size])) }));
   headings[1].lines.push(['', 10]); // the line of the sides' names
   const top = dy + 62;
   const y0 = top + Math.max(...headings.map((c) => c.lines.length)) * 13 + 2;
   for (const c of headings) {
-    c.lines.forEach(([text, size], i) => { if (text) items.push({ type: 'text', x: c.x, y: top + i * 13, text, size, fill: theme.muted }); });
+    c.lines.forEach(([text, size], i) => {
+      if (text) items.push({ type: 'text', x: c.x, y: top + i * 13, text, size, fill: theme.muted });
+    });
   }
   const sidesY = top + (headings[1].lines.length - 1) * 13;
   items.push({ type: 'text', x: dlaX, y: sidesY, text: '− against', size: 10, fill: theme.muted });
@@ -104,7 +150,15 @@ export function combineScene(result, state, theme, attribution = null, { width: 
   if (!a) {
     // no bars yet: the column says why, in the rows' place
     wrap(note, 11, dlaW + dlaTextW).forEach((line, i) => {
-      items.push({ type: 'text', x: dlaX, y: y0 + rowH / 2 + i * 15, text: line, size: 11, fill: theme.muted, data: i === 0 ? { attributionNote: note } : undefined });
+      items.push({
+        type: 'text',
+        x: dlaX,
+        y: y0 + rowH / 2 + i * 15,
+        text: line,
+        size: 11,
+        fill: theme.muted,
+        data: i === 0 ? { attributionNote: note } : undefined,
+      });
     });
   }
   const headsHere = a ? a.heads.slice(layer * nHead, (layer + 1) * nHead) : null;
@@ -112,16 +166,60 @@ export function combineScene(result, state, theme, attribution = null, { width: 
   for (let h = 0; h < nHead; h++) {
     const y = y0 + h * rowH;
     const sel = h === state.head;
-    items.push({ type: 'text', x: labelW - 6, y: y + rowH / 2, text: `head ${h}`, size: 12, fill: theme.fg, anchor: 'end', weight: sel ? 'bold' : undefined });
+    items.push({
+      type: 'text',
+      x: labelW - 6,
+      y: y + rowH / 2,
+      text: `head ${h}`,
+      size: 12,
+      fill: theme.fg,
+      anchor: 'end',
+      weight: sel ? 'bold' : undefined,
+    });
     items.push({ type: 'rect', x: labelW, y: y + 3, w: barW, h: rowH - 6, fill: theme.faint, rx: 2 });
-    items.push({ type: 'rect', x: labelW, y: y + 3, w: Math.max(1, (barW * norms[h]) / max), h: rowH - 6, fill: sel ? theme.accent : headColour(theme, 0), rx: 2, data: { head: h }, cls: 'hs-bar' });
-    items.push({ type: 'text', x: labelW + barW + 6, y: y + rowH / 2, text: norms[h].toFixed(2), size: 11, fill: theme.muted });
+    items.push({
+      type: 'rect',
+      x: labelW,
+      y: y + 3,
+      w: Math.max(1, (barW * norms[h]) / max),
+      h: rowH - 6,
+      fill: sel ? theme.accent : headColour(theme, 0),
+      rx: 2,
+      data: { head: h },
+      cls: 'hs-bar',
+    });
+    items.push({
+      type: 'text',
+      x: labelW + barW + 6,
+      y: y + rowH / 2,
+      text: norms[h].toFixed(2),
+      size: 11,
+      fill: theme.muted,
+    });
     if (headsHere) {
       items.push({ type: 'rect', x: dlaX, y: y + 3, w: dlaW, h: rowH - 6, fill: theme.faint, rx: 2 });
       const v = headsHere[h];
       const w = Math.max(1, ((dlaW / 2) * Math.abs(v)) / dlaMax);
-      items.push({ type: 'rect', x: v < 0 ? zeroX - w : zeroX, y: y + 3, w, h: rowH - 6, fill: signedColour(theme, v, Math.abs(v)), rx: 2, data: { head: h, dla: v }, cls: 'hs-dla-bar' });
-      items.push({ type: 'text', x: dlaX + dlaW + 6, y: y + rowH / 2, text: signedText(v, 2), size: 11, fill: theme.muted, data: { dlaText: h } });
+      items.push({
+        type: 'rect',
+        x: v < 0 ? zeroX - w : zeroX,
+        y: y + 3,
+        w,
+        h: rowH - 6,
+        fill: signedColour(theme, v, Math.abs(v)),
+        rx: 2,
+        data: { head: h, dla: v },
+        cls: 'hs-dla-bar',
+      });
+      items.push({
+        type: 'text',
+        x: dlaX + dlaW + 6,
+        y: y + rowH / 2,
+        text: signedText(v, 2),
+        size: 11,
+        fill: theme.muted,
+        data: { dlaText: h },
+      });
     }
   }
   const yEnd = y0 + nHead * rowH;
@@ -132,21 +230,34 @@ export function combineScene(result, state, theme, attribution = null, { width: 
   let y = yEnd + 16;
   if (target) {
     const word = quoteToken(target.text);
-    const which = target.predicted ? 'the model\'s prediction for the next token' : 'the next token of the text';
+    const which = target.predicted ? "the model's prediction for the next token" : 'the next token of the text';
     const layerSum = a ? headsHere.reduce((s, v) => s + v, 0) : 0;
     const num = (v) => (a ? signedText(v, 3) : '+00.000');
     const total = a ? a.total.toFixed(3) : '00.000';
-    const check = target.position === result.T - 1
-      ? `All parts sum to ${total}; the model's logit is ${a ? a.logit.toFixed(3) : '00.000'}.`
-      : `All parts sum to ${total}, the logit (the run computes logits at the last token only, so there is none to check it against here).`;
+    const check =
+      target.position === result.T - 1
+        ? `All parts sum to ${total}; the model's logit is ${a ? a.logit.toFixed(3) : '00.000'}.`
+        : `All parts sum to ${total}, the logit (the run computes logits at the last token only, so there is none to check it against here).`;
     const sentences = [
-      { text: `Pushing ${word} (${which}): each head's write through the final ${a?.norm ?? 'LayerNorm'} at this token onto the unembedding of ${word}.`, fill: theme.fg, always: true },
-      { text: `Layer ${layer}'s heads together: ${num(layerSum)}. Every other part (the other layers' heads, the MLPs, ${a?.norm === 'RMSNorm' ? 'the embeddings' : 'W_O\'s biases, the embeddings, the LayerNorm\'s bias'}): ${num(a ? a.total - layerSum : 0)}.`, fill: theme.muted },
-      { text: check, fill: theme.fg, data: a ? { total: a.total, logit: a.logit, layerSum, position: a.position, token: a.token } : undefined },
+      {
+        text: `Pushing ${word} (${which}): each head's write through the final ${a?.norm ?? 'LayerNorm'} at this token onto the unembedding of ${word}.`,
+        fill: theme.fg,
+        always: true,
+      },
+      {
+        text: `Layer ${layer}'s heads together: ${num(layerSum)}. Every other part (the other layers' heads, the MLPs, ${a?.norm === 'RMSNorm' ? 'the embeddings' : "W_O's biases, the embeddings, the LayerNorm's bias"}): ${num(a ? a.total - layerSum : 0)}.`,
+        fill: theme.muted,
+      },
+      {
+        text: check,
+        fill: theme.fg,
+        data: a ? { total: a.total, logit: a.logit, layerSum, position: a.position, token: a.token } : undefined,
+      },
     ];
     for (const s of sentences) {
       wrap(s.text, 11, width - 16).forEach((line, i) => {
-        if (a || s.always) items.push({ type: 'text', x: 8, y, text: line, size: 11, fill: s.fill, data: i === 0 ? s.data : undefined });
+        if (a || s.always)
+          items.push({ type: 'text', x: 8, y, text: line, size: 11, fill: s.fill, data: i === 0 ? s.data : undefined });
         y += 15;
       });
       y += 3;
@@ -160,7 +271,9 @@ export function combineScene(result, state, theme, attribution = null, { width: 
 export class CombineView extends SceneView {
   constructor(host, { onSelectHead } = {}) {
     super(host);
-    this.hostWidth = new HostWidth(host, () => { if (this.last) this.update(...this.last); });
+    this.hostWidth = new HostWidth(host, () => {
+      if (this.last) this.update(...this.last);
+    });
     host.addEventListener('click', (e) => {
       const node = e.target?.closest?.('[data-head]');
       if (node) onSelectHead?.(Number(node.dataset.head));
@@ -168,14 +281,22 @@ export class CombineView extends SceneView {
   }
 
   /** The room the picture has: the host's width, as the scene lays itself out for it. */
-  get width() { return this.hostWidth.width || 460; }
+  get width() {
+    return this.hostWidth.width || 460;
+  }
 
   /** `attribution`: a LogitAttribution, or { note } saying why there is none (see combineScene). */
   update(result, state, theme, attribution = null) {
     this.last = [result, state, theme, attribution];
-    const { scene, target, attribution: shown } = combineScene(result, state, theme, attribution, { width: this.width });
+    const {
+      scene,
+      target,
+      attribution: shown,
+    } = combineScene(result, state, theme, attribution, { width: this.width });
     // the picture is one image to a screen reader: its name carries the split's sum
-    const pushes = shown ? `, and how much each pushes ${quoteToken(target.text)} (all parts sum to ${shown.total.toFixed(3)})` : '';
+    const pushes = shown
+      ? `, and how much each pushes ${quoteToken(target.text)} (all parts sum to ${shown.total.toFixed(3)})`
+      : '';
     this.show(scene, `How the heads of layer ${state.layer} combine at token ${focusToken(result, state)}${pushes}`);
     // for tests and scripts: what the bars show (the token split, or why nothing is)
     const d = this.host.dataset;

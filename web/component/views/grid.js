@@ -25,17 +25,51 @@ export function gridScene(result, state, theme) {
   const items = [];
   const weighted = byValue(result, state);
   const what = weighted ? ', by weight × value size' : '';
-  items.push({ type: 'text', x: 8, y: 12, text: `All ${nLayer * nHead} heads${what}: layers down, heads across`, size: 14, weight: 'bold', fill: theme.fg });
-  for (let h = 0; h < nHead; h++) items.push({ type: 'text', x: x0 + h * (size + gap) + size / 2, y: y0 - 10, text: `H${h}`, size: 11, fill: theme.muted, anchor: 'middle' });
+  items.push({
+    type: 'text',
+    x: 8,
+    y: 12,
+    text: `All ${nLayer * nHead} heads${what}: layers down, heads across`,
+    size: 14,
+    weight: 'bold',
+    fill: theme.fg,
+  });
+  for (let h = 0; h < nHead; h++)
+    items.push({
+      type: 'text',
+      x: x0 + h * (size + gap) + size / 2,
+      y: y0 - 10,
+      text: `H${h}`,
+      size: 11,
+      fill: theme.muted,
+      anchor: 'middle',
+    });
   if (sharing(result)) {
     for (const g of kvGroups(nHead, result.nKvHead)) {
-      const left = x0 + g.first * (size + gap), right = x0 + g.last * (size + gap) + size;
+      const left = x0 + g.first * (size + gap),
+        right = x0 + g.last * (size + gap) + size;
       items.push({ type: 'rect', x: left, y: y0 - 30, w: right - left, h: 2, fill: theme.muted });
-      items.push({ type: 'text', x: (left + right) / 2, y: y0 - 36, text: `key/value head ${g.kv}`, size: 10, fill: theme.muted, anchor: 'middle' });
+      items.push({
+        type: 'text',
+        x: (left + right) / 2,
+        y: y0 - 36,
+        text: `key/value head ${g.kv}`,
+        size: 10,
+        fill: theme.muted,
+        anchor: 'middle',
+      });
     }
   }
   for (let l = 0; l < nLayer; l++) {
-    items.push({ type: 'text', x: x0 - 6, y: y0 + l * (size + gap) + size / 2, text: `L${l}`, size: 11, fill: theme.muted, anchor: 'end' });
+    items.push({
+      type: 'text',
+      x: x0 - 6,
+      y: y0 + l * (size + gap) + size / 2,
+      text: `L${l}`,
+      size: 11,
+      fill: theme.muted,
+      anchor: 'end',
+    });
     for (let h = 0; h < nHead; h++) {
       const cx = x0 + h * (size + gap);
       const cy = y0 + l * (size + gap);
@@ -48,7 +82,17 @@ export function gridScene(result, state, theme) {
           items.push({ type: 'rect', x: cx + k * px, y: cy + q * px, w: px, h: px, fill: heat(theme, w) });
         }
       }
-      if (l === state.layer && h === state.head) items.push({ type: 'rect', x: cx - 2, y: cy - 2, w: size + 4, h: size + 4, fill: 'none', stroke: theme.accent, strokeWidth: 2 });
+      if (l === state.layer && h === state.head)
+        items.push({
+          type: 'rect',
+          x: cx - 2,
+          y: cy - 2,
+          w: size + 4,
+          h: size + 4,
+          fill: 'none',
+          stroke: theme.accent,
+          strokeWidth: 2,
+        });
     }
   }
   return { scene: { width, height, background: theme.bg, font: theme.font, items }, weighted };
@@ -72,7 +116,10 @@ export class GridView {
     this.shape = '';
     this.grid = el(this.doc, 'div', 'hs-grid');
     this.grid.setAttribute('role', 'grid');
-    this.grid.setAttribute('aria-label', 'All attention heads: layers down, heads across. Arrow keys move, Enter opens.');
+    this.grid.setAttribute(
+      'aria-label',
+      'All attention heads: layers down, heads across. Arrow keys move, Enter opens.',
+    );
     host.appendChild(this.grid);
     this.grid.addEventListener('click', (e) => {
       const c = e.target.closest('[data-layer]');
@@ -101,7 +148,15 @@ export class GridView {
     const win = this.doc.defaultView;
     const watchPixelRatio = () => {
       const mq = win?.matchMedia?.(`(resolution: ${win.devicePixelRatio}dppx)`);
-      mq?.addEventListener?.('change', () => { this.layout = null; this.#paint(); watchPixelRatio(); }, { once: true });
+      mq?.addEventListener?.(
+        'change',
+        () => {
+          this.layout = null;
+          this.#paint();
+          watchPixelRatio();
+        },
+        { once: true },
+      );
     };
     watchPixelRatio();
   }
@@ -113,17 +168,33 @@ export class GridView {
     let h = Number(c.dataset.head);
     const { nLayer, nHead } = this.result;
     switch (e.key) {
-      case 'ArrowRight': h++; break;
-      case 'ArrowLeft': h--; break;
-      case 'ArrowDown': l++; break;
-      case 'ArrowUp': l--; break;
-      case 'Home': h = 0; if (e.ctrlKey) l = 0; break;
-      case 'End': h = nHead - 1; if (e.ctrlKey) l = nLayer - 1; break;
-      case 'Enter': case ' ':
+      case 'ArrowRight':
+        h++;
+        break;
+      case 'ArrowLeft':
+        h--;
+        break;
+      case 'ArrowDown':
+        l++;
+        break;
+      case 'ArrowUp':
+        l--;
+        break;
+      case 'Home':
+        h = 0;
+        if (e.ctrlKey) l = 0;
+        break;
+      case 'End':
+        h = nHead - 1;
+        if (e.ctrlKey) l = nLayer - 1;
+        break;
+      case 'Enter':
+      case ' ':
         e.preventDefault();
         this.onOpen?.(l, h);
         return;
-      default: return;
+      default:
+        return;
     }
     e.preventDefault();
     l = clamp(l, 0, nLayer - 1);
@@ -211,7 +282,10 @@ export class GridView {
     const { nLayer, nHead, T } = result;
     const nKvHead = result.nKvHead ?? nHead;
     const shape = `${nLayer}x${nHead}/${nKvHead}`;
-    if (shape !== this.shape) { this.#build(nLayer, nHead, nKvHead); this.shape = shape; }
+    if (shape !== this.shape) {
+      this.#build(nLayer, nHead, nKvHead);
+      this.shape = shape;
+    }
     this.#paint();
     const q = T > 0 ? focusToken(result, state) : 0;
     for (let l = 0; l < nLayer; l++) {
@@ -221,7 +295,10 @@ export class GridView {
         // (the lab appends head roles to this title; it reads the base back from the element)
         const shared = headSharing(nHead, nKvHead, h);
         const title = (T > 0 ? describeHead(result, l, h, q) : `Layer ${l}, head ${h}`) + (shared ? `; ${shared}` : '');
-        if (entry.title !== title) { entry.cell.title = title; entry.title = title; }
+        if (entry.title !== title) {
+          entry.cell.title = title;
+          entry.title = title;
+        }
       }
     }
   }
@@ -238,19 +315,24 @@ export class GridView {
     const cs = this.doc.defaultView.getComputedStyle(this.cells[0][0].cell);
     const inset = (parseFloat(cs.borderLeftWidth) || 0) + (parseFloat(cs.paddingLeft) || 0);
     const px = (v) => Math.round(v * dpr);
-    const cells = this.cells.map((row) => row.map(({ cell }) => {
-      const r = cell.getBoundingClientRect();
-      const x0 = px(r.left - g.left);
-      const y0 = px(r.top - g.top);
-      const x1 = px(r.right - g.left);
-      const y1 = px(r.bottom - g.top);
-      const tx = px(r.left - g.left + inset);
-      const ty = px(r.top - g.top + inset);
-      return {
-        box: [x0, y0, x1 - x0, y1 - y0],
-        x: tx, y: ty, w: Math.max(1, px(r.right - g.left - inset) - tx), h: Math.max(1, px(r.bottom - g.top - inset) - ty),
-      };
-    }));
+    const cells = this.cells.map((row) =>
+      row.map(({ cell }) => {
+        const r = cell.getBoundingClientRect();
+        const x0 = px(r.left - g.left);
+        const y0 = px(r.top - g.top);
+        const x1 = px(r.right - g.left);
+        const y1 = px(r.bottom - g.top);
+        const tx = px(r.left - g.left + inset);
+        const ty = px(r.top - g.top + inset);
+        return {
+          box: [x0, y0, x1 - x0, y1 - y0],
+          x: tx,
+          y: ty,
+          w: Math.max(1, px(r.right - g.left - inset) - tx),
+          h: Math.max(1, px(r.bottom - g.top - inset) - ty),
+        };
+      }),
+    );
     return { dpr, width: px(g.width), height: px(g.height), cells };
   }
 

@@ -45,21 +45,39 @@ export function heatmapScene(result, state, theme, { image = false, cell = fitCe
   const titleH = 40;
   const x0 = labelW + 22;
   const y0 = titleH + labelW * sin + 12;
-  const gridW = to * cell;        // keys 0..to-1
+  const gridW = to * cell; // keys 0..to-1
   const gridH = (to - from) * cell; // queries from..to-1
   const what = src.weighted ? 'where what the head moves comes from' : 'how much it looks at each earlier token';
-  const subtitle = from > 0 || to < T
-    ? `tokens ${from}–${to - 1} of ${T}; row = a token, its row shows ${what}`
-    : `row = a token; its row shows ${what} (columns)`;
+  const subtitle =
+    from > 0 || to < T
+      ? `tokens ${from}–${to - 1} of ${T}; row = a token, its row shows ${what}`
+      : `row = a token; its row shows ${what} (columns)`;
   const width = Math.max(x0 + gridW + labelW * cos + 12, textWidth(subtitle, 11) + 24, 320);
   const legendH = 46;
   const height = y0 + gridH + legendH;
   const yOf = (q) => y0 + (q - from) * cell;
   const items = [];
-  items.push({ type: 'text', x: 8, y: 12, text: `Layer ${layer}, head ${head}: ${src.weighted ? 'weight × value size' : 'attention weights'}`, size: 14, weight: 'bold', fill: theme.fg });
+  items.push({
+    type: 'text',
+    x: 8,
+    y: 12,
+    text: `Layer ${layer}, head ${head}: ${src.weighted ? 'weight × value size' : 'attention weights'}`,
+    size: 14,
+    weight: 'bold',
+    fill: theme.fg,
+  });
   items.push({ type: 'text', x: 8, y: 30, text: subtitle, size: 11, fill: theme.muted });
   // axis titles
-  items.push({ type: 'text', x: 10, y: y0 + gridH / 2, text: '← token (query)', size: 10, fill: theme.muted, anchor: 'middle', rotate: -90 });
+  items.push({
+    type: 'text',
+    x: 10,
+    y: y0 + gridH / 2,
+    text: '← token (query)',
+    size: 10,
+    fill: theme.muted,
+    anchor: 'middle',
+    rotate: -90,
+  });
   if (!image) {
     items.push({ type: 'rect', x: x0, y: y0, w: gridW, h: gridH, fill: theme.faint });
     for (let q = from; q < to; q++) {
@@ -70,13 +88,42 @@ export function heatmapScene(result, state, theme, { image = false, cell = fitCe
     }
   }
   if (q0 >= from && q0 < to) {
-    items.push({ type: 'rect', x: x0 - 0.5, y: yOf(q0) - 0.5, w: (q0 + 1) * cell + 1, h: cell + 1, fill: 'none', stroke: theme.accent, strokeWidth: 2 });
+    items.push({
+      type: 'rect',
+      x: x0 - 0.5,
+      y: yOf(q0) - 0.5,
+      w: (q0 + 1) * cell + 1,
+      h: cell + 1,
+      fill: 'none',
+      stroke: theme.accent,
+      strokeWidth: 2,
+    });
   }
   for (let i = 0; i < to; i++) {
     if (!labels[i]) continue;
     const bold = i === q0 ? 'bold' : undefined;
-    if (i >= from) items.push({ type: 'text', x: x0 - 5, y: yOf(i) + cell / 2, text: labels[i], size: fs, fill: theme.fg, anchor: 'end', weight: bold, data: { row: i } });
-    items.push({ type: 'text', x: x0 + i * cell + cell / 2, y: y0 - 5, text: labels[i], size: fs, fill: theme.fg, rotate: angle, weight: bold });
+    if (i >= from)
+      items.push({
+        type: 'text',
+        x: x0 - 5,
+        y: yOf(i) + cell / 2,
+        text: labels[i],
+        size: fs,
+        fill: theme.fg,
+        anchor: 'end',
+        weight: bold,
+        data: { row: i },
+      });
+    items.push({
+      type: 'text',
+      x: x0 + i * cell + cell / 2,
+      y: y0 - 5,
+      text: labels[i],
+      size: fs,
+      fill: theme.fg,
+      rotate: angle,
+      weight: bold,
+    });
   }
   // colour legend
   const ly = y0 + gridH + 18;
@@ -87,10 +134,29 @@ export function heatmapScene(result, state, theme, { image = false, cell = fitCe
     items.push({ type: 'rect', x: x0 + (i * lw) / steps, y: ly, w: lw / steps + 0.5, h: 10, fill: heat(theme, p * p) });
   }
   // square-root colour scale: weight 0.25 sits in the middle
-  for (const [p, label] of [[0, '0'], [0.5, '0.25'], [1, '1']]) {
-    items.push({ type: 'text', x: x0 + p * lw, y: ly + 20, text: label, size: 10, fill: theme.muted, anchor: 'middle' });
+  for (const [p, label] of [
+    [0, '0'],
+    [0.5, '0.25'],
+    [1, '1'],
+  ]) {
+    items.push({
+      type: 'text',
+      x: x0 + p * lw,
+      y: ly + 20,
+      text: label,
+      size: 10,
+      fill: theme.muted,
+      anchor: 'middle',
+    });
   }
-  items.push({ type: 'text', x: x0 + lw + 12, y: ly + 5, text: src.weighted ? 'weight × value size, per row (√ scale)' : 'attention weight (√ scale)', size: 10, fill: theme.muted });
+  items.push({
+    type: 'text',
+    x: x0 + lw + 12,
+    y: ly + 5,
+    text: src.weighted ? 'weight × value size, per row (√ scale)' : 'attention weight (√ scale)',
+    size: 10,
+    fill: theme.muted,
+  });
   return {
     scene: { width, height, background: image ? null : theme.bg, font: theme.font, items },
     layout: { x0, y0, cell, T, from, to, width, height, step },
@@ -127,12 +193,24 @@ export class HeatmapView extends SceneView {
     const host = el(doc, 'div', 'hs-heatmap');
     outer.appendChild(host);
     super(host);
-    Object.assign(this, { tools: { bar: tools, zoomOut, zoomIn, zoomText }, zoom: 1, tooltip, onSelectToken, onAnnounce, result: null, layout: null, hover: null });
+    Object.assign(this, {
+      tools: { bar: tools, zoomOut, zoomIn, zoomText },
+      zoom: 1,
+      tooltip,
+      onSelectToken,
+      onAnnounce,
+      result: null,
+      layout: null,
+      hover: null,
+    });
     // keyboard: the heatmap is one focusable element; arrows move a cursor cell
     host.tabIndex = 0;
     host.setAttribute('role', 'application');
     host.setAttribute('aria-roledescription', 'attention heatmap');
-    host.setAttribute('aria-label', 'Attention heatmap. Arrow keys move between cells and read the weight; Enter focuses that row\'s token; + and − zoom.');
+    host.setAttribute(
+      'aria-label',
+      "Attention heatmap. Arrow keys move between cells and read the weight; Enter focuses that row's token; + and − zoom.",
+    );
     host.addEventListener('keydown', (e) => this.#key(e));
     host.addEventListener('blur', () => this.#clearHover());
     host.addEventListener('pointermove', (e) => this.#pointer(e));
@@ -154,7 +232,9 @@ export class HeatmapView extends SceneView {
     if (!scroller) return 0;
     if (this.scroller?.el !== scroller) {
       this.scroller?.disconnect();
-      this.scroller = new HostWidth(scroller, () => { if (this.result && this.result.T > 128) this.update(this.result, this.state, this.theme); });
+      this.scroller = new HostWidth(scroller, () => {
+        if (this.result && this.result.T > 128) this.update(this.result, this.state, this.theme);
+      });
     }
     return this.scroller.width;
   }
@@ -190,7 +270,8 @@ export class HeatmapView extends SceneView {
     const q0 = focusToken(result, this.state);
     // keep the export's rectangle count bounded: rows around the focus
     while ((to - from) * to > MAX_EXPORT_CELLS && to - from > 16) {
-      if (q0 - from > to - q0) from++; else to--;
+      if (q0 - from > to - q0) from++;
+      else to--;
     }
     return { cell: layout.cell, rows: from === 0 && to === result.T ? null : [from, to] };
   }
@@ -238,12 +319,16 @@ export class HeatmapView extends SceneView {
       cell = this.#cell(result, state, theme);
     }
     const scroller = this.host.closest('.hs-scroll');
-    if (scroller && scroller.classList.contains('hs-zoomed') !== this.zoom > 1) scroller.classList.toggle('hs-zoomed', this.zoom > 1);
+    if (scroller && scroller.classList.contains('hs-zoomed') !== this.zoom > 1)
+      scroller.classList.toggle('hs-zoomed', this.zoom > 1);
     if (zoomable) {
       zoomOut.disabled = this.zoom <= 1;
       zoomIn.disabled = cell * 2 > MAX_CELL;
       const q0 = focusToken(result, state);
-      const text = this.zoom === 1 ? `all ${result.T} tokens` : `zoom ${this.zoom}× · following token ${q0} ${quoteToken(result.tokens[q0].text)}`;
+      const text =
+        this.zoom === 1
+          ? `all ${result.T} tokens`
+          : `zoom ${this.zoom}× · following token ${q0} ${quoteToken(result.tokens[q0].text)}`;
       if (zoomText.textContent !== text) zoomText.textContent = text;
     }
     const { scene, layout } = heatmapScene(result, state, theme, { image: true, cell });
@@ -258,11 +343,23 @@ export class HeatmapView extends SceneView {
       this.canvas.setAttribute('aria-hidden', 'true');
     }
     if (this.canvas.nextSibling !== this.svg) this.host.insertBefore(this.canvas, this.svg);
-    paintAttention(this.canvas, result, state.layer, state.head, theme, shownWeights(result, state, state.layer, state.head));
+    paintAttention(
+      this.canvas,
+      result,
+      state.layer,
+      state.head,
+      theme,
+      shownWeights(result, state, state.layer, state.head),
+    );
     // place the canvas over the grid area, in percentages of the picture (CSSOM: CSP-safe)
     const pct = (v, total) => `${((100 * v) / total).toFixed(4)}%`;
     const side = layout.T * layout.cell;
-    const place = [pct(layout.x0, layout.width), pct(layout.y0, layout.height), pct(side, layout.width), pct(side, layout.height)];
+    const place = [
+      pct(layout.x0, layout.width),
+      pct(layout.y0, layout.height),
+      pct(side, layout.width),
+      pct(side, layout.height),
+    ];
     if (!this.place || place.some((v, i) => v !== this.place[i])) {
       [this.canvas.style.left, this.canvas.style.top, this.canvas.style.width, this.canvas.style.height] = place;
       this.place = place;
@@ -279,20 +376,44 @@ export class HeatmapView extends SceneView {
     const T = this.result.T;
     let { q, k } = this.hover ?? { q: focusToken(this.result, this.state), k: 0 };
     switch (e.key) {
-      case 'ArrowUp': q--; break;
-      case 'ArrowDown': q++; break;
-      case 'ArrowLeft': k--; break;
-      case 'ArrowRight': k++; break;
-      case 'Home': k = 0; break;
-      case 'End': k = q; break;
-      case 'Enter': case ' ':
+      case 'ArrowUp':
+        q--;
+        break;
+      case 'ArrowDown':
+        q++;
+        break;
+      case 'ArrowLeft':
+        k--;
+        break;
+      case 'ArrowRight':
+        k++;
+        break;
+      case 'Home':
+        k = 0;
+        break;
+      case 'End':
+        k = q;
+        break;
+      case 'Enter':
+      case ' ':
         e.preventDefault();
         if (this.hover) this.onSelectToken?.(this.hover.q);
         return;
-      case 'Escape': this.#clearHover(); return;
-      case '+': case '=': e.preventDefault(); this.setZoom(this.zoom * 2); return;
-      case '-': case '_': e.preventDefault(); this.setZoom(this.zoom / 2); return;
-      default: return;
+      case 'Escape':
+        this.#clearHover();
+        return;
+      case '+':
+      case '=':
+        e.preventDefault();
+        this.setZoom(this.zoom * 2);
+        return;
+      case '-':
+      case '_':
+        e.preventDefault();
+        this.setZoom(this.zoom / 2);
+        return;
+      default:
+        return;
     }
     e.preventDefault();
     q = clamp(q, 0, T - 1);
@@ -320,21 +441,35 @@ export class HeatmapView extends SceneView {
 
   #pointer(event) {
     const c = this.#cellAt(event);
-    if (!c) { this.#clearHover(); return; }
+    if (!c) {
+      this.#clearHover();
+      return;
+    }
     this.hover = { ...c, event: { clientX: event.clientX, clientY: event.clientY } };
     this.#showHover(c.q, c.k, this.hover.event);
   }
 
   #showHover(q, k, event) {
     const { result, state, layout } = this;
-    if (!result || q >= result.T || k >= result.T) { this.#clearHover(); return; }
+    if (!result || q >= result.T || k >= result.T) {
+      this.#clearHover();
+      return;
+    }
     const w = k <= q ? attentionAt(result, state.layer, state.head, q, k) : 0;
     const from = quoteToken(result.tokens[q].text);
     const to = quoteToken(result.tokens[k].text);
     // value-weighted: the share shown, then the weight and the value size it comes from
     const norms = byValue(result, state) ? valueNormsOf(result, state.layer, state.head) : null;
-    const shown = norms && k <= q ? `: ${fmt4(weightAt(shownWeights(result, state, state.layer, state.head), q, k))} of what the head moves (weight ${fmt4(w)} × value size ${norms[k].toFixed(2)})` : null;
-    const text = k > q ? `${from} cannot see the later token ${to} (0)` : shown ? `${from} → ${to}${shown}` : `${from} → ${to}: ${fmt4(w)}`;
+    const shown =
+      norms && k <= q
+        ? `: ${fmt4(weightAt(shownWeights(result, state, state.layer, state.head), q, k))} of what the head moves (weight ${fmt4(w)} × value size ${norms[k].toFixed(2)})`
+        : null;
+    const text =
+      k > q
+        ? `${from} cannot see the later token ${to} (0)`
+        : shown
+          ? `${from} → ${to}${shown}`
+          : `${from} → ${to}: ${fmt4(w)}`;
     if (!this.highlight) {
       this.highlight = this.doc.createElementNS('http://www.w3.org/2000/svg', 'rect');
       this.highlight.setAttribute('fill', 'none');

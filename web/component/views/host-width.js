@@ -34,5 +34,7 @@ export class HostWidth {
     return this.#width;
   }
 
-  disconnect() { this.#observer?.disconnect(); }
+  disconnect() {
+    this.#observer?.disconnect();
+  }
 }

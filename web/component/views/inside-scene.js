@@ -13,10 +13,24 @@ import { textWidth, wrap } from './scene.js';
 import { heat, signedColour, tokenLabel, quoteToken } from '../runtime/theme.js';
 import { focusToken, clamp } from '../model/describe.js';
 import {
-  INSIDE_STEPS, clampStep, f2, f4, signed, rowOf, strongestInsideKey, shownKeys, dotProducts, writeNorm, insideSentence,
+  INSIDE_STEPS,
+  clampStep,
+  f2,
+  f4,
+  signed,
+  rowOf,
+  strongestInsideKey,
+  shownKeys,
+  dotProducts,
+  writeNorm,
+  insideSentence,
 } from '../model/inside.js';
 
-const maxAbs = (...arrays) => arrays.reduce((m, a) => { for (const x of a) if (Math.abs(x) > m) m = Math.abs(x); return m; }, 0);
+const maxAbs = (...arrays) =>
+  arrays.reduce((m, a) => {
+    for (const x of a) if (Math.abs(x) > m) m = Math.abs(x);
+    return m;
+  }, 0);
 
 /**
  * The scene of one step for the focused query token (state.token, default the last) of `inside`
@@ -86,12 +100,40 @@ export function insideScene(inside, state, theme, { step = 1, key = null, width 
   const rows = new Map();
   let cursor = null;
   const tipCells = (vec, n, x, yy, w, h, max, tip) => {
-    for (let d = 0; d < n; d++) items.push({ type: 'rect', x: x + d * w, y: yy, w: Math.max(1, w - (w >= 5 ? 1 : 0)), h, fill: signedColour(theme, vec[d], max), data: { tip: tip(d) } });
+    for (let d = 0; d < n; d++)
+      items.push({
+        type: 'rect',
+        x: x + d * w,
+        y: yy,
+        w: Math.max(1, w - (w >= 5 ? 1 : 0)),
+        h,
+        fill: signedColour(theme, vec[d], max),
+        data: { tip: tip(d) },
+      });
   };
-  const label = (text, yy, bold, fill = theme.fg) => items.push({ type: 'text', x: x0 - 6, y: yy + cellH / 2, text, size: fs, fill, anchor: 'end', weight: bold ? 'bold' : undefined });
+  const label = (text, yy, bold, fill = theme.fg) =>
+    items.push({
+      type: 'text',
+      x: x0 - 6,
+      y: yy + cellH / 2,
+      text,
+      size: fs,
+      fill,
+      anchor: 'end',
+      weight: bold ? 'bold' : undefined,
+    });
   const rowBand = (j, yy) => {
     // the picked key's row is highlighted; every key row is a pointer target (data-key)
-    items.push({ type: 'rect', x: 4, y: yy - 3, w: sceneW - 8, h: rowH, fill: j === k0 ? theme.faint : 'none', rx: 3, data: { key: j } });
+    items.push({
+      type: 'rect',
+      x: 4,
+      y: yy - 3,
+      w: sceneW - 8,
+      h: rowH,
+      fill: j === k0 ? theme.faint : 'none',
+      rx: 3,
+      data: { key: j },
+    });
   };
   const legend = (yy, max, what) => {
     const n = 9;
@@ -99,8 +141,23 @@ export function insideScene(inside, state, theme, { step = 1, key = null, width 
       const v = ((s - (n - 1) / 2) / ((n - 1) / 2)) * max;
       items.push({ type: 'rect', x: x0 + s * 12, y: yy, w: 11, h: 9, fill: signedColour(theme, v, max) });
     }
-    items.push({ type: 'text', x: x0 - 4, y: yy + 4.5, text: signed(-max, 2), size: 9, fill: theme.muted, anchor: 'end' });
-    items.push({ type: 'text', x: x0 + n * 12 + 4, y: yy + 4.5, text: `${signed(max, 2)} ${what}`, size: 9, fill: theme.muted });
+    items.push({
+      type: 'text',
+      x: x0 - 4,
+      y: yy + 4.5,
+      text: signed(-max, 2),
+      size: 9,
+      fill: theme.muted,
+      anchor: 'end',
+    });
+    items.push({
+      type: 'text',
+      x: x0 + n * 12 + 4,
+      y: yy + 4.5,
+      text: `${signed(max, 2)} ${what}`,
+      size: 9,
+      fill: theme.muted,
+    });
     return yy + 18;
   };
   const laterNote = (yy) => {
@@ -110,39 +167,96 @@ export function insideScene(inside, state, theme, { step = 1, key = null, width 
     for (let j = i + 1; j <= i + shown; j++) {
       label(labels[j], yy, false, theme.muted);
       items.push({ type: 'rect', x: x0, y: yy, w: blockW, h: cellH, fill: theme.faint });
-      items.push({ type: 'text', x: x0 + blockW / 2, y: yy + cellH / 2, text: 'masked: a later token', size: 9, fill: theme.muted, anchor: 'middle' });
+      items.push({
+        type: 'text',
+        x: x0 + blockW / 2,
+        y: yy + cellH / 2,
+        text: 'masked: a later token',
+        size: 9,
+        fill: theme.muted,
+        anchor: 'middle',
+      });
       yy += rowH;
     }
     if (later > shown) {
-      items.push({ type: 'text', x: x0, y: yy + 5, text: `and ${later - shown} more later token${later - shown === 1 ? '' : 's'}, masked`, size: 10, fill: theme.muted });
+      items.push({
+        type: 'text',
+        x: x0,
+        y: yy + 5,
+        text: `and ${later - shown} more later token${later - shown === 1 ? '' : 's'}, masked`,
+        size: 10,
+        fill: theme.muted,
+      });
       yy += 16;
     }
     return yy;
   };
   const hiddenNote = (yy) => {
     if (!hidden) return yy;
-    items.push({ type: 'text', x: x0, y: yy + 5, text: `${keys.length} of the ${i + 1} tokens it can see (the most weight); ${hidden} more not drawn`, size: 10, fill: theme.muted });
+    items.push({
+      type: 'text',
+      x: x0,
+      y: yy + 5,
+      text: `${keys.length} of the ${i + 1} tokens it can see (the most weight); ${hidden} more not drawn`,
+      size: 10,
+      fill: theme.muted,
+    });
     return yy + 16;
   };
   const qRow = rowOf(inside.q, i, HS);
   const qkMax = maxAbs(qRow, ...keys.map((j) => rowOf(inside.k, j, HS)));
   // a line of column titles: [x, text, anchor?] (one text item each: SVG collapses runs of spaces)
   const header = (yy, columns) => {
-    for (const [x, text, anchor] of columns) items.push({ type: 'text', x, y: yy + 5, text, size: 10, fill: theme.muted, anchor });
+    for (const [x, text, anchor] of columns)
+      items.push({ type: 'text', x, y: yy + 5, text, size: 10, fill: theme.muted, anchor });
     return yy + 16;
   };
 
   if (step === 1) {
     const boxW = Math.max(blockW, 150);
     label(`x ${labels[i]}`, y, true);
-    items.push({ type: 'rect', x: x0, y, w: boxW, h: cellH, fill: theme.faint, stroke: theme.muted, strokeWidth: 1, rx: 2 });
-    items.push({ type: 'text', x: x0 + boxW / 2, y: y + cellH / 2, text: `input: ${nEmbd} numbers`, size: 10, fill: theme.fg, anchor: 'middle' });
+    items.push({
+      type: 'rect',
+      x: x0,
+      y,
+      w: boxW,
+      h: cellH,
+      fill: theme.faint,
+      stroke: theme.muted,
+      strokeWidth: 1,
+      rx: 2,
+    });
+    items.push({
+      type: 'text',
+      x: x0 + boxW / 2,
+      y: y + cellH / 2,
+      text: `input: ${nEmbd} numbers`,
+      size: 10,
+      fill: theme.fg,
+      anchor: 'middle',
+    });
     y += rowH + 4;
-    items.push({ type: 'text', x: x0, y: y + 6, text: `↓ × W_Q of this head (${nEmbd} × ${HS})`, size: 11, fill: theme.fg });
+    items.push({
+      type: 'text',
+      x: x0,
+      y: y + 6,
+      text: `↓ × W_Q of this head (${nEmbd} × ${HS})`,
+      size: 11,
+      fill: theme.fg,
+    });
     y += 22;
     label(`q ${labels[i]}`, y, true);
     const qMax = maxAbs(qRow);
-    tipCells(qRow, HS, x0, y, cellW, cellH, qMax, (d) => `q[${d}] of ${quoteToken(tokens[i].text)} = ${signed(qRow[d], 4)}`);
+    tipCells(
+      qRow,
+      HS,
+      x0,
+      y,
+      cellW,
+      cellH,
+      qMax,
+      (d) => `q[${d}] of ${quoteToken(tokens[i].text)} = ${signed(qRow[d], 4)}`,
+    );
     cursor = { x: x0, y, n: HS, w: cellW, tip: (d) => `q[${d}] = ${signed(qRow[d], 4)}` };
     y += rowH + 6;
     y = legend(y, qMax, 'query numbers');
@@ -157,12 +271,40 @@ export function insideScene(inside, state, theme, { step = 1, key = null, width 
       const kRow = rowOf(inside.k, k0, HS);
       const pMax = maxAbs(products);
       label(`q × k ${labels[k0]}`, y, true);
-      tipCells(products, HS, x0, y, cellW, cellH, pMax, (d) => `q[${d}] × k[${d}] = ${signed(qRow[d])} × ${signed(kRow[d])} = ${signed(products[d], 4)}`);
-      cursor = { x: x0, y, n: HS, w: cellW, tip: (d) => `q[${d}] × k[${d}] of ${quoteToken(tokens[k0].text)} = ${signed(qRow[d])} × ${signed(kRow[d])} = ${signed(products[d], 4)}` };
+      tipCells(
+        products,
+        HS,
+        x0,
+        y,
+        cellW,
+        cellH,
+        pMax,
+        (d) => `q[${d}] × k[${d}] = ${signed(qRow[d])} × ${signed(kRow[d])} = ${signed(products[d], 4)}`,
+      );
+      cursor = {
+        x: x0,
+        y,
+        n: HS,
+        w: cellW,
+        tip: (d) =>
+          `q[${d}] × k[${d}] of ${quoteToken(tokens[k0].text)} = ${signed(qRow[d])} × ${signed(kRow[d])} = ${signed(products[d], 4)}`,
+      };
       y += rowH;
-      items.push({ type: 'text', x: x0, y: y + 5, text: `sum q · k = ${signed(dot, 2)}, ÷ √${HS} = ${signed(inside.scores[i * T + k0])}`, size: 11, fill: theme.fg, weight: 'bold' });
+      items.push({
+        type: 'text',
+        x: x0,
+        y: y + 5,
+        text: `sum q · k = ${signed(dot, 2)}, ÷ √${HS} = ${signed(inside.scores[i * T + k0])}`,
+        size: 11,
+        fill: theme.fg,
+        weight: 'bold',
+      });
       y += 22;
-      y = header(y, [[x0, 'keys k'], ...(narrow ? [] : [[x0 + blockW + 56, 'q · k', 'end']]), [x0 + blockW + scoreX, `÷ √${HS}`, 'end']]);
+      y = header(y, [
+        [x0, 'keys k'],
+        ...(narrow ? [] : [[x0 + blockW + 56, 'q · k', 'end']]),
+        [x0 + blockW + scoreX, `÷ √${HS}`, 'end'],
+      ]);
     } else {
       y += 4;
       y = header(y, [[x0, 'keys k (point at one to pick it)']]);
@@ -172,12 +314,47 @@ export function insideScene(inside, state, theme, { step = 1, key = null, width 
       rows.set(j, y);
       label(labels[j], y, j === k0);
       const kRow = rowOf(inside.k, j, HS);
-      tipCells(kRow, HS, x0, y, cellW, cellH, qkMax, (d) => `k[${d}] of ${quoteToken(tokens[j].text)} = ${signed(kRow[d], 4)}`);
-      if (step === 2 && j === k0) cursor = { x: x0, y, n: HS, w: cellW, tip: (d) => `k[${d}] of ${quoteToken(tokens[j].text)} = ${signed(kRow[d], 4)}` };
+      tipCells(
+        kRow,
+        HS,
+        x0,
+        y,
+        cellW,
+        cellH,
+        qkMax,
+        (d) => `k[${d}] of ${quoteToken(tokens[j].text)} = ${signed(kRow[d], 4)}`,
+      );
+      if (step === 2 && j === k0)
+        cursor = {
+          x: x0,
+          y,
+          n: HS,
+          w: cellW,
+          tip: (d) => `k[${d}] of ${quoteToken(tokens[j].text)} = ${signed(kRow[d], 4)}`,
+        };
       if (step === 3) {
         const s = inside.scores[i * T + j];
-        if (!narrow) items.push({ type: 'text', x: x0 + blockW + 56, y: y + cellH / 2, text: signed(s * Math.sqrt(HS), 2), size: 11, fill: theme.muted, anchor: 'end' });
-        items.push({ type: 'text', x: x0 + blockW + scoreX, y: y + cellH / 2, text: signed(s), size: 11, fill: theme.fg, anchor: 'end', weight: j === k0 ? 'bold' : undefined, data: { key: j, score: s } });
+        if (!narrow)
+          items.push({
+            type: 'text',
+            x: x0 + blockW + 56,
+            y: y + cellH / 2,
+            text: signed(s * Math.sqrt(HS), 2),
+            size: 11,
+            fill: theme.muted,
+            anchor: 'end',
+          });
+        items.push({
+          type: 'text',
+          x: x0 + blockW + scoreX,
+          y: y + cellH / 2,
+          text: signed(s),
+          size: 11,
+          fill: theme.fg,
+          anchor: 'end',
+          weight: j === k0 ? 'bold' : undefined,
+          data: { key: j, score: s },
+        });
       }
       y += rowH;
     }
@@ -186,18 +363,48 @@ export function insideScene(inside, state, theme, { step = 1, key = null, width 
     y = legend(y + 6, qkMax, 'query and key numbers');
   } else if (step === 4) {
     // scores -> softmax -> weights: bars, the numbers, and the heatmap's row
-    y = header(y, [[x0 + 44, 'score', 'end'], [x0 + 68, 'softmax → weight']]);
+    y = header(y, [
+      [x0 + 44, 'score', 'end'],
+      [x0 + 68, 'softmax → weight'],
+    ]);
     for (const j of keys) {
       rowBand(j, y);
       rows.set(j, y);
       label(labels[j], y, j === k0);
       const s = inside.scores[i * T + j];
       const w = inside.attention[i * T + j];
-      items.push({ type: 'text', x: x0 + 44, y: y + cellH / 2, text: signed(s), size: 11, fill: theme.muted, anchor: 'end', data: { key: j, score: s } });
+      items.push({
+        type: 'text',
+        x: x0 + 44,
+        y: y + cellH / 2,
+        text: signed(s),
+        size: 11,
+        fill: theme.muted,
+        anchor: 'end',
+        data: { key: j, score: s },
+      });
       items.push({ type: 'text', x: x0 + 52, y: y + cellH / 2, text: '→', size: 11, fill: theme.muted });
       items.push({ type: 'rect', x: x0 + 68, y, w: barW, h: cellH, fill: theme.faint, rx: 2 });
-      items.push({ type: 'rect', x: x0 + 68, y, w: Math.max(1, barW * w), h: cellH, fill: heat(theme, Math.max(0.06, w)), rx: 2, data: { tip: `weight on ${quoteToken(tokens[j].text)} = ${f4(w)} (score ${signed(s)})` } });
-      items.push({ type: 'text', x: x0 + 74 + barW, y: y + cellH / 2, text: f4(w), size: 11, fill: theme.fg, weight: j === k0 ? 'bold' : undefined, data: { key: j, weight: w } });
+      items.push({
+        type: 'rect',
+        x: x0 + 68,
+        y,
+        w: Math.max(1, barW * w),
+        h: cellH,
+        fill: heat(theme, Math.max(0.06, w)),
+        rx: 2,
+        data: { tip: `weight on ${quoteToken(tokens[j].text)} = ${f4(w)} (score ${signed(s)})` },
+      });
+      items.push({
+        type: 'text',
+        x: x0 + 74 + barW,
+        y: y + cellH / 2,
+        text: f4(w),
+        size: 11,
+        fill: theme.fg,
+        weight: j === k0 ? 'bold' : undefined,
+        data: { key: j, weight: w },
+      });
       y += rowH;
     }
     y = hiddenNote(y);
@@ -207,9 +414,22 @@ export function insideScene(inside, state, theme, { step = 1, key = null, width 
     const c = stripW / T;
     label(`row ${i}`, y, false, theme.muted);
     items.push({ type: 'rect', x: x0, y, w: stripW, h: cellH, fill: theme.faint });
-    for (let j = 0; j <= i; j++) items.push({ type: 'rect', x: x0 + j * c, y, w: c + (c > 2 ? -0.5 : 0.2), h: cellH, fill: heat(theme, inside.attention[i * T + j]), data: { tip: `${quoteToken(tokens[j].text)}: ${f4(inside.attention[i * T + j])}` } });
+    for (let j = 0; j <= i; j++)
+      items.push({
+        type: 'rect',
+        x: x0 + j * c,
+        y,
+        w: c + (c > 2 ? -0.5 : 0.2),
+        h: cellH,
+        fill: heat(theme, inside.attention[i * T + j]),
+        data: { tip: `${quoteToken(tokens[j].text)}: ${f4(inside.attention[i * T + j])}` },
+      });
     y += cellH + 4;
-    for (const line of wrap('the same weights in the heatmap\'s colours (√ scale); later tokens get 0', 9, sceneW - x0 - 8)) {
+    for (const line of wrap(
+      "the same weights in the heatmap's colours (√ scale); later tokens get 0",
+      9,
+      sceneW - x0 - 8,
+    )) {
       items.push({ type: 'text', x: x0, y: y + 5, text: line, size: 9, fill: theme.muted });
       y += 12;
     }
@@ -219,16 +439,44 @@ export function insideScene(inside, state, theme, { step = 1, key = null, width 
     const scaled = keys.map((j) => rowOf(inside.v, j, HS).map((x) => x * inside.attention[i * T + j]));
     const zRow = rowOf(inside.z, i, HS);
     const vMax = maxAbs(zRow, ...scaled);
-    y = header(y, [[x0, 'weight × value v'], [x0 + blockW + 8, '‖v W_O‖']]);
+    y = header(y, [
+      [x0, 'weight × value v'],
+      [x0 + blockW + 8, '‖v W_O‖'],
+    ]);
     keys.forEach((j, r) => {
       rowBand(j, y);
       rows.set(j, y);
       const w = inside.attention[i * T + j];
       label(`${f2(w)} × ${labels[j]}`, y, j === k0);
       const vRow = rowOf(inside.v, j, HS);
-      tipCells(scaled[r], HS, x0, y, cellW, cellH, vMax, (d) => `${f4(w)} × v[${d}] of ${quoteToken(tokens[j].text)} = ${f4(w)} × ${signed(vRow[d])} = ${signed(scaled[r][d], 4)}`);
-      if (j === k0) cursor = { x: x0, y, n: HS, w: cellW, tip: (d) => `${f4(w)} × v[${d}] of ${quoteToken(tokens[j].text)} = ${signed(scaled[r][d], 4)}` };
-      items.push({ type: 'text', x: x0 + blockW + 8, y: y + cellH / 2, text: inside.valueNorm[j].toFixed(2), size: 11, fill: theme.muted, data: { key: j, valueNorm: inside.valueNorm[j] } });
+      tipCells(
+        scaled[r],
+        HS,
+        x0,
+        y,
+        cellW,
+        cellH,
+        vMax,
+        (d) =>
+          `${f4(w)} × v[${d}] of ${quoteToken(tokens[j].text)} = ${f4(w)} × ${signed(vRow[d])} = ${signed(scaled[r][d], 4)}`,
+      );
+      if (j === k0)
+        cursor = {
+          x: x0,
+          y,
+          n: HS,
+          w: cellW,
+          tip: (d) => `${f4(w)} × v[${d}] of ${quoteToken(tokens[j].text)} = ${signed(scaled[r][d], 4)}`,
+        };
+      items.push({
+        type: 'text',
+        x: x0 + blockW + 8,
+        y: y + cellH / 2,
+        text: inside.valueNorm[j].toFixed(2),
+        size: 11,
+        fill: theme.muted,
+        data: { key: j, valueNorm: inside.valueNorm[j] },
+      });
       y += rowH;
     });
     y = hiddenNote(y);
@@ -236,7 +484,15 @@ export function insideScene(inside, state, theme, { step = 1, key = null, width 
     y += 6;
     label(`z = Σ ${labels[i]}`, y, true);
     tipCells(zRow, HS, x0, y, cellW, cellH, vMax, (d) => `z[${d}] = ${signed(zRow[d], 4)}`);
-    if (hidden) items.push({ type: 'text', x: x0 + blockW + 8, y: y + cellH / 2, text: `(all ${i + 1} tokens)`, size: 10, fill: theme.muted });
+    if (hidden)
+      items.push({
+        type: 'text',
+        x: x0 + blockW + 8,
+        y: y + cellH / 2,
+        text: `(all ${i + 1} tokens)`,
+        size: 10,
+        fill: theme.muted,
+      });
     y += rowH + 6;
     y = legend(y, vMax, 'value numbers');
   } else {
@@ -245,7 +501,14 @@ export function insideScene(inside, state, theme, { step = 1, key = null, width 
     label(`z ${labels[i]}`, y, true);
     tipCells(zRow, HS, x0, y, cellW, cellH, maxAbs(zRow), (d) => `z[${d}] = ${signed(zRow[d], 4)}`);
     y += rowH + 4;
-    items.push({ type: 'text', x: x0, y: y + 6, text: `↓ × this head's rows of W_O (${HS} × ${nEmbd})`, size: 11, fill: theme.fg });
+    items.push({
+      type: 'text',
+      x: x0,
+      y: y + 6,
+      text: `↓ × this head's rows of W_O (${HS} × ${nEmbd})`,
+      size: 11,
+      fill: theme.fg,
+    });
     y += 22;
     const out = rowOf(inside.out, i, nEmbd);
     const oMax = maxAbs(out);
@@ -256,11 +519,23 @@ export function insideScene(inside, state, theme, { step = 1, key = null, width 
     label('write', y, true);
     for (let c = 0; c < nEmbd; c++) {
       const r = Math.floor(c / perRow);
-      items.push({ type: 'rect', x: x0 + (c % perRow) * oc, y: y + r * (ocH + 1), w: Math.max(1, oc - (oc >= 5 ? 1 : 0)), h: ocH, fill: signedColour(theme, out[c], oMax), data: { tip: `write[${c}] = ${signed(out[c], 4)}` } });
+      items.push({
+        type: 'rect',
+        x: x0 + (c % perRow) * oc,
+        y: y + r * (ocH + 1),
+        w: Math.max(1, oc - (oc >= 5 ? 1 : 0)),
+        h: ocH,
+        fill: signedColour(theme, out[c], oMax),
+        data: { tip: `write[${c}] = ${signed(out[c], 4)}` },
+      });
     }
     cursor = { x: x0, y, n: nEmbd, w: oc, perRow, h: ocH + 1, tip: (c) => `write[${c}] = ${signed(out[c], 4)}` };
     y += Math.ceil(nEmbd / perRow) * (ocH + 1) + 8;
-    for (const line of wrap(`size ‖z W_O‖ = ${writeNorm(inside, i).toFixed(2)}: this head's bar in "How the heads combine" (${nEmbd} numbers in rows of ${HS})`, 11, sceneW - x0 - 8)) {
+    for (const line of wrap(
+      `size ‖z W_O‖ = ${writeNorm(inside, i).toFixed(2)}: this head's bar in "How the heads combine" (${nEmbd} numbers in rows of ${HS})`,
+      11,
+      sceneW - x0 - 8,
+    )) {
       items.push({ type: 'text', x: x0, y: y + 6, text: line, size: 11, fill: theme.fg });
       y += 16;
     }

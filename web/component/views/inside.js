@@ -94,8 +94,14 @@ export class InsideView {
     panel.addEventListener('pointermove', (e) => this.#pointer(e));
     panel.addEventListener('pointerdown', (e) => this.#pointer(e));
     // a tap's tooltip stays until the next tap (a touch pointer leaves as soon as it lifts)
-    panel.addEventListener('pointerleave', (e) => { if (e.pointerType !== 'touch') this.tooltip?.hide(); });
-    panel.addEventListener('blur', () => { this.dim = null; this.tooltip?.hide(); this.#render(); });
+    panel.addEventListener('pointerleave', (e) => {
+      if (e.pointerType !== 'touch') this.tooltip?.hide();
+    });
+    panel.addEventListener('blur', () => {
+      this.dim = null;
+      this.tooltip?.hide();
+      this.#render();
+    });
     panel.addEventListener('keydown', (e) => this.#key(e));
   }
 
@@ -115,8 +121,11 @@ export class InsideView {
    * then pass status), state: the page's state (token: the query token), theme.
    */
   update(inside, state, theme, { status = '' } = {}) {
-    const focusChanged = this.inside && (focusToken(this.inside, this.state) !== (inside ? focusToken(inside, state) : -1)
-      || this.inside.layer !== inside?.layer || this.inside.head !== inside?.head);
+    const focusChanged =
+      this.inside &&
+      (focusToken(this.inside, this.state) !== (inside ? focusToken(inside, state) : -1) ||
+        this.inside.layer !== inside?.layer ||
+        this.inside.head !== inside?.head);
     if (focusChanged) this.key = null; // another query or head: its strongest key again
     this.inside = inside;
     this.state = state;
@@ -129,7 +138,12 @@ export class InsideView {
   /** The scene as shown (for exports, with the sentence in the picture). */
   exportScene() {
     if (!this.inside) return null;
-    return insideScene(this.inside, this.state, this.theme, { step: this.step, key: this.key, width: this.#width(), caption: true }).scene;
+    return insideScene(this.inside, this.state, this.theme, {
+      step: this.step,
+      key: this.key,
+      width: this.#width(),
+      caption: true,
+    }).scene;
   }
 
   #width() {
@@ -154,11 +168,18 @@ export class InsideView {
       return;
     }
     const i = focusToken(inside, this.state);
-    const { scene, layout } = insideScene(inside, this.state, this.theme, { step: this.step, key: this.key, width: this.#width() });
+    const { scene, layout } = insideScene(inside, this.state, this.theme, {
+      step: this.step,
+      key: this.key,
+      width: this.#width(),
+    });
     this.layout = layout;
     const text = insideSentence(inside, i, this.step, layout.key);
     if (this.sentence.textContent !== text) this.sentence.textContent = text;
-    this.figure.show(scene, `Inside layer ${inside.layer}, head ${inside.head}, token ${i} '${tokenWords(inside.tokens[i].text)}': step ${this.step}, ${INSIDE_STEPS[this.step - 1].name}`);
+    this.figure.show(
+      scene,
+      `Inside layer ${inside.layer}, head ${inside.head}, token ${i} '${tokenWords(inside.tokens[i].text)}': step ${this.step}, ${INSIDE_STEPS[this.step - 1].name}`,
+    );
     this.panel.dataset.step = String(this.step);
     this.panel.dataset.query = String(i);
     this.panel.dataset.key = String(layout.key);
@@ -183,7 +204,17 @@ export class InsideView {
     const x = c.x + (d % per) * c.w;
     const y = c.y + Math.floor(d / per) * (c.h ?? 0);
     const r = this.doc.createElementNS('http://www.w3.org/2000/svg', 'rect');
-    for (const [k, v] of Object.entries({ x, y, width: c.w, height: c.h ? c.h - 1 : this.layout.cellH, fill: 'none', stroke: this.theme.fg, 'stroke-width': 2, 'pointer-events': 'none' })) r.setAttribute(k, String(v));
+    for (const [k, v] of Object.entries({
+      x,
+      y,
+      width: c.w,
+      height: c.h ? c.h - 1 : this.layout.cellH,
+      fill: 'none',
+      stroke: this.theme.fg,
+      'stroke-width': 2,
+      'pointer-events': 'none',
+    }))
+      r.setAttribute(k, String(v));
     this.figure.svg.appendChild(r);
     this.cursorEl = r;
     const text = c.tip(d);
@@ -197,7 +228,8 @@ export class InsideView {
     if (!this.figure.svg) return;
     const target = e.target?.closest?.('[data-tip], [data-key]');
     const tip = e.target?.closest?.('[data-tip]')?.dataset.tip;
-    if (tip) this.tooltip?.show(tip, e.clientX, e.clientY); else this.tooltip?.hide();
+    if (tip) this.tooltip?.show(tip, e.clientX, e.clientY);
+    else this.tooltip?.hide();
     // the key under the pointer: its products (scores step) and its row highlighted
     const p = this.figure.toScene(e);
     if (!p || !this.layout || ![2, 3, 4, 5].includes(this.step)) return;
@@ -216,16 +248,36 @@ export class InsideView {
     const at = keys.indexOf(this.layout.key);
     let handled = true;
     switch (e.key) {
-      case 'ArrowUp': this.key = keys[Math.max(0, at - 1)]; break;
-      case 'ArrowDown': this.key = keys[Math.min(keys.length - 1, at + 1)]; break;
-      case 'ArrowLeft': this.dim = this.dim === null ? 0 : this.dim - 1; break;
-      case 'ArrowRight': this.dim = this.dim === null ? 0 : this.dim + 1; break;
-      case 'Home': this.dim = 0; break;
-      case 'End': this.dim = (this.layout.cursor?.n ?? 1) - 1; break;
-      case 'PageUp': this.setStep(this.step - 1); return e.preventDefault();
-      case 'PageDown': this.setStep(this.step + 1); return e.preventDefault();
-      case 'Escape': this.dim = null; this.tooltip?.hide(); break;
-      default: handled = false;
+      case 'ArrowUp':
+        this.key = keys[Math.max(0, at - 1)];
+        break;
+      case 'ArrowDown':
+        this.key = keys[Math.min(keys.length - 1, at + 1)];
+        break;
+      case 'ArrowLeft':
+        this.dim = this.dim === null ? 0 : this.dim - 1;
+        break;
+      case 'ArrowRight':
+        this.dim = this.dim === null ? 0 : this.dim + 1;
+        break;
+      case 'Home':
+        this.dim = 0;
+        break;
+      case 'End':
+        this.dim = (this.layout.cursor?.n ?? 1) - 1;
+        break;
+      case 'PageUp':
+        this.setStep(this.step - 1);
+        return e.preventDefault();
+      case 'PageDown':
+        this.setStep(this.step + 1);
+        return e.preventDefault();
+      case 'Escape':
+        this.dim = null;
+        this.tooltip?.hide();
+        break;
+      default:
+        handled = false;
     }
     if (!handled) return;
     e.preventDefault();

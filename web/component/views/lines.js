@@ -45,17 +45,25 @@ export function linesScene(result, state, theme, focus) {
   const legendRows = Math.ceil(heads.length / 4);
   const height = y0 + T * rowH + 14 + legendRows * 18;
   const items = [];
-  const title = heads.length === 1 ? `Layer ${state.layer}, head ${heads[0]}` : `Layer ${state.layer}, heads ${heads.join(', ')}`;
+  const title =
+    heads.length === 1 ? `Layer ${state.layer}, head ${heads[0]}` : `Layer ${state.layer}, heads ${heads.join(', ')}`;
   items.push({ type: 'text', x: 8, y: 12, text: title, size: 14, weight: 'bold', fill: theme.fg });
   items.push({ type: 'text', x: xL, y: 40, text: 'token', size: 11, fill: theme.muted, anchor: 'end' });
   items.push({ type: 'text', x: xR, y: 40, text: 'attends to', size: 11, fill: theme.muted });
   const fSide = focus?.side;
   const fIdx = focus?.index;
   items.push({
-    type: 'text', x: 8, y: 28, size: 11, fill: theme.muted,
-    text: fSide === 'q' ? `where ${quoteToken(tokens[fIdx].text)} looks (line opacity = ${weighted ? 'weight × value size' : 'weight'})`
-      : fSide === 'k' ? `which tokens look at ${quoteToken(tokens[fIdx].text)}${links ? ` (among their ${links} strongest links)` : ''}`
-        : `opacity = ${weighted ? 'weight × value size' : 'weight'}; ${links ? `${links} strongest link${links === 1 ? '' : 's'} per token; ` : ''}hover or tap a token`,
+    type: 'text',
+    x: 8,
+    y: 28,
+    size: 11,
+    fill: theme.muted,
+    text:
+      fSide === 'q'
+        ? `where ${quoteToken(tokens[fIdx].text)} looks (line opacity = ${weighted ? 'weight × value size' : 'weight'})`
+        : fSide === 'k'
+          ? `which tokens look at ${quoteToken(tokens[fIdx].text)}${links ? ` (among their ${links} strongest links)` : ''}`
+          : `opacity = ${weighted ? 'weight × value size' : 'weight'}; ${links ? `${links} strongest link${links === 1 ? '' : 's'} per token; ` : ''}hover or tap a token`,
   });
   const yOf = (i) => y0 + i * rowH + rowH / 2;
   // the focused token's highlight, under its target; always one item (empty without a focus), so
@@ -70,8 +78,34 @@ export function linesScene(result, state, theme, focus) {
   // SVG reuses elements by position, so each target stays the same element (under the pointer, with
   // the keyboard focus) when the focus changes how many lines follow. Texts let the pointer through.
   for (let i = 0; i < T; i++) {
-    items.push({ type: 'rect', x: xL - labelW - 4, y: y0 + i * rowH, w: labelW + 4, h: rowH, hit: true, data: { side: 'q', index: i }, attrs: { tabindex: i === 0 ? 0 : -1, role: 'button', 'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': show where it looks` } });
-    items.push({ type: 'rect', x: xR, y: y0 + i * rowH, w: labelW + 4, h: rowH, hit: true, data: { side: 'k', index: i }, attrs: { tabindex: -1, role: 'button', 'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': show what looks at it` } });
+    items.push({
+      type: 'rect',
+      x: xL - labelW - 4,
+      y: y0 + i * rowH,
+      w: labelW + 4,
+      h: rowH,
+      hit: true,
+      data: { side: 'q', index: i },
+      attrs: {
+        tabindex: i === 0 ? 0 : -1,
+        role: 'button',
+        'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': show where it looks`,
+      },
+    });
+    items.push({
+      type: 'rect',
+      x: xR,
+      y: y0 + i * rowH,
+      w: labelW + 4,
+      h: rowH,
+      hit: true,
+      data: { side: 'k', index: i },
+      attrs: {
+        tabindex: -1,
+        role: 'button',
+        'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': show what looks at it`,
+      },
+    });
   }
   heads.forEach((h, i) => {
     const colour = headColour(theme, i);
@@ -85,7 +119,16 @@ export function linesScene(result, state, theme, focus) {
         if (keep && !keep.has(k)) continue;
         const w = weightAt(src, q, k);
         if (w < 0.01) continue;
-        items.push({ type: 'line', x1: xL + 4, y1: yOf(q) + dy, x2: xR - 4, y2: yOf(k) + dy, stroke: colour, width: fSide ? 3 : 2, opacity: clamp(w, 0, 1) });
+        items.push({
+          type: 'line',
+          x1: xL + 4,
+          y1: yOf(q) + dy,
+          x2: xR - 4,
+          y2: yOf(k) + dy,
+          stroke: colour,
+          width: fSide ? 3 : 2,
+          opacity: clamp(w, 0, 1),
+        });
       }
     }
   });
@@ -93,11 +136,37 @@ export function linesScene(result, state, theme, focus) {
   const single = heads.length === 1 ? heads[0] : null;
   for (let i = 0; i < T; i++) {
     const bold = fIdx === i ? 'bold' : undefined;
-    items.push({ type: 'text', x: xL - 2, y: yOf(i), text: labels[i], size: fs, fill: theme.fg, anchor: 'end', weight: fSide === 'q' ? bold : undefined });
-    items.push({ type: 'text', x: xR + 6, y: yOf(i), text: labels[i], size: fs, fill: theme.fg, weight: fSide === 'k' ? bold : undefined });
+    items.push({
+      type: 'text',
+      x: xL - 2,
+      y: yOf(i),
+      text: labels[i],
+      size: fs,
+      fill: theme.fg,
+      anchor: 'end',
+      weight: fSide === 'q' ? bold : undefined,
+    });
+    items.push({
+      type: 'text',
+      x: xR + 6,
+      y: yOf(i),
+      text: labels[i],
+      size: fs,
+      fill: theme.fg,
+      weight: fSide === 'k' ? bold : undefined,
+    });
     if (single !== null && fSide === 'q' && i <= fIdx) {
       const w = weightAt(sources[0], fIdx, i);
-      if (w >= 0.005) items.push({ type: 'text', x: xR - 8, y: yOf(i) - 6, text: fmt2(w), size: 9, fill: theme.muted, anchor: 'end' });
+      if (w >= 0.005)
+        items.push({
+          type: 'text',
+          x: xR - 8,
+          y: yOf(i) - 6,
+          text: fmt2(w),
+          size: 9,
+          fill: theme.muted,
+          anchor: 'end',
+        });
     }
   }
   // legend: one colour per head
@@ -115,17 +184,23 @@ export class LinesView extends SceneView {
   constructor(host, { onSelectToken } = {}) {
     super(host);
     this.onSelectToken = onSelectToken;
-    this.focus = null;   // { side: 'q'|'k', index }
+    this.focus = null; // { side: 'q'|'k', index }
     this.pinned = false;
     host.addEventListener('pointerover', (e) => {
       if (this.pinned || e.pointerType === 'touch') return;
       const t = this.#target(e);
       if (t && !this.#same(t)) this.setFocus(t);
     });
-    host.addEventListener('pointerleave', () => { if (!this.pinned) this.setFocus(null); });
+    host.addEventListener('pointerleave', () => {
+      if (!this.pinned) this.setFocus(null);
+    });
     host.addEventListener('click', (e) => {
       const t = this.#target(e);
-      if (!t) { this.pinned = false; this.setFocus(null); return; }
+      if (!t) {
+        this.pinned = false;
+        this.setFocus(null);
+        return;
+      }
       const same = this.#same(t) && this.pinned;
       this.pinned = !same;
       this.setFocus(same ? null : t);
@@ -134,7 +209,10 @@ export class LinesView extends SceneView {
     host.addEventListener('focusin', (e) => {
       const t = this.#target(e);
       // keyboard focus only: a click focuses too, and the click handler deals with that
-      if (t && !this.#same(t) && e.target.matches(':focus-visible')) { this.pinned = true; this.setFocus(t, true); }
+      if (t && !this.#same(t) && e.target.matches(':focus-visible')) {
+        this.pinned = true;
+        this.setFocus(t, true);
+      }
     });
     host.addEventListener('keydown', (e) => {
       const t = this.#target(e);
@@ -143,9 +221,15 @@ export class LinesView extends SceneView {
       if (e.key === 'ArrowDown') index++;
       else if (e.key === 'ArrowUp') index--;
       else if (e.key === 'ArrowLeft' || e.key === 'ArrowRight') side = side === 'q' ? 'k' : 'q';
-      else if (e.key === 'Escape') { this.pinned = false; this.setFocus(null); return; }
-      else if (e.key === 'Enter' || e.key === ' ') { if (side === 'q') this.onSelectToken?.(index); e.preventDefault(); return; }
-      else return;
+      else if (e.key === 'Escape') {
+        this.pinned = false;
+        this.setFocus(null);
+        return;
+      } else if (e.key === 'Enter' || e.key === ' ') {
+        if (side === 'q') this.onSelectToken?.(index);
+        e.preventDefault();
+        return;
+      } else return;
       e.preventDefault();
       index = clamp(index, 0, (this.result?.T ?? 1) - 1);
       this.setFocus({ side, index }, true);
@@ -179,7 +263,10 @@ export class LinesView extends SceneView {
     this.result = result;
     this.state = state;
     this.theme = theme;
-    if (this.focus && this.focus.index >= result.T) { this.focus = null; this.pinned = false; }
+    if (this.focus && this.focus.index >= result.T) {
+      this.focus = null;
+      this.pinned = false;
+    }
     const hadFocus = this.svg && this.svg.contains(this.host.getRootNode().activeElement);
     this.#render();
     if (hadFocus && this.focus) this.setFocus(this.focus, true);

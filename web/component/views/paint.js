@@ -32,8 +32,14 @@ export function paintAttention(canvas, result, layer, head, theme, src = null) {
   const T = result.T;
   const n = Math.max(1, T);
   let c = paintCache.get(canvas);
-  if (!c) { c = { ctx: null, img: null, u32: null }; paintCache.set(canvas, c); }
-  if (canvas.width !== n || canvas.height !== n) { canvas.width = n; canvas.height = n; }
+  if (!c) {
+    c = { ctx: null, img: null, u32: null };
+    paintCache.set(canvas, c);
+  }
+  if (canvas.width !== n || canvas.height !== n) {
+    canvas.width = n;
+    canvas.height = n;
+  }
   if (!c.ctx) c.ctx = canvas.getContext('2d');
   if (!c.img || c.img.width !== n) {
     c.img = c.ctx.createImageData(n, n);
@@ -56,7 +62,6 @@ export function paintAttention(canvas, result, layer, head, theme, src = null) {
   c.ctx.putImageData(c.img, 0, 0);
 }
 
-
 /**
  * Paints every head's T x T attention into its tile of a canvas-sized pixel buffer (Int32 RGBA,
  * layout from GridView#measure): the cell's box in the faint colour, then each tile pixel (x, y) shows
@@ -78,44 +83,49 @@ export function paintGrid(px, layout, result, theme, state = null) {
   const rowColours = new Int32Array(Math.max(1, T)); // one query row, coloured once per tile row
   let colKey = new Int32Array(0);
   let keys = new Int32Array(0); // the keys the tile's columns show, each once (all T when T <= w)
-  layout.cells.forEach((row, l) => row.forEach((t, h) => {
-    const [bx, by, bw, bh] = t.box;
-    for (let y = by; y < by + bh; y++) px.fill(faint, y * W + bx, y * W + bx + bw);
-    if (T === 0) return;
-    if (colKey.length < t.w) { colKey = new Int32Array(t.w); keys = new Int32Array(t.w); }
-    let nKeys = 0;
-    for (let x = 0; x < t.w; x++) {
-      const k = Math.min(T - 1, Math.floor((x * T) / t.w));
-      colKey[x] = k;
-      if (nKeys === 0 || keys[nKeys - 1] !== k) keys[nKeys++] = k;
-    }
-    const base = headOffset(result, l, h);
-    const lh = l * nHead + h;
-    let q = -1;
-    for (let y = 0; y < t.h; y++) {
-      const qy = Math.min(T - 1, Math.floor((y * T) / t.h));
-      if (qy !== q) {
-        q = qy;
-        // only the keys shown: a long text's row has far more keys than the tile has pixels
-        const src = base + q * S;
-        if (N) {
-          const scale = valueRowScale(result, scales, lh, q);
-          const n = lh * T;
-          for (let i = 0; i < nKeys; i++) {
-            const k = keys[i];
-            rowColours[k] = k > q ? faint : lut[heatIndex(valueShare(A[src + k], N[n + k], scale))];
-          }
-        } else {
-          for (let i = 0; i < nKeys; i++) {
-            const k = keys[i];
-            rowColours[k] = k > q ? faint : lut[heatIndex(A[src + k])];
+  layout.cells.forEach((row, l) =>
+    row.forEach((t, h) => {
+      const [bx, by, bw, bh] = t.box;
+      for (let y = by; y < by + bh; y++) px.fill(faint, y * W + bx, y * W + bx + bw);
+      if (T === 0) return;
+      if (colKey.length < t.w) {
+        colKey = new Int32Array(t.w);
+        keys = new Int32Array(t.w);
+      }
+      let nKeys = 0;
+      for (let x = 0; x < t.w; x++) {
+        const k = Math.min(T - 1, Math.floor((x * T) / t.w));
+        colKey[x] = k;
+        if (nKeys === 0 || keys[nKeys - 1] !== k) keys[nKeys++] = k;
+      }
+      const base = headOffset(result, l, h);
+      const lh = l * nHead + h;
+      let q = -1;
+      for (let y = 0; y < t.h; y++) {
+        const qy = Math.min(T - 1, Math.floor((y * T) / t.h));
+        if (qy !== q) {
+          q = qy;
+          // only the keys shown: a long text's row has far more keys than the tile has pixels
+          const src = base + q * S;
+          if (N) {
+            const scale = valueRowScale(result, scales, lh, q);
+            const n = lh * T;
+            for (let i = 0; i < nKeys; i++) {
+              const k = keys[i];
+              rowColours[k] = k > q ? faint : lut[heatIndex(valueShare(A[src + k], N[n + k], scale))];
+            }
+          } else {
+            for (let i = 0; i < nKeys; i++) {
+              const k = keys[i];
+              rowColours[k] = k > q ? faint : lut[heatIndex(A[src + k])];
+            }
           }
         }
+        const o = (t.y + y) * W + t.x;
+        for (let x = 0; x < t.w; x++) px[o + x] = rowColours[colKey[x]];
       }
-      const o = (t.y + y) * W + t.x;
-      for (let x = 0; x < t.w; x++) px[o + x] = rowColours[colKey[x]];
-    }
-  }));
+    }),
+  );
 }
 
 const cssCache = new Map();

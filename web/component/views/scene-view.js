@@ -22,10 +22,15 @@ export class SceneView {
     }
     const svg = this.live.update(scene, label);
     if (svg.getAttribute('role') !== role) svg.setAttribute('role', role); // 'group' when the picture holds focusable parts
-    if (label) { if (svg.getAttribute('aria-label') !== label) svg.setAttribute('aria-label', label); } else svg.removeAttribute('aria-label');
+    if (label) {
+      if (svg.getAttribute('aria-label') !== label) svg.setAttribute('aria-label', label);
+    } else svg.removeAttribute('aria-label');
     // shrink to the container, but not below ~70% of the natural size (then scroll sideways)
     const minWidth = `${Math.round(Math.min(scene.width, Math.max(300, scene.width * 0.7)))}px`;
-    if (this.minWidth !== minWidth) { svg.style.minWidth = minWidth; this.minWidth = minWidth; }
+    if (this.minWidth !== minWidth) {
+      svg.style.minWidth = minWidth;
+      this.minWidth = minWidth;
+    }
     this.svg = svg;
     this.scene = scene;
     return svg;
@@ -35,6 +40,9 @@ export class SceneView {
   toScene(event) {
     const r = this.svg.getBoundingClientRect();
     if (!r.width || !r.height) return null;
-    return { x: ((event.clientX - r.left) * this.scene.width) / r.width, y: ((event.clientY - r.top) * this.scene.height) / r.height };
+    return {
+      x: ((event.clientX - r.left) * this.scene.width) / r.width,
+      y: ((event.clientY - r.top) * this.scene.height) / r.height,
+    };
   }
 }

@@ -25,24 +25,38 @@ const TAG = { rect: 'rect', line: 'line', text: 'text' };
 function itemAttrs(it, forExport) {
   if (it.type === 'rect') {
     return {
-      x: r2(it.x), y: r2(it.y), width: r2(it.w), height: r2(it.h), rx: it.rx,
+      x: r2(it.x),
+      y: r2(it.y),
+      width: r2(it.w),
+      height: r2(it.h),
+      rx: it.rx,
       fill: it.hit ? 'transparent' : it.fill,
       'fill-opacity': it.opacity !== undefined && it.opacity !== 1 ? r2(it.opacity) : undefined,
-      stroke: it.stroke, 'stroke-width': it.strokeWidth,
+      stroke: it.stroke,
+      'stroke-width': it.strokeWidth,
       'pointer-events': it.hit && !forExport ? 'all' : undefined,
     };
   }
   if (it.type === 'line') {
     return {
-      x1: r2(it.x1), y1: r2(it.y1), x2: r2(it.x2), y2: r2(it.y2), stroke: it.stroke,
-      'stroke-width': it.width ?? 1, 'stroke-opacity': it.opacity !== undefined ? r2(it.opacity) : undefined,
+      x1: r2(it.x1),
+      y1: r2(it.y1),
+      x2: r2(it.x2),
+      y2: r2(it.y2),
+      stroke: it.stroke,
+      'stroke-width': it.width ?? 1,
+      'stroke-opacity': it.opacity !== undefined ? r2(it.opacity) : undefined,
       'stroke-linecap': 'round',
     };
   }
   if (it.type === 'text') {
     return {
-      x: r2(it.x), y: r2(it.y), fill: it.fill, 'font-size': it.size ?? 12,
-      'text-anchor': it.anchor ?? 'start', 'dominant-baseline': 'central',
+      x: r2(it.x),
+      y: r2(it.y),
+      fill: it.fill,
+      'font-size': it.size ?? 12,
+      'text-anchor': it.anchor ?? 'start',
+      'dominant-baseline': 'central',
       'font-weight': it.weight,
       transform: it.rotate ? `rotate(${it.rotate} ${r2(it.x)} ${r2(it.y)})` : undefined,
     };
@@ -98,7 +112,7 @@ export class LiveSvg {
     this.rootAttrs = EMPTY;
     this.bgAttrs = EMPTY;
     this.title = '';
-    this.els = [];   // one element per item, in order, right after the background
+    this.els = []; // one element per item, in order, right after the background
     this.state = []; // per element: { type, attrs, text, data, cls }
   }
 
@@ -107,13 +121,19 @@ export class LiveSvg {
     const { doc, svg } = this;
     const rootAttrs = {
       viewBox: `0 0 ${r2(scene.width)} ${r2(scene.height)}`,
-      width: r2(scene.width), height: r2(scene.height),
+      width: r2(scene.width),
+      height: r2(scene.height),
       'font-family': scene.font ?? 'system-ui, sans-serif',
     };
     patchAttrs(svg, this.rootAttrs, rootAttrs);
     this.rootAttrs = rootAttrs;
-    if (title !== this.title) { this.titleEl.textContent = title; this.title = title; }
-    const bgAttrs = scene.background ? { width: r2(scene.width), height: r2(scene.height), fill: scene.background } : { width: 0, height: 0, fill: 'none' };
+    if (title !== this.title) {
+      this.titleEl.textContent = title;
+      this.title = title;
+    }
+    const bgAttrs = scene.background
+      ? { width: r2(scene.width), height: r2(scene.height), fill: scene.background }
+      : { width: 0, height: 0, fill: 'none' };
     patchAttrs(this.bg, this.bgAttrs, bgAttrs);
     this.bgAttrs = bgAttrs;
     const items = scene.items;
@@ -127,18 +147,30 @@ export class LiveSvg {
         // a new element (or a different kind at this position): build it and keep going
         const fresh = itemToSvg(doc, it, false);
         const ref = el ?? (i > 0 ? this.els[i - 1].nextSibling : this.bg.nextSibling);
-        if (el) el.replaceWith(fresh); else svg.insertBefore(fresh, ref);
+        if (el) el.replaceWith(fresh);
+        else svg.insertBefore(fresh, ref);
         this.els[i] = fresh;
-        this.state[i] = { type: it.type, attrs: itemAttrs(it, false), text: it.text, data: it.data ?? EMPTY, cls: it.cls, extra: it.attrs ?? EMPTY };
+        this.state[i] = {
+          type: it.type,
+          attrs: itemAttrs(it, false),
+          text: it.text,
+          data: it.data ?? EMPTY,
+          cls: it.cls,
+          extra: it.attrs ?? EMPTY,
+        };
         continue;
       }
       const attrs = itemAttrs(it, false);
       patchAttrs(el, st.attrs, attrs);
       st.attrs = attrs;
-      if (it.type === 'text' && it.text !== st.text) { el.textContent = it.text; st.text = it.text; }
+      if (it.type === 'text' && it.text !== st.text) {
+        el.textContent = it.text;
+        st.text = it.text;
+      }
       const data = it.data ?? EMPTY;
       if (data !== st.data) {
-        for (const k in data) if (st.data[k] === undefined || String(st.data[k]) !== String(data[k])) el.dataset[k] = String(data[k]);
+        for (const k in data)
+          if (st.data[k] === undefined || String(st.data[k]) !== String(data[k])) el.dataset[k] = String(data[k]);
         for (const k in st.data) if (data[k] === undefined) delete el.dataset[k];
         st.data = data;
       }
@@ -154,7 +186,8 @@ export class LiveSvg {
       for (const k in st.extra) if (extra[k] === undefined) el.removeAttribute(k);
       st.extra = extra;
       if (it.cls !== st.cls) {
-        if (it.cls) el.setAttribute('class', it.cls); else el.removeAttribute('class');
+        if (it.cls) el.setAttribute('class', it.cls);
+        else el.removeAttribute('class');
         st.cls = it.cls;
       }
     }
@@ -170,8 +203,10 @@ export class LiveSvg {
 export function sceneToSvg(scene, { doc = document, forExport = false, title } = {}) {
   const svg = doc.createElementNS(SVG_NS, 'svg');
   setAttrs(svg, {
-    xmlns: SVG_NS, viewBox: `0 0 ${r2(scene.width)} ${r2(scene.height)}`,
-    width: r2(scene.width), height: r2(scene.height),
+    xmlns: SVG_NS,
+    viewBox: `0 0 ${r2(scene.width)} ${r2(scene.height)}`,
+    width: r2(scene.width),
+    height: r2(scene.height),
     'font-family': scene.font ?? 'system-ui, sans-serif',
   });
   if (title) {
@@ -180,7 +215,9 @@ export function sceneToSvg(scene, { doc = document, forExport = false, title } =
     svg.appendChild(t);
   }
   if (scene.background) {
-    svg.appendChild(itemToSvg(doc, { type: 'rect', x: 0, y: 0, w: scene.width, h: scene.height, fill: scene.background }, forExport));
+    svg.appendChild(
+      itemToSvg(doc, { type: 'rect', x: 0, y: 0, w: scene.width, h: scene.height, fill: scene.background }, forExport),
+    );
   }
   const frag = doc.createDocumentFragment();
   for (const it of scene.items) {
@@ -270,7 +307,8 @@ export function downloadBlob(blob, filename) {
 /** Rough text width for layout (no DOM measuring, so scenes are deterministic). */
 export function textWidth(text, size) {
   let w = 0;
-  for (const ch of text) w += /[\u1100-\uffff]/.test(ch) ? 1.0 : /[ilj.,:;'|!·]/.test(ch) ? 0.32 : /[MWmw@]/.test(ch) ? 0.85 : 0.6;
+  for (const ch of text)
+    w += /[\u1100-\uffff]/.test(ch) ? 1.0 : /[ilj.,:;'|!·]/.test(ch) ? 0.32 : /[MWmw@]/.test(ch) ? 0.85 : 0.6;
   return w * size;
 }
 
@@ -280,7 +318,10 @@ export function wrap(text, size, width) {
   let line = '';
   for (const word of text.split(' ')) {
     const next = line ? `${line} ${word}` : word;
-    if (line && textWidth(next, size) > width) { lines.push(line); line = word; } else line = next;
+    if (line && textWidth(next, size) > width) {
+      lines.push(line);
+      line = word;
+    } else line = next;
   }
   if (line) lines.push(line);
   return lines;

@@ -22,5 +22,7 @@ export class Tooltip {
     this.el.style.top = `${clientY - box.top + 14}px`;
   }
 
-  hide() { this.el.hidden = true; }
+  hide() {
+    this.el.hidden = true;
+  }
 }

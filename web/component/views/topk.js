@@ -34,7 +34,8 @@ export class TopKView {
       }
     }
     const drawing = !!drawn;
-    if (this.list.classList.contains('hs-topk-drawing') !== drawing) this.list.classList.toggle('hs-topk-drawing', drawing);
+    if (this.list.classList.contains('hs-topk-drawing') !== drawing)
+      this.list.classList.toggle('hs-topk-drawing', drawing);
     // one row per prediction, reused: only changed texts and widths are written
     const rows = this.rows ?? (this.rows = []);
     const n = predictions.length;
@@ -54,11 +55,20 @@ export class TopKView {
       }
       if (r.li.parentNode !== this.list) this.list.appendChild(r.li);
       const text = tokenLabel(p.token, 20);
-      if (r.text !== text) { r.token.textContent = text; r.text = text; } // text, never markup
+      if (r.text !== text) {
+        r.token.textContent = text;
+        r.text = text;
+      } // text, never markup
       const width = `${(100 * p.prob).toFixed(2)}%`;
-      if (r.width !== width) { r.fill.style.width = width; r.width = width; } // CSSOM: allowed under a strict CSP
+      if (r.width !== width) {
+        r.fill.style.width = width;
+        r.width = width;
+      } // CSSOM: allowed under a strict CSP
       const pct = formatPercent(p.prob);
-      if (r.pct !== pct) { r.prob.textContent = pct; r.pct = pct; }
+      if (r.pct !== pct) {
+        r.prob.textContent = pct;
+        r.pct = pct;
+      }
       const marked = i === drawnAt ? (rank > 0 ? `drawn (#${rank})` : 'drawn') : '';
       if (r.marked !== marked) {
         r.mark.textContent = marked;

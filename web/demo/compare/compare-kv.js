@@ -83,7 +83,8 @@ export function kvFacts(entry) {
 /** The entries in column order: most key/value heads first (the multi-head model is the baseline); unknown last. */
 export function kvOrder(entries) {
   const kv = (e) => kvFacts(e).nKvHead;
-  return entries.map((e, i) => ({ e, i, k: kv(e) }))
+  return entries
+    .map((e, i) => ({ e, i, k: kv(e) }))
     .sort((x, y) => (Number.isFinite(y.k) ? y.k : -1) - (Number.isFinite(x.k) ? x.k : -1) || x.i - y.i)
     .map((x) => x.e);
 }
@@ -99,10 +100,14 @@ export function kvFamilyTable(entries) {
   const th = facts.find((f) => f.counts)?.thresholds || {};
   const rows = [];
   // from the engine (or the card while the model loads)
-  const live = (label, f) => rows.push({ label, cells: ordered.map((e, i) => {
-    const v = f(facts[i], e);
-    return v ?? (e.status === 'loading' || e.card === undefined ? '…' : DASH);
-  }) });
+  const live = (label, f) =>
+    rows.push({
+      label,
+      cells: ordered.map((e, i) => {
+        const v = f(facts[i], e);
+        return v ?? (e.status === 'loading' || e.card === undefined ? '…' : DASH);
+      }),
+    });
   const known = (x) => Number.isFinite(x);
   live('Query heads per layer', (f) => (known(f.nHead) ? String(f.nHead) : null));
   live('Key/value heads per layer', (f) => (known(f.nKvHead) ? String(f.nKvHead) : null));
@@ -112,48 +117,76 @@ export function kvFamilyTable(entries) {
     return kind === 'grouped-query' ? `grouped-query, ${f.nHead / f.nKvHead} query heads per key/value head` : kind;
   });
   live('Key/value cache per token', (f) => (known(f.cacheBytes) ? fmtBytes(f.cacheBytes) : null));
-  live('Key/value cache for the whole context', (f) => (known(f.cacheBytes) && known(f.nPositions)
-    ? `${cacheBytes(f.cacheBytes * f.nPositions)} (${f.nPositions} tokens)` : null));
+  live('Key/value cache for the whole context', (f) =>
+    known(f.cacheBytes) && known(f.nPositions)
+      ? `${cacheBytes(f.cacheBytes * f.nPositions)} (${f.nPositions} tokens)`
+      : null,
+  );
   live('Parameters', (f) => (known(f.params) ? fmtParams(f.params) : null));
   // from the card
-  const card = (label, f) => rows.push({ label, cells: ordered.map((e, i) => {
-    if (e.card === undefined) return '…';
-    if (e.card === null) return 'no card';
-    return f(facts[i]) ?? DASH;
-  }) });
+  const card = (label, f) =>
+    rows.push({
+      label,
+      cells: ordered.map((e, i) => {
+        if (e.card === undefined) return '…';
+        if (e.card === null) return 'no card';
+        return f(facts[i]) ?? DASH;
+      }),
+    });
   card('Validation loss (nats/token)', (f) => (known(f.valLoss) ? f.valLoss.toFixed(3) : null));
   card('Held-out bits per byte', (f) => (known(f.bitsPerByte) ? f.bitsPerByte.toFixed(3) : null));
-  const roles = [['prev_token', 'Previous-token'], ['induction', 'Induction']];
+  const roles = [
+    ['prev_token', 'Previous-token'],
+    ['induction', 'Induction'],
+  ];
   for (const [key, name] of roles) {
-    card(known(th[key]) ? `${name} heads (score ≥ ${th[key]})` : `${name} heads`, (f) => (f.counts && known(f.counts[key]) ? String(f.counts[key]) : null));
+    card(known(th[key]) ? `${name} heads (score ≥ ${th[key]})` : `${name} heads`, (f) =>
+      f.counts && known(f.counts[key]) ? String(f.counts[key]) : null,
+    );
     card(`Strongest ${name.toLowerCase()} head`, (f) => (f.counts ? fmtBest(f.best[key], 2, '') : null));
   }
-  card('Heads that can be switched off before the held-out loss rises 5%', (f) => (known(f.offBefore5) && known(f.prunedHeads)
-    ? `${f.offBefore5} of ${f.prunedHeads}` : null));
-  card('Natively, a typed token (after 128 tokens, 1 thread)', (f) => (known(f.nativeTypedMs) ? `${f.nativeTypedMs.toFixed(3)} ms` : null));
+  card('Heads that can be switched off before the held-out loss rises 5%', (f) =>
+    known(f.offBefore5) && known(f.prunedHeads) ? `${f.offBefore5} of ${f.prunedHeads}` : null,
+  );
+  card('Natively, a typed token (after 128 tokens, 1 thread)', (f) =>
+    known(f.nativeTypedMs) ? `${f.nativeTypedMs.toFixed(3)} ms` : null,
+  );
   // measured in this browser
-  rows.push({ label: 'A typed token (one run per token), median', cells: ordered.map((e) => {
-    if (known(e.typedMs)) return `${e.typedMs.toFixed(2)} ms${e.typedComputed > 1 ? ` (${e.typedComputed} tokens computed)` : ''}`;
-    if (e.status === 'error') return DASH;
-    return e.status === 'ready' ? 'measuring…' : '…';
-  }) });
+  rows.push({
+    label: 'A typed token (one run per token), median',
+    cells: ordered.map((e) => {
+      if (known(e.typedMs))
+        return `${e.typedMs.toFixed(2)} ms${e.typedComputed > 1 ? ` (${e.typedComputed} tokens computed)` : ''}`;
+      if (e.status === 'error') return DASH;
+      return e.status === 'ready' ? 'measuring…' : '…';
+    }),
+  });
 
   const notes = [];
   const none = ordered.filter((e) => e.card === null).map((e) => e.label);
-  if (none.length) notes.push(`no card: ${none.join(', ')} ${none.length > 1 ? 'come' : 'comes'} without a model card; the shape, the cache and the parameters are the engine's.`);
+  if (none.length)
+    notes.push(
+      `no card: ${none.join(', ')} ${none.length > 1 ? 'come' : 'comes'} without a model card; the shape, the cache and the parameters are the engine's.`,
+    );
   ordered.forEach((e, i) => {
     const f = facts[i];
     if (known(f.cardCacheBytes) && known(f.engineCacheBytes) && f.cardCacheBytes !== f.engineCacheBytes) {
-      notes.push(`${e.label}: the card says ${fmtBytes(f.cardCacheBytes)} of key/value cache per token, the engine ${fmtBytes(f.engineCacheBytes)}; the table shows the engine's.`);
+      notes.push(
+        `${e.label}: the card says ${fmtBytes(f.cardCacheBytes)} of key/value cache per token, the engine ${fmtBytes(f.engineCacheBytes)}; the table shows the engine's.`,
+      );
     }
     if (known(e.typedMs) && e.typedComputed > 1) {
-      notes.push(`${e.label}: the typed token's run computed ${e.typedComputed} tokens, not 1: the text with one more token no longer starts with the tokens the cache holds (past the context the start is cut).`);
+      notes.push(
+        `${e.label}: the typed token's run computed ${e.typedComputed} tokens, not 1: the text with one more token no longer starts with the tokens the cache holds (past the context the start is cut).`,
+      );
     }
   });
   const withRoles = facts.filter((f) => f.counts);
   for (const [key, name] of roles) {
     if (withRoles.length && withRoles.every((f) => f.counts[key] === 0) && known(th[key])) {
-      notes.push(`No model here has ${name === 'Induction' ? 'an induction' : 'a previous-token'} head at the threshold (score ≥ ${th[key]}): compare their strongest heads' scores instead.`);
+      notes.push(
+        `No model here has ${name === 'Induction' ? 'an induction' : 'a previous-token'} head at the threshold (score ≥ ${th[key]}): compare their strongest heads' scores instead.`,
+      );
     }
   }
   return { columns: ordered.map((e) => e.label), rows, notes };
@@ -180,28 +213,39 @@ export function kvTradeoffSentence(entries) {
       let s = `${o.e.label} keeps ${fraction(o.f.cacheBytes, base.f.cacheBytes)} of ${base.e.label}'s key/value cache per token (${fmtBytes(o.f.cacheBytes)} against ${fmtBytes(base.f.cacheBytes)})`;
       if (Number.isFinite(o.f.params) && Number.isFinite(base.f.params)) {
         const fewer = (base.f.params - o.f.params) / base.f.params;
-        s += fewer > 0.0005 ? ` with ${(100 * fewer).toFixed(1)}% fewer parameters (${fmtParams(o.f.params)} against ${fmtParams(base.f.params)})`
-          : ' with as many parameters';
+        s +=
+          fewer > 0.0005
+            ? ` with ${(100 * fewer).toFixed(1)}% fewer parameters (${fmtParams(o.f.params)} against ${fmtParams(base.f.params)})`
+            : ' with as many parameters';
       }
       if (Number.isFinite(o.f.valLoss) && Number.isFinite(base.f.valLoss)) {
         const d = o.f.valLoss - base.f.valLoss;
-        const how = Math.abs(d) < 0.01 ? 'about as well' : `${Math.abs(d).toFixed(3)} nats per token ${d > 0 ? 'worse' : 'better'}`;
+        const how =
+          Math.abs(d) < 0.01
+            ? 'about as well'
+            : `${Math.abs(d).toFixed(3)} nats per token ${d > 0 ? 'worse' : 'better'}`;
         s += `, and it predicts ${how} on the validation text (loss ${o.f.valLoss.toFixed(3)} against ${base.f.valLoss.toFixed(3)})`;
       }
       parts.push(`${s}.`);
     }
   }
   if (others.length) {
-    parts.push(`${others.map((o) => o.e.label).join(', ')} ${others.length > 1 ? 'differ' : 'differs'} from ${base.e.label} in more than ${others.length > 1 ? 'their' : 'its'} key/value heads (layers, query heads or head size), so ${others.length > 1 ? 'they are' : 'it is'} not set against it.`);
+    parts.push(
+      `${others.map((o) => o.e.label).join(', ')} ${others.length > 1 ? 'differ' : 'differs'} from ${base.e.label} in more than ${others.length > 1 ? 'their' : 'its'} key/value heads (layers, query heads or head size), so ${others.length > 1 ? 'they are' : 'it is'} not set against it.`,
+    );
   }
-  const timed = ordered.filter(({ e, f }) => Number.isFinite(e.typedMs) && Number.isFinite(f.nKvHead) && base && sameShape(f, base.f));
+  const timed = ordered.filter(
+    ({ e, f }) => Number.isFinite(e.typedMs) && Number.isFinite(f.nKvHead) && base && sameShape(f, base.f),
+  );
   if (timed.length >= 2) {
     const most = timed[0];
     const fewest = timed[timed.length - 1];
     if (fewest.f.nKvHead < most.f.nKvHead) {
       const ratio = fewest.e.typedMs / most.e.typedMs;
       const cmp = Math.abs(ratio - 1) < 0.15 ? 'about as long as in' : `${ratio.toFixed(2)}× the time it takes in`;
-      parts.push(`In this browser a typed token takes ${fewest.e.typedMs.toFixed(2)} ms in ${fewest.e.label}, ${cmp} ${most.e.label} (${most.e.typedMs.toFixed(2)} ms).`);
+      parts.push(
+        `In this browser a typed token takes ${fewest.e.typedMs.toFixed(2)} ms in ${fewest.e.label}, ${cmp} ${most.e.label} (${most.e.typedMs.toFixed(2)} ms).`,
+      );
     }
   }
   return parts.join(' ') || 'Waiting for the models and their cards…';

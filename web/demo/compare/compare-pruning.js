@@ -7,7 +7,14 @@
 // the heads that can go before +5% switched off (?off=), and the curve as a table.
 // Everything reaches the DOM through textContent and attributes (no markup), styles through classes.
 import { SceneView } from '../../component/views/scene-view.js';
-import { pruningScene, pruningSummary, pruningLabel, headRoles, ROLE_BADGE, RISES } from '../../component/charts/pruning-curve.js';
+import {
+  pruningScene,
+  pruningSummary,
+  pruningLabel,
+  headRoles,
+  ROLE_BADGE,
+  RISES,
+} from '../../component/charts/pruning-curve.js';
 import { allHeadScores } from '../../lib/analysis.js';
 import { formatAblate } from '../../lib/result.js';
 
@@ -35,10 +42,12 @@ export function demoLink(name, off, text) {
 
 /** A model's held-out passage: models/NAME/heldout.txt, or heldout.txt in a folder URL; null when there is none. */
 async function heldOutText(name) {
-  const url = /^[\w.-]+$/.test(name) ? `models/${encodeURIComponent(name)}/heldout.txt` : new URL('heldout.txt', new URL(name.endsWith('/') ? name : `${name}/`, location.href)).href;
+  const url = /^[\w.-]+$/.test(name)
+    ? `models/${encodeURIComponent(name)}/heldout.txt`
+    : new URL('heldout.txt', new URL(name.endsWith('/') ? name : `${name}/`, location.href)).href;
   try {
     const res = await fetch(url);
-    return res.ok ? (await res.text()) : null;
+    return res.ok ? await res.text() : null;
   } catch {
     return null;
   }
@@ -53,8 +62,8 @@ export class PruningPanel {
   constructor({ host, status, buttons, getModel, getCard, getText, theme, options = {} }) {
     Object.assign(this, { host, status, buttons, getModel, getCard, getText, theme, options });
     this.entries = [];
-    this.reports = {};   // name -> the latest report (for tests and curious readers)
-    this.texts = {};     // name -> the text it was measured on
+    this.reports = {}; // name -> the latest report (for tests and curious readers)
+    this.texts = {}; // name -> the text it was measured on
     this.controller = null;
     this.running = null;
     this.started = false; // compare.js starts the first measurement once, after the first timing
@@ -100,14 +109,23 @@ export class PruningPanel {
     details.hidden = true;
     box.append(title, state, bar, chart, summary, survivors, link, method, details);
     this.host.appendChild(box);
-    return { ...entry, box, els: { title, state, bar, chart, summary, survivors, link, method, details, table }, view: new SceneView(chart) };
+    return {
+      ...entry,
+      box,
+      els: { title, state, bar, chart, summary, survivors, link, method, details, table },
+      view: new SceneView(chart),
+    };
   }
 
   /** Resolves once no measurement runs. */
-  idle() { return this.running ?? Promise.resolve(); }
+  idle() {
+    return this.running ?? Promise.resolve();
+  }
 
   /** Stops the measurement in progress and those still waiting. */
-  cancel() { this.controller?.abort(); }
+  cancel() {
+    this.controller?.abort();
+  }
 
   /** Measures every model, one after another, on its held-out passage ('heldout') or on the text above ('text'). */
   measure(source = 'heldout') {
@@ -117,7 +135,9 @@ export class PruningPanel {
     const previous = this.running ?? Promise.resolve();
     const run = previous.then(() => this.#measureAll(source, controller.signal));
     this.running = run;
-    run.finally(() => { if (this.running === run) this.running = null; });
+    run.finally(() => {
+      if (this.running === run) this.running = null;
+    });
     return run;
   }
 
@@ -127,7 +147,9 @@ export class PruningPanel {
     document.body.dataset.pruneState = 'running';
     const aboveText = this.getText();
     for (const e of this.entries) {
-      e.els.state.textContent = this.reports[e.name] ? 'Waiting… (the chart shows the previous measurement)' : 'Waiting…';
+      e.els.state.textContent = this.reports[e.name]
+        ? 'Waiting… (the chart shows the previous measurement)'
+        : 'Waiting…';
       e.els.bar.hidden = true;
       e.box.dataset.state = 'waiting';
     }
@@ -152,7 +174,7 @@ export class PruningPanel {
     }
     this.status.textContent = cancelled
       ? `Cancelled: ${done} of ${this.entries.length} models measured.`
-      : `Measured ${done} of ${this.entries.length} models, ${source === 'text' ? 'on the text above' : "each on its own held-out passage"}.`;
+      : `Measured ${done} of ${this.entries.length} models, ${source === 'text' ? 'on the text above' : 'each on its own held-out passage'}.`;
     document.body.dataset.pruneState = cancelled ? 'cancelled' : 'done';
   }
 
@@ -163,7 +185,10 @@ export class PruningPanel {
     let note = 'the text above';
     if (source === 'heldout') {
       const held = await heldOutText(e.name);
-      if (held) { text = held; note = 'its held-out passage'; } else note = 'the text above (no held-out passage for this model)';
+      if (held) {
+        text = held;
+        note = 'its held-out passage';
+      } else note = 'the text above (no held-out passage for this model)';
     }
     state.textContent = `Loading ${e.label}…`;
     const model = await this.getModel(e.name);
@@ -174,7 +199,8 @@ export class PruningPanel {
     state.textContent = `Measuring on ${note}: 0%`;
     const t0 = performance.now();
     const report = await model.measureHeads(text, {
-      ...this.options, signal,
+      ...this.options,
+      signal,
       onProgress: ({ fraction }) => {
         bar.value = fraction;
         state.textContent = `Measuring on ${note}: ${Math.round(100 * fraction)}%`;
@@ -183,7 +209,11 @@ export class PruningPanel {
     const seconds = (performance.now() - t0) / 1000;
     // live role scores of every head on the measured text, for the badges beside the card's probe scores
     let live = null;
-    try { live = allHeadScores(await model.run(text, { topK: 1 })); } catch { /* a text too short for scores */ }
+    try {
+      live = allHeadScores(await model.run(text, { topK: 1 }));
+    } catch {
+      /* a text too short for scores */
+    }
     this.reports[e.name] = report;
     this.texts[e.name] = text;
     bar.hidden = true;
@@ -202,10 +232,12 @@ export class PruningPanel {
     const random = report.randomLossMean.length > 0;
     summary.replaceChildren(
       el('strong', '', `${k5} of ${s.n} heads`),
-      ` can be switched off before the loss rises ${pct(RISES[0])} (${k10} before ${pct(RISES[1])}). `
-      + `With half of them off (${s.half}): ${fmt(s.halfLoss)} nats in this order`
-      + (random ? `, ${fmt(s.halfRandomMean)} on average in ${report.randomOrders} random orders (${fmt(s.halfRandomLow)}–${fmt(s.halfRandomHigh)})` : '')
-      + `; ${fmt(s.loss)} with every head, ${fmt(s.allOffLoss)} with none.`,
+      ` can be switched off before the loss rises ${pct(RISES[0])} (${k10} before ${pct(RISES[1])}). ` +
+        `With half of them off (${s.half}): ${fmt(s.halfLoss)} nats in this order` +
+        (random
+          ? `, ${fmt(s.halfRandomMean)} on average in ${report.randomOrders} random orders (${fmt(s.halfRandomLow)}–${fmt(s.halfRandomHigh)})`
+          : '') +
+        `; ${fmt(s.loss)} with every head, ${fmt(s.allOffLoss)} with none.`,
     );
     summary.dataset.k5 = String(k5);
     summary.dataset.k10 = String(k10);
@@ -224,7 +256,8 @@ export class PruningPanel {
     link.hidden = false;
     if (off.length) {
       link.href = demoLink(e.name, off, text);
-      link.textContent = off.length === 1 ? 'Switch this head off in the demo' : `Switch these ${off.length} heads off in the demo`;
+      link.textContent =
+        off.length === 1 ? 'Switch this head off in the demo' : `Switch these ${off.length} heads off in the demo`;
       link.removeAttribute('aria-disabled');
     } else {
       link.href = demoLink(e.name, [], text);
@@ -235,7 +268,12 @@ export class PruningPanel {
     // the curve in numbers
     const thead = el('thead');
     const hr = el('tr');
-    for (const c of ['heads off', 'last head off', 'greedy loss', ...(random ? ['random mean', 'random lowest–highest'] : [])]) {
+    for (const c of [
+      'heads off',
+      'last head off',
+      'greedy loss',
+      ...(random ? ['random mean', 'random lowest–highest'] : []),
+    ]) {
       const th = el('th', '', c);
       th.scope = 'col';
       hr.append(th);
@@ -247,7 +285,11 @@ export class PruningPanel {
       const th = el('th', '', String(k));
       th.scope = 'row';
       tr.append(th, el('td', '', k ? headName(report.order[k - 1]) : '–'), el('td', '', fmt(report.prunedLoss[k])));
-      if (random) tr.append(el('td', '', fmt(report.randomLossMean[k])), el('td', '', `${fmt(report.randomLossLow[k])}–${fmt(report.randomLossHigh[k])}`));
+      if (random)
+        tr.append(
+          el('td', '', fmt(report.randomLossMean[k])),
+          el('td', '', `${fmt(report.randomLossLow[k])}–${fmt(report.randomLossHigh[k])}`),
+        );
       tbody.append(tr);
     }
     table.replaceChildren(thead, tbody);
@@ -258,7 +300,8 @@ export class PruningPanel {
   redraw() {
     for (const e of this.entries) {
       const r = this.reports[e.name];
-      if (r && e.box.dataset.state === 'done') e.view.show(pruningScene(r, this.theme(), { title: CHART_TITLE }), pruningLabel(r, e.label));
+      if (r && e.box.dataset.state === 'done')
+        e.view.show(pruningScene(r, this.theme(), { title: CHART_TITLE }), pruningLabel(r, e.label));
     }
   }
 }

@@ -9,7 +9,13 @@ function roleKinds(thresholds = {}) {
   return [
     { key: 'prev_token', name: 'Previous-token heads', th: thresholds.prev_token, digits: 2, unit: '' },
     { key: 'induction', name: 'Induction heads', th: thresholds.induction, digits: 2, unit: '' },
-    { key: 'verb_to_subject', name: 'Verb-to-subject heads', th: thresholds.verb_to_subject, digits: 1, unit: '× uniform' },
+    {
+      key: 'verb_to_subject',
+      name: 'Verb-to-subject heads',
+      th: thresholds.verb_to_subject,
+      digits: 1,
+      unit: '× uniform',
+    },
   ];
 }
 
@@ -31,8 +37,11 @@ export function roleCounts(card) {
   const out = {};
   for (const { key } of roleKinds(r.thresholds)) {
     const th = r.thresholds?.[key];
-    out[key] = Number.isFinite(r.counts?.[key]) ? r.counts[key]
-      : (Array.isArray(card.heads) && Number.isFinite(th) ? card.heads.filter((h) => h[key] >= th).length : NaN);
+    out[key] = Number.isFinite(r.counts?.[key])
+      ? r.counts[key]
+      : Array.isArray(card.heads) && Number.isFinite(th)
+        ? card.heads.filter((h) => h[key] >= th).length
+        : NaN;
   }
   return out;
 }
@@ -52,19 +61,52 @@ export function familyRoleTable(entries) {
   const rows = [];
   for (const k of kinds) {
     const label = Number.isFinite(k.th) ? `${k.name} (score ≥ ${k.th}${k.unit ? `${k.unit}` : ''})` : k.name;
-    rows.push({ label, cells: entries.map((e) => cell(e, (c) => { const n = roleCounts(c)[k.key]; return Number.isFinite(n) ? String(n) : DASH; })) });
+    rows.push({
+      label,
+      cells: entries.map((e) =>
+        cell(e, (c) => {
+          const n = roleCounts(c)[k.key];
+          return Number.isFinite(n) ? String(n) : DASH;
+        }),
+      ),
+    });
   }
   for (const k of kinds) {
-    rows.push({ label: `Strongest ${k.name.toLowerCase().replace(/ heads$/, '')} head`, cells: entries.map((e) => cell(e, (c) => fmtBest(c.roles.best?.[k.key], k.digits, k.unit))) });
+    rows.push({
+      label: `Strongest ${k.name.toLowerCase().replace(/ heads$/, '')} head`,
+      cells: entries.map((e) => cell(e, (c) => fmtBest(c.roles.best?.[k.key], k.digits, k.unit))),
+    });
   }
-  rows.push({ label: 'Copy accuracy on repeated word lists', cells: entries.map((e) => cell(e, (c) => (Number.isFinite(c.roles.copy_accuracy) ? `${(100 * c.roles.copy_accuracy).toFixed(1)} %` : DASH))) });
-  rows.push({ label: 'Held-out bits per byte', cells: entries.map((e) => cell(e, (c) => { const v = c.heldout?.bits_per_byte ?? c.loss?.heldout_bits_per_byte; return Number.isFinite(v) ? v.toFixed(3) : DASH; })) });
-  rows.push({ label: 'Validation loss (nats/token)', cells: entries.map((e) => (Number.isFinite(e.card?.loss?.val) ? e.card.loss.val.toFixed(3) : e.card ? DASH : 'no card')) });
+  rows.push({
+    label: 'Copy accuracy on repeated word lists',
+    cells: entries.map((e) =>
+      cell(e, (c) => (Number.isFinite(c.roles.copy_accuracy) ? `${(100 * c.roles.copy_accuracy).toFixed(1)} %` : DASH)),
+    ),
+  });
+  rows.push({
+    label: 'Held-out bits per byte',
+    cells: entries.map((e) =>
+      cell(e, (c) => {
+        const v = c.heldout?.bits_per_byte ?? c.loss?.heldout_bits_per_byte;
+        return Number.isFinite(v) ? v.toFixed(3) : DASH;
+      }),
+    ),
+  });
+  rows.push({
+    label: 'Validation loss (nats/token)',
+    cells: entries.map((e) =>
+      Number.isFinite(e.card?.loss?.val) ? e.card.loss.val.toFixed(3) : e.card ? DASH : 'no card',
+    ),
+  });
   const notes = [];
   const old = entries.filter((e) => e.card && !e.card.roles).map((e) => e.label);
-  if (old.length) notes.push(`${DASH}: ${old.join(', ')} ${old.length > 1 ? 'have' : 'has'} an older model card without role measurements (no "roles" section); only the loss can be compared.`);
+  if (old.length)
+    notes.push(
+      `${DASH}: ${old.join(', ')} ${old.length > 1 ? 'have' : 'has'} an older model card without role measurements (no "roles" section); only the loss can be compared.`,
+    );
   const none = entries.filter((e) => !e.card).map((e) => e.label);
-  if (none.length) notes.push(`no card: ${none.join(', ')} ${none.length > 1 ? 'come' : 'comes'} without a model card.`);
+  if (none.length)
+    notes.push(`no card: ${none.join(', ')} ${none.length > 1 ? 'come' : 'comes'} without a model card.`);
   const one = oneHeadNote(entries);
   if (one) notes.push(one);
   return { rows, notes };
@@ -89,16 +131,29 @@ export function oneHeadNote(entries) {
   const th = one.card.roles.thresholds || {};
   const c = roleCounts(one.card);
   const nLayer = one.card.architecture?.n_layer;
-  const both = entries.filter((e) => e !== one && e.card?.roles && holds(e.card).prev_token && holds(e.card).induction).map((e) => e.label);
+  const both = entries
+    .filter((e) => e !== one && e.card?.roles && holds(e.card).prev_token && holds(e.card).induction)
+    .map((e) => e.label);
   const best = one.card.roles.best || {};
-  const bestOf = (k) => (Number.isFinite(best[k]?.score) ? `; the strongest, L${best[k].layer}H${best[k].head}, scores ${best[k].score.toFixed(2)}` : '');
-  const missing = [!h.prev_token && `no previous-token head (score ≥ ${th.prev_token}${bestOf('prev_token')})`,
-    !h.induction && `no induction head (score ≥ ${th.induction}${bestOf('induction')})`].filter(Boolean).join(' and ');
+  const bestOf = (k) =>
+    Number.isFinite(best[k]?.score)
+      ? `; the strongest, L${best[k].layer}H${best[k].head}, scores ${best[k].score.toFixed(2)}`
+      : '';
+  const missing = [
+    !h.prev_token && `no previous-token head (score ≥ ${th.prev_token}${bestOf('prev_token')})`,
+    !h.induction && `no induction head (score ≥ ${th.induction}${bestOf('induction')})`,
+  ]
+    .filter(Boolean)
+    .join(' and ');
   // copying a repeated list is what the two roles do together; a high copy accuracy says the
   // circuit works with the weaker pattern
   const copy = Number.isFinite(one.card.roles.copy_accuracy)
     ? ` It still copies ${(100 * one.card.roles.copy_accuracy).toFixed(0)}% of repeated word lists${h.induction && !h.prev_token ? ', so its induction head makes do with the weaker previous-token pattern' : ''}.`
     : '';
-  return `With 1 head per layer${Number.isInteger(nLayer) ? ` (${nLayer} heads in all)` : ''}, ${one.label} does not hold both a previous-token role and an induction role, the two halves of copying from context: its card shows ${missing}, with ${c.prev_token} previous-token and ${c.induction} induction ${c.induction === 1 ? 'head' : 'heads'}.${copy} `
-    + (both.length ? `With more heads per layer, ${both.join(', ')} ${both.length > 1 ? 'hold' : 'holds'} both.` : 'No model of this family holds both on its card.');
+  return (
+    `With 1 head per layer${Number.isInteger(nLayer) ? ` (${nLayer} heads in all)` : ''}, ${one.label} does not hold both a previous-token role and an induction role, the two halves of copying from context: its card shows ${missing}, with ${c.prev_token} previous-token and ${c.induction} induction ${c.induction === 1 ? 'head' : 'heads'}.${copy} ` +
+    (both.length
+      ? `With more heads per layer, ${both.join(', ')} ${both.length > 1 ? 'hold' : 'holds'} both.`
+      : 'No model of this family holds both on its card.')
+  );
 }

@@ -13,7 +13,14 @@
 // brackets of the query heads that share a key/value head, the table and sentence of compare-kv.js
 // from their cards and engines, and the time of a typed token (timeTyped()). The head measurement
 // above stays the head-count family's: these models are not in its list.
-import { getModel, GridView, readTheme, DEFAULT_TEXT, describeHead, headSharing } from '../../component/headscope-view.js';
+import {
+  getModel,
+  GridView,
+  readTheme,
+  DEFAULT_TEXT,
+  describeHead,
+  headSharing,
+} from '../../component/headscope-view.js';
 import { allHeadScores, headBadges } from '../../lib/analysis.js';
 import { ROLE_SHORT, rolesSentence } from '../../component/lab/lab.js';
 import { sharingName } from '../../component/model/kv-groups.js';
@@ -41,7 +48,11 @@ function headsOf(name) {
   return m ? Number(m[1]) : NaN;
 }
 
-const listParam = (q) => q.split(',').map((s) => s.trim()).filter(Boolean);
+const listParam = (q) =>
+  q
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 async function modelNames() {
   const q = params.get('models');
@@ -115,17 +126,26 @@ function renderColumn(entry) {
   entry.els.gridHost.style.width = `${Math.round(r.nHead * (cellPx + 4) + 36)}px`; // CSSOM: allowed under the CSP
   entry.grid.update(r, { ...entry.sel, heads: [entry.sel.head], ablate: [] }, theme);
   let scores = null;
-  try { scores = allHeadScores(r); } catch { /* too short */ }
-  entry.grid.cells?.forEach((row, l) => row.forEach(({ cell, badge }, h) => {
-    const s = scores?.[l]?.[h];
-    const roles = s ? headBadges(s).filter((x) => x !== 'induction') : [];
-    const badgeText = roles.map((x) => ROLE_SHORT[x]).join(' ');
-    badge.textContent = badgeText;
-    // the accessible name holds the visible badge text too (WCAG 2.5.3, label in name), and the
-    // head's key/value group as the grid's own name does
-    const shared = headSharing(r.nHead, r.nKvHead ?? r.nHead, h);
-    cell.setAttribute('aria-label', `${entry.label}, layer ${l}, head ${h}${shared ? ` (${shared})` : ''}${s ? `: ${rolesSentence(s, roles)}` : ''}${badgeText ? `; badge: ${badgeText}` : ''}`);
-  }));
+  try {
+    scores = allHeadScores(r);
+  } catch {
+    /* too short */
+  }
+  entry.grid.cells?.forEach((row, l) =>
+    row.forEach(({ cell, badge }, h) => {
+      const s = scores?.[l]?.[h];
+      const roles = s ? headBadges(s).filter((x) => x !== 'induction') : [];
+      const badgeText = roles.map((x) => ROLE_SHORT[x]).join(' ');
+      badge.textContent = badgeText;
+      // the accessible name holds the visible badge text too (WCAG 2.5.3, label in name), and the
+      // head's key/value group as the grid's own name does
+      const shared = headSharing(r.nHead, r.nKvHead ?? r.nHead, h);
+      cell.setAttribute(
+        'aria-label',
+        `${entry.label}, layer ${l}, head ${h}${shared ? ` (${shared})` : ''}${s ? `: ${rolesSentence(s, roles)}` : ''}${badgeText ? `; badge: ${badgeText}` : ''}`,
+      );
+    }),
+  );
   entry.els.caption.textContent = describeHead(r, entry.sel.layer, entry.sel.head, r.T - 1);
   const nKv = r.nKvHead ?? r.nHead;
   const kvPart = entry.kv ? `, ${nKv} key/value head${nKv > 1 ? 's' : ''}` : '';
@@ -138,16 +158,20 @@ async function runAll() {
   const seq = ++runSeq;
   const text = state.text;
   if (!text) return;
-  await Promise.all([...state.entries, ...state.kv.entries].filter((e) => e.model).map(async (e) => {
-    try {
-      const r = await e.model.run(text, { topK: 5 });
-      if (seq !== runSeq) return;
-      e.result = r;
-      renderColumn(e);
-    } catch (err) {
-      e.els.status.textContent = `Could not run: ${err.message}`;
-    }
-  }));
+  await Promise.all(
+    [...state.entries, ...state.kv.entries]
+      .filter((e) => e.model)
+      .map(async (e) => {
+        try {
+          const r = await e.model.run(text, { topK: 5 });
+          if (seq !== runSeq) return;
+          e.result = r;
+          renderColumn(e);
+        } catch (err) {
+          e.els.status.textContent = `Could not run: ${err.message}`;
+        }
+      }),
+  );
   if (seq !== runSeq) return;
   document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
   scheduleTiming();
@@ -169,7 +193,10 @@ async function timeAll() {
   if (seq !== timingSeq) return;
   const text = state.text;
   const live = state.entries.filter((e) => e.model);
-  for (const e of state.entries) { e.speedMs = undefined; e.times = []; }
+  for (const e of state.entries) {
+    e.speedMs = undefined;
+    e.times = [];
+  }
   renderTable();
   try {
     for (const e of live) await e.model.run(text, { topK: 1 }); // warm up
@@ -182,7 +209,9 @@ async function timeAll() {
         if (seq !== timingSeq) return;
       }
     }
-  } catch { /* leave unmeasured */ }
+  } catch {
+    /* leave unmeasured */
+  }
   if (seq !== timingSeq) return;
   for (const e of live) e.speedMs = median(e.times);
   renderTable();
@@ -223,7 +252,11 @@ async function typedSuffix(text, live) {
 async function timeTyped(seq) {
   const kv = state.kv;
   const live = kv.entries.filter((e) => e.model);
-  for (const e of kv.entries) { e.typedMs = undefined; e.typedTimes = []; e.typedComputed = undefined; }
+  for (const e of kv.entries) {
+    e.typedMs = undefined;
+    e.typedTimes = [];
+    e.typedComputed = undefined;
+  }
   renderKv();
   const text = state.text;
   if (!live.length || !text) return;
@@ -231,7 +264,10 @@ async function timeTyped(seq) {
     const suffix = await typedSuffix(text, live);
     if (seq !== timingSeq) return;
     kv.suffix = suffix;
-    for (const e of live) { await e.model.run(text, { topK: 1 }); await e.model.run(text + suffix, { topK: 1 }); } // warm up
+    for (const e of live) {
+      await e.model.run(text, { topK: 1 });
+      await e.model.run(text + suffix, { topK: 1 });
+    } // warm up
     for (let i = 0; i < TYPED_REPS; i++) {
       for (const e of live) {
         await e.model.run(text, { topK: 1 });
@@ -246,7 +282,9 @@ async function timeTyped(seq) {
         if (seq !== timingSeq) return;
       }
     }
-  } catch { return; /* leave unmeasured */ }
+  } catch {
+    return; /* leave unmeasured */
+  }
   for (const e of live) e.typedMs = median(e.typedTimes);
   renderKv();
   document.body.dataset.kvTimed = String(Number(document.body.dataset.kvTimed || 0) + 1);
@@ -256,10 +294,16 @@ async function timeTyped(seq) {
 let pruning = null;
 async function setUpPruning(names) {
   const q = params.get('prune');
-  const models = q ? q.split(',').map((x) => x.trim()).filter(Boolean) : [...names];
+  const models = q
+    ? q
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean)
+    : [...names];
   // the demo's default model after the family, when this site has it
   if (!q && !params.get('models')) {
-    if ((await modelIndex()).some((m) => m.name === DEFAULT_MODEL) && !models.includes(DEFAULT_MODEL)) models.push(DEFAULT_MODEL);
+    if ((await modelIndex()).some((m) => m.name === DEFAULT_MODEL) && !models.includes(DEFAULT_MODEL))
+      models.push(DEFAULT_MODEL);
   }
   pruning = new PruningPanel({
     host: $('cmp-prune-models'),
@@ -269,12 +313,20 @@ async function setUpPruning(names) {
     getCard: loadCard,
     getText: () => state.text,
     theme: () => theme,
-    options: { randomOrders: Number.isInteger(Number(params.get('orders'))) && params.get('orders') !== null ? Number(params.get('orders')) : 8, seed: 0 },
+    options: {
+      randomOrders:
+        Number.isInteger(Number(params.get('orders'))) && params.get('orders') !== null
+          ? Number(params.get('orders'))
+          : 8,
+      seed: 0,
+    },
   });
-  pruning.setModels(models.map((name) => {
-    const entry = state.entries.find((e) => e.name === name);
-    return { name, label: entry?.label ?? (name === DEFAULT_MODEL ? `${name} (the demo's model)` : name) };
-  }));
+  pruning.setModels(
+    models.map((name) => {
+      const entry = state.entries.find((e) => e.name === name);
+      return { name, label: entry?.label ?? (name === DEFAULT_MODEL ? `${name} (the demo's model)` : name) };
+    }),
+  );
   window.headscopePruning = pruning;
 }
 
@@ -311,16 +363,31 @@ function renderTable() {
     ['Validation loss (nats/token)', (e) => (Number.isFinite(e.valLoss) ? e.valLoss.toFixed(3) : 'no card')],
     ['Validation perplexity', (e) => (Number.isFinite(e.valPpl) ? e.valPpl.toFixed(1) : 'no card')],
     ['Parameters', (e) => (e.params ? fmtParams(e.params) : '…')],
-    ['run() on this text, median', (e) => (Number.isFinite(e.speedMs) ? `${e.speedMs.toFixed(1)} ms` : e.model ? 'measuring…' : '…')],
+    [
+      'run() on this text, median',
+      (e) => (Number.isFinite(e.speedMs) ? `${e.speedMs.toFixed(1)} ms` : e.model ? 'measuring…' : '…'),
+    ],
   ];
-  fillTable($('cmp-table'), state.entries.map((e) => e.label), rows.map(([label, f]) => ({ label, cells: state.entries.map(f) })));
+  fillTable(
+    $('cmp-table'),
+    state.entries.map((e) => e.label),
+    rows.map(([label, f]) => ({ label, cells: state.entries.map(f) })),
+  );
 }
 
 /** The roles table: role counts, best scores, copy accuracy and loss from each model's card. */
 function renderRoles() {
-  const entries = state.entries.map((e) => ({ label: e.label, card: e.card ?? null, nHead: e.info?.config.nHead ?? headsOf(e.name) }));
+  const entries = state.entries.map((e) => ({
+    label: e.label,
+    card: e.card ?? null,
+    nHead: e.info?.config.nHead ?? headsOf(e.name),
+  }));
   const { rows, notes } = familyRoleTable(entries);
-  fillTable($('cmp-roles'), entries.map((e) => e.label), rows);
+  fillTable(
+    $('cmp-roles'),
+    entries.map((e) => e.label),
+    rows,
+  );
   $('cmp-roles-notes').replaceChildren(...notes.map((n) => el('p', 'compare-note', n)));
 }
 
@@ -352,16 +419,29 @@ function renderKv() {
 async function startKv() {
   const kv = state.kv;
   const names = await kvModelNames();
-  kv.entries = names.map((name, index) => ({ name, index, label: shortName(name), kv: true, card: undefined, config: null, status: 'loading' }));
+  kv.entries = names.map((name, index) => ({
+    name,
+    index,
+    label: shortName(name),
+    kv: true,
+    card: undefined,
+    config: null,
+    status: 'loading',
+  }));
   if (!kv.entries.length) {
     $('kv-table-wrap').hidden = true;
-    $('kv-summary').textContent = 'This site holds no key/value-head models (family "kv" in models/index.json). ?kv=a,b compares others: names or folder URLs.';
+    $('kv-summary').textContent =
+      'This site holds no key/value-head models (family "kv" in models/index.json). ?kv=a,b compares others: names or folder URLs.';
     document.body.dataset.kvState = 'none';
     return;
   }
   document.body.dataset.kvState = 'loading';
   for (const e of kv.entries) buildColumn(e, { host: $('kv-models'), id: `kv-title-${e.index}`, nested: true });
-  await Promise.all(kv.entries.map(async (e) => { e.card = await loadCard(e.name); }));
+  await Promise.all(
+    kv.entries.map(async (e) => {
+      e.card = await loadCard(e.name);
+    }),
+  );
   renderKv();
   for (const e of kv.entries) {
     try {

@@ -20,13 +20,19 @@ export function tradeoffSentence(entries) {
     let s = `On the validation text ${name(best)} predicts best (loss ${best.valLoss.toFixed(3)}, perplexity ${best.valPpl.toFixed(1)}) and ${name(worst)} worst (${worst.valLoss.toFixed(3)}, perplexity ${worst.valPpl.toFixed(1)})`;
     const gap = worst.valLoss - best.valLoss;
     if (gap < 0.01) s += ': the number of heads made almost no difference';
-    else if (best === most) s += `: splitting the same width into more heads helped, by ${gap.toFixed(3)} nats per token from ${fewest.info.config.nHead} to ${most.info.config.nHead} heads`;
-    else if (best === fewest) s += `: here more, narrower heads did not help (${gap.toFixed(3)} nats per token worse at the end of the range)`;
-    else s += `: more heads helped up to ${best.info.config.nHead}, and ${most.info.config.nHead} narrower heads (width ${most.info.config.headSize}) gave some of that back`;
+    else if (best === most)
+      s += `: splitting the same width into more heads helped, by ${gap.toFixed(3)} nats per token from ${fewest.info.config.nHead} to ${most.info.config.nHead} heads`;
+    else if (best === fewest)
+      s += `: here more, narrower heads did not help (${gap.toFixed(3)} nats per token worse at the end of the range)`;
+    else
+      s += `: more heads helped up to ${best.info.config.nHead}, and ${most.info.config.nHead} narrower heads (width ${most.info.config.headSize}) gave some of that back`;
     const ps = withLoss.map((e) => e.params).filter(Boolean);
     if (ps.length) {
       const spread = (Math.max(...ps) - Math.min(...ps)) / Math.max(...ps);
-      s += spread < 0.01 ? `, with the same number of parameters (${fmtParams(Math.max(...ps))})` : `, with ${fmtParams(Math.min(...ps))} to ${fmtParams(Math.max(...ps))} parameters`;
+      s +=
+        spread < 0.01
+          ? `, with the same number of parameters (${fmtParams(Math.max(...ps))})`
+          : `, with ${fmtParams(Math.min(...ps))} to ${fmtParams(Math.max(...ps))} parameters`;
     }
     parts.push(`${s}.`);
   }
@@ -36,8 +42,15 @@ export function tradeoffSentence(entries) {
     const a = byHeads[0];
     const b = byHeads[byHeads.length - 1];
     const ratio = b.speedMs / a.speedMs;
-    const cmp = ratio > 1.15 ? `takes ${ratio.toFixed(1)}× as long as` : ratio < 0.87 ? `takes less time (${ratio.toFixed(2)}×) than` : 'takes about as long as';
-    parts.push(`In this browser ${name(b)} ${cmp} ${name(a)} on this text (${b.speedMs.toFixed(1)} vs ${a.speedMs.toFixed(1)} ms${ratio > 1.15 ? ': one attention pattern and softmax per head, each over a narrower slice' : ''}).`);
+    const cmp =
+      ratio > 1.15
+        ? `takes ${ratio.toFixed(1)}× as long as`
+        : ratio < 0.87
+          ? `takes less time (${ratio.toFixed(2)}×) than`
+          : 'takes about as long as';
+    parts.push(
+      `In this browser ${name(b)} ${cmp} ${name(a)} on this text (${b.speedMs.toFixed(1)} vs ${a.speedMs.toFixed(1)} ms${ratio > 1.15 ? ': one attention pattern and softmax per head, each over a narrower slice' : ''}).`,
+    );
   }
   return parts.join(' ') || 'Waiting for the models and their cards…';
 }

@@ -9,7 +9,8 @@ const view = document.createElement('headscope-view');
 view.setAttribute('text', state.text ?? DEFAULT_TEXT);
 view.setAttribute('view', state.view ?? (state.inside !== undefined ? 'inside' : 'heatmap'));
 if (state.model) view.setAttribute('model', state.model);
-for (const k of ['layer', 'head', 'token', 'inside', 'step']) if (Number.isInteger(state[k])) view.setAttribute(k, String(state[k]));
+for (const k of ['layer', 'head', 'token', 'inside', 'step'])
+  if (Number.isInteger(state[k])) view.setAttribute(k, String(state[k]));
 if (state.by) view.setAttribute('by', state.by);
 if (state.heads?.length) view.setAttribute('heads', state.heads.join(','));
 const theme = query.get('theme');

@@ -19,12 +19,18 @@ const afterPaint = () => new Promise((resolve) => requestAnimationFrame(() => se
  * LogitAttribution, or { note } saying why there is none), and a request for it if it is missing.
  */
 export function installAttribution({ getModel, idle, onUpdate }) {
-  let wish = null;    // { model, text, ablate, position, token }
-  let answer = null;  // { ...wish, value } or { ...wish, note }: the latest answer
+  let wish = null; // { model, text, ablate, position, token }
+  let answer = null; // { ...wish, value } or { ...wish, note }: the latest answer
   let busy = false;
 
-  const same = (x, y) => !!x && !!y && x.model === y.model && x.text === y.text && sameAblate(x.ablate, y.ablate)
-    && x.position === y.position && x.token === y.token;
+  const same = (x, y) =>
+    !!x &&
+    !!y &&
+    x.model === y.model &&
+    x.text === y.text &&
+    sameAblate(x.ablate, y.ablate) &&
+    x.position === y.position &&
+    x.token === y.token;
 
   async function pump() {
     busy = true;
@@ -34,7 +40,10 @@ export function installAttribution({ getModel, idle, onUpdate }) {
         await afterPaint();
         const w = wish;
         if (!w || same(answer, w)) return;
-        if (w.model !== getModel()) { wish = null; return; }
+        if (w.model !== getModel()) {
+          wish = null;
+          return;
+        }
         let value = null;
         let note = '';
         try {
@@ -42,7 +51,13 @@ export function installAttribution({ getModel, idle, onUpdate }) {
         } catch (e) {
           note = `could not be read: ${e?.message ?? e}`;
         }
-        if (value && (value.text !== w.text || !sameAblate(value.ablate, w.ablate) || value.position !== w.position || value.token !== w.token)) {
+        if (
+          value &&
+          (value.text !== w.text ||
+            !sameAblate(value.ablate, w.ablate) ||
+            value.position !== w.position ||
+            value.token !== w.token)
+        ) {
           value = null; // not what was asked (the model answers for the text given): never shown
           note = 'could not be read for this text';
         }

@@ -22,8 +22,10 @@ async function cardLinkWeight(model, card) {
   if (!verbSubjectHeads(card).length) return undefined;
   try {
     const r = await model.run(card.chef_sentence.text, { topK: 1 });
-    return (layer, head, q, keys) => (layer < r.nLayer && head < r.nHead && q < r.T && keys.every((k) => k <= q)
-      ? keys.reduce((s, k) => s + attentionAt(r, layer, head, q, k), 0) : undefined);
+    return (layer, head, q, keys) =>
+      layer < r.nLayer && head < r.nHead && q < r.T && keys.every((k) => k <= q)
+        ? keys.reduce((s, k) => s + attentionAt(r, layer, head, q, k), 0)
+        : undefined;
   } catch {
     return undefined;
   }

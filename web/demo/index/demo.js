@@ -2,9 +2,26 @@
 // through the component module's shared model cache) and the views exported by headscope-view.js.
 // One state object (`page`), one render path (renderNow), and one way to switch models (useModel).
 import {
-  getModel, getFastTypingModel, loadModelFromBuffers, setThreads, Runner, DEFAULT_TEXT, stateFromQuery, stateToQuery,
-  GridView, HeatmapView, LinesView, CombineView, TopKView, Tooltip, describeHead, focusToken,
-  gridScene, heatmapScene, linesScene, combineScene,
+  getModel,
+  getFastTypingModel,
+  loadModelFromBuffers,
+  setThreads,
+  Runner,
+  DEFAULT_TEXT,
+  stateFromQuery,
+  stateToQuery,
+  GridView,
+  HeatmapView,
+  LinesView,
+  CombineView,
+  TopKView,
+  Tooltip,
+  describeHead,
+  focusToken,
+  gridScene,
+  heatmapScene,
+  linesScene,
+  combineScene,
 } from '../../component/headscope-view.js';
 import { installLab } from './lab-panel.js';
 import { installInside } from './inside-panel.js';
@@ -25,28 +42,30 @@ const URL_THREADS = new URLSearchParams(location.search).get('threads');
 
 const $ = (id) => document.getElementById(id);
 const reducedMotion = () => window.matchMedia('(prefers-reduced-motion: reduce)').matches;
-const setText = (node, text) => { if (node.textContent !== text) node.textContent = text; }; // text, never markup
+const setText = (node, text) => {
+  if (node.textContent !== text) node.textContent = text;
+}; // text, never markup
 
 // ---- state --------------------------------------------------------------------------------
 const fromUrl = stateFromQuery(location.search);
 const page = {
   state: {
-    model: fromUrl.model,                 // a shipped name or folder URL; undefined: the default model
+    model: fromUrl.model, // a shipped name or folder URL; undefined: the default model
     text: fromUrl.text ?? DEFAULT_TEXT,
     layer: fromUrl.layer ?? 0,
     head: fromUrl.head ?? 0,
     heads: fromUrl.heads ?? [],
     token: fromUrl.inside ?? fromUrl.token ?? null, // a link to "Inside this head" names its query token
     view: fromUrl.view === 'lines' ? 'lines' : 'heatmap', // the detail panel's tab
-    links: fromUrl.links,                 // links per token in the lines view (0: all; default 3)
-    ablate: [],                           // heads switched off, [[layer, head], ...]
-    step: fromUrl.step ?? 1,              // "Inside this head": its step (1-6), in the URL once used
+    links: fromUrl.links, // links per token in the lines view (0: all; default 3)
+    ablate: [], // heads switched off, [[layer, head], ...]
+    step: fromUrl.step ?? 1, // "Inside this head": its step (1-6), in the URL once used
     insideOpen: fromUrl.inside !== undefined,
-    by: fromUrl.by ?? 'weight',           // the attention views' colours: weight, or weight × value size
+    by: fromUrl.by ?? 'weight', // the attention views' colours: weight, or weight × value size
   },
-  model: null,          // the loaded model (worker client)
-  modelName: '',        // its name as the page shows it (a local folder's name for a folder from disk)
-  local: false,         // true for a model read from the reader's disk (no URL can name it)
+  model: null, // the loaded model (worker client)
+  modelName: '', // its name as the page shows it (a local folder's name for a folder from disk)
+  local: false, // true for a model read from the reader's disk (no URL can name it)
   info: null,
   result: null,
   theme: null,
@@ -64,7 +83,8 @@ const grid = new GridView($('grid'), {
   onOpen: () => {
     const detail = $('detail');
     const r = detail.getBoundingClientRect();
-    if (r.top > window.innerHeight || r.bottom < 0) detail.scrollIntoView({ behavior: reducedMotion() ? 'auto' : 'smooth', block: 'start' });
+    if (r.top > window.innerHeight || r.bottom < 0)
+      detail.scrollIntoView({ behavior: reducedMotion() ? 'auto' : 'smooth', block: 'start' });
   },
 });
 let detailView = null;
@@ -74,16 +94,27 @@ function makeDetailView() {
   $('detail-scroll').classList.remove('hs-zoomed');
   tooltip.hide();
   const onSelectToken = (t) => selectToken(t);
-  detailView = state.view === 'lines' ? new LinesView(host, { onSelectToken }) : new HeatmapView(host, { tooltip, onSelectToken, onAnnounce: announce });
+  detailView =
+    state.view === 'lines'
+      ? new LinesView(host, { onSelectToken })
+      : new HeatmapView(host, { tooltip, onSelectToken, onAnnounce: announce });
   detailView.kind = state.view;
 }
 makeDetailView();
 const combine = new CombineView($('combine'), { onSelectHead: (h) => selectHead(state.layer, h, false) });
-const attribution = installAttribution({ getModel: () => page.model, idle: async () => page.runner?.idle(), onUpdate: () => render() });
+const attribution = installAttribution({
+  getModel: () => page.model,
+  idle: async () => page.runner?.idle(),
+  onUpdate: () => render(),
+});
 const topk = new TopKView($('topk'));
 // panels below the fold are drawn (and ask the model for their numbers) when they come into view
-const combineOnScreen = watchOnScreen($('combine'), (shown) => { if (shown) render(); });
-const topkOnScreen = watchOnScreen($('topk'), (shown) => { if (shown) render(); });
+const combineOnScreen = watchOnScreen($('combine'), (shown) => {
+  if (shown) render();
+});
+const topkOnScreen = watchOnScreen($('topk'), (shown) => {
+  if (shown) render();
+});
 const tokens = new TokenStrip($('tokens'), { onSelect: (t) => selectToken(t) });
 const chips = new HeadChips($('head-chips'), {
   onChange: (heads, head) => {
@@ -93,10 +124,24 @@ const chips = new HeadChips($('head-chips'), {
     render();
   },
 });
-installThemeToggle($('theme-toggle'), (theme) => { page.theme = theme; render(); });
+installThemeToggle($('theme-toggle'), (theme) => {
+  page.theme = theme;
+  render();
+});
 const inside = installInside({ state, announce, render, reducedMotion, wantValueSizes });
-const writer = installContinue({ $, state, textBox: $('text'), announce, getModel: () => page.model, getRunner: () => page.runner,
-  getResult: () => page.result, show: (r) => { page.result = r; renderImmediately(); } });
+const writer = installContinue({
+  $,
+  state,
+  textBox: $('text'),
+  announce,
+  getModel: () => page.model,
+  getRunner: () => page.runner,
+  getResult: () => page.result,
+  show: (r) => {
+    page.result = r;
+    renderImmediately();
+  },
+});
 
 // "Weight × value size" picked: the text runs again, for its value sizes (the engine's cache holds
 // it, so only the sizes are computed). Not while the model writes: a request would stop it, and
@@ -156,7 +201,10 @@ markTabs();
 
 const linksSelect = $('links-select');
 if (Number.isInteger(state.links)) linksSelect.value = String(state.links);
-linksSelect.addEventListener('change', () => { state.links = Number(linksSelect.value); render(); });
+linksSelect.addEventListener('change', () => {
+  state.links = Number(linksSelect.value);
+  render();
+});
 
 $('layer-select').addEventListener('change', (e) => selectHead(Number(e.target.value), state.head, false));
 $('head-select').addEventListener('change', (e) => selectHead(state.layer, Number(e.target.value), false));
@@ -216,7 +264,10 @@ function renderNow() {
   const notice = $('notice');
   if (result.droppedTokens > 0) {
     notice.hidden = false;
-    setText(notice, `This text is longer than the model's context of ${page.info.config.nPositions} tokens: the first ${result.droppedTokens} tokens were cut, and the views show the last ${result.T}.`);
+    setText(
+      notice,
+      `This text is longer than the model's context of ${page.info.config.nPositions} tokens: the first ${result.droppedTokens} tokens were cut, and the views show the last ${result.T}.`,
+    );
   } else if (!notice.hidden) {
     notice.hidden = true;
   }
@@ -235,8 +286,15 @@ function renderNow() {
 // A model from the reader's disk has no URL: the URL keeps the text and the view, not the model.
 function urlState() {
   return {
-    model: page.local ? undefined : state.model, text: state.text, layer: state.layer, head: state.head,
-    heads: state.heads, token: state.token ?? undefined, view: state.view, links: state.links, by: state.by,
+    model: page.local ? undefined : state.model,
+    text: state.text,
+    layer: state.layer,
+    head: state.head,
+    heads: state.heads,
+    token: state.token ?? undefined,
+    view: state.view,
+    links: state.links,
+    by: state.by,
     ...(state.insideOpen && page.result ? { inside: focusToken(page.result, state), step: state.step } : {}),
   };
 }
@@ -245,7 +303,8 @@ function urlState() {
 function sceneFor(which) {
   const { result, theme } = page;
   if (which === 'grid') return gridScene(result, state, theme).scene;
-  if (which === 'combine') return combineScene(result, state, theme, attribution.shown(result, state), { width: combine.width }).scene;
+  if (which === 'combine')
+    return combineScene(result, state, theme, attribution.shown(result, state), { width: combine.width }).scene;
   if (which === 'inside') return inside.exportScene();
   if (state.view === 'lines') return linesScene(result, state, theme, detailView.focus ?? null).scene;
   return heatmapScene(result, state, theme, detailView.exportOptions?.() ?? {}).scene; // what the reader sees, zoomed
@@ -257,7 +316,10 @@ const textBox = $('text');
 textBox.value = state.text;
 textBox.addEventListener('input', () => {
   state.text = textBox.value;
-  if (page.tokenFromCard) { state.token = null; page.tokenFromCard = false; }
+  if (page.tokenFromCard) {
+    state.token = null;
+    page.tokenFromCard = false;
+  }
   if (state.text.length === 0) {
     $('stats').textContent = 'Type some text to see the heads respond.';
     return;
@@ -292,15 +354,22 @@ function useModel(model, { name, local = false, card = null }) {
   page.local = local;
   const c = page.info.config;
   const size = modelSize(page.info);
-  $('tagline').textContent = `Every attention head of ${name} (${c.nLayer} layers × ${c.nHead} heads, ${size}), live as you type. Everything runs in your browser.`;
+  $('tagline').textContent =
+    `Every attention head of ${name} (${c.nLayer} layers × ${c.nHead} heads, ${size}), live as you type. Everything runs in your browser.`;
   document.title = `headscope: ${name}, every attention head live as you type`;
   let cardText = '';
-  if (card?.loss?.val !== undefined) cardText += ` Validation loss ${Number(card.loss.val).toFixed(3)} nats per token (perplexity ${card.loss.val_perplexity}).`;
+  if (card?.loss?.val !== undefined)
+    cardText += ` Validation loss ${Number(card.loss.val).toFixed(3)} nats per token (perplexity ${card.loss.val_perplexity}).`;
   if (card?.description) cardText += ` ${card.description}`;
   const threads = `${page.info.threads} thread${page.info.threads === 1 ? '' : 's'}`;
-  const where = model.thread === 'page' ? 'on the page thread (no Web Worker could start)'
-    : model.fastTyping ? `in a Web Worker, ${threads}, with short updates while typing on the page thread` : `in a Web Worker, ${threads}`;
-  $('model-info').textContent = `Model: ${name}${local ? ' (from your disk, not uploaded)' : ''}, ${c.nLayer} layers × ${c.nHead} heads, ${size}, context ${c.nPositions} tokens; ${cacheLine(page.info)}; engine: WebAssembly ${page.info.simd.simd ? `SIMD128${page.info.simd.relaxedMadd ? ' with relaxed-SIMD multiply-add' : ''}` : 'scalar'} ${where}.${cardText}`;
+  const where =
+    model.thread === 'page'
+      ? 'on the page thread (no Web Worker could start)'
+      : model.fastTyping
+        ? `in a Web Worker, ${threads}, with short updates while typing on the page thread`
+        : `in a Web Worker, ${threads}`;
+  $('model-info').textContent =
+    `Model: ${name}${local ? ' (from your disk, not uploaded)' : ''}, ${c.nLayer} layers × ${c.nHead} heads, ${size}, context ${c.nPositions} tokens; ${cacheLine(page.info)}; engine: WebAssembly ${page.info.simd.simd ? `SIMD128${page.info.simd.relaxedMadd ? ' with relaxed-SIMD multiply-add' : ''}` : 'scalar'} ${where}.${cardText}`;
   // the old model's runs (and writing) stop here: none may write into the result on screen any more
   writer.stop('model');
   if (page.runner) {
@@ -328,13 +397,22 @@ function useModel(model, { name, local = false, card = null }) {
       renderImmediately();
       if (first && state.insideOpen) inside.reveal(); // a link to one step of "Inside this head"
     },
-    onError: (e) => { $('stats').textContent = `The model could not run on this text: ${e.message}`; },
+    onError: (e) => {
+      $('stats').textContent = `The model could not run on this text: ${e.message}`;
+    },
   });
   inside.useModel(model, page.runner);
   page.lab?.dispose();
   state.ablate = [];
   page.lab = installLab({
-    state, runner: page.runner, grid, card, getModel: async () => model, getResult: () => page.result, render, selectHead,
+    state,
+    runner: page.runner,
+    grid,
+    card,
+    getModel: async () => model,
+    getResult: () => page.result,
+    render,
+    selectHead,
   });
   document.body.dataset.model = name;
   page.runner.request(state.text);
@@ -344,7 +422,10 @@ function useModel(model, { name, local = false, card = null }) {
 // ?trained=1: the model the training page saved in this browser, on the probe text it trained for
 async function startTrained() {
   const saved = await loadTrainedModel();
-  if (!saved) throw new Error('no trained model is stored in this browser: train one on the training page (train.html) and open it from there');
+  if (!saved)
+    throw new Error(
+      'no trained model is stored in this browser: train one on the training page (train.html) and open it from there',
+    );
   state.text = saved.text;
   textBox.value = saved.text;
   const model = await loadModelFromBuffers(saved.files);
@@ -372,7 +453,8 @@ async function start() {
         const pct = Math.min(100, (100 * loaded) / total);
         fill.style.width = `${pct.toFixed(1)}%`;
         bar.setAttribute('aria-valuenow', pct.toFixed(0));
-        $('loading-text').textContent = `Loading the model… ${(loaded / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB`;
+        $('loading-text').textContent =
+          `Loading the model… ${(loaded / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB`;
       },
     });
     const name = model.info.name;
@@ -391,7 +473,9 @@ async function start() {
     useModel(model, { name, card });
   } catch (e) {
     $('loading').classList.add('error');
-    const hint = state.model ? '' : ' The default model may not have been built yet; open this page with ?model=<folder URL> to use another model.';
+    const hint = state.model
+      ? ''
+      : ' The default model may not have been built yet; open this page with ?model=<folder URL> to use another model.';
     $('loading-text').textContent = `The model could not be loaded: ${e.message}.${hint}`;
     document.body.dataset.error = 'true';
   }
@@ -440,7 +524,9 @@ installLocalModelPicker({
   folderInput: $('folder-input'),
   filesInput: $('files-input'),
   dropTarget: document.body,
-  onModel: (picked) => { openLocal(picked); },
+  onModel: (picked) => {
+    openLocal(picked);
+  },
   onError: (e) => {
     const still = page.modelName ? ` Still showing ${page.modelName}.` : '';
     setText(localStatus, `Could not open that model: ${e.message}${still}`);
@@ -453,11 +539,21 @@ listModels();
 // for the end-to-end tests and curious readers
 window.headscopeDemo = {
   state,
-  get result() { return page.result; },
-  get runs() { return page.runner?.runs ?? 0; },
-  get renderMs() { return page.lastRenderMs; },
-  get model() { return page.model; },
-  get runner() { return page.runner; },
+  get result() {
+    return page.result;
+  },
+  get runs() {
+    return page.runner?.runs ?? 0;
+  },
+  get renderMs() {
+    return page.lastRenderMs;
+  },
+  get model() {
+    return page.model;
+  },
+  get runner() {
+    return page.runner;
+  },
   idle: () => page.runner?.idle(), // resolves once no run is pending or in flight
   grid, // grid.weightAt(layer, head, q, k): the weight its canvas shows
 };

@@ -5,12 +5,20 @@
 // (web/component/model/weighting.js): the page's runs ask for them in that mode.
 // demo.js calls update(result, theme) in its render path.
 import {
-  InsideView, InsideSource, Tooltip, hasValueNorms, valueWeightingSentence, focusToken, headSharing,
+  InsideView,
+  InsideSource,
+  Tooltip,
+  hasValueNorms,
+  valueWeightingSentence,
+  focusToken,
+  headSharing,
 } from '../../component/headscope-view.js';
 import { watchOnScreen } from './on-screen.js';
 
 const $ = (id) => document.getElementById(id);
-const setText = (node, text) => { if (node.textContent !== text) node.textContent = text; }; // text, never markup
+const setText = (node, text) => {
+  if (node.textContent !== text) node.textContent = text;
+}; // text, never markup
 
 /**
  * ctx: { state, announce(text), render(), reducedMotion(), wantValueSizes() }. state gains step
@@ -60,11 +68,15 @@ export function installInside({ state, announce, render, reducedMotion, wantValu
     /** Before the views are drawn: wants the insides they show, and draws the panel. */
     update(result, theme) {
       const { layer, head } = state;
-      source?.want(result.text, { panel: figure.visible || state.insideOpen ? [layer, head] : null, ablate: result.ablate ?? state.ablate });
+      source?.want(result.text, {
+        panel: figure.visible || state.insideOpen ? [layer, head] : null,
+        ablate: result.ablate ?? state.ablate,
+      });
       const byNote = $('by-explain');
       byNote.hidden = state.by !== 'value';
       // a result of a run without them (the mode was just switched) is shown by its weights meanwhile
-      if (state.by === 'value') setText(byNote, hasValueNorms(result) ? valueWeightingSentence(result.ablate) : 'Reading the value sizes…');
+      if (state.by === 'value')
+        setText(byNote, hasValueNorms(result) ? valueWeightingSentence(result.ablate) : 'Reading the value sizes…');
       const gridBy = $('grid-by'); // the grid follows the same choice
       const gridWeighted = state.by === 'value' && hasValueNorms(result);
       if (gridBy.hidden === gridWeighted) gridBy.hidden = !gridWeighted;
@@ -73,18 +85,30 @@ export function installInside({ state, announce, render, reducedMotion, wantValu
       const inside = latest && latest.layer === layer && latest.head === head ? latest : null;
       const fresh = !!inside && !!source?.fresh && inside.text === result.text;
       const error = source?.error;
-      const status = error ? `This head could not be read: ${error}` : fresh ? '' : `Reading layer ${layer}, head ${head}…`;
+      const status = error
+        ? `This head could not be read: ${error}`
+        : fresh
+          ? ''
+          : `Reading layer ${layer}, head ${head}…`;
       if (figure.visible) view.update(inside, state, theme, { status });
       const note = $('inside-note');
       // the panel reads the head with the page's switched-off heads off (InsideSource), except itself
       const off = state.ablate.some(([l, h]) => l === layer && h === head);
       note.hidden = !off;
-      setText(note, off ? 'This head is switched off: the model drops its write, and the panel shows what it would write.' : '');
+      setText(
+        note,
+        off ? 'This head is switched off: the model drops its write, and the panel shows what it would write.' : '',
+      );
       // grouped-query attention: the heads of this head's group read the same keys and values
       const kvNote = $('inside-kv');
       const shared = headSharing(result.nHead, result.nKvHead ?? result.nHead, head);
       kvNote.hidden = !shared;
-      setText(kvNote, shared ? `In this model ${shared}: their keys (step 2) and values (step 5) are the same numbers; each head's own query (step 1) decides where it looks.` : '');
+      setText(
+        kvNote,
+        shared
+          ? `In this model ${shared}: their keys (step 2) and values (step 5) are the same numbers; each head's own query (step 1) decides where it looks.`
+          : '',
+      );
       // for the tests: which head, query and text the panel shows, once it is the text on screen
       section.dataset.ready = fresh ? `${layer}:${head}:${focusToken(inside, state)}:${inside.T}` : '';
     },
@@ -93,6 +117,8 @@ export function installInside({ state, announce, render, reducedMotion, wantValu
     exportScene: () => view.exportScene(),
     /** Scrolls the panel into view (a link to it: ?inside=). */
     reveal: () => section.scrollIntoView({ block: 'start' }),
-    get step() { return view.step; },
+    get step() {
+      return view.step;
+    },
   };
 }

@@ -31,7 +31,8 @@ export function installLab(ctx) {
   const body = document.createElement('div');
   section.appendChild(body);
   const gridPanel = document.querySelector('.panel-grid');
-  if (gridPanel) gridPanel.after(section); else $('app').appendChild(section);
+  if (gridPanel) gridPanel.after(section);
+  else $('app').appendChild(section);
 
   // a link to the head-count comparison
   const actions = document.querySelector('.top-actions');
@@ -79,7 +80,8 @@ export function installLab(ctx) {
     clearTimeout(writeUrl.timer);
     writeUrl.timer = setTimeout(() => {
       const q = new URLSearchParams(location.search);
-      if (pairs.length) q.set('off', formatAblate(pairs)); else q.delete('off');
+      if (pairs.length) q.set('off', formatAblate(pairs));
+      else q.delete('off');
       history.replaceState(null, '', `${location.pathname}?${q.toString()}`);
     }, 400);
   }

@@ -7,11 +7,16 @@ import { tokenizerKind } from '../../lib/files.js';
 
 /** The four files of a GPT-2 folder, by the keys loadModel() takes. */
 export const MODEL_FILES = Object.freeze({
-  config: 'config.json', weights: 'model.safetensors', vocab: 'vocab.json', merges: 'merges.txt',
+  config: 'config.json',
+  weights: 'model.safetensors',
+  vocab: 'vocab.json',
+  merges: 'merges.txt',
 });
 /** The three files of a Llama-family folder (its tokenizer in tokenizer.json). */
 export const TOKENIZER_JSON_MODEL_FILES = Object.freeze({
-  config: 'config.json', weights: 'model.safetensors', tokenizer: 'tokenizer.json',
+  config: 'config.json',
+  weights: 'model.safetensors',
+  tokenizer: 'tokenizer.json',
 });
 
 /**
@@ -35,17 +40,23 @@ export function modelFromFiles(fileList, folder = '') {
   // GPT-2's four, or the three with tokenizer.json; a folder with both (the hub's often are) keeps
   // them all, and readModelFiles() goes by what config.json's model_type says
   const both = byName.has(TOKENIZER_JSON_MODEL_FILES.tokenizer) && byName.has(MODEL_FILES.vocab);
-  const layout = both ? { ...MODEL_FILES, tokenizer: TOKENIZER_JSON_MODEL_FILES.tokenizer }
-    : byName.has(TOKENIZER_JSON_MODEL_FILES.tokenizer) ? TOKENIZER_JSON_MODEL_FILES : MODEL_FILES;
+  const layout = both
+    ? { ...MODEL_FILES, tokenizer: TOKENIZER_JSON_MODEL_FILES.tokenizer }
+    : byName.has(TOKENIZER_JSON_MODEL_FILES.tokenizer)
+      ? TOKENIZER_JSON_MODEL_FILES
+      : MODEL_FILES;
   const missing = Object.values(layout).filter((n) => !byName.has(n) && !(both && n === MODEL_FILES.merges));
   const first = byName.get(MODEL_FILES.config) ?? [...byName.values()][0];
   const name = folder || (first.path.includes('/') ? first.path.split('/').slice(-2, -1)[0] : '') || 'local model';
   if (missing.length) {
-    const hint = byName.has('pytorch_model.bin') || files.some((f) => f.name.endsWith('.bin'))
-      ? ' This folder has PyTorch .bin weights only: headscope reads model.safetensors (the hub offers it for gpt2 and distilgpt2).'
-      : '';
-    throw new Error(`"${name}" is missing ${missing.join(', ')}: a model folder needs ${Object.values(MODEL_FILES).join(', ')} `
-      + `(GPT-2) or ${Object.values(TOKENIZER_JSON_MODEL_FILES).join(', ')} (the Llama family).${hint}`);
+    const hint =
+      byName.has('pytorch_model.bin') || files.some((f) => f.name.endsWith('.bin'))
+        ? ' This folder has PyTorch .bin weights only: headscope reads model.safetensors (the hub offers it for gpt2 and distilgpt2).'
+        : '';
+    throw new Error(
+      `"${name}" is missing ${missing.join(', ')}: a model folder needs ${Object.values(MODEL_FILES).join(', ')} ` +
+        `(GPT-2) or ${Object.values(TOKENIZER_JSON_MODEL_FILES).join(', ')} (the Llama family).${hint}`,
+    );
   }
   const picked = Object.fromEntries(Object.entries(layout).map(([key, n]) => [key, byName.get(n).file]));
   const bytes = Object.values(picked).reduce((s, f) => s + f.size, 0);
@@ -72,7 +83,10 @@ export async function readModelFiles({ name, files }) {
     const { tokenizer, vocab, merges, ...rest } = files;
     if (tokenizerKind(config) === 'tokenizer') chosen = { ...rest, tokenizer };
     else if (merges) chosen = { ...rest, vocab, merges };
-    else throw new Error(`"${name}" is missing merges.txt: a GPT-2 model folder needs ${Object.values(MODEL_FILES).join(', ')}.`);
+    else
+      throw new Error(
+        `"${name}" is missing merges.txt: a GPT-2 model folder needs ${Object.values(MODEL_FILES).join(', ')}.`,
+      );
   }
   const entries = await Promise.all(Object.entries(chosen).map(async ([key, file]) => [key, await read(file)]));
   return { name, ...Object.fromEntries(entries) };

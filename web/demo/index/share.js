@@ -13,12 +13,21 @@ export function installSharing({ sceneFor, hasResult, state, urlState }) {
     b.addEventListener('click', async () => {
       if (!hasResult()) return;
       const which = b.dataset.export;
-      const name = which === 'grid' ? 'grid' : which === 'combine' ? `combine-L${state.layer}`
-        : which === 'inside' ? `inside-L${state.layer}H${state.head}-step${state.step}` : `${state.view}-L${state.layer}H${state.head}`;
+      const name =
+        which === 'grid'
+          ? 'grid'
+          : which === 'combine'
+            ? `combine-L${state.layer}`
+            : which === 'inside'
+              ? `inside-L${state.layer}H${state.head}-step${state.step}`
+              : `${state.view}-L${state.layer}H${state.head}`;
       const scene = sceneFor(which);
       if (!scene) return; // the head's insides are not read yet
       if (b.dataset.format === 'svg') {
-        downloadBlob(new Blob([sceneToSvgString(scene, `headscope ${name}`)], { type: 'image/svg+xml' }), `headscope-${name}.svg`);
+        downloadBlob(
+          new Blob([sceneToSvgString(scene, `headscope ${name}`)], { type: 'image/svg+xml' }),
+          `headscope-${name}.svg`,
+        );
       } else {
         downloadBlob(await sceneToPngBlob(scene, 2), `headscope-${name}.png`);
       }

@@ -5,7 +5,11 @@ import { readTheme } from '../../component/headscope-view.js';
 const THEME_KEY = 'headscope-theme';
 
 function storedTheme() {
-  try { return localStorage.getItem(THEME_KEY); } catch { return null; }
+  try {
+    return localStorage.getItem(THEME_KEY);
+  } catch {
+    return null;
+  }
 }
 
 function currentScheme() {
@@ -25,7 +29,11 @@ export function installThemeToggle(button, onChange) {
   };
   button.addEventListener('click', () => {
     const next = currentScheme() === 'dark' ? 'light' : 'dark';
-    try { localStorage.setItem(THEME_KEY, next); } catch { /* private mode */ }
+    try {
+      localStorage.setItem(THEME_KEY, next);
+    } catch {
+      /* private mode */
+    }
     apply(next);
   });
   window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => apply());

@@ -53,9 +53,19 @@ export class TokenStrip {
         bg = heat(theme, w); // CSSOM, allowed under the strict CSP
         fg = heatInk(theme, w); // black or white, whichever contrasts more with the tint
       }
-      if (b.hsBg !== bg) { b.style.backgroundColor = bg; b.hsBg = bg; }
-      if (b.hsFg !== fg) { b.style.color = fg; b.hsFg = fg; }
-      setAttr(b, 'aria-label', `token ${i}: ${tokenWords(t.text)}${byModel ? ', written by the model' : ''}${i <= focused && !weightsHidden ? `, weight ${w.toFixed(2)}` : ''}`);
+      if (b.hsBg !== bg) {
+        b.style.backgroundColor = bg;
+        b.hsBg = bg;
+      }
+      if (b.hsFg !== fg) {
+        b.style.color = fg;
+        b.hsFg = fg;
+      }
+      setAttr(
+        b,
+        'aria-label',
+        `token ${i}: ${tokenWords(t.text)}${byModel ? ', written by the model' : ''}${i <= focused && !weightsHidden ? `, weight ${w.toFixed(2)}` : ''}`,
+      );
     }
     for (let i = T; i < this.buttons.length && this.buttons[i].parentNode; i++) this.buttons[i].remove();
     // a strip longer than its box scrolls: bring the focused token into view when it changes

@@ -39,7 +39,8 @@ export const CLEAR_LINK_RATIO = 1.5;
 export function verbSubjectHead(card) {
   const b = card?.roles?.best?.verb_to_subject;
   const threshold = Number(card?.roles?.thresholds?.verb_to_subject);
-  if (!b || !Number.isInteger(b.layer) || !Number.isInteger(b.head) || !(threshold > 0) || !(b.score >= threshold)) return null;
+  if (!b || !Number.isInteger(b.layer) || !Number.isInteger(b.head) || !(threshold > 0) || !(b.score >= threshold))
+    return null;
   return { layer: b.layer, head: b.head, score: b.score, threshold };
 }
 
@@ -74,7 +75,9 @@ export function openingHead(card, { linkWeight } = {}) {
     let chosen = null;
     for (const v2s of verbSubjectHeads(card)) {
       const listed = (cooked.top || []).find((t) => t.layer === v2s.layer && t.head === v2s.head);
-      const weight = listed ? listed.weight : linkWeight?.(v2s.layer, v2s.head, cooked.query_token, cooked.key_tokens || []);
+      const weight = listed
+        ? listed.weight
+        : linkWeight?.(v2s.layer, v2s.head, cooked.query_token, cooked.key_tokens || []);
       const ratio = weight / cooked.uniform_baseline;
       if (Number.isFinite(ratio) && ratio >= CLEAR_LINK_RATIO && (!chosen || ratio > chosen.ratio)) {
         chosen = { layer: v2s.layer, head: v2s.head, token: cooked.query_token, ratio, role: 'verb_to_subject' };
@@ -87,7 +90,8 @@ export function openingHead(card, { linkWeight } = {}) {
     const top = link.top?.[0];
     if (!top || !(link.uniform_baseline > 0)) continue;
     const ratio = top.weight / link.uniform_baseline;
-    if (ratio >= CLEAR_LINK_RATIO && (!best || ratio > best.ratio)) best = { layer: top.layer, head: top.head, token: link.query_token, ratio };
+    if (ratio >= CLEAR_LINK_RATIO && (!best || ratio > best.ratio))
+      best = { layer: top.layer, head: top.head, token: link.query_token, ratio };
   }
   if (best) return best;
   const prev = (card?.heads || []).filter((h) => h.prev_token >= 0.5).sort((a, b) => b.prev_token - a.prev_token)[0];

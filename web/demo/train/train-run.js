@@ -30,7 +30,8 @@ const PROBE_EVERY = 25;
 // charts redraw at most this often while training (each redraw updates a few thousand SVG nodes;
 // at every progress message the page thread would spend most of its time drawing)
 const DRAW_INTERVAL_MS = 250;
-const DEFAULT_TEXT = 'The chef, who trained in Paris, cooked the meal quickly. The mayor, who was born in Lyon, opened the bridge early. ';
+const DEFAULT_TEXT =
+  'The chef, who trained in Paris, cooked the meal quickly. The mayor, who was born in Lyon, opened the bridge early. ';
 
 function select(doc, id, label, values, format = String) {
   const wrap = el(doc, 'label', 'train-field');
@@ -53,9 +54,17 @@ function button(doc, text, cls = '') {
 function probeResult(probe) {
   const tokens = Array.from(probe.ids, (id, i) => ({ id, text: `t${id}`, start: i, end: i + 1 }));
   return makeResult({
-    text: '', tokens, T: probe.T, nLayer: probe.nLayer, nHead: probe.nHead, droppedTokens: 0, reusedTokens: 0,
-    attentionAll: probe.attention, contributionNorms: new Float32Array(probe.nLayer * probe.nHead * probe.T),
-    logitsLast: new Float32Array(0), topNext: [],
+    text: '',
+    tokens,
+    T: probe.T,
+    nLayer: probe.nLayer,
+    nHead: probe.nHead,
+    droppedTokens: 0,
+    reusedTokens: 0,
+    attentionAll: probe.attention,
+    contributionNorms: new Float32Array(probe.nLayer * probe.nHead * probe.T),
+    logitsLast: new Float32Array(0),
+    topNext: [],
   });
 }
 
@@ -91,8 +100,13 @@ export class TrainingRunPanel {
     const title = el(d, 'h2', '', `Run ${this.name}`);
     title.id = id('title');
     const controls = el(d, 'div', 'train-controls');
-    const preset = select(d, id('preset'), 'Preset', this.presets.map((p) => p.name),
-      (n) => this.presets.find((p) => p.name === n).label);
+    const preset = select(
+      d,
+      id('preset'),
+      'Preset',
+      this.presets.map((p) => p.name),
+      (n) => this.presets.find((p) => p.name === n).label,
+    );
     const layers = select(d, id('layers'), 'Layers', LAYERS);
     const heads = select(d, id('heads'), 'Heads per layer', HEADS);
     const width = select(d, id('width'), 'Width', WIDTHS);
@@ -122,7 +136,12 @@ export class TrainingRunPanel {
     const inductionHost = el(d, 'div', 'train-chart train-induction');
     const previousHost = el(d, 'div', 'train-chart train-previous');
     charts.append(lossHost, inductionHost, previousHost);
-    const gridTitle = el(d, 'h3', '', 'Every head on the probe (rows: the token that looks; columns: the tokens it sees)');
+    const gridTitle = el(
+      d,
+      'h3',
+      '',
+      'Every head on the probe (rows: the token that looks; columns: the tokens it sees)',
+    );
     const gridHost = el(d, 'div', 'train-grid');
     const badges = el(d, 'ul', 'train-badges');
     badges.setAttribute('aria-label', `Run ${this.name}: heads with a role`);
@@ -137,8 +156,10 @@ export class TrainingRunPanel {
     this.status = status;
     this.error = error;
     this.views = {
-      loss: new SceneView(lossHost), induction: new SceneView(inductionHost),
-      previous: new SceneView(previousHost), grid: new SceneView(gridHost),
+      loss: new SceneView(lossHost),
+      induction: new SceneView(inductionHost),
+      previous: new SceneView(previousHost),
+      grid: new SceneView(gridHost),
     };
     this.badges = badges;
 
@@ -164,7 +185,12 @@ export class TrainingRunPanel {
 
   options() {
     const c = this.controls;
-    const config = { ...this.preset.spec.config, nLayer: +c.layers.value, nHead: +c.heads.value, nEmbd: +c.width.value };
+    const config = {
+      ...this.preset.spec.config,
+      nLayer: +c.layers.value,
+      nHead: +c.heads.value,
+      nEmbd: +c.width.value,
+    };
     const options = { preset: this.preset.name, config, threads: threadShare() };
     if (this.preset.spec.task === 'text') options.text = c.text.value;
     return options;
@@ -198,7 +224,9 @@ export class TrainingRunPanel {
       this.abort = new AbortController();
       const t0 = performance.now();
       const done = await this.trainer.train({
-        steps: remaining, probeEvery: PROBE_EVERY, signal: this.abort.signal,
+        steps: remaining,
+        probeEvery: PROBE_EVERY,
+        signal: this.abort.signal,
         onProgress: (p) => this.progress(p, t0),
       });
       this.trainedMs += performance.now() - t0;
@@ -211,7 +239,8 @@ export class TrainingRunPanel {
     } finally {
       this.running = false;
       this.abort = null;
-      this.buttons.start.textContent = this.trainer && this.trainer.stepsDone < (this.spec?.steps ?? 0) ? 'Continue' : 'Start';
+      this.buttons.start.textContent =
+        this.trainer && this.trainer.stepsDone < (this.spec?.steps ?? 0) ? 'Continue' : 'Start';
       this.buttons.start.disabled = this.root.dataset.state === 'done';
       this.buttons.open.disabled = !this.trainer || this.trainer.stepsDone === 0;
       this.draw();
@@ -260,8 +289,9 @@ export class TrainingRunPanel {
     }
     const loss = p.losses[p.losses.length - 1];
     const threads = this.trainer.threads;
-    this.status.textContent = `Step ${p.stepsDone} of ${this.spec.steps} · loss ${loss.toFixed(3)} · `
-      + `${Math.round(p.tokensPerSecond).toLocaleString('en-US')} tokens/s on ${threads} thread${threads === 1 ? '' : 's'} · learning rate ${p.lr.toPrecision(2)}`;
+    this.status.textContent =
+      `Step ${p.stepsDone} of ${this.spec.steps} · loss ${loss.toFixed(3)} · ` +
+      `${Math.round(p.tokensPerSecond).toLocaleString('en-US')} tokens/s on ${threads} thread${threads === 1 ? '' : 's'} · learning rate ${p.lr.toPrecision(2)}`;
     this.root.dataset.steps = String(p.stepsDone);
     this.scheduleDraw();
   }
@@ -269,7 +299,14 @@ export class TrainingRunPanel {
   scheduleDraw() {
     if (this.drawTimer) return;
     const wait = Math.max(0, this.lastDraw + DRAW_INTERVAL_MS - performance.now());
-    this.drawTimer = setTimeout(() => requestAnimationFrame(() => { this.drawTimer = 0; this.draw(); }), wait);
+    this.drawTimer = setTimeout(
+      () =>
+        requestAnimationFrame(() => {
+          this.drawTimer = 0;
+          this.draw();
+        }),
+      wait,
+    );
   }
 
   draw() {
@@ -279,18 +316,26 @@ export class TrainingRunPanel {
     const nLayer = this.spec?.config.nLayer ?? +this.controls.layers.value;
     const nHead = this.spec?.config.nHead ?? +this.controls.heads.value;
     const { losses, scores, probe } = this.history;
-    this.views.loss.show(lossChartScene(losses, theme, { steps, label: 'Loss (mean cross-entropy per token)' }), `Run ${this.name}: loss over steps`);
+    this.views.loss.show(
+      lossChartScene(losses, theme, { steps, label: 'Loss (mean cross-entropy per token)' }),
+      `Run ${this.name}: loss over steps`,
+    );
     if (!this.probeDirty) return;
     this.probeDirty = false;
     for (const metric of ['induction', 'previous']) {
       const history = scores.map((s) => ({ step: s.step, scores: s[metric] }));
       const title = metric === 'induction' ? 'Induction score of every head' : 'Previous-token score of every head';
-      this.views[metric].show(scoreChartScene(history, theme, { nLayer, nHead, steps, threshold: ROLE_THRESHOLDS[metric], title }),
-        `Run ${this.name}: ${title.toLowerCase()} over steps`);
+      this.views[metric].show(
+        scoreChartScene(history, theme, { nLayer, nHead, steps, threshold: ROLE_THRESHOLDS[metric], title }),
+        `Run ${this.name}: ${title.toLowerCase()} over steps`,
+      );
     }
     if (probe) {
       const { scene } = gridScene(probeResult(probe), { layer: -1, head: -1 }, theme);
-      this.views.grid.show(scene, `Run ${this.name}: attention of every head on the probe at step ${scores[scores.length - 1].step}`);
+      this.views.grid.show(
+        scene,
+        `Run ${this.name}: attention of every head on the probe at step ${scores[scores.length - 1].step}`,
+      );
     }
     this.drawBadges(probe);
   }
@@ -298,19 +343,26 @@ export class TrainingRunPanel {
   drawBadges(probe) {
     const items = [];
     if (probe) {
-      for (let l = 0; l < probe.nLayer; l++) for (let h = 0; h < probe.nHead; h++) {
-        const i = l * probe.nHead + h;
-        for (const [role, label] of [['previous', 'previous token'], ['induction', 'induction']]) {
-          const score = probe[role][i];
-          if (score >= ROLE_THRESHOLDS[role]) {
-            const li = el(this.doc, 'li', `hs-badge train-badge-${role}`, `L${l}H${h} ${label} ${score.toFixed(2)}`);
-            li.dataset.role = role;
-            items.push(li);
+      for (let l = 0; l < probe.nLayer; l++)
+        for (let h = 0; h < probe.nHead; h++) {
+          const i = l * probe.nHead + h;
+          for (const [role, label] of [
+            ['previous', 'previous token'],
+            ['induction', 'induction'],
+          ]) {
+            const score = probe[role][i];
+            if (score >= ROLE_THRESHOLDS[role]) {
+              const li = el(this.doc, 'li', `hs-badge train-badge-${role}`, `L${l}H${h} ${label} ${score.toFixed(2)}`);
+              li.dataset.role = role;
+              items.push(li);
+            }
           }
         }
-      }
     }
-    if (!items.length) items.push(el(this.doc, 'li', 'train-badge-none', probe ? 'No head has a role yet.' : 'Start the run to see roles form.'));
+    if (!items.length)
+      items.push(
+        el(this.doc, 'li', 'train-badge-none', probe ? 'No head has a role yet.' : 'Start the run to see roles form.'),
+      );
     this.badges.replaceChildren(...items);
   }
 
@@ -318,8 +370,12 @@ export class TrainingRunPanel {
     if (!this.trainer) return;
     try {
       const files = await this.trainer.export();
-      const probe = this.history.probe ?? await this.trainer.probe();
-      await this.onOpenInDemo(files, probe, `run ${this.name} (${this.spec.config.nLayer} × ${this.spec.config.nHead}, step ${this.trainer.stepsDone})`);
+      const probe = this.history.probe ?? (await this.trainer.probe());
+      await this.onOpenInDemo(
+        files,
+        probe,
+        `run ${this.name} (${this.spec.config.nLayer} × ${this.spec.config.nHead}, step ${this.trainer.stepsDone})`,
+      );
     } catch (e) {
       this.showError(`could not open the model in the demo: ${e.message}`);
     }

@@ -6,7 +6,9 @@ import { TrainingRunPanel } from './train-run.js';
 import { saveTrainedModel } from '../shared/trained-model.js';
 
 const live = document.getElementById('train-live');
-const announce = (message) => { live.textContent = message; };
+const announce = (message) => {
+  live.textContent = message;
+};
 
 // the probe's tokens as the synthetic vocabulary writes them (one printable character per id)
 function probeText(probe) {
@@ -26,7 +28,12 @@ try {
     new TrainingRunPanel(host, { presets, name: 'B', preset: 'induction-1-layer', onOpenInDemo: openInDemo, announce }),
   ];
   // both views follow the page's theme
-  window.matchMedia?.('(prefers-color-scheme: dark)').addEventListener?.('change', () => runs.forEach((r) => { r.probeDirty = true; r.draw(); }));
+  window.matchMedia?.('(prefers-color-scheme: dark)').addEventListener?.('change', () =>
+    runs.forEach((r) => {
+      r.probeDirty = true;
+      r.draw();
+    }),
+  );
   document.body.dataset.ready = 'true';
 } catch (e) {
   const p = document.createElement('p');

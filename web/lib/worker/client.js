@@ -16,7 +16,7 @@ import { generateOptions } from '../generation.js';
 
 // The page's end of one worker: numbered requests, their progress messages and replies.
 class WorkerChannel {
-  what = 'model';  // named in errors after close
+  what = 'model'; // named in errors after close
   #worker;
   #pending = new Map();
   #nextId = 1;
@@ -31,13 +31,23 @@ class WorkerChannel {
     let ready = false;
     this.#started = new Promise((resolve, reject) => {
       worker.onmessage = (event) => {
-        if (event.data?.ready) { ready = true; resolve(); return; }
+        if (event.data?.ready) {
+          ready = true;
+          resolve();
+          return;
+        }
         const { id, ok, value, error, progress } = event.data;
         const p = this.#pending.get(id);
         if (!p) return;
-        if (progress) { p.onProgress?.(progress); return; }
+        if (progress) {
+          p.onProgress?.(progress);
+          return;
+        }
         this.#pending.delete(id);
-        if (ok) { p.resolve(value); return; }
+        if (ok) {
+          p.resolve(value);
+          return;
+        }
         const err = new Error(error);
         if (event.data.aborted) err.name = 'AbortError';
         p.reject(err);
@@ -56,32 +66,49 @@ class WorkerChannel {
   }
 
   /** Resolves once the worker runs; rejects with a WorkerStartError if it never does. */
-  started() { return this.#started; }
+  started() {
+    return this.#started;
+  }
 
   /** Sends request `method` (a message of protocol.js) and resolves to its reply's value. */
   call(method, args, onProgress, transfer = [], signal = null) {
-    if (this.#closed) return Promise.reject(new Error(`this headscope ${this.what} was disposed${this.what === 'model' ? '; load it again' : ''}`));
+    if (this.#closed)
+      return Promise.reject(
+        new Error(`this headscope ${this.what} was disposed${this.what === 'model' ? '; load it again' : ''}`),
+      );
     const entry = MESSAGES[method];
     // a mistake in this file, caught here: an unknown method, or one the worker never answers
-    if (!entry || entry.handling === NO_REPLY) return Promise.reject(new Error(`headscope worker: ${method} is not a request with a reply in worker-protocol.js`));
+    if (!entry || entry.handling === NO_REPLY)
+      return Promise.reject(
+        new Error(`headscope worker: ${method} is not a request with a reply in worker-protocol.js`),
+      );
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, onProgress });
       this.#worker.postMessage({ id, method, args }, transfer);
       // the worker checks for a cancel between the steps of a long run (the table's `cancellable`)
       if (entry.cancellable)
-        signal?.addEventListener('abort', () => { if (this.#pending.has(id)) this.#worker.postMessage(cancelRequest(id)); }, { once: true });
+        signal?.addEventListener(
+          'abort',
+          () => {
+            if (this.#pending.has(id)) this.#worker.postMessage(cancelRequest(id));
+          },
+          { once: true },
+        );
     });
   }
 
   /** Sends message `method`, one the worker acts on without a reply (NO_REPLY in protocol.js). */
   notify(method, args) {
     if (this.#closed) return;
-    if (MESSAGES[method]?.handling !== NO_REPLY) throw new Error(`headscope worker: ${method} is not a message without a reply`);
+    if (MESSAGES[method]?.handling !== NO_REPLY)
+      throw new Error(`headscope worker: ${method} is not a message without a reply`);
     this.#worker.postMessage({ id: 0, method, args });
   }
 
-  get closed() { return this.#closed; }
+  get closed() {
+    return this.#closed;
+  }
 
   /** Rejects what is pending and stops the worker. */
   close(what) {
@@ -107,22 +134,35 @@ class WorkerModel {
     this.#channel = new WorkerChannel(worker, startRequirement);
   }
 
-  started() { return this.#channel.started(); }
-  call(...args) { return this.#channel.call(...args); }
+  started() {
+    return this.#channel.started();
+  }
+  call(...args) {
+    return this.#channel.call(...args);
+  }
 
   async _load(source, onProgress, transferBuffers, weights, threads) {
     await this.started();
     // buffers given as the model source are copied to the worker, or with transferBuffers moved
     // (no second copy of a checkpoint of hundreds of MB; the caller's buffers become empty)
-    const transfer = transferBuffers && source && typeof source === 'object' && !(source instanceof URL)
-      ? [...new Set(Object.values(source).map((v) => (ArrayBuffer.isView(v) ? v.buffer : v)).filter((v) => v instanceof ArrayBuffer))]
-      : [];
+    const transfer =
+      transferBuffers && source && typeof source === 'object' && !(source instanceof URL)
+        ? [
+            ...new Set(
+              Object.values(source)
+                .map((v) => (ArrayBuffer.isView(v) ? v.buffer : v))
+                .filter((v) => v instanceof ArrayBuffer),
+            ),
+          ]
+        : [];
     this.#info = await this.call('load', { source: absoluteSource(source), weights, threads }, onProgress, transfer);
     return this;
   }
 
   /** Where the model runs: 'worker'. */
-  get thread() { return 'worker'; }
+  get thread() {
+    return 'worker';
+  }
 
   /** Configuration, parameter count and name of the loaded model. */
   get info() {
@@ -130,8 +170,12 @@ class WorkerModel {
     return this.#info;
   }
   /** The threads the engine splits this model's runs over, in the worker. */
-  get threads() { return this.info.threads; }
-  get disposed() { return this.#channel.closed; }
+  get threads() {
+    return this.info.threads;
+  }
+  get disposed() {
+    return this.#channel.closed;
+  }
 
   /**
    * Runs the model on `text`; resolves to the same result object as HeadscopeModel.run. A long run
@@ -179,7 +223,9 @@ class WorkerModel {
   }
 
   /** As HeadscopeModel.logitAttribution: the last run()'s logit (or `of`'s) split into its parts, in the worker. */
-  logitAttribution(position, token, of = undefined) { return this.call('logitAttribution', { position, token, of }); }
+  logitAttribution(position, token, of = undefined) {
+    return this.call('logitAttribution', { position, token, of });
+  }
 
   /**
    * As HeadscopeModel.generate, in the worker. With onToken, each token's result arrives as progress
@@ -195,26 +241,42 @@ class WorkerModel {
     let release = shown ? claimForUpdate(shown) : () => {};
     let failure = null;
     let heard = Promise.resolve(); // the tokens in order: each result takes the previous one's buffer
-    const onProgress = onToken ? (p) => {
-      heard = heard.then(async () => {
-        let kept = false;
-        if (!signal?.aborted && !failure) {
-          const result = makeResult(p.data.attentionRows ? withPreviousRows(shown, p.data) : p.data);
-          release();
-          shown = result;
-          release = claimForUpdate(result);
-          kept = true;
-          try {
-            await onToken({ index: p.index, id: p.id, token: p.token, prob: p.prob, distribution: p.distribution, ms: p.ms, result });
-          } catch (e) {
-            failure = e;
-          }
+    const onProgress = onToken
+      ? (p) => {
+          heard = heard.then(async () => {
+            let kept = false;
+            if (!signal?.aborted && !failure) {
+              const result = makeResult(p.data.attentionRows ? withPreviousRows(shown, p.data) : p.data);
+              release();
+              shown = result;
+              release = claimForUpdate(result);
+              kept = true;
+              try {
+                await onToken({
+                  index: p.index,
+                  id: p.id,
+                  token: p.token,
+                  prob: p.prob,
+                  distribution: p.distribution,
+                  ms: p.ms,
+                  result,
+                });
+              } catch (e) {
+                failure = e;
+              }
+            }
+            this.#channel.notify('generateAck', { id: p.request, kept, stop: !!failure });
+          });
         }
-        this.#channel.notify('generateAck', { id: p.request, kept, stop: !!failure });
-      });
-    } : undefined;
+      : undefined;
     try {
-      const value = await this.call('generate', { text, options, previous, acks: !!onToken, aborted: !!signal?.aborted }, onProgress, [], signal);
+      const value = await this.call(
+        'generate',
+        { text, options, previous, acks: !!onToken, aborted: !!signal?.aborted },
+        onProgress,
+        [],
+        signal,
+      );
       await heard;
       if (failure) throw failure;
       return value;
@@ -229,33 +291,69 @@ class WorkerModel {
     }
   }
 
-  tokenize(text) { return this.call('tokenize', { text }); }
-  tokenText(id) { return this.call('tokenText', { id }); }
+  tokenize(text) {
+    return this.call('tokenize', { text });
+  }
+  tokenText(id) {
+    return this.call('tokenText', { id });
+  }
   /** What the engine's cache holds for the text on screen (see headscope-worker.d.ts). */
-  cacheState() { return this.call('cacheState', {}); }
+  cacheState() {
+    return this.call('cacheState', {});
+  }
 
   /** Frees the model and stops the worker. Later calls reject. */
-  dispose() { this.#channel.close('model'); }
+  dispose() {
+    this.#channel.close('model');
+  }
 }
 
 /** The same promise API as WorkerModel, for a model that runs on the page thread. */
 class PageThreadModel {
   #model;
-  constructor(model) { this.#model = model; }
+  constructor(model) {
+    this.#model = model;
+  }
   /** Where the model runs: 'page'. */
-  get thread() { return 'page'; }
-  get info() { return this.#model.info; }
-  get threads() { return this.#model.threads; }
-  get disposed() { return this.#model.disposed; }
-  async run(text, { onProgress, signal, ...options } = {}) { return this.#model.run(text, options); }
-  async inspectHead(text, layer, head, options) { return this.#model.inspectHead(text, layer, head, options); }
-  async measureHeads(text, options) { return this.#model.measureHeads(text, options); }
-  async generate(text, options) { return this.#model.generate(text, options); }
-  async logitAttribution(position, token, of) { return this.#model.logitAttribution(position, token, of); }
-  async tokenize(text) { return this.#model.tokenize(text); }
-  async tokenText(id) { return this.#model.tokenText(id); }
-  async cacheState() { return null; }
-  dispose() { this.#model.dispose(); }
+  get thread() {
+    return 'page';
+  }
+  get info() {
+    return this.#model.info;
+  }
+  get threads() {
+    return this.#model.threads;
+  }
+  get disposed() {
+    return this.#model.disposed;
+  }
+  async run(text, { onProgress, signal, ...options } = {}) {
+    return this.#model.run(text, options);
+  }
+  async inspectHead(text, layer, head, options) {
+    return this.#model.inspectHead(text, layer, head, options);
+  }
+  async measureHeads(text, options) {
+    return this.#model.measureHeads(text, options);
+  }
+  async generate(text, options) {
+    return this.#model.generate(text, options);
+  }
+  async logitAttribution(position, token, of) {
+    return this.#model.logitAttribution(position, token, of);
+  }
+  async tokenize(text) {
+    return this.#model.tokenize(text);
+  }
+  async tokenText(id) {
+    return this.#model.tokenText(id);
+  }
+  async cacheState() {
+    return null;
+  }
+  dispose() {
+    this.#model.dispose();
+  }
 }
 
 /** The worker could not be started (as opposed to a model that failed to load inside it). */
@@ -286,19 +384,29 @@ function absoluteSource(source) {
  */
 function startWorker() {
   if (typeof location === 'undefined' || new URL(import.meta.url).origin === location.origin) {
-    const requirement = "worker-thread.js could not be started (the page's Content-Security-Policy must allow 'self' in worker-src)";
+    const requirement =
+      "worker-thread.js could not be started (the page's Content-Security-Policy must allow 'self' in worker-src)";
     // this literal form is what bundlers (Vite, webpack 5) recognise, to bundle and emit the worker
-    return { worker: new Worker(new URL('./worker-thread.js', import.meta.url), { type: 'module' }), release() {}, requirement };
+    return {
+      worker: new Worker(new URL('./worker-thread.js', import.meta.url), { type: 'module' }),
+      release() {},
+      requirement,
+    };
   }
   // Not a literal: bundlers would inline a small file as a data: URL here, which no worker can import.
   const url = new URL(WORKER_FILE, import.meta.url);
   // a module worker fetches its imports as worker scripts: worker-src covers the CDN's files too
-  const requirement = `${url.href} could not be started from this page (the page's Content-Security-Policy `
-    + `must allow blob: and ${url.origin} in worker-src, and ${url.origin} must send Access-Control-Allow-Origin)`;
+  const requirement =
+    `${url.href} could not be started from this page (the page's Content-Security-Policy ` +
+    `must allow blob: and ${url.origin} in worker-src, and ${url.origin} must send Access-Control-Allow-Origin)`;
   const bootstrap = new Blob([`import ${JSON.stringify(url.href)};\n`], { type: 'text/javascript' });
   const blobUrl = URL.createObjectURL(bootstrap);
   try {
-    return { worker: new Worker(blobUrl, { type: 'module' }), release: () => URL.revokeObjectURL(blobUrl), requirement };
+    return {
+      worker: new Worker(blobUrl, { type: 'module' }),
+      release: () => URL.revokeObjectURL(blobUrl),
+      requirement,
+    };
   } catch (e) {
     URL.revokeObjectURL(blobUrl);
     throw new WorkerStartError(`${e.message}; ${requirement}`);
@@ -336,11 +444,15 @@ export async function loadModelInWorker(source, options = {}) {
     if (!options.pageThreadFallback) throw startError;
     if (!fallbackAnnounced) {
       fallbackAnnounced = true;
-      console.info(`headscope: ${startError.message}. The model runs on the page thread instead: `
-        + 'the page cannot respond while a run is in progress (a few milliseconds per keystroke for the '
-        + 'shipped models, much longer for long texts or large checkpoints).');
+      console.info(
+        `headscope: ${startError.message}. The model runs on the page thread instead: ` +
+          'the page cannot respond while a run is in progress (a few milliseconds per keystroke for the ' +
+          'shipped models, much longer for long texts or large checkpoints).',
+      );
     }
-    return new PageThreadModel(await loadModel(source, { onProgress: options.onProgress, weights: options.weights, threads: 1 }));
+    return new PageThreadModel(
+      await loadModel(source, { onProgress: options.onProgress, weights: options.weights, threads: 1 }),
+    );
   }
   release();
   try {
@@ -369,18 +481,29 @@ class WorkerTrainer {
 
   async _create(options) {
     const threads = engineThreads(options?.threads, { forWorker: true });
-    ({ spec: this.#spec, stepsDone: this.#stepsDone, threads: this.#threads } =
-      await this.#channel.call('trainerCreate', { options: { ...options, threads } }));
+    ({
+      spec: this.#spec,
+      stepsDone: this.#stepsDone,
+      threads: this.#threads,
+    } = await this.#channel.call('trainerCreate', { options: { ...options, threads } }));
     return this;
   }
 
   /** The run's options after its preset was applied. */
-  get spec() { return this.#spec; }
+  get spec() {
+    return this.#spec;
+  }
   /** The threads forward and backward run on, in the worker. */
-  get threads() { return this.#threads; }
+  get threads() {
+    return this.#threads;
+  }
   /** Steps taken, as of the last reply or progress message. */
-  get stepsDone() { return this.#stepsDone; }
-  get disposed() { return this.#channel.closed; }
+  get stepsDone() {
+    return this.#stepsDone;
+  }
+  get disposed() {
+    return this.#channel.closed;
+  }
 
   /**
    * Trains until `steps` more steps are done or `signal` aborts (then it resolves early, with
@@ -390,12 +513,19 @@ class WorkerTrainer {
    * the failed step.
    */
   async train({ steps, probeEvery = 25, onProgress, signal } = {}) {
-    if (!Number.isInteger(steps) || steps < 1) throw new Error(`train({ steps }) needs a whole number of steps >= 1, got ${steps}`);
+    if (!Number.isInteger(steps) || steps < 1)
+      throw new Error(`train({ steps }) needs a whole number of steps >= 1, got ${steps}`);
     if (signal?.aborted) return { stepsDone: this.#stepsDone, stopped: true };
-    const done = await this.#channel.call('trainerTrain', { steps, probeEvery }, (p) => {
-      this.#stepsDone = p.stepsDone;
-      onProgress?.(p);
-    }, [], signal);
+    const done = await this.#channel.call(
+      'trainerTrain',
+      { steps, probeEvery },
+      (p) => {
+        this.#stepsDone = p.stepsDone;
+        onProgress?.(p);
+      },
+      [],
+      signal,
+    );
     this.#stepsDone = done.stepsDone;
     return done;
   }
@@ -407,12 +537,20 @@ class WorkerTrainer {
     return losses;
   }
 
-  probe() { return this.#channel.call('trainerProbe', {}); }
+  probe() {
+    return this.#channel.call('trainerProbe', {});
+  }
   /** Runs the trained model (its weights now) on `text`; resolves to a RunResult. */
-  async run(text, options = {}) { return makeResult(await this.#channel.call('trainerRun', { text, options })); }
-  export() { return this.#channel.call('trainerExport', {}); }
+  async run(text, options = {}) {
+    return makeResult(await this.#channel.call('trainerRun', { text, options }));
+  }
+  export() {
+    return this.#channel.call('trainerExport', {});
+  }
   /** Stops the worker and frees the run. */
-  dispose() { this.#channel.close('trainer'); }
+  dispose() {
+    this.#channel.close('trainer');
+  }
 }
 
 /** Starts a training run (createTrainer's options) in a new module Web Worker. */

@@ -69,7 +69,8 @@ async function runInSteps(id, text, options, previous) {
   const T = tokens.length;
   const ids = tokens.map((t) => t.id);
   let start = cached.key === cacheKey(options) ? sharedPrefixLength(cached.ids, ids) : 0;
-  if (T > nPositions || (T - start) * model.info.parameterCount < STEPPED_RUN_WORK || T - start < 2 * STEPS) return finish();
+  if (T > nPositions || (T - start) * model.info.parameterCount < STEPPED_RUN_WORK || T - start < 2 * STEPS)
+    return finish();
   // the steps' prefixes grow towards T: room for all of them now, not a reallocation (and a lost
   // cache) between steps; a reallocation here empties the cache, so the steps start from token 0
   if (model.reserve(T)) {
@@ -100,7 +101,13 @@ async function restoreTyping() {
   const { text, options } = onScreen;
   const tokens = model.tokenize(text);
   const T = Math.min(tokens.length, model.info.config.nPositions);
-  const start = cached.key === cacheKey(options) ? sharedPrefixLength(cached.ids, tokens.map((t) => t.id)) : 0;
+  const start =
+    cached.key === cacheKey(options)
+      ? sharedPrefixLength(
+          cached.ids,
+          tokens.map((t) => t.id),
+        )
+      : 0;
   // nothing left, a text past the context (cut differently), or a model too small for it to matter;
   // a restore interrupted by a request resumes here with what is left, however little
   if (start >= T || T * model.info.parameterCount < STEPPED_RUN_WORK / 4 || tokens.length > T) return;
@@ -176,10 +183,15 @@ let lastRunOf = null;
 // (from the front of the queue, so the order of requests holds). The measurement's runs take the
 // engine's cache (every one is a full run of its text with heads off).
 async function measureInChunks(id, { text, options }) {
-  const signal = { get aborted() { return cancelled.has(id); } };
+  const signal = {
+    get aborted() {
+      return cancelled.has(id);
+    },
+  };
   try {
     return await model.measureHeads(text, {
-      ...options, signal,
+      ...options,
+      signal,
       onProgress: async (progress) => {
         cached = { ids: [], key: '' };
         self.postMessage({ id, progress });
@@ -210,28 +222,41 @@ async function ackOf(id) {
       await handle(queue.shift());
       continue;
     }
-    await new Promise((resolve) => { wakeGeneration = resolve; });
+    await new Promise((resolve) => {
+      wakeGeneration = resolve;
+    });
     wakeGeneration = null;
   }
 }
 
 async function generateInSteps(id, { text, options, previous, acks: withAcks, aborted }) {
-  const signal = { get aborted() { return aborted || cancelled.has(id); } };
+  const signal = {
+    get aborted() {
+      return aborted || cancelled.has(id);
+    },
+  };
   const key = cacheKey(options);
   try {
     // without acks, the pauses between tokens answer the queued requests instead
     const between = async () => {
       while (queue.length && MESSAGES[queue[0].method]?.betweenChunks && !signal.aborted) await handle(queue.shift());
     };
-    const value = await model.generateData(text, { ...options, signal, between }, previous, withAcks ? async (step) => {
-      cached = { ids: step.data.tokens.map((t) => t.id), key };
-      const { data, transfer } = resultForTransfer(step.data);
-      const { ids, probs } = step.distribution;
-      self.postMessage({ id, progress: { ...step, request: id, data } }, [...transfer, ids.buffer, probs.buffer]);
-      const ack = await ackOf(id);
-      if (ack.stop) cancelled.add(id);
-      return ack.kept;
-    } : null);
+    const value = await model.generateData(
+      text,
+      { ...options, signal, between },
+      previous,
+      withAcks
+        ? async (step) => {
+            cached = { ids: step.data.tokens.map((t) => t.id), key };
+            const { data, transfer } = resultForTransfer(step.data);
+            const { ids, probs } = step.distribution;
+            self.postMessage({ id, progress: { ...step, request: id, data } }, [...transfer, ids.buffer, probs.buffer]);
+            const ack = await ackOf(id);
+            if (ack.stop) cancelled.add(id);
+            return ack.kept;
+          }
+        : null,
+    );
     cached = { ids: value.cachedIds, key };
     delete value.cachedIds;
     // the written text is on screen when the page heard of each token
@@ -337,7 +362,8 @@ const HANDLERS = {
 };
 // a message in the table without a handler (or the reverse) is a mistake in this file: say so at once
 for (const method of new Set([...Object.keys(MESSAGES), ...Object.keys(HANDLERS)]))
-  if (!MESSAGES[method] || !HANDLERS[method]) throw new Error(`worker-thread.js: ${method} is not both in MESSAGES and in HANDLERS`);
+  if (!MESSAGES[method] || !HANDLERS[method])
+    throw new Error(`worker-thread.js: ${method} is not both in MESSAGES and in HANDLERS`);
 
 const NOT_LOADED = { model: 'no model loaded in this worker', trainer: 'no training run in this worker' };
 
@@ -351,7 +377,12 @@ function answer(id, method, args) {
 }
 
 function postFailure(id, e) {
-  self.postMessage({ id, ok: false, error: e instanceof Error ? e.message : String(e), aborted: e?.name === 'AbortError' });
+  self.postMessage({
+    id,
+    ok: false,
+    error: e instanceof Error ? e.message : String(e),
+    aborted: e?.name === 'AbortError',
+  });
 }
 
 // Queued requests being answered: a head measurement answers others between its chunks, and its
@@ -378,8 +409,11 @@ async function handle({ id, method, args }) {
 function cacheState() {
   const shown = onScreen ? model.tokenize(onScreen.text).map((t) => t.id) : [];
   const same = onScreen && cached.key === cacheKey(onScreen.options);
-  return { cachedTokens: cached.ids.length, onScreenTokens: shown.length,
-    onScreenCached: same ? sharedPrefixLength(cached.ids, shown) : 0 };
+  return {
+    cachedTokens: cached.ids.length,
+    onScreenTokens: shown.length,
+    onScreenCached: same ? sharedPrefixLength(cached.ids, shown) : 0,
+  };
 }
 
 self.onmessage = (event) => {
