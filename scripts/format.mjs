@@ -34,7 +34,7 @@ function settle(file, before, after) {
 // C++: clang-format reads .clang-format from the tree
 for (const file of tracked('*.cpp', '*.hpp')) {
   const before = readFileSync(join(ROOT, file), 'utf8');
-  const after = execFileSync('clang-format', [`--assume-filename=${file}`], {
+  const after = execFileSync('clang-format-14', [`--assume-filename=${file}`], {
     cwd: ROOT,
     input: before,
     encoding: 'utf8',

@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   clang-14 libclang-rt-14-dev      # libFuzzer / sanitizers
+  clang-format-14                  # scripts/format.mjs (clang-format, the C++ formatter)
   emscripten wabt binaryen          # WebAssembly build and inspection (wasm-objdump)
   libeigen3-dev libxsimd-dev catch2 nlohmann-json3-dev
   python3-torch python3-numpy python3-regex libopenblas0-openmp   # training and PyTorch reference checks

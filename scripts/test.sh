@@ -45,6 +45,8 @@ ctest_preset() {  # ctest_preset PRESET [TARGET...]: builds the targets (default
 }
 
 # the sanitizer build: what its ctest runs, not the benches (the other presets build those for the bench)
+# the formatters, check-only (scripts/format.mjs: clang-format, prettier, ruff); `node scripts/format.mjs` rewrites
+step "formatting (check only)" node scripts/format.mjs --check
 step "C++ native (ASan+UBSan)" ctest_preset native-debug headscope_tests
 step "C++ native (ThreadSanitizer, the pool's tests)" ctest_preset native-tsan headscope_tests
 step "C++ native -O3 -march=native" ctest_preset native-release
