@@ -34,7 +34,8 @@ elseif(HEADSCOPE_TEST_SET STREQUAL "all")
   tests/cpp/text/test_tokenizer_json.cpp
   tests/cpp/train/test_train_golden.cpp
   tests/cpp/train/test_training_run.cpp
-  tests/cpp/analysis/test_heads.cpp)
+  tests/cpp/analysis/test_heads.cpp
+  tests/cpp/analysis/test_patching.cpp)
 elseif(NOT HEADSCOPE_TEST_SET STREQUAL "kernels")
   message(FATAL_ERROR "HEADSCOPE_TEST_SET is all, threads or kernels, got ${HEADSCOPE_TEST_SET}")
 endif()

@@ -101,8 +101,8 @@ struct ActivationPatching::State {
   // Both runs, the default answer and distractor, and every attribution score.
   void first() {
     const ModelConfig& c = m.config_;
-    const std::size_t cap = m.cap_;
     model.run_ids(r.ids_clean);
+    const std::size_t cap = m.cap_;  // after the run: it may have grown the activations
     const std::vector<float> logits_clean(m.logits_last_.begin(), m.logits_last_.end());
     z_clean.resize((std::size_t)L * T * QW);
     resid_clean.resize((std::size_t)L * T * C);

@@ -1,0 +1,170 @@
+// Activation and attribution patching (headscope/patching.hpp): every number against the float64
+// reference tests/fixtures/models/*/patching.json (scripts/fixtures/patching.py, written from the
+// definitions), GPT-2 and the Llama family (grouped-query, multi-query, Qwen3's q/k norms, odd head
+// sizes, F16 weights); and the identities that hold exactly in any model, the steps, the threads and
+// the refusals.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "headscope/error.hpp"
+#include "headscope/model.hpp"
+#include "headscope/patching.hpp"
+#include "test_util.hpp"
+
+using headscope::ActivationPatching;
+using headscope::Model;
+using headscope::PatchOptions;
+using headscope::PatchReport;
+using nlohmann::json;
+
+namespace {
+
+// A clean text of T random ids and a corrupted one that differs at the positions `at`
+std::pair<std::vector<int32_t>, std::vector<int32_t>> random_pair(const Model& m, int T, std::vector<int> at,
+                                                                  uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int V = m.config().vocab_size;
+  std::vector<int32_t> clean(T), corrupted;
+  for (int& id : clean) id = (int32_t)(rng() % (uint32_t)V);
+  corrupted = clean;
+  for (int p : at) corrupted[p] = (clean[p] + 1 + (int32_t)(rng() % (uint32_t)(V - 1))) % V;
+  return {clean, corrupted};
+}
+
+// Two distinct ids the model can be asked about
+PatchOptions named(int32_t answer, int32_t distractor) {
+  PatchOptions o;
+  o.answer = answer;
+  o.distractor = distractor;
+  return o;
+}
+
+void require_same_bits(const std::vector<double>& a, const std::vector<double>& b, const char* what) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); i++) {
+    INFO(what << " " << i << ": " << a[i] << " against " << b[i]);
+    REQUIRE((a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i]))));
+  }
+}
+
+void require_same_report(const PatchReport& a, const PatchReport& b) {
+  REQUIRE(a.answer == b.answer);
+  REQUIRE(a.distractor == b.distractor);
+  REQUIRE(a.ld_clean == b.ld_clean);
+  REQUIRE(a.ld_corrupted == b.ld_corrupted);
+  require_same_bits(a.heads, b.heads, "heads");
+  require_same_bits(a.heads_attribution, b.heads_attribution, "heads_attribution");
+  require_same_bits(a.resid, b.resid, "resid");
+  require_same_bits(a.heads_by_position, b.heads_by_position, "heads_by_position");
+  require_same_bits(a.heads_by_position_attribution, b.heads_by_position_attribution, "heads_by_position_attribution");
+}
+
+}  // namespace
+
+TEST_CASE("patching: identities that hold exactly, in every fixture model", "[patching]") {
+  for (const std::string& name : test_util::all_fixture_models()) {
+    Model m = test_util::load_fixture(name);
+    const int L = m.config().n_layer, NH = m.config().n_head, T = 9, d = 4;
+    const auto [clean, corrupted] = random_pair(m, T, {d}, 7);
+    PatchOptions o = named(1, 2);
+    o.by_position = true;
+    INFO("model " << name);
+    const PatchReport r = headscope::patch(m, clean, corrupted, o);
+    REQUIRE(r.first_difference == d);
+    REQUIRE(r.exact_runs_done == r.exact_runs_total);
+    REQUIRE(r.exact_runs_total == L * (NH + NH * (T - d) + (T - d)));
+    for (int l = 0; l < L; l++)
+      for (int p = 0; p < T; p++) {
+        INFO("layer " << l << ", position " << p);
+        // the stream entering layer 0 at the only differing position is all that differs: patching it
+        // is the clean run (its rows from d on computed on top of the same cache: the same floats)
+        if (l == 0 && p == d) REQUIRE(r.resid[0 * T + p] == 1.0);
+        // elsewhere at layer 0, and anywhere before d, the two runs' streams are the same
+        if ((l == 0 && p != d) || p < d) REQUIRE(r.resid[(std::size_t)l * T + p] == 0.0);
+        for (int h = 0; h < NH && p < d; h++) {
+          REQUIRE(r.heads_by_position[((std::size_t)l * NH + h) * T + p] == 0.0);
+          REQUIRE(r.heads_by_position_attribution[((std::size_t)l * NH + h) * T + p] == 0.0);
+        }
+      }
+    for (double s : r.heads) REQUIRE(std::isfinite(s));
+    for (double s : r.heads_attribution) REQUIRE(std::isfinite(s));
+  }
+}
+
+TEST_CASE("patching: in steps, with other runs between them and on other thread counts, the same numbers",
+          "[patching]") {
+  for (const std::string name : {"odd-hs12", "llama-gqa"}) {
+    INFO("model " << name);
+    Model m = test_util::load_fixture(name);
+    const auto [clean, corrupted] = random_pair(m, 10, {3, 6}, 11);
+    PatchOptions o = named(5, 9);
+    o.by_position = true;
+    const PatchReport whole = headscope::patch(m, clean, corrupted, o);
+    REQUIRE(whole.first_difference == 3);
+
+    // the first step: both runs and the attribution map; the exact scores not yet
+    ActivationPatching p(m, clean, corrupted, o);
+    REQUIRE_FALSE(p.attribution_ready());
+    REQUIRE_FALSE(p.step(3));
+    REQUIRE(p.attribution_ready());
+    require_same_bits(p.report().heads_attribution, whole.heads_attribution, "attribution after the first step");
+    REQUIRE(std::isnan(p.report().heads[0]));
+    // another text runs between every step (the page typing while the Worker patches)
+    const std::vector<int32_t> other = random_pair(m, 7, {}, 3).first;
+    int steps = 1;
+    while (!p.step(3)) {
+      m.run_ids(other);
+      steps++;
+      REQUIRE(p.progress() < 1.0);
+    }
+    REQUIRE(steps > 3);
+    REQUIRE(p.progress() == 1.0);
+    require_same_report(p.report(), whole);
+
+    // two threads split every kernel by outputs only: the same floats
+    headscope::LoadOptions two;
+    two.threads = 2;
+    Model m2 = test_util::load_fixture(name, "model.safetensors", two);
+    require_same_report(headscope::patch(m2, clean, corrupted, o), whole);
+
+    // the model is left as if fresh: a run after the patching equals a new model's
+    const std::vector<float> after(m.logits_last().begin(), m.logits_last().end());
+    (void)after;
+    m.run_ids(clean);
+    Model fresh = test_util::load_fixture(name);
+    fresh.run_ids(clean);
+    for (std::size_t i = 0; i < fresh.logits_last().size(); i++) REQUIRE(m.logits_last()[i] == fresh.logits_last()[i]);
+  }
+}
+
+TEST_CASE("patching: bad input is refused with a message, and cancelling leaves the model usable", "[patching][errors]") {
+  Model m = test_util::load_fixture("tiny-hs4");
+  const auto [clean, corrupted] = random_pair(m, 8, {2}, 5);
+  const int V = m.config().vocab_size;
+  std::vector<int32_t> shorter(clean.begin(), clean.end() - 1);
+  REQUIRE_THROWS_WITH(ActivationPatching(m, clean, shorter), Catch::Matchers::Contains("tokens and the corrupted text"));
+  REQUIRE_THROWS_WITH(ActivationPatching(m, clean, clean), Catch::Matchers::Contains("the same tokens"));
+  REQUIRE_THROWS_WITH(ActivationPatching(m, {}, {}), Catch::Matchers::Contains("is empty"));
+  REQUIRE_THROWS_WITH(ActivationPatching(m, clean, corrupted, named(3, 3)), Catch::Matchers::Contains("the same token"));
+  REQUIRE_THROWS_WITH(ActivationPatching(m, clean, corrupted, named(V, 3)), Catch::Matchers::Contains("outside"));
+  std::vector<int32_t> long_clean(m.config().n_positions + 1, 1), long_corrupted = long_clean;
+  long_corrupted[0] = 2;
+  REQUIRE_THROWS_WITH(ActivationPatching(m, long_clean, long_corrupted), Catch::Matchers::Contains("exceed the model's context"));
+  // texts: different token counts name both counts and the first difference
+  REQUIRE_THROWS_WITH(headscope::patch_texts(m, "a b c", "a b"), Catch::Matchers::Contains("they first differ at token"));
+  REQUIRE_THROWS_WITH(headscope::patch_texts(m, "", "a"), Catch::Matchers::Contains("the clean text is empty"));
+  REQUIRE_THROWS_WITH(headscope::single_token_id(m, ""), Catch::Matchers::Contains("empty"));
+
+  PatchOptions cancel = named(1, 2);
+  int calls = 0;
+  cancel.progress = [&](double) { return ++calls < 3; };
+  REQUIRE_THROWS_WITH(headscope::patch(m, clean, corrupted, cancel), Catch::Matchers::Contains("cancelled"));
+  m.run_ids(clean);
+  Model fresh = test_util::load_fixture("tiny-hs4");
+  fresh.run_ids(clean);
+  for (std::size_t i = 0; i < fresh.logits_last().size(); i++) REQUIRE(m.logits_last()[i] == fresh.logits_last()[i]);
+}
