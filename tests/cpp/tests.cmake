@@ -138,6 +138,10 @@ if(NOT EMSCRIPTEN AND NOT HEADSCOPE_SANITIZE)
   add_test(NAME cli_json
     COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:headscope> -DMODEL=${CMAKE_SOURCE_DIR}/tests/fixtures/models/odd-hs12
             -P ${CMAKE_SOURCE_DIR}/tests/cpp/cli/check_cli.cmake)
+  # cpp/README.md shows the tool's --help, generated: this fails when it is stale
+  add_test(NAME cli_help_in_readme
+    COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:headscope> -DREADME=${CMAKE_SOURCE_DIR}/cpp/README.md -DMODE=check
+            -P ${CMAKE_SOURCE_DIR}/cpp/cli/help_in_readme.cmake)
 endif()
 
 if(NOT EMSCRIPTEN AND NOT HEADSCOPE_SANITIZE)
