@@ -5,6 +5,7 @@
 // the refusals.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -141,21 +142,26 @@ TEST_CASE("patching: in steps, with other runs between them and on other thread 
   }
 }
 
-TEST_CASE("patching: bad input is refused with a message, and cancelling leaves the model usable", "[patching][errors]") {
+TEST_CASE("patching: bad input is refused with a message, and cancelling leaves the model usable",
+          "[patching][errors]") {
   Model m = test_util::load_fixture("tiny-hs4");
   const auto [clean, corrupted] = random_pair(m, 8, {2}, 5);
   const int V = m.config().vocab_size;
   std::vector<int32_t> shorter(clean.begin(), clean.end() - 1);
-  REQUIRE_THROWS_WITH(ActivationPatching(m, clean, shorter), Catch::Matchers::Contains("tokens and the corrupted text"));
+  REQUIRE_THROWS_WITH(ActivationPatching(m, clean, shorter),
+                      Catch::Matchers::Contains("tokens and the corrupted text"));
   REQUIRE_THROWS_WITH(ActivationPatching(m, clean, clean), Catch::Matchers::Contains("the same tokens"));
   REQUIRE_THROWS_WITH(ActivationPatching(m, {}, {}), Catch::Matchers::Contains("is empty"));
-  REQUIRE_THROWS_WITH(ActivationPatching(m, clean, corrupted, named(3, 3)), Catch::Matchers::Contains("the same token"));
+  REQUIRE_THROWS_WITH(ActivationPatching(m, clean, corrupted, named(3, 3)),
+                      Catch::Matchers::Contains("the same token"));
   REQUIRE_THROWS_WITH(ActivationPatching(m, clean, corrupted, named(V, 3)), Catch::Matchers::Contains("outside"));
   std::vector<int32_t> long_clean(m.config().n_positions + 1, 1), long_corrupted = long_clean;
   long_corrupted[0] = 2;
-  REQUIRE_THROWS_WITH(ActivationPatching(m, long_clean, long_corrupted), Catch::Matchers::Contains("exceed the model's context"));
+  REQUIRE_THROWS_WITH(ActivationPatching(m, long_clean, long_corrupted),
+                      Catch::Matchers::Contains("exceed the model's context"));
   // texts: different token counts name both counts and the first difference
-  REQUIRE_THROWS_WITH(headscope::patch_texts(m, "a b c", "a b"), Catch::Matchers::Contains("they first differ at token"));
+  REQUIRE_THROWS_WITH(headscope::patch_texts(m, "a b c", "a b"),
+                      Catch::Matchers::Contains("they first differ at token"));
   REQUIRE_THROWS_WITH(headscope::patch_texts(m, "", "a"), Catch::Matchers::Contains("the clean text is empty"));
   REQUIRE_THROWS_WITH(headscope::single_token_id(m, ""), Catch::Matchers::Contains("empty"));
 
@@ -167,4 +173,73 @@ TEST_CASE("patching: bad input is refused with a message, and cancelling leaves 
   Model fresh = test_util::load_fixture("tiny-hs4");
   fresh.run_ids(clean);
   for (std::size_t i = 0; i < fresh.logits_last().size(); i++) REQUIRE(m.logits_last()[i] == fresh.logits_last()[i]);
+}
+
+namespace {
+
+// Logit differences: float32 logits agree with float64 PyTorch within ~1e-5 (tests/fixtures/README.md:
+// 8.1e-6 measured; a float32 PyTorch copy of these models lands within 1.4e-5 of the float64 LDs);
+// 1e-4 + 1e-5 |LD| leaves a margin of 7 and more, while a wrong head or position moves LD by O(1).
+double ld_tol(double ref) { return 1e-4 + 1e-5 * std::fabs(ref); }
+
+void require_near(const std::vector<double>& got, const json& want, double tol_of(double, double), double scale,
+                  const char* what) {
+  std::vector<double> flat;
+  const std::function<void(const json&)> add = [&](const json& j) {
+    if (j.is_array())
+      for (const json& x : j) add(x);
+    else
+      flat.push_back(j.get<double>());
+  };
+  add(want);
+  REQUIRE(got.size() == flat.size());
+  for (std::size_t i = 0; i < got.size(); i++) {
+    INFO(what << " [" << i << "]: got " << got[i] << ", float64 " << flat[i]);
+    REQUIRE(std::fabs(got[i] - flat[i]) <= tol_of(flat[i], scale));
+  }
+}
+
+// A score is (LD_p - LD_x) / (LD_c - LD_x): with each LD within ld_tol, it is off by at most
+// (2 + 2 |score|) ld_tol / |LD_c - LD_x| to first order (|LD_c - LD_x| >= 2.8 in these cases).
+double score_tol(double ref, double denominator) { return (2 + 2 * std::fabs(ref)) * ld_tol(10.0) / denominator; }
+// Attribution: float32 products and sums along the backward's chain; a float32 PyTorch copy lands
+// within 7.5e-6 of float64's; 1e-4 + 1e-4 |ref| is a margin of 13 and more.
+double attribution_tol(double ref, double) { return 1e-4 + 1e-4 * std::fabs(ref); }
+
+}  // namespace
+
+TEST_CASE("patching: every score and attribution equals the float64 reference", "[patching][pytorch]") {
+  for (const std::string& name : test_util::all_fixture_models()) {
+    const json ref = json::parse(test_util::read_text(test_util::fixture_dir(name) + "/patching.json"));
+    REQUIRE(ref["format"] == "headscope-patching-1");
+    for (const char* set : {"cases", "cases_f16"}) {
+      if (!ref.contains(set)) continue;  // F16 cases: odd-hs12 and llama-gqa (checked below that both have them)
+      for (const json& c : ref[set]) {
+        INFO("model " << name << ", " << set << ", weights " << c["weights"].get<std::string>());
+        Model m = test_util::load_fixture(name, c["weights"].get<std::string>());
+        PatchOptions o;
+        if (!c["answer"].is_null()) o.answer = c["answer"].get<int32_t>();
+        if (!c["distractor"].is_null()) o.distractor = c["distractor"].get<int32_t>();
+        o.by_position = true;
+        const auto clean = c["ids_clean"].get<std::vector<int32_t>>();
+        const auto corrupted = c["ids_corrupted"].get<std::vector<int32_t>>();
+        const PatchReport r = headscope::patch(m, clean, corrupted, o);
+        REQUIRE(r.answer == c["expect_answer"].get<int32_t>());
+        REQUIRE(r.distractor == c["expect_distractor"].get<int32_t>());
+        REQUIRE(r.first_difference == c["first_difference"].get<int>());
+        const double ldc = c["ld_clean"].get<double>(), ldx = c["ld_corrupted"].get<double>();
+        REQUIRE(std::fabs(r.ld_clean - ldc) <= ld_tol(ldc));
+        REQUIRE(std::fabs(r.ld_corrupted - ldx) <= ld_tol(ldx));
+        const double denominator = std::fabs(ldc - ldx);
+        require_near(r.heads, c["heads"], score_tol, denominator, "heads");
+        require_near(r.resid, c["resid"], score_tol, denominator, "resid");
+        require_near(r.heads_by_position, c["heads_by_position"], score_tol, denominator, "heads_by_position");
+        require_near(r.heads_attribution, c["heads_attribution"], attribution_tol, 0, "heads_attribution");
+        require_near(r.heads_by_position_attribution, c["heads_by_position_attribution"], attribution_tol, 0,
+                     "heads_by_position_attribution");
+      }
+    }
+  }
+  for (const char* name : {"odd-hs12", "llama-gqa"})
+    REQUIRE(json::parse(test_util::read_text(test_util::fixture_dir(name) + "/patching.json")).contains("cases_f16"));
 }
