@@ -13,7 +13,18 @@ import sys
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MODELS = os.path.join(ROOT, "web", "models")
 MB = 1_000_000
-ORDER = ["headscope-base", "heads-1", "heads-2", "heads-4", "heads-8", "kv-8", "kv-2", "kv-1"]
+INDEX = os.path.join(MODELS, "index.json")
+
+
+def shipped_order():
+    """The order web/models/index.json (the one list of shipped models) already has; new models go after."""
+    if not os.path.exists(INDEX):
+        return []
+    with open(INDEX) as f:
+        return [m["name"] for m in json.load(f)["models"]]
+
+
+ORDER = shipped_order()
 
 
 def folder_bytes(d):
@@ -102,7 +113,7 @@ def main():
     if total > 30 * MB:
         print(f"SIZE: all models {total} bytes > 30 MB", file=sys.stderr)
         ok = False
-    with open(os.path.join(MODELS, "index.json"), "w") as f:
+    with open(INDEX, "w") as f:
         json.dump(
             {"format": "headscope-models-1", "default": "headscope-base", "total_bytes": total, "models": entries},
             f,
