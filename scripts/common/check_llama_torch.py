@@ -28,10 +28,14 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from llama_torch import LlamaFamily, apply_rope, rope_cos_sin, rope_inv_freq, normalize_config  # noqa: E402
+from llama_torch import LlamaFamily, apply_rope, config_of, llama3_scaling, normalize_config  # noqa: E402
+from llama_torch import rope_cos_sin, rope_inv_freq  # noqa: E402
 from safetensors_io import load_file, save_file  # noqa: E402
 
 FAILURES = []
+SMALL = dict(rope_theta=10000.0, max_position_embeddings=32)  # the random models' rotation and context
+# llama-mqa's rotation (tests/fixtures/models/llama-mqa): one layer of its shape, Llama 3.1's scaling
+MQA_ROPE = config_of("llama", 1, 20, 4, 1, 6, 8, 8, rope_theta=500000.0, rope_scaling=llama3_scaling(8.0, 8))
 
 
 def check(ok, what):
@@ -136,19 +140,7 @@ def check_against_naive(m, ids, rope, what):
 
 
 def check_naive():
-    cfg = dict(
-        model_type="llama",
-        vocab_size=40,
-        hidden_size=12,
-        intermediate_size=20,
-        num_hidden_layers=2,
-        num_attention_heads=3,
-        num_key_value_heads=3,
-        rms_norm_eps=1e-5,
-        rope_theta=10000.0,
-        max_position_embeddings=32,
-        tie_word_embeddings=False,
-    )
+    cfg = config_of("llama", 2, 12, 3, 3, None, 20, 40, rms_norm_eps=1e-5, tie_word_embeddings=False, **SMALL)
     m = random_model(cfg, 11)
     assert m.cfg["head_dim"] == 4  # C / H when config.json has no head_dim
     ids = [3, 17, 5, 5, 39, 0, 22, 8, 11]
@@ -167,33 +159,27 @@ def check_naive():
 
 
 # ---- (b) GQA = repeated kv heads ----------------------------------------------------------------
+def kv_per_query_head(m, cfg, kv_of):
+    """cfg's model with KV = H whose query head h reads m's kv head kv_of(h): m's weights, with each
+    k_proj/v_proj the HD rows of kv head kv_of(h) for h = 0 .. H-1."""
+    H, HD = m.cfg["num_attention_heads"], m.cfg["head_dim"]
+    full = LlamaFamily(dict(cfg, num_key_value_heads=H)).double().eval()
+    sd = {}
+    for k, v in m.state_dict().items():
+        if k.endswith("k_proj.weight") or k.endswith("v_proj.weight"):
+            v = torch.cat([v[kv_of(h) * HD : (kv_of(h) + 1) * HD] for h in range(H)])
+        sd[k] = v
+    full.load_state_dict(sd)
+    return full
+
+
 def check_gqa():
     for mt in ("llama", "qwen3"):
-        cfg = dict(
-            model_type=mt,
-            vocab_size=50,
-            hidden_size=16,
-            intermediate_size=24,
-            num_hidden_layers=2,
-            num_attention_heads=6,
-            num_key_value_heads=2,
-            head_dim=8,
-            rms_norm_eps=1e-6,
-            rope_theta=10000.0,
-            max_position_embeddings=32,
-            tie_word_embeddings=True,
-        )
+        cfg = config_of(mt, 2, 16, 6, 2, 8, 24, 50, rms_norm_eps=1e-6, tie_word_embeddings=True, **SMALL)
         m = random_model(cfg, 21)
-        H, KV, HD = 6, 2, 8
+        H, KV = 6, 2
         G = H // KV
-        full = LlamaFamily(dict(cfg, num_key_value_heads=H)).double().eval()
-        sd = {}
-        for k, v in m.state_dict().items():
-            if k.endswith("k_proj.weight") or k.endswith("v_proj.weight"):
-                # kv head g's HD rows, once for each of its G query heads
-                v = torch.cat([v[(h // G) * HD : (h // G + 1) * HD] for h in range(H)])
-            sd[k] = v
-        full.load_state_dict(sd)
+        full = kv_per_query_head(m, cfg, lambda h: h // G)  # kv head g's rows once for each of its G query heads
         ids = torch.tensor([[1, 9, 44, 2, 2, 30, 7, 18, 25, 3, 49]])
         with torch.no_grad():
             l1, d1 = m(ids, want_details=True)
@@ -207,13 +193,7 @@ def check_gqa():
             f"logits {dl:.1e}, attention {da:.1e}, contrib {dc:.1e}",
         )
         # and the grouping is h // G, not h % KV: the interleaved repeat gives other logits
-        wrong = LlamaFamily(dict(cfg, num_key_value_heads=H)).double().eval()
-        sd_w = {}
-        for k, v in m.state_dict().items():
-            if k.endswith("k_proj.weight") or k.endswith("v_proj.weight"):
-                v = torch.cat([v[(h % KV) * HD : (h % KV + 1) * HD] for h in range(H)])
-            sd_w[k] = v
-        wrong.load_state_dict(sd_w)
+        wrong = kv_per_query_head(m, cfg, lambda h: h % KV)
         with torch.no_grad():
             dw = maxdiff(wrong(ids), l1)
         check(dw > 1e-3, f"(b) {mt}: the grouping h % KV instead of h // G would differ by {dw:.2g}")
@@ -223,38 +203,8 @@ def check_gqa():
 def check_relative():
     g = torch.Generator().manual_seed(31)
     configs = {
-        "plain theta 1e4": normalize_config(
-            dict(
-                model_type="llama",
-                vocab_size=8,
-                hidden_size=8,
-                intermediate_size=8,
-                num_hidden_layers=1,
-                num_attention_heads=1,
-                head_dim=10,
-                rope_theta=10000.0,
-            )
-        ),
-        "llama-mqa's llama3 scaling": normalize_config(
-            dict(
-                model_type="llama",
-                vocab_size=8,
-                hidden_size=20,
-                intermediate_size=8,
-                num_hidden_layers=1,
-                num_attention_heads=4,
-                num_key_value_heads=1,
-                head_dim=6,
-                rope_theta=500000.0,
-                rope_scaling={
-                    "rope_type": "llama3",
-                    "factor": 8.0,
-                    "low_freq_factor": 1.0,
-                    "high_freq_factor": 4.0,
-                    "original_max_position_embeddings": 8,
-                },
-            )
-        ),
+        "plain theta 1e4": normalize_config(config_of("llama", 1, 8, 1, None, 10, 8, 8, rope_theta=10000.0)),
+        "llama-mqa's llama3 scaling": normalize_config(MQA_ROPE),
     }
     for label, cfg in configs.items():
         HD = cfg["head_dim"]
@@ -298,25 +248,7 @@ def llama3_plain(theta, hd, factor, low, high, old_len):
 
 
 def check_llama3():
-    sc = {
-        "rope_type": "llama3",
-        "factor": 8.0,
-        "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0,
-        "original_max_position_embeddings": 8,
-    }
-    base = dict(
-        model_type="llama",
-        vocab_size=8,
-        hidden_size=20,
-        intermediate_size=8,
-        num_hidden_layers=1,
-        num_attention_heads=4,
-        num_key_value_heads=1,
-        head_dim=6,
-        rope_theta=500000.0,
-        rope_scaling=sc,
-    )
+    base = MQA_ROPE
     got = rope_inv_freq(normalize_config(base)).tolist()
     want = llama3_plain(500000.0, 6, 8.0, 1.0, 4.0, 8)
     rel = max(abs(a - b) / b for a, b in zip(got, want))
@@ -338,7 +270,7 @@ def check_llama3():
             num_key_value_heads=1,
             head_dim=32,
             rope_theta=10000.0,
-            rope_scaling=dict(sc, original_max_position_embeddings=64),
+            rope_scaling=llama3_scaling(8.0, 64),
         )
     )
     got = rope_inv_freq(cfg).tolist()
@@ -366,20 +298,7 @@ def check_llama3():
 # ---- (e) tied vs untied -------------------------------------------------------------------------
 def check_tied():
     for mt in ("llama", "qwen3"):
-        cfg = dict(
-            model_type=mt,
-            vocab_size=60,
-            hidden_size=12,
-            intermediate_size=20,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            head_dim=6,
-            rms_norm_eps=1e-6,
-            rope_theta=10000.0,
-            max_position_embeddings=32,
-            tie_word_embeddings=True,
-        )
+        cfg = config_of(mt, 2, 12, 4, 2, 6, 20, 60, rms_norm_eps=1e-6, tie_word_embeddings=True, **SMALL)
         m = random_model(cfg, 41).float()
         ids = torch.tensor([[5, 59, 0, 12, 12, 33, 7]])
         with tempfile.TemporaryDirectory() as d:
@@ -412,14 +331,7 @@ def check_tied():
 
 # ---- (f) refusals -------------------------------------------------------------------------------
 def check_refusals():
-    base = dict(
-        model_type="llama",
-        vocab_size=8,
-        hidden_size=10,
-        intermediate_size=8,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-    )
+    base = config_of("llama", 1, 10, 2, None, None, 8, 8)
     bad = {
         "odd head_dim (transformers' rotary needs it even)": dict(base),  # 10 / 2 = 5
         "attention_bias": dict(base, head_dim=4, attention_bias=True),

@@ -96,6 +96,9 @@ class Block(nn.Module):
 
 
 class GPT2(nn.Module):
+    """GPT2LMHeadModel. Parameter names are Hugging Face's without the "transformer." prefix (wte, wpe,
+    h.N.*, ln_f); the LM head is tied to wte."""
+
     def __init__(self, cfg):
         super().__init__()
         self.cfg = dict(cfg)

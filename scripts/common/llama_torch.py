@@ -117,6 +117,38 @@ def normalize_config(raw):
     return c
 
 
+# the legend's L, C, H, KV, HD, F, V as config.json names them
+SHAPE_KEYS = (
+    "num_hidden_layers",
+    "hidden_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+)
+
+
+def config_of(model_type, *shape, **rest):
+    """A config.json dict whose shape fits one line: model_type, then L, C, H, KV, HD, F, V (SHAPE_KEYS; a
+    None leaves its key out, for transformers' default), then any other keys as they are."""
+    if len(shape) != len(SHAPE_KEYS):
+        raise TypeError(f"config_of: {len(shape)} shape numbers, expected {len(SHAPE_KEYS)} (L, C, H, KV, HD, F, V)")
+    return {"model_type": model_type, **{k: v for k, v in zip(SHAPE_KEYS, shape) if v is not None}, **rest}
+
+
+def llama3_scaling(factor, original, low=1.0, high=4.0):
+    """config.json's rope_scaling for Llama 3.1's long-context rescaling (rope_inv_freq): factor,
+    original_max_position_embeddings, low_freq_factor and high_freq_factor."""
+    return {
+        "rope_type": "llama3",
+        "factor": factor,
+        "low_freq_factor": low,
+        "high_freq_factor": high,
+        "original_max_position_embeddings": original,
+    }
+
+
 # ---- rotary position embedding ---------------------------------------------------------------
 def rope_inv_freq(cfg, dtype=torch.float64):
     """(HD/2,) angular frequencies: theta^(-2i/HD), then llama3's rescaling when configured

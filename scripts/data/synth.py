@@ -18,50 +18,24 @@ Two disjoint uses:
 
 import random
 
-# (singular, plural, gender or None, trade)
-SUBJECTS = [
-    ("chef", "chefs", None, "kitchen"),
-    ("cook", "cooks", None, "kitchen"),
-    ("baker", "bakers", None, "kitchen"),
-    ("waiter", "waiters", "m", "kitchen"),
-    ("waitress", "waitresses", "f", "kitchen"),
-    ("mayor", "mayors", None, "town"),
-    ("governor", "governors", None, "town"),
-    ("king", "kings", "m", "town"),
-    ("queen", "queens", "f", "town"),
-    ("senator", "senators", None, "town"),
-    ("pilot", "pilots", None, "air"),
-    ("captain", "captains", None, "air"),
-    ("farmer", "farmers", None, "farm"),
-    ("gardener", "gardeners", None, "farm"),
-    ("teacher", "teachers", None, "school"),
-    ("student", "students", None, "school"),
-    ("doctor", "doctors", None, "clinic"),
-    ("nurse", "nurses", None, "clinic"),
-    ("painter", "painters", None, "art"),
-    ("singer", "singers", None, "art"),
-    ("actress", "actresses", "f", "art"),
-    ("actor", "actors", "m", "art"),
-    ("writer", "writers", None, "art"),
-    ("poet", "poets", None, "art"),
-    ("driver", "drivers", None, "road"),
-    ("mechanic", "mechanics", None, "road"),
-    ("man", "men", "m", "home"),
-    ("woman", "women", "f", "home"),
-    ("boy", "boys", "m", "home"),
-    ("girl", "girls", "f", "home"),
-    ("father", "fathers", "m", "home"),
-    ("mother", "mothers", "f", "home"),
-    ("uncle", "uncles", "m", "home"),
-    ("aunt", "aunts", "f", "home"),
-    ("neighbour", "neighbours", None, "home"),
-    ("lawyer", "lawyers", None, "court"),
-    ("judge", "judges", None, "court"),
-    ("soldier", "soldiers", None, "army"),
-    ("general", "generals", None, "army"),
-    ("scientist", "scientists", None, "lab"),
-    ("engineer", "engineers", None, "lab"),
-]
+# trade -> its subjects, each "singular/plural" or "singular/plural/gender" (m or f)
+SUBJECT_WORDS = {
+    "kitchen": "chef/chefs cook/cooks baker/bakers waiter/waiters/m waitress/waitresses/f",
+    "town": "mayor/mayors governor/governors king/kings/m queen/queens/f senator/senators",
+    "air": "pilot/pilots captain/captains",
+    "farm": "farmer/farmers gardener/gardeners",
+    "school": "teacher/teachers student/students",
+    "clinic": "doctor/doctors nurse/nurses",
+    "art": "painter/painters singer/singers actress/actresses/f actor/actors/m writer/writers poet/poets",
+    "road": "driver/drivers mechanic/mechanics",
+    "home": "man/men/m woman/women/f boy/boys/m girl/girls/f father/fathers/m mother/mothers/f uncle/uncles/m "
+    "aunt/aunts/f neighbour/neighbours",
+    "court": "lawyer/lawyers judge/judges",
+    "army": "soldier/soldiers general/generals",
+    "lab": "scientist/scientists engineer/engineers",
+}
+# (singular, plural, gender or None, trade), in SUBJECT_WORDS' order
+SUBJECTS = [(*(w.split("/") + [None])[:3], trade) for trade, words in SUBJECT_WORDS.items() for w in words.split()]
 
 # trade -> (past-tense verbs, objects)
 ACTIONS = {
@@ -85,67 +59,14 @@ ACTIONS = {
     "lab": (["built", "tested", "designed", "measured", "improved"], ["machine", "engine", "device", "model"]),
 }
 
-TRAIN_CITIES = [
-    "Paris",
-    "London",
-    "Rome",
-    "Berlin",
-    "Madrid",
-    "Vienna",
-    "Boston",
-    "Chicago",
-    "Dublin",
-    "Athens",
-    "Cairo",
-    "Tokyo",
-    "Moscow",
-    "Naples",
-    "Venice",
-    "Geneva",
-    "Prague",
-    "Warsaw",
-    "Texas",
-    "Ohio",
-    "Denver",
-    "Seattle",
-    "Atlanta",
-    "Toronto",
-    "Sydney",
-    "Oxford",
-    "Milan",
-]
+TRAIN_CITIES = (
+    "Paris London Rome Berlin Madrid Vienna Boston Chicago Dublin Athens Cairo Tokyo Moscow Naples Venice Geneva "
+    "Prague Warsaw Texas Ohio Denver Seattle Atlanta Toronto Sydney Oxford Milan"
+).split()
 # never used in training sentences: the probe sentences are built with these
-PROBE_CITIES = [
-    "Lyon",
-    "Lisbon",
-    "Brussels",
-    "Munich",
-    "Florence",
-    "Oslo",
-    "Stockholm",
-    "Havana",
-    "Montreal",
-    "Bombay",
-    "Dallas",
-    "Edinburgh",
-]
+PROBE_CITIES = "Lyon Lisbon Brussels Munich Florence Oslo Stockholm Havana Montreal Bombay Dallas Edinburgh".split()
 
-ADVERBS = [
-    "quickly",
-    "early",
-    "slowly",
-    "carefully",
-    "again",
-    "yesterday",
-    "late",
-    "twice",
-    "well",
-    "today",
-    "once",
-    "alone",
-    "gladly",
-    "badly",
-]
+ADVERBS = "quickly early slowly carefully again yesterday late twice well today once alone gladly badly".split()
 
 # relative clauses: (singular form, plural form); {c} is a city
 REL_CLAUSES = [

@@ -147,6 +147,37 @@ def save(folder, vocab, merges):
             f.write(f"{a} {b}\n")
 
 
+def added_token(i, content):
+    """tokenizer.json's entry of a special token with id i: matched whole before BPE, never normalized."""
+    return {
+        "id": i,
+        "content": content,
+        "single_word": False,
+        "lstrip": False,
+        "rstrip": False,
+        "normalized": False,
+        "special": True,
+    }
+
+
+def bpe_model(vocab, merges, affix="", ignore_merges=False, pairs=False):
+    """tokenizer.json's "model": a byte-level BPE over vocab with merges in rank order, each the string "a b"
+    (pairs: the list [a, b], as Qwen3's file). affix is its continuing_subword_prefix and end_of_word_suffix
+    (Llama 3's file: None); ignore_merges (Llama 3's): a pre-token found whole in vocab is one token."""
+    return {
+        "type": "BPE",
+        "dropout": None,
+        "unk_token": None,
+        "continuing_subword_prefix": affix,
+        "end_of_word_suffix": affix,
+        "fuse_unk": False,
+        "byte_fallback": False,
+        "ignore_merges": ignore_merges,
+        "vocab": vocab,
+        "merges": [[a, b] if pairs else f"{a} {b}" for a, b in merges],
+    }
+
+
 def save_tokenizer_json(path, vocab, merges):
     """vocab and merges as tokenizer.json, the layout transformers' GPT2TokenizerFast writes: no normalizer,
     the ByteLevel pre-tokenizer with GPT-2's regex and no prefix space, a byte-level BPE model with the same
@@ -157,33 +188,12 @@ def save_tokenizer_json(path, vocab, merges):
         "version": "1.0",
         "truncation": None,
         "padding": None,
-        "added_tokens": [
-            {
-                "id": vocab[EOT],
-                "content": EOT,
-                "single_word": False,
-                "lstrip": False,
-                "rstrip": False,
-                "normalized": False,
-                "special": True,
-            }
-        ],
+        "added_tokens": [added_token(vocab[EOT], EOT)],
         "normalizer": None,
         "pre_tokenizer": byte_level,
         "post_processor": dict(byte_level, trim_offsets=False),
         "decoder": byte_level,
-        "model": {
-            "type": "BPE",
-            "dropout": None,
-            "unk_token": None,
-            "continuing_subword_prefix": "",
-            "end_of_word_suffix": "",
-            "fuse_unk": False,
-            "byte_fallback": False,
-            "ignore_merges": False,
-            "vocab": vocab,
-            "merges": [f"{a} {b}" for a, b in merges],
-        },
+        "model": bpe_model(vocab, merges),
     }
     with open(path, "w", encoding="utf-8") as f:
         json.dump(tj, f, ensure_ascii=False, separators=(",", ":"))

@@ -195,37 +195,27 @@ def loss_card(state, heldout):
     }
 
 
+# a card's head row: layer, head, then these statistics of export.py's measurements (meas' "prev", "prev_top1",
+# "first", "entropy", rounded to 4 places), head_metrics' role scores (its rows' values as they are), observed_role
+HEAD_STATS = ("prev_token", "prev_token_top1", "first_token", "entropy")
+HEAD_SCORES = ("induction", "verb_to_subject", "verb_to_subject_weight")
+
+
 def heads_card(meas):
     """The card's "heads": one row per layer x head with its attention statistics, role scores and the
     observed role (role_of) those numbers describe, at the thresholds the card's "roles" section records."""
     mh = {(h["layer"], h["head"]): h for h in meas["metrics"]["heads"]}
     th = meas["metrics"]["thresholds"]  # roles.json's, as the card's "roles" section records them
-    prev, first, ent, prev_top1 = meas["prev"], meas["first"], meas["entropy"], meas["prev_top1"]
+    stats = [meas["prev"], meas["prev_top1"], meas["first"], meas["entropy"]]  # HEAD_STATS' order
     heads = []
-    for l in range(len(prev)):
-        for h in range(len(prev[l])):
-            heads.append(
-                {
-                    "layer": l,
-                    "head": h,
-                    "prev_token": round(prev[l][h], 4),
-                    "prev_token_top1": round(prev_top1[l][h], 4),
-                    "first_token": round(first[l][h], 4),
-                    "entropy": round(ent[l][h], 4),
-                    "induction": mh[l, h]["induction"],
-                    "verb_to_subject": mh[l, h]["verb_to_subject"],
-                    "verb_to_subject_weight": mh[l, h]["verb_to_subject_weight"],
-                    "observed_role": role_of(
-                        prev[l][h],
-                        first[l][h],
-                        ent[l][h],
-                        prev_top1[l][h],
-                        mh[l, h]["induction"],
-                        mh[l, h]["verb_to_subject"],
-                        th,
-                    ),
-                }
-            )
+    for l in range(len(stats[0])):
+        for h in range(len(stats[0][l])):
+            st = dict(zip(HEAD_STATS, (s[l][h] for s in stats)))
+            sc = {k: mh[l, h][k] for k in HEAD_SCORES}
+            row = {"layer": l, "head": h} | {k: round(v, 4) for k, v in st.items()} | sc
+            p, top1, f, e = st.values()
+            row["observed_role"] = role_of(p, f, e, top1, sc["induction"], sc["verb_to_subject"], th)
+            heads.append(row)
     return heads
 
 
