@@ -12,7 +12,7 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../../scripts/common/chromium.mjs';
 import { stats } from './lib.mjs';
 import { DEMO_PROBE } from './demo-probe.mjs';
 import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
@@ -42,19 +42,7 @@ const server = await startStaticServer({
   csp: DEMO_CSP, // the demo's strict policy
   headers: ISOLATION_HEADERS, // and its isolation: threads
 });
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-});
+const browser = await launchChromium();
 
 const PROSE =
   'the chef who trained in paris cooked the meal quickly while the guests waited in the garden and talked about the long summer';

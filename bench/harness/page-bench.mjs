@@ -7,7 +7,7 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../../scripts/common/chromium.mjs';
 import { ROOT, stats } from './lib.mjs';
 import { DEMO_PROBE } from './demo-probe.mjs';
 import { startStaticServer } from '../../web/server/static-server.mjs';
@@ -43,19 +43,7 @@ const server = await startStaticServer({
 });
 const base = server.url;
 
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-});
+const browser = await launchChromium();
 const version = browser.version();
 
 // Prose to type: at this tokenizer's ~4 characters per token, it carries T past 64.

@@ -9,7 +9,7 @@ import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../../scripts/common/chromium.mjs';
 import { startStaticServer, DEMO_CSP } from '../../web/server/static-server.mjs';
 
 const { values: opt } = parseArgs({
@@ -26,19 +26,7 @@ const log = (...a) => console.error('[train-page]', ...a);
 const TARGET_MS = 60_000;
 
 const server = await startStaticServer({ root: path.resolve(opt.site), csp: DEMO_CSP });
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-});
+const browser = await launchChromium();
 const chromiumVersion = browser.version();
 const runs = [];
 try {

@@ -14,7 +14,7 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../../scripts/common/chromium.mjs';
 import { stats } from './lib.mjs';
 import { DEMO_PROBE } from './demo-probe.mjs';
 import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
@@ -50,19 +50,7 @@ const server = await startStaticServer({
   csp: DEMO_CSP,
   headers: ISOLATION_HEADERS,
 });
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-});
+const browser = await launchChromium();
 const pageErrors = [];
 async function openDemo(query) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
