@@ -11,28 +11,20 @@
 //          [--tokens 256,1024] [--quick] [--markdown OUT]
 //   DIR: a GPT-2-shaped folder; --pkg: the package's files (dist/, as scripts/build-package.sh builds it)
 import { readFileSync, writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
-import { ROOT, stats } from './lib.mjs';
+import { benchArgs, ROOT, stats } from './lib.mjs';
 import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
-const { values: opt } = parseArgs({
-  options: {
-    model: { type: 'string' },
-    onnx: { type: 'string' },
-    pkg: { type: 'string' },
-    out: { type: 'string' },
-    markdown: { type: 'string' },
-    tokens: { type: 'string', default: '256,1024' },
-    quick: { type: 'boolean', default: false },
+const opt = benchArgs(
+  {
+    required: ['model', 'onnx', 'pkg', 'out'],
+    strings: ['markdown'],
+    defaults: { tokens: '256,1024' },
+    flags: ['quick'],
   },
-});
-if (!opt.model || !opt.onnx || !opt.pkg || !opt.out) {
-  throw new Error(
-    'usage: node bench/harness/browser-gpt2-small.mjs --model DIR --onnx DIR --pkg DIR --out FILE [--tokens 256,1024] [--quick] [--markdown OUT]',
-  );
-}
+  'node bench/harness/browser-gpt2-small.mjs --model DIR --onnx DIR --pkg DIR --out FILE [--tokens 256,1024] [--quick] [--markdown OUT]',
+);
 const Ts = opt.tokens.split(',').map(Number);
 const log = (...a) => console.error('[browser-gpt2]', ...a);
 

@@ -2,9 +2,23 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const now = () => performance.now();
+
+// A bench's command line (node:util parseArgs, strict): `required` and `strings` are string options
+// (the required ones must be given, else `usage: ${usage}` is thrown), `defaults` string options with
+// their default, `flags` booleans that default to false. Returns the values.
+export function benchArgs({ required = [], strings = [], defaults = {}, flags = [] }, usage = '') {
+  const options = {};
+  for (const name of [...required, ...strings]) options[name] = { type: 'string' };
+  for (const [name, value] of Object.entries(defaults)) options[name] = { type: 'string', default: value };
+  for (const name of flags) options[name] = { type: 'boolean', default: false };
+  const { values } = parseArgs({ options });
+  if (required.some((name) => !values[name])) throw new Error(`usage: ${usage}`);
+  return values;
+}
 
 export function stats(samples) {
   const v = [...samples].sort((a, b) => a - b);

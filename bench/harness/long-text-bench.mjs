@@ -10,28 +10,16 @@
 //   DIR: a GPT-2-shaped folder (bench/shapes/make_gpt2_small.py writes GPT-2 small's shape, random weights)
 //   SITE: the built demo (web/demo/build.sh SITE)
 import { writeFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
-import { stats } from './lib.mjs';
+import { benchArgs, stats } from './lib.mjs';
 import { DEMO_PROBE } from './demo-probe.mjs';
 import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
-const { values: opt } = parseArgs({
-  options: {
-    model: { type: 'string' },
-    demo: { type: 'string' },
-    out: { type: 'string' },
-    markdown: { type: 'string' },
-    tokens: { type: 'string', default: '1000' },
-    keys: { type: 'string', default: '11' },
-    threads: { type: 'string', default: '1' },
-  },
-});
-if (!opt.model || !opt.demo || !opt.out)
-  throw new Error(
-    'usage: node bench/harness/long-text-bench.mjs --model DIR --demo SITE --out FILE [--tokens N] [--keys K]',
-  );
+const opt = benchArgs(
+  { required: ['model', 'demo', 'out'], strings: ['markdown'], defaults: { tokens: '1000', keys: '11', threads: '1' } },
+  'node bench/harness/long-text-bench.mjs --model DIR --demo SITE --out FILE [--tokens N] [--keys K]',
+);
 const TOKENS = Number(opt.tokens);
 const KEYS = Number(opt.keys);
 const log = (...a) => console.error('[long-text]', ...a);

@@ -6,25 +6,13 @@
 //   --simd, --scalar: build trees holding headscope_bench_wasm (presets wasm-release, wasm-scalar)
 //   --pkg: the package's payload (dist/ or a copy of it)
 // With --simd-only (used for the `node --no-liftoff` cross-check) only our SIMD build is timed.
-import { parseArgs } from 'node:util';
 import { readFileSync, writeFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as ort from 'onnxruntime-web';
-import { ROOT, compare, loadBenchModule, readModelFiles, maxAbsDiff, benchIds } from './lib.mjs';
+import { benchArgs, ROOT, compare, loadBenchModule, readModelFiles, maxAbsDiff, benchIds } from './lib.mjs';
 
-const { values: opt } = parseArgs({
-  options: {
-    quick: { type: 'boolean', default: false },
-    'simd-only': { type: 'boolean', default: false },
-    model: { type: 'string' },
-    onnx: { type: 'string' },
-    simd: { type: 'string' },
-    scalar: { type: 'string' },
-    pkg: { type: 'string' },
-    out: { type: 'string' },
-  },
-});
+const opt = benchArgs({ strings: ['model', 'onnx', 'simd', 'scalar', 'pkg', 'out'], flags: ['quick', 'simd-only'] });
 const quick = opt.quick;
 const simdOnly = opt['simd-only'];
 if (!opt.model || !opt.simd || !opt.out || (!simdOnly && (!opt.onnx || !opt.scalar || !opt.pkg)))

@@ -6,22 +6,16 @@
 // attribute appearing, the step, and the tokens/s the page trained at. Target: under 60 s.
 // Usage: node bench/harness/train-page-bench.mjs --site DIR --out FILE [--repeats N] [--timeout-s S]
 import { writeFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
 import { startStaticServer, DEMO_CSP } from '../../web/server/static-server.mjs';
+import { benchArgs } from './lib.mjs';
 
-const { values: opt } = parseArgs({
-  options: {
-    site: { type: 'string' },
-    out: { type: 'string' },
-    repeats: { type: 'string', default: '1' },
-    'timeout-s': { type: 'string', default: '180' },
-  },
-});
-if (!opt.site || !opt.out)
-  throw new Error('usage: node bench/harness/train-page-bench.mjs --site DIR --out FILE [--repeats N] [--timeout-s S]');
+const opt = benchArgs(
+  { required: ['site', 'out'], defaults: { repeats: '1', 'timeout-s': '180' } },
+  'node bench/harness/train-page-bench.mjs --site DIR --out FILE [--repeats N] [--timeout-s S]',
+);
 const log = (...a) => console.error('[train-page]', ...a);
 const TARGET_MS = 60_000;
 

@@ -12,27 +12,21 @@
 // publishes, so it times an old commit's site as well as today's.
 // Usage: node bench/harness/typing-bench.mjs --demo SITE --out FILE [--gpt2 DIR] [--quick] [--tokens 950] [--gap 600]
 import { writeFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
-import { stats } from './lib.mjs';
+import { benchArgs, stats } from './lib.mjs';
 import { DEMO_PROBE } from './demo-probe.mjs';
 import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
-const { values: opt } = parseArgs({
-  options: {
-    demo: { type: 'string' },
-    out: { type: 'string' },
-    gpt2: { type: 'string' },
-    quick: { type: 'boolean', default: false },
-    tokens: { type: 'string', default: '950' },
-    gap: { type: 'string', default: '600' },
-    passes: { type: 'string' },
-    'default-only': { type: 'boolean', default: false },
+const opt = benchArgs(
+  {
+    required: ['demo', 'out'],
+    strings: ['gpt2', 'passes'],
+    defaults: { tokens: '950', gap: '600' },
+    flags: ['quick', 'default-only'],
   },
-});
-if (!opt.demo || !opt.out)
-  throw new Error('usage: node bench/harness/typing-bench.mjs --demo SITE --out FILE [--gpt2 DIR] [--quick]');
+  'node bench/harness/typing-bench.mjs --demo SITE --out FILE [--gpt2 DIR] [--quick]',
+);
 const log = (...a) => console.error('[typing]', ...a);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
