@@ -1,43 +1,22 @@
 // Accessibility: axe-core (npm) on every page, with the pages under their strict CSP (axe is
 // evaluated through the DevTools protocol, which a page's policy does not govern). No serious or
 // critical violation is allowed, the large-model views (144 heads, 1024 tokens, zoomed) included.
-import { readFileSync, existsSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { test as base, expect, ROOT, SITE, startServer, withModel, demoReady } from './fixtures.mjs';
-import { writeRandomModel } from './random-model.mjs';
+import { test as base, expect, ROOT, withModel, demoReady, randomModelSite } from './fixtures.mjs';
 
 const require = createRequire(import.meta.url);
 const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
 const test = base.extend({
   // the test site, plus a random 12 x 12-head model with a 1024-token context under /a11y/ (written once per worker)
-  a11ySite: [
-    async ({}, use) => {
-      const dir = path.join(ROOT, 'build/e2e-a11y');
-      rmSync(dir, { recursive: true, force: true });
-      const shipped = path.join(SITE, 'models/headscope-base');
-      const tokenizerDir = existsSync(path.join(shipped, 'vocab.json'))
-        ? shipped
-        : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
-      writeRandomModel(path.join(dir, 'gpt-12x12'), {
-        n_layer: 12,
-        n_head: 12,
-        n_embd: 96,
-        n_positions: 1024,
-        tokenizerDir,
-      });
-      const server = await startServer({
-        mounts: [
-          ['/fixtures/', path.join(ROOT, 'tests/fixtures/models')],
-          ['/a11y/', dir],
-        ],
-      });
-      await use(server);
-      await server.close();
-    },
-    { scope: 'worker' },
-  ],
+  a11ySite: randomModelSite(
+    'a11y',
+    'gpt-12x12',
+    { n_layer: 12, n_head: 12, n_embd: 96, n_positions: 1024 },
+    { mounts: [['/fixtures/', path.join(ROOT, 'tests/fixtures/models')]] },
+  ),
 });
 
 /**

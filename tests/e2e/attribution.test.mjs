@@ -14,13 +14,12 @@ import {
   shot,
   demoReady,
   demoIdle,
-  startServer,
   ROOT,
   SITE,
   ARTIFACTS,
   usingDefaultModel,
+  randomModelSite,
 } from './fixtures.mjs';
-import { writeRandomModel } from './random-model.mjs';
 
 const SENTENCE = 'The chef, who trained in Paris, cooked the meal quickly.';
 const MODEL_DIR = usingDefaultModel
@@ -72,24 +71,7 @@ function logitBound(token, modelDir = MODEL_DIR) {
 
 const test = base.extend({
   // a random model with GPT-2 small's 12 heads per layer (2 layers, n_embd 192), under /heads12/
-  heads12Site: [
-    async ({}, use) => {
-      const dir = path.join(ROOT, 'build/e2e-heads12');
-      const shipped = path.join(SITE, 'models/headscope-base');
-      const tokenizerDir = usingDefaultModel ? shipped : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
-      writeRandomModel(path.join(dir, 'gpt-h12'), {
-        n_layer: 2,
-        n_head: 12,
-        n_embd: 192,
-        n_positions: 64,
-        tokenizerDir,
-      });
-      const server = await startServer({ mounts: [['/heads12/', dir]] });
-      await use({ ...server, modelDir: path.join(dir, 'gpt-h12') });
-      await server.close();
-    },
-    { scope: 'worker' },
-  ],
+  heads12Site: randomModelSite('heads12', 'gpt-h12', { n_layer: 2, n_head: 12, n_embd: 192, n_positions: 64 }),
 });
 
 const combine = (page) => page.locator('#combine');

@@ -5,36 +5,19 @@
 // written by random-model.mjs) and at phone width; "weight × value size" in every attention view,
 // grid included, equals the API's run(text, { valueNorms: true }). Screenshots:
 // build/e2e-artifacts/inside-*.png, value-*.png.
-import { existsSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { test as base, expect, ROOT, SITE, ARTIFACTS, startServer, demoReady, shot, nextFrames } from './fixtures.mjs';
-import { writeRandomModel } from './random-model.mjs';
+import { test as base, expect, ARTIFACTS, demoReady, shot, nextFrames, randomModelSite } from './fixtures.mjs';
 
 const test = base.extend({
   // a random model with GPT-2 small's heads (12 of d_head 64, n_embd 768) in 2 layers, under /dh64/
-  dh64Site: [
-    async ({}, use) => {
-      const dir = path.join(ROOT, 'build/e2e-dh64');
-      rmSync(dir, { recursive: true, force: true });
-      const shipped = path.join(SITE, 'models/headscope-base');
-      const tokenizerDir = existsSync(path.join(shipped, 'vocab.json'))
-        ? shipped
-        : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
-      const config = writeRandomModel(path.join(dir, 'gpt-dh64'), {
-        n_layer: 2,
-        n_head: 12,
-        n_embd: 768,
-        n_positions: 128,
-        tokenizerDir,
-        attnScale: 0.05,
-      });
-      const server = await startServer({ mounts: [['/dh64/', dir]] });
-      await use({ ...server, config });
-      await server.close();
-    },
-    { scope: 'worker' },
-  ],
+  dh64Site: randomModelSite('dh64', 'gpt-dh64', {
+    n_layer: 2,
+    n_head: 12,
+    n_embd: 768,
+    n_positions: 128,
+    attnScale: 0.05,
+  }),
 });
 
 const panel = (page) => page.locator('#inside');
