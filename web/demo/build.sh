@@ -30,6 +30,12 @@ fs.writeFileSync(path.join(dir, "index.json"), JSON.stringify({ models: names.ma
 "$ROOT/web/component/build.sh" "$TMP"
 cp "$ROOT/web/component/views.css" "$TMP/"
 cp "$ROOT/web/component/lab.css" "$TMP/lab-views.css"
+# the components' palette as the demo pages' root colours (demo.css imports it), light/dark as the toggle sets
+node --input-type=module -e '
+import { writeFileSync } from "node:fs";
+import { paletteCss } from "'"$ROOT"'/web/component/runtime/theme.js";
+writeFileSync(process.argv[1], paletteCss({ root: ":root", attribute: "data-theme" }));
+' "$TMP/demo-palette.css"
 # The pages sit in a folder each (web/demo/README.md) but are served side by side, as one flat folder,
 # so that their URLs and their links to each other stay plain names: every page's HTML and CSS, the
 # shared files, and the articles' own small scripts (unbundled: they must run before the elements
