@@ -13,7 +13,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
 import { benchArgs, stats } from './lib.mjs';
-import { DEMO_PROBE } from './demo-probe.mjs';
+import { DEMO_PROBE, labRolesMeasured } from './demo-probe.mjs';
 import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
 const opt = benchArgs(
@@ -63,14 +63,7 @@ async function session(threads, { allRows }) {
   // The lab measures the model's roles once, on probe texts, when the reader first pauses; those
   // runs take the engine's cache. A reader who pastes a long text after that (the case timed here)
   // never waits for them; the first key below says what happens otherwise.
-  await page.waitForFunction(
-    () =>
-      /Induction measured|could not run|no probe/.test(
-        document.querySelector('.hs-lab-roles-status')?.textContent ?? '',
-      ),
-    null,
-    { timeout: 300_000 },
-  );
+  await labRolesMeasured(page, 300_000);
 
   // a text of TOKENS tokens, cut before a word so that typed words add tokens
   const text = await page.evaluate(
