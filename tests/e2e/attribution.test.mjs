@@ -19,6 +19,7 @@ import {
   ARTIFACTS,
   usingDefaultModel,
   randomModelSite,
+  openDemo,
 } from './fixtures.mjs';
 
 const SENTENCE = 'The chef, who trained in Paris, cooked the meal quickly.';
@@ -181,8 +182,7 @@ test("after typing the article's sentence, each head's bar is the API's attribut
   page,
   site,
 }) => {
-  await page.goto(site.url(`index.html?text=${encodeURIComponent('Hello')}`));
-  await demoReady(page);
+  await openDemo(page, site.url(`index.html?text=${encodeURIComponent('Hello')}`));
   // every change of what the view shows is checked against the result on screen at that moment
   await page.evaluate(() => {
     window.__dlaSeen = [];
@@ -310,8 +310,7 @@ test.describe('on a phone', () => {
   test.use({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true });
 
   test('the attribution column and its sentences fit the phone layout', async ({ page, site }) => {
-    await page.goto(site.url(`index.html?text=${encodeURIComponent('Hello')}`));
-    await demoReady(page);
+    await openDemo(page, site.url(`index.html?text=${encodeURIComponent('Hello')}`));
     await typeSentence(page);
     const target = await attributionShown(page);
     const api = await apiAttribution(page, target.position, target.token);

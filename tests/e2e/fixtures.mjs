@@ -176,6 +176,12 @@ export async function demoReady(page, after = 0) {
   if (after > 0) await expect.poll(() => renders(page), { timeout: 30_000 }).toBeGreaterThan(after);
 }
 
+/** Opens `url` (a page of the demo) in `page` and waits until it is ready (demoReady()). */
+export async function openDemo(page, url) {
+  await page.goto(url);
+  await demoReady(page);
+}
+
 /** Waits until the demo's runner has nothing pending or in flight. */
 export async function demoIdle(page) {
   await page.evaluate(() => window.headscopeDemo.idle());
