@@ -1,13 +1,9 @@
 // Accessibility: axe-core (npm) on every page, with the pages under their strict CSP (axe is
 // evaluated through the DevTools protocol, which a page's policy does not govern). No serious or
 // critical violation is allowed, the large-model views (144 heads, 1024 tokens, zoomed) included.
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { test as base, expect, ROOT, withModel, demoReady, randomModelSite } from './fixtures.mjs';
-
-const require = createRequire(import.meta.url);
-const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+import { seriousViolations } from './axe.mjs';
 
 const test = base.extend({
   // the test site, plus a random 12 x 12-head model with a 1024-token context under /a11y/ (written once per worker)
@@ -18,28 +14,6 @@ const test = base.extend({
     { mounts: [['/fixtures/', path.join(ROOT, 'tests/fixtures/models')]] },
   ),
 });
-
-/**
- * Runs axe on the page; returns its serious and critical violations as readable lines. axe adds
- * <style> elements of its own, which the pages' strict CSP refuses: the problems found so far must
- * be none, and from here on those refusals are expected.
- */
-async function seriousViolations(page, problems) {
-  expect(problems.unexpected, 'console errors, page errors, dialogs or CSP violations before axe ran').toEqual([]);
-  problems.allow(
-    /^CSP violation: style-src-elem inline$/,
-    /^console error: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/,
-  );
-  await page.evaluate(AXE);
-  return page.evaluate(async () =>
-    (await window.axe.run()).violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map(
-        (v) =>
-          `${v.id} (${v.impact}, ${v.nodes.length}x): ${v.nodes[0].target.join(' ')} - ${v.nodes[0].failureSummary.split('\n')[1]?.trim()}`,
-      ),
-  );
-}
 
 /** Waits until every widget matching `selector` has rendered a result. */
 async function widgetsReady(page, selector) {
