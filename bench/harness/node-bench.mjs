@@ -33,6 +33,11 @@ const timing = ({ minMs, minRuns = 15, warm = 8 }) =>
     ? { minMs, minRuns: Math.max(3, Math.ceil(minRuns / 3)), warm: Math.max(2, Math.ceil(warm / 3)), rounds: 5 }
     : { minMs, minRuns, warm };
 
+// each subject's median of one case, for the log
+const medians = (s) =>
+  Object.entries(s)
+    .map(([k, v]) => `${k} ${v.median_ms.toFixed(3)} ms`)
+    .join(', ');
 const files = readModelFiles(modelDir);
 const cfg = JSON.parse(files.config);
 const L = cfg.n_layer,
@@ -166,12 +171,7 @@ for (const T of [16, 64, P]) {
   for (const k of ours) cases[k] = { fn: () => att[k].run(T, 0) };
   const s = await compare(cases, timing({ minMs: 150 * budget, minRuns: 15, warm: 8 }));
   results.attention.push({ T, ...s });
-  log(
-    `attention T=${T}: ` +
-      Object.entries(s)
-        .map(([k, v]) => `${k} ${v.median_ms.toFixed(3)} ms`)
-        .join(', '),
-  );
+  log(`attention T=${T}: ${medians(s)}`);
 }
 
 // ---- full forward against T (median, p95), with the attention kernel's share ------------------
@@ -216,12 +216,7 @@ for (const T of [16, 64, P]) {
   } // no KV cache in the graph: a full run
   const s = await compare(cases, timing({ minMs: 150 * budget, minRuns: 20, warm: 8 }));
   results.incremental.push({ T, ...s });
-  log(
-    `incremental T=${T}: ` +
-      Object.entries(s)
-        .map(([k, v]) => `${k} ${v.median_ms.toFixed(3)} ms`)
-        .join(', '),
-  );
+  log(`incremental T=${T}: ${medians(s)}`);
 }
 if (models.simd.incremental(P) !== P) {
   models.simd.prime(P);
