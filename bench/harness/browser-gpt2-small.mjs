@@ -13,7 +13,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
-import { benchArgs, ROOT, stats } from './lib.mjs';
+import { benchArgs, gpt2SmallMarkdown, ROOT, stats } from './lib.mjs';
 import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
 const opt = benchArgs(
@@ -184,13 +184,12 @@ try {
   if (opt.markdown) {
     writeFileSync(
       opt.markdown,
-      "# GPT-2 small's shape in Chromium, threaded, against onnxruntime-web\n\nWritten by " +
-        '`node bench/harness/browser-gpt2-small.mjs --markdown ...` on ' +
-        new Date().toISOString().slice(0, 16).replace('T', ' ') +
-        ` UTC, on the checkpoint of bench/shapes/make_gpt2_small.py (${config.nLayer} layers, ${config.nHead} heads, d_model ${config.nEmbd}, ` +
-        `context ${config.nPositions}, vocabulary ${config.vocabSize}); ONNX graph from bench/shapes/export_onnx.py.\n\n` +
-        lines.join('\n') +
-        '\n',
+      gpt2SmallMarkdown(
+        "GPT-2 small's shape in Chromium, threaded, against onnxruntime-web",
+        'node bench/harness/browser-gpt2-small.mjs --markdown ...',
+        config,
+        lines,
+      ),
     );
   }
 } finally {

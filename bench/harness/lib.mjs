@@ -89,3 +89,17 @@ export function maxAbsDiff(a, b) {
 export function benchIds(n, vocab) {
   return Array.from({ length: n }, (_, i) => (i * 7919 + 13) % vocab);
 }
+
+// The markdown report of a GPT-2-small-shaped bench (wasm-gpt2-small.mjs, browser-gpt2-small.mjs):
+// its title, who wrote it and when, the checkpoint's shape ({ nLayer, nHead, nEmbd, nPositions,
+// vocabSize }), then `lines`.
+export function gpt2SmallMarkdown(title, command, shape, lines) {
+  return (
+    `# ${title}\n\nWritten by \`${command}\` on ` +
+    new Date().toISOString().slice(0, 16).replace('T', ' ') +
+    ` UTC, on the checkpoint of bench/shapes/make_gpt2_small.py (${shape.nLayer} layers, ${shape.nHead} heads, d_model ${shape.nEmbd}, ` +
+    `context ${shape.nPositions}, vocabulary ${shape.vocabSize}); ONNX graph from bench/shapes/export_onnx.py.\n\n` +
+    lines.join('\n') +
+    '\n'
+  );
+}
