@@ -21,36 +21,15 @@ import {
   randomModelSite,
   openDemo,
 } from './fixtures.mjs';
+import { tensorsOf } from '../../scripts/common/safetensors.mjs';
 
 const SENTENCE = 'The chef, who trained in Paris, cooked the meal quickly.';
 const MODEL_DIR = usingDefaultModel
   ? path.join(SITE, 'models/headscope-base')
   : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
 
-// IEEE half precision to float (the shipped models store their weights in F16; the page loads them
-// as float32, which holds every F16 value exactly)
-function halfToFloat(h) {
-  const e = (h >> 10) & 0x1f;
-  const m = h & 0x3ff;
-  const v = e === 0 ? m * 2 ** -24 : e === 31 ? (m ? NaN : Infinity) : (1 + m / 1024) * 2 ** (e - 15);
-  return h & 0x8000 ? -v : v;
-}
-
-// safetensors: an 8-byte header length, a JSON header, then the tensors (F32 or F16)
-function readTensors(file, names) {
-  const bytes = new Uint8Array(readFileSync(file));
-  const n = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true));
-  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + n)));
-  const out = {};
-  for (const name of names) {
-    const info = header[name] ?? header[`transformer.${name}`];
-    if (info?.dtype !== 'F32' && info?.dtype !== 'F16') throw new Error(`${name}: dtype ${info?.dtype}`);
-    const [a, b] = info.data_offsets;
-    const raw = bytes.slice(8 + n + a, 8 + n + b).buffer;
-    out[name] = info.dtype === 'F32' ? new Float32Array(raw) : Float32Array.from(new Uint16Array(raw), halfToFloat);
-  }
-  return out;
-}
+// the tensors `names` of a .safetensors file (a path or a file: URL)
+const readTensors = (file, names) => tensorsOf(new Uint8Array(readFileSync(file)), names);
 
 // How far the float64 sum of the parts may be from the model's float32 logit (the bound of
 // tests/js/package/heads.test.js): the parts add up to LayerNorm(x) . (gamma * wte[token]) in float64; the
