@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import zlib from 'node:zlib';
 import { startStaticServer, DEMO_CSP } from '../web/server/static-server.mjs';
+import { chromiumLaunchOptions } from './common/chromium.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DEFAULT_SITE = path.join(ROOT, 'build/web');
@@ -123,21 +124,7 @@ problem.catch(() => {});
 let step = 'starting';
 const server = await startStaticServer({ root: site, csp: DEMO_CSP });
 const browser = await chromium
-  .launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    // Playwright gives each launch a fresh temporary profile (--user-data-dir); without the networking
-    // flags Chromium tries to reach outside hosts and stalls
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  })
+  .launch(chromiumLaunchOptions())
   .catch((e) => fail(`could not start Chromium: ${e.message.split('\n')[0]}`));
 const timer = setTimeout(() => reportProblem(`timed out after ${TIMEOUT_MS / 1000} s while ${step}`), TIMEOUT_MS);
 

@@ -11,28 +11,20 @@
 //          [--tokens 256,1024] [--quick] [--markdown OUT]
 //   DIR: a GPT-2-shaped folder; --pkg: the package's files (dist/, as scripts/build-package.sh builds it)
 import { readFileSync, writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
-import { ROOT, stats } from './lib.mjs';
+import { launchChromium } from '../../scripts/common/chromium.mjs';
+import { benchArgs, gpt2SmallMarkdown, ROOT, stats } from './lib.mjs';
 import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
-const { values: opt } = parseArgs({
-  options: {
-    model: { type: 'string' },
-    onnx: { type: 'string' },
-    pkg: { type: 'string' },
-    out: { type: 'string' },
-    markdown: { type: 'string' },
-    tokens: { type: 'string', default: '256,1024' },
-    quick: { type: 'boolean', default: false },
+const opt = benchArgs(
+  {
+    required: ['model', 'onnx', 'pkg', 'out'],
+    strings: ['markdown'],
+    defaults: { tokens: '256,1024' },
+    flags: ['quick'],
   },
-});
-if (!opt.model || !opt.onnx || !opt.pkg || !opt.out) {
-  throw new Error(
-    'usage: node bench/harness/browser-gpt2-small.mjs --model DIR --onnx DIR --pkg DIR --out FILE [--tokens 256,1024] [--quick] [--markdown OUT]',
-  );
-}
+  'node bench/harness/browser-gpt2-small.mjs --model DIR --onnx DIR --pkg DIR --out FILE [--tokens 256,1024] [--quick] [--markdown OUT]',
+);
 const Ts = opt.tokens.split(',').map(Number);
 const log = (...a) => console.error('[browser-gpt2]', ...a);
 
@@ -47,19 +39,7 @@ const server = await startStaticServer({
   csp: DEMO_CSP,
   headers: ISOLATION_HEADERS,
 });
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-});
+const browser = await launchChromium();
 const pageErrors = [];
 try {
   const page = await browser.newPage();
@@ -204,13 +184,12 @@ try {
   if (opt.markdown) {
     writeFileSync(
       opt.markdown,
-      "# GPT-2 small's shape in Chromium, threaded, against onnxruntime-web\n\nWritten by " +
-        '`node bench/harness/browser-gpt2-small.mjs --markdown ...` on ' +
-        new Date().toISOString().slice(0, 16).replace('T', ' ') +
-        ` UTC, on the checkpoint of bench/shapes/make_gpt2_small.py (${config.nLayer} layers, ${config.nHead} heads, d_model ${config.nEmbd}, ` +
-        `context ${config.nPositions}, vocabulary ${config.vocabSize}); ONNX graph from bench/shapes/export_onnx.py.\n\n` +
-        lines.join('\n') +
-        '\n',
+      gpt2SmallMarkdown(
+        "GPT-2 small's shape in Chromium, threaded, against onnxruntime-web",
+        'node bench/harness/browser-gpt2-small.mjs --markdown ...',
+        config,
+        lines,
+      ),
     );
   }
 } finally {

@@ -48,3 +48,26 @@ export const DEMO_PROBE = `(() => {
   }).observe(document.body, { attributes: true, attributeFilter: ['data-renders'] });
   if (document.body) watch(); else document.addEventListener('DOMContentLoaded', watch);
 })();`;
+
+// Until the demo's lab has measured the model's roles (its runs on probe texts at the reader's first
+// pause take the engine's cache), or said it could not.
+export async function labRolesMeasured(page, timeout) {
+  await page.waitForFunction(
+    () =>
+      /Induction measured|could not run|no probe/.test(
+        document.querySelector('.hs-lab-roles-status')?.textContent ?? '',
+      ),
+    null,
+    { timeout },
+  );
+}
+
+// The caret at the end of the demo's text, and window.__typing's records emptied: typing starts here.
+export async function startTyping(page) {
+  await page.focus('#text');
+  await page.keyboard.press('End');
+  await page.evaluate(() => {
+    window.__typing.inputs = [];
+    window.__typing.shown = [];
+  });
+}

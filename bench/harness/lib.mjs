@@ -2,9 +2,23 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const now = () => performance.now();
+
+// A bench's command line (node:util parseArgs, strict): `required` and `strings` are string options
+// (the required ones must be given, else `usage: ${usage}` is thrown), `defaults` string options with
+// their default, `flags` booleans that default to false. Returns the values.
+export function benchArgs({ required = [], strings = [], defaults = {}, flags = [] }, usage = '') {
+  const options = {};
+  for (const name of [...required, ...strings]) options[name] = { type: 'string' };
+  for (const [name, value] of Object.entries(defaults)) options[name] = { type: 'string', default: value };
+  for (const name of flags) options[name] = { type: 'boolean', default: false };
+  const { values } = parseArgs({ options });
+  if (required.some((name) => !values[name])) throw new Error(`usage: ${usage}`);
+  return values;
+}
 
 export function stats(samples) {
   const v = [...samples].sort((a, b) => a - b);
@@ -74,4 +88,18 @@ export function maxAbsDiff(a, b) {
 // Deterministic token ids, the same for every subject.
 export function benchIds(n, vocab) {
   return Array.from({ length: n }, (_, i) => (i * 7919 + 13) % vocab);
+}
+
+// The markdown report of a GPT-2-small-shaped bench (wasm-gpt2-small.mjs, browser-gpt2-small.mjs):
+// its title, who wrote it and when, the checkpoint's shape ({ nLayer, nHead, nEmbd, nPositions,
+// vocabSize }), then `lines`.
+export function gpt2SmallMarkdown(title, command, shape, lines) {
+  return (
+    `# ${title}\n\nWritten by \`${command}\` on ` +
+    new Date().toISOString().slice(0, 16).replace('T', ' ') +
+    ` UTC, on the checkpoint of bench/shapes/make_gpt2_small.py (${shape.nLayer} layers, ${shape.nHead} heads, d_model ${shape.nEmbd}, ` +
+    `context ${shape.nPositions}, vocabulary ${shape.vocabSize}); ONNX graph from bench/shapes/export_onnx.py.\n\n` +
+    lines.join('\n') +
+    '\n'
+  );
 }

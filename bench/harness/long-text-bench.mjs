@@ -10,28 +10,16 @@
 //   DIR: a GPT-2-shaped folder (bench/shapes/make_gpt2_small.py writes GPT-2 small's shape, random weights)
 //   SITE: the built demo (web/demo/build.sh SITE)
 import { writeFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
-import { stats } from './lib.mjs';
-import { DEMO_PROBE } from './demo-probe.mjs';
+import { launchChromium } from '../../scripts/common/chromium.mjs';
+import { benchArgs, stats } from './lib.mjs';
+import { DEMO_PROBE, labRolesMeasured } from './demo-probe.mjs';
 import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
-const { values: opt } = parseArgs({
-  options: {
-    model: { type: 'string' },
-    demo: { type: 'string' },
-    out: { type: 'string' },
-    markdown: { type: 'string' },
-    tokens: { type: 'string', default: '1000' },
-    keys: { type: 'string', default: '11' },
-    threads: { type: 'string', default: '1' },
-  },
-});
-if (!opt.model || !opt.demo || !opt.out)
-  throw new Error(
-    'usage: node bench/harness/long-text-bench.mjs --model DIR --demo SITE --out FILE [--tokens N] [--keys K]',
-  );
+const opt = benchArgs(
+  { required: ['model', 'demo', 'out'], strings: ['markdown'], defaults: { tokens: '1000', keys: '11', threads: '1' } },
+  'node bench/harness/long-text-bench.mjs --model DIR --demo SITE --out FILE [--tokens N] [--keys K]',
+);
 const TOKENS = Number(opt.tokens);
 const KEYS = Number(opt.keys);
 const log = (...a) => console.error('[long-text]', ...a);
@@ -42,19 +30,7 @@ const server = await startStaticServer({
   csp: DEMO_CSP, // the demo's strict policy
   headers: ISOLATION_HEADERS, // and its isolation: threads
 });
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-});
+const browser = await launchChromium();
 
 const PROSE =
   'the chef who trained in paris cooked the meal quickly while the guests waited in the garden and talked about the long summer';
@@ -87,14 +63,7 @@ async function session(threads, { allRows }) {
   // The lab measures the model's roles once, on probe texts, when the reader first pauses; those
   // runs take the engine's cache. A reader who pastes a long text after that (the case timed here)
   // never waits for them; the first key below says what happens otherwise.
-  await page.waitForFunction(
-    () =>
-      /Induction measured|could not run|no probe/.test(
-        document.querySelector('.hs-lab-roles-status')?.textContent ?? '',
-      ),
-    null,
-    { timeout: 300_000 },
-  );
+  await labRolesMeasured(page, 300_000);
 
   // a text of TOKENS tokens, cut before a word so that typed words add tokens
   const text = await page.evaluate(

@@ -6,25 +6,13 @@
 //   --simd, --scalar: build trees holding headscope_bench_wasm (presets wasm-release, wasm-scalar)
 //   --pkg: the package's payload (dist/ or a copy of it)
 // With --simd-only (used for the `node --no-liftoff` cross-check) only our SIMD build is timed.
-import { parseArgs } from 'node:util';
 import { readFileSync, writeFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as ort from 'onnxruntime-web';
-import { ROOT, compare, loadBenchModule, readModelFiles, maxAbsDiff, benchIds } from './lib.mjs';
+import { benchArgs, ROOT, compare, loadBenchModule, readModelFiles, maxAbsDiff, benchIds } from './lib.mjs';
 
-const { values: opt } = parseArgs({
-  options: {
-    quick: { type: 'boolean', default: false },
-    'simd-only': { type: 'boolean', default: false },
-    model: { type: 'string' },
-    onnx: { type: 'string' },
-    simd: { type: 'string' },
-    scalar: { type: 'string' },
-    pkg: { type: 'string' },
-    out: { type: 'string' },
-  },
-});
+const opt = benchArgs({ strings: ['model', 'onnx', 'simd', 'scalar', 'pkg', 'out'], flags: ['quick', 'simd-only'] });
 const quick = opt.quick;
 const simdOnly = opt['simd-only'];
 if (!opt.model || !opt.simd || !opt.out || (!simdOnly && (!opt.onnx || !opt.scalar || !opt.pkg)))
@@ -45,6 +33,11 @@ const timing = ({ minMs, minRuns = 15, warm = 8 }) =>
     ? { minMs, minRuns: Math.max(3, Math.ceil(minRuns / 3)), warm: Math.max(2, Math.ceil(warm / 3)), rounds: 5 }
     : { minMs, minRuns, warm };
 
+// each subject's median of one case, for the log
+const medians = (s) =>
+  Object.entries(s)
+    .map(([k, v]) => `${k} ${v.median_ms.toFixed(3)} ms`)
+    .join(', ');
 const files = readModelFiles(modelDir);
 const cfg = JSON.parse(files.config);
 const L = cfg.n_layer,
@@ -178,12 +171,7 @@ for (const T of [16, 64, P]) {
   for (const k of ours) cases[k] = { fn: () => att[k].run(T, 0) };
   const s = await compare(cases, timing({ minMs: 150 * budget, minRuns: 15, warm: 8 }));
   results.attention.push({ T, ...s });
-  log(
-    `attention T=${T}: ` +
-      Object.entries(s)
-        .map(([k, v]) => `${k} ${v.median_ms.toFixed(3)} ms`)
-        .join(', '),
-  );
+  log(`attention T=${T}: ${medians(s)}`);
 }
 
 // ---- full forward against T (median, p95), with the attention kernel's share ------------------
@@ -228,12 +216,7 @@ for (const T of [16, 64, P]) {
   } // no KV cache in the graph: a full run
   const s = await compare(cases, timing({ minMs: 150 * budget, minRuns: 20, warm: 8 }));
   results.incremental.push({ T, ...s });
-  log(
-    `incremental T=${T}: ` +
-      Object.entries(s)
-        .map(([k, v]) => `${k} ${v.median_ms.toFixed(3)} ms`)
-        .join(', '),
-  );
+  log(`incremental T=${T}: ${medians(s)}`);
 }
 if (models.simd.incremental(P) !== P) {
   models.simd.prime(P);

@@ -5,24 +5,16 @@
 // Usage: node bench/harness/page-bench.mjs --model DIR --pkg DIR --out FILE [--quick] [--demo SITE]
 //   PAGE_BENCH_DEMO_ONLY=1: only the demo page (skips the minimal page's main and worker modes)
 import { writeFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
-import { ROOT, stats } from './lib.mjs';
+import { launchChromium } from '../../scripts/common/chromium.mjs';
+import { benchArgs, ROOT, stats } from './lib.mjs';
 import { DEMO_PROBE } from './demo-probe.mjs';
 import { startStaticServer } from '../../web/server/static-server.mjs';
 
-const { values: opt } = parseArgs({
-  options: {
-    model: { type: 'string' },
-    pkg: { type: 'string' },
-    out: { type: 'string' },
-    quick: { type: 'boolean', default: false },
-    demo: { type: 'string' },
-  },
-});
-if (!opt.model || !opt.pkg || !opt.out)
-  throw new Error('usage: node bench/harness/page-bench.mjs --model DIR --pkg DIR --out FILE [--quick] [--demo SITE]');
+const opt = benchArgs(
+  { required: ['model', 'pkg', 'out'], strings: ['demo'], flags: ['quick'] },
+  'node bench/harness/page-bench.mjs --model DIR --pkg DIR --out FILE [--quick] [--demo SITE]',
+);
 const quick = opt.quick;
 const modelDir = path.resolve(opt.model);
 const pkgDir = path.resolve(opt.pkg);
@@ -43,19 +35,7 @@ const server = await startStaticServer({
 });
 const base = server.url;
 
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-});
+const browser = await launchChromium();
 const version = browser.version();
 
 // Prose to type: at this tokenizer's ~4 characters per token, it carries T past 64.

@@ -102,6 +102,8 @@ export function figures(results) {
     add(`${prefix}.median_ms`, `${label}, median`, s?.median_ms, 'ms', true, group);
     add(`${prefix}.p95_ms`, `${label}, p95`, s?.p95_ms, 'ms', true, group);
   };
+  // an engine figure in ms (lower is better)
+  const engineMs = (id, label, value) => add(id, label, value, 'ms', true, 'engine');
   const r = results ?? {};
 
   // targets: the value against its goal, in the direction the target states
@@ -125,23 +127,13 @@ export function figures(results) {
   // our full forward and one-token update, wasm SIMD128, each T: medians (ms)
   for (const x of r.forward ?? [])
     if (x.simd)
-      add(
-        `forward.simd.T${x.T}.median_ms`,
-        `full forward, wasm SIMD, T = ${x.T}, median`,
-        x.simd.median_ms,
-        'ms',
-        true,
-        'engine',
-      );
+      engineMs(`forward.simd.T${x.T}.median_ms`, `full forward, wasm SIMD, T = ${x.T}, median`, x.simd.median_ms);
   for (const x of r.incremental ?? [])
     if (x.simd)
-      add(
+      engineMs(
         `incremental.simd.T${x.T}.median_ms`,
         `one-token update, wasm SIMD, T = ${x.T}, median`,
         x.simd.median_ms,
-        'ms',
-        true,
-        'engine',
       );
 
   // the package's JS API: cold start (one sample each), a keystroke's run and its parts, allLogits
@@ -153,7 +145,7 @@ export function figures(results) {
       first_run_ms: `package: cold start, first run (T = ${pa.T})`,
     };
     for (const [k, v] of Object.entries(pa))
-      if (/_ms$/.test(k)) add(`package_api.${k}`, L[k] ?? `package: ${words(k)}`, v, 'ms', true, 'engine');
+      if (/_ms$/.test(k)) engineMs(`package_api.${k}`, L[k] ?? `package: ${words(k)}`, v);
   }
   const pp = r.package_run_parts;
   if (pp) {
@@ -164,24 +156,14 @@ export function figures(results) {
     };
     for (const [k, v] of Object.entries(pp))
       if (isStat(v))
-        add(
-          `package_run_parts.${k}.median_ms`,
-          `${L[k] ?? `package: ${words(k)}`}, median`,
-          v.median_ms,
-          'ms',
-          true,
-          'engine',
-        );
+        engineMs(`package_run_parts.${k}.median_ms`, `${L[k] ?? `package: ${words(k)}`}, median`, v.median_ms);
   }
   for (const a of r.all_logits ?? [])
     if (a.ours)
-      add(
+      engineMs(
         `all_logits.ours.T${a.T}.median_ms`,
         `package: run(text, { allLogits }), T = ${a.T}, median`,
         a.ours.median_ms,
-        'ms',
-        true,
-        'engine',
       );
 
   // page level: web/demo and bench/page's modes, medians and p95s (ms)

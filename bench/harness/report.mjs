@@ -18,30 +18,18 @@
 // "## Regressions explained".
 //   --compare FILE          the previous run's results.json instead of the last committed one
 //   --allow-regressions     mark, never fail
-import { parseArgs } from 'node:util';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import os from 'node:os';
-import { ROOT } from './lib.mjs';
+import { benchArgs, ROOT } from './lib.mjs';
 import { trainingResults } from './train-report.mjs';
 import { renderTables, renderSvg, spliceTables, verdict } from './tables.mjs';
 import { figures, compareFigures, explainedRegressions, renderComparison } from './regressions.mjs';
 
-const { values: opt } = parseArgs({
-  options: {
-    raw: { type: 'string' },
-    model: { type: 'string' },
-    json: { type: 'string' },
-    readme: { type: 'string' },
-    tables: { type: 'string' },
-    svg: { type: 'string' },
-    'only-train': { type: 'boolean', default: false },
-    render: { type: 'boolean', default: false },
-    check: { type: 'boolean', default: false },
-    compare: { type: 'string' },
-    'allow-regressions': { type: 'boolean', default: false },
-  },
+const opt = benchArgs({
+  strings: ['raw', 'model', 'json', 'readme', 'tables', 'svg', 'compare'],
+  flags: ['only-train', 'render', 'check', 'allow-regressions'],
 });
 // the plot beside results.json unless --svg says where; the tables link it from their own folder
 const svgPath = () => opt.svg ?? path.join(path.dirname(opt.json), 'latency.svg');

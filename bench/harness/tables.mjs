@@ -12,6 +12,8 @@ const f = (x, d = 2) => (x === undefined || x === null || !isFinite(x) ? '–' :
 const ms = (s) => (s ? `${f(s.median_ms)} / ${f(s.p95_ms)}` : '–');
 const pct = (x) => (x === undefined || x === null || !isFinite(x) ? '–' : `${(100 * x).toFixed(0)}%`);
 const mib = (b) => (b ? (b / 2 ** 20).toFixed(1) : '–');
+// a markdown table's header row and its separator
+const header = (...cols) => [`| ${cols.join(' | ')} |`, `|${'---|'.repeat(cols.length)}`];
 
 /** "yes", or how far a target is missed: the factor still to gain and the shortfall in percent. */
 export function verdict(t) {
@@ -63,7 +65,7 @@ export function renderTables(r, { svg = 'latency.svg' } = {}) {
     );
   }
   md.push('### Targets', '');
-  md.push('| target | measured | goal | met |', '|---|---|---|---|');
+  md.push(...header('target', 'measured', 'goal', 'met'));
   for (const t of r.targets)
     md.push(
       `| ${t.target} | ${f(t.value)}${t.unit ? ' ' + t.unit : 'x'} | ${t.lower_is_better ? '< ' : '>= '}${f(t.goal, t.goal < 10 ? 1 : 0)}${t.unit ? ' ' + t.unit : 'x'} | ${verdict(t)} |`,
@@ -74,7 +76,7 @@ export function renderTables(r, { svg = 'latency.svg' } = {}) {
     const pp = r.package_run_parts;
     md.push('### Ratios', '');
     md.push('Speed ratios, higher is better for us; geomeans over T = ' + KT + ' unless the row says otherwise.', '');
-    md.push('| ratio | value |', '|---|---|');
+    md.push(...header('ratio', 'value'));
     const rows = [
       ['wasm SIMD128 over wasm scalar, full forward (simd_over_scalar)', f(r.ratios.simd_over_scalar)],
       [
@@ -127,8 +129,16 @@ export function renderTables(r, { svg = 'latency.svg' } = {}) {
 
     md.push('### Full forward (ms, median / p95)', '');
     md.push(
-      '| T | wasm SIMD | wasm scalar | native -march=native | native SSE2 | onnxruntime-web | ours / ORT | attention kernel share (SIMD) |',
-      '|---|---|---|---|---|---|---|---|',
+      ...header(
+        'T',
+        'wasm SIMD',
+        'wasm scalar',
+        'native -march=native',
+        'native SSE2',
+        'onnxruntime-web',
+        'ours / ORT',
+        'attention kernel share (SIMD)',
+      ),
     );
     for (const x of r.forward)
       md.push(
@@ -137,15 +147,26 @@ export function renderTables(r, { svg = 'latency.svg' } = {}) {
     md.push('', `![full forward latency against T, and the attention kernel's share](${svg})`, '');
 
     md.push('### One-token incremental update (ms, median / p95)', '');
-    md.push('| T | wasm SIMD | wasm scalar | native | onnxruntime-web (full run) |', '|---|---|---|---|---|');
+    md.push(...header('T', 'wasm SIMD', 'wasm scalar', 'native', 'onnxruntime-web (full run)'));
     for (const x of r.incremental)
       md.push(`| ${x.T} | ${ms(x.simd)} | ${ms(x.scalar)} | ${ms(x.native)} | ${ms(x.ort)} |`);
     md.push('');
 
     md.push("### GEMM at the model's shapes (GFLOP/s from the median)", '');
     md.push(
-      '| layer | M | K | N | wasm SIMD | wasm scalar | native | onnxruntime-web | ours / ORT | ORT without its per-run cost | ours / that |',
-      '|---|---|---|---|---|---|---|---|---|---|---|',
+      ...header(
+        'layer',
+        'M',
+        'K',
+        'N',
+        'wasm SIMD',
+        'wasm scalar',
+        'native',
+        'onnxruntime-web',
+        'ours / ORT',
+        'ORT without its per-run cost',
+        'ours / that',
+      ),
     );
     for (const g of r.gemm)
       md.push(
@@ -154,12 +175,12 @@ export function renderTables(r, { svg = 'latency.svg' } = {}) {
     md.push('');
 
     md.push('### Attention kernel alone (one layer, all heads; ms, median / p95)', '');
-    md.push('| T | wasm SIMD | wasm scalar | native |', '|---|---|---|---|');
+    md.push(...header('T', 'wasm SIMD', 'wasm scalar', 'native'));
     for (const a of r.attention) md.push(`| ${a.T} | ${ms(a.simd)} | ${ms(a.scalar)} | ${ms(a.native)} |`);
     md.push('');
 
     md.push("### The package's JS API in Node", '');
-    md.push('| figure | ms (median) |', '|---|---|');
+    md.push(...header('figure', 'ms (median)'));
     md.push(`| one keystroke at the end of a ${pp.T}-token text: \`run()\` | ${f(pp.api_run.median_ms, 3)} |`);
     md.push(`| its engine calls (\`Model.run\`, \`Model.results\`) | ${f(pp.core_run.median_ms, 3)} |`);
     md.push(`| tokenizing the whole text alone | ${f(pp.tokenize.median_ms, 3)} |`);
@@ -177,8 +198,16 @@ export function renderTables(r, { svg = 'latency.svg' } = {}) {
     const pm = r.page.modes;
     md.push(`### Page level (headless Chromium ${r.page.chromium})`, '');
     md.push(
-      '| page | cold load to first attention (ms, median) | keystroke to paint, T <= 64 (median / p95) | painted in the next frame | keystroke to drawn, T <= 64 | model run | draw (median) | keystroke to paint, T > 64 |',
-      '|---|---|---|---|---|---|---|---|',
+      ...header(
+        'page',
+        'cold load to first attention (ms, median)',
+        'keystroke to paint, T <= 64 (median / p95)',
+        'painted in the next frame',
+        'keystroke to drawn, T <= 64',
+        'model run',
+        'draw (median)',
+        'keystroke to paint, T > 64',
+      ),
     );
     for (const [k, m] of Object.entries(pm))
       md.push(
@@ -212,7 +241,7 @@ export function renderTables(r, { svg = 'latency.svg' } = {}) {
         `${ms(pm.main.incremental_run_inside_worker)}, ${ms(pm.main.incremental_run_on_page)}`,
       ]);
     if (rows.length) {
-      md.push('| page figure | ms |', '|---|---|');
+      md.push(...header('page figure', 'ms'));
       for (const [k, v] of rows) md.push(`| ${k} | ${v} |`);
       md.push('');
     }
@@ -231,8 +260,14 @@ export function renderTables(r, { svg = 'latency.svg' } = {}) {
       '',
     );
     md.push(
-      '| kernel | alternative | wasm SIMD: engine ms | alternative ms | engine speed-up | native: engine speed-up |',
-      '|---|---|---|---|---|---|',
+      ...header(
+        'kernel',
+        'alternative',
+        'wasm SIMD: engine ms',
+        'alternative ms',
+        'engine speed-up',
+        'native: engine speed-up',
+      ),
     );
     for (const a of c.alternatives) {
       const n = r.native_previous?.find((x) => a.name.startsWith(x.name));
@@ -247,7 +282,7 @@ export function renderTables(r, { svg = 'latency.svg' } = {}) {
     const s = r.sizes,
       m = r.memory;
     md.push('### Sizes and memory', '');
-    md.push('| item | bytes |', '|---|---|');
+    md.push(...header('item', 'bytes'));
     md.push(
       `| our .wasm: SIMD128 / relaxed SIMD | ${s.wasm_bytes} / ${s.wasm_relaxed_bytes} |`,
       `| our JS glue | ${s.glue_js_bytes} |`,
@@ -283,7 +318,7 @@ function typingTable(t) {
   const shown = (x) => (x && isFinite(x.keystrokes) ? `${x.shown} of ${x.keystrokes} (${pct(x.shown_fraction)})` : '–');
   md.push('### Typing in the demo (headless Chromium)', '');
   if (t.chromium) md.push(`Chromium ${t.chromium}.`, '');
-  md.push('| figure | value |', '|---|---|');
+  md.push(...header('figure', 'value'));
   const d = t.default_model;
   if (d) {
     md.push(

@@ -6,39 +6,21 @@
 // attribute appearing, the step, and the tokens/s the page trained at. Target: under 60 s.
 // Usage: node bench/harness/train-page-bench.mjs --site DIR --out FILE [--repeats N] [--timeout-s S]
 import { writeFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../../scripts/common/chromium.mjs';
 import { startStaticServer, DEMO_CSP } from '../../web/server/static-server.mjs';
+import { benchArgs } from './lib.mjs';
 
-const { values: opt } = parseArgs({
-  options: {
-    site: { type: 'string' },
-    out: { type: 'string' },
-    repeats: { type: 'string', default: '1' },
-    'timeout-s': { type: 'string', default: '180' },
-  },
-});
-if (!opt.site || !opt.out)
-  throw new Error('usage: node bench/harness/train-page-bench.mjs --site DIR --out FILE [--repeats N] [--timeout-s S]');
+const opt = benchArgs(
+  { required: ['site', 'out'], defaults: { repeats: '1', 'timeout-s': '180' } },
+  'node bench/harness/train-page-bench.mjs --site DIR --out FILE [--repeats N] [--timeout-s S]',
+);
 const log = (...a) => console.error('[train-page]', ...a);
 const TARGET_MS = 60_000;
 
 const server = await startStaticServer({ root: path.resolve(opt.site), csp: DEMO_CSP });
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-});
+const browser = await launchChromium();
 const chromiumVersion = browser.version();
 const runs = [];
 try {

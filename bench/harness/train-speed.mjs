@@ -25,29 +25,19 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT } from './lib.mjs';
+import { benchArgs, ROOT } from './lib.mjs';
 
-const { values: opt } = parseArgs({
-  options: {
-    native: { type: 'string' },
-    pkg: { type: 'string' },
-    out: { type: 'string' },
-    quick: { type: 'boolean', default: false },
-    shapes: { type: 'string', default: 'default,d128,d256' },
-    'no-relaxed': { type: 'boolean', default: false },
-    rounds: { type: 'string' },
-    'chunk-seconds': { type: 'string' },
-    python: { type: 'string', default: '/usr/bin/python3' },
-    threads: { type: 'string', default: '2' },
+const opt = benchArgs(
+  {
+    required: ['native', 'pkg', 'out'],
+    strings: ['rounds', 'chunk-seconds'],
+    defaults: { shapes: 'default,d128,d256', python: '/usr/bin/python3', threads: '2' },
+    flags: ['quick', 'no-relaxed'],
   },
-});
-if (!opt.native || !opt.pkg || !opt.out)
-  throw new Error(
-    'usage: node bench/harness/train-speed.mjs --native BIN --pkg DIR --out FILE [--quick] [--shapes default,d128,d256] [--no-relaxed]',
-  );
+  'node bench/harness/train-speed.mjs --native BIN --pkg DIR --out FILE [--quick] [--shapes default,d128,d256] [--no-relaxed]',
+);
 // many short rounds: the load on the shared cores changes within seconds, so the subjects' chunks of
 // one round should lie close together in time
 // (the quick run only checks that every subject trains and reports: 2 short rounds)

@@ -12,27 +12,21 @@
 // publishes, so it times an old commit's site as well as today's.
 // Usage: node bench/harness/typing-bench.mjs --demo SITE --out FILE [--gpt2 DIR] [--quick] [--tokens 950] [--gap 600]
 import { writeFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
-import { stats } from './lib.mjs';
-import { DEMO_PROBE } from './demo-probe.mjs';
+import { launchChromium } from '../../scripts/common/chromium.mjs';
+import { benchArgs, stats } from './lib.mjs';
+import { DEMO_PROBE, labRolesMeasured, startTyping } from './demo-probe.mjs';
 import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
-const { values: opt } = parseArgs({
-  options: {
-    demo: { type: 'string' },
-    out: { type: 'string' },
-    gpt2: { type: 'string' },
-    quick: { type: 'boolean', default: false },
-    tokens: { type: 'string', default: '950' },
-    gap: { type: 'string', default: '600' },
-    passes: { type: 'string' },
-    'default-only': { type: 'boolean', default: false },
+const opt = benchArgs(
+  {
+    required: ['demo', 'out'],
+    strings: ['gpt2', 'passes'],
+    defaults: { tokens: '950', gap: '600' },
+    flags: ['quick', 'default-only'],
   },
-});
-if (!opt.demo || !opt.out)
-  throw new Error('usage: node bench/harness/typing-bench.mjs --demo SITE --out FILE [--gpt2 DIR] [--quick]');
+  'node bench/harness/typing-bench.mjs --demo SITE --out FILE [--gpt2 DIR] [--quick]',
+);
 const log = (...a) => console.error('[typing]', ...a);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -50,19 +44,7 @@ const server = await startStaticServer({
   csp: DEMO_CSP,
   headers: ISOLATION_HEADERS,
 });
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-});
+const browser = await launchChromium();
 const pageErrors = [];
 async function openDemo(query) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -95,12 +77,7 @@ const out = { chromium: browser.version(), site: path.resolve(opt.demo) };
   for (let p = 0; p < passes; p++) {
     const { context, page } = await openDemo(`text=${encodeURIComponent(SENTENCE)}`);
     await settle(page);
-    await page.focus('#text');
-    await page.keyboard.press('End');
-    await page.evaluate(() => {
-      window.__typing.inputs = [];
-      window.__typing.shown = [];
-    });
+    await startTyping(page);
     for (const ch of chars) {
       await page.keyboard.type(ch);
       await sleep(120);
@@ -151,14 +128,7 @@ if (opt.gpt2 && !opt['default-only']) {
   // The lab measures the model's roles once, on probe texts of its own, at the reader's first pause;
   // those runs take the engine's cache (as at a7433ea, where this figure was first taken), so the
   // typing is timed after them
-  await page.waitForFunction(
-    () =>
-      /Induction measured|could not run|no probe/.test(
-        document.querySelector('.hs-lab-roles-status')?.textContent ?? '',
-      ),
-    null,
-    { timeout: 600_000 },
-  );
+  await labRolesMeasured(page, 600_000);
   const t0 = Date.now();
   await page.fill('#text', text);
   await page.waitForFunction((t) => window.headscopeDemo.result?.text === t, text, { timeout: 900_000 });
@@ -168,12 +138,7 @@ if (opt.gpt2 && !opt['default-only']) {
   await settle(page);
   await sleep(1000);
   await settle(page);
-  await page.focus('#text');
-  await page.keyboard.press('End');
-  await page.evaluate(() => {
-    window.__typing.inputs = [];
-    window.__typing.shown = [];
-  });
+  await startTyping(page);
   const words = ' and then the guests ate it in the garden before the rain came down'.split(/(?= )/);
   for (let k = 0; k < KEYS; k++) {
     await page.keyboard.insertText(words[k % words.length]); // one input event: one new token

@@ -3,22 +3,14 @@
 // model's shapes. Also a machine calibration (peak SIMD128 multiply-add rate right now).
 // Usage: node bench/harness/variants.mjs --simd DIR --model DIR [--out FILE] [--quick] [--reverse]
 //   --simd: the wasm-release build tree (headscope_bench_wasm); --model: the shapes (config.json)
-import { parseArgs } from 'node:util';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { compare, loadBenchModule, maxAbsDiff } from './lib.mjs';
+import { benchArgs, compare, loadBenchModule, maxAbsDiff } from './lib.mjs';
 
-const { values: opt } = parseArgs({
-  options: {
-    simd: { type: 'string' },
-    model: { type: 'string' },
-    out: { type: 'string' },
-    quick: { type: 'boolean', default: false },
-    reverse: { type: 'boolean', default: false },
-  },
-});
-if (!opt.simd || !opt.model)
-  throw new Error('usage: node bench/harness/variants.mjs --simd DIR --model DIR [--out FILE] [--quick] [--reverse]');
+const opt = benchArgs(
+  { required: ['simd', 'model'], strings: ['out'], flags: ['quick', 'reverse'] },
+  'node bench/harness/variants.mjs --simd DIR --model DIR [--out FILE] [--quick] [--reverse]',
+);
 const outFile = opt.out;
 const quick = opt.quick;
 const cfg = JSON.parse(readFileSync(path.join(opt.model, 'config.json'), 'utf8'));

@@ -10,7 +10,7 @@
 import path from 'node:path';
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as ort from 'onnxruntime-web';
-import { ROOT, compare, loadBenchModule, readModelFiles, maxAbsDiff, benchIds } from './lib.mjs';
+import { ROOT, compare, loadBenchModule, readModelFiles, maxAbsDiff, benchIds, gpt2SmallMarkdown } from './lib.mjs';
 
 const args = process.argv.slice(2);
 const arg = (k, d) => {
@@ -141,13 +141,18 @@ const mdOut = arg('--markdown');
 if (mdOut) {
   writeFileSync(
     mdOut,
-    "# GPT-2 small's shape in wasm, against onnxruntime-web\n\nWritten by `node --experimental-wasm-relaxed-simd " +
-      'bench/harness/wasm-gpt2-small.mjs --markdown ...` on ' +
-      new Date().toISOString().slice(0, 16).replace('T', ' ') +
-      ` UTC, on the checkpoint of bench/shapes/make_gpt2_small.py (${cfg.n_layer} layers, ${cfg.n_head} heads, d_model ${cfg.n_embd}, ` +
-      `context ${cfg.n_positions}, vocabulary ${cfg.vocab_size}); ONNX graph from bench/shapes/export_onnx.py.\n\n` +
-      lines.join('\n') +
-      '\n',
+    gpt2SmallMarkdown(
+      "GPT-2 small's shape in wasm, against onnxruntime-web",
+      'node --experimental-wasm-relaxed-simd bench/harness/wasm-gpt2-small.mjs --markdown ...',
+      {
+        nLayer: cfg.n_layer,
+        nHead: cfg.n_head,
+        nEmbd: cfg.n_embd,
+        nPositions: cfg.n_positions,
+        vocabSize: cfg.vocab_size,
+      },
+      lines,
+    ),
   );
 }
 function heapLine() {

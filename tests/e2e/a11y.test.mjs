@@ -1,66 +1,19 @@
 // Accessibility: axe-core (npm) on every page, with the pages under their strict CSP (axe is
 // evaluated through the DevTools protocol, which a page's policy does not govern). No serious or
 // critical violation is allowed, the large-model views (144 heads, 1024 tokens, zoomed) included.
-import { readFileSync, existsSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
-import { test as base, expect, ROOT, SITE, startServer, withModel, demoReady } from './fixtures.mjs';
-import { writeRandomModel } from './random-model.mjs';
-
-const require = createRequire(import.meta.url);
-const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+import { test as base, expect, ROOT, withModel, demoReady, randomModelSite } from './fixtures.mjs';
+import { seriousViolations } from './axe.mjs';
 
 const test = base.extend({
   // the test site, plus a random 12 x 12-head model with a 1024-token context under /a11y/ (written once per worker)
-  a11ySite: [
-    async ({}, use) => {
-      const dir = path.join(ROOT, 'build/e2e-a11y');
-      rmSync(dir, { recursive: true, force: true });
-      const shipped = path.join(SITE, 'models/headscope-base');
-      const tokenizerDir = existsSync(path.join(shipped, 'vocab.json'))
-        ? shipped
-        : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
-      writeRandomModel(path.join(dir, 'gpt-12x12'), {
-        n_layer: 12,
-        n_head: 12,
-        n_embd: 96,
-        n_positions: 1024,
-        tokenizerDir,
-      });
-      const server = await startServer({
-        mounts: [
-          ['/fixtures/', path.join(ROOT, 'tests/fixtures/models')],
-          ['/a11y/', dir],
-        ],
-      });
-      await use(server);
-      await server.close();
-    },
-    { scope: 'worker' },
-  ],
+  a11ySite: randomModelSite(
+    'a11y',
+    'gpt-12x12',
+    { n_layer: 12, n_head: 12, n_embd: 96, n_positions: 1024 },
+    { mounts: [['/fixtures/', path.join(ROOT, 'tests/fixtures/models')]] },
+  ),
 });
-
-/**
- * Runs axe on the page; returns its serious and critical violations as readable lines. axe adds
- * <style> elements of its own, which the pages' strict CSP refuses: the problems found so far must
- * be none, and from here on those refusals are expected.
- */
-async function seriousViolations(page, problems) {
-  expect(problems.unexpected, 'console errors, page errors, dialogs or CSP violations before axe ran').toEqual([]);
-  problems.allow(
-    /^CSP violation: style-src-elem inline$/,
-    /^console error: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/,
-  );
-  await page.evaluate(AXE);
-  return page.evaluate(async () =>
-    (await window.axe.run()).violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map(
-        (v) =>
-          `${v.id} (${v.impact}, ${v.nodes.length}x): ${v.nodes[0].target.join(' ')} - ${v.nodes[0].failureSummary.split('\n')[1]?.trim()}`,
-      ),
-  );
-}
 
 /** Waits until every widget matching `selector` has rendered a result. */
 async function widgetsReady(page, selector) {

@@ -14,43 +14,22 @@ import {
   shot,
   demoReady,
   demoIdle,
-  startServer,
   ROOT,
   SITE,
   ARTIFACTS,
   usingDefaultModel,
+  randomModelSite,
+  openDemo,
 } from './fixtures.mjs';
-import { writeRandomModel } from './random-model.mjs';
+import { tensorsOf } from '../../scripts/common/safetensors.mjs';
 
 const SENTENCE = 'The chef, who trained in Paris, cooked the meal quickly.';
 const MODEL_DIR = usingDefaultModel
   ? path.join(SITE, 'models/headscope-base')
   : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
 
-// IEEE half precision to float (the shipped models store their weights in F16; the page loads them
-// as float32, which holds every F16 value exactly)
-function halfToFloat(h) {
-  const e = (h >> 10) & 0x1f;
-  const m = h & 0x3ff;
-  const v = e === 0 ? m * 2 ** -24 : e === 31 ? (m ? NaN : Infinity) : (1 + m / 1024) * 2 ** (e - 15);
-  return h & 0x8000 ? -v : v;
-}
-
-// safetensors: an 8-byte header length, a JSON header, then the tensors (F32 or F16)
-function readTensors(file, names) {
-  const bytes = new Uint8Array(readFileSync(file));
-  const n = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true));
-  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + n)));
-  const out = {};
-  for (const name of names) {
-    const info = header[name] ?? header[`transformer.${name}`];
-    if (info?.dtype !== 'F32' && info?.dtype !== 'F16') throw new Error(`${name}: dtype ${info?.dtype}`);
-    const [a, b] = info.data_offsets;
-    const raw = bytes.slice(8 + n + a, 8 + n + b).buffer;
-    out[name] = info.dtype === 'F32' ? new Float32Array(raw) : Float32Array.from(new Uint16Array(raw), halfToFloat);
-  }
-  return out;
-}
+// the tensors `names` of a .safetensors file (a path or a file: URL)
+const readTensors = (file, names) => tensorsOf(new Uint8Array(readFileSync(file)), names);
 
 // How far the float64 sum of the parts may be from the model's float32 logit (the bound of
 // tests/js/package/heads.test.js): the parts add up to LayerNorm(x) . (gamma * wte[token]) in float64; the
@@ -72,24 +51,7 @@ function logitBound(token, modelDir = MODEL_DIR) {
 
 const test = base.extend({
   // a random model with GPT-2 small's 12 heads per layer (2 layers, n_embd 192), under /heads12/
-  heads12Site: [
-    async ({}, use) => {
-      const dir = path.join(ROOT, 'build/e2e-heads12');
-      const shipped = path.join(SITE, 'models/headscope-base');
-      const tokenizerDir = usingDefaultModel ? shipped : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
-      writeRandomModel(path.join(dir, 'gpt-h12'), {
-        n_layer: 2,
-        n_head: 12,
-        n_embd: 192,
-        n_positions: 64,
-        tokenizerDir,
-      });
-      const server = await startServer({ mounts: [['/heads12/', dir]] });
-      await use({ ...server, modelDir: path.join(dir, 'gpt-h12') });
-      await server.close();
-    },
-    { scope: 'worker' },
-  ],
+  heads12Site: randomModelSite('heads12', 'gpt-h12', { n_layer: 2, n_head: 12, n_embd: 192, n_positions: 64 }),
 });
 
 const combine = (page) => page.locator('#combine');
@@ -199,8 +161,7 @@ test("after typing the article's sentence, each head's bar is the API's attribut
   page,
   site,
 }) => {
-  await page.goto(site.url(`index.html?text=${encodeURIComponent('Hello')}`));
-  await demoReady(page);
+  await openDemo(page, site.url(`index.html?text=${encodeURIComponent('Hello')}`));
   // every change of what the view shows is checked against the result on screen at that moment
   await page.evaluate(() => {
     window.__dlaSeen = [];
@@ -328,8 +289,7 @@ test.describe('on a phone', () => {
   test.use({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true });
 
   test('the attribution column and its sentences fit the phone layout', async ({ page, site }) => {
-    await page.goto(site.url(`index.html?text=${encodeURIComponent('Hello')}`));
-    await demoReady(page);
+    await openDemo(page, site.url(`index.html?text=${encodeURIComponent('Hello')}`));
     await typeSentence(page);
     const target = await attributionShown(page);
     const api = await apiAttribution(page, target.position, target.token);

@@ -7,9 +7,9 @@
 // compare-kv*.png. Without the family on the site (or with HEADSCOPE_E2E_KV_FIXTURES=1): the
 // Llama-family fixtures (no cards, other shapes, a 32-token context).
 import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { test, expect, SITE, ARTIFACTS, shot } from './fixtures.mjs';
+import { seriousViolations } from './axe.mjs';
 import { kvFamilyNames, kvFamilyTable, kvTradeoffSentence, fmtBytes } from '../../web/demo/compare/compare-kv.js';
 
 const siteModels = (() => {
@@ -37,25 +37,6 @@ test.afterAll(() => {
   if (!haveFamily)
     console.log('# compare-kv: ran on the Llama-family fixtures (no cards), not on the family of the site');
 });
-
-// axe-core on the section (as tests/e2e/pruning.test.mjs does on its own): axe adds <style>
-// elements, which the page's CSP refuses: those refusals are expected from here on.
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-async function axeOn(page, problems, selector) {
-  expect(problems.unexpected, 'problems before axe ran').toEqual([]);
-  problems.allow(
-    /^CSP violation: style-src-elem inline$/,
-    /^console error: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/,
-  );
-  await page.evaluate(AXE);
-  return page.evaluate(
-    async (sel) =>
-      (await window.axe.run(sel)).violations
-        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-        .map((v) => `${v.id} (${v.impact}, ${v.nodes.length}x): ${v.nodes[0].target.join(' ')}`),
-    selector,
-  );
-}
 
 test.describe('wide', () => {
   test.use({ viewport: { width: 1400, height: 1000 } });
@@ -206,7 +187,7 @@ test.describe('wide', () => {
         ),
       )
       .toBe(true);
-    expect(await axeOn(page, problems, '#kv')).toEqual([]);
+    expect(await seriousViolations(page, problems, '#kv')).toEqual([]);
   });
 });
 

@@ -3,7 +3,18 @@
 import { readFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { test, expect, shot, demoReady, demoIdle, renders, ARTIFACTS, SITE, usingDefaultModel } from './fixtures.mjs';
+import {
+  test,
+  expect,
+  shot,
+  demoReady,
+  demoIdle,
+  renders,
+  ARTIFACTS,
+  SITE,
+  usingDefaultModel,
+  openDemo,
+} from './fixtures.mjs';
 import { openingHead, verbSubjectHeads } from '../../web/demo/shared/models.js';
 
 test.beforeAll(() => {
@@ -72,8 +83,7 @@ test("the page opens on the head its model card finds most telling in the articl
   site,
 }) => {
   test.skip(!usingDefaultModel, 'needs the default model and its card');
-  await page.goto(site.url('index.html'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html'));
   // the rule is the page's own (web/demo/shared/models.js, unit-tested in tests/js/unit/opening-head.test.js),
   // applied to the card the site serves
   const card = JSON.parse(readFileSync(path.join(SITE, 'models/headscope-base/card.json'), 'utf8'));
@@ -116,8 +126,7 @@ test("the page opens on the head its model card finds most telling in the articl
 });
 
 test('typing re-runs the model and updates tokens, heatmaps and the grid', async ({ page, site }) => {
-  await page.goto(site.url('index.html'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html'));
   const gridPixels = () => page.evaluate(() => document.querySelector('#grid canvas').toDataURL());
   const before = { tokens: await page.locator('#tokens .token').allTextContents(), grid: await gridPixels() };
   await page.fill('#text', '');
@@ -187,8 +196,7 @@ test.describe('without the stylesheets', () => {
             requestAnimationFrame(tick);
           }),
       );
-    await page.goto(site.url('index.html'));
-    await demoReady(page);
+    await openDemo(page, site.url('index.html'));
     // the canvas's layer is out of the flow, by its own inline style
     expect(await page.locator('#grid canvas').evaluate((c) => getComputedStyle(c.parentElement).position)).toBe(
       'absolute',
@@ -323,8 +331,7 @@ test('while typing, every view keeps showing the latest result (tokens, grid, de
 }) => {
   // every panel on screen at once: panels off screen are drawn only when they come into view
   await page.setViewportSize({ width: 1280, height: 3200 });
-  await page.goto(site.url('index.html'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html'));
   const agree = (message) => expect.poll(() => viewsAgreeWithResult(page), { message }).toEqual([]);
   await agree('after loading');
   const snapshot = () =>
@@ -369,8 +376,7 @@ test('clicking a head opens its detail; arrow keys move across the grid; screen-
   page,
   site,
 }) => {
-  await page.goto(site.url('index.html'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html'));
   const { nLayer, nHead, T } = await page.evaluate(() => window.headscopeDemo.result);
   const l = nLayer - 1;
   const h = Math.min(2, nHead - 1);
@@ -409,8 +415,7 @@ test('clicking a head opens its detail; arrow keys move across the grid; screen-
 });
 
 test('lines view responds to hover and shows several heads in distinct colours', async ({ page, site }) => {
-  await page.goto(site.url('index.html'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html'));
   await page.click('#tab-lines');
   const svg = page.locator('#detail-view svg');
   await expect(svg.locator('[data-side="q"]').first()).toBeAttached();
@@ -443,8 +448,7 @@ test('lines view responds to hover and shows several heads in distinct colours',
 });
 
 test('export produces a valid PNG and a parseable SVG', async ({ page, site }) => {
-  await page.goto(site.url('index.html'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html'));
   for (const which of ['detail', 'grid']) {
     const [pngDl] = await Promise.all([
       page.waitForEvent('download'),
@@ -486,8 +490,7 @@ test('export produces a valid PNG and a parseable SVG', async ({ page, site }) =
 test('hostile text renders inertly (no dialog, no <img>)', async ({ page, site }) => {
   // a dialog or an error would be reported by the page fixture
   const hostile = '<img src=x onerror=alert(1)>';
-  await page.goto(site.url('index.html'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html'));
   await page.fill('#text', hostile);
   await expect.poll(() => resultText(page)).toBe(hostile);
   await expect.poll(() => stripText(page), { message: 'tokens are shown as text' }).toBe(hostile);
@@ -549,8 +552,7 @@ test('iframe mode: the URL holds the state; "copy embed code" makes a working sn
   context,
   site,
 }) => {
-  await page.goto(site.url('index.html?layer=1&head=2&view=lines'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html?layer=1&head=2&view=lines'));
   await expect(page.locator('#tab-lines'), 'view from the URL').toHaveAttribute('aria-selected', 'true');
   await expect(page.locator('#detail-caption')).toHaveText(/^Layer 1, head 2:/);
   await page.fill('#text', 'The cat sat on the mat.');
@@ -604,8 +606,7 @@ test.describe('on a phone', () => {
   });
 
   test('phone width with touch, dark theme and reduced motion', async ({ page, site }) => {
-    await page.goto(site.url('index.html'));
-    await demoReady(page);
+    await openDemo(page, site.url('index.html'));
     await shot(page, 'phone-dark-top');
     const overflow = await page.evaluate(
       () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
@@ -641,8 +642,7 @@ test('panels off screen do no work while the reader types, and show the latest r
   site,
 }) => {
   await page.setViewportSize({ width: 1280, height: 520 });
-  await page.goto(site.url(`index.html?text=${encodeURIComponent('The chef cooked')}`));
-  await demoReady(page);
+  await openDemo(page, site.url(`index.html?text=${encodeURIComponent('The chef cooked')}`));
   await demoIdle(page);
   // the text box at the top: "How the heads combine" and the inside panel's figure are below the window
   await page.evaluate(() => window.scrollTo(0, 0));

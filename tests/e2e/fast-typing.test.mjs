@@ -3,11 +3,10 @@
 // frames, not timed), and their
 // results equal the worker's for the same text, bit for bit (same engine, same weights; an
 // incremental update equals a full run).
-import { test, expect, demoReady, renders } from './fixtures.mjs';
+import { test, expect, demoReady, renders, openDemo } from './fixtures.mjs';
 
 test("typing at the end runs on the page thread, and its results equal the worker's", async ({ page, site }) => {
-  await page.goto(site.url('index.html'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html'));
   await expect(page.locator('#model-info')).toContainText('short updates while typing on the page thread');
   // the page-thread instance loads after the worker's: typing before it is there goes to the worker
   expect(await page.evaluate(() => window.headscopeDemo.model.pageReady)).toBe(true);

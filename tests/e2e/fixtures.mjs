@@ -11,11 +11,12 @@
 //   fails it, unless the test declared it with problems.allow(/pattern/). Playwright closes the
 //   context after every test, passed or failed.
 // - shot(): a named screenshot in build/e2e-artifacts/, taken after the next painted frame.
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test as base, expect } from '@playwright/test';
 import { startStaticServer, DEMO_CSP } from '../../web/server/static-server.mjs';
+import { writeRandomModel } from './random-model.mjs';
 
 export { expect };
 
@@ -49,6 +50,32 @@ export async function startServer({
   const requests = [];
   const server = await startStaticServer({ root, mounts, csp, cors, headers, log: (method, p) => requests.push(p) });
   return { base: server.url, requests, close: server.close };
+}
+
+/**
+ * A worker fixture (for test.extend): a random GPT-2-shaped model (random-model.mjs), written once per
+ * worker into a fresh build/e2e-<mount>/<name>/ with the shipped model's tokenizer (the odd-hs12
+ * fixture's when the site has none), and a server with that folder mounted under /<mount>/, beside
+ * `mounts`. Gives the server with the model's `config` and `modelDir`.
+ *   shape: writeRandomModel's { n_layer, n_head, n_embd, n_positions, attnScale?, seed? }
+ */
+export function randomModelSite(mount, name, shape, { mounts = [] } = {}) {
+  return [
+    async ({}, use) => {
+      const dir = path.join(ROOT, 'build', `e2e-${mount}`);
+      rmSync(dir, { recursive: true, force: true });
+      const shipped = path.join(SITE, 'models/headscope-base');
+      const tokenizerDir = existsSync(path.join(shipped, 'vocab.json'))
+        ? shipped
+        : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
+      const modelDir = path.join(dir, name);
+      const config = writeRandomModel(modelDir, { ...shape, tokenizerDir });
+      const server = await startServer({ mounts: [...mounts, [`/${mount}/`, dir]] });
+      await use({ ...server, config, modelDir });
+      await server.close();
+    },
+    { scope: 'worker' },
+  ];
 }
 
 /** What went wrong on the pages of one test: console errors, page errors, dialogs, CSP violations. */
@@ -147,6 +174,12 @@ export async function renders(page) {
 export async function demoReady(page, after = 0) {
   await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 60_000 });
   if (after > 0) await expect.poll(() => renders(page), { timeout: 30_000 }).toBeGreaterThan(after);
+}
+
+/** Opens `url` (a page of the demo) in `page` and waits until it is ready (demoReady()). */
+export async function openDemo(page, url) {
+  await page.goto(url);
+  await demoReady(page);
 }
 
 /** Waits until the demo's runner has nothing pending or in flight. */

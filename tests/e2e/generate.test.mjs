@@ -4,7 +4,7 @@
 // and leave a page whose state equals a fresh run; all of it with the keyboard. Screenshots
 // generate-*.png in build/e2e-artifacts/.
 import path from 'node:path';
-import { test, expect, shot, demoReady, demoIdle, ARTIFACTS } from './fixtures.mjs';
+import { test, expect, shot, demoIdle, ARTIFACTS, openDemo } from './fixtures.mjs';
 
 const PROMPT = 'The chef, who trained in Paris, cooked';
 
@@ -20,9 +20,8 @@ async function settings(page, { tokens, temperature, topK, topP, seed }) {
     if (v !== undefined) await page.fill(`#${id}`, String(v));
 }
 
-async function openDemo(page, site, text = PROMPT) {
-  await page.goto(site.url(`index.html?text=${encodeURIComponent(text)}`));
-  await demoReady(page);
+async function openPrompt(page, site, text = PROMPT) {
+  await openDemo(page, site.url(`index.html?text=${encodeURIComponent(text)}`));
   await demoIdle(page);
 }
 
@@ -80,7 +79,7 @@ test("Continue writes the API's tokens, every view follows each one, the strip m
 }) => {
   // every panel on screen at once: panels off screen are drawn only when they come into view
   await page.setViewportSize({ width: 1280, height: 3200 });
-  await openDemo(page, site);
+  await openPrompt(page, site);
   const s = { tokens: 12, temperature: 0.8, topK: 40, topP: 0.95, seed: 4 };
   await settings(page, s);
   const promptIds = await page.evaluate(() => window.headscopeDemo.result.tokens.map((t) => t.id));
@@ -169,7 +168,7 @@ test('Stop stops the writing before the next token; the page then equals a fresh
   page,
   site,
 }) => {
-  await openDemo(page, site);
+  await openPrompt(page, site);
   await settings(page, { tokens: 1000, temperature: 1, topK: 0, topP: 1, seed: 2 });
   await page.click('#write-continue');
   await expect(page.locator('#write-stop')).toBeEnabled();
@@ -209,7 +208,7 @@ test('Stop stops the writing before the next token; the page then equals a fresh
 });
 
 test('editing the text while the model writes stops it and leaves a consistent page', async ({ page, site }) => {
-  await openDemo(page, site);
+  await openPrompt(page, site);
   await settings(page, { tokens: 1000, temperature: 0.9, topK: 20, seed: 5 });
   await page.click('#write-continue');
   await expect.poll(() => writtenCount(page), { timeout: 60_000 }).toBeGreaterThanOrEqual(4);
@@ -248,8 +247,7 @@ test('by weight × value size: each written token brings its value sizes; the mo
   page,
   site,
 }) => {
-  await page.goto(site.url(`index.html?by=value&text=${encodeURIComponent(PROMPT)}`));
-  await demoReady(page);
+  await openDemo(page, site.url(`index.html?by=value&text=${encodeURIComponent(PROMPT)}`));
   await demoIdle(page);
   await settings(page, { tokens: 3, temperature: 0 });
   await page.click('#write-continue');
@@ -294,7 +292,7 @@ test('by weight × value size: each written token brings its value sizes; the mo
 });
 
 test('the writing controls work with the keyboard alone', async ({ page, site }) => {
-  await openDemo(page, site);
+  await openPrompt(page, site);
   const focused = () => page.evaluate(() => document.activeElement?.id);
   // from the text box, Tab reaches the settings (past the token buttons), then Continue
   await page.locator('#text').focus();
@@ -321,7 +319,7 @@ test('the writing controls work with the keyboard alone', async ({ page, site })
 });
 
 test('a setting the API refuses is said in words, and nothing is written', async ({ page, site }) => {
-  await openDemo(page, site);
+  await openPrompt(page, site);
   await settings(page, { topP: 1.5 });
   await page.click('#write-continue');
   await expect(page.locator('#write-status')).toHaveText(
@@ -334,7 +332,7 @@ test('a setting the API refuses is said in words, and nothing is written', async
 
 test('on a phone the writing controls wrap and stay usable', async ({ page, site }) => {
   await page.setViewportSize({ width: 375, height: 800 });
-  await openDemo(page, site);
+  await openPrompt(page, site);
   await settings(page, { tokens: 6, temperature: 0 });
   await page.click('#write-continue');
   await expect(page.locator('#write-status')).toHaveText('Wrote 6 tokens (marked in the token strip).', {

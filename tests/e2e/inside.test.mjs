@@ -5,36 +5,28 @@
 // written by random-model.mjs) and at phone width; "weight × value size" in every attention view,
 // grid included, equals the API's run(text, { valueNorms: true }). Screenshots:
 // build/e2e-artifacts/inside-*.png, value-*.png.
-import { existsSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { test as base, expect, ROOT, SITE, ARTIFACTS, startServer, demoReady, shot, nextFrames } from './fixtures.mjs';
-import { writeRandomModel } from './random-model.mjs';
+import {
+  test as base,
+  expect,
+  ARTIFACTS,
+  demoReady,
+  shot,
+  nextFrames,
+  randomModelSite,
+  openDemo,
+} from './fixtures.mjs';
 
 const test = base.extend({
   // a random model with GPT-2 small's heads (12 of d_head 64, n_embd 768) in 2 layers, under /dh64/
-  dh64Site: [
-    async ({}, use) => {
-      const dir = path.join(ROOT, 'build/e2e-dh64');
-      rmSync(dir, { recursive: true, force: true });
-      const shipped = path.join(SITE, 'models/headscope-base');
-      const tokenizerDir = existsSync(path.join(shipped, 'vocab.json'))
-        ? shipped
-        : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
-      const config = writeRandomModel(path.join(dir, 'gpt-dh64'), {
-        n_layer: 2,
-        n_head: 12,
-        n_embd: 768,
-        n_positions: 128,
-        tokenizerDir,
-        attnScale: 0.05,
-      });
-      const server = await startServer({ mounts: [['/dh64/', dir]] });
-      await use({ ...server, config });
-      await server.close();
-    },
-    { scope: 'worker' },
-  ],
+  dh64Site: randomModelSite('dh64', 'gpt-dh64', {
+    n_layer: 2,
+    n_head: 12,
+    n_embd: 768,
+    n_positions: 128,
+    attnScale: 0.05,
+  }),
 });
 
 const panel = (page) => page.locator('#inside');
@@ -240,8 +232,7 @@ test("with heads switched off below it, the panel is the model the views show: i
   const [layer, head, query] = [1, 1, 6];
   // every head of layer 0 off (they feed layer 1), and the panel's own head too: it stays on in the panel
   const { nHead } = await (async () => {
-    await page.goto(site.url('index.html'));
-    await demoReady(page);
+    await openDemo(page, site.url('index.html'));
     return page.evaluate(() => window.headscopeDemo.model.info.config);
   })();
   const off = [...Array.from({ length: nHead }, (_, h) => [0, h]), [layer, head]];
@@ -426,8 +417,7 @@ test("weight × value size: the heatmap and lines say α·‖v W_O‖ per row, f
   site,
 }) => {
   const [layer, head, query] = [1, 3, 9];
-  await page.goto(site.url(`index.html?layer=${layer}&head=${head}&token=${query}`));
-  await demoReady(page);
+  await openDemo(page, site.url(`index.html?layer=${layer}&head=${head}&token=${query}`));
   await expect(page.locator('#grid .hs-grid')).toHaveAttribute('data-weighting', 'weight');
   expect(
     await page.evaluate(() => window.headscopeDemo.result.valueNorms),
@@ -515,8 +505,7 @@ test("weight × value size in the grid: every cell is α·‖v_j W_O^h‖ over i
   page,
   site,
 }) => {
-  await page.goto(site.url('index.html?by=value'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html?by=value'));
   await gridShowsResult(page, 'value');
   const { nLayer, nHead } = await page.evaluate(() => window.headscopeDemo.result);
   const heads = [
@@ -544,8 +533,7 @@ test("weight × value size in the grid: every cell is α·‖v_j W_O^h‖ over i
   await shotOf(page, page.locator('#detail'), 'value-heatmap-desktop');
 
   // a head of layer 0 switched off: later layers' value sizes are the ablated run's own
-  await page.goto(site.url('index.html?by=value&off=0:0'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html?by=value&off=0:0'));
   await expect.poll(() => page.evaluate(() => JSON.stringify(window.headscopeDemo.result.ablate))).toBe('[[0,0]]');
   await gridShowsResult(page, 'value');
   await expect(page.locator('#by-explain')).toContainText(
@@ -558,8 +546,7 @@ test("weight × value size in the grid: every cell is α·‖v_j W_O^h‖ over i
   await check('L0H0 switched off', [[0, 0]]);
 
   // typing in value mode: each keystroke's result brings its own value sizes
-  await page.goto(site.url('index.html?by=value'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html?by=value'));
   await gridShowsResult(page, 'value');
   await page.focus('#text');
   await page.keyboard.press('Control+End');
@@ -570,8 +557,7 @@ test("weight × value size in the grid: every cell is α·‖v_j W_O^h‖ over i
 
   // on a phone
   await page.setViewportSize({ width: 390, height: 844 });
-  await page.goto(site.url('index.html?by=value'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html?by=value'));
   await gridShowsResult(page, 'value');
   await shotOf(page, page.locator('.panel-grid'), 'value-grid-phone');
   await shotOf(page, page.locator('#detail'), 'value-heatmap-phone');

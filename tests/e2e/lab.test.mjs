@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { familyRoleTable } from '../../web/demo/compare/compare-roles.js';
 import path from 'node:path';
-import { test, expect, shot, demoReady, SITE, usingDefaultModel } from './fixtures.mjs';
+import { test, expect, shot, SITE, usingDefaultModel, openDemo } from './fixtures.mjs';
 
 const HOSTILE = '<img src=x onerror=alert(1)> <img src=x onerror=alert(1)>';
 
@@ -19,8 +19,7 @@ test('page: switch heads off by click and keyboard; later layers, predictions an
   page,
   site,
 }) => {
-  await page.goto(site.url('index.html'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html'));
   const mode = page.locator('#lab .hs-lab-mode');
   await expect(mode).toBeVisible();
   const { nLayer, nHead } = await demo(page, () => window.headscopeDemo.result);
@@ -101,8 +100,7 @@ test('page: switch heads off by click and keyboard; later layers, predictions an
 });
 
 test('page: role badges, legend with formulas and thresholds, knock-out ranking', async ({ page, site }) => {
-  await page.goto(site.url('index.html?off=0:1'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html?off=0:1'));
   // the induction probe needs whole-word tokens: the shipped model has them, the byte-level fixture not
   if (usingDefaultModel)
     await expect(page.locator('#lab .hs-lab-roles-status')).toContainText('Induction measured on', { timeout: 30_000 });
@@ -229,8 +227,7 @@ test.describe('dark', () => {
 
   test('page: predict, then reveal hides the head, asks with token buttons, reveals', async ({ page, site }) => {
     // the hostile text must create no element and raise no dialog (the page fixture reports dialogs)
-    await page.goto(site.url(`index.html?text=${encodeURIComponent(HOSTILE)}`));
-    await demoReady(page);
+    await openDemo(page, site.url(`index.html?text=${encodeURIComponent(HOSTILE)}`));
     await page.click('#lab .hs-lab-quiz-start');
     const quiz = page.locator('#lab .hs-lab-quiz-body');
     await expect(quiz).toHaveAttribute('data-state', 'asking');
@@ -385,7 +382,6 @@ test.describe('wide', () => {
 });
 
 test('page links to the comparison', async ({ page, site }) => {
-  await page.goto(site.url('index.html'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html'));
   await expect(page.locator('#compare-link')).toHaveAttribute('href', 'compare.html');
 });

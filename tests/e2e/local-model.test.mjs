@@ -5,7 +5,7 @@
 import { mkdirSync, copyFileSync, writeFileSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { test as base, expect, ROOT, shot, demoReady } from './fixtures.mjs';
+import { test as base, expect, ROOT, shot, openDemo } from './fixtures.mjs';
 
 const FIXTURE = path.join(ROOT, 'tests/fixtures/models/odd-hs12');
 
@@ -39,8 +39,7 @@ test('a model folder from disk: picked by folder, named everywhere, not uploaded
     if (r.method() !== 'GET' || /my-gpt|odd-shape|broken-gpt|local-models/.test(r.url()))
       posted.push(`${r.method()} ${r.url()}`);
   });
-  await page.goto(site.url('index.html'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html'));
   const before = await bodyModel(page);
   const status = page.locator('#local-status');
 
@@ -97,8 +96,7 @@ test('a model folder from disk: picked by folder, named everywhere, not uploaded
 });
 
 test('a model from disk by its four files, and by drag and drop of the folder', async ({ page, site, folder }) => {
-  await page.goto(site.url('index.html'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html'));
   const dir = folder('four-files');
   await page.setInputFiles(
     '#files-input',
@@ -153,8 +151,7 @@ test('a Llama-family folder (tokenizer.json, grouped-query attention) opens; the
   // picks tokenizer.json (its BOS below shows it was read)
   for (const f of ['vocab.json', 'merges.txt']) copyFileSync(path.join(FIXTURE, f), path.join(dir, f));
   const cfg = JSON.parse(readFileSync(path.join(src, 'config.json'), 'utf8'));
-  await page.goto(site.url('index.html'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html'));
   await page.setInputFiles('#folder-input', dir);
   await expect(page.locator('body')).toHaveAttribute('data-model', 'tiny-llama');
   await expect(page.locator('#model-info')).toContainText(

@@ -2,35 +2,17 @@
 // 1024; written by random-model.mjs) that a full text is seconds of work in wasm. The run shows its
 // progress in steps of tokens, the page keeps answering meanwhile, Cancel stops it and keeps the
 // previous result, and a run to the end gives the same numbers as a run in one go.
-import { existsSync, rmSync } from 'node:fs';
-import path from 'node:path';
-import { test as base, expect, ROOT, SITE, startServer, shot } from './fixtures.mjs';
-import { writeRandomModel } from './random-model.mjs';
+import { test as base, expect, shot, randomModelSite } from './fixtures.mjs';
 
 const test = base.extend({
   // a server for the wide random model under /long/gpt-wide/ (written once per worker)
-  longSite: [
-    async ({}, use) => {
-      const dir = path.join(ROOT, 'build/e2e-long');
-      rmSync(dir, { recursive: true, force: true });
-      const shipped = path.join(SITE, 'models/headscope-base');
-      const tokenizerDir = existsSync(path.join(shipped, 'vocab.json'))
-        ? shipped
-        : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
-      writeRandomModel(path.join(dir, 'gpt-wide'), {
-        n_layer: 6,
-        n_head: 12,
-        n_embd: 384,
-        n_positions: 1024,
-        tokenizerDir,
-        attnScale: 0.05,
-      });
-      const server = await startServer({ mounts: [['/long/', dir]] });
-      await use(server);
-      await server.close();
-    },
-    { scope: 'worker' },
-  ],
+  longSite: randomModelSite('long', 'gpt-wide', {
+    n_layer: 6,
+    n_head: 12,
+    n_embd: 384,
+    n_positions: 1024,
+    attnScale: 0.05,
+  }),
 });
 
 const WORDS = 'the chef who trained in paris cooked the meal quickly while the guests waited in the garden'.split(' ');

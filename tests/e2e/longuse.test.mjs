@@ -2,7 +2,7 @@
 // answering. The page's JavaScript heap is read through the Chrome DevTools Protocol after a
 // forced garbage collection. (The wasm heap inside the worker is checked over 100,000 runs in
 // tests/js/package/heap.test.js.)
-import { test, expect, demoReady, demoIdle, renders, shot } from './fixtures.mjs';
+import { test, expect, demoReady, demoIdle, renders, shot, openDemo } from './fixtures.mjs';
 
 const SECONDS = Number(process.env.HEADSCOPE_LONGUSE_SECONDS || 60);
 
@@ -14,8 +14,7 @@ async function heapAfterGc(cdp) {
 
 test(`typing for ${SECONDS} s keeps the page's memory steady`, async ({ page, context, site }) => {
   test.setTimeout((SECONDS + 90) * 1000);
-  await page.goto(site.url('index.html'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html'));
   const cdp = await context.newCDPSession(page);
   await cdp.send('HeapProfiler.enable');
   await page.locator('#text').click();

@@ -4,6 +4,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from '@playwright/test';
+import { chromiumLaunchOptions } from '../../scripts/common/chromium.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ARTIFACTS = path.join(HERE, '../../build/e2e-artifacts');
@@ -33,20 +34,8 @@ export default defineConfig({
   // Playwright empties each project's outputDir at its start; the tests' own screenshots and exports sit above
   use: {
     browserName: 'chromium',
-    launchOptions: {
-      executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-      // without the networking flags Chromium tries to reach outside hosts and stalls (cpp/README.md, "Toolchain notes" 12)
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    },
+    // Debian's Chromium with the flags it needs here (scripts/common/chromium.mjs)
+    launchOptions: chromiumLaunchOptions(),
     viewport: { width: 1280, height: 900 },
     colorScheme: 'light',
     reducedMotion: 'no-preference',

@@ -5,9 +5,9 @@
 // same engine), Cancel, measuring the text above, and the link that opens the demo with the heads
 // that can go before +5% switched off. Screenshots prune-*.png.
 import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { test, expect, SITE, ARTIFACTS, shot, demoReady } from './fixtures.mjs';
+import { seriousViolations } from './axe.mjs';
 import { headsOffBefore } from '../../web/component/charts/pruning-curve.js';
 
 const FAMILY = ['heads-1', 'heads-2', 'heads-4', 'heads-8'];
@@ -57,20 +57,8 @@ const f3 = (x) => x.toFixed(3);
 // axe-core on the section once its charts, tables and links are there (tests/e2e/a11y.test.mjs runs
 // axe on the page at load, before any measurement has finished): no serious or critical violation.
 // axe adds <style> elements, which the page's CSP refuses: those refusals are expected from here on.
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 async function axeOnSection(page, problems) {
-  expect(problems.unexpected, 'problems before axe ran').toEqual([]);
-  problems.allow(
-    /^CSP violation: style-src-elem inline$/,
-    /^console error: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/,
-  );
-  await page.evaluate(AXE);
-  const bad = await page.evaluate(async () =>
-    (await window.axe.run('#cmp-prune')).violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `${v.id} (${v.impact}, ${v.nodes.length}x): ${v.nodes[0].target.join(' ')}`),
-  );
-  expect(bad).toEqual([]);
+  expect(await seriousViolations(page, problems, '#cmp-prune')).toEqual([]);
 }
 
 test.describe('wide', () => {

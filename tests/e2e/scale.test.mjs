@@ -3,35 +3,12 @@
 // fills the context. The heatmap fits, thins its labels, zooms and follows the focused token; the
 // lines view draws the strongest links per token; the grid of 144 heads stays navigable by
 // keyboard; exports work on the zoomed view. Screenshots in build/e2e-artifacts/scale-*.png.
-import { existsSync, rmSync } from 'node:fs';
-import path from 'node:path';
-import { test as base, expect, ROOT, SITE, startServer, shot } from './fixtures.mjs';
-import { writeRandomModel } from './random-model.mjs';
+import { test as base, expect, shot, randomModelSite } from './fixtures.mjs';
 
 const test = base.extend({
   // a server for a random 12 x 12-head model with a 1024-token context under /scale/gpt-12x12/
   // (written once per worker); `config` is the model's config.json
-  scaleSite: [
-    async ({}, use) => {
-      const dir = path.join(ROOT, 'build/e2e-scale');
-      rmSync(dir, { recursive: true, force: true });
-      const shipped = path.join(SITE, 'models/headscope-base');
-      const tokenizerDir = existsSync(path.join(shipped, 'vocab.json'))
-        ? shipped
-        : path.join(ROOT, 'tests/fixtures/models/odd-hs12');
-      const config = writeRandomModel(path.join(dir, 'gpt-12x12'), {
-        n_layer: 12,
-        n_head: 12,
-        n_embd: 96,
-        n_positions: 1024,
-        tokenizerDir,
-      });
-      const server = await startServer({ mounts: [['/scale/', dir]] });
-      await use({ ...server, config });
-      await server.close();
-    },
-    { scope: 'worker' },
-  ],
+  scaleSite: randomModelSite('scale', 'gpt-12x12', { n_layer: 12, n_head: 12, n_embd: 96, n_positions: 1024 }),
 });
 
 // Prose long enough to fill the context (about 1.3 tokens per word with the shipped tokenizer).

@@ -9,7 +9,7 @@
 //   multiply-adds round once where SIMD128 rounds twice, so it is compared within the bounds that
 //   tests/js/package/api.test.js derives for those two builds: logits 1e-4 relative + 1e-4 absolute,
 //   attention 1e-5 absolute.
-import { test as base, expect, startServer, withModel, demoReady, demoIdle, shot } from './fixtures.mjs';
+import { test as base, expect, startServer, withModel, demoReady, demoIdle, shot, openDemo } from './fixtures.mjs';
 import { ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
 const test = base.extend({
@@ -120,8 +120,7 @@ test('without isolation the demo runs single-threaded and says why once', async 
   page.on('console', (msg) => {
     if (msg.type() === 'info') infos.push(msg.text());
   });
-  await page.goto(site.url('index.html'));
-  await demoReady(page);
+  await openDemo(page, site.url('index.html'));
   await expect(page.locator('#model-info')).toContainText('in a Web Worker, 1 thread');
   expect(
     infos.filter((m) => m.startsWith('headscope: single-threaded engine: the page is not cross-origin isolated')),

@@ -23,7 +23,7 @@ import {
 import { Lab, parseAblate } from './lab/lab.js';
 import hostCss from './host.css';
 import labCss from './lab.css';
-import { el, lazySheets, styledShadow } from './views/dom.js';
+import { el, lazySheets, shadowWithReady, rendered } from './views/dom.js';
 import { paletteCss } from './runtime/theme.js';
 
 const LOCAL_CSS = `
@@ -52,10 +52,7 @@ export class HeadscopeLabElement extends HTMLElement {
 
   constructor() {
     super();
-    this.#root = styledShadow(this, styleSheets());
-    this.ready = new Promise((r) => {
-      this.#readyResolve = r;
-    });
+    ({ root: this.#root, resolveReady: this.#readyResolve } = shadowWithReady(this, styleSheets()));
   }
 
   get result() {
@@ -177,14 +174,7 @@ export class HeadscopeLabElement extends HTMLElement {
       ? `Layer ${this.#state.layer}, head ${this.#state.head}: hidden until you answer.`
       : describeHead(r, this.#state.layer, this.#state.head, r.T - 1);
     this.dataset.tokens = String(r.T);
-    this.dispatchEvent(
-      new CustomEvent('headscope-render', {
-        detail: { T: r.T, ablate: this.#state.ablate },
-        bubbles: true,
-        composed: true,
-      }),
-    );
-    this.#readyResolve?.(this);
+    rendered(this, this.#readyResolve, { T: r.T, ablate: this.#state.ablate });
   }
 }
 

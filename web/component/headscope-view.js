@@ -45,7 +45,7 @@ import {
 import { InsideSource } from './runtime/inside-source.js';
 import { kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes } from './model/kv-groups.js';
 import { Tooltip } from './views/tooltip.js';
-import { el, lazySheets, styledShadow } from './views/dom.js';
+import { el, lazySheets, shadowWithReady, rendered } from './views/dom.js';
 import { parseAblate } from '../lib/result.js';
 import { paletteCss, readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken } from './runtime/theme.js';
 import { sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg } from './views/scene.js';
@@ -148,11 +148,8 @@ export class HeadscopeViewElement extends HTMLElement {
 
   constructor() {
     super();
-    this.#root = styledShadow(this, styleSheets());
-    /** Resolves after the first successful render. */
-    this.ready = new Promise((r) => {
-      this.#readyResolve = r;
-    });
+    // this.ready resolves after the first successful render
+    ({ root: this.#root, resolveReady: this.#readyResolve } = shadowWithReady(this, styleSheets()));
   }
 
   /** The latest run result (see the package's RunResult). */
@@ -433,10 +430,7 @@ export class HeadscopeViewElement extends HTMLElement {
       notice.hidden = true;
     }
     this.dataset.tokens = String(result.T);
-    this.dispatchEvent(
-      new CustomEvent('headscope-render', { detail: { T: result.T, view: state.view }, bubbles: true, composed: true }),
-    );
-    this.#readyResolve?.(this);
+    rendered(this, this.#readyResolve, { T: result.T, view: state.view });
   }
 
   // The insides view="inside" shows: its head's, for the text on screen.

@@ -30,6 +30,12 @@ fs.writeFileSync(path.join(dir, "index.json"), JSON.stringify({ models: names.ma
 "$ROOT/web/component/build.sh" "$TMP"
 cp "$ROOT/web/component/views.css" "$TMP/"
 cp "$ROOT/web/component/lab.css" "$TMP/lab-views.css"
+# the components' palette as the demo pages' root colours (demo.css imports it), light/dark as the toggle sets
+node --input-type=module -e '
+import { writeFileSync } from "node:fs";
+import { paletteCss } from "'"$ROOT"'/web/component/runtime/theme.js";
+writeFileSync(process.argv[1], paletteCss({ root: ":root", attribute: "data-theme" }));
+' "$TMP/demo-palette.css"
 # The pages sit in a folder each (web/demo/README.md) but are served side by side, as one flat folder,
 # so that their URLs and their links to each other stay plain names: every page's HTML and CSS, the
 # shared files, and the articles' own small scripts (unbundled: they must run before the elements
@@ -42,10 +48,12 @@ done
 shopt -u nullglob
 # the pages' scripts (index/demo.js, compare/compare.js, embed/embed.js, train/train.js), bundled
 node "$ROOT/web/bundle.mjs" --out "$TMP" demo
-# every page's head starts with the same tags, written here: the character set, the viewport, the
-# Content-Security-Policy the server sends too (web/server/static-server.mjs, DEMO_CSP), so the policy
-# lives in one place, and the icon; a page without {{PAGE_HEAD}} fails the build. {{DEMO_CSP}} in a
-# page's text is the policy itself (csp.html quotes it).
+# every page's start, from the doctype to <body>, is written here from its first line,
+# {{PAGE_HEAD title="..." css="a.css b.css" js="a.js b.js" color-scheme body-class="..."}}: the head
+# tags every page has (the character set, the viewport, the Content-Security-Policy the server sends
+# too, web/server/static-server.mjs DEMO_CSP, so the policy lives in one place, and the icon), then
+# with color-scheme the light/dark meta, the title, a stylesheet link per css and a module script per
+# js, in that order; a page that does not start with {{PAGE_HEAD ...}} fails the build. {{DEMO_CSP}} in a page's text is the policy itself (csp.html quotes it).
 node --input-type=module -e '
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -57,11 +65,28 @@ const head = [
   "<link rel=\"icon\" href=\"favicon.svg\" type=\"image/svg+xml\">",
 ].join("\n");
 const cspText = DEMO_CSP.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+const pageHead = (attrs) => {
+  const a = Object.fromEntries([...attrs.matchAll(/([\w-]+)(?:="([^"]*)")?/g)].map((m) => [m[1], m[2] ?? true]));
+  const list = (v) => (v ? v.split(" ") : []);
+  return [
+    "<!doctype html>",
+    "<html lang=\"en\">",
+    "<head>",
+    head,
+    ...(a["color-scheme"] ? ["<meta name=\"color-scheme\" content=\"light dark\">"] : []),
+    ...(a.title ? [`<title>${a.title}</title>`] : []),
+    ...list(a.css).map((f) => `<link rel="stylesheet" href="${f}">`),
+    ...list(a.js).map((f) => `<script type="module" src="${f}"></script>`),
+    "</head>",
+    a["body-class"] ? `<body class="${a["body-class"]}">` : "<body>",
+  ].join("\n");
+};
 const dir = process.argv[1];
 for (const name of readdirSync(dir).filter((n) => n.endsWith(".html"))) {
   const file = path.join(dir, name), html = readFileSync(file, "utf8");
-  if (!html.includes("<head>\n{{PAGE_HEAD}}\n")) throw new Error(`web/demo/build.sh: ${name} does not start its <head> with {{PAGE_HEAD}}`);
-  writeFileSync(file, html.replace("{{PAGE_HEAD}}", head).replaceAll("{{DEMO_CSP}}", cspText));
+  const at = /^\{\{PAGE_HEAD((?: [\w-]+(?:="[^"]*")?)*)\}\}\n/;
+  if (!at.test(html)) throw new Error(`web/demo/build.sh: ${name} does not start with {{PAGE_HEAD ...}}`);
+  writeFileSync(file, html.replace(at, (m, attrs) => `${pageHead(attrs)}\n`).replaceAll("{{DEMO_CSP}}", cspText));
 }
 ' "$TMP"
 rm -rf "$OUT" && mv "$TMP" "$OUT"

@@ -186,7 +186,7 @@ export class HeadscopeModel {
     this.#lastRun = { text: wellFormed, flat, allLogits: !!allLogits };
     this.#engineHoldsLastRun = true;
     const T = run.tokens;
-    const { nLayer, nHead, nKvHead, nPositions } = this.#info.config;
+    const { nPositions } = this.#info.config;
     const rowsFrom = previous ? firstChangedRow(previous, h.tokenIds()) : 0;
     const stride = !previous ? T : rowsFrom > 0 ? previous.stride : roomyStride(T, nPositions);
     const out = checked(this.#core, h.results(k, !!allLogits, rowsFrom, rowsFrom > 0 ? T - rowsFrom : stride, stride));
@@ -200,16 +200,27 @@ export class HeadscopeModel {
         start: map.start(tokenByteStarts[i]),
         end: map.end(tokenByteEnds[i]),
       };
+    const { droppedTokens, reusedTokens } = run;
+    const fields = { text: wellFormed, tokens, T, ablate, droppedTokens, reusedTokens, stride, rowsFrom };
+    return this.#plainData(h, out, fields, { loss: allLogits ? out.loss : undefined, valueNorms });
+  }
+
+  // The plain data runData() and a generation step give: `fields`, the model's shape, the engine's
+  // results `out` (attention as attentionRows when rows before rowsFrom are left out, else
+  // attentionAll), the loss when given, and with valueNorms the engine's value sizes.
+  #plainData(h, out, fields, { loss, valueNorms }) {
+    const { text, tokens, T, ablate, droppedTokens, reusedTokens, stride, rowsFrom } = fields;
+    const { nLayer, nHead, nKvHead } = this.#info.config;
     const data = {
-      text: wellFormed,
+      text,
       tokens,
       T,
       nLayer,
       nHead,
       nKvHead,
       ablate: ablate.map(([l, hd]) => [l, hd]),
-      droppedTokens: run.droppedTokens,
-      reusedTokens: run.reusedTokens,
+      droppedTokens,
+      reusedTokens,
       stride,
       rowsFrom,
       contributionNorms: out.contributionNorms,
@@ -217,7 +228,7 @@ export class HeadscopeModel {
       topNext: out.topNext,
     };
     data[rowsFrom > 0 ? 'attentionRows' : 'attentionAll'] = out.attentionRows;
-    if (allLogits) data.loss = out.loss;
+    if (loss !== undefined) data.loss = loss;
     if (valueNorms) data.valueNorms = checked(this.#core, h.valueNorms());
     return data;
   }
@@ -435,7 +446,7 @@ export class HeadscopeModel {
   // lacks are left out. Blocks always have room for more rows: the next token adds one.
   #writtenData(h, written, ids, reusedTokens, previous, { ablate, valueNorms }) {
     const T = ids.length;
-    const { nLayer, nHead, nKvHead, nPositions } = this.#info.config;
+    const { nPositions } = this.#info.config;
     const rowsFrom = previous ? firstChangedRow(previous, ids) : 0;
     const stride = rowsFrom > 0 ? previous.stride : roomyStride(T, nPositions);
     const out = checked(this.#core, h.results(10, false, rowsFrom, rowsFrom > 0 ? T - rowsFrom : stride, stride));
@@ -447,25 +458,8 @@ export class HeadscopeModel {
     const tokens = keep
       ? [...written.tokens(0, keep), ...written.tokens(keep + droppedTokens)]
       : written.tokens(droppedTokens);
-    const data = {
-      text: written.text,
-      tokens,
-      T,
-      nLayer,
-      nHead,
-      nKvHead,
-      ablate: ablate.map(([l, hd]) => [l, hd]),
-      droppedTokens,
-      reusedTokens,
-      stride,
-      rowsFrom,
-      contributionNorms: out.contributionNorms,
-      logitsLast: out.logitsLast,
-      topNext: out.topNext,
-    };
-    data[rowsFrom > 0 ? 'attentionRows' : 'attentionAll'] = out.attentionRows;
-    if (valueNorms) data.valueNorms = checked(this.#core, h.valueNorms());
-    return data;
+    const fields = { text: written.text, tokens, T, ablate, droppedTokens, reusedTokens, stride, rowsFrom };
+    return this.#plainData(h, out, fields, { valueNorms });
   }
 
   /**

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../../../scripts/common/chromium.mjs';
 import { repo, testModelDir } from './helpers.js';
 import { startStaticServer } from '../../../web/server/static-server.mjs';
 
@@ -143,18 +143,7 @@ test('a Vite build bundles the .wasm and runs on the main thread and in a Worker
     root: join(project, 'dist'),
     csp: "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'",
   });
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage();
     const problems = [];

@@ -14,6 +14,7 @@ import { loadModel, wasmHeapUsedBytes } from '../../../dist/headscope.js';
 import { loadModelInWorker } from '../../../dist/headscope-worker.js';
 import { repo, dist } from './helpers.js';
 import { nodeWorker } from './node-worker.js';
+import { tensorsOf } from '../../../scripts/common/safetensors.mjs';
 
 const SENTENCE = 'The chef, who trained in Paris, cooked the meal quickly.';
 const cli = ['build/native-release/headscope', 'build/native-debug/headscope'].map((p) => repo + p).find(existsSync);
@@ -295,29 +296,8 @@ test('the Worker: cancel rejects with an AbortError, runs are answered between c
 
 // ---- direct logit attribution -------------------------------------------------------------------
 
-// IEEE half precision to float (the shipped models store their weights in F16)
-function halfToFloat(h) {
-  const e = (h >> 10) & 0x1f;
-  const m = h & 0x3ff;
-  const v = e === 0 ? m * 2 ** -24 : e === 31 ? (m ? NaN : Infinity) : (1 + m / 1024) * 2 ** (e - 15);
-  return h & 0x8000 ? -v : v;
-}
-
-// safetensors: an 8-byte header length, a JSON header, then the tensors (F32 or F16 here)
-function readTensors(url, names) {
-  const bytes = new Uint8Array(readFileSync(url));
-  const n = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true));
-  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + n)));
-  const out = {};
-  for (const name of names) {
-    const info = header[name] ?? header[`transformer.${name}`];
-    assert.ok(info?.dtype === 'F32' || info?.dtype === 'F16', `${name}: ${info?.dtype}`);
-    const [a, b] = info.data_offsets;
-    const raw = bytes.slice(8 + n + a, 8 + n + b).buffer;
-    out[name] = info.dtype === 'F32' ? new Float32Array(raw) : Float32Array.from(new Uint16Array(raw), halfToFloat);
-  }
-  return out;
-}
+// the tensors `names` of a .safetensors file (a path or a file: URL)
+const readTensors = (file, names) => tensorsOf(new Uint8Array(readFileSync(file)), names);
 
 for (const [name, url] of [
   ['odd-hs12', FIXTURE],

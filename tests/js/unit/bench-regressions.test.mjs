@@ -135,36 +135,22 @@ const fig = (id, value, lower_is_better) => ({
 });
 
 test('compareFigures marks more than 1.5x worse either way, not 1.4x worse nor 1.6x better', () => {
-  const previous = [
-    fig('t.slow', 10, true),
-    fig('r.slow', 3.2, false),
-    fig('t.bit', 10, true),
-    fig('r.bit', 2.8, false),
-    fig('t.fast', 16, true),
-    fig('r.fast', 2, false),
+  // [id, previous, current, lower is better, worse by, a regression]
+  const cases = [
+    ['t.slow', 10, 16, true, 1.6, true],
+    ['r.slow', 3.2, 2, false, 1.6, true],
+    ['t.bit', 10, 14, true, 1.4, false],
+    ['r.bit', 2.8, 2, false, 1.4, false],
+    ['t.fast', 16, 10, true, 0.625, false],
+    ['r.fast', 2, 3.2, false, 0.625, false],
   ];
-  const current = [
-    fig('t.slow', 16, true),
-    fig('r.slow', 2, false),
-    fig('t.bit', 14, true),
-    fig('r.bit', 2, false),
-    fig('t.fast', 10, true),
-    fig('r.fast', 3.2, false),
-  ];
+  const previous = cases.map(([id, before, , lower]) => fig(id, before, lower));
+  const current = cases.map(([id, , now, lower]) => fig(id, now, lower));
   const rows = byId(compareFigures(current, previous));
-  const near = (x, y) => assert.ok(Math.abs(x - y) < 1e-9, `${x} vs ${y}`);
-  near(rows.get('t.slow').worse_by, 1.6);
-  assert.equal(rows.get('t.slow').regression, true);
-  near(rows.get('r.slow').worse_by, 1.6);
-  assert.equal(rows.get('r.slow').regression, true);
-  near(rows.get('t.bit').worse_by, 1.4);
-  assert.equal(rows.get('t.bit').regression, false);
-  near(rows.get('r.bit').worse_by, 1.4);
-  assert.equal(rows.get('r.bit').regression, false);
-  near(rows.get('t.fast').worse_by, 0.625);
-  assert.equal(rows.get('t.fast').regression, false);
-  near(rows.get('r.fast').worse_by, 0.625);
-  assert.equal(rows.get('r.fast').regression, false);
+  for (const [id, , , , worseBy, regression] of cases) {
+    assert.ok(Math.abs(rows.get(id).worse_by - worseBy) < 1e-9, `${id}: ${rows.get(id).worse_by} vs ${worseBy}`);
+    assert.equal(rows.get(id).regression, regression, id);
+  }
   assert.equal(rows.get('t.slow').value, 16);
   assert.equal(rows.get('t.slow').previous, 10);
   // the factor is a parameter

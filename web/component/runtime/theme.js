@@ -40,11 +40,14 @@ const paletteDeclarations = (scheme) =>
 /**
  * The palette as the elements' shadow-root CSS: light by default, dark where the reader prefers it
  * (unless theme="light"), and with theme="dark". Comes before host.css, which uses the properties.
+ * The demo site's build writes it for its pages too (web/demo/build.sh, demo-palette.css), with the
+ * selectors of a page's root: { root: ':root', attribute: 'data-theme' }.
  */
-export function paletteCss() {
-  return `:host { ${paletteDeclarations('light')} }
-@media (prefers-color-scheme: dark) { :host(:not([theme="light"])) { ${paletteDeclarations('dark')} } }
-:host([theme="dark"]) { ${paletteDeclarations('dark')} }
+export function paletteCss({ root = ':host', attribute = 'theme' } = {}) {
+  const when = (test) => (root === ':host' ? `:host(${test})` : `${root}${test}`);
+  return `${root} { ${paletteDeclarations('light')} }
+@media (prefers-color-scheme: dark) { ${when(`:not([${attribute}="light"])`)} { ${paletteDeclarations('dark')} } }
+${when(`[${attribute}="dark"]`)} { ${paletteDeclarations('dark')} }
 `;
 }
 

@@ -17,6 +17,25 @@ export function styledShadow(host, sheets) {
 }
 
 /**
+ * Both elements' start: an open shadow root on `host` styled by `sheets`, and host.ready, a promise
+ * that resolves (with the element) after its first successful render, rendered()'s. Returns the root
+ * and ready's resolve.
+ */
+export function shadowWithReady(host, sheets) {
+  let resolveReady;
+  host.ready = new Promise((r) => {
+    resolveReady = r;
+  });
+  return { root: styledShadow(host, sheets), resolveReady };
+}
+
+/** After an element rendered: its bubbling, composed `headscope-render` event with `detail`, and its ready resolved. */
+export function rendered(host, resolveReady, detail) {
+  host.dispatchEvent(new CustomEvent('headscope-render', { detail, bubbles: true, composed: true }));
+  resolveReady(host);
+}
+
+/**
  * The shadow-root styles of `texts`, as constructed stylesheets (allowed under `style-src 'self'`,
  * unlike <style> elements): a function that makes them on its first call and then returns them.
  */

@@ -77,35 +77,19 @@ export function linesScene(result, state, theme, focus) {
   // The pointer and keyboard targets come first, 2T of them after a fixed number of items: the live
   // SVG reuses elements by position, so each target stays the same element (under the pointer, with
   // the keyboard focus) when the focus changes how many lines follow. Texts let the pointer through.
+  const hitRow = (side, x, i, tabindex, what) => ({
+    type: 'rect',
+    x,
+    y: y0 + i * rowH,
+    w: labelW + 4,
+    h: rowH,
+    hit: true,
+    data: { side, index: i },
+    attrs: { tabindex, role: 'button', 'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': ${what}` },
+  });
   for (let i = 0; i < T; i++) {
-    items.push({
-      type: 'rect',
-      x: xL - labelW - 4,
-      y: y0 + i * rowH,
-      w: labelW + 4,
-      h: rowH,
-      hit: true,
-      data: { side: 'q', index: i },
-      attrs: {
-        tabindex: i === 0 ? 0 : -1,
-        role: 'button',
-        'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': show where it looks`,
-      },
-    });
-    items.push({
-      type: 'rect',
-      x: xR,
-      y: y0 + i * rowH,
-      w: labelW + 4,
-      h: rowH,
-      hit: true,
-      data: { side: 'k', index: i },
-      attrs: {
-        tabindex: -1,
-        role: 'button',
-        'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': show what looks at it`,
-      },
-    });
+    items.push(hitRow('q', xL - labelW - 4, i, i === 0 ? 0 : -1, 'show where it looks'));
+    items.push(hitRow('k', xR, i, -1, 'show what looks at it'));
   }
   heads.forEach((h, i) => {
     const colour = headColour(theme, i);
