@@ -85,12 +85,7 @@ int run_generate(int argc, char** argv) {
 }  // namespace
 
 int generate_command(int argc, char** argv) {
-  if (argc == 3 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
-    std::cout << kGenerateUsage;
-    return 0;
-  }
-  return report_errors([&] { return run_generate(argc, argv); }, kGenerateUsage,
-                       {"required", "unknown option", "needs a value"});
+  return command_main(argc, argv, kGenerateUsage, [&] { return run_generate(argc, argv); });
 }
 
 }  // namespace headscope::cli

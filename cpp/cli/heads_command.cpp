@@ -159,12 +159,7 @@ int run_heads(const HeadsArgs& a) {
 }  // namespace
 
 int heads_command(int argc, char** argv) {
-  if (argc == 3 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
-    std::cout << kHeadsUsage;
-    return 0;
-  }
-  return report_errors([&] { return run_heads(parse(argc, argv)); }, kHeadsUsage,
-                       {"required", "unknown option", "needs a value"});
+  return command_main(argc, argv, kHeadsUsage, [&] { return run_heads(parse(argc, argv)); });
 }
 
 }  // namespace headscope::cli
