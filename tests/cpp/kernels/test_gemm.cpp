@@ -8,6 +8,27 @@
 
 #include "kernel_checks.hpp"
 
+namespace {
+
+// matmul_forward's case: random x (T, K), W (K, N) and b (N) drawn in that order; the scalar reference's
+// output `want`, and matmul_forward's `got` on W packed (pre-filled with -1: every element is written).
+struct ForwardCase {
+  std::vector<float> inp, w, b, want, got;
+  k::PackedLinear packed;
+  ForwardCase(int T, int K, int N, std::mt19937& rng)
+      : inp(random_normal((std::size_t)T * K, rng)),
+        w(random_normal((std::size_t)K * N, rng)),
+        b(random_normal(N, rng)),
+        want((std::size_t)T * N),
+        got((std::size_t)T * N, -1.0f) {
+    ref::matmul_forward<float>(want.data(), inp.data(), w.data(), b.data(), T, K, N);
+    packed = k::pack_linear(w.data(), b.data(), K, N);
+    k::matmul_forward(got.data(), inp.data(), packed, T);
+  }
+};
+
+}  // namespace
+
 // =====================================================================================================
 // 1. the forward kernels (float)
 // =====================================================================================================
@@ -39,12 +60,8 @@ TEST_CASE("matmul_forward equals the reference and Eigen", "[kernels][matmul]") 
   for (int T : {1, 2, 3, 4, 5, 9, 17}) {
     for (int K : kEdgeSizes) {
       for (int N : {1, 3, 4, 5, 7, 8, 9, 16, 17, 63, 64, 65}) {
-        const auto inp = random_normal((std::size_t)T * K, rng), w = random_normal((std::size_t)K * N, rng),
-                   b = random_normal(N, rng);
-        std::vector<float> ref((std::size_t)T * N), got((std::size_t)T * N, -1.0f);
-        ref::matmul_forward<float>(ref.data(), inp.data(), w.data(), b.data(), T, K, N);
-        const k::PackedLinear packed = k::pack_linear(w.data(), b.data(), K, N);
-        k::matmul_forward(got.data(), inp.data(), packed, T);
+        const ForwardCase c(T, K, N, rng);
+        const auto &inp = c.inp, &w = c.w, &b = c.b, &ref = c.want, &got = c.got;
 
         // Eigen as a second, independent reference for the scalar loops themselves
         using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -84,12 +101,9 @@ TEST_CASE("matmul_forward across its cache blocks: edges of tiles, depth slices 
       if (K < 1) continue;
       for (int N : Ns) {
         if (N < 1) continue;
-        const auto inp = random_normal((std::size_t)T * K, rng), w = random_normal((std::size_t)K * N, rng),
-                   bias = random_normal(N, rng);
-        std::vector<float> ref((std::size_t)T * N), got((std::size_t)T * N, -1.0f);
-        ref::matmul_forward<float>(ref.data(), inp.data(), w.data(), bias.data(), T, K, N);
-        const k::PackedLinear packed = k::pack_linear(w.data(), bias.data(), K, N);
-        k::matmul_forward(got.data(), inp.data(), packed, T);
+        const ForwardCase c(T, K, N, rng);
+        const auto &inp = c.inp, &w = c.w, &bias = c.b, &ref = c.want, &got = c.got;
+        const k::PackedLinear& packed = c.packed;
         for (int t = 0; t < T; t++)
           for (int n = 0; n < N; n++) {
             double sum_abs = std::fabs(bias[n]);
