@@ -14,15 +14,13 @@
 #include "bench_variants.hpp"
 #include "headscope/model.hpp"
 #include "js_bytes.hpp"
+#include "js_values.hpp"
 
 using emscripten::val;
 using namespace headscope;
+using namespace headscope::js;
 
 namespace {
-
-val f32_copy(const float* data, std::size_t n) {
-  return val::global("Float32Array").new_(emscripten::typed_memory_view(n, data));
-}
 
 struct BenchModel {
   Model m;
@@ -58,21 +56,11 @@ BenchModel* load_model(std::string config, val weights, std::string vocab, std::
   return new BenchModel(Model::load_source(config, std::make_shared<JsBytes>(weights), vocab, merges, 0));
 }
 
-val simd_object() {
-  const auto s = kernels::simd_info();
-  val o = val::object();
-  o.set("arch", s.arch);
-  o.set("floatLanes", s.float_lanes);
-  o.set("simd", s.simd);
-  o.set("relaxedMadd", s.relaxed_madd);
-  return o;
-}
-
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(headscope_bench) {
   using namespace emscripten;
-  function("simdInfo", &simd_object);
+  function("simdInfo", optional_override([]() { return simd_object(kernels::simd_info()); }));
   function("heapBytes", optional_override([]() { return (double)emscripten_get_heap_size(); }));
   class_<bench::GemmCase>("Gemm")
       .constructor<int, int, int>()

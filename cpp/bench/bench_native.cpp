@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "bench_main.hpp"
 #include "headscope/model.hpp"
 
 using namespace headscope;
@@ -172,12 +173,4 @@ static int run(int argc, char** argv) {
   return 0;
 }
 
-// Every failure (a missing folder, a bad checkpoint) is reported as a message, never an abort.
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return headscope::bench::main_reporting_errors(argc, argv, run); }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.hpp"
 #include "kernels/kernels.hpp"
 
 namespace {
@@ -102,11 +103,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return headscope::bench::main_reporting_errors(argc, argv, run); }

@@ -20,9 +20,11 @@
 #include "headscope/predictions.hpp"
 #include "headscope/training_run.hpp"
 #include "js_bytes.hpp"
+#include "js_values.hpp"
 
 using emscripten::val;
 using headscope::Model;
+using namespace headscope::js;
 using headscope::train::TrainingRun;
 
 namespace {
@@ -46,11 +48,6 @@ val guarded(F&& fn) {
   return guarded(std::forward<F>(fn), val::null());
 }
 
-val f32_copy(const float* data, std::size_t n) {
-  return val::global("Float32Array").new_(emscripten::typed_memory_view(n, data));
-}
-val f32_copy(const std::vector<float>& v) { return f32_copy(v.data(), v.size()); }
-
 // Heads to switch off from JS's flat [layer0, head0, layer1, head1, ...] (the engine checks ranges).
 std::vector<headscope::HeadRef> ablate_of(val ablate_pairs) {
   const std::vector<int> flat = emscripten::convertJSArrayToNumberVector<int>(ablate_pairs);
@@ -58,12 +55,6 @@ std::vector<headscope::HeadRef> ablate_of(val ablate_pairs) {
   std::vector<headscope::HeadRef> ablate;
   for (std::size_t i = 0; i < flat.size(); i += 2) ablate.push_back({flat[i], flat[i + 1]});
   return ablate;
-}
-val f64_copy(const std::vector<double>& v) {
-  return val::global("Float64Array").new_(emscripten::typed_memory_view(v.size(), v.data()));
-}
-val i32_copy(const std::vector<int32_t>& v) {
-  return val::global("Int32Array").new_(emscripten::typed_memory_view(v.size(), v.data()));
 }
 
 std::string string_of(const val& v, const char* what) {
@@ -114,12 +105,10 @@ Model* load_tokenizer_json(val config_json, val weights, val tokenizer_json, val
 val token_array(const std::vector<headscope::Token>& tokens) {
   val out = val::array();
   for (const headscope::Token& t : tokens) {
-    val o = val::object();
-    o.set("id", t.id);
-    o.set("text", t.text);
-    o.set("byteStart", t.byte_start);
-    o.set("byteEnd", t.byte_end);
-    out.call<void>("push", o);
+    out.call<void>("push", object_of({{"id", val(t.id)},
+                                      {"text", val(t.text)},
+                                      {"byteStart", val(t.byte_start)},
+                                      {"byteEnd", val(t.byte_end)}}));
   }
   return out;
 }
@@ -134,11 +123,9 @@ val run(Model& m, val text, val ablate_pairs, bool all_logits) {
     opt.all_logits = all_logits;
     opt.ablate = ablate_of(ablate_pairs);
     const headscope::RunInfo info = m.run(text.as<std::string>(), opt);
-    val out = val::object();
-    out.set("tokens", info.tokens);
-    out.set("reusedTokens", info.reused_tokens);
-    out.set("droppedTokens", info.dropped_tokens);
-    return out;
+    return object_of({{"tokens", val(info.tokens)},
+                      {"reusedTokens", val(info.reused_tokens)},
+                      {"droppedTokens", val(info.dropped_tokens)}});
   });
 }
 
@@ -173,11 +160,9 @@ val results(const Model& m, int top_k, bool all_logits, int rows_from, int block
     out.set("logitsLast", f32_copy(last.data(), last.size()));
     val top = val::array();
     for (const headscope::TokenProbability& p : headscope::top_k_probabilities(last, top_k)) {
-      val o = val::object();
-      o.set("id", p.id);
-      o.set("token", m.tokenizer().token_display(p.id));
-      o.set("prob", p.prob);
-      top.call<void>("push", o);
+      top.call<void>(
+          "push",
+          object_of({{"id", val(p.id)}, {"token", val(m.tokenizer().token_display(p.id))}, {"prob", val(p.prob)}}));
     }
     out.set("topNext", top);
     if (all_logits) out.set("loss", headscope::mean_next_token_loss(m.logits_all(), m.ids(), m.config().vocab_size));
@@ -197,21 +182,19 @@ val inspect(Model& m, val text, int layer, int head, val ablate_pairs) {
     opt.inspect = headscope::HeadRef{layer, head};
     m.run(string_of(text, "text"), opt);
     const headscope::HeadInside in = m.head_inside();
-    val out = val::object();
-    out.set("layer", in.layer);
-    out.set("head", in.head);
-    out.set("T", in.T);
-    out.set("headSize", in.head_size);
-    out.set("nEmbd", in.n_embd);
-    out.set("q", f32_copy(in.q));
-    out.set("k", f32_copy(in.k));
-    out.set("v", f32_copy(in.v));
-    out.set("scores", f32_copy(in.scores));
-    out.set("attention", f32_copy(in.attention));
-    out.set("z", f32_copy(in.z));
-    out.set("out", f32_copy(in.out));
-    out.set("valueNorm", f32_copy(in.value_norm));
-    return out;
+    return object_of({{"layer", val(in.layer)},
+                      {"head", val(in.head)},
+                      {"T", val(in.T)},
+                      {"headSize", val(in.head_size)},
+                      {"nEmbd", val(in.n_embd)},
+                      {"q", f32_copy(in.q)},
+                      {"k", f32_copy(in.k)},
+                      {"v", f32_copy(in.v)},
+                      {"scores", f32_copy(in.scores)},
+                      {"attention", f32_copy(in.attention)},
+                      {"z", f32_copy(in.z)},
+                      {"out", f32_copy(in.out)},
+                      {"valueNorm", f32_copy(in.value_norm)}});
   });
 }
 
@@ -240,22 +223,20 @@ headscope::HeadsMeasurement* measure_heads(Model& m, val text, int random_orders
 val heads_report(const headscope::HeadsMeasurement& h) {
   return guarded([&] {
     const headscope::HeadsReport& r = h.report();
-    val out = val::object();
-    out.set("nLayer", r.n_layer);
-    out.set("nHead", r.n_head);
-    out.set("tokens", r.tokens);
-    out.set("method", r.method);
-    out.set("loss", r.loss);
-    out.set("gateGrad", f64_copy(r.gate_grad));
-    out.set("ablationDelta", f64_copy(r.ablation_delta));
     std::vector<int32_t> order;
     for (const headscope::HeadRef& x : r.order) order.push_back(x.layer), order.push_back(x.head);
-    out.set("order", i32_copy(order));
-    out.set("prunedLoss", f64_copy(r.pruned_loss));
-    out.set("randomLossMean", f64_copy(r.random_mean));
-    out.set("randomLossLow", f64_copy(r.random_lo));
-    out.set("randomLossHigh", f64_copy(r.random_hi));
-    return out;
+    return object_of({{"nLayer", val(r.n_layer)},
+                      {"nHead", val(r.n_head)},
+                      {"tokens", val(r.tokens)},
+                      {"method", val(r.method)},
+                      {"loss", val(r.loss)},
+                      {"gateGrad", f64_copy(r.gate_grad)},
+                      {"ablationDelta", f64_copy(r.ablation_delta)},
+                      {"order", i32_copy(order)},
+                      {"prunedLoss", f64_copy(r.pruned_loss)},
+                      {"randomLossMean", f64_copy(r.random_mean)},
+                      {"randomLossLow", f64_copy(r.random_lo)},
+                      {"randomLossHigh", f64_copy(r.random_hi)}});
   });
 }
 
@@ -281,26 +262,24 @@ headscope::ActivationPatching* patching(Model& m, val clean, val corrupted, int 
 val patch_report(const headscope::ActivationPatching& p) {
   return guarded([&] {
     const headscope::PatchReport& r = p.report();
-    val out = val::object();
-    out.set("nLayer", r.n_layer);
-    out.set("nHead", r.n_head);
-    out.set("tokens", r.tokens);
-    out.set("firstDifference", r.first_difference);
-    out.set("idsClean", i32_copy(r.ids_clean));
-    out.set("idsCorrupted", i32_copy(r.ids_corrupted));
-    out.set("attributionReady", p.attribution_ready());
-    out.set("answer", r.answer);
-    out.set("distractor", r.distractor);
-    out.set("ldClean", r.ld_clean);
-    out.set("ldCorrupted", r.ld_corrupted);
-    out.set("heads", f64_copy(r.heads));
-    out.set("headsAttribution", f64_copy(r.heads_attribution));
-    out.set("resid", f64_copy(r.resid));
-    out.set("headsByPosition", f64_copy(r.heads_by_position));
-    out.set("headsByPositionAttribution", f64_copy(r.heads_by_position_attribution));
-    out.set("exactRunsDone", r.exact_runs_done);
-    out.set("exactRunsTotal", r.exact_runs_total);
-    return out;
+    return object_of({{"nLayer", val(r.n_layer)},
+                      {"nHead", val(r.n_head)},
+                      {"tokens", val(r.tokens)},
+                      {"firstDifference", val(r.first_difference)},
+                      {"idsClean", i32_copy(r.ids_clean)},
+                      {"idsCorrupted", i32_copy(r.ids_corrupted)},
+                      {"attributionReady", val(p.attribution_ready())},
+                      {"answer", val(r.answer)},
+                      {"distractor", val(r.distractor)},
+                      {"ldClean", val(r.ld_clean)},
+                      {"ldCorrupted", val(r.ld_corrupted)},
+                      {"heads", f64_copy(r.heads)},
+                      {"headsAttribution", f64_copy(r.heads_attribution)},
+                      {"resid", f64_copy(r.resid)},
+                      {"headsByPosition", f64_copy(r.heads_by_position)},
+                      {"headsByPositionAttribution", f64_copy(r.heads_by_position_attribution)},
+                      {"exactRunsDone", val(r.exact_runs_done)},
+                      {"exactRunsTotal", val(r.exact_runs_total)}});
   });
 }
 
@@ -309,17 +288,15 @@ val patch_report(const headscope::ActivationPatching& p) {
 val logit_attribution(const Model& m, int position, int token) {
   return guarded([&] {
     const headscope::LogitAttribution a = m.logit_attribution(position, token);
-    val out = val::object();
-    out.set("position", a.position);
-    out.set("token", a.token);
-    out.set("logit", a.logit);
-    out.set("total", a.total());
-    out.set("heads", f64_copy(a.heads));
-    out.set("attnBias", f64_copy(a.attn_bias));
-    out.set("mlp", f64_copy(a.mlp));
-    out.set("embedding", a.embedding);
-    out.set("lnBias", a.ln_bias);
-    return out;
+    return object_of({{"position", val(a.position)},
+                      {"token", val(a.token)},
+                      {"logit", val(a.logit)},
+                      {"total", val(a.total())},
+                      {"heads", f64_copy(a.heads)},
+                      {"attnBias", f64_copy(a.attn_bias)},
+                      {"mlp", f64_copy(a.mlp)},
+                      {"embedding", val(a.embedding)},
+                      {"lnBias", val(a.ln_bias)}});
   });
 }
 
@@ -351,47 +328,34 @@ val generation_next(headscope::Generation& g) {
     const std::size_t before = g.result().text.size();
     const headscope::GeneratedToken t = g.next();
     const std::string& text = g.result().text;
-    val out = val::object();
-    out.set("id", t.id);
-    out.set("token", t.token);
-    out.set("prob", t.prob);
-    out.set("bytes", val::global("Uint8Array")
-                         .new_(emscripten::typed_memory_view(text.size() - before,
-                                                             reinterpret_cast<const uint8_t*>(text.data() + before))));
-    out.set("ids", i32_copy(t.distribution.ids));
-    out.set("probs", f64_copy(t.distribution.probs));
-    return out;
+    const val bytes = val::global("Uint8Array")
+                          .new_(emscripten::typed_memory_view(text.size() - before,
+                                                              reinterpret_cast<const uint8_t*>(text.data() + before)));
+    return object_of({{"id", val(t.id)},
+                      {"token", val(t.token)},
+                      {"prob", val(t.prob)},
+                      {"bytes", bytes},
+                      {"ids", i32_copy(t.distribution.ids)},
+                      {"probs", f64_copy(t.distribution.probs)}});
   });
 }
 
 val config_object(const Model& m) {
   const auto& c = m.config();
-  val o = val::object();
-  o.set("modelType", c.model_type);
-  o.set("vocabSize", c.vocab_size);
-  o.set("nPositions", c.n_positions);
-  o.set("nEmbd", c.n_embd);
-  o.set("nLayer", c.n_layer);
-  o.set("nHead", c.n_head);
-  o.set("nKvHead", c.kv_heads());
-  o.set("nInner", c.n_inner);
-  o.set("headSize", c.head_size());
-  o.set("layerNormEpsilon", c.layer_norm_epsilon);
-  o.set("activation", c.activation_name);
-  o.set("tiedEmbeddings", c.family == headscope::Family::gpt2 || c.tie_word_embeddings);
-  o.set("kvCacheBytesPerToken", (double)c.kv_cache_bytes_per_token());
-  o.set("prefixTokens", m.tokenizer().prefix_size());
-  return o;
-}
-
-val simd_object() {
-  const auto s = headscope::simd_info();
-  val o = val::object();
-  o.set("arch", s.arch);
-  o.set("floatLanes", s.float_lanes);
-  o.set("simd", s.simd);
-  o.set("relaxedMadd", s.relaxed_madd);
-  return o;
+  return object_of({{"modelType", val(c.model_type)},
+                    {"vocabSize", val(c.vocab_size)},
+                    {"nPositions", val(c.n_positions)},
+                    {"nEmbd", val(c.n_embd)},
+                    {"nLayer", val(c.n_layer)},
+                    {"nHead", val(c.n_head)},
+                    {"nKvHead", val(c.kv_heads())},
+                    {"nInner", val(c.n_inner)},
+                    {"headSize", val(c.head_size())},
+                    {"layerNormEpsilon", val(c.layer_norm_epsilon)},
+                    {"activation", val(c.activation_name)},
+                    {"tiedEmbeddings", val(c.family == headscope::Family::gpt2 || c.tie_word_embeddings)},
+                    {"kvCacheBytesPerToken", val((double)c.kv_cache_bytes_per_token())},
+                    {"prefixTokens", val(m.tokenizer().prefix_size())}});
 }
 
 // Bytes currently allocated by malloc in the wasm heap: what a leak would grow.
@@ -457,13 +421,11 @@ val training_step_on(TrainingRun& run, val ids, int rows) {
 val training_probe(TrainingRun& run) {
   return guarded([&] {
     const headscope::train::HeadScores s = run.probe_scores();
-    val out = val::object();
-    out.set("previous", f32_copy(s.previous));
-    out.set("induction", f32_copy(s.induction));
-    out.set("attention", f32_copy(run.probe_attention()));
-    out.set("ids", i32_copy(run.probe_ids()));
-    out.set("period", headscope::train::probe_period(run.spec()));
-    return out;
+    return object_of({{"previous", f32_copy(s.previous)},
+                      {"induction", f32_copy(s.induction)},
+                      {"attention", f32_copy(run.probe_attention())},
+                      {"ids", i32_copy(run.probe_ids())},
+                      {"period", val(headscope::train::probe_period(run.spec()))}});
   });
 }
 
@@ -491,7 +453,7 @@ EMSCRIPTEN_BINDINGS(headscope) {
   function("load", &load_stored, allow_raw_pointers());
   function("loadTokenizerJson", &load_tokenizer_json, allow_raw_pointers());
   function("lastError", optional_override([]() { return g_last_error; }));
-  function("simdInfo", &simd_object);
+  function("simdInfo", optional_override([]() { return simd_object(headscope::simd_info()); }));
   function("heapUsedBytes", &heap_used_bytes);
   class_<Model>("Model")
       .function("run", &run)

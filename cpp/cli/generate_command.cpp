@@ -34,15 +34,8 @@ int run_generate(int argc, char** argv) {
   int tokens = -1;
   SamplingOptions o;
   LoadOptions load;
-  for (int i = 2; i < argc; i++) {
-    const std::string arg = argv[i];
-    const auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw Error(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--model")
-      model_dir = value();
-    else if (arg == "--text")
+  parse_options(argc, argv, model_dir, json, load, [&](const std::string& arg, const auto& value) {
+    if (arg == "--text")
       text = value(), has_text = true;
     else if (arg == "--tokens")
       tokens = parse_int(arg, value());
@@ -54,15 +47,10 @@ int run_generate(int argc, char** argv) {
       o.top_p = parse_number(arg, value());
     else if (arg == "--seed")
       o.seed = (uint64_t)parse_whole(arg, value(), 0, 1LL << 53);
-    else if (arg == "--weights")
-      load.weights = parse_weight_storage(value());
-    else if (arg == "--threads")
-      load.threads = parse_threads(value());
-    else if (arg == "--json")
-      json = true;
     else
-      throw Error("unknown option " + arg);
-  }
+      return false;
+    return true;
+  });
   if (model_dir.empty()) throw Error("--model DIR is required");
   if (!has_text) throw Error("--text TEXT is required");
   if (tokens < 0) throw Error("--tokens N is required");
@@ -85,12 +73,7 @@ int run_generate(int argc, char** argv) {
 }  // namespace
 
 int generate_command(int argc, char** argv) {
-  if (argc == 3 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
-    std::cout << kGenerateUsage;
-    return 0;
-  }
-  return report_errors([&] { return run_generate(argc, argv); }, kGenerateUsage,
-                       {"required", "unknown option", "needs a value"});
+  return command_main(argc, argv, kGenerateUsage, [&] { return run_generate(argc, argv); });
 }
 
 }  // namespace headscope::cli

@@ -51,15 +51,8 @@ struct HeadsArgs {
 
 HeadsArgs parse(int argc, char** argv) {
   HeadsArgs a;
-  for (int i = 2; i < argc; i++) {
-    const std::string arg = argv[i];
-    const auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw Error(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--model")
-      a.model = value();
-    else if (arg == "--text-file")
+  parse_options(argc, argv, a.model, a.json, a.load, [&](const std::string& arg, const auto& value) {
+    if (arg == "--text-file")
       a.text_file = value();
     else if (arg == "--random-orders")
       a.options.random_orders = parse_int(arg, value());
@@ -71,15 +64,10 @@ HeadsArgs parse(int argc, char** argv) {
       a.options.exact_candidates = std::max(1, parse_int(arg, value()));
     else if (arg == "--gradient-every")
       a.options.gradient_every = std::max(1, parse_int(arg, value()));
-    else if (arg == "--json")
-      a.json = true;
-    else if (arg == "--weights")
-      a.load.weights = parse_weight_storage(value());
-    else if (arg == "--threads")
-      a.load.threads = parse_threads(value());
     else
-      throw Error("unknown option " + arg);
-  }
+      return false;
+    return true;
+  });
   if (a.model.empty()) throw Error("--model DIR is required");
   if (a.text_file.empty()) throw Error("--text-file F is required");
   return a;
@@ -159,12 +147,7 @@ int run_heads(const HeadsArgs& a) {
 }  // namespace
 
 int heads_command(int argc, char** argv) {
-  if (argc == 3 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
-    std::cout << kHeadsUsage;
-    return 0;
-  }
-  return report_errors([&] { return run_heads(parse(argc, argv)); }, kHeadsUsage,
-                       {"required", "unknown option", "needs a value"});
+  return command_main(argc, argv, kHeadsUsage, [&] { return run_heads(parse(argc, argv)); });
 }
 
 }  // namespace headscope::cli

@@ -52,4 +52,29 @@ inline int parse_threads(const std::string& v) {
   }
 }
 
+// The loop over a command's options (argv[2] on) that heads and generate share: own(arg, value) reads
+// the command's own options and returns false for one it does not know (value() is the next argument,
+// an Error when there is none); --model, --json, --weights and --threads are read here; anything else
+// is an Error.
+template <class Own>
+void parse_options(int argc, char** argv, std::string& model, bool& json, LoadOptions& load, Own&& own) {
+  for (int i = 2; i < argc; i++) {
+    const std::string arg = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw Error(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--model")
+      model = value();
+    else if (arg == "--json")
+      json = true;
+    else if (arg == "--weights")
+      load.weights = parse_weight_storage(value());
+    else if (arg == "--threads")
+      load.threads = parse_threads(value());
+    else if (!own(arg, value))
+      throw Error("unknown option " + arg);
+  }
+}
+
 }  // namespace headscope::cli

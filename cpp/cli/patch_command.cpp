@@ -142,12 +142,7 @@ int run_patch(const PatchArgs& a) {
 }  // namespace
 
 int patch_command(int argc, char** argv) {
-  if (argc == 3 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
-    std::cout << kPatchUsage;
-    return 0;
-  }
-  return report_errors([&] { return run_patch(parse(argc, argv)); }, kPatchUsage,
-                       {"required", "unknown option", "needs a value"});
+  return command_main(argc, argv, kPatchUsage, [&] { return run_patch(parse(argc, argv)); });
 }
 
 }  // namespace headscope::cli

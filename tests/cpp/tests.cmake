@@ -3,39 +3,20 @@
 # file per op (its forward and backward kernels and its finite-difference checks, both families);
 # model/, text/, io/, train/ and analysis/ the tests of those folders; cli/ the CLI's checks.
 # The kernels' tests: every HEADSCOPE_TEST_SET builds them
-set(HEADSCOPE_KERNEL_TEST_FILES
-  tests/cpp/kernels/test_gemm.cpp
-  tests/cpp/kernels/test_attention.cpp
-  tests/cpp/kernels/test_norm.cpp
-  tests/cpp/kernels/test_activation.cpp
-  tests/cpp/kernels/test_rope.cpp
-  tests/cpp/kernels/test_softmax_loss.cpp
-  tests/cpp/kernels/test_residual.cpp
-  tests/cpp/kernels/test_optimizer.cpp
-  tests/cpp/kernels/test_f16.cpp)
+headscope_sources(HEADSCOPE_KERNEL_TEST_FILES tests/cpp/kernels
+  test_gemm test_attention test_norm test_activation test_rope test_softmax_loss test_residual test_optimizer test_f16)
 set(HEADSCOPE_TEST_FILES tests/cpp/catch_main.cpp ${HEADSCOPE_KERNEL_TEST_FILES})
 if(HEADSCOPE_TEST_SET STREQUAL "threads")
   # what runs on the thread pool: every split kernel, the model, the trainer and the head measurement
   # at several thread counts, small shapes split too (kernels/test_threads.cpp)
   list(APPEND HEADSCOPE_TEST_FILES tests/cpp/kernels/test_threads.cpp)
 elseif(HEADSCOPE_TEST_SET STREQUAL "all")
-  list(APPEND HEADSCOPE_TEST_FILES
-  tests/cpp/kernels/test_threads.cpp
-  tests/cpp/io/test_config_safetensors.cpp
-  tests/cpp/model/test_model.cpp
-  tests/cpp/model/test_incremental.cpp
-  tests/cpp/model/test_inside.cpp
-  tests/cpp/model/test_f16_storage.cpp
-  tests/cpp/model/test_predictions.cpp
-  tests/cpp/model/test_generate.cpp
-  tests/cpp/model/test_llama.cpp
-  tests/cpp/text/test_tokenizer.cpp
-  tests/cpp/text/test_nfc.cpp
-  tests/cpp/text/test_tokenizer_json.cpp
-  tests/cpp/train/test_train_golden.cpp
-  tests/cpp/train/test_training_run.cpp
-  tests/cpp/analysis/test_heads.cpp
-  tests/cpp/analysis/test_patching.cpp)
+  headscope_sources(HEADSCOPE_ALL_TEST_FILES tests/cpp
+    kernels/test_threads io/test_config_safetensors
+    model/test_model model/test_incremental model/test_inside model/test_f16_storage model/test_predictions
+    model/test_generate model/test_llama text/test_tokenizer text/test_nfc text/test_tokenizer_json
+    train/test_train_golden train/test_training_run analysis/test_heads analysis/test_patching)
+  list(APPEND HEADSCOPE_TEST_FILES ${HEADSCOPE_ALL_TEST_FILES})
 elseif(NOT HEADSCOPE_TEST_SET STREQUAL "kernels")
   message(FATAL_ERROR "HEADSCOPE_TEST_SET is all, threads or kernels, got ${HEADSCOPE_TEST_SET}")
 endif()
@@ -142,16 +123,10 @@ if(NOT EMSCRIPTEN AND NOT HEADSCOPE_SANITIZE)
   add_test(NAME cli_help_in_readme
     COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:headscope> -DREADME=${CMAKE_SOURCE_DIR}/cpp/README.md -DMODE=check
             -P ${CMAKE_SOURCE_DIR}/cpp/cli/help_in_readme.cmake)
-endif()
-
-if(NOT EMSCRIPTEN AND NOT HEADSCOPE_SANITIZE)
   add_test(NAME cli_train
     COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:headscope> -DFIXTURES=${CMAKE_SOURCE_DIR}/tests/fixtures/train
             -DTINY=${CMAKE_SOURCE_DIR}/tests/fixtures/models/tiny-hs4
             -DWORK=${CMAKE_BINARY_DIR}/cli-train -P ${CMAKE_SOURCE_DIR}/tests/cpp/cli/check_train_cli.cmake)
-endif()
-
-if(NOT EMSCRIPTEN AND NOT HEADSCOPE_SANITIZE)
   # The page's default preset forms an induction head: its probe score (a period the training data
   # never has) passes the role threshold 0.4 within 700 of the preset's steps. Natively a few seconds;
   # too slow under the sanitizers, whose build runs the same code on the small cases above.

@@ -103,28 +103,25 @@ static inline void weighted_values_tile(float* y, int y_stride, const float* a, 
     for (int b = 0; b < NB; b++) acc[r][b].store_unaligned(y + (std::size_t)r * y_stride + b * kLanes);
 }
 
+// the tile of nb batches for the nb < NB + 1 whole batches left (none when nb is 0)
+template <int ROWS, int NB>
+static inline void weighted_values_last_tile(int nb, float* y, int y_stride, const float* a, int att_stride,
+                                             const float* values, int HS, int n) noexcept {
+  if constexpr (NB > 0) {
+    if (nb == NB)
+      weighted_values_tile<ROWS, NB>(y, y_stride, a, att_stride, values, HS, n);
+    else
+      weighted_values_last_tile<ROWS, NB - 1>(nb, y, y_stride, a, att_stride, values, HS, n);
+  }
+}
+
 template <int ROWS>
 static inline void weighted_values_rows(float* y, int y_stride, const float* a, int att_stride, const float* values,
                                         int HS, int n, int hs_simd) noexcept {
   int d = 0;
   for (; d + 5 * kLanes <= hs_simd; d += 5 * kLanes)
     weighted_values_tile<ROWS, 5>(y + d, y_stride, a, att_stride, values + d, HS, n);
-  switch ((hs_simd - d) / kLanes) {
-    case 4:
-      weighted_values_tile<ROWS, 4>(y + d, y_stride, a, att_stride, values + d, HS, n);
-      break;
-    case 3:
-      weighted_values_tile<ROWS, 3>(y + d, y_stride, a, att_stride, values + d, HS, n);
-      break;
-    case 2:
-      weighted_values_tile<ROWS, 2>(y + d, y_stride, a, att_stride, values + d, HS, n);
-      break;
-    case 1:
-      weighted_values_tile<ROWS, 1>(y + d, y_stride, a, att_stride, values + d, HS, n);
-      break;
-    default:
-      break;
-  }
+  weighted_values_last_tile<ROWS, 4>((hs_simd - d) / kLanes, y + d, y_stride, a, att_stride, values + d, HS, n);
 }
 
 // y [hs_simd, HS) = sum_{j < n} a[j] v_j, the head-size columns left over after whole batches

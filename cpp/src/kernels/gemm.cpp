@@ -108,12 +108,6 @@ PackedLinear pack_linear_f16(const float* weight, const float* bias, int K, int 
   return W;
 }
 
-PackedLinear pack_linear(const float* weight, const float* bias, int K, int N) {
-  PackedLinear W;
-  pack_linear_into(W, weight, bias, K, N);
-  return W;
-}
-
 void pack_linear_into(PackedLinear& W, const float* weight, const float* bias, int K, int N) {
   W.K = K;
   W.N = N;

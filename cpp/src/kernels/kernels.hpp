@@ -71,10 +71,15 @@ struct PackedLinear {
     return panels.size() * sizeof(float) + panels_f16.size() * sizeof(uint16_t) + bias.size() * sizeof(float);
   }
 };
-// weight (K, N) Conv1D layout, bias (N) or nullptr
-PackedLinear pack_linear(const float* weight, const float* bias, int K, int N);
-// The same into W, reusing its storage (the trainer repacks its weights at every step).
+// weight (K, N) Conv1D layout, bias (N) or nullptr, packed into W, reusing its storage (the trainer
+// repacks its weights at every step).
 void pack_linear_into(PackedLinear& W, const float* weight, const float* bias, int K, int N);
+// The same into a new PackedLinear.
+inline PackedLinear pack_linear(const float* weight, const float* bias, int K, int N) {
+  PackedLinear W;
+  pack_linear_into(W, weight, bias, K, N);
+  return W;
+}
 // The same with the weight rounded to F16 (nearest even); an F16 checkpoint's values pass unchanged.
 PackedLinear pack_linear_f16(const float* weight, const float* bias, int K, int N);
 int linear_panel_width();

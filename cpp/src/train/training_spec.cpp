@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <iterator>
 #include <numeric>
 
 #include "headscope/error.hpp"
@@ -222,7 +223,20 @@ RunSpec spec_from_json(const std::string& text, const RunSpec& base) {
     if (!v.is_string()) throw Error("train: " + key + " must be a string, got " + v.dump());
     return v.get<std::string>();
   };
+  // the options that are one field each, by their kind
+  static constexpr std::pair<const char*, int RunSpec::*> kIntegers[] = {{"batch_size", &RunSpec::batch_size},
+                                                                         {"seq_len", &RunSpec::seq_len},
+                                                                         {"steps", &RunSpec::steps},
+                                                                         {"warmup", &RunSpec::warmup},
+                                                                         {"min_period", &RunSpec::min_period},
+                                                                         {"max_period", &RunSpec::max_period},
+                                                                         {"probe_period", &RunSpec::probe_period}};
+  static constexpr std::pair<const char*, float RunSpec::*> kNumbers[] = {
+      {"lr", &RunSpec::lr}, {"weight_decay", &RunSpec::weight_decay}, {"clip", &RunSpec::clip}};
+  static constexpr std::pair<const char*, std::string RunSpec::*> kStrings[] = {
+      {"task", &RunSpec::task}, {"optimizer", &RunSpec::optimizer}, {"schedule", &RunSpec::schedule}};
   for (const auto& [key, v] : j.items()) {
+    const auto named = [&key = key](const auto& option) { return key == option.first; };
     if (key == "shape") {
       if (!v.is_object()) throw Error("train: shape must be an object");
       for (const auto& [k, x] : v.items()) {
@@ -235,34 +249,14 @@ RunSpec spec_from_json(const std::string& text, const RunSpec& base) {
         field = integer(x, k);
       }
       s.shape.n_inner = 4 * s.shape.n_embd;
-    } else if (key == "task")
-      s.task = string(v, key);
-    else if (key == "batch_size")
-      s.batch_size = integer(v, key);
-    else if (key == "seq_len")
-      s.seq_len = integer(v, key);
-    else if (key == "steps")
-      s.steps = integer(v, key);
-    else if (key == "optimizer")
-      s.optimizer = string(v, key);
-    else if (key == "lr")
-      s.lr = number(v, key);
-    else if (key == "weight_decay")
-      s.weight_decay = number(v, key);
-    else if (key == "clip")
-      s.clip = number(v, key);
-    else if (key == "warmup")
-      s.warmup = integer(v, key);
-    else if (key == "schedule")
-      s.schedule = string(v, key);
+    } else if (const auto i = std::find_if(std::begin(kIntegers), std::end(kIntegers), named); i != std::end(kIntegers))
+      s.*(i->second) = integer(v, key);
+    else if (const auto f = std::find_if(std::begin(kNumbers), std::end(kNumbers), named); f != std::end(kNumbers))
+      s.*(f->second) = number(v, key);
+    else if (const auto t = std::find_if(std::begin(kStrings), std::end(kStrings), named); t != std::end(kStrings))
+      s.*(t->second) = string(v, key);
     else if (key == "seed")
       s.seed = (uint64_t)std::max(0, integer(v, key));
-    else if (key == "min_period")
-      s.min_period = integer(v, key);
-    else if (key == "max_period")
-      s.max_period = integer(v, key);
-    else if (key == "probe_period")
-      s.probe_period = integer(v, key);
     else
       throw Error("train: unknown option \"" + key + "\"");
   }

@@ -38,6 +38,25 @@ struct Files {
   std::string vocab = read_text(kOddHs12Dir + "/vocab.json");
   std::string merges = read_text(kOddHs12Dir + "/merges.txt");
   Model load() const { return Model::load_buffers(config, weights, vocab, merges); }
+  // config.json claiming another shape: width C, NH heads, L layers (n_inner unset: 4 C)
+  json config_of_shape(int C, int NH, int L) const {
+    json j = json::parse(config);
+    j["n_embd"] = C;
+    j["n_head"] = NH;
+    j["n_layer"] = L;
+    j["n_inner"] = nullptr;
+    return j;
+  }
+  // the message of the Error that loading these weights under `shaped` throws
+  std::string load_error(const json& shaped) const {
+    try {
+      Model::load_buffers(shaped.dump(), weights, vocab, merges);
+      FAIL("no error");
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
 };
 
 // A safetensors file split into its JSON header and data section, to be edited and re-joined.
@@ -261,16 +280,8 @@ TEST_CASE("a model too large for memory is refused with its size before any weig
   // weights, beyond any machine's physical memory and beyond wasm32's 4 GB. The loader must name the
   // size (never std::bad_alloc, never a crash) before it reads or allocates a single tensor.
   const Files f;
-  json config = json::parse(f.config);
-  config["n_embd"] = 16384;
-  config["n_head"] = 128;
-  config["n_layer"] = 100;
-  config["n_inner"] = nullptr;
-  try {
-    Model::load_buffers(config.dump(), f.weights, f.vocab, f.merges);
-    FAIL("no error");
-  } catch (const Error& e) {
-    const std::string msg = e.what();
+  {
+    const std::string msg = f.load_error(f.config_of_shape(16384, 128, 100));
     INFO(msg);
     // 100 layers x (12 C^2 + 13 C) floats x 4 bytes = 1200.0 GB (2^30 bytes), plus at most one
     // layer's 4 GB read before packing and the memory already in use: the figure lies in [1199, 1210]
@@ -303,17 +314,10 @@ TEST_CASE("a float32 load too large for memory suggests F16 when F16 would fit",
   const int C = 4096;
   const double f32_per_layer = 12.0 * C * C * 4;  // the four linear layers of a block, float32
   const int layers = (int)std::ceil(1.3 * limit / f32_per_layer);
-  json config = json::parse(f.config);
-  config["n_embd"] = C;
-  config["n_head"] = 32;
-  config["n_layer"] = layers;
-  config["n_inner"] = nullptr;
+  json config = f.config_of_shape(C, 32, layers);
   INFO("limit " << limit / 1073741824.0 << " GB, " << layers << " layers of width " << C);
-  try {
-    Model::load_buffers(config.dump(), f.weights, f.vocab, f.merges);
-    FAIL("no error");
-  } catch (const Error& e) {
-    const std::string msg = e.what();
+  {
+    const std::string msg = f.load_error(config);
     INFO(msg);
     REQUIRE(msg.find("float32 weights") != std::string::npos);
     REQUIRE(msg.find("it would fit with weights in F16") != std::string::npos);

@@ -1,6 +1,7 @@
 // Helpers of the kernels' tests (tests/cpp/kernels/test_<op>.cpp): the sizes swept, random values and
 // token ids, the float error bound of a sum, element-wise comparison with a per-element tolerance, and
-// central finite differences in double.
+// central finite differences in double. Also the preamble every one of them shares: the kernels and
+// their references, the namespace aliases k and ref, and test_util's and these helpers' names.
 #pragma once
 #include <catch2/catch.hpp>
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <random>
 #include <vector>
 
+#include "kernels/kernels.hpp"
+#include "kernels/reference.hpp"
 #include "test_util.hpp"
 
 namespace kernel_checks {
@@ -56,6 +59,22 @@ void require_close(const std::vector<float>& got, const std::vector<float>& want
   }
 }
 
+// A sum accumulated into a starting value, as the trainer accumulates gradients: got and want are the
+// starting value plus the n terms term(i, j) in different orders, within sum_bound over |want[i]| and
+// the terms' sizes, plus `roundings` u of that sum for the roundings around it.
+template <typename Term>
+void require_close_accumulated(const std::vector<float>& got, const std::vector<float>& want, int n, Term term,
+                               double roundings, const char* what) {
+  require_close(
+      got, want,
+      [&](std::size_t i) {
+        double s = std::fabs(want[i]);
+        for (int j = 0; j < n; j++) s += std::fabs(term(i, j));
+        return sum_bound(n + 1, s) + roundings * kU * s;
+      },
+      what);
+}
+
 // Central differences in double: d f / d x_i ~ (f(x + h e_i) - f(x - h e_i)) / 2h. With h = 1e-5 the
 // truncation error is h^2 |f'''| / 6 ~ 2e-11 for the O(1)-curvature functions here, and the rounding
 // error eps |f| / h ~ 1e-16 * 10 / 1e-5 = 1e-10; tolerance 1e-7 (absolute, plus 1e-7 relative) leaves
@@ -97,3 +116,9 @@ inline std::vector<int> random_ids(std::size_t n, int V, std::mt19937& rng) {
 }
 
 }  // namespace kernel_checks
+
+namespace k = headscope::kernels;
+namespace ref = headscope::kernels::ref;
+using test_util::kUnitRoundoff;
+using test_util::random_normal;
+using namespace kernel_checks;

@@ -5,24 +5,9 @@
 //  2. gelu_backward, gelu_erf_backward and swiglu_backward against the references;
 //  3. the references in double against central finite differences.
 // Every check states its tolerance and why.
-#include <catch2/catch.hpp>
-#include <algorithm>
-#include <cmath>
-#include <functional>
-#include <random>
 #include <utility>
-#include <vector>
 
-#include "kernels/kernels.hpp"
-#include "kernels/reference.hpp"
 #include "kernel_checks.hpp"
-#include "test_util.hpp"
-
-namespace k = headscope::kernels;
-namespace ref = headscope::kernels::ref;
-using test_util::kUnitRoundoff;
-using test_util::random_normal;
-using namespace kernel_checks;
 
 // =====================================================================================================
 // 1. the forward kernels (float)
@@ -105,31 +90,24 @@ TEST_CASE("train: gelu_backward and gelu_erf_backward equal the reference", "[tr
   for (int n : kBackwardSizes) {
     INFO("n=" << n);
     const auto x = random_values(n, rng, 3.0), dout = random_values(n, rng);
-    auto dinp = random_values(n, rng);
-    auto dinp_ref = dinp;
-    k::gelu_backward(dinp.data(), x.data(), dout.data(), n);
-    ref::gelu_backward<float>(dinp_ref.data(), x.data(), dout.data(), n);
-    // gelu'(x) is at most 1.13 in size; xsimd's tanh is within a few ulp of std::tanh and the
-    // derivative formula has ~10 roundings: 32 u of (|gelu'| |dout| + |start|)
-    require_close(
-        dinp, dinp_ref,
-        [&](std::size_t i) {
-          return 32 * kU * (1.2 * std::fabs(dout[i]) * (1 + x[i] * x[i]) + std::fabs(dinp_ref[i])) + 1e-7;
-        },
-        "gelu dinp");
-
-    auto dinp_erf = random_values(n, rng);
-    auto dinp_erf_ref = dinp_erf;
-    k::gelu_erf_backward(dinp_erf.data(), x.data(), dout.data(), n);
-    ref::gelu_erf_backward<float>(dinp_erf_ref.data(), x.data(), dout.data(), n);
-    // Phi(x) + x phi(x) is at most 1.13 in size; xsimd's erf and exp are within a few ulp of std's,
-    // with ~8 roundings in the formula: the same bound as the tanh form's
-    require_close(
-        dinp_erf, dinp_erf_ref,
-        [&](std::size_t i) {
-          return 32 * kU * (1.2 * std::fabs(dout[i]) * (1 + x[i] * x[i]) + std::fabs(dinp_erf_ref[i])) + 1e-7;
-        },
-        "gelu_erf dinp");
+    // gelu'(x) and Phi(x) + x phi(x) are at most 1.13 in size; xsimd's tanh, erf and exp are within a
+    // few ulp of std's and the formulas have ~10 roundings: 32 u of (|gelu'| |dout| + |start|), both forms
+    using Backward = void (*)(float*, const float*, const float*, std::size_t);
+    const std::pair<Backward, Backward> forms[] = {{k::gelu_backward, ref::gelu_backward<float>},
+                                                   {k::gelu_erf_backward, ref::gelu_erf_backward<float>}};
+    const char* names[] = {"gelu dinp", "gelu_erf dinp"};
+    for (int f = 0; f < 2; f++) {
+      auto dinp = random_values(n, rng);
+      auto dinp_ref = dinp;
+      forms[f].first(dinp.data(), x.data(), dout.data(), n);
+      forms[f].second(dinp_ref.data(), x.data(), dout.data(), n);
+      require_close(
+          dinp, dinp_ref,
+          [&](std::size_t i) {
+            return 32 * kU * (1.2 * std::fabs(dout[i]) * (1 + x[i] * x[i]) + std::fabs(dinp_ref[i])) + 1e-7;
+          },
+          names[f]);
+    }
   }
 }
 
@@ -162,28 +140,20 @@ TEST_CASE("train: swiglu_backward equals the reference", "[train][llama]") {
 
 TEST_CASE("train: gelu's reference gradients equal finite differences (double)", "[train][fd]") {
   std::mt19937 rng(21);
-  SECTION("gelu (tanh)") {
+  // the gradient of sum(gelu(x) g) from the form's backward, against the form's forward
+  const auto check = [&](auto backward, auto forward) {
     auto x = random_values<double>(40, rng, 3.0);
     const auto g = random_values<double>(40, rng);
     std::vector<double> out(40), dx(40, 0);
-    ref::gelu_backward<double>(dx.data(), x.data(), g.data(), 40);
+    backward(dx.data(), x.data(), g.data(), 40);
     auto f = [&] {
-      ref::gelu_forward<double>(out.data(), x.data(), 40);
+      forward(out.data(), x.data(), 40);
       return weighted_sum(out, g);
     };
     check_fd(x, dx, f, "dinp");
-  }
-  SECTION("gelu (erf)") {
-    auto x = random_values<double>(40, rng, 3.0);
-    const auto g = random_values<double>(40, rng);
-    std::vector<double> out(40), dx(40, 0);
-    ref::gelu_erf_backward<double>(dx.data(), x.data(), g.data(), 40);
-    auto f = [&] {
-      ref::gelu_erf_forward<double>(out.data(), x.data(), 40);
-      return weighted_sum(out, g);
-    };
-    check_fd(x, dx, f, "dinp");
-  }
+  };
+  SECTION("gelu (tanh)") { check(ref::gelu_backward<double>, ref::gelu_forward<double>); }
+  SECTION("gelu (erf)") { check(ref::gelu_erf_backward<double>, ref::gelu_erf_forward<double>); }
 }
 
 TEST_CASE("train: swiglu's reference gradient equals finite differences (double)", "[train][llama][fd]") {

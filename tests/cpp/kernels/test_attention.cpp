@@ -7,25 +7,10 @@
 //  3. the references in double against central finite differences, and grouped-query's gradient against
 //     multi-head attention's on the repeated keys and values, summed back into the shared head.
 // Every check states its tolerance and why.
-#include <catch2/catch.hpp>
-#include <algorithm>
-#include <cmath>
-#include <functional>
-#include <random>
 #include <tuple>
 #include <utility>
-#include <vector>
 
-#include "kernels/kernels.hpp"
-#include "kernels/reference.hpp"
 #include "kernel_checks.hpp"
-#include "test_util.hpp"
-
-namespace k = headscope::kernels;
-namespace ref = headscope::kernels::ref;
-using test_util::kUnitRoundoff;
-using test_util::random_normal;
-using namespace kernel_checks;
 
 namespace {
 

@@ -5,23 +5,29 @@
 // differences. Also which SIMD path the build took (simd_info, in gemm.cpp). The F16 GEMM is in
 // test_f16.cpp. Each check states its tolerance and why.
 #include <Eigen/Dense>
-#include <catch2/catch.hpp>
-#include <algorithm>
-#include <cmath>
-#include <functional>
-#include <random>
-#include <vector>
 
-#include "kernels/kernels.hpp"
-#include "kernels/reference.hpp"
 #include "kernel_checks.hpp"
-#include "test_util.hpp"
 
-namespace k = headscope::kernels;
-namespace ref = headscope::kernels::ref;
-using test_util::kUnitRoundoff;
-using test_util::random_normal;
-using namespace kernel_checks;
+namespace {
+
+// matmul_forward's case: random x (T, K), W (K, N) and b (N) drawn in that order; the scalar reference's
+// output `want`, and matmul_forward's `got` on W packed (pre-filled with -1: every element is written).
+struct ForwardCase {
+  std::vector<float> inp, w, b, want, got;
+  k::PackedLinear packed;
+  ForwardCase(int T, int K, int N, std::mt19937& rng)
+      : inp(random_normal((std::size_t)T * K, rng)),
+        w(random_normal((std::size_t)K * N, rng)),
+        b(random_normal(N, rng)),
+        want((std::size_t)T * N),
+        got((std::size_t)T * N, -1.0f) {
+    ref::matmul_forward<float>(want.data(), inp.data(), w.data(), b.data(), T, K, N);
+    packed = k::pack_linear(w.data(), b.data(), K, N);
+    k::matmul_forward(got.data(), inp.data(), packed, T);
+  }
+};
+
+}  // namespace
 
 // =====================================================================================================
 // 1. the forward kernels (float)
@@ -54,12 +60,8 @@ TEST_CASE("matmul_forward equals the reference and Eigen", "[kernels][matmul]") 
   for (int T : {1, 2, 3, 4, 5, 9, 17}) {
     for (int K : kEdgeSizes) {
       for (int N : {1, 3, 4, 5, 7, 8, 9, 16, 17, 63, 64, 65}) {
-        const auto inp = random_normal((std::size_t)T * K, rng), w = random_normal((std::size_t)K * N, rng),
-                   b = random_normal(N, rng);
-        std::vector<float> ref((std::size_t)T * N), got((std::size_t)T * N, -1.0f);
-        ref::matmul_forward<float>(ref.data(), inp.data(), w.data(), b.data(), T, K, N);
-        const k::PackedLinear packed = k::pack_linear(w.data(), b.data(), K, N);
-        k::matmul_forward(got.data(), inp.data(), packed, T);
+        const ForwardCase c(T, K, N, rng);
+        const auto &inp = c.inp, &w = c.w, &b = c.b, &ref = c.want, &got = c.got;
 
         // Eigen as a second, independent reference for the scalar loops themselves
         using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -99,12 +101,9 @@ TEST_CASE("matmul_forward across its cache blocks: edges of tiles, depth slices 
       if (K < 1) continue;
       for (int N : Ns) {
         if (N < 1) continue;
-        const auto inp = random_normal((std::size_t)T * K, rng), w = random_normal((std::size_t)K * N, rng),
-                   bias = random_normal(N, rng);
-        std::vector<float> ref((std::size_t)T * N), got((std::size_t)T * N, -1.0f);
-        ref::matmul_forward<float>(ref.data(), inp.data(), w.data(), bias.data(), T, K, N);
-        const k::PackedLinear packed = k::pack_linear(w.data(), bias.data(), K, N);
-        k::matmul_forward(got.data(), inp.data(), packed, T);
+        const ForwardCase c(T, K, N, rng);
+        const auto &inp = c.inp, &w = c.w, &bias = c.b, &ref = c.want, &got = c.got;
+        const k::PackedLinear& packed = c.packed;
         for (int t = 0; t < T; t++)
           for (int n = 0; n < N; n++) {
             double sum_abs = std::fabs(bias[n]);
@@ -227,30 +226,14 @@ TEST_CASE("train: matmul_forward and matmul_backward equal the reference", "[tra
         ref::matmul_backward<float>(dinp_ref.data(), dw_ref.data(), db_ref.data(), dout.data(), inp.data(), w.data(), N,
                                     K, OC);
         // dinp: OC products + the starting value; dweight: N products + start; dbias: N terms + start
-        require_close(
-            dinp, dinp_ref,
-            [&](std::size_t i) {
-              double s = std::fabs(dinp_ref[i]);
-              for (int o = 0; o < OC; o++) s += std::fabs(dout[(i / K) * OC + o] * w[(i % K) * OC + o]);
-              return sum_bound(OC + 1, s) + 2 * kU * s;
-            },
+        require_close_accumulated(
+            dinp, dinp_ref, OC, [&](std::size_t i, int o) { return dout[(i / K) * OC + o] * w[(i % K) * OC + o]; }, 2,
             "dinp");
-        require_close(
-            dw, dw_ref,
-            [&](std::size_t i) {
-              double s = std::fabs(dw_ref[i]);
-              for (int t = 0; t < N; t++) s += std::fabs(inp[t * K + i / OC] * dout[t * OC + i % OC]);
-              return sum_bound(N + 1, s) + 2 * kU * s;
-            },
+        require_close_accumulated(
+            dw, dw_ref, N, [&](std::size_t i, int t) { return inp[t * K + i / OC] * dout[t * OC + i % OC]; }, 2,
             "dweight");
-        require_close(
-            db, db_ref,
-            [&](std::size_t i) {
-              double s = std::fabs(db_ref[i]);
-              for (int t = 0; t < N; t++) s += std::fabs(dout[t * OC + i]);
-              return sum_bound(N + 1, s) + 2 * kU * s;
-            },
-            "dbias");
+        require_close_accumulated(
+            db, db_ref, N, [&](std::size_t i, int t) { return dout[t * OC + i]; }, 2, "dbias");
         // no weight or bias gradient asked (the head gates' backward): the same dinp, nothing else touched
         const auto start = random_values(N * K, rng);
         auto with_w = start, alone = start, dw2 = dw_ref;
@@ -272,21 +255,11 @@ TEST_CASE("train: matmul_transposed_backward (tied LM head) equals the reference
         k::matmul_transposed_backward(dinp.data(), dw.data(), dout.data(), inp.data(), w.data(), N, K, OC);
         ref::matmul_transposed_backward<float>(dinp_ref.data(), dw_ref.data(), dout.data(), inp.data(), w.data(), N, K,
                                                OC);
-        require_close(
-            dinp, dinp_ref,
-            [&](std::size_t i) {
-              double s = std::fabs(dinp_ref[i]);
-              for (int o = 0; o < OC; o++) s += std::fabs(dout[(i / K) * OC + o] * w[o * K + i % K]);
-              return sum_bound(OC + 1, s) + 2 * kU * s;
-            },
+        require_close_accumulated(
+            dinp, dinp_ref, OC, [&](std::size_t i, int o) { return dout[(i / K) * OC + o] * w[o * K + i % K]; }, 2,
             "dinp");
-        require_close(
-            dw, dw_ref,
-            [&](std::size_t i) {
-              double s = std::fabs(dw_ref[i]);
-              for (int t = 0; t < N; t++) s += std::fabs(dout[t * OC + i / K] * inp[t * K + i % K]);
-              return sum_bound(N + 1, s) + 2 * kU * s;
-            },
+        require_close_accumulated(
+            dw, dw_ref, N, [&](std::size_t i, int t) { return dout[t * OC + i / K] * inp[t * K + i % K]; }, 2,
             "dweight");
         // without the weight's gradient: the same dinp
         const auto start = random_values(N * K, rng);

@@ -1,22 +1,7 @@
 // The optimizers, cpp/src/kernels/optimizer.cpp: sgd_update and adamw_update (three steps) against the
 // scalar references (kernels/reference.hpp). Every check states its tolerance and why.
-#include <catch2/catch.hpp>
-#include <algorithm>
-#include <cmath>
-#include <functional>
-#include <random>
-#include <vector>
 
-#include "kernels/kernels.hpp"
-#include "kernels/reference.hpp"
 #include "kernel_checks.hpp"
-#include "test_util.hpp"
-
-namespace k = headscope::kernels;
-namespace ref = headscope::kernels::ref;
-using test_util::kUnitRoundoff;
-using test_util::random_normal;
-using namespace kernel_checks;
 
 TEST_CASE("train: sgd_update and adamw_update equal the reference", "[train][elementwise]") {
   std::mt19937 rng(18);

@@ -3,23 +3,8 @@
 // against central finite differences, through the tied LM head and the mean cross-entropy
 // (test_softmax_loss.cpp, test_gemm.cpp hold those kernels' own checks).
 // Every check states its tolerance and why.
-#include <catch2/catch.hpp>
-#include <algorithm>
-#include <cmath>
-#include <functional>
-#include <random>
-#include <vector>
 
-#include "kernels/kernels.hpp"
-#include "kernels/reference.hpp"
 #include "kernel_checks.hpp"
-#include "test_util.hpp"
-
-namespace k = headscope::kernels;
-namespace ref = headscope::kernels::ref;
-using test_util::kUnitRoundoff;
-using test_util::random_normal;
-using namespace kernel_checks;
 
 // =====================================================================================================
 // 1. the forward kernels (float)

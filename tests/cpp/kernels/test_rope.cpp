@@ -3,23 +3,8 @@
 //  2. rope_backward against the scalar reference (kernels/reference.hpp), and as the inverse of rope_forward;
 //  3. the reference in double against central finite differences.
 // Every check states its tolerance and why.
-#include <catch2/catch.hpp>
-#include <algorithm>
-#include <cmath>
-#include <functional>
-#include <random>
-#include <vector>
 
-#include "kernels/kernels.hpp"
-#include "kernels/reference.hpp"
 #include "kernel_checks.hpp"
-#include "test_util.hpp"
-
-namespace k = headscope::kernels;
-namespace ref = headscope::kernels::ref;
-using test_util::kUnitRoundoff;
-using test_util::random_normal;
-using namespace kernel_checks;
 
 namespace {
 

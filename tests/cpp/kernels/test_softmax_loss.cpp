@@ -4,24 +4,9 @@
 //  2. crossentropy_forward and crossentropy_backward against the references.
 // The cross-entropy's reference gradient is checked against finite differences with the embeddings and
 // the residual it flows back through, in test_residual.cpp. Every check states its tolerance and why.
-#include <catch2/catch.hpp>
-#include <algorithm>
-#include <cmath>
-#include <functional>
 #include <limits>
-#include <random>
-#include <vector>
 
-#include "kernels/kernels.hpp"
-#include "kernels/reference.hpp"
 #include "kernel_checks.hpp"
-#include "test_util.hpp"
-
-namespace k = headscope::kernels;
-namespace ref = headscope::kernels::ref;
-using test_util::kUnitRoundoff;
-using test_util::random_normal;
-using namespace kernel_checks;
 
 // =====================================================================================================
 // 1. the forward kernels (float)

@@ -10,17 +10,12 @@
 
 #include "kernels/kernels.hpp"
 #include "headscope/model.hpp"
+#include "reference_checks.hpp"
 #include "test_util.hpp"
 
 namespace k = headscope::kernels;
 using headscope::LoadOptions;
-using headscope::Model;
-using headscope::RunOptions;
 using headscope::WeightStorage;
-using nlohmann::json;
-using test_util::fixture_dir;
-using test_util::kFixtureModels;
-using test_util::read_text;
 using test_util::require_same_bits;
 
 namespace {
@@ -110,18 +105,9 @@ TEST_CASE("F16 storage: typing one token at a time equals a full run, bit for bi
     RunOptions opt;
     opt.keep_contributions = true;
     opt.all_logits = true;
-    int reused_total = 0;
-    for (std::size_t len = 1; len <= text.size(); len++) {
-      const std::string prefix = text.substr(0, len);
-      reused_total += typing.run(prefix, opt).reused_tokens;
-      Model fresh = load_stored(name, WeightStorage::f16);
-      fresh.run(prefix, opt);
-      INFO(name << ": prefix \"" << prefix << "\"");
-      REQUIRE(typing.attention_all() == fresh.attention_all());
-      REQUIRE(typing.logits_all() == fresh.logits_all());
-      REQUIRE(typing.hidden_states() == fresh.hidden_states());
-      REQUIRE(typing.contribution(0, 1) == fresh.contribution(0, 1));
-    }
+    INFO("model " << name);
+    const int reused_total = require_typing_equals_fresh(
+        typing, [&] { return load_stored(name, WeightStorage::f16); }, text, opt, [](const Model&, const Model&) {});
     REQUIRE(reused_total > 0);
   }
 }

@@ -16,16 +16,8 @@
 #include "headscope/error.hpp"
 #include "headscope/model.hpp"
 #include "headscope/safetensors.hpp"
+#include "reference_checks.hpp"
 #include "test_util.hpp"
-
-using headscope::Model;
-using headscope::RunOptions;
-using nlohmann::json;
-using test_util::fixture_dir;
-using test_util::kFixtureModels;
-using test_util::load_fixture;
-using test_util::read_bytes;
-using test_util::read_text;
 
 TEST_CASE("incremental update equals a full recompute, bit for bit", "[model][incremental]") {
   // Rows are computed independently and in the same order whether they are computed alone or with
@@ -38,21 +30,13 @@ TEST_CASE("incremental update equals a full recompute, bit for bit", "[model][in
     RunOptions opt;
     opt.keep_contributions = true;
     opt.all_logits = true;
-    int reused_total = 0;
-    for (std::size_t len = 1; len <= text.size(); len++) {
-      const std::string prefix = text.substr(0, len);
-      const auto info = typing.run(prefix, opt);
-      reused_total += info.reused_tokens;
-      Model fresh = load_fixture(name);
-      fresh.run(prefix, opt);
-      INFO(name << ": prefix \"" << prefix << "\", reused " << info.reused_tokens);
-      REQUIRE(typing.ids() == fresh.ids());
-      REQUIRE(typing.attention_all() == fresh.attention_all());
-      REQUIRE(typing.logits_all() == fresh.logits_all());
-      REQUIRE(typing.hidden_states() == fresh.hidden_states());
-      REQUIRE(typing.contribution_norms() == fresh.contribution_norms());
-      REQUIRE(typing.contribution(0, 1) == fresh.contribution(0, 1));
-    }
+    INFO("model " << name);
+    const int reused_total = require_typing_equals_fresh(
+        typing, [&] { return load_fixture(name); }, text, opt,
+        [](const Model& typed, const Model& fresh) {
+          REQUIRE(typed.ids() == fresh.ids());
+          REQUIRE(typed.contribution_norms() == fresh.contribution_norms());
+        });
     REQUIRE(reused_total > 0);  // the cache was actually used
     // deleting at the end reuses everything and still gives the shorter text's results
     const auto info = typing.run("The chef", opt);

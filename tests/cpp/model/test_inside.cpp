@@ -18,16 +18,6 @@
 #include "reference_checks.hpp"
 #include "test_util.hpp"
 
-using headscope::Model;
-using headscope::RunOptions;
-using nlohmann::json;
-using test_util::fixture_dir;
-using test_util::kFixtureModels;
-using test_util::load_fixture;
-using test_util::read_bytes;
-using test_util::read_text;
-using namespace reference_checks;
-
 // ---- one head's insides (Model::head_inside, the "Inside this head" view) --------------------------
 
 // The reference (tests/fixtures/models/*/inside.json, scripts/fixtures/inside.py) is float64

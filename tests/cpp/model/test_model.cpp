@@ -20,16 +20,6 @@
 #include "reference_checks.hpp"
 #include "test_util.hpp"
 
-using headscope::Model;
-using headscope::RunOptions;
-using nlohmann::json;
-using test_util::fixture_dir;
-using test_util::kFixtureModels;
-using test_util::load_fixture;
-using test_util::read_bytes;
-using test_util::read_text;
-using namespace reference_checks;
-
 namespace {
 
 void require_attention_invariants(const Model& m) {

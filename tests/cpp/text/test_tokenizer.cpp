@@ -33,6 +33,15 @@ void check_spans(const std::vector<Token>& toks, std::string_view text) {
   REQUIRE(at == text.size());
 }
 
+// encode's tokens tile text (check_spans) and decode gives it back from their ids
+void check_round_trip(const Tokenizer& tok, const std::string& text) {
+  const auto toks = tok.encode(text);
+  check_spans(toks, text);
+  std::vector<int32_t> ids;
+  for (const auto& t : toks) ids.push_back(t.id);
+  CHECK(tok.decode(ids) == text);
+}
+
 // Message of the Error thrown by f, or "" if none was thrown (a REQUIRE then shows which call).
 template <class F>
 std::string error_of(F&& f) {
@@ -146,11 +155,7 @@ TEST_CASE("GPT-2 encodes a large document in linear-ish time", "[tokenizer][gpt2
       "\xE4\xBD\xA0\xE5\xA5\xBD\xE4\xB8\x96\xE7\x95\x8C caf\xC3\xA9 \xF0\x9F\x98\x80\n\n";
   std::string text;
   for (int i = 0; text.size() < 200 * 1024; ++i) text += para + std::to_string(i) + " ";
-  const auto toks = tok.encode(text);
-  check_spans(toks, text);
-  std::vector<int32_t> ids;
-  for (const auto& t : toks) ids.push_back(t.id);
-  CHECK(tok.decode(ids) == text);
+  check_round_trip(tok, text);
 }
 
 // Not run by default ("[.]"): prints 1 MB timings for reports. Run with the tag [bench].
@@ -313,11 +318,7 @@ TEST_CASE("invalid UTF-8 throws Error naming the byte offset", "[tokenizer]") {
   for (const std::string& ok :
        std::vector<std::string>{"\x7F", "\xC2\x80", "\xDF\xBF", "\xE0\xA0\x80", "\xED\x9F\xBF", "\xEE\x80\x80",
                                 "\xEF\xBF\xBF", "\xF0\x90\x80\x80", "\xF4\x8F\xBF\xBF", std::string("\0", 1)}) {
-    const auto toks = tok.encode(ok);
-    check_spans(toks, ok);
-    std::vector<int32_t> ids;
-    for (const auto& t : toks) ids.push_back(t.id);
-    CHECK(tok.decode(ids) == ok);
+    check_round_trip(tok, ok);
   }
 }
 
