@@ -99,15 +99,10 @@ int run_heads(const HeadsArgs& a) {
   std::vector<int32_t> ids;
   for (std::size_t i = dropped; i < tokens.size(); i++) ids.push_back(tokens[i].id);
   HeadsOptions options = a.options;
-  const bool tty = isatty(STDERR_FILENO);
-  int last_percent = -1;
-  options.progress = [&](double f) {
-    const int p = (int)(f * 100);
-    if (tty && p != last_percent) std::fprintf(stderr, "\rheadscope heads: %3d%%", last_percent = p);
-    return true;
-  };
+  TerminalProgress progress("heads");
+  options.progress = progress.callback();
   const HeadsReport r = measure_heads(model, ids, options);
-  if (tty) std::fprintf(stderr, "\r");
+  progress.done();
   const int L = r.n_layer, NH = r.n_head;
   if (a.json) {
     nlohmann::json j;

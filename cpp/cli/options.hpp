@@ -1,6 +1,10 @@
 // Options several headscope commands share, and the one reader of their numbers.
 #pragma once
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -76,5 +80,26 @@ void parse_options(int argc, char** argv, std::string& model, bool& json, LoadOp
       throw Error("unknown option " + arg);
   }
 }
+
+// A long command's progress on stderr, "\rheadscope NAME:  42%", when stderr is a terminal
+class TerminalProgress {
+ public:
+  explicit TerminalProgress(std::string name) : name_(std::move(name)), tty_(isatty(STDERR_FILENO)) {}
+  std::function<bool(double)> callback() {
+    return [this](double f) {
+      const int p = (int)(f * 100);
+      if (tty_ && p != last_) std::fprintf(stderr, "\rheadscope %s: %3d%%", name_.c_str(), last_ = p);
+      return true;
+    };
+  }
+  void done() const {
+    if (tty_) std::fprintf(stderr, "\r");
+  }
+
+ private:
+  std::string name_;
+  bool tty_;
+  int last_ = -1;
+};
 
 }  // namespace headscope::cli

@@ -42,15 +42,8 @@ struct PatchArgs {
 
 PatchArgs parse(int argc, char** argv) {
   PatchArgs a;
-  for (int i = 2; i < argc; i++) {
-    const std::string arg = argv[i];
-    const auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw Error(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--model")
-      a.model = value();
-    else if (arg == "--clean")
+  parse_options(argc, argv, a.model, a.json, a.load, [&](const std::string& arg, const auto& value) {
+    if (arg == "--clean")
       a.clean = value(), a.have_clean = true;
     else if (arg == "--corrupted")
       a.corrupted = value(), a.have_corrupted = true;
@@ -60,15 +53,10 @@ PatchArgs parse(int argc, char** argv) {
       a.distractor = value();
     else if (arg == "--by-position")
       a.by_position = true;
-    else if (arg == "--json")
-      a.json = true;
-    else if (arg == "--weights")
-      a.load.weights = parse_weight_storage(value());
-    else if (arg == "--threads")
-      a.load.threads = parse_threads(value());
     else
-      throw Error("unknown option " + arg);
-  }
+      return false;
+    return true;
+  });
   if (a.model.empty()) throw Error("--model DIR is required");
   if (!a.have_clean || !a.have_corrupted) throw Error("--clean TEXT and --corrupted TEXT are required");
   return a;
@@ -88,15 +76,10 @@ int run_patch(const PatchArgs& a) {
   options.by_position = a.by_position;
   if (!a.answer.empty()) options.answer = single_token_id(model, a.answer);
   if (!a.distractor.empty()) options.distractor = single_token_id(model, a.distractor);
-  const bool tty = isatty(STDERR_FILENO);
-  int last_percent = -1;
-  options.progress = [&](double f) {
-    const int p = (int)(f * 100);
-    if (tty && p != last_percent) std::fprintf(stderr, "\rheadscope patch: %3d%%", last_percent = p);
-    return true;
-  };
+  TerminalProgress progress("patch");
+  options.progress = progress.callback();
   const PatchReport r = patch_texts(model, a.clean, a.corrupted, options);
-  if (tty) std::fprintf(stderr, "\r");
+  progress.done();
   const int L = r.n_layer, NH = r.n_head, T = r.tokens;
   const Tokenizer& tok = model.tokenizer();
   if (a.json) {

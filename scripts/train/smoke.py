@@ -132,5 +132,3 @@ def run_smoke_arch(arch):
         print(f"smoke OK ({arch}): loss {h[0]['val_loss']:.3f} -> {h[-1]['val_loss']:.3f}, {time.time() - t0:.1f} s")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-

@@ -293,22 +293,16 @@ std::pair<int64_t, int64_t> linear_shape(const ModelConfig& c, arch::Slot s) {
 }
 std::vector<float>* block_vector(BlockWeights& b, arch::Slot s) {
   using arch::Slot;
-  switch (s) {
-    case Slot::ln1_weight:
-      return &b.norm1_weight;
-    case Slot::ln1_bias:
-      return &b.norm1_bias;
-    case Slot::ln2_weight:
-      return &b.norm2_weight;
-    case Slot::ln2_bias:
-      return &b.norm2_bias;
-    case Slot::q_norm:
-      return &b.q_norm;
-    case Slot::k_norm:
-      return &b.k_norm;
-    default:
-      return nullptr;
-  }
+  using V = std::vector<float> BlockWeights::*;
+  // clang-format off
+  const std::pair<Slot, V> vectors[] = {
+      {Slot::ln1_weight, &BlockWeights::norm1_weight}, {Slot::ln1_bias, &BlockWeights::norm1_bias},
+      {Slot::ln2_weight, &BlockWeights::norm2_weight}, {Slot::ln2_bias, &BlockWeights::norm2_bias},
+      {Slot::q_norm, &BlockWeights::q_norm}, {Slot::k_norm, &BlockWeights::k_norm}};
+  // clang-format on
+  for (const auto& [slot, member] : vectors)
+    if (slot == s) return &(b.*member);
+  return nullptr;
 }
 }  // namespace
 

@@ -41,83 +41,35 @@ std::size_t Trainer::add_tensor(const std::string& name, std::vector<int64_t> sh
 // The flat parameters in the family's table order (arch/), and each block's offsets into them
 void Trainer::layout() {
   using arch::Slot;
+  // where each slot's offset goes: the model's own tensors, then a block's
+  const std::pair<Slot, std::size_t Trainer::*> model[] = {{Slot::embedding, &Trainer::wte_},
+                                                           {Slot::positions, &Trainer::wpe_},
+                                                           {Slot::lm_head, &Trainer::head_},
+                                                           {Slot::final_norm_weight, &Trainer::lnfw_},
+                                                           {Slot::final_norm_bias, &Trainer::lnfb_}};
+  // clang-format off
+  const std::pair<Slot, std::size_t Layer::*> block[] = {
+      {Slot::ln1_weight, &Layer::ln1w}, {Slot::ln1_bias, &Layer::ln1b}, {Slot::ln2_weight, &Layer::ln2w},
+      {Slot::ln2_bias, &Layer::ln2b}, {Slot::qkv_weight, &Layer::qkvw}, {Slot::qkv_bias, &Layer::qkvb},
+      {Slot::attn_proj_weight, &Layer::attprojw}, {Slot::attn_proj_bias, &Layer::attprojb},
+      {Slot::fc_weight, &Layer::fcw}, {Slot::fc_bias, &Layer::fcb}, {Slot::mlp_proj_weight, &Layer::fcprojw},
+      {Slot::mlp_proj_bias, &Layer::fcprojb}, {Slot::q_norm, &Layer::qnorm}, {Slot::k_norm, &Layer::knorm}};
+  // clang-format on
   layers_.assign(config_.n_layer, Layer{});
   bool untied = false;
   for (const arch::TensorEntry& e : arch::tensor_table(config_).tensors) {
     const std::size_t at = add_tensor(e.name, e.shape);
+    if (e.layer >= 0 && e.column != 0) continue;  // a later part of a packed layer: it follows the first
+    bool placed = false;
     if (e.layer < 0) {
-      switch (e.slot) {
-        case Slot::embedding:
-          wte_ = at;
-          break;
-        case Slot::positions:
-          wpe_ = at;
-          break;
-        case Slot::lm_head:
-          head_ = at;
-          untied = true;
-          break;
-        case Slot::final_norm_weight:
-          lnfw_ = at;
-          break;
-        case Slot::final_norm_bias:
-          lnfb_ = at;
-          break;
-        default:
-          throw Error("train: tensor " + e.name + " has no place in the model");
-      }
-      continue;
+      for (const auto& [slot, member] : model)
+        if (slot == e.slot) this->*member = at, placed = true;
+      untied = untied || e.slot == Slot::lm_head;
+    } else {
+      for (const auto& [slot, member] : block)
+        if (slot == e.slot) layers_[e.layer].*member = at, placed = true;
     }
-    if (e.column != 0) continue;  // a later part of a packed layer: it follows the first
-    Layer& ly = layers_[e.layer];
-    std::size_t* field = nullptr;
-    switch (e.slot) {
-      case Slot::ln1_weight:
-        field = &ly.ln1w;
-        break;
-      case Slot::ln1_bias:
-        field = &ly.ln1b;
-        break;
-      case Slot::qkv_weight:
-        field = &ly.qkvw;
-        break;
-      case Slot::qkv_bias:
-        field = &ly.qkvb;
-        break;
-      case Slot::attn_proj_weight:
-        field = &ly.attprojw;
-        break;
-      case Slot::attn_proj_bias:
-        field = &ly.attprojb;
-        break;
-      case Slot::ln2_weight:
-        field = &ly.ln2w;
-        break;
-      case Slot::ln2_bias:
-        field = &ly.ln2b;
-        break;
-      case Slot::fc_weight:
-        field = &ly.fcw;
-        break;
-      case Slot::fc_bias:
-        field = &ly.fcb;
-        break;
-      case Slot::mlp_proj_weight:
-        field = &ly.fcprojw;
-        break;
-      case Slot::mlp_proj_bias:
-        field = &ly.fcprojb;
-        break;
-      case Slot::q_norm:
-        field = &ly.qnorm;
-        break;
-      case Slot::k_norm:
-        field = &ly.knorm;
-        break;
-      default:
-        throw Error("train: tensor " + e.name + " has no place in a block");
-    }
-    *field = at;
+    if (!placed) throw Error("train: tensor " + e.name + " has no place in the trainer's layout");
   }
   if (!untied) head_ = wte_;  // a tied LM head is the embedding
 }
