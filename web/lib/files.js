@@ -137,6 +137,16 @@ export function modelFileUrls(source) {
   return null;
 }
 
+// loadModel()'s source as its files ({ config, weights, ... }, fetched or as given) and its name
+export async function modelFiles(source, { onProgress, signal } = {}) {
+  const located = modelFileUrls(source);
+  if (located) return { name: located.name, files: await fetchModelFiles(located.urls, { onProgress, signal }) };
+  if (typeof source === 'object') return { name: source.name ?? 'custom', files: givenModelFiles(source) };
+  throw new Error(
+    `model source must be a shipped model name, a folder URL, { config, weights, vocab, merges } or { config, weights, tokenizer }, got ${typeof source}`,
+  );
+}
+
 function folderUrls(base) {
   return {
     config: new URL('config.json', base),

@@ -6,6 +6,9 @@
 // text as UTF-8 (headscope.js): lone surrogates made well-formed, the engine's byte spans mapped to
 // string indices.
 
+import { checked } from './wasm.js';
+import { sharedPrefixLength } from './result.js';
+
 // Lone UTF-16 surrogates cannot be encoded as UTF-8; they become U+FFFD (same length, so string
 // indices are unchanged).
 export function toWellFormed(text) {
@@ -217,4 +220,74 @@ export class WrittenText {
     }
     return out;
   }
+}
+
+// measureHeads(), generate(): how long a chunk of steps lasts before the page may paint and read a
+// cancel (a frame at 60 Hz minus room for the page's work; a single model run may take longer)
+export const CHUNK_MS = 12;
+export const performanceNow = () => globalThis.performance.now();
+// a macrotask, so that the page can paint and events (a click on Cancel) arrive
+export const yieldToEventLoop = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+/**
+ * HeadscopeModel.generateData()'s loop: up to o.maxTokens tokens drawn by the engine's generation
+ * `gen` into `written`, with onStep (as generateData()'s) after each. `model` is what it needs of the
+ * model: live() (its handle; throws once disposed), take(restore) (before each draw: calls restore()
+ * when another run took the engine since the last token), stepData(h, ids, reusedTokens, previous)
+ * (a step's runData()-like data) and tokenText(id). Returns { stopped, windowIds }, windowIds the
+ * engine's last run.
+ */
+export async function writeTokens(core, gen, written, o, options, previous, onStep, model) {
+  const { signal = null } = options;
+  let h = model.live();
+  let stopped = false;
+  let windowIds = h.tokenIds(); // the engine's last run: what the next step reuses of it
+  let lastYield = performanceNow();
+  for (let i = 0; i < o.maxTokens; i++) {
+    if (signal?.aborted) {
+      stopped = true;
+      break;
+    }
+    h = model.live(); // disposed meanwhile: the generation refers to the model, so it stops here
+    model.take(() => {
+      checked(core, gen.restore());
+      windowIds = h.tokenIds();
+    });
+    const t0 = performanceNow();
+    const t = checked(core, gen.next());
+    written.append(t.id, t.token, t.bytes);
+    const ids = h.tokenIds();
+    if (onStep) {
+      const data = model.stepData(h, ids, sharedPrefixLength(windowIds, ids), previous);
+      previous = { ids, stride: data.stride };
+      const top = Array.from(t.ids.subarray(0, 10), (id, k) => ({
+        id,
+        token: model.tokenText(id),
+        prob: t.probs[k],
+      }));
+      const ms = performanceNow() - t0; // the draw, the model's step and the result's copy
+      const step = {
+        index: i,
+        id: t.id,
+        token: t.token,
+        prob: t.prob,
+        distribution: { ids: t.ids, probs: t.probs, top },
+        ms,
+        data,
+      };
+      if ((await onStep(step)) === false) {
+        written.pop();
+        stopped = true;
+        break;
+      }
+    }
+    windowIds = ids;
+    // a page paints and reads a click on Stop between tokens (every token when it hears of each)
+    if (i + 1 < o.maxTokens && (onStep || performanceNow() - lastYield >= CHUNK_MS)) {
+      await yieldToEventLoop();
+      await options.between?.(); // the Worker answers queued requests here
+      lastYield = performanceNow();
+    }
+  }
+  return { stopped, windowIds };
 }

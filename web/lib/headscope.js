@@ -5,7 +5,7 @@
 // UTF-8 byte spans into string indices, turns results into plain objects and typed-array copies
 // (result.js), and guards against use after dispose(). All numerics happen in C++.
 import { loadEngine, currentCore, checked } from './wasm.js';
-import { modelFileUrls, fetchModelFiles, givenModelFiles, asText, asBytes } from './files.js';
+import { modelFiles, asText, asBytes } from './files.js';
 import {
   makeResult,
   reuseInfo,
@@ -13,13 +13,14 @@ import {
   roomyStride,
   withPreviousRows,
   claimForUpdate,
-  sharedPrefixLength,
   flatAblate,
+  engineTokens,
 } from './result.js';
-import { generateOptions, WrittenText, toWellFormed, byteToIndexMaps } from './generation.js';
-import { HeadscopeTrainer, presetsFromCore, MEASURE_DEFAULTS, cancelledMeasurement, headsReport } from './trainer.js';
+import { generateOptions, WrittenText, toWellFormed, byteToIndexMaps, writeTokens } from './generation.js';
+import { HeadscopeTrainer, presetsFromCore, measureHeadsOf } from './trainer.js';
 
 export { shippedModels, defaultModelName } from './files.js';
+export { wasmHeapUsedBytes, wasmMemoryBytes } from './wasm.js';
 // where a weight sits in a result's attentionAll, whatever its block width (see RunOptions.reuse)
 export { attentionIndex, strideOf } from './result.js';
 
@@ -37,20 +38,7 @@ export async function loadModel(source, options = {}) {
       `weights must be 'f32' or 'f16', got ${typeof weights === 'string' ? `'${weights}'` : String(weights)}`,
     );
   const { core, threads } = await loadEngine(options.threads);
-  let files;
-  let name;
-  const located = modelFileUrls(source);
-  if (located) {
-    name = located.name;
-    files = await fetchModelFiles(located.urls, { onProgress, signal });
-  } else if (typeof source === 'object') {
-    files = givenModelFiles(source);
-    name = source.name ?? 'custom';
-  } else {
-    throw new Error(
-      `model source must be a shipped model name, a folder URL, { config, weights, vocab, merges } or { config, weights, tokenizer }, got ${typeof source}`,
-    );
-  }
+  const { files, name } = await modelFiles(source, { onProgress, signal });
   const handle =
     'vocab' in files
       ? checked(
@@ -76,13 +64,6 @@ export async function loadModel(source, options = {}) {
         );
   return new HeadscopeModel(core, handle, name);
 }
-
-// measureHeads(), generate(): how long a chunk of steps lasts before the page may paint and read a
-// cancel (a frame at 60 Hz minus room for the page's work; a single model run may take longer)
-const CHUNK_MS = 12;
-const performanceNow = () => globalThis.performance.now();
-// a macrotask, so that the page can paint and events (a click on Cancel) arrive
-const yieldToEventLoop = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 export class HeadscopeModel {
   #core;
@@ -191,15 +172,7 @@ export class HeadscopeModel {
     const stride = !previous ? T : rowsFrom > 0 ? previous.stride : roomyStride(T, nPositions);
     const out = checked(this.#core, h.results(k, !!allLogits, rowsFrom, rowsFrom > 0 ? T - rowsFrom : stride, stride));
     const map = byteToIndexMaps(wellFormed);
-    const { tokenIds, tokenByteStarts, tokenByteEnds, tokenTexts } = out;
-    const tokens = new Array(T);
-    for (let i = 0; i < T; i++)
-      tokens[i] = {
-        text: tokenTexts[i],
-        id: tokenIds[i],
-        start: map.start(tokenByteStarts[i]),
-        end: map.end(tokenByteEnds[i]),
-      };
+    const tokens = engineTokens(out, T, map);
     const { droppedTokens, reusedTokens } = run;
     const fields = { text: wellFormed, tokens, T, ablate, droppedTokens, reusedTokens, stride, rowsFrom };
     return this.#plainData(h, out, fields, { loss: allLogits ? out.loss : undefined, valueNorms });
@@ -264,14 +237,7 @@ export class HeadscopeModel {
     const T = inside.T;
     const out = checked(this.#core, h.results(0, false, T, 0, T));
     const map = byteToIndexMaps(wellFormed);
-    const tokens = new Array(T);
-    for (let i = 0; i < T; i++)
-      tokens[i] = {
-        text: out.tokenTexts[i],
-        id: out.tokenIds[i],
-        start: map.start(out.tokenByteStarts[i]),
-        end: map.end(out.tokenByteEnds[i]),
-      };
+    const tokens = engineTokens(out, T, map);
     // what the explanation names: GPT-2 layer-norms the input and adds learned positions to it; the
     // Llama family RMS-norms it and rotates q and k by their positions (the q and k here are rotated)
     const llama = this.#info.config.modelType !== 'gpt2';
@@ -359,15 +325,13 @@ export class HeadscopeModel {
    * `options.between()`, if given, is awaited at each pause between tokens.
    */
   async generateData(text, options = {}, previous = null, onStep = null) {
-    let h = this.#live();
+    const h = this.#live();
     const wellFormed = toWellFormed(text);
     const o = generateOptions(options);
-    const { signal = null } = options;
     const core = this.#core;
     const gen = checked(core, core.generation(h, wellFormed, o.temperature, o.topK, o.topP, o.seed, o.ablate.flat()));
     this.#engineHoldsLastRun = false;
     this.#generating = gen;
-    let stopped = false;
     try {
       // the prompt's tokens as the generation's engine run split them (the same tokenizer)
       const prompt = checked(core, h.tokenize(wellFormed));
@@ -375,56 +339,19 @@ export class HeadscopeModel {
         new TextEncoder().encode(wellFormed),
         prompt.map((t) => ({ id: t.id, text: t.text, byteEnd: t.byteEnd })),
       );
-      let windowIds = h.tokenIds(); // the engine's last run: what the next step reuses of it
-      let lastYield = performanceNow();
-      for (let i = 0; i < o.maxTokens; i++) {
-        if (signal?.aborted) {
-          stopped = true;
-          break;
-        }
-        h = this.#live(); // disposed meanwhile: the generation refers to the model, so it stops here
-        if (this.#generating !== gen) {
-          checked(core, gen.restore()); // another run took the engine since the last token
-          this.#generating = gen;
-          windowIds = h.tokenIds();
-        }
-        this.#engineHoldsLastRun = false;
-        const t0 = performanceNow();
-        const t = checked(core, gen.next());
-        written.append(t.id, t.token, t.bytes);
-        const ids = h.tokenIds();
-        if (onStep) {
-          const data = this.#writtenData(h, written, ids, sharedPrefixLength(windowIds, ids), previous, o);
-          previous = { ids, stride: data.stride };
-          const top = Array.from(t.ids.subarray(0, 10), (id, k) => ({
-            id,
-            token: this.tokenText(id),
-            prob: t.probs[k],
-          }));
-          const ms = performanceNow() - t0; // the draw, the model's step and the result's copy
-          const step = {
-            index: i,
-            id: t.id,
-            token: t.token,
-            prob: t.prob,
-            distribution: { ids: t.ids, probs: t.probs, top },
-            ms,
-            data,
-          };
-          if ((await onStep(step)) === false) {
-            written.pop();
-            stopped = true;
-            break;
+      const { stopped, windowIds } = await writeTokens(core, gen, written, o, options, previous, onStep, {
+        live: () => this.#live(),
+        // another run took the engine since the last token: the generation restores its sequence
+        take: (restore) => {
+          if (this.#generating !== gen) {
+            restore();
+            this.#generating = gen;
           }
-        }
-        windowIds = ids;
-        // a page paints and reads a click on Stop between tokens (every token when it hears of each)
-        if (i + 1 < o.maxTokens && (onStep || performanceNow() - lastYield >= CHUNK_MS)) {
-          await yieldToEventLoop();
-          await options.between?.(); // the Worker answers queued requests here
-          lastYield = performanceNow();
-        }
-      }
+          this.#engineHoldsLastRun = false;
+        },
+        stepData: (h, ids, reusedTokens, previous) => this.#writtenData(h, written, ids, reusedTokens, previous, o),
+        tokenText: (id) => this.tokenText(id),
+      });
       const ids = written.ids.slice();
       return {
         text: written.text,
@@ -475,55 +402,13 @@ export class HeadscopeModel {
    */
   async measureHeads(text, options = {}) {
     const h = this.#live();
-    const wellFormed = toWellFormed(text);
-    const {
-      randomOrders = 8,
-      seed = 0,
-      exactLimit = MEASURE_DEFAULTS.exactLimit,
-      candidates = MEASURE_DEFAULTS.candidates,
-      onProgress,
-      signal,
-      chunkMs = CHUNK_MS,
-    } = options;
-    // embind would truncate 2.5 or refuse '2' with a TypeError of its own: a message naming the option instead
-    for (const [name, v] of [
-      ['randomOrders', randomOrders],
-      ['seed', seed],
-      ['exactLimit', exactLimit],
-      ['candidates', candidates],
-    ])
-      if (!Number.isInteger(v) || v < 0)
-        throw new Error(`${name} must be a whole number >= 0, got ${typeof v === 'number' ? v : typeof v}`);
-    if (signal?.aborted) throw cancelledMeasurement();
-    const measurement = checked(
-      this.#core,
-      this.#core.measureHeads(h, wellFormed, randomOrders, seed, exactLimit, candidates),
-    );
-    try {
-      for (;;) {
-        const t0 = performanceNow();
-        let done;
+    return measureHeadsOf(this.#core, h, toWellFormed(text), options, {
+      live: () => this.#live(),
+      take: () => {
         this.#engineHoldsLastRun = false;
         this.#generating = null;
-        // one unit of work at a time (a model run, or a gradient: 3), until the chunk's time is up
-        do done = checked(this.#core, measurement.step(1));
-        while (!done && performanceNow() - t0 < chunkMs);
-        await onProgress?.({ fraction: done ? 1 : measurement.progress() });
-        // disposed meanwhile (in onProgress, or between chunks): the measurement and the report's
-        // token count refer to the model, so it stops here
-        this.#live();
-        if (done) break;
-        await yieldToEventLoop();
-        if (signal?.aborted) throw cancelledMeasurement();
-        this.#live();
-      }
-      const report = measurement.report();
-      // a text longer than the context is cut at the start as run() cuts it (in steps)
-      const droppedTokens = checked(this.#core, h.tokenize(wellFormed)).length - report.tokens;
-      return headsReport(report, { randomOrders, seed, exactLimit, candidates, droppedTokens });
-    } finally {
-      measurement.delete();
-    }
+      },
+    });
   }
 
   /**
@@ -599,16 +484,4 @@ export async function createTrainer(options = {}) {
 /** The training page's presets: [{ name, label, description, spec }]. */
 export async function trainingPresets() {
   return presetsFromCore(await currentCore());
-}
-
-/** Bytes allocated in the wasm heap right now (for leak checks), of the engine the last load used. Loads the engine if needed. */
-export async function wasmHeapUsedBytes() {
-  return (await currentCore()).heapUsedBytes();
-}
-
-/** Size of the engine's WebAssembly memory in bytes (it only grows). Loads the engine if needed. */
-export async function wasmMemoryBytes() {
-  const core = await currentCore();
-  // the threaded build's heap views follow a growth only when JS reads through them: ask its memory
-  return core.wasmMemory ? core.wasmMemory.buffer.byteLength : core.HEAP8.length;
 }

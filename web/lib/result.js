@@ -145,6 +145,21 @@ function checkCurrent(result) {
     throw new Error('this result was updated by a later run (passed as its `reuse`): use that one');
 }
 
+// The first T tokens of the engine's results `out` as run()'s Token objects, their byte spans mapped
+// to string indices by `map` (generation.js's byteToIndexMaps())
+export function engineTokens(out, T, map) {
+  const { tokenIds, tokenByteStarts, tokenByteEnds, tokenTexts } = out;
+  const tokens = new Array(T);
+  for (let i = 0; i < T; i++)
+    tokens[i] = {
+      text: tokenTexts[i],
+      id: tokenIds[i],
+      start: map.start(tokenByteStarts[i]),
+      end: map.end(tokenByteEnds[i]),
+    };
+  return tokens;
+}
+
 /** Adds the accessor methods to a result's data (built by the engine, or received from a worker). */
 export function makeResult(data) {
   const S = strideOf(data);

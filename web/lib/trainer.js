@@ -5,6 +5,7 @@
 
 import { checked } from './wasm.js';
 import { tokenizerKind } from './files.js';
+import { CHUNK_MS, performanceNow, yieldToEventLoop } from './generation.js';
 
 // option name here -> RunSpec JSON key (training_run.hpp)
 const SPEC_KEYS = {
@@ -232,6 +233,59 @@ export class HeadscopeTrainer {
 // took 29 s against 45 s exact (a machine shared with other work), half the heads off +0.047 nats
 // against +0.032 exact and +0.350 in random orders (compare.html's "How many heads")
 export const MEASURE_DEFAULTS = Object.freeze({ exactLimit: 16, candidates: 4 });
+
+/**
+ * HeadscopeModel.measureHeads()'s work on the engine's HeadsMeasurement for the model handle `h`
+ * and the well-formed `text`, in chunks of about `chunkMs` (see measureHeads() in headscope.js).
+ * `model` is what it needs of the model: live() (its handle; throws once disposed) and take()
+ * (before each chunk: the measurement's runs replace the engine's last run).
+ */
+export async function measureHeadsOf(core, h, text, options, model) {
+  const {
+    randomOrders = 8,
+    seed = 0,
+    exactLimit = MEASURE_DEFAULTS.exactLimit,
+    candidates = MEASURE_DEFAULTS.candidates,
+    onProgress,
+    signal,
+    chunkMs = CHUNK_MS,
+  } = options;
+  // embind would truncate 2.5 or refuse '2' with a TypeError of its own: a message naming the option instead
+  for (const [name, v] of [
+    ['randomOrders', randomOrders],
+    ['seed', seed],
+    ['exactLimit', exactLimit],
+    ['candidates', candidates],
+  ])
+    if (!Number.isInteger(v) || v < 0)
+      throw new Error(`${name} must be a whole number >= 0, got ${typeof v === 'number' ? v : typeof v}`);
+  if (signal?.aborted) throw cancelledMeasurement();
+  const measurement = checked(core, core.measureHeads(h, text, randomOrders, seed, exactLimit, candidates));
+  try {
+    for (;;) {
+      const t0 = performanceNow();
+      let done;
+      model.take();
+      // one unit of work at a time (a model run, or a gradient: 3), until the chunk's time is up
+      do done = checked(core, measurement.step(1));
+      while (!done && performanceNow() - t0 < chunkMs);
+      await onProgress?.({ fraction: done ? 1 : measurement.progress() });
+      // disposed meanwhile (in onProgress, or between chunks): the measurement and the report's
+      // token count refer to the model, so it stops here
+      model.live();
+      if (done) break;
+      await yieldToEventLoop();
+      if (signal?.aborted) throw cancelledMeasurement();
+      model.live();
+    }
+    const report = measurement.report();
+    // a text longer than the context is cut at the start as run() cuts it (in steps)
+    const droppedTokens = checked(core, h.tokenize(text)).length - report.tokens;
+    return headsReport(report, { randomOrders, seed, exactLimit, candidates, droppedTokens });
+  } finally {
+    measurement.delete();
+  }
+}
 
 /** The Error a cancelled head measurement rejects with (name 'AbortError'). */
 export function cancelledMeasurement() {

@@ -141,6 +141,18 @@ export function currentCore() {
   return latest ?? loadCore(1);
 }
 
+/** Bytes allocated in the wasm heap right now (for leak checks), of the engine the last load used. Loads the engine if needed. */
+export async function wasmHeapUsedBytes() {
+  return (await currentCore()).heapUsedBytes();
+}
+
+/** Size of the engine's WebAssembly memory in bytes (it only grows). Loads the engine if needed. */
+export async function wasmMemoryBytes() {
+  const core = await currentCore();
+  // the threaded build's heap views follow a growth only when JS reads through them: ask its memory
+  return core.wasmMemory ? core.wasmMemory.buffer.byteLength : core.HEAP8.length;
+}
+
 async function loadSingle() {
   const options = {};
   const wasmUrl = await chooseWasm();

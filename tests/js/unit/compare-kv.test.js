@@ -10,6 +10,8 @@ import {
   kvFamilyTable,
   kvTradeoffSentence,
   kvOrder,
+  typedSuffix,
+  TYPED_BURST,
   extendsByOne,
   fmtBytes,
   fraction,
@@ -320,4 +322,17 @@ test("the shipped family's cards: a column per model, the cache = 2 x layers x k
     assert.equal(cells(t, 'Induction heads')[i], String(e.card.roles.counts.induction));
   });
   console.log(`# ${kvTradeoffSentence(entries)}`);
+});
+
+test('typedSuffix: the first suffix every model reads as one more token at each of TYPED_BURST repeats', async () => {
+  // a model that splits on spaces and on '.': ' the' repeated adds one word each time; one that
+  // splits into characters: only the one-character suffixes add one token
+  const words = { tokenize: async (t) => t.split(/(?= )|(?<=\.)|(?=\.)/).map((w) => ({ id: w })) };
+  const chars = { tokenize: async (t) => [...t].map((c) => ({ id: c })) };
+  assert.equal(await typedSuffix('Hello', [words]), ' the');
+  assert.equal(await typedSuffix('Hello', [words, chars]), '.');
+  // a model whose context is full (the same number of tokens whatever is typed): the first suffix
+  const full = { tokenize: async () => Array.from({ length: 4 }, (_, i) => ({ id: i })) };
+  assert.equal(await typedSuffix('Hello', [chars, full]), ' the');
+  assert.ok(Number.isInteger(TYPED_BURST) && TYPED_BURST > 1);
 });

@@ -34,6 +34,27 @@ export function extendsByOne(before, after) {
   return after.length === before.length + 1 && before.every((t, i) => t.id === after[i].id);
 }
 
+// compare.js times typing in bursts of this many tokens, one run per token
+export const TYPED_BURST = 4;
+
+const TYPED_SUFFIXES = [' the', '.', ' a', ',', ' '];
+/** The first of TYPED_SUFFIXES that every key/value-head model (`models`, loaded) reads as one
+ *  token more each time it is typed after the text, TYPED_BURST times in a row. */
+export async function typedSuffix(text, models) {
+  const base = await Promise.all(models.map((m) => m.tokenize(text)));
+  for (const s of TYPED_SUFFIXES) {
+    let before = base;
+    let ok = true;
+    for (let k = 1; k <= TYPED_BURST && ok; k++) {
+      const after = await Promise.all(models.map((m) => m.tokenize(text + s.repeat(k))));
+      ok = after.every((a, i) => extendsByOne(before[i], a));
+      before = after;
+    }
+    if (ok) return s;
+  }
+  return TYPED_SUFFIXES[0]; // the text fills the context: the table notes how many tokens were computed
+}
+
 /** "2,048 bytes". */
 export function fmtBytes(n) {
   return `${String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',')} bytes`;

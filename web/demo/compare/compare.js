@@ -26,7 +26,7 @@ import { ROLE_SHORT, rolesSentence } from '../../component/lab/lab.js';
 import { sharingName } from '../../component/model/kv-groups.js';
 import { tradeoffSentence, fmtParams } from './tradeoff.js';
 import { familyRoleTable } from './compare-roles.js';
-import { kvFamilyNames, kvFamilyTable, kvTradeoffSentence, extendsByOne } from './compare-kv.js';
+import { kvFamilyNames, kvFamilyTable, kvTradeoffSentence, typedSuffix, TYPED_BURST } from './compare-kv.js';
 import { PruningPanel } from './compare-pruning.js';
 import { modelIndex, loadCard } from '../shared/models.js';
 import { defaultModelName as DEFAULT_MODEL, shippedModels } from '../../lib/headscope.js';
@@ -36,9 +36,8 @@ const params = new URLSearchParams(location.search);
 const SPEED_REPS = Number(params.get('reps')) || 7;
 // A typed token costs about a millisecond with these models, and a page that is not cross-origin
 // isolated reads its clock in steps of 0.1 ms: each repetition types a burst of tokens, one run per
-// token, and takes the mean; the median is over the repetitions.
+// token (TYPED_BURST, compare-kv.js), and takes the mean; the median is over the repetitions.
 const TYPED_REPS = 3 * SPEED_REPS;
-const TYPED_BURST = 4;
 
 const state = { text: params.get('text') ?? DEFAULT_TEXT, entries: [], kv: { entries: [], suffix: null } };
 let theme = readTheme(document.documentElement);
@@ -226,24 +225,6 @@ async function timeAll() {
   }
 }
 
-/** The first of these that every key/value-head model reads as one token more each time it is
- *  typed after the text, TYPED_BURST times in a row. */
-const TYPED_SUFFIXES = [' the', '.', ' a', ',', ' '];
-async function typedSuffix(text, live) {
-  const base = await Promise.all(live.map((e) => e.model.tokenize(text)));
-  for (const s of TYPED_SUFFIXES) {
-    let before = base;
-    let ok = true;
-    for (let k = 1; k <= TYPED_BURST && ok; k++) {
-      const after = await Promise.all(live.map((e) => e.model.tokenize(text + s.repeat(k))));
-      ok = after.every((a, i) => extendsByOne(before[i], a));
-      before = after;
-    }
-    if (ok) return s;
-  }
-  return TYPED_SUFFIXES[0]; // the text fills the context: the table notes how many tokens were computed
-}
-
 /** What typing one token costs: in each key/value-head model's worker, run(text) leaves the text in
  *  the engine's cache, then the runs of the text and one more token, two more, ... (TYPED_BURST) are
  *  timed; each computes its new token only (its reusedTokens is T - 1: the other tokens' keys and
@@ -261,7 +242,10 @@ async function timeTyped(seq) {
   const text = state.text;
   if (!live.length || !text) return;
   try {
-    const suffix = await typedSuffix(text, live);
+    const suffix = await typedSuffix(
+      text,
+      live.map((e) => e.model),
+    );
     if (seq !== timingSeq) return;
     kv.suffix = suffix;
     for (const e of live) {

@@ -30,9 +30,9 @@ import { installSharing } from './share.js';
 import { installThemeToggle } from './theme-toggle.js';
 import { TokenStrip } from './token-strip.js';
 import { HeadChips } from './head-chips.js';
-import { modelIndex, loadCard, modelSize, cacheLine } from '../shared/models.js';
+import { loadCard } from '../shared/models.js';
 import { cardOpening } from './card-opening.js';
-import { installLocalModelPicker, readModelFiles } from './local-model.js';
+import { installModelChoice, showModelTexts } from './model-choice.js';
 import { loadTrainedModel } from '../shared/trained-model.js';
 import { installAttribution } from './attribution.js';
 import { watchOnScreen } from './on-screen.js';
@@ -352,24 +352,7 @@ function useModel(model, { name, local = false, card = null }) {
   page.info = model.info;
   page.modelName = name;
   page.local = local;
-  const c = page.info.config;
-  const size = modelSize(page.info);
-  $('tagline').textContent =
-    `Every attention head of ${name} (${c.nLayer} layers × ${c.nHead} heads, ${size}), live as you type. Everything runs in your browser.`;
-  document.title = `headscope: ${name}, every attention head live as you type`;
-  let cardText = '';
-  if (card?.loss?.val !== undefined)
-    cardText += ` Validation loss ${Number(card.loss.val).toFixed(3)} nats per token (perplexity ${card.loss.val_perplexity}).`;
-  if (card?.description) cardText += ` ${card.description}`;
-  const threads = `${page.info.threads} thread${page.info.threads === 1 ? '' : 's'}`;
-  const where =
-    model.thread === 'page'
-      ? 'on the page thread (no Web Worker could start)'
-      : model.fastTyping
-        ? `in a Web Worker, ${threads}, with short updates while typing on the page thread`
-        : `in a Web Worker, ${threads}`;
-  $('model-info').textContent =
-    `Model: ${name}${local ? ' (from your disk, not uploaded)' : ''}, ${c.nLayer} layers × ${c.nHead} heads, ${size}, context ${c.nPositions} tokens; ${cacheLine(page.info)}; engine: WebAssembly ${page.info.simd.simd ? `SIMD128${page.info.simd.relaxedMadd ? ' with relaxed-SIMD multiply-add' : ''}` : 'scalar'} ${where}.${cardText}`;
+  showModelTexts(model, { name, local, card });
   // the old model's runs (and writing) stop here: none may write into the result on screen any more
   writer.stop('model');
   if (page.runner) {
@@ -431,10 +414,7 @@ async function startTrained() {
   const model = await loadModelFromBuffers(saved.files);
   const name = `trained ${saved.name}`;
   useModel(model, { name, local: true });
-  const option = new Option(`${name} (from the training page)`, `local:${name}`);
-  picker.add(option);
-  picker.value = option.value;
-  $('model-pick').hidden = false;
+  models.addLocal(`${name} (from the training page)`, name);
 }
 
 async function start() {
@@ -481,60 +461,10 @@ async function start() {
   }
 }
 
-// A model picker: the site's models, and a folder opened from disk.
-const picker = $('model-select');
-async function listModels() {
-  const models = (await modelIndex()).map((m) => m.name);
-  const current = state.model || 'headscope-base';
-  if (!models.includes(current)) models.push(current);
-  picker.replaceChildren(...models.map((m) => new Option(m.length > 40 ? `…${m.slice(-39)}` : m, m)));
-  picker.value = current;
-  $('model-pick').hidden = models.length < 2;
-}
-picker.addEventListener('change', () => {
-  if (picker.value.startsWith('local:')) return; // the folder already open
-  const next = { ...urlState(), model: picker.value === 'headscope-base' ? undefined : picker.value };
-  location.search = stateToQuery(next);
-});
-
-// Opening a folder from disk: the previous model stays in use until the new one has loaded.
-const localStatus = $('local-status');
-async function openLocal(picked) {
-  setText(localStatus, `Reading ${picked.name} (${(picked.bytes / 1e6).toFixed(0)} MB) from your disk…`);
-  document.body.dataset.localLoading = 'true';
-  try {
-    const buffers = await readModelFiles(picked);
-    setText(localStatus, `Loading ${picked.name} into the engine…`);
-    const model = await loadModelFromBuffers(buffers);
-    useModel(model, { name: picked.name, local: true });
-    const option = new Option(`${picked.name} (from disk)`, `local:${picked.name}`);
-    for (const o of [...picker.options]) if (o.value.startsWith('local:')) o.remove();
-    picker.add(option);
-    picker.value = option.value;
-    $('model-pick').hidden = false;
-    setText(localStatus, `Opened ${picked.name} from your disk (${modelSize(model.info)}). Nothing was uploaded.`);
-  } catch (e) {
-    const still = page.modelName ? ` Still showing ${page.modelName}.` : '';
-    setText(localStatus, `Could not open ${picked.name}: ${e.message}.${still}`);
-  } finally {
-    delete document.body.dataset.localLoading;
-  }
-}
-installLocalModelPicker({
-  folderInput: $('folder-input'),
-  filesInput: $('files-input'),
-  dropTarget: document.body,
-  onModel: (picked) => {
-    openLocal(picked);
-  },
-  onError: (e) => {
-    const still = page.modelName ? ` Still showing ${page.modelName}.` : '';
-    setText(localStatus, `Could not open that model: ${e.message}${still}`);
-  },
-});
+const models = installModelChoice({ page, useModel, urlState });
 
 start();
-listModels();
+models.list();
 
 // for the end-to-end tests and curious readers
 window.headscopeDemo = {

@@ -2,6 +2,7 @@
 // the page (client.js, published as headscope-worker.js) and the worker (host.js, published as
 // worker-thread.js), in one table. The worker answers a method only if it is listed
 // here, in the way listed here; the page sends only methods listed here.
+// WorkerChannel, at the end, is the page's end of it (client.js): it sends requests by this table.
 //
 // Page -> worker: { id, method, args }. Requests are numbered in order from 1 (the worker relies on
 // it to forget cancels); a cancel is sent as id 0 and names the request in args.id.
@@ -111,4 +112,119 @@ export const MESSAGES = Object.freeze({
 /** The request that stops request `id` (see MESSAGES.cancel). */
 export function cancelRequest(id) {
   return { id: 0, method: 'cancel', args: { id } };
+}
+
+/** The worker could not be started (as opposed to a model that failed to load inside it). */
+export class WorkerStartError extends Error {
+  constructor(reason) {
+    super(`no Web Worker could be started: ${reason}`);
+    this.name = 'WorkerStartError';
+  }
+}
+
+// The page's end of one worker (client.js's models and trainers): numbered requests, their
+// progress messages and replies, the methods checked against MESSAGES.
+export class WorkerChannel {
+  what = 'model'; // named in errors after close
+  #worker;
+  #pending = new Map();
+  #nextId = 1;
+  #closed = false;
+  #started;
+
+  constructor(worker, startRequirement = 'worker-thread.js could not be started') {
+    this.#worker = worker;
+    // Settles when worker-thread.js has loaded its modules (it posts { ready: true }), or rejects
+    // with a WorkerStartError if the worker fails before that: a script it could not read, a policy
+    // that forbids it. Errors after that point are the model's, not the worker's.
+    let ready = false;
+    this.#started = new Promise((resolve, reject) => {
+      worker.onmessage = (event) => {
+        if (event.data?.ready) {
+          ready = true;
+          resolve();
+          return;
+        }
+        const { id, ok, value, error, progress } = event.data;
+        const p = this.#pending.get(id);
+        if (!p) return;
+        if (progress) {
+          p.onProgress?.(progress);
+          return;
+        }
+        this.#pending.delete(id);
+        if (ok) {
+          p.resolve(value);
+          return;
+        }
+        const err = new Error(error);
+        if (event.data.aborted) err.name = 'AbortError';
+        p.reject(err);
+      };
+      worker.onerror = (event) => {
+        event.preventDefault?.();
+        if (!ready) {
+          reject(new WorkerStartError(event.message || startRequirement));
+          return;
+        }
+        const err = new Error(`headscope worker failed: ${event.message || 'unknown error'}`);
+        for (const p of this.#pending.values()) p.reject(err);
+        this.#pending.clear();
+      };
+    });
+  }
+
+  /** Resolves once the worker runs; rejects with a WorkerStartError if it never does. */
+  started() {
+    return this.#started;
+  }
+
+  /** Sends request `method` (a message of protocol.js) and resolves to its reply's value. */
+  call(method, args, onProgress, transfer = [], signal = null) {
+    if (this.#closed)
+      return Promise.reject(
+        new Error(`this headscope ${this.what} was disposed${this.what === 'model' ? '; load it again' : ''}`),
+      );
+    const entry = MESSAGES[method];
+    // a mistake in this file, caught here: an unknown method, or one the worker never answers
+    if (!entry || entry.handling === NO_REPLY)
+      return Promise.reject(
+        new Error(`headscope worker: ${method} is not a request with a reply in worker-protocol.js`),
+      );
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject, onProgress });
+      this.#worker.postMessage({ id, method, args }, transfer);
+      // the worker checks for a cancel between the steps of a long run (the table's `cancellable`)
+      if (entry.cancellable)
+        signal?.addEventListener(
+          'abort',
+          () => {
+            if (this.#pending.has(id)) this.#worker.postMessage(cancelRequest(id));
+          },
+          { once: true },
+        );
+    });
+  }
+
+  /** Sends message `method`, one the worker acts on without a reply (NO_REPLY in protocol.js). */
+  notify(method, args) {
+    if (this.#closed) return;
+    if (MESSAGES[method]?.handling !== NO_REPLY)
+      throw new Error(`headscope worker: ${method} is not a message without a reply`);
+    this.#worker.postMessage({ id: 0, method, args });
+  }
+
+  get closed() {
+    return this.#closed;
+  }
+
+  /** Rejects what is pending and stops the worker. */
+  close(what) {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const p of this.#pending.values()) p.reject(new Error(`this headscope ${what} was disposed`));
+    this.#pending.clear();
+    this.#worker.terminate();
+  }
 }
