@@ -150,6 +150,8 @@ package_and_site() {
   scripts/build-package.sh >"$LOGS/build-package.log" 2>&1 || { tail -20 "$LOGS/build-package.log" >&2; return 1; }
   rm -rf "$RAW/pkg" && mkdir -p "$RAW/pkg"
   cp dist/*.js dist/*.json dist/*.wasm "$RAW/pkg/"
+  # the shipped models' list: files.js imports it (the models themselves are not the bench's payload)
+  mkdir -p "$RAW/pkg/models" && cp dist/models/index.json "$RAW/pkg/models/"
   web/demo/build.sh "$PWD/$RAW/web" >"$LOGS/build-site.log" 2>&1 || { tail -20 "$LOGS/build-site.log" >&2; return 1; }
 }
 
