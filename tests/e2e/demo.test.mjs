@@ -15,7 +15,7 @@ import {
   usingDefaultModel,
   openDemo,
 } from './fixtures.mjs';
-import { openingHead, verbSubjectHeads } from '../../web/demo/shared/models.js';
+import { openingHead, verbSubjectHeads } from '../../web/demo/common/models.js';
 
 test.beforeAll(() => {
   console.log(`# model: ${usingDefaultModel ? 'headscope-base (default)' : 'fixture odd-hs12'}`);
@@ -84,7 +84,7 @@ test("the page opens on the head its model card finds most telling in the articl
 }) => {
   test.skip(!usingDefaultModel, 'needs the default model and its card');
   await openDemo(page, site.url('index.html'));
-  // the rule is the page's own (web/demo/shared/models.js, unit-tested in tests/js/unit/opening-head.test.js),
+  // the rule is the page's own (web/demo/common/models.js, unit-tested in tests/js/unit/opening-head.test.js),
   // applied to the card the site serves
   const card = JSON.parse(readFileSync(path.join(SITE, 'models/headscope-base/card.json'), 'utf8'));
   // a new-format card names a verb-to-subject head; its link on this sentence is read from the

@@ -2,7 +2,7 @@
 // page applies; the end-to-end test checks that the page opens where this function says).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openingHead } from '../../../web/demo/shared/models.js';
+import { openingHead } from '../../../web/demo/common/models.js';
 
 const link = (queryToken, layer, head, weight, uniform) => ({
   query_token: queryToken,

@@ -28,7 +28,7 @@ import { tradeoffSentence, fmtParams } from './tradeoff.js';
 import { familyRoleTable } from './compare-roles.js';
 import { kvFamilyNames, kvFamilyTable, kvTradeoffSentence, typedSuffix, TYPED_BURST } from './compare-kv.js';
 import { PruningPanel } from './compare-pruning.js';
-import { modelIndex, loadCard } from '../shared/models.js';
+import { modelIndex, loadCard } from '../common/models.js';
 import { defaultModelName as DEFAULT_MODEL, shippedModels } from '../../lib/headscope.js';
 
 const $ = (id) => document.getElementById(id);

@@ -3,7 +3,7 @@
 // engine. The rule itself is openingHead (models.js); this module decides when it applies and
 // supplies the weights the card does not list.
 import { attentionAt } from '../../lib/result.js';
-import { openingHead, verbSubjectHeads } from '../shared/models.js';
+import { openingHead, verbSubjectHeads } from '../common/models.js';
 
 /**
  * Whether the page opens on the card's head: the text is the article's sentence, and the URL

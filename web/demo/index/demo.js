@@ -30,10 +30,10 @@ import { installSharing } from './share.js';
 import { installThemeToggle } from './theme-toggle.js';
 import { TokenStrip } from './token-strip.js';
 import { HeadChips } from './head-chips.js';
-import { loadCard } from '../shared/models.js';
+import { loadCard } from '../common/models.js';
 import { cardOpening } from './card-opening.js';
 import { installModelChoice, showModelTexts } from './model-choice.js';
-import { loadTrainedModel } from '../shared/trained-model.js';
+import { loadTrainedModel } from '../common/trained-model.js';
 import { installAttribution } from './attribution.js';
 import { watchOnScreen } from './on-screen.js';
 

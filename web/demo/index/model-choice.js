@@ -2,7 +2,7 @@
 // a folder opened from the reader's disk, the training page's model). demo.js's useModel() makes a
 // model the page's.
 import { stateToQuery, loadModelFromBuffers } from '../../component/headscope-view.js';
-import { modelIndex, modelSize, cacheLine } from '../shared/models.js';
+import { modelIndex, modelSize, cacheLine } from '../common/models.js';
 import { installLocalModelPicker, readModelFiles } from './local-model.js';
 
 const $ = (id) => document.getElementById(id);

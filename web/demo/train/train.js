@@ -3,7 +3,7 @@
 // induction head needs a head in an earlier layer to build on.
 import { trainingPresets } from '../../lib/headscope.js';
 import { TrainingRunPanel } from './train-run.js';
-import { saveTrainedModel } from '../shared/trained-model.js';
+import { saveTrainedModel } from '../common/trained-model.js';
 
 const live = document.getElementById('train-live');
 const announce = (message) => {
