@@ -88,5 +88,10 @@ if (!(d.order.length === d.gate_grad.length * d.gate_grad[0].length && d.pruned_
 ' "$tmp/heads.json" || fail "headscope heads --json gave a malformed document"
 out=$("$CLI" generate --model "$MODEL" --text "The chef" --tokens 20 --seed 1) || fail "headscope generate"
 [ "${out#The chef}" != "$out" ] && [ ${#out} -gt 12 ] || fail "headscope generate did not continue the text: '$out'"
-echo "readme commands: headscope heads and headscope generate ran"
+# the README's patch line: an induction pair on the default model, whose answer must beat the distractor
+out=$("$CLI" patch --model "$MODEL" --clean "Mr. Smith left the room. Later, Mr." --corrupted "Mr. Jones left the room. Later, Mr." --answer " Smith" --distractor " Jones") || fail "headscope patch"
+grep -q '^head  *patched  *attribution' <<<"$out" || fail "headscope patch printed no table: '$out'"
+ld=$(grep -oP 'LD clean \K[-0-9.]+' <<<"$out") && awk -v x="$ld" 'BEGIN { exit !(x > 1) }' ||
+  fail "headscope patch: the clean text's answer does not beat the distractor by a nat: '$out'"
+echo "readme commands: headscope heads, patch and generate ran"
 echo "readme commands: all passed"

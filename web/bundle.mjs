@@ -36,6 +36,7 @@ const PUBLISHED = {
   'lib/generation.js': 'generation.js',
   'lib/trainer.js': 'trainer.js',
   'lib/analysis.js': 'analysis.js',
+  'lib/patching.js': 'patching.js',
   'lib/roles.json': 'roles.json',
   'lib/worker/client.js': 'headscope-worker.js',
   'lib/worker/host.js': 'worker-thread.js',

@@ -9,7 +9,7 @@ import {
   loadModel, shippedModels, defaultModelName, attentionIndex, strideOf, createTrainer, trainingPresets,
   wasmHeapUsedBytes, wasmMemoryBytes, HeadscopeModel,
   type ModelFiles, type ModelInfo, type LoadProgress, type RunOptions, type RunResult, type Token, type Prediction,
-  type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset, type HeadInside, type TokenizerJsonModelFiles,
+  type PatchOptions, type PatchProgress, type PatchReport, type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset, type HeadInside, type TokenizerJsonModelFiles,
   type HeadsOptions, type HeadsProgress, type HeadsReport, type LogitAttribution,
   type GenerateOptions, type GenerateResult, type GeneratedToken, type SamplingDistribution,
 } from 'headscope';
@@ -146,6 +146,17 @@ const gradient: number = report.gateGrad[0] ?? 0;
 const notAReport: HeadsReport = model.measureHeads(text);
 // @ts-expect-error  randomOrders is a number
 await model.measureHeads(text, { randomOrders: 'eight' });
+// which heads carry the answer: the attribution map in the first progress, the exact one as it fills in
+const patching: PatchOptions = { clean: 'Mr. Smith left. Mr.', corrupted: 'Mr. Jones left. Mr.', answer: ' Smith', distractor: 7 };
+const patched = await model.patch({ ...patching, byPosition: true, onProgress: ({ fraction, report }: PatchProgress) => show(`${fraction} ${report.headsAttribution[0]}`) });
+same<typeof patched, PatchReport>();
+same<typeof patched.headsByPosition, Float64Array | null>();
+const carried: number = patched.heads[0] ?? NaN;
+const answerText: string = patched.answer.text;
+// @ts-expect-error  the clean text is required
+await model.patch({ corrupted: 'x' });
+// @ts-expect-error  byPosition is a boolean
+await model.patch({ ...patching, byPosition: 1 });
 // what pushed the predicted token at the last position, head by head
 const attribution = model.logitAttribution(result.T - 1, best?.id ?? 0);
 same<typeof attribution, LogitAttribution>();
@@ -220,6 +231,7 @@ const weightsOfLast: Float32Array = workerInside.attention.subarray((workerInsid
 const notAwaitedInside: HeadInside = worker.inspectHead(text, 0, 1);
 const workerReport = await worker.measureHeads(text, { signal: controller.signal, onProgress: (p) => show(String(p.fraction)) });
 same<typeof workerReport, HeadsReport>();
+same<Awaited<ReturnType<WorkerModel['patch']>>, PatchReport>();
 same<Awaited<ReturnType<WorkerModel['logitAttribution']>>, LogitAttribution>();
 const workerOf: LogitAttribution = await worker.logitAttribution(0, 0, { text });
 // @ts-expect-error  a worker's logitAttribution() is a promise

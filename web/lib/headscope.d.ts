@@ -506,8 +506,86 @@ export declare class HeadscopeModel {
    * before any run (without `of`), and naming the range for a position or token out of range.
    */
   logitAttribution(position: number, token: number, of?: { text: string; ablate?: ReadonlyArray<readonly [number, number]> }): LogitAttribution;
+  /**
+   * Activation and attribution patching between two texts: which heads (and which residual stream
+   * positions) carry what makes `answer` beat `distractor` in the clean text rather than the
+   * corrupted one (the engine's ActivationPatching, as the CLI's `headscope patch`). The attribution
+   * map comes first (onProgress), then the exact scores in chunks, yielding between them. Rejects
+   * with an Error for texts of different token counts, an empty text, a text past the context, an
+   * answer that is not one token or equals the distractor; with an AbortError when `signal` aborts.
+   */
+  patch(options: PatchOptions): Promise<PatchReport>;
   /** Frees the model's wasm memory; every later call throws. Safe to call twice. */
   dispose(): void;
+}
+
+/**
+ * Options of patch(). `clean` and `corrupted` must tokenize to the same number of tokens (within the
+ * context); the Error otherwise names both counts and where the tokens first differ.
+ */
+export interface PatchOptions {
+  clean: string;
+  corrupted: string;
+  /** The token whose logit the clean text should raise: its text, exactly one token (e.g. " Mary"), or its id. Default: the clean run's most likely next token. */
+  answer?: string | number;
+  /** The token it is measured against. Default: the corrupted run's most likely next token. */
+  distractor?: string | number;
+  /** Also patch each head at each position (nLayer x nHead x tokens more runs; default false). */
+  byPosition?: boolean;
+  /**
+   * After the attribution map (one forward and one backward pass, before any exact run) and after
+   * each chunk of patched runs, with the report so far. On the page thread a returned promise is
+   * awaited before the next chunk. The finished report is the promise's value, not a progress.
+   */
+  onProgress?: (progress: PatchProgress) => void | Promise<void>;
+  /** Aborting it stops the patching between chunks: the promise rejects with an Error named 'AbortError'. */
+  signal?: AbortSignal;
+  /** How long a chunk of patched runs lasts before the page may paint, in ms (default 12; one run may take longer). */
+  chunkMs?: number;
+}
+
+export interface PatchProgress {
+  /** Runs done as a fraction of those planned (0..1, never decreasing). */
+  fraction: number;
+  report: PatchReport;
+}
+
+/**
+ * Which heads carry the answer (patch(); the CLI's `headscope patch --json`). LD = logit[answer] -
+ * logit[distractor] at the last position. A score is (LD_patched - LD_corrupted) / (LD_clean -
+ * LD_corrupted): 1 when the patch alone brings back the clean answer, 0 when it changes nothing.
+ * Patching head (l, h) runs the corrupted text with that head's output before W_O (z) taken from the
+ * clean run; every later layer is recomputed. Maps are row-major Float64Arrays; an exact score not
+ * computed yet is NaN. Positions before firstDifference score exactly 0 (both runs are equal there).
+ */
+export interface PatchReport {
+  nLayer: number;
+  nHead: number;
+  /** Tokens in each text. */
+  tokens: number;
+  /** The first position where the texts' tokens differ. */
+  firstDifference: number;
+  tokensClean: { id: number; text: string }[];
+  tokensCorrupted: { id: number; text: string }[];
+  answer: { id: number; text: string };
+  distractor: { id: number; text: string };
+  ldClean: number;
+  ldCorrupted: number;
+  /** [nLayer * nHead]: each head patched at every position. */
+  heads: Float64Array;
+  /** [nLayer * nHead]: the first-order estimate of `heads` from one backward pass of the corrupted run: sum of (z_clean - z_corrupted) . dLD/dz over the head's dimensions and positions, over LD_clean - LD_corrupted. Complete in the first progress. */
+  headsAttribution: Float64Array;
+  /** [nLayer * tokens]: the clean run's residual stream entering layer l at one position put into the corrupted run. */
+  resid: Float64Array;
+  /** [nLayer * nHead * tokens] with byPosition: each head patched at one position; else null. */
+  headsByPosition: Float64Array | null;
+  /** [nLayer * nHead * tokens] with byPosition: its attribution estimate; else null. */
+  headsByPositionAttribution: Float64Array | null;
+  /** Exact (patched) runs done and planned. */
+  exactRunsDone: number;
+  exactRunsTotal: number;
+  /** Every exact score is in (exactRunsDone === exactRunsTotal). */
+  complete: boolean;
 }
 
 /** A model's shape for a fresh training run. */

@@ -18,6 +18,7 @@ import {
 } from './result.js';
 import { generateOptions, WrittenText, toWellFormed, byteToIndexMaps, writeTokens } from './generation.js';
 import { HeadscopeTrainer, presetsFromCore, measureHeadsOf } from './trainer.js';
+import { patchOf } from './patching.js';
 
 export { shippedModels, defaultModelName } from './files.js';
 export { wasmHeapUsedBytes, wasmMemoryBytes } from './wasm.js';
@@ -408,6 +409,18 @@ export class HeadscopeModel {
         this.#engineHoldsLastRun = false;
         this.#generating = null;
       },
+    });
+  }
+
+  /** Which heads carry the answer between two texts (patching.js; the options and report in headscope.d.ts). */
+  async patch(options) {
+    return patchOf(this.#core, this.#live(), options, {
+      live: () => this.#live(),
+      take: () => {
+        this.#engineHoldsLastRun = false;
+        this.#generating = null;
+      },
+      tokenText: (id) => this.tokenText(id),
     });
   }
 

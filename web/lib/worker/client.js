@@ -118,6 +118,18 @@ class WorkerModel {
     return this.call('measureHeads', { text, options }, onProgress, [], signal);
   }
 
+  /**
+   * As HeadscopeModel.patch, in the worker: onProgress({ fraction, report }) with the attribution map
+   * first and the exact scores as they arrive; aborting `signal` stops it between chunks (an AbortError).
+   */
+  async patch(options) {
+    if (options === null || typeof options !== 'object')
+      throw new Error('patch({ clean, corrupted, ... }): the options must be an object');
+    const { onProgress, signal, ...rest } = options;
+    if (signal?.aborted) throw abortError('the patching was cancelled');
+    return this.call('patch', { options: rest }, onProgress, [], signal);
+  }
+
   /** As HeadscopeModel.logitAttribution: the last run()'s logit (or `of`'s) split into its parts, in the worker. */
   logitAttribution(position, token, of = undefined) {
     return this.call('logitAttribution', { position, token, of });
@@ -237,6 +249,9 @@ class PageThreadModel {
   }
   async logitAttribution(position, token, of) {
     return this.#model.logitAttribution(position, token, of);
+  }
+  async patch(options) {
+    return this.#model.patch(options);
   }
   async tokenize(text) {
     return this.#model.tokenize(text);

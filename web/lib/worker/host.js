@@ -10,6 +10,7 @@
 import { loadModel, createTrainer } from '../headscope.js';
 import { resultForTransfer, sharedPrefixLength } from '../result.js';
 import { MESSAGES, AT_ONCE, NO_REPLY } from './protocol.js';
+import { patchBuffers } from '../patching.js';
 
 // Runs cheaper than this many (parameters x tokens) go in one step: about 200 ms of work in wasm.
 const STEPPED_RUN_WORK = 6e9;
@@ -178,23 +179,22 @@ const ATTRIBUTION_BUFFERS = ['heads', 'attnBias', 'mlp'];
 let lastRunCache = null;
 let lastRunOf = null;
 
-// measureHeads(): HeadscopeModel.measureHeads, its cancel read from the cancel messages, progress
-// posted after each chunk, and between chunks the queued requests the table marks betweenChunks
-// (from the front of the queue, so the order of requests holds). The measurement's runs take the
-// engine's cache (every one is a full run of its text with heads off).
-async function measureInChunks(id, { text, options }) {
+// measureHeads() and patch(): the model's stepped analyses, their cancel read from the cancel
+// messages, progress posted after each chunk (its typed arrays, which are the chunk's own copies,
+// moved), and between chunks the queued requests the table marks betweenChunks (from the front of the
+// queue, so the order of requests holds). Their runs take the engine's cache.
+async function inChunks(id, analysis, buffersOf = () => []) {
   const signal = {
     get aborted() {
       return cancelled.has(id);
     },
   };
   try {
-    return await model.measureHeads(text, {
-      ...options,
+    return await analysis({
       signal,
       onProgress: async (progress) => {
         cached = { ids: [], key: '' };
-        self.postMessage({ id, progress });
+        self.postMessage({ id, progress }, progress.report ? buffersOf(progress.report) : []);
         while (queue.length && MESSAGES[queue[0].method]?.betweenChunks && !signal.aborted) await handle(queue.shift());
       },
     });
@@ -302,9 +302,13 @@ const HANDLERS = {
     cached = { ids: inside.tokens.map((t) => t.id), key: cacheKey(inside) };
     return { value: inside, transfer: INSIDE_BUFFERS.map((k) => inside[k].buffer) };
   },
-  async measureHeads(id, args) {
-    const report = await measureInChunks(id, args);
+  async measureHeads(id, { text, options }) {
+    const report = await inChunks(id, (steps) => model.measureHeads(text, { ...options, ...steps }));
     return { value: report, transfer: HEADS_BUFFERS.map((k) => report[k].buffer) };
+  },
+  async patch(id, { options }) {
+    const report = await inChunks(id, (steps) => model.patch({ ...options, ...steps }), patchBuffers);
+    return { value: report, transfer: patchBuffers(report) };
   },
   logitAttribution(id, args) {
     const a = model.logitAttribution(args.position, args.token, args.of);

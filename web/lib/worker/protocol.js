@@ -61,6 +61,14 @@ export const MESSAGES = Object.freeze({
     progress: '{ fraction } after each chunk of model runs',
     cancellable: true,
   },
+  patch: {
+    handling: QUEUED,
+    needs: 'model',
+    args: '{ options: PatchOptions without onProgress and signal }',
+    value: 'HeadscopeModel.patch(): PatchReport (its typed arrays transferred)',
+    progress: '{ fraction, report: PatchReport so far } after the attribution map and after each chunk of patched runs',
+    cancellable: true,
+  },
   logitAttribution: {
     handling: QUEUED,
     needs: 'model',
