@@ -44,7 +44,8 @@ export async function patchOf(core, h, options, model) {
     ['corrupted', corrupted],
   ])
     if (typeof v !== 'string') throw new Error(`patch(): ${name} must be a string, got ${typeof v}`);
-  if (typeof byPosition !== 'boolean') throw new Error(`patch(): byPosition must be a boolean, got ${typeof byPosition}`);
+  if (typeof byPosition !== 'boolean')
+    throw new Error(`patch(): byPosition must be a boolean, got ${typeof byPosition}`);
   if (!(chunkMs >= 0)) throw new Error(`patch(): chunkMs must be a number >= 0, got ${chunkMs}`);
   const vocabSize = h.config().vocabSize;
   const a = tokenId(core, h, 'answer', answer, vocabSize);
@@ -62,7 +63,8 @@ export async function patchOf(core, h, options, model) {
       while (!first && !done && performanceNow() - t0 < chunkMs);
       model.live();
       if (done) break;
-      if (onProgress) await onProgress({ fraction: patching.progress(), report: patchReport(patching.report(), model) });
+      if (onProgress)
+        await onProgress({ fraction: patching.progress(), report: patchReport(patching.report(), model) });
       // disposed meanwhile (in onProgress, or between chunks): the patching refers to the model
       model.live();
       await yieldToEventLoop();

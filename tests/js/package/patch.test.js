@@ -36,7 +36,12 @@ const cases = [
   {
     name: 'llama-gqa (grouped-query), answer and distractor named',
     url: fixture('llama-gqa'),
-    options: { clean: 'one two three four one two', corrupted: 'one two three five one two', answer: 'e', distractor: 'a' },
+    options: {
+      clean: 'one two three four one two',
+      corrupted: 'one two three five one two',
+      answer: 'e',
+      distractor: 'a',
+    },
   },
   {
     name: 'the default model, an induction pair',
@@ -68,7 +73,8 @@ function cliPatch(url, o) {
 function scoreTolerance(model, o, r) {
   const { nEmbd, nLayer } = model.info.config;
   let zmax = 1;
-  for (const text of [o.clean, o.corrupted]) for (const z of model.run(text).logitsLast) zmax = Math.max(zmax, Math.abs(z));
+  for (const text of [o.clean, o.corrupted])
+    for (const z of model.run(text).logitsLast) zmax = Math.max(zmax, Math.abs(z));
   const eps = 4 * nEmbd * nLayer * 2 ** -24 * 2 * zmax;
   const den = Math.abs(r.ldClean - r.ldCorrupted);
   return { eps, score: (s) => (eps * (2 + 2 * Math.abs(s))) / den };
@@ -160,10 +166,7 @@ for (const c of cases) {
 
 const GOOD = cases[0].options;
 const REFUSALS = [
-  [
-    { clean: 'a cat sat', corrupted: 'a cat sat on' },
-    /tokens/,
-  ],
+  [{ clean: 'a cat sat', corrupted: 'a cat sat on' }, /tokens/],
   [{ clean: '', corrupted: 'The chef' }, /clean text is empty/],
   [{ ...GOOD, answer: 'P', distractor: 'P' }, /same token/],
   [{ clean: 'one two three', corrupted: 'one two thrae' }, /same token \(\d+\): both runs predict it most; name them/],

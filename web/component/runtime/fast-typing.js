@@ -15,7 +15,7 @@ export const PAGE_THREAD_PROBE_EVERY = 8;
 import { sameAblate } from '../../lib/result.js';
 
 /**
- * The promise API of a worker model (run, inspectHead, logitAttribution, tokenize, tokenText, info, dispose), with short
+ * The promise API of a worker model (run, inspectHead, logitAttribution, patch, tokenize, tokenText, info, dispose), with short
  * incremental runs on `pageModel` (a HeadscopeModel on the page thread, or a promise of one).
  * `ranOnPage` on a result says where it ran.
  */
@@ -182,6 +182,10 @@ export class FastTypingModel {
   // writing runs in the worker: each token is one incremental step there, with a result for the views
   generate(text, options) {
     return this.#worker.generate(text, options);
+  }
+  // patching runs hundreds of model runs: in the worker, with the page's runs answered between its chunks
+  patch(options) {
+    return this.#worker.patch(options);
   }
   tokenize(text) {
     return this.#worker.tokenize(text);

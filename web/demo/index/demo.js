@@ -36,6 +36,7 @@ import { installModelChoice, showModelTexts } from './model-choice.js';
 import { loadTrainedModel } from '../common/trained-model.js';
 import { installAttribution } from './attribution.js';
 import { watchOnScreen } from './on-screen.js';
+import { installPatching } from './patch-panel.js';
 
 // ?threads=N as the page was opened with: it chose the engine, so the URL keeps it
 const URL_THREADS = new URLSearchParams(location.search).get('threads');
@@ -124,9 +125,24 @@ const chips = new HeadChips($('head-chips'), {
     render();
   },
 });
+// "Which heads carry the answer?": its buttons show a head's attention on the clean text here and
+// switch it off through the lab
+const patching = installPatching({
+  getModel: () => page.model,
+  selectHead: (l, h) => selectHead(l, h, false),
+  showText: (text) => {
+    textBox.value = text;
+    textBox.dispatchEvent(new Event('input'));
+    $('detail').scrollIntoView({ block: 'start' });
+  },
+  lab: () => page.lab,
+  theme: () => page.theme,
+  announce,
+});
 installThemeToggle($('theme-toggle'), (theme) => {
   page.theme = theme;
   render();
+  patching.draw();
 });
 const inside = installInside({ state, announce, render, reducedMotion, wantValueSizes });
 const writer = installContinue({
@@ -277,10 +293,19 @@ function renderNow() {
   document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
   clearTimeout(urlTimer);
   urlTimer = setTimeout(() => {
-    const query = stateToQuery(urlState());
+    const query = [stateToQuery(urlState()), patchingQuery()].filter(Boolean).join('&');
     const threads = URL_THREADS === null ? '' : `${query ? '&' : ''}threads=${encodeURIComponent(URL_THREADS)}`;
     history.replaceState(null, '', `${location.pathname}?${query}${threads}`);
   }, 300);
+}
+
+// the patching panel's keys (clean, corrupted, ...) and the lab's switched-off heads, as they keep them
+function patchingQuery() {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(patching.query())) if (v !== undefined) q.set(k, v);
+  const off = new URLSearchParams(location.search).get('off');
+  if (off) q.set('off', off);
+  return q.toString();
 }
 
 // A model from the reader's disk has no URL: the URL keeps the text and the view, not the model.
@@ -306,6 +331,7 @@ function sceneFor(which) {
   if (which === 'combine')
     return combineScene(result, state, theme, attribution.shown(result, state), { width: combine.width }).scene;
   if (which === 'inside') return inside.exportScene();
+  if (which === 'patch') return patching.exportScene();
   if (state.view === 'lines') return linesScene(result, state, theme, detailView.focus ?? null).scene;
   return heatmapScene(result, state, theme, detailView.exportOptions?.() ?? {}).scene; // what the reader sees, zoomed
 }
@@ -385,6 +411,7 @@ function useModel(model, { name, local = false, card = null }) {
     },
   });
   inside.useModel(model, page.runner);
+  patching.setModel(model);
   page.lab?.dispose();
   state.ablate = [];
   page.lab = installLab({
@@ -486,4 +513,5 @@ window.headscopeDemo = {
   },
   idle: () => page.runner?.idle(), // resolves once no run is pending or in flight
   grid, // grid.weightAt(layer, head, q, k): the weight its canvas shows
+  patching, // the patching panel: its report, idle(), start()
 };
