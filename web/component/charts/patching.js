@@ -93,7 +93,7 @@ export function patchHeadsScene(report, theme, { selected = null, width = 420 } 
     type: 'text',
     x: 4,
     y: 12,
-    text: 'Score by head (1: brings the answer back alone)',
+    text: width >= 400 ? 'Score by head (1: brings the answer back alone)' : 'Score by head',
     size: 12,
     weight: 'bold',
     fill: theme.fg,
@@ -115,7 +115,15 @@ export function patchHeadsScene(report, theme, { selected = null, width = 420 } 
   const focusable = sl >= 0 && sl < L && sh >= 0 && sh < NH ? [sl, sh] : [0, 0];
   for (let l = 0; l < L; l++) {
     const b = cell(l, 0);
-    items.push({ type: 'text', x: left - 5, y: b.y + b.h / 2, text: `L${l}`, size: 10, fill: theme.muted, anchor: 'end' });
+    items.push({
+      type: 'text',
+      x: left - 5,
+      y: b.y + b.h / 2,
+      text: `L${l}`,
+      size: 10,
+      fill: theme.muted,
+      anchor: 'end',
+    });
     for (let h = 0; h < NH; h++) {
       const box = cell(l, h);
       const { value, exact } = headScore(report, l, h);
@@ -139,7 +147,16 @@ export function patchHeadsScene(report, theme, { selected = null, width = 420 } 
         });
       const on = l === sl && h === sh;
       if (on)
-        items.push({ type: 'rect', x: box.x - 1, y: box.y - 1, w: box.w + 2, h: box.h + 2, fill: 'none', stroke: theme.accent, strokeWidth: 2.5 });
+        items.push({
+          type: 'rect',
+          x: box.x - 1,
+          y: box.y - 1,
+          w: box.w + 2,
+          h: box.h + 2,
+          fill: 'none',
+          stroke: theme.accent,
+          strokeWidth: 2.5,
+        });
       items.push({
         type: 'rect',
         ...box,
@@ -156,7 +173,11 @@ export function patchHeadsScene(report, theme, { selected = null, width = 420 } 
     }
   }
   const bottom = cell(L - 1, 0).y + ch + 4;
-  return { scene: { width: Math.max(width, left + NH * c + 8), height: bottom, background: theme.bg, font: theme.font, items }, max, cell };
+  return {
+    scene: { width: Math.max(width, left + NH * c + 8), height: bottom, background: theme.bg, font: theme.font, items },
+    max,
+    cell,
+  };
 }
 
 /**
@@ -170,11 +191,19 @@ export function patchResidScene(report, theme, { width = 420 } = {}) {
   const left = 58;
   const c = Math.max(12, Math.min(46, Math.floor((width - left - 8) / T)));
   const ch = 20;
-  const labelRoom = c >= 40 ? 18 : 58; // narrow columns: labels turned
+  const labelRoom = c >= 40 ? 18 : 72; // narrow columns: labels turned
   const top = 26 + labelRoom;
   const max = scaleOf(report.resid);
   const items = [];
-  items.push({ type: 'text', x: 4, y: 12, text: 'The residual stream, by layer and position', size: 12, weight: 'bold', fill: theme.fg });
+  items.push({
+    type: 'text',
+    x: 4,
+    y: 12,
+    text: 'The residual stream, by layer and position',
+    size: 12,
+    weight: 'bold',
+    fill: theme.fg,
+  });
   for (let p = 0; p < T; p++) {
     const a = report.tokensClean[p];
     const b = report.tokensCorrupted[p];
@@ -196,7 +225,15 @@ export function patchResidScene(report, theme, { width = 420 } = {}) {
   }
   for (let l = 0; l < L; l++) {
     const y = top + l * ch;
-    items.push({ type: 'text', x: left - 5, y: y + (ch - 2) / 2, text: l === 0 ? 'embed' : `→L${l}`, size: 10, fill: theme.muted, anchor: 'end' });
+    items.push({
+      type: 'text',
+      x: left - 5,
+      y: y + (ch - 2) / 2,
+      text: l === 0 ? 'embed' : `→L${l}`,
+      size: 10,
+      fill: theme.muted,
+      anchor: 'end',
+    });
     for (let p = 0; p < T; p++) {
       const v = report.resid[l * T + p];
       const known = Number.isFinite(v);
@@ -216,7 +253,16 @@ export function patchResidScene(report, theme, { width = 420 } = {}) {
   }
   const bottom = top + L * ch + 18;
   legend(items, theme, 4, bottom - 6, max, 'scale');
-  return { scene: { width: Math.max(width, left + T * c + 8), height: bottom + 4, background: theme.bg, font: theme.font, items }, max };
+  return {
+    scene: {
+      width: Math.max(width, left + T * c + 8),
+      height: bottom + 4,
+      background: theme.bg,
+      font: theme.font,
+      items,
+    },
+    max,
+  };
 }
 
 /**
@@ -233,10 +279,19 @@ export function patchPositionScene(report, theme, { layer, head, width = 420 } =
   const ch = 24;
   const base = (layer * NH + head) * T;
   const values = [];
-  for (let p = 0; p < T; p++) values.push(report.headsByPosition[base + p], report.headsByPositionAttribution[base + p]);
+  for (let p = 0; p < T; p++)
+    values.push(report.headsByPosition[base + p], report.headsByPositionAttribution[base + p]);
   const max = scaleOf(values);
   const items = [
-    { type: 'text', x: 4, y: 12, text: `L${layer}H${head}, patched at one position at a time`, size: 12, weight: 'bold', fill: theme.fg },
+    {
+      type: 'text',
+      x: 4,
+      y: 12,
+      text: `L${layer}H${head}, patched at one position at a time`,
+      size: 12,
+      weight: 'bold',
+      fill: theme.fg,
+    },
   ];
   for (let p = 0; p < T; p++) {
     const exact = report.headsByPosition[base + p];
@@ -244,7 +299,16 @@ export function patchPositionScene(report, theme, { layer, head, width = 420 } =
     const v = isExact ? exact : report.headsByPositionAttribution[base + p];
     const fill = signedColour(theme, v, max);
     const x = left + p * c;
-    items.push({ type: 'rect', x, y: top, w: c - 2, h: ch, fill, opacity: isExact ? 1 : 0.55, data: { position: p, exact: isExact ? 1 : 0 } });
+    items.push({
+      type: 'rect',
+      x,
+      y: top,
+      w: c - 2,
+      h: ch,
+      fill,
+      opacity: isExact ? 1 : 0.55,
+      data: { position: p, exact: isExact ? 1 : 0 },
+    });
     if (c >= 30)
       items.push({
         type: 'text',
@@ -269,7 +333,16 @@ export function patchPositionScene(report, theme, { layer, head, width = 420 } =
       rotate: 55,
     });
   }
-  return { scene: { width: Math.max(width, left + T * c + 8), height: top + ch + 62, background: theme.bg, font: theme.font, items }, max };
+  return {
+    scene: {
+      width: Math.max(width, left + T * c + 8),
+      height: top + ch + 62,
+      background: theme.bg,
+      font: theme.font,
+      items,
+    },
+    max,
+  };
 }
 
 /**
@@ -288,7 +361,7 @@ export function patchScatterScene(report, theme, { width = 320, height = 260, se
     }
   let lo = 0;
   let hi = 0;
-  for (const p of points) (lo = Math.min(lo, p.x, p.y)), (hi = Math.max(hi, p.x, p.y));
+  for (const p of points) ((lo = Math.min(lo, p.x, p.y)), (hi = Math.max(hi, p.x, p.y)));
   const room = (hi - lo) * 0.08 || 0.1;
   lo -= room;
   hi += room;
@@ -296,17 +369,61 @@ export function patchScatterScene(report, theme, { width = 320, height = 260, se
   const H = height - pad.top - pad.bottom;
   const sx = (v) => pad.left + ((v - lo) / (hi - lo)) * W;
   const sy = (v) => pad.top + H - ((v - lo) / (hi - lo)) * H;
-  const items = [{ type: 'text', x: 4, y: 12, text: 'Estimate against exact score', size: 12, weight: 'bold', fill: theme.fg }];
+  const items = [
+    { type: 'text', x: 4, y: 12, text: 'Estimate against exact score', size: 12, weight: 'bold', fill: theme.fg },
+  ];
   for (const v of ticks(lo, hi, 4)) {
     if (v < lo || v > hi) continue;
     items.push({ type: 'line', x1: pad.left, y1: sy(v), x2: pad.left + W, y2: sy(v), stroke: theme.faint, width: 1 });
-    items.push({ type: 'text', x: pad.left - 4, y: sy(v), text: scoreText(v, 1), size: 10, fill: theme.muted, anchor: 'end' });
-    items.push({ type: 'text', x: sx(v), y: pad.top + H + 12, text: scoreText(v, 1), size: 10, fill: theme.muted, anchor: 'middle' });
+    items.push({
+      type: 'text',
+      x: pad.left - 4,
+      y: sy(v),
+      text: scoreText(v, 1),
+      size: 10,
+      fill: theme.muted,
+      anchor: 'end',
+    });
+    items.push({
+      type: 'text',
+      x: sx(v),
+      y: pad.top + H + 12,
+      text: scoreText(v, 1),
+      size: 10,
+      fill: theme.muted,
+      anchor: 'middle',
+    });
   }
-  items.push({ type: 'line', x1: sx(lo), y1: sy(lo), x2: sx(hi), y2: sy(hi), stroke: theme.muted, width: 1, opacity: 0.8, data: { series: 'diagonal' } });
-  items.push({ type: 'line', x1: pad.left, y1: pad.top + H, x2: pad.left + W, y2: pad.top + H, stroke: theme.muted, width: 1 });
+  items.push({
+    type: 'line',
+    x1: sx(lo),
+    y1: sy(lo),
+    x2: sx(hi),
+    y2: sy(hi),
+    stroke: theme.muted,
+    width: 1,
+    opacity: 0.8,
+    data: { series: 'diagonal' },
+  });
+  items.push({
+    type: 'line',
+    x1: pad.left,
+    y1: pad.top + H,
+    x2: pad.left + W,
+    y2: pad.top + H,
+    stroke: theme.muted,
+    width: 1,
+  });
   items.push({ type: 'line', x1: pad.left, y1: pad.top, x2: pad.left, y2: pad.top + H, stroke: theme.muted, width: 1 });
-  items.push({ type: 'text', x: pad.left + W, y: height - 6, text: 'attribution estimate', size: 10, fill: theme.muted, anchor: 'end' });
+  items.push({
+    type: 'text',
+    x: pad.left + W,
+    y: height - 6,
+    text: 'attribution estimate',
+    size: 10,
+    fill: theme.muted,
+    anchor: 'end',
+  });
   items.push({ type: 'text', x: 4, y: pad.top - 14, text: 'exact score', size: 10, fill: theme.muted });
   const [sl, sh] = selected ?? [-1, -1];
   const outliers = [...points]
@@ -341,7 +458,12 @@ export function patchScatterScene(report, theme, { width = 320, height = 260, se
       data: { outlier: `${p.l}:${p.h}` },
     });
   }
-  return { scene: { width, height, background: theme.bg, font: theme.font, items }, sx, sy, outliers: outliers.map((p) => [p.l, p.h]) };
+  return {
+    scene: { width, height, background: theme.bg, font: theme.font, items },
+    sx,
+    sy,
+    outliers: outliers.map((p) => [p.l, p.h]),
+  };
 }
 
 /**

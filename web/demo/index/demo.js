@@ -404,7 +404,9 @@ function useModel(model, { name, local = false, card = null }) {
         document.body.dataset.ready = 'true';
       }
       renderImmediately();
-      if (first && state.insideOpen) inside.reveal(); // a link to one step of "Inside this head"
+      if (first && state.insideOpen)
+        inside.reveal(); // a link to one step of "Inside this head"
+      else if (first) patching.revealIfLinked(); // a link to a patching experiment
     },
     onError: (e) => {
       $('stats').textContent = `The model could not run on this text: ${e.message}`;

@@ -118,6 +118,7 @@ export function installPatching(ctx) {
     startedAt: 0,
     firstAt: 0,
     autoRan: false,
+    history: [], // per report shown: { done: exact runs, estimated: heads still estimates } (tests read it)
   };
 
   // ---- the texts: from the URL, else the first preset --------------------------------------
@@ -199,7 +200,10 @@ export function installPatching(ctx) {
     if (!al.sameLength) {
       const c = al.columns.filter((x) => x.clean).length;
       const r = al.columns.filter((x) => x.corrupted).length;
-      setText(els.align, `The texts must have the same number of tokens: the clean one has ${c}, the corrupted one ${r}; they first differ at token ${al.first}.`);
+      setText(
+        els.align,
+        `The texts must have the same number of tokens: the clean one has ${c}, the corrupted one ${r}; they first differ at token ${al.first}.`,
+      );
     } else if (al.differing === 0) setText(els.align, 'The texts are the same: change a word in the corrupted one.');
     else
       setText(
@@ -285,6 +289,7 @@ export function installPatching(ctx) {
     els.progress.value = 0;
     panel.startedAt = performance.now();
     panel.firstAt = 0;
+    panel.history = [];
     document.body.dataset.patching = 'running';
     setText(
       els.status,
@@ -320,6 +325,7 @@ export function installPatching(ctx) {
 
   function show(report, fraction) {
     panel.report = report;
+    panel.history.push({ done: report.exactRunsDone, estimated: report.heads.filter(Number.isNaN).length });
     results.hidden = false;
     els.progress.value = fraction;
     if (!report.complete)
@@ -457,15 +463,17 @@ export function installPatching(ctx) {
     clearTimeout(writeUrl.timer);
     writeUrl.timer = setTimeout(() => {
       const next = new URLSearchParams(location.search);
-      for (const [k, v] of Object.entries(query())) if (v === undefined) next.delete(k);
-      else next.set(k, v);
+      for (const [k, v] of Object.entries(query()))
+        if (v === undefined) next.delete(k);
+        else next.set(k, v);
       history.replaceState(null, '', `${location.pathname}?${next.toString()}`);
     }, 300);
   }
   // the keys this panel owns (undefined: absent); demo.js keeps them when it writes its own
   function query() {
     const touched = fromUrl || panel.report || panel.running;
-    if (!touched) return { clean: undefined, corrupted: undefined, answer: undefined, distractor: undefined, patched: undefined };
+    if (!touched)
+      return { clean: undefined, corrupted: undefined, answer: undefined, distractor: undefined, patched: undefined };
     return {
       clean: els.clean.value,
       corrupted: els.corrupted.value,
@@ -485,17 +493,29 @@ export function installPatching(ctx) {
     els.byPosition.checked = parameterCount * runs <= POSITIONS_BUDGET;
     setText(els.status, '');
     textsChanged();
-    if (fromUrl) section.scrollIntoView({ block: 'start' });
     autoRun();
+  }
+  // the page's first result is on screen: a link to an experiment scrolls here (and the panel, now
+  // in view, runs it)
+  function revealIfLinked() {
+    if (fromUrl) section.scrollIntoView({ block: 'start' });
   }
 
   return {
     query,
     setModel,
+    revealIfLinked,
     draw,
+    presets: PRESETS,
     exportScene: () => (panel.report ? views.heads.scene : null),
     get report() {
       return panel.report;
+    },
+    get history() {
+      return panel.history;
+    },
+    get selected() {
+      return panel.selected;
     },
     idle: () => panel.running ?? Promise.resolve(),
     start,
