@@ -244,11 +244,11 @@ struct ActivationPatching::State {
     return 5 * (std::size_t)C + fc + std::max<std::size_t>(c.qkv_width(), QW);
   }
 
-  // The next batch: runs of one layer and one kind from the cursor on, as many as fit in about
-  // kBatchRows rows and kBatchFloats floats (at least one). A few hundred rows keep the linear layers
-  // busy; more would only lengthen a step.
+  // The next batch: runs of one layer and one kind from the cursor on, as many as fit in kBatchRows
+  // rows, kBatchRowLayers rows times layers to compute (a step's length: a step finishes its batch)
+  // and kBatchFloats floats, at least one. A hundred rows or so keep the linear layers busy.
   void start_batch() {
-    static constexpr int kBatchRows = 256;
+    static constexpr int kBatchRows = 256, kBatchRowLayers = 1024;
     static constexpr std::size_t kBatchFloats = std::size_t(32) << 20;  // 128 MB
     PatchBatch b;
     b.first = cursor;
@@ -262,7 +262,9 @@ struct ActivationPatching::State {
       if (run.layer != b.layer0 || (run.head >= 0) != heads) break;
       const int rows = T - run.begin;
       const std::size_t more = per_sequence + (std::size_t)rows * row_floats();
-      if (b.count > 0 && (b.rows + rows > kBatchRows || floats + more > kBatchFloats)) break;
+      if (b.count > 0 &&
+          (b.rows + rows > std::min(kBatchRows, kBatchRowLayers / (L - b.layer0)) || floats + more > kBatchFloats))
+        break;
       b.count++, b.rows += rows, floats += more;
     }
     const std::size_t cap = b.stride;
@@ -360,17 +362,19 @@ struct ActivationPatching::State {
     kernels::PoolScope threads(m.pool_.get());
     // another caller ran the model since: the corrupted run's activations again
     if (m.forward_calls_ != calls_after_step) model.run_ids(r.ids_corrupted);
-    // a longer text meanwhile grew the model's buffers: the batch's layout is stale, start it again
-    if (batch && batch->stride != m.cap_) {
+    // a batch a cancel interrupted: again from its first layer
+    if (batch) {
       cursor = batch->first;
       batch.reset();
     }
-    const double before = runs_done();
+    const int before = r.exact_runs_done;
     do {
-      if (!batch) start_batch();
-      batch_layer();
-      report_progress();
-    } while (runs_done() - before < std::max(1, max_runs) && !done());
+      start_batch();
+      while (batch) {
+        batch_layer();
+        report_progress();
+      }
+    } while (r.exact_runs_done - before < std::max(1, max_runs) && !done());
     leave();
     return done();
   }
