@@ -202,6 +202,16 @@ typing() {
   [ -f "$g/model.safetensors" ] || /usr/bin/python3 bench/shapes/make_gpt2_small.py "$g" >/dev/null
   node bench/harness/typing-bench.mjs --demo "$RAW/web" --gpt2 "$g" --out "$RAW/typing.json" "${Q[@]}"
 }
+patching() {
+  # activation patching's speed (issue 41): a 20-token pair on GPT-2 small's shape, natively and in
+  # Chromium; quick: the same pair on the tiny GPT-2 of gpt2_small.sh's quick mode (seconds)
+  local g=.cache/bench/gpt2-small shape=() browser=()
+  [ "$QUICK" = 1 ] && g=.cache/bench/gpt2-tiny shape=(--layers 2 --heads 4 --embd 64)
+  [ -f "$g/model.safetensors" ] || /usr/bin/python3 bench/shapes/make_gpt2_small.py "$g" "${shape[@]}" >/dev/null
+  [ "$QUICK" != 1 ] && [ "${BENCH_SKIP_PAGE:-0}" = 1 ] && browser=(--no-browser)
+  node bench/harness/patch-bench.mjs --model "$g" --cli "$NATIVE/headscope" --pkg "$RAW/pkg" --out "$RAW/patching.json" \
+    "${Q[@]}" "${browser[@]}"
+}
 report() {
   local allow=()
   [ "${BENCH_ALLOW_REGRESSIONS:-0}" = 1 ] && allow=(--allow-regressions)
@@ -235,6 +245,8 @@ fi
 if [ "$QUICK" = 1 ] || [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
   stage "typing in the demo: the default model, and GPT-2 small's shape at 950 tokens (headless Chromium)" typing
 fi
+stage "activation patching: a 20-token pair, every head exact, native and in Chromium (bench/harness/patch-bench.mjs)" \
+  patching
 if [ "$QUICK" = 1 ] || [ "${BENCH_SKIP_TRAIN:-0}" != 1 ]; then
   stage "training: native, wasm SIMD128 and relaxed (Node), PyTorch 1 thread, interleaved" train_speed
   if [ "$QUICK" = 1 ] || [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then

@@ -9,6 +9,7 @@
 //   demo.<figure>.median_ms|p95_ms              page.<mode>.<figure>.median_ms|p95_ms
 //   training.<shape>.<subject>.tokens_per_s     typing.default_model.keystroke_to_frame.median_ms|p95_ms,
 //   typing.default_model.shown_fraction         typing.gpt2_small.typed_token.median_ms|p95_ms, typing.gpt2_small.shown_fraction
+//   patching.native.patching.median_ms|p95_ms   patching.chromium.t<N>.first_progress|complete.median_ms|p95_ms
 
 /** A slug of a text: lower case, every run of other characters one '-'. */
 export const slug = (text) =>
@@ -226,6 +227,34 @@ export function figures(results) {
       false,
       'typing',
     );
+  }
+  // activation patching (bench/harness/patch-bench.mjs): times, lower is better
+  const ap = r.patching;
+  if (ap?.native) {
+    const at = `${ap.model?.n_layer} layers x ${ap.model?.n_head} heads, ${ap.tokens} tokens`;
+    timed(
+      'patching.native.patching',
+      `patching (${at}): native, ${ap.native.threads} threads`,
+      ap.native.patching,
+      'engine',
+      true,
+    );
+    for (const [n, v] of Object.entries(ap.chromium?.threads ?? {})) {
+      timed(
+        `patching.chromium.t${n}.first_progress`,
+        `patching (${at}): Chromium, ${n} thread(s), the attribution map`,
+        v.first_progress,
+        'page',
+        true,
+      );
+      timed(
+        `patching.chromium.t${n}.complete`,
+        `patching (${at}): Chromium, ${n} thread(s), complete`,
+        v.complete,
+        'page',
+        true,
+      );
+    }
   }
   return out;
 }

@@ -224,6 +224,7 @@ const builds = need('builds.json'); // scripts/bench.sh: f32x4 counts and file s
 const page = maybe('page.json'); // absent with BENCH_SKIP_PAGE=1
 const train = trainingResults(maybe('train.json'), maybe('train-page.json')); // absent with BENCH_SKIP_TRAIN=1
 const typing = maybe('typing.json'); // bench/harness/typing-bench.mjs: typing in the demo
+const patching = maybe('patching.json'); // bench/harness/patch-bench.mjs: activation patching
 const cfg = JSON.parse(readFileSync(path.join(opt.model, 'config.json'), 'utf8'));
 
 const geomean = (xs) => Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
@@ -337,6 +338,34 @@ if (page) {
   );
 }
 targets.push(...train.targets);
+// issue 41's, stated for GPT-2 small's shape only (the quick run patches a tiny model)
+const pm2 = patching?.model;
+if (pm2 && pm2.n_layer === 12 && pm2.n_head === 12 && pm2.n_embd === 768) {
+  const at = `GPT-2 small's shape, ${patching.tokens}-token pair`;
+  const chromium2 = patching.chromium?.threads?.['2'];
+  const msTarget = (section, name, value, goal) =>
+    target(section, name, value, goal, { unit: 'ms', lower_is_better: true });
+  targets.push(
+    msTarget(
+      'engine',
+      `patching, ${at}, every head exact: native, 2 threads, < 10 s`,
+      patching.native?.patching?.median_ms,
+      10_000,
+    ),
+    msTarget(
+      'page',
+      `patching, ${at}, every head exact: Chromium, 2 threads, < 30 s`,
+      chromium2?.complete?.median_ms ?? NaN,
+      30_000,
+    ),
+    msTarget(
+      'page',
+      `patching, ${at}: the attribution map in Chromium, 2 threads, < 1 s`,
+      chromium2?.first_progress?.median_ms ?? NaN,
+      1_000,
+    ),
+  );
+}
 
 const results = {
   generated: new Date().toISOString(),
@@ -394,6 +423,7 @@ const results = {
         ),
       }
     : undefined,
+  patching: patching ?? undefined,
   // verbatim but for the per-keystroke lists, as demo and page drop theirs
   typing: typing
     ? Object.fromEntries(

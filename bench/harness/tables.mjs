@@ -248,6 +248,7 @@ export function renderTables(r, { svg = 'latency.svg' } = {}) {
   }
 
   if (r.typing) md.push(...typingTable(r.typing));
+  if (r.patching) md.push(...patchingTable(r.patching));
 
   if (r.calibration) {
     const c = r.calibration;
@@ -335,6 +336,33 @@ function typingTable(t) {
     const at = isFinite(g.tokens) ? ` at ${g.tokens} tokens` : '';
     md.push(`| GPT-2 small's shape${shape}${at}: typed token (ms, median / p95) | ${ms(g.typed_token)} |`);
     md.push(`| GPT-2 small's shape${at}: keystrokes that showed their own run | ${shown(g)} |`);
+  }
+  md.push('');
+  return md;
+}
+
+// results.patching (bench/harness/patch-bench.mjs): activation patching between two texts
+function patchingTable(p) {
+  const md = [];
+  const m = p.model ?? {};
+  md.push('### Activation patching (`headscope patch`, model.patch())', '');
+  md.push(
+    `${m.n_layer} layers x ${m.n_head} heads, n_embd ${m.n_embd}, vocabulary ${m.vocab_size}; a pair of ${p.tokens} tokens ` +
+      `differing at position ${p.first_difference}; every head exact and the residual map (${p.exact_runs} patched runs). ` +
+      "Native: `patch` less `run` on the same text, both timed with the model's load." +
+      (p.chromium ? ` Chromium ${p.chromium.version}: model.patch() in a Worker on an isolated page.` : ''),
+    '',
+  );
+  md.push(...header('figure', 'ms (median / p95)'));
+  if (p.native) {
+    md.push(`| native, ${p.native.threads} threads: the patching | ${ms(p.native.patching)} |`);
+    md.push(
+      `| native, ${p.native.threads} threads: \`headscope patch\`, with the model's load | ${ms(p.native.patch_command)} |`,
+    );
+  }
+  for (const [n, v] of Object.entries(p.chromium?.threads ?? {})) {
+    md.push(`| Chromium, ${n} thread(s): to the first progress (the attribution map) | ${ms(v.first_progress)} |`);
+    md.push(`| Chromium, ${n} thread(s): to the complete report | ${ms(v.complete)} |`);
   }
   md.push('');
   return md;

@@ -2,7 +2,7 @@
 // threaded build when threads > 1 on this isolated page) or onnxruntime-web's wasm backend. Both
 // return the same outputs to JavaScript on every run: every attention map (L, H, T, T) and the last
 // position's logits. Or (kind 'trainer') the package's trainer on the page's default preset, taking
-// one step per call as the training page's Worker does.
+// one step per call as the training page's Worker does. Or (op 'patch') the package's model.patch().
 import { loadModel, createTrainer } from '/pkg/headscope.js';
 
 let subject = null;
@@ -77,6 +77,24 @@ const ops = {
     }
     return out;
   },
+};
+
+// model.patch() on two texts (bench/harness/patch-bench.mjs): the time to its first progress (the
+// attribution map) and to the complete report, in ms
+ops.patch = async ({ clean, corrupted, answer, distractor }) => {
+  let firstMs = null;
+  const t0 = performance.now();
+  const r = await subject.model.patch({
+    clean,
+    corrupted,
+    answer,
+    distractor,
+    onProgress: () => {
+      firstMs ??= performance.now() - t0;
+    },
+  });
+  const completeMs = performance.now() - t0;
+  return { firstMs, completeMs, tokens: r.tokens, exactRuns: r.exactRunsTotal, ldClean: r.ldClean };
 };
 
 // `steps` training steps, one call each; their wall time in ms and the last loss

@@ -36,7 +36,8 @@ struct PatchOptions {
   // token ids; by default the clean and the corrupted runs' most likely next tokens
   std::optional<int32_t> answer, distractor;
   bool by_position = false;  // also patch each head at each position (L x NH x T more runs)
-  // called with the fraction done (0..1) after every run; returning false stops with Error("cancelled")
+  // called with the fraction done (0..1) after the first step and after every layer of every batch of
+  // patched runs; returning false stops with Error("cancelled")
   std::function<bool(double)> progress;
 };
 
@@ -58,8 +59,10 @@ struct PatchReport {
 // The patching in steps, for a caller that must stay responsive (a Web Worker that reads a cancel
 // between steps). The first step runs both texts and the attribution estimate (one forward and one
 // backward of the training engine on the model's weights): after it, report() holds LD_clean,
-// LD_corrupted and every attribution score, and the exact scores fill in, about `max_runs` patched
-// runs per step, each layer's from the last layer down. The model may run other texts between steps
+// LD_corrupted and every attribution score, and the exact scores fill in, at least `max_runs` patched
+// runs per step, each layer's from the last layer down. Runs go in batches of one layer's runs (about
+// a thousand rows times layers computed each, at GPT-2 small's width about 7 GMAC) and a step ends
+// with a batch. The model may run other texts between steps
 // (the patching then runs the corrupted text again first); after a step the model's last-run results
 // are unspecified until its next run, and its cache is cleared.
 class ActivationPatching {
@@ -82,7 +85,7 @@ class ActivationPatching {
   std::unique_ptr<State> s_;
 };
 
-// The whole patching in one call (options.progress is called after every run).
+// The whole patching in one call.
 PatchReport patch(Model& model, std::span<const int32_t> clean, std::span<const int32_t> corrupted,
                   const PatchOptions& options = {});
 // The two texts' ids, tokenized as Model::run tokenizes them (Tokenizer::encode_input). An empty

@@ -26,6 +26,12 @@ struct BlockWeights {
   std::vector<float> q_norm, k_norm;            // (HS) Qwen3's RMSNorm of each head's q and k; else empty
 };
 
+// One head's output taken from another run, at rows [begin, end)
+struct ZPatch {
+  const float* z = nullptr;  // (rows, QW) that run's head outputs of the layer, row t at t * QW
+  int head = -1, begin = 0, end = 0;
+};
+
 // Where one block reads and writes. Row pointers (n rows) point at the first computed row; the
 // per-sequence buffers (qkv, head_out, att, contrib, norms) at the sequence's row 0, because
 // attention reads the cached rows below t_begin. Several outputs may share storage where the caller
@@ -61,10 +67,20 @@ struct BlockBuffers {
   float* norms = nullptr;        // (NH, stride) L2 norm of each head's write per row, or null
   const float* gates = nullptr;  // (NH) or null: head h's write through W_O is scaled by gates[h] (the
                                  // trainer's head gates; 0 skips it, but unlike ablate keeps its output)
-  // activation patching (analysis/patching.cpp): head patch_head's output at rows [patch_begin,
-  // patch_end) is replaced by patch_z's rows (stride, QW: another run's head outputs) before W_O reads it
-  const float* patch_z = nullptr;
-  int patch_head = -1, patch_begin = 0, patch_end = 0;
+  // activation patching (analysis/patching.cpp): patches, or null: sequence s's head patches[s].head
+  // output at rows [begin, end) is replaced by patches[s].z's rows (stride, QW: another run's head
+  // outputs) before W_O reads it (patches[s].z null: none)
+  const ZPatch* patches = nullptr;
+  // Packed sequences (B >= 1, analysis/patching.cpp): sequence s computes rows [seq_begin[s], T) on top
+  // of the rows below in its own qkv, head_out and key_panels (at s * stride rows, s *
+  // attention_key_panels_floats(stride) floats); the row buffers (x, ln, proj, fc, res) hold those
+  // rows one sequence after another; att is one sequence's scratch, shared; contrib and norms null.
+  // Each row is computed as a single sequence's run computes it, bit for bit.
+  const int* seq_begin = nullptr;
+  float* rows_scratch = nullptr;  // packed only: (rows, max(W, QW)) the q | k | v rows, then the heads' rows
+  bool attention_ready = false;   // packed only: head_out's rows already hold the attention's output
+  bool last_rows_only = false;    // packed only: after the attention only each sequence's row T-1 goes on
+                                  // (x's last rows are gathered into res_mid; res_out holds B rows)
 };
 
 // The Llama family's rotary frequencies (HS/2), in double: theta^(-2i/HS), rescaled when the config
@@ -72,7 +88,8 @@ struct BlockBuffers {
 std::vector<double> rope_frequencies(const ModelConfig& c);
 
 // Rows [t_begin, T) of B sequences through one block. B > 1 requires t_begin == 0 and stride == T,
-// so that the rows of every sequence are contiguous for the linear layers.
+// so that the rows of every sequence are contiguous for the linear layers, unless the sequences are
+// packed (BlockBuffers::seq_begin; t_begin is then ignored).
 void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffers& b, int B, int t_begin, int T,
                    int stride) noexcept;
 

@@ -196,7 +196,7 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
 // Computes positions [t_begin, T_) of layers [layer_begin, L); positions below t_begin, and layers
 // below layer_begin (then t_begin is 0), are the cache. With all_logits, the logits of positions
 // [logits_begin, T_) (logits_begin <= t_begin: the cache may hold positions whose logits were never computed).
-void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin, bool embed) {
+void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
   namespace k = kernels;
   const ModelConfig& c = config_;
   const int T = T_, n = T - t_begin;  // n: rows computed in this call
@@ -207,7 +207,7 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin, bool e
   forward_calls_++;
 
   if (n > 0) {
-    for (int t = t_begin; layer_begin == 0 && embed && t < T; t++) {
+    for (int t = t_begin; layer_begin == 0 && t < T; t++) {
       float* row = &residual_[(std::size_t)t * C];
       if (wte_f16_.empty()) {
         if (llama)
@@ -238,12 +238,6 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin, bool e
       io.ablate = &ablate_mask_[(std::size_t)l * NH];
       io.contrib = options_.keep_contributions ? &contrib_[(std::size_t)l * NH * cap * C] : nullptr;
       io.norms = &contrib_norm_[(std::size_t)l * NH * cap];
-      if (head_patch_.layer == l) {
-        io.patch_z = head_patch_.z;
-        io.patch_head = head_patch_.head;
-        io.patch_begin = head_patch_.begin;
-        io.patch_end = head_patch_.end;
-      }
       block_forward(c, blocks_[l], io, 1, t_begin, T, (int)cap);
     }
   }

@@ -38,8 +38,7 @@ struct Model::Impl {
 
   bool ensure_capacity(int T);  // true when it reallocated (dropping the cache and the last results)
   uint64_t activation_floats(uint64_t cap) const;
-  // embed false: the stream entering layer 0 is already in place (a residual patch at layer 0)
-  void forward(int t_begin, int logits_begin, int layer_begin = 0, bool embed = true);
+  void forward(int t_begin, int logits_begin, int layer_begin = 0);
   void lm_head(float* out, const float* x, int T);
   void check_layer_head(int layer, int head) const;
   void require_run() const;
@@ -79,13 +78,8 @@ struct Model::Impl {
   std::vector<float> logits_last_;   // (V)
   std::vector<float> logits_all_;    // (cap, V) with all_logits
 
-  // activation patching (analysis/patching.cpp): a head output to put into the next forward(), and
-  // a count of forward() calls, by which a caller that keeps state between calls sees another's run
-  struct HeadPatch {
-    int layer = -1, head = -1, begin = 0, end = 0;
-    const float* z = nullptr;  // (cap, QW) rows of that layer's head outputs from another run
-  };
-  HeadPatch head_patch_;
+  // a count of forward() calls, by which a caller that keeps state between calls (the activation
+  // patching, which reads the activations a run left) sees another's run
   uint64_t forward_calls_ = 0;
 
   // state of the last run
