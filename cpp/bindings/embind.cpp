@@ -115,13 +115,21 @@ val token_array(const std::vector<headscope::Token>& tokens) {
 
 // Runs `text`, filling the model's cache; returns { tokens, reusedTokens, droppedTokens }.
 //   ablate: flat [layer0, head0, layer1, head1, ...]; all_logits: keep every position's logits
-//   (for results()' loss).
-val run(Model& m, val text, val ablate_pairs, bool all_logits) {
+//   (for results()' loss); patch: null, or { from, layer, head } (RunOptions::patch, `from` tokenized
+//   as a run tokenizes its text).
+val run(Model& m, val text, val ablate_pairs, bool all_logits, val patch) {
   return guarded([&] {
     if (!text.isString()) throw headscope::Error("text must be a string, got " + text.typeOf().as<std::string>());
     headscope::RunOptions opt;
     opt.all_logits = all_logits;
     opt.ablate = ablate_of(ablate_pairs);
+    if (!patch.isNull() && !patch.isUndefined()) {
+      headscope::RunPatch p;
+      for (const headscope::Token& t : m.tokenizer().encode_input(string_of(patch["from"], "patch.from")))
+        p.from.push_back(t.id);
+      p.head = {patch["layer"].as<int>(), patch["head"].as<int>()};
+      opt.patch = std::move(p);
+    }
     const headscope::RunInfo info = m.run(text.as<std::string>(), opt);
     return object_of({{"tokens", val(info.tokens)},
                       {"reusedTokens", val(info.reused_tokens)},

@@ -9,7 +9,7 @@ import {
   loadModel, shippedModels, defaultModelName, attentionIndex, strideOf, createTrainer, trainingPresets,
   wasmHeapUsedBytes, wasmMemoryBytes, HeadscopeModel,
   type ModelFiles, type ModelInfo, type LoadProgress, type RunOptions, type RunResult, type Token, type Prediction,
-  type PatchOptions, type PatchProgress, type PatchReport, type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset, type HeadInside, type TokenizerJsonModelFiles,
+  type PatchOptions, type PatchProgress, type PatchReport, type RunPatch, type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset, type HeadInside, type TokenizerJsonModelFiles,
   type HeadsOptions, type HeadsProgress, type HeadsReport, type LogitAttribution,
   type GenerateOptions, type GenerateResult, type GeneratedToken, type SamplingDistribution,
 } from 'headscope';
@@ -153,6 +153,10 @@ same<typeof patched, PatchReport>();
 same<typeof patched.headsByPosition, Float64Array | null>();
 const carried: number = patched.heads[0] ?? NaN;
 const answerText: string = patched.answer.text;
+const patchedRun = model.run(patching.corrupted, { patch: { from: patching.clean, layer: 1, head: 2 } });
+same<typeof patchedRun.patch, RunPatch | null>();
+// @ts-expect-error  a patch names its head
+model.run(patching.corrupted, { patch: { from: patching.clean } });
 // @ts-expect-error  the clean text is required
 await model.patch({ corrupted: 'x' });
 // @ts-expect-error  byPosition is a boolean

@@ -176,6 +176,20 @@ export interface RunOptions {
    * accessors throw. Ignored when the switched-off heads differ or the new text does not fit.
    */
   reuse?: RunResult | null;
+  /**
+   * Runs the text with head (layer, head)'s output before W_O (z) taken from a run of `from` at every
+   * position (activation patching of one head, as a whole run: every later layer recomputed, with the
+   * same switched-off heads). `from` must have as many tokens as the text, within the context. Such a
+   * run computes every token (no cache is kept across it) and `reuse` is ignored.
+   */
+  patch?: RunPatch | null;
+}
+
+/** RunOptions.patch: the text whose run gives head (layer, head) its output. */
+export interface RunPatch {
+  from: string;
+  layer: number;
+  head: number;
 }
 
 export interface Prediction {
@@ -210,6 +224,8 @@ export interface RunResult {
   rowsFrom: number;
   /** The switched-off heads of this run. */
   ablate: Array<[number, number]>;
+  /** RunOptions.patch as run, or null. */
+  patch: RunPatch | null;
   /** One head's T x T attention (a copy). Throws on a layer or head out of range. */
   attention(layer: number, head: number): Float32Array;
   /** [nLayer, nHead, T]: the L2 norm of what each head writes into the residual stream at each

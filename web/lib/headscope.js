@@ -18,7 +18,7 @@ import {
 } from './result.js';
 import { generateOptions, WrittenText, toWellFormed, byteToIndexMaps, writeTokens } from './generation.js';
 import { HeadscopeTrainer, presetsFromCore, measureHeadsOf } from './trainer.js';
-import { patchOf } from './patching.js';
+import { patchOf, runPatch } from './patching.js';
 
 export { shippedModels, defaultModelName } from './files.js';
 export { wasmHeapUsedBytes, wasmMemoryBytes } from './wasm.js';
@@ -162,11 +162,13 @@ export class HeadscopeModel {
     const { ablate = [], topK: k = 10, allLogits = false, valueNorms = false } = options;
     const flat = flatAblate(ablate);
     if (!Number.isInteger(k) || k < 0) throw new Error(`topK must be a non-negative integer, got ${k}`);
+    const patch = runPatch(options.patch);
+    if (patch) previous = null; // a patched run computes every token: no row is shared
     this.#engineHoldsLastRun = false;
     this.#generating = null;
-    const run = checked(this.#core, h.run(wellFormed, flat, !!allLogits));
-    this.#lastRun = { text: wellFormed, flat, allLogits: !!allLogits };
-    this.#engineHoldsLastRun = true;
+    const run = checked(this.#core, h.run(wellFormed, flat, !!allLogits, patch));
+    this.#lastRun = patch ? null : { text: wellFormed, flat, allLogits: !!allLogits };
+    this.#engineHoldsLastRun = !patch;
     const T = run.tokens;
     const { nPositions } = this.#info.config;
     const rowsFrom = previous ? firstChangedRow(previous, h.tokenIds()) : 0;
@@ -176,7 +178,7 @@ export class HeadscopeModel {
     const tokens = engineTokens(out, T, map);
     const { droppedTokens, reusedTokens } = run;
     const fields = { text: wellFormed, tokens, T, ablate, droppedTokens, reusedTokens, stride, rowsFrom };
-    return this.#plainData(h, out, fields, { loss: allLogits ? out.loss : undefined, valueNorms });
+    return { ...this.#plainData(h, out, fields, { loss: allLogits ? out.loss : undefined, valueNorms }), patch };
   }
 
   // The plain data runData() and a generation step give: `fields`, the model's shape, the engine's
@@ -193,6 +195,7 @@ export class HeadscopeModel {
       nHead,
       nKvHead,
       ablate: ablate.map(([l, hd]) => [l, hd]),
+      patch: null,
       droppedTokens,
       reusedTokens,
       stride,
@@ -264,7 +267,7 @@ export class HeadscopeModel {
     // the same options as the run that follows: the engine reuses a cache made with the same ones
     this.#engineHoldsLastRun = false;
     this.#generating = null;
-    return checked(this.#core, h.run(toWellFormed(text), ablate.flat(), !!allLogits));
+    return checked(this.#core, h.run(toWellFormed(text), ablate.flat(), !!allLogits, null));
   }
 
   /**
@@ -391,15 +394,10 @@ export class HeadscopeModel {
   }
 
   /**
-   * Which heads the model needs on `text` (the engine's HeadsMeasurement, cpp/include/headscope/heads.hpp):
-   * the loss, every head's gate gradient and knock-out, the loss as heads are switched off one at a
-   * time greedily (`order`, `prunedLoss`) and in `randomOrders` seeded random orders (mean, lowest,
-   * highest). Up to `exactLimit` heads the greedy search tries every remaining head at each step;
-   * above it, the `candidates` best by recomputed gate gradients. It steps in chunks of about
-   * CHUNK_MS, yielding between chunks (and awaiting what onProgress returns), so a page can paint
-   * and `signal` can stop it: it then rejects with an Error named 'AbortError'. Other runs may come
-   * between chunks (every measurement run is a full run of the text). The engine's measurement
-   * (a training engine holding a copy of the weights) is freed however it ends.
+   * Which heads the model needs on `text` (the engine's HeadsMeasurement, heads.hpp; options and
+   * report in headscope.d.ts), in chunks of about CHUNK_MS with a yield between them (awaiting what
+   * onProgress returns), so a page can paint and `signal` can stop it (an AbortError). Other runs may
+   * come between chunks. The engine's measurement is freed however it ends.
    */
   async measureHeads(text, options = {}) {
     const h = this.#live();
@@ -451,7 +449,7 @@ export class HeadscopeModel {
       if (!last || last.text !== text || last.flat.length !== flat.length || last.flat.some((v, i) => v !== flat[i])) {
         this.#engineHoldsLastRun = false;
         this.#generating = null;
-        checked(this.#core, h.run(text, flat, false));
+        checked(this.#core, h.run(text, flat, false, null));
         this.#lastRun = { text, flat, allLogits: false };
         this.#engineHoldsLastRun = true;
       }
@@ -459,7 +457,7 @@ export class HeadscopeModel {
     if (!this.#lastRun) throw new Error('logitAttribution() splits up the last run(): run a text first');
     if (!this.#engineHoldsLastRun) {
       const { text, flat, allLogits } = this.#lastRun;
-      checked(this.#core, h.run(text, flat, allLogits));
+      checked(this.#core, h.run(text, flat, allLogits, null));
       this.#engineHoldsLastRun = true;
       this.#generating = null;
     }

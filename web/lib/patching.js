@@ -30,6 +30,19 @@ function tokenId(core, h, name, token, vocabSize) {
   return token;
 }
 
+/** RunOptions.patch checked and copied ({ from, layer, head }, from well-formed), or null. */
+export function runPatch(patch) {
+  if (patch === undefined || patch === null) return null;
+  if (typeof patch !== 'object' || typeof patch.from !== 'string')
+    throw new Error('patch must be { from: string, layer, head } or null');
+  for (const k of ['layer', 'head'])
+    if (!Number.isInteger(patch[k]) || patch[k] < 0)
+      throw new Error(
+        `patch.${k} must be a whole number >= 0, got ${typeof patch[k] === 'number' ? patch[k] : typeof patch[k]}`,
+      );
+  return { from: toWellFormed(patch.from), layer: patch.layer, head: patch.head };
+}
+
 /**
  * HeadscopeModel.patch()'s work for the model handle `h` (see headscope.d.ts, PatchOptions). `model`
  * is what it needs of the model: live() (its handle; throws once disposed), take() (before each

@@ -82,11 +82,12 @@ export function claimForUpdate(result) {
 /**
  * What a run needs to know about an earlier result to send only the attention rows that changed:
  * its token ids, block width and switched-off heads. Null when `result` cannot take new rows (no
- * attention buffer, superseded already, other heads switched off).
+ * attention buffer, superseded already, other heads switched off, a patched run's: RunOptions.patch).
  */
 export function reuseInfo(result, ablate = []) {
   if (
     !result ||
+    result.patch || // a patched run's rows are no other run's
     superseded.has(result) ||
     claimed.has(result) ||
     !(result.attentionAll instanceof Float32Array) ||

@@ -35,6 +35,13 @@ struct HeadRef {
   bool operator==(const HeadRef&) const = default;
 };
 
+// RunOptions::patch: head `head`'s output before W_O (z) at every position taken from a run of the
+// token ids `from` (activation patching of one head, as a whole run; headscope/patching.hpp defines it).
+struct RunPatch {
+  std::vector<int32_t> from;
+  HeadRef head;
+};
+
 struct RunOptions {
   // Heads whose outputs are zeroed before the output projection W_O ("switched off").
   std::vector<HeadRef> ablate;
@@ -45,6 +52,9 @@ struct RunOptions {
   // The head Model::head_inside() returns. Costs the run nothing: the insides are read from the
   // run's own buffers when asked for, so an inspecting run reuses the cache like any other.
   std::optional<HeadRef> inspect;
+  // The run with one head patched from another text of as many tokens (with the same switched-off
+  // heads). It computes every token, and the run after it too: the engine keeps no cache across it.
+  std::optional<RunPatch> patch;
 };
 
 // One head's computation on the last run's tokens, read from the forward pass's own buffers (q, k, v,

@@ -126,6 +126,21 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
     mask[(std::size_t)h.layer * c.n_head + h.head] = 1;
   }
   if (options.inspect) check_layer_head(options.inspect->layer, options.inspect->head);
+  if (options.patch) {
+    // the other text's run first (with the same heads off), for the head's output at every position
+    const RunPatch& p = *options.patch;
+    check_layer_head(p.head.layer, p.head.head);
+    if ((int)p.from.size() != T)
+      throw Error("the patch's text has " + std::to_string(p.from.size()) + " tokens and this one " +
+                  std::to_string(T) + ": a head is patched between texts of as many tokens");
+    RunOptions from;
+    from.ablate = options.ablate;
+    run_ids(p.from, from);
+    const std::size_t QW = c.q_width();
+    const float* z = &head_out_[(std::size_t)p.head.layer * cap_ * QW];
+    run_patch_z_.assign(z, z + (std::size_t)T * QW);
+    cached_tokens_ = cached_logits_ = 0;  // the patched run computes every token
+  }
 
   ensure_capacity(T);
   // Reuse the cached prefix only if it was computed with the same switched-off heads and holds
@@ -183,9 +198,21 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
   T_ = T;
   has_run_ = true;
   value_norm_rows_ = std::min(value_norm_rows_, reuse);
-  forward(reuse, logits_begin, layer_begin);
+  if (options.patch) {
+    run_patch_layer_ = options.patch->head.layer;
+    run_patch_ = {run_patch_z_.data(), options.patch->head.head, 0, T};
+  }
+  try {
+    forward(reuse, logits_begin, layer_begin);
+  } catch (...) {
+    run_patch_layer_ = -1;
+    throw;
+  }
+  run_patch_layer_ = -1;
   cached_tokens_ = T;
   cached_logits_ = options.all_logits ? T : std::min(cached_logits_, reuse);
+  // a patched run's activations are no plain run's: the next run computes every token
+  if (options.patch) cached_tokens_ = cached_logits_ = 0;
   RunInfo info;
   info.tokens = T;
   info.reused_tokens = reuse;
@@ -238,6 +265,7 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
       io.ablate = &ablate_mask_[(std::size_t)l * NH];
       io.contrib = options_.keep_contributions ? &contrib_[(std::size_t)l * NH * cap * C] : nullptr;
       io.norms = &contrib_norm_[(std::size_t)l * NH * cap];
+      if (l == run_patch_layer_) io.patches = &run_patch_;
       block_forward(c, blocks_[l], io, 1, t_begin, T, (int)cap);
     }
   }

@@ -81,6 +81,11 @@ struct Model::Impl {
   // a count of forward() calls, by which a caller that keeps state between calls (the activation
   // patching, which reads the activations a run left) sees another's run
   uint64_t forward_calls_ = 0;
+  // RunOptions::patch: during a patched run, layer run_patch_layer_'s head output from the other
+  // text's run (run_patch_z_, (T, QW) rows of that layer)
+  int run_patch_layer_ = -1;
+  std::vector<float> run_patch_z_;
+  ZPatch run_patch_;
 
   // state of the last run
   int T_ = 0;

@@ -249,3 +249,45 @@ TEST_CASE("patching: every score and attribution equals the float64 reference", 
   for (const char* name : {"odd-hs12", "llama-gqa"})
     REQUIRE(json::parse(test_util::read_text(test_util::fixture_dir(name) + "/patching.json")).contains("cases_f16"));
 }
+
+// RunOptions::patch (a whole run with one head patched, what the demo's views show) is the same
+// patching through the ordinary forward pass, not the batched one: each head's score from its own
+// patched run against the float64 reference, with the tolerance above; a plain run after it computes
+// every token and equals a fresh model's; a text of another token count is refused.
+TEST_CASE("patching: a run with one head patched (RunOptions::patch) scores as the float64 reference",
+          "[patching][pytorch]") {
+  for (const std::string& name : test_util::all_fixture_models()) {
+    const json ref = json::parse(test_util::read_text(test_util::fixture_dir(name) + "/patching.json"));
+    const json& c = ref["cases"][0];
+    INFO("model " << name);
+    Model m = test_util::load_fixture(name, c["weights"].get<std::string>());
+    const auto clean = c["ids_clean"].get<std::vector<int32_t>>();
+    const auto corrupted = c["ids_corrupted"].get<std::vector<int32_t>>();
+    const int32_t a = c["expect_answer"].get<int32_t>(), d = c["expect_distractor"].get<int32_t>();
+    const double ldc = c["ld_clean"].get<double>(), ldx = c["ld_corrupted"].get<double>();
+    const double unit = ld_tol(std::max(std::fabs(ldc), std::fabs(ldx))) / std::fabs(ldc - ldx);
+    std::vector<double> scores;
+    for (int l = 0; l < m.config().n_layer; l++)
+      for (int h = 0; h < m.config().n_head; h++) {
+        headscope::RunOptions o;
+        o.patch = headscope::RunPatch{clean, {l, h}};
+        const headscope::RunInfo info = m.run_ids(corrupted, o);
+        REQUIRE(info.reused_tokens == 0);
+        const std::span<const float> z = m.logits_last();
+        scores.push_back(((double)z[a] - z[d] - ldx) / (ldc - ldx));
+      }
+    require_near(scores, c["heads"], score_tol, unit, "heads by RunOptions::patch");
+    // after a patched run, a plain run of the same ids computes every token and is a plain run
+    const headscope::RunInfo plain = m.run_ids(corrupted, {});
+    REQUIRE(plain.reused_tokens == 0);
+    Model fresh = test_util::load_fixture(name, c["weights"].get<std::string>());
+    fresh.run_ids(corrupted, {});
+    REQUIRE(std::equal(m.logits_last().begin(), m.logits_last().end(), fresh.logits_last().begin()));
+    headscope::RunOptions bad;
+    bad.patch = headscope::RunPatch{std::vector<int32_t>(clean.begin(), clean.end() - 1), {0, 0}};
+    REQUIRE_THROWS_WITH(m.run_ids(corrupted, bad),
+                        Catch::Matchers::Contains("a head is patched between texts of as many tokens"));
+    bad.patch = headscope::RunPatch{clean, {m.config().n_layer, 0}};
+    REQUIRE_THROWS_WITH(m.run_ids(corrupted, bad), Catch::Matchers::Contains("layer"));
+  }
+}

@@ -254,3 +254,58 @@ test('cancel rejects with an AbortError on both sides; the page thread frees eve
     worker.dispose();
   }
 });
+
+// run({ patch }): the corrupted text with one head's output from the clean text, as a whole run (what
+// the demo's views show for "patch only this head"). The ordinary forward pass, not patch()'s batched
+// one: each head's score from its own run equals patch()'s within the native-vs-wasm bound above
+// (both sides float32, summing in other orders). A result after a patched run is a plain run's, with
+// `reuse` of the patched result too; the Worker gives the page's numbers; a text of another count is refused.
+test('run({ patch }) scores every head as patch() does, on the page thread and in the Worker; the runs after it are plain runs', async () => {
+  const c = cases[2];
+  const page = await loadModel(c.url, { threads: 1 });
+  const worker = await loadModelInWorker(c.url, { worker: nodeWorker(), threads: 1 });
+  try {
+    const r = await page.patch(c.options);
+    const tol = scoreTolerance(page, c.options, r);
+    const plain = page.run(c.options.corrupted);
+    for (let l = 0; l < r.nLayer; l++)
+      for (let h = 0; h < r.nHead; h++) {
+        const patch = { from: c.options.clean, layer: l, head: h };
+        const p = page.run(c.options.corrupted, { patch });
+        assert.deepEqual(p.patch, patch);
+        assert.equal(p.reusedTokens, 0);
+        const ld = p.logitsLast[r.answer.id] - p.logitsLast[r.distractor.id];
+        const score = (ld - r.ldCorrupted) / (r.ldClean - r.ldCorrupted);
+        const want = r.heads[l * r.nHead + h];
+        assert.ok(Math.abs(score - want) <= tol.score(want), `L${l}H${h}: ${score} vs patch()'s ${want}`);
+        if (l === 1 && h === 2) {
+          const w = await worker.run(c.options.corrupted, { patch });
+          assert.deepEqual(Array.from(w.logitsLast), Array.from(p.logitsLast), 'the Worker gives the same run');
+          assert.deepEqual(w.patch, patch);
+          // a plain run reusing the patched result is a plain run, bit for bit
+          const after = page.run(c.options.corrupted, { reuse: p });
+          assert.equal(after.patch, null);
+          assert.deepEqual(Array.from(after.logitsLast), Array.from(plain.logitsLast));
+          assert.deepEqual(Array.from(after.attentionAll), Array.from(plain.attentionAll));
+          const wAfter = await worker.run(c.options.corrupted, { reuse: w });
+          assert.deepEqual(Array.from(wAfter.logitsLast), Array.from(plain.logitsLast));
+        }
+      }
+    assert.throws(
+      () => page.run(c.options.corrupted, { patch: { from: 'Mr. Smith left.', layer: 0, head: 0 } }),
+      /a head is patched between texts of as many tokens/,
+    );
+    assert.throws(
+      () => page.run(c.options.corrupted, { patch: { from: c.options.clean, layer: 99, head: 0 } }),
+      /layer/,
+    );
+    assert.throws(() => page.run(c.options.corrupted, { patch: { from: 3, layer: 0, head: 0 } }), /patch must be/);
+    await assert.rejects(
+      worker.run(c.options.corrupted, { patch: { from: 'x', layer: 0, head: 0 } }),
+      /as many tokens/,
+    );
+  } finally {
+    page.dispose();
+    worker.dispose();
+  }
+});

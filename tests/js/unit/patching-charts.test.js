@@ -149,7 +149,12 @@ test("one head's positions: exact where in, else the estimate; none without posi
 
 test('the scatter: a dot per exact head at (estimate, exact), the diagonal, the furthest heads named', () => {
   const r = report();
-  const { scene, sx, sy, outliers } = patchScatterScene(r, theme, { width: 320, height: 260, selected: [0, 0], label: 2 });
+  const { scene, sx, sy, outliers } = patchScatterScene(r, theme, {
+    width: 320,
+    height: 260,
+    selected: [0, 0],
+    label: 2,
+  });
   const dots = scene.items.filter((it) => it.type === 'rect' && it.data?.layer !== undefined);
   assert.equal(dots.length, 4, 'heads (0, 1) and (1, 2) have no exact score yet');
   for (const d of dots) {

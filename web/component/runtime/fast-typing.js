@@ -97,8 +97,9 @@ export class FastTypingModel {
   // budget, a keystroke now and then runs here anyway: the costs that sent typing away were measured
   // by catch-up runs in tasks of their own, which compete with the worker's run for the cores, and
   // a busy moment must not send typing to the worker for good. One such probe costs a few ms.
-  #fitsHere(text, { ablate = [], allLogits = false } = {}) {
-    if (!this.#page || allLogits || !this.#extendsCache(text, ablate)) return false;
+  #fitsHere(text, { ablate = [], allLogits = false, patch = null } = {}) {
+    // a patched run computes every token: it is no keystroke's update, and runs in the worker
+    if (!this.#page || allLogits || patch || !this.#extendsCache(text, ablate)) return false;
     if (this.#estimate() < PAGE_THREAD_BUDGET_MS) return true;
     if (++this.#sentAway < PAGE_THREAD_PROBE_EVERY) return false;
     this.#sentAway = 0;
@@ -128,7 +129,7 @@ export class FastTypingModel {
     }
     const result = await this.#worker.run(text, options);
     result.ranOnPage = false;
-    if (!options.allLogits) this.#prime(text, options);
+    if (!options.allLogits && !options.patch) this.#prime(text, options);
     return result;
   }
 

@@ -73,6 +73,7 @@ export function installAttribution({ getModel, idle, onUpdate }) {
     const target = attributionTarget(result, state);
     const model = getModel();
     if (!target || !model) return { note: 'no prediction to explain' };
+    if (result.patch) return { note: 'not split for a patched run' };
     const w = { model, text: result.text, ablate: result.ablate ?? [], position: target.position, token: target.token };
     if (same(answer, w)) return answer.value ?? { note: answer.note };
     if (!same(wish, w)) {

@@ -60,6 +60,7 @@ const page = {
     view: fromUrl.view === 'lines' ? 'lines' : 'heatmap', // the detail panel's tab
     links: fromUrl.links, // links per token in the lines view (0: all; default 3)
     ablate: [], // heads switched off, [[layer, head], ...]
+    patch: null, // the patching panel's "patch only this head": RunOptions.patch of every run, or null
     step: fromUrl.step ?? 1, // "Inside this head": its step (1-6), in the URL once used
     insideOpen: fromUrl.inside !== undefined,
     by: fromUrl.by ?? 'weight', // the attention views' colours: weight, or weight × value size
@@ -135,6 +136,8 @@ const patching = installPatching({
     textBox.dispatchEvent(new Event('input'));
     $('detail').scrollIntoView({ block: 'start' });
   },
+  showPatched,
+  patched: () => state.patch,
   lab: () => page.lab,
   theme: () => page.theme,
   announce,
@@ -342,6 +345,7 @@ const textBox = $('text');
 textBox.value = state.text;
 textBox.addEventListener('input', () => {
   state.text = textBox.value;
+  if (state.patch) showPatched(null, undefined, false); // an edited text is no longer the patched one
   if (page.tokenFromCard) {
     state.token = null;
     page.tokenFromCard = false;
@@ -352,6 +356,27 @@ textBox.addEventListener('input', () => {
   }
   page.runner?.request(state.text);
 });
+
+// The patching panel's "patch only this head": the views show `text` (the corrupted text) run with
+// `patch` ({ from: the clean text, layer, head }), until stopped or the text is edited. null: as it is.
+function showPatched(patch, text, run = true) {
+  state.patch = patch;
+  const box = $('patched');
+  box.hidden = !patch;
+  setText(
+    $('patched-text'),
+    patch
+      ? `The views show this text with layer ${patch.layer}, head ${patch.head}'s output taken from the clean text (${JSON.stringify(patch.from)}).`
+      : '',
+  );
+  if (text !== undefined) {
+    textBox.value = text;
+    state.text = text;
+  }
+  if (run) page.runner?.request(state.text);
+  patching.draw();
+}
+$('patched-stop').addEventListener('click', () => showPatched(null));
 
 // ---- long runs: progress and cancel ----------------------------------------------------------
 // A long run (a big model on a long text) reports its progress in steps of tokens; the page stays
@@ -387,7 +412,7 @@ function useModel(model, { name, local = false, card = null }) {
   }
   page.runner = new Runner(model, {
     reuseResults: true, // typing at the end of 1,024 tokens of GPT-2 moves 0.6 MB, not 600
-    requestOptions: () => ({ ablate: state.ablate, valueNorms: state.by === 'value' }),
+    requestOptions: () => ({ ablate: state.ablate, valueNorms: state.by === 'value', patch: state.patch }),
     onProgress: ({ tokens, total }) => showProgress(tokens, total),
     onCancel: () => {
       hideProgress();
@@ -416,6 +441,7 @@ function useModel(model, { name, local = false, card = null }) {
   patching.setModel(model);
   page.lab?.dispose();
   state.ablate = [];
+  showPatched(null, undefined, false); // a patch names another model's heads
   page.lab = installLab({
     state,
     runner: page.runner,

@@ -94,10 +94,19 @@ export function installInside({ state, announce, render, reducedMotion, wantValu
       const note = $('inside-note');
       // the panel reads the head with the page's switched-off heads off (InsideSource), except itself
       const off = state.ablate.some(([l, h]) => l === layer && h === head);
-      note.hidden = !off;
+      // a patched run (the patching panel's "patch only this head") is read without its patch
+      const patched = result.patch
+        ? `The other views show L${result.patch.layer}H${result.patch.head} patched from the clean text; this panel reads the text without the patch.`
+        : '';
+      note.hidden = !off && !patched;
       setText(
         note,
-        off ? 'This head is switched off: the model drops its write, and the panel shows what it would write.' : '',
+        [
+          off ? 'This head is switched off: the model drops its write, and the panel shows what it would write.' : '',
+          patched,
+        ]
+          .filter(Boolean)
+          .join(' '),
       );
       // grouped-query attention: the heads of this head's group read the same keys and values
       const kvNote = $('inside-kv');

@@ -76,7 +76,9 @@ const POSITIONS_BUDGET = 2e10;
 
 /**
  * ctx: { getModel(): the page's model, selectHead(l, h), showText(text): the page's text box and
- * views, lab(): the page's Lab (switch-off), theme(): the page's theme, announce(text) }.
+ * views, showPatched(patch | null, text): the views show `text` run with RunOptions.patch (null: as
+ * it is), patched(): the patch the views show, lab(): the page's Lab (switch-off), theme(): the
+ * page's theme, announce(text) }.
  * Returns { query(): the URL's patching keys, exportScene(), setModel(model), report }.
  */
 export function installPatching(ctx) {
@@ -100,6 +102,7 @@ export function installPatching(ctx) {
     headText: $('patch-head-text'),
     show: $('patch-show'),
     off: $('patch-off'),
+    only: $('patch-only'),
   };
   const views = {
     heads: new SceneView($('patch-heads')),
@@ -393,6 +396,10 @@ export function installPatching(ctx) {
     const off = (ctx.lab()?.ablate ?? []).some(([a, b]) => a === l && b === h);
     els.off.setAttribute('aria-pressed', off ? 'true' : 'false');
     setText(els.off, off ? 'Switch it on again in the other views' : 'Switch it off in the other views');
+    const on = ctx.patched();
+    const only = !!on && on.layer === l && on.head === h;
+    els.only.setAttribute('aria-pressed', only ? 'true' : 'false');
+    setText(els.only, only ? 'Stop patching it in the other views' : 'Patch only this head in the other views');
     const pos = patchPositionScene(r, theme, { layer: l, head: h, width: w });
     $('patch-position').hidden = !pos;
     if (pos) views.position.show(pos.scene, `Layer ${l} head ${h} patched at each position in turn.`);
@@ -438,6 +445,16 @@ export function installPatching(ctx) {
     if (!panel.selected) return;
     ctx.showText(els.clean.value);
     ctx.selectHead(...panel.selected);
+  });
+  // the views above: the corrupted text with only this head's output from the clean text (a patched
+  // run, RunOptions.patch), or back to the text as it is
+  els.only.addEventListener('click', () => {
+    if (!panel.selected) return;
+    const [layer, head] = panel.selected;
+    const on = ctx.patched();
+    if (on && on.layer === layer && on.head === head) ctx.showPatched(null);
+    else ctx.showPatched({ from: els.clean.value, layer, head }, els.corrupted.value);
+    drawNow();
   });
   els.off.addEventListener('click', () => {
     if (!panel.selected) return;

@@ -84,7 +84,7 @@ class WorkerModel {
     const { reuse = null, ...rest } = options;
     // the worker gets the earlier result's token ids, not its buffer: it sends back only the rows
     // that changed, and they are written into that buffer here
-    const previous = reuse ? reuseInfo(reuse, rest.ablate ?? []) : null;
+    const previous = reuse && !rest.patch ? reuseInfo(reuse, rest.ablate ?? []) : null;
     const release = previous ? claimForUpdate(reuse) : () => {};
     try {
       // onScreen: this text replaces the result on screen; the worker keeps its cache for it

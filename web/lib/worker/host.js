@@ -33,6 +33,7 @@ function cancelledError() {
 // What the engine's cache holds: the token ids of the last run or prefill, and its switched-off
 // heads (a cache made with others is not reused).
 let cached = { ids: [], key: '' };
+// what the engine's cache was computed with: the switched-off heads (a patched run leaves none, see runInSteps)
 const cacheKey = (options) => JSON.stringify(options.ablate ?? []);
 
 // Puts the start of `text` (its `tokens`, from token `start` on) into the engine's cache in STEPS
@@ -60,9 +61,11 @@ async function prefillInSteps(text, tokens, start, options, afterStep) {
 async function runInSteps(id, text, options, previous) {
   const finish = () => {
     const data = model.runData(text, options, previous);
-    cached = { ids: data.tokens.map((t) => t.id), key: cacheKey(options) };
+    // a patched run computes every token and leaves the engine no cache to reuse
+    cached = options.patch ? { ids: [], key: '' } : { ids: data.tokens.map((t) => t.id), key: cacheKey(options) };
     return data;
   };
+  if (options.patch) return finish();
   const { nPositions } = model.info.config;
   // a model too small for any text to be long (the shipped ones) never pays for the tokenizing below
   if (nPositions * model.info.parameterCount < STEPPED_RUN_WORK) return finish();
@@ -289,10 +292,12 @@ const HANDLERS = {
     // the methods stay behind; the client adds them back with makeResult()
     const { data, transfer } = resultForTransfer(await runInSteps(id, args.text, args.options, args.previous));
     lastRunCache = cached;
-    lastRunOf = { text: data.text, key: cacheKey(args.options) };
+    lastRunOf = args.options.patch ? null : { text: data.text, key: cacheKey(args.options) };
     // a run that replaces the result on screen (the page passed `reuse`) is the reader's text;
-    // others (probes, the lab's loss or knock-outs) may take the engine's cache from it
-    if (args.onScreen) onScreen = { text: args.text, options: { ablate: args.options.ablate } };
+    // others (probes, the lab's loss or knock-outs) may take the engine's cache from it; a patched
+    // run keeps no cache to put back
+    if (args.onScreen)
+      onScreen = args.options.patch ? null : { text: args.text, options: { ablate: args.options.ablate } };
     return { value: data, transfer };
   },
   inspectHead(id, args) {
