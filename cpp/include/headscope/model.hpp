@@ -227,6 +227,7 @@ class Model {
  private:
   friend class train::Trainer;      // Trainer::load(const Model&) reads the packed weights
   friend class ActivationPatching;  // patching.hpp: runs from a layer with one head's output replaced
+  friend struct AnalysisAccess;     // explain.hpp: reads a run's buffers and the packed weights
   Model();
   // The weights, the activations (the key/value cache among them) and the last run's state live
   // behind this pointer (cpp/src/model/model_impl.hpp), so this header is only the API.

@@ -1,0 +1,307 @@
+// Why a head attends: its pre-softmax score split into the residual stream's parts on both sides,
+// and its write split by source token and part (definitions in headscope/explain.hpp). Everything
+// is read from the last run's own buffers (the residual stream entering each layer, every head's
+// output before W_O, the attention weights, the key/value cache) and computed in double.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "../kernels/kernels.hpp"
+#include "../model/model_impl.hpp"
+#include "analysis_access.hpp"
+#include "headscope/error.hpp"
+#include "headscope/explain.hpp"
+
+namespace headscope {
+
+namespace explain_parts {  // named: the unity build batches this file with others
+
+using Impl = AnalysisAccess::Impl;
+
+// A row of a (V, C) table held as float32 or F16, widened
+std::vector<double> table_row(const std::vector<float>& f32, const std::vector<uint16_t>& f16, int row, int C) {
+  std::vector<float> r(C);
+  if (f16.empty())
+    std::copy_n(&f32[(std::size_t)row * C], C, r.data());
+  else
+    kernels::f16_unpack_forward(r.data(), &f16[(std::size_t)row * C], C);
+  return {r.begin(), r.end()};
+}
+
+// The unembedding of token u: the untied LM head's row, else the token embedding's
+std::vector<double> unembedding(const Impl& m, int u) {
+  const bool untied = !m.lm_head_.empty() || !m.lm_head_f16_.empty();
+  return untied ? table_row(m.lm_head_, m.lm_head_f16_, u, m.config_.n_embd)
+                : table_row(m.wte_, m.wte_f16_, u, m.config_.n_embd);
+}
+
+bool has_bias_part(const Impl& m) {
+  return m.config_.family != Family::llama;  // GPT-2: LayerNorm's beta and the projections' biases
+}
+
+// The parts' names entering layer L, in order (without `bias`, which comes last)
+std::vector<std::string> part_names(const Impl& m, int L) {
+  const ModelConfig& c = m.config_;
+  const bool gpt2 = c.family != Family::llama;
+  std::vector<std::string> names{"embed"};
+  if (gpt2) names.push_back("pos");
+  for (int l = 0; l < L; l++) {
+    for (int h = 0; h < c.n_head; h++) names.push_back("L" + std::to_string(l) + "H" + std::to_string(h));
+    if (gpt2) names.push_back("L" + std::to_string(l) + ".attn_bias");
+    names.push_back("L" + std::to_string(l) + ".mlp");
+  }
+  return names;
+}
+
+// The parts (P0, C) of the residual stream entering layer L at position p: they sum to it exactly
+// (the MLP's part is what the block added beyond its attention)
+std::vector<double> stream_parts(const Impl& m, int L, int p) {
+  const ModelConfig& c = m.config_;
+  const int C = c.n_embd, NH = c.n_head, HS = c.head_size(), QW = c.q_width();
+  const bool gpt2 = c.family != Family::llama;
+  const std::size_t cap = m.cap_;
+  std::vector<double> x;
+  const auto add = [&](const auto& row) { x.insert(x.end(), row.begin(), row.end()); };
+  add(table_row(m.wte_, m.wte_f16_, m.ids_[p], C));
+  if (gpt2) add(std::vector<double>(&m.wpe_[(std::size_t)p * C], &m.wpe_[(std::size_t)(p + 1) * C]));
+  std::vector<float> ch(C);
+  std::vector<double> attn(C);
+  for (int l = 0; l < L; l++) {
+    std::fill(attn.begin(), attn.end(), 0.0);
+    for (int h = 0; h < NH; h++) {
+      // the forward's own kernel on the head's output row (0 if switched off), as logit_attribution
+      std::fill(ch.begin(), ch.end(), 0.0f);
+      if (!m.ablate_mask_[(std::size_t)l * NH + h])
+        kernels::matmul_rows_forward(ch.data(), &m.head_out_[(l * cap + p) * QW], QW, m.blocks_[l].attn_out, h * HS,
+                                     (h + 1) * HS, 1);
+      for (int i = 0; i < C; i++) attn[i] += ch[i];
+      add(ch);
+    }
+    if (gpt2) {
+      // the packed layer's bias is padded past C to its panels' width
+      const std::vector<float> b(m.blocks_[l].attn_out.bias.begin(), m.blocks_[l].attn_out.bias.begin() + C);
+      for (int i = 0; i < C; i++) attn[i] += b[i];
+      add(b);
+    }
+    const float* in = &m.residual_[((std::size_t)l * cap + p) * C];
+    const float* out = &m.residual_[((std::size_t)(l + 1) * cap + p) * C];
+    std::vector<double> mlp(C);
+    for (int i = 0; i < C; i++) mlp[i] = (double)out[i] - in[i] - attn[i];
+    add(mlp);
+  }
+  return x;
+}
+
+// A norm frozen at one position: (v - mean(v)) * rstd (LayerNorm) or v * rstd (RMSNorm), from the
+// stream x it normalized there
+struct Frozen {
+  bool centre = false;
+  double rstd = 1;
+  Frozen(const float* x, int C, bool layernorm, double eps) : centre(layernorm) {
+    double mean = 0, var = 0;
+    if (centre) {
+      for (int i = 0; i < C; i++) mean += x[i];
+      mean /= C;
+    }
+    for (int i = 0; i < C; i++) var += (x[i] - mean) * (x[i] - mean);
+    rstd = 1.0 / std::sqrt(var / C + eps);
+  }
+  void apply(double* v, int C) const {
+    double mean = 0;
+    if (centre) {
+      for (int i = 0; i < C; i++) mean += v[i];
+      mean /= C;
+    }
+    for (int i = 0; i < C; i++) v[i] = (v[i] - mean) * rstd;
+  }
+};
+
+// One side's parts through the layer's frozen input norm and one head's columns of attn_in
+// (`column` in units of HS: q heads, then k heads, then v heads), then for q and k Qwen3's frozen
+// per-head norm (`qk_norm`: its weight, or null) and the rotation at p: (P, HS), with the `bias` part
+// last where the family has one
+std::vector<double> projected_parts(const Impl& m, int L, int p, const std::vector<float>& w_in, int column,
+                                    const std::vector<float>* qk_norm, bool rotate) {
+  const ModelConfig& c = m.config_;
+  const int C = c.n_embd, HS = c.head_size(), W = c.qkv_width();
+  const bool gpt2 = c.family != Family::llama;
+  const BlockWeights& b = m.blocks_[L];
+  std::vector<double> parts = stream_parts(m, L, p);
+  const int P0 = (int)(parts.size() / C);
+  const Frozen norm(&m.residual_[((std::size_t)L * m.cap_ + p) * C], C, gpt2, c.layer_norm_epsilon);
+  const int P = P0 + (has_bias_part(m) ? 1 : 0);
+  std::vector<double> out((std::size_t)P * HS, 0.0);
+  std::vector<double> v(C);
+  for (int a = 0; a < P; a++) {
+    if (a < P0) {
+      std::copy_n(&parts[(std::size_t)a * C], C, v.data());
+      norm.apply(v.data(), C);
+      for (int i = 0; i < C; i++) v[i] *= b.norm1_weight[i];
+    } else {
+      for (int i = 0; i < C; i++) v[i] = b.norm1_bias.empty() ? 0.0 : b.norm1_bias[i];
+    }
+    double* o = &out[(std::size_t)a * HS];
+    for (int i = 0; i < C; i++) {
+      const float* wrow = &w_in[(std::size_t)i * W + (std::size_t)column * HS];
+      for (int j = 0; j < HS; j++) o[j] += v[i] * wrow[j];
+    }
+    if (a == P0 && !b.attn_in.bias.empty())
+      for (int j = 0; j < HS; j++) o[j] += b.attn_in.bias[(std::size_t)column * HS + j];
+  }
+  if (qk_norm && !qk_norm->empty()) {
+    std::vector<double> total(HS, 0.0);
+    for (int a = 0; a < P; a++)
+      for (int j = 0; j < HS; j++) total[j] += out[(std::size_t)a * HS + j];
+    double ss = 0;
+    for (double t : total) ss += t * t;
+    const double rstd = 1.0 / std::sqrt(ss / HS + c.layer_norm_epsilon);
+    for (int a = 0; a < P; a++)
+      for (int j = 0; j < HS; j++) out[(std::size_t)a * HS + j] *= rstd * (*qk_norm)[j];
+  }
+  if (rotate) {
+    const int half = HS / 2;
+    for (int a = 0; a < P; a++) {
+      double* o = &out[(std::size_t)a * HS];
+      for (int i = 0; i < half; i++) {
+        const double angle = (double)p * m.rope_inv_freq_[i];
+        const double cs = std::cos(angle), sn = std::sin(angle), x0 = o[i], x1 = o[i + half];
+        o[i] = x0 * cs - x1 * sn;
+        o[i + half] = x1 * cs + x0 * sn;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> table_of(const std::vector<double>& q, const std::vector<double>& k, int P, int HS) {
+  std::vector<double> t((std::size_t)P * P);
+  const double scale = 1.0 / std::sqrt((double)HS);
+  for (int a = 0; a < P; a++)
+    for (int b = 0; b < P; b++) {
+      double s = 0;
+      for (int j = 0; j < HS; j++) s += q[(std::size_t)a * HS + j] * k[(std::size_t)b * HS + j];
+      t[(std::size_t)a * P + b] = s * scale;
+    }
+  return t;
+}
+
+}  // namespace explain_parts
+
+ScoreSplit explain_score(const Model& model, int layer, int head, int query, int key, const ExplainOptions& options) {
+  using namespace explain_parts;
+  const Impl& m = AnalysisAccess::impl(model);
+  m.require_run();
+  m.check_layer_head(layer, head);
+  const ModelConfig& c = m.config_;
+  const int T = m.T_, C = c.n_embd, HS = c.head_size(), NH = c.n_head, KV = c.kv_heads(), W = c.qkv_width();
+  const auto position = [&](const char* what, int p) {
+    if (p < 0 || p >= T)
+      throw Error(std::string(what) + " " + std::to_string(p) + " is outside the run's tokens [0, " + std::to_string(T) +
+                  ")");
+  };
+  position("query", query);
+  position("key", key);
+  if (key > query)
+    throw Error("key " + std::to_string(key) + " comes after query " + std::to_string(query) +
+                ": a token attends only to itself and earlier tokens");
+  if (options.versus) {
+    position("versus", *options.versus);
+    if (*options.versus > query)
+      throw Error("versus " + std::to_string(*options.versus) + " comes after query " + std::to_string(query));
+  }
+  if (options.token && (*options.token < 0 || *options.token >= c.vocab_size))
+    throw Error("token " + std::to_string(*options.token) + " is outside [0, " + std::to_string(c.vocab_size) + ")");
+
+  const bool llama = c.family == Family::llama;
+  const int g = head / c.group_size();
+  const BlockWeights& b = m.blocks_[layer];
+  std::vector<float> w_in((std::size_t)C * W);
+  kernels::unpack_linear(w_in.data(), nullptr, b.attn_in);
+
+  ScoreSplit r;
+  r.layer = layer, r.head = head, r.query = query, r.key = key, r.tokens = T;
+  r.components = part_names(m, layer);
+  if (has_bias_part(m)) r.components.push_back("bias");
+  const int P = (int)r.components.size();
+
+  // the forward's own score, from the cache's q and k rows
+  const std::size_t cap = m.cap_;
+  const float* qkv = &m.qkv_[(std::size_t)layer * cap * W];
+  double score = 0;
+  for (int j = 0; j < HS; j++)
+    score += (double)qkv[(std::size_t)query * W + (std::size_t)head * HS + j] *
+             qkv[(std::size_t)key * W + (std::size_t)(NH + g) * HS + j];
+  r.score = score / std::sqrt((double)HS);
+
+  const std::vector<float>* qn = c.qk_norm ? &b.q_norm : nullptr;
+  const std::vector<float>* kn = c.qk_norm ? &b.k_norm : nullptr;
+  const std::vector<double> q = projected_parts(m, layer, query, w_in, head, qn, llama);
+  const auto keys = [&](int s) { return projected_parts(m, layer, s, w_in, NH + g, kn, llama); };
+  r.table = table_of(q, keys(key), P, HS);
+  std::vector<double> other;
+  if (options.versus) {
+    r.versus = *options.versus;
+    other = table_of(q, keys(*options.versus), P, HS);
+  } else {
+    // the mean over the keys the query sees: q . mean(k(s')), k linear in its parts
+    std::vector<double> mean((std::size_t)P * HS, 0.0);
+    for (int s = 0; s <= query; s++) {
+      const std::vector<double> k = keys(s);
+      for (std::size_t i = 0; i < mean.size(); i++) mean[i] += k[i] / (query + 1);
+    }
+    other = table_of(q, mean, P, HS);
+  }
+  r.contrast.resize(r.table.size());
+  for (std::size_t i = 0; i < r.table.size(); i++) r.contrast[i] = r.table[i] - other[i];
+
+  // the value side: token u's direction through the final norm frozen at the query, pulled back
+  // through W_O^h: proj_u(v W_O^h) = v . gvec
+  const float* xf = &m.residual_[((std::size_t)c.n_layer * cap + query) * C];
+  const Frozen final_norm(xf, C, !llama, c.layer_norm_epsilon);
+  if (options.token)
+    r.token = *options.token;
+  else {  // the most likely next token at the query: the final norm and the unembedding, in double
+    std::vector<double> x(xf, xf + C);
+    final_norm.apply(x.data(), C);
+    double best = -INFINITY;
+    for (int u = 0; u < c.vocab_size; u++) {
+      const std::vector<double> row = unembedding(m, u);
+      double s = 0;
+      for (int i = 0; i < C; i++)
+        s += (x[i] * m.final_norm_weight_[i] + (m.final_norm_bias_.empty() ? 0.0 : m.final_norm_bias_[i])) * row[i];
+      if (s > best) best = s, r.token = u;
+    }
+  }
+  const std::vector<double> U = unembedding(m, r.token);
+  std::vector<float> w_out((std::size_t)c.q_width() * C);
+  kernels::unpack_linear(w_out.data(), nullptr, b.attn_out);
+  std::vector<double> gvec(HS, 0.0);
+  for (int j = 0; j < HS; j++) {
+    const float* row = &w_out[(std::size_t)(head * HS + j) * C];
+    double mean = 0;
+    if (!llama) {
+      for (int i = 0; i < C; i++) mean += row[i];
+      mean /= C;
+    }
+    for (int i = 0; i < C; i++) gvec[j] += (row[i] - mean) * m.final_norm_weight_[i] * U[i];
+    gvec[j] *= final_norm.rstd;
+  }
+  const float* att = &m.att_[(((std::size_t)layer * NH + head) * cap + query) * cap];
+  r.value_by_token.assign(T, 0.0);
+  r.value_by_part.assign(P, 0.0);
+  const bool off = m.ablate_mask_[(std::size_t)layer * NH + head];  // a switched-off head writes nothing
+  for (int s = 0; s <= query && !off; s++) {
+    const std::vector<double> v = projected_parts(m, layer, s, w_in, NH + KV + g, nullptr, false);
+    for (int a = 0; a < P; a++) {
+      double d = 0;
+      for (int j = 0; j < HS; j++) d += v[(std::size_t)a * HS + j] * gvec[j];
+      r.value_by_part[a] += att[s] * d;
+      r.value_by_token[s] += att[s] * d;
+    }
+  }
+  for (double x : r.value_by_token) r.value_total += x;
+  return r;
+}
+
+}  // namespace headscope
