@@ -24,6 +24,7 @@
 
 #include "bench_command.hpp"
 #include "generate_command.hpp"
+#include "explain_command.hpp"
 #include "heads_command.hpp"
 #include "patch_command.hpp"
 #include "model_args.hpp"
@@ -47,6 +48,9 @@ const char* kUsage =
     "  headscope patch --model DIR --clean TEXT --corrupted TEXT [--answer TOKEN] [--distractor TOKEN] "
     "[--by-position]\n"
     "                  [--json] (headscope patch --help)\n"
+    "  headscope explain --model DIR --text TEXT --head L:H --query T --key S [--versus S2|mean] [--json]\n"
+    "                    (headscope explain --help)\n"
+    "  headscope circuits --model DIR [--seeds N] [--json] (headscope circuits --help)\n"
     "DIR is a Hugging Face model folder: config.json, model.safetensors, and GPT-2's vocab.json + merges.txt\n"
     "or the Llama family's tokenizer.json.\n"
     "--weights f16 keeps the large weight matrices in half precision: about half the memory (default f32).\n"
@@ -63,6 +67,8 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "heads") return headscope::cli::heads_command(argc, argv);
   if (argc >= 2 && std::string(argv[1]) == "generate") return headscope::cli::generate_command(argc, argv);
   if (argc >= 2 && std::string(argv[1]) == "patch") return headscope::cli::patch_command(argc, argv);
+  if (argc >= 2 && std::string(argv[1]) == "explain") return headscope::cli::explain_command(argc, argv);
+  if (argc >= 2 && std::string(argv[1]) == "circuits") return headscope::cli::circuits_command(argc, argv);
   return headscope::cli::report_errors(
       [&] {
         const headscope::cli::Args a = headscope::cli::parse_model_args(argc, argv);

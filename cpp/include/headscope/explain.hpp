@@ -37,8 +37,8 @@
 namespace headscope {
 
 struct ExplainOptions {
-  std::optional<int> versus;      // the contrast's other key; none: the mean over keys 0..t
-  std::optional<int32_t> token;   // the value side's token; none: the most likely next token at t
+  std::optional<int> versus;     // the contrast's other key; none: the mean over keys 0..t
+  std::optional<int32_t> token;  // the value side's token; none: the most likely next token at t
 };
 
 struct ScoreSplit {
@@ -61,8 +61,8 @@ ScoreSplit explain_score(const Model& model, int layer, int head, int query, int
 
 struct Circuits {
   int n_layer = 0, n_head = 0;
-  std::vector<double> copying;                      // (L, NH)
-  std::vector<double> q, k, v;                      // (L*NH, L*NH), row A, column B; NaN unless layer(A) < layer(B)
+  std::vector<double> copying;  // (L, NH)
+  std::vector<double> q, k, v;  // (L*NH, L*NH), row A, column B; NaN unless layer(A) < layer(B)
   double baseline_q = 0, baseline_k = 0, baseline_v = 0;  // random factors, mean over `seeds`
   int seeds = 0;
 };

@@ -106,25 +106,39 @@ Circuits circuits(const Model& model, int seeds) {
   // composition: for each earlier head A, one product against every later head's stacked factors
   const double nan = std::nan("");
   for (std::vector<double>* s : {&out.q, &out.k, &out.v}) s->assign((std::size_t)N * N, nan);
+  // each layer's R' rows against every later head's right factors: one float32 product per layer
+  // and side by the kernels (threaded, SIMD), each pair's (HS, HS) block then summed in double
+  std::vector<float> rows_a((std::size_t)NH * HS * C), prod;
+  std::vector<double> r_norm(N);
+  for (int i = 0; i < N; i++) r_norm[i] = f[i].r.norm();
   for (int la = 0; la + 1 < L; la++) {
     const int first_b = (la + 1) * NH, nb = N - first_b;
+    for (int ha = 0; ha < NH; ha++)
+      for (int j = 0; j < HS; j++)
+        for (int i = 0; i < C; i++) rows_a[((std::size_t)ha * HS + j) * C + i] = (float)f[la * NH + ha].r(j, i);
+    std::vector<float> rows_b((std::size_t)C * nb * HS);  // (C, nb HS): row i holds every B's factor row i
+    prod.resize((std::size_t)NH * HS * nb * HS);
     for (const auto& [side, dst] : {std::pair{0, &out.q}, std::pair{1, &out.k}, std::pair{2, &out.v}}) {
-      Mat stacked(C, (Eigen::Index)nb * HS);
       std::vector<double> norms(nb);
       for (int b = 0; b < nb; b++) {
         const HeadFactors& fb = f[first_b + b];
-        const Mat& y = side == 0 ? fb.q : side == 1 ? fb.k : fb.v;
-        stacked.middleCols((Eigen::Index)b * HS, HS) = y;
+        const Mat& y = side == 0 ? fb.q : side == 1 ? fb.k : fb.v;  // (C, HS)
         norms[b] = y.norm();
+        for (int i = 0; i < C; i++)
+          for (int j = 0; j < HS; j++) rows_b[(std::size_t)i * nb * HS + (std::size_t)b * HS + j] = (float)y(i, j);
       }
-      for (int ha = 0; ha < NH; ha++) {
-        const Mat& r = f[la * NH + ha].r;
-        const Mat prod = r * stacked;  // (HS, nb HS)
-        const double rn = r.norm();
-        for (int b = 0; b < nb; b++)
-          (*dst)[(std::size_t)(la * NH + ha) * N + first_b + b] =
-              prod.middleCols((Eigen::Index)b * HS, HS).norm() / (rn * norms[b]);
-      }
+      // (NH HS, C) @ (C, nb HS): the kernels' packed product (register tiles over rows and columns)
+      kernels::matmul_forward(prod.data(), rows_a.data(), kernels::pack_linear(rows_b.data(), nullptr, C, nb * HS),
+                              NH * HS);
+      for (int ha = 0; ha < NH; ha++)
+        for (int b = 0; b < nb; b++) {
+          double ss = 0;
+          for (int j = 0; j < HS; j++) {
+            const float* p = &prod[((std::size_t)ha * HS + j) * nb * HS + (std::size_t)b * HS];
+            for (int jj = 0; jj < HS; jj++) ss += (double)p[jj] * p[jj];
+          }
+          (*dst)[(std::size_t)(la * NH + ha) * N + first_b + b] = std::sqrt(ss) / (r_norm[la * NH + ha] * norms[b]);
+        }
     }
   }
 
@@ -139,8 +153,8 @@ Circuits circuits(const Model& model, int seeds) {
     out.baseline_v += comp(a.r, b.v) / seeds;
   }
 
-  // copying: U E (d x d) once, by the kernels' product over chunks of the vocabulary (transposed so
-  // that a chunk is rows of d), then per key/value head U E W_V', per query head W_O^h diag(gamma_f) ...
+  // copying: U E (d x d) once, by the kernels' packed product over chunks of the vocabulary (the
+  // unembedding's chunk transposed to (d, n), the embedding's chunk as it is, (n, d))
   const bool untied = !m.lm_head_.empty() || !m.lm_head_f16_.empty();
   const auto row_of = [&](bool unembed, int u, float* dst) {
     const std::vector<float>& f32 = unembed && untied ? m.lm_head_ : m.wte_;
@@ -158,22 +172,33 @@ Circuits circuits(const Model& model, int seeds) {
     for (int v = 0; v < n; v++) {
       row_of(true, v0 + v, row.data());
       for (int i = 0; i < C; i++) ut[(std::size_t)i * n + v] = row[i];
-      row_of(false, v0 + v, row.data());
-      for (int i = 0; i < C; i++) et[(std::size_t)i * n + v] = row[i];
+      row_of(false, v0 + v, &et[(std::size_t)v * C]);
     }
-    kernels::matmul_transposed_forward(part.data(), ut.data(), et.data(), C, n, C);  // (C, n) @ (C, n)^T
+    kernels::matmul_forward(part.data(), ut.data(), kernels::pack_linear(et.data(), nullptr, n, C),
+                            C);  // (C, n) @ (n, C)
     for (int i = 0; i < C; i++)
       for (int j = 0; j < C; j++) ue(i, j) += part[(std::size_t)i * C + j];
   }
-  Mat gue = ue;
-  for (int i = 0; i < C; i++) gue.row(i) *= m.final_norm_weight_[i];  // diag(gamma_f) U E
+  // W_O^h diag(gamma_f) U E for every head at once (float32 products), then each head's (HS, HS) in double
+  std::vector<float> gue((std::size_t)C * C), rows_r((std::size_t)N * HS * C), rg((std::size_t)N * HS * C);
+  for (int i = 0; i < C; i++)
+    for (int j = 0; j < C; j++) gue[(std::size_t)i * C + j] = (float)(ue(i, j) * m.final_norm_weight_[i]);
+  for (int h = 0; h < N; h++)
+    for (int j = 0; j < HS; j++)
+      for (int i = 0; i < C; i++) rows_r[((std::size_t)h * HS + j) * C + i] = (float)R[h](j, i);
+  kernels::matmul_forward(rg.data(), rows_r.data(), kernels::pack_linear(gue.data(), nullptr, C, C), N * HS);
   out.copying.resize(N);
-  for (int i = 0; i < N; i++) {
-    const Mat M = R[i] * (gue * P[i]);  // (HS, HS)
+  for (int h = 0; h < N; h++) {
+    Mat M = Mat::Zero(HS, HS);
+    for (int j = 0; j < HS; j++)
+      for (int i = 0; i < C; i++) {
+        const double x = rg[((std::size_t)h * HS + j) * C + i];
+        for (int jj = 0; jj < HS; jj++) M(j, jj) += x * P[h](i, jj);
+      }
     const Eigen::VectorXcd ev = Eigen::EigenSolver<Mat>(M, false).eigenvalues();
     double re = 0, abs = 0;
     for (const auto& z : ev) re += z.real(), abs += std::abs(z);
-    out.copying[i] = abs > 0 ? re / abs : 0.0;
+    out.copying[h] = abs > 0 ? re / abs : 0.0;
   }
   return out;
 }

@@ -197,8 +197,8 @@ ScoreSplit explain_score(const Model& model, int layer, int head, int query, int
   const int T = m.T_, C = c.n_embd, HS = c.head_size(), NH = c.n_head, KV = c.kv_heads(), W = c.qkv_width();
   const auto position = [&](const char* what, int p) {
     if (p < 0 || p >= T)
-      throw Error(std::string(what) + " " + std::to_string(p) + " is outside the run's tokens [0, " + std::to_string(T) +
-                  ")");
+      throw Error(std::string(what) + " " + std::to_string(p) + " is outside the run's tokens [0, " +
+                  std::to_string(T) + ")");
   };
   position("query", query);
   position("key", key);

@@ -63,8 +63,8 @@ TEST_CASE("explain: the score split, its contrasts and the value side equal the 
     for (const char* set : {"cases", "cases_f16"}) {
       if (!ref.contains(set)) continue;
       for (const json& c : ref[set]) {
-        INFO("model " << name << ", " << set << ", head L" << c["layer"] << "H" << c["head"] << ", query "
-                      << c["query"] << ", key " << c["key"]);
+        INFO("model " << name << ", " << set << ", head L" << c["layer"] << "H" << c["head"] << ", query " << c["query"]
+                      << ", key " << c["key"]);
         Model m = test_util::load_fixture(name, weights_file(c["weights"].get<std::string>()));
         m.run_ids(c["ids"].get<std::vector<int32_t>>());
         const int L = c["layer"], H = c["head"], t = c["query"], s = c["key"];
@@ -103,7 +103,8 @@ TEST_CASE("circuits: composition and copying scores equal the float64 reference;
           "[explain][pytorch]") {
   for (const std::string& name : test_util::all_fixture_models()) {
     const json ref = json::parse(test_util::read_text(test_util::fixture_dir(name) + "/explain.json"));
-    for (const auto& [set, file] : {std::pair{"circuits", "model.safetensors"}, {"circuits_f16", "model-f16.safetensors"}}) {
+    for (const auto& [set, file] :
+         {std::pair{"circuits", "model.safetensors"}, {"circuits_f16", "model-f16.safetensors"}}) {
       if (!ref.contains(set)) continue;
       INFO("model " << name << ", " << set);
       const json& c = ref[set];
@@ -112,10 +113,14 @@ TEST_CASE("circuits: composition and copying scores equal the float64 reference;
       // weights only, in double from the same float32 weights (a float32 copy lands within 5e-8 and
       // 7.9e-7): 1e-6 absolute for the compositions, 2e-5 for the copying scores (U E comes from
       // float32 products summed over the vocabulary)
-      require_near(r.q, flat(c["composition"]["Q"]), [](double) { return 1e-6; }, "Q-composition");
-      require_near(r.k, flat(c["composition"]["K"]), [](double) { return 1e-6; }, "K-composition");
-      require_near(r.v, flat(c["composition"]["V"]), [](double) { return 1e-6; }, "V-composition");
-      require_near(r.copying, flat(c["copying"]), [](double) { return 2e-5; }, "copying");
+      require_near(
+          r.q, flat(c["composition"]["Q"]), [](double) { return 1e-6; }, "Q-composition");
+      require_near(
+          r.k, flat(c["composition"]["K"]), [](double) { return 1e-6; }, "K-composition");
+      require_near(
+          r.v, flat(c["composition"]["V"]), [](double) { return 1e-6; }, "V-composition");
+      require_near(
+          r.copying, flat(c["copying"]), [](double) { return 2e-5; }, "copying");
       // the baseline draws its own random matrices: two means of 16 draws differ by about
       // sqrt(2) / 4 = 0.35 standard deviations of one draw; 2 standard deviations is 5.7 of those
       for (const auto& [got, key] : {std::pair{r.baseline_q, "Q"}, {r.baseline_k, "K"}, {r.baseline_v, "V"}}) {
