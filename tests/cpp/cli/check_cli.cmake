@@ -123,6 +123,37 @@ execute_process(COMMAND ${CLI} generate --model ${MODEL} --text "x" --tokens 2 -
 if(gr3 EQUAL 0 OR NOT ge3 MATCHES "top-p must be within")
   message(FATAL_ERROR "headscope generate --top-p 1.5: expected an error naming the range; got ${gr3} '${ge3}'")
 endif()
+# headscope explain --json: a P x P table and its contrast; a key after the query and a layer out of
+# range are errors with messages (the numbers: test_explain.cpp and tests/js/package/explain.test.js)
+execute_process(COMMAND ${CLI} explain --model ${MODEL} --text "The chef cooked" --head 1:2 --query 5 --key 2 --json
+                OUTPUT_VARIABLE x1 ERROR_VARIABLE xe1 RESULT_VARIABLE xr1)
+if(NOT xr1 EQUAL 0)
+  message(FATAL_ERROR "headscope explain --json: ${xr1} '${xe1}'")
+endif()
+string(JSON nparts LENGTH "${x1}" components)
+string(JSON nrows LENGTH "${x1}" table)
+string(JSON ncols LENGTH "${x1}" contrast table 0)
+string(JSON against GET "${x1}" contrast against)
+if(NOT nparts EQUAL nrows OR NOT nparts EQUAL ncols OR NOT against STREQUAL "mean")
+  message(FATAL_ERROR "headscope explain --json: ${nparts} parts, ${nrows} rows, ${ncols} contrast columns, against ${against}")
+endif()
+execute_process(COMMAND ${CLI} explain --model ${MODEL} --text "The chef cooked" --head 1:2 --query 2 --key 5
+                ERROR_VARIABLE xe2 RESULT_VARIABLE xr2)
+execute_process(COMMAND ${CLI} explain --model ${MODEL} --text "The chef cooked" --head 7:0 --query 2 --key 1
+                ERROR_VARIABLE xe3 RESULT_VARIABLE xr3)
+if(xr2 EQUAL 0 OR NOT xe2 MATCHES "key 5 comes after query 2" OR xr3 EQUAL 0 OR NOT xe3 MATCHES "layer 7")
+  message(FATAL_ERROR "headscope explain refusals: ${xr2} '${xe2}'; ${xr3} '${xe3}'")
+endif()
+# headscope circuits --json: an L x H copying table and (L H) x (L H) compositions
+execute_process(COMMAND ${CLI} circuits --model ${MODEL} --seeds 2 --json OUTPUT_VARIABLE c1 ERROR_VARIABLE ce1
+                RESULT_VARIABLE cr1)
+string(JSON ncopy LENGTH "${c1}" copying)
+string(JSON nq LENGTH "${c1}" composition Q)
+string(JSON seeds GET "${c1}" seeds)
+math(EXPR want_q "${nlayers} * ${nheads}")
+if(NOT cr1 EQUAL 0 OR NOT ncopy EQUAL nlayers OR NOT nq EQUAL want_q OR NOT seeds EQUAL 2)
+  message(FATAL_ERROR "headscope circuits --json: ${cr1} '${ce1}' copying ${ncopy}, Q ${nq}, seeds ${seeds}")
+endif()
 execute_process(COMMAND ${CLI} run --model ${MODEL}/does-not-exist --text "x" --json
                 OUTPUT_VARIABLE out2 ERROR_VARIABLE err2 RESULT_VARIABLE rc2)
 if(rc2 EQUAL 0 OR NOT err2 MATCHES "not found" OR NOT out2 STREQUAL "")
