@@ -93,5 +93,11 @@ out=$("$CLI" patch --model "$MODEL" --clean "Mr. Smith left the room. Later, Mr.
 grep -q '^head  *patched  *attribution' <<<"$out" || fail "headscope patch printed no table: '$out'"
 ld=$(grep -oP 'LD clean \K[-0-9.]+' <<<"$out") && awk -v x="$ld" 'BEGIN { exit !(x > 1) }' ||
   fail "headscope patch: the clean text's answer does not beat the distractor by a nat: '$out'"
-echo "readme commands: headscope heads, patch and generate ran"
+# the README's explain and circuits lines on the default model
+out=$("$CLI" explain --model "$MODEL" --text "Mr. Smith left. Later, Mr. Smith" --head 1:2 --query 8 --key 2) ||
+  fail "headscope explain"
+grep -q '^L1H2, query 8 "\.", key 2 " Smith": score' <<<"$out" || fail "headscope explain printed no split: '$out'"
+out=$("$CLI" circuits --model "$MODEL") || fail "headscope circuits"
+grep -q '^baseline (random matrices, 16 seeds)' <<<"$out" || fail "headscope circuits printed no table: '$out'"
+echo "readme commands: headscope heads, patch, explain, circuits and generate ran"
 echo "readme commands: all passed"

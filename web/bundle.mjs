@@ -37,6 +37,7 @@ const PUBLISHED = {
   'lib/trainer.js': 'trainer.js',
   'lib/analysis.js': 'analysis.js',
   'lib/patching.js': 'patching.js',
+  'lib/explain.js': 'explain.js',
   'lib/roles.json': 'roles.json',
   'lib/worker/client.js': 'headscope-worker.js',
   'lib/worker/host.js': 'worker-thread.js',

@@ -20,6 +20,7 @@
 #include "headscope/predictions.hpp"
 #include "headscope/training_run.hpp"
 #include "js_bytes.hpp"
+#include "js_guard.hpp"
 #include "js_values.hpp"
 
 using emscripten::val;
@@ -29,25 +30,6 @@ using headscope::train::TrainingRun;
 
 namespace {
 
-std::string g_last_error;
-
-// Runs fn; on any C++ exception records its message and returns `failed` instead.
-template <class F, class R = decltype(std::declval<F>()())>
-R guarded(F&& fn, R failed) {
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    g_last_error = e.what();
-  } catch (...) {
-    g_last_error = "headscope: unknown C++ exception";
-  }
-  return failed;
-}
-template <class F>
-val guarded(F&& fn) {
-  return guarded(std::forward<F>(fn), val::null());
-}
-
 // Heads to switch off from JS's flat [layer0, head0, layer1, head1, ...] (the engine checks ranges).
 std::vector<headscope::HeadRef> ablate_of(val ablate_pairs) {
   const std::vector<int> flat = emscripten::convertJSArrayToNumberVector<int>(ablate_pairs);
@@ -55,11 +37,6 @@ std::vector<headscope::HeadRef> ablate_of(val ablate_pairs) {
   std::vector<headscope::HeadRef> ablate;
   for (std::size_t i = 0; i < flat.size(); i += 2) ablate.push_back({flat[i], flat[i + 1]});
   return ablate;
-}
-
-std::string string_of(const val& v, const char* what) {
-  if (!v.isString()) throw headscope::Error(std::string(what) + " must be a string");
-  return v.as<std::string>();
 }
 
 // storage: "f32" or "f16" (headscope::WeightStorage); threads: LoadOptions::threads. The four-argument
@@ -460,7 +437,7 @@ EMSCRIPTEN_BINDINGS(headscope) {
   function("load", &load, allow_raw_pointers());  // overloaded by argument count
   function("load", &load_stored, allow_raw_pointers());
   function("loadTokenizerJson", &load_tokenizer_json, allow_raw_pointers());
-  function("lastError", optional_override([]() { return g_last_error; }));
+  function("lastError", optional_override([]() { return last_error(); }));
   function("simdInfo", optional_override([]() { return simd_object(headscope::simd_info()); }));
   function("heapUsedBytes", &heap_used_bytes);
   class_<Model>("Model")

@@ -99,8 +99,8 @@ int run_explain(const ExplainArgs& a) {
     std::cout << j.dump() << "\n";
     return 0;
   }
-  std::printf("L%dH%d, query %d \"%s\", key %d \"%s\": score %.4f, the sum of %d x %d cells; the largest:\n",
-              r.layer, r.head, r.query, tokens[r.query].text.c_str(), r.key, tokens[r.key].text.c_str(), r.score, P, P);
+  std::printf("L%dH%d, query %d \"%s\", key %d \"%s\": score %.4f, the sum of %d x %d cells; the largest:\n", r.layer,
+              r.head, r.query, tokens[r.query].text.c_str(), r.key, tokens[r.key].text.c_str(), r.score, P, P);
   std::vector<int> order(r.table.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int x, int y) { return std::fabs(r.table[x]) > std::fabs(r.table[y]); });

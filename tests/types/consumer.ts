@@ -9,7 +9,7 @@ import {
   loadModel, shippedModels, defaultModelName, attentionIndex, strideOf, createTrainer, trainingPresets,
   wasmHeapUsedBytes, wasmMemoryBytes, HeadscopeModel,
   type ModelFiles, type ModelInfo, type LoadProgress, type RunOptions, type RunResult, type Token, type Prediction,
-  type PatchOptions, type PatchProgress, type PatchReport, type RunPatch, type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset, type HeadInside, type TokenizerJsonModelFiles,
+  type PatchOptions, type PatchProgress, type PatchReport, type RunPatch, type ScoreSplit, type Circuits, type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset, type HeadInside, type TokenizerJsonModelFiles,
   type HeadsOptions, type HeadsProgress, type HeadsReport, type LogitAttribution,
   type GenerateOptions, type GenerateResult, type GeneratedToken, type SamplingDistribution,
 } from 'headscope';
@@ -157,6 +157,16 @@ const patchedRun = model.run(patching.corrupted, { patch: { from: patching.clean
 same<typeof patchedRun.patch, RunPatch | null>();
 // @ts-expect-error  a patch names its head
 model.run(patching.corrupted, { patch: { from: patching.clean } });
+// why a head attends, and which heads work together
+const split = model.explainScore(text, 1, 2, 3, 1, { versus: 'mean', ablate: [[0, 1]] });
+same<typeof split, ScoreSplit>();
+const dominant: string = split.components[0] ?? '';
+same<typeof split.versus, number | 'mean'>();
+const circuitsOfModel = model.circuits({ seeds: 4 });
+same<typeof circuitsOfModel, Circuits>();
+same<typeof circuitsOfModel.composition.k, Float64Array>();
+// @ts-expect-error  versus is a key position or 'mean'
+model.explainScore(text, 1, 2, 3, 1, { versus: 'all' });
 // @ts-expect-error  the clean text is required
 await model.patch({ corrupted: 'x' });
 // @ts-expect-error  byPosition is a boolean
@@ -236,6 +246,8 @@ const notAwaitedInside: HeadInside = worker.inspectHead(text, 0, 1);
 const workerReport = await worker.measureHeads(text, { signal: controller.signal, onProgress: (p) => show(String(p.fraction)) });
 same<typeof workerReport, HeadsReport>();
 same<Awaited<ReturnType<WorkerModel['patch']>>, PatchReport>();
+same<Awaited<ReturnType<WorkerModel['explainScore']>>, ScoreSplit>();
+same<Awaited<ReturnType<WorkerModel['circuits']>>, Circuits>();
 same<Awaited<ReturnType<WorkerModel['logitAttribution']>>, LogitAttribution>();
 const workerOf: LogitAttribution = await worker.logitAttribution(0, 0, { text });
 // @ts-expect-error  a worker's logitAttribution() is a promise

@@ -2,7 +2,7 @@
 // Worker): the headscope API running in a Web Worker.
 // Every method returns a promise; results arrive as transferred buffers (not copied).
 // dispose() terminates the worker, which frees the model's memory.
-import type { HeadInside, InspectOptions, LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token, HeadsOptions, HeadsReport, LogitAttribution, PatchOptions, PatchReport, GenerateOptions, GenerateResult } from './headscope.js';
+import type { HeadInside, InspectOptions, LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token, HeadsOptions, HeadsReport, LogitAttribution, PatchOptions, PatchReport, ExplainOptions, ScoreSplit, Circuits, GenerateOptions, GenerateResult } from './headscope.js';
 
 export interface WorkerLoadOptions {
   /** Called as model bytes arrive. */
@@ -80,6 +80,10 @@ export interface WorkerModel {
   measureHeads(text: string, options?: HeadsOptions): Promise<HeadsReport>;
   /** As HeadscopeModel.patch, in the worker (the reports' arrays transferred); the page's runs sent meanwhile are answered between its chunks. */
   patch(options: PatchOptions): Promise<PatchReport>;
+  /** As HeadscopeModel.explainScore, in the worker (its arrays transferred). */
+  explainScore(text: string, layer: number, head: number, query: number, key: number, options?: ExplainOptions): Promise<ScoreSplit>;
+  /** As HeadscopeModel.circuits, in the worker. */
+  circuits(options?: { seeds?: number }): Promise<Circuits>;
   /**
    * As HeadscopeModel.generate, in the worker: the same ids as on the page thread for the same
    * options. With onToken, each token's result arrives with only its new attention rows, and the

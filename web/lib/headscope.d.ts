@@ -531,6 +531,15 @@ export declare class HeadscopeModel {
    * answer that is not one token or equals the distractor; with an AbortError when `signal` aborts.
    */
   patch(options: PatchOptions): Promise<PatchReport>;
+  /**
+   * Why head (layer, head) gives token `query` its score on token `key` (<= query) when the model
+   * runs `text`: the score split into the parts the residual stream is made of, on the query and the
+   * key side, its contrast, and the value side. Runs the text (free when the engine holds it); it
+   * becomes the last run. Throws an Error naming a layer, head, position or token out of range.
+   */
+  explainScore(text: string, layer: number, head: number, query: number, key: number, options?: ExplainOptions): ScoreSplit;
+  /** Composition scores between every pair of heads and each head's copying score, from the weights alone. */
+  circuits(options?: { seeds?: number }): Circuits;
   /** Frees the model's wasm memory; every later call throws. Safe to call twice. */
   dispose(): void;
 }
@@ -602,6 +611,60 @@ export interface PatchReport {
   exactRunsTotal: number;
   /** Every exact score is in (exactRunsDone === exactRunsTotal). */
   complete: boolean;
+}
+
+/** Options of explainScore(). */
+export interface ExplainOptions {
+  /** Heads switched off for the run, as RunOptions.ablate. */
+  ablate?: ReadonlyArray<readonly [number, number]>;
+  /** The contrast's other key (<= query), or 'mean' (default): the mean over the keys 0..query. */
+  versus?: number | 'mean';
+  /** The value side's token id; default: the most likely next token at the query. */
+  token?: number | null;
+}
+
+/**
+ * Why a head attends (explainScore(); the CLI's `headscope explain --json`; definitions in
+ * cpp/include/headscope/explain.hpp). The residual stream entering the head's layer is a sum of
+ * parts (`components`: embed, pos, each earlier head's write L{l}H{h}, L{l}.attn_bias, L{l}.mlp,
+ * bias); with the norms' scales frozen at the run's values each part has its own query and key.
+ */
+export interface ScoreSplit {
+  text: string;
+  ablate: Array<[number, number]>;
+  layer: number;
+  head: number;
+  query: number;
+  key: number;
+  queryToken: { id: number; text: string };
+  keyToken: { id: number; text: string };
+  components: string[];
+  /** The forward pass's own pre-softmax score q(query) . k(key) / sqrt(headSize). */
+  score: number;
+  /** [P * P], row a the query side's part, column b the key side's: q_a . k_b / sqrt(headSize); the cells sum to score. */
+  table: Float64Array;
+  /** What the contrast subtracts: the table at that key, or 'mean' over keys 0..query. */
+  versus: number | 'mean';
+  /** [P * P]: table minus the table at `versus` (or their mean): softmax ignores what every key shares. */
+  contrast: Float64Array;
+  /** The head's write at the query, sum_s a_s v_s W_O^h, as a push on `token`'s logit through the final norm frozen there. */
+  value: { token: { id: number; text: string }; byToken: Float64Array; byPart: Float64Array; total: number };
+}
+
+/**
+ * Which heads work together, from the weights alone (circuits(); `headscope circuits --json`).
+ * Heads are counted layer * nHead + head; composition[x][a * nLayer * nHead + b] is head a's write read by
+ * head b's query (q), key (k) or value (v), NaN unless layer(a) < layer(b).
+ */
+export interface Circuits {
+  nLayer: number;
+  nHead: number;
+  /** [nLayer * nHead]: sum Re(lambda) / sum |lambda| of the head's full OV circuit's eigenvalues; above 0 it copies. */
+  copying: Float64Array;
+  composition: { q: Float64Array; k: Float64Array; v: Float64Array };
+  /** The same scores for random Gaussian matrices of the same shapes, the mean over `seeds`. */
+  baseline: { q: number; k: number; v: number };
+  seeds: number;
 }
 
 /** A model's shape for a fresh training run. */

@@ -19,6 +19,7 @@ import {
 import { generateOptions, WrittenText, toWellFormed, byteToIndexMaps, writeTokens } from './generation.js';
 import { HeadscopeTrainer, presetsFromCore, measureHeadsOf } from './trainer.js';
 import { patchOf, runPatch } from './patching.js';
+import { explainOf, circuitsOf } from './explain.js';
 
 export { shippedModels, defaultModelName } from './files.js';
 export { wasmHeapUsedBytes, wasmMemoryBytes } from './wasm.js';
@@ -423,14 +424,9 @@ export class HeadscopeModel {
   }
 
   /**
-   * Direct logit attribution of the last run() at token `position` for vocabulary entry `token`
-   * (the engine's Model::logit_attribution): the logit split into every head's write, W_O's biases,
-   * the MLPs, the embeddings and the final LayerNorm's bias, through that LayerNorm fixed at the
-   * position. If the engine ran anything else since (inspectHead, a head measurement), the last
-   * run is repeated first, with the same heads off: the numbers are that run's. With `of`
-   * ({ text, ablate }), the split is of that text's run instead: when the last run() was another
-   * text or had other heads off, the engine runs it first (no result is made), and it becomes the
-   * last run. The value names the run it split (`text`, `ablate`).
+   * Direct logit attribution of the last run() at `position` for vocabulary entry `token` (the
+   * engine's Model::logit_attribution; headscope.d.ts). A last run the engine no longer holds is
+   * repeated first; with `of` ({ text, ablate }) that text's run is split (run first if needed).
    */
   logitAttribution(position, token, of = undefined) {
     const h = this.#live();
@@ -446,21 +442,11 @@ export class HeadscopeModel {
       const text = toWellFormed(of.text);
       const flat = flatAblate(of.ablate ?? []);
       const last = this.#lastRun;
-      if (!last || last.text !== text || last.flat.length !== flat.length || last.flat.some((v, i) => v !== flat[i])) {
-        this.#engineHoldsLastRun = false;
-        this.#generating = null;
-        checked(this.#core, h.run(text, flat, false, null));
-        this.#lastRun = { text, flat, allLogits: false };
-        this.#engineHoldsLastRun = true;
-      }
+      if (!last || last.text !== text || last.flat.length !== flat.length || last.flat.some((v, i) => v !== flat[i]))
+        this.#runPlain(h, text, flat, false);
     }
     if (!this.#lastRun) throw new Error('logitAttribution() splits up the last run(): run a text first');
-    if (!this.#engineHoldsLastRun) {
-      const { text, flat, allLogits } = this.#lastRun;
-      checked(this.#core, h.run(text, flat, allLogits, null));
-      this.#engineHoldsLastRun = true;
-      this.#generating = null;
-    }
+    if (!this.#engineHoldsLastRun) this.#runPlain(h, this.#lastRun.text, this.#lastRun.flat, this.#lastRun.allLogits);
     const a = checked(this.#core, h.logitAttribution(position, token));
     const { nLayer, nHead } = this.#info.config;
     const { text, flat } = this.#lastRun;
@@ -469,6 +455,29 @@ export class HeadscopeModel {
     // the final norm the parts are read through: GPT-2's LayerNorm (centred, with a bias) or the Llama family's RMSNorm
     const norm = this.#info.config.modelType === 'gpt2' ? 'LayerNorm' : 'RMSNorm';
     return { ...a, nLayer, nHead, text, ablate, norm };
+  }
+
+  /** Why head (layer, head) gives query token `query` its score on `key` (explain.js; types in headscope.d.ts). */
+  explainScore(text, layer, head, query, key, options = {}) {
+    const h = this.#live();
+    return explainOf(this.#core, h, toWellFormed(text), layer, head, query, key, options, {
+      run: (t, flat) => (this.#runPlain(h, t, flat, false), h.tokenIds()),
+      tokenText: (id) => this.tokenText(id),
+    });
+  }
+
+  // a run without a result (the engine's buffers only) that becomes the last run
+  #runPlain(h, text, flat, allLogits) {
+    this.#generating = null;
+    this.#engineHoldsLastRun = false;
+    checked(this.#core, h.run(text, flat, allLogits, null));
+    this.#lastRun = { text, flat, allLogits };
+    this.#engineHoldsLastRun = true;
+  }
+
+  /** Which heads work together, from the weights alone (explain.js; types in headscope.d.ts). */
+  circuits(options) {
+    return circuitsOf(this.#core, this.#live(), options);
   }
 
   /** Frees the model's wasm memory. Any later call throws. Safe to call twice. */

@@ -188,6 +188,12 @@ export class FastTypingModel {
   patch(options) {
     return this.#worker.patch(options);
   }
+  explainScore(text, layer, head, query, key, options) {
+    return this.#worker.explainScore(text, layer, head, query, key, options);
+  }
+  circuits(options) {
+    return this.#worker.circuits(options);
+  }
   tokenize(text) {
     return this.#worker.tokenize(text);
   }

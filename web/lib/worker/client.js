@@ -130,6 +130,16 @@ class WorkerModel {
     return this.call('patch', { options: rest }, onProgress, [], signal);
   }
 
+  /** As HeadscopeModel.explainScore, in the worker (its arrays transferred). */
+  explainScore(text, layer, head, query, key, options = {}) {
+    return this.call('explainScore', { text, layer, head, query, key, options });
+  }
+
+  /** As HeadscopeModel.circuits, in the worker (its arrays transferred). */
+  circuits(options = {}) {
+    return this.call('circuits', { options });
+  }
+
   /** As HeadscopeModel.logitAttribution: the last run()'s logit (or `of`'s) split into its parts, in the worker. */
   logitAttribution(position, token, of = undefined) {
     return this.call('logitAttribution', { position, token, of });
@@ -252,6 +262,12 @@ class PageThreadModel {
   }
   async patch(options) {
     return this.#model.patch(options);
+  }
+  async explainScore(text, layer, head, query, key, options) {
+    return this.#model.explainScore(text, layer, head, query, key, options);
+  }
+  async circuits(options) {
+    return this.#model.circuits(options);
   }
   async tokenize(text) {
     return this.#model.tokenize(text);

@@ -11,6 +11,7 @@ import { loadModel, createTrainer } from '../headscope.js';
 import { resultForTransfer, sharedPrefixLength } from '../result.js';
 import { MESSAGES, AT_ONCE, NO_REPLY } from './protocol.js';
 import { patchBuffers } from '../patching.js';
+import { explainBuffers } from '../explain.js';
 
 // Runs cheaper than this many (parameters x tokens) go in one step: about 200 ms of work in wasm.
 const STEPPED_RUN_WORK = 6e9;
@@ -314,6 +315,19 @@ const HANDLERS = {
   async patch(id, { options }) {
     const report = await inChunks(id, (steps) => model.patch({ ...options, ...steps }), patchBuffers);
     return { value: report, transfer: patchBuffers(report) };
+  },
+  explainScore(id, { text, layer, head, query, key, options }) {
+    const r = model.explainScore(text, layer, head, query, key, options);
+    // the engine ran the text (with its heads off): the cache holds it, where it fits the context
+    const ids = model.tokenize(r.text).map((t) => t.id);
+    const fits = ids.length <= model.info.config.nPositions;
+    lastRunCache = cached = { ids: fits ? ids : [], key: fits ? cacheKey({ ablate: options?.ablate ?? [] }) : '' };
+    lastRunOf = { text: r.text, key: cacheKey({ ablate: options?.ablate ?? [] }) };
+    return { value: r, transfer: explainBuffers(r) };
+  },
+  circuits(id, { options }) {
+    const r = model.circuits(options);
+    return { value: r, transfer: explainBuffers(r) };
   },
   logitAttribution(id, args) {
     const a = model.logitAttribution(args.position, args.token, args.of);

@@ -69,6 +69,19 @@ export const MESSAGES = Object.freeze({
     progress: '{ fraction, report: PatchReport so far } after the attribution map and after each chunk of patched runs',
     cancellable: true,
   },
+  explainScore: {
+    handling: QUEUED,
+    needs: 'model',
+    args: '{ text, layer, head, query, key, options: { ablate, versus, token } }',
+    value: 'HeadscopeModel.explainScore(): ScoreSplit (its typed arrays transferred)',
+    betweenChunks: true,
+  },
+  circuits: {
+    handling: QUEUED,
+    needs: 'model',
+    args: '{ options: { seeds } }',
+    value: 'HeadscopeModel.circuits(): Circuits (its typed arrays transferred)',
+  },
   logitAttribution: {
     handling: QUEUED,
     needs: 'model',
