@@ -70,6 +70,10 @@ class Trainer {
   void load(const SafeTensors& weights);
   // Every parameter from a loaded Model of the same config (its packed weights unpacked; F16 widened).
   void load(const Model& model);
+  // load(model), and the forward then reads the model's packed layers instead of packing its own copy
+  // (a model's worth of memory and a pass over it less), until a step or a load changes the
+  // parameters. The model must outlive this trainer's forward passes and keep its weights.
+  void borrow_weights(const Model& model);
 
   // Head gates (L*NH, row-major by layer; 1 at construction): head h's output is multiplied by its
   // gate before W_O. A gate of 0 switches the head off as RunOptions::ablate does.

@@ -29,7 +29,7 @@ float Trainer::forward(const int* ids, const int* targets, int B, int T) {
   std::copy(targets, targets + N, targets_.begin());
   cur_B_ = B;
   cur_T_ = T;
-  pack_weights();
+  if (!packed_->model_blocks) pack_weights();
   const float* P = params_.data();
   const float eps = config_.layer_norm_epsilon;
 
@@ -68,7 +68,7 @@ float Trainer::forward(const int* ids, const int* targets, int B, int T) {
     io.mlp_out = a.fcproj.data();
     io.res_out = a.res3.data();
     io.gates = gated_ ? &gates_[l * config_.n_head] : nullptr;
-    block_forward(config_, packed_->blocks[l], io, B, 0, T, T);
+    block_forward(config_, packed_->layers()[l], io, B, 0, T, T);
     residual = a.res3.data();
   }
   if (llama())
