@@ -117,8 +117,9 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
                 " MiB: reduce n_embd, n_layer, vocab_size, the batch size or the sequence length");
 
   params_.assign(P, 0.0f);
-  grads_.assign(P, 0.0f);
+  norm_grads_discarded_.assign(C, 0.0f);
   if (optimizer_state) {
+    grads_.assign(P, 0.0f);
     adam_m_.assign(P, 0.0f);
     adam_v_.assign(P, 0.0f);
   }
@@ -252,7 +253,13 @@ std::span<const float> Trainer::attention(int layer) const {
   return {acts_[layer].att.data(), (std::size_t)cur_B_ * config_.n_head * cur_T_ * cur_T_};
 }
 
-void Trainer::zero_grad() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
+void Trainer::ensure_grads() {
+  if (grads_.empty()) grads_.assign(params_.size(), 0.0f);
+}
+void Trainer::zero_grad() {
+  ensure_grads();
+  std::fill(grads_.begin(), grads_.end(), 0.0f);
+}
 
 void Trainer::set_threads(int threads) {
   if (threads < 0 || threads > kMaxThreads)
@@ -417,6 +424,7 @@ void Trainer::pack_weights() {
 
 void Trainer::sgd_step(float lr) {
   packed_->model_blocks = nullptr;
+  ensure_grads();
   sgd_update(params_.data(), grads_.data(), params_.size(), lr);
 }
 void Trainer::borrow_weights(const Model& model) {
