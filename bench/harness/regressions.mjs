@@ -254,6 +254,14 @@ export function figures(results) {
         'page',
         true,
       );
+      add(
+        `patching.chromium.t${n}.first_call.first_progress_ms`,
+        `patching (${at}): Chromium, ${n} thread(s), the attribution map in the first call after the load`,
+        v.first_call?.first_progress_ms,
+        'ms',
+        true,
+        'page',
+      );
     }
   }
   return out;

@@ -343,26 +343,33 @@ const pm2 = patching?.model;
 if (pm2 && pm2.n_layer === 12 && pm2.n_head === 12 && pm2.n_embd === 768) {
   const at = `GPT-2 small's shape, ${patching.tokens}-token pair`;
   const chromium2 = patching.chromium?.threads?.['2'];
-  const msTarget = (section, name, value, goal) =>
-    target(section, name, value, goal, { unit: 'ms', lower_is_better: true });
+  // in seconds, as the issue states them
+  const sTarget = (section, name, ms, goal) =>
+    target(section, name, ms === undefined ? NaN : ms / 1000, goal, { unit: 's', lower_is_better: true });
   targets.push(
-    msTarget(
+    sTarget(
       'engine',
       `patching, ${at}, every head exact: native, 2 threads, < 10 s`,
       patching.native?.patching?.median_ms,
-      10_000,
+      10,
     ),
-    msTarget(
+    sTarget(
       'page',
       `patching, ${at}, every head exact: Chromium, 2 threads, < 30 s`,
-      chromium2?.complete?.median_ms ?? NaN,
-      30_000,
+      chromium2?.complete?.median_ms,
+      30,
     ),
-    msTarget(
+    sTarget(
       'page',
       `patching, ${at}: the attribution map in Chromium, 2 threads, < 1 s`,
-      chromium2?.first_progress?.median_ms ?? NaN,
-      1_000,
+      chromium2?.first_progress?.median_ms,
+      1,
+    ),
+    sTarget(
+      'page',
+      `patching, ${at}: the attribution map in Chromium, 2 threads, the first call after the load, < 1 s`,
+      chromium2?.first_call?.first_progress_ms,
+      1,
     ),
   );
 }

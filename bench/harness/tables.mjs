@@ -363,6 +363,11 @@ function patchingTable(p) {
   for (const [n, v] of Object.entries(p.chromium?.threads ?? {})) {
     md.push(`| Chromium, ${n} thread(s): to the first progress (the attribution map) | ${ms(v.first_progress)} |`);
     md.push(`| Chromium, ${n} thread(s): to the complete report | ${ms(v.complete)} |`);
+    if (v.first_call)
+      md.push(
+        `| Chromium, ${n} thread(s), the first call after the load: the attribution map / complete | ` +
+          `${f(v.first_call.first_progress_ms)} / ${f(v.first_call.complete_ms)} |`,
+      );
   }
   md.push('');
   return md;

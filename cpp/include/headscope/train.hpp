@@ -41,8 +41,9 @@ class Trainer {
  public:
   // Allocates parameters, gradients, optimizer state and activations for batches up to (B, T).
   // Throws headscope::Error when a size is out of range or the buffers would exceed max_bytes.
-  // optimizer_state false: no AdamW moments (half the parameter memory), for gradients only
-  // (head importance); adamw_step() then throws.
+  // optimizer_state false: no AdamW moments, and no weight gradients until a backward asks for them
+  // (a quarter of the parameter memory), for the gates' and activations' gradients only (head
+  // importance, attribution patching); adamw_step() then throws.
   Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes = std::size_t(1) << 31,
           bool optimizer_state = true);
   Trainer(Trainer&&) noexcept;
@@ -70,6 +71,10 @@ class Trainer {
   void load(const SafeTensors& weights);
   // Every parameter from a loaded Model of the same config (its packed weights unpacked; F16 widened).
   void load(const Model& model);
+  // load(model), and the forward then reads the model's packed layers instead of packing its own copy
+  // (a model's worth of memory and a pass over it less), until a step or a load changes the
+  // parameters. The model must outlive this trainer's forward passes and keep its weights.
+  void borrow_weights(const Model& model);
 
   // Head gates (L*NH, row-major by layer; 1 at construction): head h's output is multiplied by its
   // gate before W_O. A gate of 0 switches the head off as RunOptions::ablate does.
@@ -100,7 +105,10 @@ class Trainer {
   const std::vector<NamedTensor>& tensors() const { return tensors_; }
   std::span<float> params() { return params_; }
   std::span<const float> params() const { return params_; }
-  std::span<float> grads() { return grads_; }
+  std::span<float> grads() {
+    ensure_grads();
+    return grads_;
+  }
   std::span<const float> grads() const { return grads_; }
   const float* logits() const { return logits_.data(); }  // (B,T,V) of the last forward
   // attention probabilities of one layer in the last forward: (B, NH, T, T), row = query
@@ -138,6 +146,8 @@ class Trainer {
   std::size_t head_ = 0;  // the LM head's (V, C): wte_, or an untied lm_head.weight
   std::vector<Layer> layers_;
   std::vector<float> params_, grads_, adam_m_, adam_v_;
+  std::vector<float> norm_grads_discarded_;  // (C) the norms' weight gradients of a backward without weights'
+  void ensure_grads();                       // grads_ allocated (zero) if they are not yet
   int adam_t_ = 0;
   // activations of the last forward and their gradients (same shapes)
   std::vector<int> ids_, targets_;

@@ -203,7 +203,7 @@ struct ActivationPatching::State {
 
     // dLD/dz at the corrupted run: the training engine's backward from the logit difference
     train::Trainer trainer(c, 1, T, std::size_t(3) << 30, /*optimizer_state=*/false);
-    trainer.load(model);
+    trainer.borrow_weights(model);
     trainer.share_threads(model);
     std::vector<int> inputs(r.ids_corrupted.begin(), r.ids_corrupted.end()), targets(T, 0);
     trainer.forward(inputs.data(), targets.data(), 1, T);

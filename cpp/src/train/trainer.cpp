@@ -117,8 +117,9 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
                 " MiB: reduce n_embd, n_layer, vocab_size, the batch size or the sequence length");
 
   params_.assign(P, 0.0f);
-  grads_.assign(P, 0.0f);
+  norm_grads_discarded_.assign(C, 0.0f);
   if (optimizer_state) {
+    grads_.assign(P, 0.0f);
     adam_m_.assign(P, 0.0f);
     adam_v_.assign(P, 0.0f);
   }
@@ -211,6 +212,7 @@ struct Normal {
 }  // namespace
 
 void Trainer::init_random(uint64_t seed) {
+  packed_->model_blocks = nullptr;
   Normal normal(seed);
   const double proj_std = 0.02 / std::sqrt(2.0 * config_.n_layer);
   const std::vector<arch::TensorEntry> table = arch::tensor_table(config_).tensors;  // in tensors_'s order
@@ -231,6 +233,7 @@ void Trainer::init_random(uint64_t seed) {
 }
 
 void Trainer::load(const SafeTensors& st) {
+  packed_->model_blocks = nullptr;
   const std::string prefix = arch::checkpoint_prefix(config_, st);
   for (const NamedTensor& t : tensors_) {
     if (!st.contains(prefix + t.name)) throw Error("model.safetensors: tensor \"" + prefix + t.name + "\" is missing");
@@ -250,7 +253,13 @@ std::span<const float> Trainer::attention(int layer) const {
   return {acts_[layer].att.data(), (std::size_t)cur_B_ * config_.n_head * cur_T_ * cur_T_};
 }
 
-void Trainer::zero_grad() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
+void Trainer::ensure_grads() {
+  if (grads_.empty()) grads_.assign(params_.size(), 0.0f);
+}
+void Trainer::zero_grad() {
+  ensure_grads();
+  std::fill(grads_.begin(), grads_.end(), 0.0f);
+}
 
 void Trainer::set_threads(int threads) {
   if (threads < 0 || threads > kMaxThreads)
@@ -298,6 +307,7 @@ void copy_embedding(float* dst, const std::vector<float>& f32, const std::vector
 }  // namespace
 
 void Trainer::load(const Model& model) {
+  packed_->model_blocks = nullptr;
   const Model::Impl& m = *model.impl_;
   const ModelConfig& c = m.config_;
   // the Llama family has no position table: its context (which a Model lowers to what its activations
@@ -412,9 +422,18 @@ void Trainer::pack_weights() {
   }
 }
 
-void Trainer::sgd_step(float lr) { sgd_update(params_.data(), grads_.data(), params_.size(), lr); }
+void Trainer::sgd_step(float lr) {
+  packed_->model_blocks = nullptr;
+  ensure_grads();
+  sgd_update(params_.data(), grads_.data(), params_.size(), lr);
+}
+void Trainer::borrow_weights(const Model& model) {
+  load(model);
+  packed_->model_blocks = &model.impl_->blocks_;
+}
 
 void Trainer::adamw_step(const AdamW& hp) {
+  packed_->model_blocks = nullptr;
   if (adam_m_.empty()) throw Error("train: this trainer was made without optimizer state");
   if (hp.clip > 0) {
     // as torch.nn.utils.clip_grad_norm_: scale by clip / (norm + 1e-6) when that is below 1

@@ -12,6 +12,9 @@ namespace headscope::train {
 
 struct Trainer::Packed {
   std::vector<BlockWeights> blocks;
+  // or a Model's packed layers, equal to the parameters (borrow_weights): the forward reads them
+  const std::vector<BlockWeights>* model_blocks = nullptr;
+  const std::vector<BlockWeights>& layers() const { return model_blocks ? *model_blocks : blocks; }
   std::unique_ptr<kernels::ThreadPool> pool;  // the kernels' threads (set_threads)
   kernels::ThreadPool* borrowed = nullptr;    // or a model's (share_threads)
   kernels::ThreadPool* threads() const { return borrowed ? borrowed : pool.get(); }

@@ -29,7 +29,7 @@ float Trainer::forward(const int* ids, const int* targets, int B, int T) {
   std::copy(targets, targets + N, targets_.begin());
   cur_B_ = B;
   cur_T_ = T;
-  pack_weights();
+  if (!packed_->model_blocks) pack_weights();
   const float* P = params_.data();
   const float eps = config_.layer_norm_epsilon;
 
@@ -68,7 +68,7 @@ float Trainer::forward(const int* ids, const int* targets, int B, int T) {
     io.mlp_out = a.fcproj.data();
     io.res_out = a.res3.data();
     io.gates = gated_ ? &gates_[l * config_.n_head] : nullptr;
-    block_forward(config_, packed_->blocks[l], io, B, 0, T, T);
+    block_forward(config_, packed_->layers()[l], io, B, 0, T, T);
     residual = a.res3.data();
   }
   if (llama())
@@ -154,8 +154,11 @@ void Trainer::backward_seeded(Gradients which, std::span<const float> dlogits) {
   const int V = config_.vocab_size, C = config_.n_embd, NH = config_.n_head, KV = config_.kv_heads();
   const int HS = config_.head_size(), H = config_.n_inner, W = config_.qkv_width(), QW = config_.q_width();
   const std::size_t nc = (std::size_t)N * C;
+  if (weights) ensure_grads();
   const float* P = params_.data();
   float* G = grads_.data();
+  // a norm's weight gradient: into grads_, or discarded without the weights' (grads_ may not exist)
+  const auto NG = [&](std::size_t offset) { return weights ? G + offset : norm_grads_discarded_.data(); };
   // activation gradients start from zero each pass; parameter gradients accumulate until zero_grad()
   for (auto& d : dacts_)
     for (auto* v : {&d.ln1, &d.qkv, &d.atty, &d.attproj, &d.res2, &d.ln2, &d.fch, &d.fch_gelu, &d.fcproj, &d.res3})
@@ -172,10 +175,10 @@ void Trainer::backward_seeded(Gradients which, std::span<const float> dlogits) {
                                 C, V);
   const int L = (int)layers_.size();
   if (llama())
-    k::rmsnorm_backward(dacts_[L - 1].res3.data(), G + lnfw_, dlnf_.data(), acts_[L - 1].res3.data(), P + lnfw_,
+    k::rmsnorm_backward(dacts_[L - 1].res3.data(), NG(lnfw_), dlnf_.data(), acts_[L - 1].res3.data(), P + lnfw_,
                         lnf_rstd_.data(), N, C);
   else
-    k::layernorm_backward(dacts_[L - 1].res3.data(), G + lnfw_, G + lnfb_, dlnf_.data(), acts_[L - 1].res3.data(),
+    k::layernorm_backward(dacts_[L - 1].res3.data(), NG(lnfw_), NG(lnfb_), dlnf_.data(), acts_[L - 1].res3.data(),
                           P + lnfw_, lnf_mean_.data(), lnf_rstd_.data(), N, C);
   for (int l = L - 1; l >= 0; l--) {
     const Layer& w = layers_[l];
@@ -191,7 +194,7 @@ void Trainer::backward_seeded(Gradients which, std::span<const float> dlogits) {
       k::swiglu_backward(d.fch.data(), a.fch.data(), d.fch_gelu.data(), N, H);
       k::matmul_transposed_backward(d.ln2.data(), weights ? G + w.fcw : nullptr, d.fch.data(), a.ln2.data(), P + w.fcw,
                                     N, C, 2 * H);
-      k::rmsnorm_backward(d.res2.data(), G + w.ln2w, d.ln2.data(), a.res2.data(), P + w.ln2w, a.ln2_rstd.data(), N, C);
+      k::rmsnorm_backward(d.res2.data(), NG(w.ln2w), d.ln2.data(), a.res2.data(), P + w.ln2w, a.ln2_rstd.data(), N, C);
     } else {
       k::matmul_backward(d.fch_gelu.data(), weights ? G + w.fcprojw : nullptr, weights ? G + w.fcprojb : nullptr,
                          d.fcproj.data(), a.fch_gelu.data(), P + w.fcprojw, N, H, C);
@@ -201,7 +204,7 @@ void Trainer::backward_seeded(Gradients which, std::span<const float> dlogits) {
         k::gelu_erf_backward(d.fch.data(), a.fch.data(), d.fch_gelu.data(), (std::size_t)N * H);
       k::matmul_backward(d.ln2.data(), weights ? G + w.fcw : nullptr, weights ? G + w.fcb : nullptr, d.fch.data(),
                          a.ln2.data(), P + w.fcw, N, C, H);
-      k::layernorm_backward(d.res2.data(), G + w.ln2w, G + w.ln2b, d.ln2.data(), a.res2.data(), P + w.ln2w,
+      k::layernorm_backward(d.res2.data(), NG(w.ln2w), NG(w.ln2b), d.ln2.data(), a.res2.data(), P + w.ln2w,
                             a.ln2_mean.data(), a.ln2_rstd.data(), N, C);
     }
     k::residual_backward(dresidual, d.attproj.data(), d.res2.data(), nc);
@@ -212,7 +215,7 @@ void Trainer::backward_seeded(Gradients which, std::span<const float> dlogits) {
     if (!llama()) {
       k::matmul_backward(d.ln1.data(), weights ? G + w.qkvw : nullptr, weights ? G + w.qkvb : nullptr, d.qkv.data(),
                          a.ln1.data(), P + w.qkvw, N, C, 3 * C);
-      k::layernorm_backward(dresidual, G + w.ln1w, G + w.ln1b, d.ln1.data(), residual, P + w.ln1w, a.ln1_mean.data(),
+      k::layernorm_backward(dresidual, NG(w.ln1w), NG(w.ln1b), d.ln1.data(), residual, P + w.ln1w, a.ln1_mean.data(),
                             a.ln1_rstd.data(), N, C);
       continue;
     }
@@ -229,13 +232,13 @@ void Trainer::backward_seeded(Gradients which, std::span<const float> dlogits) {
         float* dnormed = scratch_.data();  // W floats (the constructor sized it so)
         std::copy(drow, drow + QW + KV * HS, dnormed);
         std::fill(drow, drow + QW + KV * HS, 0.0f);
-        k::rmsnorm_backward(drow, G + w.qnorm, dnormed, raw, P + w.qnorm, rstd, NH, HS);
-        k::rmsnorm_backward(drow + QW, G + w.knorm, dnormed + QW, raw + QW, P + w.knorm, rstd + NH, KV, HS);
+        k::rmsnorm_backward(drow, NG(w.qnorm), dnormed, raw, P + w.qnorm, rstd, NH, HS);
+        k::rmsnorm_backward(drow + QW, NG(w.knorm), dnormed + QW, raw + QW, P + w.knorm, rstd + NH, KV, HS);
       }
     }
     k::matmul_transposed_backward(d.ln1.data(), weights ? G + w.qkvw : nullptr, d.qkv.data(), a.ln1.data(), P + w.qkvw,
                                   N, C, W);
-    k::rmsnorm_backward(dresidual, G + w.ln1w, d.ln1.data(), residual, P + w.ln1w, a.ln1_rstd.data(), N, C);
+    k::rmsnorm_backward(dresidual, NG(w.ln1w), d.ln1.data(), residual, P + w.ln1w, a.ln1_rstd.data(), N, C);
   }
   if (!weights) return;
   if (llama()) {
