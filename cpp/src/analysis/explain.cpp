@@ -117,38 +117,47 @@ struct Frozen {
   }
 };
 
-// One side's parts through the layer's frozen input norm and one head's columns of attn_in
-// (`column` in units of HS: q heads, then k heads, then v heads), then for q and k Qwen3's frozen
-// per-head norm (`qk_norm`: its weight, or null) and the rotation at p: (P, HS), with the `bias` part
-// last where the family has one
-std::vector<double> projected_parts(const Impl& m, int L, int p, const std::vector<float>& w_in, int column,
-                                    const std::vector<float>* qk_norm, bool rotate) {
+// The parts at p through the layer's frozen input norm and its weight: (P, C), with the `bias` part
+// (the norm's beta) last where the family has one
+std::vector<double> normalized_parts(const Impl& m, int L, int p) {
   const ModelConfig& c = m.config_;
-  const int C = c.n_embd, HS = c.head_size(), W = c.qkv_width();
-  const bool gpt2 = c.family != Family::llama;
+  const int C = c.n_embd;
   const BlockWeights& b = m.blocks_[L];
   std::vector<double> parts = stream_parts(m, L, p);
   const int P0 = (int)(parts.size() / C);
-  const Frozen norm(&m.residual_[((std::size_t)L * m.cap_ + p) * C], C, gpt2, c.layer_norm_epsilon);
-  const int P = P0 + (has_bias_part(m) ? 1 : 0);
+  const Frozen norm(&m.residual_[((std::size_t)L * m.cap_ + p) * C], C, c.family != Family::llama,
+                    c.layer_norm_epsilon);
+  for (int a = 0; a < P0; a++) {
+    double* v = &parts[(std::size_t)a * C];
+    norm.apply(v, C);
+    for (int i = 0; i < C; i++) v[i] *= b.norm1_weight[i];
+  }
+  if (has_bias_part(m))
+    for (int i = 0; i < C; i++) parts.push_back(b.norm1_bias.empty() ? 0.0 : b.norm1_bias[i]);
+  return parts;
+}
+
+// Normalized parts (P, C) through one head's columns of attn_in (`column` in units of HS: q heads,
+// then k heads, then v heads; the projection's bias goes to the `bias` part), then for q and k
+// Qwen3's frozen per-head norm (`qk_norm`: its weight, or null) and the rotation at position p
+// (`rotate`): (P, HS)
+std::vector<double> project(const Impl& m, int L, const std::vector<double>& parts, const std::vector<float>& w_in,
+                            int column, const std::vector<float>* qk_norm, int rotate_at) {
+  const ModelConfig& c = m.config_;
+  const int C = c.n_embd, HS = c.head_size(), W = c.qkv_width();
+  const BlockWeights& b = m.blocks_[L];
+  const int P = (int)(parts.size() / C);
   std::vector<double> out((std::size_t)P * HS, 0.0);
-  std::vector<double> v(C);
   for (int a = 0; a < P; a++) {
-    if (a < P0) {
-      std::copy_n(&parts[(std::size_t)a * C], C, v.data());
-      norm.apply(v.data(), C);
-      for (int i = 0; i < C; i++) v[i] *= b.norm1_weight[i];
-    } else {
-      for (int i = 0; i < C; i++) v[i] = b.norm1_bias.empty() ? 0.0 : b.norm1_bias[i];
-    }
+    const double* v = &parts[(std::size_t)a * C];
     double* o = &out[(std::size_t)a * HS];
     for (int i = 0; i < C; i++) {
       const float* wrow = &w_in[(std::size_t)i * W + (std::size_t)column * HS];
       for (int j = 0; j < HS; j++) o[j] += v[i] * wrow[j];
     }
-    if (a == P0 && !b.attn_in.bias.empty())
-      for (int j = 0; j < HS; j++) o[j] += b.attn_in.bias[(std::size_t)column * HS + j];
   }
+  if (has_bias_part(m) && !b.attn_in.bias.empty())
+    for (int j = 0; j < HS; j++) out[(std::size_t)(P - 1) * HS + j] += b.attn_in.bias[(std::size_t)column * HS + j];
   if (qk_norm && !qk_norm->empty()) {
     std::vector<double> total(HS, 0.0);
     for (int a = 0; a < P; a++)
@@ -159,12 +168,12 @@ std::vector<double> projected_parts(const Impl& m, int L, int p, const std::vect
     for (int a = 0; a < P; a++)
       for (int j = 0; j < HS; j++) out[(std::size_t)a * HS + j] *= rstd * (*qk_norm)[j];
   }
-  if (rotate) {
+  if (rotate_at >= 0) {
     const int half = HS / 2;
     for (int a = 0; a < P; a++) {
       double* o = &out[(std::size_t)a * HS];
       for (int i = 0; i < half; i++) {
-        const double angle = (double)p * m.rope_inv_freq_[i];
+        const double angle = (double)rotate_at * m.rope_inv_freq_[i];
         const double cs = std::cos(angle), sn = std::sin(angle), x0 = o[i], x1 = o[i + half];
         o[i] = x0 * cs - x1 * sn;
         o[i + half] = x1 * cs + x0 * sn;
@@ -236,15 +245,27 @@ ScoreSplit explain_score(const Model& model, int layer, int head, int query, int
 
   const std::vector<float>* qn = c.qk_norm ? &b.q_norm : nullptr;
   const std::vector<float>* kn = c.qk_norm ? &b.k_norm : nullptr;
-  const std::vector<double> q = projected_parts(m, layer, query, w_in, head, qn, llama);
-  const auto keys = [&](int s) { return projected_parts(m, layer, s, w_in, NH + g, kn, llama); };
+  const std::vector<double> q =
+      project(m, layer, normalized_parts(m, layer, query), w_in, head, qn, llama ? query : -1);
+  const auto keys = [&](int s) {
+    return project(m, layer, normalized_parts(m, layer, s), w_in, NH + g, kn, llama ? s : -1);
+  };
   r.table = table_of(q, keys(key), P, HS);
   std::vector<double> other;
   if (options.versus) {
     r.versus = *options.versus;
     other = table_of(q, keys(*options.versus), P, HS);
+  } else if (!llama) {
+    // the mean over the keys the query sees: q . mean(k(s')), and without a rotation or a q/k norm
+    // (GPT-2) k is linear in the normalized parts, so they are averaged first and projected once
+    std::vector<double> mean;
+    for (int s = 0; s <= query; s++) {
+      const std::vector<double> n = normalized_parts(m, layer, s);
+      if (mean.empty()) mean.assign(n.size(), 0.0);
+      for (std::size_t i = 0; i < n.size(); i++) mean[i] += n[i] / (query + 1);
+    }
+    other = table_of(q, project(m, layer, mean, w_in, NH + g, nullptr, -1), P, HS);
   } else {
-    // the mean over the keys the query sees: q . mean(k(s')), k linear in its parts
     std::vector<double> mean((std::size_t)P * HS, 0.0);
     for (int s = 0; s <= query; s++) {
       const std::vector<double> k = keys(s);
@@ -290,12 +311,20 @@ ScoreSplit explain_score(const Model& model, int layer, int head, int query, int
   const float* att = &m.att_[(((std::size_t)layer * NH + head) * cap + query) * cap];
   r.value_by_token.assign(T, 0.0);
   r.value_by_part.assign(P, 0.0);
+  // v_b(s) . gvec = n_b(s) . (W_V gvec) (+ b_V . gvec for the bias part): one C-vector for every s
+  std::vector<double> wg(C, 0.0);
+  const std::size_t vcol = (std::size_t)(NH + KV + g) * HS;
+  for (int i = 0; i < C; i++)
+    for (int j = 0; j < HS; j++) wg[i] += (double)w_in[(std::size_t)i * W + vcol + j] * gvec[j];
+  double bias_g = 0;
+  if (has_bias_part(m) && !b.attn_in.bias.empty())
+    for (int j = 0; j < HS; j++) bias_g += b.attn_in.bias[vcol + j] * gvec[j];
   const bool off = m.ablate_mask_[(std::size_t)layer * NH + head];  // a switched-off head writes nothing
   for (int s = 0; s <= query && !off; s++) {
-    const std::vector<double> v = projected_parts(m, layer, s, w_in, NH + KV + g, nullptr, false);
+    const std::vector<double> n = normalized_parts(m, layer, s);
     for (int a = 0; a < P; a++) {
-      double d = 0;
-      for (int j = 0; j < HS; j++) d += v[(std::size_t)a * HS + j] * gvec[j];
+      double d = a == P - 1 && has_bias_part(m) ? bias_g : 0.0;
+      for (int i = 0; i < C; i++) d += n[(std::size_t)a * C + i] * wg[i];
       r.value_by_part[a] += att[s] * d;
       r.value_by_token[s] += att[s] * d;
     }
