@@ -19,9 +19,33 @@ const fixture = (name) => new URL(`../../fixtures/models/${name}/`, import.meta.
 // GPT-2 (odd head size), grouped-query Llama with Qwen3's q/k norm, and the default model on an
 // induction text: its induction head L1H2 at the second " Smith"... query, the token after the first
 const cases = [
-  { name: 'odd-hs12 (GPT-2)', url: fixture('odd-hs12'), text: 'The chef cooked the meal', head: [1, 2], query: 20, key: 9, versus: 3 },
-  { name: 'qwen3-qknorm (grouped-query, q/k norm)', url: fixture('qwen3-qknorm'), text: 'one two three one two', head: [1, 3], query: 4, key: 2, versus: 'mean' },
-  { name: 'the default model', url: testModelUrl, text: 'Mr. Smith left the room. Later, Mr. Smith', head: [1, 2], query: 9, key: 3, versus: 'mean' },
+  {
+    name: 'odd-hs12 (GPT-2)',
+    url: fixture('odd-hs12'),
+    text: 'The chef cooked the meal',
+    head: [1, 2],
+    query: 20,
+    key: 9,
+    versus: 3,
+  },
+  {
+    name: 'qwen3-qknorm (grouped-query, q/k norm)',
+    url: fixture('qwen3-qknorm'),
+    text: 'one two three one two',
+    head: [1, 3],
+    query: 4,
+    key: 2,
+    versus: 'mean',
+  },
+  {
+    name: 'the default model',
+    url: testModelUrl,
+    text: 'Mr. Smith left the room. Later, Mr. Smith',
+    head: [1, 2],
+    query: 9,
+    key: 3,
+    versus: 'mean',
+  },
 ];
 
 function cliJson(args) {

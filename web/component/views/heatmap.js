@@ -171,7 +171,7 @@ const MAX_CELL = 26;
 const MAX_EXPORT_CELLS = 200_000;
 
 export class HeatmapView extends SceneView {
-  constructor(outer, { tooltip, onSelectToken, onAnnounce } = {}) {
+  constructor(outer, { tooltip, onSelectToken, onSelectCell, onAnnounce } = {}) {
     const doc = outer.ownerDocument;
     // zoom controls, shown when the text is long enough for the fitted cells to be small
     const tools = el(doc, 'div', 'hs-zoom');
@@ -198,6 +198,7 @@ export class HeatmapView extends SceneView {
       zoom: 1,
       tooltip,
       onSelectToken,
+      onSelectCell, // (q, k): a cell picked (click, Enter), after onSelectToken(q)
       onAnnounce,
       result: null,
       layout: null,
@@ -219,6 +220,7 @@ export class HeatmapView extends SceneView {
     host.addEventListener('click', (e) => {
       const c = this.#cellAt(e);
       if (c) this.onSelectToken?.(c.q);
+      if (c && c.k <= c.q) this.onSelectCell?.(c.q, c.k);
     });
   }
 
@@ -398,6 +400,7 @@ export class HeatmapView extends SceneView {
       case ' ':
         e.preventDefault();
         if (this.hover) this.onSelectToken?.(this.hover.q);
+        if (this.hover) this.onSelectCell?.(this.hover.q, this.hover.k);
         return;
       case 'Escape':
         this.#clearHover();

@@ -37,6 +37,7 @@ import { loadTrainedModel } from '../common/trained-model.js';
 import { installAttribution } from './attribution.js';
 import { watchOnScreen } from './on-screen.js';
 import { installPatching } from './patch-panel.js';
+import { installWhy } from './explain-panel.js';
 
 // ?threads=N as the page was opened with: it chose the engine, so the URL keeps it
 const URL_THREADS = new URLSearchParams(location.search).get('threads');
@@ -61,6 +62,8 @@ const page = {
     links: fromUrl.links, // links per token in the lines view (0: all; default 3)
     ablate: [], // heads switched off, [[layer, head], ...]
     patch: null, // the patching panel's "patch only this head": RunOptions.patch of every run, or null
+    why: null, // "Why does it look there?": the heatmap cell { q, k } picked, or null (explain-panel.js)
+    whyView: 'raw', // its split: 'raw' or 'contrast'
     step: fromUrl.step ?? 1, // "Inside this head": its step (1-6), in the URL once used
     insideOpen: fromUrl.inside !== undefined,
     by: fromUrl.by ?? 'weight', // the attention views' colours: weight, or weight × value size
@@ -99,7 +102,7 @@ function makeDetailView() {
   detailView =
     state.view === 'lines'
       ? new LinesView(host, { onSelectToken })
-      : new HeatmapView(host, { tooltip, onSelectToken, onAnnounce: announce });
+      : new HeatmapView(host, { tooltip, onSelectToken, onSelectCell: (q, k) => why.pick(q, k), onAnnounce: announce });
   detailView.kind = state.view;
 }
 makeDetailView();
@@ -142,10 +145,20 @@ const patching = installPatching({
   theme: () => page.theme,
   announce,
 });
+// "Why does it look there?": the selected head's score at a heatmap cell, split into its sources
+const why = installWhy({
+  state,
+  getModel: () => page.model,
+  idle: async () => page.runner?.idle(),
+  selectHead: (l, h) => selectHead(l, h, false),
+  theme: () => page.theme,
+  render: () => render(),
+});
 installThemeToggle($('theme-toggle'), (theme) => {
   page.theme = theme;
   render();
   patching.draw();
+  why.draw();
 });
 const inside = installInside({ state, announce, render, reducedMotion, wantValueSizes });
 const writer = installContinue({
@@ -274,6 +287,7 @@ function renderNow() {
   if (detailView.kind !== state.view) makeDetailView();
   inside.update(result, theme);
   detailView.update(result, state, theme);
+  why.update(result);
   chips.update(result, state, theme);
   const linksPick = $('links-pick');
   if (linksPick.hidden !== (state.view !== 'lines')) linksPick.hidden = state.view !== 'lines';
@@ -296,16 +310,16 @@ function renderNow() {
   document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
   clearTimeout(urlTimer);
   urlTimer = setTimeout(() => {
-    const query = [stateToQuery(urlState()), patchingQuery()].filter(Boolean).join('&');
+    const query = [stateToQuery(urlState()), panelsQuery()].filter(Boolean).join('&');
     const threads = URL_THREADS === null ? '' : `${query ? '&' : ''}threads=${encodeURIComponent(URL_THREADS)}`;
     history.replaceState(null, '', `${location.pathname}?${query}${threads}`);
   }, 300);
 }
 
-// the patching panel's keys (clean, corrupted, ...) and the lab's switched-off heads, as they keep them
-function patchingQuery() {
+// the panels' own keys (patching: clean, corrupted, ...; why, whyview) and the lab's switched-off heads
+function panelsQuery() {
   const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(patching.query())) if (v !== undefined) q.set(k, v);
+  for (const [k, v] of Object.entries({ ...patching.query(), ...why.query() })) if (v !== undefined) q.set(k, v);
   const off = new URLSearchParams(location.search).get('off');
   if (off) q.set('off', off);
   return q.toString();
@@ -335,6 +349,7 @@ function sceneFor(which) {
     return combineScene(result, state, theme, attribution.shown(result, state), { width: combine.width }).scene;
   if (which === 'inside') return inside.exportScene();
   if (which === 'patch') return patching.exportScene();
+  if (which === 'why') return why.exportScene();
   if (state.view === 'lines') return linesScene(result, state, theme, detailView.focus ?? null).scene;
   return heatmapScene(result, state, theme, detailView.exportOptions?.() ?? {}).scene; // what the reader sees, zoomed
 }
@@ -345,6 +360,7 @@ const textBox = $('text');
 textBox.value = state.text;
 textBox.addEventListener('input', () => {
   state.text = textBox.value;
+  state.why = null; // the cell's positions belong to the text before the edit
   if (state.patch) showPatched(null, undefined, false); // an edited text is no longer the patched one
   if (page.tokenFromCard) {
     state.token = null;
@@ -542,4 +558,5 @@ window.headscopeDemo = {
   idle: () => page.runner?.idle(), // resolves once no run is pending or in flight
   grid, // grid.weightAt(layer, head, q, k): the weight its canvas shows
   patching, // the patching panel: its report, idle(), start()
+  why, // "Why does it look there?": its split, idle()
 };

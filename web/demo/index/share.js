@@ -20,9 +20,11 @@ export function installSharing({ sceneFor, hasResult, state, urlState }) {
             ? `combine-L${state.layer}`
             : which === 'patch'
               ? 'patching'
-              : which === 'inside'
-                ? `inside-L${state.layer}H${state.head}-step${state.step}`
-                : `${state.view}-L${state.layer}H${state.head}`;
+              : which === 'why'
+                ? `why-L${state.layer}H${state.head}`
+                : which === 'inside'
+                  ? `inside-L${state.layer}H${state.head}-step${state.step}`
+                  : `${state.view}-L${state.layer}H${state.head}`;
       const scene = sceneFor(which);
       if (!scene) return; // the head's insides are not read yet
       if (b.dataset.format === 'svg') {
