@@ -19,7 +19,12 @@ async function apiSplit(page, q, k) {
     async ({ text, q, k }) => {
       const r = await window.headscopeDemo.model.explainScore(text, 1, 2, q, k, { ablate: [], versus: 'mean' });
       const shown = window.headscopeDemo.why.split;
-      const plain = (x) => ({ ...x, table: [...x.table], contrast: [...x.contrast], value: { ...x.value, byToken: [...x.value.byToken], byPart: [...x.value.byPart] } });
+      const plain = (x) => ({
+        ...x,
+        table: [...x.table],
+        contrast: [...x.contrast],
+        value: { ...x.value, byToken: [...x.value.byToken], byPart: [...x.value.byPart] },
+      });
       return { api: plain(r), shown: plain(shown) };
     },
     { text: LIST, q, k },
@@ -30,10 +35,18 @@ async function apiSplit(page, q, k) {
 // the matrix the page drew: each cell's value (data-value), row by row
 const drawnCells = (page) =>
   page.evaluate(() =>
-    [...document.querySelectorAll('#why-view rect[data-value]')].map((r) => [Number(r.dataset.row), Number(r.dataset.col), Number(r.dataset.value)]),
+    [...document.querySelectorAll('#why-view rect[data-value]')].map((r) => [
+      Number(r.dataset.row),
+      Number(r.dataset.col),
+      Number(r.dataset.value),
+    ]),
   );
 
-test('a heatmap cell picked with the keyboard is split as the API splits it; the induction head shows L0H3 on the key side', async ({ page, site, problems }) => {
+test('a heatmap cell picked with the keyboard is split as the API splits it; the induction head shows L0H3 on the key side', async ({
+  page,
+  site,
+  problems,
+}) => {
   expect(usingDefaultModel, 'the site holds the shipped default model').toBe(true);
   await page.setViewportSize({ width: 1280, height: 1000 });
   await openDemo(page, site.url(`index.html?text=${encodeURIComponent(LIST)}&layer=1&head=2&token=7`));
@@ -55,31 +68,44 @@ test('a heatmap cell picked with the keyboard is split as the API splits it; the
   expect(drawn.length).toBe(want.length);
   for (let i = 0; i < want.length; i++) {
     expect(drawn[i].slice(0, 2)).toEqual(want[i].slice(0, 2));
-    expect(Math.abs(drawn[i][2] - want[i][2]), `cell ${want[i]}`).toBeLessThanOrEqual(1e-12 * (1 + Math.abs(want[i][2])));
+    expect(Math.abs(drawn[i][2] - want[i][2]), `cell ${want[i]}`).toBeLessThanOrEqual(
+      1e-12 * (1 + Math.abs(want[i][2])),
+    );
   }
   await expect(page.locator('#why-sentence')).toHaveText(explainSentence(api, summary));
   // the previous-token head L0H3 feeds the induction head's key
-  await expect(page.locator('#why-heads .why-head[data-layer="0"][data-head="3"]', { hasText: 'key side' })).toHaveCount(1);
+  await expect(
+    page.locator('#why-heads .why-head[data-layer="0"][data-head="3"]', { hasText: 'key side' }),
+  ).toHaveCount(1);
   await panel(page).screenshot({ path: path.join(ARTIFACTS, 'why-desktop.png') });
 
   // against the other keys
   await page.click('#why-contrast');
   await expect(page.locator('#why-contrast')).toHaveAttribute('aria-pressed', 'true');
   const contrast = explainSummary(api, { which: 'contrast' });
-  await expect.poll(async () => (await drawnCells(page)).map((c) => c[2].toFixed(9))).toEqual(contrast.cells.flat().map((v) => v.toFixed(9)));
+  await expect
+    .poll(async () => (await drawnCells(page)).map((c) => c[2].toFixed(9)))
+    .toEqual(contrast.cells.flat().map((v) => v.toFixed(9)));
   await expect(page.locator('#why-sentence')).toHaveText(explainSentence(api, contrast));
   await panel(page).screenshot({ path: path.join(ARTIFACTS, 'why-desktop-contrast.png') });
 
   // the URL keeps the cell and the split; the export draws the matrix
-  await expect.poll(() => ['why', 'whyview'].map((k) => new URL(page.url()).searchParams.get(k))).toEqual(['7:3', 'contrast']);
-  const [svgDl] = await Promise.all([page.waitForEvent('download'), page.click('[data-export="why"][data-format="svg"]')]);
+  await expect
+    .poll(() => ['why', 'whyview'].map((k) => new URL(page.url()).searchParams.get(k)))
+    .toEqual(['7:3', 'contrast']);
+  const [svgDl] = await Promise.all([
+    page.waitForEvent('download'),
+    page.click('[data-export="why"][data-format="svg"]'),
+  ]);
   expect(svgDl.suggestedFilename()).toBe('headscope-why-L1H2.svg');
   expect(await readFile(await svgDl.path(), 'utf8')).toContain('L1H2: against the other keys, split');
   expect(await seriousViolations(page, problems, '#why')).toEqual([]);
 
   // an upstream head's button selects it
   await page.click('#why-heads .why-head[data-layer="0"][data-head="3"]');
-  await expect.poll(() => page.evaluate(() => [window.headscopeDemo.state.layer, window.headscopeDemo.state.head])).toEqual([0, 3]);
+  await expect
+    .poll(() => page.evaluate(() => [window.headscopeDemo.state.layer, window.headscopeDemo.state.head]))
+    .toEqual([0, 3]);
 });
 
 test('a link opens the split; on a phone the panel fits the width', async ({ page, site }) => {

@@ -137,6 +137,83 @@ std::vector<double> normalized_parts(const Impl& m, int L, int p) {
   return parts;
 }
 
+// sum_s w_s normalized_parts(s) for s = 0..w.size()-1, without computing any position's parts: the
+// frozen norm is linear in each part once its scale is fixed, so with c_s = w_s / sigma_s the sum is
+// gamma (centred (sum_s c_s raw_a(s))); a head's raw part is z W_O^h, so its sum is (sum_s c_s z(s)) W_O^h,
+// and an MLP's what the block added beyond its attention, summed the same way
+std::vector<double> weighted_normalized_parts(const Impl& m, int L, const std::vector<double>& w) {
+  const ModelConfig& c = m.config_;
+  const int C = c.n_embd, NH = c.n_head, HS = c.head_size(), QW = c.q_width(), n = (int)w.size();
+  const bool gpt2 = c.family != Family::llama;
+  const std::size_t cap = m.cap_;
+  std::vector<double> cs(n);
+  double wsum = 0, csum = 0;
+  for (int s = 0; s < n; s++) {
+    const Frozen f(&m.residual_[((std::size_t)L * cap + s) * C], C, gpt2, c.layer_norm_epsilon);
+    cs[s] = w[s] * f.rstd;
+    wsum += w[s];
+    csum += cs[s];
+  }
+  std::vector<double> x;
+  std::vector<double> acc(C);
+  const auto push = [&](const std::vector<double>& v) { x.insert(x.end(), v.begin(), v.end()); };
+  std::fill(acc.begin(), acc.end(), 0.0);
+  for (int s = 0; s < n; s++) {
+    const std::vector<double> row = table_row(m.wte_, m.wte_f16_, m.ids_[s], C);
+    for (int i = 0; i < C; i++) acc[i] += cs[s] * row[i];
+  }
+  push(acc);
+  if (gpt2) {
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int s = 0; s < n; s++)
+      for (int i = 0; i < C; i++) acc[i] += cs[s] * m.wpe_[(std::size_t)s * C + i];
+    push(acc);
+  }
+  std::vector<float> w_out((std::size_t)QW * C);
+  for (int l = 0; l < L; l++) {
+    kernels::unpack_linear(w_out.data(), nullptr, m.blocks_[l].attn_out);
+    std::vector<double> mlp(C, 0.0);
+    for (int s = 0; s < n; s++) {
+      const float* in = &m.residual_[((std::size_t)l * cap + s) * C];
+      const float* out = &m.residual_[((std::size_t)(l + 1) * cap + s) * C];
+      for (int i = 0; i < C; i++) mlp[i] += cs[s] * ((double)out[i] - in[i]);
+    }
+    for (int h = 0; h < NH; h++) {
+      std::vector<double> write(C, 0.0);
+      if (!m.ablate_mask_[(std::size_t)l * NH + h])
+        for (int j = 0; j < HS; j++) {
+          double zbar = 0;
+          for (int s = 0; s < n; s++) zbar += cs[s] * m.head_out_[(l * cap + s) * QW + (std::size_t)h * HS + j];
+          const float* row = &w_out[(std::size_t)(h * HS + j) * C];
+          for (int i = 0; i < C; i++) write[i] += zbar * row[i];
+        }
+      for (int i = 0; i < C; i++) mlp[i] -= write[i];
+      push(write);
+    }
+    if (gpt2) {
+      std::vector<double> b(C);
+      for (int i = 0; i < C; i++) b[i] = csum * m.blocks_[l].attn_out.bias[i], mlp[i] -= b[i];
+      push(b);
+    }
+    push(mlp);
+  }
+  // centred (LayerNorm) and scaled by the norm's weight; the norm's beta as the `bias` part
+  const BlockWeights& b = m.blocks_[L];
+  const int P0 = (int)(x.size() / C);
+  for (int a = 0; a < P0; a++) {
+    double* v = &x[(std::size_t)a * C];
+    double mean = 0;
+    if (gpt2) {
+      for (int i = 0; i < C; i++) mean += v[i];
+      mean /= C;
+    }
+    for (int i = 0; i < C; i++) v[i] = (v[i] - mean) * b.norm1_weight[i];
+  }
+  if (has_bias_part(m))
+    for (int i = 0; i < C; i++) x.push_back(wsum * (b.norm1_bias.empty() ? 0.0 : b.norm1_bias[i]));
+  return x;
+}
+
 // Normalized parts (P, C) through one head's columns of attn_in (`column` in units of HS: q heads,
 // then k heads, then v heads; the projection's bias goes to the `bias` part), then for q and k
 // Qwen3's frozen per-head norm (`qk_norm`: its weight, or null) and the rotation at position p
@@ -258,12 +335,8 @@ ScoreSplit explain_score(const Model& model, int layer, int head, int query, int
   } else if (!llama) {
     // the mean over the keys the query sees: q . mean(k(s')), and without a rotation or a q/k norm
     // (GPT-2) k is linear in the normalized parts, so they are averaged first and projected once
-    std::vector<double> mean;
-    for (int s = 0; s <= query; s++) {
-      const std::vector<double> n = normalized_parts(m, layer, s);
-      if (mean.empty()) mean.assign(n.size(), 0.0);
-      for (std::size_t i = 0; i < n.size(); i++) mean[i] += n[i] / (query + 1);
-    }
+    const std::vector<double> mean =
+        weighted_normalized_parts(m, layer, std::vector<double>(query + 1, 1.0 / (query + 1)));
     other = table_of(q, project(m, layer, mean, w_in, NH + g, nullptr, -1), P, HS);
   } else {
     std::vector<double> mean((std::size_t)P * HS, 0.0);
@@ -320,13 +393,25 @@ ScoreSplit explain_score(const Model& model, int layer, int head, int query, int
   if (has_bias_part(m) && !b.attn_in.bias.empty())
     for (int j = 0; j < HS; j++) bias_g += b.attn_in.bias[vcol + j] * gvec[j];
   const bool off = m.ablate_mask_[(std::size_t)layer * NH + head];  // a switched-off head writes nothing
-  for (int s = 0; s <= query && !off; s++) {
-    const std::vector<double> n = normalized_parts(m, layer, s);
+  if (!off) {
+    // by part: the parts summed with the attention weights first (linear, see weighted_normalized_parts)
+    const std::vector<double> n = weighted_normalized_parts(m, layer, std::vector<double>(att, att + query + 1));
+    double asum = 0;
+    for (int s = 0; s <= query; s++) asum += att[s];
     for (int a = 0; a < P; a++) {
-      double d = a == P - 1 && has_bias_part(m) ? bias_g : 0.0;
+      double d = a == P - 1 && has_bias_part(m) ? asum * bias_g : 0.0;
       for (int i = 0; i < C; i++) d += n[(std::size_t)a * C + i] * wg[i];
-      r.value_by_part[a] += att[s] * d;
-      r.value_by_token[s] += att[s] * d;
+      r.value_by_part[a] = d;
+    }
+    // by token: the whole normalized stream at s, all parts at once
+    for (int s = 0; s <= query; s++) {
+      const float* x = &m.residual_[((std::size_t)layer * cap + s) * C];
+      std::vector<double> v(x, x + C);
+      Frozen(x, C, !llama, c.layer_norm_epsilon).apply(v.data(), C);
+      double d = has_bias_part(m) ? bias_g : 0.0;
+      for (int i = 0; i < C; i++)
+        d += (v[i] * b.norm1_weight[i] + (b.norm1_bias.empty() ? 0.0 : b.norm1_bias[i])) * wg[i];
+      r.value_by_token[s] = att[s] * d;
     }
   }
   for (double x : r.value_by_token) r.value_total += x;

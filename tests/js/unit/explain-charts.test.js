@@ -61,7 +61,7 @@ test('the summary keeps the strongest parts of each side and sums the rest into 
   assert.ok(Math.abs(c.total - split.score / 2) < 1e-12);
 });
 
-test("the scene draws each matrix cell in the signed palette with its value, and the row sums", () => {
+test('the scene draws each matrix cell in the signed palette with its value, and the row sums', () => {
   const s = explainSummary(split, { n: 3 });
   const { scene, max } = explainScene(split, s, theme, { width: 420 });
   const cells = scene.items.filter((it) => it.type === 'rect' && it.data?.value !== undefined);
@@ -82,11 +82,22 @@ test("the scene draws each matrix cell in the signed palette with its value, and
 test('the sentence names the largest cell, its parts in words and the split; the upstream heads are the head parts', () => {
   const s = explainSummary(split, { n: 3 });
   const sentence = explainSentence(split, s);
-  assert.match(sentence, /^'blue' looks at 'yellow' mostly because of layer 0's MLP at 'blue' \(query side\) against what L0H1 wrote at 'yellow' \(key side\): 9\.00 of the score/);
-  assert.match(explainSentence({ ...split }, explainSummary(split, { n: 3, which: 'contrast' })), /how much more 'blue' scores 'yellow' than the mean over the keys it can see/);
+  assert.match(
+    sentence,
+    /^'blue' looks at 'yellow' mostly because of layer 0's MLP at 'blue' \(query side\) against what L0H1 wrote at 'yellow' \(key side\): 9\.00 of the score/,
+  );
+  assert.match(
+    explainSentence({ ...split }, explainSummary(split, { n: 3, which: 'contrast' })),
+    /how much more 'blue' scores 'yellow' than the mean over the keys it can see/,
+  );
   const heads = upstreamHeads(s);
   assert.ok(heads.length > 0);
-  for (const h of heads) assert.ok(h.side === 'query' ? s.names.rows.includes(`L${h.layer}H${h.head}`) : s.names.cols.includes(`L${h.layer}H${h.head}`));
+  for (const h of heads)
+    assert.ok(
+      h.side === 'query'
+        ? s.names.rows.includes(`L${h.layer}H${h.head}`)
+        : s.names.cols.includes(`L${h.layer}H${h.head}`),
+    );
   assert.deepEqual(partHead('L10H3'), [10, 3]);
   assert.equal(partHead('L0.mlp'), null);
   assert.equal(partWords('L2.attn_bias'), "layer 2's attention bias");

@@ -72,7 +72,8 @@ export function explainSummary(split, { n = 4, which = 'raw' } = {}) {
   let top = null;
   rows.forEach((a, r) =>
     cols.forEach((b, c) => {
-      if (a >= 0 && b >= 0 && (!top || Math.abs(cells[r][c]) > Math.abs(top.value))) top = { row: a, col: b, value: cells[r][c] };
+      if (a >= 0 && b >= 0 && (!top || Math.abs(cells[r][c]) > Math.abs(top.value)))
+        top = { row: a, col: b, value: cells[r][c] };
     }),
   );
   const name = (i) => (i < 0 ? 'other' : split.components[i]);
@@ -154,7 +155,14 @@ export function explainScene(split, summary, theme, { width = 420 } = {}) {
   const queryLabel = `query ${label(split.queryToken.text)} ↓`;
   items.push({ type: 'text', x: 4, y: 30, text: queryLabel, size: 10, fill: theme.muted });
   const keyX = Math.max(left, 4 + textWidth(queryLabel, 10) + 14);
-  items.push({ type: 'text', x: keyX, y: 30, text: `key ${label(split.keyToken.text)} →`, size: 10, fill: theme.muted });
+  items.push({
+    type: 'text',
+    x: keyX,
+    y: 30,
+    text: `key ${label(split.keyToken.text)} →`,
+    size: 10,
+    fill: theme.muted,
+  });
   cols.forEach((_, c) =>
     items.push({
       type: 'text',
@@ -169,7 +177,16 @@ export function explainScene(split, summary, theme, { width = 420 } = {}) {
   );
   rows.forEach((_, r) => {
     const y = top + r * ch;
-    items.push({ type: 'text', x: left - 6, y: y + (ch - 2) / 2, text: label(names.rows[r]), size: 11, fill: theme.fg, anchor: 'end', data: { row: r } });
+    items.push({
+      type: 'text',
+      x: left - 6,
+      y: y + (ch - 2) / 2,
+      text: label(names.rows[r]),
+      size: 11,
+      fill: theme.fg,
+      anchor: 'end',
+      data: { row: r },
+    });
     let sum = 0;
     cols.forEach((_, c) => {
       const v = cells[r][c];
@@ -186,7 +203,14 @@ export function explainScene(split, summary, theme, { width = 420 } = {}) {
         anchor: 'middle',
       });
     });
-    items.push({ type: 'text', x: left + cols.length * cw + 4, y: y + (ch - 2) / 2, text: `Σ ${num(sum)}`, size: 10, fill: theme.muted });
+    items.push({
+      type: 'text',
+      x: left + cols.length * cw + 4,
+      y: y + (ch - 2) / 2,
+      text: `Σ ${num(sum)}`,
+      size: 10,
+      fill: theme.muted,
+    });
   });
   const bottom = top + rows.length * ch + 8;
   items.push({
@@ -198,7 +222,13 @@ export function explainScene(split, summary, theme, { width = 420 } = {}) {
     fill: theme.muted,
   });
   return {
-    scene: { width: Math.max(width, left + cols.length * cw + 56), height: bottom + 16, background: theme.bg, font: theme.font, items },
+    scene: {
+      width: Math.max(width, left + cols.length * cw + 56),
+      height: bottom + 16,
+      background: theme.bg,
+      font: theme.font,
+      items,
+    },
     max,
   };
 }

@@ -114,7 +114,9 @@ export function installWhy(ctx) {
     const { q, k } = cell(result);
     const tok = (i) => JSON.stringify(result.tokens[i]?.text.trim() || ' ');
     const current =
-      answer && wish && same(answer, wish) && answer.layer === state.layer && answer.head === state.head ? answer : null;
+      answer && wish && same(answer, wish) && answer.layer === state.layer && answer.head === state.head
+        ? answer
+        : null;
     const status = $('why-status');
     section.dataset.ready = current?.split ? `${current.layer}:${current.head}:${current.q}:${current.k}` : '';
     if (!current) {
@@ -129,10 +131,14 @@ export function installWhy(ctx) {
     const summary = explainSummary(split, { which: state.whyView });
     const { scene } = explainScene(split, summary, theme, { width: Math.max(280, width.width) });
     const sentence = explainSentence(split, summary);
-    view.show(scene, `The score of ${tok(q)} on ${tok(k)} in layer ${split.layer}, head ${split.head}, split. ${sentence}`);
+    view.show(
+      scene,
+      `The score of ${tok(q)} on ${tok(k)} in layer ${split.layer}, head ${split.head}, split. ${sentence}`,
+    );
     setText(status, '');
     setText($('why-sentence'), sentence);
-    for (const [which, b] of Object.entries(buttons)) b.setAttribute('aria-pressed', which === state.whyView ? 'true' : 'false');
+    for (const [which, b] of Object.entries(buttons))
+      b.setAttribute('aria-pressed', which === state.whyView ? 'true' : 'false');
     // the upstream heads: buttons that select them
     const heads = upstreamHeads(summary).slice(0, 6);
     const list = $('why-heads');
