@@ -355,6 +355,8 @@ ScoreSplit explain_score(const Model& model, int layer, int head, int query, int
   const Frozen final_norm(xf, C, !llama, c.layer_norm_epsilon);
   if (options.token)
     r.token = *options.token;
+  else if (query == T - 1)  // the run's own prediction
+    r.token = (int32_t)(std::max_element(m.logits_last_.begin(), m.logits_last_.end()) - m.logits_last_.begin());
   else {  // the most likely next token at the query: the final norm and the unembedding, in double
     std::vector<double> x(xf, xf + C);
     final_norm.apply(x.data(), C);
