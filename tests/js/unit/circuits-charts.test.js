@@ -14,7 +14,8 @@ import {
   maxComposition,
   circuitsScene,
   circuitsLabel,
-  upstreamHeads,
+  upstreamHeadSums,
+  BADGE_SCALE,
 } from '../../../web/component/charts/circuits.js';
 
 const theme = themeFrom(() => '');
@@ -108,7 +109,7 @@ test('circuitsScene: heads where the grid puts them, badges, edges above the thr
     const rect = scene.items.find(
       (it) => it.type === 'rect' && !it.hit && it.data?.layer === layer && it.data?.head === head,
     );
-    assert.equal(rect.fill, signedColour(theme, c.copying[layer * 2 + head], 1.25));
+    assert.equal(rect.fill, signedColour(theme, c.copying[layer * 2 + head], BADGE_SCALE));
   }
   assert.deepEqual(
     badges.map((t) => t.text),
@@ -118,7 +119,12 @@ test('circuitsScene: heads where the grid puts them, badges, edges above the thr
   const lines = scene.items.filter((it) => it.type === 'line' && it.data?.kind);
   assert.equal(lines.length, 4);
   for (const l of lines) {
-    const e = edges.find((x) => `L${x.from[0]}H${x.from[1]}` === l.data.from && `L${x.to[0]}H${x.to[1]}` === l.data.to && x.kind === l.data.kind);
+    const e = edges.find(
+      (x) =>
+        `L${x.from[0]}H${x.from[1]}` === l.data.from &&
+        `L${x.to[0]}H${x.to[1]}` === l.data.to &&
+        x.kind === l.data.kind,
+    );
     assert.ok(e, `${l.data.kind} ${l.data.from} -> ${l.data.to} is an edge`);
     assert.equal(l.data.score, e.score);
     const kind = KINDS.find((k) => k.kind === l.data.kind);
@@ -189,14 +195,17 @@ test('circuitsScene: a higher threshold and fewer kinds draw fewer edges; maxEdg
     capped.edges.map((e) => e.score),
     [0.6, 0.3, 0.2],
   );
-  assert.match(circuitsLabel(c, { kinds: ['q', 'k', 'v'], threshold: 0, ...capped }), /36 Q, K, V composition edges at or above 0\.00 \(the strongest 3 drawn\)\. Strongest: L0H1 to L1H0, K composition 0\.60\./);
+  assert.match(
+    circuitsLabel(c, { kinds: ['q', 'k', 'v'], threshold: 0, ...capped }),
+    /36 Q, K, V composition edges at or above 0\.00 \(the strongest 3 drawn\)\. Strongest: L0H1 to L1H0, K composition 0\.60\./,
+  );
   // a phone's width: still every head inside the scene, narrower badges with one digit
   const phone = circuitsScene(c, theme, { width: 300, threshold: 0.15 });
   assert.ok(phone.scene.width <= 300);
   assert.equal(phone.scene.items.find((it) => it.data?.badge).text.length <= 4, true);
 });
 
-test('upstreamHeads: rows summed per head (query side), columns per head (key side), strongest first', () => {
+test('upstreamHeadSums: rows summed per head (query side), columns per head (key side), strongest first', () => {
   const components = ['embed', 'pos', 'L0H0', 'L0H1', 'L0.attn_bias', 'L0.mlp', 'bias'];
   const P = components.length;
   const table = new Float64Array(P * P);
@@ -204,7 +213,7 @@ test('upstreamHeads: rows summed per head (query side), columns per head (key si
   table[3 * P + 3] += 1; // L0H1 on both sides
   table[2 * P + 5] -= 2; // L0H0 (query) x L0.mlp (key)
   const score = table.reduce((s, v) => s + v, 0);
-  const u = upstreamHeads({ components, table, score });
+  const u = upstreamHeadSums({ components, table, score });
   const row = (a) => Array.from({ length: P }, (_, b) => table[a * P + b]).reduce((s, v) => s + v, 0);
   const col = (b) => Array.from({ length: P }, (_, a) => table[a * P + b]).reduce((s, v) => s + v, 0);
   assert.deepEqual(
@@ -213,11 +222,14 @@ test('upstreamHeads: rows summed per head (query side), columns per head (key si
   );
   for (const x of u.query) assert.ok(Math.abs(x.value - row(components.indexOf(x.name))) < 1e-12);
   for (const x of u.key) assert.ok(Math.abs(x.value - col(components.indexOf(x.name))) < 1e-12);
-  assert.deepEqual(u.key.map((x) => [x.layer, x.head]), [[0, 1], [0, 0]]);
   assert.deepEqual(
-    u.keyOthers.map((x) => x.name).sort(),
-    ['L0.attn_bias', 'L0.mlp', 'bias', 'embed', 'pos'],
+    u.key.map((x) => [x.layer, x.head]),
+    [
+      [0, 1],
+      [0, 0],
+    ],
   );
+  assert.deepEqual(u.keyOthers.map((x) => x.name).sort(), ['L0.attn_bias', 'L0.mlp', 'bias', 'embed', 'pos']);
   // each side's parts sum to the score
   for (const [heads, others] of [
     [u.query, u.queryOthers],
@@ -226,7 +238,11 @@ test('upstreamHeads: rows summed per head (query side), columns per head (key si
     assert.ok(Math.abs([...heads, ...others].reduce((s, x) => s + x.value, 0) - score) < 1e-9);
   assert.equal(u.total, score);
   // layer 0: no heads upstream
-  const first = upstreamHeads({ components: ['embed', 'pos', 'bias'], table: new Float64Array(9).fill(1), score: 9 });
+  const first = upstreamHeadSums({
+    components: ['embed', 'pos', 'bias'],
+    table: new Float64Array(9).fill(1),
+    score: 9,
+  });
   assert.deepEqual(first.query, []);
   assert.deepEqual(first.key, []);
 });

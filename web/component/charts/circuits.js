@@ -6,7 +6,7 @@
 //   compositionEdges   every edge (head A -> head B, A in an earlier layer) of the chosen kinds at or above a threshold
 //   defaultThreshold   where the slider starts: twice the largest baseline (random matrices)
 //   circuitsScene      the layer x head grid, each head's copying score as its badge, the edges drawn
-//   upstreamHeads      a score split's table summed per upstream head: rows (query side) and columns (key side)
+//   upstreamHeadSums      a score split's table summed per upstream head: rows (query side) and columns (key side)
 import { signedColour, parseRgb, inkOn } from '../runtime/theme.js';
 import { textWidth } from '../views/scene.js';
 import { scoreText } from './patching.js';
@@ -21,6 +21,8 @@ export const KINDS = Object.freeze([
   Object.freeze({ kind: 'k', name: 'K', reads: 'key', light: '#007A5A', dark: '#2FC79A', dash: [7, 4] }),
   Object.freeze({ kind: 'v', name: 'V', reads: 'value', light: '#5b4a00', dark: '#F0E442', dash: [0.1, 4.5] }),
 ]);
+/** The copying badges' colour scale: a score of ±1 is this far along it (paler than full, so the edges stay readable). */
+export const BADGE_SCALE = 1.6;
 const KIND = Object.fromEntries(KINDS.map((k) => [k.kind, k]));
 
 /** A kind's line colour in `theme`. */
@@ -139,7 +141,16 @@ export function circuitsScene(
   items.push({ type: 'text', x: axisR + 4, y, text: maxLabel, size: 10, fill: theme.muted });
   const base = Math.max(circuits.baseline.q, circuits.baseline.k, circuits.baseline.v);
   const bx = at(base);
-  items.push({ type: 'line', x1: bx, y1: y - 7, x2: bx, y2: y + 7, stroke: theme.fg, width: 1.5, data: { baseline: base } });
+  items.push({
+    type: 'line',
+    x1: bx,
+    y1: y - 7,
+    x2: bx,
+    y2: y + 7,
+    stroke: theme.fg,
+    width: 1.5,
+    data: { baseline: base },
+  });
   items.push({
     type: 'text',
     x: bx,
@@ -243,7 +254,7 @@ export function circuitsScene(
     for (let h = 0; h < H; h++) {
       const box = node(l, h);
       const v = circuits.copying[l * H + h];
-      const fill = signedColour(theme, v, 1.25);
+      const fill = signedColour(theme, v, BADGE_SCALE);
       const on = l === sl && h === sh;
       if (on)
         items.push({
@@ -313,7 +324,7 @@ export function circuitsLabel(circuits, { kinds, threshold, edges, above }) {
  * not heads (embed, pos, MLPs, biases), also strongest first; and `total` (the score: each side's
  * parts sum to it).
  */
-export function upstreamHeads(split) {
+export function upstreamHeadSums(split) {
   const P = split.components.length;
   const rows = new Float64Array(P);
   const cols = new Float64Array(P);
