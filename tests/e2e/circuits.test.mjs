@@ -41,7 +41,10 @@ async function apiCircuits(page) {
           composition: { q: [...c.composition.q], k: [...c.composition.k], v: [...c.composition.v] },
         }),
       );
-    return { api: plain(await window.headscopeDemo.model.circuits()), shown: plain(window.headscopeDemo.circuits.circuits) };
+    return {
+      api: plain(await window.headscopeDemo.model.circuits()),
+      shown: plain(window.headscopeDemo.circuits.circuits),
+    };
   });
 }
 
@@ -92,7 +95,8 @@ test('the edges and badges drawn are the API circuits(); the threshold and the k
   const first = expectedEdges(api, threshold);
   expect(first.length).toBeGreaterThan(0);
   expect(d.edges.map(key).sort()).toEqual(first.map(key).sort());
-  for (const e of d.edges) expect(Number(e.from.slice(1).split('H')[0])).toBeLessThan(Number(e.to.slice(1).split('H')[0]));
+  for (const e of d.edges)
+    expect(Number(e.from.slice(1).split('H')[0])).toBeLessThan(Number(e.to.slice(1).split('H')[0]));
   // the baseline is marked on the slider (a tick) and in words beside it
   await expect(page.locator('#circuits-ticks option')).toHaveAttribute('value', base.toFixed(2));
   await expect(page.locator('#circuits-baseline')).toHaveText(`random matrices: ${fmt(base)}`);
@@ -179,14 +183,21 @@ test('keyboard only: the induction head selected on the grid; its upstream heads
   const start = page.locator('#circuits-view .hs-circuit-node[tabindex="0"]');
   await expect(start).toHaveCount(1);
   const [l0, h0] = [Number(await start.getAttribute('data-layer')), Number(await start.getAttribute('data-head'))];
-  expect([l0, h0]).toEqual(await page.evaluate(() => [window.headscopeDemo.state.layer, window.headscopeDemo.state.head]));
+  expect([l0, h0]).toEqual(
+    await page.evaluate(() => [window.headscopeDemo.state.layer, window.headscopeDemo.state.head]),
+  );
   await start.focus();
   for (let i = 0; i < Math.abs(1 - l0); i++) await page.keyboard.press(l0 < 1 ? 'ArrowDown' : 'ArrowUp');
   for (let i = 0; i < Math.abs(2 - h0); i++) await page.keyboard.press(h0 < 2 ? 'ArrowRight' : 'ArrowLeft');
   await expect(page.locator('#circuits-view .hs-circuit-node[data-layer="1"][data-head="2"]')).toBeFocused();
   await page.keyboard.press('Enter');
-  await expect.poll(() => page.evaluate(() => [window.headscopeDemo.state.layer, window.headscopeDemo.state.head])).toEqual([1, 2]);
-  await expect(page.locator('#circuits-view .hs-circuit-node[data-layer="1"][data-head="2"]')).toHaveAttribute('aria-pressed', 'true');
+  await expect
+    .poll(() => page.evaluate(() => [window.headscopeDemo.state.layer, window.headscopeDemo.state.head]))
+    .toEqual([1, 2]);
+  await expect(page.locator('#circuits-view .hs-circuit-node[data-layer="1"][data-head="2"]')).toHaveAttribute(
+    'aria-pressed',
+    'true',
+  );
   await expect(page.locator('#circuits-view .hs-circuit-node[data-layer="1"][data-head="2"]')).toBeFocused();
   // the upstream heads of L1H2 at the last "Smith", on the key it weighs most ("left": induction)
   await expect(panel(page)).toHaveAttribute('data-upstream', /^1:2:/, { timeout: 30_000 });
@@ -202,7 +213,9 @@ test('keyboard only: the induction head selected on the grid; its upstream heads
   expect(u.shown.key[0].name).toBe('L0H3');
   expect(u.shown.key[0].value).toBeGreaterThan(0);
   expect(u.shown.key[0].text).toBe(`L0H3 +${u.api.key[0].value.toFixed(2)}`);
-  await expect(page.locator('#circuits-on-text')).toContainText('layer 1, head 2 at "Smith" (token 11) weighs "left" (token 3) most');
+  await expect(page.locator('#circuits-on-text')).toContainText(
+    'layer 1, head 2 at "Smith" (token 11) weighs "left" (token 3) most',
+  );
   await panel(page).screenshot({ path: path.join(ARTIFACTS, 'circuits-induction.png') });
 
   // a repeated list: L0H3 again leads the key side
@@ -217,7 +230,9 @@ test('keyboard only: the induction head selected on the grid; its upstream heads
   // a button selects its head, in every view; layer 0 has no heads upstream
   await page.locator('#circuits-key button').first().focus();
   await page.keyboard.press('Enter');
-  await expect.poll(() => page.evaluate(() => [window.headscopeDemo.state.layer, window.headscopeDemo.state.head])).toEqual([0, 3]);
+  await expect
+    .poll(() => page.evaluate(() => [window.headscopeDemo.state.layer, window.headscopeDemo.state.head]))
+    .toEqual([0, 3]);
   await expect(page.locator('#layer-select')).toHaveValue('0');
   await expect(page.locator('#head-select')).toHaveValue('3');
   await expect(panel(page)).toHaveAttribute('data-upstream', /^0:3:/, { timeout: 30_000 });
@@ -251,9 +266,9 @@ test('exports, axe, dark theme, a phone', async ({ page, site, problems }) => {
 
   // dark theme: redrawn in its colours
   await page.click('#theme-toggle');
-  await expect.poll(() => page.evaluate(() => document.querySelector('#circuits-view svg > rect')?.getAttribute('fill'))).toBe(
-    '#16181d',
-  );
+  await expect
+    .poll(() => page.evaluate(() => document.querySelector('#circuits-view svg > rect')?.getAttribute('fill')))
+    .toBe('#16181d');
   await panel(page).screenshot({ path: path.join(ARTIFACTS, 'circuits-dark.png') });
   expect(await seriousViolations(page, problems, '#circuits')).toEqual([]);
   await page.click('#theme-toggle');

@@ -129,8 +129,8 @@ export function circuitsScene(
     items.push({ type: 'text', x: x + 32, y, text: label, size: 11, fill: on ? theme.fg : theme.muted });
     x += w;
   }
-  // the score scale, 0 to the largest score: the baseline and the threshold on it
-  y += 24;
+  // the score scale, 0 to the largest score: the baseline and the threshold on it (its label above)
+  y += 32;
   const axisL = 4 + textWidth('score 0', 10) + 6;
   const maxLabel = scoreText(max);
   const axisR = Math.min(sceneWidth - 8 - textWidth(maxLabel, 10) - 4, axisL + 320);

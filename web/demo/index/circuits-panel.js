@@ -198,7 +198,8 @@ export function installCircuits(ctx) {
     const selected = st && st.layer < c.nLayer && st.head < c.nHead ? [st.layer, st.head] : null;
     const thr = threshold();
     setText(els.thresholdText, scoreText(thr));
-    if (els.threshold.value !== String(thr) && document.activeElement !== els.threshold) els.threshold.value = String(thr);
+    if (els.threshold.value !== String(thr) && document.activeElement !== els.threshold)
+      els.threshold.value = String(thr);
     const drawn = circuitsScene(c, theme, {
       width: Math.max(280, width.width),
       kinds,
@@ -207,7 +208,11 @@ export function installCircuits(ctx) {
       maxEdges: MAX_EDGES,
     });
     panel.drawn = drawn;
-    view.show(drawn.scene, circuitsLabel(c, { kinds, threshold: thr, edges: drawn.edges, above: drawn.above }), 'group');
+    view.show(
+      drawn.scene,
+      circuitsLabel(c, { kinds, threshold: thr, edges: drawn.edges, above: drawn.above }),
+      'group',
+    );
     section.dataset.edges = String(drawn.edges.length);
     drawUpstream();
   }
@@ -294,7 +299,9 @@ export function installCircuits(ctx) {
     fill(els.query, sums.query, 'query');
     fill(els.key, sums.key, 'key');
     const other = (list, side) =>
-      list[0] ? `${list[0].name} ${list[0].value >= 0 ? '+' : '−'}${Math.abs(list[0].value).toFixed(2)} on the ${side} side` : '';
+      list[0]
+        ? `${list[0].name} ${list[0].value >= 0 ? '+' : '−'}${Math.abs(list[0].value).toFixed(2)} on the ${side} side`
+        : '';
     const parts = [other(sums.queryOthers, 'query'), other(sums.keyOthers, 'key')].filter(Boolean);
     els.others.hidden = w.layer === 0 || parts.length === 0;
     setText(els.others, `Largest parts that are not heads: ${parts.join('; ')}.`);
