@@ -4,7 +4,7 @@
 //
 // Scene: { width, height, background, font, items: [...] } where an item is one of
 //   { type: 'rect', x, y, w, h, fill, opacity?, stroke?, strokeWidth?, rx?, hit?, data? }
-//   { type: 'line', x1, y1, x2, y2, stroke, width?, opacity?, data? }
+//   { type: 'line', x1, y1, x2, y2, stroke, width?, opacity?, dash?: [on, off, ...], data? }
 //   { type: 'text', x, y, text, size?, fill, anchor?: 'start'|'middle'|'end', weight?, rotate?, data? }
 // `hit: true` marks invisible pointer targets (kept in the DOM, left out of exports).
 // `data` becomes data-* attributes, `attrs` extra attributes and `cls` the class of the DOM element
@@ -47,6 +47,7 @@ function itemAttrs(it, forExport) {
       'stroke-width': it.width ?? 1,
       'stroke-opacity': it.opacity !== undefined ? r2(it.opacity) : undefined,
       'stroke-linecap': 'round',
+      'stroke-dasharray': it.dash?.length ? it.dash.join(' ') : undefined,
     };
   }
   if (it.type === 'text') {
@@ -261,6 +262,7 @@ export function drawScene(ctx, scene) {
       ctx.strokeStyle = it.stroke;
       ctx.lineWidth = it.width ?? 1;
       ctx.lineCap = 'round';
+      if (it.dash?.length) ctx.setLineDash(it.dash);
       ctx.beginPath();
       ctx.moveTo(it.x1, it.y1);
       ctx.lineTo(it.x2, it.y2);

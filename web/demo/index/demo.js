@@ -38,6 +38,7 @@ import { installAttribution } from './attribution.js';
 import { watchOnScreen } from './on-screen.js';
 import { installPatching } from './patch-panel.js';
 import { installWhy } from './explain-panel.js';
+import { installCircuits } from './circuits-panel.js';
 
 // ?threads=N as the page was opened with: it chose the engine, so the URL keeps it
 const URL_THREADS = new URLSearchParams(location.search).get('threads');
@@ -153,6 +154,12 @@ const why = installWhy({
   selectHead: (l, h) => selectHead(l, h, false),
   theme: () => page.theme,
   render: () => render(),
+});
+// "Heads working together": composition and copying from the weights, the selected head's upstream heads
+const circuitsPanel = installCircuits({
+  getModel: () => page.model,
+  idle: async () => page.runner?.idle(),
+  selectHead: (l, h) => selectHead(l, h, false),
 });
 installThemeToggle($('theme-toggle'), (theme) => {
   page.theme = theme;
@@ -293,6 +300,7 @@ function renderNow() {
   if (linksPick.hidden !== (state.view !== 'lines')) linksPick.hidden = state.view !== 'lines';
   if (combineOnScreen.visible) combine.update(result, state, theme, attribution.shown(result, state));
   if (topkOnScreen.visible) topk.update(result, { drawn: writing.drawn });
+  circuitsPanel.update(result, state, theme);
   setText($('detail-caption'), describeHead(result, state.layer, state.head, focusToken(result, state)));
   const notice = $('notice');
   if (result.droppedTokens > 0) {
@@ -319,7 +327,8 @@ function renderNow() {
 // the panels' own keys (patching: clean, corrupted, ...; why, whyview) and the lab's switched-off heads
 function panelsQuery() {
   const q = new URLSearchParams();
-  for (const [k, v] of Object.entries({ ...patching.query(), ...why.query() })) if (v !== undefined) q.set(k, v);
+  for (const [k, v] of Object.entries({ ...patching.query(), ...why.query(), ...circuitsPanel.query() }))
+    if (v !== undefined) q.set(k, v);
   const off = new URLSearchParams(location.search).get('off');
   if (off) q.set('off', off);
   return q.toString();
@@ -350,6 +359,7 @@ function sceneFor(which) {
   if (which === 'inside') return inside.exportScene();
   if (which === 'patch') return patching.exportScene();
   if (which === 'why') return why.exportScene();
+  if (which === 'circuits') return circuitsPanel.exportScene();
   if (state.view === 'lines') return linesScene(result, state, theme, detailView.focus ?? null).scene;
   return heatmapScene(result, state, theme, detailView.exportOptions?.() ?? {}).scene; // what the reader sees, zoomed
 }
@@ -455,6 +465,7 @@ function useModel(model, { name, local = false, card = null }) {
   });
   inside.useModel(model, page.runner);
   patching.setModel(model);
+  circuitsPanel.setModel(model);
   page.lab?.dispose();
   state.ablate = [];
   showPatched(null, undefined, false); // a patch names another model's heads
@@ -558,5 +569,6 @@ window.headscopeDemo = {
   idle: () => page.runner?.idle(), // resolves once no run is pending or in flight
   grid, // grid.weightAt(layer, head, q, k): the weight its canvas shows
   patching, // the patching panel: its report, idle(), start()
+  circuits: circuitsPanel, // "Heads working together": circuits, upstream, idle()
   why, // "Why does it look there?": its split, idle()
 };

@@ -14,8 +14,8 @@ export function installSharing({ sceneFor, hasResult, state, urlState }) {
       if (!hasResult()) return;
       const which = b.dataset.export;
       const name =
-        which === 'grid'
-          ? 'grid'
+        which === 'grid' || which === 'circuits'
+          ? which
           : which === 'combine'
             ? `combine-L${state.layer}`
             : which === 'patch'
