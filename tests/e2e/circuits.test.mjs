@@ -264,8 +264,10 @@ test('exports, axe, dark theme, a phone', async ({ page, site, problems }) => {
   const svgWidth = Number(/<svg[^>]* width="([\d.]+)"/.exec(svg)[1]);
   expect(png.readUInt32BE(16), 'the PNG is the SVG at 2x').toBe(Math.round(svgWidth * 2));
 
-  // dark theme: redrawn in its colours
+  // dark theme: redrawn in its colours (once back on screen: the toggle's click scrolls to the header,
+  // and a panel off screen does not draw)
   await page.click('#theme-toggle');
+  await panel(page).scrollIntoViewIfNeeded();
   await expect
     .poll(() => page.evaluate(() => document.querySelector('#circuits-view svg > rect')?.getAttribute('fill')))
     .toBe('#16181d');
