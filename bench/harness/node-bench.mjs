@@ -12,6 +12,16 @@ import { pathToFileURL } from 'node:url';
 import * as ort from 'onnxruntime-web';
 import { benchArgs, ROOT, compare, loadBenchModule, readModelFiles, maxAbsDiff, benchIds } from './lib.mjs';
 
+// The engine's Model.run(text, ablate, allLogits, patch): builds before run({ patch }) take 3 arguments
+function coreRunCall(h, text) {
+  try {
+    return h.run(text, [], false, null);
+  } catch (e) {
+    if (/expected 3 args/.test(String(e?.message))) return h.run(text, [], false);
+    throw e;
+  }
+}
+
 const opt = benchArgs({ strings: ['model', 'onnx', 'simd', 'scalar', 'pkg', 'out'], flags: ['quick', 'simd-only'] });
 const quick = opt.quick;
 const simdOnly = opt['simd-only'];
@@ -267,7 +277,7 @@ if (!simdOnly) {
   // the two engine calls HeadscopeModel.run makes for a result without `reuse`
   // (web/lib/headscope.js runData: run, then results with the top 10 and every attention row)
   const coreRun = (text) => {
-    const r = h.run(text, [], false);
+    const r = coreRunCall(h, text);
     if (r === null) throw new Error(`Model.run failed: ${core.lastError()}`);
     if (h.results(10, false, 0, r.tokens, r.tokens) === null)
       throw new Error(`Model.results failed: ${core.lastError()}`);
