@@ -203,7 +203,7 @@ typing() {
   node bench/harness/typing-bench.mjs --demo "$RAW/web" --gpt2 "$g" --out "$RAW/typing.json" "${Q[@]}"
 }
 patching() {
-  # activation patching's speed (issue 41): a 20-token pair on GPT-2 small's shape, natively and in
+  # activation patching's speed: a 20-token pair on GPT-2 small's shape, natively and in
   # Chromium; quick: the same pair on the tiny GPT-2 of gpt2_small.sh's quick mode (seconds)
   local g=.cache/bench/gpt2-small shape=() browser=()
   [ "$QUICK" = 1 ] && g=.cache/bench/gpt2-tiny shape=(--layers 2 --heads 4 --embd 64)

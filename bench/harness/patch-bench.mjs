@@ -1,4 +1,4 @@
-// Activation patching's speed (issue 41's targets), on a pair of texts of 20 GPT-2 tokens that differ
+// Activation patching's speed against its targets (a reader's experiment must finish while they wait), on a pair of texts of 20 GPT-2 tokens that differ
 // at position 1, the worst case: every patched run recomputes every row after it. Every head exact,
 // and the residual map (what `headscope patch` and model.patch() compute without --by-position):
 //   native: `headscope patch --threads N` against `headscope run --threads N` on the clean text, both

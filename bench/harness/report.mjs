@@ -338,7 +338,7 @@ if (page) {
   );
 }
 targets.push(...train.targets);
-// issue 41's, stated for GPT-2 small's shape only (the quick run patches a tiny model)
+// the patching targets hold for GPT-2 small's shape only (the quick run patches a tiny model)
 const pm2 = patching?.model;
 if (pm2 && pm2.n_layer === 12 && pm2.n_head === 12 && pm2.n_embd === 768) {
   const at = `GPT-2 small's shape, ${patching.tokens}-token pair`;
