@@ -21,12 +21,8 @@ import {
 import { scoreText } from '../../component/charts/patching.js';
 import { sameAblate } from '../../lib/result.js';
 import { watchOnScreen } from './on-screen.js';
+import { $, setText, afterPaint } from './page-dom.js';
 
-const $ = (id) => document.getElementById(id);
-const setText = (node, text) => {
-  if (node.textContent !== text) node.textContent = text;
-};
-const afterPaint = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
 // the heads each side lists
 const TOP = 3;
 // at most this many edges drawn (the strongest)

@@ -17,12 +17,7 @@ import {
 } from '../../component/charts/explain.js';
 import { sameAblate } from '../../lib/result.js';
 import { watchOnScreen } from './on-screen.js';
-
-const $ = (id) => document.getElementById(id);
-const setText = (node, text) => {
-  if (node.textContent !== text) node.textContent = text;
-};
-const afterPaint = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+import { $, setText, afterPaint } from './page-dom.js';
 
 /** The key head (layer, head) weighs most from token t in `result` (its attention row's argmax). */
 export function strongestKey(result, layer, head, t) {

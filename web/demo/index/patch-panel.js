@@ -22,11 +22,7 @@ import {
 } from '../../component/charts/patching.js';
 import { tokenLabel, tokenWords } from '../../component/runtime/theme.js';
 import { watchOnScreen } from './on-screen.js';
-
-const $ = (id) => document.getElementById(id);
-const setText = (node, text) => {
-  if (node.textContent !== text) node.textContent = text;
-};
+import { $, setText } from './page-dom.js';
 
 /**
  * Experiments the shipped default model gets right (the answer ahead of the distractor by more than
