@@ -17,16 +17,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
-
-// The engine's Model.run(text, ablate, allLogits, patch): builds before run({ patch }) take 3 arguments
-function coreRunCall(h, text) {
-  try {
-    return h.run(text, [], false, null);
-  } catch (e) {
-    if (/expected 3 args/.test(String(e?.message))) return h.run(text, [], false);
-    throw e;
-  }
-}
+import { coreRunCall } from './lib.mjs';
 
 const { values: o } = parseArgs({
   options: {

@@ -103,3 +103,13 @@ export function gpt2SmallMarkdown(title, command, shape, lines) {
     '\n'
   );
 }
+
+// The engine's Model.run(text, ablate, allLogits, patch): builds before run({ patch }) take 3 arguments
+export function coreRunCall(h, text) {
+  try {
+    return h.run(text, [], false, null);
+  } catch (e) {
+    if (/expected 3 args/.test(String(e?.message))) return h.run(text, [], false);
+    throw e;
+  }
+}

@@ -10,17 +10,16 @@ import { readFileSync, writeFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as ort from 'onnxruntime-web';
-import { benchArgs, ROOT, compare, loadBenchModule, readModelFiles, maxAbsDiff, benchIds } from './lib.mjs';
-
-// The engine's Model.run(text, ablate, allLogits, patch): builds before run({ patch }) take 3 arguments
-function coreRunCall(h, text) {
-  try {
-    return h.run(text, [], false, null);
-  } catch (e) {
-    if (/expected 3 args/.test(String(e?.message))) return h.run(text, [], false);
-    throw e;
-  }
-}
+import {
+  benchArgs,
+  ROOT,
+  compare,
+  loadBenchModule,
+  readModelFiles,
+  maxAbsDiff,
+  benchIds,
+  coreRunCall,
+} from './lib.mjs';
 
 const opt = benchArgs({ strings: ['model', 'onnx', 'simd', 'scalar', 'pkg', 'out'], flags: ['quick', 'simd-only'] });
 const quick = opt.quick;
