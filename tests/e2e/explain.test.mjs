@@ -123,3 +123,23 @@ test('a link opens the split; on a phone the panel fits the width', async ({ pag
   expect(box.scroll).toBeLessThanOrEqual(box.width);
   await panel(page).screenshot({ path: path.join(ARTIFACTS, 'why-phone.png') });
 });
+
+test('a line of the lines view and the scores step of "Inside this head" pick the cell too', async ({ page, site }) => {
+  await page.setViewportSize({ width: 1280, height: 1000 });
+  await openDemo(page, site.url(`index.html?text=${encodeURIComponent(LIST)}&layer=1&head=2&token=7`));
+  // the lines view: the query token pinned, then a key token at or before it
+  await page.click('#tab-lines');
+  await page.locator('#detail-view [data-side="q"][data-index="7"]').first().click();
+  await page.locator('#detail-view [data-side="k"][data-index="3"]').first().click();
+  await expect.poll(() => page.evaluate(() => window.headscopeDemo.state.why)).toEqual({ q: 7, k: 3 });
+  await expect(panel(page)).toHaveAttribute('data-ready', '1:2:7:3', { timeout: 30_000 });
+  // "Inside this head", step 3 (scores): its highlighted key's score, split
+  await page.locator('#inside').scrollIntoViewIfNeeded();
+  await page.locator('#inside-view .hs-inside-step').nth(2).click();
+  // the key it highlights (the figure says which)
+  await expect(page.locator('#inside-view .hs-inside-figure')).toHaveAttribute('data-key', /^\d+$/);
+  const key = Number(await page.locator('#inside-view .hs-inside-figure').getAttribute('data-key'));
+  await page.getByRole('button', { name: 'Why this score? Split it into its sources ↓' }).click();
+  await expect.poll(() => page.evaluate(() => window.headscopeDemo.state.why)).toEqual({ q: 7, k: key });
+  await expect(panel(page)).toHaveAttribute('data-ready', `1:2:7:${key}`, { timeout: 30_000 });
+});

@@ -24,10 +24,11 @@ const reducedMotion = (win) => !!win?.matchMedia?.('(prefers-reduced-motion: red
  * Keyboard: the tabs move with ← → Home End (and Back/Next are buttons); on the picture ↑ ↓ pick a
  * key, ← → move along the numbers of the highlighted vector (each is read out), PageUp/PageDown
  * step back and on. onStep(step) after the reader changes the step; onShowCombine (optional) adds a
- * link from the last step to "How the heads combine".
+ * link from the last step to "How the heads combine"; onExplain(query, key) (optional) a link from the
+ * scores step that splits the highlighted key's score into its sources ("Why does it look there?").
  */
 export class InsideView {
-  constructor(host, { tooltip, onStep, onAnnounce, onShowCombine } = {}) {
+  constructor(host, { tooltip, onStep, onAnnounce, onShowCombine, onExplain } = {}) {
     this.host = host;
     this.doc = host.ownerDocument;
     this.tooltip = tooltip;
@@ -85,6 +86,14 @@ export class InsideView {
       this.combineLink.type = 'button';
       this.combineLink.addEventListener('click', () => onShowCombine());
       nav.appendChild(this.combineLink);
+    }
+    if (onExplain) {
+      this.explainLink = el(d, 'button', 'hs-inside-combine', 'Why this score? Split it into its sources ↓');
+      this.explainLink.type = 'button';
+      this.explainLink.addEventListener('click', () => {
+        if (this.layout && this.inside) onExplain(focusToken(this.inside, this.state), this.layout.key);
+      });
+      nav.appendChild(this.explainLink);
     }
     this.status = el(d, 'p', 'hs-inside-status');
     this.status.setAttribute('role', 'status');
@@ -162,6 +171,7 @@ export class InsideView {
     const counter = `Step ${this.step} of ${INSIDE_STEPS.length}`;
     if (this.counter.textContent !== counter) this.counter.textContent = counter;
     if (this.combineLink) this.combineLink.hidden = this.step !== INSIDE_STEPS.length;
+    if (this.explainLink) this.explainLink.hidden = this.step !== 3;
     const inside = this.inside;
     if (!inside) {
       if (this.sentence.textContent !== '') this.sentence.textContent = '';

@@ -163,11 +163,16 @@ export function linesScene(result, state, theme, focus) {
   return { scene: { width, height, background: theme.bg, font: theme.font, items }, layout: { xL, xR, y0, rowH, T } };
 }
 
-/** Lines view: hover (or tap, or focus with the keyboard) a token to isolate its lines. */
+/**
+ * Lines view: hover (or tap, or focus with the keyboard) a token to isolate its lines. With a query
+ * token pinned, picking a key token at or before it picks that line: onSelectCell(query, key).
+ */
 export class LinesView extends SceneView {
-  constructor(host, { onSelectToken } = {}) {
+  constructor(host, { onSelectToken, onSelectCell } = {}) {
     super(host);
     this.onSelectToken = onSelectToken;
+    this.onSelectCell = onSelectCell;
+    this.query = null; // the query token last pinned
     this.focus = null; // { side: 'q'|'k', index }
     this.pinned = false;
     host.addEventListener('pointerover', (e) => {
@@ -189,6 +194,7 @@ export class LinesView extends SceneView {
       this.pinned = !same;
       this.setFocus(same ? null : t);
       if (t.side === 'q' && !same) this.onSelectToken?.(t.index);
+      this.#pick(t, same);
     });
     host.addEventListener('focusin', (e) => {
       const t = this.#target(e);
@@ -211,6 +217,7 @@ export class LinesView extends SceneView {
         return;
       } else if (e.key === 'Enter' || e.key === ' ') {
         if (side === 'q') this.onSelectToken?.(index);
+        this.#pick({ side, index }, false);
         e.preventDefault();
         return;
       } else return;
@@ -218,6 +225,12 @@ export class LinesView extends SceneView {
       index = clamp(index, 0, (this.result?.T ?? 1) - 1);
       this.setFocus({ side, index }, true);
     });
+  }
+
+  // a query token remembered; a key token at or before it then picks their line
+  #pick(t, unpinned) {
+    if (t.side === 'q') this.query = unpinned ? null : t.index;
+    else if (this.query !== null && t.index <= this.query) this.onSelectCell?.(this.query, t.index);
   }
 
   #same(t) {

@@ -102,7 +102,7 @@ function makeDetailView() {
   const onSelectToken = (t) => selectToken(t);
   detailView =
     state.view === 'lines'
-      ? new LinesView(host, { onSelectToken })
+      ? new LinesView(host, { onSelectToken, onSelectCell: (q, k) => why.pick(q, k) })
       : new HeatmapView(host, { tooltip, onSelectToken, onSelectCell: (q, k) => why.pick(q, k), onAnnounce: announce });
   detailView.kind = state.view;
 }
@@ -167,7 +167,17 @@ installThemeToggle($('theme-toggle'), (theme) => {
   patching.draw();
   why.draw();
 });
-const inside = installInside({ state, announce, render, reducedMotion, wantValueSizes });
+const inside = installInside({
+  state,
+  announce,
+  render,
+  reducedMotion,
+  wantValueSizes,
+  onExplain: (q, k) => {
+    why.pick(q, k);
+    $('why').scrollIntoView({ behavior: reducedMotion() ? 'auto' : 'smooth', block: 'start' });
+  },
+});
 const writer = installContinue({
   $,
   state,

@@ -26,7 +26,7 @@ const setText = (node, text) => {
  * and by ('weight' | 'value'); wantValueSizes() is called when the reader picks 'value' and the
  * result on screen has no value sizes (the page then runs the text again, asking for them).
  */
-export function installInside({ state, announce, render, reducedMotion, wantValueSizes }) {
+export function installInside({ state, announce, render, reducedMotion, wantValueSizes, onExplain }) {
   const section = $('inside');
   const tooltip = new Tooltip(section);
   let source = null;
@@ -38,6 +38,7 @@ export function installInside({ state, announce, render, reducedMotion, wantValu
       state.insideOpen = true;
       render();
     },
+    onExplain,
     onShowCombine: () => {
       const combine = $('combine-title').closest('section');
       combine.scrollIntoView({ behavior: reducedMotion() ? 'auto' : 'smooth', block: 'start' });
