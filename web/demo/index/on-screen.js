@@ -9,9 +9,12 @@
 export function watchOnScreen(el, onChange) {
   const watch = { visible: true };
   if (!el || typeof IntersectionObserver !== 'function') return watch;
-  new IntersectionObserver(([entry]) => {
-    if (watch.visible === entry.isIntersecting) return;
-    watch.visible = entry.isIntersecting;
+  // one callback may carry several entries for el (it left and came back between two deliveries,
+  // as a busy page or a scroll and back gives): the last one is where it is now
+  new IntersectionObserver((entries) => {
+    const now = entries[entries.length - 1].isIntersecting;
+    if (watch.visible === now) return;
+    watch.visible = now;
     onChange?.(watch.visible);
   }).observe(el);
   return watch;
