@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "headscope/error.hpp"
 #include "headscope/tokenizer.hpp"
 #include "text/unicode.hpp"
 
@@ -131,6 +132,14 @@ struct Tokenizer::Impl {
     auto [it, inserted] = extra_index.emplace(form, static_cast<int32_t>(sym_form.size()));
     if (inserted) sym_form.push_back(form);
     return it->second;
+  }
+  // A merge's two tokens and what they make must all be in the vocab: the tokenizers library's BPE
+  // builder refuses a file otherwise, so a file it would refuse is not loaded here either. `where`
+  // names the merge for the message ("merges.txt line 7").
+  int32_t merge_token(const std::string& form, const std::string& where) const {
+    if (auto v = vocab.find(form); v != vocab.end()) return v->second;
+    throw Error(where + " names " + bpe_detail::quote_for_message(form) +
+                ", which is not in the vocab (every merge's tokens and their result must be)");
   }
 
   void bpe(std::string_view word, std::vector<Piece>& out) const;

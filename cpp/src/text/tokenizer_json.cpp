@@ -288,7 +288,9 @@ Tokenizer Tokenizer::from_tokenizer_json(std::string_view text) {
     } else {
       refuse(where + " must be \"left right\" or [left, right]");
     }
-    const int32_t a = impl->intern(left), b = impl->intern(right), r = impl->intern(left + right);
+    const std::string at = "tokenizer.json: " + where;
+    const int32_t a = impl->merge_token(left, at), b = impl->merge_token(right, at),
+                  r = impl->merge_token(left + right, at);
     if (!impl->merges.emplace(pair_key(a, b), MergeInfo{rank, r}).second)
       refuse(where + ": duplicate merge " + quote_for_message(left + " " + right));
     ++rank;

@@ -163,9 +163,9 @@ Tokenizer Tokenizer::from_json(std::string_view vocab_json, std::string_view mer
       throw Error("merges.txt line " + std::to_string(line_no) + ": expected two tokens, got " +
                   std::to_string(parts.size()) + " in " + quote_for_message(line));
     const std::string left(parts[0]), right(parts[1]);
-    const int32_t a = impl->intern(left);
-    const int32_t b = impl->intern(right);
-    const int32_t r = impl->intern(left + right);
+    const std::string at = "merges.txt line " + std::to_string(line_no);
+    const int32_t a = impl->merge_token(left, at), b = impl->merge_token(right, at),
+                  r = impl->merge_token(left + right, at);
     if (rank >= static_cast<size_t>(INT32_MAX)) throw Error("merges.txt: too many merges");
     if (!impl->merges.emplace(pair_key(a, b), MergeInfo{static_cast<int32_t>(rank), r}).second)
       throw Error("merges.txt line " + std::to_string(line_no) + ": duplicate merge " + quote_for_message(line));

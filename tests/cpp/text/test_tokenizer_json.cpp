@@ -148,6 +148,14 @@ TEST_CASE("tokenizer.json: what it does not support, or a broken file, is refuse
   j = tiny_tokenizer();
   j["model"]["merges"].push_back(json::array({"a", 3}));
   REQUIRE_THROWS_WITH(refused(j), Contains("model.merges[2][1] must be a string"));
+  // every merge's tokens and its result must be in the vocab (the tokenizers library's BPE builder
+  // refuses the file otherwise)
+  j = tiny_tokenizer();
+  j["model"]["merges"].push_back("b c");
+  REQUIRE_THROWS_WITH(refused(j), Contains("model.merges[2] names 'bc', which is not in the vocab"));
+  j = tiny_tokenizer();
+  j["model"]["merges"].push_back(json::array({"c", "d"}));
+  REQUIRE_THROWS_WITH(refused(j), Contains("model.merges[2] names 'd', which is not in the vocab"));
   j = tiny_tokenizer();
   j["model"].erase("vocab");
   REQUIRE_THROWS_WITH(refused(j), Contains("model has no \"vocab\""));
