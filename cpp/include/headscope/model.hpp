@@ -122,6 +122,17 @@ struct LogitAttribution {
   double total() const;           // the sum of every part: the logit, up to rounding
 };
 
+// A part of one head's attention map on the last run (Model::attention_tile): rows [row_begin, row_end)
+// and columns [col_begin, col_end) of the T x T map in cells of bin x bin (the last row and column of
+// cells may be narrower), each cell the largest weight it covers. The maximum, not the mean: a head
+// that puts all of a row on one token stays a cell of 1 at every bin, where a mean would fade it by bin².
+struct AttentionTile {
+  int layer = 0, head = 0;
+  int row_begin = 0, row_end = 0, col_begin = 0, col_end = 0, bin = 1;
+  int rows = 0, cols = 0;     // cells: ceil((row_end - row_begin) / bin) x ceil((col_end - col_begin) / bin)
+  std::vector<float> values;  // (rows, cols), row-major; with bin 1 the map's own weights, bit for bit
+};
+
 class Model {
  public:
   // A folder in the Hugging Face layout: config.json, model.safetensors, and the tokenizer as
@@ -201,6 +212,14 @@ class Model {
   // Floats copy_attention_rows() writes: L * NH * block_rows * stride. Throws Error on a layout that
   // cannot hold the rows, or one wider than the context (stride or block_rows above n_positions).
   std::size_t attention_rows_floats(int row_begin, int block_rows, int stride) const;
+  // A tile of head (layer, head)'s map, recomputed from the cached queries and keys by the forward
+  // pass's own kernel (about (row_end - row_begin) x T x HS work): a view draws what it looks at
+  // without the whole map leaving the engine. Throws Error on a range outside [0, T) or a bin < 1.
+  AttentionTile attention_tile(int layer, int head, int row_begin, int row_end, int col_begin, int col_end,
+                               int bin = 1) const;
+  // Every head's map as a thumbnail of at most `size` x `size` cells: bin = ceil(T / size), each
+  // cell the largest weight of its bin x bin block (as attention_tile's). (L, NH, n, n), n = ceil(T / bin).
+  std::vector<float> attention_thumbnails(int size, int* bin = nullptr) const;
   std::vector<float> hidden_states() const;  // (L+1, T, C): residual entering each block, then after the last
   // Head h's contribution to the residual stream at each position: its output (T, HS) @ W_O[h*HS:(h+1)*HS, :].
   // The attention layer's output is the sum of these over heads plus W_O's bias: concatenating the

@@ -216,6 +216,32 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
   });
 }
 
+void attention_rows(float* att_rows, const float* qkv, int h, int r_begin, int r_end, const AttentionShape& shape,
+                    int att_stride, const float* key_panels) noexcept {
+  const int HS = shape.HS, group = shape.NH / shape.KV;
+  const float scale = 1.0f / std::sqrt((float)HS);
+  const std::size_t row3 = shape.qkv_row();
+  const float* q0 = qkv + h * HS;
+  const float* kp_h = key_panels + (std::size_t)(h / group) * head_cache_floats(att_stride, HS);
+  // attention_forward's loop for one head, without the weighted values: a row's scores are its own
+  // multiply-add chains whatever block it is computed in
+  for (int t0 = r_begin; t0 < r_end; t0 += kScoreRows) {
+    const int rows = std::min(kScoreRows, r_end - t0);
+    const int t_last = t0 + rows - 1;
+    float* block = att_rows + (std::size_t)(t0 - r_begin) * att_stride;
+    for (int p = 0; p * kPanel <= t_last; p++) {
+      const int n_valid = std::min(kPanel, att_stride - p * kPanel);
+      score_tile_rows(rows, std::make_integer_sequence<int, kScoreRows>{}, block + p * kPanel, att_stride,
+                      q0 + t0 * row3, row3, kp_h + (std::size_t)p * kPanel * HS, HS, scale, n_valid);
+    }
+    for (int t = t0; t <= t_last; t++) {
+      float* a = block + (std::size_t)(t - t0) * att_stride;
+      softmax_forward(a, t + 1);
+      std::fill(a + t + 1, a + att_stride, 0.0f);
+    }
+  }
+}
+
 // --- backward: the scores' and the weighted sum's gradients, per key/value head and its query heads
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
                         int T, const AttentionShape& shape) noexcept {

@@ -171,6 +171,13 @@ inline std::size_t attention_key_panels_floats(int att_stride, int C, int NH) {
 //     its softmax (what the "Inside this head" view shows; the rest of each row is left untouched)
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, const AttentionShape& shape,
                        int att_stride, float* key_panels, float* scores = nullptr, int scores_head = -1) noexcept;
+// Rows [r_begin, r_end) of query head h's attention map, recomputed from qkv and the key cache that
+// attention_forward filled for rows [0, r_end) (same qkv, shape and att_stride): att_rows
+// (r_end - r_begin, att_stride) receives row t at (t - r_begin) * att_stride, softmax over j <= t and
+// exactly 0 after it. The same tiles and softmax as attention_forward's, so the rows equal the ones
+// it wrote, bit for bit: a view can ask for any part of any head's map without the engine keeping it.
+void attention_rows(float* att_rows, const float* qkv, int h, int r_begin, int r_end, const AttentionShape& shape,
+                    int att_stride, const float* key_panels) noexcept;
 // GPT-2's multi-head case: qkv (T, 3C), out (T, C)
 inline void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
                               int att_stride, float* key_panels, float* scores = nullptr,

@@ -191,22 +191,31 @@ void matmul_transposed_backward(F* dinp, F* dweight, const F* dout, const F* inp
 // out (T, NH*HS): per query head sum_j att[t][j] v_j, heads concatenated. Rows below t_begin are left
 // untouched. A training batch calls it per sequence with t_begin 0 and att_stride T. scores, when not
 // null, receives query head scores_head's scaled scores before the softmax, rows [t_begin, T), j <= t.
+// One row of attention_forward's map: a (att_stride) <- row t of query head h, the scaled scores
+// (copied to `scores` when not null) then their softmax over j <= t, exactly 0 after it
+template <typename F>
+void attention_row(F* a, const F* qkv, int h, int t, int NH, int KV, int HS, int att_stride, F* scores = nullptr) {
+  const std::size_t row = (std::size_t)(NH + 2 * KV) * HS;
+  const int g = h / (NH / KV);
+  const F scale = F(1) / std::sqrt(F(HS));
+  const F* q = qkv + t * row + h * HS;
+  for (int j = 0; j <= t; j++) a[j] = dot(q, qkv + j * row + (std::size_t)(NH + g) * HS, HS) * scale;
+  if (scores)
+    for (int j = 0; j <= t; j++) scores[j] = a[j];
+  softmax_forward(a, t + 1);
+  for (int j = t + 1; j < att_stride; j++) a[j] = 0;  // causal mask: the future gets exactly 0
+}
 template <typename F>
 void attention_forward(F* out, F* att, const F* qkv, int t_begin, int T, int NH, int KV, int HS, int att_stride,
                        F* scores = nullptr, int scores_head = -1) {
   const std::size_t row = (std::size_t)(NH + 2 * KV) * HS, out_row = (std::size_t)NH * HS;
   const int group = NH / KV;
-  const F scale = F(1) / std::sqrt(F(HS));
   for (int h = 0; h < NH; h++)
     for (int t = t_begin; t < T; t++) {
       const int g = h / group;
-      const F* q = qkv + t * row + h * HS;
       F* a = att + ((std::size_t)h * att_stride + t) * att_stride;
-      for (int j = 0; j <= t; j++) a[j] = dot(q, qkv + j * row + (std::size_t)(NH + g) * HS, HS) * scale;
-      if (scores && h == scores_head)
-        for (int j = 0; j <= t; j++) scores[(std::size_t)t * att_stride + j] = a[j];
-      softmax_forward(a, t + 1);
-      for (int j = t + 1; j < att_stride; j++) a[j] = 0;  // causal mask: the future gets exactly 0
+      attention_row(a, qkv, h, t, NH, KV, HS, att_stride,
+                    scores && h == scores_head ? scores + (std::size_t)t * att_stride : nullptr);
       F* o = out + (std::size_t)t * out_row + h * HS;
       for (int i = 0; i < HS; i++) o[i] = 0;
       for (int j = 0; j <= t; j++) {

@@ -106,6 +106,13 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
                                 scores_head);
 }
 
+void attention_rows(float* att_rows, const float* qkv, int h, int r_begin, int r_end, const AttentionShape& shape,
+                    int att_stride, const float*) noexcept {
+  for (int t = r_begin; t < r_end; t++)
+    ref::attention_row<float>(att_rows + (std::size_t)(t - r_begin) * att_stride, qkv, h, t, shape.NH, shape.KV,
+                              shape.HS, att_stride);
+}
+
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* ids, int B, int T, int C) noexcept {
   ref::encoder_backward<float>(dwte, dwpe, dout, ids, B, T, C);
 }

@@ -354,6 +354,14 @@ void Model::copy_attention_rows(float* out, int row_begin, int block_rows, int s
 std::size_t Model::attention_rows_floats(int row_begin, int block_rows, int stride) const {
   return impl_->attention_rows_floats(row_begin, block_rows, stride);
 }
+AttentionTile Model::attention_tile(int layer, int head, int row_begin, int row_end, int col_begin, int col_end,
+                                    int bin) const {
+  kernels::PoolScope threads(impl_->pool_.get());
+  return impl_->attention_tile(layer, head, row_begin, row_end, col_begin, col_end, bin);
+}
+std::vector<float> Model::attention_thumbnails(int size, int* bin) const {
+  return impl_->attention_thumbnails(size, bin);
+}
 std::vector<float> Model::hidden_states() const { return impl_->hidden_states(); }
 std::vector<float> Model::contribution(int layer, int head) const { return impl_->contribution(layer, head); }
 std::vector<float> Model::contribution_norms() const { return impl_->contribution_norms(); }

@@ -28,6 +28,9 @@ struct Model::Impl {
   void copy_attention_all(float* out) const;
   void copy_attention_rows(float* out, int row_begin, int block_rows, int stride) const;
   std::size_t attention_rows_floats(int row_begin, int block_rows, int stride) const;
+  AttentionTile attention_tile(int layer, int head, int row_begin, int row_end, int col_begin, int col_end,
+                               int bin) const;
+  std::vector<float> attention_thumbnails(int size, int* bin) const;
   std::vector<float> hidden_states() const;
   std::vector<float> contribution(int layer, int head) const;
   std::vector<float> contribution_norms() const;

@@ -8,6 +8,7 @@
 
 #include "headscope/error.hpp"
 #include "headscope/model.hpp"
+#include "kernels/parallel.hpp"
 #include "model/model_impl.hpp"
 #include "model/model_memory.hpp"
 
@@ -42,6 +43,75 @@ std::vector<float> Model::Impl::attention(int layer, int head) const {
   const float* src = &att_[((std::size_t)layer * config_.n_head + head) * cap_ * cap_];
   for (int t = 0; t < T_; t++)
     std::copy(src + (std::size_t)t * cap_, src + (std::size_t)t * cap_ + T_, &out[(std::size_t)t * T_]);
+  return out;
+}
+
+AttentionTile Model::Impl::attention_tile(int layer, int head, int row_begin, int row_end, int col_begin, int col_end,
+                                          int bin) const {
+  require_run();
+  check_layer_head(layer, head);
+  const auto range = [&](const char* what, int begin, int end) {
+    if (begin < 0 || begin >= end || end > T_)
+      throw Error(std::string("attention tile: ") + what + " [" + std::to_string(begin) + ", " + std::to_string(end) +
+                  ") must be a non-empty range within [0, " + std::to_string(T_) + ")");
+  };
+  range("rows", row_begin, row_end);
+  range("columns", col_begin, col_end);
+  if (bin < 1 || bin > T_)
+    throw Error("attention tile: bin must be within [1, " + std::to_string(T_) + "], got " + std::to_string(bin));
+  AttentionTile tile{layer, head, row_begin, row_end, col_begin, col_end, bin};
+  tile.rows = (row_end - row_begin + bin - 1) / bin;
+  tile.cols = (col_end - col_begin + bin - 1) / bin;
+  tile.values.assign((std::size_t)tile.rows * tile.cols, 0.0f);
+  const ModelConfig& c = config_;
+  const kernels::AttentionShape shape{c.n_head, c.kv_heads(), c.head_size()};
+  const int cap = cap_;
+  const float* qkv = &qkv_[(std::size_t)layer * cap * c.qkv_width()];
+  const float* panels =
+      key_panels_.empty() ? nullptr
+                          : key_panels_.data() + (std::size_t)layer * kernels::attention_key_panels_floats(cap, shape);
+  // threads take whole rows of cells; each recomputes its rows kRows at a time into its own scratch
+  constexpr int kRows = 32;
+  const double work = (double)(row_end - row_begin) * row_end * c.head_size();
+  kernels::parallel_for(tile.rows, work, [&](int a_begin, int a_end) {
+    static thread_local std::vector<float> rows;
+    rows.resize((std::size_t)kRows * cap);
+    for (int a = a_begin; a < a_end; a++) {
+      float* cells = &tile.values[(std::size_t)a * tile.cols];
+      const int r_end = std::min(row_end, row_begin + (a + 1) * bin);
+      for (int r0 = row_begin + a * bin; r0 < r_end; r0 += kRows) {
+        const int r1 = std::min(r_end, r0 + kRows);
+        kernels::attention_rows(rows.data(), qkv, head, r0, r1, shape, cap, panels);
+        for (int r = r0; r < r1; r++) {
+          const float* w = rows.data() + (std::size_t)(r - r0) * cap;
+          for (int b = 0; b < tile.cols; b++) {
+            const int j0 = col_begin + b * bin, j1 = std::min(col_end, j0 + bin);
+            cells[b] = std::max(cells[b], *std::max_element(w + j0, w + j1));
+          }
+        }
+      }
+    }
+  });
+  return tile;
+}
+
+std::vector<float> Model::Impl::attention_thumbnails(int size, int* bin_out) const {
+  require_run();
+  if (size < 1) throw Error("attention thumbnails: size must be at least 1, got " + std::to_string(size));
+  const int bin = (T_ + size - 1) / size, n = (T_ + bin - 1) / bin;
+  if (bin_out) *bin_out = bin;
+  const std::size_t heads = (std::size_t)config_.n_layer * config_.n_head;
+  std::vector<float> out(heads * n * n, 0.0f);
+  // the run keeps every map (att_): a pass over its rows, max-pooled as attention_tile pools
+  for (std::size_t lh = 0; lh < heads; lh++) {
+    const float* map = &att_[lh * cap_ * cap_];
+    float* cells = &out[lh * n * n];
+    for (int t = 0; t < T_; t++) {
+      const float* w = map + (std::size_t)t * cap_;
+      float* row = cells + (std::size_t)(t / bin) * n;
+      for (int j = 0; j <= t; j++) row[j / bin] = std::max(row[j / bin], w[j]);
+    }
+  }
   return out;
 }
 

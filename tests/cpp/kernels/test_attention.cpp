@@ -215,6 +215,33 @@ TEST_CASE("grouped-query attention row by row equals one call over all rows, bit
 // 2. the backward kernels against the scalar references (float)
 // =====================================================================================================
 
+TEST_CASE("attention_rows recomputes any rows of a head's map bit for bit from the key cache", "[kernels][attention]") {
+  // What the model's tiles stand on: a view asks for rows of one head's map after the run, and gets
+  // exactly the weights attention_forward wrote (the same tiles and softmax, each row its own chains),
+  // so tolerance 0; multi-head and grouped-query, the cache filled in two calls as typing fills it,
+  // ranges that start and end off the query blocks and the key panels.
+  std::mt19937 rng(23);
+  for (const auto& [NH, KV, HS] :
+       {std::tuple{3, 3, 20}, std::tuple{6, 2, 8}, std::tuple{4, 1, 5}, std::tuple{2, 2, 64}}) {
+    const k::AttentionShape shape{NH, KV, HS};
+    const int T = 70, stride = 75;
+    const auto qkv = random_normal((std::size_t)T * shape.qkv_row(), rng, 0.7f);
+    std::vector<float> att((std::size_t)NH * stride * stride, 0.0f), out((std::size_t)T * shape.out_row());
+    std::vector<float> panels(k::attention_key_panels_floats(stride, shape), 5.0f);
+    k::attention_forward(out.data(), att.data(), qkv.data(), 0, 41, shape, stride, panels.data());
+    k::attention_forward(out.data(), att.data(), qkv.data(), 41, T, shape, stride, panels.data());
+    for (int h = 0; h < NH; h++)
+      for (const auto& [r0, r1] : {std::pair{0, T}, std::pair{0, 1}, std::pair{3, 17}, std::pair{33, 34},
+                                   std::pair{40, 69}, std::pair{62, T}}) {
+        std::vector<float> rows((std::size_t)(r1 - r0) * stride, 7.0f);
+        k::attention_rows(rows.data(), qkv.data(), h, r0, r1, shape, stride, panels.data());
+        INFO("NH=" << NH << " KV=" << KV << " HS=" << HS << " h=" << h << " rows [" << r0 << ", " << r1 << ")");
+        const float* want = att.data() + ((std::size_t)h * stride + r0) * stride;
+        REQUIRE(std::equal(rows.begin(), rows.end(), want));
+      }
+  }
+}
+
 TEST_CASE("train: attention_backward equals the reference over head sizes and lengths", "[train][attention]") {
   std::mt19937 rng(14);
   for (int NH : {1, 2, 3})

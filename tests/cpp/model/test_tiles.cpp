@@ -1,0 +1,107 @@
+// Parts of the attention maps a view pulls from the engine (Model::attention_tile,
+// Model::attention_thumbnails) against the full maps the run kept (Model::attention): a tile at bin 1
+// is the map's cells bit for bit (the forward pass's own kernel recomputes them from the key cache);
+// a pooled tile and every thumbnail are the stated reduction (each cell the largest weight of its
+// bin x bin block) of the full map, computed here independently: maxima of the same floats, so exact.
+// GPT-2 and Llama-family fixtures, after a full run and after typing at the end (the cache appended).
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "headscope/error.hpp"
+#include "headscope/model.hpp"
+#include "test_util.hpp"
+
+using headscope::AttentionTile;
+using headscope::Model;
+using test_util::load_fixture;
+
+namespace {
+
+// cell (a, b) = max of map[r][j] over r in [r0 + a bin, ...) and j in [c0 + b bin, ...), clipped to the range
+std::vector<float> pooled(const std::vector<float>& map, int T, int r0, int r1, int c0, int c1, int bin) {
+  const int rows = (r1 - r0 + bin - 1) / bin, cols = (c1 - c0 + bin - 1) / bin;
+  std::vector<float> out((std::size_t)rows * cols, 0.0f);
+  for (int a = 0; a < rows; a++)
+    for (int b = 0; b < cols; b++) {
+      float m = 0.0f;  // attention weights are >= 0; a block above the diagonal is all 0
+      for (int r = r0 + a * bin; r < std::min(r1, r0 + (a + 1) * bin); r++)
+        for (int j = c0 + b * bin; j < std::min(c1, c0 + (b + 1) * bin); j++) m = std::max(m, map[(std::size_t)r * T + j]);
+      out[(std::size_t)a * cols + b] = m;
+    }
+  return out;
+}
+
+void check_tiles(const Model& m, std::mt19937& rng) {
+  const int T = m.T(), L = m.config().n_layer, NH = m.config().n_head;
+  for (int layer = 0; layer < L; layer++)
+    for (int head = 0; head < NH; head++) {
+      const std::vector<float> map = m.attention(layer, head);
+      INFO("layer " << layer << " head " << head << " T " << T);
+      // the whole map at bin 1: the kept map, bit for bit
+      const AttentionTile all = m.attention_tile(layer, head, 0, T, 0, T, 1);
+      REQUIRE(all.rows == T);
+      REQUIRE(all.cols == T);
+      test_util::require_same_bits(all.values, map, "the whole map as a tile");
+      for (int trial = 0; trial < 4; trial++) {
+        std::uniform_int_distribution<int> pos(0, T - 1);
+        int r0 = pos(rng), r1 = pos(rng), c0 = pos(rng), c1 = pos(rng);
+        if (r0 > r1) std::swap(r0, r1);
+        if (c0 > c1) std::swap(c0, c1);
+        r1++, c1++;
+        const int bin = std::uniform_int_distribution<int>(1, std::max(1, T / 2))(rng);
+        INFO("rows [" << r0 << ", " << r1 << ") columns [" << c0 << ", " << c1 << ") bin " << bin);
+        const AttentionTile tile = m.attention_tile(layer, head, r0, r1, c0, c1, bin);
+        REQUIRE(tile.rows == (r1 - r0 + bin - 1) / bin);
+        REQUIRE(tile.cols == (c1 - c0 + bin - 1) / bin);
+        test_util::require_same_bits(tile.values, pooled(map, T, r0, r1, c0, c1, bin), "a pooled tile");
+      }
+    }
+  for (int size : {1, 3, 8, 128}) {
+    int bin = 0;
+    const std::vector<float> thumbs = m.attention_thumbnails(size, &bin);
+    INFO("thumbnails of size " << size << ", T " << T);
+    REQUIRE(bin == (T + size - 1) / size);
+    const int n = (T + bin - 1) / bin;
+    REQUIRE(n <= size);
+    REQUIRE(thumbs.size() == (std::size_t)L * NH * n * n);
+    for (int lh = 0; lh < L * NH; lh++) {
+      const std::vector<float> want = pooled(m.attention(lh / NH, lh % NH), T, 0, T, 0, T, bin);
+      const std::vector<float> got(thumbs.begin() + (std::ptrdiff_t)lh * n * n, thumbs.begin() + (std::ptrdiff_t)(lh + 1) * n * n);
+      test_util::require_same_bits(got, want, "head " + std::to_string(lh) + "'s thumbnail");
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("attention tiles and thumbnails equal the full maps' cells and their max-pooling", "[model][tiles]") {
+  std::mt19937 rng(31);
+  for (const std::string& name : test_util::all_fixture_models()) {
+    INFO("model " << name);
+    Model m = load_fixture(name);
+    m.run("The chef");
+    check_tiles(m, rng);
+    // typing at the end: the new rows come from the appended cache
+    const headscope::RunInfo info = m.run("The chef cooked");
+    REQUIRE(info.reused_tokens > 0);
+    check_tiles(m, rng);
+  }
+}
+
+TEST_CASE("attention tiles refuse what is not there", "[model][tiles]") {
+  Model m = load_fixture("tiny-hs4");
+  REQUIRE_THROWS_WITH(m.attention_tile(0, 0, 0, 1, 0, 1), Catch::Matchers::Contains("call run() first"));
+  m.run("The chef cooked");
+  const int T = m.T();
+  using Catch::Matchers::Contains;
+  REQUIRE_THROWS_WITH(m.attention_tile(m.config().n_layer, 0, 0, 1, 0, 1), Contains("layer"));
+  REQUIRE_THROWS_WITH(m.attention_tile(0, m.config().n_head, 0, 1, 0, 1), Contains("head"));
+  REQUIRE_THROWS_WITH(m.attention_tile(0, 0, 0, T + 1, 0, 1), Contains("rows [0, " + std::to_string(T + 1) + ")"));
+  REQUIRE_THROWS_WITH(m.attention_tile(0, 0, 2, 2, 0, 1), Contains("non-empty range"));
+  REQUIRE_THROWS_WITH(m.attention_tile(0, 0, 0, 1, -1, 1), Contains("columns"));
+  REQUIRE_THROWS_WITH(m.attention_tile(0, 0, 0, 1, 0, 1, 0), Contains("bin must be within [1, "));
+  REQUIRE_THROWS_WITH(m.attention_thumbnails(0), Contains("size must be at least 1"));
+}
