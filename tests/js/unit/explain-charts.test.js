@@ -1,7 +1,7 @@
 // "Why does it look there?" in Node (web/component/charts/explain.js): the matrix keeps the parts
 // with the largest sums on each side and sums the rest into "other" without losing any of the
 // table; the cells drawn are those numbers in the signed palette; the sentence names the largest
-// cell and which split it describes; the upstream heads are the head parts in the matrix.
+// cell and which split it describes; the upstream heads are the table's rows and columns summed per head.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { themeFrom, signedColour } from '../../../web/component/runtime/theme.js';
@@ -90,14 +90,29 @@ test('the sentence names the largest cell, its parts in words and the split; the
     explainSentence({ ...split }, explainSummary(split, { n: 3, which: 'contrast' })),
     /how much more 'blue' scores 'yellow' than the mean over the keys it can see/,
   );
-  const heads = upstreamHeads(s);
-  assert.ok(heads.length > 0);
-  for (const h of heads)
-    assert.ok(
-      h.side === 'query'
-        ? s.names.rows.includes(`L${h.layer}H${h.head}`)
-        : s.names.cols.includes(`L${h.layer}H${h.head}`),
-    );
+  // the heads of the table shown, each side's sum over the other side's parts, strongest first
+  for (const which of ['score', 'contrast']) {
+    const t = which === 'contrast' ? contrast : table;
+    const heads = upstreamHeads(split, explainSummary(split, { n: 3, which }));
+    const want = [];
+    components.forEach((name, i) => {
+      const h = partHead(name);
+      if (!h) return;
+      let row = 0,
+        col = 0;
+      for (let j = 0; j < P; j++) ((row += t[i * P + j]), (col += t[j * P + i]));
+      want.push(
+        { layer: h[0], head: h[1], side: 'query', value: row },
+        { layer: h[0], head: h[1], side: 'key', value: col },
+      );
+    });
+    want.sort((a, b) => Math.abs(b.value) - Math.abs(a.value));
+    assert.equal(heads.length, want.length, which);
+    heads.forEach((h, i) => {
+      assert.deepEqual([h.layer, h.head, h.side], [want[i].layer, want[i].head, want[i].side], `${which} ${i}`);
+      assert.ok(Math.abs(h.value - want[i].value) < 1e-12, `${which} ${i}`);
+    });
+  }
   assert.deepEqual(partHead('L10H3'), [10, 3]);
   assert.equal(partHead('L0.mlp'), null);
   assert.equal(partWords('L2.attn_bias'), "layer 2's attention bias");

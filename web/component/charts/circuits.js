@@ -10,6 +10,7 @@
 import { signedColour, parseRgb, inkOn } from '../runtime/theme.js';
 import { textWidth } from '../views/scene.js';
 import { scoreText } from './patching.js';
+import { headSums } from './explain.js';
 
 /**
  * The three kinds of composition (Elhage et al. 2021), each with its own colour (Okabe-Ito, away
@@ -317,35 +318,9 @@ export function circuitsLabel(circuits, { kinds, threshold, edges, above }) {
 }
 
 /**
- * A score split (explainScore()) summed per upstream head: row a of the table summed over its
- * columns is what part a wrote into the query; column b summed over the rows, what part b wrote
- * into the key. Returns { query, key }: each the heads (components named L{l}H{h}) as
- * [{ layer, head, name, value }], strongest (largest size) first, and `others`: the parts that are
- * not heads (embed, pos, MLPs, biases), also strongest first; and `total` (the score: each side's
- * parts sum to it).
+ * A score split (explainScore()) summed per upstream head (explain.js's headSums of its score
+ * table), with `total`: the score, which each side's parts sum to.
  */
 export function upstreamHeadSums(split) {
-  const P = split.components.length;
-  const rows = new Float64Array(P);
-  const cols = new Float64Array(P);
-  for (let a = 0; a < P; a++)
-    for (let b = 0; b < P; b++) {
-      const v = split.table[a * P + b];
-      rows[a] += v;
-      cols[b] += v;
-    }
-  const side = (sums) => {
-    const heads = [];
-    const others = [];
-    split.components.forEach((name, i) => {
-      const m = /^L(\d+)H(\d+)$/.exec(name);
-      if (m) heads.push({ layer: Number(m[1]), head: Number(m[2]), name, value: sums[i] });
-      else others.push({ name, value: sums[i] });
-    });
-    const bySize = (x, y) => Math.abs(y.value) - Math.abs(x.value);
-    return { heads: heads.sort(bySize), others: others.sort(bySize) };
-  };
-  const q = side(rows);
-  const k = side(cols);
-  return { query: q.heads, key: k.heads, queryOthers: q.others, keyOthers: k.others, total: split.score };
+  return { ...headSums(split.components, split.table), total: split.score };
 }

@@ -104,25 +104,50 @@ export function explainSentence(split, summary) {
   );
 }
 
-/** The upstream heads among the matrix's parts, strongest first: [{ layer, head, side, value }]. */
-export function upstreamHeads(summary) {
-  const out = [];
-  const add = (names, sums, side) =>
-    names.forEach((name, i) => {
+/**
+ * A split's table (components x components, row-major: the score's table or its contrast) summed per
+ * part: row a summed over its columns is what part a wrote into the query, column b summed over the
+ * rows what part b wrote into the key. Returns { query, key }: each side's heads (the parts named
+ * L{l}H{h}) as [{ layer, head, name, value }], strongest (largest size) first, and { queryOthers,
+ * keyOthers }: the parts that are not heads (embed, pos, MLPs, biases), also strongest first. Each
+ * side's parts sum to the table's total. The one per-head sum of both panels that show it.
+ */
+export function headSums(components, table) {
+  const P = components.length;
+  const rows = new Float64Array(P);
+  const cols = new Float64Array(P);
+  for (let a = 0; a < P; a++)
+    for (let b = 0; b < P; b++) {
+      const v = table[a * P + b];
+      rows[a] += v;
+      cols[b] += v;
+    }
+  const side = (sums) => {
+    const heads = [];
+    const others = [];
+    components.forEach((name, i) => {
       const h = partHead(name);
-      if (h) out.push({ layer: h[0], head: h[1], side, value: sums[i] });
+      if (h) heads.push({ layer: h[0], head: h[1], name, value: sums[i] });
+      else others.push({ name, value: sums[i] });
     });
-  add(
-    summary.names.rows,
-    summary.cells.map((row) => row.reduce((s, v) => s + v, 0)),
-    'query',
-  );
-  add(
-    summary.names.cols,
-    summary.cols.map((_, c) => summary.cells.reduce((s, row) => s + row[c], 0)),
-    'key',
-  );
-  return out.sort((a, b) => Math.abs(b.value) - Math.abs(a.value));
+    const bySize = (x, y) => Math.abs(y.value) - Math.abs(x.value);
+    return { heads: heads.sort(bySize), others: others.sort(bySize) };
+  };
+  const q = side(rows);
+  const k = side(cols);
+  return { query: q.heads, key: k.heads, queryOthers: q.others, keyOthers: k.others };
+}
+
+/**
+ * The upstream heads of the table the summary shows (the score's, or its contrast's), both sides
+ * together, strongest first: [{ layer, head, side: 'query' | 'key', value }].
+ */
+export function upstreamHeads(split, summary) {
+  const s = headSums(split.components, summary.which === 'contrast' ? split.contrast : split.table);
+  return [
+    ...s.query.map(({ layer, head, value }) => ({ layer, head, side: 'query', value })),
+    ...s.key.map(({ layer, head, value }) => ({ layer, head, side: 'key', value })),
+  ].sort((a, b) => Math.abs(b.value) - Math.abs(a.value));
 }
 
 /**

@@ -135,7 +135,7 @@ export function installWhy(ctx) {
     for (const [which, b] of Object.entries(buttons))
       b.setAttribute('aria-pressed', which === state.whyView ? 'true' : 'false');
     // the upstream heads: buttons that select them
-    const heads = upstreamHeads(summary).slice(0, 6);
+    const heads = upstreamHeads(split, summary).slice(0, 6);
     const list = $('why-heads');
     list.replaceChildren(
       ...heads.map((h) => {
