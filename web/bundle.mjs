@@ -38,6 +38,7 @@ const PUBLISHED = {
   'lib/analysis.js': 'analysis.js',
   'lib/patching.js': 'patching.js',
   'lib/explain.js': 'explain.js',
+  'lib/maps.js': 'maps.js',
   'lib/roles.json': 'roles.json',
   'lib/worker/client.js': 'headscope-worker.js',
   'lib/worker/host.js': 'worker-thread.js',

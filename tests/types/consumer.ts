@@ -9,7 +9,7 @@ import {
   loadModel, shippedModels, defaultModelName, attentionIndex, strideOf, createTrainer, trainingPresets,
   wasmHeapUsedBytes, wasmMemoryBytes, HeadscopeModel,
   type ModelFiles, type ModelInfo, type LoadProgress, type RunOptions, type RunResult, type Token, type Prediction,
-  type PatchOptions, type PatchProgress, type PatchReport, type RunPatch, type ScoreSplit, type Circuits, type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset, type HeadInside, type TokenizerJsonModelFiles,
+  type PatchOptions, type PatchProgress, type PatchReport, type RunPatch, type ScoreSplit, type Circuits, type AttentionTile, type AttentionThumbnails, type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset, type HeadInside, type TokenizerJsonModelFiles,
   type HeadsOptions, type HeadsProgress, type HeadsReport, type LogitAttribution,
   type GenerateOptions, type GenerateResult, type GeneratedToken, type SamplingDistribution,
 } from 'headscope';
@@ -167,6 +167,14 @@ same<typeof circuitsOfModel, Circuits>();
 same<typeof circuitsOfModel.composition.k, Float64Array>();
 // @ts-expect-error  versus is a key position or 'mean'
 model.explainScore(text, 1, 2, 3, 1, { versus: 'all' });
+// the parts of the maps a view pulls
+const tile = model.attentionTile(text, 0, 1, { rows: [0, 4], columns: [0, 4], bin: 2 });
+same<typeof tile, AttentionTile>();
+same<typeof tile.values, Float32Array>();
+const thumbs: AttentionThumbnails = model.attentionThumbnails(text, { size: 64 });
+same<typeof thumbs.n, number>();
+// @ts-expect-error  rows is [begin, end]
+model.attentionTile(text, 0, 1, { rows: 3 });
 // @ts-expect-error  the clean text is required
 await model.patch({ corrupted: 'x' });
 // @ts-expect-error  byPosition is a boolean
@@ -248,6 +256,8 @@ same<typeof workerReport, HeadsReport>();
 same<Awaited<ReturnType<WorkerModel['patch']>>, PatchReport>();
 same<Awaited<ReturnType<WorkerModel['explainScore']>>, ScoreSplit>();
 same<Awaited<ReturnType<WorkerModel['circuits']>>, Circuits>();
+same<Awaited<ReturnType<WorkerModel['attentionTile']>>, AttentionTile>();
+same<Awaited<ReturnType<WorkerModel['attentionThumbnails']>>, AttentionThumbnails>();
 same<Awaited<ReturnType<WorkerModel['logitAttribution']>>, LogitAttribution>();
 const workerOf: LogitAttribution = await worker.logitAttribution(0, 0, { text });
 // @ts-expect-error  a worker's logitAttribution() is a promise

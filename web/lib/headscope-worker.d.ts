@@ -2,7 +2,7 @@
 // Worker): the headscope API running in a Web Worker.
 // Every method returns a promise; results arrive as transferred buffers (not copied).
 // dispose() terminates the worker, which frees the model's memory.
-import type { HeadInside, InspectOptions, LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token, HeadsOptions, HeadsReport, LogitAttribution, PatchOptions, PatchReport, ExplainOptions, ScoreSplit, Circuits, GenerateOptions, GenerateResult } from './headscope.js';
+import type { HeadInside, InspectOptions, LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token, HeadsOptions, HeadsReport, LogitAttribution, PatchOptions, PatchReport, ExplainOptions, ScoreSplit, Circuits, AttentionTile, AttentionTileOptions, AttentionThumbnails, GenerateOptions, GenerateResult } from './headscope.js';
 
 export interface WorkerLoadOptions {
   /** Called as model bytes arrive. */
@@ -84,6 +84,10 @@ export interface WorkerModel {
   explainScore(text: string, layer: number, head: number, query: number, key: number, options?: ExplainOptions): Promise<ScoreSplit>;
   /** As HeadscopeModel.circuits, in the worker. */
   circuits(options?: { seeds?: number }): Promise<Circuits>;
+  /** As HeadscopeModel.attentionTile, in the worker (its values transferred). */
+  attentionTile(text: string, layer: number, head: number, options?: AttentionTileOptions): Promise<AttentionTile>;
+  /** As HeadscopeModel.attentionThumbnails, in the worker (its values transferred). */
+  attentionThumbnails(text: string, options?: { size?: number; ablate?: Array<[number, number]> }): Promise<AttentionThumbnails>;
   /**
    * As HeadscopeModel.generate, in the worker: the same ids as on the page thread for the same
    * options. With onToken, each token's result arrives with only its new attention rows, and the

@@ -540,6 +540,15 @@ export declare class HeadscopeModel {
   explainScore(text: string, layer: number, head: number, query: number, key: number, options?: ExplainOptions): ScoreSplit;
   /** Composition scores between every pair of heads and each head's copying score, from the weights alone. */
   circuits(options?: { seeds?: number }): Circuits;
+  /**
+   * A tile of head (layer, head)'s attention map when the model runs `text`, recomputed by the engine
+   * from its cached queries and keys (about rows x T x headSize work), so a view draws what it looks
+   * at without every full map. Runs the text (free when the engine holds it); it becomes the last run.
+   * Throws an Error naming a layer, head, range or bin out of range.
+   */
+  attentionTile(text: string, layer: number, head: number, options?: AttentionTileOptions): AttentionTile;
+  /** Every head's attention map on `text` in at most size x size max-pooled cells (the grid's thumbnails). */
+  attentionThumbnails(text: string, options?: { size?: number; ablate?: Array<[number, number]> }): AttentionThumbnails;
   /** Frees the model's wasm memory; every later call throws. Safe to call twice. */
   dispose(): void;
 }
@@ -665,6 +674,48 @@ export interface Circuits {
   /** The same scores for random Gaussian matrices of the same shapes, the mean over `seeds`. */
   baseline: { q: number; k: number; v: number };
   seeds: number;
+}
+
+/** Options of attentionTile(): rows and columns as [begin, end) of the text's tokens (default all), cells of bin x bin. */
+export interface AttentionTileOptions {
+  rows?: [number, number];
+  columns?: [number, number];
+  /** Tokens per cell side (default 1: the map's own weights, bit for bit). */
+  bin?: number;
+  ablate?: Array<[number, number]>;
+}
+
+/**
+ * A part of one head's attention map. Each cell is the largest weight of its bin x bin block (the
+ * last row and column of cells may cover fewer tokens): the maximum, not the mean, so a head that
+ * puts a whole row on one token stays a cell of 1 at any bin.
+ */
+export interface AttentionTile {
+  text: string;
+  ablate: Array<[number, number]>;
+  /** The text's tokens. */
+  T: number;
+  layer: number;
+  head: number;
+  rows: [number, number];
+  columns: [number, number];
+  bin: number;
+  nRows: number;
+  nCols: number;
+  /** [nRows * nCols], row-major; row = query cell, column = key cell. */
+  values: Float32Array;
+}
+
+/** Every head's map pooled as AttentionTile pools: bin = ceil(T / size), n = ceil(T / bin) cells a side. */
+export interface AttentionThumbnails {
+  text: string;
+  ablate: Array<[number, number]>;
+  T: number;
+  size: number;
+  bin: number;
+  n: number;
+  /** [nLayer * nHead * n * n]: head (layer, head)'s cells at (layer * nHead + head) * n * n. */
+  values: Float32Array;
 }
 
 /** A model's shape for a fresh training run. */

@@ -20,6 +20,7 @@ import { generateOptions, WrittenText, toWellFormed, byteToIndexMaps, writeToken
 import { HeadscopeTrainer, presetsFromCore, measureHeadsOf } from './trainer.js';
 import { patchOf, runPatch } from './patching.js';
 import { explainOf, circuitsOf } from './explain.js';
+import { tileOf, thumbnailsOf } from './maps.js';
 
 export { shippedModels, defaultModelName } from './files.js';
 export { wasmHeapUsedBytes, wasmMemoryBytes } from './wasm.js';
@@ -464,6 +465,23 @@ export class HeadscopeModel {
       run: (t, flat) => (this.#runPlain(h, t, flat, false), h.tokenIds()),
       tokenText: (id) => this.tokenText(id),
     });
+  }
+
+  /** A tile of head (layer, head)'s attention map on `text`, pulled from the engine (maps.js; types in headscope.d.ts). */
+  attentionTile(text, layer, head, options = {}) {
+    const h = this.#live();
+    return tileOf(this.#core, h, toWellFormed(text), layer, head, options, this.#plainRunner(h));
+  }
+
+  /** Every head's attention map on `text` as a max-pooled thumbnail (maps.js; types in headscope.d.ts). */
+  attentionThumbnails(text, options = {}) {
+    const h = this.#live();
+    return thumbnailsOf(this.#core, h, toWellFormed(text), options, this.#plainRunner(h));
+  }
+
+  // runs a text as run() does, without a result, and gives its token count
+  #plainRunner(h) {
+    return { run: (t, flat) => (this.#runPlain(h, t, flat, false), h.tokenIds().length) };
   }
 
   // a run without a result (the engine's buffers only) that becomes the last run

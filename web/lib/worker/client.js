@@ -140,6 +140,16 @@ class WorkerModel {
     return this.call('circuits', { options });
   }
 
+  /** As HeadscopeModel.attentionTile, in the worker (its values transferred). */
+  attentionTile(text, layer, head, options = {}) {
+    return this.call('attentionTile', { text, layer, head, options });
+  }
+
+  /** As HeadscopeModel.attentionThumbnails, in the worker (its values transferred). */
+  attentionThumbnails(text, options = {}) {
+    return this.call('attentionThumbnails', { text, options });
+  }
+
   /** As HeadscopeModel.logitAttribution: the last run()'s logit (or `of`'s) split into its parts, in the worker. */
   logitAttribution(position, token, of = undefined) {
     return this.call('logitAttribution', { position, token, of });
@@ -268,6 +278,12 @@ class PageThreadModel {
   }
   async circuits(options) {
     return this.#model.circuits(options);
+  }
+  async attentionTile(text, layer, head, options) {
+    return this.#model.attentionTile(text, layer, head, options);
+  }
+  async attentionThumbnails(text, options) {
+    return this.#model.attentionThumbnails(text, options);
   }
   async tokenize(text) {
     return this.#model.tokenize(text);

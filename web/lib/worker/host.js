@@ -12,6 +12,7 @@ import { resultForTransfer, sharedPrefixLength } from '../result.js';
 import { MESSAGES, AT_ONCE, NO_REPLY } from './protocol.js';
 import { patchBuffers } from '../patching.js';
 import { explainBuffers } from '../explain.js';
+import { mapBuffers } from '../maps.js';
 
 // Runs cheaper than this many (parameters x tokens) go in one step: about 200 ms of work in wasm.
 const STEPPED_RUN_WORK = 6e9;
@@ -182,6 +183,15 @@ const ATTRIBUTION_BUFFERS = ['heads', 'attnBias', 'mlp'];
 // leaves the cache as the run left it), and that run's text and heads off
 let lastRunCache = null;
 let lastRunOf = null;
+// the engine ran `text` (with options.ablate's heads off) for a reply that is not a run: the cache
+// holds it, where it fits the context, and it is the run a later split repeats
+function engineRan(text, options) {
+  const key = cacheKey({ ablate: options?.ablate ?? [] });
+  const ids = model.tokenize(text).map((t) => t.id);
+  const fits = ids.length <= model.info.config.nPositions;
+  lastRunCache = cached = { ids: fits ? ids : [], key: fits ? key : '' };
+  lastRunOf = { text, key };
+}
 
 // measureHeads() and patch(): the model's stepped analyses, their cancel read from the cancel
 // messages, progress posted after each chunk (its typed arrays, which are the chunk's own copies,
@@ -318,12 +328,18 @@ const HANDLERS = {
   },
   explainScore(id, { text, layer, head, query, key, options }) {
     const r = model.explainScore(text, layer, head, query, key, options);
-    // the engine ran the text (with its heads off): the cache holds it, where it fits the context
-    const ids = model.tokenize(r.text).map((t) => t.id);
-    const fits = ids.length <= model.info.config.nPositions;
-    lastRunCache = cached = { ids: fits ? ids : [], key: fits ? cacheKey({ ablate: options?.ablate ?? [] }) : '' };
-    lastRunOf = { text: r.text, key: cacheKey({ ablate: options?.ablate ?? [] }) };
+    engineRan(r.text, options);
     return { value: r, transfer: explainBuffers(r) };
+  },
+  attentionTile(id, { text, layer, head, options }) {
+    const r = model.attentionTile(text, layer, head, options);
+    engineRan(r.text, options);
+    return { value: r, transfer: mapBuffers(r) };
+  },
+  attentionThumbnails(id, { text, options }) {
+    const r = model.attentionThumbnails(text, options);
+    engineRan(r.text, options);
+    return { value: r, transfer: mapBuffers(r) };
   },
   circuits(id, { options }) {
     const r = model.circuits(options);

@@ -82,6 +82,20 @@ export const MESSAGES = Object.freeze({
     args: '{ options: { seeds } }',
     value: 'HeadscopeModel.circuits(): Circuits (its typed arrays transferred)',
   },
+  attentionTile: {
+    handling: QUEUED,
+    needs: 'model',
+    args: '{ text, layer, head, options: { rows, columns, bin, ablate } }',
+    value: 'HeadscopeModel.attentionTile(): AttentionTile (its values transferred)',
+    betweenChunks: true,
+  },
+  attentionThumbnails: {
+    handling: QUEUED,
+    needs: 'model',
+    args: '{ text, options: { size, ablate } }',
+    value: 'HeadscopeModel.attentionThumbnails(): AttentionThumbnails (its values transferred)',
+    betweenChunks: true,
+  },
   logitAttribution: {
     handling: QUEUED,
     needs: 'model',

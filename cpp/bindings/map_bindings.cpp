@@ -1,0 +1,39 @@
+// embind bindings of Model::attention_tile and Model::attention_thumbnails (only binds; the rules of
+// embind.cpp's header comment), of the model's last run: attentionTile(model, layer, head, rowBegin,
+// rowEnd, colBegin, colEnd, bin) -> { rows, cols, values: Float32Array }; attentionThumbnails(model,
+// size) -> { bin, n, values: Float32Array (L * NH * n * n) }.
+#include <emscripten/bind.h>
+#include <emscripten/val.h>
+
+#include "headscope/model.hpp"
+#include "js_guard.hpp"
+#include "js_values.hpp"
+
+using emscripten::val;
+using headscope::Model;
+using namespace headscope::js;
+
+namespace {
+
+val attention_tile(const Model& m, int layer, int head, int row_begin, int row_end, int col_begin, int col_end,
+                   int bin) {
+  return guarded([&] {
+    const headscope::AttentionTile t = m.attention_tile(layer, head, row_begin, row_end, col_begin, col_end, bin);
+    return object_of({{"rows", val(t.rows)}, {"cols", val(t.cols)}, {"values", f32_copy(t.values)}});
+  });
+}
+
+val attention_thumbnails(const Model& m, int size) {
+  return guarded([&] {
+    int bin = 1;
+    const std::vector<float> values = m.attention_thumbnails(size, &bin);
+    return object_of({{"bin", val(bin)}, {"n", val((m.T() + bin - 1) / bin)}, {"values", f32_copy(values)}});
+  });
+}
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(headscope_maps) {
+  emscripten::function("attentionTile", &attention_tile);
+  emscripten::function("attentionThumbnails", &attention_thumbnails);
+}

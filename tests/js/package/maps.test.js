@@ -1,0 +1,102 @@
+// The parts of the attention maps a view pulls from the engine, through the JavaScript API:
+// attentionTile() and attentionThumbnails() on the page thread and in the Worker (the real protocol in
+// a worker_threads thread) against run()'s full maps from the same wasm: a tile at bin 1 is the
+// map's weights bit for bit, a pooled tile and the thumbnails the stated max-pooling of the map,
+// computed here (maxima of the same floats: exact). Bad input refused with its message, and the model
+// still runs. The engine's side is tested in tests/cpp/model/test_tiles.cpp.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { loadModel } from '../../../dist/headscope.js';
+import { loadModelInWorker } from '../../../dist/headscope-worker.js';
+import { testModelUrl } from './helpers.js';
+import { nodeWorker } from './node-worker.js';
+
+const fixture = (name) => new URL(`../../fixtures/models/${name}/`, import.meta.url);
+
+// cell (a, b): the largest weight of rows [r0 + a bin, ...) x columns [c0 + b bin, ...), clipped to the ranges
+function pooled(map, T, [r0, r1], [c0, c1], bin) {
+  const rows = Math.ceil((r1 - r0) / bin),
+    cols = Math.ceil((c1 - c0) / bin);
+  const out = new Float32Array(rows * cols);
+  for (let r = r0; r < r1; r++)
+    for (let j = c0; j < c1; j++) {
+      const i = Math.floor((r - r0) / bin) * cols + Math.floor((j - c0) / bin);
+      out[i] = Math.max(out[i], map[r * T + j]);
+    }
+  return out;
+}
+
+const cases = [
+  { name: 'odd-hs12 (GPT-2)', url: fixture('odd-hs12'), text: 'The chef, who trained in Paris, cooked' },
+  { name: 'llama-gqa (grouped-query)', url: fixture('llama-gqa'), text: 'one two three one two three' },
+  { name: 'the default model', url: testModelUrl, text: 'The chef, who trained in Paris, cooked the meal quickly.' },
+];
+
+for (const c of cases) {
+  test(`${c.name}: tiles and thumbnails equal run()'s maps and their max-pooling, on both threads`, async () => {
+    const page = await loadModel(c.url, { threads: 1 });
+    const worker = await loadModelInWorker(c.url, { worker: nodeWorker(), threads: 1 });
+    try {
+      const result = page.run(c.text);
+      const { T, nLayer, nHead } = result;
+      for (let layer = 0; layer < nLayer; layer++)
+        for (let head = 0; head < nHead; head++) {
+          const map = result.attention(layer, head);
+          const all = page.attentionTile(c.text, layer, head);
+          assert.equal(all.T, T);
+          assert.deepEqual([all.nRows, all.nCols], [T, T]);
+          assert.deepEqual(all.values, map, `L${layer}H${head}: the whole map at bin 1, bit for bit`);
+          const rows = [Math.floor(T / 3), T],
+            columns = [1, Math.max(2, Math.floor(T / 2))],
+            bin = 3;
+          const tile = page.attentionTile(c.text, layer, head, { rows, columns, bin });
+          assert.deepEqual([tile.rows, tile.columns, tile.bin], [rows, columns, bin]);
+          assert.deepEqual(tile.values, pooled(map, T, rows, columns, bin), `L${layer}H${head}: a pooled tile`);
+          assert.deepEqual(await worker.attentionTile(c.text, layer, head, { rows, columns, bin }), tile);
+        }
+      for (const size of [4, 128]) {
+        const th = page.attentionThumbnails(c.text, { size });
+        assert.equal(th.bin, Math.ceil(T / size));
+        assert.equal(th.n, Math.ceil(T / th.bin));
+        assert.equal(th.values.length, nLayer * nHead * th.n * th.n);
+        for (let lh = 0; lh < nLayer * nHead; lh++) {
+          const want = pooled(result.attention(Math.floor(lh / nHead), lh % nHead), T, [0, T], [0, T], th.bin);
+          assert.deepEqual(th.values.slice(lh * th.n * th.n, (lh + 1) * th.n * th.n), want, `head ${lh}, size ${size}`);
+        }
+        assert.deepEqual(await worker.attentionThumbnails(c.text, { size }), th);
+      }
+    } finally {
+      page.dispose();
+      worker.dispose();
+    }
+  });
+}
+
+test('bad ranges, heads and bins are refused with their message on both threads, and the model still runs', async () => {
+  const url = fixture('odd-hs12');
+  const page = await loadModel(url, { threads: 1 });
+  const worker = await loadModelInWorker(url, { worker: nodeWorker(), threads: 1 });
+  try {
+    const text = 'The chef cooked';
+    const T = page.tokenize(text).length;
+    const { nLayer } = page.info.config;
+    const bad = [
+      [[nLayer, 0, {}], /layer .* is outside/],
+      [[0, 0, { rows: [0, T + 1] }], new RegExp(`rows \\[0, ${T + 1}\\) must be a non-empty range`)],
+      [[0, 0, { columns: [2, 2] }], /columns \[2, 2\) must be a non-empty range/],
+      [[0, 0, { bin: 0 }], /bin must be a whole number >= 1/],
+      [[0, 0, { rows: [1] }], /rows must be \[begin, end\]/],
+    ];
+    for (const [args, message] of bad) {
+      assert.throws(() => page.attentionTile(text, ...args), message);
+      await assert.rejects(worker.attentionTile(text, ...args), message);
+    }
+    assert.throws(() => page.attentionThumbnails(text, { size: 0 }), /size must be a whole number >= 1/);
+    await assert.rejects(worker.attentionThumbnails(42), /text must be a string/);
+    assert.equal(page.run(text).T, T);
+    assert.equal((await worker.run(text)).T, T);
+  } finally {
+    page.dispose();
+    worker.dispose();
+  }
+});

@@ -1,0 +1,65 @@
+// HeadscopeModel.attentionTile() and attentionThumbnails(): the parts of the attention maps a view
+// draws, pulled from the engine instead of every full map (Model::attention_tile and
+// Model::attention_thumbnails in cpp/include/headscope/model.hpp, where the pooling is defined: each
+// cell the largest weight of its bin x bin block). Published as maps.js; the Worker's host calls them
+// as the page thread does.
+import { checked } from './wasm.js';
+import { flatAblate } from './result.js';
+
+const whole = (name, v, min = 0) => {
+  if (!Number.isInteger(v) || v < min)
+    throw new Error(`${name} must be a whole number >= ${min}, got ${typeof v === 'number' ? v : typeof v}`);
+};
+const range = (name, r) => {
+  if (!Array.isArray(r) || r.length !== 2) throw new Error(`${name} must be [begin, end]`);
+  whole(`${name}[0]`, r[0]);
+  whole(`${name}[1]`, r[1]);
+  return r;
+};
+const checkText = (text) => {
+  if (typeof text !== 'string') throw new Error(`text must be a string, got ${text === null ? 'null' : typeof text}`);
+};
+
+/**
+ * HeadscopeModel.attentionTile()'s work for the model handle `h`: runs `text` (with `ablate`'s heads
+ * off; a run of the text the engine holds is free) and reads rows × columns of head (layer, head)'s
+ * map in bin × bin cells. `model.run(text, flat)` runs the text as the model's run() does and
+ * returns its token count.
+ */
+export function tileOf(core, h, text, layer, head, options, model) {
+  checkText(text);
+  whole('layer', layer);
+  whole('head', head);
+  const { ablate = [], bin = 1 } = options ?? {};
+  whole('bin', bin, 1);
+  const T = model.run(text, flatAblate(ablate));
+  const [r0, r1] = range('rows', options?.rows ?? [0, T]);
+  const [c0, c1] = range('columns', options?.columns ?? [0, T]);
+  const t = checked(core, core.attentionTile(h, layer, head, r0, r1, c0, c1, bin));
+  return {
+    text,
+    ablate: ablate.map(([l, hd]) => [l, hd]),
+    T,
+    layer,
+    head,
+    rows: [r0, r1],
+    columns: [c0, c1],
+    bin,
+    nRows: t.rows,
+    nCols: t.cols,
+    values: t.values,
+  };
+}
+
+/** HeadscopeModel.attentionThumbnails()'s work: every head's map in at most size × size cells. */
+export function thumbnailsOf(core, h, text, options, model) {
+  checkText(text);
+  const { ablate = [], size = 128 } = options ?? {};
+  whole('size', size, 1);
+  const T = model.run(text, flatAblate(ablate));
+  const t = checked(core, core.attentionThumbnails(h, size));
+  return { text, ablate: ablate.map(([l, hd]) => [l, hd]), T, size, bin: t.bin, n: t.n, values: t.values };
+}
+
+/** The typed arrays of an attentionTile() or attentionThumbnails() value, for a transfer between threads. */
+export const mapBuffers = (x) => [x.values.buffer];
