@@ -28,7 +28,8 @@ std::vector<float> pooled(const std::vector<float>& map, int T, int r0, int r1, 
     for (int b = 0; b < cols; b++) {
       float m = 0.0f;  // attention weights are >= 0; a block above the diagonal is all 0
       for (int r = r0 + a * bin; r < std::min(r1, r0 + (a + 1) * bin); r++)
-        for (int j = c0 + b * bin; j < std::min(c1, c0 + (b + 1) * bin); j++) m = std::max(m, map[(std::size_t)r * T + j]);
+        for (int j = c0 + b * bin; j < std::min(c1, c0 + (b + 1) * bin); j++)
+          m = std::max(m, map[(std::size_t)r * T + j]);
       out[(std::size_t)a * cols + b] = m;
     }
   return out;
@@ -69,7 +70,8 @@ void check_tiles(const Model& m, std::mt19937& rng) {
     REQUIRE(thumbs.size() == (std::size_t)L * NH * n * n);
     for (int lh = 0; lh < L * NH; lh++) {
       const std::vector<float> want = pooled(m.attention(lh / NH, lh % NH), T, 0, T, 0, T, bin);
-      const std::vector<float> got(thumbs.begin() + (std::ptrdiff_t)lh * n * n, thumbs.begin() + (std::ptrdiff_t)(lh + 1) * n * n);
+      const std::vector<float> got(thumbs.begin() + (std::ptrdiff_t)lh * n * n,
+                                   thumbs.begin() + (std::ptrdiff_t)(lh + 1) * n * n);
       test_util::require_same_bits(got, want, "head " + std::to_string(lh) + "'s thumbnail");
     }
   }
