@@ -5,11 +5,15 @@
 //     side) at the last of 20 GPT-2 tokens on an earlier key, against the mean over the keys;
 //   each less `headscope run` on the same text beside it: all three load the model, and explain and
 //     run both run the text once. circuits runs no text, so its figure is also less that run of 20
-//     tokens, a small share of it (run_command's time is nearly all the load).
-// Runs are interleaved (circuits, explain, run, ...), so a load spike on the shared machine hits all
-// alike. Each command's JSON is checked before its time counts: a fast wrong answer is no figure.
+//     tokens (about 50 ms on GPT-2 small's shape, beside 0.7 s of load and 4 s of circuits).
+// Runs are interleaved: each repeat runs circuits, then --pairs times explain and run, so a load
+// spike on the shared machine hits all alike. explain's own work is small beside the load (tens of
+// ms against 0.7 s on GPT-2 small's shape) and another process on the machine moves the load by
+// hundreds of ms at times: the pairs are cheap, and more of them steady the median. circuits is
+// less the median of its repeat's runs. Each command's JSON is checked before its time counts: a
+// fast wrong answer is no figure.
 // Usage: node bench/harness/explain-bench.mjs --model DIR --cli PATH --out FILE [--quick] [--repeats N]
-//          [--threads 2]
+//          [--pairs N] [--threads 2]
 //   DIR: a GPT-2 folder with GPT-2's tokenizer (bench/shapes/make_gpt2_small.py)
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -19,16 +23,21 @@ import { benchArgs, stats } from './lib.mjs';
 const opt = benchArgs(
   {
     required: ['model', 'cli', 'out'],
-    strings: ['repeats'],
+    strings: ['repeats', 'pairs'],
     defaults: { threads: '2' },
     flags: ['quick'],
   },
-  'node bench/harness/explain-bench.mjs --model DIR --cli PATH --out FILE [--quick] [--repeats N] [--threads 2]',
+  'node bench/harness/explain-bench.mjs --model DIR --cli PATH --out FILE [--quick] [--repeats N] [--pairs N] [--threads 2]',
 );
 const log = (...a) => console.error('[explain]', ...a);
 const repeats = Number(opt.repeats ?? (opt.quick ? 1 : 3));
+const pairs = Number(opt.pairs ?? (opt.quick ? 1 : 3));
 const threads = Number(opt.threads);
-if (!(Number.isInteger(repeats) && repeats >= 1)) throw new Error(`--repeats ${opt.repeats}: a whole number >= 1`);
+for (const [name, n] of [
+  ['repeats', repeats],
+  ['pairs', pairs],
+])
+  if (!(Number.isInteger(n) && n >= 1)) throw new Error(`--${name} ${opt[name]}: a whole number >= 1`);
 
 // patch-bench.mjs's clean text: 20 tokens with GPT-2's tokenizer; the query is the last token
 // (" named"), the key the second (" Mary"), what an induction or name mover head would look back at
@@ -108,13 +117,14 @@ function checkExplain(j) {
   if (!Array.isArray(j.value?.by_token) || j.value.by_token.length !== TOKENS)
     throw new Error(`value.by_token has ${j.value?.by_token?.length} tokens, not ${TOKENS}: not GPT-2's tokenizer?`);
   if (!finite(j.value.total)) throw new Error(`value.total = ${j.value.total}`);
-  // The cells sum to the score. Both are double sums over the same float32 activations, but the
-  // score is the forward pass's own q . k: its q and k went through the float32 input norm and the
-  // float32 projections, sums of n_embd products each, whose error is at most about n_embd * 2^-24
-  // of the summed magnitudes, which the cells' absolute sum stands for. tests/cpp/analysis's
-  // 1e-6 of it holds on the small fixtures; n_embd * 2^-24 (4.6e-5 at n_embd 768) scales that
-  // bound with the width and still catches a part left out or counted twice, which moves the sum
-  // by a whole cell's size.
+  // The cells sum to the score. Both come from the same float32 activations, the cells summed in
+  // double, but the score is the forward pass's own q . k, whose q and k went through the float32
+  // input norm and projections: dot products of n_embd terms, each off by at most about
+  // n_embd * 2^-24 of its terms' absolute sum (float32's worst case for a sum of n_embd products).
+  // The cells' absolute sum stands for that size (the cells are the q . k terms split by part), so
+  // n_embd * 2^-24 of it (4.6e-5 at n_embd 768, where the gap is about 1e-8) allows the worst case
+  // and still catches a part left out or counted twice: that moves the sum by a row or column of
+  // cells, about 1/P of their absolute sum on average.
   let sum = 0,
     size = 0;
   for (const row of j.table) for (const x of row) ((sum += x), (size += Math.abs(x)));
@@ -127,38 +137,47 @@ function checkExplain(j) {
 const common = ['--model', opt.model, '--threads', String(threads)];
 const explainArgs = ['--text', TEXT, '--head', out.head, '--query', String(QUERY), '--key', String(KEY), '--json'];
 const circuitsMs = [],
+  circuitsLess = [],
   explainMs = [],
+  explainLess = [],
   runMs = [];
 let worstSum = 0;
+// untimed: the stage's first read of the checkpoint may come from the disk (548 MB at GPT-2 small's
+// shape), which would land on the first command alone
+timed(['run', ...common, '--text', TEXT]);
+const median = (xs) => stats(xs).median_ms;
 for (let i = 0; i < repeats; i++) {
   const c = timed(['circuits', ...common, '--json']);
   checkCircuits(parsed('circuits', c.stdout));
-  const e = timed(['explain', ...common, ...explainArgs]);
-  worstSum = Math.max(worstSum, checkExplain(parsed('explain', e.stdout)));
-  const r = timed(['run', ...common, '--text', TEXT]);
+  const runs = [];
+  for (let k = 0; k < pairs; k++) {
+    const e = timed(['explain', ...common, ...explainArgs]);
+    worstSum = Math.max(worstSum, checkExplain(parsed('explain', e.stdout)));
+    const r = timed(['run', ...common, '--text', TEXT]);
+    explainMs.push(e.ms);
+    explainLess.push(e.ms - r.ms);
+    runs.push(r.ms);
+  }
   circuitsMs.push(c.ms);
-  explainMs.push(e.ms);
-  runMs.push(r.ms);
+  circuitsLess.push(c.ms - median(runs));
+  runMs.push(...runs);
   log(
-    `native, ${threads} threads: circuits ${c.ms.toFixed(0)} ms, explain ${e.ms.toFixed(0)} ms, ` +
-      `run ${r.ms.toFixed(0)} ms`,
+    `native, ${threads} threads: circuits ${c.ms.toFixed(0)} ms; explain, run: ` +
+      runs.map((r, k) => `${explainMs[explainMs.length - pairs + k].toFixed(0)}, ${r.toFixed(0)} ms`).join('; '),
   );
 }
 log(`the cells sum to the score within ${worstSum.toExponential(2)} of their absolute sum`);
-// each command less the run beside it (the load, and the text's run)
-const less = (xs) => xs.map((ms, i) => ms - runMs[i]);
 out.native = {
   threads,
-  circuits: stats(less(circuitsMs)),
-  explain_cell: stats(less(explainMs)),
+  circuits: stats(circuitsLess),
+  explain_cell: stats(explainLess),
   run_command: stats(runMs),
   circuits_command: stats(circuitsMs),
   explain_command: stats(explainMs),
 };
-const s = (x) =>
-  `${(x.median_ms / 1000).toFixed(2)} s (${(x.min_ms / 1000).toFixed(2)} to ${(x.p95_ms / 1000).toFixed(2)})`;
+const s = (x) => `${x.median_ms.toFixed(0)} ms (${x.min_ms.toFixed(0)} to ${x.p95_ms.toFixed(0)}, ${x.runs} runs)`;
 log(
-  `${L} layers x ${H} heads, n_embd ${C}, ${threads} threads, median of ${repeats} (min to p95): ` +
+  `${L} layers x ${H} heads, n_embd ${C}, ${threads} threads, median (min to p95): ` +
     `circuits ${s(out.native.circuits)}, explain one cell ${s(out.native.explain_cell)}, ` +
     `run (the load) ${s(out.native.run_command)}`,
 );
