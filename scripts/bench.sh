@@ -212,6 +212,14 @@ patching() {
   node bench/harness/patch-bench.mjs --model "$g" --cli "$NATIVE/headscope" --pkg "$RAW/pkg" --out "$RAW/patching.json" \
     "${Q[@]}" "${browser[@]}"
 }
+explain_and_circuits() {
+  # the score split of one cell and the circuits, natively: 20 tokens on GPT-2 small's shape; quick:
+  # the tiny GPT-2 of the patching stage (seconds)
+  local g=.cache/bench/gpt2-small shape=()
+  [ "$QUICK" = 1 ] && g=.cache/bench/gpt2-tiny shape=(--layers 2 --heads 4 --embd 64)
+  [ -f "$g/model.safetensors" ] || /usr/bin/python3 bench/shapes/make_gpt2_small.py "$g" "${shape[@]}" >/dev/null
+  node bench/harness/explain-bench.mjs --model "$g" --cli "$NATIVE/headscope" --out "$RAW/explain.json" "${Q[@]}"
+}
 report() {
   local allow=()
   [ "${BENCH_ALLOW_REGRESSIONS:-0}" = 1 ] && allow=(--allow-regressions)
@@ -247,6 +255,8 @@ if [ "$QUICK" = 1 ] || [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then
 fi
 stage "activation patching: a 20-token pair, every head exact, native and in Chromium (bench/harness/patch-bench.mjs)" \
   patching
+stage "score splits and circuits: headscope explain of one cell, headscope circuits, native (bench/harness/explain-bench.mjs)" \
+  explain_and_circuits
 if [ "$QUICK" = 1 ] || [ "${BENCH_SKIP_TRAIN:-0}" != 1 ]; then
   stage "training: native, wasm SIMD128 and relaxed (Node), PyTorch 1 thread, interleaved" train_speed
   if [ "$QUICK" = 1 ] || [ "${BENCH_SKIP_PAGE:-0}" != 1 ]; then

@@ -10,6 +10,7 @@
 //   training.<shape>.<subject>.tokens_per_s     typing.default_model.keystroke_to_frame.median_ms|p95_ms,
 //   typing.default_model.shown_fraction         typing.gpt2_small.typed_token.median_ms|p95_ms, typing.gpt2_small.shown_fraction
 //   patching.native.patching.median_ms|p95_ms   patching.chromium.t<N>.first_progress|complete.median_ms|p95_ms
+//   explain.native.circuits.median_ms|p95_ms    explain.native.explain_cell.median_ms|p95_ms
 
 /** A slug of a text: lower case, every run of other characters one '-'. */
 export const slug = (text) =>
@@ -263,6 +264,25 @@ export function figures(results) {
         'page',
       );
     }
+  }
+  // score splits and circuits (bench/harness/explain-bench.mjs): times, lower is better
+  const ex = r.explain;
+  if (ex?.native) {
+    const at = `${ex.model?.n_layer} layers x ${ex.model?.n_head} heads`;
+    timed(
+      'explain.native.circuits',
+      `circuits (${at}): native, ${ex.native.threads} threads`,
+      ex.native.circuits,
+      'engine',
+      true,
+    );
+    timed(
+      'explain.native.explain_cell',
+      `score split of one cell (${at}, ${ex.tokens} tokens): native, ${ex.native.threads} threads`,
+      ex.native.explain_cell,
+      'engine',
+      true,
+    );
   }
   return out;
 }

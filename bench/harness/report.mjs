@@ -225,6 +225,7 @@ const page = maybe('page.json'); // absent with BENCH_SKIP_PAGE=1
 const train = trainingResults(maybe('train.json'), maybe('train-page.json')); // absent with BENCH_SKIP_TRAIN=1
 const typing = maybe('typing.json'); // bench/harness/typing-bench.mjs: typing in the demo
 const patching = maybe('patching.json'); // bench/harness/patch-bench.mjs: activation patching
+const explain = maybe('explain.json'); // bench/harness/explain-bench.mjs: score splits and circuits
 const cfg = JSON.parse(readFileSync(path.join(opt.model, 'config.json'), 'utf8'));
 
 const geomean = (xs) => Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
@@ -431,6 +432,7 @@ const results = {
       }
     : undefined,
   patching: patching ?? undefined,
+  explain: explain ?? undefined,
   // verbatim but for the per-keystroke lists, as demo and page drop theirs
   typing: typing
     ? Object.fromEntries(

@@ -249,6 +249,7 @@ export function renderTables(r, { svg = 'latency.svg' } = {}) {
 
   if (r.typing) md.push(...typingTable(r.typing));
   if (r.patching) md.push(...patchingTable(r.patching));
+  if (r.explain) md.push(...explainTable(r.explain));
 
   if (r.calibration) {
     const c = r.calibration;
@@ -368,6 +369,28 @@ function patchingTable(p) {
         `| Chromium, ${n} thread(s), the first call after the load: the attribution map / complete | ` +
           `${f(v.first_call.first_progress_ms)} / ${f(v.first_call.complete_ms)} |`,
       );
+  }
+  md.push('');
+  return md;
+}
+
+// results.explain (bench/harness/explain-bench.mjs): `headscope circuits` and one cell of `headscope explain`
+function explainTable(e) {
+  const md = [];
+  const m = e.model ?? {};
+  const n = e.native;
+  md.push('### Score splits and circuits (`headscope explain`, `headscope circuits`)', '');
+  md.push(
+    `${m.n_layer} layers x ${m.n_head} heads, n_embd ${m.n_embd}, vocabulary ${m.vocab_size}; the cell of head ${e.head} ` +
+      `at query ${e.query} and key ${e.key} of ${e.tokens} tokens (${e.parts} parts a side). ` +
+      "Each command less `run` on the same text, all timed with the model's load.",
+    '',
+  );
+  md.push(...header('figure', 'ms (median / p95)'));
+  if (n) {
+    md.push(`| native, ${n.threads} threads: the circuits | ${ms(n.circuits)} |`);
+    md.push(`| native, ${n.threads} threads: the score split of one cell | ${ms(n.explain_cell)} |`);
+    md.push(`| native, ${n.threads} threads: \`headscope run\` (the load and the text's run) | ${ms(n.run_command)} |`);
   }
   md.push('');
   return md;
