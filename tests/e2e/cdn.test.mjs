@@ -35,6 +35,7 @@ const EXPECTED_FILES = [
   '/generation.js', // generate()'s options and the written text's bytes, a static import of headscope.js
   '/patching.js', // patch()'s adapter (6 KB), a static import of headscope.js
   '/explain.js', // explainScore() and circuits()'s adapters (3 KB), a static import of headscope.js
+  '/maps.js', // attentionTile() and attentionThumbnails()'s adapters (3 KB), a static import of headscope.js
   '/models/index.json', // the shipped models' list (files.js's shippedModels), a JSON module of files.js
   '/models/headscope-base/config.json',
   '/models/headscope-base/model.safetensors',

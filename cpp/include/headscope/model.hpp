@@ -87,6 +87,12 @@ struct LoadOptions {
   // at most kMaxThreads. Results are bit-identical for every count (work is split along outputs by a
   // fixed partition). A wasm build without threads always runs on one.
   int threads = 0;
+  // Keep every head's full attention map after a run (L x NH x T x T floats). false: no map is kept;
+  // whatever reads one (attention(), attention_all(), copy_attention_rows(), head_inside(), tiles,
+  // thumbnails, the score split) recomputes the rows it needs from the key cache with the forward
+  // pass's own kernel, bit for bit the same. A run's memory then grows with T instead of T², so long
+  // texts fit (a Llama-family model's context is what fits), at the cost of that recomputation.
+  bool attention_maps = true;
 };
 inline constexpr int kMaxThreads = 256;
 

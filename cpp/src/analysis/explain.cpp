@@ -383,7 +383,9 @@ ScoreSplit explain_score(const Model& model, int layer, int head, int query, int
     for (int i = 0; i < C; i++) gvec[j] += (row[i] - mean) * m.final_norm_weight_[i] * U[i];
     gvec[j] *= final_norm.rstd;
   }
-  const float* att = &m.att_[(((std::size_t)layer * NH + head) * cap + query) * cap];
+  std::vector<float> att_row(cap);  // the query's row of the map (kept, or recomputed)
+  m.map_rows(layer, head, query, query + 1, att_row.data());
+  const float* att = att_row.data();
   r.value_by_token.assign(T, 0.0);
   r.value_by_part.assign(P, 0.0);
   // v_b(s) . gvec = n_b(s) . (W_V gvec) (+ b_V . gvec for the bias part): one C-vector for every s

@@ -149,8 +149,10 @@ static inline void weighted_values_rows_n(int rows, std::integer_sequence<int, R
   ((rows == R + 1 ? (weighted_values_rows<R + 1>(y, y_stride, a, att_stride, values, HS, n, hs_simd), 0) : 0), ...);
 }
 
+int attention_block_rows() { return kScoreRows; }
+
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, const AttentionShape& shape,
-                       int att_stride, float* key_panels, float* scores, int scores_head) noexcept {
+                       int att_stride, float* key_panels, float* scores, int scores_head, int att_block) noexcept {
   const int NH = shape.NH, KV = shape.KV, HS = shape.HS, group = NH / KV;
   const int hs_simd = HS - HS % kLanes;  // head-size columns covered by whole batches
   const float scale = 1.0f / std::sqrt((float)HS);
@@ -180,23 +182,26 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
   parallel_for(NH, work, [&](int h_begin, int h_end) {
     for (int h = h_begin; h < h_end; h++) {
       const float* q0 = qkv + h * HS;  // query t at q0 + t * row3
-      float* att_h = att + (std::size_t)h * att_stride * att_stride;
       const float* kp_h = key_panels + (std::size_t)(h / group) * head_cache_floats(att_stride, HS);
       const float* vc_h = kp_h + (std::size_t)panels_per_head * kPanel * HS;
       for (int t0 = t_begin; t0 < T; t0 += kScoreRows) {
         const int rows = std::min(kScoreRows, T - t0);
         const int t_last = t0 + rows - 1;
+        // row t of this head: in the whole map, or in the block's rows alone
+        const auto row_of = [&](int t) {
+          return att_block ? att + ((std::size_t)h * att_block + (t - t0)) * att_stride
+                           : att + ((std::size_t)h * att_stride + t) * att_stride;
+        };
         // scores over the key panels up to the block's last position (causal)
         for (int p = 0; p * kPanel <= t_last; p++) {
           const int n_valid = std::min(kPanel, att_stride - p * kPanel);  // never write past the row
-          score_tile_rows(rows, std::make_integer_sequence<int, kScoreRows>{},
-                          att_h + (std::size_t)t0 * att_stride + p * kPanel, att_stride, q0 + t0 * row3, row3,
-                          kp_h + (std::size_t)p * kPanel * HS, HS, scale, n_valid);
+          score_tile_rows(rows, std::make_integer_sequence<int, kScoreRows>{}, row_of(t0) + p * kPanel, att_stride,
+                          q0 + t0 * row3, row3, kp_h + (std::size_t)p * kPanel * HS, HS, scale, n_valid);
         }
         // softmax over the causal prefix; everything after it exactly 0 (this also overwrites the
         // scores the tiles computed past each row's position)
         for (int t = t0; t <= t_last; t++) {
-          float* a = att_h + (std::size_t)t * att_stride;
+          float* a = row_of(t);
           if (scores && h == scores_head) std::copy(a, a + t + 1, scores + (std::size_t)t * att_stride);
           softmax_forward(a, t + 1);
           std::fill(a + t + 1, a + att_stride, 0.0f);
@@ -205,12 +210,11 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
         for (int t = t0; t <= t_last; t += kValueRows) {
           const int vrows = std::min(kValueRows, t_last + 1 - t);
           weighted_values_rows_n(vrows, std::make_integer_sequence<int, kValueRows>{},
-                                 out + (std::size_t)t * out_row + h * HS, out_stride,
-                                 att_h + (std::size_t)t * att_stride, att_stride, vc_h, HS, t + vrows, hs_simd);
+                                 out + (std::size_t)t * out_row + h * HS, out_stride, row_of(t), att_stride, vc_h, HS,
+                                 t + vrows, hs_simd);
         }
         for (int t = t0; t <= t_last; t++)
-          weighted_values_tail(out + (std::size_t)t * out_row + h * HS, att_h + (std::size_t)t * att_stride, vc_h,
-                               t + 1, hs_simd, HS);
+          weighted_values_tail(out + (std::size_t)t * out_row + h * HS, row_of(t), vc_h, t + 1, hs_simd, HS);
       }
     }
   });

@@ -169,8 +169,15 @@ inline std::size_t attention_key_panels_floats(int att_stride, int C, int NH) {
 //   scores: null, or (att_stride, att_stride) floats receiving query head scores_head's scaled scores
 //     q_t . k_j / sqrt(HS) for j <= t, rows [t_begin, T), exactly as the kernel computed them before
 //     its softmax (what the "Inside this head" view shows; the rest of each row is left untouched)
+//   att_block: 0, or attention_block_rows(): att then holds only each head's rows of the block being
+//     computed, (NH, att_block, att_stride), and no map is kept (out, key_panels and scores as above;
+//     the rows are the same, bit for bit, so attention_rows() recomputes any of them later). Memory
+//     then grows with T, not T².
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, const AttentionShape& shape,
-                       int att_stride, float* key_panels, float* scores = nullptr, int scores_head = -1) noexcept;
+                       int att_stride, float* key_panels, float* scores = nullptr, int scores_head = -1,
+                       int att_block = 0) noexcept;
+// The rows attention_forward computes together: the att_block it needs to keep no map.
+int attention_block_rows();
 // Rows [r_begin, r_end) of query head h's attention map, recomputed from qkv and the key cache that
 // attention_forward filled for rows [0, r_end) (same qkv, shape and att_stride): att_rows
 // (r_end - r_begin, att_stride) receives row t at (t - r_begin) * att_stride, softmax over j <= t and

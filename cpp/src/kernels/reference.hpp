@@ -205,15 +205,18 @@ void attention_row(F* a, const F* qkv, int h, int t, int NH, int KV, int HS, int
   softmax_forward(a, t + 1);
   for (int j = t + 1; j < att_stride; j++) a[j] = 0;  // causal mask: the future gets exactly 0
 }
+// att_block > 0: att holds att_block rows per head, (NH, att_block, att_stride), row t at
+// (t - t_begin) % att_block, and no map is kept (kernels.hpp's attention_forward)
 template <typename F>
 void attention_forward(F* out, F* att, const F* qkv, int t_begin, int T, int NH, int KV, int HS, int att_stride,
-                       F* scores = nullptr, int scores_head = -1) {
+                       F* scores = nullptr, int scores_head = -1, int att_block = 0) {
   const std::size_t row = (std::size_t)(NH + 2 * KV) * HS, out_row = (std::size_t)NH * HS;
   const int group = NH / KV;
   for (int h = 0; h < NH; h++)
     for (int t = t_begin; t < T; t++) {
       const int g = h / group;
-      F* a = att + ((std::size_t)h * att_stride + t) * att_stride;
+      F* a = att_block ? att + ((std::size_t)h * att_block + (t - t_begin) % att_block) * att_stride
+                       : att + ((std::size_t)h * att_stride + t) * att_stride;
       attention_row(a, qkv, h, t, NH, KV, HS, att_stride,
                     scores && h == scores_head ? scores + (std::size_t)t * att_stride : nullptr);
       F* o = out + (std::size_t)t * out_row + h * HS;

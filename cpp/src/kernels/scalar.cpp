@@ -100,10 +100,11 @@ void exp_nonpositive_forward(float* out, const float* inp, std::size_t N) noexce
 
 int attention_key_panel_width() { return 1; }
 std::size_t attention_key_panels_floats(int, const AttentionShape&) { return 0; }
+int attention_block_rows() { return 1; }
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, const AttentionShape& shape,
-                       int att_stride, float*, float* scores, int scores_head) noexcept {
+                       int att_stride, float*, float* scores, int scores_head, int att_block) noexcept {
   ref::attention_forward<float>(out, att, qkv, t_begin, T, shape.NH, shape.KV, shape.HS, att_stride, scores,
-                                scores_head);
+                                scores_head, att_block);
 }
 
 void attention_rows(float* att_rows, const float* qkv, int h, int r_begin, int r_end, const AttentionShape& shape,

@@ -47,7 +47,9 @@ struct BlockBuffers {
   float* qkv_raw = nullptr;     // Qwen3 only, or null: (B, stride, W) q | k | v before the q/k norms
   float* qk_rstd = nullptr;     // Qwen3 only, or null: (B, stride, NH + KV) each head's q/k norm's rstd
                                 // (the two are what the trainer's backward of those norms reads)
-  float* att = nullptr;         // (B, NH, stride, stride) attention probabilities, row = query
+  float* att = nullptr;         // (B, NH, stride, stride) attention probabilities, row = query; with
+                                // att_block, one sequence's (NH, att_block, stride): no map kept
+  int att_block = 0;            // 0, or kernels::attention_block_rows() (one sequence, not packed)
   float* key_panels = nullptr;  // kernels::attention_key_panels_floats(stride, shape): the attention kernel's key cache
   float* head_out = nullptr;    // (B, stride, QW) every head's output, concatenated (a switched-off head's is 0)
   float* head_proj = nullptr;   // (n, C) scratch: one head's output through its rows of W_O

@@ -24,7 +24,8 @@ uint64_t Model::Impl::activation_floats(uint64_t c64) const {
   const uint64_t L = config_.n_layer, NH = config_.n_head, C = config_.n_embd, QW = config_.q_width(),
                  W = config_.qkv_width(), KVW = (uint64_t)config_.kv_heads() * config_.head_size();
   const uint64_t FS = config_.family == Family::llama ? 3 * (uint64_t)config_.n_inner : config_.n_inner;
-  return (L + 1) * c64 * C + L * c64 * W + L * NH * c64 * c64 + L * c64 * QW + L * NH * c64 + 3 * c64 * C + c64 * FS +
+  const uint64_t maps = keep_maps_ ? L * NH * c64 * c64 : NH * (uint64_t)kernels::attention_block_rows() * c64;
+  return (L + 1) * c64 * C + L * c64 * W + maps + L * c64 * QW + L * NH * c64 + 3 * c64 * C + c64 * FS +
          L * (2 * c64 + 32) * KVW /* key panels and values: L x KV x <= (2 cap + panel) x HS */;
 }
 
@@ -47,7 +48,7 @@ bool Model::Impl::ensure_capacity(int T) {
   try {
     residual_.assign((L + 1) * cap * C, 0.0f);
     qkv_.assign(L * cap * W, 0.0f);
-    att_.assign(L * NH * cap * cap, 0.0f);
+    att_.assign(keep_maps_ ? L * NH * cap * cap : NH * kernels::attention_block_rows() * cap, 0.0f);
     head_out_.assign(L * cap * QW, 0.0f);
     contrib_.clear();
     contrib_norm_.assign(L * NH * cap, 0.0f);
@@ -253,7 +254,8 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
       io.x = &residual_[(l * cap + t_begin) * C];  // (n, C) stream entering it
       io.ln1 = io.ln2 = scratch_ln_.data();
       io.qkv = &qkv_[l * cap * W];
-      io.att = &att_[l * NH * cap * cap];
+      io.att = keep_maps_ ? &att_[l * NH * cap * cap] : att_.data();
+      io.att_block = keep_maps_ ? 0 : k::attention_block_rows();
       io.key_panels = key_panels_.data() + l * k::attention_key_panels_floats((int)cap, shape);
       io.head_out = &head_out_[l * cap * QW];
       io.head_proj = scratch_head_.data();

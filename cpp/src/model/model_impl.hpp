@@ -13,7 +13,7 @@ namespace headscope {
 struct Model::Impl {
   // ---- the operations behind Model's API (contracts in model.hpp) ----
   void build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors, Tokenizer tokenizer,
-             WeightStorage storage, int threads);
+             WeightStorage storage, int threads, bool attention_maps);
   void load_weights(const SafeTensors& st, bool f16);  // model_load.cpp, through the family's arch/ table
   std::size_t weight_bytes() const;
   RunInfo run(std::string_view text, const RunOptions& options);
@@ -44,6 +44,9 @@ struct Model::Impl {
   void forward(int t_begin, int logits_begin, int layer_begin = 0);
   void lm_head(float* out, const float* x, int T);
   void check_layer_head(int layer, int head) const;
+  // Rows [r_begin, r_end) of head (layer, head)'s map on the last run into out ((r_end - r_begin,
+  // cap_) floats): copied from att_ when the run keeps the maps, else recomputed from the key cache
+  void map_rows(int layer, int head, int r_begin, int r_end, float* out) const;
   void require_run() const;
 
   ModelConfig config_;
@@ -68,7 +71,9 @@ struct Model::Impl {
   int cap_ = 0;
   std::vector<float> residual_;      // (L+1, cap, C)
   std::vector<float> qkv_;           // (L, cap, W): q | k | v (W = 3C for GPT-2); the key/value cache lives here
-  std::vector<float> att_;           // (L, NH, cap, cap)
+  bool keep_maps_ = true;            // LoadOptions::attention_maps
+  std::vector<float> att_;           // (L, NH, cap, cap); without keep_maps_ (NH, block, cap): one layer's
+                                     // rows being computed (kernels::attention_block_rows)
   std::vector<float> head_out_;      // (L, cap, QW): concatenated head outputs, after ablation
   std::vector<float> contrib_;       // (L, NH, cap, C) when keep_contributions
   std::vector<float> contrib_norm_;  // (L, NH, cap)

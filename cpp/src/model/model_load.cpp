@@ -207,7 +207,8 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
   const ModelConfig config = parse_config(config_json);
   check_weights_fit(config, resident_bytes, options.weights);
   try {
-    m.impl_->build(config_json, std::move(safetensors), std::move(tokenizer), options.weights, options.threads);
+    m.impl_->build(config_json, std::move(safetensors), std::move(tokenizer), options.weights, options.threads,
+                   options.attention_maps);
   } catch (const std::bad_alloc&) {
     throw Error(
         std::string("out of memory while loading the model: its ") + storage_words(options.weights) +
@@ -218,13 +219,14 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
 }
 
 void Model::Impl::build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
-                        Tokenizer tokenizer, WeightStorage storage, int threads) {
+                        Tokenizer tokenizer, WeightStorage storage, int threads, bool attention_maps) {
   config_ = parse_config(config_json);
+  keep_maps_ = attention_maps;
   if (config_.family == Family::llama) {
-    // The context is what fits: every view keeps (L, NH, T, T) attention maps, so a model with many
-    // layers and heads reaches the activation limit (model_memory.hpp) long before kLlamaContext
-    // (SmolLM2-135M near 1,080 tokens); a longer text is then cut, as past the context, instead of
-    // refused. (GPT-2's context is its n_positions, 1,024 at most in the published models.)
+    // The context is what fits: with the maps kept (L, NH, T, T), a model with many layers and heads
+    // reaches the activation limit (model_memory.hpp) long before kLlamaContext (SmolLM2-135M near
+    // 1,080 tokens; without them, several thousand); a longer text is then cut, as past the context,
+    // instead of refused. (GPT-2's context is its n_positions, 1,024 at most in the published models.)
     int lo = 1, hi = config_.n_positions;
     while (lo < hi) {
       const int mid = lo + (hi - lo + 1) / 2;

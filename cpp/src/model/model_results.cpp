@@ -40,10 +40,29 @@ std::vector<float> Model::Impl::attention(int layer, int head) const {
   require_run();
   check_layer_head(layer, head);
   std::vector<float> out((std::size_t)T_ * T_);
-  const float* src = &att_[((std::size_t)layer * config_.n_head + head) * cap_ * cap_];
-  for (int t = 0; t < T_; t++)
-    std::copy(src + (std::size_t)t * cap_, src + (std::size_t)t * cap_ + T_, &out[(std::size_t)t * T_]);
+  constexpr int kRows = 64;
+  std::vector<float> rows((std::size_t)std::min(kRows, T_) * cap_);
+  for (int t0 = 0; t0 < T_; t0 += kRows) {
+    const int t1 = std::min(T_, t0 + kRows);
+    map_rows(layer, head, t0, t1, rows.data());
+    for (int t = t0; t < t1; t++) std::copy_n(&rows[(std::size_t)(t - t0) * cap_], T_, &out[(std::size_t)t * T_]);
+  }
   return out;
+}
+
+void Model::Impl::map_rows(int layer, int head, int r_begin, int r_end, float* out) const {
+  const ModelConfig& c = config_;
+  if (keep_maps_) {
+    const float* src = &att_[(((std::size_t)layer * c.n_head + head) * cap_ + r_begin) * cap_];
+    std::copy_n(src, (std::size_t)(r_end - r_begin) * cap_, out);
+    return;
+  }
+  const kernels::AttentionShape shape{c.n_head, c.kv_heads(), c.head_size()};
+  const float* panels =
+      key_panels_.empty() ? nullptr
+                          : key_panels_.data() + (std::size_t)layer * kernels::attention_key_panels_floats(cap_, shape);
+  kernels::attention_rows(out, &qkv_[(std::size_t)layer * cap_ * c.qkv_width()], head, r_begin, r_end, shape, cap_,
+                          panels);
 }
 
 AttentionTile Model::Impl::attention_tile(int layer, int head, int row_begin, int row_end, int col_begin, int col_end,
@@ -102,14 +121,18 @@ std::vector<float> Model::Impl::attention_thumbnails(int size, int* bin_out) con
   if (bin_out) *bin_out = bin;
   const std::size_t heads = (std::size_t)config_.n_layer * config_.n_head;
   std::vector<float> out(heads * n * n, 0.0f);
-  // the run keeps every map (att_): a pass over its rows, max-pooled as attention_tile pools
+  // a pass over every map's rows (kept, or recomputed bin rows at a time), max-pooled as attention_tile pools
+  std::vector<float> rows((std::size_t)bin * cap_);
   for (std::size_t lh = 0; lh < heads; lh++) {
-    const float* map = &att_[lh * cap_ * cap_];
     float* cells = &out[lh * n * n];
-    for (int t = 0; t < T_; t++) {
-      const float* w = map + (std::size_t)t * cap_;
-      float* row = cells + (std::size_t)(t / bin) * n;
-      for (int j = 0; j <= t; j++) row[j / bin] = std::max(row[j / bin], w[j]);
+    for (int t0 = 0; t0 < T_; t0 += bin) {
+      const int t1 = std::min(T_, t0 + bin);
+      map_rows((int)(lh / config_.n_head), (int)(lh % config_.n_head), t0, t1, rows.data());
+      float* row = cells + (std::size_t)(t0 / bin) * n;
+      for (int t = t0; t < t1; t++) {
+        const float* w = &rows[(std::size_t)(t - t0) * cap_];
+        for (int j = 0; j <= t; j++) row[j / bin] = std::max(row[j / bin], w[j]);
+      }
     }
   }
   return out;
@@ -140,15 +163,22 @@ std::size_t Model::Impl::attention_rows_floats(int row_begin, int block_rows, in
 
 void Model::Impl::copy_attention_rows(float* out, int row_begin, int block_rows, int stride) const {
   attention_rows_floats(row_begin, block_rows, stride);
+  constexpr int kRows = 64;
+  std::vector<float> rows(keep_maps_ ? 0 : (std::size_t)kRows * cap_);
   for (int l = 0; l < config_.n_layer; l++)
     for (int h = 0; h < config_.n_head; h++) {
       const std::size_t head = (std::size_t)l * config_.n_head + h;
-      const float* src = &att_[head * cap_ * cap_];  // (cap, cap): the engine's own rows
       float* block = out + head * block_rows * (std::size_t)stride;
-      for (int q = row_begin; q < T_; q++) {
-        float* dst = block + (std::size_t)(q - row_begin) * stride;
-        std::copy_n(src + (std::size_t)q * cap_, T_, dst);
-        std::fill(dst + T_, dst + stride, 0.0f);
+      for (int q0 = row_begin; q0 < T_; q0 += kRows) {
+        const int q1 = std::min(T_, q0 + kRows);
+        // the engine's own rows (cap wide): kept, or recomputed
+        const float* src = keep_maps_ ? &att_[(head * cap_ + q0) * cap_] : rows.data();
+        if (!keep_maps_) map_rows(l, h, q0, q1, rows.data());
+        for (int q = q0; q < q1; q++) {
+          float* dst = block + (std::size_t)(q - row_begin) * stride;
+          std::copy_n(src + (std::size_t)(q - q0) * cap_, T_, dst);
+          std::fill(dst + T_, dst + stride, 0.0f);
+        }
       }
     }
 }
@@ -256,14 +286,12 @@ HeadInside Model::Impl::head_inside() const {
   // panel open computes only the new tokens
   const float scale = 1.0f / std::sqrt((float)HS);
   r.scores.assign((std::size_t)T * T, -std::numeric_limits<float>::infinity());
-  r.attention.resize((std::size_t)T * T);
-  const float* att = &att_[((std::size_t)l * c.n_head + h) * cap * cap];
   for (int t = 0; t < T; t++) {
     const float* q = &r.q[(std::size_t)t * HS];
     for (int j = 0; j <= t; j++)
       r.scores[(std::size_t)t * T + j] = kernels::dot(q, &r.k[(std::size_t)j * HS], HS) * scale;
-    std::copy_n(att + (std::size_t)t * cap, T, &r.attention[(std::size_t)t * T]);
   }
+  r.attention = attention(l, h);
   r.z.resize((std::size_t)T * HS);
   for (int t = 0; t < T; t++)
     std::copy_n(&head_out_[(l * cap + t) * c.q_width() + h * HS], HS, &r.z[(std::size_t)t * HS]);

@@ -242,6 +242,35 @@ TEST_CASE("attention_rows recomputes any rows of a head's map bit for bit from t
   }
 }
 
+TEST_CASE("attention_forward keeping no map (att_block) gives the same outputs, bit for bit", "[kernels][attention]") {
+  // The model's long texts: att holds one block of rows per head instead of the whole map; each row
+  // is computed as before and only where it is kept changes, so outputs and the key cache are
+  // identical (tolerance 0), in one call and in two (typing), and attention_rows gives the map back.
+  std::mt19937 rng(29);
+  const int block = k::attention_block_rows();
+  for (const auto& [NH, KV, HS] : {std::tuple{3, 3, 20}, std::tuple{6, 2, 8}, std::tuple{2, 1, 64}}) {
+    const k::AttentionShape shape{NH, KV, HS};
+    const int T = 53, stride = 57;
+    const auto qkv = random_normal((std::size_t)T * shape.qkv_row(), rng, 0.7f);
+    std::vector<float> att((std::size_t)NH * stride * stride, 0.0f), rows((std::size_t)NH * block * stride, 3.0f);
+    std::vector<float> out_map((std::size_t)T * shape.out_row(), 0.0f), out_rows = out_map;
+    std::vector<float> panels_map(k::attention_key_panels_floats(stride, shape), 0.0f), panels_rows = panels_map;
+    k::attention_forward(out_map.data(), att.data(), qkv.data(), 0, T, shape, stride, panels_map.data());
+    k::attention_forward(out_rows.data(), rows.data(), qkv.data(), 0, 30, shape, stride, panels_rows.data(), nullptr,
+                         -1, block);
+    k::attention_forward(out_rows.data(), rows.data(), qkv.data(), 30, T, shape, stride, panels_rows.data(), nullptr,
+                         -1, block);
+    INFO("NH=" << NH << " KV=" << KV << " HS=" << HS << " block " << block);
+    REQUIRE(out_rows == out_map);
+    REQUIRE(panels_rows == panels_map);
+    std::vector<float> again((std::size_t)T * stride);
+    for (int h = 0; h < NH; h++) {
+      k::attention_rows(again.data(), qkv.data(), h, 0, T, shape, stride, panels_rows.data());
+      REQUIRE(std::equal(again.begin(), again.end(), att.begin() + (std::ptrdiff_t)h * stride * stride));
+    }
+  }
+}
+
 TEST_CASE("train: attention_backward equals the reference over head sizes and lengths", "[train][attention]") {
   std::mt19937 rng(14);
   for (int NH : {1, 2, 3})

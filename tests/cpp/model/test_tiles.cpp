@@ -4,6 +4,8 @@
 // a pooled tile and every thumbnail are the stated reduction (each cell the largest weight of its
 // bin x bin block) of the full map, computed here independently: maxima of the same floats, so exact.
 // GPT-2 and Llama-family fixtures, after a full run and after typing at the end (the cache appended).
+// A model that keeps no maps (LoadOptions::attention_maps = false) recomputes every row it is asked
+// for with the same kernel: all it gives equals the keeping model's, bit for bit.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <random>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "headscope/error.hpp"
+#include "headscope/explain.hpp"
 #include "headscope/model.hpp"
 #include "test_util.hpp"
 
@@ -106,4 +109,43 @@ TEST_CASE("attention tiles refuse what is not there", "[model][tiles]") {
   REQUIRE_THROWS_WITH(m.attention_tile(0, 0, 0, 1, -1, 1), Contains("columns"));
   REQUIRE_THROWS_WITH(m.attention_tile(0, 0, 0, 1, 0, 1, 0), Contains("bin must be within [1, "));
   REQUIRE_THROWS_WITH(m.attention_thumbnails(0), Contains("size must be at least 1"));
+}
+
+TEST_CASE("a model that keeps no attention maps gives every result of one that does, bit for bit",
+          "[model][tiles][maps]") {
+  headscope::LoadOptions none;
+  none.attention_maps = false;
+  std::mt19937 rng(37);
+  for (const std::string& name : test_util::all_fixture_models()) {
+    INFO("model " << name);
+    Model kept = load_fixture(name);
+    Model bare = load_fixture(name, "model.safetensors", none);
+    const int L = kept.config().n_layer, NH = kept.config().n_head;
+    REQUIRE(bare.config().n_positions >= kept.config().n_positions);        // a Llama context is what fits
+    for (const char* text : {"The chef", "The chef cooked", "The cook"}) {  // typing at the end, then a change
+      INFO("text " << text);
+      headscope::RunOptions o;
+      o.inspect = headscope::HeadRef{L - 1, NH - 1};
+      const headscope::RunInfo a = kept.run(text, o), b = bare.run(text, o);
+      REQUIRE(a.reused_tokens == b.reused_tokens);
+      const auto la = kept.logits_last(), lb = bare.logits_last();
+      test_util::require_same_bits({la.begin(), la.end()}, {lb.begin(), lb.end()}, "logits");
+      test_util::require_same_bits(bare.attention_all(), kept.attention_all(), "every map");
+      test_util::require_same_bits(bare.hidden_states(), kept.hidden_states(), "hidden states");
+      test_util::require_same_bits(bare.value_norms(), kept.value_norms(), "value sizes");
+      const headscope::HeadInside ia = kept.head_inside(), ib = bare.head_inside();
+      test_util::require_same_bits(ib.attention, ia.attention, "inside: attention");
+      test_util::require_same_bits(ib.z, ia.z, "inside: z");
+      test_util::require_same_bits(ib.out, ia.out, "inside: the write");
+      const int T = kept.T();
+      const headscope::ScoreSplit sa = headscope::explain_score(kept, L - 1, 0, T - 1, 0);
+      const headscope::ScoreSplit sb = headscope::explain_score(bare, L - 1, 0, T - 1, 0);
+      REQUIRE(sb.table == sa.table);
+      REQUIRE(sb.value_by_token == sa.value_by_token);
+      check_tiles(bare, rng);  // against its own attention(): recomputed both ways
+      int bin_a = 0, bin_b = 0;
+      test_util::require_same_bits(bare.attention_thumbnails(4, &bin_b), kept.attention_thumbnails(4, &bin_a),
+                                   "thumbnails");
+    }
+  }
 }

@@ -88,7 +88,7 @@ export class InsideView {
       nav.appendChild(this.combineLink);
     }
     if (onExplain) {
-      this.explainLink = el(d, 'button', 'hs-inside-combine', 'Why this score? Split it into its sources ↓');
+      this.explainLink = el(d, 'button', 'hs-inside-explain', 'Why this score? Split it into its sources ↓');
       this.explainLink.type = 'button';
       this.explainLink.addEventListener('click', () => {
         if (this.layout && this.inside) onExplain(focusToken(this.inside, this.state), this.layout.key);
