@@ -1,8 +1,8 @@
 // headscope: the native command-line tool.
 //   headscope run --model DIR (--text "..." | --ids 3,17,5) [--json] [--top K] [--ablate L:H[,L:H...]] [--inspect L:H]
-//                 [--weights f32|f16] [--threads N]
-//   headscope info --model DIR [--weights f32|f16]
-//   headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16] [--threads N]
+//                 [--weights f32|f16] [--threads N] [--no-maps]
+//   headscope info --model DIR [--weights f32|f16] [--no-maps]
+//   headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16] [--threads N] [--no-maps]
 //   headscope patch ... (patch_command.cpp)
 // --weights f16 holds the large weight matrices in half precision (about half the memory).
 // --threads N splits each run over N threads (default 0: one per core); results are the same floats.
@@ -37,9 +37,9 @@ namespace {
 const char* kUsage =
     "usage:\n"
     "  headscope run --model DIR (--text TEXT | --ids ID,ID,...) [--json] [--top K] [--ablate L:H[,L:H...]]\n"
-    "                [--inspect L:H] [--weights f32|f16] [--threads N]\n"
-    "  headscope info --model DIR [--weights f32|f16]\n"
-    "  headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16] [--threads N]\n"
+    "                [--inspect L:H] [--weights f32|f16] [--threads N] [--no-maps]\n"
+    "  headscope info --model DIR [--weights f32|f16] [--no-maps]\n"
+    "  headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16] [--threads N] [--no-maps]\n"
     "  headscope train ... (headscope train --help)\n"
     "  headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--json] (headscope heads --help)\n"
     "  headscope generate --model DIR --text TEXT --tokens N [--temperature X] [--top-k K] [--top-p P] [--seed S] "
@@ -54,7 +54,9 @@ const char* kUsage =
     "DIR is a Hugging Face model folder: config.json, model.safetensors, and GPT-2's vocab.json + merges.txt\n"
     "or the Llama family's tokenizer.json.\n"
     "--weights f16 keeps the large weight matrices in half precision: about half the memory (default f32).\n"
-    "--threads N splits each run over N threads (default 0: one per core; run, bench, heads, generate, train).\n";
+    "--threads N splits each run over N threads (default 0: one per core; run, bench, heads, generate, train).\n"
+    "--no-maps keeps no attention map after a run: what reads one recomputes its rows from the key cache\n"
+    "(the same numbers); memory grows with the text, not its square (run, info, bench).\n";
 
 }  // namespace
 

@@ -88,6 +88,8 @@ Args parse_model_args(int argc, char** argv) {
       a.repeat = headscope::cli::parse_int(arg, value(), 1);
     else if (arg == "--threads")
       a.load.threads = headscope::cli::parse_threads(value());
+    else if (arg == "--no-maps")
+      a.load.attention_maps = false;
     else if (arg == "--weights") {
       const std::string v = value();
       if (v != "f32" && v != "f16") throw headscope::Error("--weights expects f32 or f16, got \"" + v + "\"");

@@ -154,6 +154,16 @@ math(EXPR want_q "${nlayers} * ${nheads}")
 if(NOT cr1 EQUAL 0 OR NOT ncopy EQUAL nlayers OR NOT nq EQUAL want_q OR NOT seeds EQUAL 2)
   message(FATAL_ERROR "headscope circuits --json: ${cr1} '${ce1}' copying ${ncopy}, Q ${nq}, seeds ${seeds}")
 endif()
+# --no-maps keeps no map: the document (maps recomputed from the key cache) is the same, byte for byte
+execute_process(COMMAND ${CLI} run --model ${MODEL} --text "The chef, who trained in Paris, cooked the meal quickly." --json
+                        --no-maps --inspect 1:2
+                OUTPUT_VARIABLE nm ERROR_VARIABLE nme RESULT_VARIABLE nmr)
+execute_process(COMMAND ${CLI} run --model ${MODEL} --text "The chef, who trained in Paris, cooked the meal quickly." --json
+                        --inspect 1:2
+                OUTPUT_VARIABLE wm RESULT_VARIABLE wmr)
+if(NOT nmr EQUAL 0 OR NOT wmr EQUAL 0 OR NOT nm STREQUAL wm)
+  message(FATAL_ERROR "headscope run --no-maps: ${nmr} '${nme}', or its document differs from the one with maps")
+endif()
 execute_process(COMMAND ${CLI} run --model ${MODEL}/does-not-exist --text "x" --json
                 OUTPUT_VARIABLE out2 ERROR_VARIABLE err2 RESULT_VARIABLE rc2)
 if(rc2 EQUAL 0 OR NOT err2 MATCHES "not found" OR NOT out2 STREQUAL "")
