@@ -60,6 +60,10 @@ int run_command(const Args& a) {
     std::printf("key/value cache %llu bytes per token (float32)\n", (unsigned long long)c.kv_cache_bytes_per_token());
     std::printf("weights %s, %.1f MB\n", headscope::weight_storage_name(model.weight_storage()),
                 model.weight_bytes() / 1048576.0);
+    const headscope::MemoryUse mem = model.memory();
+    std::printf("activations at the context of %d tokens %.1f MB, of a %.1f MB budget (attention maps %s)\n",
+                c.n_positions, mem.bytes_at_context / 1048576.0, mem.activation_budget_bytes / 1048576.0,
+                mem.attention_maps ? "kept" : "not kept: recomputed when read");
     return 0;
   }
   headscope::RunOptions opt;

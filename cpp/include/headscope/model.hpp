@@ -139,6 +139,18 @@ struct AttentionTile {
   std::vector<float> values;  // (rows, cols), row-major; with bin 1 the map's own weights, bit for bit
 };
 
+// How a model's memory is spent (Model::memory): its weights, the activations allocated now, and the
+// budget a text's activations must fit. The context (config().n_positions) is at most what fits the
+// budget; a longer text is cut to it.
+struct MemoryUse {
+  uint64_t weight_bytes = 0;
+  uint64_t activation_bytes = 0;  // allocated now, for capacity_tokens positions
+  int capacity_tokens = 0;
+  uint64_t activation_budget_bytes = 0;  // the limit on a text's activations
+  uint64_t bytes_at_context = 0;         // the activations a text as long as the context needs
+  bool attention_maps = true;            // LoadOptions::attention_maps: the maps (L x NH x T² floats) kept
+};
+
 class Model {
  public:
   // A folder in the Hugging Face layout: config.json, model.safetensors, and the tokenizer as
@@ -169,6 +181,7 @@ class Model {
   const Tokenizer& tokenizer() const;
   std::size_t parameter_count() const;
   std::size_t weight_bytes() const;  // bytes the loaded weights take, in their storage
+  MemoryUse memory() const;
   WeightStorage weight_storage() const;
   int threads() const;  // the kernels' threads (LoadOptions::threads, resolved)
 

@@ -318,6 +318,17 @@ const ModelConfig& Model::config() const { return impl_->config_; }
 const Tokenizer& Model::tokenizer() const { return *impl_->tokenizer_; }
 std::size_t Model::parameter_count() const { return impl_->parameter_count_; }
 std::size_t Model::weight_bytes() const { return impl_->weight_bytes(); }
+MemoryUse Model::memory() const {
+  const Impl& m = *impl_;
+  MemoryUse u;
+  u.weight_bytes = m.weight_bytes();
+  u.capacity_tokens = m.cap_;
+  u.activation_bytes = m.cap_ > 0 ? 4 * m.activation_floats((uint64_t)m.cap_) : 0;
+  u.activation_budget_bytes = 4 * kMaxActivationFloats;
+  u.bytes_at_context = 4 * m.activation_floats((uint64_t)m.config_.n_positions);
+  u.attention_maps = m.keep_maps_;
+  return u;
+}
 WeightStorage Model::weight_storage() const { return impl_->storage_; }
 RunInfo Model::run(std::string_view text, const RunOptions& options) {
   kernels::PoolScope threads(impl_->pool_.get());

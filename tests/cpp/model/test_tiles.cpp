@@ -15,6 +15,7 @@
 #include "headscope/error.hpp"
 #include "headscope/explain.hpp"
 #include "headscope/model.hpp"
+#include "kernels/kernels.hpp"
 #include "test_util.hpp"
 
 using headscope::AttentionTile;
@@ -147,5 +148,35 @@ TEST_CASE("a model that keeps no attention maps gives every result of one that d
       test_util::require_same_bits(bare.attention_thumbnails(4, &bin_b), kept.attention_thumbnails(4, &bin_a),
                                    "thumbnails");
     }
+  }
+}
+
+TEST_CASE("memory(): the budget, and what the maps cost at the context", "[model][maps]") {
+  headscope::LoadOptions none;
+  none.attention_maps = false;
+  for (const std::string& name : {std::string("odd-hs12"), std::string("llama-gqa")}) {
+    INFO("model " << name);
+    Model kept = load_fixture(name);
+    Model bare = load_fixture(name, "model.safetensors", none);
+    const headscope::MemoryUse a = kept.memory(), b = bare.memory();
+    REQUIRE(a.attention_maps);
+    REQUIRE_FALSE(b.attention_maps);
+    REQUIRE(a.weight_bytes == kept.weight_bytes());
+    REQUIRE(a.capacity_tokens == 0);  // nothing allocated before a run
+    REQUIRE(a.activation_bytes == 0);
+    REQUIRE(a.bytes_at_context <= a.activation_budget_bytes);
+    REQUIRE(b.bytes_at_context <= b.activation_budget_bytes);
+    // the maps' cost by their definition: L x NH x n² floats kept, against one block of rows per head
+    const uint64_t L = kept.config().n_layer, NH = kept.config().n_head;
+    if (kept.config().n_positions == bare.config().n_positions) {
+      const uint64_t n = kept.config().n_positions;
+      const uint64_t block = NH * (uint64_t)headscope::kernels::attention_block_rows() * n;
+      REQUIRE(a.bytes_at_context - b.bytes_at_context == 4 * (L * NH * n * n - block));
+    }
+    kept.run("The chef cooked the meal");
+    const headscope::MemoryUse after = kept.memory();
+    REQUIRE(after.capacity_tokens >= kept.T());
+    REQUIRE(after.activation_bytes > 0);
+    REQUIRE(after.activation_bytes <= after.activation_budget_bytes);
   }
 }
