@@ -15,10 +15,9 @@
 // Usage: node bench/harness/explain-bench.mjs --model DIR --cli PATH --out FILE [--quick] [--repeats N]
 //          [--pairs N] [--threads 2]
 //   DIR: a GPT-2 folder with GPT-2's tokenizer (bench/shapes/make_gpt2_small.py)
-import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { benchArgs, stats } from './lib.mjs';
+import { benchArgs, stats, timedCommand } from './lib.mjs';
 
 const opt = benchArgs(
   {
@@ -64,13 +63,7 @@ const out = {
   parts: PARTS,
 };
 
-function timed(args) {
-  const t0 = performance.now();
-  const r = spawnSync(opt.cli, args, { encoding: 'utf8', maxBuffer: 64 << 20 });
-  const ms = performance.now() - t0;
-  if (r.status !== 0) throw new Error(`${opt.cli} ${args[0]} failed (${r.status}): ${r.stderr}`);
-  return { ms, stdout: r.stdout };
-}
+const timed = (args) => timedCommand(opt.cli, args);
 const parsed = (command, stdout) => {
   try {
     return JSON.parse(stdout);

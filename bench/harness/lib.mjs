@@ -3,6 +3,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { spawnSync } from 'node:child_process';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const now = () => performance.now();
@@ -112,4 +113,13 @@ export function coreRunCall(h, text) {
     if (/expected 3 args/.test(String(e?.message))) return h.run(text, [], false);
     throw e;
   }
+}
+
+/** Runs `cli args...` as a whole process, timed from outside: { ms, stdout }; throws with its stderr on failure. */
+export function timedCommand(cli, args) {
+  const t0 = performance.now();
+  const r = spawnSync(cli, args, { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const ms = performance.now() - t0;
+  if (r.status !== 0) throw new Error(`${cli} ${args[0]} failed (${r.status}): ${r.stderr}`);
+  return { ms, stdout: r.stdout };
 }

@@ -12,11 +12,10 @@
 // Usage: node bench/harness/patch-bench.mjs --model DIR --cli PATH --pkg DIR --out FILE [--quick]
 //          [--repeats N] [--threads 2] [--browser-threads 2,1] [--no-browser]
 //   DIR: a folder with GPT-2's tokenizer (bench/shapes/make_gpt2_small.py); --pkg: the package's files
-import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
-import { benchArgs, ROOT, stats } from './lib.mjs';
+import { benchArgs, ROOT, stats, timedCommand } from './lib.mjs';
 import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
 const opt = benchArgs(
@@ -56,13 +55,7 @@ const out = {
 };
 
 // ---- native ----------------------------------------------------------------------------------------
-function timed(args) {
-  const t0 = performance.now();
-  const r = spawnSync(opt.cli, args, { encoding: 'utf8', maxBuffer: 64 << 20 });
-  const ms = performance.now() - t0;
-  if (r.status !== 0) throw new Error(`${opt.cli} ${args[0]} failed (${r.status}): ${r.stderr}`);
-  return { ms, stdout: r.stdout };
-}
+const timed = (args) => timedCommand(opt.cli, args);
 const common = ['--model', opt.model, '--threads', String(threads)];
 const patchMs = [],
   runMs = [];
