@@ -637,6 +637,25 @@ test.describe('on a phone', () => {
   });
 });
 
+test("a desktop page narrowed to a phone's width lays itself out again: no sideways page scroll", async ({
+  page,
+  site,
+}) => {
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await openDemo(page, site.url('index.html'));
+  await demoIdle(page);
+  // what a rotated tablet or a narrowed window does: the same page, now 390 px wide; a picture wider
+  // than its panel scrolls inside the panel, never the page
+  await page.setViewportSize({ width: 390, height: 844 });
+  const overflow = () =>
+    page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  await expect.poll(overflow, { message: 'no horizontal page scroll after narrowing' }).toBeLessThanOrEqual(0);
+  await page.locator('#detail').evaluate((e) => e.scrollIntoView());
+  await shot(page, 'narrowed-detail');
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await expect.poll(overflow).toBeLessThanOrEqual(0);
+});
+
 test('panels off screen do no work while the reader types, and show the latest result when they come into view', async ({
   page,
   site,
