@@ -20,16 +20,28 @@ namespace explain_parts {  // named: the unity build batches this file with othe
 using Impl = AnalysisAccess::Impl;
 
 // A row of a (V, C) table held as float32 or F16, widened
+// row `row` of a (rows, C) table held in float32 or F16, into out (C floats)
+void table_row_into(const std::vector<float>& f32, const std::vector<uint16_t>& f16, int row, int C, float* out) {
+  if (f16.empty())
+    std::copy_n(&f32[(std::size_t)row * C], C, out);
+  else
+    kernels::f16_unpack_forward(out, &f16[(std::size_t)row * C], C);
+}
+
 std::vector<double> table_row(const std::vector<float>& f32, const std::vector<uint16_t>& f16, int row, int C) {
   std::vector<float> r(C);
-  if (f16.empty())
-    std::copy_n(&f32[(std::size_t)row * C], C, r.data());
-  else
-    kernels::f16_unpack_forward(r.data(), &f16[(std::size_t)row * C], C);
+  table_row_into(f32, f16, row, C, r.data());
   return {r.begin(), r.end()};
 }
 
-// The unembedding of token u: the untied LM head's row, else the token embedding's
+// The unembedding of token u into out (C floats): the untied LM head's row, else the token embedding's
+void unembedding_into(const Impl& m, int u, float* out) {
+  const bool untied = !m.lm_head_.empty() || !m.lm_head_f16_.empty();
+  if (untied)
+    table_row_into(m.lm_head_, m.lm_head_f16_, u, m.config_.n_embd, out);
+  else
+    table_row_into(m.wte_, m.wte_f16_, u, m.config_.n_embd, out);
+}
 std::vector<double> unembedding(const Impl& m, int u) {
   const bool untied = !m.lm_head_.empty() || !m.lm_head_f16_.empty();
   return untied ? table_row(m.lm_head_, m.lm_head_f16_, u, m.config_.n_embd)
@@ -360,12 +372,14 @@ ScoreSplit explain_score(const Model& model, int layer, int head, int query, int
   else {  // the most likely next token at the query: the final norm and the unembedding, in double
     std::vector<double> x(xf, xf + C);
     final_norm.apply(x.data(), C);
+    for (int i = 0; i < C; i++)
+      x[i] = x[i] * m.final_norm_weight_[i] + (m.final_norm_bias_.empty() ? 0.0 : m.final_norm_bias_[i]);
     double best = -INFINITY;
+    std::vector<float> row(C);  // one buffer for every vocabulary row (128,256 of them for Llama 3's)
     for (int u = 0; u < c.vocab_size; u++) {
-      const std::vector<double> row = unembedding(m, u);
+      unembedding_into(m, u, row.data());
       double s = 0;
-      for (int i = 0; i < C; i++)
-        s += (x[i] * m.final_norm_weight_[i] + (m.final_norm_bias_.empty() ? 0.0 : m.final_norm_bias_[i])) * row[i];
+      for (int i = 0; i < C; i++) s += x[i] * row[i];
       if (s > best) best = s, r.token = u;
     }
   }
