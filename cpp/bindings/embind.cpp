@@ -194,10 +194,9 @@ headscope::HeadsMeasurement* measure_heads(Model& m, val text, int random_orders
         const int dropped = m.tokens_to_drop((int)tokens.size());
         std::vector<int32_t> ids;
         for (std::size_t i = dropped; i < tokens.size(); i++) ids.push_back(tokens[i].id);
-        if (!(seed >= 0 && seed <= 9007199254740991.0)) throw headscope::Error("seed must be a whole number >= 0");
         headscope::HeadsOptions o;
         o.random_orders = random_orders;
-        o.seed = (uint64_t)seed;
+        o.seed = seed_of(seed);
         o.exact_limit = exact_limit;
         o.exact_candidates = candidates;
         return new headscope::HeadsMeasurement(m, ids, o);
@@ -295,12 +294,11 @@ headscope::Generation* generation(Model& m, val text, double temperature, int to
                                   val ablate_pairs) {
   return guarded(
       [&]() -> headscope::Generation* {
-        if (!(seed >= 0 && seed <= 9007199254740991.0)) throw headscope::Error("seed must be a whole number >= 0");
         headscope::SamplingOptions o;
         o.temperature = temperature;
         o.top_k = top_k;
         o.top_p = top_p;
-        o.seed = (uint64_t)seed;
+        o.seed = seed_of(seed);
         return new headscope::Generation(m, string_of(text, "text"), o, ablate_of(ablate_pairs));
       },
       static_cast<headscope::Generation*>(nullptr));
@@ -313,9 +311,7 @@ val generation_next(headscope::Generation& g) {
     const std::size_t before = g.result().text.size();
     const headscope::GeneratedToken t = g.next();
     const std::string& text = g.result().text;
-    const val bytes = val::global("Uint8Array")
-                          .new_(emscripten::typed_memory_view(text.size() - before,
-                                                              reinterpret_cast<const uint8_t*>(text.data() + before)));
+    const val bytes = u8_copy(reinterpret_cast<const uint8_t*>(text.data() + before), text.size() - before);
     return object_of({{"id", val(t.id)},
                       {"token", val(t.token)},
                       {"prob", val(t.prob)},
@@ -419,7 +415,7 @@ val training_export(const TrainingRun& run) {
     const std::vector<uint8_t> w = run.safetensors_bytes();
     val out = val::object();
     out.set("config", run.config_json());
-    out.set("weights", val::global("Uint8Array").new_(emscripten::typed_memory_view(w.size(), w.data())));
+    out.set("weights", u8_copy(w.data(), w.size()));
     if (run.tokenizer_files().is_tokenizer_json()) {
       out.set("tokenizer", run.tokenizer_files().tokenizer_json);
     } else {
