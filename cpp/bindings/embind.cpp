@@ -1,4 +1,6 @@
-// embind bindings: this file only binds. Two rules:
+// embind bindings of loading, the Model (run, results, inspect, logit attribution, config) and
+// generation; the *_bindings.cpp files beside it bind the rest. Every binding file only binds, and
+// keeps two rules:
 //  - No C++ exception crosses into JavaScript. A JS exception unwinding through wasm frames skips
 //    destructors and embind's argument cleanup, so every throw would leak; instead each bound
 //    function catches, records the message, and returns null. The JS layer (web/lib/headscope.js)
@@ -14,11 +16,9 @@
 
 #include "headscope/error.hpp"
 #include "headscope/generate.hpp"
-#include "headscope/heads.hpp"
 #include "headscope/model.hpp"
 #include "headscope/patching.hpp"
 #include "headscope/predictions.hpp"
-#include "headscope/training_run.hpp"
 #include "js_bytes.hpp"
 #include "js_guard.hpp"
 #include "js_values.hpp"
@@ -26,7 +26,6 @@
 using emscripten::val;
 using headscope::Model;
 using namespace headscope::js;
-using headscope::train::TrainingRun;
 
 namespace {
 
@@ -183,91 +182,6 @@ val inspect(Model& m, val text, int layer, int head, val ablate_pairs) {
   });
 }
 
-// Head importance on `text` in steps (headscope::HeadsMeasurement): the JS layer calls step() in
-// chunks and reads a cancel between them. The text is tokenized and cut to the context as run() cuts it.
-//   exact_limit: at most this many heads, the exact greedy search; candidates: measured per step above it
-headscope::HeadsMeasurement* measure_heads(Model& m, val text, int random_orders, double seed, int exact_limit,
-                                           int candidates) {
-  return guarded(
-      [&]() -> headscope::HeadsMeasurement* {
-        std::vector<headscope::Token> tokens = m.tokenizer().encode_input(string_of(text, "text"));
-        const int dropped = m.tokens_to_drop((int)tokens.size());
-        std::vector<int32_t> ids;
-        for (std::size_t i = dropped; i < tokens.size(); i++) ids.push_back(tokens[i].id);
-        if (!(seed >= 0 && seed <= 9007199254740991.0)) throw headscope::Error("seed must be a whole number >= 0");
-        headscope::HeadsOptions o;
-        o.random_orders = random_orders;
-        o.seed = (uint64_t)seed;
-        o.exact_limit = exact_limit;
-        o.exact_candidates = candidates;
-        return new headscope::HeadsMeasurement(m, ids, o);
-      },
-      static_cast<headscope::HeadsMeasurement*>(nullptr));
-}
-
-val heads_report(const headscope::HeadsMeasurement& h) {
-  return guarded([&] {
-    const headscope::HeadsReport& r = h.report();
-    std::vector<int32_t> order;
-    for (const headscope::HeadRef& x : r.order) order.push_back(x.layer), order.push_back(x.head);
-    return object_of({{"nLayer", val(r.n_layer)},
-                      {"nHead", val(r.n_head)},
-                      {"tokens", val(r.tokens)},
-                      {"method", val(r.method)},
-                      {"loss", val(r.loss)},
-                      {"gateGrad", f64_copy(r.gate_grad)},
-                      {"ablationDelta", f64_copy(r.ablation_delta)},
-                      {"order", i32_copy(order)},
-                      {"prunedLoss", f64_copy(r.pruned_loss)},
-                      {"randomLossMean", f64_copy(r.random_mean)},
-                      {"randomLossLow", f64_copy(r.random_lo)},
-                      {"randomLossHigh", f64_copy(r.random_hi)}});
-  });
-}
-
-// Activation and attribution patching between two texts in steps (headscope::ActivationPatching): the
-// JS layer calls step() in chunks and reads a cancel between them; the first step runs both texts and
-// the attribution map. answer, distractor: token ids, or -1 for the default (the most likely tokens).
-headscope::ActivationPatching* patching(Model& m, val clean, val corrupted, int answer, int distractor,
-                                        bool by_position) {
-  return guarded(
-      [&]() -> headscope::ActivationPatching* {
-        const headscope::PatchIds ids =
-            headscope::patching_ids(m, string_of(clean, "clean"), string_of(corrupted, "corrupted"));
-        headscope::PatchOptions o;
-        if (answer >= 0) o.answer = answer;
-        if (distractor >= 0) o.distractor = distractor;
-        o.by_position = by_position;
-        return new headscope::ActivationPatching(m, ids.clean, ids.corrupted, o);
-      },
-      static_cast<headscope::ActivationPatching*>(nullptr));
-}
-
-// The report as it stands: scores not computed yet are NaN (Float64Arrays, row-major)
-val patch_report(const headscope::ActivationPatching& p) {
-  return guarded([&] {
-    const headscope::PatchReport& r = p.report();
-    return object_of({{"nLayer", val(r.n_layer)},
-                      {"nHead", val(r.n_head)},
-                      {"tokens", val(r.tokens)},
-                      {"firstDifference", val(r.first_difference)},
-                      {"idsClean", i32_copy(r.ids_clean)},
-                      {"idsCorrupted", i32_copy(r.ids_corrupted)},
-                      {"attributionReady", val(p.attribution_ready())},
-                      {"answer", val(r.answer)},
-                      {"distractor", val(r.distractor)},
-                      {"ldClean", val(r.ld_clean)},
-                      {"ldCorrupted", val(r.ld_corrupted)},
-                      {"heads", f64_copy(r.heads)},
-                      {"headsAttribution", f64_copy(r.heads_attribution)},
-                      {"resid", f64_copy(r.resid)},
-                      {"headsByPosition", f64_copy(r.heads_by_position)},
-                      {"headsByPositionAttribution", f64_copy(r.heads_by_position_attribution)},
-                      {"exactRunsDone", val(r.exact_runs_done)},
-                      {"exactRunsTotal", val(r.exact_runs_total)}});
-  });
-}
-
 // Direct logit attribution of the last run at `position` for `token` (Model::logit_attribution):
 // { position, token, logit, total, heads (L*NH), attnBias (L), mlp (L), embedding, lnBias }, Float64Arrays.
 val logit_attribution(const Model& m, int position, int token) {
@@ -295,12 +209,11 @@ headscope::Generation* generation(Model& m, val text, double temperature, int to
                                   val ablate_pairs) {
   return guarded(
       [&]() -> headscope::Generation* {
-        if (!(seed >= 0 && seed <= 9007199254740991.0)) throw headscope::Error("seed must be a whole number >= 0");
         headscope::SamplingOptions o;
         o.temperature = temperature;
         o.top_k = top_k;
         o.top_p = top_p;
-        o.seed = (uint64_t)seed;
+        o.seed = seed_of(seed);
         return new headscope::Generation(m, string_of(text, "text"), o, ablate_of(ablate_pairs));
       },
       static_cast<headscope::Generation*>(nullptr));
@@ -313,9 +226,7 @@ val generation_next(headscope::Generation& g) {
     const std::size_t before = g.result().text.size();
     const headscope::GeneratedToken t = g.next();
     const std::string& text = g.result().text;
-    const val bytes = val::global("Uint8Array")
-                          .new_(emscripten::typed_memory_view(text.size() - before,
-                                                              reinterpret_cast<const uint8_t*>(text.data() + before)));
+    const val bytes = u8_copy(reinterpret_cast<const uint8_t*>(text.data() + before), text.size() - before);
     return object_of({{"id", val(t.id)},
                       {"token", val(t.token)},
                       {"prob", val(t.prob)},
@@ -346,89 +257,6 @@ val config_object(const Model& m) {
 // Bytes currently allocated by malloc in the wasm heap: what a leak would grow.
 // mallinfo's fields are int: above 2 GB (the module may grow to 4 GB) read them as unsigned
 double heap_used_bytes() { return (double)(unsigned)mallinfo().uordblks; }
-
-// ---- training ---------------------------------------------------------------------------------------
-
-std::vector<uint8_t> bytes_of(const val& u8, const char* what) {
-  if (!u8.instanceof (val::global("Uint8Array"))) throw headscope::Error(std::string(what) + " must be a Uint8Array");
-  std::vector<uint8_t> out(u8["length"].as<std::size_t>());
-  val(emscripten::typed_memory_view(out.size(), out.data())).call<void>("set", u8);
-  return out;
-}
-
-// spec_json: training_run.hpp's RunSpec JSON over the named preset's spec (or the defaults when
-// preset is ""); init: null, or { config, weights: Uint8Array, vocab, merges } (GPT-2) or
-// { config, weights, tokenizer } (the Llama family's tokenizer.json) to start from.
-TrainingRun* create_training_run(std::string preset, std::string spec_json, val init) {
-  return guarded(
-      [&]() -> TrainingRun* {
-        namespace tr = headscope::train;
-        const tr::RunSpec base = preset.empty() ? tr::RunSpec{} : tr::preset(preset).spec;
-        const tr::RunSpec spec = tr::spec_from_json(spec_json, base);
-        if (init.isNull() || init.isUndefined()) return new TrainingRun(spec);
-        const std::vector<uint8_t> weights = bytes_of(init["weights"], "init.weights");
-        headscope::train::TokenizerFiles tokenizer;
-        if (init["tokenizer"].isUndefined()) {
-          tokenizer.vocab_json = string_of(init["vocab"], "init.vocab");
-          tokenizer.merges_txt = string_of(init["merges"], "init.merges");
-        } else {
-          tokenizer.tokenizer_json = string_of(init["tokenizer"], "init.tokenizer");
-        }
-        return new TrainingRun(spec, string_of(init["config"], "init.config"), weights, std::move(tokenizer));
-      },
-      static_cast<TrainingRun*>(nullptr));
-}
-
-// n steps of the run's task; the losses, one per step
-val training_steps(TrainingRun& run, int n) {
-  return guarded([&] {
-    if (n < 1) throw headscope::Error("steps must be at least 1, got " + std::to_string(n));
-    std::vector<float> losses;
-    losses.reserve(n);
-    for (int i = 0; i < n; i++) losses.push_back(run.step());
-    return f32_copy(losses);
-  });
-}
-
-// one step on an explicit batch: ids (Int32Array of rows x (T+1)), row-major
-val training_step_on(TrainingRun& run, val ids, int rows) {
-  return guarded([&] {
-    const std::vector<int32_t> flat = emscripten::convertJSArrayToNumberVector<int32_t>(ids);
-    if (rows < 1 || flat.size() % rows) throw headscope::Error("the batch's ids do not split into equal rows");
-    const std::size_t n = flat.size() / rows;
-    std::vector<std::vector<int32_t>> batch(rows);
-    for (int r = 0; r < rows; r++) batch[r].assign(flat.begin() + r * n, flat.begin() + (r + 1) * n);
-    return val(run.step_on(batch));
-  });
-}
-
-// { previous, induction } (L*NH each), attention (L, NH, T, T) and ids of the probe's first sequence
-val training_probe(TrainingRun& run) {
-  return guarded([&] {
-    const headscope::train::HeadScores s = run.probe_scores();
-    return object_of({{"previous", f32_copy(s.previous)},
-                      {"induction", f32_copy(s.induction)},
-                      {"attention", f32_copy(run.probe_attention())},
-                      {"ids", i32_copy(run.probe_ids())},
-                      {"period", val(headscope::train::probe_period(run.spec()))}});
-  });
-}
-
-val training_export(const TrainingRun& run) {
-  return guarded([&] {
-    const std::vector<uint8_t> w = run.safetensors_bytes();
-    val out = val::object();
-    out.set("config", run.config_json());
-    out.set("weights", val::global("Uint8Array").new_(emscripten::typed_memory_view(w.size(), w.data())));
-    if (run.tokenizer_files().is_tokenizer_json()) {
-      out.set("tokenizer", run.tokenizer_files().tokenizer_json);
-    } else {
-      out.set("vocab", run.vocab_json());
-      out.set("merges", run.merges_txt());
-    }
-    return out;
-  });
-}
 
 }  // namespace
 
@@ -467,14 +295,6 @@ EMSCRIPTEN_BINDINGS(headscope) {
       .function("tokenize", optional_override([](const Model& m, val text) {
                   return guarded([&] { return token_array(m.tokenizer().encode_input(string_of(text, "text"))); });
                 }));
-  function("measureHeads", &measure_heads, allow_raw_pointers());
-  function("patching", &patching, allow_raw_pointers());
-  class_<headscope::ActivationPatching>("ActivationPatching")
-      .function("step", optional_override([](headscope::ActivationPatching& p, int max_runs) {
-                  return guarded([&] { return val(p.step(max_runs)); });
-                }))
-      .function("progress", &headscope::ActivationPatching::progress)
-      .function("report", &patch_report);
   function("generation", &generation, allow_raw_pointers());
   class_<headscope::Generation>("Generation")
       .function("next", &generation_next)
@@ -486,40 +306,4 @@ EMSCRIPTEN_BINDINGS(headscope) {
                 }))
       .function("text", optional_override([](const headscope::Generation& g) { return g.result().text; }))
       .function("allIds", optional_override([](const headscope::Generation& g) { return i32_copy(g.result().ids); }));
-  class_<headscope::HeadsMeasurement>("HeadsMeasurement")
-      .function("step", optional_override([](headscope::HeadsMeasurement& h, int max_runs) {
-                  return guarded([&] { return val(h.step(max_runs)); });
-                }))
-      .function("progress", &headscope::HeadsMeasurement::progress)
-      .function("report", &heads_report);
-  function("trainingPresets", optional_override([]() { return headscope::train::presets_json(); }));
-  function("createTrainingRun", &create_training_run, allow_raw_pointers());
-  class_<TrainingRun>("TrainingRun")
-      .function("steps", &training_steps)
-      .function("stepOn", &training_step_on)
-      .function("probe", &training_probe)
-      .function("exportFiles", &training_export)
-      .function("setText", optional_override([](TrainingRun& r, val text) {
-                  return guarded([&] {
-                    r.set_text(string_of(text, "text"));
-                    return val(true);
-                  });
-                }))
-      .function("model", optional_override([](const TrainingRun& r) {
-                  return guarded([&]() -> Model* { return new Model(r.model()); }, static_cast<Model*>(nullptr));
-                }),
-                allow_raw_pointers())
-      .function("stepsDone", optional_override([](const TrainingRun& r) { return r.steps_done(); }))
-      .function("setThreads", optional_override([](TrainingRun& r, int threads) {
-                  return guarded([&] {
-                    r.trainer().set_threads(threads);
-                    return val(r.trainer().threads());
-                  });
-                }))
-      .function("learningRate", optional_override([](const TrainingRun& r, int step) { return r.learning_rate(step); }))
-      .function("spec",
-                optional_override([](const TrainingRun& r) { return headscope::train::spec_to_json(r.spec()); }))
-      .function("config",
-                optional_override([](const TrainingRun& r) { return guarded([&] { return val(r.config_json()); }); }))
-      .function("bytes", optional_override([](const TrainingRun& r) { return (double)r.trainer().bytes(); }));
 }

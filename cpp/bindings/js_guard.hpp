@@ -3,6 +3,7 @@
 #pragma once
 #include <emscripten/val.h>
 
+#include <cstdint>
 #include <exception>
 #include <string>
 #include <utility>
@@ -39,6 +40,12 @@ val guarded(F&& fn) {
 inline std::string string_of(const val& v, const char* what) {
   if (!v.isString()) throw Error(std::string(what) + " must be a string");
   return v.as<std::string>();
+}
+
+// A seed from JavaScript's number: a whole number up to 2^53 - 1 (Number.MAX_SAFE_INTEGER)
+inline uint64_t seed_of(double seed) {
+  if (!(seed >= 0 && seed <= 9007199254740991.0)) throw Error("seed must be a whole number >= 0");
+  return (uint64_t)seed;
 }
 
 }  // namespace headscope::js

@@ -1,6 +1,6 @@
-// What the embind modules (embind.cpp, cpp/bench/bench_embind.cpp) hand to JavaScript: copies of
-// arrays as typed arrays (never views into wasm memory, which growth would detach), plain objects
-// built from their fields, and the SIMD report.
+// What the embind modules (the binding files here, cpp/bench/bench_embind.cpp) hand to JavaScript:
+// copies of arrays as typed arrays (never views into wasm memory, which growth would detach), plain
+// objects built from their fields, and the SIMD report.
 #pragma once
 #include <emscripten/val.h>
 
@@ -22,6 +22,9 @@ inline val f64_copy(const std::vector<double>& v) {
 }
 inline val i32_copy(const std::vector<int32_t>& v) {
   return val::global("Int32Array").new_(emscripten::typed_memory_view(v.size(), v.data()));
+}
+inline val u8_copy(const uint8_t* data, std::size_t n) {
+  return val::global("Uint8Array").new_(emscripten::typed_memory_view(n, data));
 }
 
 // A JavaScript object with these fields, set in this order.

@@ -2,7 +2,8 @@
 # .wasm. No eval (DYNAMIC_EXECUTION=0, so it runs under a CSP without 'unsafe-eval'), memory grows on
 # demand. Single-threaded, except in the wasm-threads tree (HEADSCOPE_WASM_THREADS): a second build
 # for cross-origin-isolated pages, which the package picks at load (web/lib/wasm.js).
-add_executable(headscope_wasm cpp/bindings/embind.cpp cpp/bindings/explain_bindings.cpp cpp/bindings/map_bindings.cpp)
+add_executable(headscope_wasm cpp/bindings/embind.cpp cpp/bindings/analysis_bindings.cpp cpp/bindings/train_bindings.cpp
+               cpp/bindings/explain_bindings.cpp cpp/bindings/map_bindings.cpp)
 target_link_libraries(headscope_wasm PRIVATE headscope_core)
 target_link_options(headscope_wasm PRIVATE
   --bind
