@@ -41,37 +41,39 @@ std::vector<headscope::HeadRef> ablate_of(val ablate_pairs) {
 // storage: "f32" or "f16" (headscope::WeightStorage); threads: LoadOptions::threads. The four-argument
 // form loads float32 on the threads the engine has (one, but in the threaded build).
 // What both loaders check of their weights and options: a Uint8Array, "f32" or "f16", the threads.
-headscope::LoadOptions load_options(val weights, val storage, int threads) {
+// maps: LoadOptions::attention_maps.
+headscope::LoadOptions load_options(val weights, val storage, int threads, bool maps) {
   if (!weights.instanceof (val::global("Uint8Array"))) throw headscope::Error("weights must be a Uint8Array");
   headscope::LoadOptions options;
   options.weights = headscope::parse_weight_storage(string_of(storage, "weights"));
   options.threads = threads;
+  options.attention_maps = maps;
   return options;
 }
 
-Model* load_stored(val config_json, val weights, val vocab_json, val merges_txt, val storage, int threads) {
+Model* load_stored(val config_json, val weights, val vocab_json, val merges_txt, val storage, int threads, bool maps) {
   return guarded(
       [&]() -> Model* {
         const std::string config = string_of(config_json, "config.json");
         const std::string vocab = string_of(vocab_json, "vocab.json");
         const std::string merges = string_of(merges_txt, "merges.txt");
-        const headscope::LoadOptions options = load_options(weights, storage, threads);
+        const headscope::LoadOptions options = load_options(weights, storage, threads, maps);
         return new Model(
             Model::load_source(config, std::make_shared<headscope::JsBytes>(weights), vocab, merges, 0, options));
       },
       static_cast<Model*>(nullptr));
 }
 Model* load(val config_json, val weights, val vocab_json, val merges_txt) {
-  return load_stored(config_json, weights, vocab_json, merges_txt, val("f32"), 0);
+  return load_stored(config_json, weights, vocab_json, merges_txt, val("f32"), 0, true);
 }
 // The same with Hugging Face's tokenizer.json instead of vocab.json and merges.txt (the Llama family's).
-Model* load_tokenizer_json(val config_json, val weights, val tokenizer_json, val storage, int threads) {
+Model* load_tokenizer_json(val config_json, val weights, val tokenizer_json, val storage, int threads, bool maps) {
   return guarded(
       [&]() -> Model* {
         const std::string config = string_of(config_json, "config.json");
         headscope::parse_config(config);  // a config of another family is named before the tokenizer is read
         const std::string tokenizer = string_of(tokenizer_json, "tokenizer.json");
-        const headscope::LoadOptions options = load_options(weights, storage, threads);
+        const headscope::LoadOptions options = load_options(weights, storage, threads, maps);
         return new Model(Model::load_source(config, std::make_shared<headscope::JsBytes>(weights),
                                             headscope::Tokenizer::from_tokenizer_json(tokenizer), 0, options));
       },
@@ -254,6 +256,18 @@ val config_object(const Model& m) {
                     {"prefixTokens", val(m.tokenizer().prefix_size())}});
 }
 
+// Model::memory(): { weightBytes, activationBytes, capacityTokens, activationBudgetBytes, bytesAtContext, attentionMaps
+// }
+val memory_object(const Model& m) {
+  const headscope::MemoryUse u = m.memory();
+  return object_of({{"weightBytes", val((double)u.weight_bytes)},
+                    {"activationBytes", val((double)u.activation_bytes)},
+                    {"capacityTokens", val(u.capacity_tokens)},
+                    {"activationBudgetBytes", val((double)u.activation_budget_bytes)},
+                    {"bytesAtContext", val((double)u.bytes_at_context)},
+                    {"attentionMaps", val(u.attention_maps)}});
+}
+
 // Bytes currently allocated by malloc in the wasm heap: what a leak would grow.
 // mallinfo's fields are int: above 2 GB (the module may grow to 4 GB) read them as unsigned
 double heap_used_bytes() { return (double)(unsigned)mallinfo().uordblks; }
@@ -280,6 +294,7 @@ EMSCRIPTEN_BINDINGS(headscope) {
       .function("reserve",
                 optional_override([](Model& m, int tokens) { return guarded([&] { return val(m.reserve(tokens)); }); }))
       .function("config", &config_object)
+      .function("memory", &memory_object)
       .function("threads", optional_override([](const Model& m) { return m.threads(); }))
       .function("parameterCount", optional_override([](const Model& m) { return (double)m.parameter_count(); }))
       .function("weightBytes", optional_override([](const Model& m) { return (double)m.weight_bytes(); }))

@@ -9,7 +9,7 @@ import {
   loadModel, shippedModels, defaultModelName, attentionIndex, strideOf, createTrainer, trainingPresets,
   wasmHeapUsedBytes, wasmMemoryBytes, HeadscopeModel,
   type ModelFiles, type ModelInfo, type LoadProgress, type RunOptions, type RunResult, type Token, type Prediction,
-  type PatchOptions, type PatchProgress, type PatchReport, type RunPatch, type ScoreSplit, type Circuits, type AttentionTile, type AttentionThumbnails, type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset, type HeadInside, type TokenizerJsonModelFiles,
+  type PatchOptions, type PatchProgress, type PatchReport, type RunPatch, type ScoreSplit, type Circuits, type AttentionTile, type AttentionThumbnails, type ModelMemory, type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset, type HeadInside, type TokenizerJsonModelFiles,
   type HeadsOptions, type HeadsProgress, type HeadsReport, type LogitAttribution,
   type GenerateOptions, type GenerateResult, type GeneratedToken, type SamplingDistribution,
 } from 'headscope';
@@ -173,6 +173,10 @@ same<typeof tile, AttentionTile>();
 same<typeof tile.values, Float32Array>();
 const thumbs: AttentionThumbnails = model.attentionThumbnails(text, { size: 64 });
 same<typeof thumbs.n, number>();
+const mem: ModelMemory = model.memory();
+same<typeof mem.attentionMaps, boolean>();
+const bare = await loadModel('headscope-base', { attentionMaps: false });
+same<typeof bare.info.attentionMaps, boolean>();
 // @ts-expect-error  rows is [begin, end]
 model.attentionTile(text, 0, 1, { rows: 3 });
 // @ts-expect-error  the clean text is required
@@ -258,6 +262,7 @@ same<Awaited<ReturnType<WorkerModel['explainScore']>>, ScoreSplit>();
 same<Awaited<ReturnType<WorkerModel['circuits']>>, Circuits>();
 same<Awaited<ReturnType<WorkerModel['attentionTile']>>, AttentionTile>();
 same<Awaited<ReturnType<WorkerModel['attentionThumbnails']>>, AttentionThumbnails>();
+same<Awaited<ReturnType<WorkerModel['memory']>>, ModelMemory>();
 same<Awaited<ReturnType<WorkerModel['logitAttribution']>>, LogitAttribution>();
 const workerOf: LogitAttribution = await worker.logitAttribution(0, 0, { text });
 // @ts-expect-error  a worker's logitAttribution() is a promise

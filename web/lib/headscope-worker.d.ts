@@ -2,7 +2,7 @@
 // Worker): the headscope API running in a Web Worker.
 // Every method returns a promise; results arrive as transferred buffers (not copied).
 // dispose() terminates the worker, which frees the model's memory.
-import type { HeadInside, InspectOptions, LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token, HeadsOptions, HeadsReport, LogitAttribution, PatchOptions, PatchReport, ExplainOptions, ScoreSplit, Circuits, AttentionTile, AttentionTileOptions, AttentionThumbnails, GenerateOptions, GenerateResult } from './headscope.js';
+import type { HeadInside, InspectOptions, LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token, HeadsOptions, HeadsReport, LogitAttribution, PatchOptions, PatchReport, ExplainOptions, ScoreSplit, Circuits, AttentionTile, AttentionTileOptions, AttentionThumbnails, ModelMemory, GenerateOptions, GenerateResult } from './headscope.js';
 
 export interface WorkerLoadOptions {
   /** Called as model bytes arrive. */
@@ -19,6 +19,8 @@ export interface WorkerLoadOptions {
    * `Cross-Origin-Resource-Policy: cross-origin` for a `require-corp` page.
    */
   threads?: number;
+  /** As LoadOptions.attentionMaps of loadModel(). */
+  attentionMaps?: boolean;
   /**
    * Use this worker instead of starting worker-thread.js (beside this module). By default
    * worker-thread.js is started directly when it is on the page's origin, and through a same-origin
@@ -88,6 +90,8 @@ export interface WorkerModel {
   attentionTile(text: string, layer: number, head: number, options?: AttentionTileOptions): Promise<AttentionTile>;
   /** As HeadscopeModel.attentionThumbnails, in the worker (its values transferred). */
   attentionThumbnails(text: string, options?: { size?: number; ablate?: Array<[number, number]> }): Promise<AttentionThumbnails>;
+  /** As HeadscopeModel.memory, in the worker. */
+  memory(): Promise<ModelMemory>;
   /**
    * As HeadscopeModel.generate, in the worker: the same ids as on the page thread for the same
    * options. With onToken, each token's result arrives with only its new attention rows, and the

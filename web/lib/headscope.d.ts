@@ -83,6 +83,27 @@ export interface LoadOptions {
    * says what is in use.
    */
   threads?: number;
+  /**
+   * Keep every head's full attention map after a run (default true). false: the engine keeps no map
+   * and recomputes the rows it is asked for from its key cache (the same floats): a run's memory then
+   * grows with the text, not its square, so a Llama-family model's context (what fits) is longer.
+   * Pull what a view draws with attentionTile() and attentionThumbnails(); run() still returns every
+   * map, recomputed, which for a long text is what does not fit.
+   */
+  attentionMaps?: boolean;
+}
+
+/** How the engine's memory is spent (HeadscopeModel.memory()). */
+export interface ModelMemory {
+  weightBytes: number;
+  /** Activations allocated now, for capacityTokens positions. */
+  activationBytes: number;
+  capacityTokens: number;
+  /** The limit on a text's activations: the context (config.nPositions) is at most what fits it. */
+  activationBudgetBytes: number;
+  /** The activations a text as long as the context needs. */
+  bytesAtContext: number;
+  attentionMaps: boolean;
 }
 
 /** Loads the WebAssembly module (once) and a model. Rejects with an Error naming the problem. */
@@ -144,6 +165,8 @@ export interface ModelInfo {
   simd: { arch: string; floatLanes: number; simd: boolean; relaxedMadd: boolean };
   /** The threads this model's runs are split over (LoadOptions.threads, as available). */
   threads: number;
+  /** LoadOptions.attentionMaps: whether runs keep every head's full map. */
+  attentionMaps: boolean;
 }
 
 export interface Token {
@@ -549,6 +572,8 @@ export declare class HeadscopeModel {
   attentionTile(text: string, layer: number, head: number, options?: AttentionTileOptions): AttentionTile;
   /** Every head's attention map on `text` in at most size x size max-pooled cells (the grid's thumbnails). */
   attentionThumbnails(text: string, options?: { size?: number; ablate?: Array<[number, number]> }): AttentionThumbnails;
+  /** How the engine's memory is spent now: the weights, the activations, the budget a text must fit. */
+  memory(): ModelMemory;
   /** Frees the model's wasm memory; every later call throws. Safe to call twice. */
   dispose(): void;
 }

@@ -34,7 +34,9 @@ export { attentionIndex, strideOf } from './result.js';
  * the engine's threads where it can have them (wasm.js, loadEngine()), by default min(cores, 8).
  */
 export async function loadModel(source, options = {}) {
-  const { onProgress, signal, weights = 'f32' } = options;
+  const { onProgress, signal, weights = 'f32', attentionMaps = true } = options;
+  if (typeof attentionMaps !== 'boolean')
+    throw new Error(`attentionMaps must be true or false, got ${typeof attentionMaps}`);
 
   if (weights !== 'f32' && weights !== 'f16')
     throw new Error(
@@ -53,6 +55,7 @@ export async function loadModel(source, options = {}) {
             asText(files.merges, 'merges'),
             weights,
             threads,
+            attentionMaps,
           ),
         )
       : checked(
@@ -63,6 +66,7 @@ export async function loadModel(source, options = {}) {
             asText(files.tokenizer, 'tokenizer'),
             weights,
             threads,
+            attentionMaps,
           ),
         );
   return new HeadscopeModel(core, handle, name);
@@ -93,7 +97,13 @@ export class HeadscopeModel {
       weights: handle.weightStorage(),
       simd: Object.freeze(core.simdInfo()),
       threads: handle.threads(),
+      attentionMaps: handle.memory().attentionMaps,
     });
+  }
+
+  /** How the engine's memory is spent now (ModelMemory in headscope.d.ts): it changes as texts grow. */
+  memory() {
+    return checked(this.#core, this.#live().memory());
   }
 
   #live() {

@@ -100,3 +100,42 @@ test('bad ranges, heads and bins are refused with their message on both threads,
     worker.dispose();
   }
 });
+
+test('attentionMaps: false keeps no map in the engine: run(), tiles and the memory it reports, on both threads', async () => {
+  const url = fixture('llama-gqa');
+  const kept = await loadModel(url, { threads: 1 });
+  const page = await loadModel(url, { threads: 1, attentionMaps: false });
+  const worker = await loadModelInWorker(url, { worker: nodeWorker(), threads: 1, attentionMaps: false });
+  try {
+    assert.equal(kept.info.attentionMaps, true);
+    assert.equal(page.info.attentionMaps, false);
+    assert.equal(worker.info.attentionMaps, false);
+    const text = 'one two three one two three four';
+    const a = kept.run(text);
+    const b = page.run(text);
+    // every map recomputed from the key cache by the same kernel: the same floats
+    assert.deepEqual(b.attentionAll, a.attentionAll);
+    assert.deepEqual(b.logitsLast, a.logitsLast);
+    assert.deepEqual((await worker.run(text)).attentionAll, a.attentionAll);
+    assert.deepEqual(page.attentionTile(text, 1, 2, { bin: 2 }), kept.attentionTile(text, 1, 2, { bin: 2 }));
+    // the maps' memory, by their definition: L x NH x n² floats kept at the context n, against one
+    // block of at most 12 rows per head (the attention kernel's query block), when both contexts are n
+    const mk = kept.memory(),
+      mb = page.memory();
+    assert.equal(mb.attentionMaps, false);
+    assert.equal(mk.weightBytes, kept.info.weightBytes);
+    assert.ok(mb.bytesAtContext <= mb.activationBudgetBytes && mk.bytesAtContext <= mk.activationBudgetBytes);
+    assert.ok(mb.capacityTokens >= b.T && mb.activationBytes > 0);
+    const { nLayer, nHead, nPositions } = kept.info.config;
+    if (page.info.config.nPositions === nPositions)
+      assert.ok(mk.bytesAtContext - mb.bytesAtContext >= 4 * nHead * nPositions * (nLayer * nPositions - 12));
+    else assert.ok(page.info.config.nPositions > nPositions, 'without the maps a longer context fits');
+    // the worker ran the same text on the same model: the same memory
+    assert.deepEqual(await worker.memory(), page.memory());
+    await assert.rejects(loadModel(url, { attentionMaps: 'no' }), /attentionMaps must be true or false/);
+  } finally {
+    kept.dispose();
+    page.dispose();
+    worker.dispose();
+  }
+});

@@ -37,7 +37,7 @@ class WorkerModel {
     return this.#channel.call(...args);
   }
 
-  async _load(source, onProgress, transferBuffers, weights, threads) {
+  async _load(source, onProgress, transferBuffers, weights, threads, attentionMaps) {
     await this.started();
     // buffers given as the model source are copied to the worker, or with transferBuffers moved
     // (no second copy of a checkpoint of hundreds of MB; the caller's buffers become empty)
@@ -51,7 +51,12 @@ class WorkerModel {
             ),
           ]
         : [];
-    this.#info = await this.call('load', { source: absoluteSource(source), weights, threads }, onProgress, transfer);
+    this.#info = await this.call(
+      'load',
+      { source: absoluteSource(source), weights, threads, attentionMaps },
+      onProgress,
+      transfer,
+    );
     return this;
   }
 
@@ -138,6 +143,11 @@ class WorkerModel {
   /** As HeadscopeModel.circuits, in the worker (its arrays transferred). */
   circuits(options = {}) {
     return this.call('circuits', { options });
+  }
+
+  /** As HeadscopeModel.memory, in the worker. */
+  memory() {
+    return this.call('memory', {});
   }
 
   /** As HeadscopeModel.attentionTile, in the worker (its values transferred). */
@@ -279,6 +289,9 @@ class PageThreadModel {
   async circuits(options) {
     return this.#model.circuits(options);
   }
+  async memory() {
+    return this.#model.memory();
+  }
   async attentionTile(text, layer, head, options) {
     return this.#model.attentionTile(text, layer, head, options);
   }
@@ -386,12 +399,24 @@ export async function loadModelInWorker(source, options = {}) {
       );
     }
     return new PageThreadModel(
-      await loadModel(source, { onProgress: options.onProgress, weights: options.weights, threads: 1 }),
+      await loadModel(source, {
+        onProgress: options.onProgress,
+        weights: options.weights,
+        threads: 1,
+        attentionMaps: options.attentionMaps,
+      }),
     );
   }
   release();
   try {
-    return await model._load(source, options.onProgress, options.transferBuffers, options.weights, threads);
+    return await model._load(
+      source,
+      options.onProgress,
+      options.transferBuffers,
+      options.weights,
+      threads,
+      options.attentionMaps,
+    );
   } catch (e) {
     model.dispose();
     throw e;

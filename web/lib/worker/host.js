@@ -295,6 +295,7 @@ const HANDLERS = {
     model = await loadModel(args.source, {
       weights: args.weights,
       threads: args.threads,
+      attentionMaps: args.attentionMaps,
       onProgress: (p) => self.postMessage({ id, progress: p }),
     });
     return { value: model.info, transfer: [] };
@@ -330,6 +331,9 @@ const HANDLERS = {
     const r = model.explainScore(text, layer, head, query, key, options);
     engineRan(r.text, options);
     return { value: r, transfer: explainBuffers(r) };
+  },
+  memory() {
+    return { value: model.memory(), transfer: [] };
   },
   attentionTile(id, { text, layer, head, options }) {
     const r = model.attentionTile(text, layer, head, options);

@@ -31,7 +31,7 @@ export const MESSAGES = Object.freeze({
   load: {
     handling: QUEUED,
     needs: null,
-    args: '{ source, weights, threads }',
+    args: '{ source, weights, threads, attentionMaps }',
     value: 'ModelInfo',
     progress: '{ loaded, total } (bytes)',
   },
@@ -81,6 +81,12 @@ export const MESSAGES = Object.freeze({
     needs: 'model',
     args: '{ options: { seeds } }',
     value: 'HeadscopeModel.circuits(): Circuits (its typed arrays transferred)',
+  },
+  memory: {
+    handling: QUEUED,
+    needs: 'model',
+    args: '{}',
+    value: 'HeadscopeModel.memory(): ModelMemory',
   },
   attentionTile: {
     handling: QUEUED,
