@@ -93,8 +93,20 @@ struct LoadOptions {
   // pass's own kernel, bit for bit the same. A run's memory then grows with T instead of T², so long
   // texts fit (a Llama-family model's context is what fits), at the cost of that recomputation.
   bool attention_maps = true;
+  // Every run also keeps every head's map as a thumbnail of at most thumbnail_size x thumbnail_size
+  // cells (attention_thumbnails), raised by the forward pass as it computes each row: the grid of
+  // every head costs the run about one comparison per weight and no second pass over the maps, and
+  // typing raises only the new rows' cells. (L x NH x size² floats: 9 MB for GPT-2 small at 128.)
+  // 0: none kept (attention_thumbnails then recomputes them).
+  int thumbnail_size = 128;
 };
 inline constexpr int kMaxThreads = 256;
+inline constexpr int kMaxThumbnailSize = 512;
+
+// The bin of a T x T map's thumbnail of at most size x size cells: the smallest power of two b with
+// ceil(T / b) <= size. A power of two, so that a text growing past a bin doubles it, and the cells
+// at 2b are the maxima of 2 x 2 cells at b: typing never computes an old row again.
+int attention_thumbnail_bin(int T, int size);
 
 struct RunInfo {
   int tokens = 0;           // T, tokens the model saw
@@ -236,8 +248,10 @@ class Model {
   // without the whole map leaving the engine. Throws Error on a range outside [0, T) or a bin < 1.
   AttentionTile attention_tile(int layer, int head, int row_begin, int row_end, int col_begin, int col_end,
                                int bin = 1) const;
-  // Every head's map as a thumbnail of at most `size` x `size` cells: bin = ceil(T / size), each
-  // cell the largest weight of its bin x bin block (as attention_tile's). (L, NH, n, n), n = ceil(T / bin).
+  // Every head's map as a thumbnail of at most `size` x `size` cells: bin = attention_thumbnail_bin(T,
+  // size), each cell the largest weight of its bin x bin block (as attention_tile's). (L, NH, n, n),
+  // n = ceil(T / bin). At LoadOptions::thumbnail_size these are the ones the run pooled (a copy);
+  // another size is recomputed from the key cache.
   std::vector<float> attention_thumbnails(int size, int* bin = nullptr) const;
   std::vector<float> hidden_states() const;  // (L+1, T, C): residual entering each block, then after the last
   // Head h's contribution to the residual stream at each position: its output (T, HS) @ W_O[h*HS:(h+1)*HS, :].

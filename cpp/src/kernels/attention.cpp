@@ -152,7 +152,8 @@ static inline void weighted_values_rows_n(int rows, std::integer_sequence<int, R
 int attention_block_rows() { return kScoreRows; }
 
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, const AttentionShape& shape,
-                       int att_stride, float* key_panels, float* scores, int scores_head, int att_block) noexcept {
+                       int att_stride, float* key_panels, float* scores, int scores_head, int att_block,
+                       const AttentionPool* pool) noexcept {
   const int NH = shape.NH, KV = shape.KV, HS = shape.HS, group = NH / KV;
   const int hs_simd = HS - HS % kLanes;  // head-size columns covered by whole batches
   const float scale = 1.0f / std::sqrt((float)HS);
@@ -205,6 +206,9 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
           if (scores && h == scores_head) std::copy(a, a + t + 1, scores + (std::size_t)t * att_stride);
           softmax_forward(a, t + 1);
           std::fill(a + t + 1, a + att_stride, 0.0f);
+          if (pool && pool->cells)
+            attention_pool_row(pool->cells + ((std::size_t)h * pool->n + (t >> pool->shift)) * pool->n, a, t + 1,
+                               pool->shift);
         }
         // y = P V, kValueRows rows at a time over j up to the sub-block's last position
         for (int t = t0; t <= t_last; t += kValueRows) {
@@ -218,6 +222,23 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
       }
     }
   });
+}
+
+void attention_pool_row(float* cells, const float* row, int n, int shift) noexcept {
+  const int bin = 1 << shift;
+  int j = 0;
+  if (bin >= kLanes) {  // whole cells a batch at a time (bin is a power of two: a multiple of kLanes)
+    for (; j + bin <= n; j += bin) {
+      batch m = batch::load_unaligned(row + j);
+      for (int i = kLanes; i < bin; i += kLanes) m = xsimd::max(m, batch::load_unaligned(row + j + i));
+      float& c = cells[j >> shift];
+      c = std::max(c, simd::horizontal_max(m));
+    }
+  }
+  for (; j < n; j++) {
+    float& c = cells[j >> shift];
+    c = std::max(c, row[j]);
+  }
 }
 
 void attention_rows(float* att_rows, const float* qkv, int h, int r_begin, int r_end, const AttentionShape& shape,

@@ -173,9 +173,19 @@ inline std::size_t attention_key_panels_floats(int att_stride, int C, int NH) {
 //     computed, (NH, att_block, att_stride), and no map is kept (out, key_panels and scores as above;
 //     the rows are the same, bit for bit, so attention_rows() recomputes any of them later). Memory
 //     then grows with T, not T².
+// Thumbnails attention_forward fills while it computes rows (a view's overview of every head without
+// any map kept): query head h's cell (t >> shift, j >> shift) is cells[(h * n + (t >> shift)) * n +
+// (j >> shift)], and each row t computed raises the cells it covers to the largest weight in them.
+struct AttentionPool {
+  float* cells = nullptr;  // (NH, n, n), or null: no pooling
+  int shift = 0;           // cells of 2^shift x 2^shift weights
+  int n = 0;               // cells per side of a head's thumbnail
+};
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, const AttentionShape& shape,
                        int att_stride, float* key_panels, float* scores = nullptr, int scores_head = -1,
-                       int att_block = 0) noexcept;
+                       int att_block = 0, const AttentionPool* pool = nullptr) noexcept;
+// cells[j >> shift] = max(cells[j >> shift], row[j]) for j in [0, n): one row into its thumbnail row
+void attention_pool_row(float* cells, const float* row, int n, int shift) noexcept;
 // The rows attention_forward computes together: the att_block it needs to keep no map.
 int attention_block_rows();
 // Rows [r_begin, r_end) of query head h's attention map, recomputed from qkv and the key cache that

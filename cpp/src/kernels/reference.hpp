@@ -8,6 +8,7 @@
 // Legend: B batch, T tokens, N rows (= B*T in training), C n_embd, NH heads, HS = C/NH, K inner
 //         dimension, OC output columns, V vocabulary, P positions.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -205,11 +206,18 @@ void attention_row(F* a, const F* qkv, int h, int t, int NH, int KV, int HS, int
   softmax_forward(a, t + 1);
   for (int j = t + 1; j < att_stride; j++) a[j] = 0;  // causal mask: the future gets exactly 0
 }
+// One row into its thumbnail row: cells[j >> shift] = max(cells[j >> shift], row[j]), j < n
+template <typename F>
+void attention_pool_row(F* cells, const F* row, int n, int shift) {
+  for (int j = 0; j < n; j++) cells[j >> shift] = std::max(cells[j >> shift], row[j]);
+}
 // att_block > 0: att holds att_block rows per head, (NH, att_block, att_stride), row t at
-// (t - t_begin) % att_block, and no map is kept (kernels.hpp's attention_forward)
+// (t - t_begin) % att_block, and no map is kept (kernels.hpp's attention_forward). pool (NH, pool_n,
+// pool_n) or null: each row computed raised into its head's thumbnail (kernels::AttentionPool).
 template <typename F>
 void attention_forward(F* out, F* att, const F* qkv, int t_begin, int T, int NH, int KV, int HS, int att_stride,
-                       F* scores = nullptr, int scores_head = -1, int att_block = 0) {
+                       F* scores = nullptr, int scores_head = -1, int att_block = 0, F* pool = nullptr,
+                       int pool_shift = 0, int pool_n = 0) {
   const std::size_t row = (std::size_t)(NH + 2 * KV) * HS, out_row = (std::size_t)NH * HS;
   const int group = NH / KV;
   for (int h = 0; h < NH; h++)
@@ -219,6 +227,7 @@ void attention_forward(F* out, F* att, const F* qkv, int t_begin, int T, int NH,
                        : att + ((std::size_t)h * att_stride + t) * att_stride;
       attention_row(a, qkv, h, t, NH, KV, HS, att_stride,
                     scores && h == scores_head ? scores + (std::size_t)t * att_stride : nullptr);
+      if (pool) attention_pool_row(pool + ((std::size_t)h * pool_n + (t >> pool_shift)) * pool_n, a, t + 1, pool_shift);
       F* o = out + (std::size_t)t * out_row + h * HS;
       for (int i = 0; i < HS; i++) o[i] = 0;
       for (int j = 0; j <= t; j++) {

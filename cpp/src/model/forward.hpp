@@ -38,18 +38,19 @@ struct ZPatch {
 // keeps no copy: the model passes one residual buffer as res_mid and res_out, one LayerNorm buffer
 // as ln1 and ln2, and one buffer as fc_pre and fc_act (GELU in place).
 struct BlockBuffers {
-  const float* x = nullptr;     // (n, C) residual stream entering the block
-  float* ln1 = nullptr;         // (n, C) LayerNorm 1
-  float* ln1_mean = nullptr;    // (n) or null; with ln1_rstd, what LayerNorm's backward needs
-  float* ln1_rstd = nullptr;    // (n) or null
-  float* qkv = nullptr;         // (B, stride, W): q | k | v (Llama: after q/k norm and rotation); rows
-                                // below t_begin are the key/value cache
-  float* qkv_raw = nullptr;     // Qwen3 only, or null: (B, stride, W) q | k | v before the q/k norms
-  float* qk_rstd = nullptr;     // Qwen3 only, or null: (B, stride, NH + KV) each head's q/k norm's rstd
-                                // (the two are what the trainer's backward of those norms reads)
-  float* att = nullptr;         // (B, NH, stride, stride) attention probabilities, row = query; with
-                                // att_block, one sequence's (NH, att_block, stride): no map kept
-  int att_block = 0;            // 0, or kernels::attention_block_rows() (one sequence, not packed)
+  const float* x = nullptr;   // (n, C) residual stream entering the block
+  float* ln1 = nullptr;       // (n, C) LayerNorm 1
+  float* ln1_mean = nullptr;  // (n) or null; with ln1_rstd, what LayerNorm's backward needs
+  float* ln1_rstd = nullptr;  // (n) or null
+  float* qkv = nullptr;       // (B, stride, W): q | k | v (Llama: after q/k norm and rotation); rows
+                              // below t_begin are the key/value cache
+  float* qkv_raw = nullptr;   // Qwen3 only, or null: (B, stride, W) q | k | v before the q/k norms
+  float* qk_rstd = nullptr;   // Qwen3 only, or null: (B, stride, NH + KV) each head's q/k norm's rstd
+                              // (the two are what the trainer's backward of those norms reads)
+  float* att = nullptr;       // (B, NH, stride, stride) attention probabilities, row = query; with
+                              // att_block, one sequence's (NH, att_block, stride): no map kept
+  int att_block = 0;          // 0, or kernels::attention_block_rows() (one sequence, not packed)
+  const kernels::AttentionPool* pool = nullptr;  // one sequence: every head's thumbnail, raised by each row computed
   float* key_panels = nullptr;  // kernels::attention_key_panels_floats(stride, shape): the attention kernel's key cache
   float* head_out = nullptr;    // (B, stride, QW) every head's output, concatenated (a switched-off head's is 0)
   float* head_proj = nullptr;   // (n, C) scratch: one head's output through its rows of W_O

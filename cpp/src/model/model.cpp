@@ -25,8 +25,9 @@ uint64_t Model::Impl::activation_floats(uint64_t c64) const {
                  W = config_.qkv_width(), KVW = (uint64_t)config_.kv_heads() * config_.head_size();
   const uint64_t FS = config_.family == Family::llama ? 3 * (uint64_t)config_.n_inner : config_.n_inner;
   const uint64_t maps = keep_maps_ ? L * NH * c64 * c64 : NH * (uint64_t)kernels::attention_block_rows() * c64;
+  const uint64_t thumbnails = L * NH * (uint64_t)thumb_size_ * thumb_size_;
   return (L + 1) * c64 * C + L * c64 * W + maps + L * c64 * QW + L * NH * c64 + 3 * c64 * C + c64 * FS +
-         L * (2 * c64 + 32) * KVW /* key panels and values: L x KV x <= (2 cap + panel) x HS */;
+         L * (2 * c64 + 32) * KVW /* key panels and values: L x KV x <= (2 cap + panel) x HS */ + thumbnails;
 }
 
 bool Model::Impl::ensure_capacity(int T) {
@@ -233,6 +234,9 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
   const bool llama = c.family == Family::llama;
   const k::AttentionShape shape{NH, c.kv_heads(), c.head_size()};
   forward_calls_++;
+  prepare_thumbnails(t_begin, layer_begin);
+  thumb_rows_ = -1;  // until every layer has raised them (a failed run leaves them to be pooled again)
+  const int S = thumb_size_;
 
   if (n > 0) {
     for (int t = t_begin; layer_begin == 0 && t < T; t++) {
@@ -268,9 +272,12 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
       io.contrib = options_.keep_contributions ? &contrib_[(std::size_t)l * NH * cap * C] : nullptr;
       io.norms = &contrib_norm_[(std::size_t)l * NH * cap];
       if (l == run_patch_layer_) io.patches = &run_patch_;
+      const k::AttentionPool pool{S ? &thumbs_[(std::size_t)l * NH * S * S] : nullptr, thumb_shift_, S};
+      io.pool = &pool;
       block_forward(c, blocks_[l], io, 1, t_begin, T, (int)cap);
     }
   }
+  thumb_rows_ = T;
 
   // final norm and LM head; the last row always (T may have shrunk: text deleted at the end)
   const float* final_stream = &residual_[(std::size_t)c.n_layer * cap * C];

@@ -13,7 +13,7 @@ namespace headscope {
 struct Model::Impl {
   // ---- the operations behind Model's API (contracts in model.hpp) ----
   void build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors, Tokenizer tokenizer,
-             WeightStorage storage, int threads, bool attention_maps);
+             const LoadOptions& options);
   void load_weights(const SafeTensors& st, bool f16);  // model_load.cpp, through the family's arch/ table
   std::size_t weight_bytes() const;
   RunInfo run(std::string_view text, const RunOptions& options);
@@ -83,8 +83,21 @@ struct Model::Impl {
   std::vector<float> scratch_fc_;    // (cap, F) GPT-2; (cap, 3F) Llama: gate | up, then the SwiGLU
   std::vector<float> key_panels_;    // L x attention_key_panels_floats(cap, shape): keys and values in the attention
                                      // kernel's layout, cached with qkv_
-  std::vector<float> logits_last_;   // (V)
-  std::vector<float> logits_all_;    // (cap, V) with all_logits
+  // Every head's thumbnail of the last run (LoadOptions::thumbnail_size S), raised by the forward pass
+  // as it computes each row: (L, NH, S, S) cells of 2^thumb_shift_ x 2^thumb_shift_ weights
+  // (attention_thumbnail_bin), rows [0, thumb_rows_) pooled in. Empty when S is 0.
+  int thumb_size_ = 0;
+  std::vector<float> thumbs_;
+  int thumb_shift_ = 0;
+  int thumb_rows_ = 0;
+  // Before forward(t_begin, .., layer_begin): the thumbnails brought to this run's bin and cleared of
+  // every row the run computes again; the forward then raises them by the rows it computes
+  void prepare_thumbnails(int t_begin, int layer_begin);
+  // rows [r0, r1) of every head of layers [l0, l1) on the last run's cache, max-pooled into `cells`
+  // ((L, NH, S, S) cells of 2^shift weights): the fallback when rows the thumbnails held were lost
+  void pool_from_cache(float* cells, int S, int shift, int l0, int l1, int r0, int r1) const;
+  std::vector<float> logits_last_;  // (V)
+  std::vector<float> logits_all_;   // (cap, V) with all_logits
 
   // a count of forward() calls, by which a caller that keeps state between calls (the activation
   // patching, which reads the activations a run left) sees another's run

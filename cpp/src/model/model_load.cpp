@@ -204,11 +204,13 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
   if (options.threads < 0 || options.threads > kMaxThreads)
     throw Error("threads must be within [0, " + std::to_string(kMaxThreads) + "] (0: one per core), got " +
                 std::to_string(options.threads));
+  if (options.thumbnail_size < 0 || options.thumbnail_size > kMaxThumbnailSize)
+    throw Error("thumbnail_size must be within [0, " + std::to_string(kMaxThumbnailSize) + "] (0: none), got " +
+                std::to_string(options.thumbnail_size));
   const ModelConfig config = parse_config(config_json);
   check_weights_fit(config, resident_bytes, options.weights);
   try {
-    m.impl_->build(config_json, std::move(safetensors), std::move(tokenizer), options.weights, options.threads,
-                   options.attention_maps);
+    m.impl_->build(config_json, std::move(safetensors), std::move(tokenizer), options);
   } catch (const std::bad_alloc&) {
     throw Error(
         std::string("out of memory while loading the model: its ") + storage_words(options.weights) +
@@ -219,9 +221,12 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
 }
 
 void Model::Impl::build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
-                        Tokenizer tokenizer, WeightStorage storage, int threads, bool attention_maps) {
+                        Tokenizer tokenizer, const LoadOptions& options) {
+  const WeightStorage storage = options.weights;
+  const int threads = options.threads;
   config_ = parse_config(config_json);
-  keep_maps_ = attention_maps;
+  keep_maps_ = options.attention_maps;
+  thumb_size_ = options.thumbnail_size;
   if (config_.family == Family::llama) {
     // The context is what fits: with the maps kept (L, NH, T, T), a model with many layers and heads
     // reaches the activation limit (model_memory.hpp) long before kLlamaContext (SmolLM2-135M near

@@ -114,30 +114,6 @@ AttentionTile Model::Impl::attention_tile(int layer, int head, int row_begin, in
   return tile;
 }
 
-std::vector<float> Model::Impl::attention_thumbnails(int size, int* bin_out) const {
-  require_run();
-  if (size < 1) throw Error("attention thumbnails: size must be at least 1, got " + std::to_string(size));
-  const int bin = (T_ + size - 1) / size, n = (T_ + bin - 1) / bin;
-  if (bin_out) *bin_out = bin;
-  const std::size_t heads = (std::size_t)config_.n_layer * config_.n_head;
-  std::vector<float> out(heads * n * n, 0.0f);
-  // a pass over every map's rows (kept, or recomputed bin rows at a time), max-pooled as attention_tile pools
-  std::vector<float> rows((std::size_t)bin * cap_);
-  for (std::size_t lh = 0; lh < heads; lh++) {
-    float* cells = &out[lh * n * n];
-    for (int t0 = 0; t0 < T_; t0 += bin) {
-      const int t1 = std::min(T_, t0 + bin);
-      map_rows((int)(lh / config_.n_head), (int)(lh % config_.n_head), t0, t1, rows.data());
-      float* row = cells + (std::size_t)(t0 / bin) * n;
-      for (int t = t0; t < t1; t++) {
-        const float* w = &rows[(std::size_t)(t - t0) * cap_];
-        for (int j = 0; j <= t; j++) row[j / bin] = std::max(row[j / bin], w[j]);
-      }
-    }
-  }
-  return out;
-}
-
 void Model::Impl::copy_attention_all(float* out) const { copy_attention_rows(out, 0, T_, T_); }
 
 std::size_t Model::Impl::attention_rows_floats(int row_begin, int block_rows, int stride) const {

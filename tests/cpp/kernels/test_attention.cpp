@@ -271,6 +271,46 @@ TEST_CASE("attention_forward keeping no map (att_block) gives the same outputs, 
   }
 }
 
+TEST_CASE("attention_forward raises each head's thumbnail to the maxima of the rows it computes",
+          "[kernels][attention]") {
+  // The grid's thumbnails are pooled while the rows are computed (kernels::AttentionPool): each cell
+  // the largest weight of its 2^shift x 2^shift block, here computed independently from the kept map
+  // (maxima of the same floats: tolerance 0), with the rows computed in two calls as typing computes
+  // them, keeping the map and keeping only a block of rows, for cell sizes below, at and above a batch.
+  std::mt19937 rng(41);
+  for (const auto& [NH, KV, HS] : {std::tuple{3, 3, 20}, std::tuple{6, 2, 8}}) {
+    const k::AttentionShape shape{NH, KV, HS};
+    const int T = 61, stride = 64;
+    const auto qkv = random_normal((std::size_t)T * shape.qkv_row(), rng, 1.5f);
+    for (int shift : {0, 1, 2, 3, 4}) {
+      const int n = ((T - 1) >> shift) + 1;
+      for (int block : {0, k::attention_block_rows()}) {
+        std::vector<float> att((std::size_t)NH * stride * stride, 0.0f), out((std::size_t)T * shape.out_row());
+        std::vector<float> panels(k::attention_key_panels_floats(stride, shape), 0.0f);
+        std::vector<float> cells((std::size_t)NH * n * n, 0.0f);
+        const k::AttentionPool pool{cells.data(), shift, n};
+        std::vector<float> map((std::size_t)NH * stride * stride, 0.0f);
+        k::attention_forward(out.data(), map.data(), qkv.data(), 0, T, shape, stride, panels.data());
+        std::fill(panels.begin(), panels.end(), 0.0f);
+        k::attention_forward(out.data(), att.data(), qkv.data(), 0, 37, shape, stride, panels.data(), nullptr, -1,
+                             block, &pool);
+        k::attention_forward(out.data(), att.data(), qkv.data(), 37, T, shape, stride, panels.data(), nullptr, -1,
+                             block, &pool);
+        INFO("NH=" << NH << " KV=" << KV << " HS=" << HS << " shift " << shift << " block " << block);
+        for (int h = 0; h < NH; h++)
+          for (int a = 0; a < n; a++)
+            for (int b = 0; b < n; b++) {
+              float want = 0.0f;
+              for (int t = a << shift; t < std::min(T, (a + 1) << shift); t++)
+                for (int j = b << shift; j < std::min(t + 1, (b + 1) << shift); j++)
+                  want = std::max(want, map[((std::size_t)h * stride + t) * stride + j]);
+              REQUIRE(cells[((std::size_t)h * n + a) * n + b] == want);
+            }
+      }
+    }
+  }
+}
+
 TEST_CASE("train: attention_backward equals the reference over head sizes and lengths", "[train][attention]") {
   std::mt19937 rng(14);
   for (int NH : {1, 2, 3})

@@ -68,7 +68,9 @@ void check_tiles(const Model& m, std::mt19937& rng) {
     int bin = 0;
     const std::vector<float> thumbs = m.attention_thumbnails(size, &bin);
     INFO("thumbnails of size " << size << ", T " << T);
-    REQUIRE(bin == (T + size - 1) / size);
+    REQUIRE(bin == headscope::attention_thumbnail_bin(T, size));
+    REQUIRE(
+        ((bin & (bin - 1)) == 0 && (T + bin - 1) / bin <= size && (bin == 1 || (T + bin / 2 - 1) / (bin / 2) > size)));
     const int n = (T + bin - 1) / bin;
     REQUIRE(n <= size);
     REQUIRE(thumbs.size() == (std::size_t)L * NH * n * n);
@@ -97,6 +99,58 @@ TEST_CASE("attention tiles and thumbnails equal the full maps' cells and their m
   }
 }
 
+TEST_CASE("the thumbnails a run keeps follow every edit of the text and every head switched off", "[model][tiles]") {
+  // The thumbnails are raised row by row by the forward pass and carried from run to run: appended
+  // rows raise their cells, a bin that doubles pools 2 x 2 cells, a deleted or changed ending clears
+  // its cells (the kept rows of a shared cell row pooled again from the cache), a shorter bin and a
+  // change of switched-off heads pool again. After each run they must equal the pooling of that
+  // run's full maps, computed here (tolerance 0: maxima of the same floats), with a kept size of 4
+  // so that these short texts cross several bins, keeping the maps and keeping none.
+  for (const bool maps : {true, false}) {
+    headscope::LoadOptions o;
+    o.thumbnail_size = 4;
+    o.attention_maps = maps;
+    for (const std::string& name : {std::string("tiny-hs4"), std::string("llama-gqa")}) {
+      INFO("model " << name << (maps ? " keeping the maps" : " keeping none"));
+      Model m = load_fixture(name, "model.safetensors", o);
+      const int L = m.config().n_layer, NH = m.config().n_head;
+      struct Step {
+        const char* text;
+        std::vector<headscope::HeadRef> ablate;
+      };
+      const std::vector<Step> steps = {
+          {"The chef", {}},
+          {"The chef, who", {}},                                                      // typing: bin 1 to 2 or 4
+          {"The chef, who trained in Paris, cooked the meal quickly.", {}},           // a pasted ending
+          {"The chef, who trained in Paris, cooked the meal quick", {}},              // deleted at the end
+          {"The chef, who trained in Paris, cooked the meal quick", {{L - 1, 0}}},    // a head off in the last layer
+          {"The chef, who trained in Paris, cooked the meal quick", {{0, NH - 1}}},   // another, in the first
+          {"The chef, who trained in London, cooked the meal quick", {{0, NH - 1}}},  // changed in the middle
+          {"The chef, who", {}},                                                      // a shorter bin again
+          {"The cook", {}},
+      };
+      for (const Step& step : steps) {
+        headscope::RunOptions ro;
+        ro.ablate = step.ablate;
+        m.run(step.text, ro);
+        const int T = m.T();
+        int bin = 0;
+        const std::vector<float> thumbs = m.attention_thumbnails(4, &bin);
+        INFO("text \"" << step.text << "\", T " << T << ", bin " << bin << ", heads off " << step.ablate.size());
+        REQUIRE(bin == headscope::attention_thumbnail_bin(T, 4));
+        const int n = (T + bin - 1) / bin;
+        REQUIRE(thumbs.size() == (std::size_t)L * NH * n * n);
+        for (int lh = 0; lh < L * NH; lh++) {
+          const std::vector<float> want = pooled(m.attention(lh / NH, lh % NH), T, 0, T, 0, T, bin);
+          const std::vector<float> got(thumbs.begin() + (std::ptrdiff_t)lh * n * n,
+                                       thumbs.begin() + (std::ptrdiff_t)(lh + 1) * n * n);
+          test_util::require_same_bits(got, want, "head " + std::to_string(lh) + "'s kept thumbnail");
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("attention tiles refuse what is not there", "[model][tiles]") {
   Model m = load_fixture("tiny-hs4");
   REQUIRE_THROWS_WITH(m.attention_tile(0, 0, 0, 1, 0, 1), Catch::Matchers::Contains("call run() first"));
@@ -110,6 +164,9 @@ TEST_CASE("attention tiles refuse what is not there", "[model][tiles]") {
   REQUIRE_THROWS_WITH(m.attention_tile(0, 0, 0, 1, -1, 1), Contains("columns"));
   REQUIRE_THROWS_WITH(m.attention_tile(0, 0, 0, 1, 0, 1, 0), Contains("bin must be within [1, "));
   REQUIRE_THROWS_WITH(m.attention_thumbnails(0), Contains("size must be at least 1"));
+  headscope::LoadOptions big;
+  big.thumbnail_size = headscope::kMaxThumbnailSize + 1;
+  REQUIRE_THROWS_WITH(load_fixture("tiny-hs4", "model.safetensors", big), Contains("thumbnail_size must be within"));
 }
 
 TEST_CASE("a model that keeps no attention maps gives every result of one that does, bit for bit",
