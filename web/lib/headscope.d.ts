@@ -87,8 +87,8 @@ export interface LoadOptions {
    * Keep every head's full attention map after a run (default true). false: the engine keeps no map
    * and recomputes the rows it is asked for from its key cache (the same floats): a run's memory then
    * grows with the text, not its square, so a Llama-family model's context (what fits) is longer.
-   * Pull what a view draws with attentionTile() and attentionThumbnails(); run() still returns every
-   * map, recomputed, which for a long text is what does not fit.
+   * Pull what a view draws with attentionTile() and run(text, { attention: 'thumbnails' }); run()'s
+   * default still returns every map, recomputed, which for a long text is what does not fit.
    */
   attentionMaps?: boolean;
 }
@@ -191,6 +191,14 @@ export interface RunOptions {
    *  first time, then only the new tokens' while typing at the end (the engine keeps them with its cache). */
   valueNorms?: boolean;
   /**
+   * What the result holds of the attention maps. 'all' (the default): every head's full map
+   * (attentionAll, L x H x T x T floats). 'thumbnails': none of them, every head's thumbnail instead
+   * (thumbnails, at most 128 x 128 max-pooled cells a head, which the forward pass pooled as it went),
+   * so that a long text's result stays small; pull exact values with attentionTile(). `reuse` is
+   * then ignored.
+   */
+  attention?: 'all' | 'thumbnails';
+  /**
    * An earlier result of this model that the caller no longer needs (typically the one on screen,
    * while the reader types). Attention rows before the first changed token are the same numbers, so
    * only the rows from there on are copied out of the engine (and, in a Worker, sent across) and
@@ -239,8 +247,16 @@ export interface RunResult {
   /** Attention probabilities, [nLayer, nHead, stride, stride]: row = query token, column = key
    *  token (both < T); rows sum to 1 and entries above the diagonal are 0 (a token cannot see later
    *  tokens). stride is T unless the run was given `reuse`; read through attention() or
-   *  attentionIndex() (exported here) to be independent of it. */
-  attentionAll: Float32Array;
+   *  attentionIndex() (exported here) to be independent of it. Absent with { attention: 'thumbnails' }. */
+  attentionAll?: Float32Array;
+  /** Only with { attention: 'thumbnails' }: [nLayer, nHead, thumbnailCells, thumbnailCells], each
+   *  cell the largest weight of a thumbnailBin x thumbnailBin block of the head's map (thumbnailBin:
+   *  the smallest power of two that fits the map in 128 cells; 1 for T <= 128). */
+  thumbnails?: Float32Array;
+  thumbnailBin?: number;
+  thumbnailCells?: number;
+  /** One head's thumbnail, thumbnailCells x thumbnailCells (a copy). Throws without { attention: 'thumbnails' }. */
+  thumbnail(layer: number, head: number): Float32Array;
   /** Rows and columns of each head's block in attentionAll: T, or more for a result that takes typed tokens (`reuse`). */
   stride: number;
   /** Attention rows before this one came from the `reuse` result (0: every row was copied from the engine). */
@@ -249,7 +265,8 @@ export interface RunResult {
   ablate: Array<[number, number]>;
   /** RunOptions.patch as run, or null. */
   patch: RunPatch | null;
-  /** One head's T x T attention (a copy). Throws on a layer or head out of range. */
+  /** One head's T x T attention (a copy). Throws on a layer or head out of range, and on a result
+   *  run with { attention: 'thumbnails' }. */
   attention(layer: number, head: number): Float32Array;
   /** [nLayer, nHead, T]: the L2 norm of what each head writes into the residual stream at each
    *  token (its output times its rows of W_O). A layer's attention output is the sum of these
@@ -731,7 +748,7 @@ export interface AttentionTile {
   values: Float32Array;
 }
 
-/** Every head's map pooled as AttentionTile pools: bin = ceil(T / size), n = ceil(T / bin) cells a side. */
+/** Every head's map pooled as AttentionTile pools: bin the smallest power of two with ceil(T / bin) <= size, n = ceil(T / bin) cells a side. */
 export interface AttentionThumbnails {
   text: string;
   ablate: Array<[number, number]>;

@@ -20,7 +20,7 @@ import { generateOptions, WrittenText, toWellFormed, byteToIndexMaps, writeToken
 import { HeadscopeTrainer, presetsFromCore, measureHeadsOf } from './trainer.js';
 import { patchOf, runPatch } from './patching.js';
 import { explainOf, circuitsOf } from './explain.js';
-import { tileOf, thumbnailsOf } from './maps.js';
+import { tileOf, thumbnailsOf, thumbnailFields, THUMBNAIL_SIZE } from './maps.js';
 
 export { shippedModels, defaultModelName } from './files.js';
 export { wasmHeapUsedBytes, wasmMemoryBytes } from './wasm.js';
@@ -171,11 +171,14 @@ export class HeadscopeModel {
   runData(text, options = {}, previous = null) {
     const h = this.#live();
     const wellFormed = toWellFormed(text);
-    const { ablate = [], topK: k = 10, allLogits = false, valueNorms = false } = options;
+    const { ablate = [], topK: k = 10, allLogits = false, valueNorms = false, attention = 'all' } = options;
     const flat = flatAblate(ablate);
     if (!Number.isInteger(k) || k < 0) throw new Error(`topK must be a non-negative integer, got ${k}`);
+    if (attention !== 'all' && attention !== 'thumbnails')
+      throw new Error(`attention must be 'all' or 'thumbnails', got ${JSON.stringify(attention)}`);
+    const maps = attention === 'all';
     const patch = runPatch(options.patch);
-    if (patch) previous = null; // a patched run computes every token: no row is shared
+    if (patch || !maps) previous = null; // a patched run computes every token: no row is shared
     this.#engineHoldsLastRun = false;
     this.#generating = null;
     const run = checked(this.#core, h.run(wellFormed, flat, !!allLogits, patch));
@@ -185,18 +188,27 @@ export class HeadscopeModel {
     const { nPositions } = this.#info.config;
     const rowsFrom = previous ? firstChangedRow(previous, h.tokenIds()) : 0;
     const stride = !previous ? T : rowsFrom > 0 ? previous.stride : roomyStride(T, nPositions);
-    const out = checked(this.#core, h.results(k, !!allLogits, rowsFrom, rowsFrom > 0 ? T - rowsFrom : stride, stride));
+    // without maps: no attention row is copied out (rows [T, T): none), every head's thumbnail instead
+    const out = checked(
+      this.#core,
+      maps
+        ? h.results(k, !!allLogits, rowsFrom, rowsFrom > 0 ? T - rowsFrom : stride, stride)
+        : h.results(k, !!allLogits, T, 0, T),
+    );
     const map = byteToIndexMaps(wellFormed);
     const tokens = engineTokens(out, T, map);
     const { droppedTokens, reusedTokens } = run;
     const fields = { text: wellFormed, tokens, T, ablate, droppedTokens, reusedTokens, stride, rowsFrom };
-    return { ...this.#plainData(h, out, fields, { loss: allLogits ? out.loss : undefined, valueNorms }), patch };
+    const data = this.#plainData(h, out, fields, { loss: allLogits ? out.loss : undefined, valueNorms, maps });
+    if (!maps)
+      Object.assign(data, thumbnailFields(checked(this.#core, this.#core.attentionThumbnails(h, THUMBNAIL_SIZE))));
+    return { ...data, patch };
   }
 
   // The plain data runData() and a generation step give: `fields`, the model's shape, the engine's
   // results `out` (attention as attentionRows when rows before rowsFrom are left out, else
   // attentionAll), the loss when given, and with valueNorms the engine's value sizes.
-  #plainData(h, out, fields, { loss, valueNorms }) {
+  #plainData(h, out, fields, { loss, valueNorms, maps = true }) {
     const { text, tokens, T, ablate, droppedTokens, reusedTokens, stride, rowsFrom } = fields;
     const { nLayer, nHead, nKvHead } = this.#info.config;
     const data = {
@@ -216,7 +228,7 @@ export class HeadscopeModel {
       logitsLast: out.logitsLast,
       topNext: out.topNext,
     };
-    data[rowsFrom > 0 ? 'attentionRows' : 'attentionAll'] = out.attentionRows;
+    if (maps) data[rowsFrom > 0 ? 'attentionRows' : 'attentionAll'] = out.attentionRows;
     if (loss !== undefined) data.loss = loss;
     if (valueNorms) data.valueNorms = checked(this.#core, h.valueNorms());
     return data;

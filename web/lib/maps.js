@@ -51,10 +51,17 @@ export function tileOf(core, h, text, layer, head, options, model) {
   };
 }
 
+// The thumbnails every run keeps in the engine (LoadOptions::thumbnail_size's default): asking for
+// this size copies them, another size recomputes them.
+export const THUMBNAIL_SIZE = 128;
+
+/** A run's thumbnails as a result's fields (run(text, { attention: 'thumbnails' }); result.js's layout). */
+export const thumbnailFields = (t) => ({ thumbnails: t.values, thumbnailBin: t.bin, thumbnailCells: t.n });
+
 /** HeadscopeModel.attentionThumbnails()'s work: every head's map in at most size × size cells. */
 export function thumbnailsOf(core, h, text, options, model) {
   checkText(text);
-  const { ablate = [], size = 128 } = options ?? {};
+  const { ablate = [], size = THUMBNAIL_SIZE } = options ?? {};
   whole('size', size, 1);
   const T = model.run(text, flatAblate(ablate));
   const t = checked(core, core.attentionThumbnails(h, size));

@@ -10,6 +10,9 @@
 //   contributionNorms  [nLayer, nHead, T]     norm of what each head writes through W_O, per token
 //   valueNorms         [nLayer, nHead, T]     || v_j W_O^h ||, per key token (only with { valueNorms })
 //   logitsLast         [V]                    next-token logits after the last token
+//   thumbnails         [nLayer, nHead, n, n]  instead of attentionAll, with { attention: 'thumbnails' }:
+//                                             n = thumbnailCells, each cell the largest weight of a
+//                                             thumbnailBin x thumbnailBin block (Model::attention_thumbnails)
 // nKvHead: the model's key/value heads (nHead for GPT-2); query head h reads h / (nHead / nKvHead).
 
 /** Rows and columns of each head's block in attentionAll (T unless the result keeps wider blocks). */
@@ -23,9 +26,24 @@ export function attentionIndex(result, layer, head, q, k) {
   return ((layer * result.nHead + head) * S + q) * S + k;
 }
 
-/** Attention weight of query q on key k in one head. */
+/**
+ * Where one head's weights are: { data, offset, stride }, weight (q, k) at data[offset + q * stride + k].
+ * The result's attentionAll, or for a result without maps ({ attention: 'thumbnails' }) a head's map
+ * a page pulled for it (`result.pulled`: Map of layer * nHead + head -> { data, stride }, rows < T
+ * filled); null when neither holds the head.
+ */
+export function headSource(result, layer, head) {
+  if (result.attentionAll)
+    return { data: result.attentionAll, offset: headOffset(result, layer, head), stride: strideOf(result) };
+  const m = result.pulled?.get(layer * result.nHead + head);
+  return m ? { data: m.data, offset: 0, stride: m.stride } : null;
+}
+
+/** Attention weight of query q on key k in one head (NaN when the result holds no weights of the head: headSource). */
 export function attentionAt(result, layer, head, q, k) {
-  return result.attentionAll[attentionIndex(result, layer, head, q, k)];
+  if (result.attentionAll) return result.attentionAll[attentionIndex(result, layer, head, q, k)];
+  const src = headSource(result, layer, head);
+  return src ? src.data[src.offset + q * src.stride + k] : NaN;
 }
 
 /** Offset of the first weight of one head's block in attentionAll (row q starts q * strideOf() later). */
@@ -47,7 +65,7 @@ function checkLayerHead(data, layer, head) {
 }
 
 /** The typed arrays of a result: what a worker transfers instead of copying. */
-const RESULT_BUFFERS = ['attentionAll', 'attentionRows', 'contributionNorms', 'valueNorms', 'logitsLast'];
+const RESULT_BUFFERS = ['attentionAll', 'attentionRows', 'thumbnails', 'contributionNorms', 'valueNorms', 'logitsLast'];
 
 /** A result's plain data (no methods) and the buffers to transfer with it across postMessage. */
 export function resultForTransfer(result) {
@@ -170,11 +188,24 @@ export function makeResult(data) {
     attention(layer, head) {
       checkCurrent(result);
       checkLayerHead(data, layer, head);
+      if (!data.attentionAll)
+        throw new Error(
+          "this result keeps no attention maps (run with attention: 'thumbnails'): read thumbnail(), or pull a part with model.attentionTile()",
+        );
       const o = headOffset(data, layer, head);
       if (S === data.T) return data.attentionAll.slice(o, o + S * S);
       const out = new Float32Array(data.T * data.T);
       for (let q = 0; q < data.T; q++) out.set(data.attentionAll.subarray(o + q * S, o + q * S + data.T), q * data.T);
       return out;
+    },
+    /** One head's thumbnail, thumbnailCells x thumbnailCells row-major (a copy); only with { attention: 'thumbnails' }. */
+    thumbnail(layer, head) {
+      checkLayerHead(data, layer, head);
+      if (!(data.thumbnails instanceof Float32Array))
+        throw new Error("this result has no thumbnails: run with { attention: 'thumbnails' }");
+      const n = data.thumbnailCells;
+      const o = (layer * data.nHead + head) * n * n;
+      return data.thumbnails.slice(o, o + n * n);
     },
     /** One head's contribution norm at every token (a copy). */
     headContribution(layer, head) {

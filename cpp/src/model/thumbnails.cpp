@@ -118,13 +118,13 @@ std::vector<float> Model::Impl::attention_thumbnails(int size, int* bin_out) con
   if ((uint64_t)heads * n * n > kMaxActivationFloats)
     throw Error("attention thumbnails of " + std::to_string(n) + " x " + std::to_string(n) + " cells for " +
                 std::to_string(heads) + " heads need " + std::to_string((uint64_t)heads * n * n * 4 >> 20) +
-                " MB, more than the " + std::to_string(kMaxActivationFloats * 4 >> 20) + " MB limit: ask for a smaller size");
+                " MB, more than the " + std::to_string(kMaxActivationFloats * 4 >> 20) +
+                " MB limit: ask for a smaller size");
   std::vector<float> out(heads * n * n, 0.0f);
   if (size == thumb_size_ && thumb_rows_ == T_) {  // the run's own
     const std::size_t S = thumb_size_;
     for (std::size_t lh = 0; lh < heads; lh++)
-      for (int a = 0; a < n; a++)
-        std::copy_n(&thumbs_[(lh * S + a) * S], n, &out[(lh * n + a) * n]);
+      for (int a = 0; a < n; a++) std::copy_n(&thumbs_[(lh * S + a) * S], n, &out[(lh * n + a) * n]);
     return out;
   }
   // another size: a pass over every map's rows (kept, or recomputed), pooled as the forward pools

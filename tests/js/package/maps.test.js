@@ -10,6 +10,11 @@ import { loadModel } from '../../../dist/headscope.js';
 import { loadModelInWorker } from '../../../dist/headscope-worker.js';
 import { testModelUrl } from './helpers.js';
 import { nodeWorker } from './node-worker.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { writeRandomModel } from '../../e2e/random-model.mjs';
 
 const fixture = (name) => new URL(`../../fixtures/models/${name}/`, import.meta.url);
 
@@ -24,6 +29,13 @@ function pooled(map, T, [r0, r1], [c0, c1], bin) {
       out[i] = Math.max(out[i], map[r * T + j]);
     }
   return out;
+}
+
+// the thumbnails' bin, from its definition: the smallest power of two that fits T in `size` cells
+function thumbnailBin(T, size) {
+  let bin = 1;
+  while (Math.ceil(T / bin) > size) bin *= 2;
+  return bin;
 }
 
 const cases = [
@@ -56,7 +68,7 @@ for (const c of cases) {
         }
       for (const size of [4, 128]) {
         const th = page.attentionThumbnails(c.text, { size });
-        assert.equal(th.bin, Math.ceil(T / size));
+        assert.equal(th.bin, thumbnailBin(T, size));
         assert.equal(th.n, Math.ceil(T / th.bin));
         assert.equal(th.values.length, nLayer * nHead * th.n * th.n);
         for (let lh = 0; lh < nLayer * nHead; lh++) {
@@ -71,6 +83,66 @@ for (const c of cases) {
     }
   });
 }
+
+test("run(text, { attention: 'thumbnails' }) returns every head's thumbnail and no map, while typing, on both threads", async () => {
+  // The pooled thumbnails are carried from run to run in the engine (a doubled bin, deleted tokens):
+  // each result's must equal the max-pooling of the full maps of the same text from a model kept
+  // apart (exact: maxima of the same floats). A random model with a context of 640 tokens, so that
+  // the texts cross bins of 1, 4 and 8: typing doubles the bin, deleting shrinks it.
+  const dir = mkdtempSync(path.join(tmpdir(), 'headscope-thumbnails-'));
+  const tokenizerDir = new URL('../../fixtures/models/odd-hs12/', import.meta.url).pathname;
+  writeRandomModel(dir, { n_layer: 2, n_head: 3, n_embd: 24, n_positions: 640, tokenizerDir, attnScale: 0.5 });
+  const url = pathToFileURL(dir + '/');
+  const page = await loadModel(url, { threads: 1 });
+  const worker = await loadModelInWorker(url, { worker: nodeWorker(), threads: 1 });
+  const reference = await loadModel(url, { threads: 1 });
+  try {
+    const words = 'the chef who trained in paris cooked the meal quickly while the guests waited'.split(' ');
+    const long = (n) => Array.from({ length: n }, (_, i) => words[i % words.length]).join(' ');
+    const texts = [long(20), long(300), long(520), long(500), long(60), 'The chef'];
+    const bins = new Set();
+    for (const text of texts) {
+      const full = reference.run(text);
+      const { T, nLayer, nHead } = full;
+      for (const result of [
+        page.run(text, { attention: 'thumbnails' }),
+        await worker.run(text, { attention: 'thumbnails' }),
+      ]) {
+        assert.equal(result.T, T);
+        assert.equal(result.attentionAll, undefined, 'no map is copied out');
+        assert.throws(() => result.attention(0, 0), /keeps no attention maps/);
+        assert.deepEqual(result.logitsLast, full.logitsLast);
+        assert.equal(result.thumbnailBin, thumbnailBin(T, 128), `T ${T}`);
+        bins.add(result.thumbnailBin);
+        const n = result.thumbnailCells;
+        assert.equal(n, Math.ceil(T / result.thumbnailBin));
+        assert.equal(result.thumbnails.length, nLayer * nHead * n * n);
+        for (let l = 0; l < nLayer; l++)
+          for (let h = 0; h < nHead; h++)
+            assert.deepEqual(
+              result.thumbnail(l, h),
+              pooled(full.attention(l, h), T, [0, T], [0, T], result.thumbnailBin),
+              `T ${T}, L${l}H${h}`,
+            );
+      }
+    }
+    assert.deepEqual(
+      [...bins].sort((a, b) => a - b),
+      [1, 4, 8],
+      'the texts cross the bins they were made for',
+    );
+    assert.throws(
+      () => page.run('The chef', { attention: 'some' }),
+      /attention must be 'all' or 'thumbnails', got "some"/,
+    );
+    assert.throws(() => page.run('The chef').thumbnail(0, 0), /no thumbnails: run with/);
+  } finally {
+    page.dispose();
+    worker.dispose();
+    reference.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 test('bad ranges, heads and bins are refused with their message on both threads, and the model still runs', async () => {
   const url = fixture('odd-hs12');

@@ -8,7 +8,7 @@
 // ([nLayer, nHead, T], a run with { valueNorms: true }), so they are those of the run on screen,
 // switched-off heads included. A result without them (the mode was just switched, its run is in
 // flight) is shown by its weights. Pure: the scene builders and painters read weights through here.
-import { headOffset, strideOf } from '../../lib/result.js';
+import { headSource } from '../../lib/result.js';
 
 export const WEIGHINGS = ['weight', 'value'];
 
@@ -64,10 +64,11 @@ export function valueRowScale(result, scales, lh, q) {
   const i = lh * result.T + q;
   let s = scales[i];
   if (s === s) return s; // not NaN: known
-  const S = strideOf(result);
-  const A = result.attentionAll;
+  const src = headSource(result, Math.floor(lh / result.nHead), lh % result.nHead);
+  if (!src) return 0;
+  const A = src.data;
   const N = result.valueNorms;
-  const a = lh * S * S + q * S;
+  const a = src.offset + q * src.stride;
   const n = lh * result.T;
   let sum = 0;
   for (let k = 0; k <= q; k++) sum += A[a + k] * N[n + k];
@@ -99,10 +100,10 @@ export function valueWeighted(result, layer, head) {
   const lh = layer * result.nHead + head;
   const hit = perResult.get(lh);
   if (hit) return hit;
-  const S = strideOf(result);
-  const A = result.attentionAll;
+  const src = headSource(result, layer, head);
+  if (!src) return null;
+  const { data: A, offset: base, stride: S } = src;
   const N = result.valueNorms;
-  const base = headOffset(result, layer, head);
   const n = lh * T;
   const scales = valueRowScales(result);
   const out = new Float32Array(T * T);
@@ -117,17 +118,15 @@ export function valueWeighted(result, layer, head) {
 /**
  * Where a view reads the weights it shows for one head: { data, offset, stride, weighted }, so that
  * weight (q, k) is data[offset + q * stride + k]. The result's own attention, or the value-weighted
- * matrix when state.by is 'value' and the result has the value sizes (weighted: true).
+ * matrix when state.by is 'value' and the result has the value sizes (weighted: true). Null when the
+ * result holds no weights of the head (result.js's headSource: a result without maps, head not pulled).
  */
 export function shownWeights(result, state, layer, head) {
+  const src = headSource(result, layer, head);
+  if (!src) return null;
   if (byValue(result, state))
     return { data: valueWeighted(result, layer, head), offset: 0, stride: result.T, weighted: true };
-  return {
-    data: result.attentionAll,
-    offset: headOffset(result, layer, head),
-    stride: strideOf(result),
-    weighted: false,
-  };
+  return { ...src, weighted: false };
 }
 
 /** Weight (q, k) from shownWeights()'s source. */
@@ -138,9 +137,10 @@ export const weightAt = (src, q, k) => src.data[src.offset + q * src.stride + k]
  * query q, key k <= q; by weight × value size when byValue(result, state).
  */
 export function shownWeightAt(result, state, layer, head, q, k) {
-  const S = strideOf(result);
+  const src = headSource(result, layer, head);
+  if (!src) return NaN;
   const lh = layer * result.nHead + head;
-  const alpha = result.attentionAll[lh * S * S + q * S + k];
+  const alpha = src.data[src.offset + q * src.stride + k];
   if (!byValue(result, state)) return alpha;
   return valueShare(alpha, result.valueNorms[lh * result.T + k], valueRowScale(result, valueRowScales(result), lh, q));
 }

@@ -2,7 +2,7 @@
 // its tile of one shared canvas (the grid). Pixels are written through a 32-bit view of ImageData
 // with the theme's 256-colour table, which is far cheaper than a fillRect per cell.
 import { heatIndex, parseRgb } from '../runtime/theme.js';
-import { headOffset, strideOf } from '../../lib/result.js';
+import { headOffset, headSource, strideOf } from '../../lib/result.js';
 import { byValue, valueRowScales, valueRowScale, valueShare } from '../model/weighting.js';
 
 // Per canvas: its 2D context and a reusable ImageData (with a 32-bit view) of the current size.
@@ -49,9 +49,10 @@ export function paintAttention(canvas, result, layer, head, theme, src = null) {
   const lut = lut32Of(theme.lut.lut);
   const [fr, fg, fb] = parseCss(theme.faint);
   const faint = pixel32(fr, fg, fb);
-  const base = src ? src.offset : headOffset(result, layer, head);
-  const S = src ? src.stride : strideOf(result);
-  const A = src ? src.data : result.attentionAll;
+  src ??= headSource(result, layer, head);
+  const base = src.offset;
+  const S = src.stride;
+  const A = src.data;
   for (let q = 0; q < T; q++) {
     const row = q * n;
     const src = base + q * S;
@@ -71,6 +72,7 @@ export function paintAttention(canvas, result, layer, head, theme, src = null) {
  * (weighting.js), from row sums made only for the rows painted and kept with the result.
  */
 export function paintGrid(px, layout, result, theme, state = null) {
+  if (!result.attentionAll && result.thumbnails) return paintThumbnails(px, layout, result, theme);
   const { T, nHead } = result;
   const W = layout.width;
   const lut = lut32Of(theme.lut.lut);
@@ -123,6 +125,57 @@ export function paintGrid(px, layout, result, theme, state = null) {
         }
         const o = (t.y + y) * W + t.x;
         for (let x = 0; x < t.w; x++) px[o + x] = rowColours[colKey[x]];
+      }
+    }),
+  );
+}
+
+// The cells [from[i], to[i]) that pixel i of `size` pixels covers along a side of n cells (at least one)
+function cellSpans(n, size) {
+  const from = new Int32Array(size),
+    to = new Int32Array(size);
+  for (let i = 0; i < size; i++) {
+    from[i] = Math.min(n - 1, Math.floor((i * n) / size));
+    to[i] = Math.max(from[i] + 1, Math.min(n, Math.floor(((i + 1) * n) / size)));
+  }
+  return { from, to };
+}
+
+/**
+ * paintGrid() for a result without maps ({ attention: 'thumbnails' }): each tile pixel shows the
+ * largest of the thumbnail cells it covers (cells are maxima already: a sharp head stays sharp at any
+ * size), faint where every cell it covers is above the diagonal (keys after the query).
+ */
+export function paintThumbnails(px, layout, result, theme) {
+  const { T, nHead, thumbnails: C, thumbnailCells: n } = result;
+  const W = layout.width;
+  const lut = lut32Of(theme.lut.lut);
+  const [fr, fg, fb] = parseCss(theme.faint);
+  const faint = pixel32(fr, fg, fb);
+  layout.cells.forEach((row, l) =>
+    row.forEach((t, h) => {
+      const [bx, by, bw, bh] = t.box;
+      for (let y = by; y < by + bh; y++) px.fill(faint, y * W + bx, y * W + bx + bw);
+      if (T === 0) return;
+      const cols = cellSpans(n, t.w),
+        rows = cellSpans(n, t.h);
+      const base = (l * nHead + h) * n * n;
+      for (let y = 0; y < t.h; y++) {
+        const a0 = rows.from[y],
+          a1 = rows.to[y];
+        const o = (t.y + y) * W + t.x;
+        for (let x = 0; x < t.w; x++) {
+          const b0 = cols.from[x],
+            b1 = Math.min(cols.to[x], a1); // cells right of the last row's diagonal are 0
+          if (b0 >= a1) {
+            px[o + x] = faint;
+            continue;
+          }
+          let m = 0;
+          for (let a = a0; a < a1; a++)
+            for (let b = b0, r = base + a * n; b < Math.min(b1, a + 1); b++) if (C[r + b] > m) m = C[r + b];
+          px[o + x] = lut[heatIndex(m)];
+        }
       }
     }),
   );
