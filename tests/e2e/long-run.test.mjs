@@ -56,13 +56,11 @@ test('a long run shows its progress, leaves the page responsive, can be cancelle
     // the same text in one go, by a fresh instance of the package's API on this page
     const { loadModel } = await import('./headscope.js');
     const fresh = await loadModel('/long/gpt-wide/');
-    const again = fresh.run(stepped.text);
+    // the page keeps no full map of a text this long: every head's thumbnail (long-text.js)
+    const again = fresh.run(stepped.text, { attention: 'thumbnails' });
     fresh.dispose();
     const eq = (a, b) => a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
-    // through the accessor: the demo's result keeps wider blocks (room for typed tokens)
-    let attention = stepped.T === again.T;
-    for (let l = 0; l < stepped.nLayer; l++)
-      for (let h = 0; h < stepped.nHead; h++) attention &&= eq(stepped.attention(l, h), again.attention(l, h));
+    const attention = stepped.T === again.T && !stepped.attentionAll && eq(stepped.thumbnails, again.thumbnails);
     return { T: stepped.T, attention, logits: eq(stepped.logitsLast, again.logitsLast) };
   });
   expect(same.T, `T = ${same.T}`).toBeGreaterThan(600);

@@ -8,7 +8,7 @@
 import {
   loadModel, shippedModels, defaultModelName, attentionIndex, strideOf, createTrainer, trainingPresets,
   wasmHeapUsedBytes, wasmMemoryBytes, HeadscopeModel,
-  type ModelFiles, type ModelInfo, type LoadProgress, type RunOptions, type RunResult, type Token, type Prediction,
+  type ModelFiles, type ModelInfo, type LoadProgress, type RunOptions, type RunResult, type ThumbnailRunResult, type Token, type Prediction,
   type PatchOptions, type PatchProgress, type PatchReport, type RunPatch, type ScoreSplit, type Circuits, type AttentionTile, type AttentionThumbnails, type ModelMemory, type HeadscopeTrainer, type TrainerProbe, type TrainerSpec, type TrainingPreset, type HeadInside, type TokenizerJsonModelFiles,
   type HeadsOptions, type HeadsProgress, type HeadsReport, type LogitAttribution,
   type GenerateOptions, type GenerateResult, type GeneratedToken, type SamplingDistribution,
@@ -173,6 +173,14 @@ same<typeof tile, AttentionTile>();
 same<typeof tile.values, Float32Array>();
 const thumbs: AttentionThumbnails = model.attentionThumbnails(text, { size: 64 });
 same<typeof thumbs.n, number>();
+// a long text's run: thumbnails and no map; the default run keeps attentionAll
+const long = model.run(text, { attention: 'thumbnails', pull: { heads: [[0, 1]], ids: [] } });
+same<typeof long, ThumbnailRunResult>();
+same<typeof long.thumbnails, Float32Array>();
+same<typeof long.attentionAll, undefined>();
+same<typeof model.run extends (t: string) => RunResult ? true : false, true>();
+// @ts-expect-error  attention is 'all' or 'thumbnails'
+model.run(text, { attention: 'none' });
 const mem: ModelMemory = model.memory();
 same<typeof mem.attentionMaps, boolean>();
 const bare = await loadModel('headscope-base', { attentionMaps: false });
@@ -237,6 +245,8 @@ const worker = await loadModelInWorker(undefined, {
   weights: 'f32',
   onProgress: ({ loaded, total }) => show(`${loaded} / ${total}`),
 });
+const longInWorker = await worker.run('x', { attention: 'thumbnails' });
+same<typeof longInWorker, ThumbnailRunResult>();
 same<typeof worker, WorkerModel>();
 same<typeof worker.thread, 'worker' | 'page'>();
 const controller = new AbortController();

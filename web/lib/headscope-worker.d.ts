@@ -2,7 +2,7 @@
 // Worker): the headscope API running in a Web Worker.
 // Every method returns a promise; results arrive as transferred buffers (not copied).
 // dispose() terminates the worker, which frees the model's memory.
-import type { HeadInside, InspectOptions, LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, Token, HeadsOptions, HeadsReport, LogitAttribution, PatchOptions, PatchReport, ExplainOptions, ScoreSplit, Circuits, AttentionTile, AttentionTileOptions, AttentionThumbnails, ModelMemory, GenerateOptions, GenerateResult } from './headscope.js';
+import type { HeadInside, InspectOptions, LoadProgress, ModelInfo, ModelSource, RunOptions, RunResult, ThumbnailRunOptions, ThumbnailRunResult, Token, HeadsOptions, HeadsReport, LogitAttribution, PatchOptions, PatchReport, ExplainOptions, ScoreSplit, Circuits, AttentionTile, AttentionTileOptions, AttentionThumbnails, ModelMemory, GenerateOptions, GenerateResult } from './headscope.js';
 
 export interface WorkerLoadOptions {
   /** Called as model bytes arrive. */
@@ -62,6 +62,10 @@ export interface WorkerModel {
    * `onProgress` hears about each, and aborting `signal` stops it between steps (the promise then
    * rejects with an Error named 'AbortError'). The result equals a run in one go.
    */
+  run(text: string, options: ThumbnailRunOptions & {
+    onProgress?: (progress: { tokens: number; total: number }) => void;
+    signal?: AbortSignal;
+  }): Promise<ThumbnailRunResult>;
   run(text: string, options?: RunOptions & {
     onProgress?: (progress: { tokens: number; total: number }) => void;
     signal?: AbortSignal;

@@ -190,14 +190,9 @@ export interface RunOptions {
   /** Also return every head's value sizes (`valueNorms`): about one W_O product per layer the
    *  first time, then only the new tokens' while typing at the end (the engine keeps them with its cache). */
   valueNorms?: boolean;
-  /**
-   * What the result holds of the attention maps. 'all' (the default): every head's full map
-   * (attentionAll, L x H x T x T floats). 'thumbnails': none of them, every head's thumbnail instead
-   * (thumbnails, at most 128 x 128 max-pooled cells a head, which the forward pass pooled as it went),
-   * so that a long text's result stays small; pull exact values with attentionTile(). `reuse` is
-   * then ignored.
-   */
-  attention?: 'all' | 'thumbnails';
+  /** What the result holds of the attention maps: 'all' (the default), every head's full map
+   *  (attentionAll, L x H x T x T floats). ThumbnailRunOptions asks for thumbnails instead. */
+  attention?: 'all';
   /**
    * An earlier result of this model that the caller no longer needs (typically the one on screen,
    * while the reader types). Attention rows before the first changed token are the same numbers, so
@@ -214,6 +209,21 @@ export interface RunOptions {
    * run computes every token (no cache is kept across it) and `reuse` is ignored.
    */
   patch?: RunPatch | null;
+}
+
+/**
+ * run(text, { attention: 'thumbnails' }): no full map in the result, every head's thumbnail instead
+ * (at most 128 x 128 max-pooled cells a head, which the forward pass pooled as it went), so that a
+ * long text's result stays small; pull exact values with attentionTile(). `reuse` is ignored.
+ */
+export interface ThumbnailRunOptions extends Omit<RunOptions, 'attention'> {
+  attention: 'thumbnails';
+  /**
+   * Also return these heads' map rows from the first token whose id differs from `ids` (the tokens of
+   * the rows the caller holds already; empty: every row), so that a view that shows a few heads of a
+   * long text gets only a typed token's new rows, with the run (ThumbnailRunResult.pulledRows).
+   */
+  pull?: { heads: ReadonlyArray<readonly [number, number]>; ids: Int32Array | ReadonlyArray<number> } | null;
 }
 
 /** RunOptions.patch: the text whose run gives head (layer, head) its output. */
@@ -247,15 +257,9 @@ export interface RunResult {
   /** Attention probabilities, [nLayer, nHead, stride, stride]: row = query token, column = key
    *  token (both < T); rows sum to 1 and entries above the diagonal are 0 (a token cannot see later
    *  tokens). stride is T unless the run was given `reuse`; read through attention() or
-   *  attentionIndex() (exported here) to be independent of it. Absent with { attention: 'thumbnails' }. */
-  attentionAll?: Float32Array;
-  /** Only with { attention: 'thumbnails' }: [nLayer, nHead, thumbnailCells, thumbnailCells], each
-   *  cell the largest weight of a thumbnailBin x thumbnailBin block of the head's map (thumbnailBin:
-   *  the smallest power of two that fits the map in 128 cells; 1 for T <= 128). */
-  thumbnails?: Float32Array;
-  thumbnailBin?: number;
-  thumbnailCells?: number;
-  /** One head's thumbnail, thumbnailCells x thumbnailCells (a copy). Throws without { attention: 'thumbnails' }. */
+   *  attentionIndex() (exported here) to be independent of it. (ThumbnailRunResult has none.) */
+  attentionAll: Float32Array;
+  /** One head's thumbnail (ThumbnailRunResult.thumbnail); throws on a result with every map. */
   thumbnail(layer: number, head: number): Float32Array;
   /** Rows and columns of each head's block in attentionAll: T, or more for a result that takes typed tokens (`reuse`). */
   stride: number;
@@ -287,6 +291,24 @@ export interface RunResult {
   topNext: Prediction[];
   /** Mean next-token cross-entropy (nats) over the text; only with `allLogits`. NaN when T = 1. */
   loss?: number;
+}
+
+/** What run(text, { attention: 'thumbnails' }) returns: no full map, every head's thumbnail instead. */
+export interface ThumbnailRunResult extends Omit<RunResult, 'attentionAll'> {
+  attentionAll?: undefined;
+  /** [nLayer, nHead, thumbnailCells, thumbnailCells], each cell the largest weight of a thumbnailBin x
+   *  thumbnailBin block of the head's map (thumbnailBin: the smallest power of two that fits the map
+   *  in 128 cells; 1 for T <= 128). The engine pooled them while the forward pass computed each row. */
+  thumbnails: Float32Array;
+  thumbnailBin: number;
+  thumbnailCells: number;
+  /** One head's thumbnail, thumbnailCells x thumbnailCells (a copy). */
+  thumbnail(layer: number, head: number): Float32Array;
+  /** With RunOptions.pull: the heads asked for, the first row sent, and their rows [pulledFrom, T) of
+   *  every column, heads one after the other ((T - pulledFrom) x T floats each). */
+  pulledHeads?: Array<[number, number]>;
+  pulledFrom?: number;
+  pulledRows?: Float32Array;
 }
 
 /** Options of generate(); see GenerateResult for what it resolves to. Bad values are Errors naming the option and its range. */
@@ -515,6 +537,7 @@ export declare class HeadscopeModel {
    * Runs the model on `text`. Text that extends the previous run's text reuses its cache.
    * Throws an Error for non-string or empty text, or ablate entries out of range.
    */
+  run(text: string, options: ThumbnailRunOptions): ThumbnailRunResult;
   run(text: string, options?: RunOptions): RunResult;
   /**
    * One head's insides on `text` (run with `options.ablate`'s heads off, none by default): q, k, v,

@@ -20,7 +20,7 @@ import { generateOptions, WrittenText, toWellFormed, byteToIndexMaps, writeToken
 import { HeadscopeTrainer, presetsFromCore, measureHeadsOf } from './trainer.js';
 import { patchOf, runPatch } from './patching.js';
 import { explainOf, circuitsOf } from './explain.js';
-import { tileOf, thumbnailsOf, thumbnailFields, THUMBNAIL_SIZE } from './maps.js';
+import { tileOf, thumbnailsOf, thumbnailFields, pulledRowsOf, THUMBNAIL_SIZE } from './maps.js';
 
 export { shippedModels, defaultModelName } from './files.js';
 export { wasmHeapUsedBytes, wasmMemoryBytes } from './wasm.js';
@@ -202,6 +202,8 @@ export class HeadscopeModel {
     const data = this.#plainData(h, out, fields, { loss: allLogits ? out.loss : undefined, valueNorms, maps });
     if (!maps)
       Object.assign(data, thumbnailFields(checked(this.#core, this.#core.attentionThumbnails(h, THUMBNAIL_SIZE))));
+    // the rows of the heads the caller shows that it does not hold yet (typing: the new tokens' rows)
+    if (options.pull) Object.assign(data, pulledRowsOf(this.#core, h, options.pull, h.tokenIds()));
     return { ...data, patch };
   }
 

@@ -4,7 +4,7 @@
 // cell the largest weight of its bin x bin block). Published as maps.js; the Worker's host calls them
 // as the page thread does.
 import { checked } from './wasm.js';
-import { flatAblate } from './result.js';
+import { flatAblate, sharedPrefixLength } from './result.js';
 
 const whole = (name, v, min = 0) => {
   if (!Number.isInteger(v) || v < min)
@@ -57,6 +57,32 @@ export const THUMBNAIL_SIZE = 128;
 
 /** A run's thumbnails as a result's fields (run(text, { attention: 'thumbnails' }); result.js's layout). */
 export const thumbnailFields = (t) => ({ thumbnails: t.values, thumbnailBin: t.bin, thumbnailCells: t.n });
+
+/**
+ * run()'s `pull` option ({ heads: [[layer, head], ...], ids }): the rows of those heads' maps from the
+ * first token where the run's token ids differ from `ids` (the tokens of the rows the caller holds
+ * already), every column; as a result's fields pulledHeads, pulledFrom and pulledRows
+ * (heads x (T - from) x T floats, heads in the order asked).
+ */
+export function pulledRowsOf(core, h, pull, ids) {
+  if (!pull || !Array.isArray(pull.heads)) throw new Error('pull must be { heads: [[layer, head], ...], ids }');
+  if (!(pull.ids instanceof Int32Array) && !Array.isArray(pull.ids))
+    throw new Error('pull.ids must be an Int32Array or an array of token ids');
+  const heads = pull.heads.map((pair) => {
+    if (!Array.isArray(pair) || pair.length !== 2 || !pair.every(Number.isInteger))
+      throw new Error(`pull.heads entries must be [layer, head] pairs of integers, got ${JSON.stringify(pair)}`);
+    return [pair[0], pair[1]];
+  });
+  const T = ids.length;
+  const from = Math.min(T, sharedPrefixLength(pull.ids, ids));
+  const block = (T - from) * T;
+  const values = new Float32Array(heads.length * block);
+  if (block > 0)
+    heads.forEach(([layer, head], i) =>
+      values.set(checked(core, core.attentionTile(h, layer, head, from, T, 0, T, 1)).values, i * block),
+    );
+  return { pulledHeads: heads, pulledFrom: from, pulledRows: values };
+}
 
 /** HeadscopeModel.attentionThumbnails()'s work: every head's map in at most size × size cells. */
 export function thumbnailsOf(core, h, text, options, model) {

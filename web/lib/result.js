@@ -65,7 +65,15 @@ function checkLayerHead(data, layer, head) {
 }
 
 /** The typed arrays of a result: what a worker transfers instead of copying. */
-const RESULT_BUFFERS = ['attentionAll', 'attentionRows', 'thumbnails', 'contributionNorms', 'valueNorms', 'logitsLast'];
+const RESULT_BUFFERS = [
+  'attentionAll',
+  'attentionRows',
+  'thumbnails',
+  'pulledRows',
+  'contributionNorms',
+  'valueNorms',
+  'logitsLast',
+];
 
 /** A result's plain data (no methods) and the buffers to transfer with it across postMessage. */
 export function resultForTransfer(result) {

@@ -246,7 +246,8 @@ export class Lab {
     const r = this.result;
     if (!r) return;
     try {
-      this.scores = liveScores(r, this.roles.probeScores, this.scoreRows);
+      // a long text's result holds thumbnails, not maps: no live scores (the cells keep no badges)
+      this.scores = r.attentionAll ? liveScores(r, this.roles.probeScores, this.scoreRows) : null;
     } catch {
       this.scores = null;
     }

@@ -45,6 +45,11 @@ export class QuizPanel {
       this.body.textContent = 'Type a longer text first (at least three tokens).';
       return;
     }
+    if (!r.attentionAll) {
+      this.body.textContent =
+        'The quiz reads every head: it runs on texts short enough for the page to hold every map.';
+      return;
+    }
     const T = r.T;
     const at = (l, h, q, k) => attentionAt(r, l, h, q, k);
     const argmax = (l, h, q) => {

@@ -3,7 +3,7 @@
 //   { layer, head, heads: [head indices shown together in the lines view], token: selected query
 //     token index or null for the last token, ablate: [[layer, head]...] }
 // Layers and heads are counted from 0, as in the engine's API and CLI.
-import { attentionAt } from '../../lib/result.js';
+import { attentionAt, headSource } from '../../lib/result.js';
 import { quoteToken } from '../runtime/theme.js';
 
 const fmt2 = (w) => w.toFixed(2);
@@ -34,7 +34,8 @@ export function strongestKey(result, layer, head, q) {
 
 /** Screen-reader sentence for a head, e.g. "Layer 1, head 3: 'cooked' attends most to 'chef' (0.62)". */
 export function describeHead(result, layer, head, q) {
-  if (!result || result.T === 0) return `Layer ${layer}, head ${head}`;
+  // (a long text's result holds only the heads the page pulled: the others are named alone)
+  if (!result || result.T === 0 || !headSource(result, layer, head)) return `Layer ${layer}, head ${head}`;
   const { k, w } = strongestKey(result, layer, head, q);
   const from = quoteToken(result.tokens[q].text);
   const to = k === q ? 'itself' : quoteToken(result.tokens[k].text);

@@ -3,7 +3,7 @@
 /**
  * Runs the model for the latest request only: at most one run in flight; when it finishes, the
  * newest text (if it changed meanwhile) runs next. Intermediate texts are skipped.
- * `requestOptions()` (optional) returns run options added to every request, such as the page's
+ * `requestOptions(text)` (optional) returns run options added to every request of `text`, such as the page's
  * switched-off heads; options given to request() take precedence.
  * A long run (one that reports progress: a big model on a long text) is cancelled when a newer
  * request arrives, since its result would be stale; `onProgress({ tokens, total })` follows it,
@@ -36,7 +36,7 @@ export class Runner {
 
   request(text, options = {}) {
     this.onRequest?.(text); // a page stops the model's writing when the text or the heads change
-    this.pending = { text, options: { ...this.requestOptions?.(), ...options } };
+    this.pending = { text, options: { ...this.requestOptions?.(text), ...options } };
     if (this.busy && this.#long) this.#abort?.abort();
     if (!this.busy) this.#pump();
   }

@@ -9,6 +9,7 @@
 import { SceneView } from '../../component/views/scene-view.js';
 import { HostWidth } from '../../component/views/host-width.js';
 import { focusToken } from '../../component/headscope-view.js';
+import { strongestKey } from '../../component/model/describe.js';
 import { tokenWords } from '../../component/runtime/theme.js';
 import {
   KINDS,
@@ -27,14 +28,6 @@ import { $, setText, afterPaint } from './page-dom.js';
 const TOP = 3;
 // at most this many edges drawn (the strongest)
 const MAX_EDGES = 120;
-
-/** The key head (layer, head) weighs most from token t in `result` (its attention row's argmax). */
-function strongestKey(result, layer, head, t) {
-  const row = result.attention(layer, head).subarray(t * result.T, t * result.T + t + 1);
-  let best = 0;
-  for (let k = 1; k <= t; k++) if (row[k] > row[best]) best = k;
-  return best;
-}
 
 /**
  * ctx: { getModel(), idle(): the page's runner has nothing pending, selectHead(l, h), announce(text) }.
@@ -238,7 +231,7 @@ export function installCircuits(ctx) {
       layer: st.layer,
       head: st.head,
       q: t,
-      k: strongestKey(r, st.layer, st.head, t),
+      k: strongestKey(r, st.layer, st.head, t).k,
     };
     if (!same(panel.wish, w)) panel.wish = w;
     if (!same(panel.answer, w) && !panel.busy) pump();

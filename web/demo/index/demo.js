@@ -39,6 +39,7 @@ import { watchOnScreen } from './on-screen.js';
 import { installPatching } from './patch-panel.js';
 import { installWhy } from './explain-panel.js';
 import { installCircuits } from './circuits-panel.js';
+import { installLongText } from './long-text.js';
 
 // ?threads=N as the page was opened with: it chose the engine, so the URL keeps it
 const URL_THREADS = new URLSearchParams(location.search).get('threads');
@@ -81,6 +82,8 @@ const page = {
   lastRenderMs: 0,
 };
 const { state } = page;
+// a long text's runs return thumbnails, and the heads the views show are pulled (long-text.js)
+const longText = installLongText(page);
 
 // ---- views ---------------------------------------------------------------------------------
 const tooltip = new Tooltip($('detail-scroll'));
@@ -288,6 +291,11 @@ let urlTimer = 0;
 function renderNow() {
   const { result, theme } = page;
   if (!result || !theme) return;
+  // a result without maps draws once the heads the views show are pulled (the screen keeps the last frame)
+  if (!longText.ready(result)) {
+    longText.pull(result).then((current) => current && page.result === result && render(), showRunError);
+    return;
+  }
   const t0 = performance.now();
   state.layer = Math.min(state.layer, result.nLayer - 1);
   state.head = Math.min(state.head, result.nHead - 1);
@@ -417,6 +425,9 @@ $('patched-stop').addEventListener('click', () => showPatched(null));
 // ---- long runs: progress and cancel ----------------------------------------------------------
 // A long run (a big model on a long text) reports its progress in steps of tokens; the page stays
 // responsive meanwhile (the run is in the worker), and Cancel stops it between two steps.
+function showRunError(e) {
+  setText($('stats'), `The model could not run on this text: ${e.message}`);
+}
 function showProgress(tokens, total) {
   $('run-progress').hidden = false;
   setText($('run-progress-text'), `Running the model: ${tokens} of ${total} tokens…`);
@@ -437,6 +448,7 @@ function useModel(model, { name, local = false, card = null }) {
   const previous = page.local ? page.model : null;
   page.model = model;
   page.info = model.info;
+  longText.clear();
   page.modelName = name;
   page.local = local;
   showModelTexts(model, { name, local, card });
@@ -448,7 +460,12 @@ function useModel(model, { name, local = false, card = null }) {
   }
   page.runner = new Runner(model, {
     reuseResults: true, // typing at the end of 1,024 tokens of GPT-2 moves 0.6 MB, not 600
-    requestOptions: () => ({ ablate: state.ablate, valueNorms: state.by === 'value', patch: state.patch }),
+    requestOptions: (text) => ({
+      ablate: state.ablate,
+      valueNorms: state.by === 'value',
+      patch: state.patch,
+      ...longText.runOptions(text),
+    }),
     onProgress: ({ tokens, total }) => showProgress(tokens, total),
     onCancel: () => {
       hideProgress();
@@ -456,23 +473,32 @@ function useModel(model, { name, local = false, card = null }) {
     },
     onResult: (r) => {
       if (page.runner?.model !== model) return; // a result of the model just replaced
-      hideProgress();
-      const first = !page.result;
-      page.result = r;
-      if (first) {
-        $('loading').hidden = true;
-        $('app').hidden = false;
-        document.body.dataset.ready = 'true';
+      longText.absorb(r); // a long text's result: the new rows of the heads shown came with it
+      if (!longText.ready(r)) {
+        // a long text's result: the heads the views show first (the last frame stays meanwhile)
+        longText.pull(r).then((current) => current && page.runner?.model === model && showResult(r), showRunError);
+        return;
       }
-      renderImmediately();
-      if (first && state.insideOpen)
-        inside.reveal(); // a link to one step of "Inside this head"
-      else if (first) patching.revealIfLinked(); // a link to a patching experiment
+      showResult(r);
     },
     onError: (e) => {
       $('stats').textContent = `The model could not run on this text: ${e.message}`;
     },
   });
+  function showResult(r) {
+    hideProgress();
+    const first = !page.result;
+    page.result = r;
+    if (first) {
+      $('loading').hidden = true;
+      $('app').hidden = false;
+      document.body.dataset.ready = 'true';
+    }
+    renderImmediately();
+    if (first && state.insideOpen)
+      inside.reveal(); // a link to one step of "Inside this head"
+    else if (first) patching.revealIfLinked(); // a link to a patching experiment
+  }
   inside.useModel(model, page.runner);
   patching.setModel(model);
   circuitsPanel.setModel(model);
@@ -578,6 +604,7 @@ window.headscopeDemo = {
   },
   idle: () => page.runner?.idle(), // resolves once no run is pending or in flight
   grid, // grid.weightAt(layer, head, q, k): the weight its canvas shows
+  pulled: longText.pulled, // a long text's heads pulled from the engine: rowsPulled
   patching, // the patching panel: its report, idle(), start()
   circuits: circuitsPanel, // "Heads working together": circuits, upstream, idle()
   why, // "Why does it look there?": its split, idle()

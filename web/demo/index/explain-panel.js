@@ -8,6 +8,7 @@
 import { SceneView } from '../../component/views/scene-view.js';
 import { HostWidth } from '../../component/views/host-width.js';
 import { focusToken } from '../../component/headscope-view.js';
+import { strongestKey } from '../../component/model/describe.js';
 import {
   explainSummary,
   explainScene,
@@ -18,14 +19,6 @@ import {
 import { sameAblate } from '../../lib/result.js';
 import { watchOnScreen } from './on-screen.js';
 import { $, setText, afterPaint } from './page-dom.js';
-
-/** The key head (layer, head) weighs most from token t in `result` (its attention row's argmax). */
-export function strongestKey(result, layer, head, t) {
-  const row = result.attention(layer, head).subarray(t * result.T, t * result.T + t + 1);
-  let best = 0;
-  for (let k = 1; k <= t; k++) if (row[k] > row[best]) best = k;
-  return best;
-}
 
 /**
  * ctx: { state (the page's: layer, head, token, why, whyView), getModel(), idle(): the runner has
@@ -63,7 +56,7 @@ export function installWhy(ctx) {
   function cell(r) {
     if (state.why && state.why.q < r.T && state.why.k <= state.why.q) return state.why;
     const t = focusToken(r, state);
-    return { q: t, k: strongestKey(r, state.layer, state.head, t) };
+    return { q: t, k: strongestKey(r, state.layer, state.head, t).k };
   }
 
   async function pump() {

@@ -2,7 +2,7 @@
 // token looks at it in the selected head. Buttons are reused from render to render: typing changes
 // a few labels and tints instead of rebuilding the strip (which made the browser restyle all of it).
 import { focusToken, tokenLabel, tokenWords, heat, heatInk } from '../../component/headscope-view.js';
-import { attentionIndex } from '../../lib/result.js';
+import { headSource } from '../../lib/result.js';
 
 function setAttr(node, name, value) {
   if (node.getAttribute(name) !== value) node.setAttribute(name, value);
@@ -30,7 +30,8 @@ export class TokenStrip {
   update(result, state, theme, { weightsHidden = false, written = [] } = {}) {
     const focused = focusToken(result, state);
     const T = result.T;
-    const base = attentionIndex(result, state.layer, state.head, focused, 0);
+    const src = headSource(result, state.layer, state.head); // the page pulled it for a long text
+    const base = src ? src.offset + focused * src.stride : 0;
     for (let i = 0; i < T; i++) {
       const t = result.tokens[i];
       let b = this.buttons[i];
@@ -46,7 +47,7 @@ export class TokenStrip {
       setAttr(b, 'aria-pressed', i === focused ? 'true' : 'false');
       const byModel = written.some(([from, to]) => t.start >= from && t.end <= to);
       if (b.classList.contains('token-written') !== byModel) b.classList.toggle('token-written', byModel);
-      const w = i <= focused ? result.attentionAll[base + i] : 0;
+      const w = src && i <= focused ? src.data[base + i] : 0;
       let bg = '';
       let fg = '';
       if (i <= focused && w >= 0.02) {

@@ -1,0 +1,140 @@
+// A long text's result without maps, on the page's side: the grid painted from thumbnails
+// (paintThumbnails) and the heads a page shows pulled and carried across typing (PulledMaps), with a
+// fake model whose tiles are cut from full maps made here. Every pixel and weight is checked
+// against the definition (a pixel: the largest of the cells it covers; a pulled row: the map's row).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { themeFrom, heatIndex } from '../../../web/component/runtime/theme.js';
+import { paintThumbnails } from '../../../web/component/views/paint.js';
+import { PulledMaps } from '../../../web/component/runtime/pulled-maps.js';
+import { headSource, makeResult } from '../../../web/lib/result.js';
+
+const theme = themeFrom(() => '');
+const lutRgb = (w) => {
+  const i = heatIndex(w);
+  return Array.from(theme.lut.lut.subarray(i * 3, i * 3 + 3));
+};
+const faintRgb = [0, 2, 4].map((i) => parseInt(theme.faint.slice(1 + i, 3 + i), 16));
+
+test('paintThumbnails: each pixel the largest cell it covers, faint above the diagonal, at any tile size', () => {
+  const nLayer = 1,
+    nHead = 2,
+    n = 6;
+  // head 0: one sharp cell (4, 1); head 1: a ramp on and below the diagonal
+  const thumbnails = new Float32Array(nLayer * nHead * n * n);
+  thumbnails[4 * n + 1] = 0.9;
+  for (let a = 0; a < n; a++) for (let b = 0; b <= a; b++) thumbnails[n * n + a * n + b] = (a + b + 1) / (2 * n);
+  const result = { T: 40, nLayer, nHead, thumbnails, thumbnailCells: n, thumbnailBin: 8 };
+  for (const [tw, th] of [
+    [6, 6],
+    [3, 2],
+    [13, 9],
+  ]) {
+    const bw = tw + 2,
+      bh = th + 2;
+    const layout = {
+      width: nHead * bw,
+      height: nLayer * bh,
+      cells: [Array.from({ length: nHead }, (_, h) => ({ box: [h * bw, 0, bw, bh], x: h * bw + 1, y: 1, w: tw, h: th }))],
+    };
+    const pixels = new Int32Array(layout.width * layout.height);
+    paintThumbnails(pixels, layout, result, theme);
+    const at = (x, y) => Array.from(new Uint8Array(pixels.buffer, (y * layout.width + x) * 4, 3));
+    for (let h = 0; h < nHead; h++) {
+      assert.deepEqual(at(h * bw, 0), faintRgb, 'the box around the tile');
+      for (let y = 0; y < th; y++)
+        for (let x = 0; x < tw; x++) {
+          // the cells this pixel covers, from the definition
+          const a0 = Math.min(n - 1, Math.floor((y * n) / th)),
+            a1 = Math.max(a0 + 1, Math.min(n, Math.floor(((y + 1) * n) / th)));
+          const b0 = Math.min(n - 1, Math.floor((x * n) / tw)),
+            b1 = Math.max(b0 + 1, Math.min(n, Math.floor(((x + 1) * n) / tw)));
+          let m = -1;
+          for (let a = a0; a < a1; a++) for (let b = b0; b < b1; b++) if (b <= a) m = Math.max(m, thumbnails[h * n * n + a * n + b]);
+          assert.deepEqual(at(h * bw + 1 + x, 1 + y), m < 0 ? faintRgb : lutRgb(m), `${tw}x${th}: head ${h} pixel (${x}, ${y})`);
+        }
+    }
+  }
+  // the sharp cell stays at full strength however small the tile
+  const tiny = { width: 4, height: 4, cells: [[{ box: [0, 0, 2, 2], x: 0, y: 0, w: 2, h: 2 }, { box: [2, 2, 2, 2], x: 2, y: 2, w: 2, h: 2 }]] };
+  const px = new Int32Array(16);
+  paintThumbnails(px, tiny, result, theme);
+  assert.deepEqual(Array.from(new Uint8Array(px.buffer, (1 * 4 + 0) * 4, 3)), lutRgb(0.9), 'the sharp cell at 2 x 2 pixels');
+});
+
+// a model of nLayer x nHead heads whose map of a text is known: weight (q, k) = f(layer, head, ids[q], k)
+function fakeModel(nLayer, nHead, nPositions) {
+  const maps = (ids, layer, head) => {
+    const T = ids.length;
+    const m = new Float32Array(T * T);
+    for (let q = 0; q < T; q++) for (let k = 0; k <= q; k++) m[q * T + k] = ((ids[q] * 31 + k * 7 + layer * 5 + head) % 97) / 97;
+    return m;
+  };
+  const model = {
+    info: { config: { nLayer, nHead, nPositions } },
+    calls: 0,
+    ids: null,
+    async attentionTile(text, layer, head, { rows }) {
+      this.calls++;
+      const ids = this.ids;
+      const T = ids.length;
+      const map = maps(ids, layer, head);
+      return { T, values: map.slice(rows[0] * T, rows[1] * T) };
+    },
+  };
+  const resultOf = (ids, extra = {}) =>
+    makeResult({ text: String(ids.length), tokens: [...ids].map((id) => ({ id })), T: ids.length, nLayer, nHead, ablate: [], ...extra });
+  return { model, maps, resultOf };
+}
+
+test('PulledMaps: a pulled head equals its map; typing brings only the new rows, with the run', async () => {
+  const { model, maps, resultOf } = fakeModel(2, 3, 64);
+  const pulled = new PulledMaps(() => model);
+  const check = (r, layer, head) => {
+    const src = headSource(r, layer, head);
+    assert.ok(src, `head ${layer}:${head} is held`);
+    const want = maps(Int32Array.from(r.tokens, (t) => t.id), layer, head);
+    for (let q = 0; q < r.T; q++)
+      for (let k = 0; k <= q; k++) assert.equal(src.data[src.offset + q * src.stride + k], want[q * r.T + k], `(${q}, ${k})`);
+  };
+  // a first result: nothing held, the page pulls the selected head
+  let ids = [5, 6, 7, 8, 9, 10];
+  model.ids = ids;
+  let r = resultOf(ids);
+  assert.deepEqual(pulled.missing(r, [[1, 2]]), [[1, 2]]);
+  await pulled.pull(r, [[1, 2]]);
+  assert.deepEqual(pulled.missing(r, [[1, 2]]), []);
+  check(r, 1, 2);
+  assert.equal(pulled.rowsPulled, 6);
+
+  // typing: the next run is asked for the rows after the tokens held, and brings them
+  const req = pulled.request([[1, 2]], []);
+  assert.deepEqual(req.heads, [[1, 2]]);
+  assert.deepEqual([...req.ids], ids);
+  ids = [...ids, 11, 12];
+  const T = ids.length;
+  const rows = maps(ids, 1, 2).slice(6 * T, T * T); // what the engine returns: rows [6, T)
+  r = resultOf(ids, { pulledHeads: [[1, 2]], pulledFrom: 6, pulledRows: rows });
+  const calls = model.calls;
+  pulled.absorb(r);
+  assert.deepEqual(pulled.missing(r, [[1, 2]]), [], 'the run brought the head');
+  check(r, 1, 2);
+  assert.equal(pulled.rowsPulled, 8, 'two rows more, not the whole map');
+  assert.equal(model.calls, calls, 'no second call to the engine');
+
+  // an edit in the middle: the rows from it on; another head: the whole map
+  ids = [5, 6, 99, 8, 9, 10, 11, 12, 13];
+  model.ids = ids;
+  r = resultOf(ids);
+  await pulled.pull(r, [
+    [1, 2],
+    [0, 0],
+  ]);
+  check(r, 1, 2);
+  check(r, 0, 0);
+  assert.equal(pulled.rowsPulled, 8 + (9 - 2) + 9);
+  // switched-off heads change every row: nothing is asked to come with the run for them
+  assert.deepEqual(pulled.request([[1, 2]], [[0, 1]]).ids.length, 0, 'another ablation starts from row 0');
+  // a result with its full maps needs no pull
+  assert.deepEqual(pulled.missing(resultOf(ids, { attentionAll: new Float32Array(2 * 3 * 81) }), [[1, 2]]), []);
+});
