@@ -1,7 +1,8 @@
 // embind bindings of Model::attention_tile and Model::attention_thumbnails (only binds; the rules of
 // embind.cpp's header comment), of the model's last run: attentionTile(model, layer, head, rowBegin,
 // rowEnd, colBegin, colEnd, bin) -> { rows, cols, values: Float32Array }; attentionThumbnails(model,
-// size) -> { bin, n, values: Float32Array (L * NH * n * n) }.
+// size) -> { bin, n, values: Float32Array (L * NH * n * n) }; headRoleScores(model) -> Float64Array
+// (L * NH * 6, Model::head_role_scores).
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
@@ -31,9 +32,14 @@ val attention_thumbnails(const Model& m, int size) {
   });
 }
 
+val head_role_scores(const Model& m) {
+  return guarded([&] { return f64_copy(m.head_role_scores()); });
+}
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(headscope_maps) {
+  emscripten::function("headRoleScores", &head_role_scores);
   emscripten::function("attentionTile", &attention_tile);
   emscripten::function("attentionThumbnails", &attention_thumbnails);
 }

@@ -82,7 +82,9 @@ test('a long text: the grid from thumbnails, the heads shown pulled exactly, typ
   const before = await page.evaluate(() => window.headscopeDemo.pulled.rowsPulled);
   await page.locator('#text').press('End');
   await page.keyboard.type(' soup');
-  await expect.poll(() => page.evaluate(() => window.headscopeDemo.result?.text), { timeout: 120_000 }).toBe(`${text} soup`);
+  await expect
+    .poll(() => page.evaluate(() => window.headscopeDemo.result?.text), { timeout: 120_000 })
+    .toBe(`${text} soup`);
   await page.evaluate(() => window.headscopeDemo.idle());
   const typed = await checkAgainstApi(page);
   const pulled = (await page.evaluate(() => window.headscopeDemo.pulled.rowsPulled)) - before;

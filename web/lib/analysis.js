@@ -124,6 +124,7 @@ export class HeadScoreRows {
   /** An array [layer][head] of headScores() for `result`. */
   scores(result) {
     const { T, nLayer, nHead } = result;
+    if (!result.attentionAll && result.roleScores) return engineScores(result);
     const ids = Int32Array.from(result.tokens, (t) => t.id);
     const ablate = JSON.stringify(result.ablate ?? []);
     let from = 0;
@@ -156,6 +157,17 @@ export class HeadScoreRows {
     this.#ablate = ablate;
     return out;
   }
+}
+
+// A result without maps ({ attention: 'thumbnails' }): the same scores, counted by the engine's forward
+// pass row by row (Model::head_role_scores, tested against this file's definitions)
+function engineScores({ nLayer, nHead, roleScores }) {
+  const K = SCORE_NAMES.length;
+  return Array.from({ length: nLayer }, (_, l) =>
+    Array.from({ length: nHead }, (_, h) =>
+      Object.fromEntries(SCORE_NAMES.map((name, i) => [name, roleScores[(l * nHead + h) * K + i]])),
+    ),
+  );
 }
 
 /** Scores for every head of a run result: an array [layer][head] of headScores(). */

@@ -304,7 +304,10 @@ export interface ThumbnailRunResult extends Omit<RunResult, 'attentionAll'> {
   thumbnailCells: number;
   /** One head's thumbnail, thumbnailCells x thumbnailCells (a copy). */
   thumbnail(layer: number, head: number): Float32Array;
-  /** With RunOptions.pull: the heads asked for, the first row sent, and their rows [pulledFrom, T) of
+  /** [nLayer, nHead, 6]: every head's role scores (previous, first, self, duplicate, induction, broad:
+   *  headscope/analysis's headScores() in that order), counted by the forward pass row by row. */
+  roleScores: Float64Array;
+  /** With ThumbnailRunOptions.pull: the heads asked for, the first row sent, and their rows [pulledFrom, T) of
    *  every column, heads one after the other ((T - pulledFrom) x T floats each). */
   pulledHeads?: Array<[number, number]>;
   pulledFrom?: number;

@@ -200,8 +200,11 @@ export class HeadscopeModel {
     const { droppedTokens, reusedTokens } = run;
     const fields = { text: wellFormed, tokens, T, ablate, droppedTokens, reusedTokens, stride, rowsFrom };
     const data = this.#plainData(h, out, fields, { loss: allLogits ? out.loss : undefined, valueNorms, maps });
-    if (!maps)
+    if (!maps) {
       Object.assign(data, thumbnailFields(checked(this.#core, this.#core.attentionThumbnails(h, THUMBNAIL_SIZE))));
+      // the role scores the page shows, counted by the forward pass (no map to count them from here)
+      data.roleScores = checked(this.#core, this.#core.headRoleScores(h));
+    }
     // the rows of the heads the caller shows that it does not hold yet (typing: the new tokens' rows)
     if (options.pull) Object.assign(data, pulledRowsOf(this.#core, h, options.pull, h.tokenIds()));
     return { ...data, patch };

@@ -13,6 +13,9 @@
 //   thumbnails         [nLayer, nHead, n, n]  instead of attentionAll, with { attention: 'thumbnails' }:
 //                                             n = thumbnailCells, each cell the largest weight of a
 //                                             thumbnailBin x thumbnailBin block (Model::attention_thumbnails)
+//   roleScores         [nLayer, nHead, 6]     with them (Float64Array): every head's role scores, counted
+//                                             by the forward pass (Model::head_role_scores; analysis.js's
+//                                             SCORE_NAMES in order)
 // nKvHead: the model's key/value heads (nHead for GPT-2); query head h reads h / (nHead / nKvHead).
 
 /** Rows and columns of each head's block in attentionAll (T unless the result keeps wider blocks). */
@@ -70,6 +73,7 @@ const RESULT_BUFFERS = [
   'attentionRows',
   'thumbnails',
   'pulledRows',
+  'roleScores',
   'contributionNorms',
   'valueNorms',
   'logitsLast',

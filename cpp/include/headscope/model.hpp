@@ -102,6 +102,7 @@ struct LoadOptions {
 };
 inline constexpr int kMaxThreads = 256;
 inline constexpr int kMaxThumbnailSize = 512;
+inline constexpr int kRoleScores = 6;  // Model::head_role_scores: previous, first, self, duplicate, induction, broad
 
 // The bin of a T x T map's thumbnail of at most size x size cells: the smallest power of two b with
 // ceil(T / b) <= size. A power of two, so that a text growing past a bin doubles it, and the cells
@@ -253,6 +254,14 @@ class Model {
   // n = ceil(T / bin). At LoadOptions::thumbnail_size these are the ones the run pooled (a copy);
   // another size is recomputed from the key cache.
   std::vector<float> attention_thumbnails(int size, int* bin = nullptr) const;
+  // Every head's role scores on the last run, (L, NH, kRoleScores): each the mean over the rows that
+  // count of a statistic of the head's attention row, in this order (the page's web/lib/analysis.js
+  // names and explains them): previous (the weight on the token before), first (on the first token),
+  // self, duplicate (on earlier copies of the token), induction (on the token after its last earlier
+  // copy), broad (the row's entropy over log(t + 1)). The forward pass computes each row's statistics
+  // as it computes the row, so this needs no map and typing adds only the new rows'. NaN for a score
+  // no row counts in (duplicate on a text without a repeated token).
+  std::vector<double> head_role_scores() const;
   std::vector<float> hidden_states() const;  // (L+1, T, C): residual entering each block, then after the last
   // Head h's contribution to the residual stream at each position: its output (T, HS) @ W_O[h*HS:(h+1)*HS, :].
   // The attention layer's output is the sum of these over heads plus W_O's bias: concatenating the

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -151,9 +152,41 @@ static inline void weighted_values_rows_n(int rows, std::integer_sequence<int, R
 
 int attention_block_rows() { return kScoreRows; }
 
+namespace {
+// AttentionRowStats of row t from its weights a and its scores s (before the softmax; s[j_max] the
+// largest). The entropy without a log per weight: log a_j = (s_j - m) - log Z, and log Z = -log
+// a_{j_max} (the weight where s_j = m is exp(0) / Z), so H = sum_j a_j (m - s_j) - log a_{j_max}; sums
+// in double, in key order, as the page's definition sums them.
+void row_stats(const AttentionRowStats& st, int h, int t, const float* a, const float* s, int j_max) {
+  float* o = st.out + ((std::size_t)h * st.stride + t) * kRowStats;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  if (t == 0) {
+    std::fill(o, o + kRowStats, nan);
+    return;
+  }
+  o[0] = a[t - 1];
+  o[1] = a[0];
+  o[2] = a[t];
+  const int before = st.before[t];
+  if (before >= 0) {
+    double dup = 0;
+    for (int j = st.first[t]; j < t; j = st.next[j]) dup += a[j];
+    o[3] = (float)dup;
+  } else {
+    o[3] = nan;
+  }
+  o[4] = before >= 0 && before + 1 < t ? a[before + 1] : nan;
+  const double m = s[j_max];
+  double spread = 0;
+  for (int j = 0; j <= t; j++) spread += (double)a[j] * (m - (double)s[j]);
+  const double entropy = std::max(0.0, spread - std::log((double)a[j_max]));
+  o[5] = (float)std::min(1.0, entropy / std::log(t + 1.0));
+}
+}  // namespace
+
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, const AttentionShape& shape,
                        int att_stride, float* key_panels, float* scores, int scores_head, int att_block,
-                       const AttentionPool* pool) noexcept {
+                       const AttentionPool* pool, const AttentionRowStats* stats) noexcept {
   const int NH = shape.NH, KV = shape.KV, HS = shape.HS, group = NH / KV;
   const int hs_simd = HS - HS % kLanes;  // head-size columns covered by whole batches
   const float scale = 1.0f / std::sqrt((float)HS);
@@ -204,11 +237,20 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
         for (int t = t0; t <= t_last; t++) {
           float* a = row_of(t);
           if (scores && h == scores_head) std::copy(a, a + t + 1, scores + (std::size_t)t * att_stride);
+          // the row statistics' entropy from the scores s kept here (no log per weight, see row_stats)
+          static thread_local std::vector<float> kept;
+          int j_max = 0;
+          if (stats && stats->out) {
+            kept.assign(a, a + t + 1);
+            for (int j = 1; j <= t; j++)
+              if (a[j] > a[j_max]) j_max = j;
+          }
           softmax_forward(a, t + 1);
           std::fill(a + t + 1, a + att_stride, 0.0f);
           if (pool && pool->cells)
             attention_pool_row(pool->cells + ((std::size_t)h * pool->n + (t >> pool->shift)) * pool->n, a, t + 1,
                                pool->shift);
+          if (stats && stats->out) row_stats(*stats, h, t, a, kept.data(), j_max);
         }
         // y = P V, kValueRows rows at a time over j up to the sub-block's last position
         for (int t = t0; t <= t_last; t += kValueRows) {

@@ -181,9 +181,27 @@ struct AttentionPool {
   int shift = 0;           // cells of 2^shift x 2^shift weights
   int n = 0;               // cells per side of a head's thumbnail
 };
+// Per-row statistics of each head's attention that the views show as role scores (the page's
+// web/lib/analysis.js defines them), which attention_forward writes while it computes each row t >= 1,
+// into out[(h * stride + t) * kRowStats + i]:
+//   0 previous: a[t-1]; 1 first: a[0]; 2 self: a[t];
+//   3 duplicate: the sum of a[j] over the earlier copies j of token t (NaN without one);
+//   4 induction: a[before[t] + 1], the token after the last earlier copy (NaN without one, or when that is t);
+//   5 broad: the row's entropy / log(t + 1), at most 1.
+// Row 0 is all NaN (no row counts). before[t] is the last earlier copy (-1: none), first[t] the first
+// occurrence of token t, next[j] the next one after j (the chain first[t], next[...] < t lists the copies).
+inline constexpr int kRowStats = 6;
+struct AttentionRowStats {
+  float* out = nullptr;  // (NH, stride, kRowStats), or null
+  int stride = 0;
+  const int32_t* before = nullptr;
+  const int32_t* first = nullptr;
+  const int32_t* next = nullptr;
+};
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, const AttentionShape& shape,
                        int att_stride, float* key_panels, float* scores = nullptr, int scores_head = -1,
-                       int att_block = 0, const AttentionPool* pool = nullptr) noexcept;
+                       int att_block = 0, const AttentionPool* pool = nullptr,
+                       const AttentionRowStats* stats = nullptr) noexcept;
 // cells[j >> shift] = max(cells[j >> shift], row[j]) for j in [0, n): one row into its thumbnail row
 void attention_pool_row(float* cells, const float* row, int n, int shift) noexcept;
 // The rows attention_forward computes together: the att_block it needs to keep no map.

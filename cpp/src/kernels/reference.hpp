@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 
 namespace headscope::kernels::ref {
@@ -211,13 +212,35 @@ template <typename F>
 void attention_pool_row(F* cells, const F* row, int n, int shift) {
   for (int j = 0; j < n; j++) cells[j >> shift] = std::max(cells[j >> shift], row[j]);
 }
+// kernels::AttentionRowStats of row t (weights a), from their definition: out (6) <- previous, first,
+// self, duplicate, induction, broad (-sum a log a / log(t + 1), at most 1); NaN where a row does not count
+template <typename F>
+void attention_row_stats(F* out, const F* a, int t, const int32_t* before, const int32_t* first, const int32_t* next) {
+  const F nan = std::numeric_limits<F>::quiet_NaN();
+  if (t == 0) {
+    for (int i = 0; i < 6; i++) out[i] = nan;
+    return;
+  }
+  out[0] = a[t - 1];
+  out[1] = a[0];
+  out[2] = a[t];
+  double dup = 0;
+  for (int j = first[t]; before[t] >= 0 && j < t; j = next[j]) dup += a[j];
+  out[3] = before[t] >= 0 ? (F)dup : nan;
+  out[4] = before[t] >= 0 && before[t] + 1 < t ? a[before[t] + 1] : nan;
+  double h = 0;
+  for (int j = 0; j <= t; j++)
+    if (a[j] > 0) h -= (double)a[j] * std::log((double)a[j]);
+  out[5] = (F)std::min(1.0, h / std::log(t + 1.0));
+}
 // att_block > 0: att holds att_block rows per head, (NH, att_block, att_stride), row t at
 // (t - t_begin) % att_block, and no map is kept (kernels.hpp's attention_forward). pool (NH, pool_n,
 // pool_n) or null: each row computed raised into its head's thumbnail (kernels::AttentionPool).
 template <typename F>
 void attention_forward(F* out, F* att, const F* qkv, int t_begin, int T, int NH, int KV, int HS, int att_stride,
                        F* scores = nullptr, int scores_head = -1, int att_block = 0, F* pool = nullptr,
-                       int pool_shift = 0, int pool_n = 0) {
+                       int pool_shift = 0, int pool_n = 0, F* stats = nullptr, int stats_stride = 0,
+                       const int32_t* before = nullptr, const int32_t* first = nullptr, const int32_t* next = nullptr) {
   const std::size_t row = (std::size_t)(NH + 2 * KV) * HS, out_row = (std::size_t)NH * HS;
   const int group = NH / KV;
   for (int h = 0; h < NH; h++)
@@ -228,6 +251,7 @@ void attention_forward(F* out, F* att, const F* qkv, int t_begin, int T, int NH,
       attention_row(a, qkv, h, t, NH, KV, HS, att_stride,
                     scores && h == scores_head ? scores + (std::size_t)t * att_stride : nullptr);
       if (pool) attention_pool_row(pool + ((std::size_t)h * pool_n + (t >> pool_shift)) * pool_n, a, t + 1, pool_shift);
+      if (stats) attention_row_stats(stats + ((std::size_t)h * stats_stride + t) * 6, a, t, before, first, next);
       F* o = out + (std::size_t)t * out_row + h * HS;
       for (int i = 0; i < HS; i++) o[i] = 0;
       for (int j = 0; j <= t; j++) {

@@ -102,12 +102,14 @@ int attention_key_panel_width() { return 1; }
 std::size_t attention_key_panels_floats(int, const AttentionShape&) { return 0; }
 int attention_block_rows() { return 1; }
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, const AttentionShape& shape,
-                       int att_stride, float*, float* scores, int scores_head, int att_block,
-                       const AttentionPool* pool) noexcept {
-  const bool pooled = pool && pool->cells;
+                       int att_stride, float*, float* scores, int scores_head, int att_block, const AttentionPool* pool,
+                       const AttentionRowStats* stats) noexcept {
+  const bool pooled = pool && pool->cells, counted = stats && stats->out;
   ref::attention_forward<float>(out, att, qkv, t_begin, T, shape.NH, shape.KV, shape.HS, att_stride, scores,
                                 scores_head, att_block, pooled ? pool->cells : nullptr, pooled ? pool->shift : 0,
-                                pooled ? pool->n : 0);
+                                pooled ? pool->n : 0, counted ? stats->out : nullptr, counted ? stats->stride : 0,
+                                counted ? stats->before : nullptr, counted ? stats->first : nullptr,
+                                counted ? stats->next : nullptr);
 }
 void attention_pool_row(float* cells, const float* row, int n, int shift) noexcept {
   ref::attention_pool_row<float>(cells, row, n, shift);

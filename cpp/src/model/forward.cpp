@@ -79,7 +79,8 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
       }
       k::attention_forward(b.head_out + (std::size_t)s * stride * QW,
                            b.att + (packed ? 0 : (std::size_t)s * NH * stride * stride), qkv, ts, T, shape, stride,
-                           b.key_panels + s * panels, nullptr, -1, packed ? 0 : b.att_block, packed ? nullptr : b.pool);
+                           b.key_panels + s * panels, nullptr, -1, packed ? 0 : b.att_block, packed ? nullptr : b.pool,
+                           packed ? nullptr : b.row_stats);
     }
   }
 

@@ -51,6 +51,7 @@ struct BlockBuffers {
                               // att_block, one sequence's (NH, att_block, stride): no map kept
   int att_block = 0;          // 0, or kernels::attention_block_rows() (one sequence, not packed)
   const kernels::AttentionPool* pool = nullptr;  // one sequence: every head's thumbnail, raised by each row computed
+  const kernels::AttentionRowStats* row_stats = nullptr;  // one sequence: each row's role statistics
   float* key_panels = nullptr;  // kernels::attention_key_panels_floats(stride, shape): the attention kernel's key cache
   float* head_out = nullptr;    // (B, stride, QW) every head's output, concatenated (a switched-off head's is 0)
   float* head_proj = nullptr;   // (n, C) scratch: one head's output through its rows of W_O

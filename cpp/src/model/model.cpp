@@ -8,6 +8,7 @@
 #include <limits>
 #include <utility>
 #include <new>
+#include <unordered_map>
 
 #include "headscope/error.hpp"
 #include "headscope/safetensors.hpp"
@@ -26,8 +27,10 @@ uint64_t Model::Impl::activation_floats(uint64_t c64) const {
   const uint64_t FS = config_.family == Family::llama ? 3 * (uint64_t)config_.n_inner : config_.n_inner;
   const uint64_t maps = keep_maps_ ? L * NH * c64 * c64 : NH * (uint64_t)kernels::attention_block_rows() * c64;
   const uint64_t thumbnails = L * NH * (uint64_t)thumb_size_ * thumb_size_;
+  const uint64_t row_stats = L * NH * c64 * kernels::kRowStats + 3 * c64 /* the copy chains, int32 */;
   return (L + 1) * c64 * C + L * c64 * W + maps + L * c64 * QW + L * NH * c64 + 3 * c64 * C + c64 * FS +
-         L * (2 * c64 + 32) * KVW /* key panels and values: L x KV x <= (2 cap + panel) x HS */ + thumbnails;
+         L * (2 * c64 + 32) * KVW /* key panels and values: L x KV x <= (2 cap + panel) x HS */ + thumbnails +
+         row_stats;
 }
 
 bool Model::Impl::ensure_capacity(int T) {
@@ -58,6 +61,8 @@ bool Model::Impl::ensure_capacity(int T) {
     scratch_head_.assign(cap * C, 0.0f);
     scratch_fc_.assign(cap * FS, 0.0f);
     key_panels_.assign(L * kernels::attention_key_panels_floats((int)cap, shape), 0.0f);
+    row_stats_.assign(L * NH * cap * kernels::kRowStats, 0.0f);
+    row_copies_.assign(3 * cap, 0);
   } catch (const std::bad_alloc&) {
     // leave no half-sized buffers behind: the next run starts from nothing
     cap_ = 0;
@@ -65,8 +70,9 @@ bool Model::Impl::ensure_capacity(int T) {
     cached_tokens_ = 0;
     cached_logits_ = 0;
     for (auto* v : {&residual_, &qkv_, &att_, &head_out_, &contrib_norm_, &scratch_ln_, &scratch_proj_, &scratch_head_,
-                    &scratch_fc_, &key_panels_})
+                    &scratch_fc_, &key_panels_, &row_stats_})
       std::vector<float>().swap(*v);
+    std::vector<int32_t>().swap(row_copies_);
     throw Error("out of memory: running " + std::to_string(T) + " tokens needs about " + gigabytes(floats * 4) +
                 " of activations next to " + gigabytes(weight_bytes()) + " of weights; use a shorter text");
   }
@@ -237,6 +243,21 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
   prepare_thumbnails(t_begin, layer_begin);
   thumb_rows_ = -1;  // until every layer has raised them (a failed run leaves them to be pooled again)
   const int S = thumb_size_;
+  // the copy chains of the role statistics' duplicate and induction rows (as web/lib/analysis.js's copiesOf)
+  int32_t* before = row_copies_.data();
+  int32_t* first = before + cap;
+  int32_t* next = first + cap;
+  {
+    std::unordered_map<int32_t, int32_t> last_seen, first_seen;
+    for (int t = 0; t < T; t++) {
+      next[t] = T;
+      const auto seen = last_seen.find(ids_[t]);
+      before[t] = seen == last_seen.end() ? -1 : seen->second;
+      if (seen != last_seen.end()) next[seen->second] = t;
+      first[t] = first_seen.emplace(ids_[t], t).first->second;
+      last_seen[ids_[t]] = t;
+    }
+  }
 
   if (n > 0) {
     for (int t = t_begin; layer_begin == 0 && t < T; t++) {
@@ -274,6 +295,9 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
       if (l == run_patch_layer_) io.patches = &run_patch_;
       const k::AttentionPool pool{S ? &thumbs_[(std::size_t)l * NH * S * S] : nullptr, thumb_shift_, S};
       io.pool = &pool;
+      const k::AttentionRowStats stats{&row_stats_[(std::size_t)l * NH * cap * k::kRowStats], (int)cap, before, first,
+                                       next};
+      io.row_stats = &stats;
       block_forward(c, blocks_[l], io, 1, t_begin, T, (int)cap);
     }
   }
@@ -382,6 +406,7 @@ AttentionTile Model::attention_tile(int layer, int head, int row_begin, int row_
 std::vector<float> Model::attention_thumbnails(int size, int* bin) const {
   return impl_->attention_thumbnails(size, bin);
 }
+std::vector<double> Model::head_role_scores() const { return impl_->head_role_scores(); }
 std::vector<float> Model::hidden_states() const { return impl_->hidden_states(); }
 std::vector<float> Model::contribution(int layer, int head) const { return impl_->contribution(layer, head); }
 std::vector<float> Model::contribution_norms() const { return impl_->contribution_norms(); }

@@ -32,6 +32,7 @@ struct Model::Impl {
                                int bin) const;
   std::vector<float> attention_thumbnails(int size, int* bin) const;
   std::vector<float> hidden_states() const;
+  std::vector<double> head_role_scores() const;
   std::vector<float> contribution(int layer, int head) const;
   std::vector<float> contribution_norms() const;
   std::vector<float> value_norms() const;
@@ -96,6 +97,11 @@ struct Model::Impl {
   // rows [r0, r1) of every head of layers [l0, l1) on the last run's cache, max-pooled into `cells`
   // ((L, NH, S, S) cells of 2^shift weights): the fallback when rows the thumbnails held were lost
   void pool_from_cache(float* cells, int S, int shift, int l0, int l1, int r0, int r1) const;
+  // Each row's role statistics (kernels::AttentionRowStats), written by the forward pass: (L, NH, cap,
+  // kRowStats); and the token-copy chains they need, for the last run's ids (row_copies_: before |
+  // first | next, cap each)
+  std::vector<float> row_stats_;
+  std::vector<int32_t> row_copies_;
   std::vector<float> logits_last_;  // (V)
   std::vector<float> logits_all_;   // (cap, V) with all_logits
 

@@ -114,6 +114,27 @@ AttentionTile Model::Impl::attention_tile(int layer, int head, int row_begin, in
   return tile;
 }
 
+std::vector<double> Model::Impl::head_role_scores() const {
+  require_run();
+  const std::size_t heads = (std::size_t)config_.n_layer * config_.n_head;
+  constexpr int K = kernels::kRowStats;
+  static_assert(K == kRoleScores, "a role score per row statistic");
+  std::vector<double> out(heads * K);
+  for (std::size_t lh = 0; lh < heads; lh++) {
+    const float* rows = &row_stats_[lh * cap_ * K];
+    for (int i = 0; i < K; i++) {
+      double sum = 0;  // in row order, as the page's mean of the rows that count
+      int n = 0;
+      for (int t = 0; t < T_; t++) {
+        const float v = rows[(std::size_t)t * K + i];
+        if (v == v) sum += v, n++;
+      }
+      out[lh * K + i] = n ? sum / n : std::numeric_limits<double>::quiet_NaN();
+    }
+  }
+  return out;
+}
+
 void Model::Impl::copy_attention_all(float* out) const { copy_attention_rows(out, 0, T_, T_); }
 
 std::size_t Model::Impl::attention_rows_floats(int row_begin, int block_rows, int stride) const {

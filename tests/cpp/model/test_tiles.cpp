@@ -8,6 +8,7 @@
 // for with the same kernel: all it gives equals the keeping model's, bit for bit.
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -145,6 +146,74 @@ TEST_CASE("the thumbnails a run keeps follow every edit of the text and every he
           const std::vector<float> got(thumbs.begin() + (std::ptrdiff_t)lh * n * n,
                                        thumbs.begin() + (std::ptrdiff_t)(lh + 1) * n * n);
           test_util::require_same_bits(got, want, "head " + std::to_string(lh) + "'s kept thumbnail");
+        }
+      }
+    }
+  }
+}
+
+namespace {
+// the page's role scores of one head, from its map and the ids, written from their definition
+// (web/lib/analysis.js): per row t >= 1 the weight on t-1, on 0, on t, summed over earlier copies of
+// token t, on the token after its last earlier copy, and the entropy over log(t + 1); each score the
+// mean over the rows it counts in (NaN when none), all in double
+std::vector<double> role_scores(const std::vector<float>& map, const std::vector<int32_t>& ids) {
+  const int T = (int)ids.size();
+  std::vector<double> sum(6, 0.0);
+  std::vector<int> n(6, 0);
+  const auto add = [&](int i, double v) { sum[i] += v, n[i]++; };
+  for (int t = 1; t < T; t++) {
+    const float* a = &map[(std::size_t)t * T];
+    add(0, a[t - 1]);
+    add(1, a[0]);
+    add(2, a[t]);
+    int last = -1;
+    double dup = 0;
+    for (int j = 0; j < t; j++)
+      if (ids[j] == ids[t]) dup += a[j], last = j;
+    if (last >= 0) add(3, dup);
+    if (last >= 0 && last + 1 < t) add(4, a[last + 1]);
+    double h = 0;
+    for (int j = 0; j <= t; j++)
+      if (a[j] > 0) h -= a[j] * std::log((double)a[j]);
+    add(5, std::min(1.0, h / std::log(t + 1.0)));
+  }
+  std::vector<double> out(6);
+  for (int i = 0; i < 6; i++) out[i] = n[i] ? sum[i] / n[i] : std::nan("");
+  return out;
+}
+}  // namespace
+
+TEST_CASE("the role scores the forward pass counts equal their definition on the full maps, while typing",
+          "[model][tiles][roles]") {
+  // head_role_scores comes from each row's statistics written by the attention kernel as it computes
+  // the row (the entropy from the scores, without a log per weight), kept across typing; here from
+  // the kept full maps by the definition. Tolerance: the weights are the same floats; the row values
+  // are float32 (the entropy a difference of sums of up to T terms of size |s| < 20 in double, then
+  // rounded: about 1e-7 relative), and means of them: 1e-5 absolute is far above that and far below
+  // any difference a badge could show.
+  for (const bool maps : {true, false}) {
+    headscope::LoadOptions o;
+    o.attention_maps = maps;
+    for (const std::string& name : test_util::all_fixture_models()) {
+      INFO("model " << name << (maps ? "" : " keeping no maps"));
+      Model m = load_fixture(name, "model.safetensors", o);
+      const int L = m.config().n_layer, NH = m.config().n_head;
+      for (const char* text : {"the chef the chef the cook", "the chef the chef the cook the chef", "the chef a"}) {
+        m.run(text);
+        INFO("text " << text);
+        const std::vector<double> got = m.head_role_scores();
+        REQUIRE(got.size() == (std::size_t)L * NH * headscope::kRoleScores);
+        const std::vector<int32_t> ids(m.ids().begin(), m.ids().end());
+        for (int lh = 0; lh < L * NH; lh++) {
+          const std::vector<double> want = role_scores(m.attention(lh / NH, lh % NH), ids);
+          for (int i = 0; i < 6; i++) {
+            INFO("head " << lh << " score " << i << ": " << got[lh * 6 + i] << " vs " << want[i]);
+            if (std::isnan(want[i]))
+              REQUIRE(std::isnan(got[lh * 6 + i]));
+            else
+              REQUIRE(std::abs(got[lh * 6 + i] - want[i]) < 1e-5);
+          }
         }
       }
     }

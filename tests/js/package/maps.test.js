@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { writeRandomModel } from '../../e2e/random-model.mjs';
+import { allHeadScores } from '../../../dist/analysis.js';
 
 const fixture = (name) => new URL(`../../fixtures/models/${name}/`, import.meta.url);
 
@@ -114,6 +115,19 @@ test("run(text, { attention: 'thumbnails' }) returns every head's thumbnail and 
         assert.deepEqual(result.logitsLast, full.logitsLast);
         assert.equal(result.thumbnailBin, thumbnailBin(T, 128), `T ${T}`);
         bins.add(result.thumbnailBin);
+        // the role scores the forward pass counted, against analysis.js's definitions on the full maps:
+        // the same weights, row values in float32 against float64 (1e-5: far below a badge's threshold)
+        const want = allHeadScores(full);
+        for (let l = 0; l < nLayer; l++)
+          for (let h = 0; h < nHead; h++)
+            ['previous', 'first', 'self', 'duplicate', 'induction', 'broad'].forEach((name, i) => {
+              const got = result.roleScores[(l * nHead + h) * 6 + i];
+              const w = want[l][h][name];
+              assert.ok(
+                Number.isNaN(w) ? Number.isNaN(got) : Math.abs(got - w) < 1e-5,
+                `T ${T}, L${l}H${h} ${name}: ${got} vs ${w}`,
+              );
+            });
         const n = result.thumbnailCells;
         assert.equal(n, Math.ceil(T / result.thumbnailBin));
         assert.equal(result.thumbnails.length, nLayer * nHead * n * n);
@@ -130,6 +144,38 @@ test("run(text, { attention: 'thumbnails' }) returns every head's thumbnail and 
       [...bins].sort((a, b) => a - b),
       [1, 4, 8],
       'the texts cross the bins they were made for',
+    );
+    // pull: the rows of the heads asked for, from the first token that differs from the ids given
+    const text = long(300);
+    const full = reference.run(text);
+    const ids = full.tokens.map((t) => t.id);
+    for (const [given, from] of [
+      [ids.slice(0, 200), 200],
+      [[...ids.slice(0, 150), -1], 150],
+      [[], 0],
+    ]) {
+      const heads = [
+        [1, 2],
+        [0, 0],
+      ];
+      const asked = { attention: 'thumbnails', pull: { heads, ids: given } };
+      for (const r of [
+        page.run(text, asked),
+        await worker.run(text, { ...asked, pull: { heads, ids: Int32Array.from(given) } }),
+      ]) {
+        assert.equal(r.pulledFrom, from);
+        assert.deepEqual(r.pulledHeads, heads);
+        const T = r.T;
+        const rows = (l, h) => full.attention(l, h).slice(from * T, T * T);
+        const want = new Float32Array(2 * (T - from) * T);
+        want.set(rows(1, 2), 0);
+        want.set(rows(0, 0), (T - from) * T);
+        assert.deepEqual(r.pulledRows, want, `pulled rows from ${from}`);
+      }
+    }
+    assert.throws(
+      () => page.run(text, { attention: 'thumbnails', pull: { heads: [[0]], ids: [] } }),
+      /pull.heads entries must be \[layer, head\] pairs/,
     );
     assert.throws(
       () => page.run('The chef', { attention: 'some' }),

@@ -35,7 +35,9 @@ test('paintThumbnails: each pixel the largest cell it covers, faint above the di
     const layout = {
       width: nHead * bw,
       height: nLayer * bh,
-      cells: [Array.from({ length: nHead }, (_, h) => ({ box: [h * bw, 0, bw, bh], x: h * bw + 1, y: 1, w: tw, h: th }))],
+      cells: [
+        Array.from({ length: nHead }, (_, h) => ({ box: [h * bw, 0, bw, bh], x: h * bw + 1, y: 1, w: tw, h: th })),
+      ],
     };
     const pixels = new Int32Array(layout.width * layout.height);
     paintThumbnails(pixels, layout, result, theme);
@@ -50,16 +52,34 @@ test('paintThumbnails: each pixel the largest cell it covers, faint above the di
           const b0 = Math.min(n - 1, Math.floor((x * n) / tw)),
             b1 = Math.max(b0 + 1, Math.min(n, Math.floor(((x + 1) * n) / tw)));
           let m = -1;
-          for (let a = a0; a < a1; a++) for (let b = b0; b < b1; b++) if (b <= a) m = Math.max(m, thumbnails[h * n * n + a * n + b]);
-          assert.deepEqual(at(h * bw + 1 + x, 1 + y), m < 0 ? faintRgb : lutRgb(m), `${tw}x${th}: head ${h} pixel (${x}, ${y})`);
+          for (let a = a0; a < a1; a++)
+            for (let b = b0; b < b1; b++) if (b <= a) m = Math.max(m, thumbnails[h * n * n + a * n + b]);
+          assert.deepEqual(
+            at(h * bw + 1 + x, 1 + y),
+            m < 0 ? faintRgb : lutRgb(m),
+            `${tw}x${th}: head ${h} pixel (${x}, ${y})`,
+          );
         }
     }
   }
   // the sharp cell stays at full strength however small the tile
-  const tiny = { width: 4, height: 4, cells: [[{ box: [0, 0, 2, 2], x: 0, y: 0, w: 2, h: 2 }, { box: [2, 2, 2, 2], x: 2, y: 2, w: 2, h: 2 }]] };
+  const tiny = {
+    width: 4,
+    height: 4,
+    cells: [
+      [
+        { box: [0, 0, 2, 2], x: 0, y: 0, w: 2, h: 2 },
+        { box: [2, 2, 2, 2], x: 2, y: 2, w: 2, h: 2 },
+      ],
+    ],
+  };
   const px = new Int32Array(16);
   paintThumbnails(px, tiny, result, theme);
-  assert.deepEqual(Array.from(new Uint8Array(px.buffer, (1 * 4 + 0) * 4, 3)), lutRgb(0.9), 'the sharp cell at 2 x 2 pixels');
+  assert.deepEqual(
+    Array.from(new Uint8Array(px.buffer, (1 * 4 + 0) * 4, 3)),
+    lutRgb(0.9),
+    'the sharp cell at 2 x 2 pixels',
+  );
 });
 
 // a model of nLayer x nHead heads whose map of a text is known: weight (q, k) = f(layer, head, ids[q], k)
@@ -67,7 +87,8 @@ function fakeModel(nLayer, nHead, nPositions) {
   const maps = (ids, layer, head) => {
     const T = ids.length;
     const m = new Float32Array(T * T);
-    for (let q = 0; q < T; q++) for (let k = 0; k <= q; k++) m[q * T + k] = ((ids[q] * 31 + k * 7 + layer * 5 + head) % 97) / 97;
+    for (let q = 0; q < T; q++)
+      for (let k = 0; k <= q; k++) m[q * T + k] = ((ids[q] * 31 + k * 7 + layer * 5 + head) % 97) / 97;
     return m;
   };
   const model = {
@@ -83,7 +104,15 @@ function fakeModel(nLayer, nHead, nPositions) {
     },
   };
   const resultOf = (ids, extra = {}) =>
-    makeResult({ text: String(ids.length), tokens: [...ids].map((id) => ({ id })), T: ids.length, nLayer, nHead, ablate: [], ...extra });
+    makeResult({
+      text: String(ids.length),
+      tokens: [...ids].map((id) => ({ id })),
+      T: ids.length,
+      nLayer,
+      nHead,
+      ablate: [],
+      ...extra,
+    });
   return { model, maps, resultOf };
 }
 
@@ -93,9 +122,14 @@ test('PulledMaps: a pulled head equals its map; typing brings only the new rows,
   const check = (r, layer, head) => {
     const src = headSource(r, layer, head);
     assert.ok(src, `head ${layer}:${head} is held`);
-    const want = maps(Int32Array.from(r.tokens, (t) => t.id), layer, head);
+    const want = maps(
+      Int32Array.from(r.tokens, (t) => t.id),
+      layer,
+      head,
+    );
     for (let q = 0; q < r.T; q++)
-      for (let k = 0; k <= q; k++) assert.equal(src.data[src.offset + q * src.stride + k], want[q * r.T + k], `(${q}, ${k})`);
+      for (let k = 0; k <= q; k++)
+        assert.equal(src.data[src.offset + q * src.stride + k], want[q * r.T + k], `(${q}, ${k})`);
   };
   // a first result: nothing held, the page pulls the selected head
   let ids = [5, 6, 7, 8, 9, 10];
@@ -137,4 +171,31 @@ test('PulledMaps: a pulled head equals its map; typing brings only the new rows,
   assert.deepEqual(pulled.request([[1, 2]], [[0, 1]]).ids.length, 0, 'another ablation starts from row 0');
   // a result with its full maps needs no pull
   assert.deepEqual(pulled.missing(resultOf(ids, { attentionAll: new Float32Array(2 * 3 * 81) }), [[1, 2]]), []);
+});
+
+test("role scores of a result without maps are the engine's, in analysis.js's order", async () => {
+  const { HeadScoreRows, headScores } = await import('../../../web/lib/analysis.js');
+  // a result with its maps: the scores from the maps; the same result as the engine would send it
+  // without maps (roleScores in SCORE_NAMES order, computed here by headScores): the same objects
+  const T = 7,
+    nLayer = 2,
+    nHead = 2;
+  const ids = [3, 4, 3, 5, 4, 3, 6];
+  const attentionAll = new Float32Array(nLayer * nHead * T * T);
+  for (let lh = 0; lh < nLayer * nHead; lh++)
+    for (let q = 0; q < T; q++) {
+      let s = 0;
+      for (let k = 0; k <= q; k++) s += attentionAll[(lh * T + q) * T + k] = 1 + ((lh * 5 + q * 3 + k) % 4);
+      for (let k = 0; k <= q; k++) attentionAll[(lh * T + q) * T + k] /= s;
+    }
+  const base = { text: '', tokens: ids.map((id) => ({ id })), T, nLayer, nHead, ablate: [] };
+  const withMaps = new HeadScoreRows().scores(makeResult({ ...base, attentionAll }));
+  const names = ['previous', 'first', 'self', 'duplicate', 'induction', 'broad'];
+  const roleScores = new Float64Array(nLayer * nHead * 6);
+  for (let lh = 0; lh < nLayer * nHead; lh++) {
+    const s = headScores(attentionAll.slice(lh * T * T, (lh + 1) * T * T), ids);
+    names.forEach((n, i) => (roleScores[lh * 6 + i] = s[n]));
+  }
+  const without = new HeadScoreRows().scores(makeResult({ ...base, thumbnails: new Float32Array(0), roleScores }));
+  assert.deepEqual(without, withMaps);
 });

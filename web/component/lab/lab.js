@@ -246,8 +246,7 @@ export class Lab {
     const r = this.result;
     if (!r) return;
     try {
-      // a long text's result holds thumbnails, not maps: no live scores (the cells keep no badges)
-      this.scores = r.attentionAll ? liveScores(r, this.roles.probeScores, this.scoreRows) : null;
+      this.scores = liveScores(r, this.roles.probeScores, this.scoreRows);
     } catch {
       this.scores = null;
     }

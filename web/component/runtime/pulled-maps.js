@@ -64,7 +64,8 @@ export class PulledMaps {
         const stride = roomyStride(T, nPositions);
         e = { data: new Float32Array(stride * stride), stride };
       }
-      for (let r = from; r < T; r++) e.data.set(rows.subarray(i * block + (r - from) * T, i * block + (r - from + 1) * T), r * e.stride);
+      for (let r = from; r < T; r++)
+        e.data.set(rows.subarray(i * block + (r - from) * T, i * block + (r - from + 1) * T), r * e.stride);
       this.rowsPulled += T - from;
       this.#keep(key, e, ids, ablate);
       (result.pulled ??= new Map()).set(layer * result.nHead + head, { data: e.data, stride: e.stride });
@@ -106,7 +107,8 @@ export class PulledMaps {
       if (from < T) {
         const tile = await model.attentionTile(result.text, layer, head, { rows: [from, T], ablate: result.ablate });
         if (tile.T !== T) throw new Error(`the engine ran ${tile.T} tokens of a result of ${T}`);
-        for (let r = from; r < T; r++) e.data.set(tile.values.subarray((r - from) * T, (r - from + 1) * T), r * e.stride);
+        for (let r = from; r < T; r++)
+          e.data.set(tile.values.subarray((r - from) * T, (r - from + 1) * T), r * e.stride);
         this.rowsPulled += T - from;
       }
       this.#keep(key, e, ids, ablate);
