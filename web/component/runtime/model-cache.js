@@ -2,6 +2,7 @@
 // model source however many widgets ask, and the page-thread twin that makes typing fast.
 import { loadModelInWorker } from '../../lib/worker/client.js';
 import { loadModel } from '../../lib/headscope.js';
+import { shippedModels } from '../../lib/files.js';
 import { checkThreads } from '../../lib/wasm.js';
 import { FastTypingModel } from './fast-typing.js';
 
@@ -21,6 +22,12 @@ function keyOf(source) {
   return source ? String(source) : '';
 }
 
+// A shipped model keeps its full maps in the engine (its texts are short: a map is cheap, and copied
+// at once). Any other (a folder's checkpoint) keeps none: its context is then what fits, not what
+// its maps at the context would take (GPT-2 small's 604 MB at 1,024 tokens, SmolLM2's T² x 270
+// heads), and a page pulls the rows it draws (runtime/pulled-maps.js), recomputed bit for bit.
+const keepsMaps = (key) => key === '' || shippedModels.includes(key);
+
 /**
  * Loads a model once per page, in one Web Worker, however many widgets ask for it.
  * `source` is a shipped model name, a folder URL, or empty for the default model.
@@ -37,6 +44,7 @@ export function getModel(source, { onProgress } = {}) {
     entry.promise = loadModelInWorker(key || undefined, {
       pageThreadFallback: true,
       threads: pageThreads,
+      attentionMaps: keepsMaps(key),
       onProgress: (p) => {
         entry.progress = p;
         for (const fn of entry.listeners) fn(p);
@@ -63,6 +71,7 @@ export function loadModelFromBuffers(buffers, { onProgress } = {}) {
     transferBuffers: true,
     onProgress,
     threads: pageThreads,
+    attentionMaps: false, // a checkpoint from the reader's disk: its context is what fits (keepsMaps)
   });
 }
 
