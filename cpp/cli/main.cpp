@@ -1,10 +1,11 @@
 // headscope: the native command-line tool.
 //   headscope run --model DIR (--text "..." | --ids 3,17,5) [--json] [--top K] [--ablate L:H[,L:H...]] [--inspect L:H]
-//                 [--weights f32|f16] [--threads N] [--no-maps]
-//   headscope info --model DIR [--weights f32|f16] [--no-maps]
-//   headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16] [--threads N] [--no-maps]
+//                 [--weights f32|f16|auto] [--threads N] [--no-maps]
+//   headscope info --model DIR [--weights f32|f16|auto] [--no-maps]
+//   headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16|auto] [--threads N] [--no-maps]
 //   headscope patch ... (patch_command.cpp)
-// --weights f16 holds the large weight matrices in half precision (about half the memory).
+// --weights f16 holds the large weight matrices in half precision (about half the memory); auto as the
+// checkpoint stores them (an F16 or BF16 file in half precision).
 // --threads N splits each run over N threads (default 0: one per core); results are the same floats.
 // --json prints exactly one JSON document on stdout (other tools rely on it, keep it stable):
 //   {"tokens": [strings], "ids": [ints], "logits_last": [V floats], "attention": [L][H][T][T],
@@ -37,9 +38,9 @@ namespace {
 const char* kUsage =
     "usage:\n"
     "  headscope run --model DIR (--text TEXT | --ids ID,ID,...) [--json] [--top K] [--ablate L:H[,L:H...]]\n"
-    "                [--inspect L:H] [--weights f32|f16] [--threads N] [--no-maps]\n"
-    "  headscope info --model DIR [--weights f32|f16] [--no-maps]\n"
-    "  headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16] [--threads N] [--no-maps]\n"
+    "                [--inspect L:H] [--weights f32|f16|auto] [--threads N] [--no-maps]\n"
+    "  headscope info --model DIR [--weights f32|f16|auto] [--no-maps]\n"
+    "  headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16|auto] [--threads N] [--no-maps]\n"
     "  headscope train ... (headscope train --help)\n"
     "  headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--json] (headscope heads --help)\n"
     "  headscope generate --model DIR --text TEXT --tokens N [--temperature X] [--top-k K] [--top-p P] [--seed S] "

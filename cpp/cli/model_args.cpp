@@ -92,7 +92,8 @@ Args parse_model_args(int argc, char** argv) {
       a.load.attention_maps = false;
     else if (arg == "--weights") {
       const std::string v = value();
-      if (v != "f32" && v != "f16") throw headscope::Error("--weights expects f32 or f16, got \"" + v + "\"");
+      if (v != "f32" && v != "f16" && v != "auto")
+        throw headscope::Error("--weights expects f32, f16 or auto, got \"" + v + "\"");
       a.load.weights = headscope::parse_weight_storage(v);
     } else
       throw headscope::Error("unknown option \"" + arg + "\"");

@@ -69,10 +69,11 @@ export interface LoadOptions {
    * How the large weight matrices (every block's linear layers, the token embedding / LM head) are
    * held: 'f32' (default) or 'f16', half precision in about half the memory. The kernels widen F16
    * to float32 as they read it, so results equal float32 on the F16-rounded weights (logits differ
-   * from 'f32' by about 1e-3 of their range). An F16 checkpoint's values are kept exactly.
-   * Anything else rejects with an Error.
+   * from 'f32' by about 1e-3 of their range). An F16 checkpoint's values are kept exactly. 'auto':
+   * as the checkpoint stores its matrices, 'f16' for an F16 or BF16 file (ModelInfo.weights says
+   * which). Anything else rejects with an Error.
    */
-  weights?: 'f32' | 'f16';
+  weights?: 'f32' | 'f16' | 'auto';
   /**
    * Threads the engine splits each run over: a whole number from 1 to 64 (else an Error). They run
    * where the threaded build can: in a Web Worker (headscope/worker) of a cross-origin-isolated page

@@ -76,8 +76,10 @@ struct HeadInside {
 //   f16: IEEE half precision, about half the memory; the kernels widen them to float32 as they read,
 //        so results equal a float32 model whose weights were rounded to F16 (nearest even). An F16
 //        checkpoint's values are kept exactly; F32 and BF16 values are rounded once.
-enum class WeightStorage { f32, f16 };
-// "f32" / "f16"; parse_weight_storage throws Error on anything else
+//   automatic (asked for as "auto"): as the checkpoint stores them, f16 when its matrices are F16 or
+//        BF16 (an F16 file stays F16 in memory), else f32. A model's weight_storage() is never automatic.
+enum class WeightStorage { f32, f16, automatic };
+// "f32" / "f16" / "auto"; parse_weight_storage throws Error on anything else
 const char* weight_storage_name(WeightStorage s);
 WeightStorage parse_weight_storage(std::string_view name);
 

@@ -146,12 +146,15 @@ void check_f16_range(const std::string& name, const float* w, std::size_t n) {
 
 }  // namespace
 
-const char* weight_storage_name(WeightStorage s) { return s == WeightStorage::f16 ? "f16" : "f32"; }
+const char* weight_storage_name(WeightStorage s) {
+  return s == WeightStorage::f16 ? "f16" : s == WeightStorage::automatic ? "auto" : "f32";
+}
 
 WeightStorage parse_weight_storage(std::string_view name) {
   if (name == "f32") return WeightStorage::f32;
   if (name == "f16") return WeightStorage::f16;
-  throw Error("weights must be \"f32\" or \"f16\", got \"" + std::string(name) + "\"");
+  if (name == "auto") return WeightStorage::automatic;
+  throw Error("weights must be \"f32\", \"f16\" or \"auto\", got \"" + std::string(name) + "\"");
 }
 
 Model Model::load_directory(const std::filesystem::path& dir, const LoadOptions& options) {
@@ -208,14 +211,23 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
     throw Error("thumbnail_size must be within [0, " + std::to_string(kMaxThumbnailSize) + "] (0: none), got " +
                 std::to_string(options.thumbnail_size));
   const ModelConfig config = parse_config(config_json);
-  check_weights_fit(config, resident_bytes, options.weights);
+  LoadOptions resolved = options;
+  if (options.weights == WeightStorage::automatic) {
+    // as the file stores its matrices: half precision stays half (read from the header alone)
+    bool half = false, single = false;
+    const SafeTensors header(safetensors);  // named: a temporary's map would not outlive the loop's start
+    for (const auto& [name, info] : header.tensors())
+      if (info.shape.size() == 2) (info.dtype == "F16" || info.dtype == "BF16" ? half : single) = true;
+    resolved.weights = half && !single ? WeightStorage::f16 : WeightStorage::f32;
+  }
+  check_weights_fit(config, resident_bytes, resolved.weights);
   try {
-    m.impl_->build(config_json, std::move(safetensors), std::move(tokenizer), options);
+    m.impl_->build(config_json, std::move(safetensors), std::move(tokenizer), resolved);
   } catch (const std::bad_alloc&) {
-    throw Error(
-        std::string("out of memory while loading the model: its ") + storage_words(options.weights) +
-        " weights need about " + gigabytes(planned_weight_bytes(config, options.weights)) +
-        (options.weights == WeightStorage::f32 ? "; try weights in F16, or a smaller model" : "; try a smaller model"));
+    throw Error(std::string("out of memory while loading the model: its ") + storage_words(resolved.weights) +
+                " weights need about " + gigabytes(planned_weight_bytes(config, resolved.weights)) +
+                (resolved.weights == WeightStorage::f32 ? "; try weights in F16, or a smaller model"
+                                                        : "; try a smaller model"));
   }
   return m;
 }

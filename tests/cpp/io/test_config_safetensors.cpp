@@ -360,7 +360,17 @@ TEST_CASE("F16 storage refuses a weight beyond F16's range, naming the tensor", 
   });
   REQUIRE(Model::load_buffers(f.config, weights, f.vocab, f.merges, f16).weight_storage() ==
           headscope::WeightStorage::f16);
-  REQUIRE_ERROR_CONTAINS(headscope::parse_weight_storage("f8"), "weights must be \"f32\" or \"f16\", got \"f8\"");
+  REQUIRE_ERROR_CONTAINS(headscope::parse_weight_storage("f8"),
+                         "weights must be \"f32\", \"f16\" or \"auto\", got \"f8\"");
+  // auto: as the file stores its matrices (F16 and BF16 stay half precision), decided from the header
+  headscope::LoadOptions automatic;
+  automatic.weights = headscope::parse_weight_storage("auto");
+  for (const auto& [file, want] : {std::pair{"model.safetensors", headscope::WeightStorage::f32},
+                                   std::pair{"model-f16.safetensors", headscope::WeightStorage::f16},
+                                   std::pair{"model-bf16.safetensors", headscope::WeightStorage::f16}}) {
+    INFO(file);
+    REQUIRE(test_util::load_fixture("odd-hs12", file, automatic).weight_storage() == want);
+  }
 }
 
 #ifdef __EMSCRIPTEN__

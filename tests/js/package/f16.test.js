@@ -94,11 +94,31 @@ test('F16 storage: typing at the end equals a full run, bit for bit', async () =
   }
 });
 
+test("weights: 'auto' keeps an F16 or BF16 checkpoint in half precision and an F32 one in float32", async () => {
+  // the fixture's three files of the same weights: F32, F16 and BF16; 'auto' reads the header's dtypes
+  for (const [file, want] of [
+    ['model.safetensors', 'f32'],
+    ['model-f16.safetensors', 'f16'],
+    ['model-bf16.safetensors', 'f16'],
+  ]) {
+    const auto = await loadModel(fixtureFiles(file), { weights: 'auto' });
+    const chosen = await loadModel(fixtureFiles(file), { weights: want });
+    try {
+      assert.equal(auto.info.weights, want, file);
+      // the same storage chosen by hand: the same bits
+      assert.deepEqual(auto.run(SENTENCE).logitsLast, chosen.run(SENTENCE).logitsLast, file);
+    } finally {
+      auto.dispose();
+      chosen.dispose();
+    }
+  }
+});
+
 test('bad weights values reject with an Error naming them', async () => {
   await assert.rejects(loadModel(testModelUrl, { weights: 'f8' }), {
-    message: "weights must be 'f32' or 'f16', got 'f8'",
+    message: "weights must be 'f32', 'f16' or 'auto', got 'f8'",
   });
-  await assert.rejects(loadModel(testModelUrl, { weights: 16 }), /weights must be 'f32' or 'f16', got 16/);
+  await assert.rejects(loadModel(testModelUrl, { weights: 16 }), /weights must be 'f32', 'f16' or 'auto', got 16/);
   assert.ok((await wasmMemoryBytes()) > 0);
 });
 

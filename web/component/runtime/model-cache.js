@@ -45,6 +45,7 @@ export function getModel(source, { onProgress } = {}) {
       pageThreadFallback: true,
       threads: pageThreads,
       attentionMaps: keepsMaps(key),
+      weights: keepsMaps(key) ? 'f32' : 'auto', // a folder's F16 or BF16 checkpoint stays half precision
       onProgress: (p) => {
         entry.progress = p;
         for (const fn of entry.listeners) fn(p);
@@ -72,6 +73,7 @@ export function loadModelFromBuffers(buffers, { onProgress } = {}) {
     onProgress,
     threads: pageThreads,
     attentionMaps: false, // a checkpoint from the reader's disk: its context is what fits (keepsMaps)
+    weights: 'auto', // and an F16 or BF16 file stays half precision
   });
 }
 

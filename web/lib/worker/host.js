@@ -35,6 +35,8 @@ function cancelledError() {
 // What the engine's cache holds: the token ids of the last run or prefill, and its switched-off
 // heads (a cache made with others is not reused).
 let cached = { ids: [], key: '' };
+// the text of the last run in one go and the cache it left (runInSteps: typing at its end needs no plan)
+let typedOn = null;
 // what the engine's cache was computed with: the switched-off heads (a patched run leaves none, see runInSteps)
 const cacheKey = (options) => JSON.stringify(options.ablate ?? []);
 
@@ -65,12 +67,22 @@ async function runInSteps(id, text, options, previous) {
     const data = model.runData(text, options, previous);
     // a patched run computes every token and leaves the engine no cache to reuse
     cached = options.patch ? { ids: [], key: '' } : { ids: data.tokens.map((t) => t.id), key: cacheKey(options) };
+    typedOn = { text, cached };
     return data;
   };
   if (options.patch) return finish();
   const { nPositions } = model.info.config;
   // a model too small for any text to be long (the shipped ones) never pays for the tokenizing below
   if (nPositions * model.info.parameterCount < STEPPED_RUN_WORK) return finish();
+  // typing at the end of the text the cache holds: a few new tokens (at most one per character, and
+  // the one or two a changed ending retokenizes), one step; no tokenizing of the whole text to plan
+  if (
+    typedOn?.cached === cached &&
+    cached.key === cacheKey(options) &&
+    text.startsWith(typedOn.text) &&
+    (text.length - typedOn.text.length + 2) * model.info.parameterCount < STEPPED_RUN_WORK
+  )
+    return finish();
   const tokens = model.tokenize(text);
   const T = tokens.length;
   const ids = tokens.map((t) => t.id);
