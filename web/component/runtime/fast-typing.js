@@ -194,6 +194,16 @@ export class FastTypingModel {
   circuits(options) {
     return this.#worker.circuits(options);
   }
+  // the parts of the maps a view pulls (a long text's heads: runtime/pulled-maps.js)
+  attentionTile(text, layer, head, options) {
+    return this.#worker.attentionTile(text, layer, head, options);
+  }
+  attentionThumbnails(text, options) {
+    return this.#worker.attentionThumbnails(text, options);
+  }
+  memory() {
+    return this.#worker.memory();
+  }
   tokenize(text) {
     return this.#worker.tokenize(text);
   }

@@ -309,6 +309,9 @@ export class HeatmapView extends SceneView {
   }
 
   update(result, state, theme) {
+    // a long text's result holds only the heads a page pulled for it: until this one's weights
+    // arrive (result.js's headSource), the picture stays as it was
+    if (!shownWeights(result, state, state.layer, state.head)) return;
     this.result = result;
     this.state = state;
     this.theme = theme;
@@ -454,7 +457,7 @@ export class HeatmapView extends SceneView {
 
   #showHover(q, k, event) {
     const { result, state, layout } = this;
-    if (!result || q >= result.T || k >= result.T) {
+    if (!result || q >= result.T || k >= result.T || !shownWeights(result, state, state.layer, state.head)) {
       this.#clearHover();
       return;
     }

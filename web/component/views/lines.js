@@ -271,8 +271,10 @@ export class LinesView extends SceneView {
 
   #render() {
     if (!this.result) return;
-    const { scene } = linesScene(this.result, this.state, this.theme, this.focus);
+    // a long text's result holds only the heads a page pulled: until they arrive the picture stays
     const heads = this.state.heads?.length ? this.state.heads : [this.state.head];
+    if (heads.some((h) => !shownWeights(this.result, this.state, this.state.layer, h))) return;
+    const { scene } = linesScene(this.result, this.state, this.theme, this.focus);
     this.show(scene, `Lines view, layer ${this.state.layer}, heads ${heads.join(', ')}`, 'group');
     this.svg.dataset.focus = this.focus ? `${this.focus.side}${this.focus.index}` : '';
   }

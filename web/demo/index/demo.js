@@ -291,11 +291,10 @@ let urlTimer = 0;
 function renderNow() {
   const { result, theme } = page;
   if (!result || !theme) return;
-  // a result without maps draws once the heads the views show are pulled (the screen keeps the last frame)
-  if (!longText.ready(result)) {
-    longText.pull(result).then((current) => current && page.result === result && render(), showRunError);
-    return;
-  }
+  // a long text's result holds only the heads pulled for it: another head's views wait for its
+  // weights (the engine may be busy with a side run), and everything else draws now
+  const held = longText.ready(result);
+  if (!held) longText.pull(result).then((current) => current && page.result === result && render(), showRunError);
   const t0 = performance.now();
   state.layer = Math.min(state.layer, result.nLayer - 1);
   state.head = Math.min(state.head, result.nHead - 1);
@@ -306,20 +305,25 @@ function renderNow() {
   // while a question of "predict, then reveal" is open, the names must not give the weights away
   const quiz = page.lab?.quiz;
   const writing = writer.update(result); // the tokens the model wrote, and the last one's draw
-  tokens.update(result, state, theme, { weightsHidden: !!quiz && !quiz.revealed, written: writing.written });
+  if (held) tokens.update(result, state, theme, { weightsHidden: !!quiz && !quiz.revealed, written: writing.written });
   grid.update(result, state, theme);
   page.lab?.update(result); // crossed-out heads, badges, loss
   if (detailView.kind !== state.view) makeDetailView();
   inside.update(result, theme);
-  detailView.update(result, state, theme);
-  why.update(result);
+  if (held) detailView.update(result, state, theme);
+  if (held) why.update(result);
   chips.update(result, state, theme);
   const linksPick = $('links-pick');
   if (linksPick.hidden !== (state.view !== 'lines')) linksPick.hidden = state.view !== 'lines';
   if (combineOnScreen.visible) combine.update(result, state, theme, attribution.shown(result, state));
   if (topkOnScreen.visible) topk.update(result, { drawn: writing.drawn });
-  circuitsPanel.update(result, state, theme);
-  setText($('detail-caption'), describeHead(result, state.layer, state.head, focusToken(result, state)));
+  if (held) circuitsPanel.update(result, state, theme);
+  setText(
+    $('detail-caption'),
+    held
+      ? describeHead(result, state.layer, state.head, focusToken(result, state))
+      : `Layer ${state.layer}, head ${state.head}: reading its weights from the engine…`,
+  );
   const notice = $('notice');
   if (result.droppedTokens > 0) {
     notice.hidden = false;
