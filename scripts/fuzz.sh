@@ -18,7 +18,10 @@ mkdir -p "$OUT"
 CXX=clang++-14
 FLAGS=(-std=c++20 -g1 -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -Icpp/include -Icpp/src)
-SOURCES=(cpp/src/arch/gpt2.cpp cpp/src/arch/llama.cpp cpp/src/io/config.cpp cpp/src/io/safetensors.cpp cpp/src/text/tokenizer.cpp cpp/src/text/tokenizer_load.cpp cpp/src/text/tokenizer_json.cpp cpp/src/text/unicode.cpp cpp/src/text/unicode_nfc.cpp $(ls cpp/src/kernels/*.cpp) cpp/src/model/forward.cpp cpp/src/model/model.cpp cpp/src/model/model_results.cpp cpp/src/model/model_load.cpp cpp/src/model/predictions.cpp)
+# the model's files as CMakeLists.txt lists them for the engine (its one list; the fuzz targets need
+# no analysis or training), so that a new file there is linked here too
+MODEL_SOURCES() { grep -m1 'model/forward' CMakeLists.txt | tr -s ' ' '\n' | grep '^model/' | sed 's#^#cpp/src/#; s#$#.cpp#'; }
+SOURCES=(cpp/src/arch/gpt2.cpp cpp/src/arch/llama.cpp cpp/src/io/config.cpp cpp/src/io/safetensors.cpp cpp/src/text/tokenizer.cpp cpp/src/text/tokenizer_load.cpp cpp/src/text/tokenizer_json.cpp cpp/src/text/unicode.cpp cpp/src/text/unicode_nfc.cpp $(ls cpp/src/kernels/*.cpp) $(MODEL_SOURCES))
 
 # the engine once as objects (JOBS at a time, default 2), then one link per target
 JOBS="${JOBS:-2}"
