@@ -201,7 +201,16 @@ test('keyboard only: the induction head selected on the grid; its upstream heads
   await computed(page);
   // the selected head is the one in the tab order; arrows move to layer 1 head 2, Enter selects it
   const start = page.locator('#circuits-view .hs-circuit-node[tabindex="0"]');
-  await expect(start).toHaveCount(1);
+  // drawn while on screen: brought back before each look (see lookAt)
+  await expect
+    .poll(
+      async () => {
+        await lookAt(page);
+        return start.count();
+      },
+      { timeout: 30_000 },
+    )
+    .toBe(1);
   const [l0, h0] = [Number(await start.getAttribute('data-layer')), Number(await start.getAttribute('data-head'))];
   expect([l0, h0]).toEqual(
     await page.evaluate(() => [window.headscopeDemo.state.layer, window.headscopeDemo.state.head]),

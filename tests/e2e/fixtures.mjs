@@ -128,6 +128,18 @@ class PageProblems {
   }
 }
 
+// The wide random model of the long-text tests (6 layers x 12 heads, width 384, context 1,024): a full
+// text is seconds of work in wasm, and its 72 full maps at 800 tokens pass the demo's map budget.
+// Served under /long/gpt-wide/; a test file adds it with base.extend({ longSite: wideModelSite() }).
+export const wideModelSite = () =>
+  randomModelSite('long', 'gpt-wide', { n_layer: 6, n_head: 12, n_embd: 384, n_positions: 1024, attnScale: 0.05 });
+
+// n words of the running example's kind, about 1.06 tokens a word
+const LONG_WORDS = 'the chef who trained in paris cooked the meal quickly while the guests waited in the garden'.split(
+  ' ',
+);
+export const longText = (n) => Array.from({ length: n }, (_, i) => LONG_WORDS[i % LONG_WORDS.length]).join(' ');
+
 export const test = base.extend({
   site: [
     async ({}, use) => {

@@ -2,21 +2,10 @@
 // 1024; written by random-model.mjs) that a full text is seconds of work in wasm. The run shows its
 // progress in steps of tokens, the page keeps answering meanwhile, Cancel stops it and keeps the
 // previous result, and a run to the end gives the same numbers as a run in one go.
-import { test as base, expect, shot, randomModelSite } from './fixtures.mjs';
+import { test as base, expect, shot, wideModelSite, longText } from './fixtures.mjs';
 
-const test = base.extend({
-  // a server for the wide random model under /long/gpt-wide/ (written once per worker)
-  longSite: randomModelSite('long', 'gpt-wide', {
-    n_layer: 6,
-    n_head: 12,
-    n_embd: 384,
-    n_positions: 1024,
-    attnScale: 0.05,
-  }),
-});
-
-const WORDS = 'the chef who trained in paris cooked the meal quickly while the guests waited in the garden'.split(' ');
-const longText = (n) => Array.from({ length: n }, (_, i) => WORDS[i % WORDS.length]).join(' ');
+// a server for the wide random model under /long/gpt-wide/ (written once per worker)
+const test = base.extend({ longSite: wideModelSite() });
 const resultText = (page) => page.evaluate(() => window.headscopeDemo.result?.text);
 
 test('a long run shows its progress, leaves the page responsive, can be cancelled, and completes with the same numbers as one run', async ({

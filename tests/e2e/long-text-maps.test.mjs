@@ -4,21 +4,10 @@
 // model (6 layers x 12 heads, context 1,024) at about 800 tokens: its 72 full maps would be 184 MB.
 // Every number the page holds is checked against a fresh instance of the package's API on the same
 // page (the same wasm: exact).
-import { test as base, expect, shot, randomModelSite } from './fixtures.mjs';
+import { test as base, expect, shot, wideModelSite, longText } from './fixtures.mjs';
 import { seriousViolations } from './axe.mjs';
 
-const test = base.extend({
-  longSite: randomModelSite('long', 'gpt-wide', {
-    n_layer: 6,
-    n_head: 12,
-    n_embd: 384,
-    n_positions: 1024,
-    attnScale: 0.05,
-  }),
-});
-
-const WORDS = 'the chef who trained in paris cooked the meal quickly while the guests waited in the garden'.split(' ');
-const longText = (n) => Array.from({ length: n }, (_, i) => WORDS[i % WORDS.length]).join(' ');
+const test = base.extend({ longSite: wideModelSite() });
 
 // the page's result against a fresh model of the same folder: thumbnails, logits, and every pulled head's rows
 const checkAgainstApi = (page) =>

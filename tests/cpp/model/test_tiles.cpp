@@ -40,6 +40,25 @@ std::vector<float> pooled(const std::vector<float>& map, int T, int r0, int r1, 
   return out;
 }
 
+// attention_thumbnails(size) against its definition: the bin the smallest power of two that fits T in
+// `size` cells, each head's cells the max-pooling of its full map (exact)
+void check_thumbnails(const Model& m, int size) {
+  const int T = m.T(), L = m.config().n_layer, NH = m.config().n_head;
+  int bin = 0;
+  const std::vector<float> thumbs = m.attention_thumbnails(size, &bin);
+  REQUIRE(
+      ((bin & (bin - 1)) == 0 && (T + bin - 1) / bin <= size && (bin == 1 || (T + bin / 2 - 1) / (bin / 2) > size)));
+  REQUIRE(bin == headscope::attention_thumbnail_bin(T, size));
+  const int n = (T + bin - 1) / bin;
+  REQUIRE(thumbs.size() == (std::size_t)L * NH * n * n);
+  for (int lh = 0; lh < L * NH; lh++) {
+    const std::vector<float> want = pooled(m.attention(lh / NH, lh % NH), T, 0, T, 0, T, bin);
+    const std::vector<float> got(thumbs.begin() + (std::ptrdiff_t)lh * n * n,
+                                 thumbs.begin() + (std::ptrdiff_t)(lh + 1) * n * n);
+    test_util::require_same_bits(got, want, "head " + std::to_string(lh) + "'s thumbnail, bin " + std::to_string(bin));
+  }
+}
+
 void check_tiles(const Model& m, std::mt19937& rng) {
   const int T = m.T(), L = m.config().n_layer, NH = m.config().n_head;
   for (int layer = 0; layer < L; layer++)
@@ -66,21 +85,8 @@ void check_tiles(const Model& m, std::mt19937& rng) {
       }
     }
   for (int size : {1, 3, 8, 128}) {
-    int bin = 0;
-    const std::vector<float> thumbs = m.attention_thumbnails(size, &bin);
     INFO("thumbnails of size " << size << ", T " << T);
-    REQUIRE(bin == headscope::attention_thumbnail_bin(T, size));
-    REQUIRE(
-        ((bin & (bin - 1)) == 0 && (T + bin - 1) / bin <= size && (bin == 1 || (T + bin / 2 - 1) / (bin / 2) > size)));
-    const int n = (T + bin - 1) / bin;
-    REQUIRE(n <= size);
-    REQUIRE(thumbs.size() == (std::size_t)L * NH * n * n);
-    for (int lh = 0; lh < L * NH; lh++) {
-      const std::vector<float> want = pooled(m.attention(lh / NH, lh % NH), T, 0, T, 0, T, bin);
-      const std::vector<float> got(thumbs.begin() + (std::ptrdiff_t)lh * n * n,
-                                   thumbs.begin() + (std::ptrdiff_t)(lh + 1) * n * n);
-      test_util::require_same_bits(got, want, "head " + std::to_string(lh) + "'s thumbnail");
-    }
+    check_thumbnails(m, size);
   }
 }
 
@@ -134,19 +140,8 @@ TEST_CASE("the thumbnails a run keeps follow every edit of the text and every he
         headscope::RunOptions ro;
         ro.ablate = step.ablate;
         m.run(step.text, ro);
-        const int T = m.T();
-        int bin = 0;
-        const std::vector<float> thumbs = m.attention_thumbnails(4, &bin);
-        INFO("text \"" << step.text << "\", T " << T << ", bin " << bin << ", heads off " << step.ablate.size());
-        REQUIRE(bin == headscope::attention_thumbnail_bin(T, 4));
-        const int n = (T + bin - 1) / bin;
-        REQUIRE(thumbs.size() == (std::size_t)L * NH * n * n);
-        for (int lh = 0; lh < L * NH; lh++) {
-          const std::vector<float> want = pooled(m.attention(lh / NH, lh % NH), T, 0, T, 0, T, bin);
-          const std::vector<float> got(thumbs.begin() + (std::ptrdiff_t)lh * n * n,
-                                       thumbs.begin() + (std::ptrdiff_t)(lh + 1) * n * n);
-          test_util::require_same_bits(got, want, "head " + std::to_string(lh) + "'s kept thumbnail");
-        }
+        INFO("text \"" << step.text << "\", T " << m.T() << ", heads off " << step.ablate.size());
+        check_thumbnails(m, 4);  // the kept size: the thumbnails the runs carried
       }
     }
   }
