@@ -41,39 +41,42 @@ std::vector<headscope::HeadRef> ablate_of(val ablate_pairs) {
 // storage: "f32" or "f16" (headscope::WeightStorage); threads: LoadOptions::threads. The four-argument
 // form loads float32 on the threads the engine has (one, but in the threaded build).
 // What both loaders check of their weights and options: a Uint8Array, "f32" or "f16", the threads.
-// maps: LoadOptions::attention_maps.
-headscope::LoadOptions load_options(val weights, val storage, int threads, bool maps) {
+// maps: LoadOptions::attention_maps; memory_limit: LoadOptions::memory_limit_bytes in bytes (0: all there is).
+headscope::LoadOptions load_options(val weights, val storage, int threads, bool maps, double memory_limit) {
   if (!weights.instanceof (val::global("Uint8Array"))) throw headscope::Error("weights must be a Uint8Array");
   headscope::LoadOptions options;
   options.weights = headscope::parse_weight_storage(string_of(storage, "weights"));
   options.threads = threads;
   options.attention_maps = maps;
+  options.memory_limit_bytes = (uint64_t)memory_limit;  // checked by the JS layer: a whole number >= 0
   return options;
 }
 
-Model* load_stored(val config_json, val weights, val vocab_json, val merges_txt, val storage, int threads, bool maps) {
+Model* load_stored(val config_json, val weights, val vocab_json, val merges_txt, val storage, int threads, bool maps,
+                   double memory_limit) {
   return guarded(
       [&]() -> Model* {
         const std::string config = string_of(config_json, "config.json");
         const std::string vocab = string_of(vocab_json, "vocab.json");
         const std::string merges = string_of(merges_txt, "merges.txt");
-        const headscope::LoadOptions options = load_options(weights, storage, threads, maps);
+        const headscope::LoadOptions options = load_options(weights, storage, threads, maps, memory_limit);
         return new Model(
             Model::load_source(config, std::make_shared<headscope::JsBytes>(weights), vocab, merges, 0, options));
       },
       static_cast<Model*>(nullptr));
 }
 Model* load(val config_json, val weights, val vocab_json, val merges_txt) {
-  return load_stored(config_json, weights, vocab_json, merges_txt, val("f32"), 0, true);
+  return load_stored(config_json, weights, vocab_json, merges_txt, val("f32"), 0, true, 0);
 }
 // The same with Hugging Face's tokenizer.json instead of vocab.json and merges.txt (the Llama family's).
-Model* load_tokenizer_json(val config_json, val weights, val tokenizer_json, val storage, int threads, bool maps) {
+Model* load_tokenizer_json(val config_json, val weights, val tokenizer_json, val storage, int threads, bool maps,
+                           double memory_limit) {
   return guarded(
       [&]() -> Model* {
         const std::string config = string_of(config_json, "config.json");
         headscope::parse_config(config);  // a config of another family is named before the tokenizer is read
         const std::string tokenizer = string_of(tokenizer_json, "tokenizer.json");
-        const headscope::LoadOptions options = load_options(weights, storage, threads, maps);
+        const headscope::LoadOptions options = load_options(weights, storage, threads, maps, memory_limit);
         return new Model(Model::load_source(config, std::make_shared<headscope::JsBytes>(weights),
                                             headscope::Tokenizer::from_tokenizer_json(tokenizer), 0, options));
       },
@@ -256,11 +259,15 @@ val config_object(const Model& m) {
                     {"prefixTokens", val(m.tokenizer().prefix_size())}});
 }
 
-// Model::memory(): { weightBytes, activationBytes, capacityTokens, activationBudgetBytes, bytesAtContext, attentionMaps
-// }
+// Model::memory(): { limitBytes, weightBytes, inUseAtLoadBytes, reserveBytes, contextTokens, activationBytes,
+// capacityTokens, activationBudgetBytes, bytesAtContext, attentionMaps }
 val memory_object(const Model& m) {
   const headscope::MemoryUse u = m.memory();
-  return object_of({{"weightBytes", val((double)u.weight_bytes)},
+  return object_of({{"limitBytes", val((double)u.limit_bytes)},
+                    {"weightBytes", val((double)u.weight_bytes)},
+                    {"inUseAtLoadBytes", val((double)u.in_use_at_load_bytes)},
+                    {"reserveBytes", val((double)u.reserve_bytes)},
+                    {"contextTokens", val(u.context_tokens)},
                     {"activationBytes", val((double)u.activation_bytes)},
                     {"capacityTokens", val(u.capacity_tokens)},
                     {"activationBudgetBytes", val((double)u.activation_budget_bytes)},

@@ -1,9 +1,9 @@
 // headscope: the native command-line tool.
 //   headscope run --model DIR (--text "..." | --ids 3,17,5) [--json] [--top K] [--ablate L:H[,L:H...]] [--inspect L:H]
-//                 [--weights f32|f16|auto] [--threads N] [--no-maps]
-//   headscope info --model DIR [--weights f32|f16|auto] [--no-maps]
-//   headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16|auto] [--threads N] [--no-maps]
-//   headscope patch ... (patch_command.cpp)
+//                 [--weights f32|f16|auto] [--threads N] [--no-maps] [--memory MB]
+//   headscope info --model DIR [--weights f32|f16|auto] [--no-maps] [--memory MB]
+//   headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16|auto] [--threads N] [--no-maps] [--memory
+//   MB] headscope patch ... (patch_command.cpp)
 // --weights f16 holds the large weight matrices in half precision (about half the memory); auto as the
 // checkpoint stores them (an F16 or BF16 file in half precision).
 // --threads N splits each run over N threads (default 0: one per core); results are the same floats.
@@ -38,9 +38,10 @@ namespace {
 const char* kUsage =
     "usage:\n"
     "  headscope run --model DIR (--text TEXT | --ids ID,ID,...) [--json] [--top K] [--ablate L:H[,L:H...]]\n"
-    "                [--inspect L:H] [--weights f32|f16|auto] [--threads N] [--no-maps]\n"
-    "  headscope info --model DIR [--weights f32|f16|auto] [--no-maps]\n"
+    "                [--inspect L:H] [--weights f32|f16|auto] [--threads N] [--no-maps] [--memory MB]\n"
+    "  headscope info --model DIR [--weights f32|f16|auto] [--no-maps] [--memory MB]\n"
     "  headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16|auto] [--threads N] [--no-maps]\n"
+    "                  [--memory MB]\n"
     "  headscope train ... (headscope train --help)\n"
     "  headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--json] (headscope heads --help)\n"
     "  headscope generate --model DIR --text TEXT --tokens N [--temperature X] [--top-k K] [--top-p P] [--seed S] "
@@ -57,7 +58,8 @@ const char* kUsage =
     "--weights f16 keeps the large weight matrices in half precision: about half the memory (default f32).\n"
     "--threads N splits each run over N threads (default 0: one per core; run, bench, heads, generate, train).\n"
     "--no-maps keeps no attention map after a run: what reads one recomputes its rows from the key cache\n"
-    "(the same numbers); memory grows with the text, not its square (run, info, bench).\n";
+    "(the same numbers); memory grows with the text, not its square (run, info, bench).\n"
+    "--memory MB caps the memory the model may use (default: this machine's); info says how it is spent.\n";
 
 }  // namespace
 

@@ -61,9 +61,14 @@ int run_command(const Args& a) {
     std::printf("weights %s, %.1f MB\n", headscope::weight_storage_name(model.weight_storage()),
                 model.weight_bytes() / 1048576.0);
     const headscope::MemoryUse mem = model.memory();
-    std::printf("activations at the context of %d tokens %.1f MB, of a %.1f MB budget (attention maps %s)\n",
-                c.n_positions, mem.bytes_at_context / 1048576.0, mem.activation_budget_bytes / 1048576.0,
-                mem.attention_maps ? "kept" : "not kept: recomputed when read");
+    const auto mb = [](uint64_t b) { return b / 1048576.0; };
+    std::printf(
+        "memory limit %.1f MB: weights %.1f MB, in use before them %.1f MB, kept free %.1f MB, "
+        "activations' budget %.1f MB\n",
+        mb(mem.limit_bytes), mb(mem.weight_bytes), mb(mem.in_use_at_load_bytes), mb(mem.reserve_bytes),
+        mb(mem.activation_budget_bytes));
+    std::printf("activations at the context of %d tokens %.1f MB (attention maps %s)\n", mem.context_tokens,
+                mb(mem.bytes_at_context), mem.attention_maps ? "kept" : "not kept: recomputed when read");
     return 0;
   }
   headscope::RunOptions opt;

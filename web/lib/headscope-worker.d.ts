@@ -21,6 +21,8 @@ export interface WorkerLoadOptions {
   threads?: number;
   /** As LoadOptions.attentionMaps of loadModel(). */
   attentionMaps?: boolean;
+  /** As LoadOptions.memoryLimit of loadModel(). */
+  memoryLimit?: number;
   /**
    * Use this worker instead of starting worker-thread.js (beside this module). By default
    * worker-thread.js is started directly when it is on the page's origin, and through a same-origin

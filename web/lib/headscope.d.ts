@@ -92,11 +92,30 @@ export interface LoadOptions {
    * default still returns every map, recomputed, which for a long text is what does not fit.
    */
   attentionMaps?: boolean;
+  /**
+   * The memory the model may use, in bytes: its weights, a text's activations and a reserve
+   * (ModelMemory says how it is spent). 0 (default): all the engine's WebAssembly memory can grow to
+   * (4 GB; natively, physical memory). A smaller figure suits a browser or a page that reserves less.
+   * Weights that do not fit are refused at load with their sizes and the options (weights: 'f16');
+   * a Llama-family model's context is what fits the rest. Anything but a whole number >= 0 is an Error.
+   */
+  memoryLimit?: number;
 }
 
-/** How the engine's memory is spent (HeadscopeModel.memory()). */
+/**
+ * How the engine's memory is spent (HeadscopeModel.memory()): the limit, less the weights, what the
+ * engine held before them and a reserve, is the budget of a text's activations. Fixed at load.
+ */
 export interface ModelMemory {
+  /** The whole: LoadOptions.memoryLimit, or the engine's maximum memory. */
+  limitBytes: number;
   weightBytes: number;
+  /** What the engine's memory held when the model was loaded (other models, the tokenizer). */
+  inUseAtLoadBytes: number;
+  /** Kept free: results on their way out, the allocator's slack (a sixteenth of the limit, 64 to 256 MB). */
+  reserveBytes: number;
+  /** The longest text the model keeps, in tokens (config.nPositions): a longer one is cut to it. */
+  contextTokens: number;
   /** Activations allocated now, for capacityTokens positions. */
   activationBytes: number;
   capacityTokens: number;

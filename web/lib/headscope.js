@@ -35,9 +35,11 @@ export { attentionIndex, strideOf } from './result.js';
  * the engine's threads where it can have them (wasm.js, loadEngine()), by default min(cores, 8).
  */
 export async function loadModel(source, options = {}) {
-  const { onProgress, signal, weights = 'f32', attentionMaps = true } = options;
+  const { onProgress, signal, weights = 'f32', attentionMaps = true, memoryLimit = 0 } = options;
   if (typeof attentionMaps !== 'boolean')
     throw new Error(`attentionMaps must be true or false, got ${typeof attentionMaps}`);
+  if (!Number.isSafeInteger(memoryLimit) || memoryLimit < 0)
+    throw new Error(`memoryLimit must be a whole number of bytes (0: all there is), got ${String(memoryLimit)}`);
 
   if (weights !== 'f32' && weights !== 'f16' && weights !== 'auto')
     throw new Error(
@@ -57,6 +59,7 @@ export async function loadModel(source, options = {}) {
             weights,
             threads,
             attentionMaps,
+            memoryLimit,
           ),
         )
       : checked(
@@ -68,6 +71,7 @@ export async function loadModel(source, options = {}) {
             weights,
             threads,
             attentionMaps,
+            memoryLimit,
           ),
         );
   return new HeadscopeModel(core, handle, name);

@@ -55,8 +55,9 @@ struct ModelConfig {
 };
 
 // The longest context a Llama-family model runs with here (its max_position_embeddings is often
-// 131,072): every view keeps (L, NH, T, T) attention maps, so longer texts keep their last tokens.
-constexpr int kLlamaContext = 4096;
+// 131,072; Qwen3 is trained to 32,768). The model then lowers it at load to what its memory budget
+// holds (MemoryUse), so longer texts keep their last tokens.
+constexpr int kLlamaContext = 32768;
 
 // Throws headscope::Error naming the key when a value is missing, of the wrong type, out of range,
 // or inconsistent (n_embd not divisible by n_head for GPT-2, num_attention_heads not a multiple of

@@ -101,6 +101,12 @@ struct LoadOptions {
   // typing raises only the new rows' cells. (L x NH x size² floats: 9 MB for GPT-2 small at 128.)
   // 0: none kept (attention_thumbnails then recomputes them).
   int thumbnail_size = 128;
+  // The memory the model may use, in bytes: its weights, a text's activations and a reserve for the
+  // rest (MemoryUse says how it is spent). 0: all there is, the wasm module's maximum memory (4 GB for
+  // the npm package) or natively the machine's physical memory; a smaller figure caps it (a browser
+  // that reserves less, a tab sharing its memory). A model whose weights do not fit is refused at load
+  // with the sizes; a Llama-family model's context is what fits the rest; a longer GPT-2 text is refused.
+  uint64_t memory_limit_bytes = 0;
 };
 inline constexpr int kMaxThreads = 256;
 inline constexpr int kMaxThumbnailSize = 512;
@@ -154,16 +160,21 @@ struct AttentionTile {
   std::vector<float> values;  // (rows, cols), row-major; with bin 1 the map's own weights, bit for bit
 };
 
-// How a model's memory is spent (Model::memory): its weights, the activations allocated now, and the
-// budget a text's activations must fit. The context (config().n_positions) is at most what fits the
-// budget; a longer text is cut to it.
+// How a model's memory is spent (Model::memory), fixed at load: the limit (LoadOptions::
+// memory_limit_bytes) less the weights, what the module held before them and a reserve is the budget
+// a text's activations must fit. A Llama-family model's context (config().n_positions,
+// context_tokens) is at most what fits it; a longer text is cut to it.
 struct MemoryUse {
+  uint64_t limit_bytes = 0;  // the whole: wasm's maximum memory, physical memory, or the option
   uint64_t weight_bytes = 0;
-  uint64_t activation_bytes = 0;  // allocated now, for capacity_tokens positions
+  uint64_t in_use_at_load_bytes = 0;     // wasm: what the module held before the weights (other models, the tokenizer)
+  uint64_t reserve_bytes = 0;            // kept free: results on their way out, the allocator's slack
+  uint64_t activation_budget_bytes = 0;  // the rest: the limit on a text's activations
+  uint64_t activation_bytes = 0;         // allocated now, for capacity_tokens positions
   int capacity_tokens = 0;
-  uint64_t activation_budget_bytes = 0;  // the limit on a text's activations
-  uint64_t bytes_at_context = 0;         // the activations a text as long as the context needs
-  bool attention_maps = true;            // LoadOptions::attention_maps: the maps (L x NH x T² floats) kept
+  int context_tokens = 0;         // the longest text run() keeps (config().n_positions)
+  uint64_t bytes_at_context = 0;  // the activations a text as long as the context needs
+  bool attention_maps = true;     // LoadOptions::attention_maps: the maps (L x NH x T² floats) kept
 };
 
 class Model {

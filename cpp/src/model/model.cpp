@@ -43,12 +43,12 @@ bool Model::Impl::ensure_capacity(int T) {
   // token: a reallocation drops the cache (the next run computes every token again). Exactly T
   // when the room would not fit.
   int cap = std::min(config_.n_positions, std::max({T + T / 8 + 16, 2 * cap_, 16}));
-  if (activation_floats(cap) > kMaxActivationFloats) cap = T;
+  if (4 * activation_floats(cap) > budget_.activations) cap = T;
   const uint64_t floats = activation_floats(cap);  // refused before anything is allocated
-  if (floats > kMaxActivationFloats)
-    throw Error("running " + std::to_string(T) + " tokens needs " + std::to_string(floats * 4 >> 20) +
-                " MB of activations, more than the " + std::to_string(kMaxActivationFloats * 4 >> 20) +
-                " MB limit; use a shorter text");
+  if (4 * floats > budget_.activations)
+    throw Error("running " + std::to_string(T) + " tokens needs " + megabytes(4 * floats) +
+                " of activations, more than their budget of " + megabytes(budget_.activations) + " (" +
+                budget_.words() + "); use a shorter text");
   try {
     residual_.assign((L + 1) * cap * C, 0.0f);
     qkv_.assign(L * cap * W, 0.0f);
@@ -175,10 +175,10 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
                       ablate_mask_.begin() + (std::ptrdiff_t)(layer_begin * NH)))
       layer_begin++;  // stops before n_layer: the masks differ somewhere
   }
-  if (options.keep_contributions && (uint64_t)c.n_layer * c.n_head * cap_ * c.n_embd > kMaxActivationFloats)
+  if (options.keep_contributions && (uint64_t)c.n_layer * c.n_head * cap_ * c.n_embd > kMaxResultFloats)
     throw Error("keeping head contributions for " + std::to_string(T) +
                 " tokens needs too much memory; use a shorter text");
-  if (options.all_logits && (uint64_t)cap_ * c.vocab_size > kMaxActivationFloats)
+  if (options.all_logits && (uint64_t)cap_ * c.vocab_size > kMaxResultFloats)
     throw Error("logits for all " + std::to_string(T) + " positions need too much memory; use a shorter text");
   if (options.keep_contributions && contrib_.size() != (std::size_t)c.n_layer * c.n_head * cap_ * c.n_embd) {
     contrib_.assign((std::size_t)c.n_layer * c.n_head * cap_ * c.n_embd, 0.0f);
@@ -355,7 +355,11 @@ MemoryUse Model::memory() const {
   u.weight_bytes = m.weight_bytes();
   u.capacity_tokens = m.cap_;
   u.activation_bytes = m.cap_ > 0 ? 4 * m.activation_floats((uint64_t)m.cap_) : 0;
-  u.activation_budget_bytes = 4 * kMaxActivationFloats;
+  u.activation_budget_bytes = m.budget_.activations;
+  u.limit_bytes = m.budget_.limit;
+  u.reserve_bytes = m.budget_.reserve;
+  u.in_use_at_load_bytes = m.budget_.in_use;
+  u.context_tokens = m.config_.n_positions;
   u.bytes_at_context = 4 * m.activation_floats((uint64_t)m.config_.n_positions);
   u.attention_maps = m.keep_maps_;
   return u;

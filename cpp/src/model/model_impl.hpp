@@ -3,6 +3,7 @@
 #pragma once
 #include <optional>
 
+#include "model/model_memory.hpp"
 #include "model/forward.hpp"
 #include "kernels/parallel.hpp"
 #include "headscope/model.hpp"
@@ -40,6 +41,7 @@ struct Model::Impl {
   HeadInside head_inside() const;
   LogitAttribution logit_attribution(int position, int token) const;
 
+  void fit_context(const MemoryBudget& budget, WeightStorage storage, int configured);
   bool ensure_capacity(int T);  // true when it reallocated (dropping the cache and the last results)
   uint64_t activation_floats(uint64_t cap) const;
   void forward(int t_begin, int logits_begin, int layer_begin = 0);
@@ -88,6 +90,7 @@ struct Model::Impl {
   // as it computes each row: (L, NH, S, S) cells of 2^thumb_shift_ x 2^thumb_shift_ weights
   // (attention_thumbnail_bin), rows [0, thumb_rows_) pooled in. Empty when S is 0.
   int thumb_size_ = 0;
+  MemoryBudget budget_;  // fixed at load (build): what a text's activations may take
   std::vector<float> thumbs_;
   int thumb_shift_ = 0;
   int thumb_rows_ = 0;

@@ -24,6 +24,25 @@
 #include "model/model_memory.hpp"
 
 namespace headscope {
+
+uint64_t memory_limit(uint64_t requested) {
+#ifdef __EMSCRIPTEN__
+  const uint64_t whole = emscripten_get_heap_max();
+#else
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const uint64_t whole = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+#endif
+  return requested > 0 ? std::min(requested, whole) : whole;
+}
+
+uint64_t memory_in_use() {
+#ifdef __EMSCRIPTEN__
+  return (uint64_t)(unsigned)mallinfo().uordblks;  // int fields: read as unsigned (up to 4 GB)
+#else
+  return 0;
+#endif
+}
+
 namespace {
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream f(path, std::ios::binary);
@@ -103,12 +122,12 @@ const char* storage_words(WeightStorage s) { return s == WeightStorage::f16 ? "F
 // in wasm against the module's maximum memory, natively against the machine's physical memory.
 // `resident_bytes` is memory the caller already holds for the load (a file copied into wasm memory).
 // A float32 load that would fit in F16 says so.
-void check_weights_fit(const ModelConfig& c, uint64_t resident_bytes, WeightStorage storage) {
+void check_weights_fit(const ModelConfig& c, uint64_t resident_bytes, WeightStorage storage, uint64_t requested_limit) {
   const uint64_t weights = planned_weight_bytes(c, storage);
+  const uint64_t limit = memory_limit(requested_limit);
 #ifdef __EMSCRIPTEN__
-  const uint64_t limit = emscripten_get_heap_max();
-  // includes resident_bytes when they live in wasm memory; mallinfo's int fields read as unsigned (up to 4 GB)
-  const uint64_t in_use = (uint64_t)(unsigned)mallinfo().uordblks;
+  // includes resident_bytes when they live in wasm memory
+  const uint64_t in_use = memory_in_use();
   const uint64_t needed = in_use + planned_load_bytes(c, storage);
   const bool f16_fits = in_use + planned_load_bytes(c, WeightStorage::f16) <= limit;
   (void)resident_bytes;
@@ -121,14 +140,14 @@ void check_weights_fit(const ModelConfig& c, uint64_t resident_bytes, WeightStor
                      ? "; it would fit with weights in F16: loadModel(source, { weights: 'f16' })"
                      : "; try a smaller model"));
 #else
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return;  // unknown: leave it to the allocator
-  const uint64_t limit = (uint64_t)pages * (uint64_t)page;
+  if (limit == UINT64_MAX) return;  // unknown: leave it to the allocator
   const uint64_t needed = planned_load_bytes(c, storage) + resident_bytes;
   const bool f16_fits = planned_load_bytes(c, WeightStorage::f16) + resident_bytes <= limit;
   if (needed > limit)
     throw Error("this model needs about " + gigabytes(needed) + " of memory (" + gigabytes(weights) + " of " +
-                storage_words(storage) + " weights); this machine has " + gigabytes(limit) +
+                storage_words(storage) + " weights); the limit is " + gigabytes(limit) +
+                (requested_limit && requested_limit == limit ? " (LoadOptions::memory_limit_bytes)"
+                                                             : " (this machine's memory)") +
                 (storage == WeightStorage::f32 && f16_fits ? "; it would fit with weights in F16: headscope run "
                                                              "--weights f16 (LoadOptions::weights = WeightStorage::f16)"
                                                            : "; try a smaller model"));
@@ -220,7 +239,7 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
       if (info.shape.size() == 2) (info.dtype == "F16" || info.dtype == "BF16" ? half : single) = true;
     resolved.weights = half && !single ? WeightStorage::f16 : WeightStorage::f32;
   }
-  check_weights_fit(config, resident_bytes, resolved.weights);
+  check_weights_fit(config, resident_bytes, resolved.weights, options.memory_limit_bytes);
   try {
     m.impl_->build(config_json, std::move(safetensors), std::move(tokenizer), resolved);
   } catch (const std::bad_alloc&) {
@@ -232,6 +251,33 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
   return m;
 }
 
+// Sets the budget, and a Llama-family model's context to what fits it. The context is what fits: with
+// the maps kept (L, NH, T, T), a model with many layers and heads reaches its activation budget long
+// before its configured context (SmolLM2-135M's shape near 1,700 tokens in wasm's 4 GB; without them,
+// several thousand); a longer text is then cut, as past the context, instead of refused. (GPT-2's
+// context is its n_positions, 1,024 at most in the published models, with a table of positions.)
+// A model that leaves no room for a short text is refused.
+void Model::Impl::fit_context(const MemoryBudget& budget, WeightStorage storage, int configured) {
+  budget_ = budget;
+  if (config_.family == Family::llama) {
+    int lo = 1, hi = configured;
+    while (lo < hi) {
+      const int mid = lo + (hi - lo + 1) / 2;
+      if (4 * activation_floats((uint64_t)mid) <= budget_.activations)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    config_.n_positions = lo;
+  }
+  const int least = std::min(configured, 64);
+  if (4 * activation_floats((uint64_t)least) > budget_.activations)
+    throw Error("this model leaves " + megabytes(budget_.activations) + " for a text's activations (" +
+                budget_.words() + "), and " + std::to_string(least) + " tokens need " +
+                megabytes(4 * activation_floats((uint64_t)least)) +
+                (storage == WeightStorage::f32 ? "; try weights in F16, or a smaller model" : "; try a smaller model"));
+}
+
 void Model::Impl::build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
                         Tokenizer tokenizer, const LoadOptions& options) {
   const WeightStorage storage = options.weights;
@@ -239,21 +285,11 @@ void Model::Impl::build(std::string_view config_json, std::shared_ptr<const Byte
   config_ = parse_config(config_json);
   keep_maps_ = options.attention_maps;
   thumb_size_ = options.thumbnail_size;
-  if (config_.family == Family::llama) {
-    // The context is what fits: with the maps kept (L, NH, T, T), a model with many layers and heads
-    // reaches the activation limit (model_memory.hpp) long before kLlamaContext (SmolLM2-135M near
-    // 1,080 tokens; without them, several thousand); a longer text is then cut, as past the context,
-    // instead of refused. (GPT-2's context is its n_positions, 1,024 at most in the published models.)
-    int lo = 1, hi = config_.n_positions;
-    while (lo < hi) {
-      const int mid = lo + (hi - lo + 1) / 2;
-      if (activation_floats((uint64_t)mid) <= kMaxActivationFloats)
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
-    config_.n_positions = lo;
-  }
+  // Before the weights are read: in use now is what else the module holds (other models, the tokenizer).
+  // Planned weights first, to refuse before reading them; the weights as stored once read.
+  const uint64_t limit = memory_limit(options.memory_limit_bytes), in_use = memory_in_use();
+  const int configured = config_.n_positions;
+  fit_context(MemoryBudget::of(limit, planned_weight_bytes(config_, storage), in_use), storage, configured);
   pool_ = std::make_unique<kernels::ThreadPool>(threads == 0 ? kernels::hardware_threads() : threads);
   storage_ = storage;
   tokenizer_ = std::move(tokenizer);
@@ -263,6 +299,7 @@ void Model::Impl::build(std::string_view config_json, std::shared_ptr<const Byte
                 " tokens but config.json says vocab_size " + std::to_string(c.vocab_size));
   const SafeTensors st(std::move(safetensors), "model.safetensors");
   load_weights(st, storage == WeightStorage::f16);
+  fit_context(MemoryBudget::of(limit, weight_bytes(), in_use), storage, configured);
   cap_ = 0;
   has_run_ = false;
   cached_tokens_ = 0;

@@ -1,21 +1,56 @@
 // Internal to cpp/src: the memory limits shared by Model's loading (model_load.cpp) and its runs
 // (model.cpp).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 
 namespace headscope {
 
-// 1.5 GB of float32 activations: within wasm32's 4 GB memory (the npm module's MAXIMUM_MEMORY)
-// next to a small model's weights. Real GPT-2 (124M) at its full 1024 tokens needs about 0.8 GB.
-inline constexpr uint64_t kMaxActivationFloats = 384ull << 20;
+// The largest single result copied out of a run (rows of every head's map, head contributions, every
+// position's logits, thumbnails asked for at another size): 1.5 GB of floats, which a caller then holds
+// beside the model. A text's own activations have the model's budget instead (memory_budget below).
+inline constexpr uint64_t kMaxResultFloats = 384ull << 20;
+
+// The memory a model may use: LoadOptions::memory_limit_bytes when set and smaller, else in wasm the
+// module's maximum memory (4 GB for the npm module), natively the machine's physical memory.
+uint64_t memory_limit(uint64_t requested);
+// Bytes the allocator holds now: wasm's malloc in use; natively 0 (the limit is physical memory, whose
+// use by other processes is not ours to count).
+uint64_t memory_in_use();
+// Kept free beside the weights and a text's activations: the tokenizer's tables, a run's results on
+// their way out, the allocator's slack. A sixteenth of the limit, between 64 and 256 MB.
+inline uint64_t memory_reserve(uint64_t limit) { return std::clamp<uint64_t>(limit / 16, 64ull << 20, 256ull << 20); }
+
+// How a model's memory limit is spent, fixed at load (MemoryUse reports it): the weights, what was
+// already in use, the reserve, and what is left for a text's activations.
+struct MemoryBudget {
+  uint64_t limit = 0, weights = 0, in_use = 0, reserve = 0, activations = 0;
+  static MemoryBudget of(uint64_t limit, uint64_t weights, uint64_t in_use) {
+    MemoryBudget b{limit, weights, in_use, memory_reserve(limit), 0};
+    const uint64_t taken = weights + in_use + b.reserve;
+    b.activations = limit > taken ? limit - taken : 0;
+    return b;
+  }
+  // "the limit 4096 MB less 361 MB of weights, 40 MB in use and 256 MB kept free"
+  std::string words() const {
+    return "the memory limit " + std::to_string(limit >> 20) + " MB less " + std::to_string(weights >> 20) +
+           " MB of weights" +
+           (in_use >= (1u << 20) ? ", " + std::to_string(in_use >> 20) + " MB in use before them" : "") + " and " +
+           std::to_string(reserve >> 20) + " MB kept free";
+  }
+};
 
 // GB here are 2^30 bytes, so wasm32's 4 GB limit reads "4.0 GB".
 inline std::string gigabytes(uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f GB", (double)bytes / 1073741824.0);
   return buf;
+}
+// whole MB, or KB below one MB (a small model's short text)
+inline std::string megabytes(uint64_t bytes) {
+  return bytes >= (1u << 20) || bytes == 0 ? std::to_string(bytes >> 20) + " MB" : std::to_string(bytes >> 10) + " KB";
 }
 
 }  // namespace headscope

@@ -151,10 +151,10 @@ std::size_t Model::Impl::attention_rows_floats(int row_begin, int block_rows, in
                 " (at most n_positions = " + std::to_string(config_.n_positions) + " rows)");
   // 64-bit product, refused above the activation limit before a 32-bit size_t (wasm) could wrap
   const uint64_t floats = (uint64_t)config_.n_layer * config_.n_head * block_rows * stride;
-  if (floats > kMaxActivationFloats)
+  if (floats > kMaxResultFloats)
     throw Error("attention rows of " + std::to_string(block_rows) + " x " + std::to_string(stride) + " per head need " +
-                std::to_string(floats * 4 >> 20) + " MB, more than the " +
-                std::to_string(kMaxActivationFloats * 4 >> 20) + " MB limit");
+                std::to_string(floats * 4 >> 20) + " MB, more than the " + std::to_string(kMaxResultFloats * 4 >> 20) +
+                " MB limit");
   return (std::size_t)floats;
 }
 

@@ -115,10 +115,10 @@ std::vector<float> Model::Impl::attention_thumbnails(int size, int* bin_out) con
   const int bin = attention_thumbnail_bin(T_, size), n = (T_ + bin - 1) / bin;
   if (bin_out) *bin_out = bin;
   const std::size_t heads = (std::size_t)config_.n_layer * config_.n_head;
-  if ((uint64_t)heads * n * n > kMaxActivationFloats)
+  if ((uint64_t)heads * n * n > kMaxResultFloats)
     throw Error("attention thumbnails of " + std::to_string(n) + " x " + std::to_string(n) + " cells for " +
                 std::to_string(heads) + " heads need " + std::to_string((uint64_t)heads * n * n * 4 >> 20) +
-                " MB, more than the " + std::to_string(kMaxActivationFloats * 4 >> 20) +
+                " MB, more than the " + std::to_string(kMaxResultFloats * 4 >> 20) +
                 " MB limit: ask for a smaller size");
   std::vector<float> out(heads * n * n, 0.0f);
   if (size == thumb_size_ && thumb_rows_ == T_) {  // the run's own

@@ -23,7 +23,10 @@
 #include "test_util.hpp"
 
 using headscope::Error;
+using headscope::LoadOptions;
+using headscope::MemoryUse;
 using headscope::Model;
+using headscope::RunInfo;
 using nlohmann::json;
 using test_util::read_bytes;
 using test_util::read_text;
@@ -269,10 +272,76 @@ TEST_CASE("a context too large for memory is refused before allocating", "[error
     p.header["wpe.weight"]["shape"] = {65536, C};
     p.header["wpe.weight"]["data_offsets"] = {begin, p.data.size()};
   });
-  Model m = Model::load_buffers(config.dump(), weights, read_text(dir + "/vocab.json"), read_text(dir + "/merges.txt"));
+  // a memory limit of 1 GB (LoadOptions::memory_limit_bytes): natively the default is this machine's
+  // memory, on which 6.4 GB might well fit
+  LoadOptions options;
+  options.memory_limit_bytes = 1ull << 30;
+  Model m = Model::load_buffers(config.dump(), weights, read_text(dir + "/vocab.json"), read_text(dir + "/merges.txt"),
+                                options);
   REQUIRE(m.run(std::string(100, 'a')).tokens == 100);  // ordinary lengths still work
-  REQUIRE_ERROR_CONTAINS(m.run(std::string(20000, 'a')), "MB limit; use a shorter text");
+  // the budget is the limit less the weights (2 MB: the table of 65,536 positions) and the reserve (a
+  // sixteenth of the limit, at least 64 MB)
+  const MemoryUse u = m.memory();
+  REQUIRE(u.limit_bytes == 1ull << 30);
+  REQUIRE(u.reserve_bytes == 64ull << 20);
+  REQUIRE(u.in_use_at_load_bytes == 0);  // natively nothing is counted
+  REQUIRE(u.activation_budget_bytes == u.limit_bytes - u.weight_bytes - u.reserve_bytes);
+  REQUIRE_ERROR_CONTAINS(m.run(std::string(20000, 'a')), "MB of activations, more than their budget of " +
+                                                             std::to_string(u.activation_budget_bytes >> 20) +
+                                                             " MB (the memory limit 1024 MB less " +
+                                                             std::to_string(u.weight_bytes >> 20) +
+                                                             " MB of weights and 64 MB kept free); use a shorter text");
   REQUIRE(m.run("still usable").tokens == 12);
+}
+
+TEST_CASE("a Llama-family model's context is what its memory budget holds", "[errors][memory]") {
+  // llama-gqa (2 layers, 4 query heads) claiming a context of a million positions (RoPE needs no
+  // table), under a memory limit of 80 MB: the budget is 80 - 64 MB (the reserve) less the weights,
+  // and with the maps kept (2 x 4 x T² floats) it holds about 700 tokens.
+  const std::string dir = std::string(HEADSCOPE_FIXTURES_DIR) + "/models/llama-gqa";
+  json config = json::parse(read_text(dir + "/config.json"));
+  config["max_position_embeddings"] = 1000000;
+  LoadOptions options;
+  options.memory_limit_bytes = 80ull << 20;
+  Model m = Model::load_buffers_tokenizer_json(config.dump(), read_bytes(dir + "/model.safetensors"),
+                                               read_text(dir + "/tokenizer.json"), options);
+  const MemoryUse u = m.memory();
+  REQUIRE(u.activation_budget_bytes == u.limit_bytes - u.weight_bytes - u.reserve_bytes);
+  const int ctx = m.config().n_positions;
+  REQUIRE(u.context_tokens == ctx);
+  // Bounds from the definition: the maps alone (8 T² floats) must fit, so ctx <= sqrt(budget / 32);
+  // and every other activation of this model is under 2,000 floats a token (its widths are 24 to 80),
+  // so any T with 4 (8 T² + 2000 T) <= budget fits
+  const double budget = (double)u.activation_budget_bytes;
+  REQUIRE(ctx <= std::sqrt(budget / 32.0));
+  const double fits = (-2000.0 + std::sqrt(2000.0 * 2000.0 + 8.0 * budget)) / 16.0;  // root of 32 T² + 8000 T = budget
+  REQUIRE(ctx >= (int)fits);
+  REQUIRE(u.bytes_at_context <= u.activation_budget_bytes);
+  // a text of that many tokens runs within the budget; a longer one is cut to the context, not refused
+  std::string text;
+  while ((int)m.tokenizer().encode_input(text).size() < ctx + 50) text += " ab";
+  const RunInfo info = m.run(text);
+  REQUIRE(info.tokens <= ctx);
+  REQUIRE(info.dropped_tokens > 0);
+  REQUIRE(m.memory().activation_bytes <= u.activation_budget_bytes);
+  // the same model under twice the limit keeps a longer context
+  LoadOptions roomier = options;
+  roomier.memory_limit_bytes = 160ull << 20;
+  const Model wide = Model::load_buffers_tokenizer_json(config.dump(), read_bytes(dir + "/model.safetensors"),
+                                                        read_text(dir + "/tokenizer.json"), roomier);
+  REQUIRE(wide.config().n_positions > ctx);
+}
+
+TEST_CASE("a model that leaves no room for a short text is refused at load with the numbers", "[errors][memory]") {
+  // a limit of 64 MB is all reserve: nothing is left for activations
+  const std::string dir = std::string(HEADSCOPE_FIXTURES_DIR) + "/models/tiny-hs4";
+  LoadOptions options;
+  options.memory_limit_bytes = 64ull << 20;
+  REQUIRE_ERROR_CONTAINS(Model::load_directory(dir, options),
+                         "this model leaves 0 MB for a text's activations (the memory limit 64 MB less 0 MB of weights "
+                         "and 64 MB kept free), and 32 tokens need");
+  options.memory_limit_bytes = 0;  // the loader itself is unharmed
+  REQUIRE(Model::load_directory(dir, options).run("still fine").tokens > 0);
 }
 
 TEST_CASE("a model too large for memory is refused with its size before any weight is allocated", "[errors][memory]") {
@@ -295,7 +364,7 @@ TEST_CASE("a model too large for memory is refused with its size before any weig
     REQUIRE(msg.find("of wasm memory") != std::string::npos);
     REQUIRE(msg.find("the limit is") != std::string::npos);
 #else
-    REQUIRE(msg.find("this machine has") != std::string::npos);
+    REQUIRE(msg.find("(this machine's memory)") != std::string::npos);
 #endif
   }
   REQUIRE(f.load().config().n_layer == 2);  // the real config still loads

@@ -37,7 +37,7 @@ class WorkerModel {
     return this.#channel.call(...args);
   }
 
-  async _load(source, onProgress, transferBuffers, weights, threads, attentionMaps) {
+  async _load(source, { onProgress, transferBuffers, weights, threads, attentionMaps, memoryLimit }) {
     await this.started();
     // buffers given as the model source are copied to the worker, or with transferBuffers moved
     // (no second copy of a checkpoint of hundreds of MB; the caller's buffers become empty)
@@ -53,7 +53,7 @@ class WorkerModel {
         : [];
     this.#info = await this.call(
       'load',
-      { source: absoluteSource(source), weights, threads, attentionMaps },
+      { source: absoluteSource(source), weights, threads, attentionMaps, memoryLimit },
       onProgress,
       transfer,
     );
@@ -404,19 +404,13 @@ export async function loadModelInWorker(source, options = {}) {
         weights: options.weights,
         threads: 1,
         attentionMaps: options.attentionMaps,
+        memoryLimit: options.memoryLimit,
       }),
     );
   }
   release();
   try {
-    return await model._load(
-      source,
-      options.onProgress,
-      options.transferBuffers,
-      options.weights,
-      threads,
-      options.attentionMaps,
-    );
+    return await model._load(source, { ...options, threads });
   } catch (e) {
     model.dispose();
     throw e;

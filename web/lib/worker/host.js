@@ -308,6 +308,7 @@ const HANDLERS = {
       weights: args.weights,
       threads: args.threads,
       attentionMaps: args.attentionMaps,
+      memoryLimit: args.memoryLimit,
       onProgress: (p) => self.postMessage({ id, progress: p }),
     });
     return { value: model.info, transfer: [] };
