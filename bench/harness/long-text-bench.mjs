@@ -68,7 +68,8 @@ async function session(threads, { allRows }) {
   // a text of TOKENS tokens, cut before a word so that typed words add tokens
   const text = await page.evaluate(
     async ({ prose, n }) => {
-      const long = Array.from({ length: Math.ceil(n / 1.1) + 50 }, (_, i) => prose.split(' ')[i % 22]).join(' ');
+      // each word is at least one token: n + 50 words hold n tokens whatever the tokenizer
+      const long = Array.from({ length: n + 50 }, (_, i) => prose.split(' ')[i % 22]).join(' ');
       const tokens = await window.headscopeDemo.model.tokenize(long);
       return long.slice(0, tokens[n].start);
     },
@@ -110,7 +111,7 @@ async function session(threads, { allRows }) {
     const all = (await page.evaluate(() => window.__demoBench.keys)).slice(before);
     const keys = all.slice(1);
     const rows = await page.evaluate(() => ({
-      rowsFrom: window.headscopeDemo.result.rowsFrom,
+      rowsFrom: window.headscopeDemo.result.pulledFrom ?? window.headscopeDemo.result.rowsFrom,
       T: window.headscopeDemo.result.T,
       stride: window.headscopeDemo.result.stride,
     }));

@@ -56,13 +56,19 @@ test('a model that leaves no room for a text is refused with the numbers; the op
     /this model leaves 0 MB for a text's activations \(the memory limit \d+ MB less 0 MB of weights, \d+ MB in use before them and 64 MB kept free\), and 64 tokens need \d+ KB/,
   );
   // weights beyond the limit: refused before any is read, with the sizes
-  await assert.rejects(loadModel(longLlama(), { memoryLimit: 1024 }), /needs about .* of wasm memory .*the limit is 0\.0 GB/);
+  await assert.rejects(
+    loadModel(longLlama(), { memoryLimit: 1024 }),
+    /needs about .* of wasm memory .*the limit is 0\.0 GB/,
+  );
   assert.deepEqual(kept.run('one two three').logitsLast, before);
   // the same refusal from a worker's engine, and the worker's model is still there to use
   const w = await loadModelInWorker(longLlama(), { worker: nodeWorker(), threads: 1, memoryLimit: 160 * MB });
   open.push(w);
   assert.equal((await w.memory()).limitBytes, 160 * MB);
-  await assert.rejects(loadModelInWorker(longLlama(), { worker: nodeWorker(), memoryLimit: 1024 }), /the limit is 0\.0 GB/);
+  await assert.rejects(
+    loadModelInWorker(longLlama(), { worker: nodeWorker(), memoryLimit: 1024 }),
+    /the limit is 0\.0 GB/,
+  );
   assert.deepEqual((await w.run('one two three')).logitsLast, before);
 });
 

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { themeFrom, heatIndex } from '../../../web/component/runtime/theme.js';
-import { paintThumbnails } from '../../../web/component/views/paint.js';
+import { paintThumbnails, bitmapView, poolView, MAX_BITMAP } from '../../../web/component/views/paint.js';
 import { PulledMaps } from '../../../web/component/runtime/pulled-maps.js';
 import { headSource, makeResult } from '../../../web/lib/result.js';
 
@@ -198,4 +198,84 @@ test("role scores of a result without maps are the engine's, in analysis.js's or
   }
   const without = new HeadScoreRows().scores(makeResult({ ...base, thumbnails: new Float32Array(0), roleScores }));
   assert.deepEqual(without, withMaps);
+});
+
+// The heatmap's bitmap of a long text (paint.js bitmapView, poolView): the part of the map it covers,
+// in blocks no larger than MAX_BITMAP pixels a side need, each pixel the largest weight of its block
+// and -1 where the block lies wholly after its query. Checked against the definition, cell by cell,
+// on a map with a distinct weight in every cell, so a pixel that read a wrong cell cannot match.
+test("bitmapView and poolView: the cells in view, in blocks of the smallest bin that fits, each its block's maximum", () => {
+  const T = 2 * MAX_BITMAP + 37;
+  const S = T + 5; // a roomy stride, as the pulled maps have
+  const cellsOf = (q, k) => ((q * 7919 + k * 104729) % 1000003) / 1000003; // distinct, in [0, 1)
+  // the lower triangle filled, NaN above it: a pixel that read a masked cell shows as NaN
+  const data = new Float32Array(7 + T * S).fill(NaN);
+  for (let q = 0; q < T; q++) for (let k = 0; k <= q; k++) data[7 + q * S + k] = cellsOf(q, k);
+  const views = [
+    [undefined, undefined], // the whole map: bin 3
+    [
+      [100, 400],
+      [50, 350],
+    ], // a window within the bitmap's limit: bin 1
+    [
+      [3000, 7000],
+      [-20, 5000],
+    ], // clamped to the map: bin 3 (4,133 columns)
+    [
+      [4000, 4100],
+      [4050, 4150],
+    ], // across the diagonal
+    [
+      [2001.5, 2002.5],
+      [0, 4133],
+    ], // one row, fractional bounds (floored): bin 3
+  ];
+  for (const [rows, cols] of views) {
+    const v = bitmapView(T, rows, cols);
+    const extent = Math.max(v.r1 - v.r0, v.c1 - v.c0);
+    assert.equal(v.bin, Math.max(1, Math.ceil(extent / MAX_BITMAP)), 'the smallest bin that fits');
+    assert.ok(v.w <= MAX_BITMAP && v.h <= MAX_BITMAP);
+    assert.equal(v.w, Math.ceil((v.c1 - v.c0) / v.bin));
+    assert.equal(v.h, Math.ceil((v.r1 - v.r0) / v.bin));
+    assert.ok(v.r0 >= 0 && v.r1 <= T && v.c0 >= 0 && v.c1 <= T);
+    const px = poolView({ data, offset: 7, stride: S }, v);
+    // every pixel of a small view; 3,000 spread over a large one
+    const all = v.w * v.h <= 400 * 400;
+    const picks = all ? v.w * v.h : 3000;
+    for (let i = 0; i < picks; i++) {
+      const at = all ? i : Math.floor((((i * 2654435761) % 4294967296) / 4294967296) * v.w * v.h);
+      const x = at % v.w,
+        y = Math.floor(at / v.w);
+      let want = -1;
+      for (let q = v.r0 + y * v.bin; q < Math.min(v.r1, v.r0 + (y + 1) * v.bin); q++)
+        for (let k = v.c0 + x * v.bin; k < Math.min(v.c1, v.c0 + (x + 1) * v.bin); k++)
+          if (k <= q) want = Math.max(want, Math.fround(cellsOf(q, k)));
+      assert.equal(px[y * v.w + x], want, `pixel (${x}, ${y})`);
+    }
+  }
+});
+
+test('PulledMaps keeps at most 8 heads not shown, and no more floats of them than it is given', async () => {
+  const { model, resultOf } = fakeModel(4, 4, 64);
+  const ids = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20];
+  model.ids = ids;
+  const r = resultOf(ids);
+  // the maps' stride is roomy (more than T), so one head's floats are read from the first pull
+  const probe = new PulledMaps(() => model);
+  await probe.pull(r, [[0, 0]]);
+  const floats = headSource(r, 0, 0).data.length;
+  // room for 3 spare heads' floats: after pulling heads one at a time, the shown one and the 3 most
+  // recent others are held, in that order
+  const pulled = new PulledMaps(() => model, { spareFloats: 3 * floats });
+  const order = [];
+  for (let h = 0; h < 10; h++) {
+    const head = [h >> 2, h & 3];
+    order.push(`${head[0]}:${head[1]}`);
+    await pulled.pull(resultOf(ids), [head]);
+  }
+  assert.deepEqual(pulled.held(), order.slice(-4));
+  // a roomy float budget: the count limit, 8 spares and the shown head
+  const roomy = new PulledMaps(() => model, { spareFloats: 1e9 });
+  for (let h = 0; h < 12; h++) await roomy.pull(resultOf(ids), [[h >> 2, h & 3]]);
+  assert.equal(roomy.held().length, 9);
 });

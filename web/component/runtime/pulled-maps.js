@@ -10,13 +10,19 @@ import { sharedPrefixLength, roomyStride } from '../../lib/result.js';
 
 // heads kept pulled beyond the ones asked for (a reader going back and forth between a few heads)
 const SPARE_HEADS = 8;
+// and at most this many floats of them (256 MB)
+export const SPARE_FLOATS = 1 << 26;
 
 export class PulledMaps {
   #entries = new Map(); // 'layer:head' -> { ids, ablate, data, stride }, most recent last
 
-  /** `getModel()`: the model the results are of (the page's worker client). */
-  constructor(getModel) {
+  /**
+   * `getModel()`: the model the results are of (the page's worker client). `spareFloats`: the most
+   * floats kept in heads not shown (default SPARE_FLOATS).
+   */
+  constructor(getModel, { spareFloats = SPARE_FLOATS } = {}) {
     this.getModel = getModel;
+    this.spareFloats = spareFloats;
     /** Rows pulled so far (the tests and the bench read it). */
     this.rowsPulled = 0;
   }
@@ -79,6 +85,11 @@ export class PulledMaps {
     this.#entries.set(key, e);
   }
 
+  /** The heads held, most recently pulled last ('layer:head'). */
+  held() {
+    return [...this.#entries.keys()];
+  }
+
   /** Forgets every pulled map (another model). */
   clear() {
     this.#entries.clear();
@@ -114,9 +125,16 @@ export class PulledMaps {
       this.#keep(key, e, ids, ablate);
       (result.pulled ??= new Map()).set(lh, { data: e.data, stride: e.stride });
     }
-    // the least recently pulled beyond the spares go (a long text's map is megabytes)
+    // the least recently pulled beyond the spares go: at most SPARE_HEADS of them, holding at most
+    // SPARE_FLOATS (a map of 8,192 tokens is 268 MB: none is kept spare there)
     const wanted = new Set(heads.map(([l, h]) => `${l}:${h}`));
-    for (const key of this.#entries.keys())
-      if (this.#entries.size > wanted.size + SPARE_HEADS && !wanted.has(key)) this.#entries.delete(key);
+    let spare = 0;
+    for (const [key, e] of this.#entries) if (!wanted.has(key)) spare += e.data.length;
+    for (const [key, e] of this.#entries) {
+      if (wanted.has(key)) continue;
+      if (this.#entries.size <= wanted.size + SPARE_HEADS && spare <= this.spareFloats) break;
+      this.#entries.delete(key);
+      spare -= e.data.length;
+    }
   }
 }

@@ -5,7 +5,7 @@ import { textWidth } from './scene.js';
 import { heat, tokenLabel, quoteToken } from '../runtime/theme.js';
 import { attentionAt } from '../../lib/result.js';
 import { focusToken, clamp } from '../model/describe.js';
-import { paintAttention } from './paint.js';
+import { paintAttention, bitmapView, MAX_BITMAP } from './paint.js';
 import { SceneView } from './scene-view.js';
 import { el } from './dom.js';
 import { HostWidth } from './host-width.js';
@@ -348,6 +348,25 @@ export class HeatmapView extends SceneView {
       this.canvas.setAttribute('aria-hidden', 'true');
     }
     if (this.canvas.nextSibling !== this.svg) this.host.insertBefore(this.canvas, this.svg);
+    this.#paintCells();
+    if (result.T > MAX_BITMAP && scroller && this.scrollWatch !== scroller) {
+      // zoomed into a long text, the bitmap holds the cells in view: scrolling paints the next ones
+      this.scrollWatch = scroller;
+      scroller.addEventListener('scroll', () => this.#schedulePaint(), { passive: true });
+    }
+    // the hover outline is redrawn below (the SVG is reused, so drop the old one first)
+    this.highlight?.remove();
+    this.highlight = null;
+    if (this.hover) this.#showHover(this.hover.q, this.hover.k, this.hover.event);
+    this.#follow(focusToken(result, state));
+  }
+
+  // The cells' bitmap (paint.js): the whole map, or past MAX_BITMAP tokens at a zoom the part in
+  // view, in blocks while that is still larger; placed over those cells in percentages of the
+  // picture (CSSOM: CSP-safe)
+  #paintCells() {
+    const { result, state, theme, layout } = this;
+    const view = result.T > MAX_BITMAP && this.zoom > 1 ? this.#cellsInView() : bitmapView(result.T);
     paintAttention(
       this.canvas,
       result,
@@ -355,25 +374,52 @@ export class HeatmapView extends SceneView {
       state.head,
       theme,
       shownWeights(result, state, state.layer, state.head),
+      view,
     );
-    // place the canvas over the grid area, in percentages of the picture (CSSOM: CSP-safe)
     const pct = (v, total) => `${((100 * v) / total).toFixed(4)}%`;
-    const side = layout.T * layout.cell;
+    const { cell } = layout;
     const place = [
-      pct(layout.x0, layout.width),
-      pct(layout.y0, layout.height),
-      pct(side, layout.width),
-      pct(side, layout.height),
+      pct(layout.x0 + view.c0 * cell, layout.width),
+      pct(layout.y0 + view.r0 * cell, layout.height),
+      pct((view.c1 - view.c0) * cell, layout.width),
+      pct((view.r1 - view.r0) * cell, layout.height),
     ];
     if (!this.place || place.some((v, i) => v !== this.place[i])) {
       [this.canvas.style.left, this.canvas.style.top, this.canvas.style.width, this.canvas.style.height] = place;
       this.place = place;
     }
-    // the hover outline is redrawn below (the SVG is reused, so drop the old one first)
-    this.highlight?.remove();
-    this.highlight = null;
-    if (this.hover) this.#showHover(this.hover.q, this.hover.k, this.hover.event);
-    this.#follow(focusToken(result, state));
+    // what the bitmap covers, for a reader's tools and the tests: rows, columns, cells per pixel
+    this.canvas.dataset.rows = `${view.r0} ${view.r1}`;
+    this.canvas.dataset.cols = `${view.c0} ${view.c1}`;
+    this.canvas.dataset.bin = String(view.bin);
+  }
+
+  // the rows and columns in the scroller's view, with half a view more on every side (a short scroll
+  // shows painted cells while the next paint comes)
+  #cellsInView() {
+    const T = this.result.T;
+    const scroller = this.host.closest('.hs-scroll');
+    const pic = this.svg.getBoundingClientRect();
+    if (!scroller || !pic.height) return bitmapView(T);
+    const view = scroller.getBoundingClientRect();
+    const s = pic.height / this.scene.height;
+    const { x0, y0, cell } = this.layout;
+    const at = (client, origin, o) => ((client - origin) / s - o) / cell;
+    const pad = (a, b) => [a - (b - a) / 2, b + (b - a) / 2 + 1];
+    return bitmapView(
+      T,
+      pad(at(view.top, pic.top, y0), at(view.bottom, pic.top, y0)),
+      pad(at(view.left, pic.left, x0), at(view.right, pic.left, x0)),
+    );
+  }
+
+  #schedulePaint() {
+    if (this.paintQueued) return;
+    this.paintQueued = true;
+    requestAnimationFrame(() => {
+      this.paintQueued = false;
+      if (this.result && this.result.T > MAX_BITMAP && this.zoom > 1 && this.canvas) this.#paintCells();
+    });
   }
 
   #key(e) {

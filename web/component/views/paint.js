@@ -24,42 +24,96 @@ function lut32Of(lut) {
   return out;
 }
 
+// A heatmap's bitmap is at most this many pixels a side: a long text's map (8,192 tokens: 67 M
+// cells, a 268 MB bitmap) is painted as the part in view, in blocks when that is still larger
+export const MAX_BITMAP = 2048;
+
 /**
- * Paints one head's T x T attention on a canvas, one pixel per cell (upper triangle: faint).
- * `src` (weighting.js shownWeights()) says where the weights shown are; default: the result's own.
+ * What a heatmap's bitmap covers of a T x T map: rows [r0, r1) and columns [c0, c1) (default the
+ * whole map), in blocks of bin x bin cells, bin the smallest whole number that keeps both sides
+ * within MAX_BITMAP pixels. w x h pixels; the last block of a row or column may be narrower.
  */
-export function paintAttention(canvas, result, layer, head, theme, src = null) {
+export function bitmapView(T, rows = [0, T], cols = [0, T]) {
+  const r0 = clampInt(rows[0], 0, T),
+    r1 = clampInt(rows[1], r0, T),
+    c0 = clampInt(cols[0], 0, T),
+    c1 = clampInt(cols[1], c0, T);
+  const bin = Math.max(1, Math.ceil(Math.max(r1 - r0, c1 - c0) / MAX_BITMAP));
+  return { r0, r1, c0, c1, bin, w: Math.ceil((c1 - c0) / bin), h: Math.ceil((r1 - r0) / bin) };
+}
+const clampInt = (v, lo, hi) => Math.min(hi, Math.max(lo, Math.floor(v)));
+
+/**
+ * The pixels of `view` (bitmapView) of one head's map at src ({ data, offset, stride }: row q at
+ * offset + q * stride): each the largest weight of its block, as the engine's tiles and thumbnails
+ * pool (a head that puts a whole row on one token stays a full-strength pixel at any bin, where a
+ * mean would fade it by bin²), and -1 where the whole block lies after its query (the upper
+ * triangle, which no weight reaches). Into `out` (w * h floats) when given.
+ */
+export function poolView(src, view, out = new Float32Array(view.w * view.h)) {
+  const { r0, r1, c0, c1, bin, w, h } = view;
+  const { data: A, offset: base, stride: S } = src;
+  out.fill(-1, 0, w * h);
+  for (let q = r0; q < r1; q++) {
+    const py = ((q - r0) / bin) | 0;
+    const row = base + q * S;
+    const last = Math.min(c1 - 1, q); // keys after the query hold nothing
+    for (let k = c0; k <= last; k++) {
+      const i = py * w + (((k - c0) / bin) | 0);
+      const v = A[row + k];
+      if (v > out[i]) out[i] = v;
+    }
+  }
+  return out;
+}
+
+/**
+ * Paints one head's attention on a canvas: `view` (bitmapView; default the whole map) one pixel per
+ * block, masked blocks faint. `src` (weighting.js shownWeights()) says where the weights shown are;
+ * default: the result's own.
+ */
+export function paintAttention(canvas, result, layer, head, theme, src = null, view = null) {
   const T = result.T;
-  const n = Math.max(1, T);
+  view ??= bitmapView(T);
+  const w = Math.max(1, view.w),
+    h = Math.max(1, view.h);
   let c = paintCache.get(canvas);
   if (!c) {
-    c = { ctx: null, img: null, u32: null };
+    c = { ctx: null, img: null, u32: null, cells: null };
     paintCache.set(canvas, c);
   }
-  if (canvas.width !== n || canvas.height !== n) {
-    canvas.width = n;
-    canvas.height = n;
+  if (canvas.width !== w || canvas.height !== h) {
+    canvas.width = w;
+    canvas.height = h;
   }
   if (!c.ctx) c.ctx = canvas.getContext('2d');
-  if (!c.img || c.img.width !== n) {
-    c.img = c.ctx.createImageData(n, n);
-    c.u32 = new Int32Array(c.img.data.buffer, c.img.data.byteOffset, n * n);
+  if (!c.img || c.img.width !== w || c.img.height !== h) {
+    c.img = c.ctx.createImageData(w, h);
+    c.u32 = new Int32Array(c.img.data.buffer, c.img.data.byteOffset, w * h);
   }
   const px = c.u32;
   const lut = lut32Of(theme.lut.lut);
   const [fr, fg, fb] = parseCss(theme.faint);
   const faint = pixel32(fr, fg, fb);
   src ??= headSource(result, layer, head);
-  const base = src.offset;
-  const S = src.stride;
-  const A = src.data;
-  for (let q = 0; q < T; q++) {
-    const row = q * n;
-    const src = base + q * S;
-    for (let k = 0; k <= q; k++) px[row + k] = lut[heatIndex(A[src + k])];
-    for (let k = q + 1; k < n; k++) px[row + k] = faint;
+  if (T === 0) {
+    px[0] = 0; // nothing to show: transparent
+  } else if (view.bin === 1) {
+    // one pixel per cell: straight from the weights (no pooled copy)
+    const { r0, r1, c0, c1 } = view;
+    const A = src.data;
+    for (let q = r0; q < r1; q++) {
+      const row = (q - r0) * w - c0;
+      const at = src.offset + q * src.stride;
+      const last = Math.min(c1 - 1, q);
+      for (let k = c0; k <= last; k++) px[row + k] = lut[heatIndex(A[at + k])];
+      for (let k = Math.max(c0, last + 1); k < c1; k++) px[row + k] = faint;
+    }
+  } else {
+    if (!c.cells || c.cells.length < w * h) c.cells = new Float32Array(w * h);
+    const cells = poolView(src, view, c.cells);
+    for (let i = 0; i < w * h; i++) px[i] = cells[i] < 0 ? faint : lut[heatIndex(cells[i])];
   }
-  if (T === 0) px[0] = 0; // nothing to show: transparent
   c.ctx.putImageData(c.img, 0, 0);
 }
 

@@ -603,6 +603,9 @@ window.headscopeDemo = {
   get model() {
     return page.model;
   },
+  get theme() {
+    return page.theme;
+  },
   get runner() {
     return page.runner;
   },

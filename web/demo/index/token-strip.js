@@ -1,6 +1,8 @@
 // The strip of token buttons under the text box. Each button is tinted by how much the focused
 // token looks at it in the selected head. Buttons are reused from render to render: typing changes
 // a few labels and tints instead of rebuilding the strip (which made the browser restyle all of it).
+// A long text shows a window of STRIP_WINDOW tokens around the focused one, between two buttons that
+// move it: 8,192 buttons would cost every keystroke a restyle of all of them.
 import { focusToken, tokenLabel, tokenWords, heat, heatInk } from '../../component/headscope-view.js';
 import { headSource } from '../../lib/result.js';
 
@@ -11,15 +13,34 @@ function setText(node, text) {
   if (node.textContent !== text) node.textContent = text; // text, never markup
 }
 
+export const STRIP_WINDOW = 512;
+
+/** The tokens [from, to) the strip shows of T with `focused` focused: all, or a window around it. */
+export function stripWindow(T, focused) {
+  if (T <= STRIP_WINDOW) return [0, T];
+  const from = Math.max(0, Math.min(T - STRIP_WINDOW, focused - STRIP_WINDOW / 2));
+  return [from, from + STRIP_WINDOW];
+}
+
 export class TokenStrip {
   /** onSelect(t) when a token is clicked. */
   constructor(host, { onSelect }) {
     this.host = host;
     this.buttons = [];
+    // past the window's ends: each selects the token just outside it, which moves the window
+    this.before = this.#mover('token-more');
+    this.after = this.#mover('token-more');
     host.addEventListener('click', (e) => {
       const b = e.target.closest('[data-index]');
       if (b) onSelect(Number(b.dataset.index));
     });
+  }
+
+  #mover(className) {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.className = className;
+    return b;
   }
 
   /**
@@ -32,17 +53,20 @@ export class TokenStrip {
     const T = result.T;
     const src = headSource(result, state.layer, state.head); // the page pulled it for a long text
     const base = src ? src.offset + focused * src.stride : 0;
-    for (let i = 0; i < T; i++) {
+    const [from, to] = stripWindow(T, focused);
+    this.#moverAt(this.before, from > 0, from - 1, `${from.toLocaleString('en-US')} tokens before`);
+    for (let i = from; i < to; i++) {
       const t = result.tokens[i];
-      let b = this.buttons[i];
+      let b = this.buttons[i - from];
       if (!b) {
         b = document.createElement('button');
         b.type = 'button';
         b.className = 'token';
-        b.dataset.index = String(i);
-        this.buttons[i] = b;
+        this.buttons[i - from] = b;
       }
-      if (b.parentNode !== this.host) this.host.appendChild(b); // the strip holds buttons 0..T-1 in order
+      setAttr(b, 'data-index', String(i));
+      // the strip holds the window's buttons in order, after the button before it
+      if (b.parentNode !== this.host) this.host.insertBefore(b, this.after.parentNode ? this.after : null);
       setText(b, tokenLabel(t.text, 24));
       setAttr(b, 'aria-pressed', i === focused ? 'true' : 'false');
       const byModel = written.some(([from, to]) => t.start >= from && t.end <= to);
@@ -68,7 +92,8 @@ export class TokenStrip {
         `token ${i}: ${tokenWords(t.text)}${byModel ? ', written by the model' : ''}${i <= focused && !weightsHidden ? `, weight ${w.toFixed(2)}` : ''}`,
       );
     }
-    for (let i = T; i < this.buttons.length && this.buttons[i].parentNode; i++) this.buttons[i].remove();
+    for (let j = to - from; j < this.buttons.length && this.buttons[j].parentNode; j++) this.buttons[j].remove();
+    this.#moverAt(this.after, to < T, to, `${(T - to).toLocaleString('en-US')} tokens after`);
     // a strip longer than its box scrolls: bring the focused token into view when it changes
     // (short texts never overflow: skip the layout read that the check costs)
     if (T > 60 && (focused !== this.focused || T !== this.T)) {
@@ -76,10 +101,23 @@ export class TokenStrip {
       this.T = T;
       const strip = this.host;
       if (strip.scrollHeight > strip.clientHeight) {
-        const b = this.buttons[focused];
+        const b = this.buttons[focused - from];
         if (b.offsetTop < strip.scrollTop || b.offsetTop + b.offsetHeight > strip.scrollTop + strip.clientHeight)
           strip.scrollTop = b.offsetTop - strip.clientHeight / 2;
       }
     }
+  }
+
+  // a mover shown (with the token it selects and its words) or taken out
+  #moverAt(b, shown, index, words) {
+    if (!shown) {
+      b.remove();
+      return;
+    }
+    setAttr(b, 'data-index', String(index));
+    setText(b, `… ${words}`);
+    setAttr(b, 'aria-label', `${words}: show token ${index}`);
+    if (b === this.before && this.host.firstChild !== b) this.host.insertBefore(b, this.host.firstChild);
+    if (b === this.after && this.host.lastChild !== b) this.host.appendChild(b);
   }
 }

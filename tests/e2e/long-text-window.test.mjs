@@ -1,0 +1,148 @@
+// A text past the heatmap's bitmap (paint.js MAX_BITMAP, 2,048 cells a side) on the demo page: the
+// heatmap paints the whole map in blocks, and zoomed in the part in view, one pixel per cell,
+// painting the next part as the reader scrolls; the token strip shows a window of tokens around
+// the focused one. A random GPT-2-shaped model (2 layers x 4 heads, context 3,072) at about 2,800
+// tokens. Every pixel of the bitmap is checked against the engine's own tile of the same rows,
+// columns and bin (Model::attention_tile, the largest weight of each block), coloured by the
+// page's colour table: the canvas cannot show a weight the engine did not compute.
+import { test as base, expect, shot, randomModelSite, longText } from './fixtures.mjs';
+import { seriousViolations } from './axe.mjs';
+
+const test = base.extend({
+  windowSite: randomModelSite('window', 'gpt-long', {
+    n_layer: 2,
+    n_head: 4,
+    n_embd: 64,
+    n_positions: 3072,
+    attnScale: 0.3,
+  }),
+});
+
+// The heatmap's canvas against the engine's tile of what it covers (its data-rows, data-cols,
+// data-bin): every pixel the colour of its block's weight, or the faint colour where the block lies
+// wholly after its query. The colour of a weight w is the theme's table at round(255 sqrt(w)) (the
+// scale's definition, theme.js heatIndex). Returns the view and the pixels that differ.
+const checkCanvas = (page) =>
+  page.evaluate(async () => {
+    const demo = window.headscopeDemo;
+    const r = demo.result;
+    const canvas = document.querySelector('#detail-view canvas.hs-heatmap-cells');
+    const [r0, r1] = canvas.dataset.rows.split(' ').map(Number);
+    const [c0, c1] = canvas.dataset.cols.split(' ').map(Number);
+    const bin = Number(canvas.dataset.bin);
+    const tile = await demo.model.attentionTile(r.text, demo.state.layer, demo.state.head, {
+      rows: [r0, r1],
+      columns: [c0, c1],
+      bin,
+      ablate: r.ablate,
+    });
+    const { lut } = demo.theme.lut;
+    const faint = [1, 3, 5].map((i) => parseInt(demo.theme.faint.slice(i, i + 2), 16));
+    const index = (w) => (!(w > 0) ? 0 : w >= 1 ? 255 : Math.round(Math.sqrt(w) * 255));
+    const px = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    let wrong = 0;
+    let first = null;
+    let checked = 0;
+    for (let y = 0; y < tile.nRows; y++)
+      for (let x = 0; x < tile.nCols; x++) {
+        checked++;
+        // a block wholly after its query: its first key past its last query
+        const masked = c0 + x * bin > Math.min(r1, r0 + (y + 1) * bin) - 1;
+        const want = masked ? faint : [0, 1, 2].map((c) => lut[index(tile.values[y * tile.nCols + x]) * 3 + c]);
+        const at = (y * canvas.width + x) * 4;
+        if (want.some((v, c) => v !== px[at + c])) {
+          wrong++;
+          first ??= { x, y, want, got: [px[at], px[at + 1], px[at + 2]] };
+        }
+      }
+    return {
+      T: r.T,
+      rows: [r0, r1],
+      cols: [c0, c1],
+      bin,
+      size: [canvas.width, canvas.height],
+      cells: [tile.nCols, tile.nRows],
+      checked,
+      wrong,
+      first,
+    };
+  });
+
+test('past 2,048 tokens the heatmap paints its map in blocks, zoomed the cells in view, each pixel the engine\'s tile; the strip shows a window', async ({
+  page,
+  windowSite,
+  problems,
+}) => {
+  test.setTimeout(300_000);
+  await page.goto(`${windowSite.base}index.html?model=${encodeURIComponent('/window/gpt-long/')}&text=Short.`);
+  await expect.poll(() => page.evaluate(() => window.headscopeDemo.result?.text), { timeout: 120_000 }).toBe('Short.');
+  const text = longText(2700);
+  await page.fill('#text', text);
+  await expect.poll(() => page.evaluate(() => window.headscopeDemo.result?.text), { timeout: 240_000 }).toBe(text);
+  await page.evaluate(() => window.headscopeDemo.idle());
+  await expect
+    .poll(() => page.evaluate(() => window.headscopeDemo.result.pulled?.has(0)), { message: 'head 0:0 pulled' })
+    .toBe(true);
+
+  // the whole map, in blocks of 2 x 2 cells: a bitmap of ceil(T / 2) pixels a side, not T
+  await page.locator('#detail').scrollIntoViewIfNeeded();
+  const whole = await checkCanvas(page);
+  expect(whole.T).toBeGreaterThan(2048);
+  expect(whole).toMatchObject({ rows: [0, whole.T], cols: [0, whole.T], bin: 2, wrong: 0 });
+  expect(whole.size).toEqual([Math.ceil(whole.T / 2), Math.ceil(whole.T / 2)]);
+  expect(whole.cells).toEqual(whole.size);
+  expect(whole.checked).toBe(whole.size[0] * whole.size[1]);
+  await shot(page, 'long-window-heatmap');
+
+  // zoomed in 8x: the bitmap holds the cells in view (and half a view around them), one pixel each,
+  // around the focused (last) token
+  for (let i = 0; i < 3; i++) await page.click('.hs-zoom-btn[aria-label="Zoom in"]');
+  await expect(page.locator('.hs-zoom-text')).toHaveText(/^zoom 8× · following token \d+ /);
+  await expect
+    .poll(async () => (await checkCanvas(page)).rows[1], { message: 'the window reaches the last row' })
+    .toBe(whole.T);
+  const zoomed = await checkCanvas(page);
+  expect(zoomed.bin).toBe(1);
+  expect(zoomed.wrong, JSON.stringify(zoomed.first)).toBe(0);
+  expect(zoomed.rows[0]).toBeGreaterThan(0);
+  expect(zoomed.size).toEqual([zoomed.cols[1] - zoomed.cols[0], zoomed.rows[1] - zoomed.rows[0]]);
+  expect(zoomed.cells).toEqual(zoomed.size);
+  expect(zoomed.checked).toBe(zoomed.size[0] * zoomed.size[1]);
+  await shot(page, 'long-window-zoomed');
+
+  // scrolled to the top left: the next paint covers the first rows and columns
+  await page.locator('#detail-scroll').evaluate((s) => s.scrollTo(0, 0));
+  await expect
+    .poll(async () => (await checkCanvas(page)).rows[0], { message: 'the window follows the scroll' })
+    .toBe(0);
+  const top = await checkCanvas(page);
+  expect(top).toMatchObject({ cols: [0, expect.any(Number)], bin: 1, wrong: 0 });
+  expect(top.rows[1]).toBeLessThan(whole.T);
+
+  // the token strip: 512 tokens around the focused (last) one, and a button for the earlier ones
+  const strip = page.locator('#tokens .token');
+  await expect(strip).toHaveCount(512);
+  await expect(strip.last()).toHaveAttribute('data-index', String(whole.T - 1));
+  await expect(page.locator('#tokens .token[aria-pressed="true"]')).toHaveAttribute('data-index', String(whole.T - 1));
+  const before = page.locator('#tokens .token-more');
+  await expect(before).toHaveCount(1);
+  await expect(before).toHaveText(`… ${(whole.T - 512).toLocaleString('en-US')} tokens before`);
+  await before.click();
+  // the token before the window is focused, and the window moved to hold it in its middle
+  const focused = whole.T - 513;
+  await expect(page.locator('#tokens .token[aria-pressed="true"]')).toHaveAttribute('data-index', String(focused));
+  await expect(strip.first()).toHaveAttribute('data-index', String(focused - 256));
+  await expect(page.locator('#tokens .token-more')).toHaveCount(2);
+  await expect(page.locator('#tokens .token-more').last()).toHaveText(
+    `… ${(whole.T - (focused + 256)).toLocaleString('en-US')} tokens after`,
+  );
+  // the heatmap follows the focused token: its window holds that row, every pixel still the engine's
+  await expect
+    .poll(async () => {
+      const v = await checkCanvas(page);
+      return v.rows[0] <= focused && focused < v.rows[1] && v.wrong === 0;
+    })
+    .toBe(true);
+
+  expect(await seriousViolations(page, problems)).toEqual([]);
+});
