@@ -68,7 +68,7 @@ const checkCanvas = (page) =>
     };
   });
 
-test('past 2,048 tokens the heatmap paints its map in blocks, zoomed the cells in view, each pixel the engine\'s tile; the strip shows a window', async ({
+test("past 2,048 tokens the heatmap paints its map in blocks, zoomed the cells in view, each pixel the engine's tile; the strip shows a window", async ({
   page,
   windowSite,
   problems,

@@ -128,7 +128,7 @@ test('1024 tokens, 144 heads: the heatmap fits and zooms, labels thinned, the fo
   await expect.poll(inView, { message: 'still following after typing' }).toBe(true);
 });
 
-test('the lines view at 1024 tokens draws the strongest links of each token, k adjustable', async ({
+test('the lines view at 1024 tokens draws the strongest links of each of the 128 tokens around the focused one, k adjustable', async ({
   page,
   scaleSite,
 }) => {
@@ -143,11 +143,17 @@ test('the lines view at 1024 tokens draws the strongest links of each token, k a
   const T = await page.evaluate(() => window.headscopeDemo.result.T);
   const lines = page.locator('#detail-view svg line');
   await expect(lines.first()).toBeAttached();
+  // a window of 128 tokens ending at the focused (last) one, under a row for the tokens before it,
+  // which takes each token's links to them as one line
+  const shown = await page.locator('#detail-view svg [data-side="q"]').count();
+  expect(shown).toBe(128);
+  await expect(page.locator('#detail-view svg [data-side="q"]').last()).toHaveAttribute('data-index', String(T - 1));
+  await expect(page.locator('#detail-view svg text', { hasText: `… ${T - 128} before` }).first()).toBeAttached();
   const three = await lines.count();
-  expect(three, `${three} lines: more than 1, at most 3 per token`).toBeGreaterThan(T);
-  expect(three, `${three} lines: at most 3 per token`).toBeLessThanOrEqual(3 * T);
+  expect(three, `${three} lines: more than 1 per token shown`).toBeGreaterThan(shown);
+  expect(three, `${three} lines: at most 3 per token shown, and 1 to the row before`).toBeLessThanOrEqual(4 * shown);
   await page.selectOption('#links-select', '1');
-  await expect.poll(() => lines.count(), { message: 'at most 1 line per token' }).toBeLessThanOrEqual(T);
+  await expect.poll(() => lines.count(), { message: 'at most 1 line per token' }).toBeLessThanOrEqual(shown);
   await expect.poll(() => page.evaluate(() => new URLSearchParams(location.search).get('links'))).toBe('1');
   await shot(page, 'scale-lines-top1');
 });

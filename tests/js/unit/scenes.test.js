@@ -16,7 +16,7 @@ import {
 import { themeFrom, heat, heatIndex } from '../../../web/component/runtime/theme.js';
 import { describeHead, focusToken, strongestKey } from '../../../web/component/model/describe.js';
 import { heatmapScene, fitCell } from '../../../web/component/views/heatmap.js';
-import { linesScene, DEFAULT_LINKS } from '../../../web/component/views/lines.js';
+import { linesScene, DEFAULT_LINKS, LINES_WINDOW, linesWindow } from '../../../web/component/views/lines.js';
 import { combineScene, attributionTarget } from '../../../web/component/views/combine.js';
 import { gridScene } from '../../../web/component/views/grid.js';
 import { formatPercent } from '../../../web/component/views/topk.js';
@@ -595,4 +595,61 @@ test('URL state: inside (the query token), step and by survive the round trip', 
   assert.equal(stateFromQuery('?step=9').step, undefined, 'steps are 1-6');
   assert.equal(stateFromQuery('?by=colour').by, undefined);
   assert.equal(stateToQuery({ step: 1, by: 'weight' }), '', 'the defaults stay out of the URL');
+});
+
+// A long text's lines view: the window of LINES_WINDOW tokens around the focused one, its targets and
+// lines by the definition (each token's strongest links, from a sort of its row here), and one line
+// per token to the row of the tokens before the window whose opacity is the sum of its links there.
+test('lines scene past LINES_WINDOW tokens: a window around the focused token, links before it summed on one row', () => {
+  const T = 400;
+  const r = syntheticResult({ T, nLayer: 1, nHead: 2 });
+  const state = { layer: 0, head: 1, heads: [1] };
+  const focus = { side: 'k', index: 300 };
+  const [from, to] = linesWindow(T, 300);
+  assert.deepEqual([from, to], [300 - LINES_WINDOW / 2, 300 + LINES_WINDOW / 2]);
+  assert.deepEqual(linesWindow(T, 5), [0, LINES_WINDOW], 'clamped at the start');
+  assert.deepEqual(linesWindow(T, 399), [T - LINES_WINDOW, T], 'and at the end');
+  assert.deepEqual(linesWindow(LINES_WINDOW, 100), [0, LINES_WINDOW], 'a short text: every token');
+  const { scene, layout } = linesScene(r, state, theme, null);
+  // no focus: the window is around the focused token of the state (the last)
+  assert.deepEqual([layout.from, layout.to], [T - LINES_WINDOW, T]);
+  const hits = scene.items.filter((it) => it.hit);
+  assert.equal(hits.length, 2 * LINES_WINDOW);
+  assert.deepEqual(
+    [...new Set(hits.map((h) => h.data.index))],
+    Array.from({ length: LINES_WINDOW }, (_, i) => T - LINES_WINDOW + i),
+  );
+  // the lines of every query of the window: its 3 strongest keys (ties: the earlier key), those in the
+  // window drawn each, those before it summed into one line to the first row
+  const y = (i) => layout.y0 + (i < layout.from ? 0 : i - layout.from + 1) * layout.rowH + layout.rowH / 2;
+  const want = [];
+  for (let q = layout.from; q < layout.to; q++) {
+    const keys = Array.from({ length: q + 1 }, (_, k) => k).sort(
+      (a, b) => attentionAt(r, 0, 1, q, b) - attentionAt(r, 0, 1, q, a) || a - b,
+    );
+    let before = 0;
+    for (const k of keys.slice(0, DEFAULT_LINKS)) {
+      const w = attentionAt(r, 0, 1, q, k);
+      if (w < 0.01) continue;
+      if (k < layout.from) before += w;
+      else want.push([y(q), y(k), w]);
+    }
+    if (before >= 0.01) want.push([y(q), y(layout.from - 1), Math.min(1, before)]);
+  }
+  const got = scene.items.filter((it) => it.type === 'line').map((l) => [l.y1, l.y2, l.opacity]);
+  const order = (a, b) => a[0] - b[0] || a[1] - b[1];
+  assert.ok(want.length >= LINES_WINDOW, `${want.length} lines`);
+  assert.ok(
+    want.some((l) => l[1] === y(layout.from - 1)),
+    'the first tokens of the window look before it',
+  );
+  assert.deepEqual(got.sort(order), want.sort(order));
+  // the rows of the tokens before and after the window say how many
+  const texts = scene.items.filter((it) => it.type === 'text').map((t) => t.text);
+  assert.ok(texts.includes(`… ${(T - LINES_WINDOW).toLocaleString('en-US')} before`));
+  // a key focused in the middle: the window around it, with a row after it too
+  const mid = linesScene(r, state, theme, focus);
+  assert.deepEqual([mid.layout.from, mid.layout.to], [from, to]);
+  const midTexts = mid.scene.items.filter((it) => it.type === 'text').map((t) => t.text);
+  assert.ok(midTexts.includes(`… ${T - to} after`));
 });

@@ -3,7 +3,7 @@
 // builder; LinesView adds hover, tap and keyboard focus on a token.
 import { textWidth } from './scene.js';
 import { headColour, tokenLabel, tokenWords, quoteToken } from '../runtime/theme.js';
-import { clamp } from '../model/describe.js';
+import { clamp, focusToken } from '../model/describe.js';
 import { SceneView } from './scene-view.js';
 import { shownWeights, weightAt } from '../model/weighting.js';
 
@@ -12,21 +12,46 @@ const fmt2 = (w) => w.toFixed(2);
 /** How many links per token the lines view draws by default: the strongest three. */
 export const DEFAULT_LINKS = 3;
 
-/** The keys of row q with the k largest weights shown (src: shownWeights()) (k <= 0: all keys 0..q), as a Set. */
+/**
+ * The keys of row q with the k largest weights shown (src: shownWeights()) (k <= 0: all keys 0..q),
+ * as a Set; ties go to the earlier key. One pass keeping the k best so far: O(q k), where sorting
+ * the row cost O(q log q) for each of thousands of rows.
+ */
 function strongestKeys(src, q, k) {
   if (k <= 0 || k > q) return null; // every key
-  const order = Array.from({ length: q + 1 }, (_, j) => j);
-  order.sort((a, b) => weightAt(src, q, b) - weightAt(src, q, a) || a - b);
-  return new Set(order.slice(0, k));
+  const best = []; // [weight, key], strongest first
+  for (let j = 0; j <= q; j++) {
+    const w = weightAt(src, q, j);
+    if (best.length === k && !(w > best[k - 1][0])) continue; // an equal weight keeps the earlier key
+    let at = best.length === k ? k - 1 : best.length;
+    while (at > 0 && w > best[at - 1][0]) at--;
+    best.splice(at, 0, [w, j]);
+    if (best.length > k) best.pop();
+  }
+  return new Set(best.map(([, j]) => j));
+}
+
+/** A long text's lines view shows this many tokens around the focused one. */
+export const LINES_WINDOW = 128;
+
+/** The tokens [from, to) the lines view shows of T around token `around`: all, or a window. */
+export function linesWindow(T, around) {
+  if (T <= LINES_WINDOW) return [0, T];
+  const from = clamp(around - LINES_WINDOW / 2, 0, T - LINES_WINDOW);
+  return [from, from + LINES_WINDOW];
 }
 
 /**
  * Lines view: tokens in two columns, a line from each token to the earlier tokens it attends to
  * most: the strongest `state.links` per token and head (default DEFAULT_LINKS; 0 = every pair), and
- * every link of a focused query token. Weights below 0.01 are never drawn.
+ * every link of a focused query token. Weights below 0.01 are never drawn. A text longer than
+ * LINES_WINDOW shows the window of tokens around the focused one (linesWindow), with a row for the
+ * tokens before it: each token's links to those are one line there, its opacity their sum.
  */
 export function linesScene(result, state, theme, focus) {
   const { T, tokens } = result;
+  const [from, to] = linesWindow(T, focus?.index ?? focusToken(result, state));
+  const lead = from > 0 ? 1 : 0; // the row of the tokens before the window
   const links = Number.isInteger(state.links) && state.links >= 0 ? state.links : DEFAULT_LINKS;
   const heads = state.heads && state.heads.length ? state.heads : [state.head];
   // per head: its weights, or weight × value size (state.by) when the result has the value sizes
@@ -34,8 +59,16 @@ export function linesScene(result, state, theme, focus) {
   const weighted = sources.some((s) => s.weighted);
   const fs = 12;
   const rowH = T <= 40 ? 20 : 16;
-  const labels = tokens.map((t) => tokenLabel(t.text, 16));
-  const labelW = Math.max(40, ...labels.map((s) => textWidth(s, fs))) + 12;
+  const labels = [];
+  for (let i = from; i < to; i++) labels[i] = tokenLabel(tokens[i].text, 16);
+  const earlier = `… ${from.toLocaleString('en-US')} before`;
+  const later = `… ${(T - to).toLocaleString('en-US')} after`;
+  const labelW =
+    Math.max(
+      40,
+      ...labels.slice(from).map((s) => textWidth(s, fs)),
+      ...(from || to < T ? [textWidth(earlier, fs)] : []),
+    ) + 12;
   const gap = 170;
   const contentW = 2 * labelW + gap + 16;
   const width = Math.max(contentW, 400);
@@ -43,7 +76,8 @@ export function linesScene(result, state, theme, focus) {
   const xR = xL + gap;
   const y0 = 58;
   const legendRows = Math.ceil(heads.length / 4);
-  const height = y0 + T * rowH + 14 + legendRows * 18;
+  const rows = lead + (to - from) + (to < T ? 1 : 0);
+  const height = y0 + rows * rowH + 14 + legendRows * 18;
   const items = [];
   const title =
     heads.length === 1 ? `Layer ${state.layer}, head ${heads[0]}` : `Layer ${state.layer}, heads ${heads.join(', ')}`;
@@ -65,44 +99,50 @@ export function linesScene(result, state, theme, focus) {
           ? `which tokens look at ${quoteToken(tokens[fIdx].text)}${links ? ` (among their ${links} strongest links)` : ''}`
           : `opacity = ${weighted ? 'weight × value size' : 'weight'}; ${links ? `${links} strongest link${links === 1 ? '' : 's'} per token; ` : ''}hover or tap a token`,
   });
-  const yOf = (i) => y0 + i * rowH + rowH / 2;
+  const rowTop = (i) => y0 + (i < from ? 0 : i - from + lead) * rowH; // every token before the window: its row
+  const yOf = (i) => rowTop(i) + rowH / 2;
   // the focused token's highlight, under its target; always one item (empty without a focus), so
   // the targets after it keep their positions
   if (fSide) {
     const x = fSide === 'q' ? xL - labelW - 4 : xR + 2;
-    items.push({ type: 'rect', x, y: y0 + fIdx * rowH + 1, w: labelW + 2, h: rowH - 2, fill: theme.faint, rx: 3 });
+    items.push({ type: 'rect', x, y: rowTop(fIdx) + 1, w: labelW + 2, h: rowH - 2, fill: theme.faint, rx: 3 });
   } else {
     items.push({ type: 'rect', x: 0, y: 0, w: 0, h: 0, fill: 'none' });
   }
-  // The pointer and keyboard targets come first, 2T of them after a fixed number of items: the live
+  // The pointer and keyboard targets come first, two a token shown after a fixed number of items: the live
   // SVG reuses elements by position, so each target stays the same element (under the pointer, with
   // the keyboard focus) when the focus changes how many lines follow. Texts let the pointer through.
   const hitRow = (side, x, i, tabindex, what) => ({
     type: 'rect',
     x,
-    y: y0 + i * rowH,
+    y: rowTop(i),
     w: labelW + 4,
     h: rowH,
     hit: true,
     data: { side, index: i },
     attrs: { tabindex, role: 'button', 'aria-label': `token ${i} '${tokenWords(tokens[i].text)}': ${what}` },
   });
-  for (let i = 0; i < T; i++) {
-    items.push(hitRow('q', xL - labelW - 4, i, i === 0 ? 0 : -1, 'show where it looks'));
+  for (let i = from; i < to; i++) {
+    items.push(hitRow('q', xL - labelW - 4, i, i === from ? 0 : -1, 'show where it looks'));
     items.push(hitRow('k', xR, i, -1, 'show what looks at it'));
   }
   heads.forEach((h, i) => {
     const colour = headColour(theme, i);
     const dy = (i - (heads.length - 1) / 2) * 1.5;
     const src = sources[i];
-    for (let q = 0; q < T; q++) {
+    for (let q = from; q < to; q++) {
       if (fSide === 'q' && q !== fIdx) continue;
       const keep = fSide === 'q' ? null : strongestKeys(src, q, links);
+      let before = 0; // the weight of the links drawn to tokens before the window: one line
       for (let k = 0; k <= q; k++) {
         if (fSide === 'k' && k !== fIdx) continue;
         if (keep && !keep.has(k)) continue;
         const w = weightAt(src, q, k);
         if (w < 0.01) continue;
+        if (k < from) {
+          before += w;
+          continue;
+        }
         items.push({
           type: 'line',
           x1: xL + 4,
@@ -114,11 +154,44 @@ export function linesScene(result, state, theme, focus) {
           opacity: clamp(w, 0, 1),
         });
       }
+      if (before >= 0.01)
+        items.push({
+          type: 'line',
+          x1: xL + 4,
+          y1: yOf(q) + dy,
+          x2: xR - 4,
+          y2: yOf(from - 1) + dy,
+          stroke: colour,
+          width: fSide ? 3 : 2,
+          opacity: clamp(before, 0, 1),
+        });
     }
   });
   // per-token weights next to the other column when one token and one head are focused
   const single = heads.length === 1 ? heads[0] : null;
-  for (let i = 0; i < T; i++) {
+  const muted = (i, text) => {
+    items.push({ type: 'text', x: xL - 2, y: yOf(i), text, size: fs, fill: theme.muted, anchor: 'end' });
+    items.push({ type: 'text', x: xR + 6, y: yOf(i), text, size: fs, fill: theme.muted });
+  };
+  if (lead) {
+    muted(from - 1, earlier);
+    if (single !== null && fSide === 'q') {
+      let sum = 0;
+      for (let k = 0; k < from; k++) sum += weightAt(sources[0], fIdx, k);
+      if (sum >= 0.005)
+        items.push({
+          type: 'text',
+          x: xR - 8,
+          y: yOf(from - 1) - 6,
+          text: fmt2(sum),
+          size: 9,
+          fill: theme.muted,
+          anchor: 'end',
+        });
+    }
+  }
+  if (to < T) muted(to, later);
+  for (let i = from; i < to; i++) {
     const bold = fIdx === i ? 'bold' : undefined;
     items.push({
       type: 'text',
@@ -156,11 +229,14 @@ export function linesScene(result, state, theme, focus) {
   // legend: one colour per head
   heads.forEach((h, i) => {
     const lx = 8 + (i % 4) * 90;
-    const ly = y0 + T * rowH + 14 + Math.floor(i / 4) * 18;
+    const ly = y0 + rows * rowH + 14 + Math.floor(i / 4) * 18;
     items.push({ type: 'rect', x: lx, y: ly - 5, w: 18, h: 10, fill: headColour(theme, i), rx: 2 });
     items.push({ type: 'text', x: lx + 24, y: ly, text: `head ${h}`, size: 11, fill: theme.fg });
   });
-  return { scene: { width, height, background: theme.bg, font: theme.font, items }, layout: { xL, xR, y0, rowH, T } };
+  return {
+    scene: { width, height, background: theme.bg, font: theme.font, items },
+    layout: { xL, xR, y0, rowH, T, from, to },
+  };
 }
 
 /**
