@@ -57,11 +57,17 @@ export function poolView(src, view, out = new Float32Array(view.w * view.h)) {
   for (let q = r0; q < r1; q++) {
     const py = ((q - r0) / bin) | 0;
     const row = base + q * S;
-    const last = Math.min(c1 - 1, q); // keys after the query hold nothing
-    for (let k = c0; k <= last; k++) {
-      const i = py * w + (((k - c0) / bin) | 0);
-      const v = A[row + k];
-      if (v > out[i]) out[i] = v;
+    const end = Math.min(c1, q + 1); // keys after the query hold nothing
+    // block by block, the largest in a local: no division or write per cell
+    for (let x = 0, k = c0; k < end; x++) {
+      const stop = Math.min(end, k + bin);
+      let m = A[row + k++];
+      while (k < stop) {
+        const v = A[row + k++];
+        if (v > m) m = v;
+      }
+      const i = py * w + x;
+      if (m > out[i]) out[i] = m;
     }
   }
   return out;
