@@ -63,6 +63,22 @@ test('a model folder from disk: picked by folder, named everywhere, not uploaded
   await page.fill('#text', 'Still the same model.');
   await expect.poll(() => page.evaluate(() => window.headscopeDemo.result.text)).toBe('Still the same model.');
 
+  // 2b. a model too large for the tab (config.json claims 100 layers of width 16,384: about 1.2 TB of
+  // weights): refused before any weight is read, with its size and the tab's limit; the page keeps
+  // its model and it still runs
+  await page.setInputFiles(
+    '#folder-input',
+    folder('huge-gpt', { config: { ...cfg, n_embd: 16384, n_head: 128, n_layer: 100 } }),
+  );
+  await expect(status).toContainText('Could not open huge-gpt');
+  await expect(status).toContainText(/this model needs about \d{4}\.\d GB of wasm memory .*the limit is 4\.0 GB/);
+  await expect(status).toContainText(`Still showing ${before}`);
+  expect(await bodyModel(page), 'the previous model is still in use').toBe(before);
+  await page.fill('#text', 'Still here after the large one.');
+  await expect
+    .poll(() => page.evaluate(() => window.headscopeDemo.result.text))
+    .toBe('Still here after the large one.');
+
   // 3. a good folder: the page switches to it, names it in the picker, the tagline and the info
   await page.setInputFiles('#folder-input', folder('my-gpt'));
   await expect(page.locator('body')).toHaveAttribute('data-model', 'my-gpt');
