@@ -53,7 +53,12 @@ const PUBLISHED = {
 
 // The engine's Emscripten glue, built by scripts/build-package.sh into dist/ (web/lib/wasm.js imports
 // them as if they sat beside it, as they do once published).
-const ENGINE_GLUE = ['headscope_wasm.js', 'headscope_wasm_relaxed.js', 'headscope_wasm_threads.js'];
+const ENGINE_GLUE = [
+  'headscope_wasm.js',
+  'headscope_wasm_relaxed.js',
+  'headscope_wasm_threads.js',
+  'headscope_wasm_threads_relaxed.js',
+];
 
 // Files that are published beside the bundles: the package's modules (PUBLISHED), the engine's glue,
 // and the component entry points (imported by the lab and by the pages).

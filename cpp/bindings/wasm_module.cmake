@@ -20,7 +20,12 @@ if(HEADSCOPE_WASM_THREADS)
   # as the loader asks for in Module.headscopeWorkers (the engine's threads minus the calling one): a
   # worker cannot start while the thread that made it waits. STRICT=2: a thread beyond the pool is an
   # error (std::system_error, refused by the loader) rather than a deadlock.
-  set_target_properties(headscope_wasm PROPERTIES OUTPUT_NAME headscope_wasm_threads)
+  # (headscope_wasm_threads_relaxed.* in the wasm-threads-relaxed tree: relaxed SIMD's multiply-add too)
+  if(HEADSCOPE_RELAXED_SIMD)
+    set_target_properties(headscope_wasm PROPERTIES OUTPUT_NAME headscope_wasm_threads_relaxed)
+  else()
+    set_target_properties(headscope_wasm PROPERTIES OUTPUT_NAME headscope_wasm_threads)
+  endif()
   # USE_ES6_IMPORT_META=0: the glue would start its workers with a literal
   # `new Worker(new URL('...worker.js', import.meta.url))`, which bundlers (Vite) take for a module
   # worker to bundle, and fail on; the loader passes locateFile and mainScriptUrlOrBlob instead.

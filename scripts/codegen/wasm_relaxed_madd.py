@@ -10,7 +10,8 @@ bytes can occur inside constants or data): the disassembler stops decoding a fun
 opcode it does not know, so the offset right after the last instruction it printed is where the
 next unknown instruction starts. That offset must hold `fd af 01`; it is rewritten, and the
 disassembly is repeated until every function decodes to its final `end`. The result is checked
-with `wasm-validate --enable-relaxed-simd`.
+with `wasm-validate --enable-relaxed-simd --enable-threads` (threads: a shared-memory module, the
+threaded build, validates as one; a single-threaded module is unaffected).
 
 wasm-objdump stops the whole disassembly at the first unknown opcode, so that loop disassembles
 the file once per multiply-add (144 in the test suite's binary: six minutes). So first a fast path:
@@ -122,7 +123,7 @@ def main():
     data = bytearray(open(path, "rb").read())
     rewritten = fast_path(path, data)
     if rewritten is not None:
-        subprocess.run(["wasm-validate", "--enable-relaxed-simd", path], check=True)
+        subprocess.run(["wasm-validate", "--enable-relaxed-simd", "--enable-threads", path], check=True)
         print(f"{path}: {rewritten} f32x4.relaxed_madd instructions rewritten to the standard opcode; validates")
         return
     rewritten = 0
@@ -139,7 +140,7 @@ def main():
             data[off : off + 3] = NEW
             rewritten += 1
         open(path, "wb").write(data)
-    subprocess.run(["wasm-validate", "--enable-relaxed-simd", path], check=True)
+    subprocess.run(["wasm-validate", "--enable-relaxed-simd", "--enable-threads", path], check=True)
     print(f"{path}: {rewritten} f32x4.relaxed_madd instructions rewritten to the standard opcode; validates")
 
 

@@ -12,7 +12,7 @@ const FIXTURES = path.join(ROOT, 'tests/fixtures/models');
 
 // The files a CDN user downloads with the default model: the two component bundles and what they
 // import, the engine (the relaxed-SIMD build: Chromium validates it; the SIMD128 binary is not
-// fetched, its 66 KB glue is: wasm.js imports every glue statically, the threaded build's too, whose
+// fetched, its 66 KB glue is: wasm.js imports every glue statically, the threaded builds' too, whose
 // .wasm and worker are fetched only on a cross-origin-isolated page), and the default model's four
 // files. Nothing else.
 const EXPECTED_FILES = [
@@ -25,6 +25,7 @@ const EXPECTED_FILES = [
   '/headscope_wasm.js',
   '/headscope_wasm_relaxed.js',
   '/headscope_wasm_threads.js',
+  '/headscope_wasm_threads_relaxed.js',
   '/wasm.js',
   '/files.js',
   '/result.js',
@@ -250,7 +251,8 @@ test('a cross-origin-isolated article runs the engine threaded from a CDN that s
   expect(threads, 'min(cores, 8) threads on this 2-core machine').toBe(
     Math.min(8, await page.evaluate(() => navigator.hardwareConcurrency)),
   );
-  for (const f of ['/headscope_wasm_threads.wasm', '/headscope_wasm_threads.worker.js'])
+  // Chromium validates relaxed SIMD: the threaded build with its multiply-add
+  for (const f of ['/headscope_wasm_threads_relaxed.wasm', '/headscope_wasm_threads_relaxed.worker.js'])
     expect(cdnWithCorp.requests, `${f} came from the CDN`).toContain(f);
   await shot(page, 'cdn-isolated-threads', { fullPage: true });
 });

@@ -5,10 +5,10 @@
 //   engine splits work by outputs only, so every number is computed by the same instructions in the
 //   same order on any number of threads (1 thread of that build: tests/cpp/kernels/test_threads.cpp, run in
 //   the wasm-threads suite).
-// - ?threads=1 loads the single-threaded build, which in Chromium is the relaxed-SIMD one: its fused
-//   multiply-adds round once where SIMD128 rounds twice, so it is compared within the bounds that
-//   tests/js/package/api.test.js derives for those two builds: logits 1e-4 relative + 1e-4 absolute,
-//   attention 1e-5 absolute.
+// - ?threads=1 loads the single-threaded build, which in Chromium is the relaxed-SIMD one, and so is
+//   the threaded build there (headscope_wasm_threads_relaxed): the same kernels' instructions in the
+//   same order, so the page on 2 threads and on 1 show the same bits (tolerance 0). A browser without
+//   relaxed SIMD runs both SIMD128 builds, equal the same way.
 import { test as base, expect, startServer, withModel, demoReady, demoIdle, shot, openDemo } from './fixtures.mjs';
 import { ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
@@ -72,6 +72,8 @@ test("the isolated demo runs on 2 threads and shows what ?threads=1 shows, withi
   await expect(page.locator('#model-info')).toContainText(`in a Web Worker, ${expected} threads`);
   await demoIdle(page);
   const threaded = await shown(page);
+  // Chromium validates relaxed SIMD: the threaded build with its multiply-add
+  expect(await page.evaluate(() => window.headscopeDemo.model.info.simd.relaxedMadd)).toBe(true);
   await shot(page, 'threads-demo');
 
   await page.goto(isolatedSite.url('index.html?threads=1'));
@@ -79,17 +81,12 @@ test("the isolated demo runs on 2 threads and shows what ?threads=1 shows, withi
   await expect(page.locator('#model-info')).toContainText('in a Web Worker, 1 thread');
   await demoIdle(page);
   const single = await shown(page);
+  expect(await page.evaluate(() => window.headscopeDemo.model.info.simd.relaxedMadd)).toBe(true);
   expect(single.T).toBe(threaded.T);
+  const differing = (a, b) => a.reduce((n, x, i) => n + (Object.is(x, b[i]) ? 0 : 1), 0);
   expect(single.attention.length).toBe(threaded.attention.length);
-  const worst = (a, b, tol) => a.reduce((w, x, i) => Math.max(w, Math.abs(x - b[i]) / tol(x)), 0);
-  expect(
-    worst(threaded.attention, single.attention, () => 1e-5),
-    'attention, threaded vs ?threads=1, in units of its bound',
-  ).toBeLessThanOrEqual(1);
-  expect(
-    worst(threaded.logits, single.logits, (x) => 1e-4 + 1e-4 * Math.abs(x)),
-    'logits, threaded vs ?threads=1, in units of their bound',
-  ).toBeLessThanOrEqual(1);
+  expect(differing(threaded.attention, single.attention), 'attention weights differing, 2 threads vs 1').toBe(0);
+  expect(differing(threaded.logits, single.logits), 'logits differing, 2 threads vs 1').toBe(0);
 });
 
 test('a long text through the Worker API: 2 and 3 threads give the same bits', async ({ page, isolatedSite }) => {

@@ -6,7 +6,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 OUT="${1:-$ROOT/build/web}"
 DIST="$ROOT/dist"
-for f in headscope.js headscope-worker.js worker-thread.js headscope_wasm.js headscope_wasm.wasm headscope_wasm_relaxed.js headscope_wasm_threads.js headscope_wasm_threads.worker.js headscope_wasm_threads.wasm; do
+for f in headscope.js headscope-worker.js worker-thread.js headscope_wasm.js headscope_wasm.wasm headscope_wasm_relaxed.js headscope_wasm_threads.js headscope_wasm_threads.worker.js headscope_wasm_threads.wasm headscope_wasm_threads_relaxed.js headscope_wasm_threads_relaxed.worker.js headscope_wasm_threads_relaxed.wasm; do
   [ -f "$DIST/$f" ] || { echo "web/demo/build.sh: $DIST/$f is missing; run scripts/build-package.sh first" >&2; exit 1; }
 done
 TMP="$OUT.tmp"

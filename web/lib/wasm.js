@@ -1,6 +1,7 @@
 // Loads the WebAssembly engine once per page, worker or Node process: single-threaded, the
 // relaxed-SIMD build where the runtime validates it, else SIMD128; or, for a run on more than one
-// thread (engineThreads()), the threaded SIMD128 build. headscope.js reaches the engine only through
+// thread (engineThreads()), the threaded build, with relaxed SIMD where it validates (Chromium), else
+// SIMD128 (Safari, Firefox without the flag). headscope.js reaches the engine only through
 // engineThreads() and loadCore(). Each build has its own glue: the binaries import different sets of
 // invoke_* helpers (the compiler inlines differently around relaxed SIMD's kernels), so one glue
 // cannot load another's. All are imported statically because bundlers' worker formats (IIFE) refuse
@@ -8,6 +9,7 @@
 import createSimd128Core from './headscope_wasm.js';
 import createRelaxedCore from './headscope_wasm_relaxed.js';
 import createThreadedCore from './headscope_wasm_threads.js';
+import createThreadedRelaxedCore from './headscope_wasm_threads_relaxed.js';
 import { isNode, fetchResponse, readLocalFile } from './files.js';
 
 // Written as literal `new URL(..., import.meta.url)` so bundlers (Vite, webpack 5, esbuild)
@@ -18,9 +20,19 @@ const WASM_URL = new URL('./headscope_wasm.wasm', import.meta.url);
 const WASM_RELAXED_URL = new URL('./headscope_wasm_relaxed.wasm', import.meta.url);
 // The threaded build (pthreads on shared memory): its glue starts one Web Worker per thread from its
 // .worker.js, which imports the glue again by URL.
-const WASM_THREADS_URL = new URL('./headscope_wasm_threads.wasm', import.meta.url);
-const THREADS_GLUE_URL = new URL('./headscope_wasm_threads.js', import.meta.url);
-const THREADS_WORKER_URL = new URL('./headscope_wasm_threads.worker.js', import.meta.url);
+const THREADED = {
+  wasm: new URL('./headscope_wasm_threads.wasm', import.meta.url),
+  glue: new URL('./headscope_wasm_threads.js', import.meta.url),
+  worker: new URL('./headscope_wasm_threads.worker.js', import.meta.url),
+  create: createThreadedCore,
+};
+// ... and with relaxed SIMD's multiply-add, as the single-threaded pair (cpp/README.md, "Builds")
+const THREADED_RELAXED = {
+  wasm: new URL('./headscope_wasm_threads_relaxed.wasm', import.meta.url),
+  glue: new URL('./headscope_wasm_threads_relaxed.js', import.meta.url),
+  worker: new URL('./headscope_wasm_threads_relaxed.worker.js', import.meta.url),
+  create: createThreadedRelaxedCore,
+};
 
 /** The most threads a load may ask for (the engine's own limit is higher; more than the cores only costs). */
 export const MAX_THREADS = 64;
@@ -175,23 +187,32 @@ async function loadSingle() {
 }
 
 async function loadThreaded(threads) {
-  const compiled = await compileWasm(WASM_THREADS_URL);
+  let build = RELAXED_SIMD ? THREADED_RELAXED : THREADED;
+  let compiled;
+  try {
+    compiled = await compileWasm(build.wasm);
+  } catch (e) {
+    // a copy of the package without the relaxed build: SIMD128 then
+    if (build !== THREADED_RELAXED || !/HTTP 404/.test(e.message)) throw e;
+    build = THREADED;
+    compiled = await compileWasm(build.wasm);
+  }
   const options = {
     headscopeWorkers: threads - 1, // the pool's size: -sPTHREAD_POOL_SIZE=Module.headscopeWorkers
     // what each pthread worker imports: the glue by its absolute URL (a blob: worker has no base)
-    mainScriptUrlOrBlob: THREADS_GLUE_URL.href,
+    mainScriptUrlOrBlob: build.glue.href,
   };
   // the glue's one file to locate: its pthread worker (the glue is built without import.meta.url)
-  let workerUrl = THREADS_WORKER_URL.href;
-  if (typeof location !== 'undefined' && THREADS_WORKER_URL.origin !== location.origin) {
+  let workerUrl = build.worker.href;
+  if (typeof location !== 'undefined' && build.worker.origin !== location.origin) {
     // a browser starts workers only from its own origin: from a CDN, a same-origin blob: script
     // imports the glue's worker file (which then needs Cross-Origin-Resource-Policy or CORS there)
     workerUrl = URL.createObjectURL(
-      new Blob([`importScripts(${JSON.stringify(THREADS_WORKER_URL.href)});\n`], { type: 'text/javascript' }),
+      new Blob([`importScripts(${JSON.stringify(build.worker.href)});\n`], { type: 'text/javascript' }),
     );
   }
-  options.locateFile = (path) => (path.endsWith('.worker.js') ? workerUrl : new URL(path, THREADS_GLUE_URL).href);
-  return instantiate(createThreadedCore, compiled, options, true);
+  options.locateFile = (path) => (path.endsWith('.worker.js') ? workerUrl : new URL(path, build.glue).href);
+  return instantiate(build.create, compiled, options, true);
 }
 
 // Runs a glue on a module compiled here rather than by the glue, so that a .wasm that cannot be read

@@ -17,6 +17,7 @@ const BUILT = [
   'headscope_wasm.js',
   'headscope_wasm_relaxed.js',
   'headscope_wasm_threads.js',
+  'headscope_wasm_threads_relaxed.js',
   'headscope-view.js',
   'headscope-lab.js',
 ];
