@@ -11,7 +11,7 @@
 //   fails it, unless the test declared it with problems.allow(/pattern/). Playwright closes the
 //   context after every test, passed or failed.
 // - shot(): a named screenshot in build/e2e-artifacts/, taken after the next painted frame.
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test as base, expect } from '@playwright/test';
@@ -130,6 +130,31 @@ class PageProblems {
 
 // The wide random model of the long-text tests (6 layers x 12 heads, width 384, context 1,024): a full
 // text is seconds of work in wasm, and its 72 full maps at 800 tokens pass the demo's map budget.
+/**
+ * A worker fixture: the llama-gqa test model (2 layers, 4 query heads over 2 key/value heads, RoPE,
+ * its float64 references in tests/fixtures/models/llama-gqa/) with its context raised to 4,096 tokens
+ * (rotary positions need no table), served under /llama-long/llama-gqa/: a Llama-family model for
+ * texts of thousands of tokens. A test file adds it with base.extend({ llamaSite: llamaLongSite() }).
+ */
+export const llamaLongSite = () => [
+  async ({}, use) => {
+    const dir = path.join(ROOT, 'build', 'e2e-llama-long');
+    const model = path.join(dir, 'llama-gqa');
+    const src = path.join(ROOT, 'tests/fixtures/models/llama-gqa');
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(model, { recursive: true });
+    for (const f of ['model.safetensors', 'tokenizer.json', 'tokenizer_config.json'])
+      copyFileSync(path.join(src, f), path.join(model, f));
+    const config = JSON.parse(readFileSync(path.join(src, 'config.json'), 'utf8'));
+    config.max_position_embeddings = 4096;
+    writeFileSync(path.join(model, 'config.json'), JSON.stringify(config, null, 2));
+    const server = await startServer({ mounts: [['/llama-long/', dir]] });
+    await use({ ...server, config });
+    await server.close();
+  },
+  { scope: 'worker' },
+];
+
 // Served under /long/gpt-wide/; a test file adds it with base.extend({ longSite: wideModelSite() }).
 export const wideModelSite = () =>
   randomModelSite('long', 'gpt-wide', { n_layer: 6, n_head: 12, n_embd: 384, n_positions: 1024, attnScale: 0.05 });

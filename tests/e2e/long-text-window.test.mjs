@@ -1,22 +1,16 @@
 // A text past the heatmap's bitmap (paint.js MAX_BITMAP, 2,048 cells a side) on the demo page: the
 // heatmap paints the whole map in blocks, and zoomed in the part in view, one pixel per cell,
 // painting the next part as the reader scrolls; the token strip shows a window of tokens around
-// the focused one. A random GPT-2-shaped model (2 layers x 4 heads, context 3,072) at about 2,800
-// tokens. Every pixel of the bitmap is checked against the engine's own tile of the same rows,
-// columns and bin (Model::attention_tile, the largest weight of each block), coloured by the
-// page's colour table: the canvas cannot show a weight the engine did not compute.
-import { test as base, expect, shot, randomModelSite, longText } from './fixtures.mjs';
+// the focused one; typing at the end keeps every pixel right. A Llama-family model (llama-gqa: 2
+// layers, 4 query heads over 2 key/value heads, RoPE) with its context raised to 4,096, at about
+// 2,650 tokens. Every pixel of the bitmap is checked against the engine's own tile of the same rows,
+// columns and bin (Model::attention_tile, the largest weight of each block), coloured by the page's
+// colour table: the canvas cannot show a weight the engine did not compute.
+import { test as base, expect, shot, llamaLongSite, longText } from './fixtures.mjs';
 import { seriousViolations } from './axe.mjs';
 
-const test = base.extend({
-  windowSite: randomModelSite('window', 'gpt-long', {
-    n_layer: 2,
-    n_head: 4,
-    n_embd: 64,
-    n_positions: 3072,
-    attnScale: 0.3,
-  }),
-});
+const test = base.extend({ llamaSite: llamaLongSite() });
+const MODEL = '/llama-long/llama-gqa/';
 
 // The heatmap's canvas against the engine's tile of what it covers (its data-rows, data-cols,
 // data-bin): every pixel the colour of its block's weight, or the faint colour where the block lies
@@ -70,13 +64,13 @@ const checkCanvas = (page) =>
 
 test("past 2,048 tokens the heatmap paints its map in blocks, zoomed the cells in view, each pixel the engine's tile; the strip shows a window", async ({
   page,
-  windowSite,
+  llamaSite,
   problems,
 }) => {
   test.setTimeout(300_000);
-  await page.goto(`${windowSite.base}index.html?model=${encodeURIComponent('/window/gpt-long/')}&text=Short.`);
+  await page.goto(`${llamaSite.base}index.html?model=${encodeURIComponent(MODEL)}&text=Short.`);
   await expect.poll(() => page.evaluate(() => window.headscopeDemo.result?.text), { timeout: 120_000 }).toBe('Short.');
-  const text = longText(2700);
+  const text = longText(600); // about 2,650 of this tokenizer's tokens
   await page.fill('#text', text);
   await expect.poll(() => page.evaluate(() => window.headscopeDemo.result?.text), { timeout: 240_000 }).toBe(text);
   await page.evaluate(() => window.headscopeDemo.idle());
@@ -141,6 +135,20 @@ test("past 2,048 tokens the heatmap paints its map in blocks, zoomed the cells i
     .poll(async () => {
       const v = await checkCanvas(page);
       return v.rows[0] <= focused && focused < v.rows[1] && v.wrong === 0;
+    })
+    .toBe(true);
+
+  // typing at the end: the new token's row comes with the run, and every pixel is still the engine's
+  await page.locator('#text').press('End');
+  await page.keyboard.type(' soup');
+  await expect
+    .poll(() => page.evaluate(() => window.headscopeDemo.result?.text), { timeout: 120_000 })
+    .toBe(`${text} soup`);
+  await page.evaluate(() => window.headscopeDemo.idle());
+  await expect
+    .poll(async () => {
+      const v = await checkCanvas(page);
+      return v.T > whole.T && v.wrong === 0 && v.checked === v.size[0] * v.size[1];
     })
     .toBe(true);
 
