@@ -155,6 +155,17 @@ export const llamaLongSite = () => [
   { scope: 'worker' },
 ];
 
+/** Types `word` at the end of the demo's text box and waits until its run is shown and the page idle. */
+export async function typeAtEnd(page, word) {
+  const text = await page.evaluate(() => window.headscopeDemo.result.text);
+  await page.locator('#text').press('End');
+  await page.keyboard.type(word);
+  await expect
+    .poll(() => page.evaluate(() => window.headscopeDemo.result?.text), { timeout: 120_000 })
+    .toBe(`${text}${word}`);
+  await page.evaluate(() => window.headscopeDemo.idle());
+}
+
 // Served under /long/gpt-wide/; a test file adds it with base.extend({ longSite: wideModelSite() }).
 export const wideModelSite = () =>
   randomModelSite('long', 'gpt-wide', { n_layer: 6, n_head: 12, n_embd: 384, n_positions: 1024, attnScale: 0.05 });

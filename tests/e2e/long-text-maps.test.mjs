@@ -4,7 +4,7 @@
 // model (6 layers x 12 heads, context 1,024) at about 800 tokens: its 72 full maps would be 184 MB.
 // Every number the page holds is checked against a fresh instance of the package's API on the same
 // page (the same wasm: exact).
-import { test as base, expect, shot, wideModelSite, longText } from './fixtures.mjs';
+import { test as base, expect, shot, wideModelSite, longText, typeAtEnd } from './fixtures.mjs';
 import { seriousViolations } from './axe.mjs';
 
 const test = base.extend({ longSite: wideModelSite() });
@@ -69,12 +69,7 @@ test('a long text: the grid from thumbnails, the heads shown pulled exactly, typ
 
   // typing at the end: one word, the new rows of the head shown, with the run
   const before = await page.evaluate(() => window.headscopeDemo.pulled.rowsPulled);
-  await page.locator('#text').press('End');
-  await page.keyboard.type(' soup');
-  await expect
-    .poll(() => page.evaluate(() => window.headscopeDemo.result?.text), { timeout: 120_000 })
-    .toBe(`${text} soup`);
-  await page.evaluate(() => window.headscopeDemo.idle());
+  await typeAtEnd(page, ' soup');
   const typed = await checkAgainstApi(page);
   const pulled = (await page.evaluate(() => window.headscopeDemo.pulled.rowsPulled)) - before;
   expect(typed).toMatchObject({ maps: 'none', thumbnails: true, logits: true });

@@ -6,7 +6,7 @@
 // 2,650 tokens. Every pixel of the bitmap is checked against the engine's own tile of the same rows,
 // columns and bin (Model::attention_tile, the largest weight of each block), coloured by the page's
 // colour table: the canvas cannot show a weight the engine did not compute.
-import { test as base, expect, shot, llamaLongSite, longText } from './fixtures.mjs';
+import { test as base, expect, shot, llamaLongSite, longText, typeAtEnd } from './fixtures.mjs';
 import { seriousViolations } from './axe.mjs';
 
 const test = base.extend({ llamaSite: llamaLongSite() });
@@ -139,12 +139,7 @@ test("past 2,048 tokens the heatmap paints its map in blocks, zoomed the cells i
     .toBe(true);
 
   // typing at the end: the new token's row comes with the run, and every pixel is still the engine's
-  await page.locator('#text').press('End');
-  await page.keyboard.type(' soup');
-  await expect
-    .poll(() => page.evaluate(() => window.headscopeDemo.result?.text), { timeout: 120_000 })
-    .toBe(`${text} soup`);
-  await page.evaluate(() => window.headscopeDemo.idle());
+  await typeAtEnd(page, ' soup');
   await expect
     .poll(async () => {
       const v = await checkCanvas(page);
