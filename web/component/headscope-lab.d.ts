@@ -23,6 +23,8 @@ export interface HeadscopeLabAttributes {
   theme?: 'light' | 'dark';
   /** Present: one column (the grid above the panels). */
   compact?: '';
+  /** 'lazy': the model is fetched only when the widget comes near the viewport (as for an <img>); read when connected. */
+  loading?: 'lazy' | 'eager';
 }
 
 /** The lab's panels: switch heads off, knock-out ranking, head roles, predict-then-reveal. */

@@ -6,7 +6,8 @@
 //   <headscope-lab text="The chef, who trained in Paris, cooked the meal quickly." ablate="0:1,1:3"></headscope-lab>
 //
 // Attributes: text, model (shipped name or folder URL), ablate ("layer:head,..." switched off at
-// start), editable (a text box), theme (light | dark). Shares the model cache of headscope-view.js
+// start), editable (a text box), theme (light | dark), loading (lazy: the model is fetched when the
+// widget comes near the viewport). Shares the model cache of headscope-view.js
 // (one download and one worker per model across <headscope-view> and <headscope-lab> widgets).
 // Must sit next to headscope-view.js, analysis.js and the package's files, as in dist/.
 // Events: `headscope-render` after each render. Properties: result, lab (the Lab), ready.
@@ -25,6 +26,7 @@ import hostCss from './host.css';
 import labCss from './lab.css';
 import { el, lazySheets, shadowWithReady, rendered } from './views/dom.js';
 import { paletteCss } from './runtime/theme.js';
+import { isLazy, whenNear } from './runtime/near-viewport.js';
 
 const LOCAL_CSS = `
 :host { margin: 12px 0 24px; border: 1px solid var(--hs-faint); border-radius: 8px; }
@@ -118,25 +120,32 @@ export class HeadscopeLabElement extends HTMLElement {
     });
     this.#state.ablate = lab.ablate;
     this.#els = { status, textarea, grid, topk, caption, lab };
-    getModel(this.getAttribute('model') || '').then(
-      (model) => {
-        this.#runner = new Runner(model, {
-          onResult: (r) => {
-            this.#result = r;
-            this.#render();
-          },
-          onError: (e) => {
-            status.textContent = `The model could not run: ${e.message}`;
-          },
-        });
-        status.textContent = '';
-        status.hidden = true;
-        this.#run();
-      },
-      (e) => {
-        status.textContent = `The model could not be loaded: ${e.message}`;
-      },
-    );
+    // loading="lazy": the model is fetched once the widget comes near the viewport
+    if (isLazy(this)) status.textContent = 'The model loads when you scroll here.';
+    whenNear(this)
+      .then(() => {
+        status.textContent = 'Loading the model…';
+        return getModel(this.getAttribute('model') || '');
+      })
+      .then(
+        (model) => {
+          this.#runner = new Runner(model, {
+            onResult: (r) => {
+              this.#result = r;
+              this.#render();
+            },
+            onError: (e) => {
+              status.textContent = `The model could not run: ${e.message}`;
+            },
+          });
+          status.textContent = '';
+          status.hidden = true;
+          this.#run();
+        },
+        (e) => {
+          status.textContent = `The model could not be loaded: ${e.message}`;
+        },
+      );
   }
 
   attributeChangedCallback(name, oldValue, newValue) {

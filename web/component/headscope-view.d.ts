@@ -17,7 +17,7 @@
 import type { RunResult } from '../lib/headscope.js';
 
 /** What the element shows (attribute `view`). */
-export type HeadscopeViewName = 'grid' | 'heatmap' | 'lines' | 'inside';
+export type HeadscopeViewName = 'grid' | 'heatmap' | 'lines' | 'inside' | 'combine';
 
 /** The element's attributes, as the element reads them (every attribute is a string in the DOM). */
 export interface HeadscopeViewAttributes {
@@ -26,7 +26,7 @@ export interface HeadscopeViewAttributes {
   /** Counted from 0. */
   layer?: `${number}`;
   head?: `${number}`;
-  /** 'grid' | 'heatmap' (default) | 'lines' | 'inside' ("Inside this head": one head's computation step by step). */
+  /** 'grid' | 'heatmap' (default) | 'lines' | 'inside' ("Inside this head": one head's computation step by step) | 'combine' (how the layer's heads combine through W_O: each head's share of the write at `token`, and its push on the next token). */
   view?: HeadscopeViewName;
   /** A shipped model's name or a model folder URL (default: the package's default model). */
   model?: string;
@@ -48,6 +48,8 @@ export interface HeadscopeViewAttributes {
   editable?: '';
   /** 'light' | 'dark' (default: the reader's preference). */
   theme?: 'light' | 'dark';
+  /** 'lazy': the model is fetched only when the widget comes near the viewport (as for an <img>); read when connected. */
+  loading?: 'lazy' | 'eager';
 }
 
 /** The widget's state, in the form its URL uses (`state`). */

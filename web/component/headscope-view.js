@@ -4,12 +4,13 @@
 //   <headscope-view text="The chef, who trained in Paris, cooked the meal quickly."
 //                   layer="1" head="3" view="lines"></headscope-view>
 //
-// Attributes: text, layer, head (counted from 0), view = grid | heatmap | lines | inside, model (a
+// Attributes: text, layer, head (counted from 0), view = grid | heatmap | lines | inside | combine, model (a
 // shipped model's name or a model folder URL; default: the package's default model), heads ("0,3":
 // several heads at once in the lines view), token (the focused token index; default the last),
 // inside (the same, for view="inside": the query token whose computation it walks through), step
 // (1-6, the step of view="inside"), by = weight | value (the grid, heatmap and lines coloured by
-// weight × value size), editable (shows a text box), theme = light | dark (default: the reader's preference).
+// weight × value size), editable (shows a text box), theme = light | dark (default: the reader's preference),
+// loading = lazy (the model is fetched only when the widget comes near the viewport, as for an <img>).
 // Every widget on a page that names the same model shares one download and one Web Worker.
 //
 // This module also exports the building blocks the demo page uses (views, runner, state helpers).
@@ -43,6 +44,8 @@ import {
   shownWeights,
 } from './model/weighting.js';
 import { InsideSource } from './runtime/inside-source.js';
+import { isLazy, whenNear } from './runtime/near-viewport.js';
+import { installAttribution } from './runtime/attribution.js';
 import { kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes } from './model/kv-groups.js';
 import { Tooltip } from './views/tooltip.js';
 import { el, lazySheets, shadowWithReady, rendered } from './views/dom.js';
@@ -145,6 +148,10 @@ export class HeadscopeViewElement extends HTMLElement {
   #readyResolve;
   #loadError = null;
   #source = null; // one head's insides (view="inside"): InsideSource over the model
+  #attribution = null; // view="combine": the logit split beside the bars (runtime/attribution.js)
+  #model = null;
+  #near = false; // loading="lazy": whether the widget has come near the viewport (its model may load)
+  #waiting = false;
 
   constructor() {
     super();
@@ -198,7 +205,16 @@ export class HeadscopeViewElement extends HTMLElement {
 
   connectedCallback() {
     if (!this.#els) this.#build();
-    this.#ensureModel();
+    if (!this.#near && !isLazy(this)) this.#near = true;
+    if (this.#near) this.#ensureModel();
+    else if (!this.#waiting) {
+      this.#waiting = true;
+      this.#els.statusText.textContent = 'The model loads when you scroll here.';
+      whenNear(this).then(() => {
+        this.#near = true;
+        if (this.isConnected) this.#ensureModel();
+      });
+    }
     // colours are baked into the SVG: re-render when the reader's colour scheme changes
     this.#schemeQuery.addEventListener('change', this.#onScheme);
   }
@@ -211,7 +227,7 @@ export class HeadscopeViewElement extends HTMLElement {
   attributeChangedCallback(name, oldValue, newValue) {
     if (!this.#els || oldValue === newValue) return;
     if (name === 'model') {
-      this.#ensureModel();
+      if (this.#near) this.#ensureModel();
       return;
     }
     if (name === 'ablate') {
@@ -302,6 +318,7 @@ export class HeadscopeViewElement extends HTMLElement {
     }).then(
       (model) => {
         if (this.#modelKey !== key) return;
+        this.#model = model;
         this.#runner = new Runner(model, {
           onResult: (result) => {
             this.#result = result;
@@ -311,6 +328,11 @@ export class HeadscopeViewElement extends HTMLElement {
           onError: (e) => this.#showError(`The model could not run: ${e.message}`),
         });
         const runner = this.#runner;
+        this.#attribution = installAttribution({
+          getModel: () => (this.#runner === runner ? model : null),
+          idle: () => runner.idle(),
+          onUpdate: () => this.#queueRender(),
+        });
         this.#source = new InsideSource(model, { onUpdate: () => this.#queueRender(), idle: () => runner.idle() });
         status.hidden = true;
         this.#run();
@@ -378,6 +400,8 @@ export class HeadscopeViewElement extends HTMLElement {
         });
       } else if (state.view === 'lines') {
         this.#view = new LinesView(viewHost, { onSelectToken: selectToken });
+      } else if (state.view === 'combine') {
+        this.#view = new CombineView(viewHost, { onSelectHead: (h) => this.setAttribute('head', String(h)) });
       } else if (state.view === 'inside') {
         this.#view = new InsideView(viewHost, {
           tooltip,
@@ -411,6 +435,9 @@ export class HeadscopeViewElement extends HTMLElement {
       });
       const shared = headSharing(result.nHead, result.nKvHead ?? result.nHead, state.head);
       sentence = `Inside layer ${state.layer}, head ${state.head}, token ${focusToken(result, state)}: step ${state.step} of ${INSIDE_STEPS.length}, ${INSIDE_STEPS[state.step - 1].name}${shared ? ` (${shared})` : ''}`;
+    } else if (state.view === 'combine') {
+      this.#view.update(result, state, theme, this.#attribution?.shown(result, state) ?? null);
+      sentence = `How the ${result.nHead} heads of layer ${state.layer} combine through W_O at token ${focusToken(result, state)}`;
     } else {
       this.#view.update(result, state, theme);
     }
@@ -460,6 +487,9 @@ export class HeadscopeViewElement extends HTMLElement {
       return scene;
     }
     if (state.view === 'lines') return linesScene(r, state, theme, this.#view?.focus ?? null).scene;
+    if (state.view === 'combine')
+      return combineScene(r, state, theme, this.#attribution?.shown(r, state) ?? null, { width: this.#view?.width })
+        .scene;
     return heatmapScene(r, state, theme, this.#view?.exportOptions?.() ?? {}).scene;
   }
 

@@ -1,7 +1,7 @@
 // A view's state and its URL form (used by the iframe mode, the page's address bar and the embed
 // snippet): which views exist, the text shown when none is given, and query string <-> state.
 
-export const VIEWS = ['grid', 'heatmap', 'lines', 'inside'];
+export const VIEWS = ['grid', 'heatmap', 'lines', 'inside', 'combine'];
 export const DEFAULT_TEXT = 'The chef, who trained in Paris, cooked the meal quickly.';
 
 /**

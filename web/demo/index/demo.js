@@ -34,7 +34,7 @@ import { loadCard } from '../common/models.js';
 import { cardOpening } from './card-opening.js';
 import { installModelChoice, showModelTexts } from './model-choice.js';
 import { loadTrainedModel } from '../common/trained-model.js';
-import { installAttribution } from './attribution.js';
+import { installAttribution } from '../../component/runtime/attribution.js';
 import { watchOnScreen } from './on-screen.js';
 import { installPatching } from './patch-panel.js';
 import { installWhy } from './explain-panel.js';

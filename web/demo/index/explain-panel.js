@@ -4,7 +4,7 @@
 // (model.explainScore(); the numbers are defined in cpp/include/headscope/explain.hpp). A small
 // matrix of the strongest parts (web/component/charts/explain.js), a sentence, and each upstream head
 // as a button that selects it. Asked for after the page's runs are drawn, one request at a time, the
-// latest wish next (as attribution.js does); an answer for another text, head or cell is dropped.
+// latest wish next (as component/runtime/attribution.js does); an answer for another text, head or cell is dropped.
 import { SceneView } from '../../component/views/scene-view.js';
 import { HostWidth } from '../../component/views/host-width.js';
 import { focusToken } from '../../component/headscope-view.js';

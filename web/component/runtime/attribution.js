@@ -1,4 +1,5 @@
-// The direct logit attribution that "How the heads combine" draws beside its bars: which heads
+// The direct logit attribution that "How the heads combine" (the demo's panel, and <headscope-view
+// view="combine">) draws beside its bars: which heads
 // pushed the focused token's next token (attributionTarget(): the text's next token, or at the last
 // token the model's prediction). The model is asked for the split of the result's own text
 // (logitAttribution(t, token, { text, ablate }): other parts of the page run texts of their own,
@@ -6,7 +7,7 @@
 // and the result is drawn, one request at a time, the latest wish next: typing never waits behind
 // it. An answer is kept only for the model, text, switched-off heads, position and token it was
 // asked for, and only if it says it split that text; anything else is dropped, never shown.
-import { attributionTarget } from '../../component/headscope-view.js';
+import { attributionTarget } from '../views/combine.js';
 import { sameAblate } from '../../lib/result.js';
 
 // after the next paint: the frame that shows the result, then a task of its own
