@@ -22,7 +22,13 @@ const WEB = path.dirname(fileURLToPath(import.meta.url));
 
 const ENTRIES = {
   component: ['component/headscope-view.js', 'component/headscope-lab.js'],
-  demo: ['demo/index/demo.js', 'demo/compare/compare.js', 'demo/embed/embed.js', 'demo/train/train.js'],
+  demo: [
+    'demo/index/demo.js',
+    'demo/compare/compare.js',
+    'demo/embed/embed.js',
+    'demo/train/train.js',
+    'demo/article/explainer.js',
+  ],
 };
 
 // The package's files as published (source under web/ -> name in dist/). These names are the
