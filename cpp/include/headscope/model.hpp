@@ -83,6 +83,24 @@ enum class WeightStorage { f32, f16, automatic };
 const char* weight_storage_name(WeightStorage s);
 WeightStorage parse_weight_storage(std::string_view name);
 
+// What a run keeps of a text's activations, per token:
+//   all: every layer's residual stream, q | k | v and head outputs, besides the key/value cache: what
+//     hidden_states(), head_inside(), logit_attribution(), the score split (explain_score) and the
+//     patching read. Typing after switching heads off starts at the first layer that changed.
+//   views: only what the views read: every layer's queries and key/value cache (maps, tiles and
+//     thumbnails recompute any row from them, bit for bit), the thumbnails, the role statistics and
+//     each head's write norm. About 40% of `all` for the Llama family's shapes (SmolLM2-135M: 40,000
+//     floats a token against 84,000). Logits, maps, tiles, thumbnails, role scores, value norms and
+//     typing equal `all`'s bit for bit; the analyses above throw an Error naming the option. Needs the
+//     SIMD build's key cache: a scalar build keeps `all`.
+//   automatic: `all` while a text's activations take at most a quarter of the memory limit
+//     (MemoryUse::full_activation_tokens tokens), `views` past that, so that a short text can be
+//     analysed in full and a long one still fits.
+enum class ActivationStorage { all, views, automatic };
+// "all" / "views" / "auto"; parse_activation_storage throws Error on anything else
+const char* activation_storage_name(ActivationStorage s);
+ActivationStorage parse_activation_storage(std::string_view name);
+
 struct LoadOptions {
   WeightStorage weights = WeightStorage::f32;
   // Threads the kernels split each run over: 0 = one per core (std::thread::hardware_concurrency),
@@ -107,6 +125,9 @@ struct LoadOptions {
   // that reserves less, a tab sharing its memory). A model whose weights do not fit is refused at load
   // with the sizes; a Llama-family model's context is what fits the rest; a longer GPT-2 text is refused.
   uint64_t memory_limit_bytes = 0;
+  // What a run keeps of a text's activations (ActivationStorage): every layer's, or only what the
+  // views read, which lets a long text fit in less than half the memory.
+  ActivationStorage activations = ActivationStorage::all;
 };
 inline constexpr int kMaxThreads = 256;
 inline constexpr int kMaxThumbnailSize = 512;
@@ -175,6 +196,9 @@ struct MemoryUse {
   int context_tokens = 0;         // the longest text run() keeps (config().n_positions)
   uint64_t bytes_at_context = 0;  // the activations a text as long as the context needs
   bool attention_maps = true;     // LoadOptions::attention_maps: the maps (L x NH x T² floats) kept
+  ActivationStorage activations = ActivationStorage::all;  // LoadOptions::activations
+  bool views_only = false;                                 // the last allocation keeps only the views' activations
+  int full_activation_tokens = 0;  // the longest text whose activations are kept whole (the context with `all`)
 };
 
 class Model {

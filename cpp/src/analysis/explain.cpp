@@ -290,6 +290,7 @@ ScoreSplit explain_score(const Model& model, int layer, int head, int query, int
   using namespace explain_parts;
   const Impl& m = AnalysisAccess::impl(model);
   m.require_run();
+  m.require_activations("explaining a score");
   m.check_layer_head(layer, head);
   const ModelConfig& c = m.config_;
   const int T = m.T_, C = c.n_embd, HS = c.head_size(), NH = c.n_head, KV = c.kv_heads(), W = c.qkv_width();

@@ -174,6 +174,7 @@ struct ActivationPatching::State {
   void first() {
     const ModelConfig& c = m.config_;
     model.run_ids(r.ids_clean);
+    m.require_activations("activation patching");
     const std::size_t cap = m.cap_;  // after the run: it may have grown the activations
     const std::vector<float> logits_clean(m.logits_last_.begin(), m.logits_last_.end());
     const std::vector<float> stream_clean(last_stream(), last_stream() + C);

@@ -283,11 +283,18 @@ void attention_pool_row(float* cells, const float* row, int n, int shift) noexce
   }
 }
 
+const float* attention_cached_values(const float* key_panels, int att_stride, const AttentionShape& shape,
+                                     int g) noexcept {
+  const int panels_per_head = (att_stride + kPanel - 1) / kPanel;
+  return key_panels + (std::size_t)g * head_cache_floats(att_stride, shape.HS) +
+         (std::size_t)panels_per_head * kPanel * shape.HS;
+}
+
 void attention_rows(float* att_rows, const float* qkv, int h, int r_begin, int r_end, const AttentionShape& shape,
-                    int att_stride, const float* key_panels) noexcept {
+                    int att_stride, const float* key_panels, std::size_t q_stride) noexcept {
   const int HS = shape.HS, group = shape.NH / shape.KV;
   const float scale = 1.0f / std::sqrt((float)HS);
-  const std::size_t row3 = shape.qkv_row();
+  const std::size_t row3 = q_stride ? q_stride : shape.qkv_row();
   const float* q0 = qkv + h * HS;
   const float* kp_h = key_panels + (std::size_t)(h / group) * head_cache_floats(att_stride, HS);
   // attention_forward's loop for one head, without the weighted values: a row's scores are its own

@@ -211,8 +211,15 @@ int attention_block_rows();
 // (r_end - r_begin, att_stride) receives row t at (t - r_begin) * att_stride, softmax over j <= t and
 // exactly 0 after it. The same tiles and softmax as attention_forward's, so the rows equal the ones
 // it wrote, bit for bit: a view can ask for any part of any head's map without the engine keeping it.
+// q_stride: the floats from one row of qkv to the next, when the queries are kept apart from the keys
+// and values (the model's views-only activations: (T, NH HS) rows); 0 is shape.qkv_row(). The SIMD
+// build reads only the queries from qkv, the scalar build the keys too.
 void attention_rows(float* att_rows, const float* qkv, int h, int r_begin, int r_end, const AttentionShape& shape,
-                    int att_stride, const float* key_panels) noexcept;
+                    int att_stride, const float* key_panels, std::size_t q_stride = 0) noexcept;
+// Key/value head g's values in the key cache attention_forward fills: (att_stride, HS), row j at j * HS
+// (null in the scalar build, which keeps no cache)
+const float* attention_cached_values(const float* key_panels, int att_stride, const AttentionShape& shape,
+                                     int g) noexcept;
 // GPT-2's multi-head case: qkv (T, 3C), out (T, C)
 inline void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
                               int att_stride, float* key_panels, float* scores = nullptr,

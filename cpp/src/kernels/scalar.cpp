@@ -101,6 +101,7 @@ void exp_nonpositive_forward(float* out, const float* inp, std::size_t N) noexce
 int attention_key_panel_width() { return 1; }
 std::size_t attention_key_panels_floats(int, const AttentionShape&) { return 0; }
 int attention_block_rows() { return 1; }
+const float* attention_cached_values(const float*, int, const AttentionShape&, int) noexcept { return nullptr; }
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, const AttentionShape& shape,
                        int att_stride, float*, float* scores, int scores_head, int att_block, const AttentionPool* pool,
                        const AttentionRowStats* stats) noexcept {
@@ -115,8 +116,9 @@ void attention_pool_row(float* cells, const float* row, int n, int shift) noexce
   ref::attention_pool_row<float>(cells, row, n, shift);
 }
 
+// the scalar build keeps no key cache, so its model never keeps the queries apart (q_stride is always 0)
 void attention_rows(float* att_rows, const float* qkv, int h, int r_begin, int r_end, const AttentionShape& shape,
-                    int att_stride, const float*) noexcept {
+                    int att_stride, const float*, std::size_t) noexcept {
   for (int t = r_begin; t < r_end; t++)
     ref::attention_row<float>(att_rows + (std::size_t)(t - r_begin) * att_stride, qkv, h, t, shape.NH, shape.KV,
                               shape.HS, att_stride);

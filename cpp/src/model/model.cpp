@@ -21,16 +21,48 @@ bool Model::Impl::reserve(int tokens) { return ensure_capacity(std::clamp(tokens
 
 // Floats of activations for `cap` positions (ensure_capacity's buffers). Sizes come from config.json
 // and the text: added up in 64 bits, so a hostile config cannot overflow a 32-bit size_t (wasm).
-uint64_t Model::Impl::activation_floats(uint64_t c64) const {
+uint64_t Model::Impl::activation_floats(uint64_t c64, bool views_only) const {
   const uint64_t L = config_.n_layer, NH = config_.n_head, C = config_.n_embd, QW = config_.q_width(),
                  W = config_.qkv_width(), KVW = (uint64_t)config_.kv_heads() * config_.head_size();
   const uint64_t FS = config_.family == Family::llama ? 3 * (uint64_t)config_.n_inner : config_.n_inner;
   const uint64_t maps = keep_maps_ ? L * NH * c64 * c64 : NH * (uint64_t)kernels::attention_block_rows() * c64;
   const uint64_t thumbnails = L * NH * (uint64_t)thumb_size_ * thumb_size_;
   const uint64_t row_stats = L * NH * c64 * kernels::kRowStats + 3 * c64 /* the copy chains, int32 */;
-  return (L + 1) * c64 * C + L * c64 * W + maps + L * c64 * QW + L * NH * c64 + 3 * c64 * C + c64 * FS +
+  // the residual stream, q | k | v (and the queries kept apart) and the heads' outputs: every layer's,
+  // or one layer's rows at a time (views_only)
+  const uint64_t layers =
+      views_only ? 3 * c64 * C + c64 * W + L * c64 * QW + c64 * QW : (L + 1) * c64 * C + L * c64 * W + L * c64 * QW;
+  return layers + maps + L * NH * c64 + 3 * c64 * C + c64 * FS +
          L * (2 * c64 + 32) * KVW /* key panels and values: L x KV x <= (2 cap + panel) x HS */ + thumbnails +
          row_stats;
+}
+
+bool Model::Impl::views_only_at(int cap) const { return activations_ != ActivationStorage::all && cap > full_tokens_; }
+
+float* Model::Impl::stream(int l) {
+  const std::size_t C = config_.n_embd, cap = cap_;
+  if (!views_only_) return &residual_[(std::size_t)l * cap * C];
+  return &residual_[(l == config_.n_layer ? 2 : l % 2) * cap * C];
+}
+
+const float* Model::Impl::queries(int layer, std::size_t* row_stride) const {
+  const std::size_t cap = cap_;
+  if (views_only_) {
+    *row_stride = config_.q_width();
+    return &queries_[(std::size_t)layer * cap * config_.q_width()];
+  }
+  *row_stride = config_.qkv_width();
+  return &qkv_[(std::size_t)layer * cap * config_.qkv_width()];
+}
+
+void Model::Impl::require_activations(const char* what) const {
+  if (!views_only_) return;
+  throw Error(std::string(what) + " needs every layer's activations, and this model keeps only the views' (" +
+              (activations_ == ActivationStorage::automatic
+                   ? "activations \"auto\": every layer's up to " + std::to_string(full_tokens_) +
+                         " tokens, this text has " + std::to_string(T_)
+                   : std::string("activations \"views\"")) +
+              "); use a shorter text, or load the model with activations \"all\"");
 }
 
 bool Model::Impl::ensure_capacity(int T) {
@@ -43,17 +75,21 @@ bool Model::Impl::ensure_capacity(int T) {
   // token: a reallocation drops the cache (the next run computes every token again). Exactly T
   // when the room would not fit.
   int cap = std::min(config_.n_positions, std::max({T + T / 8 + 16, 2 * cap_, 16}));
-  if (4 * activation_floats(cap) > budget_.activations) cap = T;
-  const uint64_t floats = activation_floats(cap);  // refused before anything is allocated
+  // room past the text that would turn whole activations into the views' alone is not taken
+  if (!views_only_at(T) && views_only_at(cap)) cap = std::max(T, full_tokens_);
+  if (4 * activation_floats(cap, views_only_at(cap)) > budget_.activations) cap = T;
+  const bool views_only = views_only_at(cap);
+  const uint64_t floats = activation_floats(cap, views_only);  // refused before anything is allocated
   if (4 * floats > budget_.activations)
     throw Error("running " + std::to_string(T) + " tokens needs " + megabytes(4 * floats) +
                 " of activations, more than their budget of " + megabytes(budget_.activations) + " (" +
                 budget_.words() + "); use a shorter text");
   try {
-    residual_.assign((L + 1) * cap * C, 0.0f);
-    qkv_.assign(L * cap * W, 0.0f);
+    residual_.assign((views_only ? 3 : L + 1) * cap * C, 0.0f);
+    qkv_.assign((views_only ? 1 : L) * cap * W, 0.0f);
+    queries_.assign(views_only ? L * cap * QW : 0, 0.0f);
     att_.assign(keep_maps_ ? L * NH * cap * cap : NH * kernels::attention_block_rows() * cap, 0.0f);
-    head_out_.assign(L * cap * QW, 0.0f);
+    head_out_.assign((views_only ? 1 : L) * cap * QW, 0.0f);
     contrib_.clear();
     contrib_norm_.assign(L * NH * cap, 0.0f);
     scratch_ln_.assign(cap * C, 0.0f);
@@ -69,8 +105,8 @@ bool Model::Impl::ensure_capacity(int T) {
     has_run_ = false;
     cached_tokens_ = 0;
     cached_logits_ = 0;
-    for (auto* v : {&residual_, &qkv_, &att_, &head_out_, &contrib_norm_, &scratch_ln_, &scratch_proj_, &scratch_head_,
-                    &scratch_fc_, &key_panels_, &row_stats_})
+    for (auto* v : {&residual_, &qkv_, &queries_, &att_, &head_out_, &contrib_norm_, &scratch_ln_, &scratch_proj_,
+                    &scratch_head_, &scratch_fc_, &key_panels_, &row_stats_})
       std::vector<float>().swap(*v);
     std::vector<int32_t>().swap(row_copies_);
     throw Error("out of memory: running " + std::to_string(T) + " tokens needs about " + gigabytes(floats * 4) +
@@ -80,6 +116,7 @@ bool Model::Impl::ensure_capacity(int T) {
   value_norm_.clear();
   value_norm_rows_ = 0;
   cap_ = cap;
+  views_only_ = views_only;
   cached_tokens_ = 0;
   cached_logits_ = 0;
   has_run_ = false;  // the buffers holding the last run's results were just cleared
@@ -144,6 +181,7 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
     RunOptions from;
     from.ablate = options.ablate;
     run_ids(p.from, from);
+    require_activations("patching a head");
     const std::size_t QW = c.q_width();
     const float* z = &head_out_[(std::size_t)p.head.layer * cap_ * QW];
     run_patch_z_.assign(z, z + (std::size_t)T * QW);
@@ -167,7 +205,8 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
   // heads differ computed exactly this run's numbers, so the run starts at that layer, every token.
   // Measuring heads switches them one at a time: on average half the layers are computed.
   int layer_begin = 0;
-  if (kept_compatible && mask != ablate_mask_ && cached_tokens_ == T && (int)ids_.size() == T &&
+  // (with the views' activations alone no layer's input is kept: every layer is computed)
+  if (kept_compatible && !views_only_ && mask != ablate_mask_ && cached_tokens_ == T && (int)ids_.size() == T &&
       std::equal(ids.begin(), ids.end(), ids_.begin())) {
     const std::size_t NH = c.n_head;
     while (std::equal(mask.begin() + (std::ptrdiff_t)(layer_begin * NH),
@@ -261,7 +300,7 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
 
   if (n > 0) {
     for (int t = t_begin; layer_begin == 0 && t < T; t++) {
-      float* row = &residual_[(std::size_t)t * C];
+      float* row = stream(0) + (std::size_t)t * C;
       if (wte_f16_.empty()) {
         if (llama)
           std::copy_n(&wte_[(std::size_t)ids_[t] * C], C, row);  // rotary positions: no wpe
@@ -274,15 +313,15 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
     }
 
     for (int l = layer_begin; l < c.n_layer; l++) {
-      float* x_next = &residual_[((l + 1) * cap + t_begin) * C];  // (n, C) stream leaving the block
+      float* x_next = stream(l + 1) + t_begin * C;  // (n, C) stream leaving the block
       BlockBuffers io;
-      io.x = &residual_[(l * cap + t_begin) * C];  // (n, C) stream entering it
+      io.x = stream(l) + t_begin * C;  // (n, C) stream entering it
       io.ln1 = io.ln2 = scratch_ln_.data();
-      io.qkv = &qkv_[l * cap * W];
+      io.qkv = views_only_ ? qkv_.data() : &qkv_[l * cap * W];
       io.att = keep_maps_ ? &att_[l * NH * cap * cap] : att_.data();
       io.att_block = keep_maps_ ? 0 : k::attention_block_rows();
       io.key_panels = key_panels_.data() + l * k::attention_key_panels_floats((int)cap, shape);
-      io.head_out = &head_out_[l * cap * QW];
+      io.head_out = views_only_ ? head_out_.data() : &head_out_[l * cap * QW];
       io.head_proj = scratch_head_.data();
       io.attn_proj = io.mlp_out = scratch_proj_.data();
       io.res_mid = io.res_out = x_next;
@@ -299,12 +338,15 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
                                        next};
       io.row_stats = &stats;
       block_forward(c, blocks_[l], io, 1, t_begin, T, (int)cap);
+      // the layer's queries, as the attention read them (the views recompute any row from them)
+      if (views_only_)
+        for (int t = t_begin; t < T; t++) std::copy_n(&qkv_[(std::size_t)t * W], QW, &queries_[(l * cap + t) * QW]);
     }
   }
   thumb_rows_ = T;
 
   // final norm and LM head; the last row always (T may have shrunk: text deleted at the end)
-  const float* final_stream = &residual_[(std::size_t)c.n_layer * cap * C];
+  const float* final_stream = stream(c.n_layer);
   const auto final_norm = [&](const float* x, int rows) {
     if (llama)
       k::rmsnorm_forward(scratch_ln_.data(), nullptr, x, final_norm_weight_.data(), rows, C, c.layer_norm_epsilon);
@@ -354,14 +396,17 @@ MemoryUse Model::memory() const {
   MemoryUse u;
   u.weight_bytes = m.weight_bytes();
   u.capacity_tokens = m.cap_;
-  u.activation_bytes = m.cap_ > 0 ? 4 * m.activation_floats((uint64_t)m.cap_) : 0;
+  u.activation_bytes = m.cap_ > 0 ? 4 * m.activation_floats((uint64_t)m.cap_, m.views_only_) : 0;
   u.activation_budget_bytes = m.budget_.activations;
   u.limit_bytes = m.budget_.limit;
   u.reserve_bytes = m.budget_.reserve;
   u.in_use_at_load_bytes = m.budget_.in_use;
   u.context_tokens = m.config_.n_positions;
-  u.bytes_at_context = 4 * m.activation_floats((uint64_t)m.config_.n_positions);
+  u.bytes_at_context = 4 * m.activation_floats((uint64_t)m.config_.n_positions, m.views_only_at(m.config_.n_positions));
   u.attention_maps = m.keep_maps_;
+  u.activations = m.activations_;
+  u.views_only = m.views_only_;
+  u.full_activation_tokens = std::min(m.full_tokens_, m.config_.n_positions);
   return u;
 }
 WeightStorage Model::weight_storage() const { return impl_->storage_; }

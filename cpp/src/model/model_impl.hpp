@@ -43,7 +43,18 @@ struct Model::Impl {
 
   void fit_context(const MemoryBudget& budget, WeightStorage storage, int configured);
   bool ensure_capacity(int T);  // true when it reallocated (dropping the cache and the last results)
-  uint64_t activation_floats(uint64_t cap) const;
+  // floats of activations for `cap` positions, every layer's (views_only false) or the views' alone
+  uint64_t activation_floats(uint64_t cap, bool views_only) const;
+  // whether a text needing `cap` positions keeps only the views' activations (activations_, full_tokens_)
+  bool views_only_at(int cap) const;
+  // the residual stream entering layer l (l = L: the final one), row 0 of it: every layer's own rows,
+  // or with views_only_ two rows buffers taken in turn and the final stream's
+  float* stream(int l);
+  const float* stream(int l) const { return const_cast<Impl*>(this)->stream(l); }
+  // query head 0's q at row 0 of `layer` on the last run, and the floats from one row to the next
+  const float* queries(int layer, std::size_t* row_stride) const;
+  // throws Error when the last run kept only the views' activations: `what` needs every layer's
+  void require_activations(const char* what) const;
   void forward(int t_begin, int logits_begin, int layer_begin = 0);
   void lm_head(float* out, const float* x, int T);
   void check_layer_head(int layer, int head) const;
@@ -70,14 +81,20 @@ struct Model::Impl {
   std::vector<BlockWeights> blocks_;
   std::vector<float> final_norm_weight_, final_norm_bias_;
 
-  // activations, allocated for cap_ positions (grown on demand, at most n_positions)
+  // activations, allocated for cap_ positions (grown on demand, at most n_positions). With
+  // views_only_ (LoadOptions::activations) residual_, qkv_ and head_out_ hold one layer's rows at a
+  // time, and queries_ every layer's q.
   int cap_ = 0;
-  std::vector<float> residual_;      // (L+1, cap, C)
-  std::vector<float> qkv_;           // (L, cap, W): q | k | v (W = 3C for GPT-2); the key/value cache lives here
+  ActivationStorage activations_ = ActivationStorage::all;
+  int full_tokens_ = 0;              // the longest text whose activations are kept whole (fit_context)
+  bool views_only_ = false;          // this allocation keeps only the views' activations
+  std::vector<float> residual_;      // (L+1, cap, C); views_only_: (3, cap, C), stream() says which
+  std::vector<float> qkv_;           // (L, cap, W): q | k | v (W = 3C for GPT-2); views_only_: (cap, W), one layer's
+  std::vector<float> queries_;       // views_only_: (L, cap, QW) every layer's q as the attention read it; else empty
   bool keep_maps_ = true;            // LoadOptions::attention_maps
   std::vector<float> att_;           // (L, NH, cap, cap); without keep_maps_ (NH, block, cap): one layer's
                                      // rows being computed (kernels::attention_block_rows)
-  std::vector<float> head_out_;      // (L, cap, QW): concatenated head outputs, after ablation
+  std::vector<float> head_out_;      // (L, cap, QW): concatenated head outputs, after ablation; views_only_: (cap, QW)
   std::vector<float> contrib_;       // (L, NH, cap, C) when keep_contributions
   std::vector<float> contrib_norm_;  // (L, NH, cap)
   std::vector<float> scratch_ln_;    // (cap, C)

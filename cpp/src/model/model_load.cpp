@@ -176,6 +176,17 @@ WeightStorage parse_weight_storage(std::string_view name) {
   throw Error("weights must be \"f32\", \"f16\" or \"auto\", got \"" + std::string(name) + "\"");
 }
 
+const char* activation_storage_name(ActivationStorage s) {
+  return s == ActivationStorage::views ? "views" : s == ActivationStorage::automatic ? "auto" : "all";
+}
+
+ActivationStorage parse_activation_storage(std::string_view name) {
+  if (name == "all") return ActivationStorage::all;
+  if (name == "views") return ActivationStorage::views;
+  if (name == "auto") return ActivationStorage::automatic;
+  throw Error("activations must be \"all\", \"views\" or \"auto\", got \"" + std::string(name) + "\"");
+}
+
 Model Model::load_directory(const std::filesystem::path& dir, const LoadOptions& options) {
   if (!std::filesystem::is_directory(dir)) throw Error("model folder not found: " + dir.string());
   const std::string config = read_file(dir / "config.json");
@@ -259,22 +270,33 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
 // A model that leaves no room for a short text is refused.
 void Model::Impl::fit_context(const MemoryBudget& budget, WeightStorage storage, int configured) {
   budget_ = budget;
-  if (config_.family == Family::llama) {
-    int lo = 1, hi = configured;
+  // the longest text whose activations fit `bytes`, kept whole (views_only false) or not, at most `most`
+  const auto fitting = [&](uint64_t bytes, bool views_only, int most) {
+    int lo = 0, hi = most;
     while (lo < hi) {
       const int mid = lo + (hi - lo + 1) / 2;
-      if (4 * activation_floats((uint64_t)mid) <= budget_.activations)
+      if (4 * activation_floats((uint64_t)mid, views_only) <= bytes)
         lo = mid;
       else
         hi = mid - 1;
     }
-    config_.n_positions = lo;
-  }
+    return lo;
+  };
+  // views-only storage needs the key cache of the SIMD build's attention kernel
+  const bool views_possible = kernels::attention_key_panels_floats(16, {1, 1, 1}) > 0;
+  const bool past_full = views_possible && activations_ != ActivationStorage::all;
+  full_tokens_ = activations_ == ActivationStorage::views && views_possible ? 0
+                 : activations_ == ActivationStorage::automatic && views_possible
+                     ? fitting(std::min(budget_.limit / 4, budget_.activations), false, configured)
+                     : configured;
+  if (config_.family == Family::llama)
+    config_.n_positions = std::max(1, fitting(budget_.activations, past_full, configured));
   const int least = std::min(configured, 64);
-  if (4 * activation_floats((uint64_t)least) > budget_.activations)
+  const bool least_views = past_full && least > full_tokens_;
+  if (4 * activation_floats((uint64_t)least, least_views) > budget_.activations)
     throw Error("this model leaves " + megabytes(budget_.activations) + " for a text's activations (" +
                 budget_.words() + "), and " + std::to_string(least) + " tokens need " +
-                megabytes(4 * activation_floats((uint64_t)least)) +
+                megabytes(4 * activation_floats((uint64_t)least, least_views)) +
                 (storage == WeightStorage::f32 ? "; try weights in F16, or a smaller model" : "; try a smaller model"));
 }
 
@@ -284,6 +306,7 @@ void Model::Impl::build(std::string_view config_json, std::shared_ptr<const Byte
   const int threads = options.threads;
   config_ = parse_config(config_json);
   keep_maps_ = options.attention_maps;
+  activations_ = options.activations;
   thumb_size_ = options.thumbnail_size;
   // Before the weights are read: in use now is what else the module holds (other models, the tokenizer).
   // Planned weights first, to refuse before reading them; the weights as stored once read.

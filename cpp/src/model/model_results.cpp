@@ -61,8 +61,9 @@ void Model::Impl::map_rows(int layer, int head, int r_begin, int r_end, float* o
   const float* panels =
       key_panels_.empty() ? nullptr
                           : key_panels_.data() + (std::size_t)layer * kernels::attention_key_panels_floats(cap_, shape);
-  kernels::attention_rows(out, &qkv_[(std::size_t)layer * cap_ * c.qkv_width()], head, r_begin, r_end, shape, cap_,
-                          panels);
+  std::size_t q_stride = 0;
+  const float* q = queries(layer, &q_stride);
+  kernels::attention_rows(out, q, head, r_begin, r_end, shape, cap_, panels, q_stride);
 }
 
 AttentionTile Model::Impl::attention_tile(int layer, int head, int row_begin, int row_end, int col_begin, int col_end,
@@ -85,7 +86,8 @@ AttentionTile Model::Impl::attention_tile(int layer, int head, int row_begin, in
   const ModelConfig& c = config_;
   const kernels::AttentionShape shape{c.n_head, c.kv_heads(), c.head_size()};
   const int cap = cap_;
-  const float* qkv = &qkv_[(std::size_t)layer * cap * c.qkv_width()];
+  std::size_t q_stride = 0;
+  const float* q = queries(layer, &q_stride);
   const float* panels =
       key_panels_.empty() ? nullptr
                           : key_panels_.data() + (std::size_t)layer * kernels::attention_key_panels_floats(cap, shape);
@@ -100,7 +102,7 @@ AttentionTile Model::Impl::attention_tile(int layer, int head, int row_begin, in
       const int r_end = std::min(row_end, row_begin + (a + 1) * bin);
       for (int r0 = row_begin + a * bin; r0 < r_end; r0 += kRows) {
         const int r1 = std::min(r_end, r0 + kRows);
-        kernels::attention_rows(rows.data(), qkv, head, r0, r1, shape, cap, panels);
+        kernels::attention_rows(rows.data(), q, head, r0, r1, shape, cap, panels, q_stride);
         for (int r = r0; r < r1; r++) {
           const float* w = rows.data() + (std::size_t)(r - r0) * cap;
           for (int b = 0; b < tile.cols; b++) {
@@ -190,8 +192,9 @@ std::vector<float> Model::Impl::attention_all() const {
 std::vector<float> Model::Impl::hidden_states() const {
   require_run();
   const std::size_t C = config_.n_embd, rows = (std::size_t)T_ * C;
+  require_activations("hidden_states");
   std::vector<float> out((config_.n_layer + 1) * rows);
-  for (int l = 0; l <= config_.n_layer; l++) std::copy_n(&residual_[l * cap_ * C], rows, &out[l * rows]);
+  for (int l = 0; l <= config_.n_layer; l++) std::copy_n(stream(l), rows, &out[l * rows]);
   return out;
 }
 
@@ -222,12 +225,21 @@ void Model::Impl::value_norm_rows(float* out, int layer, int head, int row_begin
   if (n <= 0) return;
   // the query head's value is its key/value head's, at column (NH + KV + g) HS of qkv; the product
   // reads columns [head HS, (head + 1) HS) of its input, so the input starts head HS before it
+  // (with the views' activations alone, the key cache's copy of the values: the same floats, rows HS apart)
   const int g = head / c.group_size();
-  const float* values =
-      &qkv_[((std::size_t)layer * cap_ + row_begin) * W + (std::size_t)(c.n_head + c.kv_heads() + g) * HS] -
-      (std::size_t)head * HS;
   moved.resize((std::size_t)n * C);
-  kernels::matmul_rows_forward(moved.data(), values, W, blocks_[layer].attn_out, head * HS, (head + 1) * HS, n);
+  if (views_only_) {
+    const kernels::AttentionShape shape{c.n_head, c.kv_heads(), HS};
+    const float* panels = key_panels_.data() + (std::size_t)layer * kernels::attention_key_panels_floats(cap_, shape);
+    const float* values =
+        kernels::attention_cached_values(panels, cap_, shape, g) + (std::size_t)row_begin * HS - (std::size_t)head * HS;
+    kernels::matmul_rows_forward(moved.data(), values, HS, blocks_[layer].attn_out, head * HS, (head + 1) * HS, n);
+  } else {
+    const float* values =
+        &qkv_[((std::size_t)layer * cap_ + row_begin) * W + (std::size_t)(c.n_head + c.kv_heads() + g) * HS] -
+        (std::size_t)head * HS;
+    kernels::matmul_rows_forward(moved.data(), values, W, blocks_[layer].attn_out, head * HS, (head + 1) * HS, n);
+  }
   for (int t = 0; t < n; t++) {
     const float* row = &moved[(std::size_t)t * C];
     out[t] = std::sqrt(kernels::dot(row, row, C));
@@ -256,6 +268,7 @@ std::vector<float> Model::Impl::value_norms() const {
 HeadInside Model::Impl::head_inside() const {
   require_run();
   if (!options_.inspect) throw Error("no head was inspected: run with RunOptions::inspect");
+  require_activations("looking inside a head");
   const ModelConfig& c = config_;
   const int l = options_.inspect->layer, h = options_.inspect->head, T = T_, C = c.n_embd, HS = c.head_size();
   const std::size_t cap = cap_;
@@ -314,6 +327,7 @@ double LogitAttribution::total() const {
 
 LogitAttribution Model::Impl::logit_attribution(int position, int token) const {
   require_run();
+  require_activations("logit attribution");
   const ModelConfig& c = config_;
   if (position < 0 || position >= T_)
     throw Error("position " + std::to_string(position) + " is outside [0, " + std::to_string(T_) + ")");
