@@ -82,6 +82,19 @@ const PAGES = [
   },
   { name: 'strict CSP page', path: 'csp.html', ready: (page) => widgetsReady(page, 'headscope-view') },
   {
+    // the explainer: every lazy widget scrolled to and rendered, the figures drawn (at phone size:
+    // tests/e2e/article.test.mjs)
+    name: 'explainer article',
+    path: 'article.html',
+    ready: async (page) => {
+      const ids = ['w-grid', 'w-one', 'w-eight', 'w-combine', 'chef-links', 'scale', 'pruning', 'kv', 'w-lab'];
+      for (const id of ids) await page.locator(`#${id}`).scrollIntoViewIfNeeded();
+      for (const id of ['chef-links', 'scale', 'pruning', 'kv'])
+        await expect(page.locator(`#${id}`)).toHaveAttribute('data-ready', 'true', { timeout: 60_000 });
+      await widgetsReady(page, 'headscope-view, headscope-lab');
+    },
+  },
+  {
     name: 'training page',
     path: 'train.html',
     ready: async (page) => {
