@@ -2,7 +2,7 @@
 // and <headscope-lab> from the package's dist/ served on another origin that sends
 // "Access-Control-Allow-Origin: *", as jsDelivr and unpkg do. Every server listens on 127.0.0.1.
 // Screenshots in build/e2e-artifacts/cdn-*.png. Run with tests/e2e/run.sh.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test as base, expect, ROOT, startServer, shot } from './fixtures.mjs';
 import { ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
@@ -299,3 +299,44 @@ test('a model folder on a third origin without CORS: the widget names the file a
 function escapeRegExp(s) {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
+
+// the widgets of the explainer article (web/demo/article/article.html) exactly as its HTML writes
+// them, the snippets its authors' guide tells an author to copy
+const ARTICLE_WIDGETS = [
+  ...readFileSync(path.join(ROOT, 'web/demo/article/article.html'), 'utf8').matchAll(
+    /<headscope-(view|lab)\b[^>]*>[^<]*<\/headscope-\1>/g,
+  ),
+].map((m) => m[0]);
+
+test("the explainer article's widgets, copied into an article on another origin: none loads a model before it is scrolled near, each renders", async ({
+  page,
+  cdn,
+  article,
+}) => {
+  test.setTimeout(180_000);
+  expect(ARTICLE_WIDGETS.length, 'the article holds its widgets').toBeGreaterThanOrEqual(5);
+  expect(ARTICLE_WIDGETS.every((w) => w.includes('loading="lazy"'))).toBe(true);
+  // a screenful of text first (no policy on this test page: the spacer may carry its own height)
+  const body = `<div style="height: 3000px">An introduction.</div>\n${ARTICLE_WIDGETS.join('\n<p>Some prose.</p>\n')}`;
+  const url = await article('lazy', { from: cdn.base, body });
+  await page.goto(url);
+  const widgets = page.locator('headscope-view, headscope-lab');
+  await expect(widgets).toHaveCount(ARTICLE_WIDGETS.length);
+  // every widget is defined and waiting: none has asked for a model
+  for (const w of await widgets.all())
+    await expect(w.locator('.hs-status-text, [role="status"]').first()).toHaveText(
+      'The model loads when you scroll here.',
+    );
+  expect(cdn.requests.filter((p) => p.startsWith('/models/') && p !== '/models/index.json')).toEqual([]);
+  for (const w of await widgets.all()) {
+    await w.scrollIntoViewIfNeeded();
+    await expect(w).toHaveAttribute('data-tokens', /^[1-9]\d*$/, { timeout: 60_000 });
+  }
+  const weights = cdn.requests.filter((p) => p.endsWith('/model.safetensors')).sort();
+  expect(weights, 'each model the widgets name, once').toEqual([
+    '/models/heads-1/model.safetensors',
+    '/models/heads-8/model.safetensors',
+    '/models/headscope-base/model.safetensors',
+  ]);
+  await shot(page, 'cdn-article-widgets', { fullPage: true });
+});
