@@ -189,3 +189,28 @@ test('on a phone: no sideways scrolling, and axe finds no serious or critical vi
   await shot(page, 'article-phone', { fullPage: true });
   expect(await seriousViolations(page, problems)).toEqual([]);
 });
+
+test('the training run: nothing starts until asked; then the heads are drawn from step 0 as it trains, and it pauses', async ({
+  page,
+  site,
+}) => {
+  const asked = watchModels(page);
+  await page.goto(site.url('article.html'));
+  const figure = page.locator('#train');
+  await figure.scrollIntoViewIfNeeded();
+  await expect(page.locator('#train-status')).toHaveText(/^Not started/);
+  await expect(page.locator('#train-chart svg')).toHaveCount(0);
+  await page.click('#train-start');
+  await expect(figure).toHaveAttribute('data-state', 'running');
+  // the probe's heads are drawn (at step 0, then every 25 steps), and the status names the step
+  await expect(page.locator('#train-chart svg')).toHaveCount(1, { timeout: 60_000 });
+  await expect
+    .poll(async () => Number((await figure.getAttribute('data-steps')) || 0), { timeout: 60_000 })
+    .toBeGreaterThan(50);
+  await expect(page.locator('#train-status')).toHaveText(/^2 layers × 4 heads, step \d+ of \d+, loss \d+\.\d\d: /);
+  await page.click('#train-start');
+  await expect(figure).toHaveAttribute('data-state', 'paused');
+  await expect(page.locator('#train-start')).toHaveText('Continue');
+  // training needs no shipped model: only the widgets' models were fetched
+  expect([...asked].filter((m) => !['headscope-base', 'heads-1', 'heads-8'].includes(m))).toEqual([]);
+});

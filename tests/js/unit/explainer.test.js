@@ -23,6 +23,7 @@ import {
 import { wordTokens, linkScores } from '../../../web/demo/article/chef-heads.js';
 import { scaleScene } from '../../../web/demo/article/scale-scene.js';
 import { barsScene } from '../../../web/demo/article/bars-scene.js';
+import { formedRoles, rolesSentence } from '../../../web/demo/article/training.js';
 
 const theme = themeFrom(() => '');
 const MODELS = new URL('../../../web/models/', import.meta.url);
@@ -211,4 +212,25 @@ test("the bars: each as long as its value against its column's largest, from zer
   for (const it of scene.items)
     if (it.type === 'rect') assert.ok(it.x + it.w <= scene.width && it.y + it.h <= scene.height);
   assert.ok(bar(0, 1).x >= bar(0, 0).x + bar(0, 0).w); // the second column starts after the first's longest bar
+});
+
+test('the training run names the heads past a role threshold, strongest first', () => {
+  const probe = {
+    nLayer: 2,
+    nHead: 2,
+    previous: Float32Array.of(0.9, 0.1, 0.2, 0.5),
+    induction: Float32Array.of(0, 0, 0.7, 0.39),
+  };
+  const formed = formedRoles(probe, { previous: 0.5, induction: 0.4 });
+  assert.deepEqual(
+    formed.map((f) => [f.layer, f.head, f.role]),
+    [
+      [0, 0, 'previous'],
+      [1, 0, 'induction'],
+      [1, 1, 'previous'],
+    ],
+  );
+  assert.equal(rolesSentence(formed), 'L0H0 previous token (0.90), L1H0 induction (0.70), L1H1 previous token (0.50)');
+  assert.equal(rolesSentence(formedRoles(probe, { previous: 0.95, induction: 0.95 })), 'no head has a role yet');
+  assert.deepEqual(formedRoles(null, { previous: 0.5 }), []);
 });

@@ -8,7 +8,7 @@
 import { getModel, readTheme, sceneToSvg, quoteToken } from '../../component/headscope-view.js';
 import { onceNear } from '../../component/runtime/near-viewport.js';
 import { pruningScene, pruningSummary, pruningLabel } from '../../component/charts/pruning-curve.js';
-import { ROLES_TABLE } from '../../lib/analysis.js';
+import { ROLES_TABLE, ROLE_THRESHOLDS } from '../../lib/analysis.js';
 import { defaultModelName } from '../../lib/files.js';
 import {
   REFERENCE_MODELS,
@@ -23,6 +23,10 @@ import {
   judgeHeadsGuess,
 } from './facts.js';
 import { linkScores } from './chef-heads.js';
+import { formedRoles, rolesSentence } from './training.js';
+import { createTrainerInWorker } from '../../lib/worker/client.js';
+import { gridScene } from '../../component/views/grid.js';
+import { probeResult } from '../train/train-run.js';
 import { scaleScene } from './scale-scene.js';
 import { barsScene } from './bars-scene.js';
 
@@ -170,6 +174,73 @@ onceNear($('s2')).then(async () => {
     box.dataset.ready = 'true';
   }
 });
+
+// ---- 3: heads start as noise and specialize: a small training run, on request --------------------
+{
+  const button = $('train-start');
+  const status = $('train-status');
+  const figure = $('train');
+  let trainer = null;
+  let abort = null;
+  let probe = null;
+  let drawQueued = false;
+  const draw = () => {
+    if (!probe) return;
+    const { scene } = gridScene(probeResult(probe), { layer: -1, head: -1 }, theme());
+    showScene($('train-chart'), scene, `Every head's attention on the probe at step ${trainer?.stepsDone ?? 0}`);
+  };
+  const queueDraw = () => {
+    if (drawQueued) return;
+    drawQueued = true;
+    requestAnimationFrame(() => {
+      drawQueued = false;
+      draw();
+    });
+  };
+  redraws.push(draw);
+  button.addEventListener('click', async () => {
+    if (abort) {
+      abort.abort();
+      return;
+    }
+    abort = new AbortController();
+    button.textContent = 'Pause';
+    figure.dataset.state = 'running';
+    try {
+      if (!trainer) {
+        status.textContent = 'Starting…';
+        trainer = await createTrainerInWorker({ preset: 'induction' });
+        probe = await trainer.probe();
+        draw();
+      }
+      const { nLayer, nHead } = trainer.spec.config;
+      const total = trainer.spec.steps;
+      const done = await trainer.train({
+        steps: Math.max(1, total - trainer.stepsDone),
+        probeEvery: 25,
+        signal: abort.signal,
+        onProgress: (p) => {
+          if (p.probe) {
+            probe = p.probe;
+            queueDraw();
+          }
+          const loss = p.losses[p.losses.length - 1];
+          status.textContent = `${nLayer} layers × ${nHead} heads, step ${p.stepsDone} of ${total}, loss ${loss.toFixed(2)}: ${rolesSentence(formedRoles(probe, ROLE_THRESHOLDS))}.`;
+          figure.dataset.steps = String(p.stepsDone);
+        },
+      });
+      figure.dataset.state = done.stopped ? 'paused' : 'done';
+      button.textContent = done.stopped ? 'Continue' : 'Trained';
+      button.disabled = !done.stopped;
+    } catch (e) {
+      figure.dataset.state = 'failed';
+      status.textContent = `Training stopped: ${e.message}`;
+      button.textContent = 'Train a small model';
+    } finally {
+      abort = null;
+    }
+  });
+}
 
 // ---- 5: the worked example's heads, found on the reader's model ---------------------------------
 {

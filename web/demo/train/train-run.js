@@ -51,7 +51,7 @@ function button(doc, text, cls = '') {
 }
 
 // the probe as a result the grid's scene builder reads (tokens named by id)
-function probeResult(probe) {
+export function probeResult(probe) {
   const tokens = Array.from(probe.ids, (id, i) => ({ id, text: `t${id}`, start: i, end: i + 1 }));
   return makeResult({
     text: '',
