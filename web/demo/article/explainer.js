@@ -33,6 +33,7 @@ import { barsScene } from './bars-scene.js';
 // the verb-to-subject role's threshold (roles.json), in × an even spread
 const LINK_THRESHOLD = ROLES_TABLE.find((r) => r.name === 'verb_to_subject')?.threshold ?? 3;
 const TEXT = 'The chef, who trained in Paris, cooked the meal quickly.';
+// the figures are drawn at their column's width (text at its real size on a phone), at most this
 const CHART_WIDTH = 480;
 const $ = (id) => document.getElementById(id);
 const nats = (x) => x.toFixed(3);
@@ -84,6 +85,17 @@ function showScene(host, scene, label) {
 
 const redraws = [];
 window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => redraws.forEach((f) => f()));
+/** The width a figure is drawn at: its column's, up to CHART_WIDTH. */
+const chartWidth = () => Math.max(280, Math.min(CHART_WIDTH, document.querySelector('article').clientWidth));
+{
+  // a new column width (a phone turned, a window resized) draws the figures again at it
+  let width = chartWidth();
+  new ResizeObserver(() => {
+    if (chartWidth() === width) return;
+    width = chartWidth();
+    redraws.forEach((f) => f());
+  }).observe(document.querySelector('article'));
+}
 const theme = () => readTheme(document.documentElement);
 
 // ---- the model list, the cards and the reader's model -------------------------------------------
@@ -273,10 +285,7 @@ onceNear($('s2')).then(async () => {
         ...(modelParam ? { model: modelParam } : {}),
       };
       for (const [k, v] of Object.entries(attrs)) view.setAttribute(k, v);
-      const badge =
-        best.ratio >= LINK_THRESHOLD
-          ? ` That is past the verb-to-subject role's threshold of ${LINK_THRESHOLD}×.`
-          : ` The role's threshold is ${LINK_THRESHOLD}×: no head of this model reaches it here.`;
+      const badge = ` The project's role list counts a link from a verb to its subject at ${LINK_THRESHOLD}× or more.`;
       const caption = el(
         'figcaption',
         'found',
@@ -306,7 +315,7 @@ onceNear($('s2')).then(async () => {
 if (own) {
   const models = [{ name: displayName, nLayer: own.nLayer, nHead: own.nHead, own: true }, ...REFERENCE_MODELS];
   const draw = () => {
-    const { scene } = scaleScene(models, theme(), { width: CHART_WIDTH });
+    const { scene } = scaleScene(models, theme(), { width: chartWidth() });
     const [small, big] = REFERENCE_MODELS;
     const heads = (m) => m.nLayer * m.nHead;
     showScene($('scale-chart'), scene, models.map((m) => `${m.name}: ${formatCount(heads(m))} heads`).join('; '));
@@ -330,7 +339,7 @@ onceNear($('pruning')).then(async () => {
   const draw = () =>
     showScene(
       $('pruning-chart'),
-      pruningScene(report, theme(), { width: CHART_WIDTH, height: 280 }),
+      pruningScene(report, theme(), { width: chartWidth(), height: 280 }),
       pruningLabel(report, displayName),
     );
   draw();
@@ -359,7 +368,7 @@ onceNear($('kv')).then(async () => {
     const draw = () =>
       showScene(
         $('kv-chart'),
-        barsScene(data, theme(), { width: CHART_WIDTH }),
+        barsScene(data, theme(), { width: chartWidth() }),
         kv.map((m) => `${m.name}: ${formatBytes(m.cacheBytesPerToken)} per token, loss ${nats(m.loss)}`).join('; '),
       );
     draw();
