@@ -41,42 +41,45 @@ std::vector<headscope::HeadRef> ablate_of(val ablate_pairs) {
 // storage: "f32" or "f16" (headscope::WeightStorage); threads: LoadOptions::threads. The four-argument
 // form loads float32 on the threads the engine has (one, but in the threaded build).
 // What both loaders check of their weights and options: a Uint8Array, "f32" or "f16", the threads.
-// maps: LoadOptions::attention_maps; memory_limit: LoadOptions::memory_limit_bytes in bytes (0: all there is).
-headscope::LoadOptions load_options(val weights, val storage, int threads, bool maps, double memory_limit) {
+// maps: LoadOptions::attention_maps; memory_limit: LoadOptions::memory_limit_bytes in bytes (0: all there is);
+// activations: "all", "views" or "auto" (LoadOptions::activations).
+headscope::LoadOptions load_options(val weights, val storage, int threads, bool maps, double memory_limit,
+                                    val activations) {
   if (!weights.instanceof (val::global("Uint8Array"))) throw headscope::Error("weights must be a Uint8Array");
   headscope::LoadOptions options;
   options.weights = headscope::parse_weight_storage(string_of(storage, "weights"));
   options.threads = threads;
   options.attention_maps = maps;
   options.memory_limit_bytes = (uint64_t)memory_limit;  // checked by the JS layer: a whole number >= 0
+  options.activations = headscope::parse_activation_storage(string_of(activations, "activations"));
   return options;
 }
 
 Model* load_stored(val config_json, val weights, val vocab_json, val merges_txt, val storage, int threads, bool maps,
-                   double memory_limit) {
+                   double memory_limit, val activations) {
   return guarded(
       [&]() -> Model* {
         const std::string config = string_of(config_json, "config.json");
         const std::string vocab = string_of(vocab_json, "vocab.json");
         const std::string merges = string_of(merges_txt, "merges.txt");
-        const headscope::LoadOptions options = load_options(weights, storage, threads, maps, memory_limit);
+        const headscope::LoadOptions options = load_options(weights, storage, threads, maps, memory_limit, activations);
         return new Model(
             Model::load_source(config, std::make_shared<headscope::JsBytes>(weights), vocab, merges, 0, options));
       },
       static_cast<Model*>(nullptr));
 }
 Model* load(val config_json, val weights, val vocab_json, val merges_txt) {
-  return load_stored(config_json, weights, vocab_json, merges_txt, val("f32"), 0, true, 0);
+  return load_stored(config_json, weights, vocab_json, merges_txt, val("f32"), 0, true, 0, val("all"));
 }
 // The same with Hugging Face's tokenizer.json instead of vocab.json and merges.txt (the Llama family's).
 Model* load_tokenizer_json(val config_json, val weights, val tokenizer_json, val storage, int threads, bool maps,
-                           double memory_limit) {
+                           double memory_limit, val activations) {
   return guarded(
       [&]() -> Model* {
         const std::string config = string_of(config_json, "config.json");
         headscope::parse_config(config);  // a config of another family is named before the tokenizer is read
         const std::string tokenizer = string_of(tokenizer_json, "tokenizer.json");
-        const headscope::LoadOptions options = load_options(weights, storage, threads, maps, memory_limit);
+        const headscope::LoadOptions options = load_options(weights, storage, threads, maps, memory_limit, activations);
         return new Model(Model::load_source(config, std::make_shared<headscope::JsBytes>(weights),
                                             headscope::Tokenizer::from_tokenizer_json(tokenizer), 0, options));
       },
@@ -260,7 +263,7 @@ val config_object(const Model& m) {
 }
 
 // Model::memory(): { limitBytes, weightBytes, inUseAtLoadBytes, reserveBytes, contextTokens, activationBytes,
-// capacityTokens, activationBudgetBytes, bytesAtContext, attentionMaps }
+// capacityTokens, activationBudgetBytes, bytesAtContext, attentionMaps, activations, viewsOnly, fullActivationTokens }
 val memory_object(const Model& m) {
   const headscope::MemoryUse u = m.memory();
   return object_of({{"limitBytes", val((double)u.limit_bytes)},
@@ -272,7 +275,10 @@ val memory_object(const Model& m) {
                     {"capacityTokens", val(u.capacity_tokens)},
                     {"activationBudgetBytes", val((double)u.activation_budget_bytes)},
                     {"bytesAtContext", val((double)u.bytes_at_context)},
-                    {"attentionMaps", val(u.attention_maps)}});
+                    {"attentionMaps", val(u.attention_maps)},
+                    {"activations", val(std::string(headscope::activation_storage_name(u.activations)))},
+                    {"viewsOnly", val(u.views_only)},
+                    {"fullActivationTokens", val(u.full_activation_tokens)}});
 }
 
 // Bytes currently allocated by malloc in the wasm heap: what a leak would grow.

@@ -39,9 +39,10 @@ const char* kUsage =
     "usage:\n"
     "  headscope run --model DIR (--text TEXT | --ids ID,ID,...) [--json] [--top K] [--ablate L:H[,L:H...]]\n"
     "                [--inspect L:H] [--weights f32|f16|auto] [--threads N] [--no-maps] [--memory MB]\n"
-    "  headscope info --model DIR [--weights f32|f16|auto] [--no-maps] [--memory MB]\n"
+    "                [--activations all|views|auto]\n"
+    "  headscope info --model DIR [--weights f32|f16|auto] [--no-maps] [--memory MB] [--activations all|views|auto]\n"
     "  headscope bench --model DIR --tokens T [--repeat N] [--weights f32|f16|auto] [--threads N] [--no-maps]\n"
-    "                  [--memory MB]\n"
+    "                  [--memory MB] [--activations all|views|auto]\n"
     "  headscope train ... (headscope train --help)\n"
     "  headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--json] (headscope heads --help)\n"
     "  headscope generate --model DIR --text TEXT --tokens N [--temperature X] [--top-k K] [--top-p P] [--seed S] "
@@ -59,7 +60,10 @@ const char* kUsage =
     "--threads N splits each run over N threads (default 0: one per core; run, bench, heads, generate, train).\n"
     "--no-maps keeps no attention map after a run: what reads one recomputes its rows from the key cache\n"
     "(the same numbers); memory grows with the text, not its square (run, info, bench).\n"
-    "--memory MB caps the memory the model may use (default: this machine's); info says how it is spent.\n";
+    "--memory MB caps the memory the model may use (default: this machine's); info says how it is spent.\n"
+    "--activations views keeps only what the views read of a run (every layer's queries and key/value cache):\n"
+    "less than half the memory, the same maps and logits, no --inspect; auto: all while they take a quarter\n"
+    "of --memory, the views' past that (default all; run, info, bench).\n";
 
 }  // namespace
 

@@ -90,6 +90,8 @@ Args parse_model_args(int argc, char** argv) {
       a.load.threads = headscope::cli::parse_threads(value());
     else if (arg == "--no-maps")
       a.load.attention_maps = false;
+    else if (arg == "--activations")  // LoadOptions::activations
+      a.load.activations = headscope::parse_activation_storage(value());
     else if (arg == "--memory")  // MB: LoadOptions::memory_limit_bytes
       a.load.memory_limit_bytes = (uint64_t)headscope::cli::parse_int(arg, value(), 1) << 20;
     else if (arg == "--weights") {

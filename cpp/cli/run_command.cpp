@@ -69,6 +69,8 @@ int run_command(const Args& a) {
         mb(mem.activation_budget_bytes));
     std::printf("activations at the context of %d tokens %.1f MB (attention maps %s)\n", mem.context_tokens,
                 mb(mem.bytes_at_context), mem.attention_maps ? "kept" : "not kept: recomputed when read");
+    std::printf("activations kept: %s (every layer's up to %d tokens, the views' alone past that)\n",
+                headscope::activation_storage_name(mem.activations), mem.full_activation_tokens);
     return 0;
   }
   headscope::RunOptions opt;

@@ -23,6 +23,8 @@ export interface WorkerLoadOptions {
   attentionMaps?: boolean;
   /** As LoadOptions.memoryLimit of loadModel(). */
   memoryLimit?: number;
+  /** As LoadOptions.activations of loadModel(). */
+  activations?: 'all' | 'views' | 'auto';
   /**
    * Use this worker instead of starting worker-thread.js (beside this module). By default
    * worker-thread.js is started directly when it is on the page's origin, and through a same-origin

@@ -100,6 +100,17 @@ export interface LoadOptions {
    * a Llama-family model's context is what fits the rest. Anything but a whole number >= 0 is an Error.
    */
   memoryLimit?: number;
+  /**
+   * What a run keeps of a text's activations. 'all' (default): every layer's residual stream, queries,
+   * keys, values and head outputs, which hiddenStates, inspectHead, logitAttribution, explainScore and
+   * patch read. 'views': only what the views read (every layer's queries and key/value cache, the
+   * thumbnails, role scores and write sizes), about 40% of 'all' for the Llama family's shapes, so a
+   * long text fits in less memory; maps, tiles, thumbnails, logits, value sizes and typing are the
+   * same to the bit, and the analyses above reject with an Error naming this option. 'auto': 'all'
+   * while a text's activations take at most a quarter of the memory limit, 'views' past that
+   * (ModelMemory.fullActivationTokens says where). Anything else is an Error.
+   */
+  activations?: 'all' | 'views' | 'auto';
 }
 
 /**
@@ -124,6 +135,12 @@ export interface ModelMemory {
   /** The activations a text as long as the context needs. */
   bytesAtContext: number;
   attentionMaps: boolean;
+  /** LoadOptions.activations. */
+  activations: 'all' | 'views' | 'auto';
+  /** The activations allocated now keep only the views' (a run's analyses of every layer reject). */
+  viewsOnly: boolean;
+  /** The longest text whose activations are kept whole: the context with 'all', 0 with 'views'. */
+  fullActivationTokens: number;
 }
 
 /** Loads the WebAssembly module (once) and a model. Rejects with an Error naming the problem. */

@@ -35,11 +35,15 @@ export { attentionIndex, strideOf } from './result.js';
  * the engine's threads where it can have them (wasm.js, loadEngine()), by default min(cores, 8).
  */
 export async function loadModel(source, options = {}) {
-  const { onProgress, signal, weights = 'f32', attentionMaps = true, memoryLimit = 0 } = options;
+  const { onProgress, signal, weights = 'f32', attentionMaps = true, memoryLimit = 0, activations = 'all' } = options;
   if (typeof attentionMaps !== 'boolean')
     throw new Error(`attentionMaps must be true or false, got ${typeof attentionMaps}`);
   if (!Number.isSafeInteger(memoryLimit) || memoryLimit < 0)
     throw new Error(`memoryLimit must be a whole number of bytes (0: all there is), got ${String(memoryLimit)}`);
+  if (activations !== 'all' && activations !== 'views' && activations !== 'auto')
+    throw new Error(
+      `activations must be 'all', 'views' or 'auto', got ${typeof activations === 'string' ? `'${activations}'` : String(activations)}`,
+    );
 
   if (weights !== 'f32' && weights !== 'f16' && weights !== 'auto')
     throw new Error(
@@ -60,6 +64,7 @@ export async function loadModel(source, options = {}) {
             threads,
             attentionMaps,
             memoryLimit,
+            activations,
           ),
         )
       : checked(
@@ -72,6 +77,7 @@ export async function loadModel(source, options = {}) {
             threads,
             attentionMaps,
             memoryLimit,
+            activations,
           ),
         );
   return new HeadscopeModel(core, handle, name);

@@ -66,7 +66,10 @@ void Model::Impl::require_activations(const char* what) const {
 }
 
 bool Model::Impl::ensure_capacity(int T) {
-  if (T <= cap_) return false;
+  // a text short enough to keep whole after a longer one kept only the views' gets everything again
+  // (the analyses of every layer then work on it: patching two short texts after a long one)
+  const bool whole_again = views_only_ && !views_only_at(T);
+  if (T <= cap_ && !whole_again) return false;
   const std::size_t L = config_.n_layer, NH = config_.n_head, C = config_.n_embd, QW = config_.q_width(),
                     W = config_.qkv_width();
   const std::size_t FS = config_.family == Family::llama ? 3 * (std::size_t)config_.n_inner : config_.n_inner;
@@ -74,7 +77,7 @@ bool Model::Impl::ensure_capacity(int T) {
   // Grow geometrically, with room for the next words typed, so typing does not reallocate at every
   // token: a reallocation drops the cache (the next run computes every token again). Exactly T
   // when the room would not fit.
-  int cap = std::min(config_.n_positions, std::max({T + T / 8 + 16, 2 * cap_, 16}));
+  int cap = std::min(config_.n_positions, std::max({T + T / 8 + 16, T > cap_ ? 2 * cap_ : 0, 16}));
   // room past the text that would turn whole activations into the views' alone is not taken
   if (!views_only_at(T) && views_only_at(cap)) cap = std::max(T, full_tokens_);
   if (4 * activation_floats(cap, views_only_at(cap)) > budget_.activations) cap = T;

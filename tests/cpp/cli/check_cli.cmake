@@ -164,6 +164,25 @@ execute_process(COMMAND ${CLI} run --model ${MODEL} --text "The chef, who traine
 if(NOT nmr EQUAL 0 OR NOT wmr EQUAL 0 OR NOT nm STREQUAL wm)
   message(FATAL_ERROR "headscope run --no-maps: ${nmr} '${nme}', or its document differs from the one with maps")
 endif()
+# --activations views keeps the views' alone: the same document without --inspect, and --inspect refused
+# naming the option; info says what is kept
+execute_process(COMMAND ${CLI} run --model ${MODEL} --text "The chef, who trained in Paris, cooked the meal quickly." --json
+                        --activations views
+                OUTPUT_VARIABLE av ERROR_VARIABLE ave RESULT_VARIABLE avr)
+execute_process(COMMAND ${CLI} run --model ${MODEL} --text "The chef, who trained in Paris, cooked the meal quickly." --json
+                OUTPUT_VARIABLE aa RESULT_VARIABLE aar)
+execute_process(COMMAND ${CLI} run --model ${MODEL} --text "The chef" --json --activations views --inspect 1:2
+                OUTPUT_VARIABLE ai ERROR_VARIABLE aie RESULT_VARIABLE air)
+execute_process(COMMAND ${CLI} info --model ${MODEL} --activations auto --memory 512 OUTPUT_VARIABLE ainfo
+                RESULT_VARIABLE ainfor)
+execute_process(COMMAND ${CLI} info --model ${MODEL} --activations some ERROR_VARIABLE abad RESULT_VARIABLE abadr)
+if(NOT avr EQUAL 0 OR NOT aar EQUAL 0 OR NOT av STREQUAL aa OR air EQUAL 0
+   OR NOT aie MATCHES "looking inside a head needs every layer's activations.*activations \"views\""
+   OR NOT ainfor EQUAL 0 OR NOT ainfo MATCHES "activations kept: auto \\(every layer's up to [0-9]+ tokens"
+   OR abadr EQUAL 0 OR NOT abad MATCHES "activations must be")
+  message(FATAL_ERROR "headscope --activations: ${avr} '${ave}' (same document: views vs all); --inspect: ${air} '${aie}'; "
+                      "info: ${ainfor} '${ainfo}'; bad value: ${abadr} '${abad}'")
+endif()
 execute_process(COMMAND ${CLI} run --model ${MODEL}/does-not-exist --text "x" --json
                 OUTPUT_VARIABLE out2 ERROR_VARIABLE err2 RESULT_VARIABLE rc2)
 if(rc2 EQUAL 0 OR NOT err2 MATCHES "not found" OR NOT out2 STREQUAL "")

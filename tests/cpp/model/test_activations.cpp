@@ -177,9 +177,14 @@ TEST_CASE("activations \"auto\": everything while it takes a quarter of the memo
   // one more, and only the views' are kept: the analyses say where the line is
   m.run_ids(ids);
   REQUIRE(m.memory().views_only);
-  REQUIRE_THROWS_WITH(m.hidden_states(), Catch::Matchers::Contains("every layer's up to " + std::to_string(full) +
-                                                                   " tokens, this text has " +
-                                                                   std::to_string(full + 1)));
+  REQUIRE_THROWS_WITH(m.hidden_states(),
+                      Catch::Matchers::Contains("every layer's up to " + std::to_string(full) +
+                                                " tokens, this text has " + std::to_string(full + 1)));
   all.run_ids(ids);
   require_same_views(all, m);
+  // a text within the line again: everything is kept again, and the analyses work on it
+  m.run_ids({ids.data(), 40});
+  REQUIRE_FALSE(m.memory().views_only);
+  all.run_ids({ids.data(), 40});
+  require_same_bits(m.hidden_states(), all.hidden_states(), "hidden states after a long text");
 }

@@ -76,3 +76,61 @@ test('memoryLimit is checked', async () => {
   for (const bad of [-1, 1.5, '96', NaN])
     await assert.rejects(loadModel(longLlama(), { memoryLimit: bad }), /memoryLimit must be a whole number of bytes/);
 });
+
+// LoadOptions.activations: the views' alone give the same maps and logits to the bit (the engine's
+// tests/cpp/model/test_activations.cpp checks every view), cost less, and the analyses that need every
+// layer's activations reject naming the option; 'auto' switches past a quarter of the limit.
+test("activations: 'views' keeps what the views read, the same bits; 'auto' switches at a quarter of the limit", async () => {
+  const text = 'The chef, who trained in Paris, cooked the meal quickly.';
+  const all = await loadModel(longLlama(), { threads: 1, attentionMaps: false, memoryLimit: 512 * MB });
+  const views = await loadModel(longLlama(), {
+    threads: 1,
+    attentionMaps: false,
+    memoryLimit: 512 * MB,
+    activations: 'views',
+  });
+  open.push(all, views);
+  const a = all.run(text);
+  const b = views.run(text);
+  assert.deepEqual(b.logitsLast, a.logitsLast);
+  assert.deepEqual(b.attentionAll, a.attentionAll);
+  const ua = all.memory(),
+    ub = views.memory();
+  assert.equal(ua.activations, 'all');
+  assert.equal(ub.activations, 'views');
+  assert.equal(ub.viewsOnly, true);
+  assert.equal(ub.fullActivationTokens, 0);
+  assert.equal(ua.fullActivationTokens, ua.contextTokens);
+  assert.ok(ub.activationBytes < ua.activationBytes, `${ub.activationBytes} < ${ua.activationBytes}`);
+  assert.ok(ub.contextTokens >= ua.contextTokens, 'the views alone reach at least as far (here both reach the 32,768 cap)');
+  assert.throws(
+    () => views.inspectHead(text, 0, 0),
+    /looking inside a head needs every layer's activations.*activations "views"/,
+  );
+  assert.throws(() => views.logitAttribution(2, 5), /logit attribution needs every layer's/);
+  assert.deepEqual(views.run(text).logitsLast, a.logitsLast, 'the model keeps working after a refusal');
+  // 'auto' with maps kept (2 x 4 x T² floats): the limit is what the engine holds now, the 64 MB
+  // reserve and 160 MB, so that a quarter of it (about 1,500 tokens of maps) is less than the budget
+  const limit = (await wasmHeapUsedBytes()) + 224 * MB;
+  const auto = await loadModel(longLlama(), { threads: 1, memoryLimit: limit, activations: 'auto' });
+  open.push(auto);
+  const full = auto.memory().fullActivationTokens;
+  assert.ok(full > 64 && full < auto.memory().contextTokens, `kept whole up to ${full} tokens`);
+  // a text within the line keeps everything, one past it the views' alone (the exact line: the engine's test)
+  const words = (n) => ' ab'.repeat(n);
+  const short = auto.run(words(Math.floor(full / 4)));
+  assert.ok(short.T <= full);
+  assert.equal(auto.memory().viewsOnly, false, `${short.T} tokens`);
+  const long = auto.run(words(full));
+  assert.ok(long.T > full);
+  assert.equal(auto.memory().viewsOnly, true, `${long.T} tokens`);
+  assert.throws(
+    () => auto.logitAttribution(1, 5),
+    new RegExp(`every layer's up to ${full} tokens, this text has ${long.T}`),
+  );
+  assert.ok(auto.memory().activationBytes > 0);
+  await assert.rejects(
+    loadModel(longLlama(), { activations: 'lean' }),
+    /activations must be 'all', 'views' or 'auto', got 'lean'/,
+  );
+});

@@ -46,6 +46,8 @@ export function getModel(source, { onProgress } = {}) {
       threads: pageThreads,
       attentionMaps: keepsMaps(key),
       weights: keepsMaps(key) ? 'f32' : 'auto', // a folder's F16 or BF16 checkpoint stays half precision
+      // and a long text keeps only what the views read (every layer's activations up to a quarter of the memory)
+      activations: keepsMaps(key) ? 'all' : 'auto',
       onProgress: (p) => {
         entry.progress = p;
         for (const fn of entry.listeners) fn(p);
@@ -74,6 +76,7 @@ export function loadModelFromBuffers(buffers, { onProgress } = {}) {
     threads: pageThreads,
     attentionMaps: false, // a checkpoint from the reader's disk: its context is what fits (keepsMaps)
     weights: 'auto', // and an F16 or BF16 file stays half precision
+    activations: 'auto', // and a long text keeps only what the views read (getModel)
   });
 }
 

@@ -37,7 +37,7 @@ class WorkerModel {
     return this.#channel.call(...args);
   }
 
-  async _load(source, { onProgress, transferBuffers, weights, threads, attentionMaps, memoryLimit }) {
+  async _load(source, { onProgress, transferBuffers, weights, threads, attentionMaps, memoryLimit, activations }) {
     await this.started();
     // buffers given as the model source are copied to the worker, or with transferBuffers moved
     // (no second copy of a checkpoint of hundreds of MB; the caller's buffers become empty)
@@ -53,7 +53,7 @@ class WorkerModel {
         : [];
     this.#info = await this.call(
       'load',
-      { source: absoluteSource(source), weights, threads, attentionMaps, memoryLimit },
+      { source: absoluteSource(source), weights, threads, attentionMaps, memoryLimit, activations },
       onProgress,
       transfer,
     );
@@ -405,6 +405,7 @@ export async function loadModelInWorker(source, options = {}) {
         threads: 1,
         attentionMaps: options.attentionMaps,
         memoryLimit: options.memoryLimit,
+        activations: options.activations,
       }),
     );
   }

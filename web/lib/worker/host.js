@@ -309,6 +309,7 @@ const HANDLERS = {
       threads: args.threads,
       attentionMaps: args.attentionMaps,
       memoryLimit: args.memoryLimit,
+      activations: args.activations,
       onProgress: (p) => self.postMessage({ id, progress: p }),
     });
     return { value: model.info, transfer: [] };
