@@ -102,7 +102,10 @@ test("activations: 'views' keeps what the views read, the same bits; 'auto' swit
   assert.equal(ub.fullActivationTokens, 0);
   assert.equal(ua.fullActivationTokens, ua.contextTokens);
   assert.ok(ub.activationBytes < ua.activationBytes, `${ub.activationBytes} < ${ua.activationBytes}`);
-  assert.ok(ub.contextTokens >= ua.contextTokens, 'the views alone reach at least as far (here both reach the 32,768 cap)');
+  assert.ok(
+    ub.contextTokens >= ua.contextTokens,
+    'the views alone reach at least as far (here both reach the 32,768 cap)',
+  );
   assert.throws(
     () => views.inspectHead(text, 0, 0),
     /looking inside a head needs every layer's activations.*activations "views"/,
