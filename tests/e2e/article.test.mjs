@@ -52,7 +52,7 @@ test('no model is fetched before its widget comes near the viewport; the first s
   // the first screen: the title, the lede and the download stated, from the cards, before any model runs
   await expect(page.locator('h1')).toHaveText('Many heads, one sentence');
   await expect(page.locator('[data-fact="download"]')).toHaveText(
-    /^\d+\.\d MB of models \(headscope-base, heads-1, heads-8\)/,
+    /^\d+\.\d MB of models \(headscope-base, heads-1, heads-8\), plus the engine \(\d+\.\d MB\), once$/,
   );
   // the first widget, near the first screen, loads and renders; those further down have not asked yet
   await expect(page.locator('#w-grid')).toHaveAttribute('data-tokens', /^[1-9]\d*$/, { timeout: 60_000 });

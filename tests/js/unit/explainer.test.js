@@ -2,7 +2,7 @@
 // from the model cards (facts.js) against the cards' own fields and the full model list
 // (web/models/index.json, written by the training scripts from the same cards); the worked
 // example's head scores (chef-heads.js) on hand-made attention; the scale picture (scale-scene.js)
-// and the bars (bars-scene.js) drawn where their values put them.
+// and the bars (web/component/charts/bars.js) drawn where their values put them.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -22,7 +22,7 @@ import {
 } from '../../../web/demo/article/facts.js';
 import { wordTokens, linkScores } from '../../../web/demo/article/chef-heads.js';
 import { scaleScene } from '../../../web/demo/article/scale-scene.js';
-import { barsScene } from '../../../web/demo/article/bars-scene.js';
+import { barsScene } from '../../../web/component/charts/bars.js';
 import { formedRoles, rolesSentence } from '../../../web/demo/article/training.js';
 
 const theme = themeFrom(() => '');

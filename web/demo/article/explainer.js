@@ -28,7 +28,7 @@ import { createTrainerInWorker } from '../../lib/worker/client.js';
 import { gridScene } from '../../component/views/grid.js';
 import { probeResult } from '../train/train-run.js';
 import { scaleScene } from './scale-scene.js';
-import { barsScene } from './bars-scene.js';
+import { barsScene } from '../../component/charts/bars.js';
 
 // the verb-to-subject role's threshold (roles.json), in × an even spread
 const LINK_THRESHOLD = ROLES_TABLE.find((r) => r.name === 'verb_to_subject')?.threshold ?? 3;
@@ -137,9 +137,18 @@ if (own) {
   const entries = await Promise.all([...new Set(names)].map(entryOf));
   const { bytes, missing } = modelBytes(entries, names);
   const distinct = [...new Set(names)].filter((n) => !missing.includes(n));
+  // the engine: one .wasm (the SIMD128 and relaxed-SIMD builds differ by a few bytes), sized by its server
+  let engine = NaN;
+  try {
+    const res = await fetch('headscope_wasm.wasm', { method: 'HEAD' });
+    engine = Number(res.headers.get('content-length'));
+  } catch {
+    // unknown: said without a size
+  }
   fact(
     'download',
-    `${formatBytes(bytes)} of models (${distinct.join(', ')})${missing.length ? ' and the model you opened' : ''}, plus the engine, once`,
+    `${formatBytes(bytes)} of models (${distinct.join(', ')})${missing.length ? ' and the model you opened' : ''}, ` +
+      `plus the engine${engine > 0 ? ` (${formatBytes(engine)})` : ''}, once`,
   );
   // what has come so far, as the browser counts it
   const live = $('download-live');

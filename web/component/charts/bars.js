@@ -1,8 +1,8 @@
 // A small table of bars: one row per model, one column per measure, each bar as long as its value
-// against the column's largest, starting from zero (so a small difference looks small). The key/value
-// family's cache against its loss uses it. A scene (web/component/views/scene.js); pure, tested in
+// against the column's largest, starting from zero (so a small difference looks small): the
+// article's key/value family, its cache against its loss. A scene (views/scene.js); pure, tested in
 // tests/js/unit/explainer.test.js.
-import { textWidth } from '../../component/views/scene.js';
+import { textWidth } from '../views/scene.js';
 
 const ROW = 26;
 const HEAD = 20;
