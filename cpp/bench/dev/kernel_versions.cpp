@@ -3,12 +3,16 @@
 #include "kernel_versions.hpp"
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #if HEADSCOPE_SIMD
 #include <xsimd/xsimd.hpp>
+
+#include "kernels/simd_batch.hpp"
 #endif
 
 namespace headscope::bench::dev {
@@ -230,8 +234,80 @@ void matmul_transposed_forward_candidate_8rows(float* out, const float* inp, con
   }
 }
 
+// ---- GEMM v1: the packed GEMM until the panel-group order ----------------------------------------
+// Depth slices of 256; a block of 128 input rows in L2 while each panel's slice (in L1) is read by
+// every row tile; the tile indexes A as r * stride + k and broadcasts a scalar (f32x4.splat).
+namespace gemm_v1 {
+constexpr int kTileRows = kLanes >= 16 ? 8 : kLanes == 8 ? 6 : 4;
+constexpr int kDepthBlock = 256;
+constexpr int kRowBlock = kTileRows * (128 / kTileRows);
+enum class Start { bias, zero, out };
+template <int ROWS>
+static void tile(float* out, int out_stride, const float* a, std::ptrdiff_t a_row, const float* b, int depth,
+                 Start start, const float* bias, int n_valid) noexcept {
+  batch acc0[ROWS], acc1[ROWS];
+  for (int r = 0; r < ROWS; r++) {
+    if (start == Start::out) {
+      alignas(64) float tmp[kPanel] = {};
+      std::memcpy(tmp, out + (std::size_t)r * out_stride, sizeof(float) * n_valid);
+      acc0[r] = batch::load_aligned(tmp);
+      acc1[r] = batch::load_aligned(tmp + kLanes);
+    } else {
+      acc0[r] = start == Start::bias ? batch::load_unaligned(bias) : batch(0.0f);
+      acc1[r] = start == Start::bias ? batch::load_unaligned(bias + kLanes) : batch(0.0f);
+    }
+  }
+  const float* w = b;
+  const float* x = a;
+  for (int k = 0; k < depth; k++, w += kPanel, x++) {
+    const batch w0 = batch::load_unaligned(w), w1 = batch::load_unaligned(w + kLanes);
+    for (int r = 0; r < ROWS; r++) {
+      const batch xv(x[r * a_row]);
+      acc0[r] = headscope::simd::madd(xv, w0, acc0[r]);
+      acc1[r] = headscope::simd::madd(xv, w1, acc1[r]);
+    }
+  }
+  for (int r = 0; r < ROWS; r++) {
+    alignas(64) float tmp[kPanel];
+    acc0[r].store_aligned(tmp);
+    acc1[r].store_aligned(tmp + kLanes);
+    std::memcpy(out + (std::size_t)r * out_stride, tmp, sizeof(float) * n_valid);
+  }
+}
+template <std::size_t... R>
+static constexpr auto tiles(std::index_sequence<R...>) {
+  using Fn = void (*)(float*, int, const float*, std::ptrdiff_t, const float*, int, Start, const float*, int) noexcept;
+  return std::array<Fn, sizeof...(R)>{&tile<(int)R + 1>...};
+}
+static constexpr auto kTiles = tiles(std::make_index_sequence<kTileRows>{});
+}  // namespace gemm_v1
+
+void matmul_forward_v1(float* out, const float* inp, const k::PackedLinear& W, int T) noexcept {
+  using namespace gemm_v1;
+  const int K = W.K, N = W.N, panels = (N + kPanel - 1) / kPanel;
+  for (int k0 = 0; k0 < K; k0 += kDepthBlock) {
+    const int depth = std::min(kDepthBlock, K - k0);
+    const Start start = k0 > 0 ? Start::out : W.bias.empty() ? Start::zero : Start::bias;
+    for (int t0 = 0; t0 < T; t0 += kRowBlock) {
+      const int t1 = std::min(T, t0 + kRowBlock);
+      for (int p = 0; p < panels; p++) {
+        const float* panel = W.panels.data() + ((std::size_t)p * K + k0) * kPanel;
+        const int n0 = p * kPanel;
+        for (int t = t0; t < t1; t += kTileRows) {
+          const int rows = std::min(kTileRows, t1 - t);
+          kTiles[rows - 1](out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * K + k0, K, panel, depth, start,
+                           W.bias.empty() ? nullptr : W.bias.data() + n0, std::min(kPanel, N - n0));
+        }
+      }
+    }
+  }
+}
+
 #else
 bool available() { return false; }
+void matmul_forward_v1(float* out, const float* inp, const k::PackedLinear& W, int T) noexcept {
+  k::matmul_forward(out, inp, W, T);
+}
 void matmul_forward_candidate_split_k(float* out, const float* inp, const k::PackedLinear& W, int T) noexcept {
   k::matmul_forward(out, inp, W, T);
 }

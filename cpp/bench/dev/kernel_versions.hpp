@@ -28,5 +28,8 @@ void matmul_transposed_forward_candidate_8rows(float* out, const float* inp, con
 void matmul_forward_candidate_split_k(float* out, const float* inp, const kernels::PackedLinear& W, int T) noexcept;
 void matmul_rows_forward_candidate_split_k(float* out, const float* inp, int inp_stride, const kernels::PackedLinear& W,
                                            int k_begin, int k_end, int T) noexcept;
+// matmul_forward v1: the packed GEMM until the panel-group order and packed_tile (bench/README.md, "The
+// GEMM's register tile"): row blocks of 128 inputs, the tile indexing A as r * stride + k. Same bits.
+void matmul_forward_v1(float* out, const float* inp, const kernels::PackedLinear& W, int T) noexcept;
 bool available();  // false in the scalar build
 }  // namespace headscope::bench::dev

@@ -30,34 +30,32 @@ using simd::kLanes;
 using simd::kPanel;
 using simd::madd;
 
-// Cache blocking (cpp/bench measures the choice). Depth is cut into slices of kDepthBlock: one panel's
-// slice (kDepthBlock x kPanel floats: 8 KB with SIMD128, 32 KB with AVX-512) stays in L1 while every
-// row tile of a block of kRowBlock input rows streams past it, and that input block
-// (kRowBlock x kDepthBlock floats, 128 KB) stays in L2 while all panels stream past it. Without the
-// blocking a long text re-reads its whole (T, K) input from memory once per panel.
+// Cache blocking (bench/harness/gemm-tiles.mjs measures the choice). Depth is cut into slices of
+// kDepthBlock, and the panels into groups of kGroupPanels whose slices (256 KB) stay in L2. Inside a
+// group, each row tile of the input (kTileRows x kDepthBlock floats: 4 KB with SIMD128) stays in L1
+// while the group's panel slices, each one contiguous run of kDepthBlock x kPanel floats, stream past
+// it from L2. (The order before, a block of 128 input rows in L2 with one panel slice in L1, read the
+// input from L2 once per panel through kTileRows strided streams, and ran 10-20% slower in V8.)
+// F16 storage: a group's slices are widened into float32 once per depth slice, for all input rows.
 constexpr int kDepthBlock = 256;
-constexpr int kRowBlock = kTileRows * (128 / kTileRows);  // whole tiles: no remainder tile inside a long input
+constexpr int kGroupPanels = std::max(1, 256 * 1024 / (kDepthBlock * kPanel * (int)sizeof(float)));
 
 SimdInfo simd_info() { return {batch::arch_type::name(), kLanes, true, HEADSCOPE_RELAXED_SIMD != 0}; }
 
 int linear_panel_width() { return kPanel; }
-GemmBlocking gemm_blocking() { return {kTileRows, kDepthBlock, kRowBlock}; }
+GemmBlocking gemm_blocking() { return {kTileRows, kDepthBlock, kGroupPanels}; }
 
-// --- GEMM: the register tile is gemm::tile (gemm_tile.hpp), shared with training -------------
-using GemmTileFn = void (*)(float*, int, const float*, std::ptrdiff_t, std::ptrdiff_t, const float*, std::ptrdiff_t,
-                            int, TileStart, const float*, int) noexcept;
+// --- GEMM: the register tile is gemm::packed_tile (gemm_tile.hpp) -----------------------------------
+using PackedTileFn = void (*)(float*, int, const float*, int, const float*, int, TileStart, const float*, int) noexcept;
 template <std::size_t... R>
-static constexpr std::array<GemmTileFn, sizeof...(R)> gemm_tiles(std::index_sequence<R...>) {
-  return {&gemm::tile<(int)R + 1, true>...};
+static constexpr std::array<PackedTileFn, sizeof...(R)> packed_tiles(std::index_sequence<R...>) {
+  return {&gemm::packed_tile<(int)R + 1>...};
 }
-// kGemmTiles[r - 1] computes r rows: the full tile and every remainder height
-static constexpr auto kGemmTiles = gemm_tiles(std::make_index_sequence<kTileRows>{});
+// kPackedTiles[r - 1] computes r rows: the full tile and every remainder height
+static constexpr auto kPackedTiles = packed_tiles(std::make_index_sequence<kTileRows>{});
 
 // out (T, N) = [bias +] inp[:, k_begin:k_end] @ W[k_begin:k_end, :]; inp has row stride inp_stride.
-// Loop order: depth slice > row block > panel > row tile (comments at kDepthBlock).
-// F16 storage: the panel's depth slice (depth x kPanel) is widened into a float32 slice on the stack
-// (8 KB with SIMD128, 32 KB with AVX-512) that the row tiles of the row block then read, so the
-// register tiles are the float32 ones and the widening is paid once per kRowBlock input rows.
+// Loop order: depth slice > panel group > row tile > panel (comments at kDepthBlock).
 static void gemm_packed(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin, int k_end,
                         bool with_bias, int T) noexcept {
   const int N = W.N;
@@ -70,28 +68,36 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
   }
   // threads take whole column panels (parallel.hpp): each output is computed as on one thread
   parallel_for(panels, (double)T * (k_end - k_begin) * N, [&](int p_begin, int p_end) {
-    alignas(64) float widened[kDepthBlock * kPanel];  // (depth, kPanel): one F16 panel slice in float32
+    // F16: (group, depth, kPanel), one group's panel slices in float32, per thread
+    static thread_local std::vector<float> widened;
     for (int k0 = k_begin; k0 < k_end; k0 += kDepthBlock) {
       const int depth = std::min(kDepthBlock, k_end - k0);
       const TileStart start = k0 > k_begin ? TileStart::out : has_bias ? TileStart::bias : TileStart::zero;
-      for (int t0 = 0; t0 < T; t0 += kRowBlock) {
-        const int t1 = std::min(T, t0 + kRowBlock);
-        for (int p = p_begin; p < p_end; p++) {
-          const float* panel_k0;
-          if (W.is_f16()) {
-            f16_unpack_forward(widened, W.panels_f16.data() + ((std::size_t)p * W.K + k0) * kPanel,
-                               (std::size_t)depth * kPanel);
-            panel_k0 = widened;
-          } else {
-            panel_k0 = W.panels.data() + ((std::size_t)p * W.K + k0) * kPanel;
-          }
-          const int n0 = p * kPanel;
-          const int n_valid = std::min(kPanel, N - n0);
-          const float* bias = has_bias ? W.bias.data() + n0 : nullptr;
-          for (int t = t0; t < t1; t += kTileRows) {
-            const int rows = std::min(kTileRows, t1 - t);
-            kGemmTiles[rows - 1](out + (std::size_t)t * N + n0, N, inp + (std::size_t)t * inp_stride + k0, inp_stride,
-                                 1, panel_k0, kPanel, depth, start, bias, n_valid);
+      for (int g0 = p_begin; g0 < p_end; g0 += kGroupPanels) {
+        const int g1 = std::min(p_end, g0 + kGroupPanels);
+        const std::size_t slice = (std::size_t)depth * kPanel;  // floats of one panel's depth slice
+        // the slice of panel p starts at slices + (p - g0) * slice_stride
+        const float* slices;
+        std::size_t slice_stride;
+        if (W.is_f16()) {
+          widened.resize((std::size_t)kGroupPanels * kDepthBlock * kPanel);
+          for (int p = g0; p < g1; p++)
+            f16_unpack_forward(widened.data() + (std::size_t)(p - g0) * slice,
+                               W.panels_f16.data() + ((std::size_t)p * W.K + k0) * kPanel, slice);
+          slices = widened.data();
+          slice_stride = slice;
+        } else {
+          slices = W.panels.data() + ((std::size_t)g0 * W.K + k0) * kPanel;
+          slice_stride = (std::size_t)W.K * kPanel;
+        }
+        for (int t = 0; t < T; t += kTileRows) {
+          const int rows = std::min(kTileRows, T - t);
+          const PackedTileFn tile = kPackedTiles[rows - 1];
+          const float* x = inp + (std::size_t)t * inp_stride + k0;
+          for (int p = g0; p < g1; p++) {
+            const int n0 = p * kPanel;
+            tile(out + (std::size_t)t * N + n0, N, x, inp_stride, slices + (p - g0) * slice_stride, depth, start,
+                 has_bias ? W.bias.data() + n0 : nullptr, std::min(kPanel, N - n0));
           }
         }
       }
@@ -255,8 +261,8 @@ void gemm_rows(float* y, const float* x, const float* w, const float* bias, int 
       constexpr int R = decltype(r_tag)::value;
       int j = j_begin;
       for (; j + 2 * kLanes <= j_end; j += 2 * kLanes)
-        gemm::tile<R, false>(y + (std::size_t)t0 * M + j, M, x + (std::size_t)t0 * D + d0, D, 1,
-                             w + (std::size_t)d0 * M + j, M, depth, start, b ? b + j : nullptr, 2 * kLanes);
+        gemm::tile<R>(y + (std::size_t)t0 * M + j, M, x + (std::size_t)t0 * D + d0, D, 1, w + (std::size_t)d0 * M + j,
+                      M, depth, start, b ? b + j : nullptr, 2 * kLanes);
       for (; j < j_end; j++)
         for (int r = 0; r < R; r++) {
           const float* xr = x + (std::size_t)(t0 + r) * D;
@@ -315,11 +321,10 @@ static void weight_grad(float* g, const float* a, const float* b, int N, int K, 
       int k = 0;
       // rows k of g: A = a^T, element (k, t) at a[t * K + k]; B = b's rows, stride M
       for (; k + kTileRows <= K; k += kTileRows)
-        gemm::tile<kTileRows, false>(g + (std::size_t)k * M + o, M, a + k, 1, K, b + o, M, N, TileStart::out, nullptr,
-                                     2 * kLanes);
+        gemm::tile<kTileRows>(g + (std::size_t)k * M + o, M, a + k, 1, K, b + o, M, N, TileStart::out, nullptr,
+                              2 * kLanes);
       for (; k < K; k++)
-        gemm::tile<1, false>(g + (std::size_t)k * M + o, M, a + k, 1, K, b + o, M, N, TileStart::out, nullptr,
-                             2 * kLanes);
+        gemm::tile<1>(g + (std::size_t)k * M + o, M, a + k, 1, K, b + o, M, N, TileStart::out, nullptr, 2 * kLanes);
     }
     if (u_end > panels)
       for (int o = panels * 2 * kLanes; o < M; o++)

@@ -1,5 +1,7 @@
-// Internal to the kernel library: the one GEMM register tile, for the model's packed linear layers
-// and for training's products (dinp, dweight), and the one tile table. Needs HEADSCOPE_SIMD.
+// Internal to the kernel library: the GEMM register tiles. Needs HEADSCOPE_SIMD.
+//   tile:        any strides, for training's products (dinp, dweight, the unpacked forward)
+//   packed_tile: the model's packed linear layers (row-major input, packed weight panels)
+// Both compute each output as the same multiply-add chain, so their results are the same bits.
 #pragma once
 #include <cstddef>
 #include <cstring>
@@ -34,15 +36,11 @@ enum class TileStart { bias, zero, out };
 // Every output element is one multiply-add chain over k in increasing order, whichever tile computes
 // its row; storing a partial sum between depth slices and reloading it is exact. So a row computed
 // alone (the incremental update's new token) is bit-identical to the same row computed with others.
-// PACKED: the model's layout (a_depth 1, b_stride kPanel) fixed at compile time, as the one-row
-// product of typing, which is bound by its loop overhead, needs (runtime strides there cost ~25%);
-// the arguments a_depth and b_stride are then ignored.
-template <int ROWS, bool PACKED>
-inline void tile(float* out, int out_stride, const float* a, std::ptrdiff_t a_row, std::ptrdiff_t a_depth_arg,
-                 const float* b, std::ptrdiff_t b_stride_arg, int depth, TileStart start, const float* bias,
+// The model's packed layout has its own tile below (packed_tile), with both fixed at compile time.
+template <int ROWS>
+inline void tile(float* out, int out_stride, const float* a, std::ptrdiff_t a_row, std::ptrdiff_t a_depth,
+                 const float* b, std::ptrdiff_t b_stride, int depth, TileStart start, const float* bias,
                  int n_valid) noexcept {
-  const std::ptrdiff_t a_depth = PACKED ? 1 : a_depth_arg;
-  const std::ptrdiff_t b_stride = PACKED ? kPanel : b_stride_arg;
   batch acc0[ROWS], acc1[ROWS];
   if (start == TileStart::out) {
     for (int r = 0; r < ROWS; r++) {
@@ -72,6 +70,68 @@ inline void tile(float* out, int out_stride, const float* a, std::ptrdiff_t a_ro
     const batch w1 = batch::load_unaligned(w + kLanes);
     for (int r = 0; r < ROWS; r++) {
       const batch xv(x[r * a_row]);
+      acc0[r] = simd::madd(xv, w0, acc0[r]);
+      acc1[r] = simd::madd(xv, w1, acc1[r]);
+    }
+  }
+  for (int r = 0; r < ROWS; r++) {
+    float* o = out + (std::size_t)r * out_stride;
+    if (n_valid == kPanel) {
+      acc0[r].store_unaligned(o);
+      acc1[r].store_unaligned(o + kLanes);
+    } else {
+      alignas(64) float tmp[kPanel];
+      acc0[r].store_aligned(tmp);
+      acc1[r].store_aligned(tmp + kLanes);
+      std::memcpy(o, tmp, sizeof(float) * n_valid);
+    }
+  }
+}
+
+// The model's tile: out (ROWS, kPanel) = start + A (ROWS, depth) @ panel (depth, kPanel), A row-major
+// with row stride a_stride, the panel kPanel floats per step of depth. Each output is the multiply-add
+// chain of `tile` above (the same bits). Written for V8's code generator, which is what the sweep in
+// cpp/bench/bench_variants.cpp measured (bench/README.md, "The GEMM's register tile"): one pointer per
+// row advanced with k (no r * stride product in the loop), accumulators as named arrays that unroll,
+// and A's element broadcast by a load (v128.load32_splat in wasm, vbroadcastss natively). Taller
+// tiles (5 x 8, 6 x 8 with SIMD128) measured slower in V8: it spills past about 10 accumulators.
+template <int ROWS>
+inline void packed_tile(float* out, int out_stride, const float* a, int a_stride, const float* panel, int depth,
+                        TileStart start, const float* bias, int n_valid) noexcept {
+  batch acc0[ROWS], acc1[ROWS];
+  if (start == TileStart::out) {
+    for (int r = 0; r < ROWS; r++) {
+      const float* o = out + (std::size_t)r * out_stride;
+      if (n_valid == kPanel) {
+        acc0[r] = batch::load_unaligned(o);
+        acc1[r] = batch::load_unaligned(o + kLanes);
+      } else {
+        alignas(64) float tmp[kPanel] = {};
+        std::memcpy(tmp, o, sizeof(float) * n_valid);
+        acc0[r] = batch::load_aligned(tmp);
+        acc1[r] = batch::load_aligned(tmp + kLanes);
+      }
+    }
+  } else {
+    const batch b_lo = start == TileStart::bias ? batch::load_unaligned(bias) : batch(0.0f);
+    const batch b_hi = start == TileStart::bias ? batch::load_unaligned(bias + kLanes) : batch(0.0f);
+    for (int r = 0; r < ROWS; r++) {
+      acc0[r] = b_lo;
+      acc1[r] = b_hi;
+    }
+  }
+  const float* x[ROWS];
+  for (int r = 0; r < ROWS; r++) x[r] = a + (std::size_t)r * a_stride;
+  const float* w = panel;
+  for (int k = 0; k < depth; k++, w += kPanel) {
+    const batch w0 = batch::load_unaligned(w);
+    const batch w1 = batch::load_unaligned(w + kLanes);
+    for (int r = 0; r < ROWS; r++) {
+#ifdef __EMSCRIPTEN__
+      const batch xv(_mm_load1_ps(x[r] + k));  // v128.load32_splat
+#else
+      const batch xv(x[r][k]);
+#endif
       acc0[r] = simd::madd(xv, w0, acc0[r]);
       acc1[r] = simd::madd(xv, w1, acc1[r]);
     }

@@ -87,10 +87,10 @@ int linear_panel_width();
 // the inverse of pack_linear, for a Trainer that starts from a loaded Model
 void unpack_linear(float* weight, float* bias, const PackedLinear& W);
 // How matmul_forward cuts the work (tests sweep its edges): register tiles of tile_rows
-// input rows x panel_width columns; depth (K) in slices of depth_block, input rows in blocks of
-// row_block. All 1 in the scalar build (the plain triple loop).
+// input rows x panel_width columns; depth (K) in slices of depth_block, the weight's panels in groups
+// of panel_group. All 1 in the scalar build (the plain triple loop).
 struct GemmBlocking {
-  int tile_rows, depth_block, row_block;
+  int tile_rows, depth_block, panel_group;
 };
 GemmBlocking gemm_blocking();
 

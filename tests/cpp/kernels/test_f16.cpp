@@ -194,9 +194,9 @@ TEST_CASE("F16 GEMM equals the float32 GEMM on the F16-rounded weights, bit for 
   const int P = std::max(1, k::linear_panel_width());
   std::mt19937 rng(3);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (const int T : {1, blk.tile_rows - 1, blk.tile_rows + 1, blk.row_block + 3})
+  for (const int T : {1, blk.tile_rows - 1, blk.tile_rows + 1, 3 * blk.tile_rows + 1})
     for (const int K : {1, 7, blk.depth_block, blk.depth_block + 5})
-      for (const int N : {1, P - 1, P + 1, 3 * P}) {
+      for (const int N : {1, P - 1, P + 1, 3 * P, blk.panel_group * P + 1}) {
         if (T < 1 || N < 1) continue;
         std::vector<float> x((std::size_t)T * K), w((std::size_t)K * N), b(N);
         for (float& v : x) v = normal(rng);

@@ -85,16 +85,15 @@ TEST_CASE("matmul_forward equals the reference and Eigen", "[kernels][matmul]") 
 
 TEST_CASE("matmul_forward across its cache blocks: edges of tiles, depth slices and row blocks", "[kernels][matmul]") {
   // Sizes on both sides of every boundary where the blocked loop changes what it does: a partial
-  // register tile, a depth slice continued from stored partial sums, a second row block.
+  // register tile, a depth slice continued from stored partial sums, a second group of panels.
   const k::GemmBlocking b = k::gemm_blocking();
   const int P = std::max(1, k::linear_panel_width());
-  INFO("tile_rows " << b.tile_rows << " depth_block " << b.depth_block << " row_block " << b.row_block << " panel "
+  INFO("tile_rows " << b.tile_rows << " depth_block " << b.depth_block << " panel_group " << b.panel_group << " panel "
                     << P);
   std::mt19937 rng(11);
-  const std::vector<int> Ts = {
-      1, b.tile_rows - 1, b.tile_rows, b.tile_rows + 1, b.row_block - 1, b.row_block, b.row_block + b.tile_rows + 1};
-  const std::vector<int> Ks = {b.depth_block - 1, b.depth_block, b.depth_block + 1, 2 * b.depth_block + 3};
-  const std::vector<int> Ns = {P - 1, P + 1, 3 * P};
+  const std::vector<int> Ts = {1, b.tile_rows - 1, b.tile_rows, b.tile_rows + 1, 5 * b.tile_rows + 3};
+  const std::vector<int> Ks = {1, b.depth_block - 1, b.depth_block, b.depth_block + 1, 2 * b.depth_block + 3};
+  const std::vector<int> Ns = {P - 1, P + 1, 3 * P, b.panel_group * P - 1, b.panel_group * P + 1};
   for (int T : Ts) {
     if (T < 1) continue;
     for (int K : Ks) {
