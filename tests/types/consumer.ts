@@ -416,7 +416,7 @@ document.body.append(widget);
 const rendered: HeadscopeViewElement = await widget.ready;
 same<typeof rendered.result, RunResult | null>();
 const widgetState: HeadscopeViewState = widget.state;
-same<typeof widgetState.view, 'grid' | 'heatmap' | 'lines' | 'inside'>();
+same<typeof widgetState.view, 'grid' | 'heatmap' | 'lines' | 'inside' | 'combine'>();
 const picture: Scene = widget.scene();
 const svgFile: string = widget.exportSvg();
 const pngFile: Blob = await widget.exportPng(2);
