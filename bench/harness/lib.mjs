@@ -1,12 +1,48 @@
 // Shared helpers of the benchmark harness: timing, statistics, loading the subjects.
 import { readFileSync, existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { spawnSync } from 'node:child_process';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const now = () => performance.now();
+
+// The CPU a result was measured on, for every bench result: the ceilings differ by vendor (AMD's
+// separate multiply and add pipes give SIMD128 twice Intel's rate) and by vector extension (FMA,
+// AVX-512; AVX-VNNI or AVX-512 VNNI for 8-bit dot products). From /proc/cpuinfo where there is one.
+export function machineInfo() {
+  const info = { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, loadavg: os.loadavg() };
+  let text = '';
+  try {
+    text = readFileSync('/proc/cpuinfo', 'utf8');
+  } catch {
+    return info;
+  }
+  const field = (name) => text.match(new RegExp(`^${name}\\s*:\\s*(.*)$`, 'm'))?.[1]?.trim();
+  const flags = new Set((field('flags') ?? '').split(/\s+/));
+  info.vendor = field('vendor_id');
+  info.family = Number(field('cpu family'));
+  info.model = Number(field('model'));
+  info.flags = Object.fromEntries(
+    ['fma', 'avx2', 'avx512f', 'avx_vnni', 'avx512_vnni', 'avx512_bf16'].map((f) => [f, flags.has(f)]),
+  );
+  return info;
+}
+
+// One line for a table's header: "AMD EPYC (AuthenticAMD family 25 model 17; FMA, AVX2, AVX-512, AVX-512 VNNI, no AVX-VNNI)"
+export function machineLine(m) {
+  if (!m?.flags) return `${m?.cpu ?? 'CPU not recorded'} (vendor and flags not recorded)`;
+  const names = { fma: 'FMA', avx2: 'AVX2', avx512f: 'AVX-512', avx_vnni: 'AVX-VNNI', avx512_vnni: 'AVX-512 VNNI' };
+  const has = Object.keys(names)
+    .filter((f) => m.flags[f])
+    .map((f) => names[f]);
+  const hasnt = Object.keys(names)
+    .filter((f) => !m.flags[f])
+    .map((f) => `no ${names[f]}`);
+  return `${m.cpu} (${m.vendor} family ${m.family} model ${m.model}; ${[...has, ...hasnt].join(', ')})`;
+}
 
 // A bench's command line (node:util parseArgs, strict): `required` and `strings` are string options
 // (the required ones must be given, else `usage: ${usage}` is thrown), `defaults` string options with
@@ -99,7 +135,8 @@ export function gpt2SmallMarkdown(title, command, shape, lines) {
     `# ${title}\n\nWritten by \`${command}\` on ` +
     new Date().toISOString().slice(0, 16).replace('T', ' ') +
     ` UTC, on the checkpoint of bench/shapes/make_gpt2_small.py (${shape.nLayer} layers, ${shape.nHead} heads, d_model ${shape.nEmbd}, ` +
-    `context ${shape.nPositions}, vocabulary ${shape.vocabSize}); ONNX graph from bench/shapes/export_onnx.py.\n\n` +
+    `context ${shape.nPositions}, vocabulary ${shape.vocabSize}); ONNX graph from bench/shapes/export_onnx.py. ` +
+    `CPU: ${machineLine(machineInfo())}.\n\n` +
     lines.join('\n') +
     '\n'
   );

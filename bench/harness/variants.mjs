@@ -5,7 +5,7 @@
 //   --simd: the wasm-release build tree (headscope_bench_wasm); --model: the shapes (config.json)
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { benchArgs, compare, loadBenchModule, maxAbsDiff } from './lib.mjs';
+import { benchArgs, compare, loadBenchModule, machineInfo, maxAbsDiff } from './lib.mjs';
 
 const opt = benchArgs(
   { required: ['simd', 'model'], strings: ['out'], flags: ['quick', 'reverse'] },
@@ -21,7 +21,12 @@ const C = cfg.n_embd,
   V = cfg.vocab_size;
 const log = (...a) => console.error('[variants]', ...a);
 const m = await loadBenchModule(opt.simd);
-const out = { shape: { n_embd: C, n_inner: F, n_positions: P, n_head: NH, vocab_size: V }, peak: null, gemm: [] };
+const out = {
+  machine: machineInfo(),
+  shape: { n_embd: C, n_inner: F, n_positions: P, n_head: NH, vocab_size: V },
+  peak: null,
+  gemm: [],
+};
 
 const iters = 2_000_000;
 const pk = await compare({ peak: { fn: () => m.peakProbe(iters) } }, { minMs: 200, minRuns: 5 });
@@ -36,6 +41,16 @@ out.peak_throughput = {
 };
 log(
   `SIMD128 separate mul + add throughput right now: ${out.peak_throughput.gflops_median.toFixed(1)} GFLOP/s (median), ${out.peak_throughput.gflops_best.toFixed(1)} (best)`,
+);
+// The multiply-add ceiling the GEMM is held to: 10 independent multiply-add chains (a multiply and an
+// add each in SIMD128, f32x4.relaxed_madd in a relaxed build), enough to cover the latency on two pipes
+const pm = await compare({ peak: { fn: () => m.peakProbeMadd(iters) } }, { minMs: 200, minRuns: 5 });
+out.peak_madd = {
+  gflops_median: (iters * 80) / (pm.peak.median_ms * 1e6),
+  gflops_best: (iters * 80) / (pm.peak.min_ms * 1e6),
+};
+log(
+  `multiply-add ceiling (10 chains) right now: ${out.peak_madd.gflops_median.toFixed(1)} GFLOP/s (median), ${out.peak_madd.gflops_best.toFixed(1)} (best)`,
 );
 log(
   `SIMD128 multiply-add peak right now: ${out.peak.gflops_median.toFixed(1)} GFLOP/s (median), ${out.peak.gflops_best.toFixed(1)} (best)`,
@@ -158,6 +173,24 @@ if (!m.previousAvailable())
     () => at.runPrevious(P, P - 1),
   );
   at.delete();
+  // the packed GEMM before the panel-group order and packed_tile (matmul_forward_v1): the same bits
+  for (const [K, N] of [
+    [C, 3 * C],
+    [F, C],
+  ]) {
+    const g = new m.GemmTiles(K, N, P);
+    g.runEngine(P);
+    const a = g.output(P).slice();
+    g.runPrevious(P);
+    if (maxAbsDiff(a, g.output(P)) !== 0) throw new Error(`matmul_forward_v1 differs at K=${K} N=${N}`);
+    await versus(
+      `GEMM M=${P} K=${K} N=${N}`,
+      'previous',
+      () => g.runEngine(P),
+      () => g.runPrevious(P),
+    );
+    g.delete();
+  }
   // not adopted: LM head with 8 weight rows per pass
   const lm = new m.LmHead(C, V);
   lm.run();

@@ -21,6 +21,6 @@ else()
   target_link_libraries(headscope_bench_native PRIVATE headscope_bench_variants headscope_core)
   # the blocked xsimd GEMM against Eigen's at GPT-2 small's shapes
   add_executable(headscope_gemm_native ${HEADSCOPE_BENCH_DIR}/gemm_native.cpp)
-  target_link_libraries(headscope_gemm_native PRIVATE headscope_core headscope_kernels)
+  target_link_libraries(headscope_gemm_native PRIVATE headscope_bench_variants headscope_core headscope_kernels)
 endif()
 

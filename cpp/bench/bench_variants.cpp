@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_common.hpp"
@@ -109,6 +111,171 @@ static inline void tile4x8(float* out, int out_stride, const float* inp, int inp
   }
 }
 
+// ---- register-tile sweep (issue: a GEMM at the ceiling) --------------------------------------------
+// R x 8 tiles over the engine's 8-wide packed panels, with the engine's cache blocking (depth slices of
+// 256, row blocks of whole tiles up to 128 rows), so that only the tile differs. Every output is one
+// multiply-add chain over k in increasing order, as in the engine. How A's element reaches a vector:
+//   Splat::scalar     f32 load then f32x4.splat (what the engine's xsimd tile compiled to)
+//   Splat::load       v128.load32_splat: a load that broadcasts (XNNPACK's *_loadsplat)
+//   Splat::shuffle    one v128 load of 4 consecutive k per row, then a lane shuffle per k (XNNPACK's *_splat)
+// The multiply-add is f32x4.relaxed_madd in a relaxed build, else a multiply and an add.
+enum class Splat { scalar, load, shuffle };
+
+static inline v128_t madd4(v128_t a, v128_t b, v128_t c) {
+#if HEADSCOPE_RELAXED_SIMD
+  return (v128_t)__builtin_wasm_fma_f32x4((__f32x4)a, (__f32x4)b, (__f32x4)c);
+#else
+  return wasm_f32x4_add(c, wasm_f32x4_mul(a, b));
+#endif
+}
+
+template <int R, Splat S>
+static inline void tile_rx8(float* out, int out_stride, const float* inp, int inp_stride, const float* panel, int depth,
+                            const float* bias, bool from_out, int n_valid) {
+  v128_t c0[R], c1[R];
+  for (int r = 0; r < R; r++) {
+    if (from_out) {
+      alignas(16) float tmp[8] = {};
+      std::memcpy(tmp, out + r * out_stride, sizeof(float) * n_valid);
+      c0[r] = wasm_v128_load(tmp), c1[r] = wasm_v128_load(tmp + 4);
+    } else {
+      c0[r] = bias ? wasm_v128_load(bias) : wasm_f32x4_splat(0.0f);
+      c1[r] = bias ? wasm_v128_load(bias + 4) : wasm_f32x4_splat(0.0f);
+    }
+  }
+  const float* a[R];
+  for (int r = 0; r < R; r++) a[r] = inp + r * inp_stride;
+  const float* w = panel;
+  int k = 0;
+  if constexpr (S == Splat::shuffle) {
+    for (; k + 4 <= depth; k += 4, w += 32) {
+      v128_t av[R];
+      for (int r = 0; r < R; r++) av[r] = wasm_v128_load(a[r] + k);
+#define HEADSCOPE_STEP(L)                                                            \
+  {                                                                                  \
+    const v128_t w0 = wasm_v128_load(w + 8 * L), w1 = wasm_v128_load(w + 8 * L + 4); \
+    for (int r = 0; r < R; r++) {                                                    \
+      const v128_t x = wasm_i32x4_shuffle(av[r], av[r], L, L, L, L);                 \
+      c0[r] = madd4(x, w0, c0[r]);                                                   \
+      c1[r] = madd4(x, w1, c1[r]);                                                   \
+    }                                                                                \
+  }
+      HEADSCOPE_STEP(0) HEADSCOPE_STEP(1) HEADSCOPE_STEP(2) HEADSCOPE_STEP(3)
+#undef HEADSCOPE_STEP
+    }
+  }
+  for (; k < depth; k++, w += 8) {
+    const v128_t w0 = wasm_v128_load(w), w1 = wasm_v128_load(w + 4);
+    for (int r = 0; r < R; r++) {
+      const v128_t x = S == Splat::scalar ? wasm_f32x4_splat(a[r][k]) : wasm_v128_load32_splat(a[r] + k);
+      c0[r] = madd4(x, w0, c0[r]);
+      c1[r] = madd4(x, w1, c1[r]);
+    }
+  }
+  for (int r = 0; r < R; r++) {
+    if (n_valid == 8) {
+      wasm_v128_store(out + r * out_stride, c0[r]), wasm_v128_store(out + r * out_stride + 4, c1[r]);
+    } else {
+      alignas(16) float tmp[8];
+      wasm_v128_store(tmp, c0[r]), wasm_v128_store(tmp + 4, c1[r]);
+      std::memcpy(out + r * out_stride, tmp, sizeof(float) * n_valid);
+    }
+  }
+}
+
+// out (M, N) = b + inp (M, K) @ W with an R x 8 tile, in one of two loop orders inside a depth slice of
+// KC (the same slicing as the engine's, so each output's chain is the same):
+//   PANELS_INNER false: the engine's (gemm.cpp gemm_packed): row block (128 rows) > panel > row tile. A
+//     panel's slice (KC x 8) stays in L1 while the row block's inputs (128 x KC, from L2) stream past it.
+//   PANELS_INNER true: panel group > row tile > panel. One row tile's inputs (R x KC, 4-6 KB) stay in
+//     L1 while a group of panels (their slices: kGroupBytes, in L2) streams past it, each panel slice
+//     one contiguous run that the prefetcher follows.
+template <int R, Splat S, bool PANELS_INNER, int KC>
+static void gemm_rx8(float* out, const float* inp, const kernels::PackedLinear& W, int M) {
+  constexpr int kRowBlock = R * (128 / R);
+  constexpr int kGroupPanels = std::max(1, 256 * 1024 / (KC * 8 * 4));
+  using TileFn = void (*)(float*, int, const float*, int, const float*, int, const float*, bool, int);
+  static constexpr TileFn tiles[6] = {&tile_rx8<1, S>,
+                                      &tile_rx8<(R > 2 ? 2 : 1), S>,
+                                      &tile_rx8<(R > 3 ? 3 : 1), S>,
+                                      &tile_rx8<(R > 4 ? 4 : 1), S>,
+                                      &tile_rx8<(R > 5 ? 5 : 1), S>,
+                                      &tile_rx8<6, S>};
+  const int K = W.K, N = W.N, panels = (N + 7) / 8;
+  const auto one = [&](int t, int rows, int p, int k0, int depth) {
+    const float* panel = W.panels.data() + ((std::size_t)p * K + k0) * 8;
+    const int n0 = p * 8, n_valid = std::min(8, N - n0);
+    float* o = out + (std::size_t)t * N + n0;
+    const float* x = inp + (std::size_t)t * K + k0;
+    const float* b = W.bias.empty() ? nullptr : W.bias.data() + n0;
+    if (rows == R)
+      tile_rx8<R, S>(o, N, x, K, panel, depth, b, k0 > 0, n_valid);
+    else
+      tiles[rows - 1](o, N, x, K, panel, depth, b, k0 > 0, n_valid);
+  };
+  for (int k0 = 0; k0 < K; k0 += KC) {
+    const int depth = std::min(KC, K - k0);
+    if (PANELS_INNER) {
+      for (int p0 = 0; p0 < panels; p0 += kGroupPanels)
+        for (int t = 0; t < M; t += R)
+          for (int p = p0; p < std::min(panels, p0 + kGroupPanels); p++) one(t, std::min(R, M - t), p, k0, depth);
+    } else {
+      for (int t0 = 0; t0 < M; t0 += kRowBlock) {
+        const int t1 = std::min(M, t0 + kRowBlock);
+        for (int p = 0; p < panels; p++)
+          for (int t = t0; t < t1; t += R) one(t, std::min(R, t1 - t), p, k0, depth);
+      }
+    }
+  }
+}
+
+// The sweep's candidates, by index (tileVariantNames() lists them in this order)
+using GemmFn = void (*)(float*, const float*, const kernels::PackedLinear&, int);
+static constexpr std::pair<const char*, GemmFn> kTileVariants[] = {
+    {"4x8 scalar splat", &gemm_rx8<4, Splat::scalar, false, 256>},
+    {"4x8 loadsplat", &gemm_rx8<4, Splat::load, false, 256>},
+    {"4x8 shuffle splat", &gemm_rx8<4, Splat::shuffle, false, 256>},
+    {"5x8 loadsplat", &gemm_rx8<5, Splat::load, false, 256>},
+    {"6x8 loadsplat", &gemm_rx8<6, Splat::load, false, 256>},
+    {"6x8 shuffle splat", &gemm_rx8<6, Splat::shuffle, false, 256>},
+    {"4x8 loadsplat, panels inner, kc 256", &gemm_rx8<4, Splat::load, true, 256>},
+    {"4x8 loadsplat, panels inner, kc 128", &gemm_rx8<4, Splat::load, true, 128>},
+    {"4x8 loadsplat, panels inner, kc 512", &gemm_rx8<4, Splat::load, true, 512>},
+    {"5x8 loadsplat, panels inner, kc 256", &gemm_rx8<5, Splat::load, true, 256>},
+    {"6x8 loadsplat, panels inner, kc 256", &gemm_rx8<6, Splat::load, true, 256>},
+};
+
+emscripten::val tile_variant_names() {
+  emscripten::val names = emscripten::val::array();
+  for (const auto& v : kTileVariants) names.call<void>("push", std::string(v.first));
+  return names;
+}
+
+// Calibration of the fused multiply-add (a relaxed build): 10 independent f32x4.relaxed_madd chains,
+// enough to cover its latency on two pipes (80 flops per step). In a SIMD128 build, a multiply and an add.
+float peak_probe_madd(int iters) {
+  v128_t a[10];
+  for (auto& v : a) v = wasm_f32x4_splat(1.0f);
+  const v128_t x = wasm_f32x4_splat(0.999999f), y = wasm_f32x4_splat(1e-7f);
+  for (int i = 0; i < iters; i++)
+    for (auto& v : a) v = madd4(v, x, y);
+  v128_t s = a[0];
+  for (int j = 1; j < 10; j++) s = wasm_f32x4_add(s, a[j]);
+  return wasm_f32x4_extract_lane(s, 0);
+}
+
+struct GemmTiles {
+  GemmCase g;
+  GemmTiles(int K, int N, int max_M) : g(K, N, max_M) {}
+  void run(int variant, int M) { kTileVariants[variant].second(g.out.data(), g.inp.data(), g.W, M); }
+  void run_engine(int M) { g.run(M); }
+  void run_previous(int M) { dev::matmul_forward_v1(g.out.data(), g.inp.data(), g.W, M); }
+  emscripten::val output(int M) {
+    return emscripten::val::global("Float32Array")
+        .new_(emscripten::typed_memory_view((std::size_t)M * g.N, g.out.data()));
+  }
+};
+
 struct Gemm4x8 {
   GemmCase g;
   Gemm4x8(int K, int N, int max_M) : g(K, N, max_M) {}
@@ -143,6 +310,14 @@ void register_variants() {
       .function("run", &Gemm4x8::run)
       .function("runEngine", &Gemm4x8::run_engine)
       .function("output", &Gemm4x8::output);
+  function("peakProbeMadd", &peak_probe_madd);
+  function("tileVariantNames", &tile_variant_names);
+  class_<GemmTiles>("GemmTiles")
+      .constructor<int, int, int>()
+      .function("run", &GemmTiles::run)
+      .function("runEngine", &GemmTiles::run_engine)
+      .function("runPrevious", &GemmTiles::run_previous)
+      .function("output", &GemmTiles::output);
 #endif
 }
 

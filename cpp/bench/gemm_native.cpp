@@ -1,5 +1,6 @@
 // Native GEMM at GPT-2 small's shapes: the engine's blocked xsimd kernel (matmul_forward on weights
-// packed at load time) against Eigen's GEMM (Eigen 3.4, vectorized with this build's -march=native),
+// packed at load time) against its previous version (cpp/bench/dev, matmul_forward_v1) and Eigen's
+// GEMM (Eigen 3.4, vectorized with this build's -march=native),
 // y (M, N) = x (M, K) @ W (K, N) + b; then the attention kernel of one layer at T = 64, 256, 1024.
 // Prints one JSON line per case; medians of thread CPU time.
 // Usage: headscope_gemm_native [--quick]
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "bench_main.hpp"
+#include "dev/kernel_versions.hpp"
 #include "kernels/kernels.hpp"
 
 namespace {
@@ -73,11 +75,13 @@ int run(int argc, char** argv) {
             Y.rowwise() += B;
           },
           runs);
+      const double previous =
+          median_ms([&] { headscope::bench::dev::matmul_forward_v1(y.data(), x.data(), packed, M); }, runs);
       const double flop = 2.0 * M * K * N;
       std::printf(
           "{\"M\": %d, \"K\": %d, \"N\": %d, \"ours_gflops\": %.1f, \"eigen_gflops\": %.1f, \"ours_over_eigen\": "
-          "%.2f}\n",
-          M, K, N, flop / ours / 1e6, flop / eigen / 1e6, eigen / ours);
+          "%.2f, \"previous_gflops\": %.1f}\n",
+          M, K, N, flop / ours / 1e6, flop / eigen / 1e6, eigen / ours, flop / previous / 1e6);
       std::fflush(stdout);
     }
   }
