@@ -1,6 +1,7 @@
 // Renders the benchmark's tables (markdown) and its plot (SVG) from results.json alone: a pure
 // function of the results, so every number shown has one source. The tables hold numbers only; what
 // they mean and why a target is missed is written by hand in bench/README.md, outside the markers.
+import { machineLine } from './lib.mjs';
 import { trainingTables } from './train-report.mjs';
 import { renderComparison } from './regressions.mjs';
 
@@ -38,7 +39,7 @@ export function renderTables(r, { svg = 'latency.svg' } = {}) {
   const cfg = r.model.config;
   const KT = r.key_T?.join(', ') ?? '';
   md.push(
-    `Run of ${r.generated.slice(0, 16).replace('T', ' ')} UTC${r.quick ? ' (BENCH_QUICK: shortened runs, noisy)' : ''} on ${r.machine.cpus} cores (${r.machine.cpu}), ` +
+    `Run of ${r.generated.slice(0, 16).replace('T', ' ')} UTC${r.quick ? ' (BENCH_QUICK: shortened runs, noisy)' : ''} on ${r.machine.cpus} cores of ${machineLine(r.machine)}, ` +
       `load average at the end ${r.machine.loadavg.map((x) => x.toFixed(1)).join(' ')}` +
       (r.source
         ? `; built from commit ${r.source.commit}${r.source.files_changed ? ` with ${r.source.files_changed} files changed in the working tree` : ''}.`
@@ -119,6 +120,14 @@ export function renderTables(r, { svg = 'latency.svg' } = {}) {
         `${f(d.engine_gemm_gflops_best_max, 1)} / ${f(d.tile4x8_gemm_gflops_best_max, 1)}`,
       ],
       ['calibration: engine GEMM over the hand-written 4x8 tile, medians', f(d.engine_over_tile4x8_gemm)],
+      ...(d.madd_ceiling_gflops
+        ? [
+            [
+              'calibration: multiply-add ceiling (10 chains, median GFLOP/s); engine GEMM over it',
+              `${f(d.madd_ceiling_gflops, 1)}; ${f(d.engine_gemm_over_madd_ceiling)}`,
+            ],
+          ]
+        : []),
       [
         '`node --no-liftoff` over default tiering, SIMD build: forward / GEMM',
         `${f(d.no_liftoff_over_default_forward)} / ${f(d.no_liftoff_over_default_gemm)}`,

@@ -27,7 +27,7 @@ import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { benchArgs, ROOT } from './lib.mjs';
+import { benchArgs, machineInfo, ROOT } from './lib.mjs';
 
 const opt = benchArgs(
   {
@@ -300,8 +300,7 @@ rmSync(tmp, { recursive: true, force: true });
 const result = {
   generated: new Date().toISOString(),
   machine: {
-    cpus: os.cpus().length,
-    cpu: os.cpus()[0]?.model,
+    ...machineInfo(),
     loadavg_before: loadBefore,
     loadavg_after: os.loadavg(),
   },

@@ -175,7 +175,22 @@ def headscope_bench(a, T, threads):
 
 
 def load_average():
-    return f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores"
+    return f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores of {cpu_line()}"
+
+
+def cpu_line():
+    """The CPU, its vendor and the vector extensions that set the ceilings (as bench/harness/lib.mjs machineLine)."""
+    try:
+        text = open("/proc/cpuinfo").read()
+    except OSError:
+        return "a CPU not recorded"
+    field = lambda name: next(
+        (l.split(":", 1)[1].strip() for l in text.splitlines() if l.split(":")[0].strip() == name), "?"
+    )
+    flags = set(field("flags").split())
+    names = {"fma": "FMA", "avx2": "AVX2", "avx512f": "AVX-512", "avx_vnni": "AVX-VNNI", "avx512_vnni": "AVX-512 VNNI"}
+    ext = [v for f, v in names.items() if f in flags] + [f"no {v}" for f, v in names.items() if f not in flags]
+    return f"{field('model name')} ({field('vendor_id')} family {field('cpu family')} model {field('model')}; {', '.join(ext)})"
 
 
 def ints(s):
