@@ -26,7 +26,7 @@ import {
 import { Runner } from './runtime/runner.js';
 import { DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery } from './runtime/url-state.js';
 import { embedSnippet } from './runtime/embed-snippet.js';
-import { describeHead, focusToken, clamp } from './model/describe.js';
+import { describeHead, focusToken, clamp, windowAround } from './model/describe.js';
 import { GridView, gridScene } from './views/grid.js';
 import { HeatmapView, heatmapScene } from './views/heatmap.js';
 import { LinesView, linesScene } from './views/lines.js';
@@ -74,6 +74,7 @@ export {
   Tooltip,
   describeHead,
   focusToken,
+  windowAround,
   gridScene,
   heatmapScene,
   linesScene,

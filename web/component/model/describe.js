@@ -12,6 +12,16 @@ export function clamp(v, lo, hi) {
   return Math.max(lo, Math.min(hi, v));
 }
 
+/**
+ * The tokens [from, to) a view shows of T around token `around` when it shows at most `size`: all of
+ * them, or `size` centred on it and moved inside [0, T) at either end (the lines view, the token strip).
+ */
+export function windowAround(T, around, size) {
+  if (T <= size) return [0, T];
+  const from = clamp(Math.floor(around - size / 2), 0, T - size);
+  return [from, from + size];
+}
+
 /** The query token index the views focus on (the selected one, or the last token). */
 export function focusToken(result, state) {
   const t = state.token;

@@ -3,7 +3,7 @@
 // builder; LinesView adds hover, tap and keyboard focus on a token.
 import { textWidth } from './scene.js';
 import { headColour, tokenLabel, tokenWords, quoteToken } from '../runtime/theme.js';
-import { clamp, focusToken } from '../model/describe.js';
+import { clamp, focusToken, windowAround } from '../model/describe.js';
 import { SceneView } from './scene-view.js';
 import { shownWeights, weightAt } from '../model/weighting.js';
 
@@ -35,11 +35,7 @@ function strongestKeys(src, q, k) {
 export const LINES_WINDOW = 128;
 
 /** The tokens [from, to) the lines view shows of T around token `around`: all, or a window. */
-export function linesWindow(T, around) {
-  if (T <= LINES_WINDOW) return [0, T];
-  const from = clamp(around - LINES_WINDOW / 2, 0, T - LINES_WINDOW);
-  return [from, from + LINES_WINDOW];
-}
+export const linesWindow = (T, around) => windowAround(T, around, LINES_WINDOW);
 
 /**
  * Lines view: tokens in two columns, a line from each token to the earlier tokens it attends to

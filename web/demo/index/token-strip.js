@@ -3,7 +3,7 @@
 // a few labels and tints instead of rebuilding the strip (which made the browser restyle all of it).
 // A long text shows a window of STRIP_WINDOW tokens around the focused one, between two buttons that
 // move it: 8,192 buttons would cost every keystroke a restyle of all of them.
-import { focusToken, tokenLabel, tokenWords, heat, heatInk } from '../../component/headscope-view.js';
+import { focusToken, tokenLabel, tokenWords, heat, heatInk, windowAround } from '../../component/headscope-view.js';
 import { headSource } from '../../lib/result.js';
 
 function setAttr(node, name, value) {
@@ -16,11 +16,7 @@ function setText(node, text) {
 export const STRIP_WINDOW = 512;
 
 /** The tokens [from, to) the strip shows of T with `focused` focused: all, or a window around it. */
-export function stripWindow(T, focused) {
-  if (T <= STRIP_WINDOW) return [0, T];
-  const from = Math.max(0, Math.min(T - STRIP_WINDOW, focused - STRIP_WINDOW / 2));
-  return [from, from + STRIP_WINDOW];
-}
+export const stripWindow = (T, focused) => windowAround(T, focused, STRIP_WINDOW);
 
 export class TokenStrip {
   /** onSelect(t) when a token is clicked. */
