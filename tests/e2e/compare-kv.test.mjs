@@ -10,7 +10,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test, expect, SITE, ARTIFACTS, shot } from './fixtures.mjs';
 import { seriousViolations } from './axe.mjs';
-import { kvFamilyNames, kvFamilyTable, kvTradeoffSentence, fmtBytes } from '../../web/demo/compare/compare-kv.js';
+import {
+  kvFamilyNames,
+  kvFamilyTable,
+  kvFamilyChart,
+  kvTradeoffSentence,
+  fmtBytes,
+} from '../../web/demo/compare/compare-kv.js';
+import { barTitle } from '../../web/component/charts/bars.js';
 
 const siteModels = (() => {
   try {
@@ -89,6 +96,17 @@ test.describe('wide', () => {
     await expect(page.locator('#kv-summary')).toHaveText(
       kvTradeoffSentence(entries.map((e) => ({ ...e, card: cards[e.name] }))),
     );
+    // the chart above the table: the same numbers as bars, each saying its number on hover; the
+    // table itself folded under "The numbers"
+    const chart = kvFamilyChart(entries.map((e) => ({ ...e, card: cards[e.name] })));
+    const hovers = await page.locator('#kv-chart svg rect[data-row] title').allTextContents();
+    const drawn = chart.rows.flatMap((_, i) =>
+      chart.columns.map((c, j) => (Number.isFinite(c.values[i]) ? barTitle(chart, i, j) : null)),
+    );
+    expect(hovers).toEqual(drawn.filter(Boolean));
+    await expect(page.locator('#kv-table')).toBeHidden();
+    await page.locator('#kv-table-wrap summary').click();
+    await expect(page.locator('#kv-table')).toBeVisible();
     // columns by key/value heads, most first
     const byLabel = Object.fromEntries(entries.map((e) => [e.label, e]));
     const kvs = want.columns.map((c) => byLabel[c].config.nKvHead);

@@ -2,7 +2,8 @@
 // head-role badges and their legend, knock-out ranking, predict-then-reveal, and the head-count
 // comparison page. Screenshots in build/e2e-artifacts/lab-*.png. Run with tests/e2e/run.sh.
 import { existsSync, readFileSync } from 'node:fs';
-import { familyRoleTable } from '../../web/demo/compare/compare-roles.js';
+import { familyRoleTable, familyRoleChart } from '../../web/demo/compare/compare-roles.js';
+import { barTitle } from '../../web/component/charts/bars.js';
 import path from 'node:path';
 import { test, expect, shot, SITE, usingDefaultModel, openDemo } from './fixtures.mjs';
 
@@ -347,11 +348,15 @@ test.describe('wide', () => {
       const entries = await demo(page, () =>
         window.headscopeCompare.entries.map((e) => ({ name: e.name, label: e.label, nHead: e.info.config.nHead })),
       );
-      const want = familyRoleTable(
-        entries.map((e) => ({
-          ...e,
-          card: JSON.parse(readFileSync(path.join(SITE, 'models', e.name, 'card.json'), 'utf8')),
-        })),
+      const withCards = entries.map((e) => ({
+        ...e,
+        card: JSON.parse(readFileSync(path.join(SITE, 'models', e.name, 'card.json'), 'utf8')),
+      }));
+      const want = familyRoleTable(withCards);
+      // the chart above it: a bar per role and the loss, per model, each saying its number on hover
+      const chart = familyRoleChart(withCards);
+      expect(await page.locator('#cmp-roles-chart svg rect[data-row] title').allTextContents()).toEqual(
+        chart.rows.flatMap((_, i) => chart.columns.map((c, j) => barTitle(chart, i, j))),
       );
       const shown = await page
         .locator('#cmp-roles tbody tr')

@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import {
   kvFamilyNames,
   kvFamilyTable,
+  kvFamilyChart,
   kvTradeoffSentence,
   kvOrder,
   typedSuffix,
@@ -335,4 +336,21 @@ test('typedSuffix: the first suffix every model reads as one more token at each 
   const full = { tokenize: async () => Array.from({ length: 4 }, (_, i) => ({ id: i })) };
   assert.equal(await typedSuffix('Hello', [chars, full]), ' the');
   assert.ok(Number.isInteger(TYPED_BURST) && TYPED_BURST > 1);
+});
+
+test('the chart above the table: most key/value heads first, cache per token and loss as bars, unknown as NaN', () => {
+  const entries = [
+    ready('kv-1', 1, card({ nKvHead: 1, val: 5.9 })),
+    ready('kv-8', 8, card({ nKvHead: 8, val: 5.8 })),
+    { label: 'kv-2', card: null, config: null, status: 'loading' },
+  ];
+  const chart = kvFamilyChart(entries);
+  assert.deepEqual(
+    chart.rows.map((r) => r.label),
+    ['kv-8 (8 key/value)', 'kv-1 (1 key/value)', 'kv-2'],
+  );
+  assert.deepEqual(chart.columns[0].values, [2048, 256, NaN]);
+  assert.deepEqual(chart.columns[1].values, [5.8, 5.9, NaN]);
+  assert.equal(chart.columns[0].format(2048), '2,048 bytes');
+  assert.equal(kvFamilyChart([]), null);
 });

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { familyRoleTable, oneHeadNote, roleCounts } from '../../../web/demo/compare/compare-roles.js';
+import { familyRoleTable, familyRoleChart, oneHeadNote, roleCounts } from '../../../web/demo/compare/compare-roles.js';
 
 const TH = { prev_token: 0.5, induction: 0.4, verb_to_subject: 3.0 };
 function newCard({ nHead, prev = 0.1, ind = 0.03, v2s = 1.2, counts, copy = 0.0, val = 5.1, bpb = 2.02 }) {
@@ -127,4 +127,37 @@ test("the shipped family's cards build a table with a cell per model and row", (
     else assert.equal(cellOf(t, 'Induction heads')[i], '–');
   }
   console.log(`# ${t.notes.join(' | ') || 'no notes'}`);
+});
+
+test('the chart above the table: the heads of each role and the loss, for the models whose cards measured roles', () => {
+  const entries = [
+    {
+      label: '1 head',
+      card: newCard({ nHead: 1, counts: { prev_token: 0, induction: 1, verb_to_subject: 0 }, val: 4.6 }),
+    },
+    { label: 'old', card: { architecture: { n_layer: 2, n_head: 2 }, loss: { val: 4.7 } } },
+    {
+      label: '8 heads',
+      card: newCard({ nHead: 8, counts: { prev_token: 2, induction: 5, verb_to_subject: 1 }, val: 4.5 }),
+    },
+  ];
+  const chart = familyRoleChart(entries);
+  assert.deepEqual(
+    chart.rows.map((r) => r.label),
+    ['1 head', '8 heads'],
+  );
+  assert.deepEqual(
+    chart.columns.map((c) => c.title),
+    ['previous token heads', 'induction heads', 'verb to subject heads', 'validation loss'],
+  );
+  assert.deepEqual(
+    chart.columns.map((c) => c.values),
+    [
+      [0, 2],
+      [1, 5],
+      [0, 1],
+      [4.6, 4.5],
+    ],
+  );
+  assert.equal(familyRoleChart([{ label: 'old', card: { loss: { val: 1 } } }]), null);
 });

@@ -22,7 +22,8 @@ import {
 } from '../../../web/demo/article/facts.js';
 import { wordTokens, linkScores } from '../../../web/demo/article/chef-heads.js';
 import { scaleScene } from '../../../web/demo/article/scale-scene.js';
-import { barsScene } from '../../../web/component/charts/bars.js';
+import { barsScene, barTitle } from '../../../web/component/charts/bars.js';
+import { textWidth } from '../../../web/component/views/scene.js';
 import { formedRoles, rolesSentence } from '../../../web/demo/article/training.js';
 
 const theme = themeFrom(() => '');
@@ -233,4 +234,30 @@ test('the training run names the heads past a role threshold, strongest first', 
   assert.equal(rolesSentence(formed), 'L0H0 previous token (0.90), L1H0 induction (0.70), L1H1 previous token (0.50)');
   assert.equal(rolesSentence(formedRoles(probe, { previous: 0.95, induction: 0.95 })), 'no head has a role yet');
   assert.deepEqual(formedRoles(null, { previous: 0.5 }), []);
+});
+
+test("the bars: a column's title wraps inside its column, an unmeasured value draws a dash and no bar, a bar's title says its number", () => {
+  const data = {
+    rows: [{ label: 'one' }, { label: 'two' }],
+    columns: [
+      { title: 'a long column title that cannot fit', values: [1, NaN], format: String },
+      { title: 'another long column title here', values: [2, 3], format: String },
+      { title: 'and a third long title', values: [4, 5], format: String },
+    ],
+  };
+  const scene = barsScene(data, theme, { width: 360 });
+  const firsts = scene.items.filter((it) => it.data?.title !== undefined);
+  assert.equal(firsts.length, 3);
+  for (let j = 0; j + 1 < firsts.length; j++) {
+    const lines = scene.items.filter((it) => it.type === 'text' && it.weight === 'bold' && it.x === firsts[j].x);
+    assert.ok(lines.length > 1, 'the title wrapped');
+    for (const l of lines) assert.ok(l.x + textWidth(l.text, l.size) <= firsts[j + 1].x, l.text);
+  }
+  const bars = scene.items.filter((it) => it.type === 'rect');
+  assert.equal(bars.length, 5);
+  assert.ok(!bars.some((b) => b.data.row === 1 && b.data.column === 0));
+  assert.ok(
+    Math.min(...bars.map((b) => b.y)) > Math.max(...scene.items.filter((it) => it.weight === 'bold').map((t) => t.y)),
+  );
+  assert.equal(barTitle(data, 1, 1), 'two: another long column title here 3');
 });

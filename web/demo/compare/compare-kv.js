@@ -271,3 +271,23 @@ export function kvTradeoffSentence(entries) {
   }
   return parts.join(' ') || 'Waiting for the models and their cards…';
 }
+
+/**
+ * The chart above the table (web/component/charts/bars.js's data): one row per model, most key/value
+ * heads first, its key/value cache per token and its validation loss as bars from zero (NaN: not
+ * known yet). Null without a model.
+ */
+export function kvFamilyChart(entries) {
+  const ordered = kvOrder(entries);
+  if (!ordered.length) return null;
+  const facts = ordered.map(kvFacts);
+  return {
+    rows: ordered.map((e, i) => ({
+      label: Number.isFinite(facts[i].nKvHead) ? `${e.label} (${facts[i].nKvHead} key/value)` : e.label,
+    })),
+    columns: [
+      { title: 'cache per token', values: facts.map((f) => f.cacheBytes ?? NaN), format: fmtBytes },
+      { title: 'validation loss', values: facts.map((f) => f.valLoss ?? NaN), format: (v) => v.toFixed(3) },
+    ],
+  };
+}

@@ -157,3 +157,30 @@ export function oneHeadNote(entries) {
       : 'No model of this family holds both on its card.')
   );
 }
+
+/**
+ * The chart above the table (web/component/charts/bars.js's data): one row per model with a card
+ * that has role measurements, and the heads of each role and the validation loss as bars from zero.
+ * `entries`: [{ label, card }]. Null when no model has them.
+ */
+export function familyRoleChart(entries) {
+  const measured = entries.filter((e) => e.card?.roles);
+  if (!measured.length) return null;
+  const th = familyThresholds(entries);
+  const counts = measured.map((e) => roleCounts(e.card));
+  const columns = roleKinds(th).map((k) => ({
+    // spaces, not hyphens: a title wraps at them in a narrow column
+    title: `${k.name
+      .replace(/ heads$/, '')
+      .toLowerCase()
+      .replaceAll('-', ' ')} heads`,
+    values: counts.map((c) => c[k.key]),
+    format: (v) => String(v),
+  }));
+  columns.push({
+    title: 'validation loss',
+    values: measured.map((e) => e.card.loss?.val ?? NaN),
+    format: (v) => v.toFixed(3),
+  });
+  return { rows: measured.map((e) => ({ label: e.label })), columns };
+}

@@ -20,13 +20,22 @@ import {
   DEFAULT_TEXT,
   describeHead,
   headSharing,
+  sceneToSvg,
 } from '../../component/headscope-view.js';
+import { barsScene, barTitle } from '../../component/charts/bars.js';
 import { allHeadScores, headBadges } from '../../lib/analysis.js';
 import { ROLE_SHORT, rolesSentence } from '../../component/lab/lab.js';
 import { sharingName } from '../../component/model/kv-groups.js';
 import { tradeoffSentence, fmtParams } from './tradeoff.js';
-import { familyRoleTable } from './compare-roles.js';
-import { kvFamilyNames, kvFamilyTable, kvTradeoffSentence, typedSuffix, TYPED_BURST } from './compare-kv.js';
+import { familyRoleTable, familyRoleChart } from './compare-roles.js';
+import {
+  kvFamilyNames,
+  kvFamilyTable,
+  kvFamilyChart,
+  kvTradeoffSentence,
+  typedSuffix,
+  TYPED_BURST,
+} from './compare-kv.js';
 import { PruningPanel } from './compare-pruning.js';
 import { modelIndex, loadCard } from '../common/models.js';
 import { defaultModelName as DEFAULT_MODEL, shippedModels } from '../../lib/headscope.js';
@@ -359,7 +368,32 @@ function renderTable() {
   );
 }
 
-/** The roles table: role counts, best scores, copy accuracy and loss from each model's card. */
+/**
+ * A bar chart (charts/bars.js) in `host`, at its width: each bar's number on hover (its <title>), the
+ * whole chart's numbers in its accessible name; the table under it has them all.
+ */
+function showBars(host, data, name) {
+  if (!data) {
+    host.replaceChildren();
+    return;
+  }
+  const width = Math.max(300, Math.min(600, host.clientWidth || 600));
+  const svg = sceneToSvg(barsScene(data, readTheme(host), { width }), { doc: document });
+  svg.removeAttribute('width');
+  svg.removeAttribute('height');
+  svg.setAttribute('role', 'img');
+  const all = [];
+  for (const bar of svg.querySelectorAll('rect[data-row]')) {
+    const title = document.createElementNS('http://www.w3.org/2000/svg', 'title');
+    title.textContent = barTitle(data, Number(bar.dataset.row), Number(bar.dataset.column));
+    bar.appendChild(title);
+    all.push(title.textContent);
+  }
+  svg.setAttribute('aria-label', `${name}: ${all.join('; ')}`);
+  host.replaceChildren(svg);
+}
+
+/** The roles chart and table: role counts, best scores, copy accuracy and loss from each model's card. */
 function renderRoles() {
   const entries = state.entries.map((e) => ({
     label: e.label,
@@ -373,6 +407,7 @@ function renderRoles() {
     rows,
   );
   $('cmp-roles-notes').replaceChildren(...notes.map((n) => el('p', 'compare-note', n)));
+  showBars($('cmp-roles-chart'), familyRoleChart(entries), 'Heads of each role and validation loss, per model');
 }
 
 function renderSummary() {
@@ -395,6 +430,7 @@ function renderKv() {
   if (!kv.entries.length) return;
   const { columns, rows, notes } = kvFamilyTable(kv.entries);
   fillTable($('kv-table'), columns, rows);
+  showBars($('kv-chart'), kvFamilyChart(kv.entries), 'Key/value cache per token and validation loss, per model');
   $('kv-notes').replaceChildren(...notes.map((n) => el('p', 'compare-note', n)));
   $('kv-summary').textContent = kvTradeoffSentence(kv.entries);
 }
