@@ -90,16 +90,18 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
           slices = W.panels.data() + ((std::size_t)g0 * W.K + k0) * kPanel;
           slice_stride = (std::size_t)W.K * kPanel;
         }
-        for (int t = 0; t < T; t += kTileRows) {
-          const int rows = std::min(kTileRows, T - t);
-          const PackedTileFn tile = kPackedTiles[rows - 1];
+        // full row tiles call the tile directly (inlined), the last partial one through the table
+        const auto row_tile = [&](auto tile, int t) {
           const float* x = inp + (std::size_t)t * inp_stride + k0;
           for (int p = g0; p < g1; p++) {
             const int n0 = p * kPanel;
             tile(out + (std::size_t)t * N + n0, N, x, inp_stride, slices + (p - g0) * slice_stride, depth, start,
                  has_bias ? W.bias.data() + n0 : nullptr, std::min(kPanel, N - n0));
           }
-        }
+        };
+        int t = 0;
+        for (; t + kTileRows <= T; t += kTileRows) row_tile(gemm::packed_tile<kTileRows>, t);
+        if (t < T) row_tile(kPackedTiles[T - t - 1], t);
       }
     }
   });
