@@ -700,3 +700,29 @@ test('panels off screen do no work while the reader types, and show the latest r
     .poll(() => page.evaluate(() => window.__inspects), { message: 'the inside panel reads its head once in view' })
     .toBeGreaterThan(inspects);
 });
+
+test('a long explanation shows its first sentence and "more", which shows the rest and back', async ({
+  page,
+  site,
+}) => {
+  await openDemo(page, site.url('index.html'));
+  const p = page.locator('p.explain').first();
+  const whole = await p.evaluate((e) => e.textContent);
+  const button = p.locator('.explain-more-btn');
+  await expect(button).toHaveText('more');
+  await expect(button).toHaveAttribute('aria-expanded', 'false');
+  const rest = p.locator('.explain-more');
+  await expect(rest).toBeHidden();
+  // what a reader sees: one sentence, then "more"
+  const shown = (await p.innerText()).replace(/\s*more$/, '');
+  expect(shown.match(/[.!?](\s|$)/g)).toHaveLength(1);
+  expect(whole.startsWith(shown)).toBe(true);
+  await button.click();
+  await expect(rest).toBeVisible();
+  await expect(button).toHaveAttribute('aria-expanded', 'true');
+  await expect(button).toHaveText('less');
+  // the whole paragraph, as written (the rest's nodes moved, not re-parsed)
+  expect((await p.evaluate((e) => e.textContent)).replace(/\s*less$/, '')).toBe(whole.replace(/\s*more$/, ''));
+  await button.click();
+  await expect(rest).toBeHidden();
+});

@@ -39,6 +39,10 @@ import {
 import { PruningPanel } from './compare-pruning.js';
 import { modelIndex, loadCard } from '../common/models.js';
 import { defaultModelName as DEFAULT_MODEL, shippedModels } from '../../lib/headscope.js';
+import { shortenExplanations } from '../common/more.js';
+
+// the long explanations: their first sentence, and "more"
+shortenExplanations(document);
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);

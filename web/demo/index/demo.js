@@ -40,6 +40,10 @@ import { installPatching } from './patch-panel.js';
 import { installWhy } from './explain-panel.js';
 import { installCircuits } from './circuits-panel.js';
 import { installLongText } from './long-text.js';
+import { shortenExplanations } from '../common/more.js';
+
+// the long explanations: their first sentence, and "more"
+shortenExplanations(document);
 
 // ?threads=N as the page was opened with: it chose the engine, so the URL keeps it
 const URL_THREADS = new URLSearchParams(location.search).get('threads');
