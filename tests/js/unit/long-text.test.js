@@ -5,7 +5,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { themeFrom, heatIndex } from '../../../web/component/runtime/theme.js';
-import { paintThumbnails, bitmapView, poolView, MAX_BITMAP } from '../../../web/component/views/paint.js';
+import {
+  paintThumbnails,
+  paintAttention,
+  bitmapView,
+  poolView,
+  MAX_BITMAP,
+} from '../../../web/component/views/paint.js';
 import { PulledMaps } from '../../../web/component/runtime/pulled-maps.js';
 import { headSource, makeResult } from '../../../web/lib/result.js';
 
@@ -278,4 +284,91 @@ test('PulledMaps keeps at most 8 heads not shown, and no more floats of them tha
   const roomy = new PulledMaps(() => model, { spareFloats: 1e9 });
   for (let h = 0; h < 12; h++) await roomy.pull(resultOf(ids), [[h >> 2, h & 3]]);
   assert.equal(roomy.held().length, 9);
+});
+
+// Typing at the end of a long text: paintAttention with `same` repaints only the blocks from the
+// first token that differs, on a canvas whose bitmap it keeps. Against a fresh canvas painted whole
+// (the definition, as tested above), pixel for pixel, through a fake 2D context that applies
+// putImageData's dirty rectangle as a browser does: a block left stale, or a row written outside the
+// rectangle, shows as a difference.
+function fakeCanvas() {
+  const canvas = { width: 0, height: 0, shown: null, puts: 0 };
+  const ctx = {
+    createImageData: (w, h) => ({ width: w, height: h, data: new Uint8ClampedArray(w * h * 4) }),
+    putImageData(img, dx, dy, x0 = 0, y0 = 0, w = img.width, h = img.height) {
+      if (!canvas.shown || canvas.shown.length !== img.data.length)
+        canvas.shown = new Uint8ClampedArray(img.data.length);
+      for (let y = y0; y < y0 + h; y++)
+        canvas.shown.set(
+          img.data.subarray((y * img.width + x0) * 4, (y * img.width + x0 + w) * 4),
+          (y * img.width + x0) * 4,
+        );
+      canvas.puts++;
+      canvas.lastRows = [y0, y0 + h];
+    },
+  };
+  canvas.getContext = () => ctx;
+  return canvas;
+}
+
+test('paintAttention repaints only the blocks typing changed, and equals a whole paint', () => {
+  const S = 2 * MAX_BITMAP + 200; // the pulled map's roomy stride
+  const data = new Float32Array(S * S);
+  const fill = (q0, q1, salt) => {
+    for (let q = q0; q < q1; q++)
+      for (let k = 0; k <= q; k++) data[q * S + k] = (((q * 7919 + k * 104729 + salt) % 1000003) / 1000003) ** 4;
+  };
+  const src = { data, offset: 0, stride: S };
+  const canvas = fakeCanvas();
+  let ids = Array.from({ length: 2 * MAX_BITMAP + 90 }, (_, i) => i % 50);
+  fill(0, ids.length, 0);
+  const paint = (target, withSame) =>
+    paintAttention(
+      target,
+      { T: ids.length },
+      0,
+      0,
+      theme,
+      src,
+      bitmapView(ids.length),
+      withSame ? { key: 'h', data, lut: theme.lut, ids: [...ids] } : null,
+    );
+  const check = (what) => {
+    const whole = fakeCanvas();
+    paint(whole, false);
+    assert.equal(canvas.width, whole.width, what);
+    assert.equal(canvas.height, whole.height, what);
+    assert.ok(
+      canvas.shown.every((v, i) => v === whole.shown[i]),
+      `${what}: every pixel as a whole paint`,
+    );
+  };
+  paint(canvas, true);
+  check('the first paint');
+  // typing: one token (the bitmap keeps its width), then tokens past the next block (it grows)
+  for (const added of [1, 2, 7]) {
+    const T0 = ids.length;
+    ids = ids.concat(Array.from({ length: added }, (_, i) => 60 + i));
+    fill(T0, ids.length, 1);
+    const height = canvas.height;
+    paint(canvas, true);
+    check(`${added} tokens typed at ${T0}`);
+    // the same height: only the last block rows were put (the rest kept); a taller bitmap: all of it
+    if (canvas.height === height) assert.ok(canvas.lastRows[0] >= height - 2, `rows put: ${canvas.lastRows}`);
+  }
+  // a change in the middle: the rows from it change
+  const at = 1000;
+  ids[at] = 99;
+  fill(at, ids.length, 2);
+  paint(canvas, true);
+  check('a token changed in the middle');
+  // another head's weights in the same array: everything again (the key differs)
+  fill(0, ids.length, 3);
+  paintAttention(canvas, { T: ids.length }, 0, 1, theme, src, bitmapView(ids.length), {
+    key: 'other',
+    data,
+    lut: theme.lut,
+    ids: [...ids],
+  });
+  check('another head');
 });

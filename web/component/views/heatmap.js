@@ -367,15 +367,15 @@ export class HeatmapView extends SceneView {
   #paintCells() {
     const { result, state, theme, layout } = this;
     const view = result.T > MAX_BITMAP && this.zoom > 1 ? this.#cellsInView() : bitmapView(result.T);
-    paintAttention(
-      this.canvas,
-      result,
-      state.layer,
-      state.head,
-      theme,
-      shownWeights(result, state, state.layer, state.head),
-      view,
-    );
+    const src = shownWeights(result, state, state.layer, state.head);
+    // what the weights depend on besides the tokens: typing at the end repaints only the new rows' blocks
+    const same = {
+      key: `${state.layer}:${state.head}:${JSON.stringify(result.ablate ?? [])}:${src.weighted}:${src.offset}:${src.stride}`,
+      data: src.data,
+      lut: theme.lut,
+      ids: result.tokens.map((t) => t.id),
+    };
+    paintAttention(this.canvas, result, state.layer, state.head, theme, src, view, same);
     const pct = (v, total) => `${((100 * v) / total).toFixed(4)}%`;
     const { cell } = layout;
     const place = [

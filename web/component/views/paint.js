@@ -50,11 +50,14 @@ const clampInt = (v, lo, hi) => Math.min(hi, Math.max(lo, Math.floor(v)));
  * mean would fade it by bin²), and -1 where the whole block lies after its query (the upper
  * triangle, which no weight reaches). Into `out` (w * h floats) when given.
  */
-export function poolView(src, view, out = new Float32Array(view.w * view.h)) {
+export function poolView(src, view, out = new Float32Array(view.w * view.h), fromRow = view.r0) {
   const { r0, r1, c0, c1, bin, w, h } = view;
   const { data: A, offset: base, stride: S } = src;
-  out.fill(-1, 0, w * h);
-  for (let q = r0; q < r1; q++) {
+  // with fromRow, only the blocks of rows [fromRow, r1) (from the block holding fromRow) are pooled
+  // again: the rows above are the caller's, as it last pooled them
+  const first = r0 + Math.floor((Math.max(r0, fromRow) - r0) / bin) * bin;
+  out.fill(-1, ((first - r0) / bin) * w, w * h);
+  for (let q = first; q < r1; q++) {
     const py = ((q - r0) / bin) | 0;
     const row = base + q * S;
     const end = Math.min(c1, q + 1); // keys after the query hold nothing
@@ -78,16 +81,29 @@ export function poolView(src, view, out = new Float32Array(view.w * view.h)) {
  * block, masked blocks faint. `src` (weighting.js shownWeights()) says where the weights shown are;
  * default: the result's own.
  */
-export function paintAttention(canvas, result, layer, head, theme, src = null, view = null) {
+export function paintAttention(canvas, result, layer, head, theme, src = null, view = null, same = null) {
   const T = result.T;
   view ??= bitmapView(T);
   const w = Math.max(1, view.w),
     h = Math.max(1, view.h);
   let c = paintCache.get(canvas);
   if (!c) {
-    c = { ctx: null, img: null, u32: null, cells: null };
+    c = { ctx: null, img: null, u32: null, cells: null, last: null };
     paintCache.set(canvas, c);
   }
+  // Typing at the end of a long text changes the map's last rows only: a row depends on its token and
+  // those before it. With `same` ({ key, data, lut, ids }: what else the weights depend on as a string,
+  // the array they are read from and the colour table, compared by identity, and the token ids), the
+  // blocks of rows before the first token that differs from the last paint's are kept, when the last
+  // paint was of the whole map in blocks of the same bin (w may have grown: the new columns' cells
+  // lie after every earlier query, masked).
+  const kept = keptRows(c.last, same, view, T);
+  c.last =
+    same && view.bin > 1 && view.r0 === 0 && view.c0 === 0 && view.r1 === T && view.c1 === T
+      ? { ...same, bin: view.bin, w, h }
+      : null;
+  if (kept > 0 && view.bin > 1)
+    return repaintFrom(canvas, c, src ?? headSource(result, layer, head), view, theme, kept);
   if (canvas.width !== w || canvas.height !== h) {
     canvas.width = w;
     canvas.height = h;
@@ -121,6 +137,51 @@ export function paintAttention(canvas, result, layer, head, theme, src = null, v
     for (let i = 0; i < w * h; i++) px[i] = cells[i] < 0 ? faint : lut[heatIndex(cells[i])];
   }
   c.ctx.putImageData(c.img, 0, 0);
+}
+
+// The rows of a whole-map bitmap that a paint of `view` may keep from the last one (0: paint it all)
+function keptRows(last, same, view, T) {
+  if (!last || !same || last.key !== same.key || last.data !== same.data || last.lut !== same.lut) return 0;
+  if (last.bin !== view.bin) return 0;
+  if (view.r0 !== 0 || view.c0 !== 0 || view.r1 !== T || view.c1 !== T) return 0;
+  const a = last.ids,
+    b = same.ids;
+  const n = Math.min(a.length, b.length);
+  let k = 0;
+  while (k < n && a[k] === b[k]) k++;
+  return k;
+}
+
+// The whole-map bitmap again from token `from` on: the cells of the blocks before it moved to the
+// new width when it grew, those from it pooled again, and their pixels alone written
+function repaintFrom(canvas, c, src, view, theme, from) {
+  const { w, h, bin } = view;
+  const lut = lut32Of(theme.lut.lut);
+  const [fr, fg, fb] = parseCss(theme.faint);
+  const faint = pixel32(fr, fg, fb);
+  const pw = canvas.width,
+    ph = canvas.height;
+  const firstBlock = Math.floor(from / bin);
+  if (pw !== w || ph !== h) {
+    // the earlier block rows' cells at the new width (the new columns masked), and the image anew
+    const cells = new Float32Array(w * h).fill(-1);
+    for (let y = 0; y < Math.min(firstBlock, ph); y++)
+      cells.set(c.cells.subarray(y * pw, y * pw + Math.min(pw, w)), y * w);
+    c.cells = cells;
+    canvas.width = w;
+    canvas.height = h;
+    c.img = c.ctx.createImageData(w, h);
+    c.u32 = new Int32Array(c.img.data.buffer, c.img.data.byteOffset, w * h);
+    poolView(src, view, c.cells, from);
+    const px = c.u32;
+    for (let i = 0; i < w * h; i++) px[i] = c.cells[i] < 0 ? faint : lut[heatIndex(c.cells[i])];
+    c.ctx.putImageData(c.img, 0, 0);
+    return;
+  }
+  poolView(src, view, c.cells, from);
+  const px = c.u32;
+  for (let i = firstBlock * w; i < w * h; i++) px[i] = c.cells[i] < 0 ? faint : lut[heatIndex(c.cells[i])];
+  c.ctx.putImageData(c.img, 0, 0, 0, firstBlock, w, h - firstBlock); // the rows that changed
 }
 
 /**
