@@ -62,7 +62,7 @@ log "wasm SIMD128 and relaxed SIMD against onnxruntime-web"
 node "${RELAXED_FLAG[@]}" bench/harness/wasm-gpt2-small.mjs --model "$G" --onnx "$G-onnx" --tokens "$TOKENS" \
   --simd build/wasm-release --relaxed build/wasm-relaxed --markdown "$MD/gpt2-small-wasm.md" "${Q[@]}"
 log "typing at the end of 1,000 tokens in the demo (headless Chromium)"
-node bench/harness/long-text-bench.mjs --model "$G" --demo "$SITE" --keys "$KEYS" --out "$OUT/long-text.json" --markdown "$MD/gpt2-small-typing.md"
+node bench/harness/long-text-bench.mjs --model "$G" --demo "$SITE" --keys "$KEYS" --bare 1 --out "$OUT/long-text.json" --markdown "$MD/gpt2-small-typing.md"
 log "the package threaded against onnxruntime-web in Chromium (an isolated page)"
 node bench/harness/browser-gpt2-small.mjs --model "$G" --onnx "$G-onnx" --pkg dist --tokens "$BROWSER_TOKENS" "${Q[@]}" \
   --out "$OUT/browser.json" --markdown "$MD/gpt2-small-browser.md"

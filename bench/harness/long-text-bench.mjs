@@ -14,11 +14,16 @@ import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
 import { benchArgs, stats } from './lib.mjs';
 import { DEMO_PROBE, labRolesMeasured } from './demo-probe.mjs';
+import { sampleBrowserMemory } from './tab-memory.mjs';
 import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
 const opt = benchArgs(
-  { required: ['model', 'demo', 'out'], strings: ['markdown'], defaults: { tokens: '1000', keys: '11', threads: '1' } },
-  'node bench/harness/long-text-bench.mjs --model DIR --demo SITE --out FILE [--tokens N] [--keys K]',
+  {
+    required: ['model', 'demo', 'out'],
+    strings: ['markdown'],
+    defaults: { tokens: '1000', keys: '11', threads: '1', bare: '0' },
+  },
+  'node bench/harness/long-text-bench.mjs --model DIR --demo SITE --out FILE [--tokens N] [--keys K] [--bare 1]',
 );
 const TOKENS = Number(opt.tokens);
 const KEYS = Number(opt.keys);
@@ -46,6 +51,7 @@ async function session(threads, { allRows }) {
     log('page error:', e.message);
     pageErrors.push(e.message);
   });
+  const memory = sampleBrowserMemory(); // from the page's load to the end of typing with new rows only
   const t0 = Date.now();
   await page.goto(
     `${server.url}index.html?model=${encodeURIComponent('/model/')}&text=Short.${threads ? `&threads=${threads}` : ''}`,
@@ -135,6 +141,13 @@ async function session(threads, { allRows }) {
   // Each key is a whole word with its space (one new token): the keystroke that adds a token.
   const words = ' and then the guests ate it in the garden before the rain came down'.split(/(?= )/);
   const rowsOn = await typeKeys('new rows only', words);
+  const mem = memory.stop();
+  const engineMemory = await page.evaluate(() => window.headscopeDemo.model.memory());
+  log(
+    `memory: the tab (renderer processes) peaked at ${(mem.renderer_peak_bytes / 2 ** 30).toFixed(2)} GB, the whole browser at ${(mem.browser_peak_bytes / 2 ** 30).toFixed(2)} GB; ` +
+      `the engine: weights ${(engineMemory.weightBytes / 2 ** 20).toFixed(0)} MB, activations ${(engineMemory.activationBytes / 2 ** 20).toFixed(0)} MB ` +
+      `(${engineMemory.viewsOnly ? "the views' alone" : 'every layer'}, kept whole up to ${engineMemory.fullActivationTokens} tokens)`,
+  );
   let rowsOff = null;
   if (allRows) {
     await page.evaluate(() => {
@@ -145,11 +158,43 @@ async function session(threads, { allRows }) {
   if (allRows) await page.screenshot({ path: path.join(path.dirname(opt.out), 'long-text.png') });
 
   await page.close();
-  return { info, loadMs, firstRunMs, progressSeen, rowsOn, rowsOff };
+  return { info, loadMs, firstRunMs, progressSeen, rowsOn, rowsOff, memory: { ...mem, engine: engineMemory }, text };
+}
+
+// The package's bare forward pass of the same text in a Worker at the same threads, in a page of its
+// own on the same server (no views, no progress steps): the package's run with the smallest result,
+// a long text's thumbnails, on a model opened as the demo opens a folder
+async function bareForward(threads, text) {
+  const page = await context.newPage();
+  await page.goto(`${server.url}favicon.svg`); // the site's origin, its policy and isolation
+  const ms = await page.evaluate(
+    async ({ threads, text }) => {
+      const { loadModelInWorker } = await import('/headscope-worker.js');
+      const model = await loadModelInWorker(new URL('/model/', location.href).href, {
+        threads,
+        attentionMaps: false,
+        weights: 'auto',
+        activations: 'auto',
+      });
+      const t0 = performance.now();
+      await model.run(text, { attention: 'thumbnails' });
+      const ms = performance.now() - t0;
+      model.dispose();
+      return ms;
+    },
+    { threads, text },
+  );
+  await page.close();
+  return ms;
 }
 
 const main = await session(null, { allRows: true });
-const { info, loadMs, firstRunMs, progressSeen, rowsOn, rowsOff } = main;
+const { info, loadMs, firstRunMs, progressSeen, rowsOn, rowsOff, memory } = main;
+const bareMs = opt.bare === '1' ? await bareForward(info.threads, main.text) : null;
+if (bareMs)
+  log(
+    `the package's bare forward in a Worker on ${info.threads} threads: ${(bareMs / 1000).toFixed(1)} s; the demo's first run ${(firstRunMs / bareMs).toFixed(2)}x it`,
+  );
 const byThreads = [{ threads: info.threads, first_run_ms: firstRunMs, new_rows_only: rowsOn }];
 for (const n of opt.threads
   .split(',')
@@ -168,6 +213,9 @@ const result = {
   load_ms: loadMs,
   first_run_ms: firstRunMs,
   first_run_progress_shown: progressSeen,
+  bare_forward_ms: bareMs,
+  first_run_over_bare_forward: bareMs ? firstRunMs / bareMs : null,
+  memory,
   new_rows_only: rowsOn,
   all_rows: rowsOff,
   speedup_p50: rowsOff.keystroke_to_paint.median_ms / rowsOn.keystroke_to_paint.median_ms,
@@ -187,6 +235,12 @@ if (opt.markdown) {
       `(${info.nLayer} layers x ${info.nHead} heads, width ${info.nEmbd}, random weights), a text of ${TOKENS} tokens, then ${KEYS} keystrokes, ` +
       `each a word with its space (one new token), first with the demo's row updates and then, in the same page, without them.\n\n` +
       `Load ${(loadMs / 1000).toFixed(1)} s; the first run of the ${TOKENS} tokens ${(firstRunMs / 1000).toFixed(1)} s, in steps with progress shown: ${progressSeen}.\n\n` +
+      (bareMs
+        ? `The package's bare forward of the same text in a Worker on ${info.threads} threads (its run with the smallest result, thumbnails): ${(bareMs / 1000).toFixed(1)} s; the demo's first run is ${(firstRunMs / bareMs).toFixed(2)}x it (target within 1.25x).\n\n`
+        : '') +
+      `Memory from the page's load to the end of typing: the tab (its renderer processes, workers included) peaked at ${(memory.renderer_peak_bytes / 2 ** 30).toFixed(2)} GB, ` +
+      `the whole browser at ${(memory.browser_peak_bytes / 2 ** 30).toFixed(2)} GB; the engine held ${(memory.engine.weightBytes / 2 ** 20).toFixed(0)} MB of weights and ` +
+      `${(memory.engine.activationBytes / 2 ** 20).toFixed(0)} MB of activations (${memory.engine.viewsOnly ? "the views' alone" : 'every layer'}).\n\n` +
       `| keystroke at ${TOKENS}+ tokens | to paint, median ms | p95 ms | run round trip (worker) median ms | the page's update of every view, median ms | first key ms | T |\n|---|---|---|---|---|---|---|\n` +
       `${row('new attention rows only (the demo)', rowsOn)}\n${row('every attention row again', rowsOff)}\n\n` +
       `New rows only is ${result.speedup_p50.toFixed(1)}x faster (median keystroke to paint). Target: within 150 ms. ` +

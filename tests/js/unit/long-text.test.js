@@ -372,3 +372,45 @@ test('paintAttention repaints only the blocks typing changed, and equals a whole
   });
   check('another head');
 });
+
+// The grid after a keystroke: paintThumbnails with the thumbnails it last painted repaints only the
+// pixel rows over cell rows that differ, and equals a whole paint of the new thumbnails
+test('paintThumbnails with the previous thumbnails repaints the rows that changed, and equals a whole paint', () => {
+  const nLayer = 2,
+    nHead = 3,
+    n = 16,
+    tile = 11; // fewer pixels than cells: a pixel row covers one or two cell rows
+  const layout = {
+    width: nHead * (tile + 2),
+    cells: Array.from({ length: nLayer }, (_, l) =>
+      Array.from({ length: nHead }, (_, h) => {
+        const x = h * (tile + 2),
+          y = l * (tile + 2);
+        return { box: [x, y, tile + 2, tile + 2], x: x + 1, y: y + 1, w: tile, h: tile };
+      }),
+    ),
+  };
+  const px0 = () => new Int32Array(layout.width * nLayer * (tile + 2));
+  const thumbsOf = (salt, changedFrom) => {
+    const t = new Float32Array(nLayer * nHead * n * n);
+    for (let i = 0; i < t.length; i++) {
+      const a = Math.floor(i / n) % n,
+        b = i % n;
+      if (b <= a) t[i] = (((i * 7919 + (a >= changedFrom ? salt : 0)) % 1009) / 1009) ** 2;
+    }
+    return t;
+  };
+  const before = { T: 1000, nLayer, nHead, thumbnails: thumbsOf(0, n), thumbnailCells: n, thumbnailBin: 64 };
+  const px = px0();
+  paintThumbnails(px, layout, before, theme);
+  for (const from of [15, 9, 0]) {
+    // the cell rows from `from` on changed in every head but the second (the same there)
+    const after = { ...before, thumbnails: thumbsOf(from + 1, from) };
+    after.thumbnails.set(before.thumbnails.subarray(n * n, 2 * n * n), n * n);
+    paintThumbnails(px, layout, after, theme, before.thumbnails);
+    const whole = px0();
+    paintThumbnails(whole, layout, after, theme);
+    assert.deepEqual(px, whole, `cell rows from ${from} changed`);
+    before.thumbnails = after.thumbnails;
+  }
+});

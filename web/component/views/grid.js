@@ -354,7 +354,24 @@ export class GridView {
       this.image = this.ctx.createImageData(L.width, L.height);
       this.pixels = new Int32Array(this.image.data.buffer, this.image.data.byteOffset, L.width * L.height);
     }
-    paintGrid(this.pixels, L, result, this.theme, this.state);
+    // a long text's thumbnails: typing changes their last cell rows only, so a paint on the same
+    // pixels, layout, colours and cell count repaints the rows that differ from the last thumbnails
+    const t = !result.attentionAll && result.thumbnails ? result.thumbnails : null;
+    const last = this.lastThumbnails;
+    const previous =
+      t &&
+      last &&
+      last.pixels === this.pixels &&
+      last.layout === L &&
+      last.lut === this.theme.lut &&
+      last.n === result.thumbnailCells &&
+      last.data.length === t.length
+        ? last.data
+        : null;
+    paintGrid(this.pixels, L, result, this.theme, this.state, previous);
+    this.lastThumbnails = t
+      ? { data: t, pixels: this.pixels, layout: L, lut: this.theme.lut, n: result.thumbnailCells }
+      : null;
     this.ctx.putImageData(this.image, 0, 0);
     // what the canvas shows, for the tests: the result and weighting painted (weightAt() reads them)
     const by = byValue(result, this.state) ? 'value' : 'weight';

@@ -192,8 +192,8 @@ function repaintFrom(canvas, c, src, view, theme, from) {
  * With state.by 'value' (and the result's value sizes) each cell shows weight × value size
  * (weighting.js), from row sums made only for the rows painted and kept with the result.
  */
-export function paintGrid(px, layout, result, theme, state = null) {
-  if (!result.attentionAll && result.thumbnails) return paintThumbnails(px, layout, result, theme);
+export function paintGrid(px, layout, result, theme, state = null, previousThumbnails = null) {
+  if (!result.attentionAll && result.thumbnails) return paintThumbnails(px, layout, result, theme, previousThumbnails);
   const { T, nHead } = result;
   const W = layout.width;
   const lut = lut32Of(theme.lut.lut);
@@ -267,7 +267,7 @@ function cellSpans(n, size) {
  * largest of the thumbnail cells it covers (cells are maxima already: a sharp head stays sharp at any
  * size), faint where every cell it covers is above the diagonal (keys after the query).
  */
-export function paintThumbnails(px, layout, result, theme) {
+export function paintThumbnails(px, layout, result, theme, previous = null) {
   const { T, nHead, thumbnails: C, thumbnailCells: n } = result;
   const W = layout.width;
   const lut = lut32Of(theme.lut.lut);
@@ -275,15 +275,27 @@ export function paintThumbnails(px, layout, result, theme) {
   const faint = pixel32(fr, fg, fb);
   layout.cells.forEach((row, l) =>
     row.forEach((t, h) => {
-      const [bx, by, bw, bh] = t.box;
-      for (let y = by; y < by + bh; y++) px.fill(faint, y * W + bx, y * W + bx + bw);
+      const base = (l * nHead + h) * n * n;
+      // with `previous` (the thumbnails px shows, as painted by this function on this layout and
+      // theme, n the same): only the pixel rows over cell rows from the first that differs
+      let changed = 0;
+      if (previous) {
+        const end = base + n * n;
+        let i = base;
+        while (i < end && previous[i] === C[i]) i++;
+        changed = Math.floor((i - base) / n);
+        if (changed === n) return; // this head's thumbnail is as painted
+      } else {
+        const [bx, by, bw, bh] = t.box;
+        for (let y = by; y < by + bh; y++) px.fill(faint, y * W + bx, y * W + bx + bw);
+      }
       if (T === 0) return;
       const cols = cellSpans(n, t.w),
         rows = cellSpans(n, t.h);
-      const base = (l * nHead + h) * n * n;
       for (let y = 0; y < t.h; y++) {
         const a0 = rows.from[y],
           a1 = rows.to[y];
+        if (a1 <= changed) continue; // every cell this pixel row covers is as painted
         const o = (t.y + y) * W + t.x;
         for (let x = 0; x < t.w; x++) {
           const b0 = cols.from[x],
