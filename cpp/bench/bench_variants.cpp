@@ -69,8 +69,9 @@ float peak_probe_throughput(int iters) {
 }
 
 // Hand-written 4x8 register tile over the engine's packed panels (PackedLinear, 8-wide), raw SIMD128.
-// Differences from kernels_simd.cpp gemm_tile<4>: four row pointers advanced with k instead of
-// r*inp_stride+k indexing; accumulators as named locals.
+// The calibration's reference tile since before the engine's gemm::packed_tile, which now has its row
+// pointers too: raw intrinsics, accumulators as named locals, the whole depth in one call and the
+// old loop order (every row tile under one panel), so it stays comparable across runs.
 static inline void tile4x8(float* out, int out_stride, const float* inp, int inp_stride, const float* panel, int K,
                            const float* bias, int n_valid) {
   v128_t b0 = bias ? wasm_v128_load(bias) : wasm_f32x4_splat(0.0f);
