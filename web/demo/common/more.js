@@ -21,7 +21,7 @@ export function firstSentenceEnd(text) {
 }
 
 /** Cuts every long static p.explain under `root` (see above); `min`: only paragraphs longer than this. */
-export function shortenExplanations(root, { min = 220 } = {}) {
+export function shortenExplanations(root, { min = 400 } = {}) {
   const doc = root.ownerDocument ?? root;
   let n = 0;
   for (const p of root.querySelectorAll('p.explain:not([id])')) {
