@@ -30,9 +30,10 @@ uint64_t Model::Impl::activation_floats(uint64_t c64, bool views_only) const {
   const uint64_t row_stats = L * NH * c64 * kernels::kRowStats + 3 * c64 /* the copy chains, int32 */;
   // the residual stream, q | k | v (and the queries kept apart) and the heads' outputs: every layer's,
   // or one layer's rows at a time (views_only)
-  const uint64_t layers =
-      views_only ? 3 * c64 * C + c64 * W + L * c64 * QW + c64 * QW : (L + 1) * c64 * C + L * c64 * W + L * c64 * QW;
-  return layers + maps + L * NH * c64 + 3 * c64 * C + c64 * FS +
+  const uint64_t R = std::min<uint64_t>(c64, kForwardRows);  // rows through the layers at a time
+  const uint64_t layers = views_only ? (2 * R + c64) * C + c64 * W + L * c64 * QW + c64 * QW
+                                     : (L + 1) * c64 * C + L * c64 * W + L * c64 * QW;
+  return layers + maps + L * NH * c64 + 3 * R * C + R * FS +
          L * (2 * c64 + 32) * KVW /* key panels and values: L x KV x <= (2 cap + panel) x HS */ + thumbnails +
          row_stats;
 }
@@ -42,7 +43,13 @@ bool Model::Impl::views_only_at(int cap) const { return activations_ != Activati
 float* Model::Impl::stream(int l) {
   const std::size_t C = config_.n_embd, cap = cap_;
   if (!views_only_) return &residual_[(std::size_t)l * cap * C];
-  return &residual_[(l == config_.n_layer ? 2 : l % 2) * cap * C];
+  return &residual_[2 * forward_rows() * C];  // the final stream (the rows buffers are forward()'s)
+}
+
+float* Model::Impl::stream_rows(int l, int t0) {
+  const std::size_t C = config_.n_embd;
+  if (!views_only_ || l == config_.n_layer) return stream(l) + (std::size_t)t0 * C;
+  return &residual_[(std::size_t)(l % 2) * forward_rows() * C];
 }
 
 const float* Model::Impl::queries(int layer, std::size_t* row_stride) const {
@@ -88,17 +95,18 @@ bool Model::Impl::ensure_capacity(int T) {
                 " of activations, more than their budget of " + megabytes(budget_.activations) + " (" +
                 budget_.words() + "); use a shorter text");
   try {
-    residual_.assign((views_only ? 3 : L + 1) * cap * C, 0.0f);
+    const std::size_t R = std::min<std::size_t>(cap, kForwardRows);  // forward_rows() once cap_ is set
+    residual_.assign(views_only ? (2 * R + cap) * C : (L + 1) * cap * C, 0.0f);
     qkv_.assign((views_only ? 1 : L) * cap * W, 0.0f);
     queries_.assign(views_only ? L * cap * QW : 0, 0.0f);
     att_.assign(keep_maps_ ? L * NH * cap * cap : NH * kernels::attention_block_rows() * cap, 0.0f);
     head_out_.assign((views_only ? 1 : L) * cap * QW, 0.0f);
     contrib_.clear();
     contrib_norm_.assign(L * NH * cap, 0.0f);
-    scratch_ln_.assign(cap * C, 0.0f);
-    scratch_proj_.assign(cap * C, 0.0f);
-    scratch_head_.assign(cap * C, 0.0f);
-    scratch_fc_.assign(cap * FS, 0.0f);
+    scratch_ln_.assign(R * C, 0.0f);
+    scratch_proj_.assign(R * C, 0.0f);
+    scratch_head_.assign(R * C, 0.0f);
+    scratch_fc_.assign(R * FS, 0.0f);
     key_panels_.assign(L * kernels::attention_key_panels_floats((int)cap, shape), 0.0f);
     row_stats_.assign(L * NH * cap * kernels::kRowStats, 0.0f);
     row_copies_.assign(3 * cap, 0);
@@ -276,7 +284,7 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
 void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
   namespace k = kernels;
   const ModelConfig& c = config_;
-  const int T = T_, n = T - t_begin;  // n: rows computed in this call
+  const int T = T_;
   const int C = c.n_embd, NH = c.n_head, V = c.vocab_size;
   const std::size_t cap = cap_, W = c.qkv_width(), QW = c.q_width();
   const bool llama = c.family == Family::llama;
@@ -301,9 +309,13 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
     }
   }
 
-  if (n > 0) {
-    for (int t = t_begin; layer_begin == 0 && t < T; t++) {
-      float* row = stream(0) + (std::size_t)t * C;
+  // Rows go through every layer kForwardRows at a time (a row's numbers do not depend on the rows
+  // computed with it: the keys and values of the rows before are the cache), so the per-row scratch
+  // and, keeping the views' alone, the stream between layers hold that many rows, not the text's.
+  for (int t0 = t_begin; t0 < T; t0 += kForwardRows) {
+    const int t1 = std::min(T, t0 + kForwardRows);
+    for (int t = t0; layer_begin == 0 && t < t1; t++) {
+      float* row = stream_rows(0, t0) + (std::size_t)(t - t0) * C;
       if (wte_f16_.empty()) {
         if (llama)
           std::copy_n(&wte_[(std::size_t)ids_[t] * C], C, row);  // rotary positions: no wpe
@@ -316,9 +328,9 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
     }
 
     for (int l = layer_begin; l < c.n_layer; l++) {
-      float* x_next = stream(l + 1) + t_begin * C;  // (n, C) stream leaving the block
+      float* x_next = stream_rows(l + 1, t0);  // (t1 - t0, C) stream leaving the block
       BlockBuffers io;
-      io.x = stream(l) + t_begin * C;  // (n, C) stream entering it
+      io.x = stream_rows(l, t0);  // (t1 - t0, C) stream entering it
       io.ln1 = io.ln2 = scratch_ln_.data();
       io.qkv = views_only_ ? qkv_.data() : &qkv_[l * cap * W];
       io.att = keep_maps_ ? &att_[l * NH * cap * cap] : att_.data();
@@ -329,7 +341,7 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
       io.attn_proj = io.mlp_out = scratch_proj_.data();
       io.res_mid = io.res_out = x_next;
       io.fc_pre = io.fc_act = scratch_fc_.data();
-      if (llama) io.fc_act += cap * 2 * c.n_inner;  // SwiGLU reads gate | up and writes apart
+      if (llama) io.fc_act += forward_rows() * 2 * c.n_inner;  // SwiGLU reads gate | up and writes apart
       io.rope_inv_freq = rope_inv_freq_.data();
       io.ablate = &ablate_mask_[(std::size_t)l * NH];
       io.contrib = options_.keep_contributions ? &contrib_[(std::size_t)l * NH * cap * C] : nullptr;
@@ -340,10 +352,10 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
       const k::AttentionRowStats stats{&row_stats_[(std::size_t)l * NH * cap * k::kRowStats], (int)cap, before, first,
                                        next};
       io.row_stats = &stats;
-      block_forward(c, blocks_[l], io, 1, t_begin, T, (int)cap);
+      block_forward(c, blocks_[l], io, 1, t0, t1, (int)cap);
       // the layer's queries, as the attention read them (the views recompute any row from them)
       if (views_only_)
-        for (int t = t_begin; t < T; t++) std::copy_n(&qkv_[(std::size_t)t * W], QW, &queries_[(l * cap + t) * QW]);
+        for (int t = t0; t < t1; t++) std::copy_n(&qkv_[(std::size_t)t * W], QW, &queries_[(l * cap + t) * QW]);
     }
   }
   thumb_rows_ = T;
@@ -357,10 +369,10 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
       k::layernorm_forward(scratch_ln_.data(), nullptr, nullptr, x, final_norm_weight_.data(), final_norm_bias_.data(),
                            rows, C, c.layer_norm_epsilon);
   };
-  if (options_.all_logits && T > logits_begin) {
-    const int rows = T - logits_begin;
-    final_norm(final_stream + (std::size_t)logits_begin * C, rows);
-    lm_head(&logits_all_[(std::size_t)logits_begin * V], scratch_ln_.data(), rows);
+  for (int r0 = logits_begin; options_.all_logits && r0 < T; r0 += kForwardRows) {
+    const int rows = std::min(kForwardRows, T - r0);
+    final_norm(final_stream + (std::size_t)r0 * C, rows);
+    lm_head(&logits_all_[(std::size_t)r0 * V], scratch_ln_.data(), rows);
   }
   logits_last_.resize(V);
   final_norm(final_stream + (std::size_t)(T - 1) * C, 1);

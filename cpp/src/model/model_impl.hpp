@@ -51,6 +51,12 @@ struct Model::Impl {
   // or with views_only_ two rows buffers taken in turn and the final stream's
   float* stream(int l);
   const float* stream(int l) const { return const_cast<Impl*>(this)->stream(l); }
+  // rows [t0, t0 + kForwardRows) of that stream as forward() computes them: row t0 of the layer's
+  // stream, or with views_only_ (below the final stream) row 0 of the rows buffer it takes in turn
+  float* stream_rows(int l, int t0);
+  // the rows forward() takes through every layer at a time, and the per-row buffers hold
+  static constexpr int kForwardRows = 512;
+  std::size_t forward_rows() const { return std::min<std::size_t>(cap_, kForwardRows); }
   // query head 0's q at row 0 of `layer` on the last run, and the floats from one row to the next
   const float* queries(int layer, std::size_t* row_stride) const;
   // throws Error when the last run kept only the views' activations: `what` needs every layer's
@@ -88,7 +94,8 @@ struct Model::Impl {
   ActivationStorage activations_ = ActivationStorage::all;
   int full_tokens_ = 0;              // the longest text whose activations are kept whole (fit_context)
   bool views_only_ = false;          // this allocation keeps only the views' activations
-  std::vector<float> residual_;      // (L+1, cap, C); views_only_: (3, cap, C), stream() says which
+  std::vector<float> residual_;      // (L+1, cap, C); views_only_: two rows buffers (R, C) and the final (cap, C),
+                                     // R = forward_rows(); stream() and stream_rows() say where
   std::vector<float> qkv_;           // (L, cap, W): q | k | v (W = 3C for GPT-2); views_only_: (cap, W), one layer's
   std::vector<float> queries_;       // views_only_: (L, cap, QW) every layer's q as the attention read it; else empty
   bool keep_maps_ = true;            // LoadOptions::attention_maps
@@ -97,10 +104,10 @@ struct Model::Impl {
   std::vector<float> head_out_;      // (L, cap, QW): concatenated head outputs, after ablation; views_only_: (cap, QW)
   std::vector<float> contrib_;       // (L, NH, cap, C) when keep_contributions
   std::vector<float> contrib_norm_;  // (L, NH, cap)
-  std::vector<float> scratch_ln_;    // (cap, C)
-  std::vector<float> scratch_proj_;  // (cap, C)
-  std::vector<float> scratch_head_;  // (cap, C)
-  std::vector<float> scratch_fc_;    // (cap, F) GPT-2; (cap, 3F) Llama: gate | up, then the SwiGLU
+  std::vector<float> scratch_ln_;    // (R, C), R = forward_rows(): forward()'s rows at a time
+  std::vector<float> scratch_proj_;  // (R, C)
+  std::vector<float> scratch_head_;  // (R, C)
+  std::vector<float> scratch_fc_;    // (R, F) GPT-2; (R, 3F) Llama: gate | up, then the SwiGLU
   std::vector<float> key_panels_;    // L x attention_key_panels_floats(cap, shape): keys and values in the attention
                                      // kernel's layout, cached with qkv_
   // Every head's thumbnail of the last run (LoadOptions::thumbnail_size S), raised by the forward pass

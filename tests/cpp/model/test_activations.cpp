@@ -128,11 +128,13 @@ TEST_CASE("memory(): the views' activations alone cost less, and reach a longer 
     REQUIRE(a.full_activation_tokens == all.config().n_positions);
     REQUIRE(b.capacity_tokens == a.capacity_tokens);
     // what the views drop, by its definition: of every layer's residual stream, q | k | v and head
-    // outputs, they keep the queries, three rows buffers of the stream, one layer's q | k | v and outputs
+    // outputs, they keep the queries, the final stream and two buffers of the rows the forward pass
+    // takes through the layers at a time (at most 512), one layer's q | k | v and outputs
     const headscope::ModelConfig& c = all.config();
     const uint64_t n = a.capacity_tokens, L = c.n_layer, C = c.n_embd, W = c.qkv_width(), QW = c.q_width();
     const uint64_t kept_all = (L + 1) * n * C + L * n * W + L * n * QW;
-    const uint64_t kept_views = 3 * n * C + n * W + L * n * QW + n * QW;
+    const uint64_t R = std::min<uint64_t>(n, 512);
+    const uint64_t kept_views = (2 * R + n) * C + n * W + L * n * QW + n * QW;
     REQUIRE(a.activation_bytes - b.activation_bytes == 4 * (kept_all - kept_views));
   }
 }
@@ -185,6 +187,13 @@ TEST_CASE("activations \"auto\": everything while it takes a quarter of the memo
                                                 " tokens, this text has " + std::to_string(full + 1)));
   all.run_ids(ids);
   require_same_views(all, m);
+  // the forward pass takes rows through the layers 512 at a time: a text run in other pieces (700
+  // tokens, then the rest on the cache) gives the same bits
+  Model pieces = load(all_options);
+  pieces.reserve((int)ids.size());  // room for the whole text: the second run keeps the first's cache
+  pieces.run_ids({ids.data(), 700});
+  REQUIRE(pieces.run_ids(ids).reused_tokens == 700);
+  require_same_views(all, pieces);
   // a text within the line again: everything is kept again, and the analyses work on it
   m.run_ids({ids.data(), 40});
   REQUIRE_FALSE(m.memory().views_only);
