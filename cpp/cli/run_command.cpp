@@ -69,8 +69,13 @@ int run_command(const Args& a) {
         mb(mem.activation_budget_bytes));
     std::printf("activations at the context of %d tokens %.1f MB (attention maps %s)\n", mem.context_tokens,
                 mb(mem.bytes_at_context), mem.attention_maps ? "kept" : "not kept: recomputed when read");
-    std::printf("activations kept: %s (every layer's up to %d tokens, the views' alone past that)\n",
-                headscope::activation_storage_name(mem.activations), mem.full_activation_tokens);
+    if (mem.activations == headscope::ActivationStorage::automatic)
+      std::printf("activations kept: auto (every layer's up to %d tokens, the views' alone past that)\n",
+                  mem.full_activation_tokens);
+    else
+      std::printf("activations kept: %s\n", mem.activations == headscope::ActivationStorage::all
+                                                 ? "all (every layer's)"
+                                                 : "views (every layer's queries and key/value cache alone)");
     return 0;
   }
   headscope::RunOptions opt;

@@ -89,8 +89,8 @@ WeightStorage parse_weight_storage(std::string_view name);
 //     patching read. Typing after switching heads off starts at the first layer that changed.
 //   views: only what the views read: every layer's queries and key/value cache (maps, tiles and
 //     thumbnails recompute any row from them, bit for bit), the thumbnails, the role statistics and
-//     each head's write norm. About 40% of `all` for the Llama family's shapes (SmolLM2-135M: 40,000
-//     floats a token against 84,000). Logits, maps, tiles, thumbnails, role scores, value norms and
+//     each head's write norm. About 40% of `all` for the Llama family's shapes (SmolLM2-135M: 33,000
+//     floats a token against 78,000). Logits, maps, tiles, thumbnails, role scores, value norms and
 //     typing equal `all`'s bit for bit; the analyses above throw an Error naming the option. Needs the
 //     SIMD build's key cache: a scalar build keeps `all`.
 //   automatic: `all` while a text's activations take at most a quarter of the memory limit
