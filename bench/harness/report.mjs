@@ -272,11 +272,9 @@ const detail = {
     ),
   ),
   simd128_throughput_probe_gflops_best: variants.peak_throughput.gflops_best,
-  madd_ceiling_gflops: variants.peak_madd?.gflops_median,
-  // the engine's GEMM at the model's shapes in the calibration's own runs, over the multiply-add ceiling
-  engine_gemm_over_madd_ceiling: variants.peak_madd
-    ? geomean(variants.gemm.map((g) => g.engine_gflops)) / variants.peak_madd.gflops_median
-    : undefined,
+  // the engine's GEMM at the model's shapes in the calibration's own runs (SIMD128), over SIMD128's
+  // multiply + add ceiling: the throughput probe, medians (variants.mjs says why that probe)
+  engine_gemm_over_ceiling: geomean(variants.gemm.map((g) => g.engine_gflops)) / variants.peak_throughput.gflops_median,
   engine_gemm_gflops_best_max: Math.max(...variants.gemm.map((g) => g.engine_best)),
   tile4x8_gemm_gflops_best_max: Math.max(...variants.gemm.map((g) => g.tile4x8_best)),
   engine_over_tile4x8_gemm: geomean(variants.gemm.map((g) => g.engine_gflops / g.tile4x8_gflops)),
@@ -302,8 +300,8 @@ const targets = [
   }),
   target(
     'engine',
-    'GEMM at 85% of the calibrated multiply-add ceiling (calibration stage)',
-    detail.engine_gemm_over_madd_ceiling,
+    'GEMM at 85% of the calibrated multiply + add ceiling (SIMD128, calibration stage)',
+    detail.engine_gemm_over_ceiling,
     0.85,
   ),
   target('engine', 'full forward no slower than onnxruntime-web', ratios.ours_over_ort_forward, 1),

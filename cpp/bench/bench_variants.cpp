@@ -189,12 +189,12 @@ static inline void tile_rx8(float* out, int out_stride, const float* inp, int in
 //   PANELS_INNER false: the engine's (gemm.cpp gemm_packed): row block (128 rows) > panel > row tile. A
 //     panel's slice (KC x 8) stays in L1 while the row block's inputs (128 x KC, from L2) stream past it.
 //   PANELS_INNER true: panel group > row tile > panel. One row tile's inputs (R x KC, 4-6 KB) stay in
-//     L1 while a group of panels (their slices: kGroupBytes, in L2) streams past it, each panel slice
+//     L1 while a group of panels (their slices: GROUP_KB, in L2) streams past it, each panel slice
 //     one contiguous run that the prefetcher follows.
-template <int R, Splat S, bool PANELS_INNER, int KC>
+template <int R, Splat S, bool PANELS_INNER, int KC, int GROUP_KB = 256>
 static void gemm_rx8(float* out, const float* inp, const kernels::PackedLinear& W, int M) {
   constexpr int kRowBlock = R * (128 / R);
-  constexpr int kGroupPanels = std::max(1, 256 * 1024 / (KC * 8 * 4));
+  constexpr int kGroupPanels = std::max(1, GROUP_KB * 1024 / (KC * 8 * 4));
   using TileFn = void (*)(float*, int, const float*, int, const float*, int, const float*, bool, int);
   static constexpr TileFn tiles[6] = {&tile_rx8<1, S>,
                                       &tile_rx8<(R > 2 ? 2 : 1), S>,
@@ -244,6 +244,9 @@ static constexpr std::pair<const char*, GemmFn> kTileVariants[] = {
     {"4x8 loadsplat, panels inner, kc 512", &gemm_rx8<4, Splat::load, true, 512>},
     {"5x8 loadsplat, panels inner, kc 256", &gemm_rx8<5, Splat::load, true, 256>},
     {"6x8 loadsplat, panels inner, kc 256", &gemm_rx8<6, Splat::load, true, 256>},
+    {"4x8 loadsplat, panels inner, kc 256, groups of 64 KB", &gemm_rx8<4, Splat::load, true, 256, 64>},
+    {"4x8 loadsplat, panels inner, kc 256, groups of 128 KB", &gemm_rx8<4, Splat::load, true, 256, 128>},
+    {"4x8 loadsplat, panels inner, kc 256, groups of 512 KB", &gemm_rx8<4, Splat::load, true, 256, 512>},
 };
 
 emscripten::val tile_variant_names() {
