@@ -230,6 +230,70 @@ static void gemm_rx8(float* out, const float* inp, const kernels::PackedLinear& 
   }
 }
 
+// R rows x two panels (16 columns): each broadcast of the input serves four weight vectors, not two
+// (onnxruntime-web's MLAS tile is 2 x 16). The two panels are adjacent 8-wide panels of the engine's
+// layout, read through two pointers. Loop: panels inside row tiles, depth slices of 256.
+template <int R>
+static inline void tile_rx16(float* out, int out_stride, const float* inp, int inp_stride, const float* pa,
+                             const float* pb, int depth, const float* bias, bool from_out) {
+  v128_t c[R][4];
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < 4; j++)
+      c[r][j] = from_out ? wasm_v128_load(out + r * out_stride + 4 * j)
+                : bias   ? wasm_v128_load(bias + 4 * j)
+                         : wasm_f32x4_splat(0.0f);
+  const float* a[R];
+  for (int r = 0; r < R; r++) a[r] = inp + r * inp_stride;
+  for (int k = 0; k < depth; k++, pa += 8, pb += 8) {
+    const v128_t w0 = wasm_v128_load(pa), w1 = wasm_v128_load(pa + 4), w2 = wasm_v128_load(pb),
+                 w3 = wasm_v128_load(pb + 4);
+    for (int r = 0; r < R; r++) {
+      const v128_t x = wasm_v128_load32_splat(a[r] + k);
+      c[r][0] = madd4(x, w0, c[r][0]);
+      c[r][1] = madd4(x, w1, c[r][1]);
+      c[r][2] = madd4(x, w2, c[r][2]);
+      c[r][3] = madd4(x, w3, c[r][3]);
+    }
+  }
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < 4; j++) wasm_v128_store(out + r * out_stride + 4 * j, c[r][j]);
+}
+
+template <int R>
+static void gemm_rx16(float* out, const float* inp, const kernels::PackedLinear& W, int M) {
+  constexpr int KC = 256, kGroupPanels = 256 * 1024 / (KC * 8 * 4);
+  const int K = W.K, N = W.N, panels = (N + 7) / 8;
+  for (int k0 = 0; k0 < K; k0 += KC) {
+    const int depth = std::min(KC, K - k0);
+    for (int g0 = 0; g0 < panels; g0 += kGroupPanels) {
+      const int g1 = std::min(panels, g0 + kGroupPanels);
+      for (int t = 0; t < M; t += R) {
+        const int rows = std::min(R, M - t);
+        const float* x = inp + (std::size_t)t * K + k0;
+        int p = g0;
+        for (; p + 2 <= g1 && (p + 2) * 8 <= N; p += 2) {
+          const float* pa = W.panels.data() + ((std::size_t)p * K + k0) * 8;
+          const float* b = W.bias.empty() ? nullptr : W.bias.data() + p * 8;
+          float* o = out + (std::size_t)t * N + p * 8;
+          if (rows == R)
+            tile_rx16<R>(o, N, x, K, pa, pa + (std::size_t)K * 8, depth, b, k0 > 0);
+          else
+            for (int r = 0; r < rows; r++)
+              tile_rx16<1>(o + (std::size_t)r * N, N, x + (std::size_t)r * K, K, pa, pa + (std::size_t)K * 8, depth, b,
+                           k0 > 0);
+        }
+        for (; p < g1; p++) {
+          const float* panel = W.panels.data() + ((std::size_t)p * K + k0) * 8;
+          const float* b = W.bias.empty() ? nullptr : W.bias.data() + p * 8;
+          for (int r = 0; r < rows; r++)
+            tile_rx8<1, Splat::load>(out + (std::size_t)(t + r) * N + p * 8, N, x + (std::size_t)r * K, K, panel, depth,
+                                     b, k0 > 0, std::min(8, N - p * 8));
+        }
+      }
+    }
+  }
+}
+
 // The sweep's candidates, by index (tileVariantNames() lists them in this order)
 using GemmFn = void (*)(float*, const float*, const kernels::PackedLinear&, int);
 static constexpr std::pair<const char*, GemmFn> kTileVariants[] = {
@@ -247,6 +311,8 @@ static constexpr std::pair<const char*, GemmFn> kTileVariants[] = {
     {"4x8 loadsplat, panels inner, kc 256, groups of 64 KB", &gemm_rx8<4, Splat::load, true, 256, 64>},
     {"4x8 loadsplat, panels inner, kc 256, groups of 128 KB", &gemm_rx8<4, Splat::load, true, 256, 128>},
     {"4x8 loadsplat, panels inner, kc 256, groups of 512 KB", &gemm_rx8<4, Splat::load, true, 256, 512>},
+    {"2x16 loadsplat (two panels), panels inner, kc 256", &gemm_rx16<2>},
+    {"3x16 loadsplat (two panels), panels inner, kc 256", &gemm_rx16<3>},
 };
 
 emscripten::val tile_variant_names() {
