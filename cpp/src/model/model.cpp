@@ -17,7 +17,10 @@
 
 namespace headscope {
 
-bool Model::Impl::reserve(int tokens) { return ensure_capacity(std::clamp(tokens, 1, config_.n_positions)); }
+bool Model::Impl::reserve(int tokens) {
+  reserved_ = std::clamp(tokens, 1, config_.n_positions);
+  return ensure_capacity(reserved_);
+}
 
 // Floats of activations for `cap` positions (ensure_capacity's buffers). Sizes come from config.json
 // and the text: added up in 64 bits, so a hostile config cannot overflow a 32-bit size_t (wasm).
@@ -74,8 +77,9 @@ void Model::Impl::require_activations(const char* what) const {
 
 bool Model::Impl::ensure_capacity(int T) {
   // a text short enough to keep whole after a longer one kept only the views' gets everything again
-  // (the analyses of every layer then work on it: patching two short texts after a long one)
-  const bool whole_again = views_only_ && !views_only_at(T);
+  // (the analyses of every layer then work on it: patching two short texts after a long one), unless
+  // it is a step of a longer text reserved for (a long text run in steps from its start)
+  const bool whole_again = views_only_ && !views_only_at(T) && !views_only_at(reserved_);
   if (T <= cap_ && !whole_again) return false;
   const std::size_t L = config_.n_layer, NH = config_.n_head, C = config_.n_embd, QW = config_.q_width(),
                     W = config_.qkv_width();
@@ -200,6 +204,7 @@ RunInfo Model::Impl::run_ids(std::span<const int32_t> ids, const RunOptions& opt
   }
 
   ensure_capacity(T);
+  if (T >= reserved_) reserved_ = 0;  // the text reserved for has come (or was given up)
   // Reuse the cached prefix only if it was computed with the same switched-off heads and holds
   // everything this run must return. Logits for every position are not part of the cache: a run
   // that wants them computes those the cache lacks from the final residual stream it keeps, so a

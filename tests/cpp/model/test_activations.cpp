@@ -194,6 +194,13 @@ TEST_CASE("activations \"auto\": everything while it takes a quarter of the memo
   pieces.run_ids({ids.data(), 700});
   REQUIRE(pieces.run_ids(ids).reused_tokens == 700);
   require_same_views(all, pieces);
+  // a long text run in steps from its start (reserve, then its prefixes: the worker's first run)
+  // keeps the allocation it reserved, whose steps are within the line
+  m.clear_cache();
+  m.reserve((int)ids.size());
+  m.run_ids({ids.data(), 40});
+  REQUIRE(m.memory().views_only);
+  REQUIRE(m.run_ids(ids).reused_tokens == 40);
   // a text within the line again: everything is kept again, and the analyses work on it
   m.run_ids({ids.data(), 40});
   REQUIRE_FALSE(m.memory().views_only);
