@@ -74,8 +74,8 @@ int run_command(const Args& a) {
                   mem.full_activation_tokens);
     else
       std::printf("activations kept: %s\n", mem.activations == headscope::ActivationStorage::all
-                                                 ? "all (every layer's)"
-                                                 : "views (every layer's queries and key/value cache alone)");
+                                                ? "all (every layer's)"
+                                                : "views (every layer's queries and key/value cache alone)");
     return 0;
   }
   headscope::RunOptions opt;

@@ -92,8 +92,8 @@ struct Model::Impl {
   // time, and queries_ every layer's q.
   int cap_ = 0;
   ActivationStorage activations_ = ActivationStorage::all;
-  int full_tokens_ = 0;              // the longest text whose activations are kept whole (fit_context)
-  bool views_only_ = false;          // this allocation keeps only the views' activations
+  int full_tokens_ = 0;      // the longest text whose activations are kept whole (fit_context)
+  bool views_only_ = false;  // this allocation keeps only the views' activations
   int reserved_ = 0;  // reserve()'s tokens until a run that long: the steps of that text keep the reserved allocation
   std::vector<float> residual_;      // (L+1, cap, C); views_only_: two rows buffers (R, C) and the final (cap, C),
                                      // R = forward_rows(); stream() and stream_rows() say where
