@@ -6,7 +6,8 @@
 // process: a few tens of MB more than the tab owns.
 import { readFileSync, readdirSync } from 'node:fs';
 
-function children() {
+// every process's parent: pid -> ppid
+function parents() {
   const parent = new Map();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
@@ -22,7 +23,7 @@ function children() {
 }
 
 function descendants(root) {
-  const parent = children();
+  const parent = parents();
   const out = [];
   for (const pid of parent.keys()) {
     for (let p = parent.get(pid); p; p = parent.get(p))

@@ -26,6 +26,49 @@ constexpr int kTileRows = kLanes >= 16 ? 8 : kLanes == 8 ? 6 : 4;
 // slice of the same product, or a gradient being accumulated).
 enum class TileStart { bias, zero, out };
 
+// Both tiles' accumulators at the start (the partial sums in `out`, the bias, or zeros) and their
+// store, n_valid columns of each row (a panel past N is padded: see `tile`)
+template <int ROWS>
+inline void tile_start(batch* acc0, batch* acc1, const float* out, int out_stride, TileStart start, const float* bias,
+                       int n_valid) noexcept {
+  if (start == TileStart::out) {
+    for (int r = 0; r < ROWS; r++) {
+      const float* o = out + (std::size_t)r * out_stride;
+      if (n_valid == kPanel) {
+        acc0[r] = batch::load_unaligned(o);
+        acc1[r] = batch::load_unaligned(o + kLanes);
+      } else {
+        alignas(64) float tmp[kPanel] = {};
+        std::memcpy(tmp, o, sizeof(float) * n_valid);
+        acc0[r] = batch::load_aligned(tmp);
+        acc1[r] = batch::load_aligned(tmp + kLanes);
+      }
+    }
+  } else {
+    const batch b_lo = start == TileStart::bias ? batch::load_unaligned(bias) : batch(0.0f);
+    const batch b_hi = start == TileStart::bias ? batch::load_unaligned(bias + kLanes) : batch(0.0f);
+    for (int r = 0; r < ROWS; r++) {
+      acc0[r] = b_lo;
+      acc1[r] = b_hi;
+    }
+  }
+}
+template <int ROWS>
+inline void tile_store(const batch* acc0, const batch* acc1, float* out, int out_stride, int n_valid) noexcept {
+  for (int r = 0; r < ROWS; r++) {
+    float* o = out + (std::size_t)r * out_stride;
+    if (n_valid == kPanel) {
+      acc0[r].store_unaligned(o);
+      acc1[r].store_unaligned(o + kLanes);
+    } else {
+      alignas(64) float tmp[kPanel];
+      acc0[r].store_aligned(tmp);
+      acc1[r].store_aligned(tmp + kLanes);
+      std::memcpy(o, tmp, sizeof(float) * n_valid);
+    }
+  }
+}
+
 // One register tile over `depth` steps of the reduction:
 //   out (ROWS, kPanel) = start + A (ROWS, depth) @ B (depth, kPanel)
 // A's element (r, k) is a[r * a_row + k * a_depth]: a_depth 1 for row-major inputs, or a transposed
@@ -42,27 +85,7 @@ inline void tile(float* out, int out_stride, const float* a, std::ptrdiff_t a_ro
                  const float* b, std::ptrdiff_t b_stride, int depth, TileStart start, const float* bias,
                  int n_valid) noexcept {
   batch acc0[ROWS], acc1[ROWS];
-  if (start == TileStart::out) {
-    for (int r = 0; r < ROWS; r++) {
-      const float* o = out + (std::size_t)r * out_stride;
-      if (n_valid == kPanel) {
-        acc0[r] = batch::load_unaligned(o);
-        acc1[r] = batch::load_unaligned(o + kLanes);
-      } else {
-        alignas(64) float tmp[kPanel] = {};
-        std::memcpy(tmp, o, sizeof(float) * n_valid);
-        acc0[r] = batch::load_aligned(tmp);
-        acc1[r] = batch::load_aligned(tmp + kLanes);
-      }
-    }
-  } else {
-    const batch b_lo = start == TileStart::bias ? batch::load_unaligned(bias) : batch(0.0f);
-    const batch b_hi = start == TileStart::bias ? batch::load_unaligned(bias + kLanes) : batch(0.0f);
-    for (int r = 0; r < ROWS; r++) {
-      acc0[r] = b_lo;
-      acc1[r] = b_hi;
-    }
-  }
+  tile_start<ROWS>(acc0, acc1, out, out_stride, start, bias, n_valid);
   const float* w = b;
   const float* x = a;
   for (int k = 0; k < depth; k++, w += b_stride, x += a_depth) {
@@ -74,18 +97,7 @@ inline void tile(float* out, int out_stride, const float* a, std::ptrdiff_t a_ro
       acc1[r] = simd::madd(xv, w1, acc1[r]);
     }
   }
-  for (int r = 0; r < ROWS; r++) {
-    float* o = out + (std::size_t)r * out_stride;
-    if (n_valid == kPanel) {
-      acc0[r].store_unaligned(o);
-      acc1[r].store_unaligned(o + kLanes);
-    } else {
-      alignas(64) float tmp[kPanel];
-      acc0[r].store_aligned(tmp);
-      acc1[r].store_aligned(tmp + kLanes);
-      std::memcpy(o, tmp, sizeof(float) * n_valid);
-    }
-  }
+  tile_store<ROWS>(acc0, acc1, out, out_stride, n_valid);
 }
 
 // The model's tile: out (ROWS, kPanel) = start + A (ROWS, depth) @ panel (depth, kPanel), A row-major
@@ -99,27 +111,7 @@ template <int ROWS>
 inline void packed_tile(float* out, int out_stride, const float* a, int a_stride, const float* panel, int depth,
                         TileStart start, const float* bias, int n_valid) noexcept {
   batch acc0[ROWS], acc1[ROWS];
-  if (start == TileStart::out) {
-    for (int r = 0; r < ROWS; r++) {
-      const float* o = out + (std::size_t)r * out_stride;
-      if (n_valid == kPanel) {
-        acc0[r] = batch::load_unaligned(o);
-        acc1[r] = batch::load_unaligned(o + kLanes);
-      } else {
-        alignas(64) float tmp[kPanel] = {};
-        std::memcpy(tmp, o, sizeof(float) * n_valid);
-        acc0[r] = batch::load_aligned(tmp);
-        acc1[r] = batch::load_aligned(tmp + kLanes);
-      }
-    }
-  } else {
-    const batch b_lo = start == TileStart::bias ? batch::load_unaligned(bias) : batch(0.0f);
-    const batch b_hi = start == TileStart::bias ? batch::load_unaligned(bias + kLanes) : batch(0.0f);
-    for (int r = 0; r < ROWS; r++) {
-      acc0[r] = b_lo;
-      acc1[r] = b_hi;
-    }
-  }
+  tile_start<ROWS>(acc0, acc1, out, out_stride, start, bias, n_valid);
   const float* x[ROWS];
   for (int r = 0; r < ROWS; r++) x[r] = a + (std::size_t)r * a_stride;
   const float* w = panel;
@@ -136,18 +128,7 @@ inline void packed_tile(float* out, int out_stride, const float* a, int a_stride
       acc1[r] = simd::madd(xv, w1, acc1[r]);
     }
   }
-  for (int r = 0; r < ROWS; r++) {
-    float* o = out + (std::size_t)r * out_stride;
-    if (n_valid == kPanel) {
-      acc0[r].store_unaligned(o);
-      acc1[r].store_unaligned(o + kLanes);
-    } else {
-      alignas(64) float tmp[kPanel];
-      acc0[r].store_aligned(tmp);
-      acc1[r].store_aligned(tmp + kLanes);
-      std::memcpy(o, tmp, sizeof(float) * n_valid);
-    }
-  }
+  tile_store<ROWS>(acc0, acc1, out, out_stride, n_valid);
 }
 
 }  // namespace headscope::kernels::gemm

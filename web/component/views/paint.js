@@ -98,10 +98,7 @@ export function paintAttention(canvas, result, layer, head, theme, src = null, v
   // paint was of the whole map in blocks of the same bin (w may have grown: the new columns' cells
   // lie after every earlier query, masked).
   const kept = keptRows(c.last, same, view, T);
-  c.last =
-    same && view.bin > 1 && view.r0 === 0 && view.c0 === 0 && view.r1 === T && view.c1 === T
-      ? { ...same, bin: view.bin, w, h }
-      : null;
+  c.last = same && view.bin > 1 && wholeMap(view, T) ? { ...same, bin: view.bin, w, h } : null;
   if (kept > 0 && view.bin > 1)
     return repaintFrom(canvas, c, src ?? headSource(result, layer, head), view, theme, kept);
   if (canvas.width !== w || canvas.height !== h) {
@@ -133,17 +130,23 @@ export function paintAttention(canvas, result, layer, head, theme, src = null, v
     }
   } else {
     if (!c.cells || c.cells.length < w * h) c.cells = new Float32Array(w * h);
-    const cells = poolView(src, view, c.cells);
-    for (let i = 0; i < w * h; i++) px[i] = cells[i] < 0 ? faint : lut[heatIndex(cells[i])];
+    cellsToPixels(px, poolView(src, view, c.cells), 0, w * h, lut, faint);
   }
   c.ctx.putImageData(c.img, 0, 0);
+}
+
+const wholeMap = (view, T) => view.r0 === 0 && view.c0 === 0 && view.r1 === T && view.c1 === T;
+
+// pixels [from, to) from pooled cells: -1 (a block wholly after its query) faint, else the colour table's
+function cellsToPixels(px, cells, from, to, lut, faint) {
+  for (let i = from; i < to; i++) px[i] = cells[i] < 0 ? faint : lut[heatIndex(cells[i])];
 }
 
 // The rows of a whole-map bitmap that a paint of `view` may keep from the last one (0: paint it all)
 function keptRows(last, same, view, T) {
   if (!last || !same || last.key !== same.key || last.data !== same.data || last.lut !== same.lut) return 0;
   if (last.bin !== view.bin) return 0;
-  if (view.r0 !== 0 || view.c0 !== 0 || view.r1 !== T || view.c1 !== T) return 0;
+  if (!wholeMap(view, T)) return 0;
   const a = last.ids,
     b = same.ids;
   const n = Math.min(a.length, b.length);
@@ -162,7 +165,8 @@ function repaintFrom(canvas, c, src, view, theme, from) {
   const pw = canvas.width,
     ph = canvas.height;
   const firstBlock = Math.floor(from / bin);
-  if (pw !== w || ph !== h) {
+  const resized = pw !== w || ph !== h;
+  if (resized) {
     // the earlier block rows' cells at the new width (the new columns masked), and the image anew
     const cells = new Float32Array(w * h).fill(-1);
     for (let y = 0; y < Math.min(firstBlock, ph); y++)
@@ -172,16 +176,13 @@ function repaintFrom(canvas, c, src, view, theme, from) {
     canvas.height = h;
     c.img = c.ctx.createImageData(w, h);
     c.u32 = new Int32Array(c.img.data.buffer, c.img.data.byteOffset, w * h);
-    poolView(src, view, c.cells, from);
-    const px = c.u32;
-    for (let i = 0; i < w * h; i++) px[i] = c.cells[i] < 0 ? faint : lut[heatIndex(c.cells[i])];
-    c.ctx.putImageData(c.img, 0, 0);
-    return;
   }
   poolView(src, view, c.cells, from);
-  const px = c.u32;
-  for (let i = firstBlock * w; i < w * h; i++) px[i] = c.cells[i] < 0 ? faint : lut[heatIndex(c.cells[i])];
-  c.ctx.putImageData(c.img, 0, 0, 0, firstBlock, w, h - firstBlock); // the rows that changed
+  // a new image is written whole; else the rows that changed alone
+  const firstPixel = resized ? 0 : firstBlock * w;
+  cellsToPixels(c.u32, c.cells, firstPixel, w * h, lut, faint);
+  if (resized) c.ctx.putImageData(c.img, 0, 0);
+  else c.ctx.putImageData(c.img, 0, 0, 0, firstBlock, w, h - firstBlock);
 }
 
 /**
