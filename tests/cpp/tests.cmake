@@ -4,7 +4,7 @@
 # model/, text/, io/, train/ and analysis/ the tests of those folders; cli/ the CLI's checks.
 # The kernels' tests: every HEADSCOPE_TEST_SET builds them
 headscope_sources(HEADSCOPE_KERNEL_TEST_FILES tests/cpp/kernels
-  test_gemm test_attention test_norm test_activation test_rope test_softmax_loss test_residual test_optimizer test_f16)
+  test_gemm test_attention test_norm test_activation test_rope test_softmax_loss test_residual test_optimizer test_f16 test_q8)
 set(HEADSCOPE_TEST_FILES tests/cpp/catch_main.cpp ${HEADSCOPE_KERNEL_TEST_FILES})
 if(HEADSCOPE_TEST_SET STREQUAL "threads")
   # what runs on the thread pool: every split kernel, the model, the trainer and the head measurement
@@ -112,6 +112,10 @@ if(EMSCRIPTEN AND HEADSCOPE_RELAXED_SIMD)
   add_test(NAME wasm_contains_relaxed_madd
     COMMAND ${CMAKE_COMMAND} -DWASM=$<TARGET_FILE_DIR:headscope_tests>/headscope_tests.wasm -DMIN_COUNT=50
             -DOP=f32x4.relaxed_madd -P ${CMAKE_SOURCE_DIR}/tests/cpp/kernels/check_wasm_op.cmake)
+  # and the 8-bit GEMM's dot product, rewritten from clang 14's placeholder (wabt prints its old name)
+  add_test(NAME wasm_contains_relaxed_dot_i8
+    COMMAND ${CMAKE_COMMAND} -DWASM=$<TARGET_FILE_DIR:headscope_tests>/headscope_tests.wasm -DMIN_COUNT=2
+            -DOP=i16x8.dot_i8x16_i7x16_s -P ${CMAKE_SOURCE_DIR}/tests/cpp/kernels/check_wasm_op.cmake)
 endif()
 
 # the CLI's checks run in the release build (the sanitizer builds test the engine, which the CLI wraps)

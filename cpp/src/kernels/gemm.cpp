@@ -137,11 +137,13 @@ void pack_linear_into(PackedLinear& W, const float* weight, const float* bias, i
 }
 
 void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) noexcept {
+  if (W.is_q8()) return matmul_q8_forward(out, inp, W, T);
   gemm_packed(out, inp, W.K, W, 0, W.K, true, T);
 }
 
 void matmul_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin, int k_end,
                          int T) noexcept {
+  if (W.is_q8()) return matmul_q8_rows_forward(out, inp, inp_stride, W, k_begin, k_end, T);
   gemm_packed(out, inp, inp_stride, W, k_begin, k_end, false, T);
 }
 

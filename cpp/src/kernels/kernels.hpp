@@ -60,15 +60,26 @@ void f16_unpack_forward_reference(float* out, const uint16_t* packed, std::size_
 // the last panel zero-padded. panel_width is two xsimd batches (8 floats with SIMD128).
 // With F16 storage the same panels are held in panels_f16 instead (each panel row is one F16 group)
 // and `panels` is empty; the GEMM widens one depth slice of one panel at a time.
+// With 8-bit storage (pack_linear_q8, below) the layer is held in panels_q8 and its scales instead.
 struct PackedLinear {
   int K = 0, N = 0;
   int panel_width = 1;
   std::vector<float> panels;         // ceil(N / panel_width) * K * panel_width (float32 storage)
   std::vector<uint16_t> panels_f16;  // the same count of F16 values (F16 storage), else empty
   std::vector<float> bias;           // N, or empty when the layer has no bias (always float32)
+  // 8-bit storage: ceil(N / panel_width) panels of (ceil(K / q8_group), panel_width, q8_group) int8,
+  // weight (k, n) at ((p * groups + k / G) * panel_width + n % panel_width) * G + k % G for p = n /
+  // panel_width, zero past K and N; per column its scale and 64 * the sum of its int8 weights
+  // (both padded to whole panels). Else all empty.
+  std::vector<int8_t> panels_q8;
+  std::vector<float> q8_scales;
+  std::vector<int32_t> q8_zero_sums;
+  int q8_group = 0;
   bool is_f16() const { return !panels_f16.empty(); }
+  bool is_q8() const { return !panels_q8.empty(); }
   std::size_t bytes() const {
-    return panels.size() * sizeof(float) + panels_f16.size() * sizeof(uint16_t) + bias.size() * sizeof(float);
+    return panels.size() * sizeof(float) + panels_f16.size() * sizeof(uint16_t) + bias.size() * sizeof(float) +
+           panels_q8.size() + q8_scales.size() * sizeof(float) + q8_zero_sums.size() * sizeof(int32_t);
   }
 };
 // weight (K, N) Conv1D layout, bias (N) or nullptr, packed into W, reusing its storage (the trainer
@@ -94,12 +105,41 @@ struct GemmBlocking {
 };
 GemmBlocking gemm_blocking();
 
-// out (T, N) = inp (T, K) @ W (K, N) + bias (N)
+// out (T, N) = inp (T, K) @ W (K, N) + bias (N); with 8-bit storage the product defined below
+// (q8.cpp), the inputs quantized per row
 void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) noexcept;
 // out (T, N) = inp[:, k_begin:k_end] @ W[k_begin:k_end, :], no bias; inp has row stride inp_stride.
 // One head's contribution through W_O is this with the head's column range of the concatenation.
+// With 8-bit storage: in float32 on the layer's weights dequantized (q * s), inputs unquantized (a
+// head's slice of a row is not the row the forward pass quantized).
 void matmul_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin, int k_end,
                          int T) noexcept;
+
+// ---------------------------------------------------------------------------------------------
+// 8-bit weights (q8.cpp; WeightStorage::q8). Defined here; ref::matmul_q8_forward is the same in F.
+//   Weights, per output column n, symmetric: m = max_k |w[k][n]|, s_n = m / 127 and
+//     q[k][n] = round(w[k][n] * (127 / m)) in [-127, 127] (float32 ops, nearest even); an all-zero
+//     column has s_n = 0 and q = 0. The weights must be finite (the loader refuses others, by name).
+//   Inputs, per row (token), dynamically, to 7 bits: m = max_k |x_k|, s_x = m / 63 and
+//     code_k = 64 + round(x_k * (63 / m)) in [1, 127]: 64 is zero, and a code never sets the top bit,
+//     which makes relaxed SIMD's 8-bit dot product give the same result on every CPU. A zero row has
+//     s_x = 0 (every code 64); a row holding an infinity or NaN has s_x = NaN (its outputs are NaN).
+//   out[t][n] = ((float)(sum_k q[k][n] * (code_k - 64)) * s_n) * s_x[t] + bias[n]: the sum in int32,
+//     exact (|sum| <= K * 127 * 63, so K up to 268,000), then three float32 roundings.
+// A row's outputs depend on that row alone, computed together or one by one, on any thread count.
+int q8_group();  // k values per group of the packed layout: 4, or 2 for SIMD128 without relaxed SIMD
+// Requires finite weights (see above). Bias as pack_linear's.
+PackedLinear pack_linear_q8(const float* weight, const float* bias, int K, int N);
+// q (K, N) row-major and scales (N) of an 8-bit layer: the integers and scales it holds
+void unpack_linear_q8(int8_t* q, float* scales, const PackedLinear& W);
+// codes (T, q8_code_stride(K)) and scales (T) of the rows of x (T rows of K, row stride x_stride), as
+// defined above; the codes past K (padding to whole groups) are 64
+int q8_code_stride(int K);
+void q8_quantize_rows(uint8_t* codes, float* scales, const float* x, std::size_t x_stride, int T, int K) noexcept;
+// matmul_forward's and matmul_rows_forward's 8-bit halves (both builds' matmul_forward call them)
+void matmul_q8_forward(float* out, const float* inp, const PackedLinear& W, int T) noexcept;
+void matmul_q8_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin, int k_end,
+                            int T) noexcept;
 
 // out (T, N) = inp (T, K) @ weight^T with weight (N, K) row-major (nn.Linear layout).
 // The tied LM head: logits = x @ wte^T with wte (V, C).

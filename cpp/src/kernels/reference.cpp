@@ -82,6 +82,14 @@ void f16_unpack_forward_reference(float* out, const uint16_t* packed, std::size_
 // ---- unpacking a linear layer (either build's panel width) ------------------------------------
 
 void unpack_linear(float* weight, float* bias, const PackedLinear& W) {
+  if (W.is_q8()) {  // dequantized: q * s
+    std::vector<int8_t> q((std::size_t)W.K * W.N);
+    std::vector<float> scales(W.N);
+    unpack_linear_q8(q.data(), scales.data(), W);
+    for (std::size_t i = 0; i < q.size(); i++) weight[i] = (float)q[i] * scales[i % W.N];
+    if (bias && !W.bias.empty()) std::copy(W.bias.begin(), W.bias.begin() + W.N, bias);
+    return;
+  }
   const int pw = W.panel_width, panels = (W.N + pw - 1) / pw;
   // F16 storage is the float32 panels packed by f16_pack as one array: widen it the same way
   std::vector<float> widened;

@@ -133,6 +133,21 @@ void matmul_forward(F* out, const F* inp, const F* weight, const F* bias, int N,
       out[(std::size_t)t * OC + o] = acc;
     }
 }
+// The 8-bit layer (kernels.hpp, "8-bit weights") from its integers: out (N,OC) = ((sum_k q[k][o] *
+// (codes[t][k] - 64)) * scales[o]) * row_scales[t] + bias[o], q (K,OC), codes (N,K) (no padding);
+// the sum is exact in int64, the rest in F
+template <typename F>
+void matmul_q8_forward(F* out, const int8_t* q, const float* scales, const uint8_t* codes, const float* row_scales,
+                       const float* bias, int N, int K, int OC) {
+  for (int t = 0; t < N; t++)
+    for (int o = 0; o < OC; o++) {
+      int64_t sum = 0;
+      for (int k = 0; k < K; k++)
+        sum += (int64_t)q[(std::size_t)k * OC + o] * ((int)codes[(std::size_t)t * K + k] - 64);
+      const F y = (F)sum * (F)scales[o] * (F)row_scales[t];
+      out[(std::size_t)t * OC + o] = bias ? y + (F)bias[o] : y;
+    }
+}
 // dinp (N,K), dweight (K,OC) or null, dbias (OC) or null += ...; dout (N,OC)
 template <typename F>
 void matmul_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight, int N, int K,

@@ -47,6 +47,7 @@ static inline float weight_at(const PackedLinear& W, int k, int n) noexcept {
 }
 // ref::matmul_forward's loops, reading either storage
 void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) noexcept {
+  if (W.is_q8()) return matmul_q8_forward(out, inp, W, T);
   if (!W.is_f16()) {
     ref::matmul_forward<float>(out, inp, W.panels.data(), W.bias.empty() ? nullptr : W.bias.data(), T, W.K, W.N);
     return;
@@ -60,6 +61,7 @@ void matmul_forward(float* out, const float* inp, const PackedLinear& W, int T) 
 }
 void matmul_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin, int k_end,
                          int T) noexcept {
+  if (W.is_q8()) return matmul_q8_rows_forward(out, inp, inp_stride, W, k_begin, k_end, T);
   for (int t = 0; t < T; t++)
     for (int n = 0; n < W.N; n++) {
       float acc = 0.0f;

@@ -28,7 +28,7 @@ constexpr int kPanel = 2 * kLanes;
 
 // a * b + c, the multiply-add of the products (GEMM, attention, dot). With relaxed SIMD in wasm it is
 // one f32x4.relaxed_madd. Debian's clang 14 only knows the pre-standard builtin, whose bytes
-// scripts/codegen/wasm_relaxed_madd.py rewrites after linking into the standard opcode (a * b + c, operands
+// scripts/codegen/wasm_relaxed_opcodes.py rewrites after linking into the standard opcode (a * b + c, operands
 // in this order; checked under node). Without it: xsimd's fma (one FMA natively with -march=native,
 // a multiply and an add in SIMD128).
 #if HEADSCOPE_RELAXED_SIMD

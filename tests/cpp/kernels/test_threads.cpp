@@ -98,6 +98,13 @@ TEST_CASE("threads: split kernels equal one thread, bit for bit", "[threads][ker
         kn::matmul_rows_forward(out.data(), inp.data(), K, W, 1, K - 1, T);
         return out;
       });
+      // the 8-bit layer (q8.cpp): threads take whole panels as in the float GEMM
+      const kn::PackedLinear Q = kn::pack_linear_q8(w.data(), bias.data(), K, N);
+      same_on_every_pool([&] {
+        std::vector<float> out((std::size_t)T * N);
+        kn::matmul_forward(out.data(), inp.data(), Q, T);
+        return out;
+      });
       // the LM head: weight (N, K) rows; N not a multiple of its 4-row groups
       same_on_every_pool([&] {
         std::vector<float> out((std::size_t)T * N);
