@@ -89,5 +89,8 @@ for (const name of readdirSync(dir).filter((n) => n.endsWith(".html"))) {
   writeFileSync(file, html.replace(at, (m, attrs) => `${pageHead(attrs)}\n`).replaceAll("{{DEMO_CSP}}", cspText));
 }
 ' "$TMP"
+# last, once every file is in place: the service worker, with the list of the files actually in the
+# site (web/demo/precache.mjs; the pages register it with common/offline.js)
+node "$ROOT/web/demo/precache.mjs" "$TMP"
 rm -rf "$OUT" && mv "$TMP" "$OUT"
 echo "web/demo/build.sh: site in ${OUT#$ROOT/} ($(du -sh "$OUT" | cut -f1))"

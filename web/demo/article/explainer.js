@@ -29,6 +29,7 @@ import { gridScene } from '../../component/views/grid.js';
 import { probeResult } from '../train/train-run.js';
 import { scaleScene } from './scale-scene.js';
 import { barsScene } from '../../component/charts/bars.js';
+import { keepOffline } from '../common/offline.js';
 
 // the verb-to-subject role's threshold (roles.json), in × an even spread
 const LINK_THRESHOLD = ROLES_TABLE.find((r) => r.name === 'verb_to_subject')?.threshold ?? 3;
@@ -38,6 +39,9 @@ const CHART_WIDTH = 480;
 const $ = (id) => document.getElementById(id);
 const nats = (x) => x.toFixed(3);
 const pct = (x) => `${(100 * x).toFixed(x < 0.1 ? 1 : 0)}%`;
+
+// readable offline once loaded (common/offline.js; web/demo/article/README.md)
+keepOffline();
 
 const params = new URLSearchParams(location.search);
 const modelParam = params.get('model');
