@@ -2,7 +2,8 @@
 // attributes; the numbers the text states are computed (from the models' cards and live runs: a
 // ?model= changes them); no model is fetched before its widget comes near the viewport; the two
 // predict-then-reveal points answer; the page reads on a phone without sideways scrolling and passes
-// axe there (desktop: tests/e2e/a11y.test.mjs). Screenshots: build/e2e-artifacts/article-*.png.
+// axe there, in the light and the dark scheme (desktop: tests/e2e/a11y.test.mjs). Screenshots of the
+// whole page, to look at: build/e2e-artifacts/article-{desktop,phone,phone-dark}.png.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test, expect, ROOT, shot } from './fixtures.mjs';
@@ -187,6 +188,16 @@ test('on a phone: no sideways scrolling, and axe finds no serious or critical vi
     0,
   );
   await shot(page, 'article-phone', { fullPage: true });
+  expect(await seriousViolations(page, problems)).toEqual([]);
+  // the reader's dark scheme, switched while the page is open: the page follows it, and still passes
+  await page.emulateMedia({ colorScheme: 'dark' });
+  const background = () =>
+    page.evaluate(() => {
+      const [r, g, b] = getComputedStyle(document.body).backgroundColor.match(/\d+/g).map(Number);
+      return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
+    });
+  await expect.poll(background).toBeLessThan(0.2);
+  await shot(page, 'article-phone-dark', { fullPage: true });
   expect(await seriousViolations(page, problems)).toEqual([]);
 });
 
