@@ -28,7 +28,8 @@ test('article.html works offline once loaded, cross-origin isolated and under th
   cpSync(SITE, dir, { recursive: true });
   const server = await startServer({ root: dir, headers: ISOLATION_HEADERS });
   try {
-    const version = () => JSON.parse(/const SITE = (\{.*\});/.exec(readFileSync(path.join(dir, WORKER), 'utf8'))[1]).version;
+    const version = () =>
+      JSON.parse(/const SITE = (\{.*\});/.exec(readFileSync(path.join(dir, WORKER), 'utf8'))[1]).version;
     const first = version();
     await page.goto(`${server.base}article.html`);
     expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);

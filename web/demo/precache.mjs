@@ -27,7 +27,12 @@ function filesOf(dir, prefix = '') {
 export function siteFiles(dir) {
   const files = filesOf(dir).filter((f) => f !== WORKER && !f.endsWith('.tmp'));
   const all = createHash('sha256');
-  for (const f of files) all.update(`${f}\0${createHash('sha256').update(readFileSync(path.join(dir, f))).digest('hex')}\n`);
+  for (const f of files)
+    all.update(
+      `${f}\0${createHash('sha256')
+        .update(readFileSync(path.join(dir, f)))
+        .digest('hex')}\n`,
+    );
   return {
     version: all.digest('hex').slice(0, 16),
     shell: files.filter((f) => !cachedOnUse(f)),
@@ -38,9 +43,13 @@ export function siteFiles(dir) {
 /** Writes SITE/service-worker.js from the template with the site's files; returns what it listed. */
 export function writeServiceWorker(site) {
   const template = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), 'common', WORKER), 'utf8');
-  if (template.split(PLACEHOLDER).length !== 2) throw new Error(`precache.mjs: common/${WORKER} must hold ${PLACEHOLDER} once`);
+  if (template.split(PLACEHOLDER).length !== 2)
+    throw new Error(`precache.mjs: common/${WORKER} must hold ${PLACEHOLDER} once`);
   const listed = siteFiles(site);
-  writeFileSync(path.join(site, WORKER), template.replace(PLACEHOLDER, () => JSON.stringify(listed)));
+  writeFileSync(
+    path.join(site, WORKER),
+    template.replace(PLACEHOLDER, () => JSON.stringify(listed)),
+  );
   return listed;
 }
 
@@ -51,5 +60,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.exit(2);
   }
   const { version, shell, onUse } = writeServiceWorker(site);
-  console.log(`precache.mjs: ${WORKER} for build ${version}: ${shell.length} files at install, ${onUse.length} on first use`);
+  console.log(
+    `precache.mjs: ${WORKER} for build ${version}: ${shell.length} files at install, ${onUse.length} on first use`,
+  );
 }
