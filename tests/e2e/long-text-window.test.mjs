@@ -16,8 +16,14 @@ const MODEL = '/llama-long/llama-gqa/';
 // data-bin): every pixel the colour of its block's weight, or the faint colour where the block lies
 // wholly after its query. The colour of a weight w is the theme's table at round(255 sqrt(w)) (the
 // scale's definition, theme.js heatIndex). Returns the view and the pixels that differ.
-const checkCanvas = (page) =>
-  page.evaluate(async () => {
+const checkCanvas = async (page) => {
+  // the bitmap of a result without maps comes as the engine's tiles (heatmap-bitmap.js): until the
+  // tile asked for last is painted the canvas says data-pending
+  await page.waitForFunction(() => {
+    const c = document.querySelector('#detail-view canvas.hs-heatmap-cells');
+    return c && c.dataset.rows && !c.dataset.pending;
+  });
+  return page.evaluate(async () => {
     const demo = window.headscopeDemo;
     const r = demo.result;
     const canvas = document.querySelector('#detail-view canvas.hs-heatmap-cells');
@@ -61,6 +67,7 @@ const checkCanvas = (page) =>
       first,
     };
   });
+};
 
 test("past 2,048 tokens the heatmap paints its map in blocks, zoomed the cells in view, each pixel the engine's tile; the strip shows a window", async ({
   page,
@@ -87,6 +94,18 @@ test("past 2,048 tokens the heatmap paints its map in blocks, zoomed the cells i
   expect(whole.cells).toEqual(whole.size);
   expect(whole.checked).toBe(whole.size[0] * whole.size[1]);
   await shot(page, 'long-window-heatmap');
+  // no T x T map in the page: the head shown holds the rows of the lines view's window around the
+  // focused (last) token, every column, and at most the 32 more a page asks for (pulled-maps.js)
+  const held = await page.evaluate(() => {
+    const r = window.headscopeDemo.result;
+    return [...r.pulled.values()].map((m) => ({ rows: m.rows, floats: m.data.length, stride: m.stride }));
+  });
+  for (const m of held) {
+    expect(m.rows[1]).toBe(whole.T);
+    expect(m.rows[0]).toBeLessThanOrEqual(whole.T - 128);
+    expect(m.rows[0]).toBeGreaterThanOrEqual(whole.T - 160);
+    expect(m.floats).toBe((m.rows[1] - m.rows[0]) * m.stride);
+  }
 
   // zoomed in 8x: the bitmap holds the cells in view (and half a view around them), one pixel each,
   // around the focused (last) token

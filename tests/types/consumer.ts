@@ -178,6 +178,14 @@ const long = model.run(text, { attention: 'thumbnails', pull: { heads: [[0, 1]],
 same<typeof long, ThumbnailRunResult>();
 same<typeof long.thumbnails, Float32Array>();
 same<typeof long.attentionAll, undefined>();
+// only the rows of a window of the text (around the last token), and where they end
+const windowed = model.run(text, {
+  attention: 'thumbnails',
+  pull: { heads: [[0, 1]], ids: [], window: { around: null, size: 128 } },
+});
+same<typeof windowed.pulledTo, number | undefined>();
+// @ts-expect-error  a window has a size
+model.run(text, { attention: 'thumbnails', pull: { heads: [[0, 1]], ids: [], window: { around: 3 } } });
 same<typeof model.run extends (t: string) => RunResult ? true : false, true>();
 // @ts-expect-error  attention is 'all' or 'thumbnails'
 model.run(text, { attention: 'none' });

@@ -258,9 +258,16 @@ export interface ThumbnailRunOptions extends Omit<RunOptions, 'attention'> {
   /**
    * Also return these heads' map rows from the first token whose id differs from `ids` (the tokens of
    * the rows the caller holds already; empty: every row), so that a view that shows a few heads of a
-   * long text gets only a typed token's new rows, with the run (ThumbnailRunResult.pulledRows).
+   * long text gets only a typed token's new rows, with the run (ThumbnailRunResult.pulledRows). With
+   * `window`, only the rows of the `size` tokens around token `around` (null or past the text: the
+   * last), centred on it and moved inside the text at either end: what a view that shows a window
+   * of a long text reads, never the whole map.
    */
-  pull?: { heads: ReadonlyArray<readonly [number, number]>; ids: Int32Array | ReadonlyArray<number> } | null;
+  pull?: {
+    heads: ReadonlyArray<readonly [number, number]>;
+    ids: Int32Array | ReadonlyArray<number>;
+    window?: { around?: number | null; size: number } | null;
+  } | null;
 }
 
 /** RunOptions.patch: the text whose run gives head (layer, head) its output. */
@@ -344,10 +351,12 @@ export interface ThumbnailRunResult extends Omit<RunResult, 'attentionAll'> {
   /** [nLayer, nHead, 6]: every head's role scores (previous, first, self, duplicate, induction, broad:
    *  headscope/analysis's headScores() in that order), counted by the forward pass row by row. */
   roleScores: Float64Array;
-  /** With ThumbnailRunOptions.pull: the heads asked for, the first row sent, and their rows [pulledFrom, T) of
-   *  every column, heads one after the other ((T - pulledFrom) x T floats each). */
+  /** With ThumbnailRunOptions.pull: the heads asked for, the first row sent, the row after the last
+   *  (T, or the end of pull.window), and their rows [pulledFrom, pulledTo) of every column, heads one
+   *  after the other ((pulledTo - pulledFrom) x T floats each). */
   pulledHeads?: Array<[number, number]>;
   pulledFrom?: number;
+  pulledTo?: number;
   pulledRows?: Float32Array;
 }
 

@@ -4,7 +4,7 @@
 // cell the largest weight of its bin x bin block). Published as maps.js; the Worker's host calls them
 // as the page thread does.
 import { checked } from './wasm.js';
-import { flatAblate, sharedPrefixLength } from './result.js';
+import { flatAblate, sharedPrefixLength, windowAround } from './result.js';
 
 const whole = (name, v, min = 0) => {
   if (!Number.isInteger(v) || v < min)
@@ -59,10 +59,12 @@ export const THUMBNAIL_SIZE = 128;
 export const thumbnailFields = (t) => ({ thumbnails: t.values, thumbnailBin: t.bin, thumbnailCells: t.n });
 
 /**
- * run()'s `pull` option ({ heads: [[layer, head], ...], ids }): the rows of those heads' maps from the
- * first token where the run's token ids differ from `ids` (the tokens of the rows the caller holds
- * already), every column; as a result's fields pulledHeads, pulledFrom and pulledRows
- * (heads x (T - from) x T floats, heads in the order asked).
+ * run()'s `pull` option ({ heads: [[layer, head], ...], ids, window? }): the rows of those heads' maps
+ * from the first token where the run's token ids differ from `ids` (the tokens of the rows the caller
+ * holds already), every column; with `window` ({ around, size }: windowAround(T, around, size),
+ * `around` null or past the text for the last token) only the rows of that window. As a result's
+ * fields pulledHeads, pulledFrom, pulledTo and pulledRows (heads x (pulledTo - pulledFrom) x T floats,
+ * heads in the order asked; rows before pulledFrom in the window are the caller's, unchanged).
  */
 export function pulledRowsOf(core, h, pull, ids) {
   if (!pull || !Array.isArray(pull.heads)) throw new Error('pull must be { heads: [[layer, head], ...], ids }');
@@ -74,14 +76,21 @@ export function pulledRowsOf(core, h, pull, ids) {
     return [pair[0], pair[1]];
   });
   const T = ids.length;
-  const from = Math.min(T, sharedPrefixLength(pull.ids, ids));
-  const block = (T - from) * T;
+  let [w0, w1] = [0, T];
+  if (pull.window != null) {
+    const { around = null, size } = pull.window;
+    whole('pull.window.size', size, 1);
+    if (around !== null) whole('pull.window.around', around);
+    [w0, w1] = windowAround(T, around === null || around >= T ? T - 1 : around, size);
+  }
+  const from = Math.min(w1, Math.max(w0, sharedPrefixLength(pull.ids, ids)));
+  const block = (w1 - from) * T;
   const values = new Float32Array(heads.length * block);
   if (block > 0)
     heads.forEach(([layer, head], i) =>
-      values.set(checked(core, core.attentionTile(h, layer, head, from, T, 0, T, 1)).values, i * block),
+      values.set(checked(core, core.attentionTile(h, layer, head, from, w1, 0, T, 1)).values, i * block),
     );
-  return { pulledHeads: heads, pulledFrom: from, pulledRows: values };
+  return { pulledHeads: heads, pulledFrom: from, pulledTo: w1, pulledRows: values };
 }
 
 /** HeadscopeModel.attentionThumbnails()'s work: every head's map in at most size × size cells. */

@@ -30,23 +30,31 @@ export function attentionIndex(result, layer, head, q, k) {
 }
 
 /**
- * Where one head's weights are: { data, offset, stride }, weight (q, k) at data[offset + q * stride + k].
- * The result's attentionAll, or for a result without maps ({ attention: 'thumbnails' }) a head's map
- * a page pulled for it (`result.pulled`: Map of layer * nHead + head -> { data, stride }, rows < T
- * filled); null when neither holds the head.
+ * Where one head's weights are: { data, offset, stride, rows }, weight (q, k) at
+ * data[offset + q * stride + k] for q in rows ([begin, end); absent: every row < T). The result's
+ * attentionAll, or for a result without maps ({ attention: 'thumbnails' }) the rows of a head's map a
+ * page pulled for it (`result.pulled`: Map of layer * nHead + head -> { data, stride, rows }, data
+ * holding rows [rows[0], rows[1]) one after the other, every column; without rows, every row < T);
+ * null when neither holds the head.
  */
 export function headSource(result, layer, head) {
   if (result.attentionAll)
     return { data: result.attentionAll, offset: headOffset(result, layer, head), stride: strideOf(result) };
   const m = result.pulled?.get(layer * result.nHead + head);
-  return m ? { data: m.data, offset: 0, stride: m.stride } : null;
+  if (!m) return null;
+  return m.rows
+    ? { data: m.data, offset: -m.rows[0] * m.stride, stride: m.stride, rows: m.rows }
+    : { data: m.data, offset: 0, stride: m.stride };
 }
 
-/** Attention weight of query q on key k in one head (NaN when the result holds no weights of the head: headSource). */
+/** True when `src` (headSource) holds row q. */
+export const holdsRow = (src, q) => !!src && (!src.rows || (q >= src.rows[0] && q < src.rows[1]));
+
+/** Attention weight of query q on key k in one head (NaN when the result holds no weights of that row: headSource). */
 export function attentionAt(result, layer, head, q, k) {
   if (result.attentionAll) return result.attentionAll[attentionIndex(result, layer, head, q, k)];
   const src = headSource(result, layer, head);
-  return src ? src.data[src.offset + q * src.stride + k] : NaN;
+  return holdsRow(src, q) ? src.data[src.offset + q * src.stride + k] : NaN;
 }
 
 /** Offset of the first weight of one head's block in attentionAll (row q starts q * strideOf() later). */
@@ -96,6 +104,17 @@ export function sharedPrefixLength(a, b) {
   let i = 0;
   while (i < n && a[i] === b[i]) i++;
   return i;
+}
+
+/**
+ * The tokens [from, to) a view shows of T around token `around` when it shows at most `size`: all of
+ * them, or `size` centred on it and moved inside [0, T) at either end. The one window rule: the lines
+ * view, the token strip, and the rows a page pulls of a long text's head (run()'s `pull.window`).
+ */
+export function windowAround(T, around, size) {
+  if (T <= size) return [0, T];
+  const from = Math.max(0, Math.min(T - size, Math.floor(around - size / 2)));
+  return [from, from + size];
 }
 
 // Results whose attention buffer went into a later result (see `reuse` below), and results that

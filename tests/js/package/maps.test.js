@@ -164,6 +164,7 @@ test("run(text, { attention: 'thumbnails' }) returns every head's thumbnail and 
         await worker.run(text, { ...asked, pull: { heads, ids: Int32Array.from(given) } }),
       ]) {
         assert.equal(r.pulledFrom, from);
+        assert.equal(r.pulledTo, r.T, 'without a window every row to the last');
         assert.deepEqual(r.pulledHeads, heads);
         const T = r.T;
         const rows = (l, h) => full.attention(l, h).slice(from * T, T * T);
@@ -173,6 +174,30 @@ test("run(text, { attention: 'thumbnails' }) returns every head's thumbnail and 
         assert.deepEqual(r.pulledRows, want, `pulled rows from ${from}`);
       }
     }
+    // pull.window: only the rows of the window around a token (null: the last), those from the first
+    // token that differs; window [w0, w1) written out here for T = full.T, size 16
+    const T = full.T;
+    for (const [around, given, window, from] of [
+      [null, [], [T - 16, T], T - 16],
+      [null, ids.slice(0, T - 3), [T - 16, T], T - 3],
+      [10 ** 6, ids.slice(0, 100), [T - 16, T], T - 16],
+      [40, ids.slice(0, 45), [32, 48], 45],
+      [3, [], [0, 16], 0],
+      [40, ids, [32, 48], 48],
+    ]) {
+      const pull = { heads: [[1, 2]], ids: given, window: { around, size: 16 } };
+      for (const r of [
+        page.run(text, { attention: 'thumbnails', pull }),
+        await worker.run(text, { attention: 'thumbnails', pull: { ...pull, ids: Int32Array.from(given) } }),
+      ]) {
+        assert.deepEqual([r.pulledFrom, r.pulledTo], [from, window[1]], `around ${around}, ${given.length} ids`);
+        assert.deepEqual(r.pulledRows, full.attention(1, 2).slice(from * T, window[1] * T));
+      }
+    }
+    assert.throws(
+      () => page.run(text, { attention: 'thumbnails', pull: { heads: [[0, 0]], ids: [], window: { size: 0 } } }),
+      /pull.window.size must be a whole number >= 1, got 0/,
+    );
     assert.throws(
       () => page.run(text, { attention: 'thumbnails', pull: { heads: [[0]], ids: [] } }),
       /pull.heads entries must be \[layer, head\] pairs/,

@@ -3,23 +3,16 @@
 //   { layer, head, heads: [head indices shown together in the lines view], token: selected query
 //     token index or null for the last token, ablate: [[layer, head]...] }
 // Layers and heads are counted from 0, as in the engine's API and CLI.
-import { attentionAt, headSource } from '../../lib/result.js';
+import { attentionAt, headSource, windowAround } from '../../lib/result.js';
 import { quoteToken } from '../runtime/theme.js';
 
 const fmt2 = (w) => w.toFixed(2);
 
+// the window rule (the lines view, the token strip, a long text's pulled rows) lives with a result's layout
+export { windowAround };
+
 export function clamp(v, lo, hi) {
   return Math.max(lo, Math.min(hi, v));
-}
-
-/**
- * The tokens [from, to) a view shows of T around token `around` when it shows at most `size`: all of
- * them, or `size` centred on it and moved inside [0, T) at either end (the lines view, the token strip).
- */
-export function windowAround(T, around, size) {
-  if (T <= size) return [0, T];
-  const from = clamp(Math.floor(around - size / 2), 0, T - size);
-  return [from, from + size];
 }
 
 /** The query token index the views focus on (the selected one, or the last token). */

@@ -87,10 +87,12 @@ export const valueShare = (alpha, norm, scale) => Math.fround(alpha * norm * sca
 const matrices = new WeakMap(); // result -> Map(layer * nHead + head -> T x T matrix)
 
 /**
- * Row-normalised alpha_qk * n_k of one head, T x T row-major (upper triangle 0), from the result's
- * own attention and value sizes (hasValueNorms(result) must hold); one computation per result and head.
+ * Row-normalised alpha_qk * n_k of one head, from the result's own attention and value sizes
+ * (hasValueNorms(result) must hold), as shownWeights()'s source: every row T x T row-major (upper
+ * triangle 0), or for a head whose rows a page pulled (headSource's rows) those rows alone; one
+ * computation per result and head.
  */
-export function valueWeighted(result, layer, head) {
+function valueWeightedSource(result, layer, head) {
   const { T } = result;
   let perResult = matrices.get(result);
   if (!perResult) {
@@ -98,34 +100,41 @@ export function valueWeighted(result, layer, head) {
     matrices.set(result, perResult);
   }
   const lh = layer * result.nHead + head;
-  const hit = perResult.get(lh);
-  if (hit) return hit;
   const src = headSource(result, layer, head);
   if (!src) return null;
+  const hit = perResult.get(lh);
+  if (hit && hit.from === src.data) return hit.source;
   const { data: A, offset: base, stride: S } = src;
+  const [r0, r1] = src.rows ?? [0, T];
   const N = result.valueNorms;
   const n = lh * T;
   const scales = valueRowScales(result);
-  const out = new Float32Array(T * T);
-  for (let q = 0; q < T; q++) {
+  const out = new Float32Array((r1 - r0) * T);
+  for (let q = r0; q < r1; q++) {
     const scale = valueRowScale(result, scales, lh, q);
-    for (let k = 0; k <= q; k++) out[q * T + k] = valueShare(A[base + q * S + k], N[n + k], scale);
+    for (let k = 0; k <= q; k++) out[(q - r0) * T + k] = valueShare(A[base + q * S + k], N[n + k], scale);
   }
-  perResult.set(lh, out);
-  return out;
+  const source = { data: out, offset: -r0 * T, stride: T, weighted: true, ...(src.rows ? { rows: src.rows } : {}) };
+  perResult.set(lh, { from: src.data, source });
+  return source;
+}
+
+/** Row-normalised alpha_qk * n_k of one head, T x T row-major (upper triangle 0), for a result with every map. */
+export function valueWeighted(result, layer, head) {
+  return valueWeightedSource(result, layer, head)?.data ?? null;
 }
 
 /**
- * Where a view reads the weights it shows for one head: { data, offset, stride, weighted }, so that
- * weight (q, k) is data[offset + q * stride + k]. The result's own attention, or the value-weighted
- * matrix when state.by is 'value' and the result has the value sizes (weighted: true). Null when the
- * result holds no weights of the head (result.js's headSource: a result without maps, head not pulled).
+ * Where a view reads the weights it shows for one head: { data, offset, stride, weighted, rows }, so
+ * that weight (q, k) is data[offset + q * stride + k] (for q in rows, when given: headSource). The
+ * result's own attention, or the value-weighted matrix when state.by is 'value' and the result has
+ * the value sizes (weighted: true). Null when the result holds no weights of the head (result.js's
+ * headSource: a result without maps, head not pulled).
  */
 export function shownWeights(result, state, layer, head) {
   const src = headSource(result, layer, head);
   if (!src) return null;
-  if (byValue(result, state))
-    return { data: valueWeighted(result, layer, head), offset: 0, stride: result.T, weighted: true };
+  if (byValue(result, state)) return valueWeightedSource(result, layer, head);
   return { ...src, weighted: false };
 }
 

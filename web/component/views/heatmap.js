@@ -1,167 +1,20 @@
 // Head detail as a heatmap: rows are query tokens, columns the key tokens they attend to.
-// heatmapScene() is the pure scene builder (tested in Node); HeatmapView shows it, with the cells
-// painted on a canvas under the SVG labels, a tooltip and keyboard navigation.
-import { textWidth } from './scene.js';
-import { heat, tokenLabel, quoteToken } from '../runtime/theme.js';
-import { attentionAt } from '../../lib/result.js';
+// heatmapScene() (heatmap-scene.js) is the pure scene builder; HeatmapView shows it, with the cells
+// painted on a canvas under the SVG labels (heatmap-bitmap.js), a tooltip and keyboard navigation.
+import { heatmapScene, fitCell } from './heatmap-scene.js';
+import { quoteToken } from '../runtime/theme.js';
+import { attentionAt, holdsRow } from '../../lib/result.js';
 import { focusToken, clamp } from '../model/describe.js';
-import { paintAttention, bitmapView, MAX_BITMAP } from './paint.js';
+import { MAX_BITMAP } from './paint.js';
+import { HeatmapBitmap, cellsInView } from './heatmap-bitmap.js';
 import { SceneView } from './scene-view.js';
 import { el } from './dom.js';
 import { HostWidth } from './host-width.js';
 import { shownWeights, weightAt, valueNormsOf, byValue } from '../model/weighting.js';
 
+export { heatmapScene, fitCell };
+
 const fmt4 = (w) => w.toFixed(4);
-
-/** The cell size (px) that fits a T x T heatmap in about 1100 px: 26 for short texts, 1 at T = 1024. */
-export function fitCell(T) {
-  return T <= 16 ? 26 : T <= 32 ? 18 : T <= 64 ? 13 : T <= 100 ? 11 : T <= 128 ? 9 : Math.max(1, Math.floor(1100 / T));
-}
-
-/**
- * Heatmap of one head: rows are query tokens, columns are the key tokens they attend to.
- *   image: leave the cells (and the background) out; the page paints them on a canvas underneath,
- *          which is much cheaper than T*T SVG rectangles on every keystroke. Exports use the cells.
- *   cell:  the cell size in px (default fitCell(T)); a view zooms by passing a larger one.
- *   rows:  [from, to): only these query rows (and keys 0..to-1), for exporting the zoomed part.
- * Token labels are thinned to what fits (every step-th, and always the focused token).
- * layout: { x0, y0, cell, T, from, to, width, height, step } maps scene points to cells.
- */
-export function heatmapScene(result, state, theme, { image = false, cell = fitCell(result.T), rows = null } = {}) {
-  const { T, tokens } = result;
-  const { layer, head } = state;
-  const q0 = focusToken(result, state);
-  const src = shownWeights(result, state, layer, head); // the weights, or weight × value size
-  const from = rows ? clamp(rows[0], 0, T) : 0;
-  const to = rows ? clamp(rows[1], from, T) : T;
-  const fs = cell >= 18 ? 12 : cell >= 13 ? 10 : 9;
-  const step = Math.max(1, Math.ceil((fs + 1) / cell)); // a label every `step` cells: no overlaps
-  const shown = (i) => i % step === 0 || i === q0;
-  const labels = tokens.map((t, i) => (shown(i) ? tokenLabel(t.text, 14) : ''));
-  const labelW = Math.max(30, ...labels.slice(0, to).map((s) => textWidth(s, fs))) + 8;
-  const angle = -55;
-  const sin = Math.sin((-angle * Math.PI) / 180);
-  const cos = Math.cos((-angle * Math.PI) / 180);
-  const titleH = 40;
-  const x0 = labelW + 22;
-  const y0 = titleH + labelW * sin + 12;
-  const gridW = to * cell; // keys 0..to-1
-  const gridH = (to - from) * cell; // queries from..to-1
-  const what = src.weighted ? 'where what the head moves comes from' : 'how much it looks at each earlier token';
-  const subtitle =
-    from > 0 || to < T
-      ? `tokens ${from}–${to - 1} of ${T}; row = a token, its row shows ${what}`
-      : `row = a token; its row shows ${what} (columns)`;
-  const width = Math.max(x0 + gridW + labelW * cos + 12, textWidth(subtitle, 11) + 24, 320);
-  const legendH = 46;
-  const height = y0 + gridH + legendH;
-  const yOf = (q) => y0 + (q - from) * cell;
-  const items = [];
-  items.push({
-    type: 'text',
-    x: 8,
-    y: 12,
-    text: `Layer ${layer}, head ${head}: ${src.weighted ? 'weight × value size' : 'attention weights'}`,
-    size: 14,
-    weight: 'bold',
-    fill: theme.fg,
-  });
-  items.push({ type: 'text', x: 8, y: 30, text: subtitle, size: 11, fill: theme.muted });
-  // axis titles
-  items.push({
-    type: 'text',
-    x: 10,
-    y: y0 + gridH / 2,
-    text: '← token (query)',
-    size: 10,
-    fill: theme.muted,
-    anchor: 'middle',
-    rotate: -90,
-  });
-  if (!image) {
-    items.push({ type: 'rect', x: x0, y: y0, w: gridW, h: gridH, fill: theme.faint });
-    for (let q = from; q < to; q++) {
-      for (let k = 0; k <= q; k++) {
-        const w = weightAt(src, q, k);
-        items.push({ type: 'rect', x: x0 + k * cell, y: yOf(q), w: cell, h: cell, fill: heat(theme, w) });
-      }
-    }
-  }
-  if (q0 >= from && q0 < to) {
-    items.push({
-      type: 'rect',
-      x: x0 - 0.5,
-      y: yOf(q0) - 0.5,
-      w: (q0 + 1) * cell + 1,
-      h: cell + 1,
-      fill: 'none',
-      stroke: theme.accent,
-      strokeWidth: 2,
-    });
-  }
-  for (let i = 0; i < to; i++) {
-    if (!labels[i]) continue;
-    const bold = i === q0 ? 'bold' : undefined;
-    if (i >= from)
-      items.push({
-        type: 'text',
-        x: x0 - 5,
-        y: yOf(i) + cell / 2,
-        text: labels[i],
-        size: fs,
-        fill: theme.fg,
-        anchor: 'end',
-        weight: bold,
-        data: { row: i },
-      });
-    items.push({
-      type: 'text',
-      x: x0 + i * cell + cell / 2,
-      y: y0 - 5,
-      text: labels[i],
-      size: fs,
-      fill: theme.fg,
-      rotate: angle,
-      weight: bold,
-    });
-  }
-  // colour legend
-  const ly = y0 + gridH + 18;
-  const lw = Math.min(200, width - x0 - 40);
-  const steps = 40;
-  for (let i = 0; i < steps; i++) {
-    const p = i / (steps - 1);
-    items.push({ type: 'rect', x: x0 + (i * lw) / steps, y: ly, w: lw / steps + 0.5, h: 10, fill: heat(theme, p * p) });
-  }
-  // square-root colour scale: weight 0.25 sits in the middle
-  for (const [p, label] of [
-    [0, '0'],
-    [0.5, '0.25'],
-    [1, '1'],
-  ]) {
-    items.push({
-      type: 'text',
-      x: x0 + p * lw,
-      y: ly + 20,
-      text: label,
-      size: 10,
-      fill: theme.muted,
-      anchor: 'middle',
-    });
-  }
-  items.push({
-    type: 'text',
-    x: x0 + lw + 12,
-    y: ly + 5,
-    text: src.weighted ? 'weight × value size, per row (√ scale)' : 'attention weight (√ scale)',
-    size: 10,
-    fill: theme.muted,
-  });
-  return {
-    scene: { width, height, background: image ? null : theme.bg, font: theme.font, items },
-    layout: { x0, y0, cell, T, from, to, width, height, step },
-  };
-}
 
 /** Head detail: T x T heatmap with token labels and a tooltip with the exact weight. */
 // Zoom factors over the fitted cell size; cells never grow beyond MAX_CELL px.
@@ -269,6 +122,10 @@ export class HeatmapView extends SceneView {
     const { result, layout } = this;
     if (!result || !layout) return {};
     let [from, to] = this.#visibleRows();
+    // a long text's head holds the rows of the window around the focused token (pulled-maps.js)
+    const held = shownWeights(result, this.state, this.state.layer, this.state.head)?.rows;
+    if (held) [from, to] = [Math.max(from, held[0]), Math.min(to, held[1])];
+    if (held && to <= from) [from, to] = held;
     const q0 = focusToken(result, this.state);
     // keep the export's rectangle count bounded: rows around the focus
     while ((to - from) * to > MAX_EXPORT_CELLS && to - from > 16) {
@@ -346,6 +203,7 @@ export class HeatmapView extends SceneView {
       this.canvas = this.doc.createElement('canvas');
       this.canvas.className = 'hs-heatmap-cells';
       this.canvas.setAttribute('aria-hidden', 'true');
+      this.bitmap = new HeatmapBitmap(this.canvas);
     }
     if (this.canvas.nextSibling !== this.svg) this.host.insertBefore(this.canvas, this.svg);
     this.#paintCells();
@@ -361,56 +219,21 @@ export class HeatmapView extends SceneView {
     this.#follow(focusToken(result, state));
   }
 
-  // The cells' bitmap (paint.js): the whole map, or past MAX_BITMAP tokens at a zoom the part in
-  // view, in blocks while that is still larger; placed over those cells in percentages of the
-  // picture (CSSOM: CSP-safe)
+  // The cells' bitmap (heatmap-bitmap.js): the whole map, or past MAX_BITMAP tokens at a zoom the
+  // part in view, in blocks while that is still larger
   #paintCells() {
     const { result, state, theme, layout } = this;
-    const view = result.T > MAX_BITMAP && this.zoom > 1 ? this.#cellsInView() : bitmapView(result.T);
-    const src = shownWeights(result, state, state.layer, state.head);
-    // what the weights depend on besides the tokens: typing at the end repaints only the new rows' blocks
-    const same = {
-      key: `${state.layer}:${state.head}:${JSON.stringify(result.ablate ?? [])}:${src.weighted}:${src.offset}:${src.stride}`,
-      data: src.data,
-      lut: theme.lut,
-      ids: result.tokens.map((t) => t.id),
-    };
-    paintAttention(this.canvas, result, state.layer, state.head, theme, src, view, same);
-    const pct = (v, total) => `${((100 * v) / total).toFixed(4)}%`;
-    const { cell } = layout;
-    const place = [
-      pct(layout.x0 + view.c0 * cell, layout.width),
-      pct(layout.y0 + view.r0 * cell, layout.height),
-      pct((view.c1 - view.c0) * cell, layout.width),
-      pct((view.r1 - view.r0) * cell, layout.height),
-    ];
-    if (!this.place || place.some((v, i) => v !== this.place[i])) {
-      [this.canvas.style.left, this.canvas.style.top, this.canvas.style.width, this.canvas.style.height] = place;
-      this.place = place;
-    }
-    // what the bitmap covers, for a reader's tools and the tests: rows, columns, cells per pixel
-    this.canvas.dataset.rows = `${view.r0} ${view.r1}`;
-    this.canvas.dataset.cols = `${view.c0} ${view.c1}`;
-    this.canvas.dataset.bin = String(view.bin);
-  }
-
-  // the rows and columns in the scroller's view, with half a view more on every side (a short scroll
-  // shows painted cells while the next paint comes)
-  #cellsInView() {
-    const T = this.result.T;
     const scroller = this.host.closest('.hs-scroll');
     const pic = this.svg.getBoundingClientRect();
-    if (!scroller || !pic.height) return bitmapView(T);
-    const view = scroller.getBoundingClientRect();
-    const s = pic.height / this.scene.height;
-    const { x0, y0, cell } = this.layout;
-    const at = (client, origin, o) => ((client - origin) / s - o) / cell;
-    const pad = (a, b) => [a - (b - a) / 2, b + (b - a) / 2 + 1];
-    return bitmapView(
-      T,
-      pad(at(view.top, pic.top, y0), at(view.bottom, pic.top, y0)),
-      pad(at(view.left, pic.left, x0), at(view.right, pic.left, x0)),
+    const view = cellsInView(
+      result.T,
+      this.zoom > 1,
+      scroller?.getBoundingClientRect(),
+      pic,
+      pic.height / this.scene.height,
+      layout,
     );
+    this.painted = this.bitmap.paint(result, state, theme, layout, view);
   }
 
   #schedulePaint() {
@@ -507,21 +330,29 @@ export class HeatmapView extends SceneView {
       this.#clearHover();
       return;
     }
-    const w = k <= q ? attentionAt(result, state.layer, state.head, q, k) : 0;
+    const src = shownWeights(result, state, state.layer, state.head);
+    const held = holdsRow(src, q);
+    // a long text's row outside the window pulled: what the bitmap shows (the engine's tile)
+    const tiled = held ? null : this.bitmap?.tiledCell(q, k);
+    const w = k > q ? 0 : held ? attentionAt(result, state.layer, state.head, q, k) : tiled?.w;
     const from = quoteToken(result.tokens[q].text);
     const to = quoteToken(result.tokens[k].text);
     // value-weighted: the share shown, then the weight and the value size it comes from
-    const norms = byValue(result, state) ? valueNormsOf(result, state.layer, state.head) : null;
+    const norms = byValue(result, state) && held ? valueNormsOf(result, state.layer, state.head) : null;
     const shown =
       norms && k <= q
-        ? `: ${fmt4(weightAt(shownWeights(result, state, state.layer, state.head), q, k))} of what the head moves (weight ${fmt4(w)} × value size ${norms[k].toFixed(2)})`
+        ? `: ${fmt4(weightAt(src, q, k))} of what the head moves (weight ${fmt4(w)} × value size ${norms[k].toFixed(2)})`
         : null;
     const text =
       k > q
         ? `${from} cannot see the later token ${to} (0)`
         : shown
           ? `${from} → ${to}${shown}`
-          : `${from} → ${to}: ${fmt4(w)}`;
+          : w === undefined
+            ? `${from} → ${to}: on its way`
+            : tiled && tiled.bin > 1
+              ? `${from} → ${to}: at most ${fmt4(w)} (the largest weight of its ${tiled.bin} × ${tiled.bin} block; zoom in for each weight)`
+              : `${from} → ${to}: ${fmt4(w)}`;
     if (!this.highlight) {
       this.highlight = this.doc.createElementNS('http://www.w3.org/2000/svg', 'rect');
       this.highlight.setAttribute('fill', 'none');

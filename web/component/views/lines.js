@@ -46,12 +46,15 @@ export const linesWindow = (T, around) => windowAround(T, around, LINES_WINDOW);
  */
 export function linesScene(result, state, theme, focus) {
   const { T, tokens } = result;
-  const [from, to] = linesWindow(T, focus?.index ?? focusToken(result, state));
-  const lead = from > 0 ? 1 : 0; // the row of the tokens before the window
-  const links = Number.isInteger(state.links) && state.links >= 0 ? state.links : DEFAULT_LINKS;
   const heads = state.heads && state.heads.length ? state.heads : [state.head];
   // per head: its weights, or weight × value size (state.by) when the result has the value sizes
   const sources = heads.map((h) => shownWeights(result, state, state.layer, h));
+  // a long text's heads hold the rows of the window around the page's focused token (pulled-maps.js):
+  // the window stays there, where a hovered token would move it
+  const whole = sources.every((s) => !s.rows);
+  const [from, to] = linesWindow(T, (whole ? focus?.index : null) ?? focusToken(result, state));
+  const lead = from > 0 ? 1 : 0; // the row of the tokens before the window
+  const links = Number.isInteger(state.links) && state.links >= 0 ? state.links : DEFAULT_LINKS;
   const weighted = sources.some((s) => s.weighted);
   const fs = 12;
   const rowH = T <= 40 ? 20 : 16;
@@ -345,7 +348,10 @@ export class LinesView extends SceneView {
     if (!this.result) return;
     // a long text's result holds only the heads a page pulled: until they arrive the picture stays
     const heads = this.state.heads?.length ? this.state.heads : [this.state.head];
-    if (heads.some((h) => !shownWeights(this.result, this.state, this.state.layer, h))) return;
+    // (and of a focus moved, until the rows of its window arrive)
+    const [from, to] = linesWindow(this.result.T, focusToken(this.result, this.state));
+    const held = (s) => s && (!s.rows || (s.rows[0] <= from && to <= s.rows[1]));
+    if (heads.some((h) => !held(shownWeights(this.result, this.state, this.state.layer, h)))) return;
     const { scene } = linesScene(this.result, this.state, this.theme, this.focus);
     this.show(scene, `Lines view, layer ${this.state.layer}, heads ${heads.join(', ')}`, 'group');
     this.svg.dataset.focus = this.focus ? `${this.focus.side}${this.focus.index}` : '';

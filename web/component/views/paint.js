@@ -14,7 +14,7 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 function pixel32(r, g, b) {
   return LITTLE_ENDIAN ? (255 << 24) | (b << 16) | (g << 8) | r : (r << 24) | (g << 16) | (b << 8) | 255;
 }
-function lut32Of(lut) {
+export function lut32Of(lut) {
   let out = lut32Cache.get(lut);
   if (!out) {
     out = new Int32Array(256);
@@ -137,8 +137,14 @@ export function paintAttention(canvas, result, layer, head, theme, src = null, v
 
 const wholeMap = (view, T) => view.r0 === 0 && view.c0 === 0 && view.r1 === T && view.c1 === T;
 
-// pixels [from, to) from pooled cells: -1 (a block wholly after its query) faint, else the colour table's
-function cellsToPixels(px, cells, from, to, lut, faint) {
+/** The theme's faint colour (blocks after their query) as a 32-bit pixel. */
+export function faintPixel(theme) {
+  const [r, g, b] = parseCss(theme.faint);
+  return pixel32(r, g, b);
+}
+
+/** Pixels [from, to) from pooled cells: -1 (a block wholly after its query) faint, else the colour table's. */
+export function cellsToPixels(px, cells, from, to, lut, faint) {
   for (let i = from; i < to; i++) px[i] = cells[i] < 0 ? faint : lut[heatIndex(cells[i])];
 }
 

@@ -20,7 +20,8 @@ export const MAP_BUDGET_FLOATS = 1 << 25;
  */
 export function installLongText(page) {
   const { state } = page;
-  const pulled = new PulledMaps(() => page.model);
+  // the rows pulled are those of the window around the focused token (pulled-maps.js)
+  const pulled = new PulledMaps(() => page.model, { focus: () => state.token });
   let latest = null; // the result whose heads are being pulled: an older one is not drawn
 
   // tokens a text will have, from the last result's tokens per character (4 characters a token

@@ -1,0 +1,157 @@
+// The rows a page pulls of a long text's heads (runtime/pulled-maps.js): those of the lines view's
+// window around the focused token (pulledWindow), never a whole map, carried across typing (the new
+// rows come with the run) and pulled again when the focus moves. A fake engine cuts tiles and run()'s
+// `pull` rows from maps made here, as lib/maps.js's pulledRowsOf defines them (written out again
+// below, brute force); every row held is checked against its map's row, every column.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { PulledMaps, pulledWindow, askedWindow } from '../../../web/component/runtime/pulled-maps.js';
+import { LINES_WINDOW } from '../../../web/component/views/lines.js';
+import { headSource, makeResult } from '../../../web/lib/result.js';
+
+// weight (q, k) of head (layer, head) depends on the tokens 0..q, as attention does
+const mapRow = (ids, layer, head, q) => {
+  let h = layer * 7 + head + 1;
+  for (let i = 0; i <= q; i++) h = (h * 31 + ids[i] + 1) % 10007;
+  return Float32Array.from({ length: ids.length }, (_, k) => (k <= q ? ((h + k * 13) % 101) / 101 : 0));
+};
+
+function fakeEngine(nPositions) {
+  const model = {
+    info: { config: { nLayer: 2, nHead: 3, nPositions } },
+    ids: [],
+    rowsAsked: 0,
+    async attentionTile(text, layer, head, { rows }) {
+      this.rowsAsked += rows[1] - rows[0];
+      const T = this.ids.length;
+      const values = new Float32Array((rows[1] - rows[0]) * T);
+      for (let q = rows[0]; q < rows[1]; q++) values.set(mapRow(this.ids, layer, head, q), (q - rows[0]) * T);
+      return { T, values };
+    },
+  };
+  // run(text, { pull }): the rows of the window from the first token that differs from pull.ids
+  const run = (ids, pull) => {
+    model.ids = ids;
+    const T = ids.length;
+    const around = pull?.window?.around ?? T - 1;
+    const size = pull?.window?.size ?? T;
+    let w0 = Math.min(Math.max(0, Math.floor(Math.min(around, T - 1) - size / 2)), Math.max(0, T - size));
+    const w1 = Math.min(T, w0 + size);
+    let shared = 0;
+    while (pull && shared < Math.min(T, pull.ids.length) && pull.ids[shared] === ids[shared]) shared++;
+    const from = Math.min(w1, Math.max(w0, shared));
+    const extra = {};
+    if (pull) {
+      const rows = new Float32Array(pull.heads.length * (w1 - from) * T);
+      pull.heads.forEach(([l, h], i) => {
+        for (let q = from; q < w1; q++) rows.set(mapRow(ids, l, h, q), (i * (w1 - from) + q - from) * T);
+      });
+      Object.assign(extra, { pulledHeads: pull.heads, pulledFrom: from, pulledTo: w1, pulledRows: rows });
+      model.rowsAsked += (w1 - from) * pull.heads.length;
+    }
+    return makeResult({
+      text: ids.join(' '),
+      tokens: ids.map((id) => ({ id })),
+      T,
+      nLayer: 2,
+      nHead: 3,
+      ablate: [],
+      ...extra,
+    });
+  };
+  return { model, run };
+}
+
+// every row `r` holds of head (layer, head) is its map's row; the rows cover the focus's window and
+// lie within the window asked for
+function check(r, layer, head, focus, what) {
+  const src = headSource(r, layer, head);
+  assert.ok(src, `${what}: head ${layer}:${head} held`);
+  const [a, b] = pulledWindow(r.T, focus),
+    [c, d] = askedWindow(r.T, focus);
+  assert.ok(c <= src.rows[0] && src.rows[0] <= a && b <= src.rows[1] && src.rows[1] <= d, `${what}: rows ${src.rows}`);
+  assert.equal(src.data.length, (src.rows[1] - src.rows[0]) * src.stride, `${what}: those rows alone`);
+  const ids = r.tokens.map((t) => t.id);
+  for (let q = src.rows[0]; q < src.rows[1]; q++) {
+    const want = mapRow(ids, layer, head, q);
+    const got = src.data.subarray(src.offset + q * src.stride, src.offset + q * src.stride + r.T);
+    assert.deepEqual(got, want, `${what}: row ${q}`);
+  }
+}
+
+test('pulledWindow: the lines view window around the focus, the last token without one; askedWindow holds it', () => {
+  assert.deepEqual(pulledWindow(1000, null), [1000 - LINES_WINDOW, 1000]);
+  assert.deepEqual(pulledWindow(1000, 5000), [1000 - LINES_WINDOW, 1000], 'a focus past the text: the last');
+  assert.deepEqual(pulledWindow(1000, 500), [500 - LINES_WINDOW / 2, 500 + LINES_WINDOW / 2]);
+  assert.deepEqual(pulledWindow(1000, 3), [0, LINES_WINDOW]);
+  assert.deepEqual(pulledWindow(40, 3), [0, 40]);
+  // the window asked for holds the one read, whatever the focus (brute force over every focus)
+  for (const T of [100, 130, 160, 161, 1000])
+    for (let f = -1; f <= T; f++) {
+      const [a, b] = pulledWindow(T, f),
+        [c, d] = askedWindow(T, f);
+      assert.ok(c <= a && b <= d && d - c === Math.min(T, LINES_WINDOW + 32), `T ${T}, focus ${f}`);
+    }
+});
+
+test('PulledMaps holds the rows of the focused window: typing brings its new rows with the run, a moved focus pulls its window', async () => {
+  const { model, run } = fakeEngine(4096);
+  let focus = null;
+  const pulled = new PulledMaps(() => model, { focus: () => focus });
+  let ids = Array.from({ length: 700 }, (_, i) => (i * 7) % 53);
+  // the first result: the head shown comes with the run as its window, not its map
+  let req = pulled.request([[1, 2]], []);
+  assert.deepEqual(req.window, { around: null, size: LINES_WINDOW + 32 });
+  let r = run(ids, req);
+  pulled.absorb(r);
+  assert.deepEqual(pulled.missing(r, [[1, 2]]), []);
+  check(r, 1, 2, focus, 'the first run');
+  assert.equal(pulled.rowsPulled, LINES_WINDOW + 32);
+  assert.equal(typeof r.tiles, 'function', "the heatmap's tiles come through the result");
+
+  // typing at the end: the window moves with the last token, and only the new rows come; a keystroke
+  // that merges the last two tokens (one token fewer) too
+  for (const typed of [[1], [2, 3], [4], [-2, 5], [6]]) {
+    req = pulled.request([[1, 2]], []);
+    ids = typed[0] < 0 ? ids.slice(0, typed[0]).concat(typed.slice(1)) : ids.concat(typed);
+    const asked = model.rowsAsked;
+    r = run(ids, req);
+    pulled.absorb(r);
+    assert.deepEqual(pulled.missing(r, [[1, 2]]), [], `typed ${typed}`);
+    check(r, 1, 2, focus, `typed ${typed}`);
+    assert.equal(model.rowsAsked - asked, typed[0] < 0 ? 1 : typed.length, 'the new rows alone');
+  }
+
+  // the focus moves: the head lacks the rows of its window, and pull() brings them, the whole window
+  focus = 200;
+  assert.deepEqual(pulled.missing(r, [[1, 2]]), [[1, 2]]);
+  let asked = model.rowsAsked;
+  await pulled.pull(r, [[1, 2]]);
+  check(r, 1, 2, focus, 'the focus moved');
+  assert.equal(model.rowsAsked - asked, LINES_WINDOW + 32);
+  // typing at the end now changes no row of that window: nothing comes, the rows are kept
+  req = pulled.request([[1, 2]], []);
+  ids = ids.concat([9]);
+  asked = model.rowsAsked;
+  r = run(ids, req);
+  pulled.absorb(r);
+  assert.deepEqual(pulled.missing(r, [[1, 2]]), []);
+  check(r, 1, 2, focus, 'typed with the focus inside');
+  assert.equal(model.rowsAsked, asked);
+  // an edit inside the window: the rows from it on
+  ids = ids.slice();
+  ids[230] = 99;
+  r = run(ids, null);
+  asked = model.rowsAsked;
+  await pulled.pull(r, [[1, 2]]);
+  check(r, 1, 2, focus, 'an edit inside the window');
+  assert.equal(model.rowsAsked - asked, askedWindow(r.T, focus)[1] - 230);
+  // a run whose rows are of another window (the focus moved while it ran): left for pull()
+  req = pulled.request([[1, 2]], []);
+  focus = 600;
+  r = run(ids.concat([5]), req);
+  pulled.absorb(r);
+  assert.deepEqual(pulled.missing(r, [[1, 2]]), [[1, 2]]);
+  await pulled.pull(r, [[1, 2]]);
+  check(r, 1, 2, focus, 'pulled after a run of another window');
+});

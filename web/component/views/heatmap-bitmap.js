@@ -1,0 +1,210 @@
+// The heatmap's cells as a bitmap on a canvas under its SVG labels (paint.js paints the pixels).
+// One rule for where the cells come from: a result with every map (attentionAll) is painted from it,
+// at once; a result without maps ({ attention: 'thumbnails' }: a long text) is painted from tiles
+// the engine pools to the bitmap (result.tiles: model.attentionTile with the bitmap's rows, columns
+// and bin, runtime/pulled-maps.js), so that no T x T map is made anywhere: the whole map pooled to
+// at most MAX_BITMAP pixels a side (each pixel its block's largest weight, as paint.js poolView),
+// zoomed in the cells in view. The pixels are the same either way. Typing at the end asks only for
+// the block rows from the first changed token; until a tile arrives the bitmap shows what it showed.
+import { bitmapView, paintAttention, cellsToPixels, faintPixel, lut32Of, MAX_BITMAP } from './paint.js';
+import { sharedPrefixLength } from '../../lib/result.js';
+import { shownWeights } from '../model/weighting.js';
+
+/**
+ * What to ask the engine for to paint `want` ({ key, ids, view }: what the weights depend on besides
+ * the tokens, the token ids, bitmapView()) over `shown` (the same, with `cells`, as last painted, or
+ * null): { rows: [begin, end), keep } where keep is the block rows of shown's cells still right
+ * (rows before the first changed token, when both are the whole map in blocks of the same bin);
+ * rows empty when nothing needs to come (the same view of the same tokens).
+ */
+export function tilePlan(shown, want, T) {
+  const { view } = want;
+  const same = shown && shown.key === want.key;
+  const sameView = (a, b) => a.r0 === b.r0 && a.r1 === b.r1 && a.c0 === b.c0 && a.c1 === b.c1 && a.bin === b.bin;
+  const kept = same ? sharedPrefixLength(shown.ids, want.ids) : 0;
+  if (same && sameView(shown.view, view) && kept === want.ids.length && kept === shown.ids.length)
+    return { rows: [view.r1, view.r1], keep: view.h };
+  if (same && wholeMap(shown.view, shown.ids.length) && wholeMap(view, T) && shown.view.bin === view.bin) {
+    const keep = Math.floor(kept / view.bin);
+    return { rows: [Math.min(view.r1, keep * view.bin), view.r1], keep };
+  }
+  return { rows: [view.r0, view.r1], keep: 0 };
+}
+
+const wholeMap = (view, T) => view.r0 === 0 && view.c0 === 0 && view.r1 === T && view.c1 === T;
+
+/**
+ * The cells of `view` after a tile of its rows [rows[0], r1) arrived (`tile`: attentionTile's
+ * { nRows, nCols, values }, in the view's columns and bin), over the first `keep` block rows of
+ * `old` ({ view, cells }, null for none): -1 where a block lies wholly after its query (its first key
+ * past its last query: the engine's 0 there is no weight), as paint.js poolView writes them.
+ */
+export function mergeTile(old, view, keep, rows, tile) {
+  const { w, h, r0, r1, c0, bin } = view;
+  const out = new Float32Array(w * h).fill(-1);
+  if (old && keep > 0) {
+    const ow = old.view.w;
+    for (let y = 0; y < Math.min(keep, old.view.h, h); y++)
+      out.set(old.cells.subarray(y * ow, y * ow + Math.min(ow, w)), y * w);
+  }
+  const y0 = (rows[0] - r0) / bin;
+  for (let y = 0; y < tile.nRows; y++) {
+    const lastQuery = Math.min(r1, rows[0] + (y + 1) * bin) - 1;
+    for (let x = 0; x < tile.nCols; x++)
+      if (c0 + x * bin <= lastQuery) out[(y0 + y) * w + x] = tile.values[y * tile.nCols + x];
+  }
+  return out;
+}
+
+export class HeatmapBitmap {
+  constructor(canvas) {
+    this.canvas = canvas;
+    this.shown = null; // a tiled paint: { key, ids, view, cells }
+    this.latest = null; // the tiled paint asked for last
+    this.flying = null; // the tile request in flight
+    this.place = null;
+  }
+
+  /**
+   * Paints `view` (bitmapView) of the head `state` selects in `result`, placed over its cells of
+   * `layout` (heatmapScene's). Resolves when the bitmap shows it (at once for a result with its maps).
+   */
+  paint(result, state, theme, layout, view) {
+    this.layout = layout;
+    if (result.attentionAll || !result.tiles) {
+      this.shown = this.latest = null;
+      const src = shownWeights(result, state, state.layer, state.head);
+      // what the weights depend on besides the tokens: typing at the end repaints only the new rows' blocks
+      const same = {
+        key: `${state.layer}:${state.head}:${JSON.stringify(result.ablate ?? [])}:${src.weighted}:${src.offset}:${src.stride}`,
+        data: src.data,
+        lut: theme.lut,
+        ids: result.tokens.map((t) => t.id),
+      };
+      paintAttention(this.canvas, result, state.layer, state.head, theme, src, view, same);
+      this.#shows(view);
+      return Promise.resolve();
+    }
+    const want = {
+      result,
+      theme,
+      key: `${state.layer}:${state.head}:${JSON.stringify(result.ablate ?? [])}`,
+      ids: Int32Array.from(result.tokens, (t) => t.id),
+      view,
+    };
+    want.done = new Promise((resolve) => (want.resolve = resolve));
+    this.latest = want;
+    if (this.shown) this.#shows(this.shown.view); // the picture shown, placed in the new layout meanwhile
+    if (!this.flying) this.#fetch();
+    return want.done;
+  }
+
+  // Asks for the latest paint's tile (only its rows that changed), paints it when it comes unless a
+  // later paint was asked for meanwhile, then goes on with that one.
+  async #fetch() {
+    const want = this.latest;
+    const { result, view } = want;
+    const T = result.T;
+    const plan = tilePlan(this.shown, want, T);
+    this.flying = want;
+    this.canvas.dataset.pending = '1';
+    let tile = { nRows: 0, nCols: 0, values: new Float32Array(0) };
+    try {
+      if (plan.rows[1] > plan.rows[0]) {
+        const [layer, head] = want.key.split(':').map(Number);
+        tile = await result.tiles(layer, head, { rows: plan.rows, columns: [view.c0, view.c1], bin: view.bin });
+      }
+    } catch (e) {
+      // a tile of a text the engine no longer runs (a newer one was asked for): the next paint asks again
+      if (this.latest === want) console.warn('headscope: the heatmap tile failed:', e.message);
+      tile = null;
+    }
+    this.flying = null;
+    // (a tile of an older text is painted too: it is right for its tokens, and the next plan knows them)
+    if (tile) {
+      const unchanged = plan.rows[1] === plan.rows[0] && plan.keep === view.h && this.shown?.view.w === view.w;
+      const cells = unchanged ? this.shown.cells : mergeTile(this.shown, view, plan.keep, plan.rows, tile);
+      this.#draw(want, cells, plan);
+      this.shown = { key: want.key, ids: want.ids, view, cells, lut: want.theme.lut };
+    }
+    want.resolve();
+    if (this.latest !== want && this.latest) this.#fetch();
+    else delete this.canvas.dataset.pending;
+  }
+
+  // The pixels of `cells`: the block rows that changed alone on a canvas of the same size and theme
+  #draw(want, cells, plan) {
+    const { view, theme } = want;
+    const { canvas } = this;
+    const w = Math.max(1, view.w),
+      h = Math.max(1, view.h);
+    const resized = canvas.width !== w || canvas.height !== h;
+    if (resized) {
+      canvas.width = w;
+      canvas.height = h;
+    }
+    const ctx = (this.ctx ??= canvas.getContext('2d'));
+    if (!this.img || this.img.width !== w || this.img.height !== h) {
+      this.img = ctx.createImageData(w, h);
+      this.u32 = new Int32Array(this.img.data.buffer, this.img.data.byteOffset, w * h);
+    }
+    const partial = !resized && this.shown && this.shown.lut === theme.lut && plan.keep > 0;
+    const first = partial ? plan.keep : 0;
+    cellsToPixels(this.u32, cells, first * w, w * h, lut32Of(theme.lut.lut), faintPixel(theme));
+    if (partial && first >= h) return this.#shows(view);
+    if (partial) ctx.putImageData(this.img, 0, 0, 0, first, w, h - first);
+    else ctx.putImageData(this.img, 0, 0);
+    this.#shows(view);
+  }
+
+  // Places the bitmap over the cells of `view` in percentages of the picture (CSSOM: CSP-safe), and
+  // says what it covers, for a reader's tools and the tests: rows, columns, cells per pixel
+  #shows(view) {
+    const { layout, canvas } = this;
+    const pct = (v, total) => `${((100 * v) / total).toFixed(4)}%`;
+    const { cell } = layout;
+    const place = [
+      pct(layout.x0 + view.c0 * cell, layout.width),
+      pct(layout.y0 + view.r0 * cell, layout.height),
+      pct((view.c1 - view.c0) * cell, layout.width),
+      pct((view.r1 - view.r0) * cell, layout.height),
+    ];
+    if (!this.place || place.some((v, i) => v !== this.place[i])) {
+      [canvas.style.left, canvas.style.top, canvas.style.width, canvas.style.height] = place;
+      this.place = place;
+    }
+    canvas.dataset.rows = `${view.r0} ${view.r1}`;
+    canvas.dataset.cols = `${view.c0} ${view.c1}`;
+    canvas.dataset.bin = String(view.bin);
+  }
+
+  /**
+   * What the tiled bitmap shows of cell (q, k): { w, bin } (bin 1: the weight itself, bit for bit;
+   * else the largest weight of the bin x bin block holding it), or null when it does not show it.
+   */
+  tiledCell(q, k) {
+    const s = this.shown;
+    if (!s || q < s.view.r0 || q >= s.view.r1 || k < s.view.c0 || k >= s.view.c1) return null;
+    const { r0, c0, bin, w } = s.view;
+    const v = s.cells[Math.floor((q - r0) / bin) * w + Math.floor((k - c0) / bin)];
+    return v < 0 ? null : { w: v, bin };
+  }
+}
+
+/**
+ * The bitmap's view of a T x T map in a scroller: the whole map (bitmapView), or past MAX_BITMAP
+ * tokens at a zoom the rows and columns in the scroller's view, with half a view more on every side
+ * (a short scroll shows painted cells while the next paint comes). `pic`: the picture's client box,
+ * `scale` its client pixels per scene unit, `box` the scroller's client box; layout: heatmapScene's.
+ */
+export function cellsInView(T, zoomed, box, pic, scale, layout) {
+  if (T <= MAX_BITMAP || !zoomed || !box || !pic.height) return bitmapView(T);
+  const { x0, y0, cell } = layout;
+  const at = (client, origin, o) => ((client - origin) / scale - o) / cell;
+  const pad = (a, b) => [a - (b - a) / 2, b + (b - a) / 2 + 1];
+  return bitmapView(
+    T,
+    pad(at(box.top, pic.top, y0), at(box.bottom, pic.top, y0)),
+    pad(at(box.left, pic.left, x0), at(box.right, pic.left, x0)),
+  );
+}
