@@ -143,6 +143,18 @@ async function session(threads, { allRows }) {
   const rowsOn = await typeKeys('new rows only', words);
   const mem = memory.stop();
   const engineMemory = await page.evaluate(() => window.headscopeDemo.model.memory());
+  // where the tab's memory is, as the browser attributes it (the page and its worker: JS heaps, their
+  // array buffers and the engine's wasm memory); null where the browser does not offer it
+  mem.by_context = await page.evaluate(async () => {
+    if (!performance.measureUserAgentSpecificMemory) return null;
+    const m = await performance.measureUserAgentSpecificMemory();
+    return m.breakdown
+      .filter((b) => b.bytes > 0)
+      .map((b) => ({ bytes: b.bytes, types: b.types, scope: b.attribution.map((a) => a.scope).join(',') }));
+  });
+  log(
+    `memory at the tab's peak, each renderer process: ${JSON.stringify(mem.renderers_at_peak)}; by context: ${JSON.stringify(mem.by_context)}`,
+  );
   log(
     `memory: the tab (renderer processes) peaked at ${(mem.renderer_peak_bytes / 2 ** 30).toFixed(2)} GB, the whole browser at ${(mem.browser_peak_bytes / 2 ** 30).toFixed(2)} GB; ` +
       `the engine: weights ${(engineMemory.weightBytes / 2 ** 20).toFixed(0)} MB, activations ${(engineMemory.activationBytes / 2 ** 20).toFixed(0)} MB ` +

@@ -35,14 +35,16 @@ function descendants(root) {
   return out;
 }
 
-function residentBytes(pid) {
+// a field of /proc/PID/status in bytes (0 when the process ended)
+function statusBytes(pid, field) {
   try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Number(m[1]) * 1024 : 0;
   } catch {
     return 0;
   }
 }
+const residentBytes = (pid) => statusBytes(pid, 'VmRSS');
 
 const isRenderer = (pid) => {
   try {
@@ -52,19 +54,36 @@ const isRenderer = (pid) => {
   }
 };
 
-/** Starts sampling; returns { stop(): { renderer_peak_bytes, browser_peak_bytes, samples } }. */
+/**
+ * Starts sampling; returns { stop(): { renderer_peak_bytes, browser_peak_bytes, samples,
+ * renderers_at_peak } }: renderers_at_peak, each renderer process at the tab's peak sample, its
+ * resident memory split as /proc says (anonymous: heaps, wasm memory, bitmaps; file: code and fonts
+ * mapped; shared memory: what it shares with the GPU and browser processes).
+ */
 export function sampleBrowserMemory(intervalMs = 1000) {
   let rendererPeak = 0,
     browserPeak = 0,
-    samples = 0;
+    samples = 0,
+    atPeak = [];
   const sample = () => {
     let renderer = 0,
       all = 0;
+    const renderers = [];
     for (const pid of descendants(process.pid)) {
       const rss = residentBytes(pid);
       all += rss;
-      if (isRenderer(pid)) renderer += rss;
+      if (isRenderer(pid)) {
+        renderer += rss;
+        renderers.push({
+          pid,
+          rss,
+          anon: statusBytes(pid, 'RssAnon'),
+          file: statusBytes(pid, 'RssFile'),
+          shmem: statusBytes(pid, 'RssShmem'),
+        });
+      }
     }
+    if (renderer > rendererPeak) atPeak = renderers;
     rendererPeak = Math.max(rendererPeak, renderer);
     browserPeak = Math.max(browserPeak, all);
     samples++;
@@ -75,7 +94,7 @@ export function sampleBrowserMemory(intervalMs = 1000) {
     stop() {
       clearInterval(timer);
       sample();
-      return { renderer_peak_bytes: rendererPeak, browser_peak_bytes: browserPeak, samples };
+      return { renderer_peak_bytes: rendererPeak, browser_peak_bytes: browserPeak, samples, renderers_at_peak: atPeak };
     },
   };
 }
