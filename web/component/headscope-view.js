@@ -13,101 +13,32 @@
 // loading = lazy (the model is fetched only when the widget comes near the viewport, as for an <img>).
 // Every widget on a page that names the same model shares one download and one Web Worker.
 //
-// This module also exports the building blocks the demo page uses (views, runner, state helpers).
+// This module also exports the building blocks the demo page uses (parts.js: views, runner, state helpers).
 import viewsCss from './views.css';
 import hostCss from './host.css';
-import {
-  getModel,
-  getFastTypingModel,
-  loadModelFromBuffers,
-  modelLoadCount,
-  setThreads,
-} from './runtime/model-cache.js';
+import { getModel } from './runtime/model-cache.js';
 import { Runner } from './runtime/runner.js';
-import { DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery } from './runtime/url-state.js';
-import { embedSnippet } from './runtime/embed-snippet.js';
-import { describeHead, focusToken, clamp, windowAround } from './model/describe.js';
+import { DEFAULT_TEXT, VIEWS, parseHeads } from './runtime/url-state.js';
+import { describeHead, focusToken, clamp } from './model/describe.js';
 import { GridView, gridScene } from './views/grid.js';
 import { HeatmapView, heatmapScene } from './views/heatmap.js';
 import { LinesView, linesScene } from './views/lines.js';
-import { CombineView, combineScene, attributionTarget } from './views/combine.js';
-import { TopKView } from './views/topk.js';
-import { WriteBar, Writer } from './writer.js';
+import { CombineView, combineScene } from './views/combine.js';
+import { WriteBar } from './writer.js';
 import { InsideView } from './views/inside.js';
-import { insideScene } from './views/inside-scene.js';
-import { insideSentence, clampStep, INSIDE_STEPS } from './model/inside.js';
-import {
-  VALUE_WEIGHTING_SENTENCE,
-  valueWeightingSentence,
-  hasValueNorms,
-  byValue,
-  shownWeights,
-} from './model/weighting.js';
+import { clampStep, INSIDE_STEPS } from './model/inside.js';
+import { valueWeightingSentence, hasValueNorms, byValue } from './model/weighting.js';
 import { InsideSource } from './runtime/inside-source.js';
 import { isLazy, whenNear } from './runtime/near-viewport.js';
 import { installAttribution } from './runtime/attribution.js';
-import { kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes } from './model/kv-groups.js';
+import { headSharing } from './model/kv-groups.js';
 import { Tooltip } from './views/tooltip.js';
 import { el, lazySheets, shadowWithReady, rendered } from './views/dom.js';
 import { parseAblate } from '../lib/result.js';
-import { paletteCss, readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken } from './runtime/theme.js';
-import { sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg } from './views/scene.js';
+import { paletteCss, readTheme } from './runtime/theme.js';
+import { sceneToSvgString, sceneToPngBlob } from './views/scene.js';
 
-export {
-  getModel,
-  getFastTypingModel,
-  loadModelFromBuffers,
-  setThreads,
-  Runner,
-  DEFAULT_TEXT,
-  VIEWS,
-  parseHeads,
-  stateToQuery,
-  stateFromQuery,
-  embedSnippet,
-  modelLoadCount,
-  GridView,
-  HeatmapView,
-  LinesView,
-  CombineView,
-  TopKView,
-  Tooltip,
-  describeHead,
-  focusToken,
-  windowAround,
-  gridScene,
-  heatmapScene,
-  linesScene,
-  combineScene,
-  attributionTarget,
-  readTheme,
-  tokenLabel,
-  tokenWords,
-  heat,
-  heatInk,
-  quoteToken,
-  sceneToSvgString,
-  sceneToPngBlob,
-  downloadBlob,
-  sceneToSvg,
-  viewsCss,
-  InsideView,
-  insideScene,
-  insideSentence,
-  clampStep,
-  INSIDE_STEPS,
-  InsideSource,
-  VALUE_WEIGHTING_SENTENCE,
-  valueWeightingSentence,
-  hasValueNorms,
-  shownWeights,
-  kvGroups,
-  kvHeadOf,
-  headSharing,
-  sharingSentence,
-  cacheBytes,
-  Writer,
-};
+export * from './parts.js';
 
 const styleSheets = lazySheets(paletteCss(), hostCss, viewsCss);
 
