@@ -31,7 +31,7 @@ namespace {
 
 const char* kExplainUsage =
     "usage: headscope explain --model DIR --text TEXT --head L:H --query T --key S [--versus S2|mean]\n"
-    "                         [--token TOKEN] [--weights f32|f16|auto] [--threads N] [--json]\n"
+    "                         [--token TOKEN] [--weights f32|f16|q8|auto] [--threads N] [--json]\n"
     "  Splits head L:H's pre-softmax score of query token T on key token S (S <= T, counted from 0)\n"
     "  into what each earlier part of the model wrote into the residual stream, on the query side and\n"
     "  on the key side: a table whose cells sum to the score. The contrast subtracts the same table at\n"
@@ -40,7 +40,7 @@ const char* kExplainUsage =
     "  logit (one token, e.g. \" chef\"; default: the most likely next token at T).\n";
 
 const char* kCircuitsUsage =
-    "usage: headscope circuits --model DIR [--seeds N] [--weights f32|f16|auto] [--threads N] [--json]\n"
+    "usage: headscope circuits --model DIR [--seeds N] [--weights f32|f16|q8|auto] [--threads N] [--json]\n"
     "  From the weights alone: each head's copying score (above 0: it copies the tokens it attends\n"
     "  to) and the Q-, K- and V-composition of every pair of heads in different layers, beside the\n"
     "  same scores for random matrices of the same shapes (the mean over N seeds, default 16).\n";

@@ -1,7 +1,7 @@
 // headscope generate: the model continues a text (headscope/generate.hpp).
 //
 //   headscope generate --model DIR --text T --tokens N [--temperature X] [--top-k K] [--top-p P] [--seed S]
-//                      [--weights f32|f16|auto] [--threads N] [--json]
+//                      [--weights f32|f16|q8|auto] [--threads N] [--json]
 // Defaults: temperature 1, top-k 0 (off), top-p 1 (off), seed 0. Without --json the whole text is printed;
 // with --json one document: {"ids": [the prompt's ids, then the generated ones], "generated": [ids], "text": "..."}.
 #include "generate_command.hpp"
@@ -23,7 +23,7 @@ namespace {
 
 const char* kGenerateUsage =
     "usage: headscope generate --model DIR --text TEXT --tokens N [--temperature X] [--top-k K] [--top-p P]\n"
-    "                          [--seed S] [--weights f32|f16|auto] [--threads N] [--json]\n"
+    "                          [--seed S] [--weights f32|f16|q8|auto] [--threads N] [--json]\n"
     "  Continues TEXT by N tokens drawn from softmax(logits / temperature), restricted to the K most likely\n"
     "  tokens and to the smallest set whose probability reaches P. Temperature 0 is greedy. Defaults:\n"
     "  temperature 1, top-k 0 (off), top-p 1 (off), seed 0; one seed gives one continuation.\n";

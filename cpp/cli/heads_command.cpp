@@ -3,7 +3,7 @@
 //
 //   headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--exact-limit N] [--candidates K]
 //                   [--gradient-every G]
-//                   [--weights f32|f16|auto] [--threads N] [--json]
+//                   [--weights f32|f16|q8|auto] [--threads N] [--json]
 //
 // --json prints one document on stdout:
 //   {"tokens": T, "dropped_tokens": D, "method": "...", "loss": x, "gate_grad": [L][H], "ablation_delta": [L][H],
@@ -35,7 +35,7 @@ namespace {
 
 const char* kHeadsUsage =
     "usage: headscope heads --model DIR --text-file F [--random-orders N] [--seed S] [--exact-limit N]\n"
-    "                       [--candidates K] [--gradient-every G] [--weights f32|f16|auto] [--threads N] [--json]\n"
+    "                       [--candidates K] [--gradient-every G] [--weights f32|f16|q8|auto] [--threads N] [--json]\n"
     "  Each head's importance on the text (gate gradient dL/dxi and the loss change when it alone is\n"
     "  switched off), and the loss as heads are switched off one at a time, greedily by measured loss,\n"
     "  beside N seeded random orders (default 8). The loss is the mean next-token cross-entropy.\n"

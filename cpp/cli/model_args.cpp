@@ -96,8 +96,8 @@ Args parse_model_args(int argc, char** argv) {
       a.load.memory_limit_bytes = (uint64_t)headscope::cli::parse_int(arg, value(), 1) << 20;
     else if (arg == "--weights") {
       const std::string v = value();
-      if (v != "f32" && v != "f16" && v != "auto")
-        throw headscope::Error("--weights expects f32, f16 or auto, got \"" + v + "\"");
+      if (v != "f32" && v != "f16" && v != "q8" && v != "auto")
+        throw headscope::Error("--weights expects f32, f16, q8 or auto, got \"" + v + "\"");
       a.load.weights = headscope::parse_weight_storage(v);
     } else
       throw headscope::Error("unknown option \"" + arg + "\"");

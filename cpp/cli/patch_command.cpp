@@ -27,7 +27,7 @@ namespace {
 
 const char* kPatchUsage =
     "usage: headscope patch --model DIR --clean TEXT --corrupted TEXT [--answer TOKEN] [--distractor TOKEN]\n"
-    "                       [--by-position] [--weights f32|f16|auto] [--threads N] [--json]\n"
+    "                       [--by-position] [--weights f32|f16|q8|auto] [--threads N] [--json]\n"
     "  Runs the corrupted text with each head's output (and each residual stream position) taken from\n"
     "  the clean run, and scores how much of the logit difference answer - distractor at the last\n"
     "  position comes back: 1 all of it, 0 none. The two texts must have the same number of tokens.\n"

@@ -13,7 +13,7 @@ if(HEADSCOPE_TEST_SET STREQUAL "threads")
 elseif(HEADSCOPE_TEST_SET STREQUAL "all")
   headscope_sources(HEADSCOPE_ALL_TEST_FILES tests/cpp
     kernels/test_threads io/test_config_safetensors
-    model/test_model model/test_incremental model/test_inside model/test_tiles model/test_activations model/test_f16_storage model/test_predictions
+    model/test_model model/test_incremental model/test_inside model/test_tiles model/test_activations model/test_f16_storage model/test_q8_storage model/test_predictions
     model/test_generate model/test_llama text/test_tokenizer text/test_nfc text/test_tokenizer_json
     train/test_train_golden train/test_training_run analysis/test_heads analysis/test_patching analysis/test_explain)
   list(APPEND HEADSCOPE_TEST_FILES ${HEADSCOPE_ALL_TEST_FILES})

@@ -7,8 +7,8 @@ import type { HeadInside, InspectOptions, LoadProgress, ModelInfo, ModelSource, 
 export interface WorkerLoadOptions {
   /** Called as model bytes arrive. */
   onProgress?: (progress: LoadProgress) => void;
-  /** 'f32' (default), 'f16' or 'auto': as LoadOptions.weights of loadModel(). */
-  weights?: 'f32' | 'f16' | 'auto';
+  /** 'f32' (default), 'f16', 'q8' or 'auto': as LoadOptions.weights of loadModel(). */
+  weights?: 'f32' | 'f16' | 'q8' | 'auto';
   /**
    * The engine's threads in the worker, 1 to 64: by default min(navigator.hardwareConcurrency, 8) on a
    * cross-origin-isolated page, else 1 (said once with console.info). As LoadOptions.threads.

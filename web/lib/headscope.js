@@ -30,8 +30,8 @@ export { attentionIndex, strideOf } from './result.js';
 /**
  * Loads a model: a shipped model's name (default: headscope-base), the URL of a folder in the
  * Hugging Face GPT-2 layout, or the four files as buffers. `weights: 'f16'` holds the large weight
- * matrices in half precision (about half the memory), 'auto' as the checkpoint stores them; the
- * default is 'f32'. `threads` (1 to 64):
+ * matrices in half precision (about half the memory), 'q8' the blocks' linear layers in 8 bits (about a
+ * quarter), 'auto' as the checkpoint stores them; the default is 'f32'. `threads` (1 to 64):
  * the engine's threads where it can have them (wasm.js, loadEngine()), by default min(cores, 8).
  */
 export async function loadModel(source, options = {}) {
@@ -45,9 +45,9 @@ export async function loadModel(source, options = {}) {
       `activations must be 'all', 'views' or 'auto', got ${typeof activations === 'string' ? `'${activations}'` : String(activations)}`,
     );
 
-  if (weights !== 'f32' && weights !== 'f16' && weights !== 'auto')
+  if (weights !== 'f32' && weights !== 'f16' && weights !== 'q8' && weights !== 'auto')
     throw new Error(
-      `weights must be 'f32', 'f16' or 'auto', got ${typeof weights === 'string' ? `'${weights}'` : String(weights)}`,
+      `weights must be 'f32', 'f16', 'q8' or 'auto', got ${typeof weights === 'string' ? `'${weights}'` : String(weights)}`,
     );
   const { core, threads } = await loadEngine(options.threads);
   const { files, name } = await modelFiles(source, { onProgress, signal });

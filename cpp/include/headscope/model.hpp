@@ -76,10 +76,16 @@ struct HeadInside {
 //   f16: IEEE half precision, about half the memory; the kernels widen them to float32 as they read,
 //        so results equal a float32 model whose weights were rounded to F16 (nearest even). An F16
 //        checkpoint's values are kept exactly; F32 and BF16 values are rounded once.
+//   q8:  8-bit: every block's four linear layers as int8 with a float32 scale per output column, their
+//        inputs quantized per token to 7 bits as each product runs, the sums in int32 (the definition:
+//        cpp/src/kernels/kernels.hpp, "8-bit weights"); the embedding and the LM head in F16. Weights
+//        take about a quarter of float32's memory. Attention, the norms, the residual stream and the
+//        logits stay float32: results are float32 computations on slightly perturbed inputs (how
+//        much, on the shipped models: cpp/README.md, "8-bit weights").
 //   automatic (asked for as "auto"): as the checkpoint stores them, f16 when its matrices are F16 or
 //        BF16 (an F16 file stays F16 in memory), else f32. A model's weight_storage() is never automatic.
-enum class WeightStorage { f32, f16, automatic };
-// "f32" / "f16" / "auto"; parse_weight_storage throws Error on anything else
+enum class WeightStorage { f32, f16, automatic, q8 };
+// "f32" / "f16" / "q8" / "auto"; parse_weight_storage throws Error on anything else
 const char* weight_storage_name(WeightStorage s);
 WeightStorage parse_weight_storage(std::string_view name);
 

@@ -320,8 +320,8 @@ void matmul_q8_forward(float* out, const float* inp, const PackedLinear& W, int 
   });
 }
 
-void matmul_q8_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin,
-                            int k_end, int T) noexcept {
+void matmul_q8_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin, int k_end,
+                            int T) noexcept {
   // rows [k_begin, k_end) of the weight dequantized (q * s) and packed as a float32 layer, per thread
   static thread_local std::vector<float> weight;
   static thread_local PackedLinear slice;

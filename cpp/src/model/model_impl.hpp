@@ -15,7 +15,7 @@ struct Model::Impl {
   // ---- the operations behind Model's API (contracts in model.hpp) ----
   void build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors, Tokenizer tokenizer,
              const LoadOptions& options);
-  void load_weights(const SafeTensors& st, bool f16);  // model_load.cpp, through the family's arch/ table
+  void load_weights(const SafeTensors& st, WeightStorage storage);  // model_load.cpp, through the family's arch/ table
   std::size_t weight_bytes() const;
   RunInfo run(std::string_view text, const RunOptions& options);
   int tokens_to_drop(int tokens) const;

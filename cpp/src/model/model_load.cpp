@@ -1,5 +1,5 @@
 // Model: loading. A folder, buffers or any ByteSource -> validated config, tokenizer and weights,
-// each tensor read once into its packed storage (float32 or F16), after checking that they fit.
+// each tensor read once into its packed storage (float32, F16 or 8-bit), after checking that they fit.
 #include "headscope/model.hpp"
 
 #include <algorithm>
@@ -87,16 +87,21 @@ class TensorReader {
 uint64_t planned_weight_bytes(const ModelConfig& c, WeightStorage storage) {
   const uint64_t V = c.vocab_size, P = c.n_positions, C = c.n_embd, F = c.n_inner, L = c.n_layer;
   const uint64_t W = c.qkv_width(), QW = c.q_width();
-  const uint64_t bytes = storage == WeightStorage::f16 ? 2 : 4;
+  // bytes per value of the embeddings and of the linear layers; 8-bit layers add a scale and a zero
+  // sum (4 bytes each) per output column, counted with the small float32 vectors below
+  const uint64_t embed = storage == WeightStorage::f32 ? 4 : 2;
+  const uint64_t linear = storage == WeightStorage::q8 ? 1 : embed;
+  const uint64_t per_column = storage == WeightStorage::q8 ? 2 : 0;
   if (c.family == Family::llama) {
     // embedding (and an untied LM head), the linear layers; the norms and the packed layers' zero biases
-    const uint64_t large = V * C * (c.tie_word_embeddings ? 1 : 2) + L * (C * W + QW * C + C * 2 * F + F * C);
+    const uint64_t embeddings = V * C * (c.tie_word_embeddings ? 1 : 2);
+    const uint64_t linears = L * (C * W + QW * C + C * 2 * F + F * C);
     const uint64_t small = L * (2 * C + W + C + 2 * F + C + 2 * (uint64_t)c.head_size()) + C;
-    return bytes * large + 4 * small;
+    return embed * embeddings + linear * linears + 4 * (small + per_column * L * (W + C + 2 * F + C));
   }
-  const uint64_t large = V * C + L * (C * 3 * C + C * C + C * F + F * C);  // wte and the linear layers
+  const uint64_t linears = L * (C * 3 * C + C * C + C * F + F * C);        // the linear layers
   const uint64_t small = P * C + L * (4 * C + 3 * C + C + F + C) + 2 * C;  // wpe, LayerNorms, biases
-  return bytes * large + 4 * small;
+  return embed * V * C + linear * linears + 4 * (small + per_column * L * (3 * C + C + F + C));
 }
 
 // Peak bytes while loading: the weights, plus one linear layer's Conv1D-layout weight read in float32
@@ -113,10 +118,27 @@ uint64_t planned_load_bytes(const ModelConfig& c, WeightStorage storage) {
   const uint64_t with_linear = planned_weight_bytes(c, storage) + linear_temporary;
   // an untied LM head is read the same way while wte's F16 copy is kept
   const uint64_t untied = c.family == Family::llama && !c.tie_word_embeddings ? 2 * V * C : 0;
-  return storage == WeightStorage::f16 ? std::max(with_linear, 6 * V * C + untied) : with_linear;
+  return storage == WeightStorage::f32 ? with_linear : std::max(with_linear, 6 * V * C + untied);
 }
 
-const char* storage_words(WeightStorage s) { return s == WeightStorage::f16 ? "F16" : "float32"; }
+const char* storage_words(WeightStorage s) {
+  return s == WeightStorage::f16 ? "F16" : s == WeightStorage::q8 ? "8-bit" : "float32";
+}
+
+// What a load that does not fit could do instead: the smaller storages that would fit, or a smaller model
+std::string smaller_storages(const ModelConfig& c, WeightStorage storage, uint64_t in_use, uint64_t limit, bool js) {
+  const bool f16 = storage == WeightStorage::f32 && in_use + planned_load_bytes(c, WeightStorage::f16) <= limit;
+  const bool q8 = storage != WeightStorage::q8 && in_use + planned_load_bytes(c, WeightStorage::q8) <= limit;
+  const auto option = [&](const char* name) {
+    return js ? std::string("loadModel(source, { weights: '") + name + "' })"
+              : std::string("headscope run --weights ") + name + " (LoadOptions::weights = WeightStorage::" + name +
+                    ")";
+  };
+  if (f16 && q8) return "; it would fit with weights in F16: " + option("f16") + ", or in 8 bits: " + option("q8");
+  if (f16) return "; it would fit with weights in F16: " + option("f16");
+  if (q8) return "; it would fit with 8-bit weights: " + option("q8");
+  return "; try a smaller model";
+}
 
 // Refuses, with the sizes, a model whose weights cannot fit, before any of them is allocated:
 // in wasm against the module's maximum memory, natively against the machine's physical memory.
@@ -129,28 +151,21 @@ void check_weights_fit(const ModelConfig& c, uint64_t resident_bytes, WeightStor
   // includes resident_bytes when they live in wasm memory
   const uint64_t in_use = memory_in_use();
   const uint64_t needed = in_use + planned_load_bytes(c, storage);
-  const bool f16_fits = in_use + planned_load_bytes(c, WeightStorage::f16) <= limit;
   (void)resident_bytes;
   if (needed > limit)
     throw Error("this model needs about " + gigabytes(needed) + " of wasm memory (" + gigabytes(weights) + " of " +
                 storage_words(storage) + " weights" +
                 (in_use > (64u << 20) ? ", " + gigabytes(in_use) + " already in use" : std::string()) +
-                "); the limit is " + gigabytes(limit) +
-                (storage == WeightStorage::f32 && f16_fits
-                     ? "; it would fit with weights in F16: loadModel(source, { weights: 'f16' })"
-                     : "; try a smaller model"));
+                "); the limit is " + gigabytes(limit) + smaller_storages(c, storage, in_use, limit, true));
 #else
   if (limit == UINT64_MAX) return;  // unknown: leave it to the allocator
   const uint64_t needed = planned_load_bytes(c, storage) + resident_bytes;
-  const bool f16_fits = planned_load_bytes(c, WeightStorage::f16) + resident_bytes <= limit;
   if (needed > limit)
     throw Error("this model needs about " + gigabytes(needed) + " of memory (" + gigabytes(weights) + " of " +
                 storage_words(storage) + " weights); the limit is " + gigabytes(limit) +
                 (requested_limit && requested_limit == limit ? " (LoadOptions::memory_limit_bytes)"
                                                              : " (this machine's memory)") +
-                (storage == WeightStorage::f32 && f16_fits ? "; it would fit with weights in F16: headscope run "
-                                                             "--weights f16 (LoadOptions::weights = WeightStorage::f16)"
-                                                           : "; try a smaller model"));
+                smaller_storages(c, storage, resident_bytes, limit, false));
 #endif
 }
 
@@ -166,14 +181,18 @@ void check_f16_range(const std::string& name, const float* w, std::size_t n) {
 }  // namespace
 
 const char* weight_storage_name(WeightStorage s) {
-  return s == WeightStorage::f16 ? "f16" : s == WeightStorage::automatic ? "auto" : "f32";
+  return s == WeightStorage::f16         ? "f16"
+         : s == WeightStorage::q8        ? "q8"
+         : s == WeightStorage::automatic ? "auto"
+                                         : "f32";
 }
 
 WeightStorage parse_weight_storage(std::string_view name) {
   if (name == "f32") return WeightStorage::f32;
   if (name == "f16") return WeightStorage::f16;
+  if (name == "q8") return WeightStorage::q8;
   if (name == "auto") return WeightStorage::automatic;
-  throw Error("weights must be \"f32\", \"f16\" or \"auto\", got \"" + std::string(name) + "\"");
+  throw Error("weights must be \"f32\", \"f16\", \"q8\" or \"auto\", got \"" + std::string(name) + "\"");
 }
 
 const char* activation_storage_name(ActivationStorage s) {
@@ -256,8 +275,9 @@ Model Model::load_source(std::string_view config_json, std::shared_ptr<const Byt
   } catch (const std::bad_alloc&) {
     throw Error(std::string("out of memory while loading the model: its ") + storage_words(resolved.weights) +
                 " weights need about " + gigabytes(planned_weight_bytes(config, resolved.weights)) +
-                (resolved.weights == WeightStorage::f32 ? "; try weights in F16, or a smaller model"
-                                                        : "; try a smaller model"));
+                (resolved.weights == WeightStorage::f32   ? "; try weights in F16 or 8 bits, or a smaller model"
+                 : resolved.weights == WeightStorage::f16 ? "; try 8-bit weights, or a smaller model"
+                                                          : "; try a smaller model"));
   }
   return m;
 }
@@ -297,7 +317,9 @@ void Model::Impl::fit_context(const MemoryBudget& budget, WeightStorage storage,
     throw Error("this model leaves " + megabytes(budget_.activations) + " for a text's activations (" +
                 budget_.words() + "), and " + std::to_string(least) + " tokens need " +
                 megabytes(4 * activation_floats((uint64_t)least, least_views)) +
-                (storage == WeightStorage::f32 ? "; try weights in F16, or a smaller model" : "; try a smaller model"));
+                (storage == WeightStorage::f32   ? "; try weights in F16 or 8 bits, or a smaller model"
+                 : storage == WeightStorage::f16 ? "; try 8-bit weights, or a smaller model"
+                                                 : "; try a smaller model"));
 }
 
 void Model::Impl::build(std::string_view config_json, std::shared_ptr<const ByteSource> safetensors,
@@ -321,7 +343,7 @@ void Model::Impl::build(std::string_view config_json, std::shared_ptr<const Byte
     throw Error("the tokenizer has " + std::to_string(tokenizer_->vocab_size()) +
                 " tokens but config.json says vocab_size " + std::to_string(c.vocab_size));
   const SafeTensors st(std::move(safetensors), "model.safetensors");
-  load_weights(st, storage == WeightStorage::f16);
+  load_weights(st, storage);
   fit_context(MemoryBudget::of(limit, weight_bytes(), in_use), storage, configured);
   cap_ = 0;
   has_run_ = false;
@@ -390,7 +412,7 @@ std::vector<float>* block_vector(BlockWeights& b, arch::Slot s) {
 // the blocks in table order, each packed linear layer assembled from its parts (the Llama family's
 // nn.Linear [out, in] parts transposed into their columns of the kernels' [in, out]) and packed as
 // soon as it is whole, so one layer's float32 copy is the only temporary.
-void Model::Impl::load_weights(const SafeTensors& st, bool f16) {
+void Model::Impl::load_weights(const SafeTensors& st, WeightStorage storage) {
   using arch::Slot;
   const ModelConfig& c = config_;
   const arch::TensorTable table = arch::tensor_table(c);
@@ -398,6 +420,9 @@ void Model::Impl::load_weights(const SafeTensors& st, bool f16) {
   for (const auto& [name, reason] : table.absent)
     if (st.contains(name)) throw Error("model.safetensors has " + name + " but " + reason);
   const int64_t C = c.n_embd;
+  // the embeddings are F16 in both smaller storages; the linear layers F16 or 8-bit (8-bit needs finite
+  // weights, which the reader guarantees: it refuses NaN and infinities in every tensor)
+  const bool f16 = storage != WeightStorage::f32, q8 = storage == WeightStorage::q8;
   std::size_t n = 0;
   wte_.clear(), wte_f16_.clear(), lm_head_.clear(), lm_head_f16_.clear(), wpe_.clear(), final_norm_bias_.clear();
   const auto embedding = [&](const arch::TensorEntry& e, std::vector<float>& f32, std::vector<uint16_t>& half) {
@@ -424,8 +449,9 @@ void Model::Impl::load_weights(const SafeTensors& st, bool f16) {
     const auto [K, N] = linear_shape(c, open);
     if (bias.empty()) bias.assign((std::size_t)N, 0.0f);  // the Llama family: none
     kernels::PackedLinear& dst = linear_in(blocks_[open_layer], open);
-    dst = f16 ? kernels::pack_linear_f16(weight.data(), bias.data(), (int)K, (int)N)
-              : kernels::pack_linear(weight.data(), bias.data(), (int)K, (int)N);
+    dst = q8    ? kernels::pack_linear_q8(weight.data(), bias.data(), (int)K, (int)N)
+          : f16 ? kernels::pack_linear_f16(weight.data(), bias.data(), (int)K, (int)N)
+                : kernels::pack_linear(weight.data(), bias.data(), (int)K, (int)N);
     open = Slot::embedding;
     bias.clear();
   };
@@ -445,14 +471,14 @@ void Model::Impl::load_weights(const SafeTensors& st, bool f16) {
       const int64_t width = linear_shape(c, layer_slot).second;
       if (table.linear_out_in) {  // [out, in] into columns [column, column + out) of (in, width)
         const std::vector<float> w = r.read(e.name, e.shape, n);
-        if (f16) check_f16_range(e.name, w.data(), w.size());
+        if (f16 && !q8) check_f16_range(e.name, w.data(), w.size());
         const int64_t out = e.shape[0], in = e.shape[1];
         for (int64_t o = 0; o < out; o++)
           for (int64_t i = 0; i < in; i++)
             weight[(std::size_t)(i * width + e.column + o)] = w[(std::size_t)(o * in + i)];
       } else {  // Conv1D's [in, out] is the kernels' layout
         r.read_into(weight.data(), e.name, e.shape, n);
-        if (f16) check_f16_range(e.name, weight.data(), weight.size());
+        if (f16 && !q8) check_f16_range(e.name, weight.data(), weight.size());
       }
       continue;
     }

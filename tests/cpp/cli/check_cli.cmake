@@ -183,6 +183,17 @@ if(NOT avr EQUAL 0 OR NOT aar EQUAL 0 OR NOT av STREQUAL aa OR air EQUAL 0
   message(FATAL_ERROR "headscope --activations: ${avr} '${ave}' (same document: views vs all); --inspect: ${air} '${aie}'; "
                       "info: ${ainfor} '${ainfo}'; bad value: ${abadr} '${abad}'")
 endif()
+# accuracy: 8-bit weights against float32 on a text; one JSON document naming the storage, with the loss
+# of both and a KL divergence that is a number; --weights f32 refused (nothing to compare)
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/accuracy-text.txt "The chef, who trained in Paris, cooked the meal quickly.")
+execute_process(COMMAND ${CLI} accuracy --model ${MODEL} --text-file ${CMAKE_CURRENT_BINARY_DIR}/accuracy-text.txt --json
+                OUTPUT_VARIABLE acc ERROR_VARIABLE acce RESULT_VARIABLE accr)
+execute_process(COMMAND ${CLI} accuracy --model ${MODEL} --text-file ${CMAKE_CURRENT_BINARY_DIR}/accuracy-text.txt
+                        --weights f32 ERROR_VARIABLE accbad RESULT_VARIABLE accbadr)
+if(NOT accr EQUAL 0 OR NOT acc MATCHES "\"weights\":\"q8\"" OR NOT acc MATCHES "\"kl_mean\":[0-9.e-]+,"
+   OR NOT acc MATCHES "\"loss_f32\":[0-9.]+" OR accbadr EQUAL 0 OR NOT accbad MATCHES "q8 or f16")
+  message(FATAL_ERROR "headscope accuracy: ${accr} '${acc}' '${acce}'; --weights f32: ${accbadr} '${accbad}'")
+endif()
 execute_process(COMMAND ${CLI} run --model ${MODEL}/does-not-exist --text "x" --json
                 OUTPUT_VARIABLE out2 ERROR_VARIABLE err2 RESULT_VARIABLE rc2)
 if(rc2 EQUAL 0 OR NOT err2 MATCHES "not found" OR NOT out2 STREQUAL "")

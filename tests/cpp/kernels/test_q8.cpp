@@ -57,8 +57,8 @@ TEST_CASE("q8: input rows quantize to the definition's codes, padding 64", "[ker
     REQUIRE(stride >= K);
     std::vector<float> x = random_normal((std::size_t)T * K, rng);
     for (int kk = 0; kk < K; kk++) x[(std::size_t)K + kk] = 0.0f;  // row 1 all zero
-    x[2 * (std::size_t)K + K / 2] = NAN;                             // row 2 holds a NaN
-    x[3 * (std::size_t)K] = -INFINITY;                               // row 3 an infinity
+    x[2 * (std::size_t)K + K / 2] = NAN;                           // row 2 holds a NaN
+    x[3 * (std::size_t)K] = -INFINITY;                             // row 3 an infinity
     std::vector<uint8_t> codes((std::size_t)T * stride, 0);
     std::vector<float> scales(T);
     k::q8_quantize_rows(codes.data(), scales.data(), x.data(), K, T, K);
@@ -205,7 +205,7 @@ TEST_CASE("q8: zero and non-finite inputs and all-zero columns follow the stated
   const k::PackedLinear W = k::pack_linear_q8(w.data(), b.data(), K, N);
   std::vector<float> x = random_normal((std::size_t)3 * K, rng);
   for (int kk = 0; kk < K; kk++) x[(std::size_t)K + kk] = 0.0f;  // row 1: zero
-  x[2 * (std::size_t)K + 4] = INFINITY;                            // row 2: an infinity
+  x[2 * (std::size_t)K + 4] = INFINITY;                          // row 2: an infinity
   std::vector<float> y((std::size_t)3 * N);
   k::matmul_forward(y.data(), x.data(), W, 3);
   // an all-zero column gives its bias exactly; so does every column of a zero row
@@ -215,8 +215,7 @@ TEST_CASE("q8: zero and non-finite inputs and all-zero columns follow the stated
   for (int n = 0; n < N; n++) REQUIRE(std::isnan(y[2 * (std::size_t)N + n]));
 }
 
-TEST_CASE("q8: one head's rows through W_O are the float32 product on the dequantized weights",
-          "[kernels][q8]") {
+TEST_CASE("q8: one head's rows through W_O are the float32 product on the dequantized weights", "[kernels][q8]") {
   std::mt19937 rng(37);
   const int T = 6, K = 48, N = 29, k0 = 16, k1 = 32, stride = 50;
   const auto x = random_normal((std::size_t)T * stride, rng), w = random_normal((std::size_t)K * N, rng);
