@@ -28,14 +28,8 @@ import { ROLE_SHORT, rolesSentence } from '../../component/lab/lab.js';
 import { sharingName } from '../../component/model/kv-groups.js';
 import { tradeoffSentence, fmtParams } from './tradeoff.js';
 import { familyRoleTable, familyRoleChart } from './compare-roles.js';
-import {
-  kvFamilyNames,
-  kvFamilyTable,
-  kvFamilyChart,
-  kvTradeoffSentence,
-  typedSuffix,
-  TYPED_BURST,
-} from './compare-kv.js';
+import { kvFamilyNames, kvFamilyTable, kvFamilyChart, kvTradeoffSentence } from './compare-kv.js';
+import { timeRuns, timeTypedTokens } from './compare-timing.js';
 import { PruningPanel } from './compare-pruning.js';
 import { modelIndex, loadCard } from '../common/models.js';
 import { defaultModelName as DEFAULT_MODEL, shippedModels } from '../../lib/headscope.js';
@@ -91,12 +85,6 @@ function el(tag, cls, text) {
   if (cls) e.className = cls;
   if (text !== undefined) e.textContent = text;
   return e;
-}
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const n = s.length;
-  return n ? (n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2) : NaN;
 }
 
 // ---- columns ---------------------------------------------------------------------------------
@@ -196,8 +184,7 @@ function scheduleTiming() {
   timingTimer = setTimeout(timeAll, 400);
 }
 
-/** Median wall time of SPEED_REPS run() calls per model. Round-robin over the models (one run in
- *  flight at a time), so a busy moment on the machine hits every model alike. */
+/** The median time of SPEED_REPS whole runs per model (compare-timing.js), then of a typed token. */
 async function timeAll() {
   const seq = ++timingSeq;
   // a head measurement keeps a core busy: time the runs once it is over
@@ -210,22 +197,7 @@ async function timeAll() {
     e.times = [];
   }
   renderTable();
-  try {
-    for (const e of live) await e.model.run(text, { topK: 1 }); // warm up
-    for (let i = 0; i < SPEED_REPS; i++) {
-      for (const e of live) {
-        await e.model.run('.', { topK: 1 }); // a different text, so the timed run cannot reuse its cache
-        const t0 = performance.now();
-        await e.model.run(text, { topK: 1 });
-        e.times.push(performance.now() - t0);
-        if (seq !== timingSeq) return;
-      }
-    }
-  } catch {
-    /* leave unmeasured */
-  }
-  if (seq !== timingSeq) return;
-  for (const e of live) e.speedMs = median(e.times);
+  if (!(await timeRuns(live, text, SPEED_REPS, () => seq !== timingSeq))) return;
   renderTable();
   document.body.dataset.timed = String(Number(document.body.dataset.timed || 0) + 1);
   renderSummary();
@@ -238,11 +210,7 @@ async function timeAll() {
   }
 }
 
-/** What typing one token costs: in each key/value-head model's worker, run(text) leaves the text in
- *  the engine's cache, then the runs of the text and one more token, two more, ... (TYPED_BURST) are
- *  timed; each computes its new token only (its reusedTokens is T - 1: the other tokens' keys and
- *  values come from the cache). Per token, the median over TYPED_REPS bursts, round-robin over the
- *  models as timeAll(). */
+/** What typing one token costs in each key/value-head model (compare-timing.js), TYPED_REPS bursts. */
 async function timeTyped(seq) {
   const kv = state.kv;
   const live = kv.entries.filter((e) => e.model);
@@ -254,35 +222,7 @@ async function timeTyped(seq) {
   renderKv();
   const text = state.text;
   if (!live.length || !text) return;
-  try {
-    const suffix = await typedSuffix(
-      text,
-      live.map((e) => e.model),
-    );
-    if (seq !== timingSeq) return;
-    kv.suffix = suffix;
-    for (const e of live) {
-      await e.model.run(text, { topK: 1 });
-      await e.model.run(text + suffix, { topK: 1 });
-    } // warm up
-    for (let i = 0; i < TYPED_REPS; i++) {
-      for (const e of live) {
-        await e.model.run(text, { topK: 1 });
-        let computed = 0;
-        const t0 = performance.now();
-        for (let k = 1; k <= TYPED_BURST; k++) {
-          const r = await e.model.run(text + suffix.repeat(k), { topK: 1 });
-          computed = Math.max(computed, r.T - r.reusedTokens);
-        }
-        e.typedTimes.push((performance.now() - t0) / TYPED_BURST);
-        e.typedComputed = computed;
-        if (seq !== timingSeq) return;
-      }
-    }
-  } catch {
-    return; /* leave unmeasured */
-  }
-  for (const e of live) e.typedMs = median(e.typedTimes);
+  if (!(await timeTypedTokens(kv, live, text, TYPED_REPS, () => seq !== timingSeq))) return;
   renderKv();
   document.body.dataset.kvTimed = String(Number(document.body.dataset.kvTimed || 0) + 1);
 }

@@ -2,14 +2,9 @@
 // through the component module's shared model cache) and the views exported by headscope-view.js.
 // One state object (`page`), one render path (renderNow), and one way to switch models (useModel).
 import {
-  getModel,
-  getFastTypingModel,
-  loadModelFromBuffers,
-  setThreads,
   Runner,
   DEFAULT_TEXT,
   stateFromQuery,
-  stateToQuery,
   GridView,
   HeatmapView,
   LinesView,
@@ -30,10 +25,7 @@ import { installSharing } from './share.js';
 import { installThemeToggle } from './theme-toggle.js';
 import { TokenStrip } from './token-strip.js';
 import { HeadChips } from './head-chips.js';
-import { loadCard } from '../common/models.js';
-import { cardOpening } from './card-opening.js';
 import { installModelChoice, showModelTexts } from './model-choice.js';
-import { loadTrainedModel } from '../common/trained-model.js';
 import { installAttribution } from '../../component/runtime/attribution.js';
 import { watchOnScreen } from './on-screen.js';
 import { installPatching } from './patch-panel.js';
@@ -41,12 +33,12 @@ import { installWhy } from './explain-panel.js';
 import { installCircuits } from './circuits-panel.js';
 import { installLongText } from './long-text.js';
 import { shortenExplanations } from '../common/more.js';
+import { installPageUrl } from './page-url.js';
+import { installDetailControls } from './detail-controls.js';
+import { startPage } from './start.js';
 
 // the long explanations: their first sentence, and "more"
 shortenExplanations(document);
-
-// ?threads=N as the page was opened with: it chose the engine, so the URL keeps it
-const URL_THREADS = new URLSearchParams(location.search).get('threads');
 
 const $ = (id) => document.getElementById(id);
 const reducedMotion = () => window.matchMedia('(prefers-reduced-motion: reduce)').matches;
@@ -227,50 +219,16 @@ function selectToken(t) {
   if (page.result) announce(describeHead(page.result, state.layer, state.head, focusToken(page.result, state)));
 }
 
-// the detail panel's tabs: heatmap | lines
-const tabs = [...document.querySelectorAll('[role="tab"]')];
-function markTabs() {
-  for (const tab of tabs) {
-    const on = tab.dataset.view === state.view;
-    tab.setAttribute('aria-selected', on ? 'true' : 'false');
-    tab.tabIndex = on ? 0 : -1;
-  }
-  $('detail-view').setAttribute('aria-labelledby', `tab-${state.view}`);
-}
-function setView(view) {
-  if (view === state.view) return;
-  state.view = view;
-  markTabs();
-  makeDetailView();
-  render();
-}
-for (const tab of tabs) {
-  tab.addEventListener('click', () => setView(tab.dataset.view));
-  tab.addEventListener('keydown', (e) => {
-    if (e.key !== 'ArrowLeft' && e.key !== 'ArrowRight') return;
-    const next = tab.dataset.view === 'heatmap' ? 'lines' : 'heatmap';
-    setView(next);
-    $(`tab-${next}`).focus();
-  });
-}
-markTabs();
-
-const linksSelect = $('links-select');
-if (Number.isInteger(state.links)) linksSelect.value = String(state.links);
-linksSelect.addEventListener('change', () => {
-  state.links = Number(linksSelect.value);
-  render();
+// the detail panel's tabs, "Links per token", the layer and head pickers
+const controls = installDetailControls({
+  state,
+  onView: () => {
+    makeDetailView();
+    render();
+  },
+  selectHead,
+  render,
 });
-
-$('layer-select').addEventListener('change', (e) => selectHead(Number(e.target.value), state.head, false));
-$('head-select').addEventListener('change', (e) => selectHead(state.layer, Number(e.target.value), false));
-
-function fillSelect(select, n, value, word) {
-  if (select.options.length !== n) {
-    select.replaceChildren(...Array.from({ length: n }, (_, i) => new Option(`${word} ${i}`, String(i))));
-  }
-  if (select.value !== String(value)) select.value = String(value);
-}
 
 // ---- the one render path ------------------------------------------------------------------
 // UI events (hover, selection, theme) render in the next animation frame, coalesced; a new model
@@ -291,7 +249,6 @@ function renderImmediately() {
   renderNow();
 }
 
-let urlTimer = 0;
 function renderNow() {
   const { result, theme } = page;
   if (!result || !theme) return;
@@ -304,8 +261,7 @@ function renderNow() {
   state.head = Math.min(state.head, result.nHead - 1);
   state.heads = state.heads.filter((h) => h < result.nHead);
   if (Number.isInteger(state.token) && state.token >= result.T) state.token = null;
-  fillSelect($('layer-select'), result.nLayer, state.layer, 'layer');
-  fillSelect($('head-select'), result.nHead, state.head, 'head');
+  controls.fill(result);
   // while a question of "predict, then reveal" is open, the names must not give the weights away
   const quiz = page.lab?.quiz;
   const writing = writer.update(result); // the tokens the model wrote, and the last one's draw
@@ -342,39 +298,12 @@ function renderNow() {
   if (document.body.dataset.tokens !== String(result.T)) document.body.dataset.tokens = String(result.T);
   page.lastRenderMs = performance.now() - t0;
   document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
-  clearTimeout(urlTimer);
-  urlTimer = setTimeout(() => {
-    const query = [stateToQuery(urlState()), panelsQuery()].filter(Boolean).join('&');
-    const threads = URL_THREADS === null ? '' : `${query ? '&' : ''}threads=${encodeURIComponent(URL_THREADS)}`;
-    history.replaceState(null, '', `${location.pathname}?${query}${threads}`);
-  }, 300);
+  pageUrl.written();
 }
 
-// the panels' own keys (patching: clean, corrupted, ...; why, whyview) and the lab's switched-off heads
-function panelsQuery() {
-  const q = new URLSearchParams();
-  for (const [k, v] of Object.entries({ ...patching.query(), ...why.query(), ...circuitsPanel.query() }))
-    if (v !== undefined) q.set(k, v);
-  const off = new URLSearchParams(location.search).get('off');
-  if (off) q.set('off', off);
-  return q.toString();
-}
-
-// A model from the reader's disk has no URL: the URL keeps the text and the view, not the model.
-function urlState() {
-  return {
-    model: page.local ? undefined : state.model,
-    text: state.text,
-    layer: state.layer,
-    head: state.head,
-    heads: state.heads,
-    token: state.token ?? undefined,
-    view: state.view,
-    links: state.links,
-    by: state.by,
-    ...(state.insideOpen && page.result ? { inside: focusToken(page.result, state), step: state.step } : {}),
-  };
-}
+// the URL follows what is on screen (page-url.js)
+const pageUrl = installPageUrl({ page, panels: () => [patching, why, circuitsPanel] });
+const { urlState } = pageUrl;
 
 // ---- export and embed -----------------------------------------------------------------------
 function sceneFor(which) {
@@ -528,68 +457,9 @@ function useModel(model, { name, local = false, card = null }) {
   if (previous && previous !== model) previous.dispose();
 }
 
-// ?trained=1: the model the training page saved in this browser, on the probe text it trained for
-async function startTrained() {
-  const saved = await loadTrainedModel();
-  if (!saved)
-    throw new Error(
-      'no trained model is stored in this browser: train one on the training page (train.html) and open it from there',
-    );
-  state.text = saved.text;
-  textBox.value = saved.text;
-  const model = await loadModelFromBuffers(saved.files);
-  const name = `trained ${saved.name}`;
-  useModel(model, { name, local: true });
-  models.addLocal(`${name} (from the training page)`, name);
-}
-
-async function start() {
-  const fill = $('progress-fill');
-  const bar = $('progress');
-  try {
-    // ?threads=N: the engine's threads (1: the single-threaded build), for a reader to compare
-    if (URL_THREADS !== null) setThreads(/^\d+$/.test(URL_THREADS) ? Number(URL_THREADS) : URL_THREADS);
-    if (new URLSearchParams(location.search).get('trained') === '1') {
-      await startTrained();
-      return;
-    }
-    const model = await getFastTypingModel(state.model, {
-      onProgress: ({ loaded, total }) => {
-        if (!total) return;
-        const pct = Math.min(100, (100 * loaded) / total);
-        fill.style.width = `${pct.toFixed(1)}%`;
-        bar.setAttribute('aria-valuenow', pct.toFixed(0));
-        $('loading-text').textContent =
-          `Loading the model… ${(loaded / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB`;
-      },
-    });
-    const name = model.info.name;
-    const card = await loadCard(state.model || 'headscope-base');
-    // the article's sentence opens on the card's most telling head, unless the URL chose one
-    const opening = await cardOpening(model, card, { text: state.text, fromUrl });
-    if (opening) {
-      state.layer = opening.layer;
-      state.head = opening.head;
-      state.heads = [opening.head];
-      if (opening.token !== undefined) {
-        state.token = opening.token;
-        page.tokenFromCard = true;
-      }
-    }
-    useModel(model, { name, card });
-  } catch (e) {
-    $('loading').classList.add('error');
-    const hint = state.model
-      ? ''
-      : ' The default model may not have been built yet; open this page with ?model=<folder URL> to use another model.';
-    $('loading-text').textContent = `The model could not be loaded: ${e.message}.${hint}`;
-    document.body.dataset.error = 'true';
-  }
-}
-
 const models = installModelChoice({ page, useModel, urlState });
 
-start();
+startPage({ page, fromUrl, textBox, useModel, models });
 models.list();
 
 // for the end-to-end tests and curious readers

@@ -20,49 +20,11 @@ import {
   patchSummary,
   scoreText,
 } from '../../component/charts/patching.js';
-import { tokenLabel, tokenWords } from '../../component/runtime/theme.js';
+import { tokenWords } from '../../component/runtime/theme.js';
 import { watchOnScreen } from './on-screen.js';
 import { $, setText } from './page-dom.js';
-
-/**
- * Experiments the shipped default model gets right (the answer ahead of the distractor by more than
- * a nat on the clean text: tests/e2e/patching.test.mjs checks it). The first is induction: a name
- * that repeats, corrupted to another name, which the model copies from its first mention.
- */
-export const PRESETS = Object.freeze([
-  {
-    name: 'A name that repeats (induction)',
-    clean: 'Mr. Smith left the room. Later, Mr.',
-    corrupted: 'Mr. Jones left the room. Later, Mr.',
-    answer: ' Smith',
-    distractor: ' Jones',
-    why: 'The model should repeat the name it saw: which heads carry " Smith" from its first mention to the end?',
-  },
-  {
-    name: 'A list that repeats (induction)',
-    clean: 'red green blue yellow red green blue',
-    corrupted: 'red green blue black red green blue',
-    answer: ' yellow',
-    distractor: ' black',
-    why: 'A repeated list predicts its own next item: the heads that look back to what followed "blue" last time.',
-  },
-  {
-    name: 'A city named before',
-    clean: 'The city of Boston is large. He lives in the city of',
-    corrupted: 'The city of Denver is large. He lives in the city of',
-    answer: ' Boston',
-    distractor: ' Denver',
-    why: 'The city the text named earlier comes back at the end.',
-  },
-  {
-    name: 'A full name',
-    clean: 'John Smith is a doctor. John Smith is a doctor. John',
-    corrupted: 'John Brown is a doctor. John Brown is a doctor. John',
-    answer: ' Smith',
-    distractor: ' Brown',
-    why: 'After "John" the model completes the surname it has seen twice.',
-  },
-]);
+import { PRESETS } from './patch-presets.js';
+import { showAligned } from './patch-tokens.js';
 
 // Models up to this size patch as soon as the panel is on screen; larger ones wait for the button
 // (GPT-2 small's shape takes seconds to tens of seconds, see bench/README.md)
@@ -178,40 +140,7 @@ export function installPatching(ctx) {
     }
   }
   function drawTokens(al) {
-    const cells = [];
-    const name = (text) => {
-      const n = document.createElement('span');
-      n.className = 'patch-rowname';
-      n.textContent = text;
-      return n;
-    };
-    cells.push(name('clean'), name('corrupted'));
-    for (const c of al.columns)
-      for (const t of [c.clean, c.corrupted]) {
-        const s = document.createElement('span');
-        s.className = `patch-tok${c.differs ? ' patch-diff' : ''}${t ? '' : ' patch-missing'}`;
-        s.textContent = t ? tokenLabel(t.text, 14) : '–';
-        if (c.differs) s.title = 'differs';
-        cells.push(s);
-      }
-    els.tokens.replaceChildren(...cells);
-    const n = (k) => `${k} token${k === 1 ? '' : 's'}`;
-    if (!al.sameLength) {
-      const c = al.columns.filter((x) => x.clean).length;
-      const r = al.columns.filter((x) => x.corrupted).length;
-      setText(
-        els.align,
-        `The texts must have the same number of tokens: the clean one has ${c}, the corrupted one ${r}; they first differ at token ${al.first}.`,
-      );
-    } else if (al.differing === 0) setText(els.align, 'The texts are the same: change a word in the corrupted one.');
-    else
-      setText(
-        els.align,
-        `${n(al.columns.length)} each; ${n(al.differing)} differ${al.differing === 1 ? 's' : ''}: ${al.columns
-          .filter((c) => c.differs)
-          .map((c) => `${tokenWords(c.clean.text)} → ${tokenWords(c.corrupted.text)}`)
-          .join(', ')}.`,
-      );
+    setText(els.align, showAligned(els.tokens, al));
     els.run.disabled = !al.sameLength || al.differing === 0;
   }
   async function suggest(model, seq, clean, corrupted) {
