@@ -2,7 +2,13 @@
 // scenes, the theme's helpers), exported again by headscope-view.js: a page imports them from the
 // element's module, so that it shares that module's one model cache and one instance of each.
 export { default as viewsCss } from './views.css';
-export { getModel, getFastTypingModel, loadModelFromBuffers, modelLoadCount, setThreads } from './runtime/model-cache.js';
+export {
+  getModel,
+  getFastTypingModel,
+  loadModelFromBuffers,
+  modelLoadCount,
+  setThreads,
+} from './runtime/model-cache.js';
 export { Runner } from './runtime/runner.js';
 export { DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery } from './runtime/url-state.js';
 export { embedSnippet } from './runtime/embed-snippet.js';

@@ -46,7 +46,8 @@ test('8 bits stay close to float32: the loss, the last next-token distribution, 
   for (let v = 0; v < lp.length; v++) kl += Math.exp(lp[v]) * (lp[v] - lq[v]);
   assert.ok(kl >= 0 && kl < 0.03, `KL ${kl}`);
   let worst = 0;
-  for (let i = 0; i < a.attentionAll.length; i++) worst = Math.max(worst, Math.abs(a.attentionAll[i] - b.attentionAll[i]));
+  for (let i = 0; i < a.attentionAll.length; i++)
+    worst = Math.max(worst, Math.abs(a.attentionAll[i] - b.attentionAll[i]));
   assert.ok(worst < 0.3, `attention ${worst}`);
   // and it is not float32 itself: 8 bits must change something
   assert.ok(worst > 0, 'the 8-bit model gave float32 attention');
