@@ -1,8 +1,63 @@
-// HeadscopeModel.explainScore() and circuits(): why a head attends, and which heads work together
-// (the engine's explain_score and circuits, cpp/include/headscope/explain.hpp, where every number is
-// defined). Published as explain.js; the Worker's host calls them as the page thread does.
+// HeadscopeModel.inspectHead(), logitAttribution(), explainScore() and circuits(): what a head
+// computes, what pushed a logit, why a head attends, and which heads work together (the engine's
+// inspect, logit_attribution, explain_score and circuits, cpp/include/headscope/model.hpp and
+// explain.hpp, where every number is defined). Published as explain.js; the Worker's host calls them
+// as the page thread does.
 import { checked } from './wasm.js';
-import { flatAblate } from './result.js';
+import { flatAblate, engineTokens } from './result.js';
+import { byteToIndexMaps } from './generation.js';
+
+/** Throws unless every [name, value] of `pairs` is an integer: embind would truncate 1.5 or refuse '1' with a TypeError of its own. */
+export function integers(pairs) {
+  for (const [name, v] of pairs)
+    if (!Number.isInteger(v))
+      throw new Error(`${name} must be an integer, got ${typeof v === 'number' ? v : typeof v}`);
+}
+
+/**
+ * HeadscopeModel.inspectHead()'s work for the model handle `h` of a model of `config`: runs `text`
+ * (well-formed) with `ablate`'s heads off and reads head (layer, head)'s insides, with the run's
+ * tokens. `took()` is called before the engine runs: the inspect run takes its cache.
+ */
+export function inspectOf(core, h, text, layer, head, ablate, config, took) {
+  integers([
+    ['layer', layer],
+    ['head', head],
+  ]);
+  const flat = flatAblate(ablate);
+  took();
+  const inside = checked(core, h.inspect(text, layer, head, flat));
+  // the tokens of this run, without any attention rows (rows [T, T) of a T-wide block: none)
+  const T = inside.T;
+  const out = checked(core, h.results(0, false, T, 0, T));
+  const tokens = engineTokens(out, T, byteToIndexMaps(text));
+  // what the explanation names: GPT-2 layer-norms the input and adds learned positions to it; the
+  // Llama family RMS-norms it and rotates q and k by their positions (the q and k here are rotated)
+  const llama = config.modelType !== 'gpt2';
+  return {
+    ...inside,
+    text,
+    tokens,
+    ablate: ablate.map(([l, hd]) => [l, hd]),
+    norm: llama ? 'RMSNorm' : 'layer norm',
+    rotary: llama,
+  };
+}
+
+/**
+ * HeadscopeModel.logitAttribution()'s split, of the last run the engine holds (`lastRun`: its text
+ * and flat switched-off heads), at `position` for vocabulary entry `token`.
+ */
+export function attributionOf(core, h, position, token, config, lastRun) {
+  const a = checked(core, h.logitAttribution(position, token));
+  const { nLayer, nHead } = config;
+  const { text, flat } = lastRun;
+  const ablate = [];
+  for (let i = 0; i < flat.length; i += 2) ablate.push([flat[i], flat[i + 1]]);
+  // the final norm the parts are read through: GPT-2's LayerNorm (centred, with a bias) or the Llama family's RMSNorm
+  const norm = config.modelType === 'gpt2' ? 'LayerNorm' : 'RMSNorm';
+  return { ...a, nLayer, nHead, text, ablate, norm };
+}
 
 const whole = (name, v) => {
   if (!Number.isInteger(v) || v < 0)

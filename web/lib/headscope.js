@@ -15,11 +15,12 @@ import {
   claimForUpdate,
   flatAblate,
   engineTokens,
+  plainData,
 } from './result.js';
 import { generateOptions, WrittenText, toWellFormed, byteToIndexMaps, writeTokens } from './generation.js';
 import { HeadscopeTrainer, presetsFromCore, measureHeadsOf } from './trainer.js';
 import { patchOf, runPatch } from './patching.js';
-import { explainOf, circuitsOf } from './explain.js';
+import { explainOf, circuitsOf, inspectOf, attributionOf, integers } from './explain.js';
 import { tileOf, thumbnailsOf, thumbnailFields, pulledRowsOf, THUMBNAIL_SIZE } from './maps.js';
 
 export { shippedModels, defaultModelName } from './files.js';
@@ -51,35 +52,16 @@ export async function loadModel(source, options = {}) {
     );
   const { core, threads } = await loadEngine(options.threads);
   const { files, name } = await modelFiles(source, { onProgress, signal });
-  const handle =
+  // GPT-2's vocab.json + merges.txt, or the Llama family's tokenizer.json; the rest is the same
+  const config = asText(files.config, 'config');
+  const bytes = asBytes(files.weights, 'weights');
+  const rest = [weights, threads, attentionMaps, memoryLimit, activations];
+  const handle = checked(
+    core,
     'vocab' in files
-      ? checked(
-          core,
-          core.load(
-            asText(files.config, 'config'),
-            asBytes(files.weights, 'weights'),
-            asText(files.vocab, 'vocab'),
-            asText(files.merges, 'merges'),
-            weights,
-            threads,
-            attentionMaps,
-            memoryLimit,
-            activations,
-          ),
-        )
-      : checked(
-          core,
-          core.loadTokenizerJson(
-            asText(files.config, 'config'),
-            asBytes(files.weights, 'weights'),
-            asText(files.tokenizer, 'tokenizer'),
-            weights,
-            threads,
-            attentionMaps,
-            memoryLimit,
-            activations,
-          ),
-        );
+      ? core.load(config, bytes, asText(files.vocab, 'vocab'), asText(files.merges, 'merges'), ...rest)
+      : core.loadTokenizerJson(config, bytes, asText(files.tokenizer, 'tokenizer'), ...rest),
+  );
   return new HeadscopeModel(core, handle, name);
 }
 
@@ -210,7 +192,11 @@ export class HeadscopeModel {
     const tokens = engineTokens(out, T, map);
     const { droppedTokens, reusedTokens } = run;
     const fields = { text: wellFormed, tokens, T, ablate, droppedTokens, reusedTokens, stride, rowsFrom };
-    const data = this.#plainData(h, out, fields, { loss: allLogits ? out.loss : undefined, valueNorms, maps });
+    const data = plainData(out, fields, this.#info.config, {
+      loss: allLogits ? out.loss : undefined,
+      valueNorms: valueNorms ? checked(this.#core, h.valueNorms()) : null,
+      maps,
+    });
     if (!maps) {
       Object.assign(data, thumbnailFields(checked(this.#core, this.#core.attentionThumbnails(h, THUMBNAIL_SIZE))));
       // the role scores the page shows, counted by the forward pass (no map to count them from here)
@@ -219,35 +205,6 @@ export class HeadscopeModel {
     // the rows of the heads the caller shows that it does not hold yet (typing: the new tokens' rows)
     if (options.pull) Object.assign(data, pulledRowsOf(this.#core, h, options.pull, h.tokenIds()));
     return { ...data, patch };
-  }
-
-  // The plain data runData() and a generation step give: `fields`, the model's shape, the engine's
-  // results `out` (attention as attentionRows when rows before rowsFrom are left out, else
-  // attentionAll), the loss when given, and with valueNorms the engine's value sizes.
-  #plainData(h, out, fields, { loss, valueNorms, maps = true }) {
-    const { text, tokens, T, ablate, droppedTokens, reusedTokens, stride, rowsFrom } = fields;
-    const { nLayer, nHead, nKvHead } = this.#info.config;
-    const data = {
-      text,
-      tokens,
-      T,
-      nLayer,
-      nHead,
-      nKvHead,
-      ablate: ablate.map(([l, hd]) => [l, hd]),
-      patch: null,
-      droppedTokens,
-      reusedTokens,
-      stride,
-      rowsFrom,
-      contributionNorms: out.contributionNorms,
-      logitsLast: out.logitsLast,
-      topNext: out.topNext,
-    };
-    if (maps) data[rowsFrom > 0 ? 'attentionRows' : 'attentionAll'] = out.attentionRows;
-    if (loss !== undefined) data.loss = loss;
-    if (valueNorms) data.valueNorms = checked(this.#core, h.valueNorms());
-    return data;
   }
 
   /**
@@ -265,34 +222,10 @@ export class HeadscopeModel {
    */
   inspectHead(text, layer, head, { ablate = [] } = {}) {
     const h = this.#live();
-    const wellFormed = toWellFormed(text);
-    // embind would truncate 1.5 or refuse '1' with a TypeError of its own: the engine's wording instead
-    for (const [name, v] of [
-      ['layer', layer],
-      ['head', head],
-    ])
-      if (!Number.isInteger(v))
-        throw new Error(`${name} must be an integer, got ${typeof v === 'number' ? v : typeof v}`);
-    const flat = flatAblate(ablate);
-    this.#engineHoldsLastRun = false;
-    this.#generating = null;
-    const inside = checked(this.#core, h.inspect(wellFormed, layer, head, flat));
-    // the tokens of this run, without any attention rows (rows [T, T) of a T-wide block: none)
-    const T = inside.T;
-    const out = checked(this.#core, h.results(0, false, T, 0, T));
-    const map = byteToIndexMaps(wellFormed);
-    const tokens = engineTokens(out, T, map);
-    // what the explanation names: GPT-2 layer-norms the input and adds learned positions to it; the
-    // Llama family RMS-norms it and rotates q and k by their positions (the q and k here are rotated)
-    const llama = this.#info.config.modelType !== 'gpt2';
-    return {
-      ...inside,
-      text: wellFormed,
-      tokens,
-      ablate: ablate.map(([l, hd]) => [l, hd]),
-      norm: llama ? 'RMSNorm' : 'layer norm',
-      rotary: llama,
-    };
+    return inspectOf(this.#core, h, toWellFormed(text), layer, head, ablate, this.#info.config, () => {
+      this.#engineHoldsLastRun = false; // the inspect run takes the engine's cache
+      this.#generating = null;
+    });
   }
 
   /**
@@ -430,7 +363,9 @@ export class HeadscopeModel {
       ? [...written.tokens(0, keep), ...written.tokens(keep + droppedTokens)]
       : written.tokens(droppedTokens);
     const fields = { text: written.text, tokens, T, ablate, droppedTokens, reusedTokens, stride, rowsFrom };
-    return this.#plainData(h, out, fields, { valueNorms });
+    return plainData(out, fields, this.#info.config, {
+      valueNorms: valueNorms ? checked(this.#core, h.valueNorms()) : null,
+    });
   }
 
   /**
@@ -469,12 +404,10 @@ export class HeadscopeModel {
    */
   logitAttribution(position, token, of = undefined) {
     const h = this.#live();
-    for (const [name, v] of [
+    integers([
       ['position', position],
       ['token', token],
-    ])
-      if (!Number.isInteger(v))
-        throw new Error(`${name} must be an integer, got ${typeof v === 'number' ? v : typeof v}`);
+    ]);
     if (of !== undefined) {
       if (typeof of?.text !== 'string')
         throw new Error('logitAttribution(position, token, { text, ablate }): text must be a string');
@@ -486,14 +419,7 @@ export class HeadscopeModel {
     }
     if (!this.#lastRun) throw new Error('logitAttribution() splits up the last run(): run a text first');
     if (!this.#engineHoldsLastRun) this.#runPlain(h, this.#lastRun.text, this.#lastRun.flat, this.#lastRun.allLogits);
-    const a = checked(this.#core, h.logitAttribution(position, token));
-    const { nLayer, nHead } = this.#info.config;
-    const { text, flat } = this.#lastRun;
-    const ablate = [];
-    for (let i = 0; i < flat.length; i += 2) ablate.push([flat[i], flat[i + 1]]);
-    // the final norm the parts are read through: GPT-2's LayerNorm (centred, with a bias) or the Llama family's RMSNorm
-    const norm = this.#info.config.modelType === 'gpt2' ? 'LayerNorm' : 'RMSNorm';
-    return { ...a, nLayer, nHead, text, ablate, norm };
+    return attributionOf(this.#core, h, position, token, this.#info.config, this.#lastRun);
   }
 
   /** Why head (layer, head) gives query token `query` its score on `key` (explain.js; types in headscope.d.ts). */

@@ -195,6 +195,39 @@ function checkCurrent(result) {
     throw new Error('this result was updated by a later run (passed as its `reuse`): use that one');
 }
 
+/**
+ * The plain data of a run or a generation step (what run() adds accessors to): `fields` ({ text,
+ * tokens, T, ablate, droppedTokens, reusedTokens, stride, rowsFrom }), the model's shape from
+ * `config`, the engine's results `out` (attention as attentionRows when rows before rowsFrom are left
+ * out, else attentionAll; none without `maps`), the loss when given, and the engine's value sizes
+ * when given (valueNorms: a Float32Array, or null).
+ */
+export function plainData(out, fields, config, { loss, valueNorms = null, maps = true }) {
+  const { text, tokens, T, ablate, droppedTokens, reusedTokens, stride, rowsFrom } = fields;
+  const { nLayer, nHead, nKvHead } = config;
+  const data = {
+    text,
+    tokens,
+    T,
+    nLayer,
+    nHead,
+    nKvHead,
+    ablate: ablate.map(([l, hd]) => [l, hd]),
+    patch: null,
+    droppedTokens,
+    reusedTokens,
+    stride,
+    rowsFrom,
+    contributionNorms: out.contributionNorms,
+    logitsLast: out.logitsLast,
+    topNext: out.topNext,
+  };
+  if (maps) data[rowsFrom > 0 ? 'attentionRows' : 'attentionAll'] = out.attentionRows;
+  if (loss !== undefined) data.loss = loss;
+  if (valueNorms) data.valueNorms = valueNorms;
+  return data;
+}
+
 // The first T tokens of the engine's results `out` as run()'s Token objects, their byte spans mapped
 // to string indices by `map` (generation.js's byteToIndexMaps())
 export function engineTokens(out, T, map) {
