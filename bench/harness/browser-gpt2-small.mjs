@@ -1,5 +1,6 @@
 // The engine in headless Chromium on a cross-origin-isolated page, at 1 and 2 threads, against
-// onnxruntime-web (wasm backend) at its own default thread count and at 2 threads, on the same page
+// onnxruntime-web (wasm backend) at its own default thread count and at 2 threads, and the engine with
+// 8-bit weights (weights: 'q8') at 1 and 2 threads, on the same page
 // and checkpoint (bench/shapes/make_gpt2_small.py; ONNX graph from bench/shapes/export_onnx.py). Each subject is
 // the npm package (or ORT) in a module Worker of its own (bench/harness/browser_page/); every run returns
 // every attention map (L, H, T, T) and the last logits to JavaScript, as bench/harness/wasm-gpt2-small.mjs
@@ -61,6 +62,8 @@ try {
     ['ours-2', 'ours', 2],
     ['ort-default', 'ort', null],
     ['ort-2', 'ort', 2],
+    ['q8-1', 'ours-q8', 1],
+    ['q8-2', 'ours-q8', 2],
   ];
   const threads = {};
   let config = null;
@@ -71,8 +74,9 @@ try {
     config ??= r.config;
     log(`${name}: ${r.threads} thread(s), loaded in ${Date.now() - t0} ms`);
   }
-  if (threads['ours-2'] !== 2)
-    throw new Error(`the package runs ${threads['ours-2']} thread(s) where 2 were asked for`);
+  for (const name of ['ours-2', 'q8-2'])
+    if (threads[name] !== 2)
+      throw new Error(`the package (${name}) runs ${threads[name]} thread(s) where 2 were asked for`);
   const call = (name, op, args) => page.evaluate(([a, b, c]) => window.__bench.call(a, b, c), [name, op, args]);
 
   // agreement first, at a short text: float32 on both sides in different orders, so the bounds of
@@ -86,6 +90,17 @@ try {
     if (!(d.attention < 1e-4) || !(d.logits < 1e-3 * Math.max(1, d.logitMax)))
       throw new Error(`${name} disagrees with onnxruntime-web: not timing`);
   }
+  // 8 bits against float32: the bounds of tests/cpp/model/test_q8_storage.cpp (KL 0.03 nats, attention 0.3),
+  // and the two thread counts give the same bits (a partition along outputs only)
+  for (const name of ['q8-1', 'q8-2']) {
+    const d = await page.evaluate(([a, input]) => window.__bench.agreement(a, 'ort-default', input), [name, probe]);
+    log(
+      `agreement ${name} vs ort-default at T=16: attention ${d.attention.toExponential(2)}, KL ${d.kl.toExponential(2)}`,
+    );
+    if (!(d.attention < 0.3) || !(d.kl < 0.03)) throw new Error(`${name} is further from float32 than 8 bits allow`);
+  }
+  const q8same = await page.evaluate(([a, input]) => window.__bench.agreement(a, 'q8-2', input), ['q8-1', probe]);
+  if (q8same.attention !== 0 || q8same.logits !== 0) throw new Error('8 bits on 1 and 2 threads differ');
 
   const rows = [];
   for (const T of Ts) {
@@ -170,6 +185,16 @@ try {
         `| ${r.T} | ${m(r, 'ours-1').toFixed(0)} | ${m(r, 'ours-2').toFixed(0)} | ${m(r, 'ort-default').toFixed(0)} | ` +
         `${m(r, 'ort-2').toFixed(0)} | ${(m(r, 'ours-1') / m(r, 'ours-2')).toFixed(2)}x | ${(m(r, 'ort-default') / m(r, 'ours-2')).toFixed(2)}x | ` +
         `${(m(r, 'ort-2') / m(r, 'ours-2')).toFixed(2)}x |`,
+    ),
+    '',
+    "With 8-bit weights (weights: 'q8'; relaxed SIMD's 8-bit dot product in Chromium), in the same rounds:",
+    '',
+    '| T | q8 1 thread | q8 2 threads | q8 / float32, 1 thread | q8 / float32, 2 threads | q8 2 threads / ORT default |',
+    '|---|---|---|---|---|---|',
+    ...rows.map(
+      (r) =>
+        `| ${r.T} | ${m(r, 'q8-1').toFixed(0)} | ${m(r, 'q8-2').toFixed(0)} | ${(m(r, 'ours-1') / m(r, 'q8-1')).toFixed(2)}x | ` +
+        `${(m(r, 'ours-2') / m(r, 'q8-2')).toFixed(2)}x | ${(m(r, 'ort-default') / m(r, 'q8-2')).toFixed(2)}x |`,
     ),
     '',
     `Training in the page (the package's trainer in a Worker, the training page's default preset: ${training.config.nLayer} layers x ` +

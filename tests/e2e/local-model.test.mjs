@@ -86,7 +86,7 @@ test('a model folder from disk: picked by folder, named everywhere, not uploaded
     .poll(() => page.evaluate(() => window.headscopeDemo.result && window.headscopeDemo.model.info.name))
     .toBe('my-gpt');
   await expect(status).toHaveText(
-    /Opened my-gpt from your disk \([\d.]+ M parameters, [\d.]+ MB of weights\)\. Nothing was uploaded\./,
+    /Opened my-gpt from your disk \([\d.]+ M parameters, [\d.]+ MB of weights( in F16| in 8 bits)?\)\. Nothing was uploaded\./,
   );
   await expect(page.locator('#tagline')).toHaveText(/^Every attention head of my-gpt \(\d+ layers × \d+ heads, /);
   await expect(page.locator('#model-info')).toHaveText(/^Model: my-gpt \(from your disk, not uploaded\)/);

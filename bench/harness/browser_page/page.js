@@ -33,7 +33,8 @@ function maxAbsDiff(a, b) {
 window.__bench = {
   isolated: self.crossOriginIsolated,
   cores: navigator.hardwareConcurrency,
-  /** Starts subject `name`: kind 'ours' (the package) or 'ort' (onnxruntime-web), with `threads` (null: its default). */
+  /** Starts subject `name`: kind 'ours' (the package), 'ours-q8' (the package with weights: 'q8') or 'ort'
+   *  (onnxruntime-web), with `threads` (null: its default). */
   async start(name, kind, threads) {
     const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
     worker.onmessage = onReply;
@@ -50,10 +51,22 @@ window.__bench = {
     const [x, y] = [await call(a, 'outputs', input), await call(b, 'outputs', input)];
     let logitMax = 0;
     for (const v of y.logitsLast) logitMax = Math.max(logitMax, Math.abs(v));
+    // KL(p_b || p_a) of the last position's next-token distributions, in double
+    const logSoftmax = (z) => {
+      let m = -Infinity,
+        s = 0;
+      for (const v of z) m = Math.max(m, v);
+      for (const v of z) s += Math.exp(v - m);
+      return Array.from(z, (v) => v - m - Math.log(s));
+    };
+    const [la, lb] = [logSoftmax(x.logitsLast), logSoftmax(y.logitsLast)];
+    let kl = 0;
+    for (let i = 0; i < la.length; i++) kl += Math.exp(lb[i]) * (lb[i] - la[i]);
     return {
       attention: maxAbsDiff(x.attention, y.attention),
       logits: maxAbsDiff(x.logitsLast, y.logitsLast),
       logitMax,
+      kl,
     };
   },
 };

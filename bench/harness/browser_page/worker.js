@@ -1,5 +1,6 @@
 // One subject of bench/harness/browser-gpt2-small.mjs in its own module Worker: the npm package (ours, its
-// threaded build when threads > 1 on this isolated page) or onnxruntime-web's wasm backend. Both
+// threaded build when threads > 1 on this isolated page; kind 'ours-q8' with 8-bit weights) or
+// onnxruntime-web's wasm backend. Both
 // return the same outputs to JavaScript on every run: every attention map (L, H, T, T) and the last
 // position's logits. Or (kind 'trainer') the package's trainer on the page's default preset, taking
 // one step per call as the training page's Worker does. Or (op 'patch') the package's model.patch().
@@ -19,10 +20,11 @@ const ops = {
       const { spec } = trainer;
       return { threads: trainer.threads, tokensPerStep: spec.batchSize * spec.seqLen, config: spec.config };
     }
-    if (kind === 'ours') {
-      const model = await loadModel(new URL('/model/', self.location.href), threads ? { threads } : {});
-      subject = { kind, model };
-      return { threads: model.threads, config: model.info.config };
+    if (kind === 'ours' || kind === 'ours-q8') {
+      const options = { ...(threads ? { threads } : {}), ...(kind === 'ours-q8' ? { weights: 'q8' } : {}) };
+      const model = await loadModel(new URL('/model/', self.location.href), options);
+      subject = { kind: 'ours', model };
+      return { threads: model.threads, config: model.info.config, weights: model.info.weights };
     }
     const ort = await import('/ort/ort.wasm.min.mjs');
     ort.env.wasm.wasmPaths = new URL('/ort/', self.location.href).href;

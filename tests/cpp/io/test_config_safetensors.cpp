@@ -433,7 +433,7 @@ TEST_CASE("F16 storage refuses a weight beyond F16's range, naming the tensor", 
   REQUIRE(Model::load_buffers(f.config, weights, f.vocab, f.merges, f16).weight_storage() ==
           headscope::WeightStorage::f16);
   REQUIRE_ERROR_CONTAINS(headscope::parse_weight_storage("f8"),
-                         "weights must be \"f32\", \"f16\" or \"auto\", got \"f8\"");
+                         "weights must be \"f32\", \"f16\", \"q8\" or \"auto\", got \"f8\"");
   // auto: as the file stores its matrices (F16 and BF16 stay half precision), decided from the header
   headscope::LoadOptions automatic;
   automatic.weights = headscope::parse_weight_storage("auto");

@@ -99,10 +99,12 @@ export function openingHead(card, { linkWeight } = {}) {
   return null;
 }
 
-/** "124.4 M parameters, 498 MB" for a model's info. */
+/** "124.4 M parameters, 498 MB of weights" for a model's info, and how they are held unless float32
+ *  ("166 MB of weights in 8 bits"): a model in 8 bits computes slightly different numbers. */
 export function modelSize(info) {
   const mb = info.weightBytes / 1e6;
-  return `${(info.parameterCount / 1e6).toFixed(info.parameterCount < 1e7 ? 2 : 1)} M parameters, ${mb < 10 ? mb.toFixed(1) : mb.toFixed(0)} MB of weights`;
+  const held = { f16: ' in F16', q8: ' in 8 bits' }[info.weights] ?? '';
+  return `${(info.parameterCount / 1e6).toFixed(info.parameterCount < 1e7 ? 2 : 1)} M parameters, ${mb < 10 ? mb.toFixed(1) : mb.toFixed(0)} MB of weights${held}`;
 }
 
 /**
