@@ -49,6 +49,7 @@ const PUBLISHED = {
   'lib/worker/client.js': 'headscope-worker.js',
   'lib/worker/host.js': 'worker-thread.js',
   'lib/worker/protocol.js': 'worker-protocol.js',
+  'lib/worker/page-thread.js': 'worker-fallback.js',
   'lib/headscope.d.ts': 'headscope.d.ts',
   'lib/headscope-worker.d.ts': 'headscope-worker.d.ts',
   'lib/analysis.d.ts': 'analysis.d.ts',

@@ -32,6 +32,7 @@ const EXPECTED_FILES = [
   '/worker-thread.js',
   '/headscope_wasm_relaxed.wasm',
   '/worker-protocol.js', // the page-worker message table, imported on both sides
+  '/worker-fallback.js', // the model on the page thread where no worker starts (4 KB), a static import of headscope-worker.js
   '/trainer.js', // createTrainer's adapter (7 KB), a static import of headscope.js: bundlers' worker formats refuse code splitting
   '/generation.js', // generate()'s options and the written text's bytes, a static import of headscope.js
   '/patching.js', // patch()'s adapter (6 KB), a static import of headscope.js

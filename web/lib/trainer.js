@@ -1,7 +1,7 @@
 // Training from JavaScript: adapts the engine's TrainingRun (cpp/include/headscope/training_run.hpp,
 // bound in cpp/bindings/embind.cpp) to the API in headscope.d.ts. headscope.js's createTrainer()
-// hands it the loaded module. All numerics happen in C++; this layer maps option names, checks
-// their shape and copies arrays.
+// hands it the loaded module; the Worker's host trains in chunks with trainInChunks(). All numerics
+// happen in C++; this layer maps option names, checks their shape and copies arrays.
 
 import { checked } from './wasm.js';
 import { tokenizerKind } from './files.js';
@@ -313,4 +313,49 @@ export function headsReport(r, extra) {
     randomLossHigh: r.randomLossHigh,
     ...extra,
   };
+}
+
+/** A training probe's value and its typed arrays, moved to the page, not copied. */
+export function probeForTransfer(p) {
+  return { value: p, transfer: [p.previous.buffer, p.induction.buffer, p.attention.buffer, p.ids.buffer] };
+}
+
+/**
+ * The Worker's train({ steps, probeEvery }) of `trainer`: chunks of steps of about CHUNK_MS each,
+ * `progress(progress, transfer)` after each (its losses, learning rate and speed; a probe every
+ * probeEvery steps and at the end), and `await stop()` between chunks, which ends it early when true
+ * (the page's pause). Resolves to { stepsDone, stopped }.
+ */
+export async function trainInChunks(trainer, { steps, probeEvery }, { progress: post, stop }) {
+  const target = trainer.stepsDone + steps;
+  let lastProbe = trainer.stepsDone;
+  const tokensPerStep = trainer.spec.batchSize * trainer.spec.seqLen;
+  let stopped = false;
+  while (trainer.stepsDone < target) {
+    const t0 = performanceNow();
+    const losses = [];
+    do {
+      losses.push(trainer.step(1)[0]);
+    } while (trainer.stepsDone < target && performanceNow() - t0 < CHUNK_MS);
+    const seconds = (performanceNow() - t0) / 1000;
+    const progress = {
+      stepsDone: trainer.stepsDone,
+      losses: Float32Array.from(losses),
+      lr: trainer.learningRate(trainer.stepsDone - 1),
+      tokensPerSecond: seconds > 0 ? (losses.length * tokensPerStep) / seconds : 0,
+    };
+    const transfer = [progress.losses.buffer];
+    if (trainer.stepsDone - lastProbe >= probeEvery || trainer.stepsDone >= target) {
+      const { value, transfer: t } = probeForTransfer(trainer.probe());
+      progress.probe = value;
+      transfer.push(...t);
+      lastProbe = trainer.stepsDone;
+    }
+    post(progress, transfer);
+    if (await stop()) {
+      stopped = true;
+      break;
+    }
+  }
+  return { stepsDone: trainer.stepsDone, stopped };
 }

@@ -54,6 +54,7 @@ test('the tarball holds the wasm, the JS, the types and the default model', () =
     'package/dist/headscope-worker.js',
     'package/dist/worker-thread.js',
     'package/dist/worker-protocol.js',
+    'package/dist/worker-fallback.js',
     'package/README.md',
     'package/LICENSE',
     'package/CHANGELOG.md',

@@ -8,11 +8,12 @@
 // Browsers start a Worker only from a same-origin URL. When this file comes from another origin
 // (a CDN), the worker is started from a same-origin `blob:` module that imports worker-thread.js by
 // its absolute URL; worker-thread.js then resolves the .wasm and the shipped models from its own URL.
-import { loadModel, shippedModels } from '../headscope.js';
+import { shippedModels } from '../headscope.js';
 import { engineThreads } from '../wasm.js';
 import { makeResult, reuseInfo, claimForUpdate, withPreviousRows } from '../result.js';
 import { WorkerChannel, WorkerStartError } from './protocol.js';
 import { generateOptions } from '../generation.js';
+import { loadOnPageThread } from './page-thread.js';
 
 export { WorkerStartError } from './protocol.js';
 
@@ -246,72 +247,6 @@ class WorkerModel {
   }
 }
 
-/** The same promise API as WorkerModel, for a model that runs on the page thread. */
-class PageThreadModel {
-  #model;
-  constructor(model) {
-    this.#model = model;
-  }
-  /** Where the model runs: 'page'. */
-  get thread() {
-    return 'page';
-  }
-  get info() {
-    return this.#model.info;
-  }
-  get threads() {
-    return this.#model.threads;
-  }
-  get disposed() {
-    return this.#model.disposed;
-  }
-  async run(text, { onProgress, signal, ...options } = {}) {
-    return this.#model.run(text, options);
-  }
-  async inspectHead(text, layer, head, options) {
-    return this.#model.inspectHead(text, layer, head, options);
-  }
-  async measureHeads(text, options) {
-    return this.#model.measureHeads(text, options);
-  }
-  async generate(text, options) {
-    return this.#model.generate(text, options);
-  }
-  async logitAttribution(position, token, of) {
-    return this.#model.logitAttribution(position, token, of);
-  }
-  async patch(options) {
-    return this.#model.patch(options);
-  }
-  async explainScore(text, layer, head, query, key, options) {
-    return this.#model.explainScore(text, layer, head, query, key, options);
-  }
-  async circuits(options) {
-    return this.#model.circuits(options);
-  }
-  async memory() {
-    return this.#model.memory();
-  }
-  async attentionTile(text, layer, head, options) {
-    return this.#model.attentionTile(text, layer, head, options);
-  }
-  async attentionThumbnails(text, options) {
-    return this.#model.attentionThumbnails(text, options);
-  }
-  async tokenize(text) {
-    return this.#model.tokenize(text);
-  }
-  async tokenText(id) {
-    return this.#model.tokenText(id);
-  }
-  async cacheState() {
-    return null;
-  }
-  dispose() {
-    this.#model.dispose();
-  }
-}
-
 // The worker resolves relative URLs against its own script, so a folder URL the page wrote
 // relative to itself is made absolute here, against the page.
 function absoluteSource(source) {
@@ -362,7 +297,6 @@ function startWorker() {
 }
 
 const WORKER_FILE = './worker-thread.js';
-let fallbackAnnounced = false;
 
 /**
  * Loads a model inside a new module Web Worker. `source` and `onProgress` are as for loadModel();
@@ -390,24 +324,7 @@ export async function loadModelInWorker(source, options = {}) {
     release();
     const startError = e instanceof WorkerStartError ? e : new WorkerStartError(e?.message ?? String(e));
     if (!options.pageThreadFallback) throw startError;
-    if (!fallbackAnnounced) {
-      fallbackAnnounced = true;
-      console.info(
-        `headscope: ${startError.message}. The model runs on the page thread instead: ` +
-          'the page cannot respond while a run is in progress (a few milliseconds per keystroke for the ' +
-          'shipped models, much longer for long texts or large checkpoints).',
-      );
-    }
-    return new PageThreadModel(
-      await loadModel(source, {
-        onProgress: options.onProgress,
-        weights: options.weights,
-        threads: 1,
-        attentionMaps: options.attentionMaps,
-        memoryLimit: options.memoryLimit,
-        activations: options.activations,
-      }),
-    );
+    return loadOnPageThread(source, options, startError);
   }
   release();
   try {

@@ -13,6 +13,7 @@ import { MESSAGES, AT_ONCE, NO_REPLY } from './protocol.js';
 import { patchBuffers } from '../patching.js';
 import { explainBuffers } from '../explain.js';
 import { mapBuffers } from '../maps.js';
+import { trainInChunks, probeForTransfer } from '../trainer.js';
 
 // Runs cheaper than this many (parameters x tokens) go in one step: about 200 ms of work in wasm.
 const STEPPED_RUN_WORK = 6e9;
@@ -138,51 +139,6 @@ async function restoreTyping() {
     model.prefill(text, options);
     cached = { ids: tokens.map((t) => t.id), key: cacheKey(options) };
   }
-}
-
-// A chunk of training steps lasts about this long before the worker posts progress and reads its
-// messages (a pause): a frame at 60 Hz, minus room for the page's reply.
-const CHUNK_MS = 12;
-
-function probeForTransfer(p) {
-  return { value: p, transfer: [p.previous.buffer, p.induction.buffer, p.attention.buffer, p.ids.buffer] };
-}
-
-// train({ steps, probeEvery }): chunks of steps, progress after each, a probe every probeEvery
-// steps and at the end; a cancel (the page's pause) stops it between steps and resolves.
-async function trainInChunks(id, { steps, probeEvery }) {
-  const target = trainer.stepsDone + steps;
-  let lastProbe = trainer.stepsDone;
-  const tokensPerStep = trainer.spec.batchSize * trainer.spec.seqLen;
-  let stopped = false;
-  while (trainer.stepsDone < target) {
-    const t0 = performance.now();
-    const losses = [];
-    do {
-      losses.push(trainer.step(1)[0]);
-    } while (trainer.stepsDone < target && performance.now() - t0 < CHUNK_MS);
-    const seconds = (performance.now() - t0) / 1000;
-    const progress = {
-      stepsDone: trainer.stepsDone,
-      losses: Float32Array.from(losses),
-      lr: trainer.learningRate(trainer.stepsDone - 1),
-      tokensPerSecond: seconds > 0 ? (losses.length * tokensPerStep) / seconds : 0,
-    };
-    const transfer = [progress.losses.buffer];
-    if (trainer.stepsDone - lastProbe >= probeEvery || trainer.stepsDone >= target) {
-      const { value, transfer: t } = probeForTransfer(trainer.probe());
-      progress.probe = value;
-      transfer.push(...t);
-      lastProbe = trainer.stepsDone;
-    }
-    self.postMessage({ id, progress }, transfer);
-    await yieldToMessages();
-    if (cancelled.has(id)) {
-      stopped = true;
-      break;
-    }
-  }
-  return { stepsDone: trainer.stepsDone, stopped };
 }
 
 // The typed arrays of HeadscopeModel.inspectHead(): moved to the page, not copied.
@@ -397,7 +353,14 @@ const HANDLERS = {
     trainer = await createTrainer(args.options);
     return { value: { spec: trainer.spec, stepsDone: trainer.stepsDone, threads: trainer.threads }, transfer: [] };
   },
-  trainerTrain: async (id, args) => ({ value: await trainInChunks(id, args), transfer: [] }),
+  trainerTrain: async (id, args) => ({
+    value: await trainInChunks(trainer, args, {
+      progress: (progress, transfer) => self.postMessage({ id, progress }, transfer),
+      // a cancel (the page's pause) arrives as a message: read between chunks
+      stop: async () => (await yieldToMessages(), cancelled.has(id)),
+    }),
+    transfer: [],
+  }),
   trainerStep(id, args) {
     const losses = trainer.step(args.arg);
     return { value: { losses, stepsDone: trainer.stepsDone }, transfer: [losses.buffer] };
