@@ -118,7 +118,10 @@ test('bad weights values reject with an Error naming them', async () => {
   await assert.rejects(loadModel(testModelUrl, { weights: 'f8' }), {
     message: "weights must be 'f32', 'f16', 'q8' or 'auto', got 'f8'",
   });
-  await assert.rejects(loadModel(testModelUrl, { weights: 16 }), /weights must be 'f32', 'f16', 'q8' or 'auto', got 16/);
+  await assert.rejects(
+    loadModel(testModelUrl, { weights: 16 }),
+    /weights must be 'f32', 'f16', 'q8' or 'auto', got 16/,
+  );
   assert.ok((await wasmMemoryBytes()) > 0);
 });
 
