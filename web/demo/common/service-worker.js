@@ -13,8 +13,9 @@
 //   them, not at install: the article fetches a model only when its widget is scrolled to, and a
 //   reader who reads the first screen should not download every model through this worker.
 // - fetch: network first, the cache when the network fails. The demo's server sends every file
-//   no-store so that a reload sees a fresh build; serving the cache first would show a developer the
-//   previous build until every tab closed. Every good response of a listed file refreshes its copy.
+//   no-store so that a reload sees a fresh build; serving the cache first would show the previous
+//   build on the reload after a rebuild (the new worker installs meanwhile, in the background).
+//   Every good response of a listed file refreshes its copy.
 // - Responses are stored whole, headers included: a page served from the cache keeps its
 //   Content-Security-Policy and its cross-origin isolation (COOP, COEP), so the threaded engine
 //   still runs offline.
