@@ -9,6 +9,7 @@ export {
   modelLoadCount,
   setThreads,
 } from './runtime/model-cache.js';
+export { smallerStorageFor } from './runtime/smaller-storage.js';
 export { Runner } from './runtime/runner.js';
 export { DEFAULT_TEXT, VIEWS, parseHeads, stateToQuery, stateFromQuery } from './runtime/url-state.js';
 export { embedSnippet } from './runtime/embed-snippet.js';

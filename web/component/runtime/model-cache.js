@@ -66,16 +66,17 @@ export function getModel(source, { onProgress } = {}) {
 /**
  * Loads a model given as buffers ({ name, config, weights, vocab, merges }: a folder from the
  * reader's disk) in a worker of its own; not shared or cached. The buffers are moved to the worker,
- * not copied: a checkpoint of hundreds of MB is not held twice.
+ * not copied: a checkpoint of hundreds of MB is not held twice (so a second try needs the files
+ * read again). `weights`: as loadModel's, by default 'auto' (an F16 or BF16 file stays half precision).
  */
-export function loadModelFromBuffers(buffers, { onProgress } = {}) {
+export function loadModelFromBuffers(buffers, { onProgress, weights = 'auto' } = {}) {
   return loadModelInWorker(buffers, {
     pageThreadFallback: true,
     transferBuffers: true,
     onProgress,
     threads: pageThreads,
     attentionMaps: false, // a checkpoint from the reader's disk: its context is what fits (keepsMaps)
-    weights: 'auto', // and an F16 or BF16 file stays half precision
+    weights,
     activations: 'auto', // and a long text keeps only what the views read (getModel)
   });
 }

@@ -1,7 +1,7 @@
 // The demo page's model: the texts that name it, and the picker that changes it (the site's models,
 // a folder opened from the reader's disk, the training page's model). demo.js's useModel() makes a
 // model the page's.
-import { stateToQuery, loadModelFromBuffers } from '../../component/headscope-view.js';
+import { stateToQuery, loadModelFromBuffers, smallerStorageFor } from '../../component/headscope-view.js';
 import { modelIndex, modelSize, cacheLine } from '../common/models.js';
 import { installLocalModelPicker, readModelFiles } from './local-model.js';
 
@@ -60,13 +60,32 @@ export function installModelChoice({ page, useModel, urlState }) {
     setText(localStatus, `Reading ${picked.name} (${(picked.bytes / 1e6).toFixed(0)} MB) from your disk…`);
     document.body.dataset.localLoading = 'true';
     try {
-      const buffers = await readModelFiles(picked);
       setText(localStatus, `Loading ${picked.name} into the engine…`);
-      const model = await loadModelFromBuffers(buffers);
+      let model;
+      try {
+        model = await loadModelFromBuffers(await readModelFiles(picked));
+      } catch (e) {
+        // too large as stored: again in the smaller storage the engine says would fit (the buffers
+        // went to the failed worker, so the files are read again)
+        const weights = smallerStorageFor(e);
+        if (!weights) throw e;
+        setText(
+          localStatus,
+          `Loading ${picked.name} with ${weights === 'q8' ? '8-bit' : 'F16'} weights: as stored, they do not fit this tab's memory…`,
+        );
+        model = await loadModelFromBuffers(await readModelFiles(picked), { weights });
+      }
       useModel(model, { name: picked.name, local: true });
       for (const o of [...picker.options]) if (o.value.startsWith('local:')) o.remove();
       addLocal(`${picked.name} (from disk)`, picked.name);
-      setText(localStatus, `Opened ${picked.name} from your disk (${modelSize(model.info)}). Nothing was uploaded.`);
+      const smaller =
+        model.info.weights === 'q8'
+          ? " Its weights are held in 8 bits to fit this tab: its numbers differ slightly from the checkpoint's."
+          : '';
+      setText(
+        localStatus,
+        `Opened ${picked.name} from your disk (${modelSize(model.info)}). Nothing was uploaded.${smaller}`,
+      );
     } catch (e) {
       const still = page.modelName ? ` Still showing ${page.modelName}.` : '';
       setText(localStatus, `Could not open ${picked.name}: ${e.message}.${still}`);
