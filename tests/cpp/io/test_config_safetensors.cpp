@@ -399,12 +399,33 @@ TEST_CASE("a float32 load too large for memory suggests F16 when F16 would fit",
     REQUIRE(msg.find("--weights f16") != std::string::npos);
 #endif
   }
-  // twice as many layers do not fit in F16 either: no F16 hint, the F16 load names its own size
+  // twice as many layers do not fit in F16 either (2.6 x the limit in float32, 1.3 x in F16): the hint
+  // is 8 bits alone (0.7 x: a quarter of float32 in the blocks, F16 in the small embedding), and the
+  // F16 load names its own size and the same hint
   config["n_layer"] = 2 * layers;
   headscope::LoadOptions f16;
   f16.weights = headscope::WeightStorage::f16;
-  REQUIRE_ERROR_CONTAINS(Model::load_buffers(config.dump(), f.weights, f.vocab, f.merges), "try a smaller model");
+  {
+    const std::string msg = f.load_error(config);
+    INFO(msg);
+    REQUIRE(msg.find("in F16") == std::string::npos);
+    REQUIRE(msg.find("it would fit with 8-bit weights") != std::string::npos);
+#ifdef __EMSCRIPTEN__
+    REQUIRE(msg.find("loadModel(source, { weights: 'q8' })") != std::string::npos);
+#else
+    REQUIRE(msg.find("--weights q8") != std::string::npos);
+#endif
+  }
   REQUIRE_ERROR_CONTAINS(Model::load_buffers(config.dump(), f.weights, f.vocab, f.merges, f16), "of F16 weights");
+  REQUIRE_ERROR_CONTAINS(Model::load_buffers(config.dump(), f.weights, f.vocab, f.merges, f16),
+                         "it would fit with 8-bit weights");
+  // four times as many fit in none: a smaller model, named by every storage's load
+  config["n_layer"] = 4 * layers;
+  headscope::LoadOptions q8;
+  q8.weights = headscope::WeightStorage::q8;
+  REQUIRE_ERROR_CONTAINS(Model::load_buffers(config.dump(), f.weights, f.vocab, f.merges), "try a smaller model");
+  REQUIRE_ERROR_CONTAINS(Model::load_buffers(config.dump(), f.weights, f.vocab, f.merges, q8), "of 8-bit weights");
+  REQUIRE_ERROR_CONTAINS(Model::load_buffers(config.dump(), f.weights, f.vocab, f.merges, q8), "try a smaller model");
 }
 
 TEST_CASE("F16 storage refuses a weight beyond F16's range, naming the tensor", "[errors][f16]") {
