@@ -17,7 +17,10 @@ test('F16 first where it fits, 8 bits where only that fits, nothing otherwise', 
     ),
     'f16',
   );
-  assert.equal(smallerStorageFor(refusal("; it would fit with 8-bit weights: loadModel(source, { weights: 'q8' })")), 'q8');
+  assert.equal(
+    smallerStorageFor(refusal("; it would fit with 8-bit weights: loadModel(source, { weights: 'q8' })")),
+    'q8',
+  );
   assert.equal(smallerStorageFor(refusal('; try a smaller model')), null);
   assert.equal(smallerStorageFor(new Error('model.safetensors: tensor "x" contains NaN or Inf (element 3)')), null);
   assert.equal(smallerStorageFor(undefined), null);
