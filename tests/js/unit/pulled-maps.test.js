@@ -155,3 +155,28 @@ test('PulledMaps holds the rows of the focused window: typing brings its new row
   await pulled.pull(r, [[1, 2]]);
   check(r, 1, 2, focus, 'pulled after a run of another window');
 });
+
+test("the demo's long-text pulls: a pull of an older result that ends after a newer result came is not drawn", async () => {
+  const { installLongText } = await import('../../../web/demo/index/long-text.js');
+  const { model, run } = fakeEngine(4096);
+  const state = { layer: 1, head: 2, heads: [], view: 'heatmap', token: null, ablate: [] };
+  const page = { state, info: model.info, model, result: null };
+  const longText = installLongText(page);
+  // the engine answers tiles only when let through (a pull in flight while the next result comes)
+  let open;
+  const gate = new Promise((resolve) => (open = resolve));
+  const tile = model.attentionTile.bind(model);
+  model.attentionTile = async (...a) => (await gate, tile(...a));
+  const ids = Array.from({ length: 700 }, (_, i) => (i * 7) % 53);
+  // an older result without rows: the page pulls its heads
+  const older = run(ids, null);
+  longText.absorb(older);
+  assert.equal(longText.ready(older), false);
+  const olderDrawn = longText.pull(older);
+  // a newer result brings its rows with the run and is drawn at once
+  const newer = run(ids.concat([1]), longText.runOptions('x'.repeat(10000)).pull);
+  longText.absorb(newer);
+  assert.equal(longText.ready(newer), true);
+  open();
+  assert.equal(await olderDrawn, false, 'the older result is not drawn over the newer one');
+});

@@ -22,7 +22,7 @@ export function installLongText(page) {
   const { state } = page;
   // the rows pulled are those of the window around the focused token (pulled-maps.js)
   const pulled = new PulledMaps(() => page.model, { focus: () => state.token });
-  let latest = null; // the result whose heads are being pulled: an older one is not drawn
+  let latest = null; // the newest result (of a run, or whose heads are being pulled): an older one is not drawn
 
   // tokens a text will have, from the last result's tokens per character (4 characters a token
   // before any), so that the mode is chosen before the run; a wrong guess only changes what the run
@@ -68,5 +68,11 @@ export function installLongText(page) {
     return next;
   }
 
-  return { runOptions, absorb: (r) => pulled.absorb(r), ready, pull, clear: () => pulled.clear(), pulled };
+  // every result of a run passes here first: a pull of an older one that ends after it is not drawn
+  function absorb(result) {
+    latest = result;
+    pulled.absorb(result);
+  }
+
+  return { runOptions, absorb, ready, pull, clear: () => pulled.clear(), pulled };
 }
