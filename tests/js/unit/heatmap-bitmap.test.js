@@ -183,6 +183,34 @@ test('while a tile is on its way the later paints wait, and the last one asked i
   assert.equal(canvas.dataset.rows, '100 200');
 });
 
+test('a tile that arrives after a result with its maps was painted leaves that paint as it is', async () => {
+  const canvas = fakeCanvas();
+  const bitmap = new HeatmapBitmap(canvas);
+  const asked = [];
+  const ids = Array.from({ length: 300 }, (_, i) => i % 17);
+  const r = tiledResult(ids, asked);
+  let open;
+  const gate = new Promise((resolve) => (open = resolve));
+  const slow = { ...r, tiles: async (...a) => (await gate, r.tiles(...a)) };
+  const tiled = bitmap.paint(slow, { layer: 0, head: 0 }, theme, layout, bitmapView(r.T));
+  // a shorter text, below the page's budget: its result has every map (another head's weights)
+  const short = ids.slice(0, 200);
+  const full = {
+    T: 200,
+    nHead: 1,
+    tokens: short.map((id) => ({ id })),
+    ablate: [],
+    attentionAll: mapOf(short.map((v) => v + 1)),
+  };
+  await bitmap.paint(full, { layer: 0, head: 0 }, theme, layout, bitmapView(200));
+  open();
+  await tiled;
+  const want = fakeCanvas();
+  paintAttention(want, full, 0, 0, theme, { data: full.attentionAll, offset: 0, stride: 200 }, bitmapView(200));
+  sameAs(canvas, want, 'the paint from the maps');
+  assert.equal(canvas.dataset.rows, '0 200');
+});
+
 test('tilePlan against a brute-force reference: the rows to ask for and the block rows to keep', () => {
   const T = 50;
   for (const bin of [1, 3]) {

@@ -120,8 +120,9 @@ export class HeatmapBitmap {
       tile = null;
     }
     this.flying = null;
-    // (a tile of an older text is painted too: it is right for its tokens, and the next plan knows them)
-    if (tile) {
+    // (a tile of an older text is painted too: it is right for its tokens, and the next plan knows
+    // them; not once a result with its maps was painted meanwhile: latest is then null)
+    if (tile && this.latest) {
       const unchanged = plan.rows[1] === plan.rows[0] && plan.keep === view.h && this.shown?.view.w === view.w;
       const cells = unchanged ? this.shown.cells : mergeTile(this.shown, view, plan.keep, plan.rows, tile);
       this.#draw(want, cells, plan);
