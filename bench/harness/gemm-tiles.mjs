@@ -1,6 +1,7 @@
 // The GEMM's register tile, swept: R x 8 tiles (R = 4, 5, 6) and three ways of broadcasting the input
 // (cpp/bench/bench_variants.cpp, kTileVariants) against the engine's matmul_forward, side by side in one
 // run, after checking that each gives the engine's bits; with the calibration probes of the same module.
+// Also the engine's product with 8-bit weights ('engine q8', kernels/q8.cpp), in the same rounds.
 // Usage: node [--experimental-wasm-relaxed-simd] bench/harness/gemm-tiles.mjs --simd DIR [--out FILE] [--quick]
 //   --simd: a wasm build tree with headscope_bench_wasm (SIMD128 or relaxed SIMD)
 // Shapes: headscope-base's linear layers (C = 160) at M = 16, 64, 128 and GPT-2 small's (C = 768) at M = 256.
@@ -61,6 +62,9 @@ for (const [K, N, Ms] of shapes) {
     }
     const subjects = { engine: { fn: () => g.runEngine(M) }, 'engine v1': { fn: () => g.runPrevious(M) } };
     names.forEach((n, v) => (subjects[n] = { fn: () => g.run(v, M) }));
+    // the engine with 8-bit weights (kernels/q8.cpp): other numbers by design, so after the bit checks;
+    // its rate counts the same 2 M K N operations
+    subjects['engine q8'] = { fn: () => g.runQ8(M) };
     const s = await compare(subjects, { minMs: opt.quick ? 60 : 200, minRuns: 20 });
     const fl = 2 * M * K * N;
     const row = { M, K, N, gflops: {}, gflops_best: {} };
@@ -79,7 +83,7 @@ for (const [K, N, Ms] of shapes) {
   g.delete();
 }
 const geo = (n) => Math.exp(out.rows.reduce((s, r) => s + Math.log(r.gflops[n]), 0) / out.rows.length);
-out.geomean = Object.fromEntries(['engine', 'engine v1', ...names].map((n) => [n, geo(n)]));
+out.geomean = Object.fromEntries(['engine', 'engine v1', 'engine q8', ...names].map((n) => [n, geo(n)]));
 log(
   'geomean of medians: ' +
     Object.entries(out.geomean)

@@ -336,9 +336,19 @@ float peak_probe_madd(int iters) {
 
 struct GemmTiles {
   GemmCase g;
+  kernels::PackedLinear q8;  // the same weights in 8 bits (kernels/q8.cpp), packed on first use
   GemmTiles(int K, int N, int max_M) : g(K, N, max_M) {}
   void run(int variant, int M) { kTileVariants[variant].second(g.out.data(), g.inp.data(), g.W, M); }
   void run_engine(int M) { g.run(M); }
+  // the engine's product with 8-bit weights: the inputs quantized per row, int32 sums (not the same bits)
+  void run_q8(int M) {
+    if (!q8.is_q8()) {
+      std::vector<float> w((std::size_t)g.K * g.N), b(g.N);
+      kernels::unpack_linear(w.data(), b.data(), g.W);
+      q8 = kernels::pack_linear_q8(w.data(), b.data(), g.K, g.N);
+    }
+    kernels::matmul_forward(g.out.data(), g.inp.data(), q8, M);
+  }
   void run_previous(int M) { dev::matmul_forward_v1(g.out.data(), g.inp.data(), g.W, M); }
   emscripten::val output(int M) {
     return emscripten::val::global("Float32Array")
@@ -387,6 +397,7 @@ void register_variants() {
       .function("run", &GemmTiles::run)
       .function("runEngine", &GemmTiles::run_engine)
       .function("runPrevious", &GemmTiles::run_previous)
+      .function("runQ8", &GemmTiles::run_q8)
       .function("output", &GemmTiles::output);
 #endif
 }

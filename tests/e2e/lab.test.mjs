@@ -306,6 +306,13 @@ test('component: <headscope-lab> switches heads off and shares the model with <h
   await shot(page, 'lab-component', { fullPage: true });
   await lab.locator('.hs-lab-choice').first().click();
   await expect(lab.locator('.hs-lab-quiz-body')).toHaveAttribute('data-state', 'revealed');
+  // the verb-to-subject badges are measured on the default model's card's probe sentences, which the
+  // component fetches beside the model's config.json (the demo page passes its own copy of the card)
+  const card = JSON.parse(readFileSync(path.join(SITE, 'models', 'headscope-base', 'card.json'), 'utf8'));
+  await expect(lab.locator('.hs-lab-roles-status')).toContainText(
+    `Verb to subject measured on the model card's ${card.roles.probe_sentences.length} probe sentences`,
+    { timeout: 60_000 },
+  );
 });
 
 // the head-count family when the site holds it; else fixtures with 2, 3 and 4 heads (no cards)

@@ -22,6 +22,7 @@ import {
   viewsCss,
 } from './headscope-view.js';
 import { Lab, parseAblate } from './lab/lab.js';
+import { modelCard } from './runtime/model-card.js';
 import hostCss from './host.css';
 import labCss from './lab.css';
 import { el, lazySheets, shadowWithReady, rendered } from './views/dom.js';
@@ -103,6 +104,9 @@ export class HeadscopeLabElement extends HTMLElement {
       gridHost,
       initialAblate: parseAblate(this.getAttribute('ablate')),
       getModel: () => getModel(this.getAttribute('model') || ''),
+      // the verb-to-subject badge's probe sentences, from the model's card when it has one
+      getProbeSentences: () =>
+        modelCard(this.getAttribute('model') || '').then((card) => card?.roles?.probe_sentences ?? null),
       getResult: () => this.#result,
       getText: () => this.#text(),
       getState: () => this.#state,

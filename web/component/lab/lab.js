@@ -53,7 +53,8 @@ function afterNextPaint(fn) {
 
 /**
  * The lab's controller. `host`: an element to build the lab panel in. Options:
- *   getModel: () => Promise<WorkerModel>, getProbeSentences?: () => the model card's probe sentences (verb-to-subject badges), grid: the GridView whose cells get badges and
+ *   getModel: () => Promise<WorkerModel>, getProbeSentences?: () => the model card's probe sentences
+ *   (verb-to-subject badges), or a promise of them, grid: the GridView whose cells get badges and
  *   switch-off clicks, gridHost: the element holding that grid, getResult(), getText(),
  *   getState() -> { layer, head, token }, initialAblate, onAblate(pairs): re-run the views with
  *   these heads off, onHidePattern(layer, head | null): hide/unhide one head's pattern elsewhere

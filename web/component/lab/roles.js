@@ -98,13 +98,15 @@ export class RolesPanel {
 
   /**
    * Runs the probes once; resolves when their scores are in `probeScores` ([layer][head] of
-   * { induction, verb_to_subject }). `sentences`: the model card's probe sentences, if any.
+   * { induction, verb_to_subject }). `sentences`: the model card's probe sentences, if any, or a
+   * promise of them (a widget fetches the card while the model loads).
    */
   probe(getModel, sentences) {
     if (this.probePromise) return this.probePromise;
     this.status.textContent = 'Measuring induction on repeated lists of common words…';
     this.probePromise = (async () => {
       const model = await getModel();
+      sentences = await sentences;
       const ind = await inductionScores(model, { lists: LAB_INDUCTION_LISTS });
       const v2s = sentences?.length ? await verbSubjectScores(model, sentences) : { scores: null, sentences: 0 };
       this.probeScores = ind.scores.map((row, l) =>
