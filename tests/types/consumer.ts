@@ -37,7 +37,7 @@ const names: readonly string[] = shippedModels;
 const fallbackName: string = defaultModelName;
 const loads: LoadProgress[] = [];
 const model = await loadModel('heads-4', {
-  weights: 'f16',
+  weights: 'q8',
   signal: AbortSignal.timeout(60_000),
   onProgress: (p) => { loads.push(p); show(p.total ? `${Math.round((100 * p.loaded) / p.total)}%` : `${p.loaded} bytes`); },
 });
@@ -63,7 +63,7 @@ const { nLayer, nHead, nPositions, headSize, vocabSize } = info.config;
 const sharing: number = info.config.nHead / info.config.nKvHead;  // query heads per key/value head
 const family: string = info.config.modelType;
 const tied: boolean = info.config.tiedEmbeddings;
-same<typeof info.weights, 'f32' | 'f16'>();
+same<typeof info.weights, 'f32' | 'f16' | 'q8'>();
 const relaxed: boolean = info.simd.relaxedMadd;
 // @ts-expect-error  info is read-only
 model.info = info;
