@@ -73,8 +73,21 @@ export async function fetchResponse(url, signal) {
 export async function readLocalFile(url) {
   const fsName = 'node:fs/promises'; // a variable, so bundlers for the browser leave it alone
   const fs = await import(/* @vite-ignore */ fsName);
-  const buf = await fs.readFile(url);
-  return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+  // read in pieces into one array: fs.readFile refuses files past 2 GiB (a billion-parameter
+  // checkpoint in F16), a typed array does not
+  const file = await fs.open(url, 'r');
+  try {
+    const { size } = await file.stat();
+    const bytes = new Uint8Array(size);
+    for (let at = 0; at < size;) {
+      const { bytesRead } = await file.read(bytes, at, Math.min(size - at, 1 << 26), at);
+      if (bytesRead === 0) throw new Error(`the file ended at byte ${at} of ${size}`);
+      at += bytesRead;
+    }
+    return bytes;
+  } finally {
+    await file.close();
+  }
 }
 
 // Fetches one file, reporting bytes as they arrive; file: URLs are read from disk in Node.
