@@ -22,6 +22,9 @@ test('a file of 2 GiB and more is read whole, its last bytes included', async ()
   closeSync(fd);
   const bytes = await readLocalFile(pathToFileURL(file));
   assert.equal(bytes.byteLength, size);
-  assert.deepEqual([bytes[7], bytes[8], bytes[9], bytes[2 ** 31 - 1], bytes[2 ** 31], bytes[size - 1]], [1, 2, 3, 4, 5, 6]);
+  assert.deepEqual(
+    [bytes[7], bytes[8], bytes[9], bytes[2 ** 31 - 1], bytes[2 ** 31], bytes[size - 1]],
+    [1, 2, 3, 4, 5, 6],
+  );
   assert.equal(bytes[size - 2], 0);
 });

@@ -16,10 +16,19 @@ export function fitCell(T) {
  *          which is much cheaper than T*T SVG rectangles on every keystroke. Exports use the cells.
  *   cell:  the cell size in px (default fitCell(T)); a view zooms by passing a larger one.
  *   rows:  [from, to): only these query rows (and keys 0..to-1), for exporting the zoomed part.
+ *   maxWidth: the panel's width, when known: the subtitle wraps to it (on a phone one line of it
+ *          is wider than the panel, and the browser would shrink the whole picture to fit).
  * Token labels are thinned to what fits (every step-th, and always the focused token).
- * layout: { x0, y0, cell, T, from, to, width, height, step } maps scene points to cells.
+ * layout: { x0, y0, cell, T, from, to, width, height, step, reserve } maps scene points to cells;
+ * reserve is the width around the grid (labels and margins): width = reserve + to * cell unless the
+ * title or the 320 px minimum is wider.
  */
-export function heatmapScene(result, state, theme, { image = false, cell = fitCell(result.T), rows = null } = {}) {
+export function heatmapScene(
+  result,
+  state,
+  theme,
+  { image = false, cell = fitCell(result.T), rows = null, maxWidth = 0 } = {},
+) {
   const { T, tokens } = result;
   const { layer, head } = state;
   const q0 = focusToken(result, state);
@@ -37,18 +46,25 @@ export function heatmapScene(result, state, theme, { image = false, cell = fitCe
   const angle = -55;
   const sin = Math.sin((-angle * Math.PI) / 180);
   const cos = Math.cos((-angle * Math.PI) / 180);
-  const titleH = 40;
-  const x0 = labelW + 22;
-  const y0 = titleH + labelW * sin + 12;
-  const gridW = to * cell; // keys 0..to-1
-  const gridH = (to - from) * cell; // queries from..to-1
   const what = src.weighted ? 'where what the head moves comes from' : 'how much it looks at each earlier token';
   const subtitle =
     from > 0 || to < T
       ? `tokens ${from}–${to - 1} of ${T}; row = a token, its row shows ${what}`
       : `row = a token; its row shows ${what} (columns)`;
-  const width = Math.max(x0 + gridW + labelW * cos + 12, textWidth(subtitle, 11) + 24, 320);
-  const legendH = 46;
+  const subtitleLines = maxWidth > 0 ? wrapText(subtitle, 11, Math.max(200, maxWidth - 24)) : [subtitle];
+  const titleH = 40 + 14 * (subtitleLines.length - 1);
+  const x0 = labelW + 22;
+  const y0 = titleH + labelW * sin + 12;
+  const gridW = to * cell; // keys 0..to-1
+  const gridH = (to - from) * cell; // queries from..to-1
+  const reserve = x0 + labelW * cos + 12;
+  const width = Math.max(reserve + gridW, ...subtitleLines.map((s) => textWidth(s, 11) + 24), 320);
+  // the colour legend: a bar, and its title to its right, or under it where the picture is too narrow
+  const legendTitle = src.weighted ? 'weight × value size, per row (√ scale)' : 'attention weight (√ scale)';
+  const legendTitleW = textWidth(legendTitle, 10);
+  const lw = Math.max(60, Math.min(200, width - x0 - 16 - legendTitleW));
+  const legendBelow = x0 + lw + 12 + legendTitleW > width;
+  const legendH = legendBelow ? 60 : 46;
   const height = y0 + gridH + legendH;
   const yOf = (q) => y0 + (q - from) * cell;
   const items = [];
@@ -61,7 +77,9 @@ export function heatmapScene(result, state, theme, { image = false, cell = fitCe
     weight: 'bold',
     fill: theme.fg,
   });
-  items.push({ type: 'text', x: 8, y: 30, text: subtitle, size: 11, fill: theme.muted });
+  subtitleLines.forEach((line, i) =>
+    items.push({ type: 'text', x: 8, y: 30 + 14 * i, text: line, size: 11, fill: theme.muted }),
+  );
   // axis titles
   items.push({
     type: 'text',
@@ -122,7 +140,6 @@ export function heatmapScene(result, state, theme, { image = false, cell = fitCe
   }
   // colour legend
   const ly = y0 + gridH + 18;
-  const lw = Math.min(200, width - x0 - 40);
   const steps = 40;
   for (let i = 0; i < steps; i++) {
     const p = i / (steps - 1);
@@ -146,14 +163,30 @@ export function heatmapScene(result, state, theme, { image = false, cell = fitCe
   }
   items.push({
     type: 'text',
-    x: x0 + lw + 12,
-    y: ly + 5,
-    text: src.weighted ? 'weight × value size, per row (√ scale)' : 'attention weight (√ scale)',
+    x: legendBelow ? x0 : x0 + lw + 12,
+    y: legendBelow ? ly + 34 : ly + 5,
+    text: legendTitle,
     size: 10,
     fill: theme.muted,
   });
   return {
     scene: { width, height, background: image ? null : theme.bg, font: theme.font, items },
-    layout: { x0, y0, cell, T, from, to, width, height, step },
+    layout: { x0, y0, cell, T, from, to, width, height, step, reserve },
   };
+}
+
+// `text` broken at spaces into lines of at most `width` px at font size `size` (a word longer than
+// that stays whole on its line)
+function wrapText(text, size, width) {
+  const lines = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    const next = line ? `${line} ${word}` : word;
+    if (line && textWidth(next, size) > width) {
+      lines.push(line);
+      line = word;
+    } else line = next;
+  }
+  lines.push(line);
+  return lines;
 }

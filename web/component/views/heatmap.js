@@ -20,6 +20,9 @@ const fmt4 = (w) => w.toFixed(4);
 // Zoom factors over the fitted cell size; cells never grow beyond MAX_CELL px.
 const ZOOMS = [1, 2, 4, 8, 16, 32];
 const MAX_CELL = 26;
+// A short text's smallest cell when fitted to a narrow panel: from 13 px the scene labels every
+// token at 10 px (heatmap-scene.js picks the font from the cell, and thins labels below fs + 1 px)
+const SHORT_MIN_CELL = 13;
 // An export draws one SVG rectangle per cell: above this many, it keeps the rows around the focus.
 const MAX_EXPORT_CELLS = 200_000;
 
@@ -80,13 +83,17 @@ export class HeatmapView extends SceneView {
   /**
    * Cell size at the current zoom. For long texts the fitted size comes from the panel's width
    * (fractional: the canvas scales one pixel per cell), so that the picture is drawn at its own size,
-   * labels at their font size and thinned to fit, instead of being shrunk by the browser.
+   * labels at their font size and thinned to fit, instead of being shrunk by the browser. A short
+   * text's cells shrink to a narrow panel too (a phone's), down to SHORT_MIN_CELL, with every token
+   * labelled: before, the browser shrank the whole picture to about 70%, its labels to 7-8 px.
    */
   #scrollerWidth() {
     const scroller = this.host.closest('.hs-scroll');
     if (!scroller) return 0;
     if (this.scroller?.el !== scroller) {
       this.scroller?.disconnect();
+      // a resize redraws a long text's picture; a short text's takes the new width at its next
+      // draw (redrawing it here could toggle the page's scrollbar, which resizes it again: a loop)
       this.scroller = new HostWidth(scroller, () => {
         if (this.result && this.result.T > 128) this.update(this.result, this.state, this.theme);
       });
@@ -94,17 +101,28 @@ export class HeatmapView extends SceneView {
     return this.scroller.width;
   }
 
+  #panelWidthOnce() {
+    if (!this.shortWidth) this.shortWidth = this.host.closest('.hs-scroll')?.clientWidth ?? 0;
+    return this.shortWidth;
+  }
+
   #cell(result, state, theme) {
     const T = result.T;
     let fitted = fitCell(T);
-    // the scroller's width (kept by a ResizeObserver: no layout forced while the page draws), and
-    // only for texts long enough to be fitted to it
-    const width = T > 128 ? this.#scrollerWidth() : 0;
-    if (width > 0) {
+    // the scroller's width: a long text's is kept by a ResizeObserver (no layout forced while the
+    // page draws); a short text's is read once, at its first draw on a laid-out panel (an observer
+    // would report every row that typing adds to the picture's height)
+    const width = T > 128 ? this.#scrollerWidth() : fitted > SHORT_MIN_CELL ? this.#panelWidthOnce() : 0;
+    if (width > 0 && T > 128) {
       const probe = heatmapScene(result, state, theme, { image: true, cell: 1 }).layout;
       const reserve = probe.width - T; // labels and margins around the grid
       fitted = Math.min(fitted, Math.max(0.25, (width - reserve - 4) / T));
+    } else if (width > 0 && fitted > SHORT_MIN_CELL) {
+      // the labels' and margins' width at the smallest cell (the labels' font is that cell's)
+      const { reserve } = heatmapScene(result, state, theme, { image: true, cell: SHORT_MIN_CELL }).layout;
+      fitted = Math.max(SHORT_MIN_CELL, Math.min(fitted, (width - reserve - 4) / T));
     }
+    this.panelWidth = width;
     this.fitted = fitted;
     return Math.min(MAX_CELL, fitted * this.zoom);
   }
@@ -193,7 +211,7 @@ export class HeatmapView extends SceneView {
           : `zoom ${this.zoom}× · following token ${q0} ${quoteToken(result.tokens[q0].text)}`;
       if (zoomText.textContent !== text) zoomText.textContent = text;
     }
-    const { scene, layout } = heatmapScene(result, state, theme, { image: true, cell });
+    const { scene, layout } = heatmapScene(result, state, theme, { image: true, cell, maxWidth: this.panelWidth });
     this.layout = layout;
     this.show(scene, `Attention heatmap, layer ${state.layer}, head ${state.head}, ${result.T} tokens`);
     // the box the canvas is placed in (percentages) is as wide as the picture: at its smallest
