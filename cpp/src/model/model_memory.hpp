@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <string>
 
+#include "headscope/model.hpp"
+
 namespace headscope {
 
 // The largest single result copied out of a run (rows of every head's map, head contributions, every
@@ -19,6 +21,14 @@ uint64_t memory_limit(uint64_t requested);
 // Bytes the allocator holds now: wasm's malloc in use; natively 0 (the limit is physical memory, whose
 // use by other processes is not ours to count).
 uint64_t memory_in_use();
+
+// weight_plan.cpp: the bytes a model's weights take once loaded in `storage`; its name in messages
+// ("float32", "F16", "8-bit"); and the refusal, with the sizes and the smaller storages that would
+// fit, of weights that cannot fit (in wasm against the module's maximum, natively against physical
+// memory; `resident_bytes` is memory the caller already holds for the load)
+uint64_t planned_weight_bytes(const ModelConfig& c, WeightStorage storage);
+const char* storage_words(WeightStorage s);
+void check_weights_fit(const ModelConfig& c, uint64_t resident_bytes, WeightStorage storage, uint64_t requested_limit);
 // Kept free beside the weights and a text's activations: the tokenizer's tables, a run's results on
 // their way out, the allocator's slack. A sixteenth of the limit, between 64 and 256 MB.
 inline uint64_t memory_reserve(uint64_t limit) { return std::clamp<uint64_t>(limit / 16, 64ull << 20, 256ull << 20); }
