@@ -1,6 +1,6 @@
 // The heatmap's pure scene builder (tested in Node): one head's attention, rows the query tokens,
 // columns the key tokens they attend to. HeatmapView (heatmap.js) shows it; exports draw it whole.
-import { textWidth } from './scene.js';
+import { textWidth, wrap } from './scene.js';
 import { heat, tokenLabel } from '../runtime/theme.js';
 import { focusToken, clamp } from '../model/describe.js';
 import { shownWeights, weightAt } from '../model/weighting.js';
@@ -51,7 +51,7 @@ export function heatmapScene(
     from > 0 || to < T
       ? `tokens ${from}–${to - 1} of ${T}; row = a token, its row shows ${what}`
       : `row = a token; its row shows ${what} (columns)`;
-  const subtitleLines = maxWidth > 0 ? wrapText(subtitle, 11, Math.max(200, maxWidth - 24)) : [subtitle];
+  const subtitleLines = maxWidth > 0 ? wrap(subtitle, 11, Math.max(200, maxWidth - 24)) : [subtitle];
   const titleH = 40 + 14 * (subtitleLines.length - 1);
   const x0 = labelW + 22;
   const y0 = titleH + labelW * sin + 12;
@@ -173,20 +173,4 @@ export function heatmapScene(
     scene: { width, height, background: image ? null : theme.bg, font: theme.font, items },
     layout: { x0, y0, cell, T, from, to, width, height, step, reserve },
   };
-}
-
-// `text` broken at spaces into lines of at most `width` px at font size `size` (a word longer than
-// that stays whole on its line)
-function wrapText(text, size, width) {
-  const lines = [];
-  let line = '';
-  for (const word of text.split(' ')) {
-    const next = line ? `${line} ${word}` : word;
-    if (line && textWidth(next, size) > width) {
-      lines.push(line);
-      line = word;
-    } else line = next;
-  }
-  lines.push(line);
-  return lines;
 }
