@@ -388,16 +388,21 @@ TEST_CASE("a float32 load too large for memory suggests F16 when F16 would fit",
   const int layers = (int)std::ceil(1.3 * limit / f32_per_layer);
   json config = f.config_of_shape(C, 32, layers);
   INFO("limit " << limit / 1073741824.0 << " GB, " << layers << " layers of width " << C);
+  // the refusal names the storage to ask for as the caller would ask: loadModel's option in wasm,
+  // the CLI's flag natively
+  const auto names_option = [](const std::string& msg, const std::string& storage) {
+#ifdef __EMSCRIPTEN__
+    REQUIRE(msg.find("loadModel(source, { weights: '" + storage + "' })") != std::string::npos);
+#else
+    REQUIRE(msg.find("--weights " + storage) != std::string::npos);
+#endif
+  };
   {
     const std::string msg = f.load_error(config);
     INFO(msg);
     REQUIRE(msg.find("float32 weights") != std::string::npos);
     REQUIRE(msg.find("it would fit with weights in F16") != std::string::npos);
-#ifdef __EMSCRIPTEN__
-    REQUIRE(msg.find("loadModel(source, { weights: 'f16' })") != std::string::npos);
-#else
-    REQUIRE(msg.find("--weights f16") != std::string::npos);
-#endif
+    names_option(msg, "f16");
   }
   // twice as many layers do not fit in F16 either (2.6 x the limit in float32, 1.3 x in F16): the hint
   // is 8 bits alone (0.7 x: a quarter of float32 in the blocks, F16 in the small embedding), and the
@@ -410,11 +415,7 @@ TEST_CASE("a float32 load too large for memory suggests F16 when F16 would fit",
     INFO(msg);
     REQUIRE(msg.find("in F16") == std::string::npos);
     REQUIRE(msg.find("it would fit with 8-bit weights") != std::string::npos);
-#ifdef __EMSCRIPTEN__
-    REQUIRE(msg.find("loadModel(source, { weights: 'q8' })") != std::string::npos);
-#else
-    REQUIRE(msg.find("--weights q8") != std::string::npos);
-#endif
+    names_option(msg, "q8");
   }
   REQUIRE_ERROR_CONTAINS(Model::load_buffers(config.dump(), f.weights, f.vocab, f.merges, f16), "of F16 weights");
   REQUIRE_ERROR_CONTAINS(Model::load_buffers(config.dump(), f.weights, f.vocab, f.merges, f16),

@@ -46,10 +46,8 @@ struct Comparison {
 Comparison compare(Model& a, Model& b, const std::string& text) {
   RunOptions opt;
   opt.all_logits = true;
-  const auto ids_all = a.run(text, opt);
-  (void)ids_all;
   std::vector<int32_t> ids;
-  for (const auto& t : a.tokens()) ids.push_back(t.id);
+  for (const auto& t : a.tokenizer().encode_input(text)) ids.push_back(t.id);
   ids.resize(std::min<std::size_t>(ids.size(), (std::size_t)a.config().n_positions));
   a.run_ids(ids, opt);
   b.run_ids(ids, opt);
