@@ -79,7 +79,8 @@ const char* storage_words(WeightStorage s) {
 }
 
 // What a load that does not fit could do instead: the smaller storages that would fit, or a smaller model
-static std::string smaller_storages(const ModelConfig& c, WeightStorage storage, uint64_t in_use, uint64_t limit, bool js) {
+static std::string smaller_storages(const ModelConfig& c, WeightStorage storage, uint64_t in_use, uint64_t limit,
+                                    bool js) {
   const bool f16 = storage == WeightStorage::f32 && in_use + planned_load_bytes(c, WeightStorage::f16) <= limit;
   const bool q8 = storage != WeightStorage::q8 && in_use + planned_load_bytes(c, WeightStorage::q8) <= limit;
   const auto option = [&](const char* name) {
