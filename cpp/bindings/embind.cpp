@@ -86,15 +86,29 @@ Model* load_tokenizer_json(val config_json, val weights, val tokenizer_json, val
       static_cast<Model*>(nullptr));
 }
 
-val token_array(const std::vector<headscope::Token>& tokens) {
-  val out = val::array();
+// Tokens as parallel arrays: tokenIds, their UTF-8 byte spans (tokenByteStarts, tokenByteEnds) and
+// display texts as one UTF-8 buffer (tokenTextBytes) with each text's end (tokenTextEnds), set on
+// `out`; web/lib/result.js's tokenArrays() reads them. Copies of five arrays: a string or object per
+// token cost calls into JavaScript each, a few ms at 1,000 tokens in the threaded build.
+void set_token_arrays(val& out, const std::vector<headscope::Token>& tokens) {
+  std::vector<int32_t> ids, starts, ends, text_ends;
+  std::string texts;
+  ids.reserve(tokens.size());
+  starts.reserve(tokens.size());
+  ends.reserve(tokens.size());
+  text_ends.reserve(tokens.size());
   for (const headscope::Token& t : tokens) {
-    out.call<void>("push", object_of({{"id", val(t.id)},
-                                      {"text", val(t.text)},
-                                      {"byteStart", val(t.byte_start)},
-                                      {"byteEnd", val(t.byte_end)}}));
+    ids.push_back((int32_t)t.id);
+    starts.push_back((int32_t)t.byte_start);
+    ends.push_back((int32_t)t.byte_end);
+    texts += t.text;
+    text_ends.push_back((int32_t)texts.size());
   }
-  return out;
+  out.set("tokenIds", i32_copy(ids));
+  out.set("tokenByteStarts", i32_copy(starts));
+  out.set("tokenByteEnds", i32_copy(ends));
+  out.set("tokenTextBytes", u8_copy(reinterpret_cast<const uint8_t*>(texts.data()), texts.size()));
+  out.set("tokenTextEnds", i32_copy(text_ends));
 }
 
 // Runs `text`, filling the model's cache; returns { tokens, reusedTokens, droppedTokens }.
@@ -122,7 +136,7 @@ val run(Model& m, val text, val ablate_pairs, bool all_logits, val patch) {
 }
 
 // Everything the JavaScript result of the last run needs, built once: tokens as parallel arrays
-// (ids, UTF-8 byte spans, display texts; the JS layer maps the spans to string indices),
+// (set_token_arrays; the JS layer maps the spans to string indices),
 // contributionNorms (L, NH, T), logitsLast (V), topNext (top_k candidates), loss (with all_logits),
 // and attentionRows: rows [rows_from, T) of every head in blocks of block_rows x stride
 // (Model::copy_attention_rows; rows_from 0, block_rows = stride = T is (L, NH, T, T)).
@@ -130,20 +144,8 @@ val results(const Model& m, int top_k, bool all_logits, int rows_from, int block
   return guarded([&] {
     if (top_k < 0) throw headscope::Error("topK must be at least 0, got " + std::to_string(top_k));
     const std::vector<headscope::Token>& tokens = m.tokens();
-    std::vector<int32_t> starts, ends;
-    starts.reserve(tokens.size());
-    ends.reserve(tokens.size());
-    val texts = val::array();
-    for (const headscope::Token& t : tokens) {
-      starts.push_back((int32_t)t.byte_start);
-      ends.push_back((int32_t)t.byte_end);
-      texts.call<void>("push", val(t.text));
-    }
     val out = val::object();
-    out.set("tokenIds", i32_copy(m.ids()));
-    out.set("tokenByteStarts", i32_copy(starts));
-    out.set("tokenByteEnds", i32_copy(ends));
-    out.set("tokenTexts", texts);
+    set_token_arrays(out, tokens);
     std::vector<float> rows(m.attention_rows_floats(rows_from, block_rows, stride));
     m.copy_attention_rows(rows.data(), rows_from, block_rows, stride);
     out.set("attentionRows", f32_copy(rows));
@@ -321,7 +323,11 @@ EMSCRIPTEN_BINDINGS(headscope) {
                   return guarded([&] { return val(headscope::single_token_id(m, string_of(token, "token"))); });
                 }))
       .function("tokenize", optional_override([](const Model& m, val text) {
-                  return guarded([&] { return token_array(m.tokenizer().encode_input(string_of(text, "text"))); });
+                  return guarded([&] {
+                    val out = val::object();
+                    set_token_arrays(out, m.tokenizer().encode_input(string_of(text, "text")));
+                    return out;
+                  });
                 }));
   function("generation", &generation, allow_raw_pointers());
   class_<headscope::Generation>("Generation")

@@ -15,6 +15,7 @@ import {
   claimForUpdate,
   flatAblate,
   engineTokens,
+  tokenArrays,
   plainData,
 } from './result.js';
 import { generateOptions, WrittenText, toWellFormed, byteToIndexMaps, writeTokens } from './generation.js';
@@ -133,12 +134,8 @@ export class HeadscopeModel {
     const h = this.#live();
     const wellFormed = toWellFormed(text);
     const map = byteToIndexMaps(wellFormed);
-    return checked(this.#core, h.tokenize(wellFormed)).map((t) => ({
-      text: t.text,
-      id: t.id,
-      start: map.start(t.byteStart),
-      end: map.end(t.byteEnd),
-    }));
+    const out = checked(this.#core, h.tokenize(wellFormed));
+    return engineTokens(out, out.tokenIds.length, map);
   }
 
   /**
@@ -311,7 +308,7 @@ export class HeadscopeModel {
     this.#generating = gen;
     try {
       // the prompt's tokens as the generation's engine run split them (the same tokenizer)
-      const prompt = checked(core, h.tokenize(wellFormed));
+      const prompt = tokenArrays(checked(core, h.tokenize(wellFormed)));
       const written = new WrittenText(
         new TextEncoder().encode(wellFormed),
         prompt.map((t) => ({ id: t.id, text: t.text, byteEnd: t.byteEnd })),

@@ -231,16 +231,38 @@ export function plainData(out, fields, config, { loss, valueNorms = null, maps =
 // The first T tokens of the engine's results `out` as run()'s Token objects, their byte spans mapped
 // to string indices by `map` (generation.js's byteToIndexMaps())
 export function engineTokens(out, T, map) {
-  const { tokenIds, tokenByteStarts, tokenByteEnds, tokenTexts } = out;
+  return tokenArrays(out, T, (text, id, byteStart, byteEnd) => ({
+    text,
+    id,
+    start: map.start(byteStart),
+    end: map.end(byteEnd),
+  }));
+}
+
+/** The engine's tokens as the binding sends them (parallel arrays: cpp/bindings/embind.cpp,
+ *  set_token_arrays), the first T (all by default), each made by make(text, id, byteStart, byteEnd). */
+export function tokenArrays(
+  out,
+  T = out.tokenIds.length,
+  make = (text, id, byteStart, byteEnd) => ({ text, id, byteStart, byteEnd }),
+) {
+  const { tokenIds, tokenByteStarts, tokenByteEnds, tokenTextBytes, tokenTextEnds } = out;
   const tokens = new Array(T);
-  for (let i = 0; i < T; i++)
-    tokens[i] = {
-      text: tokenTexts[i],
-      id: tokenIds[i],
-      start: map.start(tokenByteStarts[i]),
-      end: map.end(tokenByteEnds[i]),
-    };
+  let from = 0;
+  for (let i = 0; i < T; i++) {
+    const to = tokenTextEnds[i];
+    tokens[i] = make(utf8Piece(tokenTextBytes, from, to), tokenIds[i], tokenByteStarts[i], tokenByteEnds[i]);
+    from = to;
+  }
   return tokens;
+}
+
+const utf8 = new TextDecoder();
+// bytes[from, to) as a string: most tokens are a few ASCII bytes, which need no decoder
+function utf8Piece(bytes, from, to) {
+  let ascii = to - from <= 64; // (apply's arguments stay few)
+  for (let i = from; i < to && ascii; i++) ascii = bytes[i] < 0x80;
+  return ascii ? String.fromCharCode.apply(null, bytes.subarray(from, to)) : utf8.decode(bytes.subarray(from, to));
 }
 
 /** Adds the accessor methods to a result's data (built by the engine, or received from a worker). */

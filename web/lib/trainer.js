@@ -280,7 +280,7 @@ export async function measureHeadsOf(core, h, text, options, model) {
     }
     const report = measurement.report();
     // a text longer than the context is cut at the start as run() cuts it (in steps)
-    const droppedTokens = checked(core, h.tokenize(text)).length - report.tokens;
+    const droppedTokens = checked(core, h.tokenize(text)).tokenIds.length - report.tokens;
     return headsReport(report, { randomOrders, seed, exactLimit, candidates, droppedTokens });
   } finally {
     measurement.delete();

@@ -99,9 +99,27 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
                  has_bias ? W.bias.data() + n0 : nullptr, std::min(kPanel, N - n0));
           }
         };
+        // a last single row (the one-token update's whole product) takes kRowPanels full panels at a time
+        const auto one_row = [&](int t) {
+          const float* x = inp + (std::size_t)t * inp_stride + k0;
+          float* o = out + (std::size_t)t * N;
+          const int full_end = std::min(g1, N / kPanel);  // panels before it have all kPanel columns
+          int p = g0;
+          for (; p + gemm::kRowPanels <= full_end; p += gemm::kRowPanels)
+            gemm::packed_row_panels(o + (std::size_t)p * kPanel, x, slices + (p - g0) * slice_stride, slice_stride,
+                                    depth, start, has_bias ? W.bias.data() + (std::size_t)p * kPanel : nullptr);
+          for (; p < g1; p++) {
+            const int n0 = p * kPanel;
+            gemm::packed_tile<1>(o + n0, N, x, inp_stride, slices + (p - g0) * slice_stride, depth, start,
+                                 has_bias ? W.bias.data() + n0 : nullptr, std::min(kPanel, N - n0));
+          }
+        };
         int t = 0;
         for (; t + kTileRows <= T; t += kTileRows) row_tile(gemm::packed_tile<kTileRows>, t);
-        if (t < T) row_tile(kPackedTiles[T - t - 1], t);
+        if (T - t == 1)
+          one_row(t);
+        else if (t < T)
+          row_tile(kPackedTiles[T - t - 1], t);
       }
     }
   });
@@ -148,48 +166,42 @@ void matmul_rows_forward(float* out, const float* inp, int inp_stride, const Pac
 }
 
 // --- LM head: rows of the weight are contiguous, so each output is a dot product -------------
-constexpr int kLmRowsAtOnce = 4;  // four weight rows share each load of the input
+// Eight weight rows share each load of the input, and their eight accumulators are eight independent
+// multiply-add chains: the one-token update's LM head is a matrix-vector product over the whole
+// vocabulary, and with four chains it waited on the multiply-add's latency (gemm_tile.hpp,
+// packed_row_panels). Each output is the same chain over k whatever the count, so the same bits.
+constexpr int kLmRowsAtOnce = 8;
 
-// o[0..4) = x (K) . w0..w3 (K each)
-static inline void dot_rows4(float* o, const float* x, const float* w0, const float* w1, const float* w2,
-                             const float* w3, int K) noexcept {
-  batch a0(0.0f), a1(0.0f), a2(0.0f), a3(0.0f);
+// o[r] = x (K) . w[r * K ...] (K each), for r < kLmRowsAtOnce
+static inline void dot_rows(float* o, const float* x, const float* w, int K) noexcept {
+  batch a[kLmRowsAtOnce];
+  for (int r = 0; r < kLmRowsAtOnce; r++) a[r] = batch(0.0f);
   int k = 0;
   for (; k + kLanes <= K; k += kLanes) {
     const batch xv = batch::load_unaligned(x + k);
-    a0 = madd(xv, batch::load_unaligned(w0 + k), a0);
-    a1 = madd(xv, batch::load_unaligned(w1 + k), a1);
-    a2 = madd(xv, batch::load_unaligned(w2 + k), a2);
-    a3 = madd(xv, batch::load_unaligned(w3 + k), a3);
+    for (int r = 0; r < kLmRowsAtOnce; r++) a[r] = madd(xv, batch::load_unaligned(w + (std::size_t)r * K + k), a[r]);
   }
-  float s0 = xsimd::hadd(a0), s1 = xsimd::hadd(a1), s2 = xsimd::hadd(a2), s3 = xsimd::hadd(a3);
-  for (; k < K; k++) {
-    s0 += x[k] * w0[k];
-    s1 += x[k] * w1[k];
-    s2 += x[k] * w2[k];
-    s3 += x[k] * w3[k];
+  for (int r = 0; r < kLmRowsAtOnce; r++) {
+    float s = xsimd::hadd(a[r]);
+    for (int kk = k; kk < K; kk++) s += x[kk] * w[(std::size_t)r * K + kk];
+    o[r] = s;
   }
-  o[0] = s0;
-  o[1] = s1;
-  o[2] = s2;
-  o[3] = s3;
 }
 
 // Rows of the weight outer: each block of kLmRowsAtOnce rows is read from memory once and stays in
 // cache for all T inputs. Inputs outer would stream the whole weight (the LM head: vocab x width,
 // 10 MB for the default model) once per input row, which made a run with all logits (the loss, and
-// every run of a head measurement) memory-bound. Each output is the same dot_rows4 or dot of the
+// every run of a head measurement) memory-bound. Each output is the same dot_rows or dot of the
 // same operands as before, so the results are unchanged, bit for bit.
 void matmul_transposed_forward(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept {
   // threads take groups of kLmRowsAtOnce weight rows; the tail rows after the last whole group go to
-  // the last chunk, so every output is the same dot_rows4 or dot as on one thread
+  // the last chunk, so every output is the same dot_rows or dot as on one thread
   const int groups = N / kLmRowsAtOnce;
   parallel_for(groups + (N % kLmRowsAtOnce ? 1 : 0), (double)T * K * N, [&](int g_begin, int g_end) {
     for (int g = g_begin; g < std::min(g_end, groups); g++) {
       const int n = g * kLmRowsAtOnce;
       const float* w0 = weight + (std::size_t)n * K;
-      for (int t = 0; t < T; t++)
-        dot_rows4(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, w0, w0 + K, w0 + 2 * K, w0 + 3 * K, K);
+      for (int t = 0; t < T; t++) dot_rows(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, w0, K);
     }
     if (g_end > groups)
       for (int n = groups * kLmRowsAtOnce; n < N; n++)
@@ -217,9 +229,7 @@ void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t*
       const int n = g * kLmRowsAtOnce;
       for (int r = 0; r < kLmRowsAtOnce; r++)
         f16_unpack_forward(rows + (std::size_t)r * K, weight + (std::size_t)(n + r) * K, K);
-      for (int t = 0; t < T; t++)
-        dot_rows4(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, rows, rows + K, rows + 2 * K, rows + 3 * K,
-                  K);
+      for (int t = 0; t < T; t++) dot_rows(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, rows, K);
     }
     if (g_end > groups)
       for (int n = groups * kLmRowsAtOnce; n < N; n++) {

@@ -131,4 +131,35 @@ inline void packed_tile(float* out, int out_stride, const float* a, int a_stride
   tile_store<ROWS>(acc0, acc1, out, out_stride, n_valid);
 }
 
+// One input row against kRowPanels panels at once: the one-token update's products, which are
+// matrix-vector products. packed_tile<1> has two accumulators, so each step of k waits out the latency
+// of the step before, and reads its panel at about 9.5 GB/s in V8 on this machine (a stream summed
+// through two chains); through eight chains the same read runs at about 20 GB/s, and two threads at
+// 31 (bench/README.md, "Long texts in the page"). Each output is the same multiply-add chain as in
+// packed_tile, so the same bits. panel j's first step is at panel + j * panel_stride; all kPanel
+// columns of each panel are valid.
+constexpr int kRowPanels = 4;
+inline void packed_row_panels(float* out, const float* a, const float* panel, std::size_t panel_stride, int depth,
+                              TileStart start, const float* bias) noexcept {
+  batch acc0[kRowPanels], acc1[kRowPanels];
+  const float* w[kRowPanels];
+  for (int j = 0; j < kRowPanels; j++) {
+    tile_start<1>(&acc0[j], &acc1[j], out + j * kPanel, 0, start, bias ? bias + j * kPanel : nullptr, kPanel);
+    w[j] = panel + j * panel_stride;
+  }
+  for (int k = 0; k < depth; k++) {
+#ifdef __EMSCRIPTEN__
+    const batch xv(_mm_load1_ps(a + k));  // v128.load32_splat
+#else
+    const batch xv(a[k]);
+#endif
+    for (int j = 0; j < kRowPanels; j++) {
+      const float* wk = w[j] + (std::size_t)k * kPanel;
+      acc0[j] = simd::madd(xv, batch::load_unaligned(wk), acc0[j]);
+      acc1[j] = simd::madd(xv, batch::load_unaligned(wk + kLanes), acc1[j]);
+    }
+  }
+  for (int j = 0; j < kRowPanels; j++) tile_store<1>(&acc0[j], &acc1[j], out + j * kPanel, 0, kPanel);
+}
+
 }  // namespace headscope::kernels::gemm

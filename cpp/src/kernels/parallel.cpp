@@ -31,6 +31,18 @@ double g_min_parallel_work = 1 << 20;
 
 // chunk c of `parts` over [0, n)
 inline int chunk_begin(int n, int c, int parts) { return (int)((int64_t)n * c / parts); }
+
+// Before sleeping, a worker waits this many checks for the next call, and the caller as many for the
+// workers to finish: a one-token update of GPT-2 small makes some 60 calls, microseconds apart, and
+// waking a sleeping thread costs tens of microseconds (in wasm a futex through the browser's
+// Atomics.wait and notify), which took 10 to 15 ms of its 64 in the page's threaded build
+// (bench/README.md, "Long texts in the page"). About 20-60 us of checks; past them the thread sleeps.
+constexpr int kSpins = 20000;
+template <class Done>
+void spin_until(Done done) {
+  for (int i = 0; i < kSpins && !done(); i++) {
+  }
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
@@ -68,19 +80,21 @@ void ThreadPool::work(int index) {
   for (;;) {
     const std::function<void(int, int)>* job;
     int n;
+    spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      wake_.wait(lock, [&] { return stop_ || generation_.load() != seen; });
       if (stop_) return;
-      seen = generation_;
+      seen = generation_.load();
       job = job_;
       n = job_n_;
     }
     const int b = chunk_begin(n, index, size_), e = chunk_begin(n, index + 1, size_);
     if (b < e) (*job)(b, e);
-    {
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // under the lock, so that a caller between its check and its wait does not miss it
       std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
+      done_.notify_one();
     }
   }
 }
@@ -108,8 +122,9 @@ void ThreadPool::run(int n, const std::function<void(int, int)>& fn) {
     fn(0, e);
     t_current = mine;
   }
+  spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
   std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return pending_ == 0; });
+  done_.wait(lock, [&] { return pending_.load() == 0; });
   job_ = nullptr;
 }
 

@@ -9,6 +9,7 @@
 // for the duration of a call (PoolScope), and parallel_for() uses the calling thread's current pool,
 // or runs inline when there is none (inside a worker, or a caller without a pool).
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -37,8 +38,9 @@ class ThreadPool {
   std::condition_variable wake_, done_;
   const std::function<void(int, int)>* job_ = nullptr;
   int job_n_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
+  // atomics, so that a worker and the caller can spin on them before sleeping (parallel.cpp)
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
   bool stop_ = false;
 };
 

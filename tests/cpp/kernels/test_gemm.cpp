@@ -93,7 +93,8 @@ TEST_CASE("matmul_forward across its cache blocks: edges of tiles, depth slices 
   std::mt19937 rng(11);
   const std::vector<int> Ts = {1, b.tile_rows - 1, b.tile_rows, b.tile_rows + 1, 5 * b.tile_rows + 3};
   const std::vector<int> Ks = {1, b.depth_block - 1, b.depth_block, b.depth_block + 1, 2 * b.depth_block + 3};
-  const std::vector<int> Ns = {P - 1, P + 1, 3 * P, b.panel_group * P - 1, b.panel_group * P + 1};
+  // 4 * P and 5 * P + 1: a lone row takes four whole panels at a time (gemm_tile.hpp, packed_row_panels)
+  const std::vector<int> Ns = {P - 1, P + 1, 3 * P, 4 * P, 5 * P + 1, b.panel_group * P - 1, b.panel_group * P + 1};
   for (int T : Ts) {
     if (T < 1) continue;
     for (int K : Ks) {
@@ -163,7 +164,7 @@ TEST_CASE("matmul_transposed_forward (tied LM head) equals the reference", "[ker
   std::mt19937 rng(3);
   for (int T : {1, 2, 5}) {
     for (int K : kEdgeSizes) {
-      for (int N : {1, 3, 4, 5, 9, 65, 257}) {
+      for (int N : {1, 3, 4, 5, 8, 9, 16, 65, 257}) {  // groups of 8 rows (gemm.cpp, kLmRowsAtOnce) and tails
         const auto inp = random_normal((std::size_t)T * K, rng), w = random_normal((std::size_t)N * K, rng);
         std::vector<float> ref((std::size_t)T * N), got((std::size_t)T * N);
         ref::matmul_transposed_forward<float>(ref.data(), inp.data(), w.data(), T, K, N);

@@ -155,10 +155,16 @@ let lastRunOf = null;
 // holds it, where it fits the context, and it is the run a later split repeats
 function engineRan(text, options) {
   const key = cacheKey({ ablate: options?.ablate ?? [] });
+  lastRunOf = { text, key };
+  // the text the cache holds already (a tile of the run on screen): the cache is unchanged, and the
+  // next keystroke keeps runInSteps' shortcut (typedOn), with no tokenizing of the whole text here
+  if (typedOn?.cached === cached && typedOn.text === text && cached.key === key) {
+    lastRunCache = cached;
+    return;
+  }
   const ids = model.tokenize(text).map((t) => t.id);
   const fits = ids.length <= model.info.config.nPositions;
   lastRunCache = cached = { ids: fits ? ids : [], key: fits ? key : '' };
-  lastRunOf = { text, key };
 }
 
 // measureHeads() and patch(): the model's stepped analyses, their cancel read from the cancel
