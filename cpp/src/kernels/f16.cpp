@@ -15,18 +15,8 @@ using simd::ibatch;
 using simd::kLanes;
 using simd::kPanel;
 
-// --- F16 -> float32 ------------------------------------------------------------------------
-// Widening by integer and float ops that SIMD128 has (no F16 instructions there, and the same code
-// natively): the 15 bits below the sign, shifted up by 13, are the float32 with the same mantissa
-// and an exponent 112 too small (subnormal F16 values land on subnormal float32 bit patterns), so one
-// exact multiply by 2^112 rebiases them; exponent 31 (inf, NaN) is forced to 255; then the sign.
-// Only the low 16 bits of each int32 lane are read.
-static inline batch f16_low_bits_to_f32(const ibatch& h) noexcept {
-  const ibatch magnitude = (h & ibatch(0x7fff)) << 13;
-  const ibatch rebiased = xsimd::bitwise_cast<ibatch>(xsimd::bitwise_cast<batch>(magnitude) * batch(0x1p112f));
-  const ibatch special = xsimd::select((h & ibatch(0x7c00)) == ibatch(0x7c00), ibatch(0x7f800000), ibatch(0));
-  return xsimd::bitwise_cast<batch>(rebiased | special | ((h & ibatch(0x8000)) << 16));
-}
+// --- F16 -> float32: simd::f16_low_bits_to_f32 (simd_batch.hpp) --------------------------------
+using simd::f16_low_bits_to_f32;
 
 int f16_group_width() { return kPanel; }
 

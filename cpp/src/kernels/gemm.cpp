@@ -54,6 +54,27 @@ static constexpr std::array<PackedTileFn, sizeof...(R)> packed_tiles(std::index_
 // kPackedTiles[r - 1] computes r rows: the full tile and every remainder height
 static constexpr auto kPackedTiles = packed_tiles(std::make_index_sequence<kTileRows>{});
 
+// One row through F16 panels [p_begin, p_end), widened in registers (gemm_tile.hpp, packed_row_panels),
+// the whole depth in one pass: a partial sum stored between depth slices and reloaded is exact, so the
+// bits are those of the sliced loop below.
+static void f16_row(float* out, const float* x, const PackedLinear& W, int k_begin, int k_end, bool has_bias,
+                    int p_begin, int p_end) noexcept {
+  const int N = W.N, depth = k_end - k_begin;
+  const TileStart start = has_bias ? TileStart::bias : TileStart::zero;
+  const std::size_t stride = (std::size_t)W.K * kPanel;  // F16 values from one panel to the next
+  const auto panel = [&](int p) {
+    return W.panels_f16.data() + (std::size_t)p * stride + (std::size_t)k_begin * kPanel;
+  };
+  const auto bias = [&](int p) { return has_bias ? W.bias.data() + (std::size_t)p * kPanel : nullptr; };
+  int p = p_begin;
+  for (; p + gemm::kRowPanels <= p_end && (p + gemm::kRowPanels) * kPanel <= N; p += gemm::kRowPanels)
+    gemm::packed_row_panels<gemm::kRowPanels>(out + (std::size_t)p * kPanel, x, panel(p), stride, depth, start,
+                                              bias(p));
+  for (; p < p_end; p++)
+    gemm::packed_row_panels<1>(out + (std::size_t)p * kPanel, x, panel(p), stride, depth, start, bias(p),
+                               std::min(kPanel, N - p * kPanel));
+}
+
 // out (T, N) = [bias +] inp[:, k_begin:k_end] @ W[k_begin:k_end, :]; inp has row stride inp_stride.
 // Loop order: depth slice > panel group > row tile > panel (comments at kDepthBlock).
 static void gemm_packed(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin, int k_end,
@@ -68,6 +89,7 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
   }
   // threads take whole column panels (parallel.hpp): each output is computed as on one thread
   parallel_for(panels, (double)T * (k_end - k_begin) * N, [&](int p_begin, int p_end) {
+    if (T == 1 && W.is_f16()) return f16_row(out, inp + k_begin, W, k_begin, k_end, has_bias, p_begin, p_end);
     // F16: (group, depth, kPanel), one group's panel slices in float32, per thread
     static thread_local std::vector<float> widened;
     for (int k0 = k_begin; k0 < k_end; k0 += kDepthBlock) {
@@ -106,8 +128,9 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
           const int full_end = std::min(g1, N / kPanel);  // panels before it have all kPanel columns
           int p = g0;
           for (; p + gemm::kRowPanels <= full_end; p += gemm::kRowPanels)
-            gemm::packed_row_panels(o + (std::size_t)p * kPanel, x, slices + (p - g0) * slice_stride, slice_stride,
-                                    depth, start, has_bias ? W.bias.data() + (std::size_t)p * kPanel : nullptr);
+            gemm::packed_row_panels<gemm::kRowPanels>(o + (std::size_t)p * kPanel, x, slices + (p - g0) * slice_stride,
+                                                      slice_stride, depth, start,
+                                                      has_bias ? W.bias.data() + (std::size_t)p * kPanel : nullptr);
           for (; p < g1; p++) {
             const int n0 = p * kPanel;
             gemm::packed_tile<1>(o + n0, N, x, inp_stride, slices + (p - g0) * slice_stride, depth, start,

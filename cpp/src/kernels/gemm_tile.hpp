@@ -4,6 +4,7 @@
 // Both compute each output as the same multiply-add chain, so their results are the same bits.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 #include "simd_batch.hpp"
@@ -131,20 +132,34 @@ inline void packed_tile(float* out, int out_stride, const float* a, int a_stride
   tile_store<ROWS>(acc0, acc1, out, out_stride, n_valid);
 }
 
-// One input row against kRowPanels panels at once: the one-token update's products, which are
+// One input row against PANELS panels at once: the one-token update's products, which are
 // matrix-vector products. packed_tile<1> has two accumulators, so each step of k waits out the latency
 // of the step before, and reads its panel at about 9.5 GB/s in V8 on this machine (a stream summed
 // through two chains); through eight chains the same read runs at about 20 GB/s, and two threads at
 // 31 (bench/README.md, "Long texts in the page"). Each output is the same multiply-add chain as in
-// packed_tile, so the same bits. panel j's first step is at panel + j * panel_stride; all kPanel
-// columns of each panel are valid.
+// packed_tile, so the same bits. Panel j's first step is at panel + j * panel_stride; the last panel
+// stores its first n_valid columns (a matrix's last panel is zero-padded). Panels of float32, or of
+// F16 in f16_pack's grouped layout, widened in registers: a lone row would widen each weight into
+// memory for one use and read it back (F16 widening was half a typed token's time on SmolLM2's shape).
 constexpr int kRowPanels = 4;
-inline void packed_row_panels(float* out, const float* a, const float* panel, std::size_t panel_stride, int depth,
-                              TileStart start, const float* bias) noexcept {
-  batch acc0[kRowPanels], acc1[kRowPanels];
-  const float* w[kRowPanels];
-  for (int j = 0; j < kRowPanels; j++) {
-    tile_start<1>(&acc0[j], &acc1[j], out + j * kPanel, 0, start, bias ? bias + j * kPanel : nullptr, kPanel);
+inline void row_panel_step(const float* w, batch& lo, batch& hi) noexcept {
+  lo = batch::load_unaligned(w);
+  hi = batch::load_unaligned(w + kLanes);
+}
+inline void row_panel_step(const uint16_t* w, batch& lo, batch& hi) noexcept {
+  // one int32 batch: values [0, kLanes) in the low halves, [kLanes, kPanel) in the high ones
+  const simd::ibatch words = simd::ibatch::load_unaligned(reinterpret_cast<const int32_t*>(w));
+  lo = simd::f16_low_bits_to_f32(words);
+  hi = simd::f16_low_bits_to_f32(words >> 16);
+}
+template <int PANELS, class Weight>
+inline void packed_row_panels(float* out, const float* a, const Weight* panel, std::size_t panel_stride, int depth,
+                              TileStart start, const float* bias, int n_valid_last = kPanel) noexcept {
+  batch acc0[PANELS], acc1[PANELS];
+  const Weight* w[PANELS];
+  for (int j = 0; j < PANELS; j++) {
+    const int n_valid = j == PANELS - 1 ? n_valid_last : kPanel;
+    tile_start<1>(&acc0[j], &acc1[j], out + j * kPanel, 0, start, bias ? bias + j * kPanel : nullptr, n_valid);
     w[j] = panel + j * panel_stride;
   }
   for (int k = 0; k < depth; k++) {
@@ -153,13 +168,15 @@ inline void packed_row_panels(float* out, const float* a, const float* panel, st
 #else
     const batch xv(a[k]);
 #endif
-    for (int j = 0; j < kRowPanels; j++) {
-      const float* wk = w[j] + (std::size_t)k * kPanel;
-      acc0[j] = simd::madd(xv, batch::load_unaligned(wk), acc0[j]);
-      acc1[j] = simd::madd(xv, batch::load_unaligned(wk + kLanes), acc1[j]);
+    for (int j = 0; j < PANELS; j++) {
+      batch lo, hi;
+      row_panel_step(w[j] + (std::size_t)k * kPanel, lo, hi);
+      acc0[j] = simd::madd(xv, lo, acc0[j]);
+      acc1[j] = simd::madd(xv, hi, acc1[j]);
     }
   }
-  for (int j = 0; j < kRowPanels; j++) tile_store<1>(&acc0[j], &acc1[j], out + j * kPanel, 0, kPanel);
+  for (int j = 0; j < PANELS; j++)
+    tile_store<1>(&acc0[j], &acc1[j], out + j * kPanel, 0, j == PANELS - 1 ? n_valid_last : kPanel);
 }
 
 }  // namespace headscope::kernels::gemm

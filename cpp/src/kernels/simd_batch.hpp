@@ -44,6 +44,19 @@ using ibatch = xsimd::batch<int32_t>;
 
 inline float hsum(const batch& b) noexcept { return xsimd::hadd(b); }
 
+// F16 -> float32 (f16.cpp, and the GEMM's one-row tile on F16 panels in gemm_tile.hpp).
+// Widening by integer and float ops that SIMD128 has (no F16 instructions there, and the same code
+// natively): the 15 bits below the sign, shifted up by 13, are the float32 with the same mantissa
+// and an exponent 112 too small (subnormal F16 values land on subnormal float32 bit patterns), so one
+// exact multiply by 2^112 rebiases them; exponent 31 (inf, NaN) is forced to 255; then the sign.
+// Only the low 16 bits of each int32 lane are read.
+inline batch f16_low_bits_to_f32(const ibatch& h) noexcept {
+  const ibatch magnitude = (h & ibatch(0x7fff)) << 13;
+  const ibatch rebiased = xsimd::bitwise_cast<ibatch>(xsimd::bitwise_cast<batch>(magnitude) * batch(0x1p112f));
+  const ibatch special = xsimd::select((h & ibatch(0x7c00)) == ibatch(0x7c00), ibatch(0x7f800000), ibatch(0));
+  return xsimd::bitwise_cast<batch>(rebiased | special | ((h & ibatch(0x8000)) << 16));
+}
+
 inline float horizontal_max(const batch& b) noexcept {
   alignas(64) float lanes[kLanes];
   b.store_aligned(lanes);
