@@ -257,7 +257,8 @@ export function tokenArrays(
   return tokens;
 }
 
-const utf8 = new TextDecoder();
+// ignoreBOM: a token's text that starts with U+FEFF keeps it (the default decoder drops a leading one)
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 // bytes[from, to) as a string: most tokens are a few ASCII bytes, which need no decoder
 function utf8Piece(bytes, from, to) {
   let ascii = to - from <= 64; // (apply's arguments stay few)
