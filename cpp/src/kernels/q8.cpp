@@ -188,6 +188,33 @@ void q8_tile(float* out, int out_stride, const uint8_t* codes, int code_stride, 
     epilogue(out + (std::size_t)r * out_stride, sums, row_scales[r], scales, zero_sums, bias, n_valid);
   }
 }
+// One row against kQ8RowPanels panels at once: the one-token update's products. q8_tile<1> has two
+// accumulators, each waiting on the last dot product's latency (as the float tile did: gemm_tile.hpp,
+// packed_row_panels); here eight. The int32 sums are exact in any order and each panel's floats come
+// from the same epilogue, so the same bits. Panel j starts at panel + j * panel_bytes; all its
+// columns are valid.
+constexpr int kQ8RowPanels = 4;
+void q8_row_panels(float* out, const uint8_t* codes, float row_scale, const int8_t* panel, std::size_t panel_bytes,
+                   int groups, const float* scales, const int32_t* zero_sums, const float* bias) noexcept {
+  typename Ops::v acc0[kQ8RowPanels], acc1[kQ8RowPanels];
+  for (int j = 0; j < kQ8RowPanels; j++) acc0[j] = acc1[j] = Ops::zero();
+  for (int g = 0; g < groups; g++) {
+    const typename Ops::v xv = Ops::codes(codes + g * kGroup);
+    for (int j = 0; j < kQ8RowPanels; j++) {
+      const int8_t* w = panel + j * panel_bytes + (std::size_t)g * kQ8Panel * kGroup;
+      acc0[j] = Ops::dot_add(acc0[j], Ops::weights(w), xv);
+      acc1[j] = Ops::dot_add(acc1[j], Ops::weights(w + kLanes * kGroup), xv);
+    }
+  }
+  for (int j = 0; j < kQ8RowPanels; j++) {
+    alignas(64) int32_t sums[kQ8Panel];
+    Ops::store(sums, acc0[j]);
+    Ops::store(sums + kLanes, acc1[j]);
+    const int n0 = j * kQ8Panel;
+    epilogue(out + n0, sums, row_scale, scales + n0, zero_sums + n0, bias ? bias + n0 : nullptr, kQ8Panel);
+  }
+}
+
 using Q8TileFn = void (*)(float*, int, const uint8_t*, int, const float*, const int8_t*, int, const float*,
                           const int32_t*, const float*, int) noexcept;
 template <std::size_t... R>
@@ -294,9 +321,28 @@ void matmul_q8_forward(float* out, const float* inp, const PackedLinear& W, int 
                bias ? bias + n0 : nullptr, std::min(kQ8Panel, N - n0));
         }
       };
+      // a last single row (the one-token update's whole product) takes kQ8RowPanels whole panels at a time
+      const auto one_row = [&](int t) {
+        int p = g0;
+        for (; p + kQ8RowPanels <= g1 && (p + kQ8RowPanels) * kQ8Panel <= N; p += kQ8RowPanels) {
+          const int n0 = p * kQ8Panel;
+          q8_row_panels(out + (std::size_t)t * N + n0, cx + (std::size_t)t * stride, sx[t],
+                        W.panels_q8.data() + p * panel_bytes, panel_bytes, groups, W.q8_scales.data() + n0,
+                        W.q8_zero_sums.data() + n0, bias ? bias + n0 : nullptr);
+        }
+        for (; p < g1; p++) {
+          const int n0 = p * kQ8Panel;
+          q8_tile<1>(out + (std::size_t)t * N + n0, N, cx + (std::size_t)t * stride, stride, sx + t,
+                     W.panels_q8.data() + p * panel_bytes, groups, W.q8_scales.data() + n0, W.q8_zero_sums.data() + n0,
+                     bias ? bias + n0 : nullptr, std::min(kQ8Panel, N - n0));
+        }
+      };
       int t = 0;
       for (; t + kQ8TileRows <= T; t += kQ8TileRows) row_tile(q8_tile<kQ8TileRows>, t);
-      if (t < T) row_tile(kQ8Tiles[T - t - 1], t);
+      if (T - t == 1)
+        one_row(t);
+      else if (t < T)
+        row_tile(kQ8Tiles[T - t - 1], t);
     }
 #else
     int32_t sums[kQ8Panel];

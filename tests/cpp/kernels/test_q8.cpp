@@ -119,7 +119,8 @@ TEST_CASE("q8: matmul_forward equals the double reference on the same integers",
   std::mt19937 rng(33);
   for (int T : {1, 2, 3, 4, 5, 9, 17})
     for (int K : {1, 3, 4, 5, 7, 8, 9, 16, 17, 64, 65, 300})
-      for (int N : {1, 5, 8, 9, 16, 17, 31, 33, 65}) {
+      // 130: a lone row takes four whole panels at a time, of 8 (wasm) to 32 (AVX-512) columns
+      for (int N : {1, 5, 8, 9, 16, 17, 31, 33, 65, 130}) {
         const auto x = random_normal((std::size_t)T * K, rng), w = random_normal((std::size_t)K * N, rng, 0.1f);
         const auto b = random_normal(N, rng);
         const k::PackedLinear W = k::pack_linear_q8(w.data(), b.data(), K, N);
@@ -184,7 +185,7 @@ TEST_CASE("q8: the product is the float32 product within the quantization's boun
 TEST_CASE("q8: a row computed alone equals the same row computed with others, bit for bit", "[kernels][q8]") {
   // typing computes the new token's row alone; a full run computes it in a tile of 4
   std::mt19937 rng(35);
-  const int T = 11, K = 70, N = 37;
+  const int T = 11, K = 70, N = 165;  // whole groups of four panels and a partial panel on every path
   const auto x = random_normal((std::size_t)T * K, rng), w = random_normal((std::size_t)K * N, rng);
   const k::PackedLinear W = k::pack_linear_q8(w.data(), nullptr, K, N);
   std::vector<float> all((std::size_t)T * N), one(N);
