@@ -178,7 +178,10 @@ for (const [label, report, opts] of [
       const k = headsOffBefore(report.prunedLoss, report.loss, rise);
       const marks = mine.filter((it) => it.data.k !== undefined);
       if (k >= 0 && k < n) {
-        assert.ok(marks.some((it) => it.type === 'text' && it.text === `${k} off`));
+        const label = marks.find((it) => it.type === 'text' && it.text === `${k} off`);
+        assert.ok(label);
+        // drawn over the random orders' band: outlined in the background's colour to stay legible
+        assert.equal(label.halo, scene.background);
         for (const m of marks.filter((it) => it.type === 'line')) {
           near(m.x1, sx(k), 'marker');
           near(m.x2, sx(k), 'marker');

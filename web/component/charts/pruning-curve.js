@@ -349,6 +349,7 @@ export function pruningScene(
         text: `${k} off`,
         size: 10,
         fill: theme.fg,
+        halo: theme.bg, // it often sits on the random orders' band
         anchor: 'end',
         data: { rise, k },
       });

@@ -5,7 +5,7 @@
 // Scene: { width, height, background, font, items: [...] } where an item is one of
 //   { type: 'rect', x, y, w, h, fill, opacity?, stroke?, strokeWidth?, rx?, hit?, data? }
 //   { type: 'line', x1, y1, x2, y2, stroke, width?, opacity?, dash?: [on, off, ...], data? }
-//   { type: 'text', x, y, text, size?, fill, anchor?: 'start'|'middle'|'end', weight?, rotate?, data? }
+//   { type: 'text', x, y, text, size?, fill, anchor?: 'start'|'middle'|'end', weight?, rotate?, halo? (an outline in this colour under the letters), data? }
 // `hit: true` marks invisible pointer targets (kept in the DOM, left out of exports).
 // `data` becomes data-* attributes, `attrs` extra attributes and `cls` the class of the DOM element
 // (pointer and keyboard handling); none of them reach exported files.
@@ -60,6 +60,12 @@ function itemAttrs(it, forExport) {
       'dominant-baseline': 'central',
       'font-weight': it.weight,
       transform: it.rotate ? `rotate(${it.rotate} ${r2(it.x)} ${r2(it.y)})` : undefined,
+      // halo: an outline in the background's colour under the letters, so a label stays legible
+      // where it crosses bands and lines
+      stroke: it.halo,
+      'stroke-width': it.halo ? 3 : undefined,
+      'stroke-linejoin': it.halo ? 'round' : undefined,
+      'paint-order': it.halo ? 'stroke' : undefined,
     };
   }
   throw new Error(`unknown scene item ${it.type}`);
@@ -274,6 +280,12 @@ export function drawScene(ctx, scene) {
       ctx.textBaseline = 'middle';
       ctx.translate(it.x, it.y);
       if (it.rotate) ctx.rotate((it.rotate * Math.PI) / 180);
+      if (it.halo) {
+        ctx.strokeStyle = it.halo;
+        ctx.lineWidth = 3;
+        ctx.lineJoin = 'round';
+        ctx.strokeText(it.text, 0, 0);
+      }
       ctx.fillText(it.text, 0, 0);
     }
     ctx.restore();
