@@ -54,24 +54,20 @@ static constexpr std::array<PackedTileFn, sizeof...(R)> packed_tiles(std::index_
 // kPackedTiles[r - 1] computes r rows: the full tile and every remainder height
 static constexpr auto kPackedTiles = packed_tiles(std::make_index_sequence<kTileRows>{});
 
-// One row through F16 panels [p_begin, p_end), widened in registers (gemm_tile.hpp, packed_row_panels),
-// the whole depth in one pass: a partial sum stored between depth slices and reloaded is exact, so the
-// bits are those of the sliced loop below.
-static void f16_row(float* out, const float* x, const PackedLinear& W, int k_begin, int k_end, bool has_bias,
-                    int p_begin, int p_end) noexcept {
-  const int N = W.N, depth = k_end - k_begin;
-  const TileStart start = has_bias ? TileStart::bias : TileStart::zero;
-  const std::size_t stride = (std::size_t)W.K * kPanel;  // F16 values from one panel to the next
-  const auto panel = [&](int p) {
-    return W.panels_f16.data() + (std::size_t)p * stride + (std::size_t)k_begin * kPanel;
-  };
-  const auto bias = [&](int p) { return has_bias ? W.bias.data() + (std::size_t)p * kPanel : nullptr; };
+// One input row through panels [p_begin, p_end) of N columns: kRowPanels whole panels at a time
+// (gemm_tile.hpp, packed_row_panels), then one at a time, the matrix's last perhaps partial. Panel p's
+// first step is at first + (p - p_begin) * stride; bias (padded to whole panels) or null.
+template <class Weight>
+static void lone_row(float* out, const float* x, const Weight* first, std::size_t stride, int p_begin, int p_end, int N,
+                     int depth, TileStart start, const float* bias) noexcept {
+  const auto panel = [&](int p) { return first + (std::size_t)(p - p_begin) * stride; };
+  const auto bias_of = [&](int p) { return bias ? bias + (std::size_t)p * kPanel : nullptr; };
   int p = p_begin;
   for (; p + gemm::kRowPanels <= p_end && (p + gemm::kRowPanels) * kPanel <= N; p += gemm::kRowPanels)
     gemm::packed_row_panels<gemm::kRowPanels>(out + (std::size_t)p * kPanel, x, panel(p), stride, depth, start,
-                                              bias(p));
+                                              bias_of(p));
   for (; p < p_end; p++)
-    gemm::packed_row_panels<1>(out + (std::size_t)p * kPanel, x, panel(p), stride, depth, start, bias(p),
+    gemm::packed_row_panels<1>(out + (std::size_t)p * kPanel, x, panel(p), stride, depth, start, bias_of(p),
                                std::min(kPanel, N - p * kPanel));
 }
 
@@ -89,7 +85,12 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
   }
   // threads take whole column panels (parallel.hpp): each output is computed as on one thread
   parallel_for(panels, (double)T * (k_end - k_begin) * N, [&](int p_begin, int p_end) {
-    if (T == 1 && W.is_f16()) return f16_row(out, inp + k_begin, W, k_begin, k_end, has_bias, p_begin, p_end);
+    // one row on F16 panels: widened in registers, the whole depth in one pass (a partial sum stored
+    // between depth slices and reloaded is exact, so the bits are those of the sliced loop below)
+    if (T == 1 && W.is_f16())
+      return lone_row(out, inp + k_begin, W.panels_f16.data() + ((std::size_t)p_begin * W.K + k_begin) * kPanel,
+                      (std::size_t)W.K * kPanel, p_begin, p_end, N, k_end - k_begin,
+                      has_bias ? TileStart::bias : TileStart::zero, has_bias ? W.bias.data() : nullptr);
     // F16: (group, depth, kPanel), one group's panel slices in float32, per thread
     static thread_local std::vector<float> widened;
     for (int k0 = k_begin; k0 < k_end; k0 += kDepthBlock) {
@@ -121,26 +122,11 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
                  has_bias ? W.bias.data() + n0 : nullptr, std::min(kPanel, N - n0));
           }
         };
-        // a last single row (the one-token update's whole product) takes kRowPanels full panels at a time
-        const auto one_row = [&](int t) {
-          const float* x = inp + (std::size_t)t * inp_stride + k0;
-          float* o = out + (std::size_t)t * N;
-          const int full_end = std::min(g1, N / kPanel);  // panels before it have all kPanel columns
-          int p = g0;
-          for (; p + gemm::kRowPanels <= full_end; p += gemm::kRowPanels)
-            gemm::packed_row_panels<gemm::kRowPanels>(o + (std::size_t)p * kPanel, x, slices + (p - g0) * slice_stride,
-                                                      slice_stride, depth, start,
-                                                      has_bias ? W.bias.data() + (std::size_t)p * kPanel : nullptr);
-          for (; p < g1; p++) {
-            const int n0 = p * kPanel;
-            gemm::packed_tile<1>(o + n0, N, x, inp_stride, slices + (p - g0) * slice_stride, depth, start,
-                                 has_bias ? W.bias.data() + n0 : nullptr, std::min(kPanel, N - n0));
-          }
-        };
         int t = 0;
         for (; t + kTileRows <= T; t += kTileRows) row_tile(gemm::packed_tile<kTileRows>, t);
-        if (T - t == 1)
-          one_row(t);
+        if (T - t == 1)  // a last single row (the one-token update's whole product)
+          lone_row(out + (std::size_t)t * N, inp + (std::size_t)t * inp_stride + k0, slices, slice_stride, g0, g1, N,
+                   depth, start, has_bias ? W.bias.data() : nullptr);
         else if (t < T)
           row_tile(kPackedTiles[T - t - 1], t);
       }
