@@ -15,7 +15,7 @@ elseif(HEADSCOPE_TEST_SET STREQUAL "all")
     kernels/test_threads io/test_config_safetensors
     model/test_model model/test_incremental model/test_inside model/test_tiles model/test_activations model/test_f16_storage model/test_q8_storage model/test_predictions
     model/test_generate model/test_llama text/test_tokenizer text/test_nfc text/test_tokenizer_json
-    train/test_train_golden train/test_training_run analysis/test_heads analysis/test_patching analysis/test_explain)
+    train/test_train_golden train/test_training_run train/test_borrowing analysis/test_heads analysis/test_patching analysis/test_explain)
   list(APPEND HEADSCOPE_TEST_FILES ${HEADSCOPE_ALL_TEST_FILES})
 elseif(NOT HEADSCOPE_TEST_SET STREQUAL "kernels")
   message(FATAL_ERROR "HEADSCOPE_TEST_SET is all, threads or kernels, got ${HEADSCOPE_TEST_SET}")

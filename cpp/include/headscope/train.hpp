@@ -46,6 +46,16 @@ class Trainer {
   // importance, attribution patching); adamw_step() then throws.
   Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes = std::size_t(1) << 31,
           bool optimizer_state = true);
+  // A trainer that reads a loaded Model's own weights where the model holds them (its packed layers in
+  // any storage, its embedding, norms and LM head) and runs on the model's threads: activations and
+  // their gradients only, no parameters of its own (params() is empty), no weight gradients, no steps,
+  // no load. For an analysis's gradients (attribution patching) at any size the model opens, where a
+  // float32 copy of the weights would double the memory. The model must outlive it and keep its
+  // weights. Its passes equal a trainer's that load()ed the model, bit for bit with float32 and F16
+  // weights; with 8-bit weights the forward is the model's own (inputs quantized per row) and the
+  // backward goes through the dequantized weights, as the loaded trainer's does.
+  Trainer(const Model& model, int B, int T, std::size_t max_bytes = std::size_t(1) << 31);
+  bool borrowing() const;
   Trainer(Trainer&&) noexcept;
   Trainer& operator=(Trainer&&) noexcept;
   ~Trainer();
@@ -71,10 +81,6 @@ class Trainer {
   void load(const SafeTensors& weights);
   // Every parameter from a loaded Model of the same config (its packed weights unpacked; F16 widened).
   void load(const Model& model);
-  // load(model), and the forward then reads the model's packed layers instead of packing its own copy
-  // (a model's worth of memory and a pass over it less), until a step or a load changes the
-  // parameters. The model must outlive this trainer's forward passes and keep its weights.
-  void borrow_weights(const Model& model);
 
   // Head gates (L*NH, row-major by layer; 1 at construction): head h's output is multiplied by its
   // gate before W_O. A gate of 0 switches the head off as RunOptions::ablate does.
@@ -137,6 +143,19 @@ class Trainer {
   // the attention output's backward through W_O and the head gates of layer l (both families)
   void output_projection_backward(int l, bool weights);
   void backward_seeded(Gradients which, std::span<const float> dlogits);  // dlogits empty: the mean loss's
+  // which arrays the trainer owns: parameters, gradients and moments; no moments; or none (borrowing)
+  enum class Owns { everything, no_moments, nothing };
+  Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes, Owns owns);
+  // what the passes read besides the linear layers, from the parameters or a borrowed model (passes.cpp)
+  struct Reads;
+  Reads reads() const;
+  void embed(int N, int T);                 // encoded_ <- the rows' token (and position) embeddings
+  void head_forward(int N);                 // logits_ <- lnf_ through the LM head
+  void head_backward(int N, bool weights);  // dlnf_ (and the head's weight gradient) += from dlogits_
+  enum class Linear { attn_in, attn_out, mlp_in, mlp_out };
+  // dinp += dout @ W^T through layer l's linear layer, and its weight's and bias's gradients with weights
+  void linear_backward(int l, Linear which, float* dinp, const float* dout, const float* inp, int N, bool weights);
+  void require_own_parameters(const char* what) const;
 
   ModelConfig config_;
   int B_, T_;

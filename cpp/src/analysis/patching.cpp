@@ -203,9 +203,7 @@ struct ActivationPatching::State {
                   &z_corrupted[(std::size_t)l * T * QW]);
 
     // dLD/dz at the corrupted run: the training engine's backward from the logit difference
-    train::Trainer trainer(c, 1, T, std::size_t(3) << 30, /*optimizer_state=*/false);
-    trainer.borrow_weights(model);
-    trainer.share_threads(model);
+    train::Trainer trainer(model, 1, T, std::size_t(3) << 30);  // reads the model's weights: no copy of them
     std::vector<int> inputs(r.ids_corrupted.begin(), r.ids_corrupted.end()), targets(T, 0);
     trainer.forward(inputs.data(), targets.data(), 1, T);
     std::vector<float> dlogits((std::size_t)T * c.vocab_size, 0.0f);

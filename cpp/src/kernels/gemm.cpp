@@ -367,6 +367,32 @@ void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, 
   if (dweight) weight_grad(dweight, dout, inp, N, OC, K);
 }
 
+void matmul_packed_backward(float* dinp, const float* dout, const PackedLinear& W, int N) noexcept {
+  // the packed panels written straight into the transposed scratch matmul_backward fills from a Conv1D
+  // weight, with the values unpack_linear gives (F16 widened exactly, 8-bit as q * s): the same product
+  const int K = W.K, OC = W.N, pw = W.panel_width, panels = (OC + pw - 1) / pw;
+  static thread_local std::vector<float> weight_t, row;
+  weight_t.resize((std::size_t)K * OC);
+  row.resize(pw);
+  const int G = W.q8_group, groups = W.is_q8() ? (K + G - 1) / G : 0;
+  for (int p = 0; p < panels; p++) {
+    const int n0 = p * pw, width = std::min(pw, OC - n0);
+    for (int k = 0; k < K; k++) {
+      const std::size_t at = ((std::size_t)p * K + k) * pw;
+      const float* src = row.data();
+      if (W.is_q8())
+        for (int j = 0; j < width; j++)
+          row[j] = (float)W.panels_q8[(((std::size_t)p * groups + k / G) * pw + j) * G + k % G] * W.q8_scales[n0 + j];
+      else if (W.is_f16())
+        f16_unpack_forward(row.data(), &W.panels_f16[at], pw);
+      else
+        src = &W.panels[at];
+      for (int j = 0; j < width; j++) weight_t[(std::size_t)(n0 + j) * K + k] = src[j];
+    }
+  }
+  gemm_rows<true>(dinp, dout, weight_t.data(), nullptr, N, OC, K);
+}
+
 }  // namespace headscope::kernels
 
 #endif  // HEADSCOPE_SIMD (scalar.cpp holds the build without SIMD)

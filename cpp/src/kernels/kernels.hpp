@@ -298,6 +298,10 @@ void matmul_unpacked_forward(float* out, const float* inp, const float* weight, 
 // layout. Null dweight and dbias: only the input's gradient (the head gates' gradients need no others).
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int K, int OC) noexcept;
+// dinp (N, K) += dout (N, OC) @ W^T for a packed layer W (K, OC) of any storage, read as unpack_linear
+// gives it (8-bit: q * s): the input's gradient alone, equal to matmul_backward's on the unpacked weight
+// bit for bit. A trainer that reads a Model's own layers (Trainer's borrowing constructor) uses it.
+void matmul_packed_backward(float* dinp, const float* dout, const PackedLinear& W, int N) noexcept;
 // the tied LM head: dinp (N, K), dweight (OC, K) or null += ...; dout (N, OC); weight (OC, K)
 void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
                                 int N, int K, int OC) noexcept;

@@ -145,6 +145,12 @@ void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, 
                                 int N, int K, int OC) noexcept {
   ref::matmul_transposed_backward<float>(dinp, dweight, dout, inp, weight, N, K, OC);
 }
+void matmul_packed_backward(float* dinp, const float* dout, const PackedLinear& W, int N) noexcept {
+  static thread_local std::vector<float> weight;
+  weight.resize((std::size_t)W.K * W.N);
+  unpack_linear(weight.data(), nullptr, W);
+  ref::matmul_backward<float>(dinp, nullptr, nullptr, dout, nullptr, weight.data(), N, W.K, W.N);
+}
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
                         int T, const AttentionShape& shape) noexcept {
   ref::attention_backward<float>(dqkv, scratch, dout, qkv, att, B, T, shape.NH, shape.KV, shape.HS);

@@ -75,6 +75,23 @@ void Trainer::layout() {
 }
 
 Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes, bool optimizer_state)
+    : Trainer(config, B, T, max_bytes, optimizer_state ? Owns::everything : Owns::no_moments) {}
+
+Trainer::Trainer(const Model& model, int B, int T, std::size_t max_bytes)
+    : Trainer(model.impl_->config_, B, T, max_bytes, Owns::nothing) {
+  packed_->model = model.impl_.get();
+  packed_->borrowed = model.impl_->pool_.get();
+}
+
+bool Trainer::borrowing() const { return packed_->model != nullptr; }
+
+void Trainer::require_own_parameters(const char* what) const {
+  if (borrowing())
+    throw Error(std::string("train: ") + what +
+                ": this trainer reads a model's weights and has no parameters of its own");
+}
+
+Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes, Owns owns)
     : config_(config), B_(B), T_(T) {
   const int64_t V = config.vocab_size, C = config.n_embd, L = config.n_layer, NH = config.n_head;
   const int64_t H = config.n_inner > 0 ? config.n_inner : 4 * C;
@@ -110,15 +127,16 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
   // (the packed copy of the layers the forward reads: at most P floats more, with the Llama family's
   // transpose on its way there: one matrix)
   const double packed = (double)P + (llama() ? (double)C * std::max<int64_t>({W, 2 * H, QW}) : 0.0);
-  const double need = 4.0 * ((optimizer_state ? 4.0 : 2.0) * (double)P + 2.0 * n_acts + packed);
+  const double copies = owns == Owns::everything ? 4.0 : owns == Owns::no_moments ? 2.0 : 0.0;
+  const double need = 4.0 * (copies * (double)P + 2.0 * n_acts + (owns == Owns::nothing ? 0.0 : packed));
   if (need > (double)max_bytes)
     throw Error("train: this shape needs about " + std::to_string((long long)(need / 1048576.0)) +
                 " MiB, more than the limit of " + std::to_string((long long)(max_bytes / 1048576)) +
                 " MiB: reduce n_embd, n_layer, vocab_size, the batch size or the sequence length");
 
-  params_.assign(P, 0.0f);
+  if (owns != Owns::nothing) params_.assign(P, 0.0f);
   norm_grads_discarded_.assign(C, 0.0f);
-  if (optimizer_state) {
+  if (owns == Owns::everything) {
     grads_.assign(P, 0.0f);
     adam_m_.assign(P, 0.0f);
     adam_v_.assign(P, 0.0f);
@@ -173,7 +191,8 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
       k::attention_key_panels_floats(T, k::AttentionShape{(int)NH, config_.kv_heads(), config_.head_size()}), 0);
   packed_ = std::make_unique<Packed>();
   packed_->blocks.resize(L);
-  packed_->pool = std::make_unique<kernels::ThreadPool>(kernels::hardware_threads());
+  // (a borrowing trainer runs on its model's threads: in the threaded wasm build the model holds the workers)
+  if (owns != Owns::nothing) packed_->pool = std::make_unique<kernels::ThreadPool>(kernels::hardware_threads());
   if (llama()) {
     packed_->rope = rope_frequencies(config_);
     packed_->zeros.assign((std::size_t)std::max<int64_t>({W, C, 2 * H}), 0.0f);
@@ -212,7 +231,7 @@ struct Normal {
 }  // namespace
 
 void Trainer::init_random(uint64_t seed) {
-  packed_->model_blocks = nullptr;
+  require_own_parameters("init_random");
   Normal normal(seed);
   const double proj_std = 0.02 / std::sqrt(2.0 * config_.n_layer);
   const std::vector<arch::TensorEntry> table = arch::tensor_table(config_).tensors;  // in tensors_'s order
@@ -233,7 +252,7 @@ void Trainer::init_random(uint64_t seed) {
 }
 
 void Trainer::load(const SafeTensors& st) {
-  packed_->model_blocks = nullptr;
+  require_own_parameters("load");
   const std::string prefix = arch::checkpoint_prefix(config_, st);
   for (const NamedTensor& t : tensors_) {
     if (!st.contains(prefix + t.name)) throw Error("model.safetensors: tensor \"" + prefix + t.name + "\" is missing");
@@ -254,6 +273,7 @@ std::span<const float> Trainer::attention(int layer) const {
 }
 
 void Trainer::ensure_grads() {
+  require_own_parameters("weight gradients");
   if (grads_.empty()) grads_.assign(params_.size(), 0.0f);
 }
 void Trainer::zero_grad() {
@@ -307,7 +327,7 @@ void copy_embedding(float* dst, const std::vector<float>& f32, const std::vector
 }  // namespace
 
 void Trainer::load(const Model& model) {
-  packed_->model_blocks = nullptr;
+  require_own_parameters("load");
   const Model::Impl& m = *model.impl_;
   const ModelConfig& c = m.config_;
   // the Llama family has no position table: its context (which a Model lowers to what its activations
@@ -423,17 +443,12 @@ void Trainer::pack_weights() {
 }
 
 void Trainer::sgd_step(float lr) {
-  packed_->model_blocks = nullptr;
+  require_own_parameters("sgd_step");
   ensure_grads();
   sgd_update(params_.data(), grads_.data(), params_.size(), lr);
 }
-void Trainer::borrow_weights(const Model& model) {
-  load(model);
-  packed_->model_blocks = &model.impl_->blocks_;
-}
-
 void Trainer::adamw_step(const AdamW& hp) {
-  packed_->model_blocks = nullptr;
+  require_own_parameters("adamw_step");
   if (adam_m_.empty()) throw Error("train: this trainer was made without optimizer state");
   if (hp.clip > 0) {
     // as torch.nn.utils.clip_grad_norm_: scale by clip / (norm + 1e-6) when that is below 1
@@ -448,6 +463,7 @@ void Trainer::adamw_step(const AdamW& hp) {
 }
 
 std::vector<uint8_t> Trainer::safetensors_bytes() const {
+  require_own_parameters("safetensors_bytes");
   nlohmann::ordered_json header;
   header["__metadata__"] = {{"format", "pt"}};
   std::size_t offset = 0;

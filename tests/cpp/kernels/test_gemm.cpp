@@ -270,6 +270,35 @@ TEST_CASE("train: matmul_transposed_backward (tied LM head) equals the reference
       }
 }
 
+TEST_CASE("train: matmul_packed_backward equals matmul_backward on the unpacked weight, bit for bit",
+          "[train][matmul]") {
+  // the input's gradient through a Model's own packed layer (a borrowing Trainer): for every storage the
+  // weight is read as unpack_linear gives it, so the product must be matmul_backward's on that weight
+  // exactly (same transposed scratch, same GEMM); and that one is checked against the reference above
+  std::mt19937 rng(13);
+  const int pw = k::linear_panel_width();
+  for (const char* storage : {"f32", "f16", "q8"})
+    for (int N : {1, 3, 7})
+      for (int K : {1, 5, 17, 67})
+        for (int OC : {1, pw - 1, pw + 1, 3 * pw + 5}) {
+          if (OC < 1) continue;
+          INFO(storage << " N=" << N << " K=" << K << " OC=" << OC);
+          const auto w = random_values(K * OC, rng), b = random_values(OC, rng), dout = random_values(N * OC, rng);
+          const std::string s = storage;
+          const k::PackedLinear W = s == "f32"   ? k::pack_linear(w.data(), b.data(), K, OC)
+                                    : s == "f16" ? k::pack_linear_f16(w.data(), b.data(), K, OC)
+                                                 : k::pack_linear_q8(w.data(), b.data(), K, OC);
+          std::vector<float> unpacked((std::size_t)K * OC);
+          k::unpack_linear(unpacked.data(), nullptr, W);
+          // gradients accumulate into non-zero starting values, as in the trainer
+          const auto start = random_values(N * K, rng);
+          auto want = start, got = start;
+          k::matmul_backward(want.data(), nullptr, nullptr, dout.data(), nullptr, unpacked.data(), N, K, OC);
+          k::matmul_packed_backward(got.data(), dout.data(), W, N);
+          REQUIRE(got == want);
+        }
+}
+
 // =====================================================================================================
 // 3. the references in double against central finite differences
 // =====================================================================================================
