@@ -42,8 +42,9 @@ class Trainer {
   // Allocates parameters, gradients, optimizer state and activations for batches up to (B, T).
   // Throws headscope::Error when a size is out of range or the buffers would exceed max_bytes.
   // optimizer_state false: no AdamW moments, and no weight gradients until a backward asks for them
-  // (a quarter of the parameter memory), for the gates' and activations' gradients only (head
-  // importance, attribution patching); adamw_step() then throws.
+  // (a quarter of the parameter memory), for the gates' and activations' gradients of a copy of the
+  // weights that may then change; adamw_step() then throws. (The analyses borrow a model's weights:
+  // the constructor below.)
   Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes = std::size_t(1) << 31,
           bool optimizer_state = true);
   // A trainer that reads a loaded Model's own weights where the model holds them (its packed layers in

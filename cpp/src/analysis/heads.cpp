@@ -88,7 +88,7 @@ struct HeadsMeasurement::State {
         T((int)ids_in.size()),
         exact(n <= o.exact_limit),
         candidates(std::max(1, o.exact_candidates)),
-        trainer(m.config(), 1, std::max(1, T - 1), std::size_t(3) << 30, /*optimizer_state=*/false),
+        trainer(m, 1, std::max(1, T - 1), std::size_t(3) << 30),  // reads the model's weights: no copy of them
         inputs(ids.begin(), ids.end() - 1),
         targets(ids.begin() + 1, ids.end()),
         gates(n, 1.0f),
@@ -97,8 +97,6 @@ struct HeadsMeasurement::State {
     const double greedy_runs =
         exact ? (double)n * (n + 1) / 2 : (double)n * (std::min(candidates, n) + 3.0 / std::max(1, o.gradient_every));
     total_runs = 4 + n + greedy_runs + (double)o.random_orders * n;
-    trainer.load(m);
-    trainer.share_threads(m);
     r.n_layer = L;
     r.n_head = NH;
     r.tokens = T;
@@ -113,8 +111,7 @@ struct HeadsMeasurement::State {
   }
   std::vector<double> gate_grads() {
     runs_done += 3;
-    trainer.set_head_gates(gates);
-    trainer.zero_grad();
+    trainer.set_head_gates(gates);  // (a gates-only backward writes every gate's gradient anew)
     trainer.forward(inputs.data(), targets.data(), 1, T - 1);
     trainer.backward(train::Trainer::Gradients::gates);
     const auto g = trainer.head_gate_grads();

@@ -1,7 +1,8 @@
 // A Trainer that reads a loaded Model's own weights (Trainer's borrowing constructor, train.hpp)
 // against one that copied them (load(model)): the same loss, logits, head-output and gate gradients on
 // every fixture model (GPT-2, Llama MHA/GQA/MQA, Qwen3, odd head sizes) in float32 and F16 weights, and
-// logits equal to Model::run's in every storage (8-bit too); no parameter memory; and every use that needs parameters of its own refused with a message.
+// logits equal to Model::run's in every storage (8-bit too); no parameter memory; and every use that needs parameters
+// of its own refused with a message.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
