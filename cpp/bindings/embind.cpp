@@ -40,12 +40,16 @@ std::vector<headscope::HeadRef> ablate_of(val ablate_pairs) {
 
 // storage: "f32" or "f16" (headscope::WeightStorage); threads: LoadOptions::threads. The four-argument
 // form loads float32 on the threads the engine has (one, but in the threaded build).
-// What both loaders check of their weights and options: a Uint8Array, "f32" or "f16", the threads.
+// What both loaders check of their weights and options: a Uint8Array (or a Blob read in pieces, as
+// weightSource in web/lib/files.js gives it: its length and subarray), "f32" or "f16", the threads.
 // maps: LoadOptions::attention_maps; memory_limit: LoadOptions::memory_limit_bytes in bytes (0: all there is);
 // activations: "all", "views" or "auto" (LoadOptions::activations).
 headscope::LoadOptions load_options(val weights, val storage, int threads, bool maps, double memory_limit,
                                     val activations) {
-  if (!weights.instanceof (val::global("Uint8Array"))) throw headscope::Error("weights must be a Uint8Array");
+  const bool pieces = !weights.isNull() && weights.typeOf().as<std::string>() == "object" &&
+                      weights["length"].isNumber() && weights["subarray"].typeOf().as<std::string>() == "function";
+  if (!weights.instanceof (val::global("Uint8Array")) && !pieces)
+    throw headscope::Error("weights must be a Uint8Array or a Blob's pieces (length and subarray)");
   headscope::LoadOptions options;
   options.weights = headscope::parse_weight_storage(string_of(storage, "weights"));
   options.threads = threads;

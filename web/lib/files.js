@@ -183,6 +183,33 @@ export function asBytes(v, what) {
   throw new Error(`${what} must be an ArrayBuffer or typed array`);
 }
 
+/**
+ * The weights as the engine reads them (JsBytes in cpp/bindings/js_bytes.hpp: a length and
+ * subarray(begin, end)): bytes as given, or a Blob (the File a reader picked) read a tensor at a time.
+ * In a Worker that read is synchronous (FileReaderSync), so the checkpoint is never whole in
+ * JavaScript's memory, and may pass 2 GiB, past which Chromium's Blob.arrayBuffer() fails. On the
+ * page thread the Blob is read whole first. A piece that cannot be read comes back null, with its
+ * message in `error`, and the engine refuses the file with it.
+ */
+export async function weightSource(v) {
+  if (typeof Blob === 'undefined' || !(v instanceof Blob)) return asBytes(v, 'weights');
+  if (typeof FileReaderSync !== 'function') return new Uint8Array(await v.arrayBuffer());
+  const reader = new FileReaderSync();
+  const source = {
+    length: v.size,
+    error: '',
+    subarray(begin, end) {
+      try {
+        return new Uint8Array(reader.readAsArrayBuffer(v.slice(begin, end)));
+      } catch (e) {
+        source.error = String(e?.message ?? e);
+        return null;
+      }
+    },
+  };
+  return source;
+}
+
 // Fetches a model's files; onProgress gets the bytes loaded and expected over all of them. A folder
 // (urls.tokenizer set) says in its config.json which tokenizer files it has, so that comes first
 // (a few hundred bytes), then the others at once; a shipped model's files all at once.

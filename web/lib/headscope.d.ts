@@ -23,8 +23,12 @@ export declare const defaultModelName: string;
 export interface ModelFiles {
   /** config.json (GPT2Config keys). */
   config: ArrayBuffer | ArrayBufferView | string;
-  /** model.safetensors; F32, F16 or BF16 tensors with GPT-2 names. */
-  weights: ArrayBuffer | ArrayBufferView;
+  /**
+   * model.safetensors; F32, F16 or BF16 tensors with GPT-2 names. A Blob (a File the reader picked)
+   * is read a tensor at a time in a Worker (loadModelInWorker), never whole, so it may pass 2 GiB;
+   * on the page thread it is read whole first.
+   */
+  weights: ArrayBuffer | ArrayBufferView | Blob;
   /** vocab.json: GPT-2 byte-level BPE vocabulary. */
   vocab: ArrayBuffer | ArrayBufferView | string;
   /** merges.txt: BPE merges by rank. */
@@ -37,8 +41,8 @@ export interface ModelFiles {
 export interface TokenizerJsonModelFiles {
   /** config.json (LlamaConfig's or Qwen3Config's keys). */
   config: ArrayBuffer | ArrayBufferView | string;
-  /** model.safetensors; F32, F16 or BF16 tensors with Hugging Face's names. */
-  weights: ArrayBuffer | ArrayBufferView;
+  /** model.safetensors; F32, F16 or BF16 tensors with Hugging Face's names; a Blob as in ModelFiles. */
+  weights: ArrayBuffer | ArrayBufferView | Blob;
   /** tokenizer.json: Hugging Face's byte-level BPE tokenizer (Llama 3's, Qwen3's, SmolLM's). */
   tokenizer: ArrayBuffer | ArrayBufferView | string;
   /** A name for `info.name`; defaults to "custom". */

@@ -5,7 +5,7 @@
 // UTF-8 byte spans into string indices, turns results into plain objects and typed-array copies
 // (result.js), and guards against use after dispose(). All numerics happen in C++.
 import { loadEngine, currentCore, checked } from './wasm.js';
-import { modelFiles, asText, asBytes } from './files.js';
+import { modelFiles, asText, weightSource } from './files.js';
 import {
   makeResult,
   reuseInfo,
@@ -55,7 +55,7 @@ export async function loadModel(source, options = {}) {
   const { files, name } = await modelFiles(source, { onProgress, signal });
   // GPT-2's vocab.json + merges.txt, or the Llama family's tokenizer.json; the rest is the same
   const config = asText(files.config, 'config');
-  const bytes = asBytes(files.weights, 'weights');
+  const bytes = await weightSource(files.weights);
   const rest = [weights, threads, attentionMaps, memoryLimit, activations];
   const handle = checked(
     core,

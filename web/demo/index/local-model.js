@@ -65,7 +65,7 @@ export function modelFromFiles(fileList, folder = '') {
 
 /**
  * Reads the picked files into buffers for loadModel(): { name, config, weights, vocab, merges } or
- * { name, config, weights, tokenizer }. With both kinds of tokenizer files, config.json's model_type
+ * { name, config, weights, tokenizer }, the weights left as their File. With both kinds of tokenizer files, config.json's model_type
  * picks: tokenizer.json for the Llama family (its vocab.json lacks the split, the normalizer and the
  * special tokens), vocab.json + merges.txt for GPT-2.
  */
@@ -88,7 +88,11 @@ export async function readModelFiles({ name, files }) {
         `"${name}" is missing merges.txt: a GPT-2 model folder needs ${Object.values(MODEL_FILES).join(', ')}.`,
       );
   }
-  const entries = await Promise.all(Object.entries(chosen).map(async ([key, file]) => [key, await read(file)]));
+  // the weights stay a File: the engine reads them a tensor at a time (weightSource in web/lib/files.js),
+  // so a checkpoint past 2 GiB opens, and none is held whole in the page or the worker
+  const entries = await Promise.all(
+    Object.entries(chosen).map(async ([key, file]) => [key, key === 'weights' ? file : await read(file)]),
+  );
   return { name, ...Object.fromEntries(entries) };
 }
 
