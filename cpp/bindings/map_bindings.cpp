@@ -1,8 +1,9 @@
 // embind bindings of Model::attention_tile and Model::attention_thumbnails (only binds; the rules of
 // embind.cpp's header comment), of the model's last run: attentionTile(model, layer, head, rowBegin,
 // rowEnd, colBegin, colEnd, bin) -> { rows, cols, values: Float32Array }; attentionThumbnails(model,
-// size) -> { bin, n, values: Float32Array (L * NH * n * n) }; headRoleScores(model) -> Float64Array
-// (L * NH * 6, Model::head_role_scores).
+// size, rowBegin) -> { bin, n, values: Float32Array (L * NH * (n - rowBegin) * n) };
+// attentionThumbnailBin(T, size) -> bin (headscope::attention_thumbnail_bin); headRoleScores(model) ->
+// Float64Array (L * NH * 6, Model::head_role_scores).
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
@@ -24,12 +25,16 @@ val attention_tile(const Model& m, int layer, int head, int row_begin, int row_e
   });
 }
 
-val attention_thumbnails(const Model& m, int size) {
+val attention_thumbnails(const Model& m, int size, int row_begin) {
   return guarded([&] {
     int bin = 1;
-    const std::vector<float> values = m.attention_thumbnails(size, &bin);
+    const std::vector<float> values = m.attention_thumbnails(size, &bin, row_begin);
     return object_of({{"bin", val(bin)}, {"n", val((m.T() + bin - 1) / bin)}, {"values", f32_copy(values)}});
   });
+}
+
+val attention_thumbnail_bin(int T, int size) {
+  return guarded([&] { return val(headscope::attention_thumbnail_bin(T, size)); });
 }
 
 val head_role_scores(const Model& m) {
@@ -42,4 +47,5 @@ EMSCRIPTEN_BINDINGS(headscope_maps) {
   emscripten::function("headRoleScores", &head_role_scores);
   emscripten::function("attentionTile", &attention_tile);
   emscripten::function("attentionThumbnails", &attention_thumbnails);
+  emscripten::function("attentionThumbnailBin", &attention_thumbnail_bin);
 }

@@ -12,6 +12,8 @@ import {
   firstChangedRow,
   roomyStride,
   withPreviousRows,
+  withPrevious,
+  sharedPrefixLength,
   claimForUpdate,
   flatAblate,
   engineTokens,
@@ -144,19 +146,21 @@ export class HeadscopeModel {
    * loss, all computed in C++ (with valueNorms, every head's value sizes: a third call); this layer
    * maps byte spans to string indices and adds the accessors.
    * With `reuse` (an earlier result of this model, given up by the caller), only the attention rows
-   * from the first changed token on are copied out of the engine, into reuse's buffer.
+   * from the first changed token on are copied out of the engine, into reuse's buffer (of a result
+   * without maps, the thumbnails' cell rows from that token's on, into a copy of reuse's).
    */
   run(text, options = {}) {
     const { reuse = null, ...rest } = options;
     const data = this.runData(text, rest, reuse ? reuseInfo(reuse, rest.ablate ?? []) : null);
-    return makeResult(data.attentionRows ? withPreviousRows(reuse, data) : data);
+    return makeResult(withPrevious(reuse, data));
   }
 
   /**
    * The plain data of a run (what run() adds accessors to). With `previous` (reuseInfo() of an
    * earlier result), attention comes as `attentionRows`: only rows [rowsFrom, T) of every head, in
    * blocks `stride` wide, for result.js's withPreviousRows(); when no row is shared it is a full
-   * attentionAll with room to spare (stride > T). The worker sends this across, and the page merges.
+   * attentionAll with room to spare (stride > T). Without maps, thumbnails may come as
+   * `thumbnailRows` from cell row `thumbnailRowsFrom` on (withPreviousThumbnails()). The worker sends this across, and the page merges.
    */
   runData(text, options = {}, previous = null) {
     const h = this.#live();
@@ -168,6 +172,8 @@ export class HeadscopeModel {
       throw new Error(`attention must be 'all' or 'thumbnails', got ${JSON.stringify(attention)}`);
     const maps = attention === 'all';
     const patch = runPatch(options.patch);
+    // a thumbnails result: the earlier one's cell rows before the first changed token stay (below)
+    const previousThumbnails = !maps && !patch && previous?.thumbnailBin ? previous : null;
     if (patch || !maps) previous = null; // a patched run computes every token: no row is shared
     this.#engineHoldsLastRun = false;
     this.#generating = null;
@@ -195,7 +201,22 @@ export class HeadscopeModel {
       maps,
     });
     if (!maps) {
-      Object.assign(data, thumbnailFields(checked(this.#core, this.#core.attentionThumbnails(h, THUMBNAIL_SIZE))));
+      // with `previous` at the same bin, only each head's cell rows from the first changed token's on:
+      // typing at the end of a long text sends its last cell row (result.js's withPreviousThumbnails)
+      const bin = checked(this.#core, this.#core.attentionThumbnailBin(T, THUMBNAIL_SIZE));
+      const from =
+        previousThumbnails?.thumbnailBin === bin
+          ? Math.floor(sharedPrefixLength(previousThumbnails.ids, h.tokenIds()) / bin)
+          : 0;
+      const t = checked(this.#core, this.#core.attentionThumbnails(h, THUMBNAIL_SIZE, from));
+      if (from > 0)
+        Object.assign(data, {
+          thumbnailRows: t.values,
+          thumbnailRowsFrom: from,
+          thumbnailBin: t.bin,
+          thumbnailCells: t.n,
+        });
+      else Object.assign(data, thumbnailFields(t));
       // the role scores the page shows, counted by the forward pass (no map to count them from here)
       data.roleScores = checked(this.#core, this.#core.headRoleScores(h));
     }

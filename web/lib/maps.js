@@ -99,7 +99,7 @@ export function thumbnailsOf(core, h, text, options, model) {
   const { ablate = [], size = THUMBNAIL_SIZE } = options ?? {};
   whole('size', size, 1);
   const T = model.run(text, flatAblate(ablate));
-  const t = checked(core, core.attentionThumbnails(h, size));
+  const t = checked(core, core.attentionThumbnails(h, size, 0));
   return { text, ablate: ablate.map(([l, hd]) => [l, hd]), T, size, bin: t.bin, n: t.n, values: t.values };
 }
 

@@ -80,6 +80,7 @@ const RESULT_BUFFERS = [
   'attentionAll',
   'attentionRows',
   'thumbnails',
+  'thumbnailRows',
   'pulledRows',
   'roleScores',
   'contributionNorms',
@@ -130,8 +131,10 @@ export function claimForUpdate(result) {
 
 /**
  * What a run needs to know about an earlier result to send only the attention rows that changed:
- * its token ids, block width and switched-off heads. Null when `result` cannot take new rows (no
- * attention buffer, superseded already, other heads switched off, a patched run's: RunOptions.patch).
+ * its token ids and block width ({ ids, stride }), or for a result without maps its token ids and
+ * thumbnails' bin and cells ({ ids, thumbnailBin, thumbnailCells }). Null when `result` cannot take
+ * new rows (neither buffer, superseded already, other heads switched off, a patched run's:
+ * RunOptions.patch).
  */
 export function reuseInfo(result, ablate = []) {
   if (
@@ -139,14 +142,20 @@ export function reuseInfo(result, ablate = []) {
     result.patch || // a patched run's rows are no other run's
     superseded.has(result) ||
     claimed.has(result) ||
-    !(result.attentionAll instanceof Float32Array) ||
-    !result.attentionAll.length ||
     !sameAblate(result.ablate ?? [], ablate)
   )
     return null;
+  // a result without maps: its thumbnails, whose cell rows before the first changed token stay
+  const ids = () => Int32Array.from(result.tokens, (t) => t.id);
+  if (!result.attentionAll && result.thumbnails instanceof Float32Array) {
+    const n = result.thumbnailCells;
+    if (result.thumbnails.length !== result.nLayer * result.nHead * n * n) return null;
+    return { ids: ids(), thumbnailBin: result.thumbnailBin, thumbnailCells: n };
+  }
+  if (!(result.attentionAll instanceof Float32Array) || !result.attentionAll.length) return null;
   const S = strideOf(result);
   if (result.attentionAll.length !== result.nLayer * result.nHead * S * S) return null;
-  return { ids: Int32Array.from(result.tokens, (t) => t.id), stride: S };
+  return { ids: ids(), stride: S };
 }
 
 /**
@@ -155,7 +164,7 @@ export function reuseInfo(result, ablate = []) {
  * changed token are the same numbers. 0 when the rows do not fit previous's blocks (T > stride).
  */
 export function firstChangedRow(previous, ids) {
-  if (!previous || ids.length > previous.stride) return 0;
+  if (!previous?.stride || ids.length > previous.stride) return 0; // (a thumbnails result has no rows)
   return sharedPrefixLength(previous.ids, ids);
 }
 
@@ -188,6 +197,46 @@ export function withPreviousRows(previous, update) {
   const data = { ...update, attentionAll: A };
   delete data.attentionRows;
   return data;
+}
+
+/**
+ * A run's thumbnails from `update` (cell rows [thumbnailRowsFrom, n) of every head, as thumbnailRows)
+ * with the rows before them from `previous` (an earlier result at the same bin): into a new buffer,
+ * so that `previous` keeps its own (a view that painted it compares the two to repaint what changed).
+ * Cell rows before the first changed token's are the same numbers: a row of a map depends on the
+ * tokens up to it alone. The text may have grown or shrunk (n cells against previous's m): an earlier
+ * row holds nothing right of its diagonal, so min(m, n) cells of it are all there is.
+ */
+export function withPreviousThumbnails(previous, update) {
+  const { thumbnailRows, thumbnailRowsFrom: from, thumbnailCells: n, thumbnailBin, nLayer, nHead } = update;
+  const old = previous?.thumbnails,
+    m = previous?.thumbnailCells;
+  if (
+    !(old instanceof Float32Array) ||
+    previous.thumbnailBin !== thumbnailBin ||
+    old.length !== nLayer * nHead * m * m ||
+    from > Math.min(m, n) ||
+    thumbnailRows.length !== nLayer * nHead * (n - from) * n
+  )
+    throw new Error('the thumbnail rows do not fit the earlier result');
+  const C = new Float32Array(nLayer * nHead * n * n);
+  const width = Math.min(m, n);
+  for (let head = 0; head < nLayer * nHead; head++) {
+    for (let a = 0; a < from; a++)
+      C.set(old.subarray((head * m + a) * m, (head * m + a) * m + width), (head * n + a) * n);
+    C.set(thumbnailRows.subarray(head * (n - from) * n, (head + 1) * (n - from) * n), (head * n + from) * n);
+  }
+  const data = { ...update, thumbnails: C };
+  delete data.thumbnailRows;
+  delete data.thumbnailRowsFrom;
+  return data;
+}
+
+/** A run's data with what it left to `previous` put back: attention rows, or thumbnail rows. */
+export function withPrevious(previous, update) {
+  if (update.attentionRows) return withPreviousRows(previous, update);
+  if (update.thumbnailRows) return withPreviousThumbnails(previous, update);
+  return update;
 }
 
 function checkCurrent(result) {

@@ -295,8 +295,10 @@ class Model {
   // Every head's map as a thumbnail of at most `size` x `size` cells: bin = attention_thumbnail_bin(T,
   // size), each cell the largest weight of its bin x bin block (as attention_tile's). (L, NH, n, n),
   // n = ceil(T / bin). At LoadOptions::thumbnail_size these are the ones the run pooled (a copy);
-  // another size is recomputed from the key cache.
-  std::vector<float> attention_thumbnails(int size, int* bin = nullptr) const;
+  // another size is recomputed from the key cache. With row_begin (in [0, n]) only each head's cell
+  // rows [row_begin, n): (L, NH, n - row_begin, n), for a caller that holds the rows before it (typing
+  // changes the rows from the first changed token's on, while the bin stays).
+  std::vector<float> attention_thumbnails(int size, int* bin = nullptr, int row_begin = 0) const;
   // Every head's role scores on the last run, (L, NH, kRoleScores): each the mean over the rows that
   // count of a statistic of the head's attention row, in this order (the page's web/lib/analysis.js
   // names and explains them): previous (the weight on the token before), first (on the first token),

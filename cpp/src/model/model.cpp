@@ -472,8 +472,8 @@ AttentionTile Model::attention_tile(int layer, int head, int row_begin, int row_
   kernels::PoolScope threads(impl_->pool_.get());
   return impl_->attention_tile(layer, head, row_begin, row_end, col_begin, col_end, bin);
 }
-std::vector<float> Model::attention_thumbnails(int size, int* bin) const {
-  return impl_->attention_thumbnails(size, bin);
+std::vector<float> Model::attention_thumbnails(int size, int* bin, int row_begin) const {
+  return impl_->attention_thumbnails(size, bin, row_begin);
 }
 std::vector<double> Model::head_role_scores() const { return impl_->head_role_scores(); }
 std::vector<float> Model::hidden_states() const { return impl_->hidden_states(); }

@@ -31,7 +31,7 @@ struct Model::Impl {
   std::size_t attention_rows_floats(int row_begin, int block_rows, int stride) const;
   AttentionTile attention_tile(int layer, int head, int row_begin, int row_end, int col_begin, int col_end,
                                int bin) const;
-  std::vector<float> attention_thumbnails(int size, int* bin) const;
+  std::vector<float> attention_thumbnails(int size, int* bin, int row_begin) const;
   std::vector<float> hidden_states() const;
   std::vector<double> head_role_scores() const;
   std::vector<float> contribution(int layer, int head) const;

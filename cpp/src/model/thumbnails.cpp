@@ -110,9 +110,12 @@ void Model::Impl::prepare_thumbnails(int t_begin, int layer_begin) {
   }
 }
 
-std::vector<float> Model::Impl::attention_thumbnails(int size, int* bin_out) const {
+std::vector<float> Model::Impl::attention_thumbnails(int size, int* bin_out, int row_begin) const {
   require_run();
   const int bin = attention_thumbnail_bin(T_, size), n = (T_ + bin - 1) / bin;
+  if (row_begin < 0 || row_begin > n)
+    throw Error("attention thumbnails: row_begin " + std::to_string(row_begin) + " is outside [0, " +
+                std::to_string(n) + "], the thumbnails' cell rows");
   if (bin_out) *bin_out = bin;
   const std::size_t heads = (std::size_t)config_.n_layer * config_.n_head;
   if ((uint64_t)heads * n * n > kMaxResultFloats)
@@ -120,15 +123,20 @@ std::vector<float> Model::Impl::attention_thumbnails(int size, int* bin_out) con
                 std::to_string(heads) + " heads need " + std::to_string((uint64_t)heads * n * n * 4 >> 20) +
                 " MB, more than the " + std::to_string(kMaxResultFloats * 4 >> 20) +
                 " MB limit: ask for a smaller size");
-  std::vector<float> out(heads * n * n, 0.0f);
+  const int rows = n - row_begin;
+  std::vector<float> out(heads * rows * n, 0.0f);
   if (size == thumb_size_ && thumb_rows_ == T_) {  // the run's own
     const std::size_t S = thumb_size_;
     for (std::size_t lh = 0; lh < heads; lh++)
-      for (int a = 0; a < n; a++) std::copy_n(&thumbs_[(lh * S + a) * S], n, &out[(lh * n + a) * n]);
+      for (int a = row_begin; a < n; a++)
+        std::copy_n(&thumbs_[(lh * S + a) * S], n, &out[(lh * rows + a - row_begin) * n]);
     return out;
   }
   // another size: a pass over every map's rows (kept, or recomputed), pooled as the forward pools
-  pool_from_cache(out.data(), n, log2_of(bin), 0, config_.n_layer, 0, T_);
+  std::vector<float> all(heads * n * n, 0.0f);
+  pool_from_cache(all.data(), n, log2_of(bin), 0, config_.n_layer, 0, T_);
+  for (std::size_t lh = 0; lh < heads; lh++)
+    std::copy_n(&all[(lh * n + row_begin) * n], (std::size_t)rows * n, &out[lh * rows * n]);
   return out;
 }
 

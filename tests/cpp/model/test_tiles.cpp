@@ -57,6 +57,20 @@ void check_thumbnails(const Model& m, int size) {
                                  thumbs.begin() + (std::ptrdiff_t)(lh + 1) * n * n);
     test_util::require_same_bits(got, want, "head " + std::to_string(lh) + "'s thumbnail, bin " + std::to_string(bin));
   }
+  // from a cell row on (typing sends those): each head's rows [r, n) of the whole, bit for bit
+  for (const int r : {1, n / 2, n - 1, n}) {
+    if (r < 0 || r > n) continue;
+    const std::vector<float> part = m.attention_thumbnails(size, nullptr, r);
+    REQUIRE(part.size() == (std::size_t)L * NH * (n - r) * n);
+    for (int lh = 0; lh < L * NH; lh++)
+      test_util::require_same_bits(std::vector<float>(part.begin() + (std::ptrdiff_t)lh * (n - r) * n,
+                                                      part.begin() + (std::ptrdiff_t)(lh + 1) * (n - r) * n),
+                                   std::vector<float>(thumbs.begin() + (std::ptrdiff_t)(lh * n + r) * n,
+                                                      thumbs.begin() + (std::ptrdiff_t)(lh + 1) * n * n),
+                                   "head " + std::to_string(lh) + "'s thumbnail from cell row " + std::to_string(r));
+  }
+  REQUIRE_THROWS_WITH(m.attention_thumbnails(size, nullptr, n + 1), Catch::Matchers::Contains("outside [0, "));
+  REQUIRE_THROWS_WITH(m.attention_thumbnails(size, nullptr, -1), Catch::Matchers::Contains("outside [0, "));
 }
 
 void check_tiles(const Model& m, std::mt19937& rng) {

@@ -145,6 +145,54 @@ test("run(text, { attention: 'thumbnails' }) returns every head's thumbnail and 
       [1, 4, 8],
       'the texts cross the bins they were made for',
     );
+    // typing with `reuse` (as the demo's runner passes the result on screen): only each head's cell rows
+    // from the first changed token's on leave the engine (runData() says from where, against the
+    // earlier result's ids and bin), and the result equals a run without reuse, bit for bit; the
+    // earlier result keeps its own thumbnails (a view compares the two to repaint what changed)
+    const typing = [long(300), `${long(300)} and`, `${long(300)} and the`, long(520), long(500), long(20)];
+    let shownPage = null,
+      shownWorker = null;
+    const froms = [];
+    for (const text of typing) {
+      const want = reference.run(text, { attention: 'thumbnails' });
+      if (shownPage) {
+        const held = {
+          ids: Int32Array.from(shownPage.tokens, (t) => t.id),
+          thumbnailBin: shownPage.thumbnailBin,
+          thumbnailCells: shownPage.thumbnailCells,
+        };
+        const data = page.runData(text, { attention: 'thumbnails' }, held);
+        const ids = want.tokens.map((t) => t.id);
+        let shared = 0;
+        while (shared < Math.min(ids.length, held.ids.length) && ids[shared] === held.ids[shared]) shared++;
+        const from = held.thumbnailBin === want.thumbnailBin ? Math.floor(shared / want.thumbnailBin) : 0;
+        froms.push(from);
+        const n = want.thumbnailCells;
+        if (from > 0) {
+          assert.equal(data.thumbnailRowsFrom, from, text.slice(-20));
+          assert.equal(data.thumbnails, undefined, 'no row before it is copied out');
+          assert.equal(data.thumbnailRows.length, want.nLayer * want.nHead * (n - from) * n);
+        } else {
+          assert.equal(data.thumbnailRows, undefined);
+          assert.equal(data.thumbnails.length, want.nLayer * want.nHead * n * n);
+        }
+      }
+      const before = shownPage ? shownPage.thumbnails.slice() : null;
+      const p = page.run(text, { attention: 'thumbnails', reuse: shownPage });
+      const w = await worker.run(text, { attention: 'thumbnails', reuse: shownWorker });
+      for (const r of [p, w]) {
+        assert.equal(r.thumbnailCells, want.thumbnailCells);
+        assert.equal(r.thumbnailRows, undefined);
+        assert.deepEqual(r.thumbnails, want.thumbnails, `typing: T ${want.T}`);
+      }
+      if (before) assert.deepEqual(shownPage.thumbnails, before, 'the earlier result keeps its thumbnails');
+      shownPage = p;
+      shownWorker = w;
+    }
+    assert.ok(
+      froms.filter((f) => f > 0).length >= 2 && froms.includes(0),
+      `typing at the end sends its last rows, a new bin everything: ${froms}`,
+    );
     // pull: the rows of the heads asked for, from the first token that differs from the ids given
     const text = long(300);
     const full = reference.run(text);

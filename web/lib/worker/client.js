@@ -10,7 +10,7 @@
 // its absolute URL; worker-thread.js then resolves the .wasm and the shipped models from its own URL.
 import { shippedModels } from '../headscope.js';
 import { engineThreads } from '../wasm.js';
-import { makeResult, reuseInfo, claimForUpdate, withPreviousRows } from '../result.js';
+import { makeResult, reuseInfo, claimForUpdate, withPreviousRows, withPrevious } from '../result.js';
 import { WorkerChannel, WorkerStartError } from './protocol.js';
 import { generateOptions } from '../generation.js';
 import { loadOnPageThread } from './page-thread.js';
@@ -97,7 +97,7 @@ class WorkerModel {
       const data = await this.call('run', { text, options: rest, previous, onScreen: !!reuse }, onProgress, [], signal);
       // cancelled meanwhile (a newer text, another model): the result on screen stays as it was
       if (signal?.aborted) throw abortError();
-      return makeResult(data.attentionRows ? withPreviousRows(reuse, data) : data);
+      return makeResult(withPrevious(reuse, data));
     } finally {
       release();
     }

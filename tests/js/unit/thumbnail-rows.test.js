@@ -1,0 +1,64 @@
+// withPreviousThumbnails (web/lib/result.js): a run's thumbnail cell rows from `thumbnailRowsFrom` on,
+// put together with the rows before them from the earlier result, into a new buffer. Against a layout
+// written out here cell by cell; refusals of rows that do not fit.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { withPreviousThumbnails, withPrevious, reuseInfo } from '../../../web/lib/result.js';
+
+// heads x n x n cells, each value saying where it is: head * 1000 + row * 10 + column + offset
+const cells = (heads, n, offset = 0, rows = [0, n]) => {
+  const out = new Float32Array(heads * (rows[1] - rows[0]) * n);
+  for (let h = 0, i = 0; h < heads; h++)
+    for (let a = rows[0]; a < rows[1]; a++) for (let b = 0; b < n; b++, i++) out[i] = b <= a ? h * 1000 + a * 10 + b + offset : 0;
+  return out;
+};
+
+const shape = { nLayer: 1, nHead: 2 };
+const previousOf = (m) => ({ ...shape, thumbnails: cells(2, m), thumbnailCells: m, thumbnailBin: 4 });
+const updateOf = (n, from) => ({
+  ...shape,
+  thumbnailRows: cells(2, n, 0.5, [from, n]),
+  thumbnailRowsFrom: from,
+  thumbnailCells: n,
+  thumbnailBin: 4,
+});
+
+test('the earlier rows, then the new ones, in a new buffer; the text may grow or shrink a cell', () => {
+  for (const [m, n, from] of [
+    [5, 5, 3], // typing inside the last cell row
+    [5, 6, 4], // a new cell row
+    [6, 5, 2], // deleting
+    [5, 5, 0], // nothing shared
+  ]) {
+    const previous = previousOf(m);
+    const kept = previous.thumbnails.slice();
+    const data = withPrevious(previous, updateOf(n, from));
+    assert.equal(data.thumbnailRows, undefined);
+    assert.equal(data.thumbnailRowsFrom, undefined);
+    assert.equal(data.thumbnailCells, n);
+    assert.equal(data.thumbnails.length, 2 * n * n);
+    for (let h = 0; h < 2; h++)
+      for (let a = 0; a < n; a++)
+        for (let b = 0; b < n; b++) {
+          const want = b > a ? 0 : h * 1000 + a * 10 + b + (a >= from ? 0.5 : 0);
+          assert.equal(data.thumbnails[(h * n + a) * n + b], want, `m ${m} n ${n} from ${from}: head ${h} (${a}, ${b})`);
+        }
+    assert.notEqual(data.thumbnails, previous.thumbnails);
+    assert.deepEqual(previous.thumbnails, kept, 'the earlier result keeps its thumbnails');
+  }
+});
+
+test('rows that do not fit the earlier result are refused', () => {
+  assert.throws(() => withPreviousThumbnails(null, updateOf(5, 2)), /do not fit the earlier result/);
+  assert.throws(() => withPreviousThumbnails({ ...previousOf(5), thumbnailBin: 8 }, updateOf(5, 2)), /do not fit/);
+  assert.throws(() => withPreviousThumbnails(previousOf(2), updateOf(5, 3)), /do not fit/); // rows it never had
+  assert.throws(() => withPreviousThumbnails(previousOf(5), { ...updateOf(5, 2), thumbnailRowsFrom: 1 }), /do not fit/);
+});
+
+test('reuseInfo of a result without maps gives its ids, bin and cells; of a patched run nothing', () => {
+  const result = { ...previousOf(3), ablate: [], tokens: [{ id: 7 }, { id: 9 }] };
+  assert.deepEqual(reuseInfo(result), { ids: Int32Array.from([7, 9]), thumbnailBin: 4, thumbnailCells: 3 });
+  assert.equal(reuseInfo({ ...result, patch: { from: [], head: [0, 0] } }), null);
+  assert.equal(reuseInfo(result, [[0, 1]]), null, 'other heads switched off');
+  assert.equal(reuseInfo({ ...result, thumbnails: new Float32Array(3) }), null, 'a buffer of another size');
+});
