@@ -259,7 +259,10 @@ export interface RunOptions {
 /**
  * run(text, { attention: 'thumbnails' }): no full map in the result, every head's thumbnail instead
  * (at most 128 x 128 max-pooled cells a head, which the forward pass pooled as it went), so that a
- * long text's result stays small; pull exact values with attentionTile(). `reuse` is ignored.
+ * long text's result stays small; pull exact values with attentionTile(). With `reuse` (an earlier
+ * thumbnails result at the same bin and switched-off heads) only each head's cell rows from the
+ * first changed token's on are copied out of the engine (and, in a Worker, sent across); the result's
+ * thumbnails are whole, in a buffer of their own, and `reuse` keeps its own (it may still be read).
  */
 export interface ThumbnailRunOptions extends Omit<RunOptions, 'attention'> {
   attention: 'thumbnails';
