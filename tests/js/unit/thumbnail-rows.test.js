@@ -9,7 +9,8 @@ import { withPreviousThumbnails, withPrevious, reuseInfo } from '../../../web/li
 const cells = (heads, n, offset = 0, rows = [0, n]) => {
   const out = new Float32Array(heads * (rows[1] - rows[0]) * n);
   for (let h = 0, i = 0; h < heads; h++)
-    for (let a = rows[0]; a < rows[1]; a++) for (let b = 0; b < n; b++, i++) out[i] = b <= a ? h * 1000 + a * 10 + b + offset : 0;
+    for (let a = rows[0]; a < rows[1]; a++)
+      for (let b = 0; b < n; b++, i++) out[i] = b <= a ? h * 1000 + a * 10 + b + offset : 0;
   return out;
 };
 
@@ -41,7 +42,11 @@ test('the earlier rows, then the new ones, in a new buffer; the text may grow or
       for (let a = 0; a < n; a++)
         for (let b = 0; b < n; b++) {
           const want = b > a ? 0 : h * 1000 + a * 10 + b + (a >= from ? 0.5 : 0);
-          assert.equal(data.thumbnails[(h * n + a) * n + b], want, `m ${m} n ${n} from ${from}: head ${h} (${a}, ${b})`);
+          assert.equal(
+            data.thumbnails[(h * n + a) * n + b],
+            want,
+            `m ${m} n ${n} from ${from}: head ${h} (${a}, ${b})`,
+          );
         }
     assert.notEqual(data.thumbnails, previous.thumbnails);
     assert.deepEqual(previous.thumbnails, kept, 'the earlier result keeps its thumbnails');
