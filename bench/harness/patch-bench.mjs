@@ -11,7 +11,9 @@
 // spike on the shared machine hits all alike.
 // Usage: node bench/harness/patch-bench.mjs --model DIR --cli PATH --pkg DIR --out FILE [--quick]
 //          [--repeats N] [--threads 2] [--browser-threads 2,1] [--no-browser]
-//   DIR: a folder with GPT-2's tokenizer (bench/shapes/make_gpt2_small.py); --pkg: the package's files
+//   DIR: a folder with GPT-2's tokenizer (bench/shapes/make_gpt2_small.py), or a Llama-family one whose
+//     tokenizer makes the texts 20 tokens too (bench/shapes/make_llama_small.py's SmolLM2-135M);
+//     --pkg: the package's files
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
@@ -42,12 +44,15 @@ const TOKENS = 20;
 const FIRST_DIFFERENCE = 1;
 
 const config = JSON.parse(readFileSync(path.join(opt.model, 'config.json'), 'utf8'));
+// GPT-2's config names, or the Llama family's
+const nLayer = config.n_layer ?? config.num_hidden_layers,
+  nHead = config.n_head ?? config.num_attention_heads;
 const out = {
   model: {
     dir: path.resolve(opt.model),
-    n_layer: config.n_layer,
-    n_head: config.n_head,
-    n_embd: config.n_embd,
+    n_layer: nLayer,
+    n_head: nHead,
+    n_embd: config.n_embd ?? config.hidden_size,
     vocab_size: config.vocab_size,
   },
   tokens: TOKENS,
@@ -87,7 +92,7 @@ if (report.tokens_clean.length !== TOKENS || report.first_difference !== FIRST_D
   );
 // the patching alone: each patch's time less the run beside it (the load and one run of the text)
 const alone = patchMs.map((ms, i) => ms - runMs[i]);
-out.exact_runs = config.n_layer * (config.n_head + TOKENS - FIRST_DIFFERENCE);
+out.exact_runs = nLayer * (nHead + TOKENS - FIRST_DIFFERENCE);
 out.native = { threads, patch_command: stats(patchMs), run_command: stats(runMs), patching: stats(alone) };
 
 // ---- Chromium --------------------------------------------------------------------------------------
