@@ -368,16 +368,36 @@ void matmul_q8_forward(float* out, const float* inp, const PackedLinear& W, int 
 
 void matmul_q8_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin, int k_end,
                             int T) noexcept {
-  // rows [k_begin, k_end) of the weight dequantized (q * s) and packed as a float32 layer, per thread
+  // rows [k_begin, k_end) of the weight dequantized (q * s) and packed as a float32 layer, per thread.
+  // Model::run takes W_O head by head, so a typed token does this for every layer's whole W_O: the
+  // weights are read panel by panel, in their own order, straight into the float32 panels when those
+  // are as wide (the SIMD builds), else into the Conv1D layout and packed (the same numbers either way).
   static thread_local std::vector<float> weight;
   static thread_local PackedLinear slice;
-  const int depth = k_end - k_begin, G = W.q8_group, P = W.panel_width, groups = (W.K + G - 1) / G;
-  weight.resize((std::size_t)depth * W.N);
-  for (int k = k_begin; k < k_end; k++)
-    for (int n = 0; n < W.N; n++)
-      weight[(std::size_t)(k - k_begin) * W.N + n] =
-          (float)W.panels_q8[(((std::size_t)(n / P) * groups + k / G) * P + n % P) * G + k % G] * W.q8_scales[n];
-  pack_linear_into(slice, weight.data(), nullptr, depth, W.N);
+  const int depth = k_end - k_begin, N = W.N, G = W.q8_group, P = W.panel_width, groups = (W.K + G - 1) / G;
+  const int panels = (N + P - 1) / P;
+  const bool direct = linear_panel_width() == P;
+  if (direct) {
+    slice.K = depth;
+    slice.N = N;
+    slice.panel_width = P;
+    slice.panels_f16.clear();
+    slice.bias.clear();
+    slice.panels.assign((std::size_t)panels * depth * P, 0.0f);  // zero past N, as pack_linear_into pads
+  } else {
+    weight.resize((std::size_t)depth * N);
+  }
+  for (int p = 0; p < panels; p++) {
+    const int n0 = p * P, width = std::min(P, N - n0);
+    const float* scale = &W.q8_scales[n0];
+    for (int k = k_begin; k < k_end; k++) {
+      const int8_t* q = &W.panels_q8[(((std::size_t)p * groups + k / G) * P) * G + k % G];
+      float* dst = direct ? &slice.panels[((std::size_t)p * depth + (k - k_begin)) * P]
+                          : &weight[(std::size_t)(k - k_begin) * N + n0];
+      for (int j = 0; j < width; j++) dst[j] = (float)q[(std::size_t)j * G] * scale[j];
+    }
+  }
+  if (!direct) pack_linear_into(slice, weight.data(), nullptr, depth, N);
   matmul_rows_forward(out, inp + k_begin, inp_stride, slice, 0, depth, T);
 }
 

@@ -235,4 +235,14 @@ TEST_CASE("q8: one head's rows through W_O are the float32 product on the dequan
       INFO("row " << t << " column " << n);
       REQUIRE(std::fabs(got[(std::size_t)t * N + n] - s) <= kernel_checks::sum_bound(k1 - k0, a));
     }
+  // and exactly the float32 kernel's product on the dequantized weights, packed as a float32 layer:
+  // row ranges that start and end inside a group of the 8-bit layout, and whole
+  const k::PackedLinear deq_packed = k::pack_linear(deq.data(), nullptr, K, N);
+  for (const auto [r0, r1] : {std::pair{k0, k1}, std::pair{5, 27}, std::pair{0, K}, std::pair{47, 48}}) {
+    INFO("rows [" << r0 << ", " << r1 << ")");
+    std::vector<float> q8_rows((std::size_t)T * N), f32_rows((std::size_t)T * N);
+    k::matmul_rows_forward(q8_rows.data(), x.data(), stride, W, r0, r1, T);
+    k::matmul_rows_forward(f32_rows.data(), x.data(), stride, deq_packed, r0, r1, T);
+    test_util::require_same_bits(q8_rows, f32_rows, "one head's rows through 8-bit W_O");
+  }
 }
