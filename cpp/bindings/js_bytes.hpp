@@ -22,8 +22,10 @@ class JsBytes final : public ByteSource {
     const emscripten::val piece = u8_.call<emscripten::val>("subarray", (double)offset, (double)(offset + n));
     if (!piece.instanceof (emscripten::val::global("Uint8Array")) || piece["length"].as<double>() != (double)n) {
       const emscripten::val error = u8_["error"];
+      const std::string why = error.isString() ? error.as<std::string>() : "";
       throw Error("model.safetensors could not be read at bytes " + std::to_string(offset) + "-" +
-                  std::to_string(offset + n) + (error.isString() ? ": " + error.as<std::string>() : ""));
+                  std::to_string(offset + n) +
+                  (why.empty() ? ": the file ended early (did it change after it was picked?)" : ": " + why));
     }
     // the view is made right before the copy: nothing in between can grow (and detach) wasm memory
     emscripten::val(emscripten::typed_memory_view(n, dst)).call<void>("set", piece);

@@ -52,9 +52,11 @@ class Trainer {
   // their gradients only, no parameters of its own (params() is empty), no weight gradients, no steps,
   // no load. For an analysis's gradients (attribution patching) at any size the model opens, where a
   // float32 copy of the weights would double the memory. The model must outlive it and keep its
-  // weights. Its passes equal a trainer's that load()ed the model, bit for bit with float32 and F16
-  // weights; with 8-bit weights the forward is the model's own (inputs quantized per row) and the
-  // backward goes through the dequantized weights, as the loaded trainer's does.
+  // weights. Its forward is the model's own in every storage: W_O head by head, as Model::run takes it
+  // (8-bit: inputs quantized per row); the backward goes through the weights as unpack_linear gives
+  // them (8-bit: dequantized), as a trainer that load()ed the model does. Against such a trainer with
+  // some head gate not 1 (both then take W_O head by head) its passes are the same bits in float32; an
+  // F16 LM head's backward sums the vocabulary in blocks, the same terms in another order.
   Trainer(const Model& model, int B, int T, std::size_t max_bytes = std::size_t(1) << 31);
   bool borrowing() const;
   Trainer(Trainer&&) noexcept;

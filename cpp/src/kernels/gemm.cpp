@@ -367,11 +367,12 @@ void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, 
   if (dweight) weight_grad(dweight, dout, inp, N, OC, K);
 }
 
-void matmul_packed_backward(float* dinp, const float* dout, const PackedLinear& W, int N) noexcept {
+void matmul_packed_backward(float* dinp, const float* dout, const PackedLinear& W, int N,
+                            std::vector<float>& weight_t) noexcept {
   // the packed panels written straight into the transposed scratch matmul_backward fills from a Conv1D
   // weight, with the values unpack_linear gives (F16 widened exactly, 8-bit as q * s): the same product
   const int K = W.K, OC = W.N, pw = W.panel_width, panels = (OC + pw - 1) / pw;
-  static thread_local std::vector<float> weight_t, row;
+  static thread_local std::vector<float> row;
   weight_t.resize((std::size_t)K * OC);
   row.resize(pw);
   const int G = W.q8_group, groups = W.is_q8() ? (K + G - 1) / G : 0;

@@ -301,7 +301,10 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 // dinp (N, K) += dout (N, OC) @ W^T for a packed layer W (K, OC) of any storage, read as unpack_linear
 // gives it (8-bit: q * s): the input's gradient alone, equal to matmul_backward's on the unpacked weight
 // bit for bit. A trainer that reads a Model's own layers (Trainer's borrowing constructor) uses it.
-void matmul_packed_backward(float* dinp, const float* dout, const PackedLinear& W, int N) noexcept;
+// scratch: the caller's, grown to K x OC floats (the weight transposed), so that it lives as long as
+// the caller does (a billion-parameter MLP's is 134 MB).
+void matmul_packed_backward(float* dinp, const float* dout, const PackedLinear& W, int N,
+                            std::vector<float>& scratch) noexcept;
 // the tied LM head: dinp (N, K), dweight (OC, K) or null += ...; dout (N, OC); weight (OC, K)
 void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
                                 int N, int K, int OC) noexcept;

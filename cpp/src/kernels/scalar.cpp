@@ -145,8 +145,8 @@ void matmul_transposed_backward(float* dinp, float* dweight, const float* dout, 
                                 int N, int K, int OC) noexcept {
   ref::matmul_transposed_backward<float>(dinp, dweight, dout, inp, weight, N, K, OC);
 }
-void matmul_packed_backward(float* dinp, const float* dout, const PackedLinear& W, int N) noexcept {
-  static thread_local std::vector<float> weight;
+void matmul_packed_backward(float* dinp, const float* dout, const PackedLinear& W, int N,
+                            std::vector<float>& weight) noexcept {
   weight.resize((std::size_t)W.K * W.N);
   unpack_linear(weight.data(), nullptr, W);
   ref::matmul_backward<float>(dinp, nullptr, nullptr, dout, nullptr, weight.data(), N, W.K, W.N);

@@ -128,7 +128,9 @@ Trainer::Trainer(const ModelConfig& config, int B, int T, std::size_t max_bytes,
   // transpose on its way there: one matrix)
   const double packed = (double)P + (llama() ? (double)C * std::max<int64_t>({W, 2 * H, QW}) : 0.0);
   const double copies = owns == Owns::everything ? 4.0 : owns == Owns::no_moments ? 2.0 : 0.0;
-  const double need = 4.0 * (copies * (double)P + 2.0 * n_acts + (owns == Owns::nothing ? 0.0 : packed));
+  // (borrowing: no copy, but the largest layer transposed for its input's gradient)
+  const double largest = (double)C * std::max<int64_t>({W, QW, llama() ? 2 * H : H});
+  const double need = 4.0 * (copies * (double)P + 2.0 * n_acts + (owns == Owns::nothing ? largest : packed));
   if (need > (double)max_bytes)
     throw Error("train: this shape needs about " + std::to_string((long long)(need / 1048576.0)) +
                 " MiB, more than the limit of " + std::to_string((long long)(max_bytes / 1048576)) +

@@ -19,8 +19,9 @@ struct Trainer::Packed {
   std::unique_ptr<kernels::ThreadPool> pool;  // the kernels' threads (set_threads)
   kernels::ThreadPool* borrowed = nullptr;    // or a model's (share_threads)
   kernels::ThreadPool* threads() const { return borrowed ? borrowed : pool.get(); }
-  // the Llama family: its rotary frequencies, a matrix's transpose on its way into the packed layout,
-  // and the zero biases its packed layers carry (the forward reads a bias of every layer)
+  // the Llama family: its rotary frequencies, a matrix's transpose on its way into the packed layout
+  // (when borrowing, of both families: a borrowed layer transposed for its input's gradient), and the
+  // zero biases its packed layers carry (the forward reads a bias of every layer)
   std::vector<double> rope;
   std::vector<float> transposed, zeros;
   // a borrowed model's F16 LM head: rows widened for its forward (matmul_transposed_f16_forward) and

@@ -113,7 +113,7 @@ void Trainer::linear_backward(int l, Linear which, float* dinp, const float* dou
                                : which == Linear::attn_out ? b.attn_out
                                : which == Linear::mlp_in   ? b.mlp_in
                                                            : b.mlp_out;
-    k::matmul_packed_backward(dinp, dout, W, N);
+    k::matmul_packed_backward(dinp, dout, W, N, packed_->transposed);
     return;
   }
   const Layer& w = layers_[l];

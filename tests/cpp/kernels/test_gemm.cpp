@@ -294,7 +294,9 @@ TEST_CASE("train: matmul_packed_backward equals matmul_backward on the unpacked 
           const auto start = random_values(N * K, rng);
           auto want = start, got = start;
           k::matmul_backward(want.data(), nullptr, nullptr, dout.data(), nullptr, unpacked.data(), N, K, OC);
-          k::matmul_packed_backward(got.data(), dout.data(), W, N);
+          std::vector<float> scratch;
+          k::matmul_packed_backward(got.data(), dout.data(), W, N, scratch);
+          REQUIRE(scratch.size() == (std::size_t)K * OC);
           REQUIRE(got == want);
         }
 }
