@@ -135,8 +135,8 @@ std::vector<float> Model::Impl::attention_thumbnails(int size, int* bin_out, int
   // another size: a pass over every map's rows (kept, or recomputed), pooled as the forward pools
   std::vector<float> all(heads * n * n, 0.0f);
   pool_from_cache(all.data(), n, log2_of(bin), 0, config_.n_layer, 0, T_);
-  for (std::size_t lh = 0; lh < heads; lh++)
-    std::copy_n(&all[(lh * n + row_begin) * n], (std::size_t)rows * n, &out[lh * rows * n]);
+  for (std::size_t lh = 0; lh < heads; lh++)  // (pointers, not &v[i]: no rows at all is an empty `out`)
+    std::copy_n(all.data() + (lh * n + row_begin) * n, (std::size_t)rows * n, out.data() + lh * rows * n);
   return out;
 }
 

@@ -238,7 +238,7 @@ TEST_CASE("q8: one head's rows through W_O are the float32 product on the dequan
   // and exactly the float32 kernel's product on the dequantized weights, packed as a float32 layer:
   // row ranges that start and end inside a group of the 8-bit layout, and whole
   const k::PackedLinear deq_packed = k::pack_linear(deq.data(), nullptr, K, N);
-  for (const auto [r0, r1] : {std::pair{k0, k1}, std::pair{5, 27}, std::pair{0, K}, std::pair{47, 48}}) {
+  for (const auto& [r0, r1] : {std::pair{k0, k1}, std::pair{5, 27}, std::pair{0, K}, std::pair{47, 48}}) {
     INFO("rows [" << r0 << ", " << r1 << ")");
     std::vector<float> q8_rows((std::size_t)T * N), f32_rows((std::size_t)T * N);
     k::matmul_rows_forward(q8_rows.data(), x.data(), stride, W, r0, r1, T);
