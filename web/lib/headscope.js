@@ -13,7 +13,6 @@ import {
   roomyStride,
   withPreviousRows,
   withPrevious,
-  sharedPrefixLength,
   claimForUpdate,
   flatAblate,
   engineTokens,
@@ -24,7 +23,7 @@ import { generateOptions, WrittenText, toWellFormed, byteToIndexMaps, writeToken
 import { HeadscopeTrainer, presetsFromCore, measureHeadsOf } from './trainer.js';
 import { patchOf, runPatch } from './patching.js';
 import { explainOf, circuitsOf, inspectOf, attributionOf, integers } from './explain.js';
-import { tileOf, thumbnailsOf, thumbnailFields, pulledRowsOf, THUMBNAIL_SIZE } from './maps.js';
+import { tileOf, thumbnailsOf, runThumbnailsOf, pulledRowsOf } from './maps.js';
 
 export { shippedModels, defaultModelName } from './files.js';
 export { wasmHeapUsedBytes, wasmMemoryBytes } from './wasm.js';
@@ -201,22 +200,7 @@ export class HeadscopeModel {
       maps,
     });
     if (!maps) {
-      // with `previous` at the same bin, only each head's cell rows from the first changed token's on:
-      // typing at the end of a long text sends its last cell row (result.js's withPreviousThumbnails)
-      const bin = checked(this.#core, this.#core.attentionThumbnailBin(T, THUMBNAIL_SIZE));
-      const from =
-        previousThumbnails?.thumbnailBin === bin
-          ? Math.floor(sharedPrefixLength(previousThumbnails.ids, h.tokenIds()) / bin)
-          : 0;
-      const t = checked(this.#core, this.#core.attentionThumbnails(h, THUMBNAIL_SIZE, from));
-      if (from > 0)
-        Object.assign(data, {
-          thumbnailRows: t.values,
-          thumbnailRowsFrom: from,
-          thumbnailBin: t.bin,
-          thumbnailCells: t.n,
-        });
-      else Object.assign(data, thumbnailFields(t));
+      Object.assign(data, runThumbnailsOf(this.#core, h, T, previousThumbnails));
       // the role scores the page shows, counted by the forward pass (no map to count them from here)
       data.roleScores = checked(this.#core, this.#core.headRoleScores(h));
     }

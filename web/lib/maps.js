@@ -59,6 +59,20 @@ export const THUMBNAIL_SIZE = 128;
 export const thumbnailFields = (t) => ({ thumbnails: t.values, thumbnailBin: t.bin, thumbnailCells: t.n });
 
 /**
+ * The thumbnails of the run the engine holds (T tokens), as a result's fields. With `previous`
+ * (reuseInfo() of an earlier thumbnails result) at the same bin, only each head's cell rows from the
+ * first changed token's on, as thumbnailRows from thumbnailRowsFrom: typing at the end of a long text
+ * copies out its last cell row (result.js's withPreviousThumbnails puts the others back).
+ */
+export function runThumbnailsOf(core, h, T, previous) {
+  const bin = checked(core, core.attentionThumbnailBin(T, THUMBNAIL_SIZE));
+  const from = previous?.thumbnailBin === bin ? Math.floor(sharedPrefixLength(previous.ids, h.tokenIds()) / bin) : 0;
+  const t = checked(core, core.attentionThumbnails(h, THUMBNAIL_SIZE, from));
+  if (from === 0) return thumbnailFields(t);
+  return { thumbnailRows: t.values, thumbnailRowsFrom: from, thumbnailBin: t.bin, thumbnailCells: t.n };
+}
+
+/**
  * run()'s `pull` option ({ heads: [[layer, head], ...], ids, window? }): the rows of those heads' maps
  * from the first token where the run's token ids differ from `ids` (the tokens of the rows the caller
  * holds already), every column; with `window` ({ around, size }: windowAround(T, around, size),

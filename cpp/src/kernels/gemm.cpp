@@ -375,15 +375,13 @@ void matmul_packed_backward(float* dinp, const float* dout, const PackedLinear& 
   static thread_local std::vector<float> row;
   weight_t.resize((std::size_t)K * OC);
   row.resize(pw);
-  const int G = W.q8_group, groups = W.is_q8() ? (K + G - 1) / G : 0;
   for (int p = 0; p < panels; p++) {
     const int n0 = p * pw, width = std::min(pw, OC - n0);
     for (int k = 0; k < K; k++) {
       const std::size_t at = ((std::size_t)p * K + k) * pw;
       const float* src = row.data();
       if (W.is_q8())
-        for (int j = 0; j < width; j++)
-          row[j] = (float)W.panels_q8[(((std::size_t)p * groups + k / G) * pw + j) * G + k % G] * W.q8_scales[n0 + j];
+        q8_dequantize_panel_row(row.data(), W, p, k);
       else if (W.is_f16())
         f16_unpack_forward(row.data(), &W.panels_f16[at], pw);
       else

@@ -134,6 +134,10 @@ PackedLinear pack_linear_q8(const float* weight, const float* bias, int K, int N
 void unpack_linear_q8(int8_t* q, float* scales, const PackedLinear& W);
 // codes (T, q8_code_stride(K)) and scales (T) of the rows of x (T rows of K, row stride x_stride), as
 // defined above; the codes past K (padding to whole groups) are 64
+// Row k of an 8-bit layer's panel p as float32, q * s, its columns that exist (min(panel width, N - p *
+// panel width) of them): the one reader of the packed layout for the float32 paths (one head's rows
+// through W_O, the input gradient through a borrowed layer).
+void q8_dequantize_panel_row(float* dst, const PackedLinear& W, int p, int k) noexcept;
 int q8_code_stride(int K);
 void q8_quantize_rows(uint8_t* codes, float* scales, const float* x, std::size_t x_stride, int T, int K) noexcept;
 // matmul_forward's and matmul_rows_forward's 8-bit halves (both builds' matmul_forward call them)

@@ -366,6 +366,13 @@ void matmul_q8_forward(float* out, const float* inp, const PackedLinear& W, int 
   });
 }
 
+void q8_dequantize_panel_row(float* dst, const PackedLinear& W, int p, int k) noexcept {
+  const int G = W.q8_group, P = W.panel_width, groups = (W.K + G - 1) / G, n0 = p * P;
+  const int8_t* q = &W.panels_q8[(((std::size_t)p * groups + k / G) * P) * G + k % G];
+  const float* scale = &W.q8_scales[n0];
+  for (int j = 0; j < std::min(P, W.N - n0); j++) dst[j] = (float)q[(std::size_t)j * G] * scale[j];
+}
+
 void matmul_q8_rows_forward(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin, int k_end,
                             int T) noexcept {
   // rows [k_begin, k_end) of the weight dequantized (q * s) and packed as a float32 layer, per thread.
@@ -374,7 +381,7 @@ void matmul_q8_rows_forward(float* out, const float* inp, int inp_stride, const 
   // are as wide (the SIMD builds), else into the Conv1D layout and packed (the same numbers either way).
   static thread_local std::vector<float> weight;
   static thread_local PackedLinear slice;
-  const int depth = k_end - k_begin, N = W.N, G = W.q8_group, P = W.panel_width, groups = (W.K + G - 1) / G;
+  const int depth = k_end - k_begin, N = W.N, P = W.panel_width;
   const int panels = (N + P - 1) / P;
   const bool direct = linear_panel_width() == P;
   if (direct) {
@@ -387,16 +394,11 @@ void matmul_q8_rows_forward(float* out, const float* inp, int inp_stride, const 
   } else {
     weight.resize((std::size_t)depth * N);
   }
-  for (int p = 0; p < panels; p++) {
-    const int n0 = p * P, width = std::min(P, N - n0);
-    const float* scale = &W.q8_scales[n0];
-    for (int k = k_begin; k < k_end; k++) {
-      const int8_t* q = &W.panels_q8[(((std::size_t)p * groups + k / G) * P) * G + k % G];
-      float* dst = direct ? &slice.panels[((std::size_t)p * depth + (k - k_begin)) * P]
-                          : &weight[(std::size_t)(k - k_begin) * N + n0];
-      for (int j = 0; j < width; j++) dst[j] = (float)q[(std::size_t)j * G] * scale[j];
-    }
-  }
+  for (int p = 0; p < panels; p++)
+    for (int k = k_begin; k < k_end; k++)
+      q8_dequantize_panel_row(direct ? &slice.panels[((std::size_t)p * depth + (k - k_begin)) * P]
+                                     : &weight[(std::size_t)(k - k_begin) * N + p * P],
+                              W, p, k);
   if (!direct) pack_linear_into(slice, weight.data(), nullptr, depth, N);
   matmul_rows_forward(out, inp + k_begin, inp_stride, slice, 0, depth, T);
 }
