@@ -152,9 +152,9 @@ class Trainer {
   // what the passes read besides the linear layers, from the parameters or a borrowed model (passes.cpp)
   struct Reads;
   Reads reads() const;
-  void embed(int N, int T);                 // encoded_ <- the rows' token (and position) embeddings
-  void head_forward(int N);                 // logits_ <- lnf_ through the LM head
-  void head_backward(int N, bool weights);  // dlnf_ (and the head's weight gradient) += from dlogits_
+  void embed(int N, int T, const float* wpe);  // encoded_ <- the rows' token (and GPT-2's position) embeddings
+  void head_forward(int N);                    // logits_ <- lnf_ through the LM head
+  void head_backward(int N, bool weights);     // dlnf_ (and the head's weight gradient) += from dlogits_
   enum class Linear { attn_in, attn_out, mlp_in, mlp_out };
   // dinp += dout @ W^T through layer l's linear layer, and its weight's and bias's gradients with weights
   void linear_backward(int l, Linear which, float* dinp, const float* dout, const float* inp, int N, bool weights);

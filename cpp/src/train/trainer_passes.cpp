@@ -42,9 +42,8 @@ Trainer::Reads Trainer::reads() const {
 }
 
 // GPT-2 adds the position's row of wpe; the Llama family rotates q and k inside the block instead
-void Trainer::embed(int N, int T) {
+void Trainer::embed(int N, int T, const float* wpe) {
   const int C = config_.n_embd;
-  const float* wpe = reads().wpe;
   for (int i = 0; i < N; i++) {
     float* out = &encoded_[(std::size_t)i * C];
     const std::size_t row = (std::size_t)ids_[i] * C;
@@ -159,7 +158,7 @@ float Trainer::forward(const int* ids, const int* targets, int B, int T) {
   const float eps = config_.layer_norm_epsilon;
 
   // the model's forward on B sequences from position 0, keeping every layer's activations
-  embed(N, T);
+  embed(N, T, w.wpe);
   const float* residual = encoded_.data();
   for (std::size_t l = 0; l < layers_.size(); l++) {
     LayerActs& a = acts_[l];
