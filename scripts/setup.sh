@@ -14,6 +14,7 @@ APT_PACKAGES=(
   emscripten wabt binaryen          # WebAssembly build and inspection (wasm-objdump)
   libeigen3-dev libxsimd-dev catch2 nlohmann-json3-dev
   python3-torch python3-numpy python3-regex libopenblas0-openmp   # training and PyTorch reference checks
+  python3-onnx                      # the bench builds transformers.js's 8-bit graph (bench/shapes/)
   unicode-data                      # UnicodeData.txt for the tokenizer's category tables
   chromium chromium-driver fonts-dejavu-core         # end-to-end tests in headless Chromium
 )
