@@ -123,7 +123,24 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
           }
         };
         int t = 0;
+#if defined(__EMSCRIPTEN__) && !HEADSCOPE_RELAXED_SIMD
+        // SIMD128: full row tiles packed k-major once per group, then one pointer feeds the broadcasts
+        // (gemm_tile.hpp, packed_tile_kmajor: the same bits). bench/harness/gemm-tiles.mjs measured it
+        // 1.02-1.11x the row pointers' tile in SIMD128 and 0.94-1.02x with relaxed SIMD, whose fused
+        // multiply-add leaves the loop short of FP work instead (bench/README.md, "The GEMM at the ceiling").
+        alignas(16) float xk[kTileRows * kDepthBlock];
+        for (; t + kTileRows <= T; t += kTileRows) {
+          gemm::pack_rows_kmajor<kTileRows>(xk, inp + (std::size_t)t * inp_stride + k0, inp_stride, depth);
+          for (int p = g0; p < g1; p++) {
+            const int n0 = p * kPanel;
+            gemm::packed_tile_kmajor<kTileRows>(out + (std::size_t)t * N + n0, N, xk, slices + (p - g0) * slice_stride,
+                                                depth, start, has_bias ? W.bias.data() + n0 : nullptr,
+                                                std::min(kPanel, N - n0));
+          }
+        }
+#else
         for (; t + kTileRows <= T; t += kTileRows) row_tile(gemm::packed_tile<kTileRows>, t);
+#endif
         if (T - t == 1)  // a last single row (the one-token update's whole product)
           lone_row(out + (std::size_t)t * N, inp + (std::size_t)t * inp_stride + k0, slices, slice_stride, g0, g1, N,
                    depth, start, has_bias ? W.bias.data() : nullptr);

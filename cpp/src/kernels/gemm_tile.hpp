@@ -132,6 +132,45 @@ inline void packed_tile(float* out, int out_stride, const float* a, int a_stride
   tile_store<ROWS>(acc0, acc1, out, out_stride, n_valid);
 }
 
+// packed_tile on a row tile packed k-major: A's element (r, k) at xk[k * ROWS + r] (pack_rows_kmajor).
+// The same chains, so the same bits. What it saves is V8's address arithmetic: wasm addresses are one
+// 32-bit offset from the memory's base, so packed_tile's ROWS row pointers cost an `lea` each per
+// step before their broadcasts, and with ROWS + 2 pointers live the loop's bound spilled to the stack
+// (`perf annotate` of V8's code for the 4 x 8 tile: 28 instructions a step for 16 multiplies and adds,
+// more than Zen's 6-wide dispatch feeds in the 4 cycles the FP pipes need). Packed, the ROWS
+// broadcasts are one pointer's constant offsets (v128.load32_splat offset=4r), and the loop ends on a
+// pointer compare. Used for the full row tiles in SIMD128 wasm; x86 addressing folds base + index itself.
+template <int ROWS>
+inline void packed_tile_kmajor(float* out, int out_stride, const float* xk, const float* panel, int depth,
+                               TileStart start, const float* bias, int n_valid) noexcept {
+  batch acc0[ROWS], acc1[ROWS];
+  tile_start<ROWS>(acc0, acc1, out, out_stride, start, bias, n_valid);
+  const float* w = panel;
+  const float* const w_end = panel + (std::size_t)depth * kPanel;
+  for (; w != w_end; w += kPanel, xk += ROWS) {
+    const batch w0 = batch::load_unaligned(w);
+    const batch w1 = batch::load_unaligned(w + kLanes);
+    for (int r = 0; r < ROWS; r++) {
+#ifdef __EMSCRIPTEN__
+      const batch xv(_mm_load1_ps(xk + r));  // v128.load32_splat
+#else
+      const batch xv(xk[r]);
+#endif
+      acc0[r] = simd::madd(xv, w0, acc0[r]);
+      acc1[r] = simd::madd(xv, w1, acc1[r]);
+    }
+  }
+  tile_store<ROWS>(acc0, acc1, out, out_stride, n_valid);
+}
+// xk (depth, ROWS) = A (ROWS, depth) transposed, A row-major with row stride a_stride
+template <int ROWS>
+inline void pack_rows_kmajor(float* xk, const float* a, int a_stride, int depth) noexcept {
+  for (int r = 0; r < ROWS; r++) {
+    const float* row = a + (std::size_t)r * a_stride;
+    for (int k = 0; k < depth; k++) xk[k * ROWS + r] = row[k];
+  }
+}
+
 // One input row against PANELS panels at once: the one-token update's products, which are
 // matrix-vector products. packed_tile<1> has two accumulators, so each step of k waits out the latency
 // of the step before, and reads its panel at about 9.5 GB/s in V8 on this machine (a stream summed
