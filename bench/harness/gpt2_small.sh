@@ -7,6 +7,8 @@
 #   typing at the end of 1,000 tokens in the demo (headless Chromium)     -> gpt2-small-typing.md
 #   the package at 1 and 2 threads against onnxruntime-web in Chromium,
 #     on a cross-origin-isolated page, and the trainer at 1 and 2 threads -> gpt2-small-browser.md
+#   in the same page and rounds, the package's q8 against transformers.js
+#     at its defaults (device wasm, dtype q8)                            -> gpt2-small-browser-tjs.md
 # Full: a random checkpoint of GPT-2 small's exact shape (548 MB, .cache/bench/gpt2-small, never in
 # the repository); the three files are written to bench/.
 # BENCH_QUICK=1: the same scripts on a small model with GPT-2's vocabulary and context (2 layers x 4
@@ -33,6 +35,15 @@ mkdir -p "$OUT" .cache/bench
 if [ ! -f "$G-onnx/forward.onnx" ] || [ "$G/model.safetensors" -nt "$G-onnx/forward.onnx" ]; then
   log "exporting the ONNX graph with torch.onnx"
   /usr/bin/python3 bench/shapes/export_onnx.py "$G" "$G-onnx" >"$OUT/export-onnx.log" 2>&1 || { tail -20 "$OUT/export-onnx.log" >&2; exit 1; }
+fi
+
+# transformers.js's folder (config, tokenizer, onnx/model_quantized.onnx): rebuilt when missing or
+# older than the checkpoint or the script that writes it
+TJS="$G-tjs"
+if [ ! -f "$TJS/onnx/model_quantized.onnx" ] || [ "$G/model.safetensors" -nt "$TJS/onnx/model_quantized.onnx" ] ||
+  [ bench/shapes/make_transformersjs_q8.py -nt "$TJS/onnx/model_quantized.onnx" ]; then
+  log "writing transformers.js's q8 folder (torch.onnx, then the dynamic 8-bit graph with python3-onnx)"
+  /usr/bin/python3 bench/shapes/make_transformersjs_q8.py "$G" "$TJS" >"$OUT/make-tjs.log" 2>&1 || { tail -20 "$OUT/make-tjs.log" >&2; exit 1; }
 fi
 
 # the presets' own trees, shared with scripts/test.sh and scripts/bench.sh: only missing targets are built
@@ -65,5 +76,5 @@ log "typing at the end of 1,000 tokens in the demo (headless Chromium)"
 node bench/harness/long-text-bench.mjs --model "$G" --demo "$SITE" --keys "$KEYS" --bare 1 --out "$OUT/long-text.json" --markdown "$MD/gpt2-small-typing.md"
 log "the package threaded against onnxruntime-web in Chromium (an isolated page)"
 node bench/harness/browser-gpt2-small.mjs --model "$G" --onnx "$G-onnx" --pkg dist --tokens "$BROWSER_TOKENS" "${Q[@]}" \
-  --out "$OUT/browser.json" --markdown "$MD/gpt2-small-browser.md"
-log "wrote $MD/gpt2-small-native.md, $MD/gpt2-small-wasm.md, $MD/gpt2-small-typing.md, $MD/gpt2-small-browser.md"
+  --out "$OUT/browser.json" --markdown "$MD/gpt2-small-browser.md" --tjs "$TJS" --tjs-markdown "$MD/gpt2-small-browser-tjs.md"
+log "wrote $MD/gpt2-small-native.md, $MD/gpt2-small-wasm.md, $MD/gpt2-small-typing.md, $MD/gpt2-small-browser.md, $MD/gpt2-small-browser-tjs.md"

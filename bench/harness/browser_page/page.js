@@ -30,11 +30,34 @@ function maxAbsDiff(a, b) {
   return m;
 }
 
+// log-softmax in double
+function logSoftmax(z) {
+  let m = -Infinity,
+    s = 0;
+  for (const v of z) m = Math.max(m, v);
+  for (const v of z) s += Math.exp(v - m);
+  return Array.from(z, (v) => v - m - Math.log(s));
+}
+
+// KL(p || q) of two log-distributions, in nats
+function kl(lp, lq) {
+  let d = 0;
+  for (let i = 0; i < lp.length; i++) d += Math.exp(lp[i]) * (lp[i] - lq[i]);
+  return d;
+}
+
+function argmax(z) {
+  let best = 0;
+  for (let i = 1; i < z.length; i++) if (z[i] > z[best]) best = i;
+  return best;
+}
+
 window.__bench = {
   isolated: self.crossOriginIsolated,
   cores: navigator.hardwareConcurrency,
-  /** Starts subject `name`: kind 'ours' (the package), 'ours-q8' (the package with weights: 'q8') or 'ort'
-   *  (onnxruntime-web), with `threads` (null: its default). */
+  /** Starts subject `name`: kind 'ours' (the package), 'ours-q8' (the package with weights: 'q8'),
+   *  'ours-q8-lean' (the same without full maps), 'ort' (onnxruntime-web) or 'tjs' (transformers.js),
+   *  with `threads` (null: its default). */
   async start(name, kind, threads) {
     const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
     worker.onmessage = onReply;
@@ -51,22 +74,27 @@ window.__bench = {
     const [x, y] = [await call(a, 'outputs', input), await call(b, 'outputs', input)];
     let logitMax = 0;
     for (const v of y.logitsLast) logitMax = Math.max(logitMax, Math.abs(v));
-    // KL(p_b || p_a) of the last position's next-token distributions, in double
-    const logSoftmax = (z) => {
-      let m = -Infinity,
-        s = 0;
-      for (const v of z) m = Math.max(m, v);
-      for (const v of z) s += Math.exp(v - m);
-      return Array.from(z, (v) => v - m - Math.log(s));
-    };
-    const [la, lb] = [logSoftmax(x.logitsLast), logSoftmax(y.logitsLast)];
-    let kl = 0;
-    for (let i = 0; i < la.length; i++) kl += Math.exp(lb[i]) * (lb[i] - la[i]);
+    // kl: KL(p_b || p_a) of the last position's next-token distributions, in double
     return {
       attention: maxAbsDiff(x.attention, y.attention),
       logits: maxAbsDiff(x.logitsLast, y.logitsLast),
       logitMax,
-      kl,
+      kl: kl(logSoftmax(y.logitsLast), logSoftmax(x.logitsLast)),
     };
+  },
+  /** The next-token distributions of several subjects at the last position of one input: for each
+   *  pair [a, b] of `pairs`, KL(p_a || p_b) in nats, the largest logit difference, and whether the
+   *  most likely tokens agree. */
+  async distributions(names, pairs, input) {
+    const logits = {};
+    for (const name of names) logits[name] = (await call(name, 'outputs', input)).logitsLast;
+    const logp = Object.fromEntries(names.map((n) => [n, logSoftmax(logits[n])]));
+    return pairs.map(([a, b]) => ({
+      a,
+      b,
+      kl: kl(logp[a], logp[b]),
+      logits: maxAbsDiff(logits[a], logits[b]),
+      top1: [argmax(logits[a]), argmax(logits[b])],
+    }));
   },
 };

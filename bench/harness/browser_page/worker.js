@@ -2,7 +2,12 @@
 // threaded build when threads > 1 on this isolated page; kind 'ours-q8' with 8-bit weights) or
 // onnxruntime-web's wasm backend. Both
 // return the same outputs to JavaScript on every run: every attention map (L, H, T, T) and the last
-// position's logits. Or (kind 'trainer') the package's trainer on the page's default preset, taking
+// position's logits. Kind 'ours-q8-lean': 8 bits with the least the package's API returns (no full
+// map kept or returned: attentionMaps false, run(text, { attention: 'thumbnails' }); it has no
+// option that returns the last logits alone). Kind 'tjs': transformers.js at its defaults (device
+// wasm, dtype q8, its onnxruntime-web's own thread count) on the folder of
+// bench/shapes/make_transformersjs_q8.py, returning the logits (every position, as its model() does).
+// Or (kind 'trainer') the package's trainer on the page's default preset, taking
 // one step per call as the training page's Worker does. Or (op 'patch') the package's model.patch().
 import { loadModel, createTrainer } from '/pkg/headscope.js';
 
@@ -20,12 +25,17 @@ const ops = {
       const { spec } = trainer;
       return { threads: trainer.threads, tokensPerStep: spec.batchSize * spec.seqLen, config: spec.config };
     }
-    if (kind === 'ours' || kind === 'ours-q8') {
-      const options = { ...(threads ? { threads } : {}), ...(kind === 'ours-q8' ? { weights: 'q8' } : {}) };
+    if (kind === 'ours' || kind === 'ours-q8' || kind === 'ours-q8-lean') {
+      const options = {
+        ...(threads ? { threads } : {}),
+        ...(kind !== 'ours' ? { weights: 'q8' } : {}),
+        ...(kind === 'ours-q8-lean' ? { attentionMaps: false } : {}),
+      };
       const model = await loadModel(new URL('/model/', self.location.href), options);
-      subject = { kind: 'ours', model };
+      subject = { kind: 'ours', model, lean: kind === 'ours-q8-lean' };
       return { threads: model.threads, config: model.info.config, weights: model.info.weights };
     }
+    if (kind === 'tjs') return initTransformersJs();
     const ort = await import('/ort/ort.wasm.min.mjs');
     ort.env.wasm.wasmPaths = new URL('/ort/', self.location.href).href;
     if (threads) ort.env.wasm.numThreads = threads; // else its default: min(4, ceil(cores / 2)) when isolated
@@ -59,8 +69,15 @@ const ops = {
 
   async outputs({ text, ids }) {
     if (subject.kind === 'ours') {
-      const d = subject.model.runData(text);
-      return { attention: d.attentionAll, logitsLast: d.logitsLast };
+      const d = subject.model.runData(text, subject.lean ? LEAN : {});
+      return { attention: subject.lean ? null : d.attentionAll, logitsLast: d.logitsLast };
+    }
+    if (subject.kind === 'tjs') {
+      // its own tokenizer (tokenizer.json) must give the ids the bench feeds it
+      const own = Array.from(subject.tokenizer(text).input_ids.data, Number);
+      if (own.length !== ids.length || own.some((id, i) => id !== ids[i]))
+        throw new Error(`transformers.js's tokenizer gives other ids: ${own.slice(0, 8)}... for ${ids.slice(0, 8)}...`);
+      return { attention: null, logitsLast: await tjsForward(ids) };
     }
     const r = await subject.session.run(ortFeeds(ids));
     return { attention: r.attention.data, logitsLast: r.logits_last.data };
@@ -73,7 +90,8 @@ const ops = {
     for (let i = 0; i < runs; i++) {
       const { text, ids } = inputs[turn++ % 2];
       const t0 = performance.now();
-      if (subject.kind === 'ours') subject.model.runData(text);
+      if (subject.kind === 'ours') subject.model.runData(text, subject.lean ? LEAN : {});
+      else if (subject.kind === 'tjs') await tjsForward(ids);
       else await subject.session.run(ortFeeds(ids));
       out.push(performance.now() - t0);
     }
@@ -106,6 +124,48 @@ ops.train = ({ steps }) => {
   for (let i = 0; i < steps; i++) loss = subject.trainer.step(1)[0];
   return { ms: performance.now() - t0, loss };
 };
+
+// the lean run: no full map, the thumbnails instead (the least a run returns), no top-k list
+const LEAN = { attention: 'thumbnails', topK: 0 };
+
+async function initTransformersJs() {
+  // its web bundle (dist/transformers.js: onnxruntime-web 1.31-dev's webgpu/wasm bundle inside)
+  const tjs = await import('/tjs/transformers.js');
+  const { env } = tjs;
+  env.allowRemoteModels = false; // nothing from the Hub: the local folder only
+  env.allowLocalModels = true;
+  env.localModelPath = '/tjs-models/';
+  // Its onnxruntime-web's files from this origin. Its own default is { mjs, wasm } on jsDelivr (the
+  // asyncify build); given that object form, transformers.js fetches the .mjs and imports it from a
+  // blob: URL (cacheWasm.js's loadWasmFactory), which the page's CSP (script-src 'self') refuses. A
+  // path prefix loads the same asyncify build straight from here, so the CSP stays the demo's.
+  env.backends.onnx.wasm.wasmPaths = new URL('/tjs-ort/', self.location.href).href;
+  const model = await tjs.AutoModelForCausalLM.from_pretrained('model', { device: 'wasm', dtype: 'q8' });
+  const tokenizer = await tjs.AutoTokenizer.from_pretrained('model');
+  subject = { kind: 'tjs', tjs, model, tokenizer };
+  const session = model.sessions.model;
+  return {
+    // onnxruntime-web sets its default when the first session is made: min(4, ceil(cores / 2)) when isolated
+    threads: env.backends.onnx.wasm.numThreads,
+    version: env.version,
+    onnxruntimeWeb: env.backends.onnx.versions?.web ?? null,
+    inputNames: session.inputNames,
+    outputNames: session.outputNames,
+  };
+}
+
+// transformers.js's forward on `ids`, as a caller writes it: model({ input_ids, attention_mask })
+// (an empty past, which it builds itself), then the last position's logits (a copy)
+async function tjsForward(ids) {
+  const { Tensor } = subject.tjs;
+  const T = ids.length;
+  const input_ids = new Tensor('int64', BigInt64Array.from(ids, BigInt), [1, T]);
+  const attention_mask = new Tensor('int64', new BigInt64Array(T).fill(1n), [1, T]);
+  const { logits } = await subject.model({ input_ids, attention_mask });
+  const V = logits.dims.at(-1);
+  if (logits.dims[1] !== T) throw new Error(`transformers.js returned logits of shape ${logits.dims}`);
+  return logits.data.slice((T - 1) * V, T * V);
+}
 
 function ortFeeds(ids) {
   const { Tensor } = subject.ort;
