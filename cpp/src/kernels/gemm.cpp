@@ -138,6 +138,24 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
                                                 std::min(kPanel, N - n0));
           }
         }
+#elif defined(__EMSCRIPTEN__)
+        // relaxed SIMD: tiles of 2 rows x 2 panels (gemm_tile.hpp, packed_tile_2panels: the same bits),
+        // a panel left alone (an odd group, or the matrix's partial last) by 2 x 1
+        for (; t + 2 <= T; t += 2) {
+          const float* x = inp + (std::size_t)t * inp_stride + k0;
+          int p = g0;
+          for (; p + 2 <= g1 && (p + 2) * kPanel <= N; p += 2) {
+            const int n0 = p * kPanel;
+            gemm::packed_tile_2panels<2>(out + (std::size_t)t * N + n0, N, x, inp_stride,
+                                         slices + (p - g0) * slice_stride, slices + (p + 1 - g0) * slice_stride, depth,
+                                         start, has_bias ? W.bias.data() + n0 : nullptr);
+          }
+          for (; p < g1; p++) {
+            const int n0 = p * kPanel;
+            gemm::packed_tile<2>(out + (std::size_t)t * N + n0, N, x, inp_stride, slices + (p - g0) * slice_stride,
+                                 depth, start, has_bias ? W.bias.data() + n0 : nullptr, std::min(kPanel, N - n0));
+          }
+        }
 #else
         for (; t + kTileRows <= T; t += kTileRows) row_tile(gemm::packed_tile<kTileRows>, t);
 #endif

@@ -162,6 +162,40 @@ inline void packed_tile_kmajor(float* out, int out_stride, const float* xk, cons
   }
   tile_store<ROWS>(acc0, acc1, out, out_stride, n_valid);
 }
+// packed_tile over two panels at once (ROWS x 2 kPanel columns): each broadcast of A serves four
+// weight batches instead of two, half the broadcasts per multiply-add (onnxruntime-web's MLAS tile is
+// 2 x 16). Panel b's step k is at panel_b + k * kPanel; both panels whole (n_valid = kPanel). The
+// same chains, so the same bits. The relaxed SIMD build's tile: there the fused multiply-add halves
+// the FP work of a step and the broadcasts and loads become its limit (gemm-tiles.mjs: 1.0-1.07x
+// the 4 x 8 tile, the gain growing with depth).
+template <int ROWS>
+inline void packed_tile_2panels(float* out, int out_stride, const float* a, int a_stride, const float* panel_a,
+                                const float* panel_b, int depth, TileStart start, const float* bias) noexcept {
+  batch acc0[ROWS], acc1[ROWS], acc2[ROWS], acc3[ROWS];
+  tile_start<ROWS>(acc0, acc1, out, out_stride, start, bias, kPanel);
+  tile_start<ROWS>(acc2, acc3, out + kPanel, out_stride, start, bias ? bias + kPanel : nullptr, kPanel);
+  const float* x[ROWS];
+  for (int r = 0; r < ROWS; r++) x[r] = a + (std::size_t)r * a_stride;
+  for (int k = 0; k < depth; k++) {
+    const std::size_t s = (std::size_t)k * kPanel;
+    const batch w0 = batch::load_unaligned(panel_a + s), w1 = batch::load_unaligned(panel_a + s + kLanes);
+    const batch w2 = batch::load_unaligned(panel_b + s), w3 = batch::load_unaligned(panel_b + s + kLanes);
+    for (int r = 0; r < ROWS; r++) {
+#ifdef __EMSCRIPTEN__
+      const batch xv(_mm_load1_ps(x[r] + k));  // v128.load32_splat
+#else
+      const batch xv(x[r][k]);
+#endif
+      acc0[r] = simd::madd(xv, w0, acc0[r]);
+      acc1[r] = simd::madd(xv, w1, acc1[r]);
+      acc2[r] = simd::madd(xv, w2, acc2[r]);
+      acc3[r] = simd::madd(xv, w3, acc3[r]);
+    }
+  }
+  tile_store<ROWS>(acc0, acc1, out, out_stride, kPanel);
+  tile_store<ROWS>(acc2, acc3, out + kPanel, out_stride, kPanel);
+}
+
 // xk (depth, ROWS) = A (ROWS, depth) transposed, A row-major with row stride a_stride
 template <int ROWS>
 inline void pack_rows_kmajor(float* xk, const float* a, int a_stride, int depth) noexcept {
