@@ -204,11 +204,18 @@ def quantize_dynamic(model):
         return quantized_w[name]
 
     for n in nodes:
-        if n.op_type == "MatMul" and n.input[1] in inits and len(inits[n.input[1]].dims) == 2 and const_of(n.input[1]) is not None:
+        if (
+            n.op_type == "MatMul"
+            and n.input[1] in inits
+            and len(inits[n.input[1]].dims) == 2
+            and const_of(n.input[1]) is not None
+        ):
             x = n.input[0]
             if x not in quantized_act:  # one DynamicQuantizeLinear per activation, shared
                 quantized_act[x] = (x + "_quantized", x + "_scale", x + "_zero_point")
-                out.append(helper.make_node("DynamicQuantizeLinear", [x], list(quantized_act[x]), x + "_QuantizeLinear"))
+                out.append(
+                    helper.make_node("DynamicQuantizeLinear", [x], list(quantized_act[x]), x + "_QuantizeLinear")
+                )
             xq, xs, xz = quantized_act[x]
             wq, ws, wz = weight(n.input[1], np.int8)
             base = n.output[0]
