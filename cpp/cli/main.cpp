@@ -67,8 +67,9 @@ const char* kUsage =
     "--no-maps keeps no attention map after a run: what reads one recomputes its rows from the key cache\n"
     "(the same numbers); memory grows with the text, not its square (run, info, bench).\n"
     "--memory MB caps the memory the model may use (default: this machine's); info says how it is spent.\n"
-    "--activations views keeps only what the views read of a run (every layer's queries and key/value cache):\n"
-    "less than half the memory, the same maps and logits, no --inspect; auto: all while they take a quarter\n"
+    "--activations views keeps only what the views read of a run (every layer's queries in F16 and key/value\n"
+    "cache): about a third of the memory, the same logits, maps within F16's rounding of the queries, no\n"
+    "--inspect; auto: all while they take a quarter\n"
     "of --memory, the views' past that (default all; run, info, bench).\n";
 
 }  // namespace

@@ -111,10 +111,12 @@ export interface LoadOptions {
   /**
    * What a run keeps of a text's activations. 'all' (default): every layer's residual stream, queries,
    * keys, values and head outputs, which hiddenStates, inspectHead, logitAttribution, explainScore and
-   * patch read. 'views': only what the views read (every layer's queries and key/value cache, the
-   * thumbnails, role scores and write sizes), about 40% of 'all' for the Llama family's shapes, so a
-   * long text fits in less memory; maps, tiles, thumbnails, logits, value sizes and typing are the
-   * same to the bit, and the analyses above reject with an Error naming this option. 'auto': 'all'
+   * patch read. 'views': only what the views read (every layer's queries, in F16, and key/value
+   * cache, the thumbnails, role scores and write sizes), about 30% of 'all' for the Llama family's
+   * shapes, so a long text fits in less memory; logits, role scores, value sizes, the run's thumbnails
+   * and typing are the same to the bit, maps and tiles recomputed from the F16 queries within their
+   * rounding (the C++ header model.hpp states the bound), and the analyses above reject with an Error
+   * naming this option. 'auto': 'all'
    * while a text's activations take at most a quarter of the memory limit, 'views' past that
    * (ModelMemory.fullActivationTokens says where). Anything else is an Error.
    */

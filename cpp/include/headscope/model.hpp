@@ -93,12 +93,16 @@ WeightStorage parse_weight_storage(std::string_view name);
 //   all: every layer's residual stream, q | k | v and head outputs, besides the key/value cache: what
 //     hidden_states(), head_inside(), logit_attribution(), the score split (explain_score) and the
 //     patching read. Typing after switching heads off starts at the first layer that changed.
-//   views: only what the views read: every layer's queries and key/value cache (maps, tiles and
-//     thumbnails recompute any row from them, bit for bit), the thumbnails, the role statistics and
-//     each head's write norm. About 40% of `all` for the Llama family's shapes (SmolLM2-135M: 33,000
-//     floats a token against 78,000). Logits, maps, tiles, thumbnails, role scores, value norms and
-//     typing equal `all`'s bit for bit; the analyses above throw an Error naming the option. Needs the
-//     SIMD build's key cache: a scalar build keeps `all`.
+//   views: only what the views read: every layer's queries, in F16 at a power-of-two scale per row,
+//     and key/value cache (maps, tiles and thumbnails recompute any row from them), the thumbnails, the
+//     role statistics and each head's write norm. About 30% of `all` for the Llama family's shapes
+//     (SmolLM2-135M: 24,600 floats' worth a token against 78,000). What the forward pass computes
+//     equals `all`'s bit for bit: logits, role scores, value and write norms, the run's thumbnails, and
+//     typing. A row recomputed later (maps, tiles, thumbnails of another size; the kept maps when
+//     attention_maps is on are the forward's) is the forward's on queries rounded to F16: each weight
+//     within p (exp(2 D) - 1) of `all`'s p, D the largest change of the row's scores, at most
+//     sum_i (2^-11 |q_i| + 2^-25 s) |k_i| / sqrt(HS) (cpp/README.md, "Memory"). The analyses above throw
+//     an Error naming the option. Needs the SIMD build's key cache: a scalar build keeps `all`.
 //   automatic: `all` while a text's activations take at most a quarter of the memory limit
 //     (MemoryUse::full_activation_tokens tokens), `views` past that, so that a short text can be
 //     analysed in full and a long one still fits.

@@ -291,7 +291,7 @@ const float* attention_cached_values(const float* key_panels, int att_stride, co
 }
 
 void attention_rows(float* att_rows, const float* qkv, int h, int r_begin, int r_end, const AttentionShape& shape,
-                    int att_stride, const float* key_panels, std::size_t q_stride) noexcept {
+                    int att_stride, const float* key_panels, std::size_t q_stride, int q_first_row) noexcept {
   const int HS = shape.HS, group = shape.NH / shape.KV;
   const float scale = 1.0f / std::sqrt((float)HS);
   const std::size_t row3 = q_stride ? q_stride : shape.qkv_row();
@@ -306,7 +306,8 @@ void attention_rows(float* att_rows, const float* qkv, int h, int r_begin, int r
     for (int p = 0; p * kPanel <= t_last; p++) {
       const int n_valid = std::min(kPanel, att_stride - p * kPanel);
       score_tile_rows(rows, std::make_integer_sequence<int, kScoreRows>{}, block + p * kPanel, att_stride,
-                      q0 + t0 * row3, row3, kp_h + (std::size_t)p * kPanel * HS, HS, scale, n_valid);
+                      q0 + (std::size_t)(t0 - q_first_row) * row3, row3, kp_h + (std::size_t)p * kPanel * HS, HS, scale,
+                      n_valid);
     }
     for (int t = t0; t <= t_last; t++) {
       float* a = block + (std::size_t)(t - t0) * att_stride;

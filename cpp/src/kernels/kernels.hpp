@@ -257,9 +257,11 @@ int attention_block_rows();
 // it wrote, bit for bit: a view can ask for any part of any head's map without the engine keeping it.
 // q_stride: the floats from one row of qkv to the next, when the queries are kept apart from the keys
 // and values (the model's views-only activations: (T, NH HS) rows); 0 is shape.qkv_row(). The SIMD
-// build reads only the queries from qkv, the scalar build the keys too.
+// build reads only the queries from qkv, the scalar build the keys too. q_first_row: the row qkv's first
+// row holds, for a caller that hands over only rows [q_first_row, r_end) (the model's views widen
+// their F16 queries a few rows at a time); row t is then at qkv + (t - q_first_row) * q_stride.
 void attention_rows(float* att_rows, const float* qkv, int h, int r_begin, int r_end, const AttentionShape& shape,
-                    int att_stride, const float* key_panels, std::size_t q_stride = 0) noexcept;
+                    int att_stride, const float* key_panels, std::size_t q_stride = 0, int q_first_row = 0) noexcept;
 // Key/value head g's values in the key cache attention_forward fills: (att_stride, HS), row j at j * HS
 // (null in the scalar build, which keeps no cache)
 const float* attention_cached_values(const float* key_panels, int att_stride, const AttentionShape& shape,

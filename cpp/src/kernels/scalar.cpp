@@ -118,9 +118,10 @@ void attention_pool_row(float* cells, const float* row, int n, int shift) noexce
   ref::attention_pool_row<float>(cells, row, n, shift);
 }
 
-// the scalar build keeps no key cache, so its model never keeps the queries apart (q_stride is always 0)
+// the scalar build keeps no key cache, so its model never keeps the queries apart (q_stride is always
+// 0, and q_first_row too)
 void attention_rows(float* att_rows, const float* qkv, int h, int r_begin, int r_end, const AttentionShape& shape,
-                    int att_stride, const float*, std::size_t) noexcept {
+                    int att_stride, const float*, std::size_t, int) noexcept {
   for (int t = r_begin; t < r_end; t++)
     ref::attention_row<float>(att_rows + (std::size_t)(t - r_begin) * att_stride, qkv, h, t, shape.NH, shape.KV,
                               shape.HS, att_stride);

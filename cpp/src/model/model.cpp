@@ -34,7 +34,8 @@ uint64_t Model::Impl::activation_floats(uint64_t c64, bool views_only) const {
   // the residual stream, q | k | v (and the queries kept apart) and the heads' outputs: every layer's,
   // or one layer's rows at a time (views_only)
   const uint64_t R = std::min<uint64_t>(c64, kForwardRows);  // rows through the layers at a time
-  const uint64_t layers = views_only ? (2 * R + c64) * C + c64 * W + L * c64 * QW + c64 * QW
+  // views_only: every layer's queries in F16 (half a float each) and their scales
+  const uint64_t layers = views_only ? (2 * R + c64) * C + c64 * W + (L * c64 * QW + 1) / 2 + L * c64 + c64 * QW
                                      : (L + 1) * c64 * C + L * c64 * W + L * c64 * QW;
   return layers + maps + L * NH * c64 + 3 * R * C + R * FS +
          L * (2 * c64 + 32) * KVW /* key panels and values: L x KV x <= (2 cap + panel) x HS */ + thumbnails +
@@ -55,14 +56,37 @@ float* Model::Impl::stream_rows(int l, int t0) {
   return &residual_[(std::size_t)(l % 2) * forward_rows() * C];
 }
 
-const float* Model::Impl::queries(int layer, std::size_t* row_stride) const {
-  const std::size_t cap = cap_;
-  if (views_only_) {
-    *row_stride = config_.q_width();
-    return &queries_[(std::size_t)layer * cap * config_.q_width()];
+const float* Model::Impl::queries(int layer, int r_begin, int r_end, std::vector<float>& scratch,
+                                  std::size_t* row_stride, int* first_row) const {
+  const std::size_t cap = cap_, QW = config_.q_width();
+  if (!views_only_) {  // from row 0: the scalar build's attention_rows reads the keys beside them
+    *row_stride = config_.qkv_width();
+    *first_row = 0;
+    return &qkv_[(std::size_t)layer * cap * config_.qkv_width()];
   }
-  *row_stride = config_.qkv_width();
-  return &qkv_[(std::size_t)layer * cap * config_.qkv_width()];
+  *row_stride = QW;
+  *first_row = r_begin;
+  scratch.resize((std::size_t)(r_end - r_begin) * QW);
+  for (int t = r_begin; t < r_end; t++) {
+    float* row = scratch.data() + (std::size_t)(t - r_begin) * QW;
+    const std::size_t at = (std::size_t)layer * cap + t;
+    kernels::f16_unpack_forward(row, &queries_f16_[at * QW], QW);
+    const float s = query_scales_[at];  // a power of two: the product is exact
+    for (std::size_t i = 0; i < QW; i++) row[i] *= s;
+  }
+  return scratch.data();
+}
+
+// row t of `layer`'s queries into their F16 (queries_f16_'s rule); `scaled` holds q_width floats
+static void keep_query_row(uint16_t* out, float* scale_out, const float* q, std::size_t QW, float* scaled) {
+  float most = 0.0f;
+  for (std::size_t i = 0; i < QW; i++) most = std::max(most, std::fabs(q[i]));
+  int e = 0;
+  // a row of zeros, or one with an infinity or NaN (kept as F16 keeps them), is stored unscaled
+  const float s = most > 0.0f && std::isfinite(most) ? (std::frexp(most, &e), std::ldexp(1.0f, e)) : 1.0f;
+  for (std::size_t i = 0; i < QW; i++) scaled[i] = q[i] / s;  // exact: s is a power of two
+  kernels::f16_pack(out, scaled, QW);
+  *scale_out = s;
 }
 
 void Model::Impl::require_activations(const char* what) const {
@@ -102,7 +126,8 @@ bool Model::Impl::ensure_capacity(int T) {
     const std::size_t R = std::min<std::size_t>(cap, kForwardRows);  // forward_rows() once cap_ is set
     residual_.assign(views_only ? (2 * R + cap) * C : (L + 1) * cap * C, 0.0f);
     qkv_.assign((views_only ? 1 : L) * cap * W, 0.0f);
-    queries_.assign(views_only ? L * cap * QW : 0, 0.0f);
+    queries_f16_.assign(views_only ? L * cap * QW : 0, 0);
+    query_scales_.assign(views_only ? L * cap : 0, 1.0f);
     att_.assign(keep_maps_ ? L * NH * cap * cap : NH * kernels::attention_block_rows() * cap, 0.0f);
     head_out_.assign((views_only ? 1 : L) * cap * QW, 0.0f);
     contrib_.clear();
@@ -120,7 +145,8 @@ bool Model::Impl::ensure_capacity(int T) {
     has_run_ = false;
     cached_tokens_ = 0;
     cached_logits_ = 0;
-    for (auto* v : {&residual_, &qkv_, &queries_, &att_, &head_out_, &contrib_norm_, &scratch_ln_, &scratch_proj_,
+    std::vector<uint16_t>().swap(queries_f16_);
+    for (auto* v : {&residual_, &qkv_, &query_scales_, &att_, &head_out_, &contrib_norm_, &scratch_ln_, &scratch_proj_,
                     &scratch_head_, &scratch_fc_, &key_panels_, &row_stats_})
       std::vector<float>().swap(*v);
     std::vector<int32_t>().swap(row_copies_);
@@ -292,6 +318,7 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
   const int T = T_;
   const int C = c.n_embd, NH = c.n_head, V = c.vocab_size;
   const std::size_t cap = cap_, W = c.qkv_width(), QW = c.q_width();
+  std::vector<float> q_scaled;  // views_only_: one query row divided by its scale, on its way to F16
   const bool llama = c.family == Family::llama;
   const k::AttentionShape shape{NH, c.kv_heads(), c.head_size()};
   forward_calls_++;
@@ -359,8 +386,12 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
       io.row_stats = &stats;
       block_forward(c, blocks_[l], io, 1, t0, t1, (int)cap);
       // the layer's queries, as the attention read them (the views recompute any row from them)
-      if (views_only_)
-        for (int t = t0; t < t1; t++) std::copy_n(&qkv_[(std::size_t)t * W], QW, &queries_[(l * cap + t) * QW]);
+      if (views_only_) {
+        q_scaled.resize(QW);
+        for (int t = t0; t < t1; t++)
+          keep_query_row(&queries_f16_[(l * cap + t) * QW], &query_scales_[l * cap + t], &qkv_[(std::size_t)t * W], QW,
+                         q_scaled.data());
+      }
     }
   }
   thumb_rows_ = T;

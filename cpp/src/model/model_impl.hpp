@@ -57,8 +57,12 @@ struct Model::Impl {
   // the rows forward() takes through every layer at a time, and the per-row buffers hold
   static constexpr int kForwardRows = 512;
   std::size_t forward_rows() const { return std::min<std::size_t>(cap_, kForwardRows); }
-  // query head 0's q at row 0 of `layer` on the last run, and the floats from one row to the next
-  const float* queries(int layer, std::size_t* row_stride) const;
+  // Rows [r_begin, r_end) of `layer`'s queries (every query head's q) on the last run, as attention_rows
+  // reads them: a pointer to row *first_row's query head 0, the floats from one row to the next. Kept
+  // whole (in qkv_) that is row 0 of the layer's q | k | v; with views_only_ rows [r_begin, r_end)
+  // widened from their F16 into `scratch` ((r_end - r_begin) x q_width floats).
+  const float* queries(int layer, int r_begin, int r_end, std::vector<float>& scratch, std::size_t* row_stride,
+                       int* first_row) const;
   // throws Error when the last run kept only the views' activations: `what` needs every layer's
   void require_activations(const char* what) const;
   void forward(int t_begin, int logits_begin, int layer_begin = 0);
@@ -95,10 +99,16 @@ struct Model::Impl {
   int full_tokens_ = 0;      // the longest text whose activations are kept whole (fit_context)
   bool views_only_ = false;  // this allocation keeps only the views' activations
   int reserved_ = 0;  // reserve()'s tokens until a run that long: the steps of that text keep the reserved allocation
-  std::vector<float> residual_;      // (L+1, cap, C); views_only_: two rows buffers (R, C) and the final (cap, C),
-                                     // R = forward_rows(); stream() and stream_rows() say where
-  std::vector<float> qkv_;           // (L, cap, W): q | k | v (W = 3C for GPT-2); views_only_: (cap, W), one layer's
-  std::vector<float> queries_;       // views_only_: (L, cap, QW) every layer's q as the attention read it; else empty
+  std::vector<float> residual_;  // (L+1, cap, C); views_only_: two rows buffers (R, C) and the final (cap, C),
+                                 // R = forward_rows(); stream() and stream_rows() say where
+  std::vector<float> qkv_;       // (L, cap, W): q | k | v (W = 3C for GPT-2); views_only_: (cap, W), one layer's
+  // views_only_: every layer's q, (L, cap, QW), as the attention read it, stored as F16 of q / s with s
+  // the power of two that puts the row's largest |q| in [0.5, 1) (query_scales_, (L, cap)): half the
+  // bytes, no overflow, each value within 2^-11 of itself (relative; 2^-25 s absolute below F16's
+  // normal range). Else empty. Rows recomputed from them are the forward's within the bound in
+  // cpp/README.md, "Memory".
+  std::vector<uint16_t> queries_f16_;
+  std::vector<float> query_scales_;
   bool keep_maps_ = true;            // LoadOptions::attention_maps
   std::vector<float> att_;           // (L, NH, cap, cap); without keep_maps_ (NH, block, cap): one layer's
                                      // rows being computed (kernels::attention_block_rows)

@@ -61,9 +61,17 @@ void Model::Impl::map_rows(int layer, int head, int r_begin, int r_end, float* o
   const float* panels =
       key_panels_.empty() ? nullptr
                           : key_panels_.data() + (std::size_t)layer * kernels::attention_key_panels_floats(cap_, shape);
-  std::size_t q_stride = 0;
-  const float* q = queries(layer, &q_stride);
-  kernels::attention_rows(out, q, head, r_begin, r_end, shape, cap_, panels, q_stride);
+  // a views-only model's queries are widened from F16 a block of rows at a time
+  constexpr int kRows = 64;
+  static thread_local std::vector<float> scratch;
+  for (int r0 = r_begin; r0 < r_end; r0 += kRows) {
+    const int r1 = std::min(r_end, r0 + kRows);
+    std::size_t q_stride = 0;
+    int q_first = 0;
+    const float* q = queries(layer, r0, r1, scratch, &q_stride, &q_first);
+    kernels::attention_rows(out + (std::size_t)(r0 - r_begin) * cap_, q, head, r0, r1, shape, cap_, panels, q_stride,
+                            q_first);
+  }
 }
 
 AttentionTile Model::Impl::attention_tile(int layer, int head, int row_begin, int row_end, int col_begin, int col_end,
@@ -83,17 +91,11 @@ AttentionTile Model::Impl::attention_tile(int layer, int head, int row_begin, in
   tile.rows = (row_end - row_begin + bin - 1) / bin;
   tile.cols = (col_end - col_begin + bin - 1) / bin;
   tile.values.assign((std::size_t)tile.rows * tile.cols, 0.0f);
-  const ModelConfig& c = config_;
-  const kernels::AttentionShape shape{c.n_head, c.kv_heads(), c.head_size()};
   const int cap = cap_;
-  std::size_t q_stride = 0;
-  const float* q = queries(layer, &q_stride);
-  const float* panels =
-      key_panels_.empty() ? nullptr
-                          : key_panels_.data() + (std::size_t)layer * kernels::attention_key_panels_floats(cap, shape);
-  // threads take whole rows of cells; each recomputes its rows kRows at a time into its own scratch
+  // threads take whole rows of cells; each takes its rows kRows at a time into its own scratch, from the
+  // kept maps or recomputed (map_rows)
   constexpr int kRows = 32;
-  const double work = (double)(row_end - row_begin) * row_end * c.head_size();
+  const double work = (double)(row_end - row_begin) * row_end * config_.head_size();
   kernels::parallel_for(tile.rows, work, [&](int a_begin, int a_end) {
     static thread_local std::vector<float> rows;
     rows.resize((std::size_t)kRows * cap);
@@ -102,7 +104,7 @@ AttentionTile Model::Impl::attention_tile(int layer, int head, int row_begin, in
       const int r_end = std::min(row_end, row_begin + (a + 1) * bin);
       for (int r0 = row_begin + a * bin; r0 < r_end; r0 += kRows) {
         const int r1 = std::min(r_end, r0 + kRows);
-        kernels::attention_rows(rows.data(), q, head, r0, r1, shape, cap, panels, q_stride);
+        map_rows(layer, head, r0, r1, rows.data());
         for (int r = r0; r < r1; r++) {
           const float* w = rows.data() + (std::size_t)(r - r0) * cap;
           for (int b = 0; b < tile.cols; b++) {

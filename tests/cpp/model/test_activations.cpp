@@ -1,11 +1,14 @@
 // What a run keeps of a text's activations (LoadOptions::activations). A model that keeps only the
-// views' (every layer's queries and key/value cache) must give every view's result of one that keeps
-// everything, bit for bit: the same kernels compute the same rows, and the views recompute maps from
-// the queries and the key cache as a model without maps does (test_tiles.cpp). The analyses that need
+// views' (every layer's queries, in F16, and key/value cache) must give every result the forward pass
+// computes (logits, role scores, value and write norms, the run's thumbnails) of one that keeps
+// everything, bit for bit. What the views recompute later (maps, tiles, thumbnails of another size)
+// comes from the F16 queries: each row equals a float64 reference of that definition within float32
+// rounding, and the kept-whole model's row within the bound derived below. The analyses that need
 // every layer's activations refuse, naming the option. "auto" keeps everything while it takes at most
 // a quarter of the memory limit, and the views' alone past that.
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -23,24 +26,130 @@ using test_util::require_same_bits;
 
 namespace {
 
-// every result a view reads, the same on both models after the same run
+// x rounded to F16 (nearest, ties to even), written from the format rather than the engine's code: the
+// spacing is 2^(e - 10) for |x| in [2^e, 2^(e+1)), e >= -14, and 2^-24 below (subnormals); |x| <= 1 here
+double round_to_f16(double x) {
+  if (x == 0.0) return 0.0;
+  const int e = std::max(-14, (int)std::floor(std::log2(std::fabs(x))));
+  const double spacing = std::ldexp(1.0, e - 10);
+  return std::nearbyint(x / spacing) * spacing;  // the default rounding mode: to nearest, ties to even
+}
+
+// Every head's map on `views` (a views-only model after running `text` with `o`) against a float64
+// reference of the rule it keeps its queries by (model_impl.hpp, queries_f16_): q~ = F16(q / s) * s,
+// s the power of two that puts the row's largest |q| (over the layer's query heads) in [0.5, 1). The
+// queries and keys come from a model that keeps everything, run the same way and inspecting each head.
+//   - against the reference: the engine computes the scores q~ . k / sqrt(HS) in float32 from the same
+//     q~ (exact in float32) and k, each within gamma(HS) sum|q~ k| / sqrt(HS) (Higham), so each weight
+//     within p (exp(2 d + (t + 4) u) - 1), d that bound's largest over the row and the softmax's own
+//     exp, sum and division (t + 4) roundings of u = 2^-24; plus 1e-9 for weights that underflow.
+//   - against the kept-whole model's row p: the queries moved by at most 2^-11 |q| (relative;
+//     2^-25 s below F16's normal range), so each score by at most D = sum (2^-11 |q| + 2^-25 s) |k| /
+//     sqrt(HS), each weight by at most p (exp(2 (D + 2 d) + (t + 4) u) - 1) + 1e-9.
+void require_views_maps_within_bound(const std::string& fixture, const char* text, headscope::RunOptions o,
+                                     const Model& views) {
+  Model all = load_fixture(fixture);
+  const int T = views.T(), L = views.config().n_layer, NH = views.config().n_head;
+  const int HS = views.config().head_size();
+  const std::vector<float> maps = views.attention_all();  // (L, NH, T, T)
+  const double u = test_util::kUnitRoundoff, gamma = HS * u / (1 - HS * u), isq = 1.0 / std::sqrt((double)HS);
+  for (int l = 0; l < L; l++) {
+    std::vector<headscope::HeadInside> heads;
+    for (int h = 0; h < NH; h++) {
+      o.inspect = headscope::HeadRef{l, h};
+      all.run(text, o);
+      REQUIRE(all.T() == T);
+      heads.push_back(all.head_inside());
+    }
+    for (int t = 0; t < T; t++) {
+      double most = 0;
+      for (const auto& hi : heads)
+        for (int i = 0; i < HS; i++) most = std::max(most, std::fabs((double)hi.q[(std::size_t)t * HS + i]));
+      int e = 0;
+      std::frexp(most, &e);
+      const double scale = most > 0 ? std::ldexp(1.0, e) : 1.0;
+      for (int h = 0; h < NH; h++) {
+        const auto& hi = heads[h];
+        std::vector<double> ref(t + 1), d(t + 1), moved(t + 1);
+        double top = -INFINITY;
+        for (int j = 0; j <= t; j++) {
+          double sc = 0, abs_sc = 0, mv = 0;
+          for (int i = 0; i < HS; i++) {
+            const double q = hi.q[(std::size_t)t * HS + i], k = hi.k[(std::size_t)j * HS + i];
+            const double qq = round_to_f16(q / scale) * scale;
+            sc += qq * k;
+            abs_sc += std::fabs(qq * k);
+            mv += (std::ldexp(std::fabs(q), -11) + std::ldexp(scale, -25)) * std::fabs(k);
+          }
+          ref[j] = sc * isq;
+          d[j] = gamma * abs_sc * isq;
+          moved[j] = mv * isq;
+          top = std::max(top, ref[j]);
+        }
+        double sum = 0;
+        for (int j = 0; j <= t; j++) sum += (ref[j] = std::exp(ref[j] - top));
+        const double dmax = *std::max_element(d.begin(), d.end()),
+                     dmoved = *std::max_element(moved.begin(), moved.end());
+        for (int j = 0; j < T; j++) {
+          const double got = maps[(((std::size_t)l * NH + h) * T + t) * T + j];
+          const double whole = hi.attention[(std::size_t)t * T + j];
+          INFO("layer " << l << " head " << h << " row " << t << " key " << j);
+          if (j > t) {
+            REQUIRE(got == 0.0);
+            continue;
+          }
+          const double p = ref[j] / sum, rounding = (t + 4) * u;
+          REQUIRE(std::fabs(got - p) <= p * std::expm1(2 * dmax + rounding) + 1e-9);
+          REQUIRE(std::fabs(got - whole) <= whole * std::expm1(2 * (dmoved + 2 * dmax) + rounding) + 1e-9);
+        }
+      }
+    }
+  }
+}
+
+// a thumbnail or tile cell is the largest weight of its block of the map: pooled here from the map
+void require_pooled(const std::vector<float>& got, const std::vector<float>& maps, int T, int map_index, int row_begin,
+                    int row_end, int col_begin, int col_end, int bin, const char* what) {
+  const int rows = (row_end - row_begin + bin - 1) / bin, cols = (col_end - col_begin + bin - 1) / bin;
+  REQUIRE(got.size() >= (std::size_t)rows * cols);
+  for (int a = 0; a < rows; a++)
+    for (int b = 0; b < cols; b++) {
+      float want = 0.0f;
+      for (int r = row_begin + a * bin; r < std::min(row_end, row_begin + (a + 1) * bin); r++)
+        for (int c = col_begin + b * bin; c < std::min(col_end, col_begin + (b + 1) * bin); c++)
+          want = std::max(want, maps[((std::size_t)map_index * T + r) * T + c]);
+      INFO(what << " cell (" << a << ", " << b << ")");
+      REQUIRE(test_util::bits_of(got[(std::size_t)a * cols + b]) == test_util::bits_of(want));
+    }
+}
+
+// every result the forward pass computes, the same on both models after the same run; what the views
+// recompute from the F16 queries (maps, tiles, another thumbnail size) pooled from the views' own maps,
+// which require_views_maps_within_bound holds to the reference
 void require_same_views(const Model& all, const Model& views) {
   const int T = all.T(), L = all.config().n_layer, NH = all.config().n_head;
   REQUIRE(views.T() == T);
   const auto la = all.logits_last(), lb = views.logits_last();
   require_same_bits({lb.begin(), lb.end()}, {la.begin(), la.end()}, "logits");
-  require_same_bits(views.attention_all(), all.attention_all(), "every map");
   require_same_bits(views.value_norms(), all.value_norms(), "value sizes");
   require_same_bits(views.contribution_norms(), all.contribution_norms(), "write norms");
   // role scores are NaN where no row counts (no repeated token for the induction score): compared as bits
   const std::vector<double> ra = all.head_role_scores(), rb = views.head_role_scores();
   REQUIRE(rb.size() == ra.size());
   REQUIRE(std::memcmp(rb.data(), ra.data(), ra.size() * sizeof(double)) == 0);
+  // the run's own thumbnails (LoadOptions::thumbnail_size) are the forward's: the same bits
   int bin_a = 0, bin_b = 0;
-  require_same_bits(views.attention_thumbnails(4, &bin_b), all.attention_thumbnails(4, &bin_a), "thumbnails");
-  const headscope::AttentionTile ta = all.attention_tile(L - 1, NH - 1, T / 2, T, 0, T, 2);
-  const headscope::AttentionTile tb = views.attention_tile(L - 1, NH - 1, T / 2, T, 0, T, 2);
-  require_same_bits(tb.values, ta.values, "a tile");
+  const int size = headscope::LoadOptions{}.thumbnail_size;
+  require_same_bits(views.attention_thumbnails(size, &bin_b), all.attention_thumbnails(size, &bin_a), "thumbnails");
+  const std::vector<float> maps = views.attention_all();
+  int bin = 0;
+  const std::vector<float> small = views.attention_thumbnails(4, &bin);  // another size: recomputed
+  const int n = (T + bin - 1) / bin;
+  for (int lh = 0; lh < L * NH; lh++)
+    require_pooled({small.begin() + (std::ptrdiff_t)lh * n * n, small.begin() + (std::ptrdiff_t)(lh + 1) * n * n}, maps,
+                   T, lh, 0, T, 0, T, bin, "thumbnail of size 4");
+  const headscope::AttentionTile tile = views.attention_tile(L - 1, NH - 1, T / 2, T, 0, T, 2);
+  require_pooled(tile.values, maps, T, L * NH - 1, T / 2, T, 0, T, 2, "a tile");
 }
 
 // the analyses that read every layer's activations, each refused with the option named
@@ -62,7 +171,7 @@ TEST_CASE("activation storage names", "[model][activations]") {
                       "activations must be \"all\", \"views\" or \"auto\", got \"lean\"");
 }
 
-TEST_CASE("a model that keeps the views' activations alone gives every view's result, bit for bit",
+TEST_CASE("a model that keeps the views' activations alone: the forward's results bit for bit, maps within a bound",
           "[model][activations]") {
   headscope::LoadOptions lean;
   lean.attention_maps = false;
@@ -86,6 +195,7 @@ TEST_CASE("a model that keeps the views' activations alone gives every view's re
       REQUIRE(views.memory().views_only);
       REQUIRE_FALSE(all.memory().views_only);
       require_same_views(all, views);
+      require_views_maps_within_bound(name, text, o, views);
       require_analyses_refused(views);
     }
     // every position's logits come from the final stream, which both keep
@@ -106,6 +216,7 @@ TEST_CASE("a model that keeps the views' activations alone gives every view's re
     views.run("The chef cooked", {});
     all.run("The chef cooked", {});
     require_same_views(all, views);
+    require_views_maps_within_bound(name, "The chef cooked", {}, views);
   }
 }
 
@@ -128,13 +239,14 @@ TEST_CASE("memory(): the views' activations alone cost less, and reach a longer 
     REQUIRE(a.full_activation_tokens == all.config().n_positions);
     REQUIRE(b.capacity_tokens == a.capacity_tokens);
     // what the views drop, by its definition: of every layer's residual stream, q | k | v and head
-    // outputs, they keep the queries, the final stream and two buffers of the rows the forward pass
-    // takes through the layers at a time (at most 512), one layer's q | k | v and outputs
+    // outputs, they keep the queries (in F16, half a float each, with a float scale per row), the final
+    // stream and two buffers of the rows the forward pass takes through the layers at a time (at most
+    // 512), one layer's q | k | v and outputs
     const headscope::ModelConfig& c = all.config();
     const uint64_t n = a.capacity_tokens, L = c.n_layer, C = c.n_embd, W = c.qkv_width(), QW = c.q_width();
     const uint64_t kept_all = (L + 1) * n * C + L * n * W + L * n * QW;
     const uint64_t R = std::min<uint64_t>(n, 512);
-    const uint64_t kept_views = (2 * R + n) * C + n * W + L * n * QW + n * QW;
+    const uint64_t kept_views = (2 * R + n) * C + n * W + (L * n * QW + 1) / 2 + L * n + n * QW;
     REQUIRE(a.activation_bytes - b.activation_bytes == 4 * (kept_all - kept_views));
   }
 }
