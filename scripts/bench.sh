@@ -11,7 +11,8 @@
 #                   noisy numbers go to build/bench/quick/ only, never to bench/. It includes
 #                   bench/harness/gpt2_small.sh on a small model of GPT-2's vocabulary and context.
 #   BENCH_GPT2=1    the full bench also runs bench/harness/gpt2_small.sh (GPT-2 small's shape: long, opt-in) and
-#                   bench/shapes/vs_torch.py --family llama on SmolLM2-135M's shape
+#                   bench/shapes/vs_torch.py --family llama on SmolLM2-135M's shape, and the prefill against wllama
+#   BENCH_WLLAMA=1  the full bench runs the prefill against wllama (llama.cpp) on SmolLM2-135M's shape
 #   BENCH_ONLY=train  only the training rows (merged into the last results.json of this mode)
 #   BENCH_SKIP_TRAIN=1, BENCH_SKIP_PAGE=1  leave those rows out (full mode only: quick runs all)
 #   BENCH_MODEL=DIR another model folder; JOBS=N build parallelism (default 2)
@@ -277,6 +278,26 @@ if [ "$QUICK" = 1 ]; then
 elif [ "${BENCH_GPT2:-0}" = 1 ]; then
   stage "Llama family: SmolLM2-135M's shape, native against PyTorch (bench/shapes/vs_torch.py --family llama)" \
     /usr/bin/python3 bench/shapes/vs_torch.py --family llama --cli "$NATIVE/headscope" --markdown bench/results/llama-small-native.md
+fi
+# Prefill against wllama (llama.cpp in wasm) in Chromium, at equal threads, float32 against F32 and q8 against
+# Q8_0 (bench/harness/browser-llama-prefill.mjs): SmolLM2-135M's shape at T = 256 and 1,024 in the full bench with
+# BENCH_GPT2=1 or BENCH_WLLAMA=1 (bench/results/smollm2-prefill-wllama.md); quick: tiny-llama3 at T = 32. The GGUF
+# files (bench/shapes/make_gguf.py) are written beside the checkpoint when missing or older than it or the writer.
+llama_prefill() {
+  local m=.cache/bench/smollm2-135m shape=() out=(--out bench/results/smollm2-prefill-wllama.json --markdown bench/results/smollm2-prefill-wllama.md) t
+  if [ "$QUICK" = 1 ]; then
+    m=.cache/bench/tiny-llama3 shape=(--shape tiny-llama3) out=(--out "$RAW/llama-prefill.json" --markdown "$RAW/llama-prefill.md" --quick)
+  fi
+  [ -f "$m/model.safetensors" ] || /usr/bin/python3 bench/shapes/make_llama_small.py "$m" "${shape[@]}" >/dev/null
+  for t in f32 q8_0; do
+    if [ ! -f "$m.$t.gguf" ] || [ "$m/model.safetensors" -nt "$m.$t.gguf" ] || [ bench/shapes/make_gguf.py -nt "$m.$t.gguf" ]; then
+      /usr/bin/python3 bench/shapes/make_gguf.py "$m" "$m.$t.gguf" --type "$t" >/dev/null
+    fi
+  done
+  node bench/harness/browser-llama-prefill.mjs --model "$m" --gguf-f32 "$m.f32.gguf" --gguf-q8 "$m.q8_0.gguf" --pkg "$RAW/pkg" "${out[@]}"
+}
+if [ "$QUICK" = 1 ] || [ "${BENCH_GPT2:-0}" = 1 ] || [ "${BENCH_WLLAMA:-0}" = 1 ]; then
+  stage "prefill against wllama (llama.cpp), float32 / F32 and q8 / Q8_0, 1 and 2 threads (headless Chromium)" llama_prefill
 fi
 # bench/harness/before-after.mjs compares two builds of the engine (run by hand around a change); the quick run
 # puts this build on both sides, one round, so the script cannot rot
