@@ -20,7 +20,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
-import { benchArgs, gpt2SmallMarkdown, ROOT, stats } from './lib.mjs';
+import { benchArgs, gpt2SmallMarkdown, openBenchPage, ROOT, stats } from './lib.mjs';
 import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
 const opt = benchArgs(
@@ -43,6 +43,7 @@ const tjsRequests = [];
 const server = await startStaticServer({
   root: path.join(ROOT, 'bench', 'harness', 'browser_page'),
   mounts: [
+    ['/common/', path.join(ROOT, 'bench', 'harness', 'page_common')],
     ['/pkg/', path.resolve(opt.pkg)],
     ['/model/', path.resolve(opt.model)],
     ['/onnx/', path.resolve(opt.onnx)],
@@ -64,20 +65,8 @@ const server = await startStaticServer({
   },
 });
 const browser = await launchChromium();
-const pageErrors = [];
 try {
-  const page = await browser.newPage();
-  page.on('pageerror', (e) => {
-    log('page error:', e.message);
-    pageErrors.push(e.message);
-  });
-  page.on('console', (m) => {
-    if (m.type() === 'error' || m.type() === 'warning') log(`console ${m.type()}: ${m.text()}`);
-  });
-  await page.goto(server.url);
-  await page.waitForFunction(() => window.__bench, null, { timeout: 30_000 });
-  const env = await page.evaluate(() => ({ isolated: window.__bench.isolated, cores: window.__bench.cores }));
-  if (!env.isolated) throw new Error('the bench page is not cross-origin isolated: no threads to measure');
+  const { page, pageErrors, env, call } = await openBenchPage(browser, server.url, log);
 
   // the subjects, loaded one after the other (each holds its own copy of the weights)
   const SUBJECTS = [
@@ -124,7 +113,6 @@ try {
     if (!tjsInfo.inputNames.includes('past_key_values.0.key') || !tjsInfo.outputNames.includes('present.0.key'))
       throw new Error(`the transformers.js graph has no key/value cache: ${tjsInfo.inputNames}`);
   }
-  const call = (name, op, args) => page.evaluate(([a, b, c]) => window.__bench.call(a, b, c), [name, op, args]);
 
   // agreement first, at a short text: float32 on both sides in different orders, so the bounds of
   // bench/harness/wasm-gpt2-small.mjs (attention within 1e-4, logits within 1e-3 of their largest size)

@@ -16,7 +16,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
-import { benchArgs, machineInfo, machineLine, ROOT, stats } from './lib.mjs';
+import { benchArgs, machineInfo, machineLine, openBenchPage, ROOT, stats } from './lib.mjs';
 import { startStaticServer, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
 const USAGE =
@@ -42,6 +42,7 @@ const ggufs = { f32: path.resolve(opt['gguf-f32']), q8: path.resolve(opt['gguf-q
 const server = await startStaticServer({
   root: path.join(ROOT, 'bench', 'harness', 'llama_prefill_page'),
   mounts: [
+    ['/common/', path.join(ROOT, 'bench', 'harness', 'page_common')],
     ['/pkg/', path.resolve(opt.pkg)],
     ['/model/', path.resolve(opt.model)],
     ['/gguf-f32/', path.dirname(ggufs.f32)],
@@ -72,22 +73,8 @@ const WLLAMA = { nBatch: maxT, nCtx: maxT + 16 };
 const machine = machineInfo();
 log(`CPU: ${machineLine(machine)}; load ${machine.loadavg.map((x) => x.toFixed(2)).join(' ')}`);
 const browser = await launchChromium();
-const pageErrors = [];
 try {
-  const page = await browser.newPage();
-  page.on('pageerror', (e) => {
-    log('page error:', e.message);
-    pageErrors.push(e.message);
-  });
-  page.on('console', (m) => {
-    if (m.type() === 'error' || m.type() === 'warning') log(`console ${m.type()}: ${m.text()}`);
-  });
-  await page.goto(server.url);
-  await page.waitForFunction(() => window.__bench, null, { timeout: 30_000 });
-  const env = await page.evaluate(() => ({ isolated: window.__bench.isolated, cores: window.__bench.cores }));
-  if (!env.isolated) throw new Error('the bench page is not cross-origin isolated: no threads to measure');
-
-  const call = (name, op, args) => page.evaluate(([a, b, c]) => window.__bench.call(a, b, c), [name, op, args]);
+  const { page, pageErrors, env, call } = await openBenchPage(browser, server.url, log);
 
   const loaded = {};
   async function load(subjects) {

@@ -160,3 +160,27 @@ export function timedCommand(cli, args) {
   if (r.status !== 0) throw new Error(`${cli} ${args[0]} failed (${r.status}): ${r.stderr}`);
   return { ms, stdout: r.stdout };
 }
+
+/**
+ * A new page of `browser` at `url` (a bench page whose script sets window.__bench: browser_page/,
+ * llama_prefill_page/), page errors logged and kept, console errors and warnings logged; refused if
+ * the page is not cross-origin isolated (no threads to measure). Returns { page, pageErrors, env:
+ * { isolated, cores }, call(name, op, args) }: call() is window.__bench.call, a request to one subject.
+ */
+export async function openBenchPage(browser, url, log) {
+  const pageErrors = [];
+  const page = await browser.newPage();
+  page.on('pageerror', (e) => {
+    log('page error:', e.message);
+    pageErrors.push(e.message);
+  });
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') log(`console ${m.type()}: ${m.text()}`);
+  });
+  await page.goto(url);
+  await page.waitForFunction(() => window.__bench, null, { timeout: 30_000 });
+  const env = await page.evaluate(() => ({ isolated: window.__bench.isolated, cores: window.__bench.cores }));
+  if (!env.isolated) throw new Error('the bench page is not cross-origin isolated: no threads to measure');
+  const call = (name, op, args) => page.evaluate(([a, b, c]) => window.__bench.call(a, b, c), [name, op, args]);
+  return { page, pageErrors, env, call };
+}

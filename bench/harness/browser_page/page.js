@@ -1,27 +1,10 @@
 // The page of bench/harness/browser-gpt2-small.mjs: one module Worker per subject (worker.js), all on this
 // cross-origin-isolated page, driven one at a time through window.__bench. What is timed is timed
 // inside the workers, so messaging is not part of it.
-const workers = new Map();
-const pending = new Map();
-let seq = 0;
+import { subjectPool } from '/common/subjects.js';
 
-function call(name, op, args = {}) {
-  const worker = workers.get(name);
-  if (!worker) return Promise.reject(new Error(`no subject ${name}`));
-  return new Promise((resolve, reject) => {
-    const id = ++seq;
-    pending.set(id, { resolve, reject });
-    worker.postMessage({ id, op, ...args });
-  });
-}
-
-function onReply({ data }) {
-  const p = pending.get(data.id);
-  if (!p) return;
-  pending.delete(data.id);
-  if (data.error) p.reject(new Error(data.error));
-  else p.resolve(data.result);
-}
+const subjects = subjectPool(new URL('./worker.js', import.meta.url));
+const { call } = subjects;
 
 function maxAbsDiff(a, b) {
   if (a.length !== b.length) throw new Error(`lengths differ: ${a.length} and ${b.length}`);
@@ -58,16 +41,7 @@ window.__bench = {
   /** Starts subject `name`: kind 'ours' (the package), 'ours-q8' (the package with weights: 'q8'),
    *  'ours-q8-lean' (the same without full maps), 'ort' (onnxruntime-web) or 'tjs' (transformers.js),
    *  with `threads` (null: its default). */
-  async start(name, kind, threads) {
-    const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
-    worker.onmessage = onReply;
-    worker.onerror = (e) => {
-      for (const p of pending.values()) p.reject(new Error(`worker ${name}: ${e.message}`));
-      pending.clear();
-    };
-    workers.set(name, worker);
-    return call(name, 'init', { kind, threads });
-  },
+  start: (name, kind, threads) => subjects.start(name, { kind, threads }),
   call,
   /** Both subjects' outputs on one input, compared here: the largest differences. */
   async agreement(a, b, input) {
