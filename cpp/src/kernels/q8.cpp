@@ -299,12 +299,18 @@ void q8_quantize_rows(uint8_t* codes, float* scales, const float* x, std::size_t
 void matmul_q8_forward(float* out, const float* inp, const PackedLinear& W, int T) noexcept {
   const int K = W.K, N = W.N, stride = q8_code_stride(K), groups = groups_of(K);
   const int panels = (N + kQ8Panel - 1) / kQ8Panel;
-  // the inputs' codes, quantized once by the calling thread
+  // the inputs' codes, quantized once, the rows split over the threads (each row's codes and scale
+  // are its own: the same bytes on any count). On one thread this was a serial part of every product:
+  // at T = 1,024 on GPT-2 small's shape q8 gained 1.31x from a second thread where float32 gained 1.96x.
   static thread_local std::vector<uint8_t> codes;
   static thread_local std::vector<float> row_scales;
   codes.resize((std::size_t)T * stride);
   row_scales.resize(T);
-  q8_quantize_rows(codes.data(), row_scales.data(), inp, K, T, K);
+  uint8_t* const codes_out = codes.data();  // the calling thread's buffers (a worker's thread_local is its own)
+  float* const scales_out = row_scales.data();
+  parallel_for(T, 4.0 * T * K, [&](int t0, int t1) {
+    q8_quantize_rows(codes_out + (std::size_t)t0 * stride, scales_out + t0, inp + (std::size_t)t0 * K, K, t1 - t0, K);
+  });
   const uint8_t* cx = codes.data();
   const float* sx = row_scales.data();
   const float* bias = W.bias.empty() ? nullptr : W.bias.data();
