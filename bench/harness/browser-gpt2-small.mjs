@@ -20,8 +20,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
-import { benchArgs, gpt2SmallMarkdown, openBenchPage, ROOT, stats } from './lib.mjs';
-import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
+import { benchArgs, gpt2SmallMarkdown, openBenchPage, ROOT, startBenchPageServer, stats } from './lib.mjs';
+import { DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
 const opt = benchArgs(
   {
@@ -40,10 +40,8 @@ const Ts = opt.tokens.split(',').map(Number);
 const log = (...a) => console.error('[browser-gpt2]', ...a);
 
 const tjsRequests = [];
-const server = await startStaticServer({
-  root: path.join(ROOT, 'bench', 'harness', 'browser_page'),
+const server = await startBenchPageServer('browser_page', {
   mounts: [
-    ['/common/', path.join(ROOT, 'bench', 'harness', 'page_common')],
     ['/pkg/', path.resolve(opt.pkg)],
     ['/model/', path.resolve(opt.model)],
     ['/onnx/', path.resolve(opt.onnx)],

@@ -16,8 +16,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
-import { benchArgs, machineInfo, machineLine, openBenchPage, ROOT, stats } from './lib.mjs';
-import { startStaticServer, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
+import { benchArgs, machineInfo, machineLine, openBenchPage, ROOT, startBenchPageServer, stats } from './lib.mjs';
+import { ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
 const USAGE =
   'node bench/harness/browser-llama-prefill.mjs --model DIR --gguf-f32 FILE --gguf-q8 FILE --pkg DIR --out FILE ' +
@@ -39,10 +39,8 @@ const maxT = Math.max(...Ts);
 // blob: URL of its bundled code (src/utils.ts, createWorker). Nothing is fetched from elsewhere.
 const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval' blob:; worker-src 'self' blob:; style-src 'self'";
 const ggufs = { f32: path.resolve(opt['gguf-f32']), q8: path.resolve(opt['gguf-q8']) };
-const server = await startStaticServer({
-  root: path.join(ROOT, 'bench', 'harness', 'llama_prefill_page'),
+const server = await startBenchPageServer('llama_prefill_page', {
   mounts: [
-    ['/common/', path.join(ROOT, 'bench', 'harness', 'page_common')],
     ['/pkg/', path.resolve(opt.pkg)],
     ['/model/', path.resolve(opt.model)],
     ['/gguf-f32/', path.dirname(ggufs.f32)],

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { spawnSync } from 'node:child_process';
+import { startStaticServer } from '../../web/server/static-server.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const now = () => performance.now();
@@ -183,4 +184,16 @@ export async function openBenchPage(browser, url, log) {
   if (!env.isolated) throw new Error('the bench page is not cross-origin isolated: no threads to measure');
   const call = (name, op, args) => page.evaluate(([a, b, c]) => window.__bench.call(a, b, c), [name, op, args]);
   return { page, pageErrors, env, call };
+}
+
+/**
+ * The static server of a bench page: bench/harness/PAGE_DIR at the root, the pages' shared code
+ * (page_common/) at /common/, and `mounts` and the other options of startStaticServer.
+ */
+export function startBenchPageServer(pageDir, { mounts = [], ...options } = {}) {
+  return startStaticServer({
+    root: path.join(ROOT, 'bench', 'harness', pageDir),
+    mounts: [['/common/', path.join(ROOT, 'bench', 'harness', 'page_common')], ...mounts],
+    ...options,
+  });
 }

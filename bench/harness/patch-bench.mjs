@@ -17,8 +17,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
-import { benchArgs, ROOT, stats, timedCommand } from './lib.mjs';
-import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
+import { benchArgs, openBenchPage, ROOT, stats, startBenchPageServer, timedCommand } from './lib.mjs';
+import { DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
 const opt = benchArgs(
   {
@@ -101,8 +101,7 @@ writeFileSync(opt.out, JSON.stringify(out, null, 2) + '\n');
 log(`wrote ${opt.out}`);
 
 async function inChromium() {
-  const server = await startStaticServer({
-    root: path.join(ROOT, 'bench', 'harness', 'browser_page'),
+  const server = await startBenchPageServer('browser_page', {
     mounts: [
       ['/pkg/', path.resolve(opt.pkg)],
       ['/model/', path.resolve(opt.model)],
@@ -111,17 +110,11 @@ async function inChromium() {
     headers: ISOLATION_HEADERS,
   });
   const browser = await launchChromium();
-  const pageErrors = [];
+  let pageErrors = [];
   try {
-    const page = await browser.newPage();
-    page.on('pageerror', (e) => {
-      log('page error:', e.message);
-      pageErrors.push(e.message);
-    });
-    await page.goto(server.url);
-    await page.waitForFunction(() => window.__bench, null, { timeout: 30_000 });
-    if (!(await page.evaluate(() => window.__bench.isolated)))
-      throw new Error('the bench page is not cross-origin isolated: no threads to measure');
+    const opened = await openBenchPage(browser, server.url, log);
+    const { page, call } = opened;
+    pageErrors = opened.pageErrors;
     const byThreads = {};
     for (const n of browserThreads) {
       const t0 = Date.now();
@@ -130,7 +123,6 @@ async function inChromium() {
       log(`Chromium, ${n} thread(s): loaded in ${Date.now() - t0} ms`);
       byThreads[n] = { first: [], complete: [] };
     }
-    const call = (name, op, args) => page.evaluate(([a, b, c]) => window.__bench.call(a, b, c), [name, op, args]);
     const den = Math.abs(report.ld_clean - report.ld_corrupted);
     const patchOnce = async (n) => {
       const args = { clean: CLEAN, corrupted: CORRUPTED, answer: ANSWER, distractor: DISTRACTOR };
