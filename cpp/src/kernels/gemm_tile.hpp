@@ -23,6 +23,16 @@ using simd::kPanel;
 //   AVX-512 (32 zmm):                        8 x 32 -> 16 accumulators
 constexpr int kTileRows = kLanes >= 16 ? 8 : kLanes == 8 ? 6 : 4;
 
+// A's element at p in every lane, by a load (v128.load32_splat in wasm, vbroadcastss natively): the
+// broadcast every packed tile below uses
+inline batch broadcast(const float* p) noexcept {
+#ifdef __EMSCRIPTEN__
+  return batch(_mm_load1_ps(p));
+#else
+  return batch(*p);
+#endif
+}
+
 // How a tile's accumulators start: from the bias, from zero, or from what out holds (a later depth
 // slice of the same product, or a gradient being accumulated).
 enum class TileStart { bias, zero, out };
@@ -120,11 +130,7 @@ inline void packed_tile(float* out, int out_stride, const float* a, int a_stride
     const batch w0 = batch::load_unaligned(w);
     const batch w1 = batch::load_unaligned(w + kLanes);
     for (int r = 0; r < ROWS; r++) {
-#ifdef __EMSCRIPTEN__
-      const batch xv(_mm_load1_ps(x[r] + k));  // v128.load32_splat
-#else
-      const batch xv(x[r][k]);
-#endif
+      const batch xv = broadcast(x[r] + k);
       acc0[r] = simd::madd(xv, w0, acc0[r]);
       acc1[r] = simd::madd(xv, w1, acc1[r]);
     }
@@ -151,11 +157,7 @@ inline void packed_tile_kmajor(float* out, int out_stride, const float* xk, cons
     const batch w0 = batch::load_unaligned(w);
     const batch w1 = batch::load_unaligned(w + kLanes);
     for (int r = 0; r < ROWS; r++) {
-#ifdef __EMSCRIPTEN__
-      const batch xv(_mm_load1_ps(xk + r));  // v128.load32_splat
-#else
-      const batch xv(xk[r]);
-#endif
+      const batch xv = broadcast(xk + r);
       acc0[r] = simd::madd(xv, w0, acc0[r]);
       acc1[r] = simd::madd(xv, w1, acc1[r]);
     }
@@ -181,11 +183,7 @@ inline void packed_tile_2panels(float* out, int out_stride, const float* a, int 
     const batch w0 = batch::load_unaligned(panel_a + s), w1 = batch::load_unaligned(panel_a + s + kLanes);
     const batch w2 = batch::load_unaligned(panel_b + s), w3 = batch::load_unaligned(panel_b + s + kLanes);
     for (int r = 0; r < ROWS; r++) {
-#ifdef __EMSCRIPTEN__
-      const batch xv(_mm_load1_ps(x[r] + k));  // v128.load32_splat
-#else
-      const batch xv(x[r][k]);
-#endif
+      const batch xv = broadcast(x[r] + k);
       acc0[r] = simd::madd(xv, w0, acc0[r]);
       acc1[r] = simd::madd(xv, w1, acc1[r]);
       acc2[r] = simd::madd(xv, w2, acc2[r]);
@@ -236,11 +234,7 @@ inline void packed_row_panels(float* out, const float* a, const Weight* panel, s
     w[j] = panel + j * panel_stride;
   }
   for (int k = 0; k < depth; k++) {
-#ifdef __EMSCRIPTEN__
-    const batch xv(_mm_load1_ps(a + k));  // v128.load32_splat
-#else
-    const batch xv(a[k]);
-#endif
+    const batch xv = broadcast(a + k);
     for (int j = 0; j < PANELS; j++) {
       batch lo, hi;
       row_panel_step(w[j] + (std::size_t)k * kPanel, lo, hi);

@@ -56,39 +56,6 @@ float* Model::Impl::stream_rows(int l, int t0) {
   return &residual_[(std::size_t)(l % 2) * forward_rows() * C];
 }
 
-const float* Model::Impl::queries(int layer, int r_begin, int r_end, std::vector<float>& scratch,
-                                  std::size_t* row_stride, int* first_row) const {
-  const std::size_t cap = cap_, QW = config_.q_width();
-  if (!views_only_) {  // from row 0: the scalar build's attention_rows reads the keys beside them
-    *row_stride = config_.qkv_width();
-    *first_row = 0;
-    return &qkv_[(std::size_t)layer * cap * config_.qkv_width()];
-  }
-  *row_stride = QW;
-  *first_row = r_begin;
-  scratch.resize((std::size_t)(r_end - r_begin) * QW);
-  for (int t = r_begin; t < r_end; t++) {
-    float* row = scratch.data() + (std::size_t)(t - r_begin) * QW;
-    const std::size_t at = (std::size_t)layer * cap + t;
-    kernels::f16_unpack_forward(row, &queries_f16_[at * QW], QW);
-    const float s = query_scales_[at];  // a power of two: the product is exact
-    for (std::size_t i = 0; i < QW; i++) row[i] *= s;
-  }
-  return scratch.data();
-}
-
-// row t of `layer`'s queries into their F16 (queries_f16_'s rule); `scaled` holds q_width floats
-static void keep_query_row(uint16_t* out, float* scale_out, const float* q, std::size_t QW, float* scaled) {
-  float most = 0.0f;
-  for (std::size_t i = 0; i < QW; i++) most = std::max(most, std::fabs(q[i]));
-  int e = 0;
-  // a row of zeros, or one with an infinity or NaN (kept as F16 keeps them), is stored unscaled
-  const float s = most > 0.0f && std::isfinite(most) ? (std::frexp(most, &e), std::ldexp(1.0f, e)) : 1.0f;
-  for (std::size_t i = 0; i < QW; i++) scaled[i] = q[i] / s;  // exact: s is a power of two
-  kernels::f16_pack(out, scaled, QW);
-  *scale_out = s;
-}
-
 void Model::Impl::require_activations(const char* what) const {
   if (!views_only_) return;
   throw Error(std::string(what) + " needs every layer's activations, and this model keeps only the views' (" +
@@ -318,7 +285,6 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
   const int T = T_;
   const int C = c.n_embd, NH = c.n_head, V = c.vocab_size;
   const std::size_t cap = cap_, W = c.qkv_width(), QW = c.q_width();
-  std::vector<float> q_scaled;  // views_only_: one query row divided by its scale, on its way to F16
   const bool llama = c.family == Family::llama;
   const k::AttentionShape shape{NH, c.kv_heads(), c.head_size()};
   forward_calls_++;
@@ -386,12 +352,7 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
       io.row_stats = &stats;
       block_forward(c, blocks_[l], io, 1, t0, t1, (int)cap);
       // the layer's queries, as the attention read them (the views recompute any row from them)
-      if (views_only_) {
-        q_scaled.resize(QW);
-        for (int t = t0; t < t1; t++)
-          keep_query_row(&queries_f16_[(l * cap + t) * QW], &query_scales_[l * cap + t], &qkv_[(std::size_t)t * W], QW,
-                         q_scaled.data());
-      }
+      if (views_only_) keep_queries(l, t0, t1);
     }
   }
   thumb_rows_ = T;

@@ -63,6 +63,8 @@ struct Model::Impl {
   // widened from their F16 into `scratch` ((r_end - r_begin) x q_width floats).
   const float* queries(int layer, int r_begin, int r_end, std::vector<float>& scratch, std::size_t* row_stride,
                        int* first_row) const;
+  // with views_only_: rows [t0, t1) of `layer`'s queries, as qkv_ holds them now, into queries_f16_
+  void keep_queries(int layer, int t0, int t1);
   // throws Error when the last run kept only the views' activations: `what` needs every layer's
   void require_activations(const char* what) const;
   void forward(int t_begin, int logits_begin, int layer_begin = 0);
