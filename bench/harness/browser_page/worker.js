@@ -9,13 +9,11 @@
 // bench/shapes/make_transformersjs_q8.py, returning the logits (every position, as its model() does).
 // Or (kind 'trainer') the package's trainer on the page's default preset, taking
 // one step per call as the training page's Worker does. Or (op 'patch') the package's model.patch().
+import { twoTexts } from '/common/inputs.js';
 import { loadModel, createTrainer } from '/pkg/headscope.js';
 
 let subject = null;
 let turn = 0;
-const PROSE =
-  'the chef who trained in paris cooked the meal quickly while the guests waited in the garden and ' +
-  'talked about the long summer, the river, the market and the old bridge near the station; ';
 
 const ops = {
   async init({ kind, threads }) {
@@ -51,20 +49,7 @@ const ops = {
   // Two texts of exactly T tokens that differ in their first token (so that running one after the
   // other is a full run each time, not the engine's incremental update), and their ids (ours only).
   inputs({ T }) {
-    const m = subject.model;
-    const make = (first) => {
-      let s = first;
-      while (s.length < 8 * T) s += PROSE;
-      const tokens = m.tokenize(s);
-      const text = s.slice(0, tokens[T - 1].end);
-      const ids = m.tokenize(text).map((t) => t.id);
-      if (ids.length !== T) throw new Error(`a text of ${T} tokens came out with ${ids.length}`);
-      return { text, ids };
-    };
-    const a = make('The'),
-      b = make('A');
-    if (a.ids[0] === b.ids[0]) throw new Error('the two texts start with the same token');
-    return [a, b];
+    return twoTexts(subject.model, T);
   },
 
   async outputs({ text, ids }) {

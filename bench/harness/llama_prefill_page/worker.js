@@ -7,15 +7,13 @@
 // whole text in one batch, keeping no attention map and returning nothing but what the run must:
 // headscope's prefill(), wllama's completion of one greedy token (llama.cpp's server: the prompt in one
 // batch, then one token sampled from the last position's logits, no further decode).
+import { twoTexts } from '/common/inputs.js';
 import { loadModel } from '/pkg/headscope.js';
 import { Wllama } from '/wllama/esm/index.js';
 
 let subject = null;
 let turn = 0;
 let lastText = null; // the text the subject ran last: never timed twice in a row (headscope would reuse it)
-const PROSE =
-  'the chef who trained in paris cooked the meal quickly while the guests waited in the garden and ' +
-  'talked about the long summer, the river, the market and the old bridge near the station; ';
 const QUIET = { debug() {}, log() {}, info() {}, warn: console.warn, error: console.error };
 
 const ops = {
@@ -53,20 +51,7 @@ const ops = {
   // Two texts of exactly T tokens that differ in their first token (so that running one after the other
   // is a full prefill each time, never a reuse of a cached prefix), and their ids (headscope only).
   inputs({ T }) {
-    const m = subject.model;
-    const make = (first) => {
-      let s = first;
-      while (s.length < 8 * T) s += PROSE;
-      const tokens = m.tokenize(s);
-      const text = s.slice(0, tokens[T - 1].end);
-      const ids = m.tokenize(text).map((t) => t.id);
-      if (ids.length !== T) throw new Error(`a text of ${T} tokens came out with ${ids.length}`);
-      return { text, ids };
-    };
-    const a = make('The'),
-      b = make('A');
-    if (a.ids[0] === b.ids[0]) throw new Error('the two texts start with the same token');
-    return [a, b];
+    return twoTexts(subject.model, T);
   },
 
   // The last position's log-probabilities of `k` tokens: headscope's whole log-softmax (its k most
