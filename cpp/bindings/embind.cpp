@@ -150,9 +150,18 @@ val results(const Model& m, int top_k, bool all_logits, int rows_from, int block
     const std::vector<headscope::Token>& tokens = m.tokens();
     val out = val::object();
     set_token_arrays(out, tokens);
-    std::vector<float> rows(m.attention_rows_floats(rows_from, block_rows, stride));
-    m.copy_attention_rows(rows.data(), rows_from, block_rows, stride);
-    out.set("attentionRows", f32_copy(rows));
+    // a head at a time into the JavaScript array: the rows never exist whole in wasm memory too
+    // (604 MB more at GPT-2's 1,024 tokens, kept by the heap once grown)
+    const std::size_t floats = m.attention_rows_floats(rows_from, block_rows, stride);
+    const std::size_t per_head = (std::size_t)block_rows * stride;
+    val rows = val::global("Float32Array").new_(floats);
+    std::vector<float> head(per_head);
+    for (int l = 0; per_head && l < m.config().n_layer; l++)
+      for (int h = 0; h < m.config().n_head; h++) {
+        m.copy_head_attention_rows(head.data(), l, h, rows_from, block_rows, stride);
+        f32_into(rows, ((std::size_t)l * m.config().n_head + h) * per_head, head.data(), per_head);
+      }
+    out.set("attentionRows", rows);
     out.set("contributionNorms", f32_copy(m.contribution_norms()));
     const auto last = m.logits_last();
     out.set("logitsLast", f32_copy(last.data(), last.size()));

@@ -17,6 +17,10 @@ inline val f32_copy(const float* data, std::size_t n) {
   return val::global("Float32Array").new_(emscripten::typed_memory_view(n, data));
 }
 inline val f32_copy(const std::vector<float>& v) { return f32_copy(v.data(), v.size()); }
+// Copies n floats into the Float32Array `array` from element `offset` on.
+inline void f32_into(val& array, std::size_t offset, const float* data, std::size_t n) {
+  array.call<void>("set", emscripten::typed_memory_view(n, data), offset);
+}
 inline val f64_copy(const std::vector<double>& v) {
   return val::global("Float64Array").new_(emscripten::typed_memory_view(v.size(), v.data()));
 }

@@ -288,6 +288,10 @@ class Model {
   // rows a typed token changed (row q depends on tokens 0..q alone) and append rows without moving
   // the others. With row_begin 0 and block_rows = stride = T this is attention_all()'s layout.
   void copy_attention_rows(float* out, int row_begin, int block_rows, int stride) const;
+  // The same for head (layer, head) alone: its block of block_rows x stride floats into `out`, as
+  // copy_attention_rows() writes it at that head's place. A caller that hands the rows on (the
+  // JavaScript binding) then needs one head's floats at a time, not every head's at once.
+  void copy_head_attention_rows(float* out, int layer, int head, int row_begin, int block_rows, int stride) const;
   // Floats copy_attention_rows() writes: L * NH * block_rows * stride. Throws Error on a layout that
   // cannot hold the rows, or one wider than the context (stride or block_rows above n_positions).
   std::size_t attention_rows_floats(int row_begin, int block_rows, int stride) const;

@@ -38,8 +38,13 @@ using simd::madd;
 // Register budget: SIMD128 and AVX2 4 x 2 batches of scores (8 accumulators), 2 rows x up to 5
 // batches of values (10); AVX-512 (32 registers) 12 x 32 scores (24), 6 rows x 4 batches (24, head
 // size 64). Measured at T = 1024 on GPT-2 small's heads: 12/6 ran 1.3x faster than 8/4 (cpp/bench).
+// The value tiles are at most kValueBatches batches wide: 2 x 5 held 10 accumulators, 5 value batches
+// and 2 broadcasts, more than the 15 vector registers V8 allocates on x86-64, and its code kept
+// accumulators on the stack (perf annotate of the wasm build, T = 1024); 2 x 4 holds 14. A head of 64
+// is then 4 tiles of 4 batches, not 5 + 5 + 5 + 1.
 constexpr int kScoreRows = kLanes >= 16 ? 12 : 4;
 constexpr int kValueRows = kLanes >= 16 ? 6 : 2;
+constexpr int kValueBatches = kLanes >= 16 ? 5 : 4;
 
 int attention_key_panel_width() { return kPanel; }
 
@@ -120,9 +125,10 @@ template <int ROWS>
 static inline void weighted_values_rows(float* y, int y_stride, const float* a, int att_stride, const float* values,
                                         int HS, int n, int hs_simd) noexcept {
   int d = 0;
-  for (; d + 5 * kLanes <= hs_simd; d += 5 * kLanes)
-    weighted_values_tile<ROWS, 5>(y + d, y_stride, a, att_stride, values + d, HS, n);
-  weighted_values_last_tile<ROWS, 4>((hs_simd - d) / kLanes, y + d, y_stride, a, att_stride, values + d, HS, n);
+  for (; d + kValueBatches * kLanes <= hs_simd; d += kValueBatches * kLanes)
+    weighted_values_tile<ROWS, kValueBatches>(y + d, y_stride, a, att_stride, values + d, HS, n);
+  weighted_values_last_tile<ROWS, kValueBatches - 1>((hs_simd - d) / kLanes, y + d, y_stride, a, att_stride,
+                                                     values + d, HS, n);
 }
 
 // y [hs_simd, HS) = sum_{j < n} a[j] v_j, the head-size columns left over after whole batches
@@ -153,6 +159,38 @@ static inline void weighted_values_rows_n(int rows, std::integer_sequence<int, R
 int attention_block_rows() { return kScoreRows; }
 
 namespace {
+// The first j in [0, n) with the largest x[j], as the scalar scan `if (x[j] > x[best]) best = j` finds
+// it: the largest by batches, then its first position. That scan carried a load through every step
+// (compare, select the index, load x[best]), a few percent of a forward pass at 1,024 tokens. A row
+// holding a NaN takes the scalar scan itself, whose answer a NaN changes.
+int first_argmax(const float* x, int n) noexcept {
+  int j = 0;
+  float m = x[0];
+  bool nan = false;
+  if (n >= kLanes) {
+    batch mb = batch::load_unaligned(x);
+    auto unordered = mb != mb;
+    for (j = kLanes; j + kLanes <= n; j += kLanes) {
+      const batch v = batch::load_unaligned(x + j);
+      unordered = unordered | (v != v);
+      mb = xsimd::max(mb, v);
+    }
+    nan = xsimd::any(unordered);
+    m = simd::horizontal_max(mb);
+  }
+  for (; j < n; j++) {
+    nan = nan || x[j] != x[j];
+    m = std::max(m, x[j]);
+  }
+  if (!nan)
+    for (int i = 0; i < n; i++)
+      if (x[i] == m) return i;
+  int best = 0;
+  for (int i = 1; i < n; i++)
+    if (x[i] > x[best]) best = i;
+  return best;
+}
+
 // AttentionRowStats of row t from its weights a and its scores s (before the softmax; s[j_max] the
 // largest). The entropy without a log per weight: log a_j = (s_j - m) - log Z, and log Z = -log
 // a_{j_max} (the weight where s_j = m is exp(0) / Z), so H = sum_j a_j (m - s_j) - log a_{j_max}; sums
@@ -242,8 +280,7 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
           int j_max = 0;
           if (stats && stats->out) {
             kept.assign(a, a + t + 1);
-            for (int j = 1; j <= t; j++)
-              if (a[j] > a[j_max]) j_max = j;
+            j_max = first_argmax(a, t + 1);
           }
           softmax_forward(a, t + 1);
           std::fill(a + t + 1, a + att_stride, 0.0f);

@@ -28,6 +28,8 @@ struct Model::Impl {
   std::vector<float> attention_all() const;
   void copy_attention_all(float* out) const;
   void copy_attention_rows(float* out, int row_begin, int block_rows, int stride) const;
+  void copy_head_attention_rows(float* out, int layer, int head, int row_begin, int block_rows, int stride) const;
+  void copy_head_rows(float* out, int l, int h, int row_begin, int stride, std::vector<float>& rows) const;
   std::size_t attention_rows_floats(int row_begin, int block_rows, int stride) const;
   AttentionTile attention_tile(int layer, int head, int row_begin, int row_end, int col_begin, int col_end,
                                int bin) const;

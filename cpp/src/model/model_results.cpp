@@ -164,24 +164,37 @@ std::size_t Model::Impl::attention_rows_floats(int row_begin, int block_rows, in
 
 void Model::Impl::copy_attention_rows(float* out, int row_begin, int block_rows, int stride) const {
   attention_rows_floats(row_begin, block_rows, stride);
-  constexpr int kRows = 64;
-  std::vector<float> rows(keep_maps_ ? 0 : (std::size_t)kRows * cap_);
+  std::vector<float> scratch;
   for (int l = 0; l < config_.n_layer; l++)
-    for (int h = 0; h < config_.n_head; h++) {
-      const std::size_t head = (std::size_t)l * config_.n_head + h;
-      float* block = out + head * block_rows * (std::size_t)stride;
-      for (int q0 = row_begin; q0 < T_; q0 += kRows) {
-        const int q1 = std::min(T_, q0 + kRows);
-        // the engine's own rows (cap wide): kept, or recomputed
-        const float* src = keep_maps_ ? &att_[(head * cap_ + q0) * cap_] : rows.data();
-        if (!keep_maps_) map_rows(l, h, q0, q1, rows.data());
-        for (int q = q0; q < q1; q++) {
-          float* dst = block + (std::size_t)(q - row_begin) * stride;
-          std::copy_n(src + (std::size_t)(q - q0) * cap_, T_, dst);
-          std::fill(dst + T_, dst + stride, 0.0f);
-        }
-      }
+    for (int h = 0; h < config_.n_head; h++)
+      copy_head_rows(out + ((std::size_t)l * config_.n_head + h) * block_rows * (std::size_t)stride, l, h, row_begin,
+                     stride, scratch);
+}
+
+void Model::Impl::copy_head_attention_rows(float* out, int layer, int head, int row_begin, int block_rows,
+                                           int stride) const {
+  attention_rows_floats(row_begin, block_rows, stride);
+  check_layer_head(layer, head);
+  std::vector<float> scratch;
+  copy_head_rows(out, layer, head, row_begin, stride, scratch);
+}
+
+// One head's rows [row_begin, T) into rows of `stride` floats (the layout checked by the caller).
+void Model::Impl::copy_head_rows(float* out, int l, int h, int row_begin, int stride, std::vector<float>& rows) const {
+  constexpr int kRows = 64;
+  if (!keep_maps_) rows.resize((std::size_t)kRows * cap_);
+  const std::size_t head = (std::size_t)l * config_.n_head + h;
+  for (int q0 = row_begin; q0 < T_; q0 += kRows) {
+    const int q1 = std::min(T_, q0 + kRows);
+    // the engine's own rows (cap wide): kept, or recomputed
+    const float* src = keep_maps_ ? &att_[(head * cap_ + q0) * cap_] : rows.data();
+    if (!keep_maps_) map_rows(l, h, q0, q1, rows.data());
+    for (int q = q0; q < q1; q++) {
+      float* dst = out + (std::size_t)(q - row_begin) * stride;
+      std::copy_n(src + (std::size_t)(q - q0) * cap_, T_, dst);
+      std::fill(dst + T_, dst + stride, 0.0f);
     }
+  }
 }
 
 std::vector<float> Model::Impl::attention_all() const {
