@@ -127,8 +127,8 @@ static inline void weighted_values_rows(float* y, int y_stride, const float* a, 
   int d = 0;
   for (; d + kValueBatches * kLanes <= hs_simd; d += kValueBatches * kLanes)
     weighted_values_tile<ROWS, kValueBatches>(y + d, y_stride, a, att_stride, values + d, HS, n);
-  weighted_values_last_tile<ROWS, kValueBatches - 1>((hs_simd - d) / kLanes, y + d, y_stride, a, att_stride,
-                                                     values + d, HS, n);
+  weighted_values_last_tile<ROWS, kValueBatches - 1>((hs_simd - d) / kLanes, y + d, y_stride, a, att_stride, values + d,
+                                                     HS, n);
 }
 
 // y [hs_simd, HS) = sum_{j < n} a[j] v_j, the head-size columns left over after whole batches

@@ -456,8 +456,7 @@ void Model::copy_attention_all(float* out) const { impl_->copy_attention_all(out
 void Model::copy_attention_rows(float* out, int row_begin, int block_rows, int stride) const {
   impl_->copy_attention_rows(out, row_begin, block_rows, stride);
 }
-void Model::copy_head_attention_rows(float* out, int layer, int head, int row_begin, int block_rows,
-                                     int stride) const {
+void Model::copy_head_attention_rows(float* out, int layer, int head, int row_begin, int block_rows, int stride) const {
   impl_->copy_head_attention_rows(out, layer, head, row_begin, block_rows, stride);
 }
 std::size_t Model::attention_rows_floats(int row_begin, int block_rows, int stride) const {
