@@ -75,6 +75,11 @@ try {
           ['ours-2', 'ours', 2],
           ['ort-default', 'ort', null],
           ['ort-2', 'ort', 2],
+          // the last logits alone: the package without full maps, onnxruntime-web fetching logits_last only
+          ['lean-1', 'ours-lean', 1],
+          ['lean-2', 'ours-lean', 2],
+          ['ortl-default', 'ort-logits', null],
+          ['ortl-2', 'ort-logits', 2],
         ]),
     ['q8-1', 'ours-q8', 1],
     ['q8-2', 'ours-q8', 2],
@@ -99,7 +104,7 @@ try {
     if (kind === 'tjs') tjsInfo = { ...r, requested: [...new Set(tjsRequests)] };
     log(`${name}: ${r.threads} thread(s), loaded in ${Date.now() - t0} ms`);
   }
-  for (const name of ['ours-2', 'q8-2', 'q8lean-2'])
+  for (const name of ['ours-2', 'lean-2', 'q8-2', 'q8lean-2'])
     if (name in threads && threads[name] !== 2)
       throw new Error(`the package (${name}) runs ${threads[name]} thread(s) where 2 were asked for`);
   if (tjsInfo) {
@@ -123,6 +128,18 @@ try {
     );
     if (!(d.attention < 1e-4) || !(d.logits < 1e-3 * Math.max(1, d.logitMax)))
       throw new Error(`${name} disagrees with onnxruntime-web: not timing`);
+  }
+  // the last-logits-alone subjects return the very logits of their full runs (the same arithmetic)
+  for (const [a, b] of peerOnly
+    ? []
+    : [
+        ['lean-1', 'ours-1'],
+        ['lean-2', 'ours-1'],
+        ['ortl-default', 'ort-default'],
+        ['ortl-2', 'ort-2'],
+      ]) {
+    const d = await page.evaluate(([x, y, input]) => window.__bench.agreement(x, y, input), [a, b, probe]);
+    if (d.logits !== 0) throw new Error(`${a} returns other logits than ${b} (${d.logits}): not timing`);
   }
   // 8 bits against float32: the bounds of tests/cpp/model/test_q8_storage.cpp (KL 0.03 nats, attention 0.3),
   // and the two thread counts give the same bits (a partition along outputs only)
@@ -231,6 +248,19 @@ try {
           `| ${r.T} | ${m(r, 'ours-1').toFixed(0)} | ${m(r, 'ours-2').toFixed(0)} | ${m(r, 'ort-default').toFixed(0)} | ` +
           `${m(r, 'ort-2').toFixed(0)} | ${(m(r, 'ours-1') / m(r, 'ours-2')).toFixed(2)}x | ${(m(r, 'ort-default') / m(r, 'ours-2')).toFixed(2)}x | ` +
           `${(m(r, 'ort-2') / m(r, 'ours-2')).toFixed(2)}x |`,
+      ),
+      '',
+      'Returning the last logits alone, in the same rounds: the package without full maps (attentionMaps: false; its run ' +
+        "still raises every head's thumbnail and role statistics, run(text, { attention: 'thumbnails', topK: 0 })), " +
+        'onnxruntime-web fetching logits_last only (its graph still computes every map, as its softmax):',
+      '',
+      `| T | ours 1 thread | ours 2 threads | ORT default (${threads['ortl-default']} thread(s)) | ORT 2 threads | ours 1 thread / ORT default | ours / ORT, both 2 threads |`,
+      '|---|---|---|---|---|---|---|',
+      ...rows.map(
+        (r) =>
+          `| ${r.T} | ${m(r, 'lean-1').toFixed(0)} | ${m(r, 'lean-2').toFixed(0)} | ${m(r, 'ortl-default').toFixed(0)} | ` +
+          `${m(r, 'ortl-2').toFixed(0)} | ${(m(r, 'ortl-default') / m(r, 'lean-1')).toFixed(2)}x | ` +
+          `${(m(r, 'ortl-2') / m(r, 'lean-2')).toFixed(2)}x |`,
       ),
       '',
       "With 8-bit weights (weights: 'q8'; relaxed SIMD's 8-bit dot product in Chromium), in the same rounds:",

@@ -38,9 +38,10 @@ function argmax(z) {
 window.__bench = {
   isolated: self.crossOriginIsolated,
   cores: navigator.hardwareConcurrency,
-  /** Starts subject `name`: kind 'ours' (the package), 'ours-q8' (the package with weights: 'q8'),
-   *  'ours-q8-lean' (the same without full maps), 'ort' (onnxruntime-web) or 'tjs' (transformers.js),
-   *  with `threads` (null: its default). */
+  /** Starts subject `name`: kind 'ours' (the package), 'ours-lean' (the same without full maps),
+   *  'ours-q8' (the package with weights: 'q8'), 'ours-q8-lean', 'ort' (onnxruntime-web), 'ort-logits'
+   *  (the same graph, fetching the last logits alone) or 'tjs' (transformers.js), with `threads`
+   *  (null: its default). */
   start: (name, kind, threads) => subjects.start(name, { kind, threads }),
   call,
   /** Both subjects' outputs on one input, compared here: the largest differences. */
@@ -50,7 +51,8 @@ window.__bench = {
     for (const v of y.logitsLast) logitMax = Math.max(logitMax, Math.abs(v));
     // kl: KL(p_b || p_a) of the last position's next-token distributions, in double
     return {
-      attention: maxAbsDiff(x.attention, y.attention),
+      // null when either returns no maps (a lean subject, onnxruntime-web fetching the logits alone)
+      attention: x.attention && y.attention ? maxAbsDiff(x.attention, y.attention) : null,
       logits: maxAbsDiff(x.logitsLast, y.logitsLast),
       logitMax,
       kl: kl(logSoftmax(y.logitsLast), logSoftmax(x.logitsLast)),

@@ -2,9 +2,11 @@
 // threaded build when threads > 1 on this isolated page; kind 'ours-q8' with 8-bit weights) or
 // onnxruntime-web's wasm backend. Both
 // return the same outputs to JavaScript on every run: every attention map (L, H, T, T) and the last
-// position's logits. Kind 'ours-q8-lean': 8 bits with the least the package's API returns (no full
-// map kept or returned: attentionMaps false, run(text, { attention: 'thumbnails' }); it has no
-// option that returns the last logits alone). Kind 'tjs': transformers.js at its defaults (device
+// position's logits. Kinds 'ours-lean' and 'ours-q8-lean': float32 or 8 bits with the least the
+// package's API returns (no full map kept or returned: attentionMaps false, run(text, { attention:
+// 'thumbnails' }); it has no option that returns the last logits alone). Kind 'ort-logits': the same
+// graph as 'ort', fetching its last logits alone (the maps are still computed inside the graph, as
+// its softmax's output, but never leave wasm). Kind 'tjs': transformers.js at its defaults (device
 // wasm, dtype q8, its onnxruntime-web's own thread count) on the folder of
 // bench/shapes/make_transformersjs_q8.py, returning the logits (every position, as its model() does).
 // Or (kind 'trainer') the package's trainer on the page's default preset, taking
@@ -23,14 +25,15 @@ const ops = {
       const { spec } = trainer;
       return { threads: trainer.threads, tokensPerStep: spec.batchSize * spec.seqLen, config: spec.config };
     }
-    if (kind === 'ours' || kind === 'ours-q8' || kind === 'ours-q8-lean') {
+    if (['ours', 'ours-lean', 'ours-q8', 'ours-q8-lean'].includes(kind)) {
+      const lean = kind.endsWith('-lean');
       const options = {
         ...(threads ? { threads } : {}),
-        ...(kind !== 'ours' ? { weights: 'q8' } : {}),
-        ...(kind === 'ours-q8-lean' ? { attentionMaps: false } : {}),
+        ...(kind.startsWith('ours-q8') ? { weights: 'q8' } : {}),
+        ...(lean ? { attentionMaps: false } : {}),
       };
       const model = await loadModel(new URL('/model/', self.location.href), options);
-      subject = { kind: 'ours', model, lean: kind === 'ours-q8-lean' };
+      subject = { kind: 'ours', model, lean };
       return { threads: model.threads, config: model.info.config, weights: model.info.weights };
     }
     if (kind === 'tjs') return initTransformersJs();
@@ -42,7 +45,7 @@ const ops = {
       executionProviders: ['wasm'],
       graphOptimizationLevel: 'all',
     });
-    subject = { kind, ort, session };
+    subject = { kind: 'ort', ort, session, fetches: kind === 'ort-logits' ? ['logits_last'] : undefined };
     return { threads: ort.env.wasm.numThreads };
   },
 
@@ -64,8 +67,8 @@ const ops = {
         throw new Error(`transformers.js's tokenizer gives other ids: ${own.slice(0, 8)}... for ${ids.slice(0, 8)}...`);
       return { attention: null, logitsLast: await tjsForward(ids) };
     }
-    const r = await subject.session.run(ortFeeds(ids));
-    return { attention: r.attention.data, logitsLast: r.logits_last.data };
+    const r = await subject.session.run(ortFeeds(ids), subject.fetches);
+    return { attention: r.attention?.data ?? null, logitsLast: r.logits_last.data };
   },
 
   // `runs` runs alternating between the two inputs, across calls too (the same text twice in a row
@@ -77,7 +80,7 @@ const ops = {
       const t0 = performance.now();
       if (subject.kind === 'ours') subject.model.runData(text, subject.lean ? LEAN : {});
       else if (subject.kind === 'tjs') await tjsForward(ids);
-      else await subject.session.run(ortFeeds(ids));
+      else await subject.session.run(ortFeeds(ids), subject.fetches);
       out.push(performance.now() - t0);
     }
     return out;
