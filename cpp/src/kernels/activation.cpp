@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels.hpp"
+#include "parallel.hpp"
 #include "reference.hpp"
 #include "simd_batch.hpp"
 
@@ -16,17 +17,25 @@ using simd::batch;
 using simd::kLanes;
 using simd::map_batches;
 
+// The forward activations run over the threads (parallel_elements, by blocks; same bits on any
+// count): on one thread they were a serial part of every layer, about 4% of GPT-2 small's forward at
+// T = 256, and what a second thread cannot share bounds its gain. About the multiply-adds an element
+// is worth (a tanh, erf or exp through xsimd's polynomials and a division).
+constexpr double kTranscendentalCost = 32;
+
 void gelu_forward(float* out, const float* inp, std::size_t N) noexcept {
   const batch s_b(std::sqrt(2.0f / 3.14159265358979323846f)), c_b(0.044715f), half(0.5f), one(1.0f);
-  map_batches(out, inp, N, [&](batch x) {
+  const auto f = [&](batch x) {
     const batch inner = s_b * xsimd::fma(c_b * x, x * x, x);
     return half * x * (one + xsimd::tanh(inner));
-  });
+  };
+  parallel_elements(N, kTranscendentalCost, [&](std::size_t i, std::size_t n) { map_batches(out + i, inp + i, n, f); });
 }
 
 void gelu_erf_forward(float* out, const float* inp, std::size_t N) noexcept {
   const batch inv_sqrt2(0.70710678118654752f), half(0.5f), one(1.0f);
-  map_batches(out, inp, N, [&](batch x) { return half * x * (one + xsimd::erf(x * inv_sqrt2)); });
+  const auto f = [&](batch x) { return half * x * (one + xsimd::erf(x * inv_sqrt2)); };
+  parallel_elements(N, kTranscendentalCost, [&](std::size_t i, std::size_t n) { map_batches(out + i, inp + i, n, f); });
 }
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t N) noexcept {
@@ -62,21 +71,23 @@ void gelu_erf_backward(float* dinp, const float* inp, const float* dout, std::si
 void swiglu_forward(float* out, const float* gate_up, int N, int F) noexcept {
   const batch one(1.0f);
   const auto f = [&](batch g, batch u) { return g / (one + xsimd::exp(-g)) * u; };
-  for (int t = 0; t < N; t++) {
-    const float* g = gate_up + (std::size_t)t * 2 * F;
-    const float* u = g + F;
-    float* o = out + (std::size_t)t * F;
-    int i = 0;
-    for (; i + kLanes <= F; i += kLanes)
-      f(batch::load_unaligned(g + i), batch::load_unaligned(u + i)).store_unaligned(o + i);
-    if (i < F) {
-      alignas(64) float tg[kLanes] = {}, tu[kLanes] = {};
-      std::memcpy(tg, g + i, sizeof(float) * (F - i));
-      std::memcpy(tu, u + i, sizeof(float) * (F - i));
-      f(batch::load_aligned(tg), batch::load_aligned(tu)).store_aligned(tg);
-      std::memcpy(o + i, tg, sizeof(float) * (F - i));
+  parallel_for(N, kTranscendentalCost * N * F, [&](int t_begin, int t_end) {
+    for (int t = t_begin; t < t_end; t++) {
+      const float* g = gate_up + (std::size_t)t * 2 * F;
+      const float* u = g + F;
+      float* o = out + (std::size_t)t * F;
+      int i = 0;
+      for (; i + kLanes <= F; i += kLanes)
+        f(batch::load_unaligned(g + i), batch::load_unaligned(u + i)).store_unaligned(o + i);
+      if (i < F) {
+        alignas(64) float tg[kLanes] = {}, tu[kLanes] = {};
+        std::memcpy(tg, g + i, sizeof(float) * (F - i));
+        std::memcpy(tu, u + i, sizeof(float) * (F - i));
+        f(batch::load_aligned(tg), batch::load_aligned(tu)).store_aligned(tg);
+        std::memcpy(o + i, tg, sizeof(float) * (F - i));
+      }
     }
-  }
+  });
 }
 
 void swiglu_backward(float* dgate_up, const float* gate_up, const float* dout, int N, int F) noexcept {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels.hpp"
+#include "parallel.hpp"
 #include "simd_batch.hpp"
 
 #if HEADSCOPE_SIMD
@@ -14,40 +15,47 @@ using simd::batch;
 using simd::hsum;
 using simd::kLanes;
 
+// The forward norms run over the threads by rows (a serial part of every layer otherwise); about the
+// multiply-adds a float is worth: three passes over it.
+constexpr double kNormCost = 4;
+
 // --- LayerNorm (GPT-2) -----------------------------------------------------------------------
 void layernorm_forward(float* out, float* mean_out, float* rstd_out, const float* inp, const float* weight,
                        const float* bias, int T, int C, float eps) noexcept {
-  for (int t = 0; t < T; t++) {
-    const float* x = inp + (std::size_t)t * C;
-    float* o = out + (std::size_t)t * C;
-    // two passes (mean, then squared deviations) as in PyTorch: one-pass E[x^2]-E[x]^2 loses
-    // precision when the residual stream has a large mean
-    batch sum(0.0f);
-    int i = 0;
-    for (; i + kLanes <= C; i += kLanes) sum += batch::load_unaligned(x + i);
-    float s = xsimd::hadd(sum);
-    for (; i < C; i++) s += x[i];
-    const float mean = s / C;
-    const batch mean_b(mean);
-    batch sq(0.0f);
-    i = 0;
-    for (; i + kLanes <= C; i += kLanes) {
-      const batch d = batch::load_unaligned(x + i) - mean_b;
-      sq = xsimd::fma(d, d, sq);
+  // rows over the threads (each row the same instructions on any count); about 4 passes a float
+  parallel_for(T, kNormCost * T * C, [&](int t_begin, int t_end) {
+    for (int t = t_begin; t < t_end; t++) {
+      const float* x = inp + (std::size_t)t * C;
+      float* o = out + (std::size_t)t * C;
+      // two passes (mean, then squared deviations) as in PyTorch: one-pass E[x^2]-E[x]^2 loses
+      // precision when the residual stream has a large mean
+      batch sum(0.0f);
+      int i = 0;
+      for (; i + kLanes <= C; i += kLanes) sum += batch::load_unaligned(x + i);
+      float s = xsimd::hadd(sum);
+      for (; i < C; i++) s += x[i];
+      const float mean = s / C;
+      const batch mean_b(mean);
+      batch sq(0.0f);
+      i = 0;
+      for (; i + kLanes <= C; i += kLanes) {
+        const batch d = batch::load_unaligned(x + i) - mean_b;
+        sq = xsimd::fma(d, d, sq);
+      }
+      float v = xsimd::hadd(sq);
+      for (; i < C; i++) v += (x[i] - mean) * (x[i] - mean);
+      const float rstd = 1.0f / std::sqrt(v / C + eps);
+      if (mean_out) mean_out[t] = mean;
+      if (rstd_out) rstd_out[t] = rstd;
+      const batch rstd_b(rstd);
+      i = 0;
+      for (; i + kLanes <= C; i += kLanes) {
+        const batch n = (batch::load_unaligned(x + i) - mean_b) * rstd_b;
+        xsimd::fma(n, batch::load_unaligned(weight + i), batch::load_unaligned(bias + i)).store_unaligned(o + i);
+      }
+      for (; i < C; i++) o[i] = (x[i] - mean) * rstd * weight[i] + bias[i];
     }
-    float v = xsimd::hadd(sq);
-    for (; i < C; i++) v += (x[i] - mean) * (x[i] - mean);
-    const float rstd = 1.0f / std::sqrt(v / C + eps);
-    if (mean_out) mean_out[t] = mean;
-    if (rstd_out) rstd_out[t] = rstd;
-    const batch rstd_b(rstd);
-    i = 0;
-    for (; i + kLanes <= C; i += kLanes) {
-      const batch n = (batch::load_unaligned(x + i) - mean_b) * rstd_b;
-      xsimd::fma(n, batch::load_unaligned(weight + i), batch::load_unaligned(bias + i)).store_unaligned(o + i);
-    }
-    for (; i < C; i++) o[i] = (x[i] - mean) * rstd * weight[i] + bias[i];
-  }
+  });
 }
 
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
@@ -95,17 +103,19 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
 
 // --- RMSNorm (the Llama family) ---------------------------------------------------------------
 void rmsnorm_forward(float* out, float* rstd, const float* x, const float* weight, int N, int C, float eps) noexcept {
-  for (int t = 0; t < N; t++) {
-    const float* xr = x + (std::size_t)t * C;
-    float* o = out + (std::size_t)t * C;
-    const float r = 1.0f / std::sqrt(dot(xr, xr, C) / C + eps);
-    if (rstd) rstd[t] = r;
-    const batch r_b(r);
-    int i = 0;
-    for (; i + kLanes <= C; i += kLanes)
-      (batch::load_unaligned(xr + i) * r_b * batch::load_unaligned(weight + i)).store_unaligned(o + i);
-    for (; i < C; i++) o[i] = xr[i] * r * weight[i];
-  }
+  parallel_for(N, kNormCost * N * C, [&](int t_begin, int t_end) {
+    for (int t = t_begin; t < t_end; t++) {
+      const float* xr = x + (std::size_t)t * C;
+      float* o = out + (std::size_t)t * C;
+      const float r = 1.0f / std::sqrt(dot(xr, xr, C) / C + eps);
+      if (rstd) rstd[t] = r;
+      const batch r_b(r);
+      int i = 0;
+      for (; i + kLanes <= C; i += kLanes)
+        (batch::load_unaligned(xr + i) * r_b * batch::load_unaligned(weight + i)).store_unaligned(o + i);
+      for (; i < C; i++) o[i] = xr[i] * r * weight[i];
+    }
+  });
 }
 
 void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,

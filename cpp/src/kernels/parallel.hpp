@@ -9,7 +9,9 @@
 // for the duration of a call (PoolScope), and parallel_for() uses the calling thread's current pool,
 // or runs inline when there is none (inside a worker, or a caller without a pool).
 #pragma once
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -80,6 +82,20 @@ void parallel_for(int n, double work, F&& fn) {
     return;
   }
   run_on_current_pool(n, std::function<void(int, int)>(std::ref(fn)));
+}
+
+// An elementwise pass over N floats split over the current pool: fn(i, n) on [i, i + n), in blocks
+// of kElementBlock floats (a multiple of every batch width, so an element goes through the same
+// instructions on any thread count; only the last block holds a tail). cost: about the multiply-adds
+// an element is worth (parallel_for's `work`), so that a one-token update's passes stay inline.
+constexpr std::size_t kElementBlock = 4096;
+template <class F>
+void parallel_elements(std::size_t N, double cost, F&& fn) {
+  const int blocks = (int)((N + kElementBlock - 1) / kElementBlock);
+  parallel_for(blocks, cost * (double)N, [&](int b0, int b1) {
+    const std::size_t i0 = (std::size_t)b0 * kElementBlock, i1 = std::min(N, (std::size_t)b1 * kElementBlock);
+    fn(i0, i1 - i0);
+  });
 }
 
 // For tests: the work below which parallel_for runs inline (0 splits every call, so tiny fixture

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/parallel.hpp"
+
 namespace headscope {
 
 // Hugging Face's rotary frequencies (modeling_rope_utils: the default, and "llama3" scaling), in double.
@@ -139,12 +141,14 @@ void block_forward(const ModelConfig& c, const BlockWeights& w, const BlockBuffe
     k::matmul_rows_forward(contrib, head_rows, QW, w.attn_out, h * HS, (h + 1) * HS, n);
     if (b.gates && b.gates[h] != 1.0f)
       for (std::size_t i = 0; i < nc; i++) contrib[i] *= b.gates[h];
-    if (norms)
-      for (int r = 0; r < n; r++) {
+    // each row's size and its add into the sum, rows over the threads (a serial pass per head before)
+    k::parallel_for(n, 8.0 * nc, [&](int r0, int r1) {
+      for (int r = r0; r < r1; r++) {
         const float* row = contrib + (std::size_t)r * C;
-        norms[t_begin + r] = std::sqrt(k::dot(row, row, C));
+        if (norms) norms[t_begin + r] = std::sqrt(k::dot(row, row, C));
+        k::add_forward(proj + (std::size_t)r * C, proj + (std::size_t)r * C, row, C);
       }
-    k::add_forward(proj, proj, contrib, nc);
+    });
   }
   k::add_forward(b.res_mid, x, proj, nc);
 
