@@ -192,7 +192,11 @@ try {
     const inputs = await call('ours-1', 'inputs', { T });
     if (opt.tjs) await checkDistributions(T, inputs[0]);
     const long = T >= 1024;
-    const warm = opt.quick || long ? 1 : 2,
+    // two warm-up runs at any length: the first runs at T = 1,024 that hand 604 MB of maps to JavaScript
+    // are up to 1.4 s slower than the later ones in one process, either engine (fresh pages of a new
+    // array, before the allocator reuses a freed one's: measured in Node, a JS copy of the maps 1.6 s
+    // in the first two runs, 0.28 s after)
+    const warm = opt.quick ? 1 : 2,
       rounds = opt.quick ? 1 : long ? 4 : 6,
       perRound = 1;
     const samples = Object.fromEntries(TIMED.map(([name]) => [name, []]));
