@@ -31,12 +31,12 @@ using simd::madd;
 // contiguous they take 256 KB (HS 64) and stay in L2 next to the keys while every query block
 // streams past them. Queries go in blocks of kScoreRows rows: scores as kScoreRows x kPanel register
 // tiles over the key panels up to the block's last position, softmax, then the weighted sum of
-// values as kValueRows x up-to-5-batch tiles. Each score is one multiply-add chain over the head
+// values as kValueRows x up-to-kValueBatches tiles. Each score is one multiply-add chain over the head
 // dimension in order and each output one chain over the keys in order, whatever the tile (keys past
 // a row's position carry an exact 0 weight, and a multiply-add of 0 leaves a sum unchanged): rows
 // computed one call at a time (typing) equal rows computed together (a full run), bit for bit.
-// Register budget: SIMD128 and AVX2 4 x 2 batches of scores (8 accumulators), 2 rows x up to 5
-// batches of values (10); AVX-512 (32 registers) 12 x 32 scores (24), 6 rows x 4 batches (24, head
+// Register budget: SIMD128 and AVX2 4 x 2 batches of scores (8 accumulators), 2 rows x up to 4
+// batches of values (8); AVX-512 (32 registers) 12 x 32 scores (24), 6 rows x 4 batches (24, head
 // size 64). Measured at T = 1024 on GPT-2 small's heads: 12/6 ran 1.3x faster than 8/4 (cpp/bench).
 // The value tiles are at most kValueBatches batches wide: 2 x 5 held 10 accumulators, 5 value batches
 // and 2 broadcasts, more than the 15 vector registers V8 allocates on x86-64, and its code kept

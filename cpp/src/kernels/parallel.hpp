@@ -1,9 +1,10 @@
 // Internal to the kernel library: the thread pool the kernels split their work over.
 //
 // Determinism: work is cut by a fixed partition (parallel_for's chunk c of P covers [n*c/P, n*(c+1)/P)),
-// and the kernels cut only along outputs (GEMM column panels, attention heads, LM-head rows), never a
-// sum. Each output element is then computed by one thread, by the same instructions in the same
-// order as on one thread, so results are bit-identical for every thread count.
+// and the kernels cut only along outputs (GEMM column panels, attention heads, LM-head rows, norm
+// rows, blocks of an elementwise pass), never a sum. Each output element is then computed by one
+// thread, by the same instructions in the same order as on one thread, so results are bit-identical
+// for every thread count.
 //
 // The pool is not passed through the kernels' signatures: a Model or Trainer makes its pool current
 // for the duration of a call (PoolScope), and parallel_for() uses the calling thread's current pool,
