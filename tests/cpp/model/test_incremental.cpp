@@ -173,6 +173,14 @@ TEST_CASE("attention rows in a wider block: the rows a typed token changed, patc
       std::copy_n(rows.data() + (std::size_t)head * (T - same) * S, (std::size_t)(T - same) * S,
                   blocks.data() + ((std::size_t)head * S + same) * S);
     shown = m.ids();
+    // one head's block alone (what the JavaScript binding copies out a head at a time) is that head's
+    // block of the whole copy, exactly: the same rows copied
+    std::vector<float> one((std::size_t)(T - same) * S, -2.0f);
+    for (int l = 0; l < L; l++)
+      for (int h = 0; h < NH; h++) {
+        m.copy_head_attention_rows(one.data(), l, h, same, T - same, S);
+        REQUIRE(std::equal(one.begin(), one.end(), rows.begin() + (std::ptrdiff_t)((l * NH + h) * one.size())));
+      }
 
     const std::vector<float> full = m.attention_all();  // (L, NH, T, T)
     INFO("\"" << text << "\": rows from " << same);
@@ -192,6 +200,13 @@ TEST_CASE("attention rows in a wider block: the rows a typed token changed, patc
   REQUIRE_THROWS_WITH(m.attention_rows_floats(-1, m.T(), m.T()), Catch::Matchers::Contains("must start within"));
   REQUIRE_THROWS_WITH(m.attention_rows_floats(0, 33, 33), Catch::Matchers::Contains("stride must be within"));
   REQUIRE_THROWS_WITH(m.attention_rows_floats(0, 40, 32), Catch::Matchers::Contains("at most n_positions"));
+  std::vector<float> one((std::size_t)m.T() * m.T());
+  REQUIRE_THROWS_WITH(m.copy_head_attention_rows(one.data(), L, 0, 0, m.T(), m.T()),
+                      Catch::Matchers::Contains("is outside [0, "));
+  REQUIRE_THROWS_WITH(m.copy_head_attention_rows(one.data(), 0, NH, 0, m.T(), m.T()),
+                      Catch::Matchers::Contains("is outside [0, "));
+  REQUIRE_THROWS_WITH(m.copy_head_attention_rows(one.data(), 0, 0, 0, m.T(), m.T() - 1),
+                      Catch::Matchers::Contains("stride must be within"));
 }
 
 TEST_CASE("text longer than the context: the oldest tokens are cut in steps of an eighth of the context",
