@@ -9,9 +9,10 @@
 // text (and the same token count), which is where a wrong q/k permutation in the GGUF shows.
 // Subjects run one at a time, interleaved round by round in a rotating order.
 // Usage: node bench/harness/browser-llama-prefill.mjs --model DIR --gguf-f32 FILE --gguf-q8 FILE --pkg DIR
-//          --out OUT.json [--markdown OUT.md] [--tokens 256,1024] [--quick]
-//   DIR: a Llama-family folder (config.json, model.safetensors, tokenizer.json); --pkg: the package's
-//   files (dist/, as scripts/build-package.sh builds it). --quick: T = 32, one warm-up and one round.
+//          --out RESULTS [--markdown TABLE] [--tokens 256,1024] [--quick]
+//   RESULTS: the JSON file to write; TABLE: the Markdown file of its table. DIR: a Llama-family
+//   folder (config.json, model.safetensors, tokenizer.json); --pkg: the package's files (dist/, as
+//   scripts/build-package.sh builds it). --quick: T = 32, one warm-up and one round.
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
