@@ -91,32 +91,32 @@ bool Model::Impl::ensure_capacity(int T) {
                 budget_.words() + "); use a shorter text");
   try {
     const std::size_t R = std::min<std::size_t>(cap, kForwardRows);  // forward_rows() once cap_ is set
-    residual_.assign(views_only ? (2 * R + cap) * C : (L + 1) * cap * C, 0.0f);
-    qkv_.assign((views_only ? 1 : L) * cap * W, 0.0f);
-    queries_f16_.assign(views_only ? L * cap * QW : 0, 0);
+    assign_zeros(residual_, views_only ? (2 * R + cap) * C : (L + 1) * cap * C);
+    assign_zeros(qkv_, (views_only ? 1 : L) * cap * W);
+    assign_zeros(queries_f16_, views_only ? L * cap * QW : 0);
     query_scales_.assign(views_only ? L * cap : 0, 1.0f);
-    att_.assign(keep_maps_ ? L * NH * cap * cap : NH * kernels::attention_block_rows() * cap, 0.0f);
-    head_out_.assign((views_only ? 1 : L) * cap * QW, 0.0f);
+    assign_zeros(att_, keep_maps_ ? L * NH * cap * cap : NH * kernels::attention_block_rows() * cap);
+    assign_zeros(head_out_, (views_only ? 1 : L) * cap * QW);
     contrib_.clear();
-    contrib_norm_.assign(L * NH * cap, 0.0f);
-    scratch_ln_.assign(R * C, 0.0f);
-    scratch_proj_.assign(R * C, 0.0f);
-    scratch_head_.assign(R * C, 0.0f);
-    scratch_fc_.assign(R * FS, 0.0f);
-    key_panels_.assign(L * kernels::attention_key_panels_floats((int)cap, shape), 0.0f);
-    row_stats_.assign(L * NH * cap * kernels::kRowStats, 0.0f);
-    row_copies_.assign(3 * cap, 0);
+    assign_zeros(contrib_norm_, L * NH * cap);
+    assign_zeros(scratch_ln_, R * C);
+    assign_zeros(scratch_proj_, R * C);
+    assign_zeros(scratch_head_, R * C);
+    assign_zeros(scratch_fc_, R * FS);
+    assign_zeros(key_panels_, L * kernels::attention_key_panels_floats((int)cap, shape));
+    assign_zeros(row_stats_, L * NH * cap * kernels::kRowStats);
+    assign_zeros(row_copies_, 3 * cap);
   } catch (const std::bad_alloc&) {
     // leave no half-sized buffers behind: the next run starts from nothing
     cap_ = 0;
     has_run_ = false;
     cached_tokens_ = 0;
     cached_logits_ = 0;
-    std::vector<uint16_t>().swap(queries_f16_);
+    ActivationBuffer<uint16_t>().swap(queries_f16_);
     for (auto* v : {&residual_, &qkv_, &query_scales_, &att_, &head_out_, &contrib_norm_, &scratch_ln_, &scratch_proj_,
                     &scratch_head_, &scratch_fc_, &key_panels_, &row_stats_})
-      std::vector<float>().swap(*v);
-    std::vector<int32_t>().swap(row_copies_);
+      ActivationBuffer<float>().swap(*v);
+    ActivationBuffer<int32_t>().swap(row_copies_);
     throw Error("out of memory: running " + std::to_string(T) + " tokens needs about " + gigabytes(floats * 4) +
                 " of activations next to " + gigabytes(weight_bytes()) + " of weights; use a shorter text");
   }
@@ -444,7 +444,10 @@ void Model::clear_cache() {
   impl_->cached_tokens_ = 0;
   impl_->cached_logits_ = 0;
 }
-bool Model::reserve(int tokens) { return impl_->reserve(tokens); }
+bool Model::reserve(int tokens) {
+  kernels::PoolScope threads(impl_->pool_.get());  // the new activations are zeroed over the threads
+  return impl_->reserve(tokens);
+}
 int Model::T() const { return impl_->T_; }
 const std::vector<Token>& Model::tokens() const { return impl_->tokens_; }
 const std::vector<int32_t>& Model::ids() const { return impl_->ids_; }

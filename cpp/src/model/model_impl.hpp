@@ -103,28 +103,28 @@ struct Model::Impl {
   int full_tokens_ = 0;      // the longest text whose activations are kept whole (fit_context)
   bool views_only_ = false;  // this allocation keeps only the views' activations
   int reserved_ = 0;  // reserve()'s tokens until a run that long: the steps of that text keep the reserved allocation
-  std::vector<float> residual_;  // (L+1, cap, C); views_only_: two rows buffers (R, C) and the final (cap, C),
-                                 // R = forward_rows(); stream() and stream_rows() say where
-  std::vector<float> qkv_;       // (L, cap, W): q | k | v (W = 3C for GPT-2); views_only_: (cap, W), one layer's
+  ActivationBuffer<float> residual_;  // (L+1, cap, C); views_only_: two rows buffers (R, C) and the final (cap, C),
+                                      // R = forward_rows(); stream() and stream_rows() say where
+  ActivationBuffer<float> qkv_;       // (L, cap, W): q | k | v (W = 3C for GPT-2); views_only_: (cap, W), one layer's
   // views_only_: every layer's q, (L, cap, QW), as the attention read it, stored as F16 of q / s with s
   // the power of two that puts the row's largest |q| in [0.5, 1) (query_scales_, (L, cap)): half the
   // bytes, no overflow, each value within 2^-11 of itself (relative; 2^-25 s absolute below F16's
   // normal range). Else empty. Rows recomputed from them are the forward's within the bound in
   // cpp/README.md, "Memory".
-  std::vector<uint16_t> queries_f16_;
-  std::vector<float> query_scales_;
-  bool keep_maps_ = true;            // LoadOptions::attention_maps
-  std::vector<float> att_;           // (L, NH, cap, cap); without keep_maps_ (NH, block, cap): one layer's
-                                     // rows being computed (kernels::attention_block_rows)
-  std::vector<float> head_out_;      // (L, cap, QW): concatenated head outputs, after ablation; views_only_: (cap, QW)
-  std::vector<float> contrib_;       // (L, NH, cap, C) when keep_contributions
-  std::vector<float> contrib_norm_;  // (L, NH, cap)
-  std::vector<float> scratch_ln_;    // (R, C), R = forward_rows(): forward()'s rows at a time
-  std::vector<float> scratch_proj_;  // (R, C)
-  std::vector<float> scratch_head_;  // (R, C)
-  std::vector<float> scratch_fc_;    // (R, F) GPT-2; (R, 3F) Llama: gate | up, then the SwiGLU
-  std::vector<float> key_panels_;    // L x attention_key_panels_floats(cap, shape): keys and values in the attention
-                                     // kernel's layout, cached with qkv_
+  ActivationBuffer<uint16_t> queries_f16_;
+  ActivationBuffer<float> query_scales_;
+  bool keep_maps_ = true;             // LoadOptions::attention_maps
+  ActivationBuffer<float> att_;       // (L, NH, cap, cap); without keep_maps_ (NH, block, cap): one layer's
+                                      // rows being computed (kernels::attention_block_rows)
+  ActivationBuffer<float> head_out_;  // (L, cap, QW): concatenated head outputs, after ablation; views_only_: (cap, QW)
+  std::vector<float> contrib_;        // (L, NH, cap, C) when keep_contributions
+  ActivationBuffer<float> contrib_norm_;  // (L, NH, cap)
+  ActivationBuffer<float> scratch_ln_;    // (R, C), R = forward_rows(): forward()'s rows at a time
+  ActivationBuffer<float> scratch_proj_;  // (R, C)
+  ActivationBuffer<float> scratch_head_;  // (R, C)
+  ActivationBuffer<float> scratch_fc_;    // (R, F) GPT-2; (R, 3F) Llama: gate | up, then the SwiGLU
+  ActivationBuffer<float> key_panels_;  // L x attention_key_panels_floats(cap, shape): keys and values in the attention
+                                        // kernel's layout, cached with qkv_
   // Every head's thumbnail of the last run (LoadOptions::thumbnail_size S), raised by the forward pass
   // as it computes each row: (L, NH, S, S) cells of 2^thumb_shift_ x 2^thumb_shift_ weights
   // (attention_thumbnail_bin), rows [0, thumb_rows_) pooled in. Empty when S is 0.
@@ -142,8 +142,8 @@ struct Model::Impl {
   // Each row's role statistics (kernels::AttentionRowStats), written by the forward pass: (L, NH, cap,
   // kRowStats); and the token-copy chains they need, for the last run's ids (row_copies_: before |
   // first | next, cap each)
-  std::vector<float> row_stats_;
-  std::vector<int32_t> row_copies_;
+  ActivationBuffer<float> row_stats_;
+  ActivationBuffer<int32_t> row_copies_;
   std::vector<float> logits_last_;  // (V)
   std::vector<float> logits_all_;   // (cap, V) with all_logits
 

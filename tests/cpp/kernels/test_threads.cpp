@@ -4,6 +4,7 @@
 // instructions in the same order whichever thread computes it. The parallel threshold is set to 0
 // here so that small shapes are split too, and the counts include more threads than units of work.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "headscope/train.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/parallel.hpp"
+#include "model/model_memory.hpp"
 #include "test_util.hpp"
 
 namespace kn = headscope::kernels;
@@ -75,6 +77,27 @@ TEST_CASE("threads: the pool runs every chunk of a fixed partition exactly once"
       });
       INFO(threads << " threads, n " << n);
       for (int h : hits) REQUIRE(h == 1);
+    }
+}
+
+// A text's activations are zeroed over the pool (assign_zeros): every element of a reused buffer,
+// which still holds the last text's values, reads 0, whether it shrank, stayed or grew past its
+// capacity, on every pool; sizes around the elementwise block (4,096) and its multiples.
+TEST_CASE("threads: assign_zeros leaves every element 0 on every pool", "[threads]") {
+  SplitEverything split;
+  for (int threads : {1, 2, 3})
+    for (std::size_t n :
+         {std::size_t{0}, std::size_t{1}, std::size_t{4095}, std::size_t{4097}, std::size_t{3 * 4096 + 5}}) {
+      kn::ThreadPool pool(threads);
+      kn::PoolScope scope(&pool);
+      headscope::ActivationBuffer<float> v(3 * 4096 + 5, 7.0f);  // the last text's values
+      for (std::size_t size : {n, n + 4096 * 4}) {               // within the capacity, then past it
+        headscope::assign_zeros(v, size);
+        INFO(threads << " threads, " << size << " elements");
+        REQUIRE(v.size() == size);
+        REQUIRE(std::count(v.begin(), v.end(), 0.0f) == (std::ptrdiff_t)size);
+        std::fill(v.begin(), v.end(), -1.0f);  // dirty again for the next size
+      }
     }
 }
 
