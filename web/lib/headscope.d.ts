@@ -263,8 +263,10 @@ export interface RunOptions {
  * (at most 128 x 128 max-pooled cells a head, which the forward pass pooled as it went), so that a
  * long text's result stays small; pull exact values with attentionTile(). With `reuse` (an earlier
  * thumbnails result at the same bin and switched-off heads) only each head's cell rows from the
- * first changed token's on are copied out of the engine (and, in a Worker, sent across); the result's
- * thumbnails are whole, in a buffer of their own, and `reuse` keeps its own (it may still be read).
+ * first changed token's on are copied out of the engine (and, in a Worker, sent across), and written
+ * into reuse's thumbnails, which the new result then owns (into a new buffer when the text grew or
+ * shrank by a cell: a cell row holds `thumbnailBin` tokens). As with RunOptions.reuse, `reuse` must not
+ * be read afterwards.
  */
 export interface ThumbnailRunOptions extends Omit<RunOptions, 'attention'> {
   attention: 'thumbnails';
@@ -625,7 +627,10 @@ export declare class HeadscopeModel {
    * Runs the model on `text` without building a result, leaving the text in the engine's cache: a
    * later run() of a text that extends it only computes the new tokens.
    */
-  prefill(text: string, options?: { ablate?: ReadonlyArray<readonly [number, number]>; allLogits?: boolean }): { tokens: number; reusedTokens: number; droppedTokens: number };
+  prefill(
+    text: string,
+    options?: { ablate?: ReadonlyArray<readonly [number, number]>; allLogits?: boolean },
+  ): { tokens: number; reusedTokens: number; droppedTokens: number };
   /** Allocates the engine's activations for `tokens` positions now (before a long text run in steps with prefill()); true when it reallocated, which empties the engine's cache. */
   reserve(tokens: number): boolean;
   /**
@@ -646,7 +651,11 @@ export declare class HeadscopeModel {
    * the last run; a page whose other parts run texts of their own asks this way. Throws an Error
    * before any run (without `of`), and naming the range for a position or token out of range.
    */
-  logitAttribution(position: number, token: number, of?: { text: string; ablate?: ReadonlyArray<readonly [number, number]> }): LogitAttribution;
+  logitAttribution(
+    position: number,
+    token: number,
+    of?: { text: string; ablate?: ReadonlyArray<readonly [number, number]> },
+  ): LogitAttribution;
   /**
    * Activation and attribution patching between two texts: which heads (and which residual stream
    * positions) carry what makes `answer` beat `distractor` in the clean text rather than the
@@ -662,7 +671,14 @@ export declare class HeadscopeModel {
    * key side, its contrast, and the value side. Runs the text (free when the engine holds it); it
    * becomes the last run. Throws an Error naming a layer, head, position or token out of range.
    */
-  explainScore(text: string, layer: number, head: number, query: number, key: number, options?: ExplainOptions): ScoreSplit;
+  explainScore(
+    text: string,
+    layer: number,
+    head: number,
+    query: number,
+    key: number,
+    options?: ExplainOptions,
+  ): ScoreSplit;
   /** Composition scores between every pair of heads and each head's copying score, from the weights alone. */
   circuits(options?: { seeds?: number }): Circuits;
   /**
@@ -937,7 +953,9 @@ export interface HeadscopeTrainer {
   model(): HeadscopeModel;
   /** The files of a Hugging Face folder (weights in F32): GPT-2's four, or a Llama-family model's
    *  config, weights and tokenizer.json; loadModel() accepts them. */
-  export(): { config: string; weights: Uint8Array; vocab: string; merges: string } | { config: string; weights: Uint8Array; tokenizer: string };
+  export():
+    | { config: string; weights: Uint8Array; vocab: string; merges: string }
+    | { config: string; weights: Uint8Array; tokenizer: string };
   dispose(): void;
 }
 

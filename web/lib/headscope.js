@@ -146,7 +146,7 @@ export class HeadscopeModel {
    * maps byte spans to string indices and adds the accessors.
    * With `reuse` (an earlier result of this model, given up by the caller), only the attention rows
    * from the first changed token on are copied out of the engine, into reuse's buffer (of a result
-   * without maps, the thumbnails' cell rows from that token's on, into a copy of reuse's).
+   * without maps, the thumbnails' cell rows from that token's on, into reuse's thumbnails).
    */
   run(text, options = {}) {
     const { reuse = null, ...rest } = options;

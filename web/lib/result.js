@@ -201,11 +201,14 @@ export function withPreviousRows(previous, update) {
 
 /**
  * A run's thumbnails from `update` (cell rows [thumbnailRowsFrom, n) of every head, as thumbnailRows)
- * with the rows before them from `previous` (an earlier result at the same bin): into a new buffer,
- * so that `previous` keeps its own (a view that painted it compares the two to repaint what changed).
- * Cell rows before the first changed token's are the same numbers: a row of a map depends on the
- * tokens up to it alone. The text may have grown or shrunk (n cells against previous's m): an earlier
- * row holds nothing right of its diagonal, so min(m, n) cells of it are all there is.
+ * with the rows before them from `previous` (an earlier result at the same bin). Cell rows before the
+ * first changed token's are the same numbers: a row of a map depends on the tokens up to it alone.
+ * With as many cells as before (most keystrokes: a cell row holds `bin` tokens), the new rows are
+ * written into previous's buffer, which the new result then owns, and previous is superseded, as
+ * withPreviousRows() does: a new buffer at every keystroke was 9 MB (GPT-2 small) to 17 MB (SmolLM2-135M)
+ * of fresh memory to fault in and collect. A view that painted previous keeps its own copy of what it
+ * painted (grid.js). When the text grew or shrank a cell (n cells against previous's m), into a new
+ * buffer: an earlier row holds nothing right of its diagonal, so min(m, n) cells of it are all there is.
  */
 export function withPreviousThumbnails(previous, update) {
   const { thumbnailRows, thumbnailRowsFrom: from, thumbnailCells: n, thumbnailBin, nLayer, nHead } = update;
@@ -219,13 +222,17 @@ export function withPreviousThumbnails(previous, update) {
     thumbnailRows.length !== nLayer * nHead * (n - from) * n
   )
     throw new Error('the thumbnail rows do not fit the earlier result');
-  const C = new Float32Array(nLayer * nHead * n * n);
+  if (superseded.has(previous)) throw new Error('this result was already updated by a later run');
+  const inPlace = m === n;
+  const C = inPlace ? old : new Float32Array(nLayer * nHead * n * n);
   const width = Math.min(m, n);
   for (let head = 0; head < nLayer * nHead; head++) {
-    for (let a = 0; a < from; a++)
-      C.set(old.subarray((head * m + a) * m, (head * m + a) * m + width), (head * n + a) * n);
+    if (!inPlace)
+      for (let a = 0; a < from; a++)
+        C.set(old.subarray((head * m + a) * m, (head * m + a) * m + width), (head * n + a) * n);
     C.set(thumbnailRows.subarray(head * (n - from) * n, (head + 1) * (n - from) * n), (head * n + from) * n);
   }
+  if (inPlace) superseded.add(previous);
   const data = { ...update, thumbnails: C };
   delete data.thumbnailRows;
   delete data.thumbnailRowsFrom;

@@ -1,5 +1,6 @@
 // withPreviousThumbnails (web/lib/result.js): a run's thumbnail cell rows from `thumbnailRowsFrom` on,
-// put together with the rows before them from the earlier result, into a new buffer. Against a layout
+// put together with the rows before them from the earlier result: into its buffer when the cell count
+// is the same, else into a new one. Against a layout
 // written out here cell by cell; refusals of rows that do not fit.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,7 +16,14 @@ const cells = (heads, n, offset = 0, rows = [0, n]) => {
 };
 
 const shape = { nLayer: 1, nHead: 2 };
-const previousOf = (m) => ({ ...shape, thumbnails: cells(2, m), thumbnailCells: m, thumbnailBin: 4 });
+const previousOf = (m) => ({
+  ...shape,
+  ablate: [],
+  tokens: [{ id: 7 }],
+  thumbnails: cells(2, m),
+  thumbnailCells: m,
+  thumbnailBin: 4,
+});
 const updateOf = (n, from) => ({
   ...shape,
   thumbnailRows: cells(2, n, 0.5, [from, n]),
@@ -24,7 +32,7 @@ const updateOf = (n, from) => ({
   thumbnailBin: 4,
 });
 
-test('the earlier rows, then the new ones, in a new buffer; the text may grow or shrink a cell', () => {
+test('the earlier rows, then the new ones; in the earlier buffer unless the text grew or shrank a cell', () => {
   for (const [m, n, from] of [
     [5, 5, 3], // typing inside the last cell row
     [5, 6, 4], // a new cell row
@@ -32,6 +40,7 @@ test('the earlier rows, then the new ones, in a new buffer; the text may grow or
     [5, 5, 0], // nothing shared
   ]) {
     const previous = previousOf(m);
+    assert.notEqual(reuseInfo(previous), null);
     const kept = previous.thumbnails.slice();
     const data = withPrevious(previous, updateOf(n, from));
     assert.equal(data.thumbnailRows, undefined);
@@ -48,8 +57,14 @@ test('the earlier rows, then the new ones, in a new buffer; the text may grow or
             `m ${m} n ${n} from ${from}: head ${h} (${a}, ${b})`,
           );
         }
-    assert.notEqual(data.thumbnails, previous.thumbnails);
-    assert.deepEqual(previous.thumbnails, kept, 'the earlier result keeps its thumbnails');
+    if (m === n) {
+      assert.equal(data.thumbnails, previous.thumbnails, 'written into the earlier buffer');
+      assert.equal(reuseInfo(previous), null, 'the earlier result is given up: no later run reuses it');
+      assert.throws(() => withPrevious(previous, updateOf(n, from)), /already updated/);
+    } else {
+      assert.notEqual(data.thumbnails, previous.thumbnails);
+      assert.deepEqual(previous.thumbnails, kept, 'the earlier result keeps its thumbnails');
+    }
   }
 });
 

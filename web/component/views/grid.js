@@ -369,8 +369,15 @@ export class GridView {
         ? last.data
         : null;
     paintGrid(this.pixels, L, result, this.theme, this.state, previous);
+    // what was painted, in the view's own buffer (reused while the size holds): a run that reuses
+    // this result writes its new rows into the result's buffer (result.js, withPreviousThumbnails)
+    let painted = null;
+    if (t) {
+      painted = last?.data.length === t.length ? last.data : new Float32Array(t.length);
+      painted.set(t);
+    }
     this.lastThumbnails = t
-      ? { data: t, pixels: this.pixels, layout: L, lut: this.theme.lut, n: result.thumbnailCells }
+      ? { data: painted, pixels: this.pixels, layout: L, lut: this.theme.lut, n: result.thumbnailCells }
       : null;
     this.ctx.putImageData(this.image, 0, 0);
     // what the canvas shows, for the tests: the result and weighting painted (weightAt() reads them)
