@@ -59,9 +59,10 @@ std::size_t attention_key_panels_floats(int att_stride, const AttentionShape& sh
 
 // Scores of ROWS query rows against one panel of kPanel keys, accumulated over the head dimension.
 // a_rows (ROWS, att_stride) <- [:, 0:n_valid]; q row r at q + r * row3; key_panel (HS, kPanel)
+// a_rows' rows are a_stride floats apart (the next query's row of a head, or the next head's row of a query).
 template <int ROWS>
-static inline void score_tile(float* a_rows, int att_stride, const float* q, std::size_t row3, const float* key_panel,
-                              int HS, float scale, int n_valid) noexcept {
+static inline void score_tile(float* a_rows, std::size_t a_stride, const float* q, std::size_t row3,
+                              const float* key_panel, int HS, float scale, int n_valid) noexcept {
   batch acc0[ROWS], acc1[ROWS];
   for (int r = 0; r < ROWS; r++) acc0[r] = acc1[r] = batch(0.0f);
   for (int d = 0; d < HS; d++) {
@@ -75,7 +76,7 @@ static inline void score_tile(float* a_rows, int att_stride, const float* q, std
   }
   const batch s(scale);
   for (int r = 0; r < ROWS; r++) {
-    float* o = a_rows + (std::size_t)r * att_stride;
+    float* o = a_rows + r * a_stride;
     if (n_valid == kPanel) {
       (acc0[r] * s).store_unaligned(o);
       (acc1[r] * s).store_unaligned(o + kLanes);
@@ -91,8 +92,8 @@ static inline void score_tile(float* a_rows, int att_stride, const float* q, std
 // y rows (ROWS) [0, NB*kLanes) = sum_{j < n} a[r][j] v_j, values (n, HS) contiguous: each loaded
 // value batch feeds ROWS rows
 template <int ROWS, int NB>
-static inline void weighted_values_tile(float* y, int y_stride, const float* a, int att_stride, const float* values,
-                                        int HS, int n) noexcept {
+static inline void weighted_values_tile(float* y, int y_stride, const float* a, std::size_t a_stride,
+                                        const float* values, int HS, int n) noexcept {
   batch acc[ROWS][NB];
   for (int r = 0; r < ROWS; r++)
     for (int b = 0; b < NB; b++) acc[r][b] = batch(0.0f);
@@ -101,7 +102,7 @@ static inline void weighted_values_tile(float* y, int y_stride, const float* a, 
     batch vb[NB];
     for (int b = 0; b < NB; b++) vb[b] = batch::load_unaligned(v + b * kLanes);
     for (int r = 0; r < ROWS; r++) {
-      const batch ar(a[(std::size_t)r * att_stride + j]);
+      const batch ar(a[r * a_stride + j]);
       for (int b = 0; b < NB; b++) acc[r][b] = madd(ar, vb[b], acc[r][b]);
     }
   }
@@ -111,23 +112,23 @@ static inline void weighted_values_tile(float* y, int y_stride, const float* a, 
 
 // the tile of nb batches for the nb < NB + 1 whole batches left (none when nb is 0)
 template <int ROWS, int NB>
-static inline void weighted_values_last_tile(int nb, float* y, int y_stride, const float* a, int att_stride,
+static inline void weighted_values_last_tile(int nb, float* y, int y_stride, const float* a, std::size_t a_stride,
                                              const float* values, int HS, int n) noexcept {
   if constexpr (NB > 0) {
     if (nb == NB)
-      weighted_values_tile<ROWS, NB>(y, y_stride, a, att_stride, values, HS, n);
+      weighted_values_tile<ROWS, NB>(y, y_stride, a, a_stride, values, HS, n);
     else
-      weighted_values_last_tile<ROWS, NB - 1>(nb, y, y_stride, a, att_stride, values, HS, n);
+      weighted_values_last_tile<ROWS, NB - 1>(nb, y, y_stride, a, a_stride, values, HS, n);
   }
 }
 
 template <int ROWS>
-static inline void weighted_values_rows(float* y, int y_stride, const float* a, int att_stride, const float* values,
-                                        int HS, int n, int hs_simd) noexcept {
+static inline void weighted_values_rows(float* y, int y_stride, const float* a, std::size_t a_stride,
+                                        const float* values, int HS, int n, int hs_simd) noexcept {
   int d = 0;
   for (; d + kValueBatches * kLanes <= hs_simd; d += kValueBatches * kLanes)
-    weighted_values_tile<ROWS, kValueBatches>(y + d, y_stride, a, att_stride, values + d, HS, n);
-  weighted_values_last_tile<ROWS, kValueBatches - 1>((hs_simd - d) / kLanes, y + d, y_stride, a, att_stride, values + d,
+    weighted_values_tile<ROWS, kValueBatches>(y + d, y_stride, a, a_stride, values + d, HS, n);
+  weighted_values_last_tile<ROWS, kValueBatches - 1>((hs_simd - d) / kLanes, y + d, y_stride, a, a_stride, values + d,
                                                      HS, n);
 }
 
@@ -142,18 +143,18 @@ static inline void weighted_values_tail(float* y, const float* a, const float* v
 }
 
 template <int... R>
-static inline void score_tile_rows(int rows, std::integer_sequence<int, R...>, float* a_rows, int att_stride,
+static inline void score_tile_rows(int rows, std::integer_sequence<int, R...>, float* a_rows, std::size_t a_stride,
                                    const float* q, std::size_t row3, const float* kp, int HS, float scale,
                                    int n_valid) noexcept {
   // dispatch the block's height (1..kScoreRows) to its template instance
-  ((rows == R + 1 ? (score_tile<R + 1>(a_rows, att_stride, q, row3, kp, HS, scale, n_valid), 0) : 0), ...);
+  ((rows == R + 1 ? (score_tile<R + 1>(a_rows, a_stride, q, row3, kp, HS, scale, n_valid), 0) : 0), ...);
 }
 
 template <int... R>
 static inline void weighted_values_rows_n(int rows, std::integer_sequence<int, R...>, float* y, int y_stride,
-                                          const float* a, int att_stride, const float* values, int HS, int n,
+                                          const float* a, std::size_t a_stride, const float* values, int HS, int n,
                                           int hs_simd) noexcept {
-  ((rows == R + 1 ? (weighted_values_rows<R + 1>(y, y_stride, a, att_stride, values, HS, n, hs_simd), 0) : 0), ...);
+  ((rows == R + 1 ? (weighted_values_rows<R + 1>(y, y_stride, a, a_stride, values, HS, n, hs_simd), 0) : 0), ...);
 }
 
 int attention_block_rows() { return kScoreRows; }
@@ -249,8 +250,63 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
       }
     }
   });
-  // threads take whole query heads (parallel.hpp); a head's work is the same on any thread
+  // row t of head h: in the whole map, or in its block's rows alone (the block starting at t0)
+  const auto row_of = [&](int h, int t, int t0) {
+    return att_block ? att + ((std::size_t)h * att_block + (t - t0)) * att_stride
+                     : att + ((std::size_t)h * att_stride + t) * att_stride;
+  };
+  // Row t of head h from its scores: softmax over the causal prefix and everything after it exactly
+  // 0 (this also overwrites the scores the tiles computed past the row's position), then its
+  // thumbnail cells and role statistics
+  const auto finish_row = [&](int h, int t, float* a) {
+    if (scores && h == scores_head) std::copy(a, a + t + 1, scores + (std::size_t)t * att_stride);
+    // the row statistics' entropy from the scores s kept here (no log per weight, see row_stats)
+    static thread_local std::vector<float> kept;
+    int j_max = 0;
+    if (stats && stats->out) {
+      kept.assign(a, a + t + 1);
+      j_max = first_argmax(a, t + 1);
+    }
+    softmax_forward(a, t + 1);
+    std::fill(a + t + 1, a + att_stride, 0.0f);
+    if (pool && pool->cells)
+      attention_pool_row(pool->cells + ((std::size_t)h * pool->n + (t >> pool->shift)) * pool->n, a, t + 1,
+                         pool->shift);
+    if (stats && stats->out) row_stats(*stats, h, t, a, kept.data(), j_max);
+  };
   const double work = (double)(T - t_begin) * T * NH * HS;  // scores and weighted values, about
+  // Typing (one new row) with grouped-query attention: a key/value group's query heads are the rows of
+  // one tile, so each key panel and value row is read once for the group, not once a head (SmolLM2-135M:
+  // 3 query heads a group; at 8,000 tokens one group's keys and values in a layer are 4 MB, which every
+  // head read again). Threads take whole groups. Each score and output is the same multiply-add chain
+  // as in the head-at-a-time loop below, so the bits are the same.
+  if (T - t_begin == 1 && group > 1 && group <= kScoreRows) {
+    const int t = t_begin;
+    const std::size_t head_rows = row_of(1, t, t) - row_of(0, t, t);  // floats between two heads' rows
+    parallel_for(KV, work, [&](int g_begin, int g_end) {
+      for (int g = g_begin; g < g_end; g++) {
+        const int h0 = g * group;
+        const float* kp_g = key_panels + (std::size_t)g * head_cache_floats(att_stride, HS);
+        const float* vc_g = kp_g + (std::size_t)panels_per_head * kPanel * HS;
+        const float* q = qkv + (std::size_t)t * row3 + (std::size_t)h0 * HS;  // the group's queries, HS apart
+        for (int p = 0; p * kPanel <= t; p++) {
+          const int n_valid = std::min(kPanel, att_stride - p * kPanel);  // never write past the row
+          score_tile_rows(group, std::make_integer_sequence<int, kScoreRows>{}, row_of(h0, t, t) + p * kPanel,
+                          head_rows, q, HS, kp_g + (std::size_t)p * kPanel * HS, HS, scale, n_valid);
+        }
+        for (int h = h0; h < h0 + group; h++) finish_row(h, t, row_of(h, t, t));
+        float* y = out + (std::size_t)t * out_row + (std::size_t)h0 * HS;  // the group's outputs, HS apart
+        for (int r = 0; r < group; r += kValueRows)
+          weighted_values_rows_n(std::min(kValueRows, group - r), std::make_integer_sequence<int, kValueRows>{},
+                                 y + (std::size_t)r * HS, HS, row_of(h0 + r, t, t), head_rows, vc_g, HS, t + 1,
+                                 hs_simd);
+        for (int r = 0; r < group; r++)
+          weighted_values_tail(y + (std::size_t)r * HS, row_of(h0 + r, t, t), vc_g, t + 1, hs_simd, HS);
+      }
+    });
+    return;
+  }
+  // threads take whole query heads (parallel.hpp); a head's work is the same on any thread
   parallel_for(NH, work, [&](int h_begin, int h_end) {
     for (int h = h_begin; h < h_end; h++) {
       const float* q0 = qkv + h * HS;  // query t at q0 + t * row3
@@ -259,45 +315,22 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
       for (int t0 = t_begin; t0 < T; t0 += kScoreRows) {
         const int rows = std::min(kScoreRows, T - t0);
         const int t_last = t0 + rows - 1;
-        // row t of this head: in the whole map, or in the block's rows alone
-        const auto row_of = [&](int t) {
-          return att_block ? att + ((std::size_t)h * att_block + (t - t0)) * att_stride
-                           : att + ((std::size_t)h * att_stride + t) * att_stride;
-        };
         // scores over the key panels up to the block's last position (causal)
         for (int p = 0; p * kPanel <= t_last; p++) {
           const int n_valid = std::min(kPanel, att_stride - p * kPanel);  // never write past the row
-          score_tile_rows(rows, std::make_integer_sequence<int, kScoreRows>{}, row_of(t0) + p * kPanel, att_stride,
-                          q0 + t0 * row3, row3, kp_h + (std::size_t)p * kPanel * HS, HS, scale, n_valid);
+          score_tile_rows(rows, std::make_integer_sequence<int, kScoreRows>{}, row_of(h, t0, t0) + p * kPanel,
+                          att_stride, q0 + t0 * row3, row3, kp_h + (std::size_t)p * kPanel * HS, HS, scale, n_valid);
         }
-        // softmax over the causal prefix; everything after it exactly 0 (this also overwrites the
-        // scores the tiles computed past each row's position)
-        for (int t = t0; t <= t_last; t++) {
-          float* a = row_of(t);
-          if (scores && h == scores_head) std::copy(a, a + t + 1, scores + (std::size_t)t * att_stride);
-          // the row statistics' entropy from the scores s kept here (no log per weight, see row_stats)
-          static thread_local std::vector<float> kept;
-          int j_max = 0;
-          if (stats && stats->out) {
-            kept.assign(a, a + t + 1);
-            j_max = first_argmax(a, t + 1);
-          }
-          softmax_forward(a, t + 1);
-          std::fill(a + t + 1, a + att_stride, 0.0f);
-          if (pool && pool->cells)
-            attention_pool_row(pool->cells + ((std::size_t)h * pool->n + (t >> pool->shift)) * pool->n, a, t + 1,
-                               pool->shift);
-          if (stats && stats->out) row_stats(*stats, h, t, a, kept.data(), j_max);
-        }
+        for (int t = t0; t <= t_last; t++) finish_row(h, t, row_of(h, t, t0));
         // y = P V, kValueRows rows at a time over j up to the sub-block's last position
         for (int t = t0; t <= t_last; t += kValueRows) {
           const int vrows = std::min(kValueRows, t_last + 1 - t);
           weighted_values_rows_n(vrows, std::make_integer_sequence<int, kValueRows>{},
-                                 out + (std::size_t)t * out_row + h * HS, out_stride, row_of(t), att_stride, vc_h, HS,
-                                 t + vrows, hs_simd);
+                                 out + (std::size_t)t * out_row + h * HS, out_stride, row_of(h, t, t0), att_stride,
+                                 vc_h, HS, t + vrows, hs_simd);
         }
         for (int t = t0; t <= t_last; t++)
-          weighted_values_tail(out + (std::size_t)t * out_row + h * HS, row_of(t), vc_h, t + 1, hs_simd, HS);
+          weighted_values_tail(out + (std::size_t)t * out_row + h * HS, row_of(h, t, t0), vc_h, t + 1, hs_simd, HS);
       }
     }
   });

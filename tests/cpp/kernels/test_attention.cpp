@@ -195,7 +195,10 @@ TEST_CASE("grouped-query attention row by row equals one call over all rows, bit
           "[kernels][attention][gqa]") {
   // typing (one row per call) against a full run: the tiles group rows differently but keep each sum's order
   std::mt19937 rng(32);
-  for (const auto& [NH, KV, HS] : {std::tuple{4, 2, 6}, std::tuple{4, 1, 20}, std::tuple{8, 2, 64}}) {
+  // (one row per call is the kernel's grouped path: a group's query heads as the rows of one tile; groups of
+  // 2, 3 and 4 heads, past kValueRows on SIMD128 and at kScoreRows)
+  for (const auto& [NH, KV, HS] :
+       {std::tuple{4, 2, 6}, std::tuple{4, 1, 20}, std::tuple{8, 2, 64}, std::tuple{6, 2, 64}, std::tuple{9, 3, 12}}) {
     const k::AttentionShape shape{NH, KV, HS};
     const int T = 40, stride = 41;
     const auto qkv = random_normal((std::size_t)T * shape.qkv_row(), rng, 0.7f);
@@ -276,7 +279,8 @@ TEST_CASE("attention_forward raises each head's thumbnail to the maxima of the r
   // The grid's thumbnails are pooled while the rows are computed (kernels::AttentionPool): each cell
   // the largest weight of its 2^shift x 2^shift block, here computed independently from the kept map
   // (maxima of the same floats: tolerance 0), with the rows computed in two calls as typing computes
-  // them, keeping the map and keeping only a block of rows, for cell sizes below, at and above a batch.
+  // them (the rest in one call, or one row per call: the grouped path of grouped-query attention), keeping
+  // the map and keeping only a block of rows, for cell sizes below, at and above a batch.
   std::mt19937 rng(41);
   for (const auto& [NH, KV, HS] : {std::tuple{3, 3, 20}, std::tuple{6, 2, 8}}) {
     const k::AttentionShape shape{NH, KV, HS};
@@ -284,7 +288,8 @@ TEST_CASE("attention_forward raises each head's thumbnail to the maxima of the r
     const auto qkv = random_normal((std::size_t)T * shape.qkv_row(), rng, 1.5f);
     for (int shift : {0, 1, 2, 3, 4}) {
       const int n = ((T - 1) >> shift) + 1;
-      for (int block : {0, k::attention_block_rows()}) {
+      for (const auto& [block, typing] : {std::pair{0, false}, std::pair{k::attention_block_rows(), false},
+                                          std::pair{0, true}, std::pair{k::attention_block_rows(), true}}) {
         std::vector<float> att((std::size_t)NH * stride * stride, 0.0f), out((std::size_t)T * shape.out_row());
         std::vector<float> panels(k::attention_key_panels_floats(stride, shape), 0.0f);
         std::vector<float> cells((std::size_t)NH * n * n, 0.0f);
@@ -294,9 +299,11 @@ TEST_CASE("attention_forward raises each head's thumbnail to the maxima of the r
         std::fill(panels.begin(), panels.end(), 0.0f);
         k::attention_forward(out.data(), att.data(), qkv.data(), 0, 37, shape, stride, panels.data(), nullptr, -1,
                              block, &pool);
-        k::attention_forward(out.data(), att.data(), qkv.data(), 37, T, shape, stride, panels.data(), nullptr, -1,
-                             block, &pool);
-        INFO("NH=" << NH << " KV=" << KV << " HS=" << HS << " shift " << shift << " block " << block);
+        for (int t = 37; t < T; t = typing ? t + 1 : T)
+          k::attention_forward(out.data(), att.data(), qkv.data(), t, typing ? t + 1 : T, shape, stride, panels.data(),
+                               nullptr, -1, block, &pool);
+        INFO("NH=" << NH << " KV=" << KV << " HS=" << HS << " shift " << shift << " block " << block << " typing "
+                   << typing);
         for (int h = 0; h < NH; h++)
           for (int a = 0; a < n; a++)
             for (int b = 0; b < n; b++) {
