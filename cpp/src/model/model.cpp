@@ -124,6 +124,7 @@ bool Model::Impl::ensure_capacity(int T) {
   value_norm_.clear();
   value_norm_rows_ = 0;
   cap_ = cap;
+  role_rows_ = 0;
   views_only_ = views_only;
   cached_tokens_ = 0;
   cached_logits_ = 0;
@@ -288,6 +289,7 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
   const bool llama = c.family == Family::llama;
   const k::AttentionShape shape{NH, c.kv_heads(), c.head_size()};
   forward_calls_++;
+  if (t_begin < role_rows_ || layer_begin > 0) role_rows_ = 0;  // rows the role sums hold are recomputed
   prepare_thumbnails(t_begin, layer_begin);
   thumb_rows_ = -1;  // until every layer has raised them (a failed run leaves them to be pooled again)
   const int S = thumb_size_;

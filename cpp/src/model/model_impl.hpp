@@ -144,6 +144,15 @@ struct Model::Impl {
   // first | next, cap each)
   ActivationBuffer<float> row_stats_;
   ActivationBuffer<int32_t> row_copies_;
+  // head_role_scores()'s sums of every head's row statistics (and how many counted) over rows
+  // [0, role_rows_), in row order: a call adds the rows after them instead of all T rows (at 8,000
+  // tokens of SmolLM2-135M, 52 MB read at every keystroke). They stop kRoleRowsRecent rows before the
+  // end, which typing recomputes (a changed last word); a forward pass from before role_rows_, or
+  // from a later layer, drops them.
+  static constexpr int kRoleRowsRecent = 32;
+  mutable std::vector<double> role_sums_;
+  mutable std::vector<int> role_counts_;
+  mutable int role_rows_ = 0;
   std::vector<float> logits_last_;  // (V)
   std::vector<float> logits_all_;   // (cap, V) with all_logits
 

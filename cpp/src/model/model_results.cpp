@@ -123,19 +123,34 @@ std::vector<double> Model::Impl::head_role_scores() const {
   const std::size_t heads = (std::size_t)config_.n_layer * config_.n_head;
   constexpr int K = kernels::kRowStats;
   static_assert(K == kRoleScores, "a role score per row statistic");
-  std::vector<double> out(heads * K);
-  for (std::size_t lh = 0; lh < heads; lh++) {
-    const float* rows = &row_stats_[lh * cap_ * K];
-    for (int i = 0; i < K; i++) {
-      double sum = 0;  // in row order, as the page's mean of the rows that count
-      int n = 0;
-      for (int t = 0; t < T_; t++) {
-        const float v = rows[(std::size_t)t * K + i];
-        if (v == v) sum += v, n++;
-      }
-      out[lh * K + i] = n ? sum / n : std::numeric_limits<double>::quiet_NaN();
+  // every head's sums over rows [r0, r1) added to sums and counts, in row order (as the page's mean of
+  // the rows that count): the same additions whether the rows come in one call or several
+  const auto add_rows = [&](double* sums, int* counts, int r0, int r1) {
+    for (std::size_t lh = 0; lh < heads; lh++) {
+      const float* rows = &row_stats_[lh * cap_ * K];
+      for (int t = r0; t < r1; t++)
+        for (int i = 0; i < K; i++) {
+          const float v = rows[(std::size_t)t * K + i];
+          if (v == v) sums[lh * K + i] += v, counts[lh * K + i]++;
+        }
     }
+  };
+  if (role_rows_ == 0 || role_rows_ > T_ || role_sums_.size() != heads * K) {
+    role_sums_.assign(heads * K, 0.0);
+    role_counts_.assign(heads * K, 0);
+    role_rows_ = 0;
   }
+  const int settled = std::max(0, T_ - kRoleRowsRecent);
+  if (settled > role_rows_) {
+    add_rows(role_sums_.data(), role_counts_.data(), role_rows_, settled);
+    role_rows_ = settled;
+  }
+  std::vector<double> sums = role_sums_;
+  std::vector<int> counts = role_counts_;
+  add_rows(sums.data(), counts.data(), role_rows_, T_);
+  std::vector<double> out(heads * K);
+  for (std::size_t j = 0; j < heads * K; j++)
+    out[j] = counts[j] ? sums[j] / counts[j] : std::numeric_limits<double>::quiet_NaN();
   return out;
 }
 

@@ -229,6 +229,50 @@ TEST_CASE("the role scores the forward pass counts equal their definition on the
   }
 }
 
+TEST_CASE("role scores kept across typing equal a fresh model's, bit for bit", "[model][tiles][roles]") {
+  // head_role_scores keeps its sums over the rows a typed token leaves as they were, and adds the rest
+  // at each call (model_impl.hpp, role_sums_); the same additions in the same order as a fresh
+  // model's over every row, so the scores are equal exactly (NaN where no row counts). A text well
+  // past the rows it leaves open (32), then words typed, a last word changed, words deleted, heads
+  // switched off and on again, and another text.
+  // the shipped GPT-2 model and the grouped-query Llama one: contexts of 128 tokens (the fixtures' 32
+  // leave no row to keep)
+  const auto load = [](const std::string& name) {
+    return test_util::load_dir(std::string(HEADSCOPE_MODELS_DIR) + "/" + name);
+  };
+  for (const std::string& name : {std::string("headscope-base"), std::string("kv-2")}) {
+    INFO("model " << name);
+    Model typing = load(name);
+    std::string text;
+    for (int i = 0; i < 30; i++) text += i % 3 ? " the chef cooked" : " a meal";
+    headscope::RunOptions plain, off;
+    off.ablate = {{0, 0}};
+    const std::vector<std::pair<std::string, headscope::RunOptions>> steps = {{text, plain},
+                                                                              {text + " and", plain},
+                                                                              {text + " and the", plain},
+                                                                              {text + " and thy", plain},
+                                                                              {text + " and", plain},
+                                                                              {text, off},
+                                                                              {text + " and", off},
+                                                                              {text + " and", plain},
+                                                                              {"the cook", plain},
+                                                                              {text, plain}};
+    for (const auto& [t, o] : steps) {
+      typing.run(t, o);
+      if (t.size() > 100) REQUIRE(typing.T() >= 64);  // rows kept in the sums, and rows after them
+      Model fresh = load(name);
+      fresh.run(t, o);
+      const std::vector<double> got = typing.head_role_scores(), want = fresh.head_role_scores();
+      INFO("text of " << typing.T() << " tokens, " << o.ablate.size() << " heads off");
+      REQUIRE(got.size() == want.size());
+      for (std::size_t i = 0; i < got.size(); i++) {
+        INFO("score " << i << ": " << got[i] << " vs " << want[i]);
+        REQUIRE((std::isnan(want[i]) ? std::isnan(got[i]) : got[i] == want[i]));
+      }
+    }
+  }
+}
+
 TEST_CASE("attention tiles refuse what is not there", "[model][tiles]") {
   Model m = load_fixture("tiny-hs4");
   REQUIRE_THROWS_WITH(m.attention_tile(0, 0, 0, 1, 0, 1), Catch::Matchers::Contains("call run() first"));
