@@ -256,6 +256,42 @@ void matmul_transposed_forward(float* out, const float* inp, const float* weight
 
 std::size_t matmul_transposed_f16_scratch_floats(int K) { return (std::size_t)kLmRowsAtOnce * K; }
 
+// One input row against kLmRowsAtOnce F16 rows, widened in registers (a typed token's LM head): the
+// same multiply-add chain for each output as widening the rows first and then dot_rows (whole groups
+// of kPanel values are the batches k and k + kLanes, in that order; the tail after the last whole
+// group is widened on the stack and finishes as dot_rows does), so the same bits without writing
+// and reading back the widened rows. Four rows at a time: four accumulators, the two input batches
+// and the widening's temporaries fit V8's 15 vector registers.
+static inline void dot_rows_f16(float* o, const float* x, const uint16_t* w, int K) noexcept {
+  constexpr int R = 4;
+  static_assert(kLmRowsAtOnce % R == 0);
+  const int whole = K - K % kPanel;
+  for (int r0 = 0; r0 < kLmRowsAtOnce; r0 += R) {
+    batch a[R];
+    for (int r = 0; r < R; r++) a[r] = batch(0.0f);
+    for (int k = 0; k < whole; k += kPanel) {
+      const batch lo_x = batch::load_unaligned(x + k), hi_x = batch::load_unaligned(x + k + kLanes);
+      for (int r = 0; r < R; r++) {
+        const simd::ibatch words =
+            simd::ibatch::load_unaligned(reinterpret_cast<const int32_t*>(w + (std::size_t)(r0 + r) * K + k));
+        a[r] = madd(lo_x, simd::f16_low_bits_to_f32(words), a[r]);
+        a[r] = madd(hi_x, simd::f16_low_bits_to_f32(words >> 16), a[r]);
+      }
+    }
+    for (int r = 0; r < R; r++) {
+      alignas(64) float tail[kPanel];
+      const uint16_t* wr = w + (std::size_t)(r0 + r) * K;
+      for (int k = whole; k < K; k++) tail[k - whole] = f16_to_f32_reference(wr[k]);
+      int k = whole;
+      for (; k + kLanes <= K; k += kLanes)
+        a[r] = madd(batch::load_unaligned(x + k), batch::load_aligned(tail + (k - whole)), a[r]);
+      float s = xsimd::hadd(a[r]);
+      for (int kk = k; kk < K; kk++) s += x[kk] * tail[kk - whole];
+      o[r0 + r] = s;
+    }
+  }
+}
+
 // The same outputs, each computed exactly as above; the loops are swapped (rows of the weight outer)
 // so each F16 row is widened once per call, not once per input row.
 void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t* weight, int T, int K, int N,
@@ -271,6 +307,10 @@ void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t*
     }
     for (int g = g_begin; g < std::min(g_end, groups); g++) {
       const int n = g * kLmRowsAtOnce;
+      if (T == 1) {
+        dot_rows_f16(out + n, inp, weight + (std::size_t)n * K, K);
+        continue;
+      }
       for (int r = 0; r < kLmRowsAtOnce; r++)
         f16_unpack_forward(rows + (std::size_t)r * K, weight + (std::size_t)(n + r) * K, K);
       for (int t = 0; t < T; t++) dot_rows(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, rows, K);
