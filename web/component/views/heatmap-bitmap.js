@@ -33,27 +33,38 @@ export function tilePlan(shown, want, T) {
 
 const wholeMap = (view, T) => view.r0 === 0 && view.c0 === 0 && view.r1 === T && view.c1 === T;
 
+// Cells (and the bitmap's pixels) a side for n, with room for the tokens typed next: n plus an
+// eighth, at least 16, in steps of 32 (as result.js's roomyStride), so that typing at the end of a
+// long text writes its new cells in place instead of allocating the T x T cells again at every token.
+const roomy = (n) => Math.ceil((n + Math.max(16, n / 8)) / 32) * 32;
+
 /**
  * The cells of `view` after a tile of its rows [rows[0], r1) arrived (`tile`: attentionTile's
  * { nRows, nCols, values }, in the view's columns and bin), over the first `keep` block rows of
- * `old` ({ view, cells }, null for none): -1 where a block lies wholly after its query (its first key
- * past its last query: the engine's 0 there is no weight), as paint.js poolView writes them.
+ * `old` ({ view, cells, stride }, null for none): -1 where a block lies wholly after its query (its
+ * first key past its last query: the engine's 0 there is no weight), as paint.js poolView writes
+ * them. Returns { cells, stride }: row y's cells at y * stride. With rows to keep from a buffer with
+ * room for the view (typing at the end of a whole map, the same bin), in that buffer, else in a new
+ * one with room. No cell after its query is ever written, so such cells keep the buffer's first -1.
  */
 export function mergeTile(old, view, keep, rows, tile) {
   const { w, h, r0, r1, c0, bin } = view;
-  const out = new Float32Array(w * h).fill(-1);
-  if (old && keep > 0) {
-    const ow = old.view.w;
-    for (let y = 0; y < Math.min(keep, old.view.h, h); y++)
-      out.set(old.cells.subarray(y * ow, y * ow + Math.min(ow, w)), y * w);
+  let cells, stride;
+  if (old && keep > 0 && old.stride >= w && old.cells.length >= h * old.stride) ({ cells, stride } = old);
+  else {
+    stride = roomy(w);
+    cells = new Float32Array(stride * roomy(h)).fill(-1);
+    if (old && keep > 0)
+      for (let y = 0; y < Math.min(keep, old.view.h, h); y++)
+        cells.set(old.cells.subarray(y * old.stride, y * old.stride + Math.min(old.view.w, w)), y * stride);
   }
   const y0 = (rows[0] - r0) / bin;
   for (let y = 0; y < tile.nRows; y++) {
     const lastQuery = Math.min(r1, rows[0] + (y + 1) * bin) - 1;
-    for (let x = 0; x < tile.nCols; x++)
-      if (c0 + x * bin <= lastQuery) out[(y0 + y) * w + x] = tile.values[y * tile.nCols + x];
+    const o = (y0 + y) * stride;
+    for (let x = 0; x < tile.nCols; x++) if (c0 + x * bin <= lastQuery) cells[o + x] = tile.values[y * tile.nCols + x];
   }
-  return out;
+  return { cells, stride };
 }
 
 export class HeatmapBitmap {
@@ -124,17 +135,19 @@ export class HeatmapBitmap {
     // them; not once a result with its maps was painted meanwhile: latest is then null)
     if (tile && this.latest) {
       const unchanged = plan.rows[1] === plan.rows[0] && plan.keep === view.h && this.shown?.view.w === view.w;
-      const cells = unchanged ? this.shown.cells : mergeTile(this.shown, view, plan.keep, plan.rows, tile);
-      this.#draw(want, cells, plan);
-      this.shown = { key: want.key, ids: want.ids, view, cells, lut: want.theme.lut };
+      const { cells, stride } = unchanged ? this.shown : mergeTile(this.shown, view, plan.keep, plan.rows, tile);
+      this.#draw(want, cells, stride, plan);
+      this.shown = { key: want.key, ids: want.ids, view, cells, stride, lut: want.theme.lut };
     }
     want.resolve();
     if (this.latest !== want && this.latest) this.#fetch();
     else delete this.canvas.dataset.pending;
   }
 
-  // The pixels of `cells`: the block rows that changed alone on a canvas of the same size and theme
-  #draw(want, cells, plan) {
+  // The pixels of `cells` (rows `stride` apart): the block rows that changed alone, in an image with
+  // the cells' room (kept while it fits, so that the pixels of the rows before them stay converted);
+  // the canvas shows the view's w x h of it, all of it again after a resize (which clears the canvas)
+  #draw(want, cells, stride, plan) {
     const { view, theme } = want;
     const { canvas } = this;
     const w = Math.max(1, view.w),
@@ -145,16 +158,18 @@ export class HeatmapBitmap {
       canvas.height = h;
     }
     const ctx = (this.ctx ??= canvas.getContext('2d'));
-    if (!this.img || this.img.width !== w || this.img.height !== h) {
-      this.img = ctx.createImageData(w, h);
-      this.u32 = new Int32Array(this.img.data.buffer, this.img.data.byteOffset, w * h);
+    const rows = cells.length / stride;
+    const same = this.img && this.img.width === stride && this.img.height === rows;
+    if (!same) {
+      this.img = ctx.createImageData(stride, rows);
+      this.u32 = new Int32Array(this.img.data.buffer, this.img.data.byteOffset, stride * rows);
     }
-    const partial = !resized && this.shown && this.shown.lut === theme.lut && plan.keep > 0;
-    const first = partial ? plan.keep : 0;
-    cellsToPixels(this.u32, cells, first * w, w * h, lut32Of(theme.lut.lut), faintPixel(theme));
-    if (partial && first >= h) return this.#shows(view);
-    if (partial) ctx.putImageData(this.img, 0, 0, 0, first, w, h - first);
-    else ctx.putImageData(this.img, 0, 0);
+    const kept = same && this.shown && this.shown.cells === cells && this.shown.lut === theme.lut && plan.keep > 0;
+    const first = kept ? Math.min(plan.keep, h) : 0;
+    cellsToPixels(this.u32, cells, first * stride, h * stride, lut32Of(theme.lut.lut), faintPixel(theme));
+    if (!resized && first >= h) return this.#shows(view);
+    const from = resized ? 0 : first;
+    ctx.putImageData(this.img, 0, 0, 0, from, w, h - from);
     this.#shows(view);
   }
 
@@ -186,8 +201,8 @@ export class HeatmapBitmap {
   tiledCell(q, k) {
     const s = this.shown;
     if (!s || q < s.view.r0 || q >= s.view.r1 || k < s.view.c0 || k >= s.view.c1) return null;
-    const { r0, c0, bin, w } = s.view;
-    const v = s.cells[Math.floor((q - r0) / bin) * w + Math.floor((k - c0) / bin)];
+    const { r0, c0, bin } = s.view;
+    const v = s.cells[Math.floor((q - r0) / bin) * s.stride + Math.floor((k - c0) / bin)];
     return v < 0 ? null : { w: v, bin };
   }
 }
