@@ -373,9 +373,15 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
     final_norm(final_stream + (std::size_t)r0 * C, rows);
     lm_head(&logits_all_[(std::size_t)r0 * V], scratch_ln_.data(), rows);
   }
+  // (every invalidation of the cache sets cached_tokens_ to 0, and other heads switched off start
+  // from token 0, so t_begin == T means that the last forward pass that computed row T - 1 left it as
+  // it is; logits_last_rows_ == T that it was this one)
+  if (t_begin >= T && logits_last_rows_ == T && logits_last_.size() == (std::size_t)V) return;
+  logits_last_rows_ = -1;  // until the LM head below has run (it may throw)
   logits_last_.resize(V);
   final_norm(final_stream + (std::size_t)(T - 1) * C, 1);
   lm_head(logits_last_.data(), scratch_ln_.data(), 1);
+  logits_last_rows_ = T;
 }
 
 // out (T, V) = x (T, C) @ wte^T, the tied LM head (or the untied one), in either storage

@@ -11,6 +11,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "headscope/error.hpp"
@@ -132,6 +133,53 @@ TEST_CASE("a run with every position's logits reuses a cache made without them, 
     REQUIRE(std::vector<float>(typing.logits_last().begin(), typing.logits_last().end()) ==
             std::vector<float>(fresh.logits_last().begin(), fresh.logits_last().end()));
     if (with_all) REQUIRE(typing.logits_all() == fresh.logits_all());
+  }
+}
+
+TEST_CASE("a run of the tokens the cache holds keeps the last logits; a run that changes the last row recomputes them",
+          "[model][incremental]") {
+  // A view's tile or pull runs the text on screen again, which recomputes no row, so its last logits
+  // are kept rather than computed again (a whole LM head). Every other way to reach the same token
+  // count with another last row must recompute them: deleting back to a shorter text (its last row
+  // was computed, its logits were not), other heads switched off on the same tokens (the layers from
+  // the first change are recomputed), a cleared cache. Each step against a fresh run, tolerance 0
+  // (the LM head computes each row alone, as above).
+  for (const std::string& name : {std::string("odd-hs12"), std::string("llama-gqa")}) {
+    Model typing = load_fixture(name);
+    RunOptions plain, ablated;
+    ablated.ablate = {{0, 0}};
+    // text, heads off, whether the cache may serve it (false: other heads off than the last run's,
+    // so no token is reused and the layers below the first change are)
+    const std::vector<std::tuple<std::string, bool, bool>> steps = {
+        {"The chef", false, true},     {"The chef", false, true},  {"The chef, w", false, true},
+        {"The chef", false, true},     {"The chef", false, true},  {"The chef", true, false},
+        {"The chef", true, true},      {"The chef", false, false}, {"The chef, who", false, true},
+        {"The chef, who", false, true}};
+    std::vector<int32_t> last;  // the last run's tokens
+    int kept_whole = 0;         // steps that reused every token
+    for (const auto& [text, off, cacheable] : steps) {
+      const auto info = typing.run(text, off ? ablated : plain);
+      Model fresh = load_fixture(name);
+      fresh.run(text, off ? ablated : plain);
+      INFO(name << ": \"" << text << "\"" << (off ? " with head 0.0 off" : "") << ", reused " << info.reused_tokens);
+      // the tokens reused are those the last run shares with this one, as tokenized
+      const std::vector<int32_t> ids = fresh.ids();
+      int shared = 0;
+      while (cacheable && shared < (int)std::min(ids.size(), last.size()) && ids[shared] == last[shared]) shared++;
+      REQUIRE(info.reused_tokens == shared);
+      kept_whole += shared == (int)ids.size();
+      last = ids;
+      REQUIRE(std::vector<float>(typing.logits_last().begin(), typing.logits_last().end()) ==
+              std::vector<float>(fresh.logits_last().begin(), fresh.logits_last().end()));
+    }
+    // the runs that compute no row: the repeats, and (as byte-level odd-hs12 tokenizes) deleting back
+    REQUIRE(kept_whole >= (name == "odd-hs12" ? 4 : 3));
+    typing.clear_cache();
+    typing.run("The chef, w", plain);
+    Model fresh = load_fixture(name);
+    fresh.run("The chef, w", plain);
+    REQUIRE(std::vector<float>(typing.logits_last().begin(), typing.logits_last().end()) ==
+            std::vector<float>(fresh.logits_last().begin(), fresh.logits_last().end()));
   }
 }
 
