@@ -3,8 +3,9 @@
 // a few labels and tints instead of rebuilding the strip (which made the browser restyle all of it).
 // A long text shows a window of STRIP_WINDOW tokens around the focused one, between two buttons that
 // move it: 8,192 buttons would cost every keystroke a restyle of all of them.
-import { focusToken, tokenLabel, tokenWords, heat, heatInk, windowAround } from '../../component/headscope-view.js';
-import { headSource } from '../../lib/result.js';
+import { focusToken } from '../../component/model/describe.js';
+import { tokenLabel, tokenWords, heat, heatInk } from '../../component/runtime/theme.js';
+import { headSource, windowAround } from '../../lib/result.js';
 
 function setAttr(node, name, value) {
   if (node.getAttribute(name) !== value) node.setAttribute(name, value);
@@ -50,6 +51,7 @@ export class TokenStrip {
     const src = headSource(result, state.layer, state.head); // the page pulled it for a long text
     const base = src ? src.offset + focused * src.stride : 0;
     const [from, to] = stripWindow(T, focused);
+    this.#follow(from);
     this.#moverAt(this.before, from > 0, from - 1, `${from.toLocaleString('en-US')} tokens before`);
     for (let i = from; i < to; i++) {
       const t = result.tokens[i];
@@ -89,6 +91,8 @@ export class TokenStrip {
       );
     }
     for (let j = to - from; j < this.buttons.length && this.buttons[j].parentNode; j++) this.buttons[j].remove();
+    this.shownFrom = from;
+    this.shownCount = to - from;
     this.#moverAt(this.after, to < T, to, `${(T - to).toLocaleString('en-US')} tokens after`);
     // a strip longer than its box scrolls: bring the focused token into view when it changes
     // (short texts never overflow: skip the layout read that the check costs)
@@ -102,6 +106,19 @@ export class TokenStrip {
           strip.scrollTop = b.offsetTop - strip.clientHeight / 2;
       }
     }
+  }
+
+  // The window moved forward (typing at the end of a long text moves it a token a keystroke): the
+  // buttons of the tokens still in it keep their tokens, and those that left it are taken out, to
+  // come back at the end for the new tokens. Otherwise every button would show its neighbour's
+  // token: 512 labels, indices and names rewritten, and the strip laid out again, at each keystroke.
+  #follow(from) {
+    const shift = from - (this.shownFrom ?? from),
+      shown = this.shownCount ?? 0;
+    if (shift <= 0 || shift >= shown) return; // the same start, back (rare: a click), or all new
+    const left = this.buttons.slice(0, shift);
+    for (const b of left) b.remove();
+    this.buttons = [...this.buttons.slice(shift, shown), ...left, ...this.buttons.slice(shown)];
   }
 
   // a mover shown (with the token it selects and its words) or taken out
