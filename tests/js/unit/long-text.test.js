@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { themeFrom, heatIndex } from '../../../web/component/runtime/theme.js';
 import {
   paintThumbnails,
+  copyChangedRows,
   paintAttention,
   bitmapView,
   poolView,
@@ -402,15 +403,41 @@ test('paintThumbnails with the previous thumbnails repaints the rows that change
   };
   const before = { T: 1000, nLayer, nHead, thumbnails: thumbsOf(0, n), thumbnailCells: n, thumbnailBin: 64 };
   const px = px0();
-  paintThumbnails(px, layout, before, theme);
+  assert.equal(paintThumbnails(px, layout, before, theme), null, 'a whole paint');
+  // what the grid keeps of what it painted, updated from rowsFrom alone
+  const painted = Float32Array.from(before.thumbnails);
   for (const from of [15, 9, 0]) {
     // the cell rows from `from` on changed in every head but the second (the same there)
     const after = { ...before, thumbnails: thumbsOf(from + 1, from) };
     after.thumbnails.set(before.thumbnails.subarray(n * n, 2 * n * n), n * n);
-    paintThumbnails(px, layout, after, theme, before.thumbnails);
+    const shown = Int32Array.from(px);
+    const changed = paintThumbnails(px, layout, after, theme, before.thumbnails);
     const whole = px0();
     paintThumbnails(whole, layout, after, theme);
     assert.deepEqual(px, whole, `cell rows from ${from} changed`);
+    // each head's first changed row: from, but the second head's none (n)
+    const want = Int32Array.from({ length: nLayer * nHead }, (_, i) => (i === 1 ? n : from));
+    assert.deepEqual(changed.rowsFrom, want, `rowsFrom after rows from ${from} changed`);
+    copyChangedRows(painted, after.thumbnails, changed.rowsFrom, n);
+    assert.deepEqual(painted, after.thumbnails, 'the changed rows copied give the new thumbnails');
+    // a canvas given only the rects shows the whole paint: every pixel that differs lies in one, and
+    // they are no bigger than the strips over the changed rows (the layer row's bounding box)
+    const canvas = Int32Array.from(shown);
+    for (const [x, y, w, h] of changed.rects)
+      for (let yy = y; yy < y + h; yy++)
+        canvas.set(whole.subarray(yy * layout.width + x, yy * layout.width + x + w), yy * layout.width + x);
+    assert.deepEqual(canvas, whole, `the rects hold every changed pixel (rows from ${from})`);
+    assert.equal(changed.rects.length, nLayer, 'one rect per layer row');
+    const firstPixelRow = Math.floor((from * tile) / n); // the first pixel row over cell row `from`
+    for (const [l, [x, y, w, h]] of changed.rects.entries()) {
+      const top = layout.cells[l][0].y;
+      assert.ok(y >= top + firstPixelRow - 1 && y + h === top + tile, `layer ${l}: rows ${y}..${y + h}`);
+      assert.ok(x === layout.cells[l][0].x && x + w === layout.cells[l][nHead - 1].x + tile, `layer ${l}: columns`);
+    }
     before.thumbnails = after.thumbnails;
   }
+  // nothing changed: no rect, every head's rowsFrom n
+  const same = paintThumbnails(px, layout, before, theme, Float32Array.from(before.thumbnails));
+  assert.deepEqual(same.rects, []);
+  assert.ok(same.rowsFrom.every((r) => r === n));
 });

@@ -3,7 +3,7 @@
 // Both colour by state.by, as the other views do (weighting.js).
 import { heat } from '../runtime/theme.js';
 import { clamp, describeHead, focusToken } from '../model/describe.js';
-import { paintGrid } from './paint.js';
+import { paintGrid, copyChangedRows } from './paint.js';
 import { el } from './dom.js';
 import { byValue, shownWeightAt } from '../model/weighting.js';
 import { kvGroups, headSharing } from '../model/kv-groups.js';
@@ -368,18 +368,22 @@ export class GridView {
       last.data.length === t.length
         ? last.data
         : null;
-    paintGrid(this.pixels, L, result, this.theme, this.state, previous);
+    const changed = paintGrid(this.pixels, L, result, this.theme, this.state, previous);
     // what was painted, in the view's own buffer (reused while the size holds): a run that reuses
     // this result writes its new rows into the result's buffer (result.js, withPreviousThumbnails)
     let painted = null;
     if (t) {
       painted = last?.data.length === t.length ? last.data : new Float32Array(t.length);
-      painted.set(t);
+      if (changed && painted === previous) copyChangedRows(painted, t, changed.rowsFrom, result.thumbnailCells);
+      else painted.set(t);
     }
     this.lastThumbnails = t
       ? { data: painted, pixels: this.pixels, layout: L, lut: this.theme.lut, n: result.thumbnailCells }
       : null;
-    this.ctx.putImageData(this.image, 0, 0);
+    // the canvas is given the pixels that changed alone (a typed token: a strip at the foot of each
+    // tile), not the whole image again
+    if (changed) for (const [x, y, w, h] of changed.rects) this.ctx.putImageData(this.image, 0, 0, x, y, w, h);
+    else this.ctx.putImageData(this.image, 0, 0);
     // what the canvas shows, for the tests: the result and weighting painted (weightAt() reads them)
     const by = byValue(result, this.state) ? 'value' : 'weight';
     this.shown = { result, by };

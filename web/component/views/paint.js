@@ -198,9 +198,16 @@ function repaintFrom(canvas, c, src, view, theme, from) {
  * Pixels outside every cell are left as they are (transparent: the page shows through).
  * With state.by 'value' (and the result's value sizes) each cell shows weight × value size
  * (weighting.js), from row sums made only for the rows painted and kept with the result.
+ * Returns what paintThumbnails() returns for a result without maps (null: everything was painted).
  */
 export function paintGrid(px, layout, result, theme, state = null, previousThumbnails = null) {
   if (!result.attentionAll && result.thumbnails) return paintThumbnails(px, layout, result, theme, previousThumbnails);
+  paintMaps(px, layout, result, theme, state);
+  return null;
+}
+
+// paintGrid() from every full map
+function paintMaps(px, layout, result, theme, state) {
   const { T, nHead } = result;
   const W = layout.width;
   const lut = lut32Of(theme.lut.lut);
@@ -258,21 +265,34 @@ export function paintGrid(px, layout, result, theme, state = null, previousThumb
   );
 }
 
-// The cells [from[i], to[i]) that pixel i of `size` pixels covers along a side of n cells (at least one)
+// The cells [from[i], to[i]) that pixel i of `size` pixels covers along a side of n cells (at least
+// one); the same few sizes at every paint (a grid's tiles share theirs), so kept
+const spansMemo = new Map();
 function cellSpans(n, size) {
+  const key = `${n}:${size}`;
+  let spans = spansMemo.get(key);
+  if (spans) return spans;
   const from = new Int32Array(size),
     to = new Int32Array(size);
   for (let i = 0; i < size; i++) {
     from[i] = Math.min(n - 1, Math.floor((i * n) / size));
     to[i] = Math.max(from[i] + 1, Math.min(n, Math.floor(((i + 1) * n) / size)));
   }
-  return { from, to };
+  if (spansMemo.size >= 16) spansMemo.clear();
+  spans = { from, to };
+  spansMemo.set(key, spans);
+  return spans;
 }
 
 /**
  * paintGrid() for a result without maps ({ attention: 'thumbnails' }): each tile pixel shows the
  * largest of the thumbnail cells it covers (cells are maxima already: a sharp head stays sharp at any
  * size), faint where every cell it covers is above the diagonal (keys after the query).
+ * With `previous` (the thumbnails px shows, as painted by this function on this layout and theme, n
+ * the same), only the pixel rows over cell rows from each head's first that differs are painted, and
+ * it returns what changed: { rects: [x, y, w, h] per layer row of tiles, bounding the pixels painted
+ * (what a canvas must be given again: typing changes a strip at the foot of each tile), rowsFrom: each
+ * head's first changed cell row (n: none; layer * nHead + head) }. Without it, null: all was painted.
  */
 export function paintThumbnails(px, layout, result, theme, previous = null) {
   const { T, nHead, thumbnails: C, thumbnailCells: n } = result;
@@ -280,17 +300,23 @@ export function paintThumbnails(px, layout, result, theme, previous = null) {
   const lut = lut32Of(theme.lut.lut);
   const [fr, fg, fb] = parseCss(theme.faint);
   const faint = pixel32(fr, fg, fb);
-  layout.cells.forEach((row, l) =>
+  const rects = [];
+  const rowsFrom = previous ? new Int32Array(layout.cells.length * nHead).fill(n) : null;
+  layout.cells.forEach((row, l) => {
+    let x0 = Infinity,
+      y0 = Infinity,
+      x1 = -Infinity,
+      y1 = -Infinity;
     row.forEach((t, h) => {
       const base = (l * nHead + h) * n * n;
-      // with `previous` (the thumbnails px shows, as painted by this function on this layout and
-      // theme, n the same): only the pixel rows over cell rows from the first that differs
+      // with `previous`: only the pixel rows over cell rows from the first that differs
       let changed = 0;
       if (previous) {
         const end = base + n * n;
         let i = base;
         while (i < end && previous[i] === C[i]) i++;
         changed = Math.floor((i - base) / n);
+        rowsFrom[l * nHead + h] = changed;
         if (changed === n) return; // this head's thumbnail is as painted
       } else {
         const [bx, by, bw, bh] = t.box;
@@ -299,10 +325,12 @@ export function paintThumbnails(px, layout, result, theme, previous = null) {
       if (T === 0) return;
       const cols = cellSpans(n, t.w),
         rows = cellSpans(n, t.h);
+      let first = t.h;
       for (let y = 0; y < t.h; y++) {
         const a0 = rows.from[y],
           a1 = rows.to[y];
         if (a1 <= changed) continue; // every cell this pixel row covers is as painted
+        first = Math.min(first, y);
         const o = (t.y + y) * W + t.x;
         for (let x = 0; x < t.w; x++) {
           const b0 = cols.from[x],
@@ -317,8 +345,29 @@ export function paintThumbnails(px, layout, result, theme, previous = null) {
           px[o + x] = lut[heatIndex(m)];
         }
       }
-    }),
-  );
+      if (first < t.h) {
+        x0 = Math.min(x0, t.x);
+        y0 = Math.min(y0, t.y + first);
+        x1 = Math.max(x1, t.x + t.w);
+        y1 = Math.max(y1, t.y + t.h);
+      }
+    });
+    if (x1 > x0) rects.push([x0, y0, x1 - x0, y1 - y0]);
+  });
+  return previous ? { rects, rowsFrom } : null;
+}
+
+/**
+ * Copies into `painted` (the thumbnails a view last painted, n x n cells a head) each head's cell rows
+ * from rowsFrom[head] on from `thumbnails`, as paintThumbnails() returned them: the rest are equal.
+ */
+export function copyChangedRows(painted, thumbnails, rowsFrom, n) {
+  for (let head = 0; head < rowsFrom.length; head++) {
+    if (rowsFrom[head] >= n) continue;
+    const from = (head * n + rowsFrom[head]) * n,
+      to = (head + 1) * n * n;
+    painted.set(thumbnails.subarray(from, to), from);
+  }
 }
 
 const cssCache = new Map();
