@@ -60,7 +60,7 @@ const checkCanvas = async (page) => {
       rows: [r0, r1],
       cols: [c0, c1],
       bin,
-      size: [canvas.width, canvas.height],
+      size: canvas.dataset.shown.split(' ').map(Number), // its top left pixels show the cells (a whole map's canvas has room)
       cells: [tile.nCols, tile.nRows],
       checked,
       wrong,

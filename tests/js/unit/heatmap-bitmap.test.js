@@ -101,11 +101,32 @@ function reference(result, view) {
   return canvas;
 }
 
+// The canvas shows its top left w x h pixels (dataset.shown), stretched over the view's cells and the
+// rest clipped (a whole map's canvas has room for the rows and columns typed next): those pixels
+// equal the reference's, and the placement maps them onto the reference's box
 const sameAs = (canvas, want, what) => {
-  assert.equal(canvas.width, want.width, `${what}: width`);
-  assert.equal(canvas.height, want.height, `${what}: height`);
-  const i = canvas.shown.findIndex((v, j) => v !== want.shown[j]);
-  assert.equal(i, -1, `${what}: pixel ${Math.floor(i / 4)} differs`);
+  assert.equal(canvas.dataset.shown, `${want.width} ${want.height}`, `${what}: the pixels shown`);
+  assert.ok(canvas.width >= want.width && canvas.height >= want.height, `${what}: ${canvas.width} x ${canvas.height}`);
+  for (let y = 0; y < want.height; y++) {
+    const row = canvas.shown.subarray(y * canvas.width * 4, (y * canvas.width + want.width) * 4);
+    const i = row.findIndex((v, j) => v !== want.shown[y * want.width * 4 + j]);
+    assert.equal(i, -1, `${what}: pixel (${Math.floor(i / 4)}, ${y}) differs`);
+  }
+  const pct = (v) => Number.parseFloat(v);
+  // the canvas's CSS box is its pixels at the size the shown ones get (the view's cells)
+  const { cell, width: W, height: H } = layout;
+  const [r0, r1] = canvas.dataset.rows.split(' ').map(Number);
+  const [c0, c1] = canvas.dataset.cols.split(' ').map(Number);
+  const close = (a, b, m) => assert.ok(Math.abs(a - b) < 1e-3, `${what}: ${m} ${a} against ${b}`);
+  close(pct(canvas.style.width), (100 * (c1 - c0) * cell * canvas.width) / want.width / W, 'width');
+  close(pct(canvas.style.height), (100 * (r1 - r0) * cell * canvas.height) / want.height / H, 'height');
+  if (canvas.width === want.width && canvas.height === want.height) assert.equal(canvas.style.clipPath, '');
+  else {
+    const inset = canvas.style.clipPath.match(/^inset\(0 ([\d.]+)% ([\d.]+)% 0\)$/);
+    assert.ok(inset, `${what}: clip ${canvas.style.clipPath}`);
+    close(Number(inset[1]), (100 * (canvas.width - want.width)) / canvas.width, 'clipped right');
+    close(Number(inset[2]), (100 * (canvas.height - want.height)) / canvas.height, 'clipped bottom');
+  }
 };
 
 test('a tiled bitmap equals the whole map painted, zoomed out and in; typing asks only for the block rows from the first changed token', async () => {

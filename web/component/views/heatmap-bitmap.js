@@ -152,13 +152,18 @@ export class HeatmapBitmap {
     const { canvas } = this;
     const w = Math.max(1, view.w),
       h = Math.max(1, view.h);
-    const resized = canvas.width !== w || canvas.height !== h;
+    const rows = cells.length / stride;
+    // A whole map grows a row and a column (of blocks) as tokens are typed: its canvas takes the
+    // cells' room, as the image does, and shows w x h of it (#shows), so that a typed token's rows
+    // are put into it. Resizing a canvas makes a new one, cleared, and every pixel is put again: at
+    // 1,000 tokens that was 13 ms of the page's thread a keystroke, while the engine ran the next.
+    const withRoom = wholeMap(view, want.result.T);
+    const resized = canvas.width !== (withRoom ? stride : w) || canvas.height !== (withRoom ? rows : h);
     if (resized) {
-      canvas.width = w;
-      canvas.height = h;
+      canvas.width = withRoom ? stride : w;
+      canvas.height = withRoom ? rows : h;
     }
     const ctx = (this.ctx ??= canvas.getContext('2d'));
-    const rows = cells.length / stride;
     const same = this.img && this.img.width === stride && this.img.height === rows;
     if (!same) {
       this.img = ctx.createImageData(stride, rows);
@@ -169,29 +174,40 @@ export class HeatmapBitmap {
     cellsToPixels(this.u32, cells, first * stride, h * stride, lut32Of(theme.lut.lut), faintPixel(theme));
     if (!resized && first >= h) return this.#shows(view);
     const from = resized ? 0 : first;
-    ctx.putImageData(this.img, 0, 0, 0, from, w, h - from);
+    // whole rows, room included: a column the canvas shows later (the text grew) holds its cells' pixels
+    ctx.putImageData(this.img, 0, 0, 0, from, stride, h - from);
     this.#shows(view);
   }
 
   // Places the bitmap over the cells of `view` in percentages of the picture (CSSOM: CSP-safe), and
-  // says what it covers, for a reader's tools and the tests: rows, columns, cells per pixel
+  // says what it covers, for a reader's tools and the tests: rows, columns, cells per pixel, and the
+  // canvas's pixels that show them (its top left w x h; a whole map's canvas has room past them,
+  // clipped: the picture's box hides the overflow, views.css)
   #shows(view) {
     const { layout, canvas } = this;
     const pct = (v, total) => `${((100 * v) / total).toFixed(4)}%`;
     const { cell } = layout;
+    const w = Math.max(1, view.w),
+      h = Math.max(1, view.h);
+    const sx = canvas.width / w,
+      sy = canvas.height / h;
     const place = [
       pct(layout.x0 + view.c0 * cell, layout.width),
       pct(layout.y0 + view.r0 * cell, layout.height),
-      pct((view.c1 - view.c0) * cell, layout.width),
-      pct((view.r1 - view.r0) * cell, layout.height),
+      pct((view.c1 - view.c0) * cell * sx, layout.width),
+      pct((view.r1 - view.r0) * cell * sy, layout.height),
+      sx === 1 && sy === 1
+        ? ''
+        : `inset(0 ${pct(canvas.width - w, canvas.width)} ${pct(canvas.height - h, canvas.height)} 0)`,
     ];
     if (!this.place || place.some((v, i) => v !== this.place[i])) {
-      [canvas.style.left, canvas.style.top, canvas.style.width, canvas.style.height] = place;
+      [canvas.style.left, canvas.style.top, canvas.style.width, canvas.style.height, canvas.style.clipPath] = place;
       this.place = place;
     }
     canvas.dataset.rows = `${view.r0} ${view.r1}`;
     canvas.dataset.cols = `${view.c0} ${view.c1}`;
     canvas.dataset.bin = String(view.bin);
+    canvas.dataset.shown = `${w} ${h}`;
   }
 
   /**
