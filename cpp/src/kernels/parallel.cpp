@@ -83,7 +83,12 @@ void ThreadPool::work(int index) {
     spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_.load() != seen; });
+      const auto woken = [&] { return stop_ || generation_.load() != seen; };
+      if (!woken()) {
+        sleeping_workers_++;
+        wake_.wait(lock, woken);
+        sleeping_workers_--;
+      }
       if (stop_) return;
       seen = generation_.load();
       job = job_;
@@ -94,7 +99,7 @@ void ThreadPool::work(int index) {
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       // under the lock, so that a caller between its check and its wait does not miss it
       std::lock_guard<std::mutex> lock(mutex_);
-      done_.notify_one();
+      if (caller_sleeping_) done_.notify_one();
     }
   }
 }
@@ -104,14 +109,16 @@ void ThreadPool::run(int n, const std::function<void(int, int)>& fn) {
     if (n > 0) fn(0, n);
     return;
   }
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = &fn;
     job_n_ = n;
     pending_ = size_ - 1;
     generation_++;
+    wake = sleeping_workers_ > 0;  // the others still spin on generation_ and see it
   }
-  wake_.notify_all();
+  if (wake) wake_.notify_all();
   // the caller takes chunk 0; a worker's chunk never runs on the caller, so which thread computes an
   // output depends only on the partition
   const int e = chunk_begin(n, 1, size_);
@@ -124,7 +131,11 @@ void ThreadPool::run(int n, const std::function<void(int, int)>& fn) {
   }
   spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
   std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return pending_.load() == 0; });
+  if (pending_.load() != 0) {
+    caller_sleeping_ = true;
+    done_.wait(lock, [&] { return pending_.load() == 0; });
+    caller_sleeping_ = false;
+  }
   job_ = nullptr;
 }
 

@@ -45,6 +45,10 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   bool stop_ = false;
+  // who sleeps on wake_ and done_ (under mutex_): a wake-up is sent only to a thread that sleeps, as
+  // one costs a futex call even with no waiter (in wasm Atomics.notify through emscripten's futex)
+  int sleeping_workers_ = 0;
+  bool caller_sleeping_ = false;
 };
 
 // The threads this machine offers (std::thread::hardware_concurrency, at least 1); 1 in a wasm build
