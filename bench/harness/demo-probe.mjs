@@ -10,15 +10,25 @@
 //   window.__typing     every input event (its time and the text it left) and every paint with the
 //                       text it shows: { inputs: [{ t, text }], shown: [{ text, t }] }; a keystroke
 //                       is shown by the first paint of its own text after it
-export const DEMO_PROBE = `(() => {
+// With frameLoop (DEMO_PROBE), a requestAnimationFrame loop counts every frame, so that `frames` says
+// how many frames a keystroke took. That loop makes Chromium produce a frame at every vsync (layerize,
+// commit, the compositor's and the display's work) where an idle page produces none: on a page as
+// large as a long text's, some 2-4 ms of CPU a frame beside the engine. Without it (DEMO_PROBE_QUIET,
+// the long-text bench's), frames are those the page asks for, `frames` is null, and inFrame comes
+// from wrapping the page's own requestAnimationFrame callbacks.
+export const demoProbe = ({ frameLoop }) => `(() => {
   const b = (window.__demoBench = { keys: [], renders: 0, pending: null, firstRender: null });
   const typing = (window.__typing = { inputs: [], shown: [] });
   // frame counter; inFrame is true from the first rAF callback of a frame until the task after its paint
   let frame = 0, inFrame = false;
   const after = new MessageChannel();
   after.port1.onmessage = () => { inFrame = false; };
-  const tick = () => { frame++; inFrame = true; after.port2.postMessage(0); requestAnimationFrame(tick); };
-  requestAnimationFrame(tick);
+  const raf = window.requestAnimationFrame.bind(window);
+  const framed = (cb) => (t) => { if (!inFrame) { frame++; inFrame = true; after.port2.postMessage(0); } cb(t); };
+  if (${frameLoop}) {
+    const tick = () => raf(framed(tick));
+    tick();
+  } else window.requestAnimationFrame = (cb) => raf(framed(cb));
   document.addEventListener('keydown', (e) => { b.pending = { t: e.timeStamp, frame }; }, true);
   document.addEventListener('input', (e) => { if (e.target.id === 'text') typing.inputs.push({ t: e.timeStamp, text: e.target.value }); }, true);
   const watch = () => new MutationObserver(() => {
@@ -40,14 +50,16 @@ export const DEMO_PROBE = `(() => {
         // render_ms: the demo's own time from the worker's result to all views updated (window.headscopeDemo.renderMs)
         const renderMs = window.headscopeDemo && typeof window.headscopeDemo.renderMs === 'number' ? window.headscopeDemo.renderMs : null;
         const onPage = window.headscopeDemo?.result?.ranOnPage ?? null; // fast typing: run on the page thread
-        if (p) b.keys.push({ T: Number(document.body.dataset.tokens || 0), to_render_ms: rendered - p.t, to_paint_ms: painted - p.t, frames: shown - p.frame, run_ms: ran ? Number(ran[1]) : null, render_ms: renderMs, on_page: onPage });
+        if (p) b.keys.push({ T: Number(document.body.dataset.tokens || 0), to_render_ms: rendered - p.t, to_paint_ms: painted - p.t, frames: ${frameLoop} ? shown - p.frame : null, run_ms: ran ? Number(ran[1]) : null, render_ms: renderMs, on_page: onPage });
       };
       ch.port2.postMessage(0);
     };
-    if (inFrame) finish(); else requestAnimationFrame(finish);
+    if (inFrame) finish(); else raf(framed(finish));
   }).observe(document.body, { attributes: true, attributeFilter: ['data-renders'] });
   if (document.body) watch(); else document.addEventListener('DOMContentLoaded', watch);
 })();`;
+export const DEMO_PROBE = demoProbe({ frameLoop: true });
+export const DEMO_PROBE_QUIET = demoProbe({ frameLoop: false });
 
 // Until the demo's lab has measured the model's roles (its runs on probe texts at the reader's first
 // pause take the engine's cache), or said it could not.

@@ -13,7 +13,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
 import { benchArgs, stats } from './lib.mjs';
-import { DEMO_PROBE, labRolesMeasured } from './demo-probe.mjs';
+import { DEMO_PROBE, DEMO_PROBE_QUIET, labRolesMeasured } from './demo-probe.mjs';
 import { sampleBrowserMemory } from './tab-memory.mjs';
 import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
@@ -21,12 +21,15 @@ const opt = benchArgs(
   {
     required: ['model', 'demo', 'out'],
     strings: ['markdown'],
-    defaults: { tokens: '1000', keys: '11', threads: '1', bare: '0' },
+    defaults: { tokens: '1000', keys: '11', threads: '1', bare: '0', 'frame-loop': '0' },
   },
-  'node bench/harness/long-text-bench.mjs --model DIR --demo SITE --out FILE [--tokens N] [--keys K] [--bare 1]',
+  'node bench/harness/long-text-bench.mjs --model DIR --demo SITE --out FILE [--tokens N] [--keys K] [--bare 1] [--frame-loop 1]',
 );
 const TOKENS = Number(opt.tokens);
 const KEYS = Number(opt.keys);
+// the probe without its frame loop by default: an idle page draws no frames, and at this page's size
+// each frame the loop makes costs CPU beside the engine (demo-probe.mjs)
+const FRAME_LOOP = opt['frame-loop'] === '1';
 const log = (...a) => console.error('[long-text]', ...a);
 
 const server = await startStaticServer({
@@ -46,7 +49,7 @@ const pageErrors = [];
 // then typing with row updates (and, with allRows, without them in the same page).
 async function session(threads, { allRows }) {
   const page = await context.newPage();
-  await page.addInitScript(DEMO_PROBE);
+  await page.addInitScript(FRAME_LOOP ? DEMO_PROBE : DEMO_PROBE_QUIET);
   page.on('pageerror', (e) => {
     log('page error:', e.message);
     pageErrors.push(e.message);
@@ -222,6 +225,7 @@ const result = {
   chromium: browser.version(),
   model: { ...info },
   tokens: TOKENS,
+  probe: FRAME_LOOP ? 'a requestAnimationFrame loop counting frames' : 'no frames of its own',
   load_ms: loadMs,
   first_run_ms: firstRunMs,
   first_run_progress_shown: progressSeen,
@@ -245,7 +249,8 @@ if (opt.markdown) {
       `Written by \`node bench/harness/long-text-bench.mjs\` (bench/harness/gpt2_small.sh) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: ` +
       `Chromium ${result.chromium} (headless), the demo page (web/demo) under its strict CSP, the checkpoint of bench/shapes/make_gpt2_small.py ` +
       `(${info.nLayer} layers x ${info.nHead} heads, width ${info.nEmbd}, random weights), a text of ${TOKENS} tokens, then ${KEYS} keystrokes, ` +
-      `each a word with its space (one new token), first with the demo's row updates and then, in the same page, without them.\n\n` +
+      `each a word with its space (one new token), first with the demo's row updates and then, in the same page, without them. ` +
+      `The probe ${FRAME_LOOP ? 'runs a requestAnimationFrame loop (a frame at every vsync)' : 'asks for no frames of its own (the page draws only when it changes)'}.\n\n` +
       `Load ${(loadMs / 1000).toFixed(1)} s; the first run of the ${TOKENS} tokens ${(firstRunMs / 1000).toFixed(1)} s, in steps with progress shown: ${progressSeen}.\n\n` +
       (bareMs
         ? `The package's bare forward of the same text in a Worker on ${info.threads} threads (its run with the smallest result, thumbnails): ${(bareMs / 1000).toFixed(1)} s; the demo's first run is ${(firstRunMs / bareMs).toFixed(2)}x it (target within 1.25x).\n\n`
