@@ -440,4 +440,13 @@ test('paintThumbnails with the previous thumbnails repaints the rows that change
   const same = paintThumbnails(px, layout, before, theme, Float32Array.from(before.thumbnails));
   assert.deepEqual(same.rects, []);
   assert.ok(same.rowsFrom.every((r) => r === n));
+  // a cell right of its row's diagonal is never painted: a change there changes nothing shown
+  const upper = { ...before, thumbnails: Float32Array.from(before.thumbnails) };
+  upper.thumbnails[3 * n + 10] = 0.9; // head 0, row 3, column 10
+  const none = paintThumbnails(px, layout, upper, theme, before.thumbnails);
+  assert.deepEqual(none.rects, []);
+  assert.equal(none.rowsFrom[0], n);
+  const wholeUpper = px0();
+  paintThumbnails(wholeUpper, layout, upper, theme);
+  assert.deepEqual(px, wholeUpper, 'the upper cell is not painted');
 });

@@ -292,7 +292,8 @@ function cellSpans(n, size) {
  * the same), only the pixel rows over cell rows from each head's first that differs are painted, and
  * it returns what changed: { rects: [x, y, w, h] per layer row of tiles, bounding the pixels painted
  * (what a canvas must be given again: typing changes a strip at the foot of each tile), rowsFrom: each
- * head's first changed cell row (n: none; layer * nHead + head) }. Without it, null: all was painted.
+ * head's first changed cell row, in the cells a paint reads (n: none; layer * nHead + head) }.
+ * Without it, null: all was painted.
  */
 export function paintThumbnails(px, layout, result, theme, previous = null) {
   const { T, nHead, thumbnails: C, thumbnailCells: n } = result;
@@ -309,13 +310,17 @@ export function paintThumbnails(px, layout, result, theme, previous = null) {
       y1 = -Infinity;
     row.forEach((t, h) => {
       const base = (l * nHead + h) * n * n;
-      // with `previous`: only the pixel rows over cell rows from the first that differs
+      // with `previous`: only the pixel rows over cell rows from the first that differs, in the cells
+      // a paint reads (row a's first a + 1: those right of the diagonal are never painted)
       let changed = 0;
       if (previous) {
-        const end = base + n * n;
-        let i = base;
-        while (i < end && previous[i] === C[i]) i++;
-        changed = Math.floor((i - base) / n);
+        changed = n;
+        for (let a = 0, r = base; a < n && changed === n; a++, r += n)
+          for (let b = 0; b <= a; b++)
+            if (previous[r + b] !== C[r + b]) {
+              changed = a;
+              break;
+            }
         rowsFrom[l * nHead + h] = changed;
         if (changed === n) return; // this head's thumbnail is as painted
       } else {
