@@ -28,13 +28,23 @@ JOBS="${JOBS:-2}"
 
 scripts/setup.sh || { echo "headscope tests: setup failed"; exit 1; }
 
+# each step's output also goes to build/test-logs/N.log, so that the summary can say what failed: CI
+# keeps only the end of the output, and a failed step's own lines may be thousands of lines above it
+LOGS=build/test-logs
+rm -rf "$LOGS" && mkdir -p "$LOGS"
 declare -a names results
+steps=0
 step() {  # step NAME COMMAND...
   local name="$1"; shift
   echo; echo "=== $name ==="
-  local start=$SECONDS
-  if "$@"; then results+=("PASS"); else results+=("FAIL"); fi
+  steps=$((steps + 1))
+  local start=$SECONDS log="$LOGS/$steps.log"
+  if "$@" 2>&1 | tee "$log"; then results+=("PASS"); else results+=("FAIL"); fi
   names+=("$name ($((SECONDS - start))s)")
+}
+# the lines of a failed step's log that say what failed (a test runner's failure lines, errors), at most 12
+failures() {
+  grep -aE '✘|FAIL|[Ff]ailed|Error|error:|Assertion|timed out|Timeout' "$1" | grep -avE '^\s*(✓|ok |PASS)' | tail -12 | cut -c1-300 | sed 's/^/      /'
 }
 
 ctest_preset() {  # ctest_preset PRESET [TARGET...]: builds the targets (default: all), runs its ctest
@@ -72,7 +82,7 @@ echo
 pass=0; fail=0
 for i in "${!names[@]}"; do
   echo "  ${results[$i]}  ${names[$i]}"
-  [ "${results[$i]}" = PASS ] && pass=$((pass + 1)) || fail=$((fail + 1))
+  [ "${results[$i]}" = PASS ] && pass=$((pass + 1)) || { fail=$((fail + 1)); failures "$LOGS/$((i + 1)).log"; }
 done
 echo "headscope tests: $pass of $((pass + fail)) suites passed, $fail failed, in $((SECONDS / 60)) min $((SECONDS % 60)) s"
 [ "$fail" -eq 0 ]
