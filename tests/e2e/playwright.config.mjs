@@ -19,7 +19,16 @@ export default defineConfig({
   // time, writing while editing), one at a time in a quiet browser. (longuse types for a minute and
   // checks memory and that every round rendered: no timing, so it overlaps the others.)
   projects: [
-    { name: 'parallel', testIgnore: QUIET, outputDir: path.join(ARTIFACTS, 'test-results/parallel') },
+    // One retry here: a test of this project failed once in CI (2026-12-05), unnamed in what CI kept,
+    // and passed in every run since (each test twice on this machine). A test that
+    // passes only on its retry is reported "flaky", by name, in the summary line (summary-reporter.mjs),
+    // a bug to find; its first failure's screenshot stays in the outputDir.
+    {
+      name: 'parallel',
+      testIgnore: QUIET,
+      retries: 1,
+      outputDir: path.join(ARTIFACTS, 'test-results/parallel'),
+    },
     { name: 'quiet', testMatch: QUIET, workers: 1, outputDir: path.join(ARTIFACTS, 'test-results/quiet') },
   ],
   workers: 2,
