@@ -32,6 +32,17 @@ void f16_unpack_forward(float* out, const uint16_t* packed, std::size_t n) noexc
   for (; i < n; i++) out[i] = f16_to_f32_reference(packed[i]);
 }
 
+void f16_unpack_weights(float* out, const uint16_t* packed, std::size_t n) noexcept {
+  std::size_t i = 0;
+  for (; i + kPanel <= n; i += kPanel) {
+    batch lo, hi;
+    simd::f16_finite_pair_to_f32(ibatch::load_unaligned(reinterpret_cast<const int32_t*>(packed + i)), lo, hi);
+    lo.store_unaligned(out + i);
+    hi.store_unaligned(out + i + kLanes);
+  }
+  for (; i < n; i++) out[i] = f16_to_f32_reference(packed[i]);
+}
+
 }  // namespace headscope::kernels
 
 #endif  // HEADSCOPE_SIMD (scalar.cpp holds the build without SIMD)

@@ -105,7 +105,7 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
         if (W.is_f16()) {
           widened.resize((std::size_t)kGroupPanels * kDepthBlock * kPanel);
           for (int p = g0; p < g1; p++)
-            f16_unpack_forward(widened.data() + (std::size_t)(p - g0) * slice,
+            f16_unpack_weights(widened.data() + (std::size_t)(p - g0) * slice,
                                W.panels_f16.data() + ((std::size_t)p * W.K + k0) * kPanel, slice);
           slices = widened.data();
           slice_stride = slice;
@@ -274,8 +274,10 @@ static inline void dot_rows_f16(float* o, const float* x, const uint16_t* w, int
       for (int r = 0; r < R; r++) {
         const simd::ibatch words =
             simd::ibatch::load_unaligned(reinterpret_cast<const int32_t*>(w + (std::size_t)(r0 + r) * K + k));
-        a[r] = madd(lo_x, simd::f16_low_bits_to_f32(words), a[r]);
-        a[r] = madd(hi_x, simd::f16_low_bits_to_f32(words >> 16), a[r]);
+        batch lo, hi;
+        simd::f16_finite_pair_to_f32(words, lo, hi);  // weights: finite (the loader refuses the others)
+        a[r] = madd(lo_x, lo, a[r]);
+        a[r] = madd(hi_x, hi, a[r]);
       }
     }
     for (int r = 0; r < R; r++) {
@@ -312,12 +314,12 @@ void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t*
         continue;
       }
       for (int r = 0; r < kLmRowsAtOnce; r++)
-        f16_unpack_forward(rows + (std::size_t)r * K, weight + (std::size_t)(n + r) * K, K);
+        f16_unpack_weights(rows + (std::size_t)r * K, weight + (std::size_t)(n + r) * K, K);
       for (int t = 0; t < T; t++) dot_rows(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, rows, K);
     }
     if (g_end > groups)
       for (int n = groups * kLmRowsAtOnce; n < N; n++) {
-        f16_unpack_forward(rows, weight + (std::size_t)n * K, K);
+        f16_unpack_weights(rows, weight + (std::size_t)n * K, K);
         for (int t = 0; t < T; t++) out[(std::size_t)t * N + n] = dot(inp + (std::size_t)t * K, rows, K);
       }
   });

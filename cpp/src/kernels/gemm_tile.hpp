@@ -220,8 +220,7 @@ inline void row_panel_step(const float* w, batch& lo, batch& hi) noexcept {
 inline void row_panel_step(const uint16_t* w, batch& lo, batch& hi) noexcept {
   // one int32 batch: values [0, kLanes) in the low halves, [kLanes, kPanel) in the high ones
   const simd::ibatch words = simd::ibatch::load_unaligned(reinterpret_cast<const int32_t*>(w));
-  lo = simd::f16_low_bits_to_f32(words);
-  hi = simd::f16_low_bits_to_f32(words >> 16);
+  simd::f16_finite_pair_to_f32(words, lo, hi);  // weights: finite (the loader refuses the others)
 }
 template <int PANELS, class Weight>
 inline void packed_row_panels(float* out, const float* a, const Weight* panel, std::size_t panel_stride, int depth,

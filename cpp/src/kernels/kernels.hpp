@@ -52,6 +52,10 @@ void f16_pack(uint16_t* out, const float* in, std::size_t n) noexcept;
 // out (n) = the float32 values of packed (n) in the group layout; exact
 void f16_unpack_forward(float* out, const uint16_t* packed, std::size_t n) noexcept;
 void f16_unpack_forward_reference(float* out, const uint16_t* packed, std::size_t n) noexcept;
+// The same for finite values only: the model's weights (the loader refuses NaN and infinities and
+// rounds into F16's finite range). Fewer operations (simd_batch.hpp's f16_finite_pair_to_f32); an
+// infinity or a NaN comes out as some finite value.
+void f16_unpack_weights(float* out, const uint16_t* packed, std::size_t n) noexcept;
 
 // ---------------------------------------------------------------------------------------------
 // Linear layers. Weights arrive in Hugging Face's Conv1D layout W (K, N): y = x @ W + b.

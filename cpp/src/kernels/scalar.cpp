@@ -19,6 +19,9 @@ int f16_group_width() { return 1; }  // plain order
 void f16_unpack_forward(float* out, const uint16_t* packed, std::size_t n) noexcept {
   f16_unpack_forward_reference(out, packed, n);
 }
+void f16_unpack_weights(float* out, const uint16_t* packed, std::size_t n) noexcept {
+  f16_unpack_forward_reference(out, packed, n);
+}
 void pack_linear_into(PackedLinear& W, const float* weight, const float* bias, int K, int N) {
   W.K = K;
   W.N = N;

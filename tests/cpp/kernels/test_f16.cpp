@@ -116,6 +116,55 @@ TEST_CASE("F16 -> float32: every one of the 65536 bit patterns, exact", "[f16][k
   }
 }
 
+TEST_CASE("F16 weights' widening: every finite pattern, in both halves of a lane, beside any other, exact",
+          "[f16][kernels]") {
+  // f16_unpack_weights (and the one-row products' widening in registers, simd::f16_finite_pair_to_f32)
+  // widens the two F16 values of each int32 lane of the group layout by a shift and a mask, exact
+  // only for finite values (the loader's weights): every finite pattern must give the reference's
+  // bits, in each half of a lane, whatever the other half holds (the high half's shift brings the low
+  // one's bits along, the mask must drop them). The packed order is the group layout's, by hand.
+  std::vector<uint16_t> finite;
+  for (uint32_t h = 0; h < 65536; h++)
+    if (((h >> 10) & 0x1f) != 31) finite.push_back((uint16_t)h);
+  const std::size_t G = (std::size_t)k::f16_group_width(), n = finite.size();
+  // the values in order, then shifted by a prime, so each meets many neighbours; then beside NaN and
+  // infinities (the other half only: never widened themselves here)
+  for (std::size_t shift : {(std::size_t)0, (std::size_t)7919, (std::size_t)31}) {
+    std::vector<uint16_t> values(n), grouped(n);
+    for (std::size_t i = 0; i < n; i++) values[i] = finite[(i * (shift ? shift : 1) + shift) % n];
+    for (std::size_t i = 0; i + G <= n; i += G)
+      for (std::size_t j = 0; j < G; j++)
+        grouped[i + (G > 1 ? (j < G / 2 ? 2 * j : 2 * (j - G / 2) + 1) : 0)] = values[i + j];
+    const std::size_t whole = n - n % G;
+    for (std::size_t i = whole; i < n; i++) grouped[i] = values[i];  // the tail: one value each
+    std::vector<float> widened(n);
+    k::f16_unpack_weights(widened.data(), grouped.data(), n);
+    for (std::size_t i = 0; i < n; i++) {
+      INFO("pattern 0x" << std::hex << values[i] << " at " << std::dec << i << ", shift " << shift);
+      REQUIRE(bits_of(widened[i]) == bits_of(k::f16_to_f32_reference(values[i])));
+    }
+  }
+  if (G > 1) {
+    const uint16_t others[] = {0x7c00, 0xfc00, 0x7fff, 0xffff, 0x7e01};  // inf, -inf, NaNs
+    for (uint16_t other : others)
+      for (int half = 0; half < 2; half++) {
+        std::vector<uint16_t> values(n - n % G);
+        for (std::size_t i = 0; i < values.size(); i++)
+          values[i] = ((i % G < G / 2) == (half == 0)) ? finite[i % n] : other;
+        std::vector<uint16_t> grouped(values.size());
+        for (std::size_t i = 0; i < values.size(); i += G)
+          for (std::size_t j = 0; j < G; j++) grouped[i + (j < G / 2 ? 2 * j : 2 * (j - G / 2) + 1)] = values[i + j];
+        std::vector<float> widened(values.size());
+        k::f16_unpack_weights(widened.data(), grouped.data(), grouped.size());
+        for (std::size_t i = 0; i < values.size(); i++) {
+          if (values[i] == other) continue;
+          INFO("pattern 0x" << std::hex << values[i] << " beside 0x" << other);
+          REQUIRE(bits_of(widened[i]) == bits_of(k::f16_to_f32_reference(values[i])));
+        }
+      }
+  }
+}
+
 TEST_CASE("float32 -> F16 rounds to nearest even: ties, subnormals, overflow, inf, NaN", "[f16][kernels]") {
   std::vector<float> cases;
   for (uint32_t h = 0; h < 0x7c00; h++) {
