@@ -240,14 +240,19 @@ const result = {
 };
 await writeFile(opt.out, JSON.stringify(result, null, 2));
 if (opt.markdown) {
+  // the family's shape and the script that writes its random checkpoint (scripts/bench.sh): GPT-2
+  // small's, or a Llama-family one (SmolLM2-135M's in the full bench)
+  const gpt2 = info.modelType === 'gpt2';
+  const SHAPE = gpt2 ? "GPT-2 small's shape" : `a Llama-family shape (${path.basename(path.resolve(opt.model))})`;
+  const MAKER = gpt2 ? 'bench/shapes/make_gpt2_small.py' : 'bench/shapes/make_llama_small.py';
   const row = (name, r) =>
     `| ${name} | ${r.keystroke_to_paint.median_ms.toFixed(0)} | ${r.keystroke_to_paint.p95_ms.toFixed(0)} | ` +
     `${r.run_round_trip.median_ms.toFixed(0)} | ${r.page_render.median_ms.toFixed(0)} | ${r.first_key_to_paint_ms.toFixed(0)} | ${r.T[0]}-${r.T.at(-1)} |`;
   await writeFile(
     opt.markdown,
-    `# Typing at the end of a long text on GPT-2 small's shape, in the demo\n\n` +
+    `# Typing at the end of a long text on ${SHAPE}, in the demo\n\n` +
       `Written by \`node bench/harness/long-text-bench.mjs\` (bench/harness/gpt2_small.sh) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: ` +
-      `Chromium ${result.chromium} (headless), the demo page (web/demo) under its strict CSP, the checkpoint of bench/shapes/make_gpt2_small.py ` +
+      `Chromium ${result.chromium} (headless), the demo page (web/demo) under its strict CSP, the checkpoint of ${MAKER} ` +
       `(${info.nLayer} layers x ${info.nHead} heads, width ${info.nEmbd}, random weights), a text of ${TOKENS} tokens, then ${KEYS} keystrokes, ` +
       `each a word with its space (one new token), first with the demo's row updates and then, in the same page, without them. ` +
       `The probe ${FRAME_LOOP ? 'runs a requestAnimationFrame loop (a frame at every vsync)' : 'asks for no frames of its own (the page draws only when it changes)'}.\n\n` +
