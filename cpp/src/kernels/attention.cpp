@@ -269,9 +269,15 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
     }
     softmax_forward(a, t + 1);
     std::fill(a + t + 1, a + att_stride, 0.0f);
-    if (pool && pool->cells)
+    if (pool && pool->cells) {
       attention_pool_row(pool->cells + ((std::size_t)h * pool->n + (t >> pool->shift)) * pool->n, a, t + 1,
                          pool->shift);
+      if (pool->tail && t >= pool->tail_begin && t - pool->tail_begin < pool->tail_rows) {
+        float* own = pool->tail + ((std::size_t)h * pool->tail_rows + (t - pool->tail_begin)) * pool->n;
+        std::fill(own, own + pool->n, 0.0f);
+        attention_pool_row(own, a, t + 1, pool->shift);
+      }
+    }
     if (stats && stats->out) row_stats(*stats, h, t, a, kept.data(), j_max);
   };
   const double work = (double)(T - t_begin) * T * NH * HS;  // scores and weighted values, about

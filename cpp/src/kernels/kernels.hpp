@@ -224,10 +224,16 @@ inline std::size_t attention_key_panels_floats(int att_stride, int C, int NH) {
 // Thumbnails attention_forward fills while it computes rows (a view's overview of every head without
 // any map kept): query head h's cell (t >> shift, j >> shift) is cells[(h * n + (t >> shift)) * n +
 // (j >> shift)], and each row t computed raises the cells it covers to the largest weight in them.
+// With a tail, each row t in [tail_begin, tail_begin + tail_rows) is also pooled alone into its own n
+// cells, tail[(h * tail_rows + t - tail_begin) * n + (j >> shift)] (zero first): the rows of a last
+// cell row, kept so that a later run that computes some of them again can put back the others exactly.
 struct AttentionPool {
   float* cells = nullptr;  // (NH, n, n), or null: no pooling
   int shift = 0;           // cells of 2^shift x 2^shift weights
   int n = 0;               // cells per side of a head's thumbnail
+  float* tail = nullptr;   // (NH, tail_rows, n), or null
+  int tail_begin = 0;
+  int tail_rows = 0;
 };
 // Per-row statistics of each head's attention that the views show as role scores (the page's
 // web/lib/analysis.js defines them), which attention_forward writes while it computes each row t >= 1,

@@ -250,12 +250,14 @@ void attention_row_stats(F* out, const F* a, int t, const int32_t* before, const
 }
 // att_block > 0: att holds att_block rows per head, (NH, att_block, att_stride), row t at
 // (t - t_begin) % att_block, and no map is kept (kernels.hpp's attention_forward). pool (NH, pool_n,
-// pool_n) or null: each row computed raised into its head's thumbnail (kernels::AttentionPool).
+// pool_n) or null: each row computed raised into its head's thumbnail, and rows from tail_begin pooled
+// alone into pool_tail (NH, tail_rows, pool_n) when given (kernels::AttentionPool).
 template <typename F>
 void attention_forward(F* out, F* att, const F* qkv, int t_begin, int T, int NH, int KV, int HS, int att_stride,
                        F* scores = nullptr, int scores_head = -1, int att_block = 0, F* pool = nullptr,
                        int pool_shift = 0, int pool_n = 0, F* stats = nullptr, int stats_stride = 0,
-                       const int32_t* before = nullptr, const int32_t* first = nullptr, const int32_t* next = nullptr) {
+                       const int32_t* before = nullptr, const int32_t* first = nullptr, const int32_t* next = nullptr,
+                       F* pool_tail = nullptr, int tail_begin = 0, int tail_rows = 0) {
   const std::size_t row = (std::size_t)(NH + 2 * KV) * HS, out_row = (std::size_t)NH * HS;
   const int group = NH / KV;
   for (int h = 0; h < NH; h++)
@@ -266,6 +268,12 @@ void attention_forward(F* out, F* att, const F* qkv, int t_begin, int T, int NH,
       attention_row(a, qkv, h, t, NH, KV, HS, att_stride,
                     scores && h == scores_head ? scores + (std::size_t)t * att_stride : nullptr);
       if (pool) attention_pool_row(pool + ((std::size_t)h * pool_n + (t >> pool_shift)) * pool_n, a, t + 1, pool_shift);
+      if (pool && pool_tail && t >= tail_begin &&
+          t - tail_begin < tail_rows) {  // the row alone (kernels::AttentionPool)
+        F* own = pool_tail + ((std::size_t)h * tail_rows + (t - tail_begin)) * pool_n;
+        std::fill(own, own + pool_n, F(0));
+        attention_pool_row(own, a, t + 1, pool_shift);
+      }
       if (stats) attention_row_stats(stats + ((std::size_t)h * stats_stride + t) * 6, a, t, before, first, next);
       F* o = out + (std::size_t)t * out_row + h * HS;
       for (int i = 0; i < HS; i++) o[i] = 0;

@@ -115,7 +115,8 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
                                 scores_head, att_block, pooled ? pool->cells : nullptr, pooled ? pool->shift : 0,
                                 pooled ? pool->n : 0, counted ? stats->out : nullptr, counted ? stats->stride : 0,
                                 counted ? stats->before : nullptr, counted ? stats->first : nullptr,
-                                counted ? stats->next : nullptr);
+                                counted ? stats->next : nullptr, pooled ? pool->tail : nullptr,
+                                pooled ? pool->tail_begin : 0, pooled ? pool->tail_rows : 0);
 }
 void attention_pool_row(float* cells, const float* row, int n, int shift) noexcept {
   ref::attention_pool_row<float>(cells, row, n, shift);

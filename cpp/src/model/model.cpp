@@ -29,7 +29,12 @@ uint64_t Model::Impl::activation_floats(uint64_t c64, bool views_only) const {
                  W = config_.qkv_width(), KVW = (uint64_t)config_.kv_heads() * config_.head_size();
   const uint64_t FS = config_.family == Family::llama ? 3 * (uint64_t)config_.n_inner : config_.n_inner;
   const uint64_t maps = keep_maps_ ? L * NH * c64 * c64 : NH * (uint64_t)kernels::attention_block_rows() * c64;
-  const uint64_t thumbnails = L * NH * (uint64_t)thumb_size_ * thumb_size_;
+  // every head's thumbnail, and the rows of its last cell row alone (thumb_tail_: at most kThumbTailRows)
+  const uint64_t tail_rows =
+      thumb_size_ ? std::min<uint64_t>(attention_thumbnail_bin((int)std::min<uint64_t>(c64, 1 << 24), thumb_size_),
+                                       kThumbTailRows)
+                  : 0;
+  const uint64_t thumbnails = L * NH * (uint64_t)thumb_size_ * (thumb_size_ + tail_rows);
   const uint64_t row_stats = L * NH * c64 * kernels::kRowStats + 3 * c64 /* the copy chains, int32 */;
   // the residual stream, q | k | v (and the queries kept apart) and the heads' outputs: every layer's,
   // or one layer's rows at a time (views_only)
@@ -347,7 +352,12 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
       io.contrib = options_.keep_contributions ? &contrib_[(std::size_t)l * NH * cap * C] : nullptr;
       io.norms = &contrib_norm_[(std::size_t)l * NH * cap];
       if (l == run_patch_layer_) io.patches = &run_patch_;
-      const k::AttentionPool pool{S ? &thumbs_[(std::size_t)l * NH * S * S] : nullptr, thumb_shift_, S};
+      k::AttentionPool pool{S ? &thumbs_[(std::size_t)l * NH * S * S] : nullptr, thumb_shift_, S};
+      if (S && tail_shift_ >= 0) {  // the last cell row's rows, each alone (model_impl.hpp, thumb_tail_)
+        pool.tail_rows = 1 << tail_shift_;
+        pool.tail = &thumb_tail_[(std::size_t)l * NH * pool.tail_rows * S];
+        pool.tail_begin = tail_begin_;
+      }
       io.pool = &pool;
       const k::AttentionRowStats stats{&row_stats_[(std::size_t)l * NH * cap * k::kRowStats], (int)cap, before, first,
                                        next};
@@ -358,6 +368,7 @@ void Model::Impl::forward(int t_begin, int logits_begin, int layer_begin) {
     }
   }
   thumb_rows_ = T;
+  tail_end_ = tail_complete_ ? T : tail_begin_;
 
   // final norm and LM head; the last row always (T may have shrunk: text deleted at the end)
   const float* final_stream = stream(c.n_layer);

@@ -133,6 +133,15 @@ struct Model::Impl {
   std::vector<float> thumbs_;
   int thumb_shift_ = 0;
   int thumb_rows_ = 0;
+  // The rows of the last cell row, each pooled alone ((L, NH, 2^thumb_shift_, S), kernels::
+  // AttentionPool's tail) while a cell is at most kThumbTailRows rows: valid for rows [tail_begin_,
+  // tail_end_) at tail_shift_ (-1: none). A run that computes some of them again (typing inside a
+  // cell row) puts back the others from here, exactly as the forward pooled them, instead of pooling
+  // them again from the cache (which a views-only model computes from its F16 queries).
+  static constexpr int kThumbTailRows = 64;
+  std::vector<float> thumb_tail_;
+  int tail_begin_ = 0, tail_end_ = 0, tail_shift_ = -1;
+  bool tail_complete_ = false;  // this run leaves every row [tail_begin_, T_) in the tail
   // Before forward(t_begin, .., layer_begin): the thumbnails brought to this run's bin and cleared of
   // every row the run computes again; the forward then raises them by the rows it computes
   void prepare_thumbnails(int t_begin, int layer_begin);

@@ -64,6 +64,25 @@ void Model::Impl::prepare_thumbnails(int t_begin, int layer_begin) {
   const int shift = log2_of(attention_thumbnail_bin(T_, S));
   // the rows the thumbnails hold that are still this run's: pooled before, and not computed again
   const int valid = thumb_rows_ < 0 ? 0 : std::min(thumb_rows_, t_begin);
+  // this run's tail (model_impl.hpp): the rows of its last cell row, kept ones and computed ones;
+  // decided from the last run's tail before anything below changes it, and valid only once the run ends
+  const int last_row_begin = T_ > 0 ? ((T_ - 1) >> shift) << shift : 0;
+  const auto old_tail_holds = [&](int begin, int end) {
+    return tail_shift_ == shift && tail_shift_ == thumb_shift_ && tail_begin_ == begin && tail_end_ >= end;
+  };
+  const int kept_end = layer_begin > 0 ? T_ : t_begin;  // rows of the last cell row this run does not compute
+  const bool tail_fits = (1 << shift) <= kThumbTailRows;
+  tail_complete_ = tail_fits && thumb_rows_ >= 0 &&
+                   (kept_end <= last_row_begin || old_tail_holds(last_row_begin, kept_end)) &&
+                   (layer_begin == 0 || thumb_rows_ == T_);
+  const int old_begin = tail_begin_, old_end = tail_end_, old_shift = tail_shift_;
+  tail_begin_ = last_row_begin;
+  tail_end_ = last_row_begin;  // nothing, until forward() ends
+  tail_shift_ = tail_fits ? shift : -1;
+  if (tail_fits) {
+    const std::size_t floats = (std::size_t)L * NH * ((std::size_t)1 << shift) * S;
+    if (thumb_tail_.size() < floats) thumb_tail_.resize(floats);
+  }
   if (layer_begin > 0) {
     // the same tokens with other heads switched off: layers from layer_begin are computed again,
     // every row; the ones below keep theirs (pooled again from the cache if the last run's were lost)
@@ -101,12 +120,24 @@ void Model::Impl::prepare_thumbnails(int t_begin, int layer_begin) {
   }
   if (thumb_rows_ > valid) {
     // rows the run computes again (the text changed at `valid`): their cell rows cleared, and the
-    // kept rows that share the first of them pooled again from the cache
-    const int a = valid >> shift;
+    // kept rows that share the first of them put back: from the last run's tail when it holds them
+    // (typing inside the last cell row), the forward's own numbers; else pooled again from the cache
+    const int a = valid >> shift, r0 = a << shift;
     for (std::size_t lh = 0; lh < (std::size_t)L * NH; lh++)
       std::fill(thumbs_.begin() + (std::ptrdiff_t)(lh * per_head + (std::size_t)a * S),
                 thumbs_.begin() + (std::ptrdiff_t)((lh + 1) * per_head), 0.0f);
-    pool_from_cache(thumbs_.data(), S, shift, 0, L, a << shift, valid);
+    const int rows = 1 << shift;
+    if (r0 < valid && old_shift == shift && old_begin == r0 && old_end >= valid && rows <= kThumbTailRows) {
+      for (std::size_t lh = 0; lh < (std::size_t)L * NH; lh++) {
+        float* cells = &thumbs_[lh * per_head + (std::size_t)a * S];
+        for (int t = r0; t < valid; t++) {
+          const float* own = &thumb_tail_[(lh * rows + (std::size_t)(t - r0)) * S];
+          for (int j = 0; j < S; j++) cells[j] = std::max(cells[j], own[j]);
+        }
+      }
+    } else {
+      pool_from_cache(thumbs_.data(), S, shift, 0, L, r0, valid);
+    }
   }
 }
 

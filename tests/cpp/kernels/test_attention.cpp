@@ -280,7 +280,8 @@ TEST_CASE("attention_forward raises each head's thumbnail to the maxima of the r
   // the largest weight of its 2^shift x 2^shift block, here computed independently from the kept map
   // (maxima of the same floats: tolerance 0), with the rows computed in two calls as typing computes
   // them (the rest in one call, or one row per call: the grouped path of grouped-query attention), keeping
-  // the map and keeping only a block of rows, for cell sizes below, at and above a batch.
+  // the map and keeping only a block of rows, for cell sizes below, at and above a batch. The rows of
+  // the last cell row are also pooled each alone (the tail a later run puts kept rows back from).
   std::mt19937 rng(41);
   for (const auto& [NH, KV, HS] : {std::tuple{3, 3, 20}, std::tuple{6, 2, 8}}) {
     const k::AttentionShape shape{NH, KV, HS};
@@ -293,7 +294,11 @@ TEST_CASE("attention_forward raises each head's thumbnail to the maxima of the r
         std::vector<float> att((std::size_t)NH * stride * stride, 0.0f), out((std::size_t)T * shape.out_row());
         std::vector<float> panels(k::attention_key_panels_floats(stride, shape), 0.0f);
         std::vector<float> cells((std::size_t)NH * n * n, 0.0f);
-        const k::AttentionPool pool{cells.data(), shift, n};
+        // and the rows of the last cell row, each alone (AttentionPool's tail), its slots first filled
+        // with junk that every row computed must replace
+        const int tail_begin = ((T - 1) >> shift) << shift, tail_rows = 1 << shift;
+        std::vector<float> tail((std::size_t)NH * tail_rows * n, 7.0f);
+        const k::AttentionPool pool{cells.data(), shift, n, tail.data(), tail_begin, tail_rows};
         std::vector<float> map((std::size_t)NH * stride * stride, 0.0f);
         k::attention_forward(out.data(), map.data(), qkv.data(), 0, T, shape, stride, panels.data());
         std::fill(panels.begin(), panels.end(), 0.0f);
@@ -312,6 +317,15 @@ TEST_CASE("attention_forward raises each head's thumbnail to the maxima of the r
                 for (int j = b << shift; j < std::min(t + 1, (b + 1) << shift); j++)
                   want = std::max(want, map[((std::size_t)h * stride + t) * stride + j]);
               REQUIRE(cells[((std::size_t)h * n + a) * n + b] == want);
+            }
+        for (int h = 0; h < NH; h++)
+          for (int t = tail_begin; t < tail_begin + tail_rows; t++)
+            for (int b = 0; b < n; b++) {
+              // row t alone in its cells; a slot past the text (t >= T) is never written
+              float want = t < T ? 0.0f : 7.0f;
+              for (int j = b << shift; t < T && j < std::min(t + 1, (b + 1) << shift); j++)
+                want = std::max(want, map[((std::size_t)h * stride + t) * stride + j]);
+              REQUIRE(tail[((std::size_t)h * tail_rows + (t - tail_begin)) * n + b] == want);
             }
       }
     }
