@@ -1,5 +1,5 @@
-// Internal to cpp/src: the memory limits shared by Model's loading (model_load.cpp) and its runs
-// (model.cpp).
+// Internal to cpp/src: the memory limits shared by Model's loading (model_load.cpp) and its activations
+// (model_memory.cpp).
 #pragma once
 #include <algorithm>
 #include <cstdint>

@@ -75,7 +75,9 @@ void Model::Impl::prepare_thumbnails(int t_begin, int layer_begin) {
   tail_complete_ = tail_fits && thumb_rows_ >= 0 &&
                    (kept_end <= last_row_begin || old_tail_holds(last_row_begin, kept_end)) &&
                    (layer_begin == 0 || thumb_rows_ == T_);
-  const int old_begin = tail_begin_, old_end = tail_end_, old_shift = tail_shift_;
+  // the kept rows of the first recomputed row's cell row, which the last run's tail may hold (below)
+  const int kept_from = (valid >> shift) << shift;
+  const bool kept_in_tail = kept_from < valid && old_tail_holds(kept_from, valid);
   tail_begin_ = last_row_begin;
   tail_end_ = last_row_begin;  // nothing, until forward() ends
   tail_shift_ = tail_fits ? shift : -1;
@@ -127,7 +129,7 @@ void Model::Impl::prepare_thumbnails(int t_begin, int layer_begin) {
       std::fill(thumbs_.begin() + (std::ptrdiff_t)(lh * per_head + (std::size_t)a * S),
                 thumbs_.begin() + (std::ptrdiff_t)((lh + 1) * per_head), 0.0f);
     const int rows = 1 << shift;
-    if (r0 < valid && old_shift == shift && old_begin == r0 && old_end >= valid && rows <= kThumbTailRows) {
+    if (kept_in_tail) {
       for (std::size_t lh = 0; lh < (std::size_t)L * NH; lh++) {
         float* cells = &thumbs_[lh * per_head + (std::size_t)a * S];
         for (int t = r0; t < valid; t++) {
