@@ -24,11 +24,11 @@ log() { echo "[gpt2 $(date +%H:%M:%S)] $*" >&2; }
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
   G=.cache/bench/gpt2-tiny; SHAPE=(--layers 2 --heads 4 --embd 64)
   OUT=build/bench/quick/gpt2; MD=$OUT
-  TOKENS=64,256; BROWSER_TOKENS=64; REPEAT=1; Q=(--quick); KEYS=3
+  TOKENS=64,256; BROWSER_TOKENS=64; REPEAT=1; Q=(--quick); KEYS=3; BY_CONTEXT=0
 else
   G=.cache/bench/gpt2-small; SHAPE=()
   OUT=build/bench/gpt2; MD=bench/results
-  TOKENS=64,256,1024; BROWSER_TOKENS=256,1024; REPEAT=5; Q=(); KEYS=11
+  TOKENS=64,256,1024; BROWSER_TOKENS=256,1024; REPEAT=5; Q=(); KEYS=11; BY_CONTEXT=1
 fi
 mkdir -p "$OUT" .cache/bench
 [ -f "$G/model.safetensors" ] || /usr/bin/python3 bench/shapes/make_gpt2_small.py "$G" "${SHAPE[@]}"
@@ -73,7 +73,7 @@ log "wasm SIMD128 and relaxed SIMD against onnxruntime-web"
 node "${RELAXED_FLAG[@]}" bench/harness/wasm-gpt2-small.mjs --model "$G" --onnx "$G-onnx" --tokens "$TOKENS" \
   --simd build/wasm-release --relaxed build/wasm-relaxed --markdown "$MD/gpt2-small-wasm.md" "${Q[@]}"
 log "typing at the end of 1,000 tokens in the demo (headless Chromium)"
-node bench/harness/long-text-bench.mjs --model "$G" --demo "$SITE" --keys "$KEYS" --bare 1 --out "$OUT/long-text.json" --markdown "$MD/gpt2-small-typing.md"
+node bench/harness/long-text-bench.mjs --model "$G" --demo "$SITE" --keys "$KEYS" --bare 1 --by-context "$BY_CONTEXT" --out "$OUT/long-text.json" --markdown "$MD/gpt2-small-typing.md"
 log "the package threaded against onnxruntime-web in Chromium (an isolated page)"
 node bench/harness/browser-gpt2-small.mjs --model "$G" --onnx "$G-onnx" --pkg dist --tokens "$BROWSER_TOKENS" "${Q[@]}" \
   --out "$OUT/browser.json" --markdown "$MD/gpt2-small-browser.md" --tjs "$TJS" --tjs-markdown "$MD/gpt2-small-browser-tjs.md"

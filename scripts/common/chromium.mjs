@@ -3,8 +3,8 @@
 // (--user-data-dir); without the networking flags Chromium tries to reach outside hosts and stalls
 // (cpp/README.md, "Toolchain notes" 12).
 //   chromiumLaunchOptions(): the options for playwright's chromium.launch() (or a config's launchOptions)
-//   launchChromium(): playwright-core's chromium, launched with them (imported on first use, so that
-//     a script's --help works without playwright-core)
+//   launchChromium(extraArgs): playwright-core's chromium, launched with them and extraArgs (imported on
+//     first use, so that a script's --help works without playwright-core)
 
 export const CHROMIUM_ARGS = Object.freeze([
   '--headless',
@@ -17,11 +17,11 @@ export const CHROMIUM_ARGS = Object.freeze([
   '--disable-sync',
 ]);
 
-export function chromiumLaunchOptions() {
-  return { executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: [...CHROMIUM_ARGS] };
+export function chromiumLaunchOptions(extraArgs = []) {
+  return { executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: [...CHROMIUM_ARGS, ...extraArgs] };
 }
 
-export async function launchChromium() {
+export async function launchChromium(extraArgs = []) {
   const { chromium } = await import('playwright-core');
-  return chromium.launch(chromiumLaunchOptions());
+  return chromium.launch(chromiumLaunchOptions(extraArgs));
 }
