@@ -146,7 +146,9 @@ export class FastTypingModel {
       const want = this.#primeWith;
       if (!this.#page || this.#page.disposed || !want) return;
       try {
-        this.#runHere(want.text, { ablate: want.ablate, topK: 1, valueNorms: want.valueNorms });
+        // thumbnails, not maps: the result is dropped, and every head's whole map of a long text
+        // copied out on the page thread cost a reader 100-300 ms a keystroke (1,000 tokens, 8 heads)
+        this.#runHere(want.text, { ablate: want.ablate, topK: 1, valueNorms: want.valueNorms, attention: 'thumbnails' });
       } catch {
         this.#last = null; // the worker already reported any problem with this text
       }
