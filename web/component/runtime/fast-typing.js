@@ -148,7 +148,12 @@ export class FastTypingModel {
       try {
         // thumbnails, not maps: the result is dropped, and every head's whole map of a long text
         // copied out on the page thread cost a reader 100-300 ms a keystroke (1,000 tokens, 8 heads)
-        this.#runHere(want.text, { ablate: want.ablate, topK: 1, valueNorms: want.valueNorms, attention: 'thumbnails' });
+        this.#runHere(want.text, {
+          ablate: want.ablate,
+          topK: 1,
+          valueNorms: want.valueNorms,
+          attention: 'thumbnails',
+        });
       } catch {
         this.#last = null; // the worker already reported any problem with this text
       }
