@@ -63,6 +63,17 @@ uint16_t f32_to_f16_by_search(float x) {
   return sign | (uint16_t)pick;
 }
 
+// `values` in the kernels' group layout (f16_group_width() values a group), written by hand: a
+// group's first half goes to the low halves of its int32 lanes, its second half to the high ones; a
+// tail short of a whole group stays one value each
+std::vector<uint16_t> in_group_layout(const std::vector<uint16_t>& values) {
+  const std::size_t G = (std::size_t)k::f16_group_width(), whole = values.size() - values.size() % G;
+  std::vector<uint16_t> grouped(values);
+  for (std::size_t i = 0; G > 1 && i < whole; i += G)
+    for (std::size_t j = 0; j < G; j++) grouped[i + (j < G / 2 ? 2 * j : 2 * (j - G / 2) + 1)] = values[i + j];
+  return grouped;
+}
+
 }  // namespace
 
 // ---- conversions -------------------------------------------------------------------------------
@@ -103,12 +114,10 @@ TEST_CASE("F16 -> float32: every one of the 65536 bit patterns, exact", "[f16][k
     }
     REQUIRE(bits_of(widened[h]) == bits_of(widened_ref[h]));
   }
-  // and every pattern directly (NaN payloads too), written in the group layout by hand
-  const std::size_t G = (std::size_t)k::f16_group_width();
-  std::vector<uint16_t> grouped(65536);
-  for (std::size_t i = 0; i < 65536; i += G)
-    for (std::size_t j = 0; j < G; j++)
-      grouped[i + (G > 1 ? (j < G / 2 ? 2 * j : 2 * (j - G / 2) + 1) : 0)] = (uint16_t)(i + j);
+  // and every pattern directly (NaN payloads too), written in the group layout by hand (in_group_layout)
+  std::vector<uint16_t> patterns(65536);
+  for (std::size_t h = 0; h < 65536; h++) patterns[h] = (uint16_t)h;
+  const std::vector<uint16_t> grouped = in_group_layout(patterns);
   k::f16_unpack_forward(widened.data(), grouped.data(), grouped.size());
   for (uint32_t h = 0; h < 65536; h++) {
     INFO("pattern 0x" << std::hex << h);
@@ -122,7 +131,8 @@ TEST_CASE("F16 weights' widening: every finite pattern, in both halves of a lane
   // widens the two F16 values of each int32 lane of the group layout by a shift and a mask, exact
   // only for finite values (the loader's weights): every finite pattern must give the reference's
   // bits, in each half of a lane, whatever the other half holds (the high half's shift brings the low
-  // one's bits along, the mask must drop them). The packed order is the group layout's, by hand.
+  // one's bits along, the mask must drop them). The packed order is the group layout's, by hand
+  // (in_group_layout).
   std::vector<uint16_t> finite;
   for (uint32_t h = 0; h < 65536; h++)
     if (((h >> 10) & 0x1f) != 31) finite.push_back((uint16_t)h);
@@ -130,13 +140,9 @@ TEST_CASE("F16 weights' widening: every finite pattern, in both halves of a lane
   // the values in order, then shifted by a prime, so each meets many neighbours; then beside NaN and
   // infinities (the other half only: never widened themselves here)
   for (std::size_t shift : {(std::size_t)0, (std::size_t)7919, (std::size_t)31}) {
-    std::vector<uint16_t> values(n), grouped(n);
+    std::vector<uint16_t> values(n);
     for (std::size_t i = 0; i < n; i++) values[i] = finite[(i * (shift ? shift : 1) + shift) % n];
-    for (std::size_t i = 0; i + G <= n; i += G)
-      for (std::size_t j = 0; j < G; j++)
-        grouped[i + (G > 1 ? (j < G / 2 ? 2 * j : 2 * (j - G / 2) + 1) : 0)] = values[i + j];
-    const std::size_t whole = n - n % G;
-    for (std::size_t i = whole; i < n; i++) grouped[i] = values[i];  // the tail: one value each
+    const std::vector<uint16_t> grouped = in_group_layout(values);  // the tail: one value each
     std::vector<float> widened(n);
     k::f16_unpack_weights(widened.data(), grouped.data(), n);
     for (std::size_t i = 0; i < n; i++) {
@@ -151,9 +157,7 @@ TEST_CASE("F16 weights' widening: every finite pattern, in both halves of a lane
         std::vector<uint16_t> values(n - n % G);
         for (std::size_t i = 0; i < values.size(); i++)
           values[i] = ((i % G < G / 2) == (half == 0)) ? finite[i % n] : other;
-        std::vector<uint16_t> grouped(values.size());
-        for (std::size_t i = 0; i < values.size(); i += G)
-          for (std::size_t j = 0; j < G; j++) grouped[i + (j < G / 2 ? 2 * j : 2 * (j - G / 2) + 1)] = values[i + j];
+        const std::vector<uint16_t> grouped = in_group_layout(values);
         std::vector<float> widened(values.size());
         k::f16_unpack_weights(widened.data(), grouped.data(), grouped.size());
         for (std::size_t i = 0; i < values.size(); i++) {
