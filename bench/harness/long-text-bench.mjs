@@ -39,7 +39,7 @@ const server = await startStaticServer({
   headers: ISOLATION_HEADERS, // and its isolation: threads
 });
 // performance.measureUserAgentSpecificMemory() answers at the next garbage collection, which an idle
-// page may not have for a minute (60 s of CI's quick run went there); this Blink feature measures at once
+// page may not have for a while (16 s measured on one thread); this Blink feature measures at once
 const browser = await launchChromium(['--enable-blink-features=ForceEagerMeasureMemory']);
 
 const PROSE =
