@@ -83,8 +83,9 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
       for (int n = 0; n < N; n++) out[(std::size_t)t * N + n] = has_bias ? W.bias[n] : 0.0f;
     return;
   }
-  // threads take whole column panels (parallel.hpp): each output is computed as on one thread
-  parallel_for(panels, (double)T * (k_end - k_begin) * N, [&](int p_begin, int p_end) {
+  // threads take whole column panels (parallel.hpp): each output is computed as on one thread. Ranges
+  // of kRowPanels panels, so that the one-row loop (and relaxed SIMD's 2-panel tiles) cover them whole.
+  const auto panel_range = [&](int p_begin, int p_end) {
     // one row on F16 panels: widened in registers, the whole depth in one pass (a partial sum stored
     // between depth slices and reloaded is exact, so the bits are those of the sliced loop below)
     if (T == 1 && W.is_f16())
@@ -166,7 +167,8 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
           row_tile(kPackedTiles[T - t - 1], t);
       }
     }
-  });
+  };
+  parallel_for(panels, (double)T * (k_end - k_begin) * N, panel_range, gemm::kRowPanels);
 }
 
 PackedLinear pack_linear_f16(const float* weight, const float* bias, int K, int N) {

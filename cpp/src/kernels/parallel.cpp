@@ -29,8 +29,22 @@ thread_local ThreadPool* t_current = nullptr;
 // model is far below it, GPT-2 small's products above).
 double g_min_parallel_work = 1 << 20;
 
-// chunk c of `parts` over [0, n)
-inline int chunk_begin(int n, int c, int parts) { return (int)((int64_t)n * c / parts); }
+// Granules a thread's share of a call is cut into. More of them balance better when a thread loses its
+// core (a granule is the most one thread can hold the others up by) but cost more: each is one call
+// of the kernel's function, and the GEMM's panels cut into more pieces pass over their inputs more
+// often (bench/README.md, "Threads").
+constexpr int kGranulesPerThread = 4;
+
+// a range word: the call's tag, then [front, back) in granules (at most 0xFFFF of them)
+inline uint64_t range_word(uint32_t tag, int front, int back) {
+  return (uint64_t)tag << 32 | (uint64_t)front << 16 | (uint64_t)back;
+}
+inline uint32_t tag_of(uint64_t w) { return (uint32_t)(w >> 32); }
+inline int front_of(uint64_t w) { return (int)(w >> 16 & 0xFFFF); }
+inline int back_of(uint64_t w) { return (int)(w & 0xFFFF); }
+
+// first (or last) of `parts` shares of [0, n)
+inline int share_begin(int n, int i, int parts) { return (int)((int64_t)n * i / parts); }
 
 // Before sleeping, a worker waits this many checks for the next call, and the caller as many for the
 // workers to finish: a one-token update of GPT-2 small makes some 60 calls, microseconds apart, and
@@ -48,6 +62,7 @@ void spin_until(Done done) {
 ThreadPool::ThreadPool(int threads) {
 #if HEADSCOPE_THREADS
   size_ = std::max(1, threads);
+  ranges_ = std::make_unique<Range[]>(size_);
 #if defined(__EMSCRIPTEN_PTHREADS__)
   if (size_ > hardware_threads())
     throw std::runtime_error("threads: " + std::to_string(size_) + " asked for, but this engine has " +
@@ -78,9 +93,8 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::work(int index) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int, int)>* job;
-    int n;
     spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
+    Job job;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       const auto woken = [&] { return stop_ || generation_.load() != seen; };
@@ -90,18 +104,40 @@ void ThreadPool::work(int index) {
         sleeping_workers_--;
       }
       if (stop_) return;
+      // the newest call: one missed while asleep is over (its granules were taken by the others)
       seen = generation_.load();
       job = job_;
-      n = job_n_;
     }
-    const int b = chunk_begin(n, index, size_), e = chunk_begin(n, index + 1, size_);
-    if (b < e) (*job)(b, e);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      // under the lock, so that a caller between its check and its wait does not miss it
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (caller_sleeping_) done_.notify_one();
-    }
+    take_part(index, job);
   }
+}
+
+void ThreadPool::run_granule(const Job& job, int g, bool on_caller) {
+  (*job.fn)(share_begin(job.n, g, job.granules), share_begin(job.n, g + 1, job.granules));
+  if (granules_done_.fetch_add(1, std::memory_order_acq_rel) + 1 == job.granules && !on_caller) {
+    // under the lock, so that a caller between its check and its wait does not miss it
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (caller_sleeping_) done_.notify_one();
+  }
+}
+
+void ThreadPool::take_part(int index, const Job& job) {
+  // claims granule front (own) or back - 1 (another's) of thread i's range while it holds the call's tag
+  const auto claim = [&](int i, bool own) {
+    std::atomic<uint64_t>& word = ranges_[i].word;
+    uint64_t w = word.load(std::memory_order_acquire);
+    for (;;) {
+      const int front = front_of(w), back = back_of(w);
+      if (tag_of(w) != job.tag || front >= back) return -1;
+      const uint64_t next = own ? range_word(job.tag, front + 1, back) : range_word(job.tag, front, back - 1);
+      if (word.compare_exchange_weak(w, next, std::memory_order_acq_rel, std::memory_order_acquire))
+        return own ? front : back - 1;
+    }
+  };
+  for (int g; (g = claim(index, true)) >= 0;) run_granule(job, g, index == 0);
+  // a range only shrinks, so one pass over the others leaves none
+  for (int k = 1; k < size_; k++)
+    for (int g, victim = (index + k) % size_; (g = claim(victim, false)) >= 0;) run_granule(job, g, index == 0);
 }
 
 void ThreadPool::run(int n, const std::function<void(int, int)>& fn) {
@@ -109,34 +145,40 @@ void ThreadPool::run(int n, const std::function<void(int, int)>& fn) {
     if (n > 0) fn(0, n);
     return;
   }
+  Job job;
+  job.fn = &fn;
+  job.n = n;
+  job.granules = std::min({n, size_ * kGranulesPerThread, 0xFFFF});
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    job_n_ = n;
-    pending_ = size_ - 1;
+    job.tag = (uint32_t)(generation_.load() + 1);
+    for (int i = 0; i < size_; i++)
+      ranges_[i].word.store(
+          range_word(job.tag, share_begin(job.granules, i, size_), share_begin(job.granules, i + 1, size_)),
+          std::memory_order_relaxed);
+    granules_done_.store(0, std::memory_order_relaxed);
+    job_ = job;
     generation_++;
     wake = sleeping_workers_ > 0;  // the others still spin on generation_ and see it
   }
   if (wake) wake_.notify_all();
-  // the caller takes chunk 0; a worker's chunk never runs on the caller, so which thread computes an
-  // output depends only on the partition
-  const int e = chunk_begin(n, 1, size_);
-  if (e > 0) {
-    // the workers' kernels must not hand off again: they have no current pool of their own
-    ThreadPool* mine = t_current;
-    t_current = nullptr;
-    fn(0, e);
-    t_current = mine;
-  }
-  spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
+  // the caller takes part as thread 0; the kernels it runs must not hand off again (a worker has no
+  // current pool of its own, and neither has the caller meanwhile)
+  ThreadPool* mine = t_current;
+  t_current = nullptr;
+  take_part(0, job);
+  t_current = mine;
+  // every granule done, not every worker back: a worker that has not woken yet finds nothing left
+  // to claim, and the caller does not wait for it
+  spin_until([&] { return granules_done_.load(std::memory_order_acquire) == job.granules; });
   std::unique_lock<std::mutex> lock(mutex_);
-  if (pending_.load() != 0) {
+  if (granules_done_.load() != job.granules) {
     caller_sleeping_ = true;
-    done_.wait(lock, [&] { return pending_.load() == 0; });
+    done_.wait(lock, [&] { return granules_done_.load() == job.granules; });
     caller_sleeping_ = false;
   }
-  job_ = nullptr;
+  job_.fn = nullptr;
 }
 
 int hardware_threads() {

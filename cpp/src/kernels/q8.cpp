@@ -315,8 +315,9 @@ void matmul_q8_forward(float* out, const float* inp, const PackedLinear& W, int 
   const float* sx = row_scales.data();
   const float* bias = W.bias.empty() ? nullptr : W.bias.data();
   const std::size_t panel_bytes = (std::size_t)groups * kGroup * kQ8Panel;
-  // threads take whole panels (parallel.hpp), so each output is computed as on one thread
-  parallel_for(panels, (double)T * K * N / 4, [&](int p_begin, int p_end) {
+  // threads take whole panels (parallel.hpp), so each output is computed as on one thread; ranges of
+  // kQ8RowPanels panels, which the one-row loop takes at a time
+  const auto panel_range = [&](int p_begin, int p_end) {
 #if HEADSCOPE_Q8_TILE
     // panels in groups whose weights (256 KB) stay in L2 while every row tile passes over them
     const int group_panels = std::max<int>(1, (int)(256 * 1024 / panel_bytes));
@@ -372,7 +373,12 @@ void matmul_q8_forward(float* out, const float* inp, const PackedLinear& W, int 
       }
     }
 #endif
-  });
+  };
+#if HEADSCOPE_Q8_TILE
+  parallel_for(panels, (double)T * K * N / 4, panel_range, kQ8RowPanels);
+#else
+  parallel_for(panels, (double)T * K * N / 4, panel_range);
+#endif
 }
 
 void q8_dequantize_panel_row(float* dst, const PackedLinear& W, int p, int k) noexcept {

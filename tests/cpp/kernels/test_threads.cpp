@@ -1,10 +1,13 @@
 // Threads (cpp/src/kernels/parallel.hpp): every kernel that splits its work, and the model and the
 // trainer on top of them, give the same floats on any number of threads as on one. Tolerance 0: the
-// work is split along outputs by a fixed partition, so each output is computed by the same
-// instructions in the same order whichever thread computes it. The parallel threshold is set to 0
+// work is split along outputs, never a sum, so each output is computed by the same
+// instructions in the same order whatever range of outputs a thread is handed. The parallel threshold is set to 0
 // here so that small shapes are split too, and the counts include more threads than units of work.
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -65,20 +68,56 @@ Model load_threaded(const std::string& dir, int threads) {
 
 }  // namespace
 
-TEST_CASE("threads: the pool runs every chunk of a fixed partition exactly once", "[threads]") {
+TEST_CASE("threads: the pool runs every index exactly once, in ranges of whole grains", "[threads]") {
   SplitEverything split;
   for (int threads : {1, 2, 3, 8})
-    for (int n : {0, 1, 2, 5, 17}) {
-      kn::ThreadPool pool(threads);
-      kn::PoolScope scope(&pool);
-      std::vector<int> hits(n, 0);
-      kn::parallel_for(n, 1.0, [&](int b, int e) {
-        for (int i = b; i < e; i++) hits[i]++;  // each index belongs to one chunk: no data race
-      });
-      INFO(threads << " threads, n " << n);
-      for (int h : hits) REQUIRE(h == 1);
-    }
+    for (int grain : {1, 4})
+      for (int n : {0, 1, 2, 5, 17, 100}) {
+        kn::ThreadPool pool(threads);
+        kn::PoolScope scope(&pool);
+        std::vector<int> hits(n, 0), misaligned(n, 0);
+        kn::parallel_for(
+            n, 1.0,
+            [&](int b, int e) {
+              // each index belongs to one range: no data race
+              for (int i = b; i < e; i++) hits[i]++;
+              if (b % grain != 0 || (e % grain != 0 && e != n)) misaligned[b] = 1;
+            },
+            grain);
+        INFO(threads << " threads, grain " << grain << ", n " << n);
+        for (int h : hits) REQUIRE(h == 1);
+        REQUIRE(std::count(misaligned.begin(), misaligned.end(), 1) == 0);
+      }
 }
+
+#if !defined(__EMSCRIPTEN__) || defined(__EMSCRIPTEN_PTHREADS__)
+// A thread that stalls mid-call (on a 2-core machine: its core taken by another process) does not hold
+// up the rest of its share: the other thread takes it. Here the first index of the second thread's
+// share waits for every other index to be done. With a fixed partition that thread would own the
+// indices it waits for and the wait would time out; with the pool's claiming, the other thread runs
+// them. The bound (20 s) only turns a hang into a failure.
+TEST_CASE("threads: a stalled thread's remaining work is taken by the others", "[threads]") {
+  SplitEverything split;
+  kn::ThreadPool pool(2);
+  kn::PoolScope scope(&pool);
+  constexpr int n = 8;  // 4 granules a thread: one index each
+  std::mutex m;
+  std::condition_variable cv;
+  int done = 0;
+  bool timed_out = false;
+  kn::parallel_for(n, 1.0, [&](int b, int e) {
+    for (int i = b; i < e; i++) {
+      std::unique_lock<std::mutex> lock(m);
+      if (i == n / 2)
+        timed_out = !cv.wait_for(lock, std::chrono::seconds(20), [&] { return done == n - 1; });
+      done++;
+      cv.notify_all();
+    }
+  });
+  REQUIRE_FALSE(timed_out);
+  REQUIRE(done == n);
+}
+#endif
 
 // A text's activations are zeroed over the pool (assign_zeros): every element of a reused buffer,
 // which still holds the last text's values, reads 0, whether it shrank, stayed or grew past its
