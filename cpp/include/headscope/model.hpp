@@ -114,8 +114,8 @@ ActivationStorage parse_activation_storage(std::string_view name);
 struct LoadOptions {
   WeightStorage weights = WeightStorage::f32;
   // Threads the kernels split each run over: 0 = one per core (std::thread::hardware_concurrency),
-  // at most kMaxThreads. Results are bit-identical for every count (work is split along outputs by a
-  // fixed partition). A wasm build without threads always runs on one.
+  // at most kMaxThreads. Results are bit-identical for every count (work is split along outputs, never
+  // a sum). A wasm build without threads always runs on one.
   int threads = 0;
   // Keep every head's full attention map after a run (L x NH x T x T floats). false: no map is kept;
   // whatever reads one (attention(), attention_all(), copy_attention_rows(), head_inside(), tiles,

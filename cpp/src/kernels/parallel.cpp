@@ -32,10 +32,11 @@ double g_min_parallel_work = 1 << 20;
 // Granules a thread's share of a call is cut into. More of them balance better when a thread loses its
 // core (a granule is the most one thread can hold the others up by) but cost more: each is one call
 // of the kernel's function, and the GEMM's panels cut into more pieces pass over their inputs more
-// often (bench/README.md, "Threads").
+// often. 2, 4 and 8 were measured (bench/README.md, "Long texts in the page", the first run).
 constexpr int kGranulesPerThread = 4;
 
-// a range word: the call's tag, then [front, back) in granules (at most 0xFFFF of them)
+// a range word: the call's tag (its generation's low 32 bits: a thread would have to sleep through 2^32
+// calls to mistake an old call for a new one), then [front, back) in granules (at most 0xFFFF)
 inline uint64_t range_word(uint32_t tag, int front, int back) {
   return (uint64_t)tag << 32 | (uint64_t)front << 16 | (uint64_t)back;
 }
@@ -43,7 +44,7 @@ inline uint32_t tag_of(uint64_t w) { return (uint32_t)(w >> 32); }
 inline int front_of(uint64_t w) { return (int)(w >> 16 & 0xFFFF); }
 inline int back_of(uint64_t w) { return (int)(w & 0xFFFF); }
 
-// first (or last) of `parts` shares of [0, n)
+// where share i of `parts` equal shares of [0, n) begins
 inline int share_begin(int n, int i, int parts) { return (int)((int64_t)n * i / parts); }
 
 // Before sleeping, a worker waits this many checks for the next call, and the caller as many for the

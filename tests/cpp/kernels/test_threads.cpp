@@ -108,8 +108,7 @@ TEST_CASE("threads: a stalled thread's remaining work is taken by the others", "
   kn::parallel_for(n, 1.0, [&](int b, int e) {
     for (int i = b; i < e; i++) {
       std::unique_lock<std::mutex> lock(m);
-      if (i == n / 2)
-        timed_out = !cv.wait_for(lock, std::chrono::seconds(20), [&] { return done == n - 1; });
+      if (i == n / 2) timed_out = !cv.wait_for(lock, std::chrono::seconds(20), [&] { return done == n - 1; });
       done++;
       cv.notify_all();
     }
