@@ -404,7 +404,7 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
   // in the same order for every thread count
   parallel_for(B * KV, (double)B * T * T * C * 2, [&](int u_begin, int u_end) {
     static thread_local std::vector<float> own;
-    float* datt = scratch;  // the caller's scratch serves the first chunk, the calling thread's
+    float* datt = scratch;  // the caller's scratch serves the range that starts at 0, on whichever thread
     if (u_begin > 0) {
       own.resize((std::size_t)T);
       datt = own.data();

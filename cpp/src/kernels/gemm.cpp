@@ -302,7 +302,8 @@ void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t*
                                    float* scratch) noexcept {
   const int groups = N / kLmRowsAtOnce;
   parallel_for(groups + (N % kLmRowsAtOnce ? 1 : 0), (double)T * K * N, [&](int g_begin, int g_end) {
-    // the caller's scratch serves the first chunk (the calling thread); other threads widen into their own
+    // the caller's scratch serves the range that starts at 0 (one thread at a time, whichever runs it);
+    // every other range widens into its thread's own
     static thread_local std::vector<float> own;
     float* rows = scratch;
     if (g_begin > 0) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
 #define HEADSCOPE_THREADS 0  // the single-threaded wasm build: std::thread cannot start
@@ -34,6 +35,10 @@ double g_min_parallel_work = 1 << 20;
 // of the kernel's function, and the GEMM's panels cut into more pieces pass over their inputs more
 // often. 2, 4 and 8 were measured (bench/README.md, "Long texts in the page", the first run).
 constexpr int kGranulesPerThread = 4;
+
+// a range is claimed by compare-and-swap on one word: a lock instead (a build without 64-bit atomics)
+// would serialize every claim
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
 // a range word: the call's tag (its generation's low 32 bits: a thread would have to sleep through 2^32
 // calls to mistake an old call for a new one), then [front, back) in granules (at most 0xFFFF)
@@ -72,7 +77,10 @@ ThreadPool::ThreadPool(int threads) {
   try {
     for (int i = 1; i < size_; i++) workers_.emplace_back([this, i] { work(i); });
   } catch (...) {  // a thread that could not start: stop the ones that did (a joinable thread must not be destroyed)
-    stop_ = true;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
     wake_.notify_all();
     for (std::thread& w : workers_) w.join();
     throw;
@@ -114,7 +122,14 @@ void ThreadPool::work(int index) {
 }
 
 void ThreadPool::run_granule(const Job& job, int g, bool on_caller) {
-  (*job.fn)(share_begin(job.n, g, job.granules), share_begin(job.n, g + 1, job.granules));
+  // an exception is kept for the caller, and the granule still counts as ended: the caller must not
+  // return while another thread may still run the call's fn, and a worker must not end the process
+  try {
+    (*job.fn)(share_begin(job.n, g, job.granules), share_begin(job.n, g + 1, job.granules));
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error_) error_ = std::current_exception();
+  }
   if (granules_done_.fetch_add(1, std::memory_order_acq_rel) + 1 == job.granules && !on_caller) {
     // under the lock, so that a caller between its check and its wait does not miss it
     std::lock_guard<std::mutex> lock(mutex_);
@@ -159,6 +174,7 @@ void ThreadPool::run(int n, const std::function<void(int, int)>& fn) {
           range_word(job.tag, share_begin(job.granules, i, size_), share_begin(job.granules, i + 1, size_)),
           std::memory_order_relaxed);
     granules_done_.store(0, std::memory_order_relaxed);
+    error_ = nullptr;
     job_ = job;
     generation_++;
     wake = sleeping_workers_ > 0;  // the others still spin on generation_ and see it
@@ -180,6 +196,7 @@ void ThreadPool::run(int n, const std::function<void(int, int)>& fn) {
     caller_sleeping_ = false;
   }
   job_.fn = nullptr;
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
 int hardware_threads() {

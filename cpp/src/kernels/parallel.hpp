@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -30,14 +31,14 @@ namespace headscope::kernels {
 
 class ThreadPool {
  public:
-  // threads - 1 persistent workers; the calling thread is the last participant. threads <= 1: none.
+  // threads - 1 persistent workers; the calling thread takes part as thread 0. threads <= 1: none.
   explicit ThreadPool(int threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
   int size() const { return size_; }
   // fn(begin, end) over disjoint non-empty ranges covering [0, n), on any of the threads; returns
-  // when all ran.
+  // when all ran. An exception from fn (on any thread) is rethrown here once every range has ended.
   void run(int n, const std::function<void(int, int)>& fn);
 
  private:
@@ -64,6 +65,7 @@ class ThreadPool {
   // atomics, so that a worker and the caller can spin on them before sleeping (parallel.cpp)
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> granules_done_{0};
+  std::exception_ptr error_;  // the call's first exception from fn (under mutex_)
   bool stop_ = false;
   // who sleeps on wake_ and done_ (under mutex_): a wake-up is sent only to a thread that sleeps, as
   // one costs a futex call even with no waiter (in wasm Atomics.notify through emscripten's futex)

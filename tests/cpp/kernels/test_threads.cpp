@@ -5,6 +5,7 @@
 // here so that small shapes are split too, and the counts include more threads than units of work.
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -88,6 +89,31 @@ TEST_CASE("threads: the pool runs every index exactly once, in ranges of whole g
         for (int h : hits) REQUIRE(h == 1);
         REQUIRE(std::count(misaligned.begin(), misaligned.end(), 1) == 0);
       }
+}
+
+// An exception thrown by the function on any thread, the caller's or a worker's, reaches the caller
+// once every range has ended (a worker's used to end the process), and the pool runs the next call.
+TEST_CASE("threads: an exception from any range reaches the caller, and the pool goes on", "[threads]") {
+  SplitEverything split;
+  for (int threads : {1, 2, 3})
+    for (int thrower : {0, 3, 7}) {  // the first range (the caller's share), and ranges of the others' shares
+      kn::ThreadPool pool(threads);
+      kn::PoolScope scope(&pool);
+      INFO(threads << " threads, index " << thrower << " throws");
+      std::atomic<int> ran{0};
+      REQUIRE_THROWS_WITH(kn::parallel_for(8, 1.0,
+                                           [&](int b, int e) {
+                                             ran += e - b;
+                                             if (b <= thrower && thrower < e) throw headscope::Error("range failed");
+                                           }),
+                          "range failed");
+      REQUIRE(ran.load() == 8);  // every range ran once, the one that threw included, before the call returned
+      std::vector<int> hits(8, 0);
+      kn::parallel_for(8, 1.0, [&](int b, int e) {
+        for (int i = b; i < e; i++) hits[i]++;
+      });
+      REQUIRE(std::count(hits.begin(), hits.end(), 1) == 8);
+    }
 }
 
 #if !defined(__EMSCRIPTEN__) || defined(__EMSCRIPTEN_PTHREADS__)
