@@ -14,8 +14,12 @@
 // distributions of both 8-bit models and of float32 are compared first (KL divergence, bound
 // below), then the ratio goes to --tjs-markdown. --q8-peer-only runs just that comparison (the
 // float32 package as the reference, no onnxruntime-web subjects, no training).
+// --subjects NAME,... times those subjects alone (their references are loaded and checked too, not
+// timed) and writes each sample to --out, no tables and no training: a cell timed apart from what the
+// other subjects leave on the machine (bench/README.md). --rounds N overrides the rounds a length.
 // Usage: node bench/harness/browser-gpt2-small.mjs --model DIR --onnx DIR --pkg DIR --out FILE
 //          [--tokens 256,1024] [--quick] [--markdown OUT] [--tjs DIR [--tjs-markdown OUT] [--q8-peer-only]]
+//          [--subjects NAME,... [--rounds N]]
 //   DIR: a GPT-2-shaped folder; --pkg: the package's files (dist/, as scripts/build-package.sh builds it)
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -26,13 +30,17 @@ import { DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs'
 const opt = benchArgs(
   {
     required: ['model', 'onnx', 'pkg', 'out'],
-    strings: ['markdown', 'tjs', 'tjs-markdown'],
+    strings: ['markdown', 'tjs', 'tjs-markdown', 'subjects', 'rounds'],
     defaults: { tokens: '256,1024' },
     flags: ['quick', 'q8-peer-only'],
   },
   'node bench/harness/browser-gpt2-small.mjs --model DIR --onnx DIR --pkg DIR --out FILE [--tokens 256,1024] [--quick] [--markdown OUT] ' +
-    '[--tjs DIR [--tjs-markdown OUT] [--q8-peer-only]]',
+    '[--tjs DIR [--tjs-markdown OUT] [--q8-peer-only]] [--subjects NAME,... [--rounds N]]',
 );
+const chosen = opt.subjects ? opt.subjects.split(',') : null;
+if (chosen && (opt.tjs || opt.markdown))
+  throw new Error('--subjects writes samples alone: not with --tjs or --markdown');
+if (opt.rounds && !(Number(opt.rounds) >= 1)) throw new Error(`--rounds: a count of at least 1, got ${opt.rounds}`);
 const peerOnly = opt['q8-peer-only'];
 if (peerOnly && !opt.tjs) throw new Error('--q8-peer-only needs --tjs DIR');
 const TJS = path.join(ROOT, 'node_modules', '@huggingface', 'transformers');
@@ -91,8 +99,22 @@ try {
         ]
       : []),
   ];
-  // what is timed: all, but the float32 reference alone in the peer comparison
-  const TIMED = peerOnly ? SUBJECTS.filter(([name]) => name !== 'ours-1') : SUBJECTS;
+  if (chosen) {
+    // the references every check below needs: the float32 pair, and each subject's own
+    const refs = { 'ortl-default': ['ort-default'], 'ortl-2': ['ort-2'], 'q8-1': ['q8-2'], 'q8-2': ['q8-1'] };
+    const known = SUBJECTS.map(([name]) => name);
+    for (const name of chosen)
+      if (!known.includes(name)) throw new Error(`--subjects: no subject ${name} (${known.join(', ')})`);
+    const loaded = new Set(['ours-1', 'ort-default', ...chosen, ...chosen.flatMap((name) => refs[name] ?? [])]);
+    SUBJECTS.splice(0, SUBJECTS.length, ...SUBJECTS.filter(([name]) => loaded.has(name)));
+  }
+  const has = (name) => SUBJECTS.some(([n]) => n === name);
+  // what is timed: all, but the float32 reference alone in the peer comparison, or the chosen ones
+  const TIMED = chosen
+    ? SUBJECTS.filter(([name]) => chosen.includes(name))
+    : peerOnly
+      ? SUBJECTS.filter(([name]) => name !== 'ours-1')
+      : SUBJECTS;
   const threads = {};
   let config = null,
     tjsInfo = null;
@@ -121,7 +143,7 @@ try {
   // bench/harness/wasm-gpt2-small.mjs (attention within 1e-4, logits within 1e-3 of their largest size)
   const probe = (await call('ours-1', 'inputs', { T: 16 }))[0];
   const F32 = peerOnly ? 'ours-1' : 'ort-default'; // the float32 reference of the 8-bit checks
-  for (const name of peerOnly ? [] : ['ours-1', 'ours-2', 'ort-2']) {
+  for (const name of peerOnly ? [] : ['ours-1', 'ours-2', 'ort-2'].filter(has)) {
     const d = await page.evaluate(([a, input]) => window.__bench.agreement(a, 'ort-default', input), [name, probe]);
     log(
       `agreement ${name} vs ort-default at T=16: attention ${d.attention.toExponential(2)}, logits ${d.logits.toExponential(2)}`,
@@ -137,19 +159,21 @@ try {
         ['lean-2', 'ours-1'],
         ['ortl-default', 'ort-default'],
         ['ortl-2', 'ort-2'],
-      ]) {
+      ].filter(([a, b]) => has(a) && has(b))) {
     const d = await page.evaluate(([x, y, input]) => window.__bench.agreement(x, y, input), [a, b, probe]);
     if (d.logits !== 0) throw new Error(`${a} returns other logits than ${b} (${d.logits}): not timing`);
   }
   // 8 bits against float32: the bounds of tests/cpp/model/test_q8_storage.cpp (KL 0.03 nats, attention 0.3),
   // and the two thread counts give the same bits (a partition along outputs only)
-  for (const name of ['q8-1', 'q8-2']) {
+  for (const name of ['q8-1', 'q8-2'].filter(has)) {
     const d = await page.evaluate(([a, b, input]) => window.__bench.agreement(a, b, input), [name, F32, probe]);
     log(`agreement ${name} vs ${F32} at T=16: attention ${d.attention.toExponential(2)}, KL ${d.kl.toExponential(2)}`);
     if (!(d.attention < 0.3) || !(d.kl < 0.03)) throw new Error(`${name} is further from float32 than 8 bits allow`);
   }
-  const q8same = await page.evaluate(([a, input]) => window.__bench.agreement(a, 'q8-2', input), ['q8-1', probe]);
-  if (q8same.attention !== 0 || q8same.logits !== 0) throw new Error('8 bits on 1 and 2 threads differ');
+  if (has('q8-1') && has('q8-2')) {
+    const q8same = await page.evaluate(([a, input]) => window.__bench.agreement(a, 'q8-2', input), ['q8-1', probe]);
+    if (q8same.attention !== 0 || q8same.logits !== 0) throw new Error('8 bits on 1 and 2 threads differ');
+  }
 
   // The two 8-bit models against each other and against float32 (the package's), at the last
   // position, before anything of them is timed: at T = 16 and at each timed length. The bound: both
@@ -197,7 +221,7 @@ try {
     // array, before the allocator reuses a freed one's: measured in Node, a JS copy of the maps 1.6 s
     // in the first two runs, 0.28 s after)
     const warm = opt.quick ? 1 : 2,
-      rounds = opt.quick ? 1 : long ? 4 : 6,
+      rounds = opt.rounds ? Number(opt.rounds) : opt.quick ? 1 : long ? 4 : 6,
       perRound = 1;
     const samples = Object.fromEntries(TIMED.map(([name]) => [name, []]));
     for (const [name] of TIMED) await call(name, 'time', { inputs, runs: warm });
@@ -209,7 +233,7 @@ try {
         samples[name].push(...(await call(name, 'time', { inputs, runs: perRound })));
       }
     const s = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, stats(v)]));
-    rows.push({ T, ...s });
+    rows.push({ T, ...s, ...(chosen ? { samples_ms: samples } : {}) });
     log(
       `T=${T}: ` +
         Object.entries(s)
@@ -220,7 +244,7 @@ try {
 
   // training on the page's default preset: the package's trainer at 1 and 2 threads, side by side
   const steps = opt.quick ? 5 : 40;
-  const training = peerOnly ? null : await measureTraining(page, call, steps);
+  const training = peerOnly || chosen ? null : await measureTraining(page, call, steps);
   if (pageErrors.length) throw new Error(`errors on the bench page: ${pageErrors.join('; ')}`);
 
   const ortVersion = JSON.parse(
@@ -238,7 +262,9 @@ try {
   };
   writeFileSync(opt.out, JSON.stringify(result, null, 1) + '\n');
   const m = (r, k) => r[k].median_ms;
-  if (!peerOnly) {
+  if (chosen) {
+    for (const r of rows) log(`T=${r.T} samples (ms): ${JSON.stringify(r.samples_ms)}`);
+  } else if (!peerOnly) {
     const lines = [
       `Chromium ${result.chromium}, ${env.cores} cores, cross-origin isolated; onnxruntime-web ${ortVersion} (wasm backend) ` +
         `at its default, ${threads['ort-default']} thread(s) here (min(4, ceil(cores / 2))), and at ${threads['ort-2']}; each subject in a ` +

@@ -9,6 +9,8 @@
 #     on a cross-origin-isolated page, and the trainer at 1 and 2 threads -> gpt2-small-browser.md
 #   in the same page and rounds, the package's q8 against transformers.js
 #     at its defaults (device wasm, dtype q8)                            -> gpt2-small-browser-tjs.md
+#   the last logits on 2 threads against onnxruntime-web's, the two alone
+#     in the page (the full run's other subjects slow that cell)         -> browser-apart.json (samples)
 # Full: a random checkpoint of GPT-2 small's exact shape (548 MB, .cache/bench/gpt2-small, never in
 # the repository); the three files are written to bench/.
 # BENCH_QUICK=1: the same scripts on a small model with GPT-2's vocabulary and context (2 layers x 4
@@ -77,4 +79,7 @@ node bench/harness/long-text-bench.mjs --model "$G" --demo "$SITE" --keys "$KEYS
 log "the package threaded against onnxruntime-web in Chromium (an isolated page)"
 node bench/harness/browser-gpt2-small.mjs --model "$G" --onnx "$G-onnx" --pkg dist --tokens "$BROWSER_TOKENS" "${Q[@]}" \
   --out "$OUT/browser.json" --markdown "$MD/gpt2-small-browser.md" --tjs "$TJS" --tjs-markdown "$MD/gpt2-small-browser-tjs.md"
+log "the last logits on 2 threads against onnxruntime-web's, timed apart from the other subjects (--subjects)"
+node bench/harness/browser-gpt2-small.mjs --model "$G" --onnx "$G-onnx" --pkg dist --tokens "$BROWSER_TOKENS" "${Q[@]}" \
+  --subjects lean-2,ortl-2 --out "$OUT/browser-apart.json"
 log "wrote $MD/gpt2-small-native.md, $MD/gpt2-small-wasm.md, $MD/gpt2-small-typing.md, $MD/gpt2-small-browser.md, $MD/gpt2-small-browser-tjs.md"
