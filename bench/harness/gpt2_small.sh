@@ -26,11 +26,11 @@ log() { echo "[gpt2 $(date +%H:%M:%S)] $*" >&2; }
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
   G=.cache/bench/gpt2-tiny; SHAPE=(--layers 2 --heads 4 --embd 64)
   OUT=build/bench/quick/gpt2; MD=$OUT
-  TOKENS=64,256; BROWSER_TOKENS=64; REPEAT=1; Q=(--quick); KEYS=3; BY_CONTEXT=0
+  TOKENS=64,256; BROWSER_TOKENS=64; REPEAT=1; Q=(--quick); KEYS=3; BY_CONTEXT=0; SESSIONS=2
 else
   G=.cache/bench/gpt2-small; SHAPE=()
   OUT=build/bench/gpt2; MD=bench/results
-  TOKENS=64,256,1024; BROWSER_TOKENS=256,1024; REPEAT=5; Q=(); KEYS=11; BY_CONTEXT=1
+  TOKENS=64,256,1024; BROWSER_TOKENS=256,1024; REPEAT=5; Q=(); KEYS=11; BY_CONTEXT=1; SESSIONS=3
 fi
 mkdir -p "$OUT" .cache/bench
 [ -f "$G/model.safetensors" ] || /usr/bin/python3 bench/shapes/make_gpt2_small.py "$G" "${SHAPE[@]}"
@@ -79,7 +79,7 @@ node bench/harness/long-text-bench.mjs --model "$G" --demo "$SITE" --keys "$KEYS
 log "the package threaded against onnxruntime-web in Chromium (an isolated page)"
 node bench/harness/browser-gpt2-small.mjs --model "$G" --onnx "$G-onnx" --pkg dist --tokens "$BROWSER_TOKENS" "${Q[@]}" \
   --out "$OUT/browser.json" --markdown "$MD/gpt2-small-browser.md" --tjs "$TJS" --tjs-markdown "$MD/gpt2-small-browser-tjs.md"
-log "the last logits on 2 threads against onnxruntime-web's, timed apart from the other subjects (--subjects)"
+log "the last logits on 2 threads against onnxruntime-web's, timed apart from the other subjects (--subjects), in $SESSIONS browser sessions"
 node bench/harness/browser-gpt2-small.mjs --model "$G" --onnx "$G-onnx" --pkg dist --tokens "$BROWSER_TOKENS" "${Q[@]}" \
-  --subjects lean-2,ortl-2 --out "$OUT/browser-apart.json"
+  --subjects lean-2,ortl-2 --sessions "$SESSIONS" --out "$OUT/browser-apart.json"
 log "wrote $MD/gpt2-small-native.md, $MD/gpt2-small-wasm.md, $MD/gpt2-small-typing.md, $MD/gpt2-small-browser.md, $MD/gpt2-small-browser-tjs.md"
