@@ -206,6 +206,21 @@ if (!m.previousAvailable())
     () => lm.run8Rows(),
   );
   lm.delete();
+  // the F16 LM head's one row (a typed token on an F16 or BF16 checkpoint) at Llama 3's vocabulary,
+  // 128,256 rows, whatever the model's: eight weight rows at a time against four (v1). The same bits.
+  const V3 = 128256;
+  const lm16 = new m.LmHead(C, V3, 0.02);
+  lm16.runF16();
+  const f0 = lm16.output();
+  lm16.runF16V1();
+  if (maxAbsDiff(f0, lm16.output()) !== 0) throw new Error('matmul_transposed_f16_forward_v1 differs');
+  await versus(
+    `LM head F16 (1 x ${C}) @ (${C} x ${V3}), 8 rows at a time`,
+    'previous',
+    () => lm16.runF16(),
+    () => lm16.runF16V1(),
+  );
+  lm16.delete();
   // not adopted: split-k for the one-row GEMMs of the incremental update (and the per-head W_O)
   for (const [K, N] of [
     [C, 3 * C],

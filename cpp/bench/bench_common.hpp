@@ -93,13 +93,22 @@ struct SoftmaxCase {
 // The tied LM head for the last position: logits (V) = x (C) @ wte^T, wte (V, C).
 struct LmHeadCase {
   int C, V;
-  std::vector<float> wte, x, out;
-  LmHeadCase(int C_, int V_) : C(C_), V(V_) {
-    wte = random_floats((std::size_t)V * C, 5, 0.05f);
+  std::vector<float> wte, x, out, scratch;
+  std::vector<uint16_t> wte_f16;
+  LmHeadCase(int C_, int V_, float scale = 0.05f) : C(C_), V(V_) {
+    wte = random_floats((std::size_t)V * C, 5, scale);
     x = random_floats(C, 6);
     out.assign(V, 0.0f);
+    wte_f16.resize(wte.size());
+    for (int v = 0; v < V; v++) kernels::f16_pack(&wte_f16[(std::size_t)v * C], &wte[(std::size_t)v * C], C);
+    scratch.resize(kernels::matmul_transposed_f16_scratch_floats(C));
   }
   void run() { kernels::matmul_transposed_forward(out.data(), x.data(), wte.data(), 1, C, V); }
+  // the same product on the weights kept F16 (a typed token's LM head on an F16 checkpoint)
+  void run_f16() {
+    kernels::matmul_transposed_f16_forward(out.data(), x.data(), wte_f16.data(), 1, C, V, scratch.data());
+  }
+  void run_f16_v1() { dev::matmul_transposed_f16_forward_v1(out.data(), x.data(), wte_f16.data(), C, V); }
   void run_8rows() { dev::matmul_transposed_forward_candidate_8rows(out.data(), x.data(), wte.data(), 1, C, V); }
 };
 

@@ -82,7 +82,10 @@ EMSCRIPTEN_BINDINGS(headscope_bench) {
                 optional_override([](bench::AttentionCase& a) { return f32_copy(a.att.data(), a.att.size()); }));
   class_<bench::LmHeadCase>("LmHead")
       .constructor<int, int>()
+      .constructor<int, int, float>()
       .function("run", &bench::LmHeadCase::run)
+      .function("runF16", &bench::LmHeadCase::run_f16)
+      .function("runF16V1", &bench::LmHeadCase::run_f16_v1)
       .function("run8Rows", &bench::LmHeadCase::run_8rows)
       .function("output", optional_override([](bench::LmHeadCase& l) { return f32_copy(l.out.data(), l.out.size()); }));
   class_<bench::SoftmaxCase>("Softmax")

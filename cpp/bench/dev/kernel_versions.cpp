@@ -234,6 +234,46 @@ void matmul_transposed_forward_candidate_8rows(float* out, const float* inp, con
   }
 }
 
+// ---- the F16 LM head's one row v1: four weight rows at a time --------------------------------------
+// (The engine's dot_rows_f16 takes all eight of a group.) Same bits: each output is the same chain.
+void matmul_transposed_f16_forward_v1(float* out, const float* x, const uint16_t* weight, int K, int N) noexcept {
+  constexpr int R = 4;
+  const int P = kPanel;
+  const int whole = K - K % P;
+  int n = 0;
+  for (; n + R <= N; n += R) {
+    simd::batch a[R];
+    for (int r = 0; r < R; r++) a[r] = batch(0.0f);
+    for (int k = 0; k < whole; k += P) {
+      const simd::batch lo_x = batch::load_unaligned(x + k), hi_x = batch::load_unaligned(x + k + kLanes);
+      for (int r = 0; r < R; r++) {
+        const simd::ibatch words =
+            simd::ibatch::load_unaligned(reinterpret_cast<const int32_t*>(weight + (std::size_t)(n + r) * K + k));
+        simd::batch lo, hi;
+        simd::f16_finite_pair_to_f32(words, lo, hi);
+        a[r] = simd::madd(lo_x, lo, a[r]);
+        a[r] = simd::madd(hi_x, hi, a[r]);
+      }
+    }
+    for (int r = 0; r < R; r++) {
+      alignas(64) float tail[kPanel];
+      const uint16_t* wr = weight + (std::size_t)(n + r) * K;
+      for (int k = whole; k < K; k++) tail[k - whole] = k::f16_to_f32_reference(wr[k]);
+      int k = whole;
+      for (; k + kLanes <= K; k += kLanes)
+        a[r] = simd::madd(batch::load_unaligned(x + k), batch::load_aligned(tail + (k - whole)), a[r]);
+      float s = xsimd::hadd(a[r]);
+      for (int kk = k; kk < K; kk++) s += x[kk] * tail[kk - whole];
+      out[n + r] = s;
+    }
+  }
+  for (; n < N; n++) {
+    std::vector<float> row(K);
+    k::f16_unpack_forward_reference(row.data(), weight + (std::size_t)n * K, K);
+    out[n] = k::dot(x, row.data(), K);
+  }
+}
+
 // ---- GEMM v1: the packed GEMM until the panel-group order ----------------------------------------
 // Depth slices of 256; a block of 128 input rows in L2 while each panel's slice (in L1) is read by
 // every row tile; the tile indexes A as r * stride + k and broadcasts a scalar (f32x4.splat).
@@ -316,6 +356,10 @@ void matmul_rows_forward_candidate_split_k(float* out, const float* inp, int inp
   k::matmul_rows_forward(out, inp, inp_stride, W, k_begin, k_end, T);
 }
 void softmax_forward_v1(float* row, int N) noexcept { k::softmax_forward(row, N); }
+void matmul_transposed_f16_forward_v1(float* out, const float* x, const uint16_t* weight, int K, int N) noexcept {
+  std::vector<float> scratch(k::matmul_transposed_f16_scratch_floats(K));
+  k::matmul_transposed_f16_forward(out, x, weight, 1, K, N, scratch.data());
+}
 void attention_forward_v1(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
                           int att_stride) noexcept {
   k::attention_forward(out, att, qkv, t_begin, T, C, NH, att_stride, nullptr);

@@ -28,6 +28,9 @@ void matmul_transposed_forward_candidate_8rows(float* out, const float* inp, con
 void matmul_forward_candidate_split_k(float* out, const float* inp, const kernels::PackedLinear& W, int T) noexcept;
 void matmul_rows_forward_candidate_split_k(float* out, const float* inp, int inp_stride, const kernels::PackedLinear& W,
                                            int k_begin, int k_end, int T) noexcept;
+// matmul_transposed_f16_forward v1, one input row (a typed token's LM head on F16 weights): four
+// weight rows at a time (the engine now takes eight: more short row streams in flight). Same bits.
+void matmul_transposed_f16_forward_v1(float* out, const float* x, const uint16_t* weight, int K, int N) noexcept;
 // matmul_forward v1: the packed GEMM until the panel-group order and packed_tile (bench/README.md, "The
 // GEMM's register tile"): row blocks of 128 inputs, the tile indexing A as r * stride + k. Same bits.
 void matmul_forward_v1(float* out, const float* inp, const kernels::PackedLinear& W, int T) noexcept;

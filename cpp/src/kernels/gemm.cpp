@@ -71,6 +71,41 @@ static void lone_row(float* out, const float* x, const Weight* first, std::size_
                                std::min(kPanel, N - p * kPanel));
 }
 
+// A few input rows (2 to kFewRows) on F16 panels [p_begin, p_end), the whole depth in one pass: two
+// panels at a time, the rows two at a time under each (gemm_tile.hpp, packed_rows_panels), so each
+// panel is read from memory once and widened in registers once per pair of rows. Panel p's first step
+// is at first + (p - p_begin) * stride; a matrix's partial last panel goes alone.
+constexpr int kFewRows = 4;
+static void few_rows(float* out, const float* inp, int inp_stride, const uint16_t* first, std::size_t stride,
+                     int p_begin, int p_end, int N, int T, int depth, TileStart start, const float* bias) noexcept {
+  const auto panel = [&](int p) { return first + (std::size_t)(p - p_begin) * stride; };
+  const auto bias_of = [&](int p) { return bias ? bias + (std::size_t)p * kPanel : nullptr; };
+  const auto rows = [&](auto rows_tile, int p, int n_valid) {
+    int t = 0;
+    for (; t + 2 <= T; t += 2)
+      rows_tile(std::integral_constant<int, 2>{}, out + (std::size_t)t * N + p * kPanel,
+                inp + (std::size_t)t * inp_stride, n_valid);
+    if (t < T)
+      rows_tile(std::integral_constant<int, 1>{}, out + (std::size_t)t * N + p * kPanel,
+                inp + (std::size_t)t * inp_stride, n_valid);
+  };
+  int p = p_begin;
+  for (; p + 2 <= p_end && (p + 2) * kPanel <= N; p += 2)
+    rows(
+        [&](auto r, float* o, const float* x, int) {
+          gemm::packed_rows_panels<decltype(r)::value, 2>(o, N, x, inp_stride, panel(p), stride, depth, start,
+                                                          bias_of(p));
+        },
+        p, kPanel);
+  for (; p < p_end; p++)
+    rows(
+        [&](auto r, float* o, const float* x, int n_valid) {
+          gemm::packed_rows_panels<decltype(r)::value, 1>(o, N, x, inp_stride, panel(p), stride, depth, start,
+                                                          bias_of(p), n_valid);
+        },
+        p, std::min(kPanel, N - p * kPanel));
+}
+
 // out (T, N) = [bias +] inp[:, k_begin:k_end] @ W[k_begin:k_end, :]; inp has row stride inp_stride.
 // Loop order: depth slice > panel group > row tile > panel (comments at kDepthBlock).
 static void gemm_packed(float* out, const float* inp, int inp_stride, const PackedLinear& W, int k_begin, int k_end,
@@ -88,10 +123,17 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
   const auto panel_range = [&](int p_begin, int p_end) {
     // one row on F16 panels: widened in registers, the whole depth in one pass (a partial sum stored
     // between depth slices and reloaded is exact, so the bits are those of the sliced loop below)
-    if (T == 1 && W.is_f16())
-      return lone_row(out, inp + k_begin, W.panels_f16.data() + ((std::size_t)p_begin * W.K + k_begin) * kPanel,
-                      (std::size_t)W.K * kPanel, p_begin, p_end, N, k_end - k_begin,
-                      has_bias ? TileStart::bias : TileStart::zero, has_bias ? W.bias.data() : nullptr);
+    // and a few rows (a typed word's tokens) likewise, each panel read once for all of them
+    if (T <= kFewRows && W.is_f16()) {
+      const uint16_t* first = W.panels_f16.data() + ((std::size_t)p_begin * W.K + k_begin) * kPanel;
+      const TileStart start = has_bias ? TileStart::bias : TileStart::zero;
+      const float* bias = has_bias ? W.bias.data() : nullptr;
+      if (T == 1)
+        return lone_row(out, inp + k_begin, first, (std::size_t)W.K * kPanel, p_begin, p_end, N, k_end - k_begin, start,
+                        bias);
+      return few_rows(out, inp + k_begin, inp_stride, first, (std::size_t)W.K * kPanel, p_begin, p_end, N, T,
+                      k_end - k_begin, start, bias);
+    }
     // F16: (group, depth, kPanel), one group's panel slices in float32, per thread
     static thread_local std::vector<float> widened;
     for (int k0 = k_begin; k0 < k_end; k0 += kDepthBlock) {
@@ -262,10 +304,13 @@ std::size_t matmul_transposed_f16_scratch_floats(int K) { return (std::size_t)kL
 // same multiply-add chain for each output as widening the rows first and then dot_rows (whole groups
 // of kPanel values are the batches k and k + kLanes, in that order; the tail after the last whole
 // group is widened on the stack and finishes as dot_rows does), so the same bits without writing
-// and reading back the widened rows. Four rows at a time: four accumulators, the two input batches
-// and the widening's temporaries fit V8's 15 vector registers.
+// and reading back the widened rows. All eight rows at once, as dot_rows: each row is a short stream
+// (a 576-wide row is 18 cache lines), so what bounds the loop is how many are in flight, not the
+// widening. Eight accumulators, the two input batches and the widening's temporaries still fit V8's
+// 15 vector registers. On Llama 3's 128,256-row head, four rows at a time (the previous version,
+// cpp/bench/dev) took 1.5x as long in V8 on one thread (bench/harness/variants.mjs times both).
 static inline void dot_rows_f16(float* o, const float* x, const uint16_t* w, int K) noexcept {
-  constexpr int R = 4;
+  constexpr int R = 8;
   static_assert(kLmRowsAtOnce % R == 0);
   const int whole = K - K % kPanel;
   for (int r0 = 0; r0 < kLmRowsAtOnce; r0 += R) {
@@ -312,8 +357,9 @@ void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t*
     }
     for (int g = g_begin; g < std::min(g_end, groups); g++) {
       const int n = g * kLmRowsAtOnce;
-      if (T == 1) {
-        dot_rows_f16(out + n, inp, weight + (std::size_t)n * K, K);
+      if (T <= kFewRows) {  // a typed token or word: widened in registers, once per input row
+        for (int t = 0; t < T; t++)
+          dot_rows_f16(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, weight + (std::size_t)n * K, K);
         continue;
       }
       for (int r = 0; r < kLmRowsAtOnce; r++)

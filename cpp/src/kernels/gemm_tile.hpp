@@ -222,27 +222,47 @@ inline void row_panel_step(const uint16_t* w, batch& lo, batch& hi) noexcept {
   const simd::ibatch words = simd::ibatch::load_unaligned(reinterpret_cast<const int32_t*>(w));
   simd::f16_finite_pair_to_f32(words, lo, hi);  // weights: finite (the loader refuses the others)
 }
-template <int PANELS, class Weight>
-inline void packed_row_panels(float* out, const float* a, const Weight* panel, std::size_t panel_stride, int depth,
-                              TileStart start, const float* bias, int n_valid_last = kPanel) noexcept {
-  batch acc0[PANELS], acc1[PANELS];
+// ROWS input rows (row strides out_stride and a_stride) against PANELS panels at once, each panel step
+// loaded (and for F16 widened) once for all ROWS: the products of a typed word's few new tokens (a
+// word and the space after it are two). With F16 panels the tiled path would widen every weight into
+// memory for two or three uses and read it back, which was half a typed word's time on SmolLM2's shape
+// in V8; here the weights are read once, as for one row. 2 x 2 keeps eight chains (the lone row's
+// count) in V8's registers beside the two broadcasts and the widened pair. The same chains as
+// packed_tile, so the same bits.
+template <int ROWS, int PANELS, class Weight>
+inline void packed_rows_panels(float* out, int out_stride, const float* a, int a_stride, const Weight* panel,
+                               std::size_t panel_stride, int depth, TileStart start, const float* bias,
+                               int n_valid_last = kPanel) noexcept {
+  batch acc0[PANELS][ROWS], acc1[PANELS][ROWS];
   const Weight* w[PANELS];
+  const float* x[ROWS];
+  for (int r = 0; r < ROWS; r++) x[r] = a + (std::size_t)r * a_stride;
   for (int j = 0; j < PANELS; j++) {
     const int n_valid = j == PANELS - 1 ? n_valid_last : kPanel;
-    tile_start<1>(&acc0[j], &acc1[j], out + j * kPanel, 0, start, bias ? bias + j * kPanel : nullptr, n_valid);
+    tile_start<ROWS>(acc0[j], acc1[j], out + j * kPanel, out_stride, start, bias ? bias + j * kPanel : nullptr,
+                     n_valid);
     w[j] = panel + j * panel_stride;
   }
   for (int k = 0; k < depth; k++) {
-    const batch xv = broadcast(a + k);
+    batch xv[ROWS];
+    for (int r = 0; r < ROWS; r++) xv[r] = broadcast(x[r] + k);
     for (int j = 0; j < PANELS; j++) {
       batch lo, hi;
       row_panel_step(w[j] + (std::size_t)k * kPanel, lo, hi);
-      acc0[j] = simd::madd(xv, lo, acc0[j]);
-      acc1[j] = simd::madd(xv, hi, acc1[j]);
+      for (int r = 0; r < ROWS; r++) {
+        acc0[j][r] = simd::madd(xv[r], lo, acc0[j][r]);
+        acc1[j][r] = simd::madd(xv[r], hi, acc1[j][r]);
+      }
     }
   }
   for (int j = 0; j < PANELS; j++)
-    tile_store<1>(&acc0[j], &acc1[j], out + j * kPanel, 0, j == PANELS - 1 ? n_valid_last : kPanel);
+    tile_store<ROWS>(acc0[j], acc1[j], out + j * kPanel, out_stride, j == PANELS - 1 ? n_valid_last : kPanel);
+}
+
+template <int PANELS, class Weight>
+inline void packed_row_panels(float* out, const float* a, const Weight* panel, std::size_t panel_stride, int depth,
+                              TileStart start, const float* bias, int n_valid_last = kPanel) noexcept {
+  packed_rows_panels<1, PANELS>(out, 0, a, 0, panel, panel_stride, depth, start, bias, n_valid_last);
 }
 
 }  // namespace headscope::kernels::gemm

@@ -242,13 +242,14 @@ TEST_CASE("f16_pack and f16_unpack_forward: edge lengths round-trip, SIMD equals
 
 TEST_CASE("F16 GEMM equals the float32 GEMM on the F16-rounded weights, bit for bit", "[f16][kernels][gemm]") {
   // The F16 path widens each panel slice exactly and then runs the float32 register tiles (a lone
-  // row widens in registers, four panels at a time: 4 * P and 5 * P + 1), so the results must be
+  // row widens in registers, four panels at a time: 4 * P and 5 * P + 1; two to four rows two panels at
+  // a time, a partial last panel alone: T 2-5 against N P + 1 and 3 * P), so the results must be
   // identical, at every edge of the tiles, panels and depth slices.
   const k::GemmBlocking blk = k::gemm_blocking();
   const int P = std::max(1, k::linear_panel_width());
   std::mt19937 rng(3);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (const int T : {1, blk.tile_rows - 1, blk.tile_rows + 1, 3 * blk.tile_rows + 1})
+  for (const int T : {1, 2, 3, 4, 5, blk.tile_rows - 1, blk.tile_rows + 1, 3 * blk.tile_rows + 1})
     for (const int K : {1, 7, blk.depth_block, blk.depth_block + 5})
       for (const int N : {1, P - 1, P + 1, 3 * P, 4 * P, 5 * P + 1, blk.panel_group * P + 1}) {
         if (T < 1 || N < 1) continue;
@@ -281,7 +282,7 @@ TEST_CASE("F16 LM head equals the float32 one on the F16-rounded weights, bit fo
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const int L = k::simd_info().float_lanes;
-  for (const int T : {1, 2, 5})
+  for (const int T : {1, 2, 3, 4, 5})
     // K: whole groups of 2 * L values, then a batch and a scalar tail (3 * L + 1); N: groups of 8 rows
     for (const int K : {1, L - 1 > 0 ? L - 1 : 1, L, 2 * L + 3, 3 * L + 1, 48})
       for (const int N : {1, 3, 4, 5, 9, 16, 257}) {
