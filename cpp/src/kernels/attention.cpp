@@ -45,6 +45,11 @@ using simd::madd;
 constexpr int kScoreRows = kLanes >= 16 ? 12 : 4;
 constexpr int kValueRows = kLanes >= 16 ? 6 : 2;
 constexpr int kValueBatches = kLanes >= 16 ? 5 : 4;
+// A row alone (typing: each head's one new row; a group's odd row) has only its own batches' chains,
+// each waiting on the multiply-add before it over the keys: 4 batches wide, 4 chains kept one multiply-
+// add in flight a cycle (V8's code for the 1 x 4 tile: four dependent vfmadd231ps a key). 8 wide keeps
+// 8 chains in 8 accumulators, the value batches loaded one at a time beside them.
+constexpr int kValueBatchesOneRow = kLanes >= 16 ? kValueBatches : 6;
 
 int attention_key_panel_width() { return kPanel; }
 
@@ -89,21 +94,25 @@ static inline void score_tile(float* a_rows, std::size_t a_stride, const float* 
   }
 }
 
-// y rows (ROWS) [0, NB*kLanes) = sum_{j < n} a[r][j] v_j, values (n, HS) contiguous: each loaded
-// value batch feeds ROWS rows
+// y rows (ROWS) [0, NB*kLanes) = sum_{j0 <= j < n} a[r][j] v_j, values (n, HS) contiguous: each
+// loaded value batch feeds ROWS rows. The sums start from 0 (j0 = 0) or from what y holds (the same
+// chains continued: a later slice of the keys, see weighted_values_rows).
 template <int ROWS, int NB>
 static inline void weighted_values_tile(float* y, int y_stride, const float* a, std::size_t a_stride,
-                                        const float* values, int HS, int n) noexcept {
+                                        const float* values, int HS, int j0, int n) noexcept {
   batch acc[ROWS][NB];
   for (int r = 0; r < ROWS; r++)
-    for (int b = 0; b < NB; b++) acc[r][b] = batch(0.0f);
-  for (int j = 0; j < n; j++) {
+    for (int b = 0; b < NB; b++)
+      acc[r][b] = j0 ? batch::load_unaligned(y + (std::size_t)r * y_stride + b * kLanes) : batch(0.0f);
+  for (int j = j0; j < n; j++) {
     const float* v = values + (std::size_t)j * HS;
-    batch vb[NB];
-    for (int b = 0; b < NB; b++) vb[b] = batch::load_unaligned(v + b * kLanes);
-    for (int r = 0; r < ROWS; r++) {
-      const batch ar(a[r * a_stride + j]);
-      for (int b = 0; b < NB; b++) acc[r][b] = madd(ar, vb[b], acc[r][b]);
+    batch ar[ROWS];
+    for (int r = 0; r < ROWS; r++) ar[r] = batch(a[r * a_stride + j]);
+    // each value batch used as it is loaded: V8 keeps the code in wasm's order, and all NB loaded
+    // first took NB registers beside the accumulators (a spilled accumulator at 1 x 8)
+    for (int b = 0; b < NB; b++) {
+      const batch vb = batch::load_unaligned(v + b * kLanes);
+      for (int r = 0; r < ROWS; r++) acc[r][b] = madd(ar[r], vb, acc[r][b]);
     }
   }
   for (int r = 0; r < ROWS; r++)
@@ -113,23 +122,34 @@ static inline void weighted_values_tile(float* y, int y_stride, const float* a, 
 // the tile of nb batches for the nb < NB + 1 whole batches left (none when nb is 0)
 template <int ROWS, int NB>
 static inline void weighted_values_last_tile(int nb, float* y, int y_stride, const float* a, std::size_t a_stride,
-                                             const float* values, int HS, int n) noexcept {
+                                             const float* values, int HS, int j0, int n) noexcept {
   if constexpr (NB > 0) {
     if (nb == NB)
-      weighted_values_tile<ROWS, NB>(y, y_stride, a, a_stride, values, HS, n);
+      weighted_values_tile<ROWS, NB>(y, y_stride, a, a_stride, values, HS, j0, n);
     else
-      weighted_values_last_tile<ROWS, NB - 1>(nb, y, y_stride, a, a_stride, values, HS, n);
+      weighted_values_last_tile<ROWS, NB - 1>(nb, y, y_stride, a, a_stride, values, HS, j0, n);
   }
 }
+
+// Keys a slice of the weighted sum covers: 1,024 value rows of a head of 64 are 256 KB, which stay in
+// L2 while every column tile passes over them. A head's tiles each read all its values (a head of 64
+// is 4 tiles), so past L2's size (a long text: at 8,000 tokens one head's values are 2 MB) each tile
+// read them from memory again; sliced, from memory once. Each slice continues the same chains from
+// the partial sums stored in y (exact), so the bits are those of one pass.
+constexpr int kValueSlice = 1024;
 
 template <int ROWS>
 static inline void weighted_values_rows(float* y, int y_stride, const float* a, std::size_t a_stride,
                                         const float* values, int HS, int n, int hs_simd) noexcept {
-  int d = 0;
-  for (; d + kValueBatches * kLanes <= hs_simd; d += kValueBatches * kLanes)
-    weighted_values_tile<ROWS, kValueBatches>(y + d, y_stride, a, a_stride, values + d, HS, n);
-  weighted_values_last_tile<ROWS, kValueBatches - 1>((hs_simd - d) / kLanes, y + d, y_stride, a, a_stride, values + d,
-                                                     HS, n);
+  constexpr int NB = ROWS == 1 ? kValueBatchesOneRow : kValueBatches;
+  for (int j0 = 0; j0 < n; j0 += kValueSlice) {
+    const int j1 = std::min(n, j0 + kValueSlice);
+    int d = 0;
+    for (; d + NB * kLanes <= hs_simd; d += NB * kLanes)
+      weighted_values_tile<ROWS, NB>(y + d, y_stride, a, a_stride, values + d, HS, j0, j1);
+    weighted_values_last_tile<ROWS, NB - 1>((hs_simd - d) / kLanes, y + d, y_stride, a, a_stride, values + d, HS, j0,
+                                            j1);
+  }
 }
 
 // y [hs_simd, HS) = sum_{j < n} a[j] v_j, the head-size columns left over after whole batches
@@ -158,6 +178,7 @@ static inline void weighted_values_rows_n(int rows, std::integer_sequence<int, R
 }
 
 int attention_block_rows() { return kScoreRows; }
+int attention_value_slice() { return kValueSlice; }
 
 namespace {
 // The first j in [0, n) with the largest x[j], as the scalar scan `if (x[j] > x[best]) best = j` finds

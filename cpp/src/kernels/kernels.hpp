@@ -260,6 +260,8 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
 void attention_pool_row(float* cells, const float* row, int n, int shift) noexcept;
 // The rows attention_forward computes together: the att_block it needs to keep no map.
 int attention_block_rows();
+// The keys of one slice of attention_forward's weighted sum of values (the slices' edges, for tests).
+int attention_value_slice();
 // Rows [r_begin, r_end) of query head h's attention map, recomputed from qkv and the key cache that
 // attention_forward filled for rows [0, r_end) (same qkv, shape and att_stride): att_rows
 // (r_end - r_begin, att_stride) receives row t at (t - r_begin) * att_stride, softmax over j <= t and

@@ -191,6 +191,52 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("attention past one slice of the weighted sum's keys equals the reference; a typed row, the full run",
+          "[kernels][attention][gqa]") {
+  // The weighted sum of values runs over the keys in slices (attention_value_slice: 1,024), each
+  // continuing the sums the slice before stored. Rows past one slice, multi-head and grouped (whose
+  // typed row takes the group's path), against the reference; and the last row typed alone (its
+  // cache filled by a call over the rows before it) against the same row of one call over all rows,
+  // bit for bit, as typing and a full run must agree.
+  std::mt19937 rng(41);
+  const int slice = k::attention_value_slice();
+  if (slice > 4096) return;  // the scalar build sums in one pass: nothing here to check
+  const int T = slice + 37, stride = T + 3;
+  for (const auto& [NH, KV, HS] : {std::tuple{1, 1, 20}, std::tuple{3, 1, 64}}) {
+    INFO("NH=" << NH << " KV=" << KV << " HS=" << HS << " T=" << T);
+    const k::AttentionShape shape{NH, KV, HS};
+    const int QW = NH * HS;
+    const std::size_t row3 = shape.qkv_row();
+    const auto qkv = random_normal((std::size_t)T * row3, rng, 0.7f);
+    std::vector<float> att_ref((std::size_t)NH * stride * stride, 0.0f), att_all = att_ref, att_typed = att_ref;
+    std::vector<float> out_ref((std::size_t)T * QW, 0.0f), out_all = out_ref, out_typed = out_ref;
+    ref::attention_forward<float>(out_ref.data(), att_ref.data(), qkv.data(), 0, T, NH, KV, HS, stride);
+    std::vector<float> panels_all(k::attention_key_panels_floats(stride, shape), 0.0f), panels_typed = panels_all;
+    k::attention_forward(out_all.data(), att_all.data(), qkv.data(), 0, T, shape, stride, panels_all.data());
+    k::attention_forward(out_typed.data(), att_typed.data(), qkv.data(), 0, T - 1, shape, stride, panels_typed.data());
+    k::attention_forward(out_typed.data(), att_typed.data(), qkv.data(), T - 1, T, shape, stride, panels_typed.data());
+    REQUIRE(out_typed == out_all);
+    for (int h = 0; h < NH; h++)
+      for (int t : {slice - 1, slice, T - 1}) {
+        const float* a = &att_ref[((std::size_t)h * stride + t) * stride];
+        for (int d = 0; d < HS; d++) {
+          // output (t, h, d) = sum_j a_j v_j over t + 1 keys: t + 1 rounded multiply-adds (gamma_{t+1})
+          // on the reference's weights, whose relative error is at most 2 (HS + t + 10) u as in the
+          // tests above, both times sum_j a_j |v_j|
+          double weighted_abs = 0;
+          for (int j = 0; j <= t; j++)
+            weighted_abs += a[j] * std::fabs(qkv[(std::size_t)j * row3 + (NH + KV + h / (NH / KV)) * HS + d]);
+          const double u = test_util::kUnitRoundoff;
+          const double gamma = (t + 1) * u / (1.0 - (t + 1) * u);
+          const double tol = (gamma + 2.0 * (HS + t + 10) * u) * weighted_abs + 1e-9;
+          const std::size_t i = (std::size_t)t * QW + h * HS + d;
+          INFO("h=" << h << " t=" << t << " d=" << d);
+          REQUIRE(std::fabs(out_all[i] - out_ref[i]) <= tol);
+        }
+      }
+  }
+}
+
 TEST_CASE("grouped-query attention row by row equals one call over all rows, bit for bit",
           "[kernels][attention][gqa]") {
   // typing (one row per call) against a full run: the tiles group rows differently but keep each sum's order
