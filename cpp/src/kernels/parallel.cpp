@@ -56,8 +56,16 @@ inline int share_begin(int n, int i, int parts) { return (int)((int64_t)n * i / 
 // workers to finish: a one-token update of GPT-2 small makes some 60 calls, microseconds apart, and
 // waking a sleeping thread costs tens of microseconds (in wasm a futex through the browser's
 // Atomics.wait and notify), which took 10 to 15 ms of its 64 in the page's threaded build
-// (bench/README.md, "Long texts in the page"). About 20-60 us of checks; past them the thread sleeps.
+// (bench/README.md, "Long texts in the page"). About 20-60 us of checks natively; past them the thread
+// sleeps. In the threaded wasm build five times as many: there a sleeping thread's wake-up costs far
+// more than natively, and with 20,000 checks a typed word on SmolLM2-135M's shape at 2,000 tokens took
+// 93 ms in a Chromium worker on 2 threads against 77 on one (the pool's calls made serial); with
+// 100,000 it took 54, with 400,000 58 and 1,500,000 50 (one round each, within this VM's spread).
+#if defined(__EMSCRIPTEN_PTHREADS__)
+constexpr int kSpins = 100000;
+#else
 constexpr int kSpins = 20000;
+#endif
 template <class Done>
 void spin_until(Done done) {
   for (int i = 0; i < kSpins && !done(); i++) {
