@@ -199,8 +199,8 @@ TEST_CASE("attention past one slice of the weighted sum's keys equals the refere
   // cache filled by a call over the rows before it) against the same row of one call over all rows,
   // bit for bit, as typing and a full run must agree.
   std::mt19937 rng(41);
-  const int slice = k::attention_value_slice();
-  if (slice > 4096) return;  // the scalar build sums in one pass: nothing here to check
+  // (the scalar build sums in one pass: a row of 1,061 keys against the reference all the same)
+  const int slice = std::min(k::attention_value_slice(), 1024);
   const int T = slice + 37, stride = T + 3;
   for (const auto& [NH, KV, HS] : {std::tuple{1, 1, 20}, std::tuple{3, 1, 64}}) {
     INFO("NH=" << NH << " KV=" << KV << " HS=" << HS << " T=" << T);
