@@ -1,7 +1,7 @@
 // The matrix products, forward and backward, in xsimd (batch from simd_batch.hpp), on the one register
 // tile of gemm_tile.hpp:
 //   - packed weights (pack_linear): the inference GEMM, cache-blocked, F16 or float32 panels;
-//   - the LM head (matmul_transposed_*): rows of the weight are contiguous, each output a dot product;
+//   - the LM head's backward (matmul_transposed_backward; its forward is lm_head.cpp);
 //   - the training products (gemm_rows): the Conv1D layer unpacked, its input and weight gradients.
 // Each is written once over `batch`: a SIMD loop over whole batches, then a scalar tail. The scalar
 // build (HEADSCOPE_SIMD=0) is scalar.cpp. Shapes use the legend in kernels.hpp; references in reference.hpp.
@@ -22,6 +22,7 @@
 
 namespace headscope::kernels {
 
+using gemm::kFewRows;
 using gemm::kTileRows;
 using gemm::TileStart;
 using simd::accumulate;
@@ -75,35 +76,27 @@ static void lone_row(float* out, const float* x, const Weight* first, std::size_
 // panels at a time, the rows two at a time under each (gemm_tile.hpp, packed_rows_panels), so each
 // panel is read from memory once and widened in registers once per pair of rows. Panel p's first step
 // is at first + (p - p_begin) * stride; a matrix's partial last panel goes alone.
-constexpr int kFewRows = 4;
 static void few_rows(float* out, const float* inp, int inp_stride, const uint16_t* first, std::size_t stride,
                      int p_begin, int p_end, int N, int T, int depth, TileStart start, const float* bias) noexcept {
   const auto panel = [&](int p) { return first + (std::size_t)(p - p_begin) * stride; };
   const auto bias_of = [&](int p) { return bias ? bias + (std::size_t)p * kPanel : nullptr; };
-  const auto rows = [&](auto rows_tile, int p, int n_valid) {
+  const auto o = [&](int t, int p) { return out + (std::size_t)t * N + p * kPanel; };
+  const auto x = [&](int t) { return inp + (std::size_t)t * inp_stride; };
+  int p = p_begin;
+  for (; p + 2 <= p_end && (p + 2) * kPanel <= N; p += 2) {
     int t = 0;
     for (; t + 2 <= T; t += 2)
-      rows_tile(std::integral_constant<int, 2>{}, out + (std::size_t)t * N + p * kPanel,
-                inp + (std::size_t)t * inp_stride, n_valid);
+      gemm::packed_rows_panels<2, 2>(o(t, p), N, x(t), inp_stride, panel(p), stride, depth, start, bias_of(p));
+    if (t < T) gemm::packed_rows_panels<1, 2>(o(t, p), N, x(t), inp_stride, panel(p), stride, depth, start, bias_of(p));
+  }
+  for (; p < p_end; p++) {
+    const int n_valid = std::min(kPanel, N - p * kPanel);
+    int t = 0;
+    for (; t + 2 <= T; t += 2)
+      gemm::packed_rows_panels<2, 1>(o(t, p), N, x(t), inp_stride, panel(p), stride, depth, start, bias_of(p), n_valid);
     if (t < T)
-      rows_tile(std::integral_constant<int, 1>{}, out + (std::size_t)t * N + p * kPanel,
-                inp + (std::size_t)t * inp_stride, n_valid);
-  };
-  int p = p_begin;
-  for (; p + 2 <= p_end && (p + 2) * kPanel <= N; p += 2)
-    rows(
-        [&](auto r, float* o, const float* x, int) {
-          gemm::packed_rows_panels<decltype(r)::value, 2>(o, N, x, inp_stride, panel(p), stride, depth, start,
-                                                          bias_of(p));
-        },
-        p, kPanel);
-  for (; p < p_end; p++)
-    rows(
-        [&](auto r, float* o, const float* x, int n_valid) {
-          gemm::packed_rows_panels<decltype(r)::value, 1>(o, N, x, inp_stride, panel(p), stride, depth, start,
-                                                          bias_of(p), n_valid);
-        },
-        p, std::min(kPanel, N - p * kPanel));
+      gemm::packed_rows_panels<1, 1>(o(t, p), N, x(t), inp_stride, panel(p), stride, depth, start, bias_of(p), n_valid);
+  }
 }
 
 // out (T, N) = [bias +] inp[:, k_begin:k_end] @ W[k_begin:k_end, :]; inp has row stride inp_stride.
@@ -251,137 +244,6 @@ void matmul_rows_forward(float* out, const float* inp, int inp_stride, const Pac
                          int T) noexcept {
   if (W.is_q8()) return matmul_q8_rows_forward(out, inp, inp_stride, W, k_begin, k_end, T);
   gemm_packed(out, inp, inp_stride, W, k_begin, k_end, false, T);
-}
-
-// --- LM head: rows of the weight are contiguous, so each output is a dot product -------------
-// Eight weight rows share each load of the input, and their eight accumulators are eight independent
-// multiply-add chains: the one-token update's LM head is a matrix-vector product over the whole
-// vocabulary, and with four chains it waited on the multiply-add's latency (gemm_tile.hpp,
-// packed_row_panels). Each output is the same chain over k whatever the count, so the same bits.
-constexpr int kLmRowsAtOnce = 8;
-
-// o[r] = x (K) . w[r * K ...] (K each), for r < kLmRowsAtOnce
-static inline void dot_rows(float* o, const float* x, const float* w, int K) noexcept {
-  batch a[kLmRowsAtOnce];
-  for (int r = 0; r < kLmRowsAtOnce; r++) a[r] = batch(0.0f);
-  int k = 0;
-  for (; k + kLanes <= K; k += kLanes) {
-    const batch xv = batch::load_unaligned(x + k);
-    for (int r = 0; r < kLmRowsAtOnce; r++) a[r] = madd(xv, batch::load_unaligned(w + (std::size_t)r * K + k), a[r]);
-  }
-  for (int r = 0; r < kLmRowsAtOnce; r++) {
-    float s = xsimd::hadd(a[r]);
-    for (int kk = k; kk < K; kk++) s += x[kk] * w[(std::size_t)r * K + kk];
-    o[r] = s;
-  }
-}
-
-// Rows of the weight outer: each block of kLmRowsAtOnce rows is read from memory once and stays in
-// cache for all T inputs. Inputs outer would stream the whole weight (the LM head: vocab x width,
-// 10 MB for the default model) once per input row, which made a run with all logits (the loss, and
-// every run of a head measurement) memory-bound. Each output is the same dot_rows or dot of the
-// same operands as before, so the results are unchanged, bit for bit.
-void matmul_transposed_forward(float* out, const float* inp, const float* weight, int T, int K, int N) noexcept {
-  // threads take groups of kLmRowsAtOnce weight rows; the tail rows after the last whole group go to
-  // the last chunk, so every output is the same dot_rows or dot as on one thread
-  const int groups = N / kLmRowsAtOnce;
-  parallel_for(groups + (N % kLmRowsAtOnce ? 1 : 0), (double)T * K * N, [&](int g_begin, int g_end) {
-    for (int g = g_begin; g < std::min(g_end, groups); g++) {
-      const int n = g * kLmRowsAtOnce;
-      const float* w0 = weight + (std::size_t)n * K;
-      for (int t = 0; t < T; t++) dot_rows(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, w0, K);
-    }
-    if (g_end > groups)
-      for (int n = groups * kLmRowsAtOnce; n < N; n++)
-        for (int t = 0; t < T; t++)
-          out[(std::size_t)t * N + n] = dot(inp + (std::size_t)t * K, weight + (std::size_t)n * K, K);
-  });
-}
-
-std::size_t matmul_transposed_f16_scratch_floats(int K) { return (std::size_t)kLmRowsAtOnce * K; }
-
-// One input row against kLmRowsAtOnce F16 rows, widened in registers (a typed token's LM head): the
-// same multiply-add chain for each output as widening the rows first and then dot_rows (whole groups
-// of kPanel values are the batches k and k + kLanes, in that order; the tail after the last whole
-// group is widened on the stack and finishes as dot_rows does), so the same bits without writing
-// and reading back the widened rows. All eight rows at once, as dot_rows: each row is a short stream
-// (a 576-wide row is 18 cache lines), so what bounds the loop is how many are in flight, not the
-// widening. Eight accumulators, the two input batches and the widening's temporaries still fit V8's
-// 15 vector registers. On Llama 3's 128,256-row head, four rows at a time (the previous version,
-// cpp/bench/dev) took 1.5x as long in V8 on one thread (bench/harness/variants.mjs times both).
-static inline void dot_rows_f16(float* o, const float* x, const uint16_t* w, int K) noexcept {
-  constexpr int R = 8;
-  static_assert(kLmRowsAtOnce % R == 0);
-  const int whole = K - K % kPanel;
-  for (int r0 = 0; r0 < kLmRowsAtOnce; r0 += R) {
-    batch a[R];
-    for (int r = 0; r < R; r++) a[r] = batch(0.0f);
-    for (int k = 0; k < whole; k += kPanel) {
-      const batch lo_x = batch::load_unaligned(x + k), hi_x = batch::load_unaligned(x + k + kLanes);
-      for (int r = 0; r < R; r++) {
-        const simd::ibatch words =
-            simd::ibatch::load_unaligned(reinterpret_cast<const int32_t*>(w + (std::size_t)(r0 + r) * K + k));
-        batch lo, hi;
-        simd::f16_finite_pair_to_f32(words, lo, hi);  // weights: finite (the loader refuses the others)
-        a[r] = madd(lo_x, lo, a[r]);
-        a[r] = madd(hi_x, hi, a[r]);
-      }
-    }
-    for (int r = 0; r < R; r++) {
-      alignas(64) float tail[kPanel];
-      const uint16_t* wr = w + (std::size_t)(r0 + r) * K;
-      for (int k = whole; k < K; k++) tail[k - whole] = f16_to_f32_reference(wr[k]);
-      int k = whole;
-      for (; k + kLanes <= K; k += kLanes)
-        a[r] = madd(batch::load_unaligned(x + k), batch::load_aligned(tail + (k - whole)), a[r]);
-      float s = xsimd::hadd(a[r]);
-      for (int kk = k; kk < K; kk++) s += x[kk] * tail[kk - whole];
-      o[r0 + r] = s;
-    }
-  }
-}
-
-// The same outputs, each computed exactly as above; the loops are swapped (rows of the weight outer)
-// so each F16 row is widened once per call, not once per input row.
-void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t* weight, int T, int K, int N,
-                                   float* scratch) noexcept {
-  const int groups = N / kLmRowsAtOnce;
-  parallel_for(groups + (N % kLmRowsAtOnce ? 1 : 0), (double)T * K * N, [&](int g_begin, int g_end) {
-    // the caller's scratch serves the range that starts at 0 (one thread at a time, whichever runs it);
-    // every other range widens into its thread's own
-    static thread_local std::vector<float> own;
-    float* rows = scratch;
-    if (g_begin > 0) {
-      own.resize(matmul_transposed_f16_scratch_floats(K));
-      rows = own.data();
-    }
-    for (int g = g_begin; g < std::min(g_end, groups); g++) {
-      const int n = g * kLmRowsAtOnce;
-      if (T <= kFewRows) {  // a typed token or word: widened in registers, once per input row
-        for (int t = 0; t < T; t++)
-          dot_rows_f16(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, weight + (std::size_t)n * K, K);
-        continue;
-      }
-      for (int r = 0; r < kLmRowsAtOnce; r++)
-        f16_unpack_weights(rows + (std::size_t)r * K, weight + (std::size_t)(n + r) * K, K);
-      for (int t = 0; t < T; t++) dot_rows(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, rows, K);
-    }
-    if (g_end > groups)
-      for (int n = groups * kLmRowsAtOnce; n < N; n++) {
-        f16_unpack_weights(rows, weight + (std::size_t)n * K, K);
-        for (int t = 0; t < T; t++) out[(std::size_t)t * N + n] = dot(inp + (std::size_t)t * K, rows, K);
-      }
-  });
-}
-
-// --- dot product: the LM head's tail rows, attention's scores in head_inside, RMSNorm's sum of squares
-float dot(const float* a, const float* b, int N) noexcept {
-  batch acc(0.0f);
-  int i = 0;
-  for (; i + kLanes <= N; i += kLanes) acc = madd(batch::load_unaligned(a + i), batch::load_unaligned(b + i), acc);
-  float s = xsimd::hadd(acc);
-  for (; i < N; i++) s += a[i] * b[i];
-  return s;
 }
 
 // ---- the Conv1D layer's training products, on the model's register tile ---------------------------

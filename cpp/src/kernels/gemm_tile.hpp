@@ -213,6 +213,10 @@ inline void pack_rows_kmajor(float* xk, const float* a, int a_stride, int depth)
 // F16 in f16_pack's grouped layout, widened in registers: a lone row would widen each weight into
 // memory for one use and read it back (F16 widening was half a typed token's time on SmolLM2's shape).
 constexpr int kRowPanels = 4;
+// Up to this many input rows (a typed word's tokens) take the row loops below on F16 weights, and the
+// F16 LM head's rows are widened in registers one at a time (gemm.cpp, lm_head.cpp); more go through
+// the tiles, the weights widened into memory once for all of them.
+constexpr int kFewRows = 4;
 inline void row_panel_step(const float* w, batch& lo, batch& hi) noexcept {
   lo = batch::load_unaligned(w);
   hi = batch::load_unaligned(w + kLanes);
