@@ -50,6 +50,10 @@ constexpr int kValueBatches = kLanes >= 16 ? 5 : 4;
 // add in flight a cycle (V8's code for the 1 x 4 tile: four dependent vfmadd231ps a key). 8 wide keeps
 // 8 chains in 8 accumulators, the value batches loaded one at a time beside them.
 constexpr int kValueBatchesOneRow = kLanes >= 16 ? kValueBatches : 6;
+// Typing's grouped rows split their weighted sums over threads by blocks of this many value columns:
+// a head of 64 is 2 blocks, 8 SIMD128 batches each (the lone row's 6-wide tile still fits).
+constexpr int kValueChunk = 32;
+static_assert(kValueChunk % kLanes == 0, "a block of value columns is whole batches");
 
 int attention_key_panel_width() { return kPanel; }
 
@@ -305,32 +309,53 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
   // Typing (one new row) with grouped-query attention: a key/value group's query heads are the rows of
   // one tile, so each key panel and value row is read once for the group, not once a head (SmolLM2-135M:
   // 3 query heads a group; at 8,000 tokens one group's keys and values in a layer are 4 MB, which every
-  // head read again). Threads take whole groups. Each score and output is the same multiply-add chain
-  // as in the head-at-a-time loop below, so the bits are the same.
-  if (T - t_begin == 1 && group > 1 && group <= kScoreRows) {
-    const int t = t_begin;
-    const std::size_t head_rows = row_of(1, t, t) - row_of(0, t, t);  // floats between two heads' rows
-    parallel_for(KV, work, [&](int g_begin, int g_end) {
-      for (int g = g_begin; g < g_end; g++) {
-        const int h0 = g * group;
-        const float* kp_g = key_panels + (std::size_t)g * head_cache_floats(att_stride, HS);
-        const float* vc_g = kp_g + (std::size_t)panels_per_head * kPanel * HS;
-        const float* q = qkv + (std::size_t)t * row3 + (std::size_t)h0 * HS;  // the group's queries, HS apart
-        for (int p = 0; p * kPanel <= t; p++) {
-          const int n_valid = std::min(kPanel, att_stride - p * kPanel);  // never write past the row
-          score_tile_rows(group, std::make_integer_sequence<int, kScoreRows>{}, row_of(h0, t, t) + p * kPanel,
-                          head_rows, q, HS, kp_g + (std::size_t)p * kPanel * HS, HS, scale, n_valid);
+  // head read again). Each score and output is the same multiply-add chain as in the head-at-a-time loop
+  // below, so the bits are the same.
+  // Threads do not take whole groups: SmolLM2's 3 groups over 2 threads left one thread two thirds of
+  // the layer's reading. The scores are split by key panels, the rows' softmax and statistics by query
+  // heads, and the weighted sums by blocks of value columns (each output's chain over the keys whole).
+  // A few rows (a typed word: the word and the space after it) go one at a time this way while that
+  // reads the keys and values fewer times than the head-at-a-time loop (once a head of the group).
+  if (T - t_begin < group && group <= kScoreRows) {
+    for (int t = t_begin; t < T; t++) {
+      const std::size_t head_rows = row_of(1, t, t) - row_of(0, t, t);  // floats between two heads' rows
+      const int n_panels = t / kPanel + 1;                              // panels holding keys 0..t
+      parallel_for(KV * n_panels, (double)NH * (t + 1) * HS, [&](int u_begin, int u_end) {
+        for (int u = u_begin; u < u_end;) {
+          const int g = u / n_panels, p_end = std::min(u_end - g * n_panels, n_panels);
+          const int h0 = g * group;
+          const float* kp_g = key_panels + (std::size_t)g * head_cache_floats(att_stride, HS);
+          const float* q = qkv + (std::size_t)t * row3 + (std::size_t)h0 * HS;  // the group's queries, HS apart
+          for (int p = u - g * n_panels; p < p_end; p++) {
+            const int n_valid = std::min(kPanel, att_stride - p * kPanel);  // never write past the row
+            score_tile_rows(group, std::make_integer_sequence<int, kScoreRows>{}, row_of(h0, t, t) + p * kPanel,
+                            head_rows, q, HS, kp_g + (std::size_t)p * kPanel * HS, HS, scale, n_valid);
+          }
+          u = g * n_panels + p_end;
         }
-        for (int h = h0; h < h0 + group; h++) finish_row(h, t, row_of(h, t, t));
-        float* y = out + (std::size_t)t * out_row + (std::size_t)h0 * HS;  // the group's outputs, HS apart
-        for (int r = 0; r < group; r += kValueRows)
-          weighted_values_rows_n(std::min(kValueRows, group - r), std::make_integer_sequence<int, kValueRows>{},
-                                 y + (std::size_t)r * HS, HS, row_of(h0 + r, t, t), head_rows, vc_g, HS, t + 1,
-                                 hs_simd);
-        for (int r = 0; r < group; r++)
-          weighted_values_tail(y + (std::size_t)r * HS, row_of(h0 + r, t, t), vc_g, t + 1, hs_simd, HS);
-      }
-    });
+      });
+      // softmax, thumbnail cells and statistics: about ten operations a weight
+      parallel_for(NH, (double)NH * (t + 1) * 10, [&](int h_begin, int h_end) {
+        for (int h = h_begin; h < h_end; h++) finish_row(h, t, row_of(h, t, t));
+      });
+      const int n_chunks = std::max(1, (hs_simd + kValueChunk - 1) / kValueChunk);
+      parallel_for(KV * n_chunks, (double)NH * (t + 1) * HS, [&](int u_begin, int u_end) {
+        for (int u = u_begin; u < u_end; u++) {
+          const int g = u / n_chunks, c = u % n_chunks, h0 = g * group;
+          const int d0 = c * kValueChunk, width = std::min(kValueChunk, hs_simd - d0);
+          const float* vc_g = key_panels + (std::size_t)g * head_cache_floats(att_stride, HS) +
+                              (std::size_t)panels_per_head * kPanel * HS;
+          float* y = out + (std::size_t)t * out_row + (std::size_t)h0 * HS;  // the group's outputs, HS apart
+          for (int r = 0; r < group && width > 0; r += kValueRows)
+            weighted_values_rows_n(std::min(kValueRows, group - r), std::make_integer_sequence<int, kValueRows>{},
+                                   y + (std::size_t)r * HS + d0, HS, row_of(h0 + r, t, t), head_rows, vc_g + d0, HS,
+                                   t + 1, width);
+          if (c == n_chunks - 1)
+            for (int r = 0; r < group; r++)
+              weighted_values_tail(y + (std::size_t)r * HS, row_of(h0 + r, t, t), vc_g, t + 1, hs_simd, HS);
+        }
+      });
+    }
     return;
   }
   // threads take whole query heads (parallel.hpp); a head's work is the same on any thread

@@ -239,12 +239,13 @@ TEST_CASE("attention past one slice of the weighted sum's keys equals the refere
 
 TEST_CASE("grouped-query attention row by row equals one call over all rows, bit for bit",
           "[kernels][attention][gqa]") {
-  // typing (one row per call) against a full run: the tiles group rows differently but keep each sum's order
+  // typing (one or two rows a call) against a full run: the tiles group rows differently but keep each sum's order
   std::mt19937 rng(32);
-  // (one row per call is the kernel's grouped path: a group's query heads as the rows of one tile; groups of
-  // 2, 3 and 4 heads, past kValueRows on SIMD128 and at kScoreRows)
-  for (const auto& [NH, KV, HS] :
-       {std::tuple{4, 2, 6}, std::tuple{4, 1, 20}, std::tuple{8, 2, 64}, std::tuple{6, 2, 64}, std::tuple{9, 3, 12}}) {
+  // (fewer rows a call than a group has heads take the grouped path: the group as the rows of one tile; groups of
+  // 2, 3 and 4 heads, past kValueRows on SIMD128 and at kScoreRows; its weighted sums in blocks of 32
+  // value columns: a head of 64 is two, a head of 70 three on SIMD128 and a tail past the whole batches)
+  for (const auto& [NH, KV, HS] : {std::tuple{4, 2, 6}, std::tuple{4, 1, 20}, std::tuple{8, 2, 64},
+                                   std::tuple{6, 2, 64}, std::tuple{9, 3, 12}, std::tuple{6, 2, 70}}) {
     const k::AttentionShape shape{NH, KV, HS};
     const int T = 40, stride = 41;
     const auto qkv = random_normal((std::size_t)T * shape.qkv_row(), rng, 0.7f);
@@ -252,11 +253,17 @@ TEST_CASE("grouped-query attention row by row equals one call over all rows, bit
     std::vector<float> out_all((std::size_t)T * NH * HS, 0.0f), out_rows = out_all;
     std::vector<float> p_all(k::attention_key_panels_floats(stride, shape)), p_rows = p_all;
     k::attention_forward(out_all.data(), att_all.data(), qkv.data(), 0, T, shape, stride, p_all.data());
-    for (int t = 0; t < T; t++)
-      k::attention_forward(out_rows.data(), att_rows.data(), qkv.data(), t, t + 1, shape, stride, p_rows.data());
-    INFO("NH=" << NH << " KV=" << KV << " HS=" << HS);
-    REQUIRE(att_rows == att_all);
-    REQUIRE(out_rows == out_all);
+    for (int rows : {1, 2}) {  // a typed character, a typed word (fewer rows than a group: the grouped path too)
+      std::fill(att_rows.begin(), att_rows.end(), 0.0f);  // nothing left from the pass before
+      std::fill(out_rows.begin(), out_rows.end(), 0.0f);
+      std::fill(p_rows.begin(), p_rows.end(), 0.0f);
+      for (int t = 0; t < T; t += rows)
+        k::attention_forward(out_rows.data(), att_rows.data(), qkv.data(), t, std::min(T, t + rows), shape, stride,
+                             p_rows.data());
+      INFO("NH=" << NH << " KV=" << KV << " HS=" << HS << ", " << rows << " rows a call");
+      REQUIRE(att_rows == att_all);
+      REQUIRE(out_rows == out_all);
+    }
   }
 }
 

@@ -236,18 +236,26 @@ TEST_CASE("threads: split kernels equal one thread, bit for bit", "[threads][ker
   }
   // grouped-query attention: the key/value cache is filled per key/value head, then read by query
   // heads on other threads (multi-query: one key/value head, so its copy is not split at all)
-  for (const auto& gqa : {std::tuple{9, 4, 2, 6}, std::tuple{17, 6, 3, 5}, std::tuple{13, 4, 1, 8}}) {
+  // Typing (one or two rows a call) takes the grouped path, split by key panels, query heads and blocks of value
+  // columns: a head of 70 is several blocks (32 columns each) and a tail past the whole batches.
+  for (const auto& gqa :
+       {std::tuple{9, 4, 2, 6}, std::tuple{17, 6, 3, 5}, std::tuple{13, 4, 1, 8}, std::tuple{21, 6, 2, 70}}) {
     const int T = std::get<0>(gqa);
     const kn::AttentionShape s{std::get<1>(gqa), std::get<2>(gqa), std::get<3>(gqa)};
     INFO("grouped-query attention T " << T << " NH " << s.NH << " KV " << s.KV << " HS " << s.HS);
     const auto qkv = random_normal((std::size_t)T * s.qkv_row(), rng);
-    same_on_every_pool([&] {
-      std::vector<float> out((std::size_t)T * s.out_row()), att((std::size_t)s.NH * T * T);
-      std::vector<float> panels(kn::attention_key_panels_floats(T, s));
-      kn::attention_forward(out.data(), att.data(), qkv.data(), 0, T, s, T, panels.data(), nullptr, -1);
-      out.insert(out.end(), att.begin(), att.end());
-      return out;
-    });
+    for (int rows : {T, 1, 2}) {  // rows a call: all at once, then typing's one or two
+      INFO(rows << " rows a call");
+      same_on_every_pool([&] {
+        std::vector<float> out((std::size_t)T * s.out_row()), att((std::size_t)s.NH * T * T);
+        std::vector<float> panels(kn::attention_key_panels_floats(T, s));
+        for (int t0 = 0; t0 < T; t0 += rows)
+          kn::attention_forward(out.data(), att.data(), qkv.data(), t0, std::min(T, t0 + rows), s, T, panels.data(),
+                                nullptr, -1);
+        out.insert(out.end(), att.begin(), att.end());
+        return out;
+      });
+    }
   }
 }
 
