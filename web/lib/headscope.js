@@ -16,6 +16,7 @@ import {
   claimForUpdate,
   flatAblate,
   engineTokens,
+  tokensAfter,
   tokenArrays,
   plainData,
 } from './result.js';
@@ -159,7 +160,9 @@ export class HeadscopeModel {
    * earlier result), attention comes as `attentionRows`: only rows [rowsFrom, T) of every head, in
    * blocks `stride` wide, for result.js's withPreviousRows(); when no row is shared it is a full
    * attentionAll with room to spare (stride > T). Without maps, thumbnails may come as
-   * `thumbnailRows` from cell row `thumbnailRowsFrom` on (withPreviousThumbnails()). The worker sends this across, and the page merges.
+   * `thumbnailRows` from cell row `thumbnailRowsFrom` on (withPreviousThumbnails()), and `tokens` may
+   * hold only the tokens from `tokensFrom` on (result.js's tokensAfter()). The worker sends this
+   * across, and the page merges (withPrevious()).
    */
   runData(text, options = {}, previous = null) {
     const h = this.#live();
@@ -173,6 +176,7 @@ export class HeadscopeModel {
     const patch = runPatch(options.patch);
     // a thumbnails result: the earlier one's cell rows before the first changed token stay (below)
     const previousThumbnails = !maps && !patch && previous?.thumbnailBin ? previous : null;
+    const previousTokens = patch ? null : previous; // a patched run's tokens are its text's all the same
     if (patch || !maps) previous = null; // a patched run computes every token: no row is shared
     this.#engineHoldsLastRun = false;
     this.#generating = null;
@@ -190,8 +194,8 @@ export class HeadscopeModel {
         ? h.results(k, !!allLogits, rowsFrom, rowsFrom > 0 ? T - rowsFrom : stride, stride)
         : h.results(k, !!allLogits, T, 0, T),
     );
-    const map = byteToIndexMaps(wellFormed);
-    const tokens = engineTokens(out, T, map);
+    // the tokens the earlier result holds are left out (tokensFrom), and put back by withPrevious()
+    const { tokens, tokensFrom } = tokensAfter(out, T, byteToIndexMaps(wellFormed), wellFormed, previousTokens);
     const { droppedTokens, reusedTokens } = run;
     const fields = { text: wellFormed, tokens, T, ablate, droppedTokens, reusedTokens, stride, rowsFrom };
     const data = plainData(out, fields, this.#info.config, {
@@ -206,6 +210,7 @@ export class HeadscopeModel {
     }
     // the rows of the heads the caller shows that it does not hold yet (typing: the new tokens' rows)
     if (options.pull) Object.assign(data, pulledRowsOf(this.#core, h, options.pull, h.tokenIds()));
+    if (tokensFrom > 0) data.tokensFrom = tokensFrom;
     return { ...data, patch };
   }
 

@@ -146,16 +146,17 @@ export function reuseInfo(result, ablate = []) {
   )
     return null;
   // a result without maps: its thumbnails, whose cell rows before the first changed token stay
+  // (the text with the ids: the tokens the run shares with it are not sent again, tokensAfter())
   const ids = () => Int32Array.from(result.tokens, (t) => t.id);
   if (!result.attentionAll && result.thumbnails instanceof Float32Array) {
     const n = result.thumbnailCells;
     if (result.thumbnails.length !== result.nLayer * result.nHead * n * n) return null;
-    return { ids: ids(), thumbnailBin: result.thumbnailBin, thumbnailCells: n };
+    return { ids: ids(), text: result.text, thumbnailBin: result.thumbnailBin, thumbnailCells: n };
   }
   if (!(result.attentionAll instanceof Float32Array) || !result.attentionAll.length) return null;
   const S = strideOf(result);
   if (result.attentionAll.length !== result.nLayer * result.nHead * S * S) return null;
-  return { ids: ids(), stride: S };
+  return { ids: ids(), text: result.text, stride: S };
 }
 
 /**
@@ -239,8 +240,35 @@ export function withPreviousThumbnails(previous, update) {
   return data;
 }
 
-/** A run's data with what it left to `previous` put back: attention rows, or thumbnail rows. */
+/**
+ * A run's tokens from the first one `previous` (a reuseInfo(): its ids and text) does not hold as it
+ * is: { tokens, tokensFrom }, withPrevious() putting the first tokensFrom back from the earlier
+ * result. A token is held when the ids up to it are the same, and the text up to its end (a token's
+ * span is string indices). Typing at the end of 8,000 tokens then sends one or two token objects to
+ * the page, not 8,000 (each copied out of the worker and into the page: 5-10 ms a keystroke).
+ * `out`, `T` and `map` as engineTokens().
+ */
+export function tokensAfter(out, T, map, text, previous) {
+  let n = 0;
+  if (previous?.ids && typeof previous.text === 'string') {
+    n = sharedPrefixLength(previous.ids, out.tokenIds.subarray(0, T));
+    const end = n > 0 ? engineTokens(out, n, map, n - 1)[0].end : 0;
+    if (text.slice(0, end) !== previous.text.slice(0, end)) n = 0;
+  }
+  return { tokens: engineTokens(out, T, map, n), tokensFrom: n };
+}
+
+/** `update`'s tokens (the ones after tokensFrom) with the first tokensFrom of `previous` before them. */
+function withPreviousTokens(previous, update) {
+  const { tokensFrom: n, ...data } = update;
+  if (!previous?.tokens || previous.tokens.length < n) throw new Error('the tokens do not fit the earlier result');
+  data.tokens = previous.tokens.slice(0, n).concat(update.tokens);
+  return data;
+}
+
+/** A run's data with what it left to `previous` put back: tokens, and attention rows or thumbnail rows. */
 export function withPrevious(previous, update) {
+  if (update.tokensFrom) update = withPreviousTokens(previous, update);
   if (update.attentionRows) return withPreviousRows(previous, update);
   if (update.thumbnailRows) return withPreviousThumbnails(previous, update);
   return update;
@@ -284,30 +312,31 @@ export function plainData(out, fields, config, { loss, valueNorms = null, maps =
   return data;
 }
 
-// The first T tokens of the engine's results `out` as run()'s Token objects, their byte spans mapped
+// Tokens [first, T) of the engine's results `out` as run()'s Token objects, their byte spans mapped
 // to string indices by `map` (generation.js's byteToIndexMaps())
-export function engineTokens(out, T, map) {
-  return tokenArrays(out, T, (text, id, byteStart, byteEnd) => ({
-    text,
-    id,
-    start: map.start(byteStart),
-    end: map.end(byteEnd),
-  }));
+export function engineTokens(out, T, map, first = 0) {
+  return tokenArrays(
+    out,
+    T,
+    (text, id, byteStart, byteEnd) => ({ text, id, start: map.start(byteStart), end: map.end(byteEnd) }),
+    first,
+  );
 }
 
 /** The engine's tokens as the binding sends them (parallel arrays: cpp/bindings/embind.cpp,
- *  set_token_arrays), the first T (all by default), each made by make(text, id, byteStart, byteEnd). */
+ *  set_token_arrays), [first, T) (all by default), each made by make(text, id, byteStart, byteEnd). */
 export function tokenArrays(
   out,
   T = out.tokenIds.length,
   make = (text, id, byteStart, byteEnd) => ({ text, id, byteStart, byteEnd }),
+  first = 0,
 ) {
   const { tokenIds, tokenByteStarts, tokenByteEnds, tokenTextBytes, tokenTextEnds } = out;
-  const tokens = new Array(T);
-  let from = 0;
-  for (let i = 0; i < T; i++) {
+  const tokens = new Array(Math.max(0, T - first));
+  let from = first > 0 ? tokenTextEnds[first - 1] : 0;
+  for (let i = first; i < T; i++) {
     const to = tokenTextEnds[i];
-    tokens[i] = make(utf8Piece(tokenTextBytes, from, to), tokenIds[i], tokenByteStarts[i], tokenByteEnds[i]);
+    tokens[i - first] = make(utf8Piece(tokenTextBytes, from, to), tokenIds[i], tokenByteStarts[i], tokenByteEnds[i]);
     from = to;
   }
   return tokens;

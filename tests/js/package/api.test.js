@@ -84,6 +84,7 @@ test('reuse: a typed token copies only its new attention rows into the earlier r
     assert.deepEqual(heads(shown), heads(expected), text);
     assert.deepEqual(shown.contributionNorms, expected.contributionNorms);
     assert.deepEqual(shown.logitsLast, expected.logitsLast);
+    assert.deepEqual(shown.tokens, expected.tokens, `${text}: the tokens held put back before the new ones`);
     const sharedTokens = before.tokens.findIndex((t, i) => shown.tokens[i]?.id !== t.id);
     const shared = sharedTokens < 0 ? Math.min(before.T, shown.T) : sharedTokens;
     if (shared > 0 && shown.T <= before.stride) {

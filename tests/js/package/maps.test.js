@@ -163,10 +163,13 @@ test("run(text, { attention: 'thumbnails' }) returns every head's thumbnail and 
           thumbnailBin: shownPage.thumbnailBin,
           thumbnailCells: shownPage.thumbnailCells,
         };
-        const data = page.runData(text, { attention: 'thumbnails' }, held);
+        const data = page.runData(text, { attention: 'thumbnails' }, { ...held, text: shownPage.text });
         const ids = want.tokens.map((t) => t.id);
         let shared = 0;
         while (shared < Math.min(ids.length, held.ids.length) && ids[shared] === held.ids[shared]) shared++;
+        // only the tokens after the ones held are sent (typing at the end: the last one or two)
+        assert.equal(data.tokensFrom ?? 0, shared, text.slice(-20));
+        assert.deepEqual(data.tokens, want.tokens.slice(shared));
         from = held.thumbnailBin === want.thumbnailBin ? Math.floor(shared / want.thumbnailBin) : 0;
         froms.push(from);
         const n = want.thumbnailCells;
@@ -186,6 +189,7 @@ test("run(text, { attention: 'thumbnails' }) returns every head's thumbnail and 
         assert.equal(r.thumbnailCells, want.thumbnailCells);
         assert.equal(r.thumbnailRows, undefined);
         assert.deepEqual(r.thumbnails, want.thumbnails, `typing: T ${want.T}`);
+        assert.deepEqual(r.tokens, want.tokens, `typing: the tokens, T ${want.T}`);
       }
       if (before) {
         const same = from > 0 && before.n === want.thumbnailCells;

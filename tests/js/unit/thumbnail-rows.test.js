@@ -75,9 +75,14 @@ test('rows that do not fit the earlier result are refused', () => {
   assert.throws(() => withPreviousThumbnails(previousOf(5), { ...updateOf(5, 2), thumbnailRowsFrom: 1 }), /do not fit/);
 });
 
-test('reuseInfo of a result without maps gives its ids, bin and cells; of a patched run nothing', () => {
-  const result = { ...previousOf(3), ablate: [], tokens: [{ id: 7 }, { id: 9 }] };
-  assert.deepEqual(reuseInfo(result), { ids: Int32Array.from([7, 9]), thumbnailBin: 4, thumbnailCells: 3 });
+test('reuseInfo of a result without maps gives its ids, text, bin and cells; of a patched run nothing', () => {
+  const result = { ...previousOf(3), ablate: [], text: 'ab', tokens: [{ id: 7 }, { id: 9 }] };
+  assert.deepEqual(reuseInfo(result), {
+    ids: Int32Array.from([7, 9]),
+    text: 'ab',
+    thumbnailBin: 4,
+    thumbnailCells: 3,
+  });
   assert.equal(reuseInfo({ ...result, patch: { from: [], head: [0, 0] } }), null);
   assert.equal(reuseInfo(result, [[0, 1]]), null, 'other heads switched off');
   assert.equal(reuseInfo({ ...result, thumbnails: new Float32Array(3) }), null, 'a buffer of another size');

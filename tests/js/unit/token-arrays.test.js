@@ -4,7 +4,7 @@
 // the texts expected back, so each decoded text is compared with an independent source.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { tokenArrays, engineTokens } from '../../../web/lib/result.js';
+import { tokenArrays, engineTokens, tokensAfter, withPrevious } from '../../../web/lib/result.js';
 
 function sent(texts) {
   const parts = texts.map((t) => new TextEncoder().encode(t));
@@ -56,4 +56,36 @@ test('engineTokens maps the spans through the caller map and stops at T', () => 
     { text: 'a', id: 100, start: 0, end: 11 },
     { text: 'b', id: 101, start: 10, end: 21 },
   ]);
+});
+
+// typing: the tokens an earlier result holds are not sent again (tokensAfter), and withPrevious puts
+// them back. A token is held only when the ids up to it and the text up to its end are the same.
+test('tokensAfter leaves out the tokens the earlier result holds; withPrevious puts them back', () => {
+  const out = sent(['a', 'b', 'c', 'd']);
+  const map = { start: (b) => b, end: (b) => b }; // one byte a character here
+  const all = engineTokens(out, 4, map);
+  const cases = [
+    // [the earlier result's ids and text, the text now, tokens held]
+    [{ ids: Int32Array.of(100, 101, 102), text: 'abc' }, 'abcd', 3], // a character typed at the end
+    [{ ids: Int32Array.of(100, 101, 999), text: 'abz' }, 'abcd', 2], // its last token changed
+    [{ ids: Int32Array.of(100, 101, 102), text: 'aXc' }, 'abcd', 0], // the same ids over another text
+    [{ ids: Int32Array.of(100, 101, 102, 103, 104), text: 'abcde' }, 'abcd', 4], // a character deleted
+    [{ ids: Int32Array.of(7), text: 'a' }, 'abcd', 0], // nothing shared
+    [null, 'abcd', 0], // no earlier result
+    [{ ids: Int32Array.of(100) }, 'abcd', 0], // an earlier result's ids without its text
+  ];
+  for (const [previous, text, held] of cases) {
+    const { tokens, tokensFrom } = tokensAfter(out, 4, map, text, previous);
+    const label = `${previous?.text} -> ${text}`;
+    assert.equal(tokensFrom, held, label);
+    assert.deepEqual(tokens, all.slice(held), label);
+    const earlier = { tokens: all.slice(0, Math.max(held, 3)).map((t) => ({ ...t })) };
+    const merged = withPrevious(earlier, { T: 4, tokens, ...(held ? { tokensFrom: held } : {}) });
+    assert.deepEqual(merged.tokens, all, label);
+    assert.equal(merged.tokensFrom, undefined, 'the merged data says nothing of it');
+  }
+  assert.throws(
+    () => withPrevious({ tokens: all.slice(0, 1) }, { T: 4, tokens: all.slice(3), tokensFrom: 3 }),
+    /do not fit the earlier result/,
+  );
 });

@@ -67,7 +67,10 @@ async function runInSteps(id, text, options, previous) {
   const finish = () => {
     const data = model.runData(text, options, previous);
     // a patched run computes every token and leaves the engine no cache to reuse
-    cached = options.patch ? { ids: [], key: '' } : { ids: data.tokens.map((t) => t.id), key: cacheKey(options) };
+    // (tokens from tokensFrom on: the earlier ones are previous's, result.js's tokensAfter())
+    const ids = data.tokensFrom ? Array.from(previous.ids.subarray(0, data.tokensFrom)) : [];
+    for (const t of data.tokens) ids.push(t.id);
+    cached = options.patch ? { ids: [], key: '' } : { ids, key: cacheKey(options) };
     typedOn = { text, cached };
     return data;
   };

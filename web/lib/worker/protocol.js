@@ -39,7 +39,8 @@ export const MESSAGES = Object.freeze({
     handling: QUEUED,
     needs: 'model',
     args: '{ text, options, previous: reuseInfo() | null, onScreen }',
-    value: 'HeadscopeModel.runData(): the result without its methods (attentionRows when previous allowed)',
+    value:
+      'HeadscopeModel.runData(): the result without its methods (attentionRows, and tokens from tokensFrom on, when previous allowed)',
     progress: '{ tokens, total } after each step of a long run',
     cancellable: true,
     betweenChunks: true,
