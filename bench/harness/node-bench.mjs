@@ -278,7 +278,7 @@ if (!simdOnly) {
   const coreRun = (text) => {
     const r = coreRunCall(h, text);
     if (r === null) throw new Error(`Model.run failed: ${core.lastError()}`);
-    if (h.results(10, false, 0, r.tokens, r.tokens) === null)
+    if (h.results(10, false, 0, r.tokens, r.tokens, 0) === null)
       throw new Error(`Model.results failed: ${core.lastError()}`);
   };
   const parts = {

@@ -141,10 +141,11 @@ val run(Model& m, val text, val ablate_pairs, bool all_logits, val patch) {
 
 // Everything the JavaScript result of the last run needs, built once: tokens as parallel arrays
 // (set_token_arrays; the JS layer maps the spans to string indices),
-// contributionNorms (L, NH, T), logitsLast (V), topNext (top_k candidates), loss (with all_logits),
+// contributionNorms (L, NH, T - norms_from): the columns from token norms_from on, logitsLast (V),
+// topNext (top_k candidates), loss (with all_logits),
 // and attentionRows: rows [rows_from, T) of every head in blocks of block_rows x stride
 // (Model::copy_attention_rows; rows_from 0, block_rows = stride = T is (L, NH, T, T)).
-val results(const Model& m, int top_k, bool all_logits, int rows_from, int block_rows, int stride) {
+val results(const Model& m, int top_k, bool all_logits, int rows_from, int block_rows, int stride, int norms_from) {
   return guarded([&] {
     if (top_k < 0) throw headscope::Error("topK must be at least 0, got " + std::to_string(top_k));
     const std::vector<headscope::Token>& tokens = m.tokens();
@@ -162,7 +163,7 @@ val results(const Model& m, int top_k, bool all_logits, int rows_from, int block
         f32_into(rows, ((std::size_t)l * m.config().n_head + h) * per_head, head.data(), per_head);
       }
     out.set("attentionRows", rows);
-    out.set("contributionNorms", f32_copy(m.contribution_norms()));
+    out.set("contributionNorms", f32_copy(m.contribution_norms(norms_from)));
     const auto last = m.logits_last();
     out.set("logitsLast", f32_copy(last.data(), last.size()));
     val top = val::array();

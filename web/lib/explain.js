@@ -29,7 +29,7 @@ export function inspectOf(core, h, text, layer, head, ablate, config, took) {
   const inside = checked(core, h.inspect(text, layer, head, flat));
   // the tokens of this run, without any attention rows (rows [T, T) of a T-wide block: none)
   const T = inside.T;
-  const out = checked(core, h.results(0, false, T, 0, T));
+  const out = checked(core, h.results(0, false, T, 0, T, 0));
   const tokens = engineTokens(out, T, byteToIndexMaps(text));
   // what the explanation names: GPT-2 layer-norms the input and adds learned positions to it; the
   // Llama family RMS-norms it and rotates q and k by their positions (the q and k here are rotated)

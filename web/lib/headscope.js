@@ -19,6 +19,7 @@ import {
   tokensAfter,
   tokenArrays,
   plainData,
+  sharedPrefixLength,
 } from './result.js';
 import { generateOptions, WrittenText, toWellFormed, byteToIndexMaps, writeTokens } from './generation.js';
 import { HeadscopeTrainer, presetsFromCore, measureHeadsOf } from './trainer.js';
@@ -187,12 +188,16 @@ export class HeadscopeModel {
     const { nPositions } = this.#info.config;
     const rowsFrom = previous ? firstChangedRow(previous, h.tokenIds()) : 0;
     const stride = !previous ? T : rowsFrom > 0 ? previous.stride : roomyStride(T, nPositions);
+    // as many tokens as the earlier result: only the columns of the contribution norms from the first
+    // changed token on, written into its buffer by withPrevious() (a new 8.6 MB array at every keystroke
+    // on 8,000 tokens of SmolLM2's 270 heads cost the worker a garbage collection, about 25 ms, as often)
+    const normsFrom = previousTokens?.ids.length === T ? sharedPrefixLength(previousTokens.ids, h.tokenIds()) : 0;
     // without maps: no attention row is copied out (rows [T, T): none), every head's thumbnail instead
     const out = checked(
       this.#core,
       maps
-        ? h.results(k, !!allLogits, rowsFrom, rowsFrom > 0 ? T - rowsFrom : stride, stride)
-        : h.results(k, !!allLogits, T, 0, T),
+        ? h.results(k, !!allLogits, rowsFrom, rowsFrom > 0 ? T - rowsFrom : stride, stride, normsFrom)
+        : h.results(k, !!allLogits, T, 0, T, normsFrom),
     );
     // the tokens the earlier result holds are left out (tokensFrom), and put back by withPrevious()
     const { tokens, tokensFrom } = tokensAfter(out, T, byteToIndexMaps(wellFormed), wellFormed, previousTokens);
@@ -211,6 +216,11 @@ export class HeadscopeModel {
     // the rows of the heads the caller shows that it does not hold yet (typing: the new tokens' rows)
     if (options.pull) Object.assign(data, pulledRowsOf(this.#core, h, options.pull, h.tokenIds()));
     if (tokensFrom > 0) data.tokensFrom = tokensFrom;
+    if (normsFrom > 0) {
+      data.contributionNormRows = data.contributionNorms;
+      data.contributionNormsFrom = normsFrom;
+      delete data.contributionNorms;
+    }
     return { ...data, patch };
   }
 
@@ -360,7 +370,7 @@ export class HeadscopeModel {
     const { nPositions } = this.#info.config;
     const rowsFrom = previous ? firstChangedRow(previous, ids) : 0;
     const stride = rowsFrom > 0 ? previous.stride : roomyStride(T, nPositions);
-    const out = checked(this.#core, h.results(10, false, rowsFrom, rowsFrom > 0 ? T - rowsFrom : stride, stride));
+    const out = checked(this.#core, h.results(10, false, rowsFrom, rowsFrom > 0 ? T - rowsFrom : stride, stride, 0));
     const droppedTokens = written.length - T;
     // past the context the window keeps the tokenizer's leading tokens (a BOS) and is cut after them,
     // unless the context is too small to hold them and a token of text (Model::Impl::cut)

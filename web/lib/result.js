@@ -84,6 +84,7 @@ const RESULT_BUFFERS = [
   'pulledRows',
   'roleScores',
   'contributionNorms',
+  'contributionNormRows',
   'valueNorms',
   'logitsLast',
 ];
@@ -266,12 +267,36 @@ function withPreviousTokens(previous, update) {
   return data;
 }
 
-/** A run's data with what it left to `previous` put back: tokens, and attention rows or thumbnail rows. */
+/**
+ * `update`'s contribution norms (columns [contributionNormsFrom, T) of every head, as
+ * contributionNormRows) written into `previous`'s, of as many tokens, which the new result then owns.
+ * A column depends on the tokens up to it alone: the ones before are the same numbers.
+ */
+function withPreviousNorms(previous, update) {
+  const { contributionNormRows: rows, contributionNormsFrom: from, ...data } = update;
+  const { nLayer, nHead, T } = update;
+  const norms = previous?.contributionNorms;
+  if (
+    !(norms instanceof Float32Array) ||
+    norms.length !== nLayer * nHead * T ||
+    rows.length !== nLayer * nHead * (T - from)
+  )
+    throw new Error('the contribution norms do not fit the earlier result');
+  for (let head = 0; head < nLayer * nHead; head++)
+    norms.set(rows.subarray(head * (T - from), (head + 1) * (T - from)), head * T + from);
+  superseded.add(previous);
+  data.contributionNorms = norms;
+  return data;
+}
+
+/** A run's data with what it left to `previous` put back: tokens, contribution norms, and attention rows or thumbnail rows. */
 export function withPrevious(previous, update) {
-  if (update.tokensFrom) update = withPreviousTokens(previous, update);
-  if (update.attentionRows) return withPreviousRows(previous, update);
-  if (update.thumbnailRows) return withPreviousThumbnails(previous, update);
-  return update;
+  if (update.contributionNormRows && superseded.has(previous))
+    throw new Error('this result was already updated by a later run');
+  let data = update.tokensFrom ? withPreviousTokens(previous, update) : update;
+  if (data.attentionRows) data = withPreviousRows(previous, data);
+  else if (data.thumbnailRows) data = withPreviousThumbnails(previous, data);
+  return data.contributionNormRows ? withPreviousNorms(previous, data) : data;
 }
 
 function checkCurrent(result) {

@@ -37,7 +37,7 @@ struct Model::Impl {
   std::vector<float> hidden_states() const;
   std::vector<double> head_role_scores() const;
   std::vector<float> contribution(int layer, int head) const;
-  std::vector<float> contribution_norms() const;
+  std::vector<float> contribution_norms(int t_begin) const;
   std::vector<float> value_norms() const;
   void value_norm_rows(float* out, int layer, int head, int row_begin, std::vector<float>& scratch) const;
   HeadInside head_inside() const;

@@ -237,11 +237,15 @@ std::vector<float> Model::Impl::contribution(int layer, int head) const {
   return std::vector<float>(src, src + (std::size_t)T_ * C);
 }
 
-std::vector<float> Model::Impl::contribution_norms() const {
+std::vector<float> Model::Impl::contribution_norms(int t_begin) const {
   require_run();
-  std::vector<float> out((std::size_t)config_.n_layer * config_.n_head * T_);
+  if (t_begin < 0 || t_begin > T_)
+    throw Error("contribution norms from token " + std::to_string(t_begin) + ": outside [0, " + std::to_string(T_) +
+                "]");
+  const std::size_t n = (std::size_t)(T_ - t_begin);
+  std::vector<float> out((std::size_t)config_.n_layer * config_.n_head * n);
   for (std::size_t lh = 0; lh < (std::size_t)config_.n_layer * config_.n_head; lh++)
-    std::copy_n(&contrib_norm_[lh * cap_], T_, &out[lh * T_]);
+    std::copy_n(&contrib_norm_[lh * cap_ + t_begin], n, &out[lh * n]);
   return out;
 }
 

@@ -37,6 +37,18 @@ TEST_CASE("incremental update equals a full recompute, bit for bit", "[model][in
         [](const Model& typed, const Model& fresh) {
           REQUIRE(typed.ids() == fresh.ids());
           REQUIRE(typed.contribution_norms() == fresh.contribution_norms());
+          // the columns from a token on (what typing sends): those of the whole, head by head
+          const int T = (int)fresh.ids().size(), LH = (int)(fresh.contribution_norms().size() / T);
+          for (int from : {0, T / 2, T - 1, T}) {
+            const std::vector<float> all = fresh.contribution_norms(), cols = typed.contribution_norms(from);
+            REQUIRE(cols.size() == (std::size_t)LH * (T - from));
+            for (int lh = 0; lh < LH; lh++)
+              REQUIRE(std::equal(cols.begin() + (std::ptrdiff_t)lh * (T - from),
+                                 cols.begin() + (std::ptrdiff_t)(lh + 1) * (T - from),
+                                 all.begin() + (std::ptrdiff_t)lh * T + from));
+          }
+          REQUIRE_THROWS_WITH(typed.contribution_norms(T + 1), Catch::Contains("outside [0, " + std::to_string(T)));
+          REQUIRE_THROWS_WITH(typed.contribution_norms(-1), Catch::Contains("outside"));
         });
     REQUIRE(reused_total > 0);  // the cache was actually used
     // deleting at the end reuses everything and still gives the shorter text's results

@@ -149,11 +149,21 @@ test("run(text, { attention: 'thumbnails' }) returns every head's thumbnail and 
     // from the first changed token's on leave the engine (runData() says from where, against the
     // earlier result's ids and bin), and the result equals a run without reuse, bit for bit; with as
     // many cells as before, they are written into the earlier result's buffer, which the new one owns
-    const typing = [long(300), `${long(300)} and`, `${long(300)} and the`, long(520), long(500), long(20)];
+    const typing = [
+      long(300),
+      `${long(300)} and`,
+      `${long(300)} and th`,
+      `${long(300)} and ti`, // as many tokens as the text before: its last one changed
+      `${long(300)} and the`,
+      long(520),
+      long(500),
+      long(20),
+    ];
     let shownPage = null,
       shownWorker = null;
     const froms = [],
       inPlace = [];
+    let normsInPlace = 0;
     for (const text of typing) {
       let from = 0;
       const want = reference.run(text, { attention: 'thumbnails' });
@@ -170,6 +180,15 @@ test("run(text, { attention: 'thumbnails' }) returns every head's thumbnail and 
         // only the tokens after the ones held are sent (typing at the end: the last one or two)
         assert.equal(data.tokensFrom ?? 0, shared, text.slice(-20));
         assert.deepEqual(data.tokens, want.tokens.slice(shared));
+        // as many tokens as before: only the contribution norms' columns from the first changed one on
+        const sameT = held.ids.length === want.T && shared > 0;
+        assert.equal(data.contributionNormsFrom, sameT ? shared : undefined, text.slice(-20));
+        const L = want.nLayer * want.nHead;
+        assert.equal(
+          (sameT ? data.contributionNormRows : data.contributionNorms).length,
+          L * (want.T - (sameT ? shared : 0)),
+        );
+        if (sameT) normsInPlace++;
         from = held.thumbnailBin === want.thumbnailBin ? Math.floor(shared / want.thumbnailBin) : 0;
         froms.push(from);
         const n = want.thumbnailCells;
@@ -190,6 +209,8 @@ test("run(text, { attention: 'thumbnails' }) returns every head's thumbnail and 
         assert.equal(r.thumbnailRows, undefined);
         assert.deepEqual(r.thumbnails, want.thumbnails, `typing: T ${want.T}`);
         assert.deepEqual(r.tokens, want.tokens, `typing: the tokens, T ${want.T}`);
+        assert.deepEqual(r.contributionNorms, want.contributionNorms, `typing: the contribution norms, T ${want.T}`);
+        assert.equal(r.contributionNormRows, undefined);
       }
       if (before) {
         const same = from > 0 && before.n === want.thumbnailCells;
@@ -204,6 +225,7 @@ test("run(text, { attention: 'thumbnails' }) returns every head's thumbnail and 
       `typing at the end sends its last rows, a new bin everything: ${froms}`,
     );
     assert.ok(inPlace.includes(true) && inPlace.includes(false), `in place and into a new buffer: ${inPlace}`);
+    assert.ok(normsInPlace >= 1, 'a keystroke that keeps the token count sends only the changed norms');
     // pull: the rows of the heads asked for, from the first token that differs from the ids given
     const text = long(300);
     const full = reference.run(text);

@@ -87,3 +87,38 @@ test('reuseInfo of a result without maps gives its ids, text, bin and cells; of 
   assert.equal(reuseInfo(result, [[0, 1]]), null, 'other heads switched off');
   assert.equal(reuseInfo({ ...result, thumbnails: new Float32Array(3) }), null, 'a buffer of another size');
 });
+
+// The contribution norms' columns from `contributionNormsFrom` on (typing that keeps the token count),
+// written into the earlier result's [nLayer, nHead, T] buffer, beside thumbnail rows or alone.
+test('withPrevious writes the contribution norms columns into the earlier result, which it supersedes', () => {
+  const T = 5;
+  // head h's norm at token t: h * 100 + t, and + 0.5 for the update's columns
+  const norms = (from, offset) =>
+    Float32Array.from(
+      { length: 2 * (T - from) },
+      (_, i) => Math.floor(i / (T - from)) * 100 + from + (i % (T - from)) + offset,
+    );
+  for (const thumbnails of [false, true]) {
+    const previous = { ...previousOf(3), T, contributionNorms: norms(0, 0) };
+    const buffer = previous.contributionNorms;
+    const update = {
+      ...shape,
+      T,
+      contributionNormRows: norms(3, 0.5),
+      contributionNormsFrom: 3,
+      ...(thumbnails ? updateOf(3, 1) : {}),
+    };
+    const data = withPrevious(previous, update);
+    assert.equal(data.contributionNorms, buffer, 'into the earlier buffer');
+    assert.deepEqual(Array.from(data.contributionNorms), [0, 1, 2, 3.5, 4.5, 100, 101, 102, 103.5, 104.5]);
+    assert.equal(data.contributionNormRows, undefined);
+    assert.equal(data.contributionNormsFrom, undefined);
+    if (thumbnails) assert.equal(data.thumbnails.length, 2 * 9);
+    assert.throws(() => withPrevious(previous, update), /already updated by a later run/);
+  }
+  const other = { ...previousOf(3), T: 4, contributionNorms: new Float32Array(8) };
+  assert.throws(
+    () => withPrevious(other, { ...shape, T, contributionNormRows: norms(3, 0.5), contributionNormsFrom: 3 }),
+    /contribution norms do not fit the earlier result/,
+  );
+});
