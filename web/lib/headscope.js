@@ -177,7 +177,9 @@ export class HeadscopeModel {
     const patch = runPatch(options.patch);
     // a thumbnails result: the earlier one's cell rows before the first changed token stay (below)
     const previousThumbnails = !maps && !patch && previous?.thumbnailBin ? previous : null;
-    const previousTokens = patch ? null : previous; // a patched run's tokens are its text's all the same
+    // the tokens and norms of an earlier result of the same kind (maps, or thumbnails) are reused; a
+    // patched run's tokens are its text's all the same, but it computes every token
+    const previousTokens = patch ? null : maps ? (previous?.stride ? previous : null) : previousThumbnails;
     if (patch || !maps) previous = null; // a patched run computes every token: no row is shared
     this.#engineHoldsLastRun = false;
     this.#generating = null;
@@ -200,8 +202,9 @@ export class HeadscopeModel {
         : h.results(k, !!allLogits, T, 0, T, normsFrom),
     );
     // the tokens the earlier result holds are left out (tokensFrom), and put back by withPrevious()
-    const { tokens, tokensFrom } = tokensAfter(out, T, byteToIndexMaps(wellFormed), wellFormed, previousTokens);
     const { droppedTokens, reusedTokens } = run;
+    const map = byteToIndexMaps(wellFormed);
+    const { tokens, tokensFrom } = tokensAfter(out, T, map, wellFormed, previousTokens, droppedTokens);
     const fields = { text: wellFormed, tokens, T, ablate, droppedTokens, reusedTokens, stride, rowsFrom };
     const data = plainData(out, fields, this.#info.config, {
       loss: allLogits ? out.loss : undefined,

@@ -152,12 +152,18 @@ export function reuseInfo(result, ablate = []) {
   if (!result.attentionAll && result.thumbnails instanceof Float32Array) {
     const n = result.thumbnailCells;
     if (result.thumbnails.length !== result.nLayer * result.nHead * n * n) return null;
-    return { ids: ids(), text: result.text, thumbnailBin: result.thumbnailBin, thumbnailCells: n };
+    return {
+      ids: ids(),
+      text: result.text,
+      droppedTokens: result.droppedTokens ?? 0,
+      thumbnailBin: result.thumbnailBin,
+      thumbnailCells: n,
+    };
   }
   if (!(result.attentionAll instanceof Float32Array) || !result.attentionAll.length) return null;
   const S = strideOf(result);
   if (result.attentionAll.length !== result.nLayer * result.nHead * S * S) return null;
-  return { ids: ids(), text: result.text, stride: S };
+  return { ids: ids(), text: result.text, droppedTokens: result.droppedTokens ?? 0, stride: S };
 }
 
 /**
@@ -242,16 +248,17 @@ export function withPreviousThumbnails(previous, update) {
 }
 
 /**
- * A run's tokens from the first one `previous` (a reuseInfo(): its ids and text) does not hold as it
- * is: { tokens, tokensFrom }, withPrevious() putting the first tokensFrom back from the earlier
- * result. A token is held when the ids up to it are the same, and the text up to its end (a token's
- * span is string indices). Typing at the end of 8,000 tokens then sends one or two token objects to
- * the page, not 8,000 (each copied out of the worker and into the page: 5-10 ms a keystroke).
- * `out`, `T` and `map` as engineTokens().
+ * A run's tokens from the first one `previous` (a reuseInfo(): its ids, text and dropped tokens) does
+ * not hold as it is: { tokens, tokensFrom }, withPrevious() putting the first tokensFrom back from the
+ * earlier result. A token is held when the ids up to it are the same, and the text up to its end (a
+ * token's span is string indices), with as many tokens dropped before them (a text past the context:
+ * the same ids further along the text are other spans). Typing at the end of 8,000 tokens then sends
+ * one or two token objects to the page, not 8,000 (each copied out of the worker and into the page:
+ * 5-10 ms a keystroke). `out`, `T` and `map` as engineTokens(); `dropped`, the run's droppedTokens.
  */
-export function tokensAfter(out, T, map, text, previous) {
+export function tokensAfter(out, T, map, text, previous, dropped = 0) {
   let n = 0;
-  if (previous?.ids && typeof previous.text === 'string') {
+  if (previous?.ids && typeof previous.text === 'string' && (previous.droppedTokens ?? 0) === dropped) {
     n = sharedPrefixLength(previous.ids, out.tokenIds.subarray(0, T));
     const end = n > 0 ? engineTokens(out, n, map, n - 1)[0].end : 0;
     if (text.slice(0, end) !== previous.text.slice(0, end)) n = 0;
@@ -272,9 +279,8 @@ function withPreviousTokens(previous, update) {
  * contributionNormRows) written into `previous`'s, of as many tokens, which the new result then owns.
  * A column depends on the tokens up to it alone: the ones before are the same numbers.
  */
-function withPreviousNorms(previous, update) {
-  const { contributionNormRows: rows, contributionNormsFrom: from, ...data } = update;
-  const { nLayer, nHead, T } = update;
+function normsFit(previous, update) {
+  const { contributionNormRows: rows, contributionNormsFrom: from, nLayer, nHead, T } = update;
   const norms = previous?.contributionNorms;
   if (
     !(norms instanceof Float32Array) ||
@@ -282,6 +288,11 @@ function withPreviousNorms(previous, update) {
     rows.length !== nLayer * nHead * (T - from)
   )
     throw new Error('the contribution norms do not fit the earlier result');
+}
+function withPreviousNorms(previous, update) {
+  const { contributionNormRows: rows, contributionNormsFrom: from, ...data } = update;
+  const { nLayer, nHead, T } = update;
+  const norms = previous.contributionNorms;
   for (let head = 0; head < nLayer * nHead; head++)
     norms.set(rows.subarray(head * (T - from), (head + 1) * (T - from)), head * T + from);
   superseded.add(previous);
@@ -291,8 +302,10 @@ function withPreviousNorms(previous, update) {
 
 /** A run's data with what it left to `previous` put back: tokens, contribution norms, and attention rows or thumbnail rows. */
 export function withPrevious(previous, update) {
-  if (update.contributionNormRows && superseded.has(previous))
-    throw new Error('this result was already updated by a later run');
+  if (update.contributionNormRows) {
+    if (superseded.has(previous)) throw new Error('this result was already updated by a later run');
+    normsFit(previous, update); // before anything of `previous` is written
+  }
   let data = update.tokensFrom ? withPreviousTokens(previous, update) : update;
   if (data.attentionRows) data = withPreviousRows(previous, data);
   else if (data.thumbnailRows) data = withPreviousThumbnails(previous, data);

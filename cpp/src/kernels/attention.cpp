@@ -306,16 +306,15 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
     if (stats && stats->out) row_stats(*stats, h, t, a, kept.data(), j_max);
   };
   const double work = (double)(T - t_begin) * T * NH * HS;  // scores and weighted values, about
-  // Typing (one new row) with grouped-query attention: a key/value group's query heads are the rows of
-  // one tile, so each key panel and value row is read once for the group, not once a head (SmolLM2-135M:
-  // 3 query heads a group; at 8,000 tokens one group's keys and values in a layer are 4 MB, which every
-  // head read again). Each score and output is the same multiply-add chain as in the head-at-a-time loop
-  // below, so the bits are the same.
-  // Threads do not take whole groups: SmolLM2's 3 groups over 2 threads left one thread two thirds of
-  // the layer's reading. The scores are split by key panels, the rows' softmax and statistics by query
-  // heads, and the weighted sums by blocks of value columns (each output's chain over the keys whole).
-  // A few rows (a typed word: the word and the space after it) go one at a time this way while that
-  // reads the keys and values fewer times than the head-at-a-time loop (once a head of the group).
+  // Typing (fewer new rows than a group has heads) with grouped-query attention: a key/value group's
+  // query heads are the rows of one tile, so each key panel and value row is read once for the group,
+  // not once a head (SmolLM2-135M: 3 query heads a group; at 8,000 tokens one group's keys and values
+  // in a layer are 4 MB, which every head read again). Each score and output is the same multiply-add chain as in the
+  // head-at-a-time loop below, so the bits are the same. Threads do not take whole groups: SmolLM2's 3 groups over 2
+  // threads left one thread two thirds of the layer's reading. The scores are split by key panels, the rows' softmax
+  // and statistics by query heads, and the weighted sums by blocks of value columns (each output's chain over the keys
+  // whole). A few rows (a typed word: the word and the space after it) go one at a time this way while that reads the
+  // keys and values fewer times than the head-at-a-time loop (once a head of the group).
   if (T - t_begin < group && group <= kScoreRows) {
     for (int t = t_begin; t < T; t++) {
       const std::size_t head_rows = row_of(1, t, t) - row_of(0, t, t);  // floats between two heads' rows

@@ -244,8 +244,9 @@ std::vector<float> Model::Impl::contribution_norms(int t_begin) const {
                 "]");
   const std::size_t n = (std::size_t)(T_ - t_begin);
   std::vector<float> out((std::size_t)config_.n_layer * config_.n_head * n);
+  if (n == 0) return out;  // (no element to point at: an empty vector's storage is null)
   for (std::size_t lh = 0; lh < (std::size_t)config_.n_layer * config_.n_head; lh++)
-    std::copy_n(&contrib_norm_[lh * cap_ + t_begin], n, &out[lh * n]);
+    std::copy_n(contrib_norm_.data() + lh * cap_ + t_begin, n, out.data() + lh * n);
   return out;
 }
 

@@ -118,6 +118,26 @@ test('reuse: a typed token copies only its new attention rows into the earlier r
   const ablated = model.run('A cook', { reuse: shown, ablate: [[0, 0]] });
   assert.equal(ablated.rowsFrom, 0);
   assert.deepEqual(heads(ablated), heads(fresh.run('A cook', { ablate: [[0, 0]] })));
+  // a text past the context: the window's ids can repeat with another count dropped before them,
+  // and the tokens are then other spans of the text (each token's start and end as a fresh run's)
+  const repeated = ' a'.repeat(2 * model.info.config.nPositions);
+  const past = model.run(repeated);
+  assert.ok(past.droppedTokens > 0);
+  const typed = model.run(`${repeated} b`, { reuse: past });
+  const want = fresh.run(`${repeated} b`);
+  assert.notEqual(typed.droppedTokens, past.droppedTokens, 'the window moved');
+  assert.deepEqual(typed.tokens, want.tokens);
+  assert.deepEqual(typed.contributionNorms, want.contributionNorms);
+  // a thumbnails run given a result with maps (or the other way round) leaves it whole
+  const withMaps = model.run('The chef, who');
+  const norms = withMaps.contributionNorms.slice();
+  const thumbs = model.run('The chef, wha', { attention: 'thumbnails', reuse: withMaps });
+  assert.deepEqual(thumbs.tokens, fresh.run('The chef, wha').tokens);
+  assert.deepEqual(withMaps.contributionNorms, norms);
+  assert.doesNotThrow(() => withMaps.attention(0, 0), 'not superseded by a run of the other kind');
+  const mapsAgain = model.run('The chef, whi', { reuse: thumbs });
+  assert.deepEqual(mapsAgain.contributionNorms, fresh.run('The chef, whi').contributionNorms);
+  assert.notEqual(thumbs.contributionNorms, mapsAgain.contributionNorms);
   fresh.dispose();
 });
 

@@ -80,6 +80,7 @@ test('reuseInfo of a result without maps gives its ids, text, bin and cells; of 
   assert.deepEqual(reuseInfo(result), {
     ids: Int32Array.from([7, 9]),
     text: 'ab',
+    droppedTokens: 0,
     thumbnailBin: 4,
     thumbnailCells: 3,
   });

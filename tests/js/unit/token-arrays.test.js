@@ -73,9 +73,11 @@ test('tokensAfter leaves out the tokens the earlier result holds; withPrevious p
     [{ ids: Int32Array.of(7), text: 'a' }, 'abcd', 0], // nothing shared
     [null, 'abcd', 0], // no earlier result
     [{ ids: Int32Array.of(100) }, 'abcd', 0], // an earlier result's ids without its text
+    // a text past the context: the same window ids with another count dropped before them
+    [{ ids: Int32Array.of(100, 101, 102), text: 'abc', droppedTokens: 1 }, 'abcd', 0],
   ];
   for (const [previous, text, held] of cases) {
-    const { tokens, tokensFrom } = tokensAfter(out, 4, map, text, previous);
+    const { tokens, tokensFrom } = tokensAfter(out, 4, map, text, previous, 0);
     const label = `${previous?.text} -> ${text}`;
     assert.equal(tokensFrom, held, label);
     assert.deepEqual(tokens, all.slice(held), label);
