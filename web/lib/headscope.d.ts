@@ -245,8 +245,11 @@ export interface RunOptions {
    * while the reader types). Attention rows before the first changed token are the same numbers, so
    * only the rows from there on are copied out of the engine (and, in a Worker, sent across) and
    * written into reuse's buffer, which the new result then owns. Its blocks are kept wider than T
-   * (`stride`), so that tokens typed at the end fit. `reuse` must not be read afterwards: its
-   * accessors throw. Ignored when the switched-off heads differ or the new text does not fit.
+   * (`stride`), so that tokens typed at the end fit. The tokens before the first changed one are not
+   * sent again either (the new result's are reuse's token objects), and with as many tokens as
+   * reuse, only the contribution norms from that token on, written into reuse's contributionNorms.
+   * `reuse` must not be read afterwards: its accessors throw. Ignored when the switched-off heads
+   * differ or the new text does not fit.
    */
   reuse?: RunResult | null;
   /**
@@ -265,8 +268,8 @@ export interface RunOptions {
  * thumbnails result at the same bin and switched-off heads) only each head's cell rows from the
  * first changed token's on are copied out of the engine (and, in a Worker, sent across), and written
  * into reuse's thumbnails, which the new result then owns (into a new buffer when the text grew or
- * shrank by a cell: a cell row holds `thumbnailBin` tokens). As with RunOptions.reuse, `reuse` must not
- * be read afterwards.
+ * shrank by a cell: a cell row holds `thumbnailBin` tokens). Its tokens and contribution norms as with
+ * RunOptions.reuse, and, as there, `reuse` must not be read afterwards.
  */
 export interface ThumbnailRunOptions extends Omit<RunOptions, 'attention'> {
   attention: 'thumbnails';
