@@ -45,6 +45,7 @@ const PUBLISHED = {
   'lib/patching.js': 'patching.js',
   'lib/explain.js': 'explain.js',
   'lib/maps.js': 'maps.js',
+  'lib/run-data.js': 'run-data.js',
   'lib/roles.json': 'roles.json',
   'lib/worker/client.js': 'headscope-worker.js',
   'lib/worker/host.js': 'worker-thread.js',

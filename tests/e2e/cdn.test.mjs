@@ -38,6 +38,7 @@ const EXPECTED_FILES = [
   '/patching.js', // patch()'s adapter (6 KB), a static import of headscope.js
   '/explain.js', // explainScore() and circuits()'s adapters (3 KB), a static import of headscope.js
   '/maps.js', // attentionTile() and attentionThumbnails()'s adapters (3 KB), a static import of headscope.js
+  '/run-data.js', // a run's data from the engine, what an earlier result lets it leave out (3 KB), a static import of headscope.js
   '/models/index.json', // the shipped models' list (files.js's shippedModels), a JSON module of files.js
   '/models/headscope-base/config.json',
   '/models/headscope-base/model.safetensors',

@@ -16,16 +16,15 @@ import {
   claimForUpdate,
   flatAblate,
   engineTokens,
-  tokensAfter,
   tokenArrays,
   plainData,
-  sharedPrefixLength,
 } from './result.js';
 import { generateOptions, WrittenText, toWellFormed, byteToIndexMaps, writeTokens } from './generation.js';
 import { HeadscopeTrainer, presetsFromCore, measureHeadsOf } from './trainer.js';
 import { patchOf, runPatch } from './patching.js';
 import { explainOf, circuitsOf, inspectOf, attributionOf, integers } from './explain.js';
-import { tileOf, thumbnailsOf, runThumbnailsOf, pulledRowsOf } from './maps.js';
+import { tileOf, thumbnailsOf } from './maps.js';
+import { runDataOf } from './run-data.js';
 
 export { shippedModels, defaultModelName } from './files.js';
 export { wasmHeapUsedBytes, wasmMemoryBytes } from './wasm.js';
@@ -175,56 +174,13 @@ export class HeadscopeModel {
       throw new Error(`attention must be 'all' or 'thumbnails', got ${JSON.stringify(attention)}`);
     const maps = attention === 'all';
     const patch = runPatch(options.patch);
-    // a thumbnails result: the earlier one's cell rows before the first changed token stay (below)
-    const previousThumbnails = !maps && !patch && previous?.thumbnailBin ? previous : null;
-    // the tokens and norms of an earlier result of the same kind (maps, or thumbnails) are reused; a
-    // patched run's tokens are its text's all the same, but it computes every token
-    const previousTokens = patch ? null : maps ? (previous?.stride ? previous : null) : previousThumbnails;
-    if (patch || !maps) previous = null; // a patched run computes every token: no row is shared
     this.#engineHoldsLastRun = false;
     this.#generating = null;
     const run = checked(this.#core, h.run(wellFormed, flat, !!allLogits, patch));
     this.#lastRun = patch ? null : { text: wellFormed, flat, allLogits: !!allLogits };
     this.#engineHoldsLastRun = !patch;
-    const T = run.tokens;
-    const { nPositions } = this.#info.config;
-    const rowsFrom = previous ? firstChangedRow(previous, h.tokenIds()) : 0;
-    const stride = !previous ? T : rowsFrom > 0 ? previous.stride : roomyStride(T, nPositions);
-    // as many tokens as the earlier result: only the columns of the contribution norms from the first
-    // changed token on, written into its buffer by withPrevious() (a new 8.6 MB array at every keystroke
-    // on 8,000 tokens of SmolLM2's 270 heads cost the worker a garbage collection, about 25 ms, as often)
-    const normsFrom = previousTokens?.ids.length === T ? sharedPrefixLength(previousTokens.ids, h.tokenIds()) : 0;
-    // without maps: no attention row is copied out (rows [T, T): none), every head's thumbnail instead
-    const out = checked(
-      this.#core,
-      maps
-        ? h.results(k, !!allLogits, rowsFrom, rowsFrom > 0 ? T - rowsFrom : stride, stride, normsFrom)
-        : h.results(k, !!allLogits, T, 0, T, normsFrom),
-    );
-    // the tokens the earlier result holds are left out (tokensFrom), and put back by withPrevious()
-    const { droppedTokens, reusedTokens } = run;
-    const map = byteToIndexMaps(wellFormed);
-    const { tokens, tokensFrom } = tokensAfter(out, T, map, wellFormed, previousTokens, droppedTokens);
-    const fields = { text: wellFormed, tokens, T, ablate, droppedTokens, reusedTokens, stride, rowsFrom };
-    const data = plainData(out, fields, this.#info.config, {
-      loss: allLogits ? out.loss : undefined,
-      valueNorms: valueNorms ? checked(this.#core, h.valueNorms()) : null,
-      maps,
-    });
-    if (!maps) {
-      Object.assign(data, runThumbnailsOf(this.#core, h, T, previousThumbnails));
-      // the role scores the page shows, counted by the forward pass (no map to count them from here)
-      data.roleScores = checked(this.#core, this.#core.headRoleScores(h));
-    }
-    // the rows of the heads the caller shows that it does not hold yet (typing: the new tokens' rows)
-    if (options.pull) Object.assign(data, pulledRowsOf(this.#core, h, options.pull, h.tokenIds()));
-    if (tokensFrom > 0) data.tokensFrom = tokensFrom;
-    if (normsFrom > 0) {
-      data.contributionNormRows = data.contributionNorms;
-      data.contributionNormsFrom = normsFrom;
-      delete data.contributionNorms;
-    }
-    return { ...data, patch };
+    const request = { maps, patch, topK: k, allLogits: !!allLogits, valueNorms, ablate, pull: options.pull };
+    return runDataOf(this.#core, h, this.#info.config, wellFormed, run, request, previous);
   }
 
   /**

@@ -320,10 +320,9 @@ class Model {
   // The attention layer's output is the sum of these over heads plus W_O's bias: concatenating the
   // heads and multiplying by W_O is the same as adding up what each head writes through its rows of W_O.
   std::vector<float> contribution(int layer, int head) const;  // (T, C); requires keep_contributions
-  std::vector<float> contribution_norms() const;               // (L, NH, T): L2 norm of each contribution row
-  // Columns [t_begin, T) of contribution_norms(): (L, NH, T - t_begin). Typing changes only the columns
-  // from the first changed token on; a caller holding the others asks for these.
-  std::vector<float> contribution_norms(int t_begin) const;
+  // (L, NH, T - t_begin): L2 norm of each contribution row, tokens [t_begin, T). Typing changes only the
+  // columns from the first changed token on; a caller holding the others asks for these.
+  std::vector<float> contribution_norms(int t_begin = 0) const;
   // (L, NH, T): || v_j @ W_O^h ||, the size of what head h would move from token j, from the last
   // run's own values (so earlier switched-off heads count; a switched-off head's are what it would
   // move). Computed when first asked for, about one W_O product per layer, and kept with the cache:

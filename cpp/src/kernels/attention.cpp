@@ -316,9 +316,10 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
   // whole). A few rows (a typed word: the word and the space after it) go one at a time this way while that reads the
   // keys and values fewer times than the head-at-a-time loop (once a head of the group).
   if (T - t_begin < group && group <= kScoreRows) {
+    const std::size_t head_rows = row_of(1, t_begin, t_begin) - row_of(0, t_begin, t_begin);  // between heads' rows
+    const int n_chunks = std::max(1, (hs_simd + kValueChunk - 1) / kValueChunk);
     for (int t = t_begin; t < T; t++) {
-      const std::size_t head_rows = row_of(1, t, t) - row_of(0, t, t);  // floats between two heads' rows
-      const int n_panels = t / kPanel + 1;                              // panels holding keys 0..t
+      const int n_panels = t / kPanel + 1;  // panels holding keys 0..t
       parallel_for(KV * n_panels, (double)NH * (t + 1) * HS, [&](int u_begin, int u_end) {
         for (int u = u_begin; u < u_end;) {
           const int g = u / n_panels, p_end = std::min(u_end - g * n_panels, n_panels);
@@ -337,7 +338,6 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
       parallel_for(NH, (double)NH * (t + 1) * 10, [&](int h_begin, int h_end) {
         for (int h = h_begin; h < h_end; h++) finish_row(h, t, row_of(h, t, t));
       });
-      const int n_chunks = std::max(1, (hs_simd + kValueChunk - 1) / kValueChunk);
       parallel_for(KV * n_chunks, (double)NH * (t + 1) * HS, [&](int u_begin, int u_end) {
         for (int u = u_begin; u < u_end; u++) {
           const int g = u / n_chunks, c = u % n_chunks, h0 = g * group;

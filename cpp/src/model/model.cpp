@@ -359,7 +359,6 @@ std::vector<float> Model::attention_thumbnails(int size, int* bin, int row_begin
 std::vector<double> Model::head_role_scores() const { return impl_->head_role_scores(); }
 std::vector<float> Model::hidden_states() const { return impl_->hidden_states(); }
 std::vector<float> Model::contribution(int layer, int head) const { return impl_->contribution(layer, head); }
-std::vector<float> Model::contribution_norms() const { return impl_->contribution_norms(0); }
 std::vector<float> Model::contribution_norms(int t_begin) const { return impl_->contribution_norms(t_begin); }
 std::vector<float> Model::value_norms() const {
   kernels::PoolScope threads(impl_->pool_.get());
