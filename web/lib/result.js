@@ -215,8 +215,9 @@ export function withPreviousRows(previous, update) {
  * written into previous's buffer, which the new result then owns, and previous is superseded, as
  * withPreviousRows() does: a new buffer at every keystroke was 9 MB (GPT-2 small) to 17 MB (SmolLM2-135M)
  * of fresh memory to fault in and collect. A view that painted previous keeps its own copy of what it
- * painted (grid.js). When the text grew or shrank a cell (n cells against previous's m), into a new
- * buffer: an earlier row holds nothing right of its diagonal, so min(m, n) cells of it are all there is.
+ * painted (grid.js). When the text grew or shrank a cell (n cells against previous's m), each head's
+ * earlier rows are moved to the new width, in previous's buffer when it was made with room for them
+ * (arrayWithRoom(); previous is then superseded too), else into a new buffer with room.
  */
 export function withPreviousThumbnails(previous, update) {
   const { thumbnailRows, thumbnailRowsFrom: from, thumbnailCells: n, thumbnailBin, nLayer, nHead } = update;
@@ -231,20 +232,68 @@ export function withPreviousThumbnails(previous, update) {
   )
     throw new Error('the thumbnail rows do not fit the earlier result');
   if (superseded.has(previous)) throw new Error('this result was already updated by a later run');
-  const inPlace = m === n;
-  const C = inPlace ? old : new Float32Array(nLayer * nHead * n * n);
-  const width = Math.min(m, n);
-  for (let head = 0; head < nLayer * nHead; head++) {
-    if (!inPlace)
-      for (let a = 0; a < from; a++)
-        C.set(old.subarray((head * m + a) * m, (head * m + a) * m + width), (head * n + a) * n);
+  const heads = nLayer * nHead;
+  const C = m === n ? old : arrayWithRoom(old, heads * n * n, heads * roomyCells(n) ** 2);
+  // an earlier row holds nothing right of its diagonal: min(m, n) cells of it are all there is
+  if (m !== n)
+    moveBlocks(
+      old,
+      C,
+      heads * from,
+      (i) => (Math.floor(i / from) * m + (i % from)) * m,
+      (i) => (Math.floor(i / from) * n + (i % from)) * n,
+      Math.min(m, n),
+      n,
+    );
+  for (let head = 0; head < heads; head++)
     C.set(thumbnailRows.subarray(head * (n - from) * n, (head + 1) * (n - from) * n), (head * n + from) * n);
-  }
-  if (inPlace) superseded.add(previous);
+  if (C.buffer === old.buffer) superseded.add(previous);
   const data = { ...update, thumbnails: C };
   delete data.thumbnailRows;
   delete data.thumbnailRowsFrom;
   return data;
+}
+
+// Buffers made here with room to type into: an array over one of them grows in place when a
+// keystroke adds a token or a cell row, its blocks moved apart (moveBlocks), instead of into a new
+// buffer each time. On SmolLM2-135M's 270 heads at 8,000 tokens the contribution norms are 8.6 MB and
+// the thumbnails 17 MB: fresh memory of that size cost the page 35 ms and 65-78 ms to allocate,
+// fault in and collect, at every added token and every added cell row.
+const roomy = new WeakSet();
+
+/** A Float32Array of `length` floats over `old`'s buffer when it is one made here with room for
+ *  them, else over a new one of max(length, room) floats; the caller writes every value. */
+function arrayWithRoom(old, length, room) {
+  if (roomy.has(old.buffer) && old.byteOffset === 0 && old.buffer.byteLength >= length * 4)
+    return new Float32Array(old.buffer, 0, length);
+  const buffer = new ArrayBuffer(Math.max(length, room) * 4);
+  roomy.add(buffer);
+  return new Float32Array(buffer, 0, length);
+}
+
+/** Cells to keep room for in each head's thumbnail of n x n cells (a cell row holds a bin of tokens). */
+const roomyCells = (n) => n + Math.max(4, Math.ceil(n / 8));
+
+/**
+ * Copies `count` blocks from `src` to `dst`, block i from src[srcAt(i), +keep) to dst[dstAt(i), +keep),
+ * then zeroes dst[dstAt(i) + keep, dstAt(i) + width). dst may be over src's buffer (arrayWithRoom):
+ * srcAt and dstAt rise with i, and either every block moves up (dstAt(i) >= srcAt(i)) or every one
+ * down, so going from the last block (up) or the first (down), no block is overwritten before it moved.
+ */
+function moveBlocks(src, dst, count, srcAt, dstAt, keep, width) {
+  if (count === 0) return;
+  const same = src.buffer === dst.buffer;
+  const up = dstAt(count - 1) >= srcAt(count - 1);
+  // both arrays start the buffer (arrayWithRoom); the longer one reaches every block
+  const all = same && src.length > dst.length ? src : dst;
+  for (let k = 0; k < count; k++) {
+    const i = same && up ? count - 1 - k : k;
+    const s = srcAt(i),
+      d = dstAt(i);
+    if (same) all.copyWithin(d, s, s + keep);
+    else dst.set(src.subarray(s, s + keep), d);
+    if (width > keep) dst.fill(0, d + keep, d + width);
+  }
 }
 
 /**
@@ -276,15 +325,20 @@ function withPreviousTokens(previous, update) {
 
 /**
  * `update`'s contribution norms (columns [contributionNormsFrom, T) of every head, as
- * contributionNormRows) written into `previous`'s, of as many tokens, which the new result then owns.
- * A column depends on the tokens up to it alone: the ones before are the same numbers.
+ * contributionNormRows) after `previous`'s columns before them: a column depends on the tokens up to
+ * it alone, so the ones before are the same numbers. Written into previous's buffer when it has room
+ * (the same token count, or a buffer made with room to type: arrayWithRoom()), which the new result
+ * then owns, and previous is superseded; else into a new buffer with room.
  */
 function normsFit(previous, update) {
   const { contributionNormRows: rows, contributionNormsFrom: from, nLayer, nHead, T } = update;
   const norms = previous?.contributionNorms;
+  const P = previous?.T;
   if (
     !(norms instanceof Float32Array) ||
-    norms.length !== nLayer * nHead * T ||
+    !Number.isInteger(P) ||
+    norms.length !== nLayer * nHead * P ||
+    !(from >= 0 && from <= Math.min(P, T)) ||
     rows.length !== nLayer * nHead * (T - from)
   )
     throw new Error('the contribution norms do not fit the earlier result');
@@ -292,10 +346,23 @@ function normsFit(previous, update) {
 function withPreviousNorms(previous, update) {
   const { contributionNormRows: rows, contributionNormsFrom: from, ...data } = update;
   const { nLayer, nHead, T } = update;
-  const norms = previous.contributionNorms;
-  for (let head = 0; head < nLayer * nHead; head++)
+  const heads = nLayer * nHead;
+  const old = previous.contributionNorms,
+    P = previous.T;
+  const norms = P === T ? old : arrayWithRoom(old, heads * T, heads * roomyStride(T, Infinity));
+  if (P !== T)
+    moveBlocks(
+      old,
+      norms,
+      heads,
+      (head) => head * P,
+      (head) => head * T,
+      from,
+      from,
+    );
+  for (let head = 0; head < heads; head++)
     norms.set(rows.subarray(head * (T - from), (head + 1) * (T - from)), head * T + from);
-  superseded.add(previous);
+  if (norms.buffer === old.buffer) superseded.add(previous);
   data.contributionNorms = norms;
   return data;
 }

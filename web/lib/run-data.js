@@ -25,10 +25,10 @@ export function runDataOf(core, h, config, text, run, request, previous) {
   const ids = h.tokenIds();
   const rowsFrom = previousRows ? firstChangedRow(previousRows, ids) : 0;
   const stride = !previousRows ? T : rowsFrom > 0 ? previousRows.stride : roomyStride(T, config.nPositions);
-  // as many tokens as the earlier result: only the columns of the contribution norms from the first
-  // changed token on, written into its buffer by withPrevious() (a new 8.6 MB array at every keystroke
-  // on 8,000 tokens of SmolLM2's 270 heads cost the worker a garbage collection, about 25 ms, as often)
-  const normsFrom = previousTokens?.ids.length === T ? sharedPrefixLength(previousTokens.ids, ids) : 0;
+  // only the columns of the contribution norms from the first changed token on, which withPrevious()
+  // writes after the earlier result's (a new 8.6 MB array at every keystroke on 8,000 tokens of
+  // SmolLM2's 270 heads cost the worker a garbage collection, about 25 ms, as often)
+  const normsFrom = previousTokens ? sharedPrefixLength(previousTokens.ids, ids) : 0;
   // without maps: no attention row is copied out (rows [T, T): none), every head's thumbnail instead
   const out = checked(
     core,

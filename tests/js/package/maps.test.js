@@ -163,7 +163,8 @@ test("run(text, { attention: 'thumbnails' }) returns every head's thumbnail and 
       shownWorker = null;
     const froms = [],
       inPlace = [];
-    let normsInPlace = 0;
+    const normsPartial = [],
+      normsMoved = [];
     for (const text of typing) {
       let from = 0;
       const want = reference.run(text, { attention: 'thumbnails' });
@@ -186,15 +187,15 @@ test("run(text, { attention: 'thumbnails' }) returns every head's thumbnail and 
         const tokensHeld = want.droppedTokens === shownPage.droppedTokens ? shared : 0;
         assert.equal(data.tokensFrom ?? 0, tokensHeld, text.slice(-20));
         assert.deepEqual(data.tokens, want.tokens.slice(tokensHeld));
-        // as many tokens as before: only the contribution norms' columns from the first changed one on
-        const sameT = held.ids.length === want.T && shared > 0;
-        assert.equal(data.contributionNormsFrom, sameT ? shared : undefined, text.slice(-20));
+        // only the contribution norms' columns from the first changed token on
+        const partial = shared > 0;
+        assert.equal(data.contributionNormsFrom, partial ? shared : undefined, text.slice(-20));
         const L = want.nLayer * want.nHead;
         assert.equal(
-          (sameT ? data.contributionNormRows : data.contributionNorms).length,
-          L * (want.T - (sameT ? shared : 0)),
+          (partial ? data.contributionNormRows : data.contributionNorms).length,
+          L * (want.T - (partial ? shared : 0)),
         );
-        if (sameT) normsInPlace++;
+        if (partial) normsPartial.push(held.ids.length === want.T ? 'same' : 'other');
         from = held.thumbnailBin === want.thumbnailBin ? Math.floor(shared / want.thumbnailBin) : 0;
         froms.push(from);
         const n = want.thumbnailCells;
@@ -207,7 +208,9 @@ test("run(text, { attention: 'thumbnails' }) returns every head's thumbnail and 
           assert.equal(data.thumbnails.length, want.nLayer * want.nHead * n * n);
         }
       }
-      const before = shownPage ? { buffer: shownPage.thumbnails, n: shownPage.thumbnailCells } : null;
+      const before = shownPage
+        ? { buffer: shownPage.thumbnails, n: shownPage.thumbnailCells, norms: shownPage.contributionNorms.buffer }
+        : null;
       const p = page.run(text, { attention: 'thumbnails', reuse: shownPage });
       const w = await worker.run(text, { attention: 'thumbnails', reuse: shownWorker });
       for (const r of [p, w]) {
@@ -222,6 +225,8 @@ test("run(text, { attention: 'thumbnails' }) returns every head's thumbnail and 
         const same = from > 0 && before.n === want.thumbnailCells;
         inPlace.push(same);
         assert.equal(p.thumbnails === before.buffer, same, `the earlier result's buffer taken over: T ${want.T}`);
+        // a buffer made with room (the first token count changed) grows in place from then on
+        if (p.contributionNorms.buffer === before.norms) normsMoved.push(shownPage.T !== want.T);
       }
       shownPage = p;
       shownWorker = w;
@@ -231,7 +236,11 @@ test("run(text, { attention: 'thumbnails' }) returns every head's thumbnail and 
       `typing at the end sends its last rows, a new bin everything: ${froms}`,
     );
     assert.ok(inPlace.includes(true) && inPlace.includes(false), `in place and into a new buffer: ${inPlace}`);
-    assert.ok(normsInPlace >= 1, 'a keystroke that keeps the token count sends only the changed norms');
+    assert.ok(
+      normsPartial.includes('same') && normsPartial.includes('other'),
+      `keystrokes that keep and that change the token count send only the changed norms: ${normsPartial}`,
+    );
+    assert.ok(normsMoved.includes(true), `norms moved to a new token count in place: ${normsMoved}`);
     // pull: the rows of the heads asked for, from the first token that differs from the ids given
     const text = long(300);
     const full = reference.run(text);

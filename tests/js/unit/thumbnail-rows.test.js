@@ -1,7 +1,7 @@
 // withPreviousThumbnails (web/lib/result.js): a run's thumbnail cell rows from `thumbnailRowsFrom` on,
 // put together with the rows before them from the earlier result: into its buffer when the cell count
-// is the same, else into a new one. Against a layout
-// written out here cell by cell; refusals of rows that do not fit.
+// is the same or the buffer was made with room, else into a new one with room. Against a layout
+// written out here cell by cell; refusals of rows that do not fit. Then the contribution norms' columns.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { withPreviousThumbnails, withPrevious, reuseInfo } from '../../../web/lib/result.js';
@@ -68,6 +68,48 @@ test('the earlier rows, then the new ones; in the earlier buffer unless the text
   }
 });
 
+// Typing that adds and removes cell rows: the first new width goes into a new buffer made with room,
+// the next ones into that buffer, moved in place (the earlier result superseded each time). Every cell
+// is checked against the layout above, so a row moved over another one not yet moved, or a cell right
+// of an old row's diagonal left holding an earlier width's value, fails.
+test('cell rows added and removed: into a buffer with room, then moved in place', () => {
+  let previous = previousOf(5);
+  const first = previous.thumbnails;
+  const buffers = [];
+  for (const [n, from] of [
+    [6, 4], // a new cell row: a new buffer, with room
+    [7, 5], // another: in place
+    [6, 3], // deleting: in place
+    [8, 6], // two more: in place (row 6 of the earlier width held values: their cells past 6 must be 0)
+    [8, 8], // nothing changed
+  ]) {
+    const data = withPrevious(previous, updateOf(n, from));
+    assert.equal(data.thumbnails.length, 2 * n * n);
+    for (let h = 0; h < 2; h++)
+      for (let a = 0; a < n; a++)
+        for (let b = 0; b < n; b++) {
+          const want = b > a ? 0 : h * 1000 + a * 10 + b + (a >= from ? 0.5 : 0);
+          assert.equal(data.thumbnails[(h * n + a) * n + b], want, `n ${n} from ${from}: head ${h} (${a}, ${b})`);
+        }
+    buffers.push(data.thumbnails.buffer);
+    if (buffers.length > 1) {
+      assert.equal(data.thumbnails.buffer, buffers[0], `n ${n}: in the buffer with room`);
+      assert.throws(() => withPrevious(previous, updateOf(n, from)), /already updated/);
+    }
+    // the next update's earlier rows: what this one holds, in the layout's values (+0.5 rows rewritten)
+    previous = {
+      ...shape,
+      ablate: [],
+      tokens: [{ id: 7 }],
+      thumbnailCells: n,
+      thumbnailBin: 4,
+      thumbnails: data.thumbnails,
+    };
+    data.thumbnails.set(cells(2, n));
+  }
+  assert.notEqual(buffers[0], first.buffer, 'the first earlier buffer, made by the engine, is not grown into');
+});
+
 test('rows that do not fit the earlier result are refused', () => {
   assert.throws(() => withPreviousThumbnails(null, updateOf(5, 2)), /do not fit the earlier result/);
   assert.throws(() => withPreviousThumbnails({ ...previousOf(5), thumbnailBin: 8 }, updateOf(5, 2)), /do not fit/);
@@ -117,9 +159,70 @@ test('withPrevious writes the contribution norms columns into the earlier result
     if (thumbnails) assert.equal(data.thumbnails.length, 2 * 9);
     assert.throws(() => withPrevious(previous, update), /already updated by a later run/);
   }
-  const other = { ...previousOf(3), T: 4, contributionNorms: new Float32Array(8) };
+  const other = { ...previousOf(3), T: 4, contributionNorms: new Float32Array(7) };
   assert.throws(
     () => withPrevious(other, { ...shape, T, contributionNormRows: norms(3, 0.5), contributionNormsFrom: 3 }),
     /contribution norms do not fit the earlier result/,
   );
+  const shorter = { ...previousOf(3), T: 2, contributionNorms: new Float32Array(4) };
+  assert.throws(
+    () => withPrevious(shorter, { ...shape, T, contributionNormRows: norms(3, 0.5), contributionNormsFrom: 3 }),
+    /contribution norms do not fit/,
+    'columns the earlier result never had',
+  );
+});
+
+// Typing that adds and removes tokens: the earlier columns [0, from) of every head move to the new
+// token count, first into a new buffer made with room (the earlier result keeps its own), then within
+// it. Checked value by value against the layout, head h's norm at token t being h * 100 + t.
+test('withPrevious moves the contribution norms to a new token count, in place once there is room', () => {
+  const wide = { nLayer: 2, nHead: 2 }; // four heads: a move over the next head's columns shows
+  const normsOf = (T, from, offset) =>
+    Float32Array.from(
+      { length: 4 * (T - from) },
+      (_, i) => Math.floor(i / (T - from)) * 100 + from + (i % (T - from)) + offset,
+    );
+  let previous = { ...wide, ablate: [], tokens: [], T: 5, contributionNorms: normsOf(5, 0, 0) };
+  const first = previous.contributionNorms.slice();
+  const buffers = [];
+  for (const [T, from] of [
+    [6, 4], // a typed word: the last token changed, one added
+    [8, 6],
+    [7, 5], // a deleted token
+    [7, 7], // nothing changed
+    [40, 7], // past the room: into a new buffer again
+  ]) {
+    const before = previous.contributionNorms,
+      kept = Array.from(before);
+    const data = withPrevious(previous, {
+      ...wide,
+      T,
+      contributionNormRows: normsOf(T, from, 0.5),
+      contributionNormsFrom: from,
+    });
+    const want = Array.from({ length: 4 * T }, (_, i) => {
+      const h = Math.floor(i / T),
+        t = i % T;
+      return h * 100 + t + (t >= from ? 0.5 : 0);
+    });
+    assert.deepEqual(Array.from(data.contributionNorms), want, `T ${previous.T} to ${T}, from ${from}`);
+    const moved = data.contributionNorms.buffer === before.buffer;
+    buffers.push(moved);
+    if (moved)
+      assert.throws(
+        () =>
+          withPrevious(previous, {
+            ...wide,
+            T,
+            contributionNormRows: normsOf(T, from, 0.5),
+            contributionNormsFrom: from,
+          }),
+        /already updated/,
+      );
+    else assert.deepEqual(Array.from(before), kept, 'the earlier result keeps its norms');
+    previous = { ...wide, ablate: [], tokens: [], T, contributionNorms: data.contributionNorms };
+    data.contributionNorms.set(normsOf(T, 0, 0)); // the next update's earlier columns, in the layout's values
+  }
+  assert.deepEqual(buffers, [false, true, true, true, false], 'new, in place three times, new past the room');
+  assert.deepEqual(Array.from(first), Array.from(normsOf(5, 0, 0)));
 });
