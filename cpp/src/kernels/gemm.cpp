@@ -111,13 +111,16 @@ static void gemm_packed(float* out, const float* inp, int inp_stride, const Pack
       for (int n = 0; n < N; n++) out[(std::size_t)t * N + n] = has_bias ? W.bias[n] : 0.0f;
     return;
   }
+  // one row on F16 panels: widened in registers, the whole depth in one pass (a partial sum stored
+  // between depth slices and reloaded is exact, so the bits are those of the sliced loop below)
+  // and a few rows (a typed word's tokens) likewise, each panel read once for all of them; rows with
+  // a value past 2^16 (which the registers' scaling would overflow) take the sliced loop: the same bits
+  const bool rows_in_registers =
+      T <= kFewRows && W.is_f16() && simd::f16_scaled_input_fits(inp + k_begin, T, k_end - k_begin, inp_stride);
   // threads take whole column panels (parallel.hpp): each output is computed as on one thread. Ranges
   // of kRowPanels panels, so that the one-row loop (and relaxed SIMD's 2-panel tiles) cover them whole.
   const auto panel_range = [&](int p_begin, int p_end) {
-    // one row on F16 panels: widened in registers, the whole depth in one pass (a partial sum stored
-    // between depth slices and reloaded is exact, so the bits are those of the sliced loop below)
-    // and a few rows (a typed word's tokens) likewise, each panel read once for all of them
-    if (T <= kFewRows && W.is_f16()) {
+    if (rows_in_registers) {
       const uint16_t* first = W.panels_f16.data() + ((std::size_t)p_begin * W.K + k_begin) * kPanel;
       const TileStart start = has_bias ? TileStart::bias : TileStart::zero;
       const float* bias = has_bias ? W.bias.data() : nullptr;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "simd_batch.hpp"
 
@@ -221,10 +222,12 @@ inline void row_panel_step(const float* w, batch& lo, batch& hi) noexcept {
   lo = batch::load_unaligned(w);
   hi = batch::load_unaligned(w + kLanes);
 }
+// F16: the weights times 2^-112 (the input rows' broadcasts are scaled by 2^112 instead: the same
+// products, simd_batch.hpp, f16_finite_pair_to_scaled_f32; the caller checks f16_scaled_input_fits)
 inline void row_panel_step(const uint16_t* w, batch& lo, batch& hi) noexcept {
   // one int32 batch: values [0, kLanes) in the low halves, [kLanes, kPanel) in the high ones
   const simd::ibatch words = simd::ibatch::load_unaligned(reinterpret_cast<const int32_t*>(w));
-  simd::f16_finite_pair_to_f32(words, lo, hi);  // weights: finite (the loader refuses the others)
+  simd::f16_finite_pair_to_scaled_f32(words, lo, hi);  // weights: finite (the loader refuses the others)
 }
 // ROWS input rows (row strides out_stride and a_stride) against PANELS panels at once, each panel step
 // loaded (and for F16 widened) once for all ROWS: the products of a typed word's few new tokens (a
@@ -232,7 +235,7 @@ inline void row_panel_step(const uint16_t* w, batch& lo, batch& hi) noexcept {
 // memory for two or three uses and read it back, which was half a typed word's time on SmolLM2's shape
 // in V8; here the weights are read once, as for one row. 2 x 2 keeps eight chains (the lone row's
 // count) in V8's registers beside the two broadcasts and the widened pair. The same chains as
-// packed_tile, so the same bits.
+// packed_tile, so the same bits; on F16 panels only for rows that f16_scaled_input_fits.
 template <int ROWS, int PANELS, class Weight>
 inline void packed_rows_panels(float* out, int out_stride, const float* a, int a_stride, const Weight* panel,
                                std::size_t panel_stride, int depth, TileStart start, const float* bias,
@@ -249,7 +252,10 @@ inline void packed_rows_panels(float* out, int out_stride, const float* a, int a
   }
   for (int k = 0; k < depth; k++) {
     batch xv[ROWS];
-    for (int r = 0; r < ROWS; r++) xv[r] = broadcast(x[r] + k);
+    for (int r = 0; r < ROWS; r++) {
+      xv[r] = broadcast(x[r] + k);
+      if constexpr (std::is_same_v<Weight, uint16_t>) xv[r] = xv[r] * batch(simd::kF16Rebias);
+    }
     for (int j = 0; j < PANELS; j++) {
       batch lo, hi;
       row_panel_step(w[j] + (std::size_t)k * kPanel, lo, hi);

@@ -78,6 +78,8 @@ std::size_t matmul_transposed_f16_scratch_floats(int K) { return (std::size_t)kL
 // widening. Eight accumulators, the two input batches and the widening's temporaries still fit V8's
 // 15 vector registers. On Llama 3's 128,256-row head, four rows at a time (the previous version,
 // cpp/bench/dev) took 1.5x as long in V8 on one thread (bench/harness/variants.mjs times both).
+// x is the input row times 2^112 and each weight is widened to itself times 2^-112 (simd_batch.hpp,
+// f16_finite_pair_to_scaled_f32): the same products without the widening's multiplies.
 static inline void dot_rows_f16(float* o, const float* x, const uint16_t* w, int K) noexcept {
   constexpr int R = 8;
   static_assert(kLmRowsAtOnce % R == 0);
@@ -91,7 +93,7 @@ static inline void dot_rows_f16(float* o, const float* x, const uint16_t* w, int
         const simd::ibatch words =
             simd::ibatch::load_unaligned(reinterpret_cast<const int32_t*>(w + (std::size_t)(r0 + r) * K + k));
         batch lo, hi;
-        simd::f16_finite_pair_to_f32(words, lo, hi);  // weights: finite (the loader refuses the others)
+        simd::f16_finite_pair_to_scaled_f32(words, lo, hi);  // weights: finite (the loader refuses the others)
         a[r] = madd(lo_x, lo, a[r]);
         a[r] = madd(hi_x, hi, a[r]);
       }
@@ -99,7 +101,7 @@ static inline void dot_rows_f16(float* o, const float* x, const uint16_t* w, int
     for (int r = 0; r < R; r++) {
       alignas(64) float tail[kPanel];
       const uint16_t* wr = w + (std::size_t)(r0 + r) * K;
-      for (int k = whole; k < K; k++) tail[k - whole] = f16_to_f32_reference(wr[k]);
+      for (int k = whole; k < K; k++) tail[k - whole] = f16_to_f32_reference(wr[k]) * (1.0f / simd::kF16Rebias);
       int k = whole;
       for (; k + kLanes <= K; k += kLanes)
         a[r] = madd(batch::load_unaligned(x + k), batch::load_aligned(tail + (k - whole)), a[r]);
@@ -115,6 +117,15 @@ static inline void dot_rows_f16(float* o, const float* x, const uint16_t* w, int
 void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t* weight, int T, int K, int N,
                                    float* scratch) noexcept {
   const int groups = N / kLmRowsAtOnce;
+  // a typed token or word: its rows times 2^112 for dot_rows_f16, unless a value is past 2^16 (which
+  // that would overflow): then the rows are widened into memory, as for more rows (the same bits)
+  static thread_local std::vector<float> scaled;
+  const bool in_registers = T <= kFewRows && simd::f16_scaled_input_fits(inp, T, K, (std::size_t)K);
+  if (in_registers) {
+    scaled.resize((std::size_t)T * K);
+    for (std::size_t i = 0; i < scaled.size(); i++) scaled[i] = inp[i] * simd::kF16Rebias;
+  }
+  const float* x_scaled = scaled.data();
   parallel_for(groups + (N % kLmRowsAtOnce ? 1 : 0), (double)T * K * N, [&](int g_begin, int g_end) {
     // the caller's scratch serves the range that starts at 0 (one thread at a time, whichever runs it);
     // every other range widens into its thread's own
@@ -126,9 +137,9 @@ void matmul_transposed_f16_forward(float* out, const float* inp, const uint16_t*
     }
     for (int g = g_begin; g < std::min(g_end, groups); g++) {
       const int n = g * kLmRowsAtOnce;
-      if (T <= kFewRows) {  // a typed token or word: widened in registers, once per input row
+      if (in_registers) {  // a typed token or word: widened in registers, once per input row
         for (int t = 0; t < T; t++)
-          dot_rows_f16(out + (std::size_t)t * N + n, inp + (std::size_t)t * K, weight + (std::size_t)n * K, K);
+          dot_rows_f16(out + (std::size_t)t * N + n, x_scaled + (std::size_t)t * K, weight + (std::size_t)n * K, K);
         continue;
       }
       for (int r = 0; r < kLmRowsAtOnce; r++)

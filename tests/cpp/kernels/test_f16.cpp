@@ -303,3 +303,52 @@ TEST_CASE("F16 LM head equals the float32 one on the F16-rounded weights, bit fo
         require_same_bits(got, want, "matmul_transposed_f16_forward");
       }
 }
+
+TEST_CASE("F16 products of a few rows: inputs near and past 2^16, subnormal weights, the same bits as float32",
+          "[f16][kernels][gemm]") {
+  // A typed token's rows meet F16 weights widened to w * 2^-112 against inputs scaled by 2^112
+  // (simd_batch.hpp, f16_finite_pair_to_scaled_f32): exact while |x| < 2^16. Inputs just under that,
+  // past it (the rows then go the widened way), infinite or NaN, and weights that are F16 subnormals
+  // (float32 subnormals once scaled) must all give float32's bits on the F16-rounded weights.
+  const int P = std::max(1, k::linear_panel_width());
+  const int L = k::simd_info().float_lanes;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const float big : {0x1.fffffep15f, -0x1.fffffep15f, 0x1p16f, 70000.0f, inf, nan})
+    for (const int T : {1, 2, 3, 4}) {
+      const int K = 3 * L + 1, N = 5 * P + 1;
+      std::vector<float> x((std::size_t)T * K), w((std::size_t)K * N), b(N);
+      for (float& v : x) v = normal(rng);
+      for (float& v : w) v = normal(rng) * 0.1f;
+      for (float& v : b) v = normal(rng);
+      for (std::size_t i = 0; i < w.size(); i += 7) w[i] = normal(rng) * 1e-6f;  // F16 subnormals
+      x[(std::size_t)(T - 1) * K + K / 2] = big;                                 // one value of the last row
+      // the same inputs, every value under 2^16 except `big`'s: products far from float32's range
+      INFO("T " << T << " big " << big);
+      std::vector<float> w_rounded(w.size());
+      for (std::size_t i = 0; i < w.size(); i++) w_rounded[i] = k::f16_to_f32_reference(k::f32_to_f16_reference(w[i]));
+      REQUIRE(std::count_if(w_rounded.begin(), w_rounded.end(),
+                            [](float v) { return v != 0.0f && std::fabs(v) < 0x1p-14f; }) > 0);
+      const k::PackedLinear f16 = k::pack_linear_f16(w.data(), b.data(), K, N);
+      const k::PackedLinear f32 = k::pack_linear(w_rounded.data(), b.data(), K, N);
+      std::vector<float> got((std::size_t)T * N), want((std::size_t)T * N);
+      k::matmul_forward(got.data(), x.data(), f16, T);
+      k::matmul_forward(want.data(), x.data(), f32, T);
+      require_same_bits(got, want, "matmul_forward");
+      // the LM head: N rows of K, the weight transposed
+      std::vector<float> wt((std::size_t)N * K);
+      for (int n = 0; n < N; n++)
+        for (int kk = 0; kk < K; kk++) wt[(std::size_t)n * K + kk] = w[(std::size_t)kk * N + n];
+      std::vector<uint16_t> wt16(wt.size());
+      std::vector<float> wt_rounded(wt.size());
+      for (int n = 0; n < N; n++) {  // a row at a time, as the loader packs an LM head
+        k::f16_pack(&wt16[(std::size_t)n * K], &wt[(std::size_t)n * K], K);
+        k::f16_unpack_forward_reference(&wt_rounded[(std::size_t)n * K], &wt16[(std::size_t)n * K], K);
+      }
+      std::vector<float> scratch(k::matmul_transposed_f16_scratch_floats(K));
+      k::matmul_transposed_f16_forward(got.data(), x.data(), wt16.data(), T, K, N, scratch.data());
+      k::matmul_transposed_forward(want.data(), x.data(), wt_rounded.data(), T, K, N);
+      require_same_bits(got, want, "matmul_transposed_f16_forward");
+    }
+}
