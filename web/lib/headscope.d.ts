@@ -248,9 +248,9 @@ export interface RunOptions {
    * (`stride`), so that tokens typed at the end fit. The tokens before the first changed one are not
    * sent again either (the new result's are reuse's token objects), nor the contribution norms'
    * columns before it: the new result's contributionNorms are reuse's array, or when the token count
-   * changed a new array over reuse's buffer, kept with room for tokens typed later (so the array's
-   * `buffer` may be longer than the array; read the array, not its buffer). `reuse` must not be read
-   * afterwards: its accessors throw. Ignored when the switched-off heads
+   * changed a new array over reuse's buffer if that buffer was kept with room for tokens typed later,
+   * else over a new buffer kept so (the array's `buffer` may then be longer than the array: read the
+   * array, not its buffer). `reuse` must not be read afterwards: its accessors throw. Ignored when the switched-off heads
    * differ or the new text does not fit.
    */
   reuse?: RunResult | null;
@@ -270,7 +270,7 @@ export interface RunOptions {
  * thumbnails result at the same bin and switched-off heads) only each head's cell rows from the
  * first changed token's on are copied out of the engine (and, in a Worker, sent across), and written
  * into reuse's thumbnails, which the new result then owns (when the text grew or shrank by a cell, a
- * cell row holding `thumbnailBin` tokens, as a new array over a buffer kept with room, as the
+ * cell row holding `thumbnailBin` tokens, as a new array over reuse's buffer or a new one, as the
  * contribution norms are). Its tokens and contribution norms as with
  * RunOptions.reuse, and, as there, `reuse` must not be read afterwards.
  */

@@ -4,7 +4,7 @@
 // cell the largest weight of its bin x bin block). Published as maps.js; the Worker's host calls them
 // as the page thread does.
 import { checked } from './wasm.js';
-import { flatAblate, sharedPrefixLength, windowAround } from './result.js';
+import { flatAblate, sharedPrefixLength, windowAround, THUMBNAIL_SIZE } from './result.js';
 
 const whole = (name, v, min = 0) => {
   if (!Number.isInteger(v) || v < min)
@@ -51,9 +51,8 @@ export function tileOf(core, h, text, layer, head, options, model) {
   };
 }
 
-// The thumbnails every run keeps in the engine (LoadOptions::thumbnail_size's default): asking for
-// this size copies them, another size recomputes them.
-export const THUMBNAIL_SIZE = 128;
+// The thumbnails every run keeps in the engine (LoadOptions::thumbnail_size's default: result.js's
+// THUMBNAIL_SIZE): asking for this size copies them, another size recomputes them.
 
 /** A run's thumbnails as a result's fields (run(text, { attention: 'thumbnails' }); result.js's layout). */
 export const thumbnailFields = (t) => ({ thumbnails: t.values, thumbnailBin: t.bin, thumbnailCells: t.n });

@@ -18,6 +18,9 @@
 //                                             SCORE_NAMES in order)
 // nKvHead: the model's key/value heads (nHead for GPT-2); query head h reads h / (nHead / nKvHead).
 
+/** The most cells a side a run's thumbnails hold (maps.js: the bin is the smallest power of two that fits the map in them). */
+export const THUMBNAIL_SIZE = 128;
+
 /** Rows and columns of each head's block in attentionAll (T unless the result keeps wider blocks). */
 export function strideOf(result) {
   return result.stride ?? result.T;
@@ -271,8 +274,9 @@ function arrayWithRoom(old, length, room) {
   return new Float32Array(buffer, 0, length);
 }
 
-/** Cells to keep room for in each head's thumbnail of n x n cells (a cell row holds a bin of tokens). */
-const roomyCells = (n) => n + Math.max(4, Math.ceil(n / 8));
+/** Cells to keep room for in each head's thumbnail of n x n cells (a cell row holds a bin of tokens;
+ *  a bin holds at most THUMBNAIL_SIZE cells, and a new bin sends every cell). */
+const roomyCells = (n) => Math.min(Math.max(n, THUMBNAIL_SIZE), n + Math.max(4, Math.ceil(n / 8)));
 
 /**
  * Copies `count` blocks from `src` to `dst`, block i from src[srcAt(i), +keep) to dst[dstAt(i), +keep),
@@ -477,6 +481,7 @@ export function makeResult(data) {
     },
     /** One head's thumbnail, thumbnailCells x thumbnailCells row-major (a copy); only with { attention: 'thumbnails' }. */
     thumbnail(layer, head) {
+      checkCurrent(result);
       checkLayerHead(data, layer, head);
       if (!(data.thumbnails instanceof Float32Array))
         throw new Error("this result has no thumbnails: run with { attention: 'thumbnails' }");
@@ -486,12 +491,14 @@ export function makeResult(data) {
     },
     /** One head's contribution norm at every token (a copy). */
     headContribution(layer, head) {
+      checkCurrent(result);
       checkLayerHead(data, layer, head);
       const o = contributionIndex(data, layer, head, 0);
       return data.contributionNorms.slice(o, o + data.T);
     },
     /** One head's value sizes at every token (a copy); only for a run with { valueNorms: true }. */
     headValueNorms(layer, head) {
+      checkCurrent(result);
       checkLayerHead(data, layer, head);
       if (!(data.valueNorms instanceof Float32Array))
         throw new Error('this result has no value sizes: run with { valueNorms: true }');

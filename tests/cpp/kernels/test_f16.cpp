@@ -127,7 +127,8 @@ TEST_CASE("F16 -> float32: every one of the 65536 bit patterns, exact", "[f16][k
 
 TEST_CASE("F16 weights' widening: every finite pattern, in both halves of a lane, beside any other, exact",
           "[f16][kernels]") {
-  // f16_unpack_weights (and the one-row products' widening in registers, simd::f16_finite_pair_to_f32)
+  // f16_unpack_weights (simd::f16_finite_pair_to_f32; a few rows' products widen to the same values
+  // times 2^-112 instead, checked on every pattern in the test after next)
   // widens the two F16 values of each int32 lane of the group layout by a shift and a mask, exact
   // only for finite values (the loader's weights): every finite pattern must give the reference's
   // bits, in each half of a lane, whatever the other half holds (the high half's shift brings the low
@@ -308,8 +309,9 @@ TEST_CASE("F16 products of a few rows: inputs near and past 2^16, subnormal weig
           "[f16][kernels][gemm]") {
   // A typed token's rows meet F16 weights widened to w * 2^-112 against inputs scaled by 2^112
   // (simd_batch.hpp, f16_finite_pair_to_scaled_f32): exact while |x| < 2^16. Inputs just under that,
-  // past it (the rows then go the widened way), infinite or NaN, and weights that are F16 subnormals
-  // (float32 subnormals once scaled) must all give float32's bits on the F16-rounded weights.
+  // past it (then the call's rows go the widened way: 2^16 and 70000 fail without that guard),
+  // infinite or NaN, and weights that are F16 subnormals (float32 subnormals once scaled) must all
+  // give float32's bits on the F16-rounded weights.
   const int P = std::max(1, k::linear_panel_width());
   const int L = k::simd_info().float_lanes;
   std::mt19937 rng(11);
@@ -351,4 +353,48 @@ TEST_CASE("F16 products of a few rows: inputs near and past 2^16, subnormal weig
       k::matmul_transposed_forward(want.data(), x.data(), wt_rounded.data(), T, K, N);
       require_same_bits(got, want, "matmul_transposed_f16_forward");
     }
+}
+
+TEST_CASE("F16 products of a few rows: every finite weight pattern, through one-hot inputs, exact",
+          "[f16][kernels][gemm]") {
+  // One-hot input rows make each output one weight times 1 (plus exact zeros): every finite F16
+  // pattern, widened to itself times 2^-112 in registers and met by the input times 2^112, must give
+  // the float32 path's bits (a lone row over 1 x N, four rows over 4 x N, and the LM head's four rows).
+  std::vector<float> finite;
+  for (uint32_t h = 0; h < 65536; h++)
+    if (((h >> 10) & 0x1f) != 31) finite.push_back(k::f16_to_f32_reference((uint16_t)h));
+  const int n = (int)finite.size();  // 63,488: a multiple of 4
+  for (const int rows : {1, 4}) {
+    const int K = rows, N = n / rows;
+    std::vector<float> x((std::size_t)rows * K, 0.0f);
+    for (int t = 0; t < rows; t++) x[(std::size_t)t * K + t] = 1.0f;
+    INFO("rows " << rows);
+    // the GEMM: weight (K, N), row t picks weight row t
+    const k::PackedLinear f16 = k::pack_linear_f16(finite.data(), nullptr, K, N);
+    const k::PackedLinear f32 = k::pack_linear(finite.data(), nullptr, K, N);
+    std::vector<float> got((std::size_t)rows * N), want((std::size_t)rows * N);
+    k::matmul_forward(got.data(), x.data(), f16, rows);
+    k::matmul_forward(want.data(), x.data(), f32, rows);
+    require_same_bits(got, want, "matmul_forward");
+    for (std::size_t i = 0; i < got.size(); i++) REQUIRE(got[i] == finite[i]);  // (-0 sums to +0 on both)
+  }
+  // the LM head: 992 weight rows of 64 (whole groups, widened in registers), four one-hot rows a call,
+  // output (t, r) = weight (r, c) for the row's column c, every column in 16 calls
+  const int K = 64, N = n / K, rows = 4;
+  std::vector<uint16_t> w16((std::size_t)N * K);
+  std::vector<float> w32((std::size_t)N * K);
+  for (int r = 0; r < N; r++) {
+    k::f16_pack(&w16[(std::size_t)r * K], &finite[(std::size_t)r * K], K);
+    k::f16_unpack_forward_reference(&w32[(std::size_t)r * K], &w16[(std::size_t)r * K], K);
+  }
+  std::vector<float> scratch(k::matmul_transposed_f16_scratch_floats(K));
+  for (int c0 = 0; c0 < K; c0 += rows) {
+    std::vector<float> x((std::size_t)rows * K, 0.0f);
+    for (int t = 0; t < rows; t++) x[(std::size_t)t * K + c0 + t] = 1.0f;
+    std::vector<float> got((std::size_t)rows * N), want((std::size_t)rows * N);
+    k::matmul_transposed_f16_forward(got.data(), x.data(), w16.data(), rows, K, N, scratch.data());
+    k::matmul_transposed_forward(want.data(), x.data(), w32.data(), rows, K, N);
+    INFO("columns " << c0 << "-" << c0 + rows - 1);
+    require_same_bits(got, want, "matmul_transposed_f16_forward");
+  }
 }

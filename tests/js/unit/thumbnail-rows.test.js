@@ -4,7 +4,7 @@
 // written out here cell by cell; refusals of rows that do not fit. Then the contribution norms' columns.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { withPreviousThumbnails, withPrevious, reuseInfo } from '../../../web/lib/result.js';
+import { withPreviousThumbnails, withPrevious, reuseInfo, makeResult } from '../../../web/lib/result.js';
 
 // heads x n x n cells, each value saying where it is: head * 1000 + row * 10 + column + offset
 const cells = (heads, n, offset = 0, rows = [0, n]) => {
@@ -182,15 +182,16 @@ test('withPrevious moves the contribution norms to a new token count, in place o
       { length: 4 * (T - from) },
       (_, i) => Math.floor(i / (T - from)) * 100 + from + (i % (T - from)) + offset,
     );
-  let previous = { ...wide, ablate: [], tokens: [], T: 5, contributionNorms: normsOf(5, 0, 0) };
+  let previous = makeResult({ ...wide, ablate: [], tokens: [], T: 5, contributionNorms: normsOf(5, 0, 0) });
   const first = previous.contributionNorms.slice();
   const buffers = [];
   for (const [T, from] of [
     [6, 4], // a typed word: the last token changed, one added
     [8, 6],
-    [7, 5], // a deleted token
-    [7, 7], // nothing changed
-    [40, 7], // past the room: into a new buffer again
+    [7, 7], // the last token deleted: every head's columns move down over the next head's
+    [6, 5], // another, and the last left changed
+    [6, 6], // nothing changed
+    [40, 6], // past the room: into a new buffer again
   ]) {
     const before = previous.contributionNorms,
       kept = Array.from(before);
@@ -219,10 +220,14 @@ test('withPrevious moves the contribution norms to a new token count, in place o
           }),
         /already updated/,
       );
-    else assert.deepEqual(Array.from(before), kept, 'the earlier result keeps its norms');
-    previous = { ...wide, ablate: [], tokens: [], T, contributionNorms: data.contributionNorms };
+    if (moved) assert.throws(() => previous.headContribution(1, 0), /updated by a later run/, 'its accessors throw');
+    else {
+      assert.deepEqual(Array.from(before), kept, 'the earlier result keeps its norms');
+      assert.deepEqual(Array.from(previous.headContribution(1, 0)), kept.slice(2 * previous.T, 3 * previous.T));
+    }
+    previous = makeResult({ ...wide, ablate: [], tokens: [], T, contributionNorms: data.contributionNorms });
     data.contributionNorms.set(normsOf(T, 0, 0)); // the next update's earlier columns, in the layout's values
   }
-  assert.deepEqual(buffers, [false, true, true, true, false], 'new, in place three times, new past the room');
+  assert.deepEqual(buffers, [false, true, true, true, true, false], 'new, in place four times, new past the room');
   assert.deepEqual(Array.from(first), Array.from(normsOf(5, 0, 0)));
 });
