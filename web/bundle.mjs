@@ -39,6 +39,7 @@ const PUBLISHED = {
   'lib/wasm.js': 'wasm.js',
   'lib/files.js': 'files.js',
   'lib/result.js': 'result.js',
+  'lib/reuse.js': 'reuse.js',
   'lib/generation.js': 'generation.js',
   'lib/trainer.js': 'trainer.js',
   'lib/analysis.js': 'analysis.js',

@@ -29,6 +29,7 @@ const EXPECTED_FILES = [
   '/wasm.js',
   '/files.js',
   '/result.js',
+  '/reuse.js',
   '/worker-thread.js',
   '/headscope_wasm_relaxed.wasm',
   '/worker-protocol.js', // the page-worker message table, imported on both sides

@@ -6,19 +6,8 @@
 // (result.js), and guards against use after dispose(). All numerics happen in C++.
 import { loadEngine, currentCore, checked } from './wasm.js';
 import { modelFiles, asText, weightSource } from './files.js';
-import {
-  makeResult,
-  reuseInfo,
-  firstChangedRow,
-  roomyStride,
-  withPreviousRows,
-  withPrevious,
-  claimForUpdate,
-  flatAblate,
-  engineTokens,
-  tokenArrays,
-  plainData,
-} from './result.js';
+import { makeResult, flatAblate, engineTokens, tokenArrays, plainData } from './result.js';
+import { reuseInfo, firstChangedRow, roomyStride, withPreviousRows, withPrevious, claimForUpdate } from './reuse.js';
 import { generateOptions, WrittenText, toWellFormed, byteToIndexMaps, writeTokens } from './generation.js';
 import { HeadscopeTrainer, presetsFromCore, measureHeadsOf } from './trainer.js';
 import { patchOf, runPatch } from './patching.js';
@@ -158,10 +147,10 @@ export class HeadscopeModel {
   /**
    * The plain data of a run (what run() adds accessors to). With `previous` (reuseInfo() of an
    * earlier result), attention comes as `attentionRows`: only rows [rowsFrom, T) of every head, in
-   * blocks `stride` wide, for result.js's withPreviousRows(); when no row is shared it is a full
+   * blocks `stride` wide, for reuse.js's withPreviousRows(); when no row is shared it is a full
    * attentionAll with room to spare (stride > T). Without maps, thumbnails may come as
    * `thumbnailRows` from cell row `thumbnailRowsFrom` on (withPreviousThumbnails()), and `tokens` may
-   * hold only the tokens from `tokensFrom` on (result.js's tokensAfter()). The worker sends this
+   * hold only the tokens from `tokensFrom` on (reuse.js's tokensAfter()). The worker sends this
    * across, and the page merges (withPrevious()).
    */
   runData(text, options = {}, previous = null) {

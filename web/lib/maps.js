@@ -61,7 +61,7 @@ export const thumbnailFields = (t) => ({ thumbnails: t.values, thumbnailBin: t.b
  * The thumbnails of the run the engine holds (T tokens), as a result's fields. With `previous`
  * (reuseInfo() of an earlier thumbnails result) at the same bin, only each head's cell rows from the
  * first changed token's on, as thumbnailRows from thumbnailRowsFrom: typing at the end of a long text
- * copies out its last cell row (result.js's withPreviousThumbnails puts the others back).
+ * copies out its last cell row (reuse.js's withPreviousThumbnails puts the others back).
  */
 export function runThumbnailsOf(core, h, T, previous) {
   const bin = checked(core, core.attentionThumbnailBin(T, THUMBNAIL_SIZE));

@@ -1,10 +1,11 @@
 // A run's plain data, built from the engine once it ran (HeadscopeModel.runData's second half): what
 // is copied out of the engine, and what an earlier result (`previous`, a reuseInfo()) lets it leave
 // out: attention rows or thumbnail cell rows before the first changed token, the tokens it holds, and
-// the contribution norms' columns before that token. result.js's withPrevious() puts them back on the
+// the contribution norms' columns before that token. reuse.js's withPrevious() puts them back on the
 // receiving side.
 import { checked } from './wasm.js';
-import { firstChangedRow, roomyStride, sharedPrefixLength, tokensAfter, plainData } from './result.js';
+import { sharedPrefixLength, plainData } from './result.js';
+import { firstChangedRow, roomyStride, tokensAfter } from './reuse.js';
 import { byteToIndexMaps } from './generation.js';
 import { runThumbnailsOf, pulledRowsOf } from './maps.js';
 

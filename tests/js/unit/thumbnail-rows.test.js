@@ -1,10 +1,11 @@
-// withPreviousThumbnails (web/lib/result.js): a run's thumbnail cell rows from `thumbnailRowsFrom` on,
+// withPreviousThumbnails (web/lib/reuse.js): a run's thumbnail cell rows from `thumbnailRowsFrom` on,
 // put together with the rows before them from the earlier result: into its buffer when the cell count
 // is the same or the buffer was made with room, else into a new one with room. Against a layout
 // written out here cell by cell; refusals of rows that do not fit. Then the contribution norms' columns.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { withPreviousThumbnails, withPrevious, reuseInfo, makeResult } from '../../../web/lib/result.js';
+import { makeResult } from '../../../web/lib/result.js';
+import { withPreviousThumbnails, withPrevious, reuseInfo } from '../../../web/lib/reuse.js';
 
 // heads x n x n cells, each value saying where it is: head * 1000 + row * 10 + column + offset
 const cells = (heads, n, offset = 0, rows = [0, n]) => {

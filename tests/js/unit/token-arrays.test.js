@@ -4,7 +4,8 @@
 // the texts expected back, so each decoded text is compared with an independent source.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { tokenArrays, engineTokens, tokensAfter, withPrevious } from '../../../web/lib/result.js';
+import { tokenArrays, engineTokens } from '../../../web/lib/result.js';
+import { tokensAfter, withPrevious } from '../../../web/lib/reuse.js';
 
 function sent(texts) {
   const parts = texts.map((t) => new TextEncoder().encode(t));

@@ -9,7 +9,8 @@
 // end) pulls only its new rows, and those come with the run itself (run()'s `pull` option, from
 // request()), not in a second call that would wait behind the next run. At 8,000 tokens a head's
 // rows are at most 5 MB where its map was 256 MB.
-import { sharedPrefixLength, roomyStride, windowAround } from '../../lib/result.js';
+import { sharedPrefixLength, windowAround } from '../../lib/result.js';
+import { roomyStride } from '../../lib/reuse.js';
 import { LINES_WINDOW } from '../views/lines.js';
 
 // heads kept pulled beyond the ones asked for (a reader going back and forth between a few heads)

@@ -10,7 +10,8 @@
 // its absolute URL; worker-thread.js then resolves the .wasm and the shipped models from its own URL.
 import { shippedModels } from '../headscope.js';
 import { engineThreads } from '../wasm.js';
-import { makeResult, reuseInfo, claimForUpdate, withPreviousRows, withPrevious } from '../result.js';
+import { makeResult } from '../result.js';
+import { reuseInfo, claimForUpdate, withPreviousRows, withPrevious } from '../reuse.js';
 import { WorkerChannel, WorkerStartError } from './protocol.js';
 import { generateOptions } from '../generation.js';
 import { loadOnPageThread } from './page-thread.js';
