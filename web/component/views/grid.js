@@ -370,7 +370,7 @@ export class GridView {
         : null;
     const changed = paintGrid(this.pixels, L, result, this.theme, this.state, previous);
     // what was painted, in the view's own buffer (reused while the size holds): a run that reuses
-    // this result writes its new rows into the result's buffer (result.js, withPreviousThumbnails)
+    // this result writes its new rows into the result's buffer (reuse.js, withPreviousThumbnails)
     let painted = null;
     if (t) {
       painted = last?.data.length === t.length ? last.data : new Float32Array(t.length);

@@ -34,7 +34,7 @@ export function tilePlan(shown, want, T) {
 const wholeMap = (view, T) => view.r0 === 0 && view.c0 === 0 && view.r1 === T && view.c1 === T;
 
 // Cells (and the bitmap's pixels) a side for n, with room for the tokens typed next: n plus an
-// eighth, at least 16, in steps of 32 (as result.js's roomyStride), so that typing at the end of a
+// eighth, at least 16, in steps of 32 (as reuse.js's roomyStride), so that typing at the end of a
 // long text writes its new cells in place instead of allocating the T x T cells again at every token.
 const roomy = (n) => Math.ceil((n + Math.max(16, n / 8)) / 32) * 32;
 

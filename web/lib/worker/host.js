@@ -67,7 +67,7 @@ async function runInSteps(id, text, options, previous) {
   const finish = () => {
     const data = model.runData(text, options, previous);
     // a patched run computes every token and leaves the engine no cache to reuse
-    // (tokens from tokensFrom on: the earlier ones are previous's, result.js's tokensAfter())
+    // (tokens from tokensFrom on: the earlier ones are previous's, reuse.js's tokensAfter())
     const ids = data.tokensFrom ? Array.from(previous.ids.subarray(0, data.tokensFrom)) : [];
     for (const t of data.tokens) ids.push(t.id);
     cached = options.patch ? { ids: [], key: '' } : { ids, key: cacheKey(options) };
