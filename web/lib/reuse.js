@@ -4,7 +4,15 @@
 // rows before the first changed token, the tokens the earlier result holds and the contribution
 // norms' columns before that token; withPrevious() writes them back, superseding the earlier result
 // whose buffers it wrote (result.js's supersede: its accessors throw from then on).
-import { strideOf, sameAblate, sharedPrefixLength, engineTokens, supersede, isSuperseded, THUMBNAIL_SIZE } from './result.js';
+import {
+  strideOf,
+  sameAblate,
+  sharedPrefixLength,
+  engineTokens,
+  supersede,
+  isSuperseded,
+  THUMBNAIL_SIZE,
+} from './result.js';
 
 /** Throws when a later run already updated `previous` (its buffers are that run's result's now). */
 function notUpdatedYet(previous) {
