@@ -26,14 +26,17 @@ using simd::madd;
 // --- attention ----------------------------------------------------------------------------------
 // Per head, the keys and values are copied once, as tokens arrive (like the KV cache), into a
 // contiguous per-head cache (key_panels): keys in kPanel-wide panels (HS, kPanel) that the score
-// tiles read as whole batches, values as contiguous rows (T, HS). In qkv they sit 3C floats apart;
-// at T = 1024 one head's values would span 9 MB of addresses (thousands of pages, beyond the TLB),
-// contiguous they take 256 KB (HS 64) and stay in L2 next to the keys while every query block
-// streams past them. Queries go in blocks of kScoreRows rows: scores as kScoreRows x kPanel register
-// tiles over the key panels up to the block's last position, softmax, then the weighted sum of
-// values as kValueRows x up-to-kValueBatches tiles. Each score is one multiply-add chain over the head
-// dimension in order and each output one chain over the keys in order, whatever the tile (keys past
-// a row's position carry an exact 0 weight, and a multiply-add of 0 leaves a sum unchanged): rows
+// tiles read as whole batches, values in blocks of kValueBlock columns, each block's rows contiguous
+// (T, kValueBlock; the last block narrower when HS is not a multiple). In qkv they sit 3C floats
+// apart; at T = 1024 one head's values would span 9 MB of addresses (thousands of pages, beyond the
+// TLB), contiguous they take 256 KB (HS 64) and stay in L2 next to the keys while every query block
+// streams past them. Each value tile reads one block, so it streams contiguous memory: a typed row at
+// 8,000 tokens reads its head's 2 MB of values from memory, and from whole (T, HS) rows each tile took
+// a 64- or 128-byte piece of every 256-byte row, at about half a contiguous stream's rate (cpp/README.md). Queries go
+// in blocks of kScoreRows rows: scores as kScoreRows x kPanel register tiles over the key panels up to the block's last
+// position, softmax, then the weighted sum of values as kValueRows x up-to-kValueBatches tiles. Each score is one
+// multiply-add chain over the head dimension in order and each output one chain over the keys in order, whatever the
+// tile (keys past a row's position carry an exact 0 weight, and a multiply-add of 0 leaves a sum unchanged): rows
 // computed one call at a time (typing) equal rows computed together (a full run), bit for bit.
 // Register budget: SIMD128 and AVX2 4 x 2 batches of scores (8 accumulators), 2 rows x up to 4
 // batches of values (8); AVX-512 (32 registers) 12 x 32 scores (24), 6 rows x 4 batches (24, head
@@ -50,16 +53,27 @@ constexpr int kValueBatches = kLanes >= 16 ? 5 : 4;
 // add in flight a cycle (V8's code for the 1 x 4 tile: four dependent vfmadd231ps a key). 8 wide keeps
 // 8 chains in 8 accumulators, the value batches loaded one at a time beside them.
 constexpr int kValueBatchesOneRow = kLanes >= 16 ? kValueBatches : 6;
-// Typing's grouped rows split their weighted sums over threads by blocks of this many value columns:
-// a head of 64 is 2 blocks, 8 SIMD128 batches each (the lone row's 6-wide tile still fits).
-constexpr int kValueChunk = 32;
-static_assert(kValueChunk % kLanes == 0, "a block of value columns is whole batches");
+// The value cache's blocks of columns. Typing's grouped rows also split their weighted sums over
+// threads by these blocks: a head of 64 is 2 blocks, 8 SIMD128 batches each (2 value tiles; the lone
+// row's 6-wide tile and a 2-wide one), so SmolLM2-135M's 3 groups are 6 parts for 2 threads.
+constexpr int kValueBlock = 32;
+static_assert(kValueBlock % kLanes == 0, "a block of value columns is whole batches");
 
 int attention_key_panel_width() { return kPanel; }
 
-// one head's cache: key panels, then value rows
+// one head's cache: key panels, then the value blocks
 static std::size_t head_cache_floats(int att_stride, int HS) {
   return ((std::size_t)(att_stride + kPanel - 1) / kPanel) * kPanel * HS + (std::size_t)att_stride * HS;
+}
+
+// The value block holding columns [d0, d0 + width) of a head's values (d0 a multiple of kValueBlock),
+// in the head's value cache vc: value j's columns at at + j * width.
+struct ValueBlock {
+  const float* at;
+  int width;
+};
+static inline ValueBlock value_block(const float* vc, int att_stride, int HS, int d0) noexcept {
+  return {vc + (std::size_t)d0 * att_stride, std::min(kValueBlock, HS - d0)};
 }
 
 std::size_t attention_key_panels_floats(int att_stride, const AttentionShape& shape) {
@@ -98,18 +112,18 @@ static inline void score_tile(float* a_rows, std::size_t a_stride, const float* 
   }
 }
 
-// y rows (ROWS) [0, NB*kLanes) = sum_{j0 <= j < n} a[r][j] v_j, values (n, HS) contiguous: each
+// y rows (ROWS) [0, NB*kLanes) = sum_{j0 <= j < n} a[r][j] v_j, value j at values + j * v_stride: each
 // loaded value batch feeds ROWS rows. The sums start from 0 (j0 = 0) or from what y holds (the same
 // chains continued: a later slice of the keys, see weighted_values_rows).
 template <int ROWS, int NB>
 static inline void weighted_values_tile(float* y, int y_stride, const float* a, std::size_t a_stride,
-                                        const float* values, int HS, int j0, int n) noexcept {
+                                        const float* values, int v_stride, int j0, int n) noexcept {
   batch acc[ROWS][NB];
   for (int r = 0; r < ROWS; r++)
     for (int b = 0; b < NB; b++)
       acc[r][b] = j0 ? batch::load_unaligned(y + (std::size_t)r * y_stride + b * kLanes) : batch(0.0f);
   for (int j = j0; j < n; j++) {
-    const float* v = values + (std::size_t)j * HS;
+    const float* v = values + (std::size_t)j * v_stride;
     batch ar[ROWS];
     for (int r = 0; r < ROWS; r++) ar[r] = batch(a[r * a_stride + j]);
     // each value batch used as it is loaded: V8 keeps the code in wasm's order, and all NB loaded
@@ -126,12 +140,12 @@ static inline void weighted_values_tile(float* y, int y_stride, const float* a, 
 // the tile of nb batches for the nb < NB + 1 whole batches left (none when nb is 0)
 template <int ROWS, int NB>
 static inline void weighted_values_last_tile(int nb, float* y, int y_stride, const float* a, std::size_t a_stride,
-                                             const float* values, int HS, int j0, int n) noexcept {
+                                             const float* values, int v_stride, int j0, int n) noexcept {
   if constexpr (NB > 0) {
     if (nb == NB)
-      weighted_values_tile<ROWS, NB>(y, y_stride, a, a_stride, values, HS, j0, n);
+      weighted_values_tile<ROWS, NB>(y, y_stride, a, a_stride, values, v_stride, j0, n);
     else
-      weighted_values_last_tile<ROWS, NB - 1>(nb, y, y_stride, a, a_stride, values, HS, j0, n);
+      weighted_values_last_tile<ROWS, NB - 1>(nb, y, y_stride, a, a_stride, values, v_stride, j0, n);
   }
 }
 
@@ -142,26 +156,30 @@ static inline void weighted_values_last_tile(int nb, float* y, int y_stride, con
 // the partial sums stored in y (exact), so the bits are those of one pass.
 constexpr int kValueSlice = 1024;
 
+// y rows [0, width) for one value block (width its whole batches' columns, value j at values + j * v_stride)
 template <int ROWS>
 static inline void weighted_values_rows(float* y, int y_stride, const float* a, std::size_t a_stride,
-                                        const float* values, int HS, int n, int hs_simd) noexcept {
+                                        const float* values, int v_stride, int n, int width) noexcept {
   constexpr int NB = ROWS == 1 ? kValueBatchesOneRow : kValueBatches;
   for (int j0 = 0; j0 < n; j0 += kValueSlice) {
     const int j1 = std::min(n, j0 + kValueSlice);
     int d = 0;
-    for (; d + NB * kLanes <= hs_simd; d += NB * kLanes)
-      weighted_values_tile<ROWS, NB>(y + d, y_stride, a, a_stride, values + d, HS, j0, j1);
-    weighted_values_last_tile<ROWS, NB - 1>((hs_simd - d) / kLanes, y + d, y_stride, a, a_stride, values + d, HS, j0,
-                                            j1);
+    for (; d + NB * kLanes <= width; d += NB * kLanes)
+      weighted_values_tile<ROWS, NB>(y + d, y_stride, a, a_stride, values + d, v_stride, j0, j1);
+    weighted_values_last_tile<ROWS, NB - 1>((width - d) / kLanes, y + d, y_stride, a, a_stride, values + d, v_stride,
+                                            j0, j1);
   }
 }
 
-// y [hs_simd, HS) = sum_{j < n} a[j] v_j, the head-size columns left over after whole batches
-static inline void weighted_values_tail(float* y, const float* a, const float* values, int n, int hs_simd,
-                                        int HS) noexcept {
-  for (int d = hs_simd; d < HS; d++) {
+// y [d_begin, d_end) = sum_{j < n} a[j] v_j, a block's columns left over after whole batches (value j
+// at values + j * v_stride). Natively GCC multiplies four keys' terms at a time and adds them in order,
+// then contracts the last n % 4 into FMAs, so the bits depend on n: a row's tail must sum exactly its
+// own keys (t + 1 for row t), in the full run and typing alike. One copy, not inlined into each caller.
+[[gnu::noinline]] static void weighted_values_tail(float* y, const float* a, const float* values, int n, int d_begin,
+                                                   int d_end, int v_stride) noexcept {
+  for (int d = d_begin; d < d_end; d++) {
     float acc = 0.0f;
-    for (int j = 0; j < n; j++) acc += a[j] * values[(std::size_t)j * HS + d];
+    for (int j = 0; j < n; j++) acc += a[j] * values[(std::size_t)j * v_stride + d];
     y[d] = acc;
   }
 }
@@ -176,9 +194,25 @@ static inline void score_tile_rows(int rows, std::integer_sequence<int, R...>, f
 
 template <int... R>
 static inline void weighted_values_rows_n(int rows, std::integer_sequence<int, R...>, float* y, int y_stride,
-                                          const float* a, std::size_t a_stride, const float* values, int HS, int n,
-                                          int hs_simd) noexcept {
-  ((rows == R + 1 ? (weighted_values_rows<R + 1>(y, y_stride, a, a_stride, values, HS, n, hs_simd), 0) : 0), ...);
+                                          const float* a, std::size_t a_stride, const float* values, int v_stride,
+                                          int n, int width) noexcept {
+  ((rows == R + 1 ? (weighted_values_rows<R + 1>(y, y_stride, a, a_stride, values, v_stride, n, width), 0) : 0), ...);
+}
+
+// y rows (rows, one value block's columns) = their weight rows a (a_stride apart) times the block's
+// values: whole batches by tiles over keys [0, n), the block's columns past them one at a time over
+// each row's own keys, n for every row (a group's heads at one position) or, with consecutive, n - rows
+// + 1 + r for row r (consecutive positions, the last one's keys n)
+static inline void weighted_values_block(int rows, float* y, int y_stride, const float* a, std::size_t a_stride,
+                                         ValueBlock vb, int n, bool consecutive) noexcept {
+  const int width = vb.width - vb.width % kLanes;
+  if (width > 0)
+    weighted_values_rows_n(rows, std::make_integer_sequence<int, kValueRows>{}, y, y_stride, a, a_stride, vb.at,
+                           vb.width, n, width);
+  if (width < vb.width)
+    for (int r = 0; r < rows; r++)
+      weighted_values_tail(y + (std::size_t)r * y_stride, a + r * a_stride, vb.at, consecutive ? n - rows + 1 + r : n,
+                           width, vb.width, vb.width);
 }
 
 int attention_block_rows() { return kScoreRows; }
@@ -252,13 +286,12 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
                        int att_stride, float* key_panels, float* scores, int scores_head, int att_block,
                        const AttentionPool* pool, const AttentionRowStats* stats) noexcept {
   const int NH = shape.NH, KV = shape.KV, HS = shape.HS, group = NH / KV;
-  const int hs_simd = HS - HS % kLanes;  // head-size columns covered by whole batches
   const float scale = 1.0f / std::sqrt((float)HS);
   const std::size_t row3 = shape.qkv_row(), out_row = shape.out_row();
   const int out_stride = (int)out_row;
   const int panels_per_head = (att_stride + kPanel - 1) / kPanel;
   // Each key/value head's cache: panels (panels_per_head, HS, kPanel) with [p][d][u] = k_{p*kPanel+u}[d],
-  // then values (att_stride, HS). Append rows [t_begin, T) first, for every key/value head: the query
+  // then the value blocks (value_block). Append rows [t_begin, T) first, for every key/value head: the query
   // heads of a group share it, and may run on different threads. Panel slots past T hold zeros or
   // stale keys: their scores are overwritten below.
   parallel_for(KV, (double)(T - t_begin) * KV * HS, [&](int g_begin, int g_end) {
@@ -271,7 +304,11 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
         float* slot = kp_g + (std::size_t)(j / kPanel) * kPanel * HS + j % kPanel;
         const float* kr = keys + j * row3;
         for (int d = 0; d < HS; d++) slot[d * kPanel] = kr[d];
-        std::memcpy(vc_g + (std::size_t)j * HS, values + j * row3, sizeof(float) * HS);
+        for (int d0 = 0; d0 < HS; d0 += kValueBlock) {
+          const ValueBlock vb = value_block(vc_g, att_stride, HS, d0);
+          std::memcpy(const_cast<float*>(vb.at) + (std::size_t)j * vb.width, values + j * row3 + d0,
+                      sizeof(float) * vb.width);
+        }
       }
     }
   });
@@ -317,7 +354,7 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
   // keys and values fewer times than the head-at-a-time loop (once a head of the group).
   if (T - t_begin < group && group <= kScoreRows) {
     const std::size_t head_rows = row_of(1, t_begin, t_begin) - row_of(0, t_begin, t_begin);  // between heads' rows
-    const int n_chunks = std::max(1, (hs_simd + kValueChunk - 1) / kValueChunk);
+    const int n_blocks = (HS + kValueBlock - 1) / kValueBlock;
     for (int t = t_begin; t < T; t++) {
       const int n_panels = t / kPanel + 1;  // panels holding keys 0..t
       parallel_for(KV * n_panels, (double)NH * (t + 1) * HS, [&](int u_begin, int u_end) {
@@ -338,20 +375,15 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
       parallel_for(NH, (double)NH * (t + 1) * 10, [&](int h_begin, int h_end) {
         for (int h = h_begin; h < h_end; h++) finish_row(h, t, row_of(h, t, t));
       });
-      parallel_for(KV * n_chunks, (double)NH * (t + 1) * HS, [&](int u_begin, int u_end) {
+      parallel_for(KV * n_blocks, (double)NH * (t + 1) * HS, [&](int u_begin, int u_end) {
         for (int u = u_begin; u < u_end; u++) {
-          const int g = u / n_chunks, c = u % n_chunks, h0 = g * group;
-          const int d0 = c * kValueChunk, width = std::min(kValueChunk, hs_simd - d0);
+          const int g = u / n_blocks, d0 = u % n_blocks * kValueBlock, h0 = g * group;
           const float* vc_g = key_panels + (std::size_t)g * head_cache_floats(att_stride, HS) +
                               (std::size_t)panels_per_head * kPanel * HS;
-          float* y = out + (std::size_t)t * out_row + (std::size_t)h0 * HS;  // the group's outputs, HS apart
-          for (int r = 0; r < group && width > 0; r += kValueRows)
-            weighted_values_rows_n(std::min(kValueRows, group - r), std::make_integer_sequence<int, kValueRows>{},
-                                   y + (std::size_t)r * HS + d0, HS, row_of(h0 + r, t, t), head_rows, vc_g + d0, HS,
-                                   t + 1, width);
-          if (c == n_chunks - 1)
-            for (int r = 0; r < group; r++)
-              weighted_values_tail(y + (std::size_t)r * HS, row_of(h0 + r, t, t), vc_g, t + 1, hs_simd, HS);
+          float* y = out + (std::size_t)t * out_row + (std::size_t)h0 * HS + d0;  // the group's outputs, HS apart
+          for (int r = 0; r < group; r += kValueRows)
+            weighted_values_block(std::min(kValueRows, group - r), y + (std::size_t)r * HS, HS, row_of(h0 + r, t, t),
+                                  head_rows, value_block(vc_g, att_stride, HS, d0), t + 1, false);
         }
       });
     }
@@ -373,15 +405,12 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
                           att_stride, q0 + t0 * row3, row3, kp_h + (std::size_t)p * kPanel * HS, HS, scale, n_valid);
         }
         for (int t = t0; t <= t_last; t++) finish_row(h, t, row_of(h, t, t0));
-        // y = P V, kValueRows rows at a time over j up to the sub-block's last position
-        for (int t = t0; t <= t_last; t += kValueRows) {
-          const int vrows = std::min(kValueRows, t_last + 1 - t);
-          weighted_values_rows_n(vrows, std::make_integer_sequence<int, kValueRows>{},
-                                 out + (std::size_t)t * out_row + h * HS, out_stride, row_of(h, t, t0), att_stride,
-                                 vc_h, HS, t + vrows, hs_simd);
-        }
-        for (int t = t0; t <= t_last; t++)
-          weighted_values_tail(out + (std::size_t)t * out_row + h * HS, row_of(h, t, t0), vc_h, t + 1, hs_simd, HS);
+        // y = P V, kValueRows rows at a time over j up to the sub-block's last position, a value block at a time
+        for (int t = t0; t <= t_last; t += kValueRows)
+          for (int d0 = 0; d0 < HS; d0 += kValueBlock)
+            weighted_values_block(std::min(kValueRows, t_last + 1 - t), out + (std::size_t)t * out_row + h * HS + d0,
+                                  out_stride, row_of(h, t, t0), att_stride, value_block(vc_h, att_stride, HS, d0),
+                                  t + std::min(kValueRows, t_last + 1 - t), true);
       }
     }
   });
@@ -404,11 +433,18 @@ void attention_pool_row(float* cells, const float* row, int n, int shift) noexce
   }
 }
 
-const float* attention_cached_values(const float* key_panels, int att_stride, const AttentionShape& shape,
-                                     int g) noexcept {
+void attention_cached_value_rows(float* dst, const float* key_panels, int att_stride, const AttentionShape& shape,
+                                 int g, int r_begin, int r_end) noexcept {
+  const int HS = shape.HS;
   const int panels_per_head = (att_stride + kPanel - 1) / kPanel;
-  return key_panels + (std::size_t)g * head_cache_floats(att_stride, shape.HS) +
-         (std::size_t)panels_per_head * kPanel * shape.HS;
+  const float* vc =
+      key_panels + (std::size_t)g * head_cache_floats(att_stride, HS) + (std::size_t)panels_per_head * kPanel * HS;
+  for (int d0 = 0; d0 < HS; d0 += kValueBlock) {
+    const ValueBlock vb = value_block(vc, att_stride, HS, d0);
+    for (int j = r_begin; j < r_end; j++)
+      std::memcpy(dst + (std::size_t)(j - r_begin) * HS + d0, vb.at + (std::size_t)j * vb.width,
+                  sizeof(float) * vb.width);
+  }
 }
 
 void attention_rows(float* att_rows, const float* qkv, int h, int r_begin, int r_end, const AttentionShape& shape,

@@ -274,10 +274,11 @@ int attention_value_slice();
 // their F16 queries a few rows at a time); row t is then at qkv + (t - q_first_row) * q_stride.
 void attention_rows(float* att_rows, const float* qkv, int h, int r_begin, int r_end, const AttentionShape& shape,
                     int att_stride, const float* key_panels, std::size_t q_stride = 0, int q_first_row = 0) noexcept;
-// Key/value head g's values in the key cache attention_forward fills: (att_stride, HS), row j at j * HS
-// (null in the scalar build, which keeps no cache)
-const float* attention_cached_values(const float* key_panels, int att_stride, const AttentionShape& shape,
-                                     int g) noexcept;
+// Rows [r_begin, r_end) of key/value head g's values, copied out of the key cache attention_forward
+// fills (kept in blocks of columns there) into dst (r_end - r_begin, HS). The scalar build keeps no
+// cache and copies nothing (the model keeps no views-only activations there).
+void attention_cached_value_rows(float* dst, const float* key_panels, int att_stride, const AttentionShape& shape,
+                                 int g, int r_begin, int r_end) noexcept;
 // GPT-2's multi-head case: qkv (T, 3C), out (T, C)
 inline void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, int C, int NH,
                               int att_stride, float* key_panels, float* scores = nullptr,

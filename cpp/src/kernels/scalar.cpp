@@ -107,7 +107,7 @@ int attention_key_panel_width() { return 1; }
 std::size_t attention_key_panels_floats(int, const AttentionShape&) { return 0; }
 int attention_block_rows() { return 1; }
 int attention_value_slice() { return 1 << 30; }  // one pass: the scalar kernel does not slice
-const float* attention_cached_values(const float*, int, const AttentionShape&, int) noexcept { return nullptr; }
+void attention_cached_value_rows(float*, const float*, int, const AttentionShape&, int, int, int) noexcept {}
 void attention_forward(float* out, float* att, const float* qkv, int t_begin, int T, const AttentionShape& shape,
                        int att_stride, float*, float* scores, int scores_head, int att_block, const AttentionPool* pool,
                        const AttentionRowStats* stats) noexcept {

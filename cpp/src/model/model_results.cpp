@@ -253,22 +253,23 @@ std::vector<float> Model::Impl::contribution_norms(int t_begin) const {
 // || v_j @ W_O^h || for rows j in [row_begin, T_) of head (layer, head) into out[j - row_begin]: each
 // value through the head's rows of W_O, by the kernel that gives the head its write. A row's result
 // does not depend on how many rows are computed together, so rows added later equal a full run's.
-// scratch: grown to (T_ - row_begin, C) floats, reused across heads by the caller.
+// moved: grown to (T_ - row_begin) (C + HS) floats, reused across heads by the caller.
 void Model::Impl::value_norm_rows(float* out, int layer, int head, int row_begin, std::vector<float>& moved) const {
   const ModelConfig& c = config_;
   const int C = c.n_embd, HS = c.head_size(), n = T_ - row_begin, W = c.qkv_width();
   if (n <= 0) return;
   // the query head's value is its key/value head's, at column (NH + KV + g) HS of qkv; the product
   // reads columns [head HS, (head + 1) HS) of its input, so the input starts head HS before it
-  // (with the views' activations alone, the key cache's copy of the values: the same floats, rows HS apart)
   const int g = head / c.group_size();
-  moved.resize((std::size_t)n * C);
+  moved.resize((std::size_t)n * (C + HS));
   if (views_only_) {
+    // the key cache's copy of the values (the same floats), copied out as rows HS apart after the product's rows
     const kernels::AttentionShape shape{c.n_head, c.kv_heads(), HS};
     const float* panels = key_panels_.data() + (std::size_t)layer * kernels::attention_key_panels_floats(cap_, shape);
-    const float* values =
-        kernels::attention_cached_values(panels, cap_, shape, g) + (std::size_t)row_begin * HS - (std::size_t)head * HS;
-    kernels::matmul_rows_forward(moved.data(), values, HS, blocks_[layer].attn_out, head * HS, (head + 1) * HS, n);
+    float* rows = moved.data() + (std::size_t)n * C;
+    kernels::attention_cached_value_rows(rows, panels, cap_, shape, g, row_begin, T_);
+    kernels::matmul_rows_forward(moved.data(), rows - (std::size_t)head * HS, HS, blocks_[layer].attn_out, head * HS,
+                                 (head + 1) * HS, n);
   } else {
     const float* values =
         &qkv_[((std::size_t)layer * cap_ + row_begin) * W + (std::size_t)(c.n_head + c.kv_heads() + g) * HS] -

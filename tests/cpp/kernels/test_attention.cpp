@@ -298,6 +298,35 @@ TEST_CASE("attention_rows recomputes any rows of a head's map bit for bit from t
   }
 }
 
+TEST_CASE("attention_cached_value_rows copies any rows of a key/value head's values out of the cache exactly",
+          "[kernels][attention]") {
+  // The cache keeps values in blocks of columns; the model's value norms read them back as rows. The
+  // copy must be the values qkv held (a copy: tolerance 0), for head sizes within one block, across
+  // blocks and ending in a partial one, the cache filled in two calls as typing fills it.
+  std::mt19937 rng(29);
+  for (const auto& [NH, KV, HS] :
+       {std::tuple{2, 2, 5}, std::tuple{6, 2, 40}, std::tuple{3, 1, 64}, std::tuple{4, 2, 70}}) {
+    const k::AttentionShape shape{NH, KV, HS};
+    const int T = 45, stride = 50;
+    const std::size_t row3 = shape.qkv_row();
+    const auto qkv = random_normal((std::size_t)T * row3, rng, 0.7f);
+    std::vector<float> att((std::size_t)NH * stride * stride, 0.0f), out((std::size_t)T * shape.out_row());
+    std::vector<float> panels(k::attention_key_panels_floats(stride, shape), 5.0f);
+    REQUIRE(!panels.empty());  // the SIMD build keeps a cache (the scalar build's copy does nothing)
+    k::attention_forward(out.data(), att.data(), qkv.data(), 0, 30, shape, stride, panels.data());
+    k::attention_forward(out.data(), att.data(), qkv.data(), 30, T, shape, stride, panels.data());
+    for (int g = 0; g < KV; g++)
+      for (const auto& [r0, r1] : {std::pair{0, T}, std::pair{7, 8}, std::pair{29, 31}, std::pair{40, T}}) {
+        std::vector<float> rows((std::size_t)(r1 - r0) * HS, -1.0f);
+        k::attention_cached_value_rows(rows.data(), panels.data(), stride, shape, g, r0, r1);
+        INFO("NH=" << NH << " KV=" << KV << " HS=" << HS << " g=" << g << " rows [" << r0 << ", " << r1 << ")");
+        for (int j = r0; j < r1; j++)
+          for (int d = 0; d < HS; d++)
+            REQUIRE(rows[(std::size_t)(j - r0) * HS + d] == qkv[(std::size_t)j * row3 + (NH + KV + g) * HS + d]);
+      }
+  }
+}
+
 TEST_CASE("attention_forward keeping no map (att_block) gives the same outputs, bit for bit", "[kernels][attention]") {
   // The model's long texts: att holds one block of rows per head instead of the whole map; each row
   // is computed as before and only where it is kept changes, so outputs and the key cache are
