@@ -68,11 +68,14 @@ static std::size_t head_cache_floats(int att_stride, int HS) {
 
 // The value block holding columns [d0, d0 + width) of a head's values (d0 a multiple of kValueBlock),
 // in the head's value cache vc: value j's columns at at + j * width.
-struct ValueBlock {
-  const float* at;
+template <class F>
+struct ValueBlockOf {
+  F* at;
   int width;
 };
-static inline ValueBlock value_block(const float* vc, int att_stride, int HS, int d0) noexcept {
+using ValueBlock = ValueBlockOf<const float>;
+template <class F>
+static inline ValueBlockOf<F> value_block(F* vc, int att_stride, int HS, int d0) noexcept {
   return {vc + (std::size_t)d0 * att_stride, std::min(kValueBlock, HS - d0)};
 }
 
@@ -305,9 +308,8 @@ void attention_forward(float* out, float* att, const float* qkv, int t_begin, in
         const float* kr = keys + j * row3;
         for (int d = 0; d < HS; d++) slot[d * kPanel] = kr[d];
         for (int d0 = 0; d0 < HS; d0 += kValueBlock) {
-          const ValueBlock vb = value_block(vc_g, att_stride, HS, d0);
-          std::memcpy(const_cast<float*>(vb.at) + (std::size_t)j * vb.width, values + j * row3 + d0,
-                      sizeof(float) * vb.width);
+          const ValueBlockOf<float> vb = value_block(vc_g, att_stride, HS, d0);
+          std::memcpy(vb.at + (std::size_t)j * vb.width, values + j * row3 + d0, sizeof(float) * vb.width);
         }
       }
     }
