@@ -26,7 +26,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
-import { benchArgs, gpt2SmallMarkdown, openBenchPage, ROOT, startBenchPageServer, stats } from './lib.mjs';
+import { benchArgs, gpt2SmallMarkdown, machineInfo, openBenchPage, ROOT, startBenchPageServer, stats } from './lib.mjs';
 import { DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
 const opt = benchArgs(
@@ -292,6 +292,7 @@ const ortVersion = JSON.parse(
 ).version;
 const result = {
   chromium: runs[0].chromium,
+  machine: machineInfo(), // the CPU: the ceilings differ by vendor and flags
   sessions: SESSIONS,
   onnxruntime_web: ortVersion,
   cores: env.cores,

@@ -17,7 +17,7 @@
 //   DIR: a GPT-2 folder with GPT-2's tokenizer (bench/shapes/make_gpt2_small.py)
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { benchArgs, stats, timedCommand } from './lib.mjs';
+import { benchArgs, machineInfo, stats, timedCommand } from './lib.mjs';
 
 const opt = benchArgs(
   {
@@ -55,6 +55,7 @@ const LAYER = L - 1,
 // heads, attention bias and MLP, then bias
 const PARTS = 2 + LAYER * (H + 2) + 1;
 const out = {
+  machine: machineInfo(), // the CPU: the ceilings differ by vendor and flags
   model: { dir: path.resolve(opt.model), n_layer: L, n_head: H, n_embd: C, vocab_size: config.vocab_size },
   tokens: TOKENS,
   head: `${LAYER}:${HEAD}`,

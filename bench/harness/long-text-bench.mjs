@@ -12,7 +12,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
-import { benchArgs, stats } from './lib.mjs';
+import { benchArgs, machineInfo, machineLine, stats } from './lib.mjs';
 import { DEMO_PROBE, DEMO_PROBE_QUIET, labRolesMeasured } from './demo-probe.mjs';
 import { sampleBrowserMemory } from './tab-memory.mjs';
 import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
@@ -239,6 +239,7 @@ if (bareSpeedup)
 
 const result = {
   chromium: browser.version(),
+  machine: machineInfo(), // the CPU: the ceilings differ by vendor and flags
   model: { ...info },
   tokens: TOKENS,
   probe: FRAME_LOOP ? 'a requestAnimationFrame loop counting frames' : 'no frames of its own',
@@ -269,7 +270,7 @@ if (opt.markdown) {
     opt.markdown,
     `# Typing at the end of a long text on ${SHAPE}, in the demo\n\n` +
       `Written by \`node bench/harness/long-text-bench.mjs\` (bench/harness/gpt2_small.sh) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: ` +
-      `Chromium ${result.chromium} (headless), the demo page (web/demo) under its strict CSP, the checkpoint of ${MAKER} ` +
+      `Chromium ${result.chromium} (headless) on ${machineLine(result.machine)}, the demo page (web/demo) under its strict CSP, the checkpoint of ${MAKER} ` +
       `(${info.nLayer} layers x ${info.nHead} heads, width ${info.nEmbd}, random weights), a text of ${TOKENS} tokens, then ${KEYS} keystrokes, ` +
       `each a word with its space (one new token), first with the demo's row updates and then, in the same page, without them. ` +
       `The probe ${FRAME_LOOP ? 'runs a requestAnimationFrame loop (a frame at every vsync)' : 'asks for no frames of its own (the page draws only when it changes)'}.\n\n` +

@@ -19,6 +19,7 @@ import {
   maxAbsDiff,
   benchIds,
   coreRunCall,
+  machineInfo,
 } from './lib.mjs';
 
 const opt = benchArgs({ strings: ['model', 'onnx', 'simd', 'scalar', 'pkg', 'out'], flags: ['quick', 'simd-only'] });
@@ -89,6 +90,7 @@ if (!simdOnly) {
 const ortIds = (T) => ({ ids: new ort.Tensor('int64', BigInt64Array.from(ids.slice(0, T), BigInt), [1, T]) });
 
 const results = {
+  machine: machineInfo(), // the CPU: the ceilings differ by vendor and flags
   env: { node: process.version, v8: process.versions.v8, execArgv: process.execArgv, quick },
   subjects: {},
 };

@@ -7,7 +7,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
-import { benchArgs, ROOT, stats } from './lib.mjs';
+import { benchArgs, machineInfo, ROOT, stats } from './lib.mjs';
 import { DEMO_PROBE } from './demo-probe.mjs';
 import { startStaticServer } from '../../web/server/static-server.mjs';
 
@@ -60,7 +60,7 @@ async function openPage(mode) {
   return { context, page };
 }
 
-const results = { chromium: version, modes: {} };
+const results = { chromium: version, machine: machineInfo(), modes: {} };
 for (const mode of process.env.PAGE_BENCH_DEMO_ONLY ? [] : ['main', 'worker']) {
   // cold loads
   const cold = [];

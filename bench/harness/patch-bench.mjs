@@ -17,7 +17,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
-import { benchArgs, openBenchPage, ROOT, stats, startBenchPageServer, timedCommand } from './lib.mjs';
+import { benchArgs, machineInfo, openBenchPage, ROOT, stats, startBenchPageServer, timedCommand } from './lib.mjs';
 import { DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
 const opt = benchArgs(
@@ -48,6 +48,7 @@ const config = JSON.parse(readFileSync(path.join(opt.model, 'config.json'), 'utf
 const nLayer = config.n_layer ?? config.num_hidden_layers,
   nHead = config.n_head ?? config.num_attention_heads;
 const out = {
+  machine: machineInfo(), // the CPU: the ceilings differ by vendor and flags
   model: {
     dir: path.resolve(opt.model),
     n_layer: nLayer,

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
 import { startStaticServer, DEMO_CSP } from '../../web/server/static-server.mjs';
-import { benchArgs } from './lib.mjs';
+import { benchArgs, machineInfo } from './lib.mjs';
 
 const opt = benchArgs(
   { required: ['site', 'out'], defaults: { repeats: '1', 'timeout-s': '180' } },
@@ -92,6 +92,7 @@ const med = (xs) => {
 };
 const result = {
   chromium: chromiumVersion,
+  machine: machineInfo(), // the CPU: the ceilings differ by vendor and flags
   target_ms: TARGET_MS,
   runs,
   induction_at_ms: med(done.map((r) => r.induction_at_ms)),

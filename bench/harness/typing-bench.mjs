@@ -14,7 +14,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/common/chromium.mjs';
-import { benchArgs, stats } from './lib.mjs';
+import { benchArgs, machineInfo, stats } from './lib.mjs';
 import { DEMO_PROBE, labRolesMeasured, startTyping } from './demo-probe.mjs';
 import { startStaticServer, DEMO_CSP, ISOLATION_HEADERS } from '../../web/server/static-server.mjs';
 
@@ -65,7 +65,7 @@ const settle = (page) =>
     await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
   });
 
-const out = { chromium: browser.version(), site: path.resolve(opt.demo) };
+const out = { chromium: browser.version(), machine: machineInfo(), site: path.resolve(opt.demo) };
 
 // ---- 1. the default model, a character every 120 ms at the end of a short text --------------------
 {
