@@ -60,31 +60,32 @@ inline batch f16_low_bits_to_f32(const ibatch& h) noexcept {
 
 // Both halves of each int32 lane (f16_pack's grouped layout: lo from the low 16 bits, hi from the
 // high ones), for F16 values known to be finite: the model's weights, which the loader refuses with
-// a NaN or an infinity and rounds into F16's finite range. The same floats as f16_low_bits_to_f32
-// for every finite pattern (tests/cpp/kernels/test_f16.cpp checks all of them), in 7 operations for
-// two batches instead of 21: an arithmetic shift by 3 puts the 15 bits below the sign 13 places lower
-// under the sign, with three copies of the sign between them that the mask clears (and, for hi, the
-// low value's bits it drops); the multiply by 2^112 rebiases the exponent and keeps the sign. Widening
-// was most of the time of an F16 matrix-vector product (a typed token's layers and LM head in wasm,
-// where SIMD128 has no F16 conversion: about 1 G weights/s before).
-inline void f16_finite_pair_to_f32(const ibatch& words, batch& lo, batch& hi) noexcept {
-  const ibatch mask(static_cast<int32_t>(0x8fffe000u));
-  lo = xsimd::bitwise_cast<batch>(((words << 16) >> 3) & mask) * batch(0x1p112f);
-  hi = xsimd::bitwise_cast<batch>((words >> 3) & mask) * batch(0x1p112f);
-}
-
-// The same two values times 2^-112, exactly, without the multiply: for a product whose other operand
-// the caller scaled by 2^112 instead (f16_scaled_input_fits). A value times 2^-112 is an exact float32
-// (F16's normal values land on normal float32 ones, its subnormal ones on subnormal float32 patterns
-// 2^-136 apart, above float32's 2^-149), and so is x * 2^112 for |x| < 2^16, so each product is the
-// same real number as w * x and rounds to the same float: the same bits as widening, two multiplies
-// fewer per two batches, where a typed token's F16 products and LM head spend their time in V8.
+// a NaN or an infinity and rounds into F16's finite range. An arithmetic shift by 3 puts the 15 bits
+// below the sign 13 places lower under the sign, with three copies of the sign between them that the
+// mask clears (and, for hi, the low value's bits it drops): each value times 2^-112, exactly (F16's
+// normal values land on normal float32 ones, its subnormal ones on subnormal float32 patterns 2^-136
+// apart, above float32's 2^-149).
+// A product whose other operand the caller scaled by 2^112 (exact for |x| < 2^16:
+// f16_scaled_input_fits) is then the same real number as w * x and rounds to the same float: the
+// same bits as widening, two multiplies fewer per two batches, where a typed token's F16 products and
+// LM head spend their time in V8.
 inline void f16_finite_pair_to_scaled_f32(const ibatch& words, batch& lo, batch& hi) noexcept {
   const ibatch mask(static_cast<int32_t>(0x8fffe000u));
   lo = xsimd::bitwise_cast<batch>(((words << 16) >> 3) & mask);
   hi = xsimd::bitwise_cast<batch>((words >> 3) & mask);
 }
 constexpr float kF16Rebias = 0x1p112f;
+// The same two values widened: the multiply by 2^112 rebiases the exponent and keeps the sign. The
+// same floats as f16_low_bits_to_f32 for every finite pattern (tests/cpp/kernels/test_f16.cpp checks
+// all of them), in 7 operations for two batches instead of 21. Widening was most of the time of an
+// F16 matrix-vector product (a typed token's layers and LM head in wasm, where SIMD128 has no F16
+// conversion: about 1 G weights/s before).
+inline void f16_finite_pair_to_f32(const ibatch& words, batch& lo, batch& hi) noexcept {
+  f16_finite_pair_to_scaled_f32(words, lo, hi);
+  lo = lo * batch(kF16Rebias);
+  hi = hi * batch(kF16Rebias);
+}
+
 // True when every x[t * stride + k] (t < T, k < K) has |x| < 2^16: scaled by 2^112 it stays finite and
 // exact. False for NaN and infinities too, whose callers widen instead (the same results either way).
 inline bool f16_scaled_input_fits(const float* x, int T, int K, std::size_t stride) noexcept {
