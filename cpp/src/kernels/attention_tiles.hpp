@@ -90,8 +90,8 @@ inline ValueBlockOf<F> value_block(F* vc, int att_stride, int HS, int d0) noexce
 // a_rows (ROWS, att_stride) <- [:, 0:n_valid]; q row r at q + r * row3; key_panel (HS, kPanel)
 // a_rows' rows are a_stride floats apart (the next query's row of a head, or the next head's row of a query).
 template <int ROWS>
-inline void score_tile(float* a_rows, std::size_t a_stride, const float* q, std::size_t row3,
-                              const float* key_panel, int HS, float scale, int n_valid) noexcept {
+inline void score_tile(float* a_rows, std::size_t a_stride, const float* q, std::size_t row3, const float* key_panel,
+                       int HS, float scale, int n_valid) noexcept {
   batch acc0[ROWS], acc1[ROWS];
   for (int r = 0; r < ROWS; r++) acc0[r] = acc1[r] = batch(0.0f);
   for (int d = 0; d < HS; d++) {
@@ -122,8 +122,8 @@ inline void score_tile(float* a_rows, std::size_t a_stride, const float* q, std:
 // loaded value batch feeds ROWS rows. The sums start from 0 (j0 = 0) or from what y holds (the same
 // chains continued: a later slice of the keys, see weighted_values_rows).
 template <int ROWS, int NB>
-inline void weighted_values_tile(float* y, int y_stride, const float* a, std::size_t a_stride,
-                                        const float* values, int v_stride, int j0, int n) noexcept {
+inline void weighted_values_tile(float* y, int y_stride, const float* a, std::size_t a_stride, const float* values,
+                                 int v_stride, int j0, int n) noexcept {
   batch acc[ROWS][NB];
   for (int r = 0; r < ROWS; r++)
     for (int b = 0; b < NB; b++)
@@ -146,7 +146,7 @@ inline void weighted_values_tile(float* y, int y_stride, const float* a, std::si
 // the tile of nb batches for the nb < NB + 1 whole batches left (none when nb is 0)
 template <int ROWS, int NB>
 inline void weighted_values_last_tile(int nb, float* y, int y_stride, const float* a, std::size_t a_stride,
-                                             const float* values, int v_stride, int j0, int n) noexcept {
+                                      const float* values, int v_stride, int j0, int n) noexcept {
   if constexpr (NB > 0) {
     if (nb == NB)
       weighted_values_tile<ROWS, NB>(y, y_stride, a, a_stride, values, v_stride, j0, n);
@@ -164,8 +164,8 @@ constexpr int kValueSlice = 1024;
 
 // y rows [0, width) for one value block (width its whole batches' columns, value j at values + j * v_stride)
 template <int ROWS>
-inline void weighted_values_rows(float* y, int y_stride, const float* a, std::size_t a_stride,
-                                        const float* values, int v_stride, int n, int width) noexcept {
+inline void weighted_values_rows(float* y, int y_stride, const float* a, std::size_t a_stride, const float* values,
+                                 int v_stride, int n, int width) noexcept {
   constexpr int NB = ROWS == 1 ? kValueBatchesOneRow : kValueBatches;
   for (int j0 = 0; j0 < n; j0 += kValueSlice) {
     const int j1 = std::min(n, j0 + kValueSlice);
@@ -192,16 +192,15 @@ inline void weighted_values_rows(float* y, int y_stride, const float* a, std::si
 
 template <int... R>
 inline void score_tile_rows(int rows, std::integer_sequence<int, R...>, float* a_rows, std::size_t a_stride,
-                                   const float* q, std::size_t row3, const float* kp, int HS, float scale,
-                                   int n_valid) noexcept {
+                            const float* q, std::size_t row3, const float* kp, int HS, float scale,
+                            int n_valid) noexcept {
   // dispatch the block's height (1..kScoreRows) to its template instance
   ((rows == R + 1 ? (score_tile<R + 1>(a_rows, a_stride, q, row3, kp, HS, scale, n_valid), 0) : 0), ...);
 }
 
 template <int... R>
-inline void weighted_values_rows_n(int rows, std::integer_sequence<int, R...>, float* y, int y_stride,
-                                          const float* a, std::size_t a_stride, const float* values, int v_stride,
-                                          int n, int width) noexcept {
+inline void weighted_values_rows_n(int rows, std::integer_sequence<int, R...>, float* y, int y_stride, const float* a,
+                                   std::size_t a_stride, const float* values, int v_stride, int n, int width) noexcept {
   ((rows == R + 1 ? (weighted_values_rows<R + 1>(y, y_stride, a, a_stride, values, v_stride, n, width), 0) : 0), ...);
 }
 
@@ -209,8 +208,8 @@ inline void weighted_values_rows_n(int rows, std::integer_sequence<int, R...>, f
 // values: whole batches by tiles over keys [0, n), the block's columns past them one at a time over
 // each row's own keys, n for every row (a group's heads at one position) or, with consecutive, n - rows
 // + 1 + r for row r (consecutive positions, the last one's keys n)
-inline void weighted_values_block(int rows, float* y, int y_stride, const float* a, std::size_t a_stride,
-                                         ValueBlock vb, int n, bool consecutive) noexcept {
+inline void weighted_values_block(int rows, float* y, int y_stride, const float* a, std::size_t a_stride, ValueBlock vb,
+                                  int n, bool consecutive) noexcept {
   const int width = vb.width - vb.width % kLanes;
   if (width > 0)
     weighted_values_rows_n(rows, std::make_integer_sequence<int, kValueRows>{}, y, y_stride, a, a_stride, vb.at,
