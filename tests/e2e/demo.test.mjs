@@ -320,6 +320,14 @@ async function viewsAgreeWithResult(page) {
     const topk = [...document.querySelectorAll('#topk li .hs-topk-token')].map((x) => x.textContent);
     const wantTop = r.topNext.map((p) => label(p.token, 20));
     if (topk.join('|') !== wantTop.join('|')) problems.push(`top-k ${topk} vs ${wantTop}`);
+    // each bar shows its probability: the scale the page set (the drawn one may be mid-transition);
+    // setFill() writes 4 decimals of a probability rounded to 1e-4, so 1e-4 apart at most
+    const fills = [...document.querySelectorAll('#topk li .hs-topk-fill')].map((f) =>
+      Number(/^scaleX\(([0-9.]+)\)$/.exec(f.style.transform)?.[1]),
+    );
+    r.topNext.forEach((p, i) => {
+      if (!(Math.abs(fills[i] - p.prob) <= 1e-4)) problems.push(`top-k bar ${i}: ${fills[i]} for ${p.prob}`);
+    });
     if (!document.getElementById('stats').textContent.startsWith(`${r.T} tokens`)) problems.push('stats');
     return problems;
   });

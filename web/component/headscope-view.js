@@ -33,7 +33,7 @@ import { isLazy, whenNear } from './runtime/near-viewport.js';
 import { installAttribution } from './runtime/attribution.js';
 import { headSharing } from './model/kv-groups.js';
 import { Tooltip } from './views/tooltip.js';
-import { el, lazySheets, shadowWithReady, rendered } from './views/dom.js';
+import { el, lazySheets, shadowWithReady, rendered, setFill } from './views/dom.js';
 import { parseAblate } from '../lib/result.js';
 import { paletteCss, readTheme } from './runtime/theme.js';
 import { sceneToSvgString, sceneToPngBlob } from './views/scene.js';
@@ -245,7 +245,7 @@ export class HeadscopeViewElement extends HTMLElement {
     statusText.textContent = 'Loading the model…';
     getModel(key, {
       onProgress: ({ loaded, total }) => {
-        if (total > 0) fill.style.width = `${Math.min(100, (100 * loaded) / total).toFixed(1)}%`;
+        if (total > 0) setFill(fill, loaded / total);
       },
     }).then(
       (model) => {

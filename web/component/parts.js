@@ -27,5 +27,6 @@ export { VALUE_WEIGHTING_SENTENCE, valueWeightingSentence, hasValueNorms, shownW
 export { InsideSource } from './runtime/inside-source.js';
 export { kvGroups, kvHeadOf, headSharing, sharingSentence, cacheBytes } from './model/kv-groups.js';
 export { Tooltip } from './views/tooltip.js';
+export { setFill } from './views/dom.js';
 export { readTheme, tokenLabel, tokenWords, heat, heatInk, quoteToken } from './runtime/theme.js';
 export { sceneToSvgString, sceneToPngBlob, downloadBlob, sceneToSvg } from './views/scene.js';

@@ -1,6 +1,6 @@
 // Next-token predictions: the top k tokens with their probabilities, as an HTML list.
 import { tokenLabel } from '../runtime/theme.js';
-import { el } from './dom.js';
+import { el, setFill } from './dom.js';
 
 /**
  * Next-token predictions, top-k with probabilities (HTML list). While the model writes, the
@@ -59,11 +59,11 @@ export class TopKView {
         r.token.textContent = text;
         r.text = text;
       } // text, never markup
-      const width = `${(100 * p.prob).toFixed(2)}%`;
+      const width = Math.round(p.prob * 1e4);
       if (r.width !== width) {
-        r.fill.style.width = width;
+        setFill(r.fill, width / 1e4);
         r.width = width;
-      } // CSSOM: allowed under a strict CSP
+      }
       const pct = formatPercent(p.prob);
       if (r.pct !== pct) {
         r.prob.textContent = pct;

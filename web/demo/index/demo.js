@@ -17,6 +17,7 @@ import {
   heatmapScene,
   linesScene,
   combineScene,
+  setFill,
 } from '../../component/headscope-view.js';
 import { installLab } from './lab-panel.js';
 import { installInside } from './inside-panel.js';
@@ -368,7 +369,7 @@ function showRunError(e) {
 function showProgress(tokens, total) {
   $('run-progress').hidden = false;
   setText($('run-progress-text'), `Running the model: ${tokens} of ${total} tokens…`);
-  $('run-progress-fill').style.width = `${((100 * tokens) / Math.max(1, total)).toFixed(1)}%`;
+  setFill($('run-progress-fill'), tokens / Math.max(1, total));
 }
 function hideProgress() {
   if (!$('run-progress').hidden) $('run-progress').hidden = true;

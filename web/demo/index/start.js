@@ -1,7 +1,7 @@
 // The demo page's first model: ?threads=, ?trained=1 (the model the training page saved in this
 // browser) or the URL's model with a progress bar, and the head the page opens on (the card's most
 // telling head on the article's sentence, card-opening.js); a model that cannot load says why.
-import { getFastTypingModel, loadModelFromBuffers, setThreads } from '../../component/headscope-view.js';
+import { getFastTypingModel, loadModelFromBuffers, setThreads, setFill } from '../../component/headscope-view.js';
 import { loadCard } from '../common/models.js';
 import { loadTrainedModel } from '../common/trained-model.js';
 import { cardOpening } from './card-opening.js';
@@ -44,7 +44,7 @@ export async function startPage({ page, fromUrl, textBox, useModel, models }) {
       onProgress: ({ loaded, total }) => {
         if (!total) return;
         const pct = Math.min(100, (100 * loaded) / total);
-        fill.style.width = `${pct.toFixed(1)}%`;
+        setFill(fill, pct / 100);
         bar.setAttribute('aria-valuenow', pct.toFixed(0));
         $('loading-text').textContent =
           `Loading the model… ${(loaded / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB`;
