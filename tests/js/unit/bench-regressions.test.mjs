@@ -232,10 +232,17 @@ test('explainedRegressions reads "## Regressions explained" only, and only lines
     'the attention kernel now keeps every head apart (commit abc1234), measured with bench/harness/before-after.mjs: 1.6x at T = 64',
   );
   assert.equal(explainedRegressions('# no such section\n- `a`: b\n').size, 0);
-  // the committed README has the section, and explains nothing yet
+  // the committed README has the section, and each figure it explains is one of the committed full
+  // run's (an id with a typo would explain nothing), with a reason
   const readme = readFileSync(path.join(ROOT, 'bench/README.md'), 'utf8');
   assert.match(readme, /^## Regressions explained$/m);
-  assert.equal(explainedRegressions(readme).size, 0);
+  const committed = new Set(
+    figures(JSON.parse(readFileSync(path.join(ROOT, 'bench/results/results.json'), 'utf8'))).map((f) => f.id),
+  );
+  for (const [id, reason] of explainedRegressions(readme)) {
+    assert.ok(committed.has(id), `bench/README.md explains ${id}, which is not a figure of bench/results/results.json`);
+    assert.ok(reason.length > 20, `the reason given for ${id} says too little: ${reason}`);
+  }
 });
 
 test('renderComparison names the previous run and marks regressions, explained or not', () => {
