@@ -366,6 +366,18 @@ def gpt2_report(a, model, correctness):
                     f"| {g['M']} | {g['K']} | {g['N']} | {g['ours_gflops']:.1f} | {g['eigen_gflops']:.1f} | {g['ours_over_eigen']:.2f}x "
                     f"| {g['ours_of_ceiling']:.2f} |"
                 )
+        ladder = [g for g in gemm_rows if "ladder" in g]
+        if ladder:
+            lines += [
+                "",
+                "Where the GEMM's time goes at M 256, K 768, N 768 (`gemm_ladder` in cpp/bench/gemm_native.cpp): the same "
+                "register tile with both operands in L1, then the GEMM's loop nest alone streaming the weights from L2, "
+                "then `matmul_forward` itself.",
+                "",
+                "| step | GFLOP/s | of the ceiling |",
+                "|---|---|---|",
+            ]
+            lines += [f"| {g['ladder']} | {g['gflops']:.1f} | {g['of_ceiling']:.2f} |" for g in ladder]
         lines += ["", "| attention T | ms per layer | GFLOP/s (causal QK^T and PV) |", "|---|---|---|"]
         for g in gemm_rows:
             if "attention_T" in g:

@@ -2,7 +2,8 @@
 // packed at load time) against its previous version (cpp/bench/dev, matmul_forward_v1) and Eigen's
 // GEMM (Eigen 3.4, vectorized with this build's -march=native),
 // y (M, N) = x (M, K) @ W (K, N) + b, each also over this core's multiply-add ceiling (the first line);
-// then the attention kernel of one layer at T = 64, 256, 1024.
+// then where the GEMM's time goes between that ceiling and the whole product (gemm_ladder below); then
+// the attention kernel of one layer at T = 64, 256, 1024.
 // Prints one JSON line per case; medians of thread CPU time.
 // Usage: headscope_gemm_native [--quick]
 #include <Eigen/Dense>
@@ -18,6 +19,7 @@
 
 #include "bench_main.hpp"
 #include "dev/kernel_versions.hpp"
+#include "kernels/gemm_tile.hpp"
 #include "kernels/kernels.hpp"
 
 namespace {
@@ -81,6 +83,72 @@ double fma_ceiling_gflops(int iters) {
   return 2.0 * kChains * B::size * (double)iters / ms / 1e6;
 }
 
+// Where the GEMM's time goes, one step at a time from the ceiling to the whole product, at GPT-2 small's
+// attention output shape (M 256, K 768, N 768), each step the same register tile (gemm::packed_tile
+// at the build's height) on the same packed weights and input rows (row stride K, as in the model):
+//   tile_l1:   one row tile against one panel's depth slice of 128 steps, repeated: both operands in
+//              L1 (16 KB of weights with AVX-512), so only the tile's own loop (its loads and
+//              broadcasts beside the multiply-adds) stands between it and the ceiling;
+//   tile_l2:   the GEMM's loop nest (depth slices > panel groups > row tiles > panels, gemm.cpp) with
+//              nothing else: every row tile streams its group's weight slices from L2;
+//   matmul:    matmul_forward itself (the bias, the partial last tile, the call).
+// This VM has no hardware counters (perf stat: cycles not supported), so this is the profile.
+void gemm_ladder(double ceiling, bool quick) {
+  namespace k = headscope::kernels;
+  constexpr int M = 256, K = 768, N = 768;
+  const k::GemmBlocking blk = k::gemm_blocking();
+  const int R = blk.tile_rows, P = headscope::simd::kPanel, panels = N / P, full_rows = M / R * R;
+  std::mt19937 rng(2);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x((std::size_t)M * K), w((std::size_t)K * N), b(N), y((std::size_t)M * N);
+  for (auto& v : x) v = d(rng);
+  for (auto& v : w) v = 0.02f * d(rng);
+  for (auto& v : b) v = d(rng);
+  const k::PackedLinear W = k::pack_linear(w.data(), b.data(), K, N);
+  const int runs = quick ? 3 : 9;
+  const auto line = [&](const char* step, double flop, double ms) {
+    std::printf("{\"ladder\": \"%s\", \"gflops\": %.1f, \"of_ceiling\": %.2f}\n", step, flop / ms / 1e6,
+                flop / ms / 1e6 / ceiling);
+  };
+  // the tile's height is the build's (kTileRows): dispatched through the table gemm.cpp also uses
+  const auto tile = [&](float* out, const float* a, const float* panel, int depth, k::gemm::TileStart start,
+                        const float* bias) {
+    switch (R) {
+      case 4:
+        return k::gemm::packed_tile<4>(out, N, a, K, panel, depth, start, bias, P);
+      case 6:
+        return k::gemm::packed_tile<6>(out, N, a, K, panel, depth, start, bias, P);
+      default:
+        return k::gemm::packed_tile<8>(out, N, a, K, panel, depth, start, bias, P);
+    }
+  };
+  {
+    constexpr int depth = 128, reps = 400;
+    line("tile_l1", 2.0 * R * depth * P * reps,
+         median_ms(
+             [&] {
+               for (int i = 0; i < reps; i++)
+                 tile(y.data(), x.data(), W.panels.data(), depth, k::gemm::TileStart::zero, nullptr);
+             },
+             runs));
+  }
+  line("tile_l2", 2.0 * full_rows * K * N,
+       median_ms(
+           [&] {
+             for (int k0 = 0; k0 < K; k0 += blk.depth_block) {
+               const int depth = std::min(blk.depth_block, K - k0);
+               for (int g0 = 0; g0 < panels; g0 += blk.panel_group)
+                 for (int t = 0; t < full_rows; t += R)
+                   for (int p = g0; p < std::min(panels, g0 + blk.panel_group); p++)
+                     tile(y.data() + (std::size_t)t * N + p * P, x.data() + (std::size_t)t * K + k0,
+                          W.panels.data() + ((std::size_t)p * K + k0) * P, depth,
+                          k0 ? k::gemm::TileStart::out : k::gemm::TileStart::bias, W.bias.data() + p * P);
+             }
+           },
+           runs));
+  line("matmul", 2.0 * M * K * N, median_ms([&] { k::matmul_forward(y.data(), x.data(), W, M); }, runs));
+}
+
 int run(int argc, char** argv) {
   bool quick = false;
   for (int i = 1; i < argc; i++) {
@@ -130,6 +198,7 @@ int run(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
+  gemm_ladder(ceiling, quick);
   // attention of one layer (NH 12, head size 64), all rows from an empty cache, att stride 1024 as in
   // the model at full context: the kernel alone, in GFLOP/s of its causal products (QK^T and PV)
   {
