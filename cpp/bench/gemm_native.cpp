@@ -86,7 +86,7 @@ double fma_ceiling_gflops(int iters) {
 // Where the GEMM's time goes, one step at a time from the ceiling to the whole product, at GPT-2 small's
 // attention output shape (M 256, K 768, N 768), each step the same register tile (gemm::packed_tile
 // at the build's height) on the same packed weights and input rows (row stride K, as in the model):
-//   tile_l1:   one row tile against one panel's depth slice of 128 steps, repeated: both operands in
+//   tile_l1:   one row tile against one panel's depth slice of 128 steps, 400 times: both operands in
 //              L1 (16 KB of weights with AVX-512), so only the tile's own loop (its loads and
 //              broadcasts beside the multiply-adds) stands between it and the ceiling;
 //   tile_l2:   the GEMM's loop nest (depth slices > panel groups > row tiles > panels, gemm.cpp) with
@@ -97,7 +97,7 @@ void gemm_ladder(double ceiling, bool quick) {
   namespace k = headscope::kernels;
   constexpr int M = 256, K = 768, N = 768;
   const k::GemmBlocking blk = k::gemm_blocking();
-  const int R = blk.tile_rows, P = headscope::simd::kPanel, panels = N / P, full_rows = M / R * R;
+  const int R = k::gemm::kTileRows, P = headscope::simd::kPanel, panels = N / P, full_rows = M / R * R;
   std::mt19937 rng(2);
   std::normal_distribution<float> d(0.0f, 1.0f);
   std::vector<float> x((std::size_t)M * K), w((std::size_t)K * N), b(N), y((std::size_t)M * N);
@@ -110,17 +110,10 @@ void gemm_ladder(double ceiling, bool quick) {
     std::printf("{\"ladder\": \"%s\", \"gflops\": %.1f, \"of_ceiling\": %.2f}\n", step, flop / ms / 1e6,
                 flop / ms / 1e6 / ceiling);
   };
-  // the tile's height is the build's (kTileRows): dispatched through the table gemm.cpp also uses
+  // the build's tile (its height kTileRows, as gemm.cpp's full row tiles)
   const auto tile = [&](float* out, const float* a, const float* panel, int depth, k::gemm::TileStart start,
                         const float* bias) {
-    switch (R) {
-      case 4:
-        return k::gemm::packed_tile<4>(out, N, a, K, panel, depth, start, bias, P);
-      case 6:
-        return k::gemm::packed_tile<6>(out, N, a, K, panel, depth, start, bias, P);
-      default:
-        return k::gemm::packed_tile<8>(out, N, a, K, panel, depth, start, bias, P);
-    }
+    k::gemm::packed_tile<k::gemm::kTileRows>(out, N, a, K, panel, depth, start, bias, P);
   };
   {
     constexpr int depth = 128, reps = 400;
@@ -128,7 +121,9 @@ void gemm_ladder(double ceiling, bool quick) {
          median_ms(
              [&] {
                for (int i = 0; i < reps; i++)
-                 tile(y.data(), x.data(), W.panels.data(), depth, k::gemm::TileStart::zero, nullptr);
+                 tile(y.data(), x.data(), W.panels.data(), depth,
+                      i ? k::gemm::TileStart::out : k::gemm::TileStart::zero,
+                      nullptr);  // each pass adds to the last: no pass can be left out
              },
              runs));
   }
