@@ -234,3 +234,60 @@ export async function openDemo(page, url) {
 export async function demoIdle(page) {
   await page.evaluate(() => window.headscopeDemo.idle());
 }
+
+// The demo's heatmap canvas against the engine's tile of what it covers (its data-rows, data-cols,
+// data-bin): every pixel the colour of its block's weight, or the faint colour where the block lies
+// wholly after its query. The colour of a weight w is the theme's table at round(255 sqrt(w)) (the
+// scale's definition, theme.js heatIndex). Returns the view and the pixels that differ.
+export async function heatmapAgainstEngine(page) {
+  // the bitmap of a result without maps comes as the engine's tiles (heatmap-bitmap.js): until the
+  // tile asked for last is painted the canvas says data-pending
+  await page.waitForFunction(() => {
+    const c = document.querySelector('#detail-view canvas.hs-heatmap-cells');
+    return c && c.dataset.rows && !c.dataset.pending;
+  });
+  return page.evaluate(async () => {
+    const demo = window.headscopeDemo;
+    const r = demo.result;
+    const canvas = document.querySelector('#detail-view canvas.hs-heatmap-cells');
+    const [r0, r1] = canvas.dataset.rows.split(' ').map(Number);
+    const [c0, c1] = canvas.dataset.cols.split(' ').map(Number);
+    const bin = Number(canvas.dataset.bin);
+    const tile = await demo.model.attentionTile(r.text, demo.state.layer, demo.state.head, {
+      rows: [r0, r1],
+      columns: [c0, c1],
+      bin,
+      ablate: r.ablate,
+    });
+    const { lut } = demo.theme.lut;
+    const faint = [1, 3, 5].map((i) => parseInt(demo.theme.faint.slice(i, i + 2), 16));
+    const index = (w) => (!(w > 0) ? 0 : w >= 1 ? 255 : Math.round(Math.sqrt(w) * 255));
+    const px = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    let wrong = 0;
+    let first = null;
+    let checked = 0;
+    for (let y = 0; y < tile.nRows; y++)
+      for (let x = 0; x < tile.nCols; x++) {
+        checked++;
+        // a block wholly after its query: its first key past its last query
+        const masked = c0 + x * bin > Math.min(r1, r0 + (y + 1) * bin) - 1;
+        const want = masked ? faint : [0, 1, 2].map((c) => lut[index(tile.values[y * tile.nCols + x]) * 3 + c]);
+        const at = (y * canvas.width + x) * 4;
+        if (want.some((v, c) => v !== px[at + c])) {
+          wrong++;
+          first ??= { x, y, want, got: [px[at], px[at + 1], px[at + 2]] };
+        }
+      }
+    return {
+      T: r.T,
+      rows: [r0, r1],
+      cols: [c0, c1],
+      bin,
+      size: canvas.dataset.shown.split(' ').map(Number), // its top left pixels show the cells (a whole map's canvas has room)
+      cells: [tile.nCols, tile.nRows],
+      checked,
+      wrong,
+      first,
+    };
+  });
+}

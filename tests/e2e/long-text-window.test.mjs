@@ -6,68 +6,11 @@
 // 2,650 tokens. Every pixel of the bitmap is checked against the engine's own tile of the same rows,
 // columns and bin (Model::attention_tile, the largest weight of each block), coloured by the page's
 // colour table: the canvas cannot show a weight the engine did not compute.
-import { test as base, expect, shot, llamaLongSite, longText, typeAtEnd } from './fixtures.mjs';
+import { test as base, expect, shot, llamaLongSite, longText, typeAtEnd, heatmapAgainstEngine } from './fixtures.mjs';
 import { seriousViolations } from './axe.mjs';
 
 const test = base.extend({ llamaSite: llamaLongSite() });
 const MODEL = '/llama-long/llama-gqa/';
-
-// The heatmap's canvas against the engine's tile of what it covers (its data-rows, data-cols,
-// data-bin): every pixel the colour of its block's weight, or the faint colour where the block lies
-// wholly after its query. The colour of a weight w is the theme's table at round(255 sqrt(w)) (the
-// scale's definition, theme.js heatIndex). Returns the view and the pixels that differ.
-const checkCanvas = async (page) => {
-  // the bitmap of a result without maps comes as the engine's tiles (heatmap-bitmap.js): until the
-  // tile asked for last is painted the canvas says data-pending
-  await page.waitForFunction(() => {
-    const c = document.querySelector('#detail-view canvas.hs-heatmap-cells');
-    return c && c.dataset.rows && !c.dataset.pending;
-  });
-  return page.evaluate(async () => {
-    const demo = window.headscopeDemo;
-    const r = demo.result;
-    const canvas = document.querySelector('#detail-view canvas.hs-heatmap-cells');
-    const [r0, r1] = canvas.dataset.rows.split(' ').map(Number);
-    const [c0, c1] = canvas.dataset.cols.split(' ').map(Number);
-    const bin = Number(canvas.dataset.bin);
-    const tile = await demo.model.attentionTile(r.text, demo.state.layer, demo.state.head, {
-      rows: [r0, r1],
-      columns: [c0, c1],
-      bin,
-      ablate: r.ablate,
-    });
-    const { lut } = demo.theme.lut;
-    const faint = [1, 3, 5].map((i) => parseInt(demo.theme.faint.slice(i, i + 2), 16));
-    const index = (w) => (!(w > 0) ? 0 : w >= 1 ? 255 : Math.round(Math.sqrt(w) * 255));
-    const px = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
-    let wrong = 0;
-    let first = null;
-    let checked = 0;
-    for (let y = 0; y < tile.nRows; y++)
-      for (let x = 0; x < tile.nCols; x++) {
-        checked++;
-        // a block wholly after its query: its first key past its last query
-        const masked = c0 + x * bin > Math.min(r1, r0 + (y + 1) * bin) - 1;
-        const want = masked ? faint : [0, 1, 2].map((c) => lut[index(tile.values[y * tile.nCols + x]) * 3 + c]);
-        const at = (y * canvas.width + x) * 4;
-        if (want.some((v, c) => v !== px[at + c])) {
-          wrong++;
-          first ??= { x, y, want, got: [px[at], px[at + 1], px[at + 2]] };
-        }
-      }
-    return {
-      T: r.T,
-      rows: [r0, r1],
-      cols: [c0, c1],
-      bin,
-      size: canvas.dataset.shown.split(' ').map(Number), // its top left pixels show the cells (a whole map's canvas has room)
-      cells: [tile.nCols, tile.nRows],
-      checked,
-      wrong,
-      first,
-    };
-  });
-};
 
 test("past 2,048 tokens the heatmap paints its map in blocks, zoomed the cells in view, each pixel the engine's tile; the strip shows a window", async ({
   page,
@@ -87,7 +30,7 @@ test("past 2,048 tokens the heatmap paints its map in blocks, zoomed the cells i
 
   // the whole map, in blocks of 2 x 2 cells: a bitmap of ceil(T / 2) pixels a side, not T
   await page.locator('#detail').scrollIntoViewIfNeeded();
-  const whole = await checkCanvas(page);
+  const whole = await heatmapAgainstEngine(page);
   expect(whole.T).toBeGreaterThan(2048);
   expect(whole).toMatchObject({ rows: [0, whole.T], cols: [0, whole.T], bin: 2, wrong: 0 });
   expect(whole.size).toEqual([Math.ceil(whole.T / 2), Math.ceil(whole.T / 2)]);
@@ -112,9 +55,9 @@ test("past 2,048 tokens the heatmap paints its map in blocks, zoomed the cells i
   for (let i = 0; i < 3; i++) await page.click('.hs-zoom-btn[aria-label="Zoom in"]');
   await expect(page.locator('.hs-zoom-text')).toHaveText(/^zoom 8× · following token \d+ /);
   await expect
-    .poll(async () => (await checkCanvas(page)).rows[1], { message: 'the window reaches the last row' })
+    .poll(async () => (await heatmapAgainstEngine(page)).rows[1], { message: 'the window reaches the last row' })
     .toBe(whole.T);
-  const zoomed = await checkCanvas(page);
+  const zoomed = await heatmapAgainstEngine(page);
   expect(zoomed.bin).toBe(1);
   expect(zoomed.wrong, JSON.stringify(zoomed.first)).toBe(0);
   expect(zoomed.rows[0]).toBeGreaterThan(0);
@@ -126,9 +69,9 @@ test("past 2,048 tokens the heatmap paints its map in blocks, zoomed the cells i
   // scrolled to the top left: the next paint covers the first rows and columns
   await page.locator('#detail-scroll').evaluate((s) => s.scrollTo(0, 0));
   await expect
-    .poll(async () => (await checkCanvas(page)).rows[0], { message: 'the window follows the scroll' })
+    .poll(async () => (await heatmapAgainstEngine(page)).rows[0], { message: 'the window follows the scroll' })
     .toBe(0);
-  const top = await checkCanvas(page);
+  const top = await heatmapAgainstEngine(page);
   expect(top).toMatchObject({ cols: [0, expect.any(Number)], bin: 1, wrong: 0 });
   expect(top.rows[1]).toBeLessThan(whole.T);
 
@@ -152,7 +95,7 @@ test("past 2,048 tokens the heatmap paints its map in blocks, zoomed the cells i
   // the heatmap follows the focused token: its window holds that row, every pixel still the engine's
   await expect
     .poll(async () => {
-      const v = await checkCanvas(page);
+      const v = await heatmapAgainstEngine(page);
       return v.rows[0] <= focused && focused < v.rows[1] && v.wrong === 0;
     })
     .toBe(true);
@@ -161,7 +104,7 @@ test("past 2,048 tokens the heatmap paints its map in blocks, zoomed the cells i
   await typeAtEnd(page, ' soup');
   await expect
     .poll(async () => {
-      const v = await checkCanvas(page);
+      const v = await heatmapAgainstEngine(page);
       return v.T > whole.T && v.wrong === 0 && v.checked === v.size[0] * v.size[1];
     })
     .toBe(true);

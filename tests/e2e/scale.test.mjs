@@ -3,7 +3,7 @@
 // fills the context. The heatmap fits, thins its labels, zooms and follows the focused token; the
 // lines view draws the strongest links per token; the grid of 144 heads stays navigable by
 // keyboard; exports work on the zoomed view. Screenshots in build/e2e-artifacts/scale-*.png.
-import { test as base, expect, shot, randomModelSite } from './fixtures.mjs';
+import { test as base, expect, shot, randomModelSite, heatmapAgainstEngine } from './fixtures.mjs';
 
 const test = base.extend({
   // a server for a random 12 x 12-head model with a 1024-token context under /scale/gpt-12x12/
@@ -167,6 +167,13 @@ test('typing at the end of 1,000 tokens moves only the new rows of the head show
   // 144 full maps of 1,000 tokens are 576 MB, so the page keeps none (web/demo/index/long-text.js)
   const text = await openWithTokens(page, scaleSite, '/scale/gpt-12x12/', 1000);
   const before = await page.evaluate(() => window.headscopeDemo.pulled.rowsPulled);
+  // the page's calls of the engine for a tile, counted from here
+  await page.evaluate(() => {
+    const model = window.headscopeDemo.model;
+    const tile = model.attentionTile.bind(model);
+    window.__tileCalls = 0;
+    model.attentionTile = (...args) => (window.__tileCalls++, tile(...args));
+  });
   await page.locator('#text').press('End');
   await page.keyboard.type(' chef');
   await expect
@@ -205,6 +212,22 @@ test('typing at the end of 1,000 tokens moves only the new rows of the head show
   // each run of the typed word brought the rows from its first new token: a few, not 1,000 again
   expect(check.rowsPulled - before, JSON.stringify(check)).toBeGreaterThan(0);
   expect(check.rowsPulled - before).toBeLessThan(100);
+  // the heatmap's new rows were cut from the rows that came with each run (pulled-maps.js
+  // tileFromPulled), with no call of the engine for a tile, and every pixel is the engine's tile
+  const typedCalls = await page.evaluate(() => window.__tileCalls);
+  const { layer, head } = await page.evaluate(() => window.headscopeDemo.state);
+  const control = await page.evaluate(
+    async ([l, h]) => {
+      await window.headscopeDemo.result.tiles(l, h, { rows: [0, 4], columns: [0, 4], bin: 1 });
+      return window.__tileCalls;
+    },
+    [layer, head],
+  );
+  expect(control, 'a tile of rows not held is asked of the engine, and counted').toBe(typedCalls + 1);
+  expect(typedCalls, 'tile calls while typing').toBe(0);
+  const heatmap = await heatmapAgainstEngine(page);
+  expect(heatmap, JSON.stringify(heatmap.first)).toMatchObject({ T: check.T, rows: [0, check.T], bin: 1, wrong: 0 });
+  expect(heatmap.checked).toBe(check.T * check.T);
   await expect(page.locator('#detail-caption')).toHaveText(/^Layer \d+, head \d+:/);
   await shot(page, 'scale-typed-rows');
 });

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { writeRandomModel } from '../../e2e/random-model.mjs';
 import { allHeadScores } from '../../../dist/analysis.js';
+import { PulledMaps, tileFromPulled } from '../../../web/component/runtime/pulled-maps.js';
 
 const fixture = (name) => new URL(`../../fixtures/models/${name}/`, import.meta.url);
 
@@ -380,5 +381,40 @@ test('attentionMaps: false keeps no map in the engine: run(), tiles and the memo
     kept.dispose();
     page.dispose();
     worker.dispose();
+  }
+});
+
+test("a page's tiles cut from the rows a run pulled (runtime/pulled-maps.js) equal the engine's attentionTile, bit for bit", async () => {
+  // The heatmap paints a typed token's new block rows from the rows that came with the run
+  // (tileFromPulled) instead of asking the engine again: both must be the same floats, at bin 1 and
+  // pooled, edge blocks clipped. A random model with a context of 640 tokens, a text of 400.
+  const dir = mkdtempSync(path.join(tmpdir(), 'headscope-pulled-tiles-'));
+  const tokenizerDir = new URL('../../fixtures/models/odd-hs12/', import.meta.url).pathname;
+  writeRandomModel(dir, { n_layer: 2, n_head: 3, n_embd: 24, n_positions: 640, tokenizerDir, attnScale: 0.5 });
+  const page = await loadModel(pathToFileURL(dir + '/'), { threads: 1 });
+  try {
+    const words = 'the chef who trained in paris cooked the meal quickly while guests waited'.split(' ');
+    const text = (n) => Array.from({ length: n }, (_, i) => words[(i * 5) % words.length]).join(' ');
+    const pulled = new PulledMaps(() => page);
+    for (const t of [text(400), text(401)]) {
+      const r = page.run(t, { attention: 'thumbnails', pull: pulled.request([[1, 2]], []) });
+      pulled.absorb(r);
+      const { T } = r;
+      const [w0] = r.pulled.get(1 * r.nHead + 2).rows;
+      for (const [rows, columns, bin] of [
+        [[T - 1, T], [0, T], 1],
+        [[T - 3, T], [0, T], 2],
+        [[w0, T], [0, T], 4],
+        [[w0 + 5, T - 2], [7, T - 11], 3],
+      ]) {
+        const held = tileFromPulled(r, 1, 2, { rows, columns, bin });
+        assert.ok(held, `rows ${rows}: held`);
+        const engine = page.attentionTile(t, 1, 2, { rows, columns, bin });
+        assert.deepEqual(held, engine, `T ${T}, rows ${rows}, columns ${columns}, bin ${bin}`);
+      }
+    }
+  } finally {
+    page.dispose();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -5,7 +5,7 @@
 // below, brute force); every row held is checked against its map's row, every column.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PulledMaps, pulledWindow, askedWindow } from '../../../web/component/runtime/pulled-maps.js';
+import { PulledMaps, pulledWindow, askedWindow, tileFromPulled } from '../../../web/component/runtime/pulled-maps.js';
 import { LINES_WINDOW } from '../../../web/component/views/lines.js';
 import { headSource, makeResult } from '../../../web/lib/result.js';
 
@@ -154,6 +154,70 @@ test('PulledMaps holds the rows of the focused window: typing brings its new row
   assert.deepEqual(pulled.missing(r, [[1, 2]]), [[1, 2]]);
   await pulled.pull(r, [[1, 2]]);
   check(r, 1, 2, focus, 'pulled after a run of another window');
+});
+
+// cell (a, b): the largest weight of rows [r0 + a bin, ...) x columns [c0 + b bin, ...) of the map, clipped
+// to the ranges: AttentionTile's definition (headscope.d.ts), brute force over every weight
+function pooledRows(ids, layer, head, [r0, r1], [c0, c1], bin) {
+  const nCols = Math.ceil((c1 - c0) / bin);
+  const out = new Float32Array(Math.ceil((r1 - r0) / bin) * nCols);
+  for (let q = r0; q < r1; q++) {
+    const row = mapRow(ids, layer, head, q);
+    for (let k = c0; k < c1; k++) {
+      const i = Math.floor((q - r0) / bin) * nCols + Math.floor((k - c0) / bin);
+      out[i] = Math.max(out[i], row[k]);
+    }
+  }
+  return out;
+}
+
+test("the heatmap's tiles of rows the result holds are cut from them, with no call to the engine; others are asked for", async () => {
+  const { model, run } = fakeEngine(4096);
+  const pulled = new PulledMaps(() => model);
+  let ids = Array.from({ length: 700 }, (_, i) => (i * 11) % 61);
+  pulled.absorb(run(ids, pulled.request([[1, 2]], [])));
+  ids = ids.concat([3, 4]);
+  const r = run(ids, pulled.request([[1, 2]], []));
+  pulled.absorb(r);
+  const [w0, w1] = headSource(r, 1, 2).rows;
+  const T = r.T;
+  // a typed token's new block rows at the bins the heatmap paints whole maps with (1 up to 1,024
+  // tokens, then powers of two), edge blocks clipped, and inner ranges of rows and columns
+  for (const [rows, columns, bin] of [
+    [[T - 1, T], [0, T], 1],
+    [[T - 2, T], [0, T], 1],
+    [[T - 2, T], [0, T], 2],
+    [[w0, T], [0, T], 4],
+    [[w0 + 3, T - 5], [17, 400], 3],
+    [[T - 7, T], [T - 9, T], 8],
+  ]) {
+    const asked = model.rowsAsked;
+    const tile = await r.tiles(1, 2, { rows, columns, bin });
+    assert.equal(model.rowsAsked, asked, `rows ${rows}, bin ${bin}: cut from the rows held`);
+    assert.deepEqual([tile.rows, tile.columns, tile.bin, tile.T, tile.layer, tile.head], [rows, columns, bin, T, 1, 2]);
+    assert.deepEqual(
+      [tile.nRows, tile.nCols],
+      [Math.ceil((rows[1] - rows[0]) / bin), Math.ceil((columns[1] - columns[0]) / bin)],
+    );
+    assert.deepEqual(
+      tile.values,
+      pooledRows(ids, 1, 2, rows, columns, bin),
+      `rows ${rows}, columns ${columns}, bin ${bin}`,
+    );
+  }
+  // rows before the window, a head not held, and ranges the engine would refuse go to the engine
+  for (const [head, options] of [
+    [[1, 2], { rows: [w0 - 1, T], columns: [0, T], bin: 1 }],
+    [[0, 1], { rows: [T - 1, T], columns: [0, T], bin: 1 }],
+    [[1, 2], { rows: [T - 1, T], columns: [0, T + 1], bin: 1 }],
+    [[1, 2], { rows: [T - 1, T], columns: [0, T], bin: 0 }],
+  ]) {
+    assert.equal(tileFromPulled(r, ...head, options), null, `${head} ${JSON.stringify(options)}: not cut here`);
+    const asked = model.rowsAsked;
+    await r.tiles(...head, options);
+    assert.ok(model.rowsAsked > asked, `${head} ${JSON.stringify(options)}: asked of the engine`);
+  }
+  assert.equal(tileFromPulled(r, 1, 2, { rows: [T - 1, T - 1], columns: [0, T] }), null, 'no rows: not cut here');
 });
 
 test("the demo's long-text pulls: a pull of an older result that ends after a newer result came is not drawn", async () => {

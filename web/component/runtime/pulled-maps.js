@@ -1,7 +1,8 @@
 // The heads a page shows of a result without maps (run(text, { attention: 'thumbnails' }): a long
 // text, whose every full map would not fit). The rule, one for every view of such a result: no view
 // holds a head's whole map. The grid draws the thumbnails; the heatmap draws tiles of what it shows
-// (result.tiles, below: model.attentionTile pooled to its bitmap, views/heatmap-bitmap.js); the views
+// (result.tiles, below: model.attentionTile pooled to its bitmap, views/heatmap-bitmap.js, or the
+// same cut from the rows held, tileFromPulled); the views
 // that read a head's rows (the lines view, the token strip, the sentences about a head, the heatmap's
 // tooltip) read the rows of the lines view's window around the focused token (pulledWindow: 128 rows,
 // every column; askedWindow's 160 are asked for), pulled from the engine here and attached to the
@@ -33,6 +34,52 @@ export function pulledWindow(T, focus) {
 /** The rows [from, to) a page asks for (within them it holds at least pulledWindow's): SLACK_ROWS more. */
 export function askedWindow(T, focus) {
   return windowAround(T, around(T, focus), LINES_WINDOW + SLACK_ROWS);
+}
+
+/**
+ * The tile of head (layer, head) that model.attentionTile(result.text, layer, head, { rows, columns,
+ * bin }) returns, cut from the rows `result` holds of it (result.pulled: every column of a window of
+ * rows, which lib/maps.js's pulledRowsOf takes from the engine's attentionTile at bin 1), each cell
+ * the largest weight of its bin x bin block as the engine pools them (a maximum of the same floats:
+ * the same values, bit for bit). Typing at the end of a long text then paints the heatmap's new block
+ * rows in the frame that shows the run, not after a second call to the engine, which took 10-15 ms
+ * and a frame of its own (GPT-2 small's shape at 1,000 tokens). Null when some of the rows asked for
+ * are not held, or the ranges are not ones attentionTile takes.
+ */
+export function tileFromPulled(result, layer, head, { rows, columns, bin = 1 } = {}) {
+  const m = result.pulled?.get(layer * result.nHead + head);
+  const { T } = result;
+  const [r0, r1] = rows ?? [0, T];
+  const [c0, c1] = columns ?? [0, T];
+  const whole = (v) => Number.isInteger(v) && v >= 0;
+  if (!m || ![r0, r1, c0, c1].every(whole) || !Number.isInteger(bin) || bin < 1) return null;
+  if (r0 >= r1 || c0 >= c1 || r0 < m.rows[0] || r1 > m.rows[1] || c1 > T) return null;
+  const nRows = Math.ceil((r1 - r0) / bin),
+    nCols = Math.ceil((c1 - c0) / bin);
+  const values = new Float32Array(nRows * nCols);
+  for (let q = r0; q < r1; q++) {
+    const row = m.data.subarray((q - m.rows[0]) * m.stride, (q - m.rows[0]) * m.stride + T);
+    const out = Math.floor((q - r0) / bin) * nCols;
+    for (let x = 0; x < nCols; x++) {
+      const k1 = Math.min(c1, c0 + (x + 1) * bin);
+      let v = values[out + x];
+      for (let k = c0 + x * bin; k < k1; k++) if (row[k] > v) v = row[k];
+      values[out + x] = v;
+    }
+  }
+  return {
+    text: result.text,
+    ablate: result.ablate ?? [],
+    T,
+    layer,
+    head,
+    rows: [r0, r1],
+    columns: [c0, c1],
+    bin,
+    nRows,
+    nCols,
+    values,
+  };
 }
 
 export class PulledMaps {
@@ -150,13 +197,18 @@ export class PulledMaps {
     (result.pulled ??= new Map()).set(layer * result.nHead + head, { data: e.data, stride: e.stride, rows: e.rows });
   }
 
-  // The heatmap's tiles of `result` (views/heatmap-bitmap.js): model.attentionTile of its text and
-  // switched-off heads, through the model the result is of
+  // The heatmap's tiles of `result` (views/heatmap-bitmap.js): cut from the rows the result holds
+  // when it holds them all (tileFromPulled: a typed token's new block rows came with its run), else
+  // model.attentionTile of its text and switched-off heads, through the model the result is of
   #attachTiles(result) {
     if (result.tiles) return;
     const model = this.getModel();
-    result.tiles = (layer, head, options) =>
-      model.attentionTile(result.text, layer, head, { ...options, ablate: result.ablate ?? [] });
+    result.tiles = (layer, head, options) => {
+      const held = tileFromPulled(result, layer, head, options);
+      return held
+        ? Promise.resolve(held)
+        : model.attentionTile(result.text, layer, head, { ...options, ablate: result.ablate ?? [] });
+    };
   }
 
   /** The heads held, most recently pulled last ('layer:head'). */

@@ -2,7 +2,8 @@
 // One rule for where the cells come from: a result with every map (attentionAll) is painted from it,
 // at once; a result without maps ({ attention: 'thumbnails' }: a long text) is painted from tiles
 // the engine pools to the bitmap (result.tiles: model.attentionTile with the bitmap's rows, columns
-// and bin, runtime/pulled-maps.js), so that no T x T map is made anywhere: the whole map pooled to
+// and bin, or the same cut from rows the run brought, runtime/pulled-maps.js), so that no T x T map
+// is made anywhere: the whole map pooled to
 // at most MAX_BITMAP pixels a side (each pixel its block's largest weight, as paint.js poolView),
 // zoomed in the cells in view. The pixels are the same either way. Typing at the end asks only for
 // the block rows from the first changed token; until a tile arrives the bitmap shows what it showed.
