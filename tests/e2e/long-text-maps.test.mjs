@@ -82,5 +82,22 @@ test('a long text: the grid from thumbnails, the heads shown pulled exactly, typ
   expect(pulled, `rows pulled while typing: ${pulled}`).toBeGreaterThan(0);
   expect(pulled).toBeLessThan(typed.T / 4);
 
+  // the grid after typing, repainted row by row from its last paint (the rows each result kept from
+  // the one painted are not compared: paint.js paintThumbnails' knownRows), equals a whole paint of
+  // the same thumbnails: the theme toggled and back repaints every cell, with another colour table
+  const gridHash = () =>
+    page.evaluate(() => {
+      const c = document.querySelector('#grid canvas');
+      const px = new Uint32Array(c.getContext('2d').getImageData(0, 0, c.width, c.height).data.buffer);
+      let h = 2166136261;
+      for (const v of px) h = Math.imul(h ^ v, 16777619) >>> 0;
+      return `${c.width}x${c.height}:${h}`;
+    });
+  const typedGrid = await gridHash();
+  await page.click('#theme-toggle');
+  await expect.poll(gridHash, { message: 'the grid repainted in the dark theme' }).not.toBe(typedGrid);
+  await page.click('#theme-toggle');
+  await expect.poll(gridHash, { message: 'a whole paint equals the one typed row by row' }).toBe(typedGrid);
+
   expect(await seriousViolations(page, problems)).toEqual([]);
 });

@@ -147,10 +147,27 @@ export function withPreviousThumbnails(previous, update) {
   for (let head = 0; head < heads; head++)
     C.set(thumbnailRows.subarray(head * (n - from) * n, (head + 1) * (n - from) * n), (head * n + from) * n);
   if (C.buffer === old.buffer) supersede(previous);
+  keptThumbnailRows.set(C, { from: previous, rows: from });
   const data = { ...update, thumbnails: C };
   delete data.thumbnailRows;
   delete data.thumbnailRowsFrom;
   return data;
+}
+
+// Which earlier result a result's thumbnails were written over (withPreviousThumbnails), and how
+// many of its cell rows came from it unchanged: keyed by the thumbnails array, which the result
+// carries, so that no field of a result (plain data, which may cross postMessage) holds another.
+const keptThumbnailRows = new WeakMap();
+
+/**
+ * How many leading cell rows of every head in `thumbnails` (a result's) are `earlier`'s, unchanged:
+ * the rows withPreviousThumbnails() kept when it wrote this result's rows over `earlier` (a result
+ * object, as given to `reuse`), else 0. The grid repaints a typed token's thumbnails comparing only
+ * the rows after them with what it painted of `earlier` (paint.js paintThumbnails).
+ */
+export function thumbnailRowsKept(thumbnails, earlier) {
+  const kept = thumbnails ? keptThumbnailRows.get(thumbnails) : undefined;
+  return kept && earlier && kept.from === earlier ? kept.rows : 0;
 }
 
 // Buffers made here with room to type into: an array over one of them grows in place when a

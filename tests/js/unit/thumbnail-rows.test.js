@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeResult } from '../../../web/lib/result.js';
-import { withPreviousThumbnails, withPrevious, reuseInfo } from '../../../web/lib/reuse.js';
+import { withPreviousThumbnails, withPrevious, reuseInfo, thumbnailRowsKept } from '../../../web/lib/reuse.js';
 
 // heads x n x n cells, each value saying where it is: head * 1000 + row * 10 + column + offset
 const cells = (heads, n, offset = 0, rows = [0, n]) => {
@@ -58,6 +58,11 @@ test('the earlier rows, then the new ones; in the earlier buffer unless the text
             `m ${m} n ${n} from ${from}: head ${h} (${a}, ${b})`,
           );
         }
+    // the rows kept from the earlier result, as the grid asks (paint.js paintThumbnails' knownRows):
+    // of that result only
+    assert.equal(thumbnailRowsKept(data.thumbnails, previous), from, `m ${m} n ${n}: rows kept`);
+    assert.equal(thumbnailRowsKept(data.thumbnails, previousOf(m)), 0, 'of another result: none known');
+    assert.equal(thumbnailRowsKept(previousOf(m).thumbnails, previous), 0, 'thumbnails not written over it');
     if (m === n) {
       assert.equal(data.thumbnails, previous.thumbnails, 'written into the earlier buffer');
       assert.equal(reuseInfo(previous), null, 'the earlier result is given up: no later run reuses it');

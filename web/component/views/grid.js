@@ -7,6 +7,7 @@ import { paintGrid, copyChangedRows } from './paint.js';
 import { el } from './dom.js';
 import { byValue, shownWeightAt } from '../model/weighting.js';
 import { kvGroups, headSharing } from '../model/kv-groups.js';
+import { thumbnailRowsKept } from '../../lib/reuse.js';
 
 // Query heads that share a key/value head are drawn as one group: a bracket over their columns
 // named "key/value head g" (only when some heads share: GPT-2's heads each have their own).
@@ -368,7 +369,9 @@ export class GridView {
       last.data.length === t.length
         ? last.data
         : null;
-    const changed = paintGrid(this.pixels, L, result, this.theme, this.state, previous);
+    // the cell rows this result kept unchanged from the one painted last, when it was written over it
+    const known = previous ? thumbnailRowsKept(t, last.result) : 0;
+    const changed = paintGrid(this.pixels, L, result, this.theme, this.state, previous, known);
     // what was painted, in the view's own buffer (reused while the size holds): a run that reuses
     // this result writes its new rows into the result's buffer (reuse.js, withPreviousThumbnails)
     let painted = null;
@@ -378,7 +381,7 @@ export class GridView {
       else painted.set(t);
     }
     this.lastThumbnails = t
-      ? { data: painted, pixels: this.pixels, layout: L, lut: this.theme.lut, n: result.thumbnailCells }
+      ? { data: painted, pixels: this.pixels, layout: L, lut: this.theme.lut, n: result.thumbnailCells, result }
       : null;
     // the canvas is given the pixels that changed alone (a typed token: a strip at the foot of each
     // tile), not the whole image again
