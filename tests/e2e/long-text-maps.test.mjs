@@ -94,6 +94,8 @@ test('a long text: the grid from thumbnails, the heads shown pulled exactly, typ
       return `${c.width}x${c.height}:${h}`;
     });
   const typedGrid = await gridHash();
+  const known = await page.evaluate(() => window.headscopeDemo.grid.knownRows);
+  expect(known, 'the last paint skipped the rows the result kept').toBeGreaterThan(0);
   await page.click('#theme-toggle');
   await expect.poll(gridHash, { message: 'the grid repainted in the dark theme' }).not.toBe(typedGrid);
   await page.click('#theme-toggle');

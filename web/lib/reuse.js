@@ -147,7 +147,7 @@ export function withPreviousThumbnails(previous, update) {
   for (let head = 0; head < heads; head++)
     C.set(thumbnailRows.subarray(head * (n - from) * n, (head + 1) * (n - from) * n), (head * n + from) * n);
   if (C.buffer === old.buffer) supersede(previous);
-  keptThumbnailRows.set(C, { from: previous, rows: from });
+  keptThumbnailRows.set(C, { from: new WeakRef(previous), rows: from });
   const data = { ...update, thumbnails: C };
   delete data.thumbnailRows;
   delete data.thumbnailRowsFrom;
@@ -156,7 +156,8 @@ export function withPreviousThumbnails(previous, update) {
 
 // Which earlier result a result's thumbnails were written over (withPreviousThumbnails), and how
 // many of its cell rows came from it unchanged: keyed by the thumbnails array, which the result
-// carries, so that no field of a result (plain data, which may cross postMessage) holds another.
+// carries, so that no field of a result (plain data, which may cross postMessage) holds another;
+// the earlier result weakly, so that this does not keep it (and its pulled rows) alive.
 const keptThumbnailRows = new WeakMap();
 
 /**
@@ -167,7 +168,7 @@ const keptThumbnailRows = new WeakMap();
  */
 export function thumbnailRowsKept(thumbnails, earlier) {
   const kept = thumbnails ? keptThumbnailRows.get(thumbnails) : undefined;
-  return kept && earlier && kept.from === earlier ? kept.rows : 0;
+  return kept && earlier && kept.from.deref() === earlier ? kept.rows : 0;
 }
 
 // Buffers made here with room to type into: an array over one of them grows in place when a

@@ -220,6 +220,22 @@ test("the heatmap's tiles of rows the result holds are cut from them, with no ca
   assert.equal(tileFromPulled(r, 1, 2, { rows: [T - 1, T - 1], columns: [0, T] }), null, 'no rows: not cut here');
 });
 
+test('a pull still waiting on the engine when the page clears the rows (another model) keeps nothing', async () => {
+  const { model, run } = fakeEngine(4096);
+  const pulled = new PulledMaps(() => model);
+  const ids = Array.from({ length: 700 }, (_, i) => (i * 3) % 41);
+  const r = run(ids, null);
+  const pulling = pulled.pull(r, [[0, 1]]);
+  pulled.clear(); // while attentionTile's answer is on its way
+  await pulling;
+  assert.deepEqual(pulled.held(), [], 'no entry from the old model');
+  assert.equal(r.pulled?.get(1), undefined, 'nothing attached to the result');
+  // without a clear, the same pull keeps and attaches the head
+  await pulled.pull(r, [[0, 1]]);
+  assert.deepEqual(pulled.held(), ['0:1']);
+  assert.ok(r.pulled.get(1));
+});
+
 test("the demo's long-text pulls: a pull of an older result that ends after a newer result came is not drawn", async () => {
   const { installLongText } = await import('../../../web/demo/index/long-text.js');
   const { model, run } = fakeEngine(4096);

@@ -74,6 +74,16 @@ test('the earlier rows, then the new ones; in the earlier buffer unless the text
   }
 });
 
+test('the rows kept are those of the result written over, not of one before it in the same buffer', () => {
+  // A, then B over A's buffer, then C over it again (the same cell count: one array throughout)
+  const a = previousOf(5);
+  const b = { ...a, ...withPrevious(a, updateOf(5, 3)) };
+  const c = withPrevious(b, updateOf(5, 4));
+  assert.equal(c.thumbnails, a.thumbnails, 'one buffer for all three');
+  assert.equal(thumbnailRowsKept(c.thumbnails, b), 4, 'of B: the rows C kept');
+  assert.equal(thumbnailRowsKept(c.thumbnails, a), 0, 'of A: none known (B changed rows 3 and 4)');
+});
+
 // Typing that adds and removes cell rows: the first new width goes into a new buffer made with room,
 // the next ones into that buffer, moved in place (the earlier result superseded each time). Every cell
 // is checked against the layout above, so a row moved over another one not yet moved, or a cell right

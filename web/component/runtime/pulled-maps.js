@@ -84,6 +84,7 @@ export function tileFromPulled(result, layer, head, { rows, columns, bin = 1 } =
 
 export class PulledMaps {
   #entries = new Map(); // 'layer:head' -> { ids, ablate, data, stride, rows }, most recent last
+  #generation = 0; // clear()s so far: a pull that was waiting on the engine meanwhile keeps nothing
 
   /**
    * `getModel()`: the model the results are of (the page's worker client). `spareFloats`: the most
@@ -219,6 +220,7 @@ export class PulledMaps {
   /** Forgets every pulled map (another model). */
   clear() {
     this.#entries.clear();
+    this.#generation++;
   }
 
   /**
@@ -228,6 +230,7 @@ export class PulledMaps {
    */
   async pull(result, heads) {
     const model = this.getModel();
+    const generation = this.#generation;
     this.#attachTiles(result);
     const { T } = result;
     const ids = Int32Array.from(result.tokens, (t) => t.id);
@@ -253,6 +256,9 @@ export class PulledMaps {
           rows: [from, window[1]],
           ablate: result.ablate,
         });
+        // another model came meanwhile (clear()): these rows are the old one's, which the next
+        // result's rows must not be built on, nor its heatmap's tiles cut from
+        if (this.#generation !== generation) return;
         if (tile.T !== T) throw new Error(`the engine ran ${tile.T} tokens of a result of ${T}`);
         for (let r = from; r < window[1]; r++)
           e.data.set(tile.values.subarray((r - from) * T, (r - from + 1) * T), (r - e.rows[0]) * e.stride);

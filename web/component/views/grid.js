@@ -371,6 +371,8 @@ export class GridView {
         : null;
     // the cell rows this result kept unchanged from the one painted last, when it was written over it
     const known = previous ? thumbnailRowsKept(t, last.result) : 0;
+    /** The cell rows of every head the last paint took as painted without comparing them (the tests read it). */
+    this.knownRows = known;
     const changed = paintGrid(this.pixels, L, result, this.theme, this.state, previous, known);
     // what was painted, in the view's own buffer (reused while the size holds): a run that reuses
     // this result writes its new rows into the result's buffer (reuse.js, withPreviousThumbnails)
