@@ -211,6 +211,7 @@ test("the heatmap's tiles of rows the result holds are cut from them, with no ca
     [[0, 1], { rows: [T - 1, T], columns: [0, T], bin: 1 }],
     [[1, 2], { rows: [T - 1, T], columns: [0, T + 1], bin: 1 }],
     [[1, 2], { rows: [T - 1, T], columns: [0, T], bin: 0 }],
+    [[1, 2], { rows: [T - 1, T], columns: [0, T], bin: T + 1 }],
   ]) {
     assert.equal(tileFromPulled(r, ...head, options), null, `${head} ${JSON.stringify(options)}: not cut here`);
     const asked = model.rowsAsked;

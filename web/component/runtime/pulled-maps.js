@@ -52,7 +52,7 @@ export function tileFromPulled(result, layer, head, { rows, columns, bin = 1 } =
   const [r0, r1] = rows ?? [0, T];
   const [c0, c1] = columns ?? [0, T];
   const whole = (v) => Number.isInteger(v) && v >= 0;
-  if (!m || ![r0, r1, c0, c1].every(whole) || !Number.isInteger(bin) || bin < 1) return null;
+  if (!m || ![r0, r1, c0, c1].every(whole) || !Number.isInteger(bin) || bin < 1 || bin > T) return null;
   if (r0 >= r1 || c0 >= c1 || r0 < m.rows[0] || r1 > m.rows[1] || c1 > T) return null;
   const nRows = Math.ceil((r1 - r0) / bin),
     nCols = Math.ceil((c1 - c0) / bin);
